@@ -1,0 +1,270 @@
+//! The command line (SPEC §1) as clap derive definitions: flags as written. Commands resolve
+//! them into real objects in `commands/`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "storm",
+    version,
+    about = "Apache Storm's model as a declarative dataflow runner",
+    long_about = "Run Apache Storm topologies written in YAML (Flux-shaped) or a compact DSL: \
+in-process, as worker processes, or across hosts. Components are built-ins or any program \
+speaking Storm's multilang protocol.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse and check topology files; print `ok: FILE` lines or located errors
+    Validate(ValidateArgs),
+    /// Run a topology (a shell filter when it reads stdin)
+    Run(RunArgs),
+    /// The coordination tree Storm would keep in ZooKeeper
+    #[command(subcommand)]
+    Zk(ZkCommand),
+    /// Print the topology as a graph (Graphviz dot or Mermaid)
+    Graph(GraphArgs),
+    /// Print the effective configuration, each key with where its value came from
+    Config(ConfigArgs),
+    /// Print a shell completion script
+    Completions(CompletionsArgs),
+    /// Run the cluster's master: holds the coordination tree, schedules topologies
+    Nimbus(NimbusArgs),
+    /// Run a supervisor: starts a worker process for each slot assigned to it
+    Supervisor(SupervisorArgs),
+    /// Submit a topology to a running cluster
+    Submit(SubmitArgs),
+    /// List the topologies of a running cluster
+    List(NimbusAddrArgs),
+    /// Kill a topology on a running cluster
+    Kill(KillArgs),
+    /// Internal: one worker process (started by a supervisor)
+    #[command(hide = true)]
+    Worker(WorkerArgs),
+}
+
+/// Where the topology comes from: a file, or inline DSL text.
+#[derive(Debug, Args, Clone)]
+pub struct TopologySource {
+    /// Topology file (`.yaml`/`.yml`, Flux YAML, or `.storm` DSL)
+    #[arg(value_name = "FILE", required_unless_present = "expr", conflicts_with = "expr")]
+    pub file: Option<PathBuf>,
+    /// The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)
+    #[arg(short = 'e', long = "expr", value_name = "TEXT")]
+    pub expr: Option<String>,
+    /// Properties file for Flux `${key}` substitution
+    #[arg(long = "filter", value_name = "FILE")]
+    pub filter: Option<PathBuf>,
+}
+
+/// `-c KEY=VALUE` overrides (VALUE read as YAML).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConfigOverrides {
+    /// Override one configuration key; VALUE is read as YAML (repeatable)
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum DiagFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Topology files
+    #[arg(value_name = "FILE", required_unless_present = "expr")]
+    pub files: Vec<PathBuf>,
+    /// A topology inline, in the DSL
+    #[arg(short = 'e', long = "expr", value_name = "TEXT", conflicts_with = "files")]
+    pub expr: Option<String>,
+    /// Properties file for Flux `${key}` substitution
+    #[arg(long = "filter", value_name = "FILE")]
+    pub filter: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
+    /// Output format of the diagnostics
+    #[arg(long, value_enum, default_value_t = DiagFormat::Text)]
+    pub format: DiagFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ProgressMode {
+    #[default]
+    Auto,
+    Never,
+    Always,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub source: TopologySource,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
+    /// Number of workers (overrides topology.workers)
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// Run each worker as its own process, talking over loopback TCP
+    #[arg(long)]
+    pub processes: bool,
+    /// Run attached on a running cluster
+    #[arg(long, value_name = "ADDR")]
+    pub nimbus: Option<String>,
+    /// Stop (gracefully, draining) after this long: `30s`, `2m`
+    #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Progress display on stderr
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Print nothing on stderr but errors (no summary)
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Write the full run figures as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ZkCommand {
+    /// Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)
+    Dump(ZkDumpArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum TreeFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ZkDumpArgs {
+    /// Topology file
+    #[arg(value_name = "FILE", required_unless_present_any = ["nimbus", "expr"])]
+    pub file: Option<PathBuf>,
+    /// A topology inline, in the DSL
+    #[arg(short = 'e', long = "expr", value_name = "TEXT", conflicts_with = "file")]
+    pub expr: Option<String>,
+    /// Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)
+    #[arg(long, value_name = "HOST:PORT,...", value_delimiter = ',')]
+    pub slots: Vec<String>,
+    /// Print the live tree of a running cluster instead
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["file", "expr", "slots"])]
+    pub nimbus: Option<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
+    pub format: TreeFormat,
+    /// Use this Unix time (seconds) instead of the clock, for reproducible dumps
+    #[arg(long, value_name = "SECS")]
+    pub fixed_time: Option<u64>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum GraphFormat {
+    #[default]
+    Dot,
+    Mermaid,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    #[command(flatten)]
+    pub source: TopologySource,
+    /// Graph language
+    #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+    pub format: GraphFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Topology file whose `config:` takes part
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct NimbusArgs {
+    /// Address to listen on
+    #[arg(long, default_value = "127.0.0.1:6627", value_name = "ADDR")]
+    pub listen: String,
+    /// Folder where the coordination tree is persisted
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
+}
+
+#[derive(Debug, Args)]
+pub struct SupervisorArgs {
+    /// Nimbus address
+    #[arg(long, value_name = "ADDR")]
+    pub nimbus: String,
+    /// This supervisor's host name (what workers bind to and peers connect to)
+    #[arg(long, default_value = "127.0.0.1", value_name = "NAME")]
+    pub host: String,
+    /// Worker slot ports (default: supervisor.slots.ports)
+    #[arg(long, value_name = "PORT,...", value_delimiter = ',')]
+    pub slots: Vec<u16>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub source: TopologySource,
+    /// Nimbus address
+    #[arg(long, value_name = "ADDR")]
+    pub nimbus: String,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
+}
+
+#[derive(Debug, Args)]
+pub struct NimbusAddrArgs {
+    /// Nimbus address
+    #[arg(long, value_name = "ADDR")]
+    pub nimbus: String,
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    /// Topology name
+    pub name: String,
+    /// Nimbus address
+    #[arg(long, value_name = "ADDR")]
+    pub nimbus: String,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Nimbus address
+    #[arg(long, value_name = "ADDR")]
+    pub nimbus: String,
+    /// Topology id
+    #[arg(long)]
+    pub topology: String,
+    /// Host and port of this worker's slot
+    #[arg(long, value_name = "HOST:PORT")]
+    pub slot: String,
+}

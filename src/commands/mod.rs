@@ -1,0 +1,59 @@
+//! One module per subcommand: orchestration only. Each returns the exit status it wants
+//! (SPEC §1: 0 success, 1 invalid topology or failed run, 2 usage, 130 interrupted).
+
+use crate::cli::{Cli, Command, ZkCommand};
+use std::process::ExitCode;
+
+pub mod cluster;
+pub mod completions;
+pub mod config;
+pub mod graph;
+pub mod run;
+pub mod validate;
+pub mod zk;
+
+/// The exit status of a command that ran to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Success,
+    /// Invalid topology or failed run.
+    Failure,
+    Usage,
+    Interrupted,
+}
+
+impl From<Status> for ExitCode {
+    fn from(s: Status) -> ExitCode {
+        match s {
+            Status::Success => ExitCode::SUCCESS,
+            Status::Failure => ExitCode::from(1),
+            Status::Usage => ExitCode::from(2),
+            Status::Interrupted => ExitCode::from(130),
+        }
+    }
+}
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
+    match cli.command {
+        Command::Validate(a) => validate::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Zk(ZkCommand::Dump(a)) => zk::dump(a),
+        Command::Graph(a) => graph::run(a),
+        Command::Config(a) => config::run(a),
+        Command::Completions(a) => completions::run(a),
+        Command::Nimbus(a) => cluster::nimbus(a),
+        Command::Supervisor(a) => cluster::supervisor(a),
+        Command::Submit(a) => cluster::submit(a),
+        Command::List(a) => cluster::list(a),
+        Command::Kill(a) => cluster::kill(a),
+        Command::Worker(a) => cluster::worker(a),
+    }
+}
+
+/// Whether an error is a closed standard output: the run then ends quietly.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,152 @@
+//! Typed, layered configuration (SPEC §2): Storm's dotted keys, each value remembering the layer
+//! it came from, with typed accessors for the keys the runtime reads.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where a configuration value came from, lowest layer first.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Origin {
+    /// `conf/defaults.yaml`, compiled into the binary.
+    Default,
+    /// `conf/storm.yaml` or `$STORM_CONF_DIR/storm.yaml`, with the line.
+    StormYaml { path: PathBuf, line: usize },
+    /// The topology file's `config:`, with the line.
+    Topology { path: PathBuf, line: usize },
+    /// `-c KEY=VALUE` on the command line.
+    CommandLine,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub value: serde_json::Value,
+    pub origin: Origin,
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    pub entries: BTreeMap<String, Entry>,
+}
+
+impl Config {
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.entries.get(key).map(|e| &e.value).filter(|v| !v.is_null())
+    }
+
+    pub fn set(&mut self, key: impl Into<String>, value: serde_json::Value, origin: Origin) {
+        self.entries.insert(key.into(), Entry { value, origin });
+    }
+
+    pub fn get_u64(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(|v| v.as_u64())
+    }
+
+    pub fn get_bool(&self, key: &str) -> Option<bool> {
+        self.get(key).and_then(|v| v.as_bool())
+    }
+
+    /// A duration key: a number of seconds, or humantime text (`30s`, `1m 30s`).
+    pub fn get_duration(&self, key: &str) -> Option<Duration> {
+        duration_of(self.get(key)?)
+    }
+
+    /// All values as a plain JSON object (for the multilang handshake's `conf`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.entries
+                .iter()
+                .map(|(k, e)| (k.clone(), e.value.clone()))
+                .collect(),
+        )
+    }
+
+    pub fn workers(&self) -> u32 {
+        self.get_u64("topology.workers").unwrap_or(1).max(1) as u32
+    }
+
+    /// `None` = one acker per worker; `Some(0)` = acking disabled.
+    pub fn acker_executors(&self) -> Option<u32> {
+        self.get_u64("topology.acker.executors").map(|v| v as u32)
+    }
+
+    pub fn max_spout_pending(&self) -> Option<u64> {
+        self.get_u64("topology.max.spout.pending")
+    }
+
+    pub fn message_timeout(&self) -> Duration {
+        self.get_duration("topology.message.timeout.secs")
+            .unwrap_or(Duration::from_secs(30))
+    }
+
+    pub fn message_timeouts_enabled(&self) -> bool {
+        self.get_bool("topology.enable.message.timeouts")
+            .unwrap_or(true)
+    }
+
+    pub fn tick_freq(&self) -> Option<Duration> {
+        self.get_duration("topology.tick.tuple.freq.secs")
+    }
+
+    pub fn receiver_buffer_size(&self) -> usize {
+        self.get_u64("topology.receiver.buffer.size").unwrap_or(8) as usize
+    }
+
+    pub fn transfer_buffer_size(&self) -> usize {
+        self.get_u64("topology.transfer.buffer.size")
+            .unwrap_or(1024) as usize
+    }
+
+    pub fn executor_receive_buffer_size(&self) -> usize {
+        self.get_u64("topology.executor.receive.buffer.size")
+            .unwrap_or(1024) as usize
+    }
+
+    pub fn executor_send_buffer_size(&self) -> usize {
+        self.get_u64("topology.executor.send.buffer.size")
+            .unwrap_or(1024) as usize
+    }
+
+    pub fn debug(&self) -> bool {
+        self.get_bool("topology.debug").unwrap_or(false)
+    }
+
+    pub fn zookeeper_root(&self) -> String {
+        self.get("storm.zookeeper.root")
+            .and_then(|v| v.as_str())
+            .unwrap_or("/storm")
+            .to_string()
+    }
+
+    pub fn slots_ports(&self) -> Vec<u16> {
+        self.get("supervisor.slots.ports")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p.as_u64())
+                    .filter_map(|p| u16::try_from(p).ok())
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![6700, 6701, 6702, 6703])
+    }
+
+    pub fn nimbus_task_timeout(&self) -> Duration {
+        self.get_duration("nimbus.task.timeout.secs")
+            .unwrap_or(Duration::from_secs(30))
+    }
+}
+
+/// Seconds as a number, or humantime text.
+pub fn duration_of(v: &serde_json::Value) -> Option<Duration> {
+    match v {
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(Duration::from_secs_f64),
+        serde_json::Value::String(s) => humantime::parse_duration(s.trim())
+            .ok()
+            .or_else(|| s.trim().parse::<f64>().ok().filter(|f| f.is_finite() && *f >= 0.0).map(Duration::from_secs_f64)),
+        _ => None,
+    }
+}

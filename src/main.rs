@@ -1,0 +1,17 @@
+//! The `storm` binary: parse the command line, run the command, map the outcome to an exit status.
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = storm::cli::Cli::parse();
+    storm::logging::init();
+    match storm::commands::dispatch(cli) {
+        Ok(status) => status.into(),
+        Err(err) if storm::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

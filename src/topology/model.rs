@@ -1,0 +1,231 @@
+//! The validated topology: what the runtime, the scheduler and the graph printer see.
+//! It carries no source spans; everything in it has been checked by `validate`.
+
+use crate::config::Config;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The stream every component emits on unless it names another (Storm's `Utils.DEFAULT_STREAM_ID`).
+pub const DEFAULT_STREAM: &str = "default";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    pub name: String,
+    /// Effective configuration (defaults, storm.yaml, the file's `config:`, `-c`).
+    pub config: Config,
+    /// Spouts first, then bolts, each in file order.
+    pub components: Vec<Component>,
+    pub streams: Vec<Stream>,
+    /// Folder of the topology file: the default working directory of shell components.
+    pub base_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ComponentKind {
+    Spout,
+    Bolt,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Component {
+    pub id: String,
+    pub kind: ComponentKind,
+    pub ctype: ComponentType,
+    /// `args:` as written (a JSON object; empty when absent).
+    pub args: serde_json::Map<String, serde_json::Value>,
+    /// Executors.
+    pub parallelism: u32,
+    /// Tasks (≥ parallelism).
+    pub tasks: u32,
+    /// Declared output streams and their fields (resolved: built-in defaults, `fields:`,
+    /// `streams:`, Flux configMethods, or inherited input fields for pass-through bolts).
+    pub outputs: BTreeMap<String, Vec<String>>,
+    /// Program and arguments of a shell component.
+    pub command: Option<Vec<String>>,
+    /// Working directory of a shell component (default: `Topology::base_dir`).
+    pub cwd: Option<PathBuf>,
+    /// Per-component tick frequency (overrides `topology.tick.tuple.freq.secs`).
+    pub tick: Option<Duration>,
+    /// Per-component configuration (Flux `config:` on a component).
+    pub config: BTreeMap<String, serde_json::Value>,
+}
+
+impl Component {
+    pub fn is_spout(&self) -> bool {
+        self.kind == ComponentKind::Spout
+    }
+
+    /// A string argument, if present and a string.
+    pub fn arg_str(&self, key: &str) -> Option<&str> {
+        self.args.get(key).and_then(|v| v.as_str())
+    }
+
+    /// Fields of one output stream.
+    pub fn output_fields(&self, stream: &str) -> Option<&[String]> {
+        self.outputs.get(stream).map(|v| v.as_slice())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stream {
+    pub from: String,
+    pub to: String,
+    /// Stream id on the `from` component (default `"default"`).
+    pub stream: String,
+    pub grouping: Grouping,
+    /// Informational name (Flux's `name`).
+    pub name: Option<String>,
+}
+
+/// How tuples on a stream are spread over the target component's tasks (Storm's groupings).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Grouping {
+    Shuffle,
+    Fields(Vec<String>),
+    All,
+    Global,
+    None,
+    Direct,
+    LocalOrShuffle,
+    PartialKey(Vec<String>),
+}
+
+impl Grouping {
+    /// The name as our YAML writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Grouping::Shuffle => "shuffle",
+            Grouping::Fields(_) => "fields",
+            Grouping::All => "all",
+            Grouping::Global => "global",
+            Grouping::None => "none",
+            Grouping::Direct => "direct",
+            Grouping::LocalOrShuffle => "local_or_shuffle",
+            Grouping::PartialKey(_) => "partial_key",
+        }
+    }
+
+    /// Every grouping type name accepted (lower case; matching is case-insensitive and
+    /// `localOrShuffle` / `partialKey` spellings are accepted too).
+    pub const NAMES: &'static [&'static str] = &[
+        "shuffle",
+        "fields",
+        "all",
+        "global",
+        "none",
+        "direct",
+        "local_or_shuffle",
+        "partial_key",
+    ];
+
+    /// The key fields of a fields or partial-key grouping.
+    pub fn key_fields(&self) -> Option<&[String]> {
+        match self {
+            Grouping::Fields(f) | Grouping::PartialKey(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// The built-in component types (SPEC §4) and the Flux classes that map onto them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ComponentType {
+    Stdin,
+    File,
+    Generate,
+    Split,
+    Count,
+    Filter,
+    Stdout,
+    Log,
+    Discard,
+    Chaos,
+    Shell,
+    /// `org.apache.storm.testing.TestWordSpout`
+    TestWordSpout,
+    /// `org.apache.storm.testing.TestWordCounter`
+    TestWordCounter,
+}
+
+impl ComponentType {
+    pub const ALL: &'static [ComponentType] = &[
+        ComponentType::Stdin,
+        ComponentType::File,
+        ComponentType::Generate,
+        ComponentType::Split,
+        ComponentType::Count,
+        ComponentType::Filter,
+        ComponentType::Stdout,
+        ComponentType::Log,
+        ComponentType::Discard,
+        ComponentType::Chaos,
+        ComponentType::Shell,
+        ComponentType::TestWordSpout,
+        ComponentType::TestWordCounter,
+    ];
+
+    /// The name used in `type:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComponentType::Stdin => "stdin",
+            ComponentType::File => "file",
+            ComponentType::Generate => "generate",
+            ComponentType::Split => "split",
+            ComponentType::Count => "count",
+            ComponentType::Filter => "filter",
+            ComponentType::Stdout => "stdout",
+            ComponentType::Log => "log",
+            ComponentType::Discard => "discard",
+            ComponentType::Chaos => "chaos",
+            ComponentType::Shell => "shell",
+            ComponentType::TestWordSpout => "test_word_spout",
+            ComponentType::TestWordCounter => "test_word_counter",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ComponentType> {
+        ComponentType::ALL.iter().copied().find(|t| t.name() == name)
+    }
+
+    /// Whether this type can be a spout, a bolt, or (shell) both.
+    pub fn can_be(self, kind: ComponentKind) -> bool {
+        use ComponentType::*;
+        match self {
+            Stdin | File | Generate | TestWordSpout => kind == ComponentKind::Spout,
+            Shell => true,
+            _ => kind == ComponentKind::Bolt,
+        }
+    }
+}
+
+impl Topology {
+    pub fn component(&self, id: &str) -> Option<&Component> {
+        self.components.iter().find(|c| c.id == id)
+    }
+
+    /// Streams that feed the given component.
+    pub fn inputs_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Stream> + 'a {
+        self.streams.iter().filter(move |s| s.to == id)
+    }
+
+    /// Streams that leave the given component.
+    pub fn outputs_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Stream> + 'a {
+        self.streams.iter().filter(move |s| s.from == id)
+    }
+
+    pub fn spouts(&self) -> impl Iterator<Item = &Component> {
+        self.components.iter().filter(|c| c.is_spout())
+    }
+
+    pub fn bolts(&self) -> impl Iterator<Item = &Component> {
+        self.components.iter().filter(|c| !c.is_spout())
+    }
+
+    /// Total executors and tasks of user components.
+    pub fn executor_and_task_counts(&self) -> (u64, u64) {
+        self.components.iter().fold((0, 0), |(e, t), c| {
+            (e + u64::from(c.parallelism), t + u64::from(c.tasks))
+        })
+    }
+}

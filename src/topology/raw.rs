@@ -1,0 +1,142 @@
+//! What the user wrote, with a source span on every key and value. The YAML, Flux and DSL
+//! front-ends all produce a `RawTopology`; `validate` turns it into the model and reports
+//! every mistake at its place. Nothing beyond validation sees these types.
+
+/// A byte range in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    /// The smallest span covering both.
+    pub fn join(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
+/// A value with the place it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(value: T, span: Span) -> Spanned<T> {
+        Spanned { value, span }
+    }
+}
+
+/// A generic value tree with spans: config values, `args`, anything free-form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    /// A string; `quoted` is true when written with quotes (its span then includes them).
+    Str {
+        text: String,
+        quoted: bool,
+    },
+    List(Vec<Spanned<RawValue>>),
+    Map(Vec<(Spanned<String>, Spanned<RawValue>)>),
+}
+
+impl RawValue {
+    /// Plain JSON, spans dropped.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            RawValue::Null => serde_json::Value::Null,
+            RawValue::Bool(b) => serde_json::Value::Bool(*b),
+            RawValue::Int(i) => serde_json::Value::from(*i),
+            RawValue::Float(f) => serde_json::Number::from_f64(*f)
+                .map(serde_json::Value::Number)
+                .unwrap_or(serde_json::Value::Null),
+            RawValue::Str { text, .. } => serde_json::Value::String(text.clone()),
+            RawValue::List(l) => {
+                serde_json::Value::Array(l.iter().map(|v| v.value.to_json()).collect())
+            }
+            RawValue::Map(m) => serde_json::Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.value.clone(), v.value.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            RawValue::Str { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Look a key up in a map value.
+    pub fn get(&self, key: &str) -> Option<&Spanned<RawValue>> {
+        match self {
+            RawValue::Map(m) => m.iter().find(|(k, _)| k.value == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+}
+
+/// The whole file as written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawTopology {
+    pub name: Option<Spanned<String>>,
+    /// `config:` entries in file order.
+    pub config: Vec<(Spanned<String>, Spanned<RawValue>)>,
+    pub spouts: Vec<RawComponent>,
+    pub bolts: Vec<RawComponent>,
+    pub streams: Vec<RawStream>,
+    /// Problems the front-end found while reading (syntax, unknown keys, JVM classes...),
+    /// reported together with validation's own.
+    pub diagnostics: Vec<crate::diag::Diagnostic>,
+}
+
+/// One spout or bolt as written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawComponent {
+    /// The whole entry, for errors about missing keys.
+    pub span: Span,
+    pub id: Option<Spanned<String>>,
+    /// `type:` (or the built-in a Flux `className` maps to, spanned at the class name).
+    pub ctype: Option<Spanned<String>>,
+    pub args: Option<Spanned<RawValue>>,
+    pub parallelism: Option<Spanned<i64>>,
+    pub tasks: Option<Spanned<i64>>,
+    /// `fields:` — output fields of the default stream.
+    pub fields: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Named output streams: `streams: { name: [fields] }` or Flux `setNamedStream`.
+    pub streams: Vec<(Spanned<String>, Vec<Spanned<String>>)>,
+    pub command: Option<Spanned<Vec<Spanned<String>>>>,
+    pub cwd: Option<Spanned<String>>,
+    /// `tick:` as written (humantime text or seconds).
+    pub tick: Option<Spanned<RawValue>>,
+    /// Per-component `config:`.
+    pub config: Vec<(Spanned<String>, Spanned<RawValue>)>,
+}
+
+/// One stream as written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawStream {
+    pub span: Span,
+    pub from: Option<Spanned<String>>,
+    pub to: Option<Spanned<String>>,
+    /// Grouping type name as written.
+    pub grouping: Option<Spanned<String>>,
+    /// Grouping args (field names).
+    pub grouping_args: Option<Spanned<Vec<Spanned<String>>>>,
+    pub stream: Option<Spanned<String>>,
+    pub name: Option<Spanned<String>>,
+}

@@ -1,0 +1,127 @@
+//! Tuple values: the JSON-like data that flows between components (SPEC §4), and the tuple
+//! envelope the runtime carries (values, source, stream, and Storm's message id for acking).
+
+use compact_str::CompactString;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// One value inside a tuple. Strings are small-string optimised: words of up to 24 bytes never
+/// allocate, which is what makes word counts cheap.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(CompactString),
+    List(Vec<Value>),
+    Map(BTreeMap<String, Value>),
+}
+
+impl Eq for Value {}
+
+impl std::hash::Hash for Value {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Value::Null => {}
+            Value::Bool(b) => b.hash(state),
+            Value::Int(i) => i.hash(state),
+            Value::Float(f) => f.to_bits().hash(state),
+            Value::Str(s) => s.hash(state),
+            Value::List(l) => l.hash(state),
+            Value::Map(m) => m.hash(state),
+        }
+    }
+}
+
+impl Value {
+    pub fn str(s: &str) -> Value {
+        Value::Str(CompactString::new(s))
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s.as_str()),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// Convert from JSON (args, multilang messages).
+    pub fn from_json(v: &serde_json::Value) -> Value {
+        match v {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_json::Value::String(s) => Value::str(s),
+            serde_json::Value::Array(a) => Value::List(a.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(o) => Value::Map(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Convert to JSON (multilang messages, `--stats`, lists and maps in `stdout`).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Int(i) => serde_json::Value::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map(serde_json::Value::Number)
+                .unwrap_or(serde_json::Value::Null),
+            Value::Str(s) => serde_json::Value::String(s.to_string()),
+            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
+            Value::Map(m) => serde_json::Value::Object(
+                m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect(),
+            ),
+        }
+    }
+
+    /// Append this value as `stdout` prints it: strings as they are, numbers in decimal,
+    /// null as empty, lists and maps as JSON.
+    pub fn write_plain(&self, out: &mut String) {
+        match self {
+            Value::Null => {}
+            Value::Bool(b) => {
+                let _ = write!(out, "{b}");
+            }
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Float(f) => {
+                let _ = write!(out, "{f}");
+            }
+            Value::Str(s) => out.push_str(s),
+            Value::List(_) | Value::Map(_) => out.push_str(&self.to_json().to_string()),
+        }
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::str(s)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(i: i64) -> Self {
+        Value::Int(i)
+    }
+}
+
+/// The values of one tuple. Most tuples carry one or two values.
+pub type Values = Vec<Value>;
