@@ -1,1 +1,175 @@
-//! placeholder
+//! Components: the spout and bolt interfaces the runtime drives (Storm's ISpout / IBolt), the
+//! collectors they emit through, and the built-ins (SPEC §4), one file each.
+
+use crate::config::Config;
+use crate::topology::model::Topology;
+use crate::topology::plan::{Plan, StreamId};
+use crate::tuple::{Value, Values};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A tuple as a bolt receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tuple {
+    pub values: Values,
+    /// Emitting task (`plan::SYSTEM_TASK` for ticks).
+    pub source_task: u32,
+    /// Stream on the emitting component.
+    pub stream: StreamId,
+    /// Storm's MessageId: the (root id, edge id) pairs of the trees this tuple belongs to.
+    /// Empty for untracked tuples.
+    pub anchors: Anchors,
+}
+
+/// (root, edge id) pairs, as Storm's `MessageId.anchorsToIds`. Almost always zero or one.
+pub type Anchors = Vec<(u64, u64)>;
+
+impl Tuple {
+    pub fn new(values: Values, source_task: u32, stream: StreamId) -> Tuple {
+        Tuple {
+            values,
+            source_task,
+            stream,
+            anchors: Vec::new(),
+        }
+    }
+
+    pub fn is_tick(&self) -> bool {
+        self.stream == crate::topology::plan::streams::TICK
+    }
+}
+
+/// What a task knows about where it runs (Storm's TopologyContext).
+#[derive(Clone)]
+pub struct TaskContext {
+    pub topology: Arc<Topology>,
+    pub plan: Arc<Plan>,
+    pub component: String,
+    pub task_id: u32,
+    /// Index of this task within its component (0-based).
+    pub task_index: u32,
+    /// Topology config merged with the component's own `config`.
+    pub config: Arc<Config>,
+    /// Wakes the executor so it calls the component's `poll` soon (from any thread).
+    pub waker: Waker,
+}
+
+impl TaskContext {
+    pub fn stream_name(&self, id: StreamId) -> &str {
+        self.plan.stream_name(id)
+    }
+
+    pub fn component_of_task(&self, task: u32) -> &str {
+        self.plan.component_of_task(task)
+    }
+
+    pub fn spec(&self) -> Option<&crate::topology::model::Component> {
+        self.topology.component(&self.component)
+    }
+}
+
+/// Wakes an executor from another thread (a shell component's reader, say).
+#[derive(Clone)]
+pub struct Waker(Arc<dyn Fn() + Send + Sync>);
+
+impl Waker {
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Waker {
+        Waker(Arc::new(f))
+    }
+
+    /// A waker that does nothing (tests).
+    pub fn noop() -> Waker {
+        Waker::new(|| {})
+    }
+
+    pub fn wake(&self) {
+        (self.0)()
+    }
+}
+
+/// What a spout's `next_tuple` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpoutStatus {
+    /// Emitted something (or may have more at once): call again soon.
+    Busy,
+    /// Nothing now: the executor backs off briefly before calling again.
+    Idle,
+    /// No more input, ever (end of input, SPEC §5).
+    Exhausted,
+}
+
+/// How a spout emits (Storm's SpoutOutputCollector).
+pub trait SpoutCollector {
+    /// Emit on a stream; `msg_id` makes the tuple tracked (acked or failed later). Returns the
+    /// receiving task ids.
+    fn emit(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>) -> Vec<u32>;
+    /// Emit to one chosen task (direct grouping).
+    fn emit_direct(&mut self, task: u32, stream: StreamId, values: Values, msg_id: Option<Value>);
+    /// Report a component error (counted, shown, kept under taskerrors).
+    fn report_error(&mut self, msg: &str);
+    /// Update a named metric.
+    fn metric(&mut self, _name: &str, _value: &serde_json::Value) {}
+}
+
+/// How a bolt emits and acks (Storm's OutputCollector).
+pub trait BoltCollector {
+    /// Emit on a stream, anchored to `anchors`. Returns the receiving task ids.
+    fn emit(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) -> Vec<u32>;
+    fn emit_direct(&mut self, task: u32, stream: StreamId, anchors: &[&Tuple], values: Values);
+    fn ack(&mut self, input: &Tuple);
+    fn fail(&mut self, input: &Tuple);
+    fn report_error(&mut self, msg: &str);
+    fn metric(&mut self, _name: &str, _value: &serde_json::Value) {}
+}
+
+/// A source of tuples (Storm's ISpout).
+pub trait Spout: Send {
+    fn open(&mut self, _ctx: &TaskContext) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus>;
+    fn ack(&mut self, _msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn fail(&mut self, _msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn activate(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn deactivate(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Progress as (done, total) bytes, for spouts that know it (`file`).
+    fn progress(&self) -> Option<(u64, u64)> {
+        None
+    }
+    fn close(&mut self) {}
+}
+
+/// A tuple processor (Storm's IBolt).
+pub trait Bolt: Send {
+    fn prepare(&mut self, _ctx: &TaskContext) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Process one input. With `auto_ack`, the executor acks it after an `Ok` and fails it after
+    /// an `Err`; emits should still name it as anchor.
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()>;
+    /// All upstream tasks have finished (SPEC §5): emit what is left (`count` emits totals).
+    /// May block until work handed elsewhere (a child process) is done.
+    fn finish(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Called after `waker.wake()`, and at least every `poll_interval`.
+    fn poll(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn poll_interval(&self) -> Option<Duration> {
+        None
+    }
+    /// Storm's BasicBolt: the executor acks each input after `execute` returns.
+    fn auto_ack(&self) -> bool {
+        true
+    }
+    fn cleanup(&mut self) {}
+}

@@ -1,6 +1,8 @@
 //! Topology files: reading (YAML, Flux, DSL), validating into the model, and the graph view.
 
+pub mod dsl;
 pub mod model;
+pub mod plan;
 pub mod raw;
 
 use crate::diag::{Diagnostic, Source};
