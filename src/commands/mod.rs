@@ -50,6 +50,40 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
     }
 }
 
+/// Load the topology a command names (a file, or `-e` DSL text). On failure the reason is
+/// printed on stderr (diagnostics rendered against the source) and the exit status returned.
+pub fn load_topology(
+    file: Option<&std::path::Path>,
+    expr: Option<&str>,
+    opts: &crate::topology::LoadOptions,
+) -> Result<crate::topology::Loaded, Status> {
+    use crate::topology::{load_file, load_inline, LoadError};
+    let result = match (file, expr) {
+        (_, Some(text)) => load_inline(text, opts),
+        (Some(path), None) => load_file(path, opts),
+        (None, None) => {
+            eprintln!("error: no topology given (a FILE or -e TEXT)");
+            return Err(Status::Usage);
+        }
+    };
+    match result {
+        Ok(loaded) => Ok(loaded),
+        Err(LoadError::Unreadable(reason)) => {
+            eprintln!("error: {reason}");
+            Err(Status::Failure)
+        }
+        Err(LoadError::Invalid {
+            source,
+            diagnostics,
+        }) => {
+            for d in &diagnostics {
+                eprintln!("{}: {:?}: {}", source.name, d.severity, d.message);
+            }
+            Err(Status::Failure)
+        }
+    }
+}
+
 /// Whether an error is a closed standard output: the run then ends quietly.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {

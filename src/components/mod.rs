@@ -8,6 +8,12 @@ use crate::tuple::{Value, Values};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// An error that ends the run (exit 1) instead of failing one tuple: a child process that keeps
+/// crashing, a protocol the component cannot recover from.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct FatalError(pub String);
+
 /// A tuple as a bolt receives it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tuple {
