@@ -1,1 +1,216 @@
-//! placeholder
+//! Stream groupings: which of the target component's tasks receive a tuple (Storm's
+//! `mk-grouper`). One `Grouper` per (stream, target component) edge, owned by the emitting task.
+
+use crate::java_hash;
+use crate::topology::model::Grouping;
+use crate::tuple::Value;
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+/// Chooses target tasks for one edge.
+#[derive(Debug, Clone)]
+pub struct Grouper {
+    kind: Kind,
+    /// Target tasks, ascending.
+    targets: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// Storm's ShuffleGrouper: a shuffled copy of the targets walked round-robin, reshuffled at
+    /// the end of every cycle, so load is even over each cycle.
+    Shuffle {
+        order: Vec<u32>,
+        next: usize,
+        rng: SmallRng,
+    },
+    Fields(Vec<usize>),
+    /// Storm's PartialKeyGrouping: two candidate tasks from two hashes, the less loaded wins.
+    PartialKey {
+        keys: Vec<usize>,
+        load: Vec<u64>,
+    },
+    All,
+    Global,
+    Direct,
+}
+
+/// What the grouper decided for one tuple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    One(u32),
+    /// Every target task.
+    All,
+    /// Direct grouping: the emitter must name the task (`emit_direct`).
+    Direct,
+}
+
+impl Grouper {
+    /// `key_indices` are the positions of the grouping's fields in the source stream's fields.
+    /// `local` are the targets in the emitter's own worker (for local-or-shuffle).
+    pub fn new(
+        grouping: &Grouping,
+        targets: Vec<u32>,
+        key_indices: Vec<usize>,
+        local: &[u32],
+        seed: u64,
+    ) -> Grouper {
+        let shuffle = |pool: Vec<u32>| {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let mut order = pool;
+            order.shuffle(&mut rng);
+            Kind::Shuffle {
+                order,
+                next: 0,
+                rng,
+            }
+        };
+        let kind = match grouping {
+            Grouping::Shuffle | Grouping::None => shuffle(targets.clone()),
+            // Storm's LocalOrShuffleGrouping: same-worker targets when there are any.
+            Grouping::LocalOrShuffle => {
+                let near: Vec<u32> = targets
+                    .iter()
+                    .copied()
+                    .filter(|t| local.contains(t))
+                    .collect();
+                shuffle(if near.is_empty() {
+                    targets.clone()
+                } else {
+                    near
+                })
+            }
+            Grouping::Fields(_) => Kind::Fields(key_indices),
+            Grouping::PartialKey(_) => Kind::PartialKey {
+                keys: key_indices,
+                load: vec![0; targets.len()],
+            },
+            Grouping::All => Kind::All,
+            Grouping::Global => Kind::Global,
+            Grouping::Direct => Kind::Direct,
+        };
+        Grouper { kind, targets }
+    }
+
+    pub fn targets(&self) -> &[u32] {
+        &self.targets
+    }
+
+    /// Choose the receiving task(s) of one tuple.
+    #[inline]
+    pub fn choose(&mut self, values: &[Value]) -> Choice {
+        match &mut self.kind {
+            Kind::Shuffle { order, next, rng } => {
+                if *next >= order.len() {
+                    order.shuffle(rng);
+                    *next = 0;
+                }
+                let t = order[*next];
+                *next += 1;
+                Choice::One(t)
+            }
+            Kind::Fields(keys) => {
+                let i = if keys.len() == 1 {
+                    let v = values.get(keys[0]).unwrap_or(&Value::Null);
+                    java_hash::choose_index([v], self.targets.len())
+                } else {
+                    java_hash::choose_index(
+                        keys.iter().map(|&k| values.get(k).unwrap_or(&Value::Null)),
+                        self.targets.len(),
+                    )
+                };
+                Choice::One(self.targets[i])
+            }
+            Kind::PartialKey { keys, load } => {
+                let key = || keys.iter().map(|&k| values.get(k).unwrap_or(&Value::Null));
+                let h = java_hash::list_hash(key());
+                let n = self.targets.len() as i64;
+                let first = i64::from(h).rem_euclid(n) as usize;
+                // A second, independent hash of the same key (Storm uses two seeded Guava hashes).
+                let h2 = (h as u32).wrapping_mul(0x9E37_79B9).rotate_left(16) ^ 0x5bd1_e995;
+                let second = i64::from(h2).rem_euclid(n) as usize;
+                let pick = if load[second] < load[first] {
+                    second
+                } else {
+                    first
+                };
+                load[pick] += 1;
+                Choice::One(self.targets[pick])
+            }
+            Kind::All => Choice::All,
+            Kind::Global => Choice::One(self.targets[0]),
+            Kind::Direct => Choice::Direct,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn grouper(g: Grouping, targets: &[u32], local: &[u32]) -> Grouper {
+        Grouper::new(&g, targets.to_vec(), vec![0], local, 7)
+    }
+
+    #[test]
+    fn global_picks_lowest_task() {
+        let mut g = grouper(Grouping::Global, &[3, 4, 5], &[]);
+        assert_eq!(g.choose(&[Value::str("x")]), Choice::One(3));
+    }
+
+    #[test]
+    fn fields_places_keys_as_storm() {
+        let mut g = grouper(Grouping::Fields(vec!["w".into()]), &[11, 12, 13, 14], &[]);
+        // floorMod(Arrays.asList("nathan").hashCode(), 4) == 3
+        assert_eq!(g.choose(&[Value::str("nathan")]), Choice::One(14));
+    }
+
+    #[test]
+    fn local_or_shuffle_stays_local() {
+        let mut g = grouper(Grouping::LocalOrShuffle, &[1, 2, 3, 4], &[2, 4]);
+        for _ in 0..100 {
+            match g.choose(&[]) {
+                Choice::One(t) => assert!(t == 2 || t == 4),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let mut far = grouper(Grouping::LocalOrShuffle, &[1, 2], &[9]);
+        let seen: std::collections::BTreeSet<_> = (0..10).map(|_| far.choose(&[])).collect();
+        assert_eq!(seen.len(), 2);
+    }
+
+    proptest! {
+        #[test]
+        fn shuffle_is_even_over_each_cycle(n in 1usize..16, cycles in 1usize..8, seed in any::<u64>()) {
+            let targets: Vec<u32> = (1..=n as u32).collect();
+            let mut g = Grouper::new(&Grouping::Shuffle, targets.clone(), vec![], &[], seed);
+            let mut counts: HashMap<u32, usize> = HashMap::new();
+            for _ in 0..n * cycles {
+                if let Choice::One(t) = g.choose(&[]) { *counts.entry(t).or_default() += 1; }
+            }
+            for t in targets { prop_assert_eq!(counts.get(&t).copied().unwrap_or(0), cycles); }
+        }
+
+        #[test]
+        fn fields_sends_equal_keys_to_one_task(words in proptest::collection::vec("[a-zé]{0,6}", 1..50), n in 1u32..9) {
+            let targets: Vec<u32> = (1..=n).collect();
+            let mut g = Grouper::new(&Grouping::Fields(vec!["w".into()]), targets, vec![0], &[], 1);
+            let mut seen: HashMap<String, Choice> = HashMap::new();
+            for w in words {
+                let c = g.choose(&[Value::str(&w)]);
+                prop_assert_eq!(*seen.entry(w).or_insert(c), c);
+            }
+        }
+
+        #[test]
+        fn partial_key_uses_at_most_two_tasks_per_key(n in 2u32..9, reps in 1usize..50) {
+            let targets: Vec<u32> = (1..=n).collect();
+            let mut g = Grouper::new(&Grouping::PartialKey(vec!["w".into()]), targets, vec![0], &[], 1);
+            let used: std::collections::BTreeSet<_> = (0..reps).map(|_| g.choose(&[Value::str("k")])).collect();
+            prop_assert!(used.len() <= 2);
+        }
+    }
+}

@@ -1,1 +1,99 @@
-//! placeholder
+//! Java's `hashCode` for tuple values, so fields grouping places a key on the task Storm would
+//! (Storm: `TupleUtils.chooseTaskIndex` = `floorMod(Arrays.asList(keys).hashCode(), numTasks)`).
+//! Strings hash over UTF-16 code units as `String.hashCode`; integers as `Long.hashCode`
+//! (multilang and JSON numbers are Longs in Storm); floats as `Double.hashCode`.
+
+use crate::tuple::Value;
+
+/// `String.hashCode`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units, wrapping.
+pub fn string_hash(s: &str) -> i32 {
+    let mut h: i32 = 0;
+    if s.is_ascii() {
+        for &b in s.as_bytes() {
+            h = h.wrapping_mul(31).wrapping_add(i32::from(b));
+        }
+    } else {
+        for unit in s.encode_utf16() {
+            h = h.wrapping_mul(31).wrapping_add(i32::from(unit));
+        }
+    }
+    h
+}
+
+/// `Long.hashCode`.
+pub fn long_hash(v: i64) -> i32 {
+    (v ^ ((v as u64) >> 32) as i64) as i32
+}
+
+/// `Double.hashCode` (with Java's canonical NaN).
+pub fn double_hash(v: f64) -> i32 {
+    let bits = if v.is_nan() {
+        0x7ff8_0000_0000_0000u64
+    } else {
+        v.to_bits()
+    };
+    (bits ^ (bits >> 32)) as i32
+}
+
+/// `hashCode` of one value as its Java counterpart would give it.
+pub fn value_hash(v: &Value) -> i32 {
+    match v {
+        Value::Null => 0,
+        Value::Bool(true) => 1231,
+        Value::Bool(false) => 1237,
+        Value::Int(i) => long_hash(*i),
+        Value::Float(f) => double_hash(*f),
+        Value::Str(s) => string_hash(s),
+        Value::List(l) => list_hash(l.iter()),
+        // AbstractMap.hashCode: sum of (key.hashCode ^ value.hashCode).
+        Value::Map(m) => m.iter().fold(0i32, |acc, (k, v)| {
+            acc.wrapping_add(string_hash(k) ^ value_hash(v))
+        }),
+    }
+}
+
+/// `List.hashCode`: `31*h + e.hashCode`, starting from 1.
+pub fn list_hash<'a>(items: impl IntoIterator<Item = &'a Value>) -> i32 {
+    items.into_iter().fold(1i32, |h, v| {
+        h.wrapping_mul(31).wrapping_add(value_hash(v))
+    })
+}
+
+/// The task index Storm's fields grouping chooses for these key values.
+pub fn choose_index<'a>(keys: impl IntoIterator<Item = &'a Value>, num_tasks: usize) -> usize {
+    let n = num_tasks.max(1) as i64;
+    i64::from(list_hash(keys)).rem_euclid(n) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Known vectors from Java: "hello".hashCode() == 99162322, "".hashCode() == 0,
+    // "nathan".hashCode() == -1052620332, Arrays.asList("nathan").hashCode() == -1052620301.
+    #[test]
+    fn strings_hash_as_java() {
+        assert_eq!(string_hash(""), 0);
+        assert_eq!(string_hash("hello"), 99162322);
+        assert_eq!(string_hash("nathan"), -1052620332);
+        assert_eq!(list_hash([&Value::str("nathan")]), -1052620301);
+        // "é".hashCode() == 233; "😀" is a surrogate pair: 55357*31 + 56832 == 1772899.
+        assert_eq!(string_hash("é"), 233);
+        assert_eq!(string_hash("😀"), 1772899);
+    }
+
+    #[test]
+    fn numbers_hash_as_java() {
+        assert_eq!(long_hash(1), 1);
+        assert_eq!(long_hash(-1), 0);
+        assert_eq!(long_hash(1 << 32), 1);
+        assert_eq!(double_hash(1.0), 1072693248);
+        assert_eq!(value_hash(&Value::Bool(true)), 1231);
+    }
+
+    #[test]
+    fn floor_mod_handles_negative_hashes() {
+        // floorMod(-1052620301, 4) == 3 in Java.
+        assert_eq!(choose_index([&Value::str("nathan")], 4), 3);
+    }
+}

@@ -1,6 +1,20 @@
 //! Components: the spout and bolt interfaces the runtime drives (Storm's ISpout / IBolt), the
 //! collectors they emit through, and the built-ins (SPEC §4), one file each.
 
+pub mod catalog;
+pub mod chaos;
+pub mod count;
+pub mod discard;
+pub mod filter;
+pub mod generate;
+pub mod lines;
+pub mod log;
+pub mod split;
+pub mod stdout;
+pub mod test_words;
+
+pub use catalog::input_fields;
+
 use crate::config::Config;
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, StreamId};
@@ -25,6 +39,9 @@ pub struct Tuple {
     /// Storm's MessageId: the (root id, edge id) pairs of the trees this tuple belongs to.
     /// Empty for untracked tuples.
     pub anchors: Anchors,
+    /// XOR of the edge ids of tuples emitted anchored to this one, sent to the acker with its
+    /// ack (Storm's `TupleImpl.ackVal`). Local to the receiving executor; not on the wire.
+    pub ack_val: std::cell::Cell<u64>,
 }
 
 /// (root, edge id) pairs, as Storm's `MessageId.anchorsToIds`. Almost always zero or one.
@@ -37,6 +54,7 @@ impl Tuple {
             source_task,
             stream,
             anchors: Vec::new(),
+            ack_val: std::cell::Cell::new(0),
         }
     }
 
@@ -109,6 +127,10 @@ pub trait SpoutCollector {
     /// Emit on a stream; `msg_id` makes the tuple tracked (acked or failed later). Returns the
     /// receiving task ids.
     fn emit(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>) -> Vec<u32>;
+    /// `emit` without wanting the receiving task ids (cheaper: no list is built).
+    fn send(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>) {
+        self.emit(stream, values, msg_id);
+    }
     /// Emit to one chosen task (direct grouping).
     fn emit_direct(&mut self, task: u32, stream: StreamId, values: Values, msg_id: Option<Value>);
     /// Report a component error (counted, shown, kept under taskerrors).
@@ -121,6 +143,10 @@ pub trait SpoutCollector {
 pub trait BoltCollector {
     /// Emit on a stream, anchored to `anchors`. Returns the receiving task ids.
     fn emit(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) -> Vec<u32>;
+    /// `emit` without wanting the receiving task ids (cheaper: no list is built).
+    fn send(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) {
+        self.emit(stream, anchors, values);
+    }
     fn emit_direct(&mut self, task: u32, stream: StreamId, anchors: &[&Tuple], values: Values);
     fn ack(&mut self, input: &Tuple);
     fn fail(&mut self, input: &Tuple);
@@ -149,6 +175,10 @@ pub trait Spout: Send {
     /// Progress as (done, total) bytes, for spouts that know it (`file`).
     fn progress(&self) -> Option<(u64, u64)> {
         None
+    }
+    /// Tuples given up after their retries (reported as lost; the run then exits 1).
+    fn lost(&self) -> u64 {
+        0
     }
     fn close(&mut self) {}
 }

@@ -1,1 +1,437 @@
-//! placeholder
+//! The runtime: builds workers and executors from the plan and runs them. Local mode runs all
+//! `topology.workers` workers in this process; tuples crossing workers take the transfer thread →
+//! link → receive thread path that processes and hosts use (only the link differs).
+
+pub mod acker;
+pub mod collector;
+pub mod executor;
+pub mod message;
+pub mod metrics;
+pub mod routing;
+pub mod worker;
+
+use crate::components::{catalog, Bolt, Spout, TaskContext, Waker};
+use crate::topology::model::Topology;
+use crate::topology::plan::{Plan, ACKER_ID};
+use collector::Emitter;
+use executor::{BoltExecutor, ExecutorReport, RunControl, SpoutExecutor, TaskSlot};
+use message::{Message, Transfer};
+use metrics::{ComponentReport, Histogram, LatencyReport, TaskReport, TaskStats};
+use routing::{Outbox, RouteTable, Router, SinkSpec};
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Default `topology.max.spout.pending` when acking is on and none is set: bounds the lines a
+/// replaying spout keeps, and so memory.
+pub const DEFAULT_MAX_PENDING: u64 = 4096;
+
+/// What a finished run reports.
+#[derive(Debug)]
+pub struct RunReport {
+    pub components: Vec<ComponentReport>,
+    pub elapsed: Duration,
+    /// Tuples given up after their retries.
+    pub lost: u64,
+    /// Whether acking was on.
+    pub acking: bool,
+}
+
+/// A running topology: stats readable while it runs, a stop switch, and the final join.
+pub struct Running {
+    pub control: Arc<RunControl>,
+    pub stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
+    handles: Vec<(String, JoinHandle<anyhow::Result<(ExecutorReport, u64)>>)>,
+    plumbing: Vec<JoinHandle<()>>,
+    plan: Arc<Plan>,
+    topology: Arc<Topology>,
+    started: Instant,
+    done: crossbeam_channel::Receiver<()>,
+}
+
+/// Start a topology in local mode.
+pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
+    let plan = Arc::new(Plan::new(&topology));
+    let config = &topology.config;
+    let workers = config.workers().max(1) as usize;
+    let executors = plan.executors();
+    // Seed 002's round-robin: executors in task order over the worker slots.
+    let worker_of_exec: Vec<usize> = (0..executors.len()).map(|i| i % workers).collect();
+    let max_task = plan.total_tasks() as usize;
+
+    let receive_size = config.executor_receive_buffer_size().max(2);
+    let inboxes: Vec<(crossbeam_channel::Sender<Message>, crossbeam_channel::Receiver<Message>)> =
+        executors
+            .iter()
+            .map(|_| crossbeam_channel::bounded(receive_size))
+            .collect();
+    let mut exec_of_task = vec![usize::MAX; max_task + 1];
+    for (i, (_, r)) in executors.iter().enumerate() {
+        for t in r.clone() {
+            exec_of_task[t as usize] = i;
+        }
+    }
+    let transfers: Vec<(crossbeam_channel::Sender<Transfer>, crossbeam_channel::Receiver<Transfer>)> =
+        (0..workers)
+            .map(|_| crossbeam_channel::bounded(config.transfer_buffer_size().max(2)))
+            .collect();
+
+    // Per-worker route tables: local executors directly, other workers through the transfer queue.
+    let tables: Vec<RouteTable> = (0..workers)
+        .map(|w| {
+            let mut sinks = Vec::new();
+            let mut sink_of_exec = vec![0usize; executors.len()];
+            for (i, sink) in sink_of_exec.iter_mut().enumerate() {
+                if worker_of_exec[i] == w {
+                    *sink = sinks.len();
+                    sinks.push(SinkSpec::Local(inboxes[i].0.clone()));
+                }
+            }
+            let mut sink_of_worker = vec![0usize; workers];
+            for (other, sink) in sink_of_worker.iter_mut().enumerate() {
+                if other != w {
+                    *sink = sinks.len();
+                    sinks.push(SinkSpec::Remote {
+                        worker: other,
+                        transfer: transfers[w].0.clone(),
+                    });
+                }
+            }
+            let task_sink = exec_of_task
+                .iter()
+                .map(|&e| {
+                    if e == usize::MAX {
+                        0
+                    } else if worker_of_exec[e] == w {
+                        sink_of_exec[e]
+                    } else {
+                        sink_of_worker[worker_of_exec[e]]
+                    }
+                })
+                .collect();
+            RouteTable { task_sink, sinks }
+        })
+        .collect();
+
+    // Links and the worker threads.
+    let mut plumbing = Vec::new();
+    let mut link_rx = Vec::new();
+    let mut link_tx: Vec<Vec<Option<Box<dyn crate::net::link::Link>>>> =
+        (0..workers).map(|_| Vec::new()).collect();
+    for w in 0..workers {
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
+        link_rx.push(rx);
+        for (from, links) in link_tx.iter_mut().enumerate() {
+            links.push(if from == w {
+                None
+            } else {
+                Some(Box::new(crate::net::link::MemoryLink(tx.clone())))
+            });
+        }
+    }
+    for (w, (links, rx)) in link_tx.into_iter().zip(link_rx).enumerate() {
+        plumbing.push(worker::spawn_transfer(w, transfers[w].1.clone(), links)?);
+        let inbox_of_task: Vec<Option<usize>> = exec_of_task
+            .iter()
+            .map(|&e| (e != usize::MAX && worker_of_exec[e] == w).then_some(e))
+            .collect();
+        plumbing.push(worker::spawn_receive(
+            w,
+            rx,
+            inbox_of_task,
+            inboxes.iter().map(|(tx, _)| tx.clone()).collect(),
+            config.receiver_buffer_size(),
+        )?);
+    }
+    drop(transfers);
+
+    // Upstream task counts for end of input.
+    let mut eos_expected = vec![0u32; max_task + 1];
+    for c in &plan.components {
+        for t in c.tasks.clone() {
+            let router = Router::new(&topology, &plan, &c.id, t, &[]);
+            for &d in router.downstream() {
+                if let Some(e) = eos_expected.get_mut(d as usize) {
+                    *e += 1;
+                }
+            }
+        }
+    }
+
+    let control = Arc::new(RunControl {
+        stop: Default::default(),
+    });
+    let acking = plan.ackers > 0;
+    let max_pending = config
+        .max_spout_pending()
+        .or(acking.then_some(DEFAULT_MAX_PENDING))
+        .map(|v| v as usize);
+    let timeout = (acking && config.message_timeouts_enabled()).then(|| config.message_timeout());
+    let mut stats = BTreeMap::new();
+    let mut handles = Vec::new();
+    let (done_tx, done) = crossbeam_channel::bounded(executors.len().max(1));
+
+    for (i, (component_id, range)) in executors.iter().enumerate() {
+        let w = worker_of_exec[i];
+        let local_tasks: Vec<u32> = executors
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| worker_of_exec[*j] == w)
+            .flat_map(|(_, (_, r))| r.clone())
+            .collect();
+        let spec = topology.component(component_id);
+        let mut cfg = topology.config.clone();
+        if let Some(s) = spec {
+            for (k, v) in &s.config {
+                cfg.set(k.clone(), v.clone(), crate::config::Origin::Topology {
+                    path: topology.base_dir.clone(),
+                    line: 0,
+                });
+            }
+        }
+        let cfg = Arc::new(cfg);
+        let first = *plan
+            .component(component_id)
+            .map(|c| c.tasks.start())
+            .unwrap_or(&1);
+        let inbox_tx = inboxes[i].0.clone();
+        let make_slot = |task: u32, stats: &mut BTreeMap<u32, (String, Arc<TaskStats>)>| {
+            let st = Arc::new(TaskStats::default());
+            stats.insert(task, (component_id.to_string(), st.clone()));
+            let tx = inbox_tx.clone();
+            let ctx = TaskContext {
+                topology: topology.clone(),
+                plan: plan.clone(),
+                component: component_id.to_string(),
+                task_id: task,
+                task_index: task - first,
+                config: cfg.clone(),
+                waker: Waker::new(move || {
+                    let _ = tx.try_send(Message::Wake);
+                }),
+            };
+            let router = Router::new(&topology, &plan, component_id, task, &local_tasks);
+            let emitter = Emitter::new(task, router, st, component_id.to_string(), u64::from(task));
+            (ctx, emitter)
+        };
+        let outbox = Outbox::new(tables[w].clone());
+        let inbox = inboxes[i].1.clone();
+        let name = format!("{component_id}-{}", range.start());
+        let done_tx = done_tx.clone();
+        let is_spout = spec.is_some_and(|s| s.is_spout());
+        let handle = if is_spout {
+            let Some(spec) = spec else { continue };
+            let mut tasks: Vec<TaskSlot<dyn Spout>> = Vec::new();
+            for task in range.clone() {
+                let (ctx, emitter) = make_slot(task, &mut stats);
+                tasks.push(TaskSlot {
+                    component: catalog::spout(spec, task - first)?,
+                    ctx,
+                    emitter,
+                    eos_expected: 0,
+                    eos_seen: 0,
+                    finished: false,
+                });
+            }
+            let exec = SpoutExecutor {
+                inbox,
+                outbox,
+                tasks,
+                first_task: *range.start(),
+                max_pending,
+                timeout,
+                control: control.clone(),
+            };
+            spawn_named(name, done_tx, move || exec.run().map(|r| (r, 0)))?
+        } else {
+            let mut tasks: Vec<TaskSlot<dyn Bolt>> = Vec::new();
+            for task in range.clone() {
+                let (ctx, emitter) = make_slot(task, &mut stats);
+                let component: Box<dyn Bolt> = if *component_id == ACKER_ID {
+                    Box::new(acker::Acker::default())
+                } else {
+                    let Some(spec) = spec else { continue };
+                    catalog::bolt(spec)?
+                };
+                tasks.push(TaskSlot {
+                    component,
+                    ctx,
+                    emitter,
+                    eos_expected: eos_expected[task as usize],
+                    eos_seen: 0,
+                    finished: false,
+                });
+            }
+            let tick = if *component_id == ACKER_ID {
+                timeout
+            } else {
+                spec.and_then(|s| s.tick).or_else(|| config.tick_freq())
+            };
+            let exec = BoltExecutor {
+                inbox,
+                outbox,
+                tasks,
+                first_task: *range.start(),
+                tick,
+                control: control.clone(),
+                receive_capacity: receive_size,
+            };
+            spawn_named(name, done_tx, move || exec.run().map(|r| (r, 0)))?
+        };
+        handles.push((component_id.to_string(), handle));
+    }
+    drop(inboxes);
+    drop(tables);
+    Ok(Running {
+        control,
+        stats,
+        handles,
+        plumbing,
+        plan,
+        topology,
+        started: Instant::now(),
+        done,
+    })
+}
+
+fn spawn_named(
+    name: String,
+    done: crossbeam_channel::Sender<()>,
+    f: impl FnOnce() -> anyhow::Result<(ExecutorReport, u64)> + Send + 'static,
+) -> std::io::Result<JoinHandle<anyhow::Result<(ExecutorReport, u64)>>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        let r = f();
+        let _ = done.send(());
+        r
+    })
+}
+
+impl Running {
+    /// Ask the spouts to stop and the topology to drain (signals, `--duration`).
+    pub fn stop(&self) {
+        self.control.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Wait until every executor has ended, or one has failed (returned at once).
+    pub fn wait(mut self) -> anyhow::Result<RunReport> {
+        let mut latency: BTreeMap<String, Histogram> = BTreeMap::new();
+        let mut lost = 0;
+        let mut remaining = self.handles.len();
+        while remaining > 0 {
+            let _ = self.done.recv();
+            remaining -= 1;
+            // Join whatever has finished; a failure ends the run at once.
+            let mut i = 0;
+            while i < self.handles.len() {
+                if self.handles[i].1.is_finished() {
+                    let (component, h) = self.handles.swap_remove(i);
+                    match h.join() {
+                        Ok(Ok((report, l))) => {
+                            latency
+                                .entry(component)
+                                .or_default()
+                                .merge(&report.complete_latency);
+                            lost += l;
+                        }
+                        Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
+                        Err(_) => anyhow::bail!("component `{component}` crashed"),
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        for h in self.plumbing.drain(..) {
+            let _ = h.join();
+        }
+        let elapsed = self.started.elapsed();
+        for (_, st) in self.stats.values() {
+            lost += st.lost.load(Ordering::Relaxed);
+        }
+        Ok(RunReport {
+            components: self.reports(&latency, elapsed),
+            elapsed,
+            lost,
+            acking: self.plan.ackers > 0,
+        })
+    }
+
+    fn reports(&self, latency: &BTreeMap<String, Histogram>, elapsed: Duration) -> Vec<ComponentReport> {
+        let mut out = Vec::new();
+        for c in &self.plan.components {
+            let kind = if c.id == ACKER_ID {
+                "acker"
+            } else if self.topology.component(&c.id).is_some_and(|s| s.is_spout()) {
+                "spout"
+            } else {
+                "bolt"
+            };
+            let tasks: Vec<(u32, &Arc<TaskStats>)> = c
+                .tasks
+                .clone()
+                .filter_map(|t| self.stats.get(&t).map(|(_, s)| (t, s)))
+                .collect();
+            let sum = |f: fn(&TaskStats) -> u64| tasks.iter().map(|(_, s)| f(s)).sum::<u64>();
+            let executed = sum(|s| s.executed.load(Ordering::Relaxed));
+            let exec_ns = sum(|s| s.execute_ns.load(Ordering::Relaxed));
+            out.push(ComponentReport {
+                id: c.id.clone(),
+                kind,
+                tasks: tasks.len() as u32,
+                executors: c.executors.len() as u32,
+                emitted: sum(|s| s.emitted.load(Ordering::Relaxed)),
+                transferred: sum(|s| s.transferred.load(Ordering::Relaxed)),
+                executed,
+                acked: sum(|s| s.acked.load(Ordering::Relaxed)),
+                failed: sum(|s| s.failed.load(Ordering::Relaxed)),
+                replayed: sum(|s| s.replayed.load(Ordering::Relaxed)),
+                timed_out: sum(|s| s.timed_out.load(Ordering::Relaxed)),
+                lost: sum(|s| s.lost.load(Ordering::Relaxed)),
+                errors: sum(|s| s.errors.load(Ordering::Relaxed)),
+                execute_latency_ms: if executed > 0 {
+                    exec_ns as f64 / executed as f64 / 1e6
+                } else {
+                    0.0
+                },
+                capacity: exec_ns as f64
+                    / (elapsed.as_nanos().max(1) as f64 * c.executors.len().max(1) as f64),
+                queue_peak: sum(|s| s.queue_peak.load(Ordering::Relaxed)),
+                complete_latency_ms: latency.get(&c.id).and_then(LatencyReport::of),
+                per_task: tasks
+                    .iter()
+                    .map(|(t, s)| TaskReport {
+                        task: *t,
+                        emitted: s.emitted.load(Ordering::Relaxed),
+                        transferred: s.transferred.load(Ordering::Relaxed),
+                        executed: s.executed.load(Ordering::Relaxed),
+                        acked: s.acked.load(Ordering::Relaxed),
+                        failed: s.failed.load(Ordering::Relaxed),
+                    })
+                    .collect(),
+            });
+        }
+        out
+    }
+
+    /// Tuples emitted so far by each spout, for progress.
+    pub fn spout_emitted(&self) -> Vec<(String, u64)> {
+        let mut by: BTreeMap<String, u64> = BTreeMap::new();
+        for (c, s) in self.stats.values() {
+            if self.topology.component(c).is_some_and(|x| x.is_spout()) {
+                *by.entry(c.clone()).or_default() += s.emitted.load(Ordering::Relaxed);
+            }
+        }
+        by.into_iter().collect()
+    }
+}
+
+/// Task ranges of executors, exposed for tests.
+pub fn executor_ranges(plan: &Plan) -> Vec<(String, RangeInclusive<u32>)> {
+    plan.executors()
+        .into_iter()
+        .map(|(c, r)| (c.to_string(), r))
+        .collect()
+}

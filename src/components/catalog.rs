@@ -1,0 +1,57 @@
+//! Builds the component instance for a task from its validated description.
+
+use super::{Bolt, Spout, TaskContext};
+use crate::topology::model::{Component, ComponentType};
+
+/// A spout instance for one task.
+pub fn spout(c: &Component, task_index: u32) -> anyhow::Result<Box<dyn Spout>> {
+    let max_retries = c
+        .args
+        .get("max_retries")
+        .and_then(|v| v.as_u64())
+        .map(|v| v as u32);
+    Ok(match c.ctype {
+        ComponentType::Stdin => Box::new(super::lines::LineSpout::new(super::lines::Input::Stdin, max_retries)),
+        ComponentType::File => {
+            let path = c
+                .arg_str("path")
+                .ok_or_else(|| anyhow::anyhow!("{}: `file` needs args.path", c.id))?;
+            Box::new(super::lines::LineSpout::new(
+                super::lines::Input::File(path.into()),
+                max_retries,
+            ))
+        }
+        ComponentType::Generate => Box::new(super::generate::Generate::new(&c.args, task_index)),
+        ComponentType::TestWordSpout => Box::new(super::test_words::TestWordSpout::default()),
+        other => anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, other.name()),
+    })
+}
+
+/// A bolt instance for one task.
+pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn Bolt>> {
+    Ok(match c.ctype {
+        ComponentType::Split => Box::new(super::split::Split::new(&c.args)),
+        ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
+        ComponentType::Filter => Box::new(super::filter::Filter::new(&c.args)),
+        ComponentType::Stdout => Box::new(super::stdout::Stdout::default()),
+        ComponentType::Log => Box::new(super::log::Log::default()),
+        ComponentType::Discard => Box::new(super::discard::Discard),
+        ComponentType::Chaos => Box::new(super::chaos::Chaos::new(&c.args)),
+        ComponentType::TestWordCounter => Box::new(super::test_words::TestWordCounter::default()),
+        other => anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, other.name()),
+    })
+}
+
+/// The fields of the first stream into the task's component (what pass-through bolts emit and
+/// what `args.field`-style arguments name).
+pub fn input_fields(ctx: &TaskContext) -> Vec<String> {
+    ctx.topology
+        .inputs_of(&ctx.component)
+        .find_map(|s| {
+            ctx.topology
+                .component(&s.from)
+                .and_then(|c| c.output_fields(&s.stream))
+                .map(|f| f.to_vec())
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,66 @@
+//! The `chaos` bolt, for fault tests and demos: passes tuples on, failing a fraction `args.fail`,
+//! dropping a fraction `args.drop` without ack (they time out), and delaying each by
+//! `args.delay` (humantime or seconds). Deterministic with `args.seed`.
+
+use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use crate::topology::plan::streams;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::time::Duration;
+
+pub struct Chaos {
+    fail: f64,
+    drop: f64,
+    delay: Option<Duration>,
+    seed: u64,
+    rng: SmallRng,
+}
+
+impl Chaos {
+    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Chaos {
+        let frac = |k: &str| {
+            args.get(k)
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0)
+                .clamp(0.0, 1.0)
+        };
+        let seed = args.get("seed").and_then(|v| v.as_u64()).unwrap_or(0);
+        Chaos {
+            fail: frac("fail"),
+            drop: frac("drop"),
+            delay: args.get("delay").and_then(crate::config::duration_of),
+            seed,
+            rng: SmallRng::seed_from_u64(seed),
+        }
+    }
+}
+
+impl Bolt for Chaos {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.rng = SmallRng::seed_from_u64(self.seed ^ u64::from(ctx.task_id));
+        Ok(())
+    }
+
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if input.is_tick() {
+            return Ok(());
+        }
+        if let Some(d) = self.delay {
+            std::thread::sleep(d);
+        }
+        let r: f64 = self.rng.random();
+        if r < self.fail {
+            out.fail(input);
+        } else if r < self.fail + self.drop {
+            // Dropped: neither passed on nor acked; the tree times out and is replayed.
+        } else {
+            out.send(streams::DEFAULT, &[input], input.values.clone());
+            out.ack(input);
+        }
+        Ok(())
+    }
+
+    fn auto_ack(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,141 @@
+//! The `count` bolt: counts tuples per value of `args.fields` (default: the input's first field).
+//! Emits each key with its total when its input is finished (SPEC §5), and also on every tick
+//! with `args.emit: tick`, or on every update with `args.emit: update`. Keys are emitted in
+//! sorted order, so output is deterministic per task.
+
+use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use crate::topology::plan::streams;
+use crate::tuple::Value;
+use rustc_hash::FxHashMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EmitMode {
+    Finish,
+    Tick,
+    Update,
+}
+
+pub struct Count {
+    fields: Vec<String>,
+    keys: Vec<usize>,
+    mode: EmitMode,
+    /// Single-field keys (the common case) avoid building a Vec per tuple.
+    single: FxHashMap<Value, i64>,
+    multi: FxHashMap<Vec<Value>, i64>,
+}
+
+impl Count {
+    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Count {
+        let fields = match args.get("fields") {
+            Some(serde_json::Value::Array(a)) => {
+                a.iter().filter_map(|f| f.as_str()).map(String::from).collect()
+            }
+            Some(serde_json::Value::String(s)) => vec![s.clone()],
+            _ => Vec::new(),
+        };
+        let mode = match args.get("emit").and_then(|v| v.as_str()) {
+            Some("tick") => EmitMode::Tick,
+            Some("update") => EmitMode::Update,
+            _ => EmitMode::Finish,
+        };
+        Count {
+            fields,
+            keys: vec![0],
+            mode,
+            single: FxHashMap::default(),
+            multi: FxHashMap::default(),
+        }
+    }
+
+    fn emit_all(&self, out: &mut dyn BoltCollector) {
+        if self.keys.len() == 1 {
+            let mut all: Vec<(&Value, &i64)> = self.single.iter().collect();
+            all.sort_by(|a, b| cmp_values(a.0, b.0));
+            for (k, n) in all {
+                out.send(streams::DEFAULT, &[], vec![k.clone(), Value::Int(*n)]);
+            }
+        } else {
+            let mut all: Vec<(&Vec<Value>, &i64)> = self.multi.iter().collect();
+            all.sort_by(|a, b| {
+                a.0.iter()
+                    .zip(b.0.iter())
+                    .map(|(x, y)| cmp_values(x, y))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            for (k, n) in all {
+                let mut v = k.clone();
+                v.push(Value::Int(*n));
+                out.send(streams::DEFAULT, &[], v);
+            }
+        }
+    }
+}
+
+fn cmp_values(a: &Value, b: &Value) -> std::cmp::Ordering {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => x.cmp(y),
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        _ => format!("{a:?}").cmp(&format!("{b:?}")),
+    }
+}
+
+impl Bolt for Count {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        let input = super::input_fields(ctx);
+        if !self.fields.is_empty() {
+            self.keys = self
+                .fields
+                .iter()
+                .map(|f| input.iter().position(|x| x == f).unwrap_or(0))
+                .collect();
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if input.is_tick() {
+            if self.mode == EmitMode::Tick {
+                self.emit_all(out);
+            }
+            return Ok(());
+        }
+        let total = if self.keys.len() == 1 {
+            let key = input.values.get(self.keys[0]).unwrap_or(&Value::Null);
+            match self.single.get_mut(key) {
+                Some(n) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    self.single.insert(key.clone(), 1);
+                    1
+                }
+            }
+        } else {
+            let key: Vec<Value> = self
+                .keys
+                .iter()
+                .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
+                .collect();
+            let n = self.multi.entry(key).or_insert(0);
+            *n += 1;
+            *n
+        };
+        if self.mode == EmitMode::Update {
+            let mut v: Vec<Value> = self
+                .keys
+                .iter()
+                .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
+                .collect();
+            v.push(Value::Int(total));
+            out.send(streams::DEFAULT, &[input], v);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        self.emit_all(out);
+        Ok(())
+    }
+}

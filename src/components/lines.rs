@@ -1,0 +1,236 @@
+//! The `stdin` and `file` spouts: one tuple per input line, without its `\n` or `\r\n`. A reader
+//! thread reads ahead in chunks so `next_tuple` never blocks; invalid UTF-8 is replaced and
+//! counted. With acking on, each line is kept until its tree is acked and re-emitted on fail.
+
+use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
+use crate::topology::plan::streams;
+use crate::tuple::Value;
+use compact_str::CompactString;
+use crossbeam_channel::{Receiver, TryRecvError};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const CHUNK_LINES: usize = 1024;
+
+/// Where the lines come from.
+pub enum Input {
+    Stdin,
+    File(PathBuf),
+}
+
+pub struct LineSpout {
+    input: Option<Input>,
+    chunks: Option<Receiver<Result<Vec<CompactString>, String>>>,
+    current: std::vec::IntoIter<CompactString>,
+    read_bytes: Arc<AtomicU64>,
+    total_bytes: u64,
+    invalid: Arc<AtomicU64>,
+    /// Acking on: lines in flight by sequence number, with their retry count.
+    inflight: FxHashMap<u64, (CompactString, u32)>,
+    replay: VecDeque<u64>,
+    next_seq: u64,
+    tracked: bool,
+    max_retries: Option<u32>,
+    lost: u64,
+    done: bool,
+    component: String,
+}
+
+impl LineSpout {
+    pub fn new(input: Input, max_retries: Option<u32>) -> LineSpout {
+        LineSpout {
+            input: Some(input),
+            chunks: None,
+            current: Vec::new().into_iter(),
+            read_bytes: Arc::new(AtomicU64::new(0)),
+            total_bytes: 0,
+            invalid: Arc::new(AtomicU64::new(0)),
+            inflight: FxHashMap::default(),
+            replay: VecDeque::new(),
+            next_seq: 0,
+            tracked: false,
+            max_retries,
+            lost: 0,
+            done: false,
+            component: String::new(),
+        }
+    }
+
+    fn emit(&mut self, line: CompactString, out: &mut dyn SpoutCollector) {
+        if self.tracked {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            self.inflight.insert(seq, (line.clone(), 0));
+            out.send(streams::DEFAULT, vec![Value::Str(line)], Some(Value::Int(seq as i64)));
+        } else {
+            out.send(streams::DEFAULT, vec![Value::Str(line)], None);
+        }
+    }
+}
+
+fn reader_thread(
+    input: Input,
+    tx: crossbeam_channel::Sender<Result<Vec<CompactString>, String>>,
+    read_bytes: Arc<AtomicU64>,
+    invalid: Arc<AtomicU64>,
+) -> std::io::Result<()> {
+    let source: Box<dyn Read + Send> = match &input {
+        Input::Stdin => Box::new(std::io::stdin()),
+        Input::File(p) => match std::fs::File::open(p) {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                let _ = tx.send(Err(format!("cannot open {}: {e}", p.display())));
+                return Ok(());
+            }
+        },
+    };
+    let mut reader = BufReader::with_capacity(256 * 1024, source);
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = Vec::with_capacity(CHUNK_LINES);
+    loop {
+        buf.clear();
+        let n = match reader.read_until(b'\n', &mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = tx.send(Err(format!("read error: {e}")));
+                return Ok(());
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        read_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        let mut line = &buf[..];
+        if let Some(rest) = line.strip_suffix(b"\n") {
+            line = rest;
+            if let Some(rest) = line.strip_suffix(b"\r") {
+                line = rest;
+            }
+        }
+        let text = match std::str::from_utf8(line) {
+            Ok(s) => CompactString::new(s),
+            Err(_) => {
+                invalid.fetch_add(1, Ordering::Relaxed);
+                CompactString::new(String::from_utf8_lossy(line))
+            }
+        };
+        chunk.push(text);
+        // Hand over full chunks, and partial ones when no more input is ready (interactive use).
+        if chunk.len() >= CHUNK_LINES || reader.buffer().is_empty() {
+            if tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
+                return Ok(());
+            }
+            chunk.reserve(CHUNK_LINES);
+        }
+    }
+    if !chunk.is_empty() {
+        let _ = tx.send(Ok(chunk));
+    }
+    Ok(())
+}
+
+impl Spout for LineSpout {
+    fn open(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.tracked = ctx.plan.ackers > 0;
+        self.component = ctx.component.clone();
+        let Some(input) = self.input.take() else {
+            return Ok(());
+        };
+        if let Input::File(p) = &input {
+            self.total_bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        }
+        let (tx, rx) = crossbeam_channel::bounded(4);
+        let (read, invalid) = (self.read_bytes.clone(), self.invalid.clone());
+        std::thread::Builder::new()
+            .name(format!("{}-reader", ctx.component))
+            .spawn(move || reader_thread(input, tx, read, invalid))?;
+        self.chunks = Some(rx);
+        Ok(())
+    }
+
+    fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
+        if let Some(seq) = self.replay.pop_front() {
+            if let Some((line, _)) = self.inflight.get(&seq) {
+                out.send(streams::DEFAULT, vec![Value::Str(line.clone())], Some(Value::Int(seq as i64)));
+            }
+            return Ok(SpoutStatus::Busy);
+        }
+        if let Some(line) = self.current.next() {
+            self.emit(line, out);
+            return Ok(SpoutStatus::Busy);
+        }
+        if self.done {
+            return Ok(SpoutStatus::Exhausted);
+        }
+        let Some(rx) = &self.chunks else {
+            self.done = true;
+            return Ok(SpoutStatus::Exhausted);
+        };
+        match rx.try_recv() {
+            Ok(Ok(chunk)) => {
+                self.current = chunk.into_iter();
+                Ok(SpoutStatus::Busy)
+            }
+            Ok(Err(e)) => {
+                self.done = true;
+                Err(super::FatalError(format!("{}: {e}", self.component)).into())
+            }
+            Err(TryRecvError::Empty) => Ok(SpoutStatus::Idle),
+            Err(TryRecvError::Disconnected) => {
+                self.done = true;
+                Ok(SpoutStatus::Exhausted)
+            }
+        }
+    }
+
+    fn ack(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
+        if let Value::Int(seq) = msg_id {
+            self.inflight.remove(&(seq as u64));
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
+        let Value::Int(seq) = msg_id else {
+            return Ok(());
+        };
+        let seq = seq as u64;
+        let give_up = match self.inflight.get_mut(&seq) {
+            Some((_, retries)) => {
+                *retries += 1;
+                self.max_retries.is_some_and(|m| *retries > m)
+            }
+            None => return Ok(()),
+        };
+        if give_up {
+            self.inflight.remove(&seq);
+            self.lost += 1;
+        } else {
+            self.replay.push_back(seq);
+        }
+        Ok(())
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.read_bytes.load(Ordering::Relaxed), self.total_bytes))
+    }
+
+    fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    fn close(&mut self) {
+        let invalid = self.invalid.load(Ordering::Relaxed);
+        if invalid > 0 {
+            tracing::warn!(
+                "{}: {invalid} line(s) had invalid UTF-8; bad bytes were replaced with U+FFFD",
+                self.component
+            );
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! The `log` bolt (and Flux's `LogInfoBolt`): writes each tuple with its component and task to
+//! standard error.
+
+use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use std::io::Write;
+
+#[derive(Default)]
+pub struct Log {
+    prefix: String,
+}
+
+impl Bolt for Log {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.prefix = format!("{}:{}", ctx.component, ctx.task_id);
+        Ok(())
+    }
+
+    fn execute(&mut self, input: &Tuple, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let values: Vec<serde_json::Value> = input.values.iter().map(|v| v.to_json()).collect();
+        let line = format!(
+            "{} [{}]\n",
+            self.prefix,
+            values
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        Ok(())
+    }
+}

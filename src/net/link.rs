@@ -1,0 +1,28 @@
+//! A link carries encoded frames from one worker's transfer thread to another worker's receive
+//! thread. The runtime does not care what is behind it: an in-memory channel in local mode, a
+//! socket between processes or hosts.
+
+use crossbeam_channel::{Receiver, Sender};
+
+/// The sending end of a link.
+pub trait Link: Send {
+    /// Send one buffer of encoded frames. Blocks while the receiver is full (backpressure).
+    fn send(&self, frames: Vec<u8>) -> anyhow::Result<()>;
+}
+
+/// In-memory link (local mode): a bounded channel of frame buffers.
+pub struct MemoryLink(pub Sender<Vec<u8>>);
+
+impl Link for MemoryLink {
+    fn send(&self, frames: Vec<u8>) -> anyhow::Result<()> {
+        self.0
+            .send(frames)
+            .map_err(|_| anyhow::anyhow!("peer worker has stopped"))
+    }
+}
+
+/// A bounded in-memory link and its receiving end.
+pub fn memory(capacity: usize) -> (MemoryLink, Receiver<Vec<u8>>) {
+    let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+    (MemoryLink(tx), rx)
+}

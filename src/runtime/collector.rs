@@ -1,0 +1,230 @@
+//! The collectors components emit through (Storm's OutputCollector / SpoutOutputCollector):
+//! routing each emit, stamping acker edge ids on tracked tuples (Storm's XOR tree), and counting.
+
+use super::metrics::TaskStats;
+use super::routing::{Outbox, Router};
+use crate::components::{BoltCollector, SpoutCollector, Tuple};
+use crate::topology::plan::{streams, StreamId};
+use crate::tuple::{Value, Values};
+use rand::rngs::SmallRng;
+use rand::RngCore;
+use std::sync::Arc;
+
+/// State shared by both collectors of one task.
+pub struct Emitter {
+    pub task: u32,
+    pub router: Router,
+    pub stats: Arc<TaskStats>,
+    pub rng: SmallRng,
+    targets: Vec<u32>,
+    pub component: String,
+}
+
+impl Emitter {
+    pub fn new(task: u32, router: Router, stats: Arc<TaskStats>, component: String, seed: u64) -> Emitter {
+        use rand::SeedableRng;
+        Emitter {
+            task,
+            router,
+            stats,
+            rng: SmallRng::seed_from_u64(seed),
+            targets: Vec::with_capacity(8),
+            component,
+        }
+    }
+
+    /// A fresh non-zero 64-bit id (Storm: `MessageId.generateId`).
+    fn id(&mut self) -> u64 {
+        loop {
+            let v = self.rng.next_u64();
+            if v != 0 {
+                return v;
+            }
+        }
+    }
+
+    /// Send a system tuple to the acker tracking `root`.
+    pub fn to_acker(&mut self, outbox: &mut Outbox, stream: StreamId, values: Values, root: u64) {
+        let acker = self.router.acker_for(root);
+        outbox.push(acker, Tuple::new(values, self.task, stream));
+    }
+
+    fn report(&self, msg: &str) {
+        TaskStats::add(&self.stats.errors, 1);
+        tracing::error!(component = %self.component, task = self.task, "{msg}");
+    }
+}
+
+/// A spout task's collector.
+pub struct SpoutOut<'a> {
+    pub em: &'a mut Emitter,
+    pub outbox: &'a mut Outbox,
+    /// Trees started during this call: (root, message id). The executor registers them.
+    pub started: &'a mut Vec<(u64, Value)>,
+    /// Message ids to ack at once (acking off, or no receivers).
+    pub ack_now: &'a mut Vec<Value>,
+}
+
+impl SpoutOut<'_> {
+    fn deliver(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>, direct: Option<u32>) -> usize {
+        let em = &mut *self.em;
+        em.targets.clear();
+        match direct {
+            Some(t) => em.targets.push(t),
+            None => em.router.route(stream, &values, &mut em.targets),
+        }
+        let n = em.targets.len();
+        TaskStats::add(&em.stats.emitted, 1);
+        let tracked = msg_id.is_some() && em.router.acking() && n > 0;
+        let root = if tracked { em.id() } else { 0 };
+        let mut xor = 0u64;
+        let mut values = Some(values);
+        for i in 0..n {
+            let task = em.targets[i];
+            let v = if i + 1 == n {
+                values.take().unwrap_or_default()
+            } else {
+                values.as_ref().cloned().unwrap_or_default()
+            };
+            let mut t = Tuple::new(v, em.task, stream);
+            if tracked {
+                let edge = em.id();
+                xor ^= edge;
+                t.anchors.push((root, edge));
+            }
+            self.outbox.push(task, t);
+        }
+        TaskStats::add(&em.stats.transferred, n as u64);
+        if let Some(id) = msg_id {
+            if tracked {
+                em.to_acker(
+                    self.outbox,
+                    streams::ACK_INIT,
+                    vec![Value::Int(root as i64), Value::Int(xor as i64), Value::Int(i64::from(em.task))],
+                    root,
+                );
+                self.started.push((root, id));
+            } else {
+                // Storm acks at once when acking is off or nobody receives the tuple.
+                self.ack_now.push(id);
+            }
+        }
+        n
+    }
+}
+
+impl SpoutCollector for SpoutOut<'_> {
+    fn emit(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>) -> Vec<u32> {
+        self.deliver(stream, values, msg_id, None);
+        self.em.targets.clone()
+    }
+
+    fn send(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>) {
+        self.deliver(stream, values, msg_id, None);
+    }
+
+    fn emit_direct(&mut self, task: u32, stream: StreamId, values: Values, msg_id: Option<Value>) {
+        if !self.em.router.is_direct_target(stream, task) {
+            self.em.report(&format!("direct emit to task {task}, which does not subscribe to this stream; dropped"));
+            return;
+        }
+        self.deliver(stream, values, msg_id, Some(task));
+    }
+
+    fn report_error(&mut self, msg: &str) {
+        self.em.report(msg);
+    }
+}
+
+/// A bolt task's collector.
+pub struct BoltOut<'a> {
+    pub em: &'a mut Emitter,
+    pub outbox: &'a mut Outbox,
+}
+
+impl BoltOut<'_> {
+    fn deliver(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values, direct: Option<u32>) -> usize {
+        let em = &mut *self.em;
+        em.targets.clear();
+        match direct {
+            Some(t) => em.targets.push(t),
+            None => em.router.route(stream, &values, &mut em.targets),
+        }
+        let n = em.targets.len();
+        TaskStats::add(&em.stats.emitted, 1);
+        let anchored = em.router.acking() && anchors.iter().any(|a| !a.anchors.is_empty());
+        let mut values = Some(values);
+        for i in 0..n {
+            let task = em.targets[i];
+            let v = if i + 1 == n {
+                values.take().unwrap_or_default()
+            } else {
+                values.as_ref().cloned().unwrap_or_default()
+            };
+            let mut t = Tuple::new(v, em.task, stream);
+            if anchored {
+                // Storm's anchoring: one new edge id per receiving tuple, XORed into every root
+                // of every anchor, and into each anchor's ack value.
+                let edge = em.id();
+                for a in anchors {
+                    for &(root, _) in &a.anchors {
+                        match t.anchors.iter_mut().find(|(r, _)| *r == root) {
+                            Some(e) => e.1 ^= edge,
+                            None => t.anchors.push((root, edge)),
+                        }
+                    }
+                    a.ack_val.set(a.ack_val.get() ^ edge);
+                }
+            }
+            self.outbox.push(task, t);
+        }
+        TaskStats::add(&em.stats.transferred, n as u64);
+        n
+    }
+}
+
+impl BoltCollector for BoltOut<'_> {
+    fn emit(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) -> Vec<u32> {
+        self.deliver(stream, anchors, values, None);
+        self.em.targets.clone()
+    }
+
+    fn send(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) {
+        self.deliver(stream, anchors, values, None);
+    }
+
+    fn emit_direct(&mut self, task: u32, stream: StreamId, anchors: &[&Tuple], values: Values) {
+        if !self.em.router.is_direct_target(stream, task) {
+            self.em.report(&format!("direct emit to task {task}, which does not subscribe to this stream; dropped"));
+            return;
+        }
+        self.deliver(stream, anchors, values, Some(task));
+    }
+
+    fn ack(&mut self, input: &Tuple) {
+        TaskStats::add(&self.em.stats.acked, 1);
+        if !self.em.router.acking() {
+            return;
+        }
+        for &(root, id) in &input.anchors {
+            let val = id ^ input.ack_val.get();
+            self.em
+                .to_acker(self.outbox, streams::ACK_ACK, vec![Value::Int(root as i64), Value::Int(val as i64)], root);
+        }
+    }
+
+    fn fail(&mut self, input: &Tuple) {
+        TaskStats::add(&self.em.stats.failed, 1);
+        if !self.em.router.acking() {
+            return;
+        }
+        for &(root, _) in &input.anchors {
+            self.em
+                .to_acker(self.outbox, streams::ACK_FAIL, vec![Value::Int(root as i64)], root);
+        }
+    }
+
+    fn report_error(&mut self, msg: &str) {
+        self.em.report(msg);
+    }
+}

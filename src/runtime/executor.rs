@@ -1,0 +1,436 @@
+//! Executors: one thread running the component code of one or more tasks (seed 001). A bolt
+//! executor consumes its receive queue in batches (`consume-batch-when-available`), executes each
+//! tuple, acks it for basic bolts, and moves output on through its outbox; a spout executor
+//! calls `next_tuple` while under `topology.max.spout.pending`, tracks trees, and replays on
+//! fail or timeout. Both run their tasks' `finish` and pass end of input on (SPEC §5).
+
+use super::acker::RotatingMap;
+use super::collector::{BoltOut, Emitter, SpoutOut};
+use super::message::Message;
+use super::metrics::{Histogram, TaskStats};
+use super::routing::Outbox;
+use crate::components::{Bolt, FatalError, Spout, SpoutStatus, TaskContext, Tuple};
+use crate::topology::plan::{streams, SYSTEM_TASK};
+use crate::tuple::Value;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Run-wide switches every executor watches.
+pub struct RunControl {
+    /// Stop the spouts and drain (signal, `--duration`, closed output).
+    pub stop: AtomicBool,
+}
+
+/// What an executor hands back when it ends.
+#[derive(Debug, Default)]
+pub struct ExecutorReport {
+    pub complete_latency: Histogram,
+}
+
+/// One task of an executor: its component instance, collector state, end-of-input bookkeeping.
+pub struct TaskSlot<C: ?Sized> {
+    pub ctx: TaskContext,
+    pub component: Box<C>,
+    pub emitter: Emitter,
+    /// Upstream tasks that must say end-of-input before this task finishes.
+    pub eos_expected: u32,
+    pub eos_seen: u32,
+    pub finished: bool,
+}
+
+pub struct BoltExecutor {
+    pub inbox: Receiver<Message>,
+    pub outbox: Outbox,
+    /// Tasks in ascending id order, contiguous from `first_task`.
+    pub tasks: Vec<TaskSlot<dyn Bolt>>,
+    pub first_task: u32,
+    pub tick: Option<Duration>,
+    pub control: Arc<RunControl>,
+    pub receive_capacity: usize,
+}
+
+impl BoltExecutor {
+    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
+        for t in &mut self.tasks {
+            t.component.prepare(&t.ctx)?;
+        }
+        let poll_every = self
+            .tasks
+            .iter()
+            .filter_map(|t| t.component.poll_interval())
+            .min();
+        let mut next_tick = self.tick.map(|d| Instant::now() + d);
+        let mut next_poll = poll_every.map(|d| Instant::now() + d);
+        // Tasks with no upstream at all finish at once.
+        for i in 0..self.tasks.len() {
+            if self.tasks[i].eos_expected == 0 {
+                self.finish_task(i)?;
+            }
+        }
+        while self.tasks.iter().any(|t| !t.finished) {
+            let deadline = match (next_tick, next_poll) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let msg = match deadline {
+                Some(d) => self.inbox.recv_deadline(d),
+                None => self.inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match msg {
+                Ok(m) => self.handle(m)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let now = Instant::now();
+            if let (Some(t), Some(every)) = (next_tick, self.tick) {
+                if now >= t {
+                    self.tick_all()?;
+                    next_tick = Some(now + every);
+                }
+            }
+            if let (Some(p), Some(every)) = (next_poll, poll_every) {
+                if now >= p {
+                    self.poll_all()?;
+                    next_poll = Some(now + every);
+                }
+            }
+            if self.inbox.is_empty() {
+                // Idle: let components flush (stdout) and send partial batches on.
+                self.poll_all()?;
+                self.outbox.flush();
+            }
+        }
+        self.outbox.flush();
+        for t in &mut self.tasks {
+            t.component.cleanup();
+        }
+        Ok(ExecutorReport::default())
+    }
+
+    fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
+        match msg {
+            Message::Tuples(batch) => {
+                let fill = self.inbox.len() as u64;
+                if let Some(t) = self.tasks.first() {
+                    let peak = &t.emitter.stats.queue_peak;
+                    if fill > peak.load(Ordering::Relaxed) {
+                        peak.store(fill, Ordering::Relaxed);
+                    }
+                }
+                for (task, tuple) in batch {
+                    let i = task.wrapping_sub(self.first_task) as usize;
+                    if i < self.tasks.len() {
+                        self.execute(i, tuple)?;
+                    }
+                }
+            }
+            Message::Eos { to, .. } => {
+                let i = to.wrapping_sub(self.first_task) as usize;
+                if let Some(t) = self.tasks.get_mut(i) {
+                    t.eos_seen += 1;
+                    if t.eos_seen >= t.eos_expected && !t.finished {
+                        self.finish_task(i)?;
+                    }
+                }
+            }
+            Message::Wake => self.poll_all()?,
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn execute(&mut self, i: usize, tuple: Tuple) -> anyhow::Result<()> {
+        let slot = &mut self.tasks[i];
+        let start = Instant::now();
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+        };
+        let result = slot.component.execute(&tuple, &mut out);
+        let auto = slot.component.auto_ack();
+        match result {
+            Ok(()) => {
+                if auto {
+                    crate::components::BoltCollector::ack(&mut out, &tuple);
+                }
+            }
+            Err(e) if e.is::<FatalError>() => return Err(e),
+            Err(e) => {
+                crate::components::BoltCollector::report_error(&mut out, &format!("{e:#}"));
+                if auto {
+                    crate::components::BoltCollector::fail(&mut out, &tuple);
+                }
+            }
+        }
+        let stats = &slot.emitter.stats;
+        TaskStats::add(&stats.executed, 1);
+        TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
+        Ok(())
+    }
+
+    fn tick_all(&mut self) -> anyhow::Result<()> {
+        for i in 0..self.tasks.len() {
+            if !self.tasks[i].finished {
+                let tick = Tuple::new(Vec::new(), SYSTEM_TASK, streams::TICK);
+                self.execute(i, tick)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_all(&mut self) -> anyhow::Result<()> {
+        for slot in &mut self.tasks {
+            if slot.finished {
+                continue;
+            }
+            let mut out = BoltOut {
+                em: &mut slot.emitter,
+                outbox: &mut self.outbox,
+            };
+            slot.component.poll(&mut out)?;
+        }
+        Ok(())
+    }
+
+    /// Every upstream task has finished: run `finish`, then tell downstream (SPEC §5).
+    fn finish_task(&mut self, i: usize) -> anyhow::Result<()> {
+        let slot = &mut self.tasks[i];
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+        };
+        slot.component.finish(&mut out)?;
+        slot.finished = true;
+        let from = slot.emitter.task;
+        for &to in slot.emitter.router.downstream() {
+            self.outbox.eos(from, to);
+        }
+        Ok(())
+    }
+}
+
+/// A spout task's open trees (Storm's pending RotatingMap), rotated every message timeout.
+struct Pending {
+    trees: RotatingMap<u64, (Value, Instant)>,
+}
+
+pub struct SpoutExecutor {
+    pub inbox: Receiver<Message>,
+    pub outbox: Outbox,
+    pub tasks: Vec<TaskSlot<dyn Spout>>,
+    pub first_task: u32,
+    pub max_pending: Option<usize>,
+    /// `Some(timeout)` when message timeouts are on and acking is on.
+    pub timeout: Option<Duration>,
+    pub control: Arc<RunControl>,
+}
+
+impl SpoutExecutor {
+    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
+        let mut report = ExecutorReport::default();
+        self.outbox.drain_while_blocked(self.inbox.clone());
+        let mut pending: Vec<Pending> = self
+            .tasks
+            .iter()
+            .map(|_| Pending {
+                trees: RotatingMap::new(2),
+            })
+            .collect();
+        let mut exhausted = vec![false; self.tasks.len()];
+        for t in &mut self.tasks {
+            t.component.open(&t.ctx)?;
+            t.component.activate()?;
+        }
+        let mut next_rotate = self.timeout.map(|t| Instant::now() + t);
+        let mut backoff = Duration::from_micros(50);
+        let mut started = Vec::new();
+        let mut ack_now = Vec::new();
+        while self.tasks.iter().any(|t| !t.finished) {
+            // Acks and fails from the acker first.
+            let mut handled = false;
+            while let Some(m) = self
+                .outbox
+                .take_drained()
+                .or_else(|| self.inbox.try_recv().ok())
+            {
+                handled = true;
+                self.on_message(m, &mut pending, &mut report)?;
+            }
+            if let (Some(at), Some(every)) = (next_rotate, self.timeout) {
+                if Instant::now() >= at {
+                    self.expire(&mut pending)?;
+                    next_rotate = Some(Instant::now() + every);
+                }
+            }
+            let stopping = self.control.stop.load(Ordering::Relaxed);
+            let mut busy = false;
+            for i in 0..self.tasks.len() {
+                if self.tasks[i].finished {
+                    continue;
+                }
+                if stopping && !exhausted[i] {
+                    exhausted[i] = true;
+                    self.tasks[i].component.deactivate()?;
+                }
+                if exhausted[i] {
+                    if pending[i].trees.is_empty() {
+                        self.finish_task(i);
+                    }
+                    continue;
+                }
+                let slot = &mut self.tasks[i];
+                for _ in 0..super::message::BATCH {
+                    if self
+                        .max_pending
+                        .is_some_and(|max| pending[i].trees.len() >= max)
+                    {
+                        break;
+                    }
+                    let mut out = SpoutOut {
+                        em: &mut slot.emitter,
+                        outbox: &mut self.outbox,
+                        started: &mut started,
+                        ack_now: &mut ack_now,
+                    };
+                    let status = match slot.component.next_tuple(&mut out) {
+                        Ok(s) => s,
+                        Err(e) if e.is::<FatalError>() => return Err(e),
+                        Err(e) => {
+                            crate::components::SpoutCollector::report_error(&mut out, &format!("{e:#}"));
+                            SpoutStatus::Idle
+                        }
+                    };
+                    let now = Instant::now();
+                    for (root, id) in started.drain(..) {
+                        pending[i].trees.insert(root, (id, now));
+                    }
+                    for id in ack_now.drain(..) {
+                        TaskStats::add(&slot.emitter.stats.acked, 1);
+                        let mut out = SpoutOut {
+                            em: &mut slot.emitter,
+                            outbox: &mut self.outbox,
+                            started: &mut started,
+                            ack_now: &mut Vec::new(),
+                        };
+                        slot.component.ack(id, &mut out)?;
+                    }
+                    match status {
+                        SpoutStatus::Busy => busy = true,
+                        SpoutStatus::Idle => break,
+                        SpoutStatus::Exhausted => {
+                            exhausted[i] = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            if busy || handled {
+                backoff = Duration::from_micros(50);
+                continue;
+            }
+            // Nothing to do right now: send partial batches, then wait for acks or a moment.
+            self.outbox.flush();
+            let wait = match next_rotate {
+                Some(at) => backoff.min(at.saturating_duration_since(Instant::now())),
+                None => backoff,
+            };
+            match self.inbox.recv_timeout(wait) {
+                Ok(m) => self.on_message(m, &mut pending, &mut report)?,
+                Err(RecvTimeoutError::Timeout) => backoff = (backoff * 2).min(Duration::from_millis(5)),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        self.outbox.flush();
+        for t in &mut self.tasks {
+            t.component.close();
+            // Fails that were not given up on were replayed.
+            let stats = &t.emitter.stats;
+            let lost = t.component.lost();
+            stats.lost.store(lost, Ordering::Relaxed);
+            let failed = stats.failed.load(Ordering::Relaxed);
+            stats.replayed.store(failed.saturating_sub(lost), Ordering::Relaxed);
+        }
+        Ok(report)
+    }
+
+    fn on_message(
+        &mut self,
+        msg: Message,
+        pending: &mut [Pending],
+        report: &mut ExecutorReport,
+    ) -> anyhow::Result<()> {
+        let Message::Tuples(batch) = msg else {
+            return Ok(());
+        };
+        for (task, tuple) in batch {
+            let i = task.wrapping_sub(self.first_task) as usize;
+            let (Some(slot), Some(p)) = (self.tasks.get_mut(i), pending.get_mut(i)) else {
+                continue;
+            };
+            let root = match tuple.values.first() {
+                Some(Value::Int(r)) => *r as u64,
+                _ => continue,
+            };
+            let Some((id, started)) = p.trees.remove(&root) else {
+                continue;
+            };
+            let mut sink = Vec::new();
+            let mut out = SpoutOut {
+                em: &mut slot.emitter,
+                outbox: &mut self.outbox,
+                started: &mut sink,
+                ack_now: &mut Vec::new(),
+            };
+            if tuple.stream == streams::ACK_ACK {
+                TaskStats::add(&out.em.stats.acked, 1);
+                report
+                    .complete_latency
+                    .record(started.elapsed().as_micros() as u64);
+                slot.component.ack(id, &mut out)?;
+            } else {
+                TaskStats::add(&out.em.stats.failed, 1);
+                slot.component.fail(id, &mut out)?;
+            }
+            let now = Instant::now();
+            for (root, id) in sink {
+                p.trees.insert(root, (id, now));
+            }
+        }
+        Ok(())
+    }
+
+    /// Trees older than the message timeout fail (Storm: the pending map rotates on ticks).
+    fn expire(&mut self, pending: &mut [Pending]) -> anyhow::Result<()> {
+        for (i, p) in pending.iter_mut().enumerate() {
+            let slot = &mut self.tasks[i];
+            for (_, (id, _)) in p.trees.rotate() {
+                TaskStats::add(&slot.emitter.stats.timed_out, 1);
+                TaskStats::add(&slot.emitter.stats.failed, 1);
+                let mut sink = Vec::new();
+                let mut out = SpoutOut {
+                    em: &mut slot.emitter,
+                    outbox: &mut self.outbox,
+                    started: &mut sink,
+                    ack_now: &mut Vec::new(),
+                };
+                slot.component.fail(id, &mut out)?;
+                let now = Instant::now();
+                for (root, id) in sink {
+                    p.trees.insert(root, (id, now));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_task(&mut self, i: usize) {
+        let slot = &mut self.tasks[i];
+        slot.finished = true;
+        let from = slot.emitter.task;
+        for &to in slot.emitter.router.downstream() {
+            self.outbox.eos(from, to);
+        }
+    }
+}

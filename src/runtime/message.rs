@@ -1,0 +1,25 @@
+//! What travels on executor receive queues and worker transfer queues.
+
+use crate::components::Tuple;
+
+/// Tuples per batch: an executor's outgoing batch to one destination is sent when it reaches
+/// this size, or when the executor goes idle (Storm's batching of the disruptor queues).
+pub const BATCH: usize = 64;
+
+/// One element of an executor's receive queue (seed 000: elements are batches).
+#[derive(Debug)]
+pub enum Message {
+    /// Tuples for tasks of this executor: (target task, tuple).
+    Tuples(Vec<(u32, Tuple)>),
+    /// Task `from` has finished and will send no more to task `to` (SPEC §5).
+    Eos { from: u32, to: u32 },
+    /// Something outside asked the executor to look at its component (`Waker`).
+    Wake,
+}
+
+/// One element of a worker's transfer queue: a message for another worker.
+#[derive(Debug)]
+pub struct Transfer {
+    pub worker: usize,
+    pub message: Message,
+}

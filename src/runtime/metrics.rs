@@ -1,0 +1,226 @@
+//! Run figures per task, as Storm's UI defines them: emitted, transferred, executed, acked,
+//! failed, execute latency, capacity; and for spouts replays, timeouts and complete latency.
+//! Counters are atomics written by the owning executor thread and read for progress.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Debug, Default)]
+pub struct TaskStats {
+    pub emitted: AtomicU64,
+    pub transferred: AtomicU64,
+    pub executed: AtomicU64,
+    pub acked: AtomicU64,
+    pub failed: AtomicU64,
+    pub replayed: AtomicU64,
+    pub timed_out: AtomicU64,
+    pub lost: AtomicU64,
+    pub errors: AtomicU64,
+    pub execute_ns: AtomicU64,
+    /// Highest receive-queue fill seen, in batches.
+    pub queue_peak: AtomicU64,
+}
+
+impl TaskStats {
+    #[inline]
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.store(counter.load(Relaxed) + n, Relaxed);
+    }
+}
+
+/// Latency samples in log-spaced buckets (microseconds), for p50 / p99 without storing each.
+#[derive(Debug, Clone, Default)]
+pub struct Histogram {
+    buckets: Vec<u64>,
+    count: u64,
+    sum_us: u64,
+}
+
+impl Histogram {
+    fn bucket_of(us: u64) -> usize {
+        // 8 buckets per power of two.
+        if us < 8 {
+            return us as usize;
+        }
+        let log = 63 - us.leading_zeros() as usize;
+        let frac = ((us >> (log - 3)) & 7) as usize;
+        (log - 2) * 8 + frac
+    }
+
+    fn value_of(bucket: usize) -> u64 {
+        if bucket < 8 {
+            return bucket as u64;
+        }
+        let log = bucket / 8 + 2;
+        let frac = (bucket % 8) as u64;
+        (8 + frac) << (log - 3)
+    }
+
+    pub fn record(&mut self, us: u64) {
+        let b = Self::bucket_of(us);
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+        self.count += 1;
+        self.sum_us += us;
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum_us += other.sum_us;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn mean_ms(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_us as f64 / self.count as f64 / 1000.0
+        }
+    }
+
+    pub fn quantile_ms(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((self.count as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Self::value_of(i) as f64 / 1000.0;
+            }
+        }
+        0.0
+    }
+}
+
+/// Figures of one component at the end of a run (`--stats` JSON and the summary table).
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentReport {
+    pub id: String,
+    pub kind: &'static str,
+    pub tasks: u32,
+    pub executors: u32,
+    pub emitted: u64,
+    pub transferred: u64,
+    pub executed: u64,
+    pub acked: u64,
+    pub failed: u64,
+    pub replayed: u64,
+    pub timed_out: u64,
+    pub lost: u64,
+    pub errors: u64,
+    /// Mean execute latency, ms.
+    pub execute_latency_ms: f64,
+    /// Fraction of the run its executors spent executing (Storm UI's capacity).
+    pub capacity: f64,
+    pub queue_peak: u64,
+    pub complete_latency_ms: Option<LatencyReport>,
+    pub per_task: Vec<TaskReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskReport {
+    pub task: u32,
+    pub emitted: u64,
+    pub transferred: u64,
+    pub executed: u64,
+    pub acked: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyReport {
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+}
+
+impl LatencyReport {
+    pub fn of(h: &Histogram) -> Option<LatencyReport> {
+        (h.count() > 0).then(|| LatencyReport {
+            mean: h.mean_ms(),
+            p50: h.quantile_ms(0.5),
+            p99: h.quantile_ms(0.99),
+        })
+    }
+}
+
+/// The compact end-of-run table for stderr.
+pub fn render_table(reports: &[ComponentReport], elapsed_secs: f64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<16} {:>5} {:>11} {:>11} {:>11} {:>10} {:>8} {:>9} {:>8}",
+        "component", "tasks", "emitted", "executed", "acked", "failed", "lat ms", "capacity", "replays"
+    );
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "{:<16} {:>5} {:>11} {:>11} {:>11} {:>10} {:>8.3} {:>9.3} {:>8}",
+            truncate(&r.id, 16),
+            r.tasks,
+            r.emitted,
+            r.executed,
+            r.acked,
+            r.failed,
+            r.execute_latency_ms,
+            r.capacity,
+            r.replayed
+        );
+        if let Some(c) = &r.complete_latency_ms {
+            let _ = writeln!(
+                out,
+                "{:<16} complete latency ms: mean {:.3} p50 {:.3} p99 {:.3}{}",
+                "",
+                c.mean,
+                c.p50,
+                c.p99,
+                if r.timed_out > 0 {
+                    format!(", {} timed out", r.timed_out)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    let _ = write!(out, "ran {elapsed_secs:.3}s");
+    out
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_are_close() {
+        let mut h = Histogram::default();
+        for us in 1..=1000 {
+            h.record(us * 10);
+        }
+        let p50 = h.quantile_ms(0.5);
+        assert!((4.0..=6.0).contains(&p50), "{p50}");
+        let p99 = h.quantile_ms(0.99);
+        assert!((8.5..=11.0).contains(&p99), "{p99}");
+    }
+}

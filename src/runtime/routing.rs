@@ -1,0 +1,274 @@
+//! The send side of an executor: per-task routers (groupings per stream, Storm's task-fn) and
+//! the outbox that batches tuples per destination — a local executor's receive queue, or the
+//! worker's transfer queue for tasks in other workers (seed 000's executor send queue).
+
+use super::message::{Message, Transfer, BATCH};
+use crate::components::Tuple;
+use crate::grouping::{Choice, Grouper};
+use crate::java_hash;
+use crate::topology::model::Topology;
+use crate::topology::plan::{Plan, StreamId, ACKER_ID};
+use crate::tuple::Value;
+use crossbeam_channel::{select, Receiver, Sender};
+use std::collections::VecDeque;
+
+/// Where the executor of each task lives, as seen from one worker.
+#[derive(Debug, Clone)]
+pub struct RouteTable {
+    /// Indexed by task id: the sink index to use.
+    pub task_sink: Vec<usize>,
+    pub sinks: Vec<SinkSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub enum SinkSpec {
+    /// An executor of this worker.
+    Local(Sender<Message>),
+    /// Another worker, through this worker's transfer queue.
+    Remote {
+        worker: usize,
+        transfer: Sender<Transfer>,
+    },
+}
+
+/// Batches outgoing tuples per sink.
+pub struct Outbox {
+    table: RouteTable,
+    pending: Vec<Vec<(u32, Tuple)>>,
+    /// Spouts drain their own receive queue while a send blocks, so acks can always flow
+    /// (breaks the spout → bolt → acker → spout cycle that full queues could otherwise lock).
+    drain: Option<(Receiver<Message>, VecDeque<Message>)>,
+    pub transferred: u64,
+}
+
+impl Outbox {
+    pub fn new(table: RouteTable) -> Outbox {
+        let n = table.sinks.len();
+        Outbox {
+            table,
+            pending: (0..n).map(|_| Vec::new()).collect(),
+            drain: None,
+            transferred: 0,
+        }
+    }
+
+    /// Keep draining `inbox` into a side queue whenever a send would block.
+    pub fn drain_while_blocked(&mut self, inbox: Receiver<Message>) {
+        self.drain = Some((inbox, VecDeque::new()));
+    }
+
+    /// Messages drained while blocked, to be handled before the receive queue.
+    pub fn take_drained(&mut self) -> Option<Message> {
+        self.drain.as_mut().and_then(|(_, q)| q.pop_front())
+    }
+
+    #[inline]
+    pub fn push(&mut self, task: u32, tuple: Tuple) {
+        let sink = self.table.task_sink[task as usize];
+        let batch = &mut self.pending[sink];
+        batch.push((task, tuple));
+        self.transferred += 1;
+        if batch.len() >= BATCH {
+            let batch = std::mem::replace(batch, Vec::with_capacity(BATCH));
+            self.send(sink, Message::Tuples(batch));
+        }
+    }
+
+    /// Send everything batched so far.
+    pub fn flush(&mut self) {
+        for sink in 0..self.pending.len() {
+            if !self.pending[sink].is_empty() {
+                let batch = std::mem::take(&mut self.pending[sink]);
+                self.send(sink, Message::Tuples(batch));
+            }
+        }
+    }
+
+    /// End of input from `from` to `to`, after everything batched for `to` so far.
+    pub fn eos(&mut self, from: u32, to: u32) {
+        let sink = self.table.task_sink[to as usize];
+        if !self.pending[sink].is_empty() {
+            let batch = std::mem::take(&mut self.pending[sink]);
+            self.send(sink, Message::Tuples(batch));
+        }
+        self.send(sink, Message::Eos { from, to });
+    }
+
+    fn send(&mut self, sink: usize, msg: Message) {
+        match &self.table.sinks[sink] {
+            SinkSpec::Local(tx) => send_draining(tx, msg, &mut self.drain),
+            SinkSpec::Remote { worker, transfer } => send_draining(
+                transfer,
+                Transfer {
+                    worker: *worker,
+                    message: msg,
+                },
+                &mut self.drain,
+            ),
+        }
+    }
+}
+
+/// A blocking send (backpressure) that, for spouts, keeps draining their own receive queue.
+fn send_draining<T>(
+    tx: &Sender<T>,
+    msg: T,
+    drain: &mut Option<(Receiver<Message>, VecDeque<Message>)>,
+) {
+    let Some((inbox, side)) = drain else {
+        // A closed queue means the run is being torn down after a fatal error.
+        let _ = tx.send(msg);
+        return;
+    };
+    let mut msg = match tx.try_send(msg) {
+        Ok(()) => return,
+        Err(crossbeam_channel::TrySendError::Full(m)) => m,
+        Err(crossbeam_channel::TrySendError::Disconnected(_)) => return,
+    };
+    loop {
+        select! {
+            send(tx, msg) -> res => { let _ = res; return; }
+            recv(inbox) -> m => match m {
+                Ok(m) => side.push_back(m),
+                Err(_) => { return; }
+            },
+        }
+        match tx.try_send(msg) {
+            Ok(()) => return,
+            Err(crossbeam_channel::TrySendError::Full(m)) => msg = m,
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => return,
+        }
+    }
+}
+
+/// One edge out of a task: a grouping over the target component's tasks.
+struct Edge {
+    grouper: Grouper,
+}
+
+/// Chooses target tasks for everything one task emits (Storm's `task-fn`).
+pub struct Router {
+    /// Indexed by stream id.
+    streams: Vec<Vec<Edge>>,
+    /// Acker tasks (empty when acking is off).
+    ackers: Vec<u32>,
+    /// Every task this task can send to (for end of input), acker tasks included.
+    downstream: Vec<u32>,
+}
+
+/// Emitting on a stream nobody declared, or direct-emitting to a task that does not subscribe.
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    #[error("stream `{0}` is not declared by this component")]
+    UnknownStream(String),
+    #[error("task {task} does not subscribe to stream `{stream}` of this component with a direct grouping")]
+    NotDirectTarget { task: u32, stream: String },
+}
+
+impl Router {
+    pub fn new(
+        topology: &Topology,
+        plan: &Plan,
+        component: &str,
+        task: u32,
+        local_tasks: &[u32],
+    ) -> Router {
+        let mut streams: Vec<Vec<Edge>> = (0..plan.stream_names.len()).map(|_| Vec::new()).collect();
+        let mut downstream = Vec::new();
+        let from = topology.component(component);
+        for s in topology.outputs_of(component) {
+            let (Some(sid), Some(targets)) = (plan.stream_id(&s.stream), plan.component(&s.to))
+            else {
+                continue;
+            };
+            let targets: Vec<u32> = targets.tasks.clone().collect();
+            downstream.extend(targets.iter().copied());
+            let fields = from
+                .and_then(|c| c.output_fields(&s.stream))
+                .unwrap_or_default();
+            let keys = s
+                .grouping
+                .key_fields()
+                .map(|k| {
+                    k.iter()
+                        .filter_map(|f| fields.iter().position(|x| x == f))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let seed = u64::from(task).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(sid);
+            streams[sid as usize].push(Edge {
+                grouper: Grouper::new(&s.grouping, targets, keys, local_tasks, seed),
+            });
+        }
+        if component == ACKER_ID {
+            // The acker answers spouts by direct grouping on `__ack_ack` / `__ack_fail`.
+            for spout in topology.spouts() {
+                if let Some(c) = plan.component(&spout.id) {
+                    for sid in [crate::topology::plan::streams::ACK_ACK, crate::topology::plan::streams::ACK_FAIL] {
+                        streams[sid as usize].push(Edge {
+                            grouper: Grouper::new(
+                                &crate::topology::model::Grouping::Direct,
+                                c.tasks.clone().collect(),
+                                Vec::new(),
+                                &[],
+                                0,
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        let ackers: Vec<u32> = plan
+            .component(ACKER_ID)
+            .map(|c| c.tasks.clone().collect())
+            .unwrap_or_default();
+        if component != ACKER_ID {
+            downstream.extend(ackers.iter().copied());
+        }
+        downstream.sort_unstable();
+        downstream.dedup();
+        Router {
+            streams,
+            ackers,
+            downstream,
+        }
+    }
+
+    /// Target tasks of a (non-direct) emit, appended to `out`.
+    #[inline]
+    pub fn route(&mut self, stream: StreamId, values: &[Value], out: &mut Vec<u32>) {
+        let Some(edges) = self.streams.get_mut(stream as usize) else {
+            return;
+        };
+        for e in edges {
+            match e.grouper.choose(values) {
+                Choice::One(t) => out.push(t),
+                Choice::All => out.extend_from_slice(e.grouper.targets()),
+                Choice::Direct => {}
+            }
+        }
+    }
+
+    /// Whether `task` receives `stream` by direct grouping from this task.
+    pub fn is_direct_target(&self, stream: StreamId, task: u32) -> bool {
+        self.streams.get(stream as usize).is_some_and(|edges| {
+            edges
+                .iter()
+                .any(|e| e.grouper.targets().binary_search(&task).is_ok())
+        })
+    }
+
+    pub fn acking(&self) -> bool {
+        !self.ackers.is_empty()
+    }
+
+    /// The acker task tracking a tree (Storm: fields grouping on the root id).
+    pub fn acker_for(&self, root: u64) -> u32 {
+        let i = java_hash::choose_index([&Value::Int(root as i64)], self.ackers.len());
+        self.ackers[i]
+    }
+
+    pub fn downstream(&self) -> &[u32] {
+        &self.downstream
+    }
+}
