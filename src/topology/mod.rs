@@ -1,9 +1,13 @@
 //! Topology files: reading (YAML, Flux, DSL), validating into the model, and the graph view.
 
 pub mod dsl;
+pub mod flux;
+pub mod graph;
 pub mod model;
 pub mod plan;
 pub mod raw;
+pub mod validate;
+pub mod yaml;
 
 use crate::diag::{Diagnostic, Source};
 use model::Topology;
