@@ -118,6 +118,11 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
     Ok(root.unwrap_or_else(|| Spanned::new(RawValue::Null, Span::new(0, 0))))
 }
 
+/// A plain (unquoted) scalar's value: null, bool, integer, float or string.
+pub fn resolve_scalar(text: &str) -> RawValue {
+    scalar(text, ScalarStyle::Plain)
+}
+
 /// YAML 1.2 core schema resolution of a scalar.
 fn scalar(text: &str, style: ScalarStyle) -> RawValue {
     if style != ScalarStyle::Plain {
