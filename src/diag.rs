@@ -57,3 +57,134 @@ pub struct Source {
     pub name: String,
     pub text: String,
 }
+
+/// 1-based line and column (in characters) of a byte offset; offsets past the end or inside a
+/// character are clamped.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = text[line_start..offset].chars().count() + 1;
+    (line, col)
+}
+
+impl Diagnostic {
+    /// A problem about the file as a whole (no place in it).
+    pub fn unlocated(severity: Severity, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity,
+            message: message.into(),
+            span: None,
+            help: None,
+        }
+    }
+
+    fn severity_word(&self) -> &'static str {
+        match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+
+    /// Rendered like a compiler's: `FILE:LINE:COL: error: MESSAGE`, the source line with an
+    /// underline under the span, then `= help:` when there is one. Ends with a newline.
+    pub fn render(&self, source: &Source) -> String {
+        let mut out = String::new();
+        let Some(span) = self.span else {
+            out.push_str(&format!(
+                "{}: {}: {}\n",
+                source.name,
+                self.severity_word(),
+                self.message
+            ));
+            if let Some(help) = &self.help {
+                out.push_str(&format!("  = help: {help}\n"));
+            }
+            return out;
+        };
+        let text = source.text.as_str();
+        let (line, col) = line_col(text, span.start);
+        out.push_str(&format!(
+            "{}:{line}:{col}: {}: {}\n",
+            source.name,
+            self.severity_word(),
+            self.message
+        ));
+        let line_text = text.lines().nth(line - 1).unwrap_or("");
+        let line_text = line_text.strip_suffix('\r').unwrap_or(line_text);
+        // Underline up to the end of the span or the end of its first line.
+        let line_chars = line_text.chars().count();
+        let (end_line, end_col) = line_col(text, span.end.max(span.start));
+        let last = if end_line == line { end_col } else { line_chars + 1 };
+        let width = last.saturating_sub(col).max(1);
+        let gutter = line.to_string().len();
+        let pad = " ".repeat(gutter);
+        let indent: String = line_text
+            .chars()
+            .take(col - 1)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        out.push_str(&format!("{pad} |\n{line} | {line_text}\n"));
+        out.push_str(&format!("{pad} | {indent}{}\n", "^".repeat(width)));
+        if let Some(help) = &self.help {
+            out.push_str(&format!("{pad} = help: {help}\n"));
+        }
+        out
+    }
+
+    /// The JSON form: `{file, line, column, severity, message, help}`.
+    pub fn to_json(&self, source: &Source) -> serde_json::Value {
+        let (line, column) = match self.span {
+            Some(s) => {
+                let (l, c) = line_col(&source.text, s.start);
+                (serde_json::Value::from(l), serde_json::Value::from(c))
+            }
+            None => (serde_json::Value::Null, serde_json::Value::Null),
+        };
+        serde_json::json!({
+            "file": source.name,
+            "line": line,
+            "column": column,
+            "severity": self.severity_word(),
+            "message": self.message,
+            "help": self.help,
+        })
+    }
+}
+
+/// Render diagnostics of one source, errors and warnings in source order.
+pub fn render_all(diagnostics: &[Diagnostic], source: &Source) -> String {
+    let mut sorted: Vec<&Diagnostic> = diagnostics.iter().collect();
+    sorted.sort_by_key(|d| d.span.map_or(0, |s| s.start));
+    sorted.iter().map(|d| d.render(source)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        assert_eq!(line_col("é: x\nab", 4), (1, 4));
+        assert_eq!(line_col("é: x\nab", 7), (2, 2));
+        assert_eq!(line_col("abc", 99), (1, 4));
+    }
+
+    #[test]
+    fn render_points_at_the_span() {
+        let source = Source {
+            name: "t.yaml".into(),
+            text: "name: x\ntype: splt\n".into(),
+        };
+        let d = Diagnostic::error("unknown component type `splt`", Span::new(14, 18))
+            .with_help("did you mean `split`?");
+        assert_eq!(
+            d.render(&source),
+            "t.yaml:2:7: error: unknown component type `splt`\n  |\n2 | type: splt\n  |       ^^^^\n  = help: did you mean `split`?\n"
+        );
+    }
+}

@@ -1,5 +1,57 @@
-//! `storm config` (owned by the topology-files work; placeholder until it lands).
+//! `storm config [FILE] [-c KEY=VALUE]...`: the effective configuration, one key per line with
+//! its value (compact JSON) and where it came from (default, a file and line, or `-c`).
 
-pub fn run(_args: crate::cli::ConfigArgs) -> anyhow::Result<super::Status> {
-    anyhow::bail!("storm config is not implemented yet")
+use super::{load_topology, Status};
+use crate::cli::ConfigArgs;
+use crate::config::{layers, Config};
+use crate::diag::render_all;
+use crate::topology::LoadOptions;
+use std::io::Write;
+
+/// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned.
+pub fn render(config: &Config) -> String {
+    let rows: Vec<(String, String, String)> = config
+        .entries
+        .iter()
+        .map(|(k, e)| (k.clone(), e.value.to_string(), layers::describe(&e.origin)))
+        .collect();
+    let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let vw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+    rows.iter()
+        .map(|(k, v, o)| {
+            let pad = vw.saturating_sub(v.chars().count());
+            format!("{k:kw$} = {v}{}  ({o})\n", " ".repeat(pad))
+        })
+        .collect()
+}
+
+pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
+    let config = match &args.file {
+        Some(file) => {
+            let opts = LoadOptions {
+                overrides: args.config.overrides.clone(),
+                filter: None,
+            };
+            match load_topology(Some(file), None, &opts) {
+                Ok(loaded) => {
+                    eprint!("{}", render_all(&loaded.warnings, &loaded.source));
+                    loaded.topology.config
+                }
+                Err(status) => return Ok(status),
+            }
+        }
+        None => match layers::cluster_config(&args.config.overrides) {
+            Ok(c) => c,
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("error: {e}");
+                }
+                return Ok(Status::Failure);
+            }
+        },
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(render(&config).as_bytes())?;
+    out.flush()?;
+    Ok(Status::Success)
 }

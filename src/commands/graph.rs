@@ -1,5 +1,27 @@
-//! `storm graph` (owned by the topology-files work; placeholder until it lands).
+//! `storm graph FILE [--format dot|mermaid]`: print the topology as a graph on stdout.
 
-pub fn run(_args: crate::cli::GraphArgs) -> anyhow::Result<super::Status> {
-    anyhow::bail!("storm graph is not implemented yet")
+use super::{load_topology, Status};
+use crate::cli::{GraphArgs, GraphFormat};
+use crate::diag::render_all;
+use crate::topology::{graph, LoadOptions};
+use std::io::Write;
+
+pub fn run(args: GraphArgs) -> anyhow::Result<Status> {
+    let opts = LoadOptions {
+        overrides: Vec::new(),
+        filter: args.source.filter.clone(),
+    };
+    let loaded = match load_topology(args.source.file.as_deref(), args.source.expr.as_deref(), &opts) {
+        Ok(l) => l,
+        Err(status) => return Ok(status),
+    };
+    eprint!("{}", render_all(&loaded.warnings, &loaded.source));
+    let text = match args.format {
+        GraphFormat::Dot => graph::to_dot(&loaded.topology),
+        GraphFormat::Mermaid => graph::to_mermaid(&loaded.topology),
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(Status::Success)
 }

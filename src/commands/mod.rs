@@ -76,9 +76,7 @@ pub fn load_topology(
             source,
             diagnostics,
         }) => {
-            for d in &diagnostics {
-                eprintln!("{}: {:?}: {}", source.name, d.severity, d.message);
-            }
+            eprint!("{}", crate::diag::render_all(&diagnostics, &source));
             Err(Status::Failure)
         }
     }

@@ -1,6 +1,9 @@
 //! Typed, layered configuration (SPEC §2): Storm's dotted keys, each value remembering the layer
 //! it came from, with typed accessors for the keys the runtime reads.
 
+pub mod layers;
+pub mod rules;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;

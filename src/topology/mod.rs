@@ -1,9 +1,13 @@
 //! Topology files: reading (YAML, Flux, DSL), validating into the model, and the graph view.
 
 pub mod dsl;
+pub mod flux;
+pub mod graph;
 pub mod model;
 pub mod plan;
 pub mod raw;
+pub mod validate;
+pub mod yaml;
 
 use crate::diag::{Diagnostic, Source};
 use model::Topology;
@@ -38,17 +42,144 @@ pub enum LoadError {
     },
 }
 
+/// Files larger than this are refused before reading (a topology is a few kilobytes).
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Read, parse and validate a topology file (format chosen by extension and content).
-pub fn load_file(path: &Path, _opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    Err(LoadError::Unreadable(format!(
-        "{}: topology loading is not implemented yet",
-        path.display()
-    )))
+///
+/// `.storm` files are the DSL; anything else is YAML, read as Flux when it names JVM classes
+/// or Flux-only sections (`components`, `includes`, `topologySource`).
+pub fn load_file(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let text = read_text(path)?;
+    let source = Source {
+        name: path.display().to_string(),
+        text,
+    };
+    let base_dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let raw = if path.extension().is_some_and(|e| e == "storm") {
+        dsl::parse(&source.text)
+    } else {
+        parse_yaml(&source.text, &base_dir, opts)
+    };
+    finish(raw, source, path.to_path_buf(), base_dir, opts)
 }
 
 /// Parse and validate an inline DSL topology (`-e TEXT`).
-pub fn load_inline(_text: &str, _opts: &LoadOptions) -> Result<Loaded, LoadError> {
-    Err(LoadError::Unreadable(
-        "inline topologies are not implemented yet".into(),
-    ))
+pub fn load_inline(text: &str, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    let source = Source {
+        name: "<-e>".into(),
+        text: text.to_string(),
+    };
+    let raw = dsl::parse(text);
+    let base_dir = PathBuf::from(".");
+    finish(raw, source, PathBuf::from("<-e>"), base_dir, opts)
+}
+
+/// The text of a topology file, or a one-line reason it cannot be one.
+fn read_text(path: &Path) -> Result<String, LoadError> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| {
+        LoadError::Unreadable(match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{shown}: no such file"),
+            _ => format!("{shown}: cannot read: {e}"),
+        })
+    })?;
+    if meta.is_dir() {
+        return Err(LoadError::Unreadable(format!(
+            "{shown}: is a directory, not a topology file"
+        )));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(LoadError::Unreadable(format!(
+            "{shown}: too large for a topology file ({} bytes; the limit is {MAX_FILE_BYTES})",
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| LoadError::Unreadable(format!("{shown}: cannot read: {e}")))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(LoadError::Unreadable(format!(
+            "{shown}: empty file (a topology needs at least a name and a spout)"
+        )));
+    }
+    if bytes.contains(&0) {
+        return Err(LoadError::Unreadable(format!(
+            "{shown}: binary data, not a topology file"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        LoadError::Unreadable(format!(
+            "{shown}: not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// YAML text to the raw form: our format, or Flux (detected by content).
+pub fn parse_yaml(text: &str, base_dir: &Path, opts: &LoadOptions) -> raw::RawTopology {
+    let mut tree = match yaml::parse_tree(text) {
+        Ok(t) => t,
+        Err(d) => {
+            return raw::RawTopology {
+                diagnostics: vec![d],
+                ..raw::RawTopology::default()
+            }
+        }
+    };
+    if !flux::is_flux(&tree) {
+        return yaml::read_topology(&tree);
+    }
+    let mut diagnostics = Vec::new();
+    let props = match &opts.filter {
+        Some(f) => flux::Properties::read(f).unwrap_or_else(|e| {
+            diagnostics.push(flux::filter_error(e));
+            flux::Properties::default()
+        }),
+        None => flux::Properties::default(),
+    };
+    flux::substitute(&mut tree, &props, &mut diagnostics);
+    let mut raw = flux::read_topology(&tree, base_dir, &props);
+    raw.diagnostics.extend(diagnostics);
+    raw
+}
+
+fn finish(
+    raw: raw::RawTopology,
+    source: Source,
+    path: PathBuf,
+    base_dir: PathBuf,
+    opts: &LoadOptions,
+) -> Result<Loaded, LoadError> {
+    let nothing_read = raw.name.is_none()
+        && raw.config.is_empty()
+        && raw.spouts.is_empty()
+        && raw.bolts.is_empty()
+        && raw.streams.is_empty();
+    if nothing_read && raw.diagnostics.iter().any(|d| d.is_error()) {
+        // A syntax error stopped the reading: validating nothing would only add noise.
+        return Err(LoadError::Invalid {
+            source,
+            diagnostics: raw.diagnostics,
+        });
+    }
+    let ctx = validate::Context {
+        text: &source.text,
+        path,
+        base_dir,
+        overrides: &opts.overrides,
+    };
+    match validate::validate(raw, &ctx) {
+        Ok((topology, warnings)) => Ok(Loaded {
+            topology,
+            source,
+            warnings,
+        }),
+        Err(diagnostics) => Err(LoadError::Invalid {
+            source,
+            diagnostics,
+        }),
+    }
 }

@@ -1,0 +1,263 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'storm'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'storm' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse and check topology files; print `ok: FILE` lines or located errors')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a topology (a shell filter when it reads stdin)')
+            [CompletionResult]::new('zk', 'zk', [CompletionResultType]::ParameterValue, 'The coordination tree Storm would keep in ZooKeeper')
+            [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Print the topology as a graph (Graphviz dot or Mermaid)')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Print the effective configuration, each key with where its value came from')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('nimbus', 'nimbus', [CompletionResultType]::ParameterValue, 'Run the cluster''s master: holds the coordination tree, schedules topologies')
+            [CompletionResult]::new('supervisor', 'supervisor', [CompletionResultType]::ParameterValue, 'Run a supervisor: starts a worker process for each slot assigned to it')
+            [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Submit a topology to a running cluster')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the topologies of a running cluster')
+            [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill a topology on a running cluster')
+            [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'storm;validate' {
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'A topology inline, in the DSL')
+            [CompletionResult]::new('--expr', '--expr', [CompletionResultType]::ParameterName, 'A topology inline, in the DSL')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format of the diagnostics')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;run' {
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--expr', '--expr', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Number of workers (overrides topology.workers)')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Run attached on a running cluster')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop (gracefully, draining) after this long: `30s`, `2m`')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Progress display on stderr')
+            [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Write the full run figures as JSON to FILE')
+            [CompletionResult]::new('--processes', '--processes', [CompletionResultType]::ParameterName, 'Run each worker as its own process, talking over loopback TCP')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;zk' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('dump', 'dump', [CompletionResultType]::ParameterValue, 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'storm;zk;dump' {
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'A topology inline, in the DSL')
+            [CompletionResult]::new('--expr', '--expr', [CompletionResultType]::ParameterName, 'A topology inline, in the DSL')
+            [CompletionResult]::new('--slots', '--slots', [CompletionResultType]::ParameterName, 'Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Print the live tree of a running cluster instead')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format')
+            [CompletionResult]::new('--fixed-time', '--fixed-time', [CompletionResultType]::ParameterName, 'Use this Unix time (seconds) instead of the clock, for reproducible dumps')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;zk;help' {
+            [CompletionResult]::new('dump', 'dump', [CompletionResultType]::ParameterValue, 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'storm;zk;help;dump' {
+            break
+        }
+        'storm;zk;help;help' {
+            break
+        }
+        'storm;graph' {
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--expr', '--expr', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Graph language')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;config' {
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;completions' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;nimbus' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Address to listen on')
+            [CompletionResult]::new('--data', '--data', [CompletionResultType]::ParameterName, 'Folder where the coordination tree is persisted')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;supervisor' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'This supervisor''s host name (what workers bind to and peers connect to)')
+            [CompletionResult]::new('--slots', '--slots', [CompletionResultType]::ParameterName, 'Worker slot ports (default: supervisor.slots.ports)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;submit' {
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--expr', '--expr', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;list' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;kill' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;worker' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology id')
+            [CompletionResult]::new('--slot', '--slot', [CompletionResultType]::ParameterName, 'Host and port of this worker''s slot')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;help' {
+            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse and check topology files; print `ok: FILE` lines or located errors')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a topology (a shell filter when it reads stdin)')
+            [CompletionResult]::new('zk', 'zk', [CompletionResultType]::ParameterValue, 'The coordination tree Storm would keep in ZooKeeper')
+            [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Print the topology as a graph (Graphviz dot or Mermaid)')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Print the effective configuration, each key with where its value came from')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('nimbus', 'nimbus', [CompletionResultType]::ParameterValue, 'Run the cluster''s master: holds the coordination tree, schedules topologies')
+            [CompletionResult]::new('supervisor', 'supervisor', [CompletionResultType]::ParameterValue, 'Run a supervisor: starts a worker process for each slot assigned to it')
+            [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Submit a topology to a running cluster')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the topologies of a running cluster')
+            [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill a topology on a running cluster')
+            [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'storm;help;validate' {
+            break
+        }
+        'storm;help;run' {
+            break
+        }
+        'storm;help;zk' {
+            [CompletionResult]::new('dump', 'dump', [CompletionResultType]::ParameterValue, 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)')
+            break
+        }
+        'storm;help;zk;dump' {
+            break
+        }
+        'storm;help;graph' {
+            break
+        }
+        'storm;help;config' {
+            break
+        }
+        'storm;help;completions' {
+            break
+        }
+        'storm;help;nimbus' {
+            break
+        }
+        'storm;help;supervisor' {
+            break
+        }
+        'storm;help;submit' {
+            break
+        }
+        'storm;help;list' {
+            break
+        }
+        'storm;help;kill' {
+            break
+        }
+        'storm;help;worker' {
+            break
+        }
+        'storm;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,226 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[storm] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'storm'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'storm'= {
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand validate 'Parse and check topology files; print `ok: FILE` lines or located errors'
+            cand run 'Run a topology (a shell filter when it reads stdin)'
+            cand zk 'The coordination tree Storm would keep in ZooKeeper'
+            cand graph 'Print the topology as a graph (Graphviz dot or Mermaid)'
+            cand config 'Print the effective configuration, each key with where its value came from'
+            cand completions 'Print a shell completion script'
+            cand nimbus 'Run the cluster''s master: holds the coordination tree, schedules topologies'
+            cand supervisor 'Run a supervisor: starts a worker process for each slot assigned to it'
+            cand submit 'Submit a topology to a running cluster'
+            cand list 'List the topologies of a running cluster'
+            cand kill 'Kill a topology on a running cluster'
+            cand worker 'Internal: one worker process (started by a supervisor)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'storm;validate'= {
+            cand -e 'A topology inline, in the DSL'
+            cand --expr 'A topology inline, in the DSL'
+            cand --filter 'Properties file for Flux `${key}` substitution'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --format 'Output format of the diagnostics'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;run'= {
+            cand -e 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --expr 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --filter 'Properties file for Flux `${key}` substitution'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --workers 'Number of workers (overrides topology.workers)'
+            cand --nimbus 'Run attached on a running cluster'
+            cand --duration 'Stop (gracefully, draining) after this long: `30s`, `2m`'
+            cand --progress 'Progress display on stderr'
+            cand --stats 'Write the full run figures as JSON to FILE'
+            cand --processes 'Run each worker as its own process, talking over loopback TCP'
+            cand -q 'Print nothing on stderr but errors (no summary)'
+            cand --quiet 'Print nothing on stderr but errors (no summary)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;zk'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand dump 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'storm;zk;dump'= {
+            cand -e 'A topology inline, in the DSL'
+            cand --expr 'A topology inline, in the DSL'
+            cand --slots 'Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)'
+            cand --nimbus 'Print the live tree of a running cluster instead'
+            cand --format 'Output format'
+            cand --fixed-time 'Use this Unix time (seconds) instead of the clock, for reproducible dumps'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;zk;help'= {
+            cand dump 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'storm;zk;help;dump'= {
+        }
+        &'storm;zk;help;help'= {
+        }
+        &'storm;graph'= {
+            cand -e 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --expr 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --filter 'Properties file for Flux `${key}` substitution'
+            cand --format 'Graph language'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;config'= {
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;completions'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;nimbus'= {
+            cand --listen 'Address to listen on'
+            cand --data 'Folder where the coordination tree is persisted'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;supervisor'= {
+            cand --nimbus 'Nimbus address'
+            cand --host 'This supervisor''s host name (what workers bind to and peers connect to)'
+            cand --slots 'Worker slot ports (default: supervisor.slots.ports)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;submit'= {
+            cand -e 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --expr 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --filter 'Properties file for Flux `${key}` substitution'
+            cand --nimbus 'Nimbus address'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;list'= {
+            cand --nimbus 'Nimbus address'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;kill'= {
+            cand --nimbus 'Nimbus address'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;worker'= {
+            cand --nimbus 'Nimbus address'
+            cand --topology 'Topology id'
+            cand --slot 'Host and port of this worker''s slot'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;help'= {
+            cand validate 'Parse and check topology files; print `ok: FILE` lines or located errors'
+            cand run 'Run a topology (a shell filter when it reads stdin)'
+            cand zk 'The coordination tree Storm would keep in ZooKeeper'
+            cand graph 'Print the topology as a graph (Graphviz dot or Mermaid)'
+            cand config 'Print the effective configuration, each key with where its value came from'
+            cand completions 'Print a shell completion script'
+            cand nimbus 'Run the cluster''s master: holds the coordination tree, schedules topologies'
+            cand supervisor 'Run a supervisor: starts a worker process for each slot assigned to it'
+            cand submit 'Submit a topology to a running cluster'
+            cand list 'List the topologies of a running cluster'
+            cand kill 'Kill a topology on a running cluster'
+            cand worker 'Internal: one worker process (started by a supervisor)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'storm;help;validate'= {
+        }
+        &'storm;help;run'= {
+        }
+        &'storm;help;zk'= {
+            cand dump 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)'
+        }
+        &'storm;help;zk;dump'= {
+        }
+        &'storm;help;graph'= {
+        }
+        &'storm;help;config'= {
+        }
+        &'storm;help;completions'= {
+        }
+        &'storm;help;nimbus'= {
+        }
+        &'storm;help;supervisor'= {
+        }
+        &'storm;help;submit'= {
+        }
+        &'storm;help;list'= {
+        }
+        &'storm;help;kill'= {
+        }
+        &'storm;help;worker'= {
+        }
+        &'storm;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

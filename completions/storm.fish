@@ -1,0 +1,130 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_storm_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_storm_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_storm_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_storm_using_subcommand
+    set -l cmd (__fish_storm_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c storm -n "__fish_storm_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c storm -n "__fish_storm_needs_command" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_needs_command" -f -a "validate" -d 'Parse and check topology files; print `ok: FILE` lines or located errors'
+complete -c storm -n "__fish_storm_needs_command" -f -a "run" -d 'Run a topology (a shell filter when it reads stdin)'
+complete -c storm -n "__fish_storm_needs_command" -f -a "zk" -d 'The coordination tree Storm would keep in ZooKeeper'
+complete -c storm -n "__fish_storm_needs_command" -f -a "graph" -d 'Print the topology as a graph (Graphviz dot or Mermaid)'
+complete -c storm -n "__fish_storm_needs_command" -f -a "config" -d 'Print the effective configuration, each key with where its value came from'
+complete -c storm -n "__fish_storm_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c storm -n "__fish_storm_needs_command" -f -a "nimbus" -d 'Run the cluster\'s master: holds the coordination tree, schedules topologies'
+complete -c storm -n "__fish_storm_needs_command" -f -a "supervisor" -d 'Run a supervisor: starts a worker process for each slot assigned to it'
+complete -c storm -n "__fish_storm_needs_command" -f -a "submit" -d 'Submit a topology to a running cluster'
+complete -c storm -n "__fish_storm_needs_command" -f -a "list" -d 'List the topologies of a running cluster'
+complete -c storm -n "__fish_storm_needs_command" -f -a "kill" -d 'Kill a topology on a running cluster'
+complete -c storm -n "__fish_storm_needs_command" -f -a "worker" -d 'Internal: one worker process (started by a supervisor)'
+complete -c storm -n "__fish_storm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c storm -n "__fish_storm_using_subcommand validate" -s e -l expr -d 'A topology inline, in the DSL' -r
+complete -c storm -n "__fish_storm_using_subcommand validate" -l filter -d 'Properties file for Flux `${key}` substitution' -r -F
+complete -c storm -n "__fish_storm_using_subcommand validate" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand validate" -l format -d 'Output format of the diagnostics' -r -f -a "text\t''
+json\t''"
+complete -c storm -n "__fish_storm_using_subcommand validate" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand validate" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand run" -s e -l expr -d 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)' -r
+complete -c storm -n "__fish_storm_using_subcommand run" -l filter -d 'Properties file for Flux `${key}` substitution' -r -F
+complete -c storm -n "__fish_storm_using_subcommand run" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand run" -l workers -d 'Number of workers (overrides topology.workers)' -r
+complete -c storm -n "__fish_storm_using_subcommand run" -l nimbus -d 'Run attached on a running cluster' -r
+complete -c storm -n "__fish_storm_using_subcommand run" -l duration -d 'Stop (gracefully, draining) after this long: `30s`, `2m`' -r
+complete -c storm -n "__fish_storm_using_subcommand run" -l progress -d 'Progress display on stderr' -r -f -a "auto\t''
+never\t''
+always\t''"
+complete -c storm -n "__fish_storm_using_subcommand run" -l stats -d 'Write the full run figures as JSON to FILE' -r -F
+complete -c storm -n "__fish_storm_using_subcommand run" -l processes -d 'Run each worker as its own process, talking over loopback TCP'
+complete -c storm -n "__fish_storm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors (no summary)'
+complete -c storm -n "__fish_storm_using_subcommand run" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand run" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand zk; and not __fish_seen_subcommand_from dump help" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand zk; and not __fish_seen_subcommand_from dump help" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand zk; and not __fish_seen_subcommand_from dump help" -f -a "dump" -d 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)'
+complete -c storm -n "__fish_storm_using_subcommand zk; and not __fish_seen_subcommand_from dump help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -s e -l expr -d 'A topology inline, in the DSL' -r
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l slots -d 'Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)' -r
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l nimbus -d 'Print the live tree of a running cluster instead' -r
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l format -d 'Output format' -r -f -a "text\t''
+json\t''"
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l fixed-time -d 'Use this Unix time (seconds) instead of the clock, for reproducible dumps' -r
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from help" -f -a "dump" -d 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)'
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c storm -n "__fish_storm_using_subcommand graph" -s e -l expr -d 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)' -r
+complete -c storm -n "__fish_storm_using_subcommand graph" -l filter -d 'Properties file for Flux `${key}` substitution' -r -F
+complete -c storm -n "__fish_storm_using_subcommand graph" -l format -d 'Graph language' -r -f -a "dot\t''
+mermaid\t''"
+complete -c storm -n "__fish_storm_using_subcommand graph" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand graph" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand config" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand config" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand config" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand nimbus" -l listen -d 'Address to listen on' -r
+complete -c storm -n "__fish_storm_using_subcommand nimbus" -l data -d 'Folder where the coordination tree is persisted' -r -F
+complete -c storm -n "__fish_storm_using_subcommand nimbus" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand nimbus" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand nimbus" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand supervisor" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand supervisor" -l host -d 'This supervisor\'s host name (what workers bind to and peers connect to)' -r
+complete -c storm -n "__fish_storm_using_subcommand supervisor" -l slots -d 'Worker slot ports (default: supervisor.slots.ports)' -r
+complete -c storm -n "__fish_storm_using_subcommand supervisor" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand supervisor" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand supervisor" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand submit" -s e -l expr -d 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)' -r
+complete -c storm -n "__fish_storm_using_subcommand submit" -l filter -d 'Properties file for Flux `${key}` substitution' -r -F
+complete -c storm -n "__fish_storm_using_subcommand submit" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand submit" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand submit" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand submit" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand list" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand list" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand list" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand kill" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand kill" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand kill" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand worker" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand worker" -l topology -d 'Topology id' -r
+complete -c storm -n "__fish_storm_using_subcommand worker" -l slot -d 'Host and port of this worker\'s slot' -r
+complete -c storm -n "__fish_storm_using_subcommand worker" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand worker" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "validate" -d 'Parse and check topology files; print `ok: FILE` lines or located errors'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "run" -d 'Run a topology (a shell filter when it reads stdin)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "zk" -d 'The coordination tree Storm would keep in ZooKeeper'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "graph" -d 'Print the topology as a graph (Graphviz dot or Mermaid)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "config" -d 'Print the effective configuration, each key with where its value came from'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "completions" -d 'Print a shell completion script'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "nimbus" -d 'Run the cluster\'s master: holds the coordination tree, schedules topologies'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "supervisor" -d 'Run a supervisor: starts a worker process for each slot assigned to it'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "submit" -d 'Submit a topology to a running cluster'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "list" -d 'List the topologies of a running cluster'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "kill" -d 'Kill a topology on a running cluster'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "worker" -d 'Internal: one worker process (started by a supervisor)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c storm -n "__fish_storm_using_subcommand help; and __fish_seen_subcommand_from zk" -f -a "dump" -d 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)'

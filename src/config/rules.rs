@@ -1,0 +1,217 @@
+//! The rules of SPEC §2: what values each known Storm key accepts. A value that breaks its
+//! rule is reported whatever layer it came from; duration keys also accept humantime text.
+
+use super::{duration_of, Config, Origin};
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// What a key accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// An integer ≥ min; `nullable` allows null (= unset).
+    Int { min: u64, nullable: bool },
+    /// Seconds (a number or humantime text) of at least one second.
+    Duration { nullable: bool },
+    Bool,
+    /// A power of two ≥ 1 (Storm's ring buffers).
+    PowerOfTwo,
+    /// An absolute path in the coordination tree.
+    AbsolutePath,
+    /// A list of TCP ports, 1–65535, without duplicates.
+    Ports,
+    /// A string, or null.
+    OptionalString,
+}
+
+/// The rule of every key that has one.
+pub const RULES: &[(&str, Rule)] = &[
+    ("topology.workers", Rule::Int { min: 1, nullable: false }),
+    ("topology.acker.executors", Rule::Int { min: 0, nullable: true }),
+    ("topology.max.spout.pending", Rule::Int { min: 1, nullable: true }),
+    ("topology.max.task.parallelism", Rule::Int { min: 1, nullable: true }),
+    ("topology.message.timeout.secs", Rule::Duration { nullable: false }),
+    ("topology.enable.message.timeouts", Rule::Bool),
+    ("topology.tick.tuple.freq.secs", Rule::Duration { nullable: true }),
+    ("topology.receiver.buffer.size", Rule::PowerOfTwo),
+    ("topology.transfer.buffer.size", Rule::PowerOfTwo),
+    ("topology.executor.receive.buffer.size", Rule::PowerOfTwo),
+    ("topology.executor.send.buffer.size", Rule::PowerOfTwo),
+    ("topology.debug", Rule::Bool),
+    ("topology.shellbolt.max.pending", Rule::Int { min: 1, nullable: false }),
+    ("topology.subprocess.timeout.secs", Rule::Duration { nullable: true }),
+    ("storm.zookeeper.root", Rule::AbsolutePath),
+    ("storm.cluster.secret", Rule::OptionalString),
+    ("supervisor.slots.ports", Rule::Ports),
+    ("supervisor.worker.timeout.secs", Rule::Duration { nullable: false }),
+    ("nimbus.task.timeout.secs", Rule::Duration { nullable: false }),
+];
+
+pub fn rule_of(key: &str) -> Option<Rule> {
+    RULES.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
+}
+
+/// A value that breaks its key's rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub key: String,
+    pub origin: Origin,
+    /// What is wrong, without the key (`must be a power of two: 512 or 1024`).
+    pub message: String,
+}
+
+/// Check one value against its key's rule (keys without a rule accept anything).
+pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
+    let Some(rule) = rule_of(key) else {
+        return Ok(());
+    };
+    match rule {
+        Rule::Int { nullable: true, .. }
+        | Rule::Duration { nullable: true }
+        | Rule::OptionalString
+            if value.is_null() =>
+        {
+            Ok(())
+        }
+        Rule::Int { min, .. } => match value.as_i64() {
+            Some(n) if n >= 0 && n as u64 >= min => Ok(()),
+            Some(n) => Err(format!("must be ≥ {min} (got {n})")),
+            None => Err(format!("must be an integer ≥ {min} (got {})", show(value))),
+        },
+        Rule::Duration { .. } => match duration_of(value) {
+            Some(d) if d.as_secs_f64() >= 1.0 => Ok(()),
+            Some(_) => Err(format!("must be at least 1 second (got {})", show(value))),
+            None => Err(format!(
+                "must be a duration: seconds or humantime like `1m 30s` (got {})",
+                show(value)
+            )),
+        },
+        Rule::Bool => match value {
+            Value::Bool(_) => Ok(()),
+            _ => Err(format!("must be true or false (got {})", show(value))),
+        },
+        Rule::PowerOfTwo => match value.as_i64() {
+            Some(n) if n >= 1 && (n as u64).is_power_of_two() => Ok(()),
+            Some(n) if n < 1 => Err(format!("must be a power of two ≥ 1 (got {n})")),
+            Some(n) => {
+                let n = n as u64;
+                let above = n.next_power_of_two();
+                Err(format!("must be a power of two: {} or {above}", above / 2))
+            }
+            None => Err(format!("must be a power of two (got {})", show(value))),
+        },
+        Rule::AbsolutePath => match value.as_str() {
+            Some(p) if p.starts_with('/') => Ok(()),
+            _ => Err(format!("must be an absolute path like `/storm` (got {})", show(value))),
+        },
+        Rule::OptionalString => match value {
+            Value::String(_) => Ok(()),
+            _ => Err(format!("must be a string (got {})", show(value))),
+        },
+        Rule::Ports => check_ports(value),
+    }
+}
+
+fn check_ports(value: &Value) -> Result<(), String> {
+    let Some(list) = value.as_array() else {
+        return Err(format!("must be a list of ports (got {})", show(value)));
+    };
+    let mut seen = HashSet::new();
+    for p in list {
+        match p.as_u64() {
+            Some(n @ 1..=65535) => {
+                if !seen.insert(n) {
+                    return Err(format!("lists port {n} twice"));
+                }
+            }
+            _ => return Err(format!("ports must be 1–65535 (got {})", show(p))),
+        }
+    }
+    Ok(())
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("\"{s}\""),
+        other => other.to_string(),
+    }
+}
+
+/// Every rule broken in an effective configuration.
+pub fn check(config: &Config) -> Vec<Violation> {
+    config
+        .entries
+        .iter()
+        .filter_map(|(key, entry)| {
+            check_value(key, &entry.value)
+                .err()
+                .map(|message| Violation {
+                    key: key.clone(),
+                    origin: entry.origin.clone(),
+                    message,
+                })
+        })
+        .collect()
+}
+
+/// Rewrite duration keys given as humantime text to whole or fractional seconds, so the
+/// runtime and multilang components see Storm's numbers. Run after `check`.
+pub fn normalize(config: &mut Config) {
+    for (key, entry) in config.entries.iter_mut() {
+        if let Some(Rule::Duration { .. }) = rule_of(key) {
+            if let (Value::String(_), Some(d)) = (&entry.value, duration_of(&entry.value)) {
+                entry.value = if d.subsec_nanos() == 0 {
+                    Value::from(d.as_secs())
+                } else {
+                    serde_json::Number::from_f64(d.as_secs_f64())
+                        .map(Value::Number)
+                        .unwrap_or(Value::Null)
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn power_of_two_names_the_nearest_values() {
+        let err = check_value("topology.transfer.buffer.size", &json!(1000));
+        assert_eq!(err, Err("must be a power of two: 512 or 1024".to_string()));
+        assert!(check_value("topology.transfer.buffer.size", &json!(2048)).is_ok());
+        assert!(check_value("topology.receiver.buffer.size", &json!(0)).is_err());
+    }
+
+    #[test]
+    fn durations_accept_seconds_and_humantime() {
+        assert!(check_value("topology.message.timeout.secs", &json!(90)).is_ok());
+        assert!(check_value("topology.message.timeout.secs", &json!("1m 30s")).is_ok());
+        assert!(check_value("topology.message.timeout.secs", &json!("soon")).is_err());
+        assert!(check_value("topology.message.timeout.secs", &json!(0)).is_err());
+        assert!(check_value("topology.tick.tuple.freq.secs", &Value::Null).is_ok());
+    }
+
+    #[test]
+    fn ranges_paths_and_ports() {
+        assert!(check_value("topology.workers", &json!(0)).is_err());
+        assert!(check_value("topology.acker.executors", &json!(0)).is_ok());
+        assert!(check_value("topology.max.spout.pending", &json!(0)).is_err());
+        assert!(check_value("storm.zookeeper.root", &json!("storm")).is_err());
+        assert_eq!(
+            check_value("supervisor.slots.ports", &json!([6700, 6700])),
+            Err("lists port 6700 twice".to_string())
+        );
+        assert!(check_value("supervisor.slots.ports", &json!([0])).is_err());
+        assert!(check_value("some.user.key", &json!({"any": 1})).is_ok());
+    }
+
+    #[test]
+    fn normalize_turns_humantime_into_seconds() {
+        let mut c = Config::default();
+        c.set("topology.message.timeout.secs", json!("1m 30s"), Origin::CommandLine);
+        normalize(&mut c);
+        assert_eq!(c.get_u64("topology.message.timeout.secs"), Some(90));
+    }
+}

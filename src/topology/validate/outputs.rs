@@ -1,0 +1,100 @@
+//! Output fields resolution (Storm's `declareOutputFields`): what each component emits on which
+//! stream — built-in defaults, `fields:`/`streams:` as written, and for pass-through bolts
+//! (`filter`, `chaos`, `count` without `args.fields`) the fields of their input.
+
+use crate::topology::model::{Component, ComponentType, Stream, DEFAULT_STREAM};
+use crate::topology::raw::RawComponent;
+use std::collections::{BTreeMap, HashSet};
+
+type Outputs = BTreeMap<String, Vec<String>>;
+
+fn strings(v: Option<&serde_json::Value>) -> Option<Vec<String>> {
+    let list = v?.as_array()?;
+    Some(
+        list.iter()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect(),
+    )
+}
+
+/// The default stream's fields given the input's fields (`None`: needs the input first).
+fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<String>>> {
+    use ComponentType::*;
+    let one = |f: &str| Some(Some(vec![f.to_string()]));
+    match c.ctype {
+        Stdin | File => one("line"),
+        Split | TestWordSpout => one("word"),
+        TestWordCounter => Some(Some(vec!["word".into(), "count".into()])),
+        Generate => Some(Some(
+            strings(c.args.get("fields")).unwrap_or_else(|| vec!["word".into()]),
+        )),
+        Stdout | Log | Discard => Some(None),
+        Shell => Some(None),
+        Count => {
+            let mut keys = match strings(c.args.get("fields")) {
+                Some(k) => k,
+                None => vec![input?.first()?.clone()],
+            };
+            keys.push("count".into());
+            Some(Some(keys))
+        }
+        Filter | Chaos => Some(Some(input?.to_vec())),
+    }
+}
+
+fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Option<Outputs> {
+    let mut out = Outputs::new();
+    match &rc.fields {
+        Some(f) => {
+            out.insert(
+                DEFAULT_STREAM.into(),
+                f.value.iter().map(|s| s.value.clone()).collect(),
+            );
+        }
+        None => {
+            if let Some(fields) = default_fields(c, input)? {
+                out.insert(DEFAULT_STREAM.into(), fields);
+            }
+        }
+    }
+    for (name, fields) in &rc.streams {
+        out.insert(
+            name.value.clone(),
+            fields.iter().map(|s| s.value.clone()).collect(),
+        );
+    }
+    Some(out)
+}
+
+/// Fill `Component::outputs` for every component; returns the ids whose outputs could not be
+/// resolved (their input is missing or part of a cycle of pass-through bolts).
+pub fn resolve(components: &mut [(Component, &RawComponent)], streams: &[Stream]) -> HashSet<String> {
+    let mut unresolved: HashSet<String> = components.iter().map(|(c, _)| c.id.clone()).collect();
+    loop {
+        let mut progress = false;
+        for i in 0..components.len() {
+            if !unresolved.contains(&components[i].0.id) {
+                continue;
+            }
+            let id = components[i].0.id.clone();
+            let input: Option<Vec<String>> = streams.iter().find(|s| s.to == id).and_then(|s| {
+                if unresolved.contains(&s.from) {
+                    return None;
+                }
+                components
+                    .iter()
+                    .find(|(c, _)| c.id == s.from)
+                    .and_then(|(c, _)| c.outputs.get(&s.stream).cloned())
+            });
+            let (c, rc) = &components[i];
+            if let Some(out) = outputs_of(c, rc, input.as_deref()) {
+                components[i].0.outputs = out;
+                unresolved.remove(&id);
+                progress = true;
+            }
+        }
+        if !progress {
+            return unresolved;
+        }
+    }
+}
