@@ -89,11 +89,18 @@ fn string_list(
     Spanned::new(out, v.span)
 }
 
-fn whole_number(v: &Spanned<RawValue>, key: &str, diags: &mut Vec<Diagnostic>) -> Option<Spanned<i64>> {
+fn whole_number(
+    v: &Spanned<RawValue>,
+    key: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Spanned<i64>> {
     match v.value {
         RawValue::Int(n) => Some(Spanned::new(n, v.span)),
         _ => {
-            diags.push(Diagnostic::error(format!("`{key}` must be a whole number"), v.span));
+            diags.push(Diagnostic::error(
+                format!("`{key}` must be a whole number"),
+                v.span,
+            ));
             None
         }
     }
@@ -119,7 +126,10 @@ fn map_entries(
 /// Store `value` in `slot` unless it is already set.
 fn set_once<T>(slot: &mut Option<T>, value: T, key: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
     if slot.is_some() {
-        diags.push(Diagnostic::error(format!("`{}` is given twice", key.value), key.span));
+        diags.push(Diagnostic::error(
+            format!("`{}` is given twice", key.value),
+            key.span,
+        ));
     } else {
         *slot = Some(value);
     }
@@ -145,13 +155,18 @@ fn component_args(el: &Element, c: &mut RawComponent, diags: &mut Vec<Diagnostic
         match primary(ctype) {
             Some(Primary::List(k)) => {
                 let key = Spanned::new(k.to_string(), all);
-                push_entry(&mut entries, key, Spanned::new(RawValue::List(positional), all), diags);
+                push_entry(
+                    &mut entries,
+                    key,
+                    Spanned::new(RawValue::List(positional), all),
+                    diags,
+                );
             }
             Some(Primary::One(k)) => {
                 if let Some(extra) = positional.get(1) {
                     diags.push(Diagnostic::error(
                         format!("`{ctype}` takes one positional argument (its `{k}`)"),
-                        extra.span.join(all),
+                        Span::new(extra.span.start, all.end),
                     ));
                 }
                 let key = Spanned::new(k.to_string(), first.span);
@@ -181,7 +196,10 @@ fn push_entry(
     diags: &mut Vec<Diagnostic>,
 ) {
     if entries.iter().any(|(k, _)| k.value == key.value) {
-        diags.push(Diagnostic::error(format!("argument `{}` is given twice", key.value), key.span));
+        diags.push(Diagnostic::error(
+            format!("argument `{}` is given twice", key.value),
+            key.span,
+        ));
     } else {
         entries.push((key, value));
     }
@@ -266,7 +284,12 @@ fn component(el: &Element, id: Spanned<String>, diags: &mut Vec<Diagnostic>) -> 
     c
 }
 
-fn stream(from: &Spanned<String>, edge: &Edge, to: &Spanned<String>, diags: &mut Vec<Diagnostic>) -> RawStream {
+fn stream(
+    from: &Spanned<String>,
+    edge: &Edge,
+    to: &Spanned<String>,
+    diags: &mut Vec<Diagnostic>,
+) -> RawStream {
     let mut s = RawStream {
         span: from.span.join(to.span),
         from: Some(from.clone()),
@@ -275,7 +298,10 @@ fn stream(from: &Spanned<String>, edge: &Edge, to: &Spanned<String>, diags: &mut
         ..RawStream::default()
     };
     if let (Some(first), Some(last)) = (edge.fields.first(), edge.fields.last()) {
-        s.grouping_args = Some(Spanned::new(edge.fields.clone(), first.span.join(last.span)));
+        s.grouping_args = Some(Spanned::new(
+            edge.fields.clone(),
+            first.span.join(last.span),
+        ));
     }
     for setting in &edge.settings {
         let slot = match setting.key.value.as_str() {
@@ -292,7 +318,12 @@ fn stream(from: &Spanned<String>, edge: &Edge, to: &Spanned<String>, diags: &mut
             }
         };
         match scalar_text(&setting.value.value) {
-            Some(text) => set_once(slot, Spanned::new(text, setting.value.span), &setting.key, diags),
+            Some(text) => set_once(
+                slot,
+                Spanned::new(text, setting.value.span),
+                &setting.key,
+                diags,
+            ),
             None => diags.push(Diagnostic::error(
                 format!("`{}` must be a name", setting.key.value),
                 setting.value.span,
@@ -309,7 +340,10 @@ fn default_grouping(s: &mut RawStream, pipe: Span, target: Option<&RawComponent>
         .filter(|c| c.ctype.as_ref().is_some_and(|t| t.value == "count"))
         .map(|c| c.args.as_ref().and_then(|a| a.value.get("fields")));
     let (name, args) = match count_fields {
-        Some(Some(fields)) => ("fields", Some(string_list(fields, "fields", &mut Vec::new()))),
+        Some(Some(fields)) => (
+            "fields",
+            Some(string_list(fields, "fields", &mut Vec::new())),
+        ),
         Some(None) => ("global", None),
         None => ("shuffle", None),
     };
@@ -324,7 +358,9 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
     let explicit: HashSet<&str> = statements
         .iter()
         .filter_map(|s| match s {
-            Statement::Pipeline(first, rest) => Some(std::iter::once(first).chain(rest.iter().map(|(_, e)| e))),
+            Statement::Pipeline(first, rest) => {
+                Some(std::iter::once(first).chain(rest.iter().map(|(_, e)| e)))
+            }
             _ => None,
         })
         .flatten()
@@ -373,7 +409,10 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
         match statement {
             Statement::Name(n) => {
                 if raw.name.is_some() {
-                    diags.push(Diagnostic::error("the topology name is given twice", n.span));
+                    diags.push(Diagnostic::error(
+                        "the topology name is given twice",
+                        n.span,
+                    ));
                 } else {
                     raw.name = Some(n.clone());
                 }
@@ -381,7 +420,10 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
             Statement::Config(settings) => {
                 for s in settings {
                     if raw.config.iter().any(|(k, _)| k.value == s.key.value) {
-                        diags.push(Diagnostic::error(format!("`{}` is set twice", s.key.value), s.key.span));
+                        diags.push(Diagnostic::error(
+                            format!("`{}` is set twice", s.key.value),
+                            s.key.span,
+                        ));
                     } else {
                         raw.config.push((s.key.clone(), s.value.clone()));
                     }
@@ -424,7 +466,10 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
 /// Spout or bolt: by type where the type decides; otherwise (shell, unknown types) a component
 /// that nothing feeds is a spout.
 fn kind_of(c: &RawComponent, streams: &[RawStream]) -> ComponentKind {
-    let ctype = c.ctype.as_ref().and_then(|t| ComponentType::from_name(&t.value));
+    let ctype = c
+        .ctype
+        .as_ref()
+        .and_then(|t| ComponentType::from_name(&t.value));
     match ctype {
         Some(t) if !t.can_be(ComponentKind::Bolt) => ComponentKind::Spout,
         Some(t) if !t.can_be(ComponentKind::Spout) => ComponentKind::Bolt,

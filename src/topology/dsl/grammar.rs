@@ -89,8 +89,10 @@ fn parallelism(i: In) -> PResult<Spanned<i64>> {
 }
 
 fn option(i: In) -> PResult<Opt> {
-    if let Ok((rest, p)) = parallelism(i) {
-        return Ok((rest, Opt::Parallelism(p)));
+    match parallelism(i) {
+        Ok((rest, p)) => return Ok((rest, Opt::Parallelism(p))),
+        Err(nom::Err::Failure(e)) => return Err(nom::Err::Failure(e)),
+        Err(_) => {}
     }
     let (i, s) = expect("an option (`x4`, `key=value`)", setting)(i)?;
     Ok((i, Opt::Setting(s)))
@@ -167,32 +169,30 @@ fn element(i: In) -> PResult<Element> {
     ))
 }
 
-/// `[grouping field... key=value...]`.
-fn bracket(i: In) -> PResult<(Span, Option<Spanned<String>>, Vec<Spanned<String>>, Vec<Setting>)> {
+/// `[grouping field... key=value...]`, filling in `edge`.
+fn bracket(i: In, mut edge: Edge) -> PResult<Edge> {
     let start = offset(&i);
     let (mut i, _) = char('[').parse(i)?;
-    let mut grouping = None;
-    let mut fields = Vec::new();
-    let mut settings = Vec::new();
     loop {
         let (j, _) = wsnl(i)?;
         if let Ok((k, _)) = char::<In, SyntaxError>(']').parse(j) {
-            return Ok((k, (span_from(start, &k), grouping, fields, settings)));
+            edge.bracket = Some(span_from(start, &k));
+            return Ok((k, edge));
         }
         let j = match setting(j) {
             Ok((rest, s)) => {
-                settings.push(s);
+                edge.settings.push(s);
                 rest
             }
             Err(nom::Err::Failure(e)) => return Err(nom::Err::Failure(e)),
-            Err(_) if grouping.is_none() => {
+            Err(_) if edge.grouping.is_none() => {
                 let (rest, g) = commit(expect("a grouping or `]`", ident)(j))?;
-                grouping = Some(g);
+                edge.grouping = Some(g);
                 rest
             }
             Err(_) => {
                 let (rest, f) = commit(expect("a field name or `]`", field_name)(j))?;
-                fields.push(f);
+                edge.fields.push(f);
                 rest
             }
         };
@@ -208,11 +208,13 @@ fn field_name(i: In) -> PResult<Spanned<String>> {
         return Ok(r);
     }
     let start = offset(&i);
-    let (i, text) =
-        nom::bytes::complete::take_while1(|c| is_ident_char(c) || c == '.').parse(i)?;
+    let (i, text) = nom::bytes::complete::take_while1(|c| is_ident_char(c) || c == '.').parse(i)?;
     Ok((
         i,
-        Spanned::new(text.fragment().to_string(), Span::new(start, start + text.len())),
+        Spanned::new(
+            text.fragment().to_string(),
+            Span::new(start, start + text.len()),
+        ),
     ))
 }
 
@@ -220,29 +222,18 @@ fn edge(i: In) -> PResult<Edge> {
     let start = offset(&i);
     let (i, _) = char('|').parse(i)?;
     let pipe = Span::new(start, start + 1);
+    let plain = Edge {
+        pipe,
+        grouping: None,
+        fields: Vec::new(),
+        bracket: None,
+        settings: Vec::new(),
+    };
     let (j, _) = wsnl(i)?;
-    match bracket(j) {
-        Ok((rest, (span, grouping, fields, settings))) => Ok((
-            rest,
-            Edge {
-                pipe,
-                grouping,
-                fields,
-                bracket: Some(span),
-                settings,
-            },
-        )),
+    match bracket(j, plain.clone()) {
+        Ok(r) => Ok(r),
         Err(nom::Err::Failure(e)) => Err(nom::Err::Failure(e)),
-        Err(_) => Ok((
-            i,
-            Edge {
-                pipe,
-                grouping: None,
-                fields: Vec::new(),
-                bracket: None,
-                settings: Vec::new(),
-            },
-        )),
+        Err(_) => Ok((i, plain)),
     }
 }
 
