@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod completions;
 pub mod config;
 pub mod graph;
+pub mod progress;
 pub mod run;
 pub mod validate;
 pub mod zk;

@@ -1,5 +1,121 @@
-//! `storm run`: load, validate, and execute a topology locally.
+//! `storm run`: load and validate a topology, run it locally, stop it gracefully on
+//! SIGINT/SIGTERM or `--duration`, show progress, and print the summary and `--stats`.
 
-pub fn run(_args: crate::cli::RunArgs) -> anyhow::Result<super::Status> {
-    anyhow::bail!("storm run is not implemented yet")
+use super::{load_topology, Status};
+use crate::cli::{ProgressMode, RunArgs};
+use crate::runtime::{self, RunReport};
+use crate::topology::LoadOptions;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub fn run(args: RunArgs) -> anyhow::Result<Status> {
+    if args.processes || args.nimbus.is_some() {
+        anyhow::bail!(
+            "distributed execution (--processes, --nimbus) is not implemented yet; \
+             drop the flag to run in local mode (topology.workers workers in this process)"
+        );
+    }
+    let mut overrides = args.config.overrides.clone();
+    if let Some(w) = args.workers {
+        overrides.push(format!("topology.workers={w}"));
+    }
+    let opts = LoadOptions {
+        overrides,
+        filter: args.source.filter.clone(),
+    };
+    let loaded = match load_topology(args.source.file.as_deref(), args.source.expr.as_deref(), &opts) {
+        Ok(l) => l,
+        Err(status) => return Ok(status),
+    };
+    if !args.quiet && !loaded.warnings.is_empty() {
+        eprint!("{}", crate::diag::render_all(&loaded.warnings, &loaded.source));
+    }
+
+    // First SIGINT/SIGTERM: stop the spouts and drain. A second one while draining: exit 130.
+    let signalled = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, signalled.clone())?;
+        signal_hook::flag::register(sig, signalled.clone())?;
+    }
+
+    let running = runtime::start_local(Arc::new(loaded.topology))?;
+    let show_progress = match args.progress {
+        ProgressMode::Always => true,
+        ProgressMode::Never => false,
+        ProgressMode::Auto => std::io::stderr().is_terminal() && !args.quiet,
+    };
+    let finished = Arc::new(AtomicBool::new(false));
+    let monitor = {
+        let control = running.control.clone();
+        let stats = running.stats.clone();
+        let finished = finished.clone();
+        let signalled = signalled.clone();
+        let deadline = args.duration.map(|d| Instant::now() + d);
+        std::thread::Builder::new()
+            .name("run-monitor".into())
+            .spawn(move || {
+                let bar = show_progress.then(super::progress::Progress::new);
+                while !finished.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    if signalled.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d)
+                    {
+                        control.stop.store(true, Ordering::Relaxed);
+                    }
+                    if let Some(b) = &bar {
+                        b.update(&stats);
+                    }
+                }
+                if let Some(b) = bar {
+                    b.finish();
+                }
+            })?
+    };
+    let result = running.wait();
+    finished.store(true, Ordering::Relaxed);
+    let _ = monitor.join();
+    let report = result?;
+    if let Some(path) = &args.stats {
+        write_stats(path, &report)?;
+    }
+    if !args.quiet {
+        eprintln!(
+            "{}",
+            runtime::metrics::render_table(&report.components, report.elapsed.as_secs_f64())
+        );
+    }
+    if report.lost > 0 {
+        eprintln!(
+            "error: {} tuple(s) were given up on after their retries and are lost",
+            report.lost
+        );
+        return Ok(Status::Failure);
+    }
+    if !report.acking && !args.quiet {
+        let failed: u64 = report
+            .components
+            .iter()
+            .filter(|c| c.kind == "bolt")
+            .map(|c| c.failed)
+            .sum();
+        if failed > 0 {
+            eprintln!(
+                "warning: acking is off (topology.acker.executors: 0): {failed} failed tuple(s) were not replayed and are lost"
+            );
+        }
+    }
+    Ok(Status::Success)
+}
+
+fn write_stats(path: &std::path::Path, report: &RunReport) -> anyhow::Result<()> {
+    let json = serde_json::json!({
+        "elapsed_secs": report.elapsed.as_secs_f64(),
+        "acking": report.acking,
+        "lost": report.lost,
+        "components": report.components,
+    });
+    let text = serde_json::to_string_pretty(&json)?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| anyhow::anyhow!("cannot write --stats file {}: {e}", path.display()))
 }

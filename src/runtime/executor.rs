@@ -240,6 +240,7 @@ impl SpoutExecutor {
             .collect();
         let mut exhausted = vec![false; self.tasks.len()];
         for t in &mut self.tasks {
+            t.emitter.stats.is_spout.store(true, Ordering::Relaxed);
             t.component.open(&t.ctx)?;
             t.component.activate()?;
         }
@@ -324,6 +325,12 @@ impl SpoutExecutor {
                             break;
                         }
                     }
+                }
+            }
+            for t in &self.tasks {
+                if let Some((done, total)) = t.component.progress() {
+                    t.emitter.stats.progress_done.store(done, Ordering::Relaxed);
+                    t.emitter.stats.progress_total.store(total, Ordering::Relaxed);
                 }
             }
             if busy || handled {

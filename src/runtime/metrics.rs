@@ -19,6 +19,10 @@ pub struct TaskStats {
     pub execute_ns: AtomicU64,
     /// Highest receive-queue fill seen, in batches.
     pub queue_peak: AtomicU64,
+    /// Spouts that know their input size (`file`): bytes read and total.
+    pub progress_done: AtomicU64,
+    pub progress_total: AtomicU64,
+    pub is_spout: std::sync::atomic::AtomicBool,
 }
 
 impl TaskStats {
