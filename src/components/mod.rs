@@ -45,7 +45,7 @@ pub struct Tuple {
 }
 
 /// (root, edge id) pairs, as Storm's `MessageId.anchorsToIds`. Almost always zero or one.
-pub type Anchors = Vec<(u64, u64)>;
+pub type Anchors = smallvec::SmallVec<[(u64, u64); 1]>;
 
 impl Tuple {
     pub fn new(values: Values, source_task: u32, stream: StreamId) -> Tuple {
@@ -53,7 +53,7 @@ impl Tuple {
             values,
             source_task,
             stream,
-            anchors: Vec::new(),
+            anchors: Anchors::new(),
             ack_val: std::cell::Cell::new(0),
         }
     }

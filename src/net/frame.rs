@@ -105,7 +105,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
                 let source_task = r.u32()?;
                 let stream = r.u16()?;
                 let na = r.count(16)?;
-                let mut anchors = Vec::with_capacity(na);
+                let mut anchors = crate::components::Anchors::with_capacity(na);
                 for _ in 0..na {
                     anchors.push((r.u64()?, r.u64()?));
                 }
@@ -297,7 +297,7 @@ mod tests {
                         values,
                         source_task: src,
                         stream,
-                        anchors,
+                        anchors: anchors.into_iter().collect(),
                         ack_val: std::cell::Cell::new(0),
                     },
                 )

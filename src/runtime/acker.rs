@@ -91,7 +91,11 @@ impl Bolt for Acker {
             return Ok(());
         }
         let root = as_u64(input.values.first());
-        let mut e = self.pending.remove(&root).unwrap_or_default();
+        let mut fresh = Entry::default();
+        let e = match self.pending.get_mut(&root) {
+            Some(e) => e,
+            None => &mut fresh,
+        };
         match input.stream {
             streams::ACK_INIT => {
                 e.val ^= as_u64(input.values.get(1));
@@ -101,14 +105,16 @@ impl Bolt for Acker {
             streams::ACK_FAIL => e.failed = true,
             _ => return Ok(()),
         }
+        let e = *e;
         if e.spout_task != 0 && (e.failed || e.val == 0) {
             let stream = if e.failed {
                 streams::ACK_FAIL
             } else {
                 streams::ACK_ACK
             };
+            self.pending.remove(&root);
             out.emit_direct(e.spout_task, stream, &[], vec![Value::Int(root as i64)]);
-        } else {
+        } else if self.pending.get_mut(&root).is_none() {
             self.pending.insert(root, e);
         }
         Ok(())

@@ -18,6 +18,9 @@ pub struct Emitter {
     pub rng: SmallRng,
     targets: Vec<u32>,
     pub component: String,
+    /// Acks waiting to be sent, XOR-combined per root: acks of one batch that belong to the
+    /// same tree travel as one message (XOR is associative, so the acker sees the same value).
+    acks: Vec<(u64, u64)>,
 }
 
 impl Emitter {
@@ -30,6 +33,7 @@ impl Emitter {
             rng: SmallRng::seed_from_u64(seed),
             targets: Vec::with_capacity(8),
             component,
+            acks: Vec::new(),
         }
     }
 
@@ -47,6 +51,30 @@ impl Emitter {
     pub fn to_acker(&mut self, outbox: &mut Outbox, stream: StreamId, values: Values, root: u64) {
         let acker = self.router.acker_for(root);
         outbox.push(acker, Tuple::new(values, self.task, stream));
+    }
+
+    fn queue_ack(&mut self, outbox: &mut Outbox, root: u64, val: u64) {
+        match self.acks.iter_mut().find(|(r, _)| *r == root) {
+            Some(e) => e.1 ^= val,
+            None => self.acks.push((root, val)),
+        }
+        if self.acks.len() >= 256 {
+            self.flush_acks(outbox);
+        }
+    }
+
+    /// Send the combined acks of the batch just processed.
+    pub fn flush_acks(&mut self, outbox: &mut Outbox) {
+        let mut acks = std::mem::take(&mut self.acks);
+        for (root, val) in acks.drain(..) {
+            self.to_acker(
+                outbox,
+                streams::ACK_ACK,
+                vec![Value::Int(root as i64), Value::Int(val as i64)],
+                root,
+            );
+        }
+        self.acks = acks;
     }
 
     fn report(&self, msg: &str) {
@@ -208,8 +236,7 @@ impl BoltCollector for BoltOut<'_> {
         }
         for &(root, id) in &input.anchors {
             let val = id ^ input.ack_val.get();
-            self.em
-                .to_acker(self.outbox, streams::ACK_ACK, vec![Value::Int(root as i64), Value::Int(val as i64)], root);
+            self.em.queue_ack(self.outbox, root, val);
         }
     }
 
@@ -218,6 +245,7 @@ impl BoltCollector for BoltOut<'_> {
         if !self.em.router.acking() {
             return;
         }
+        self.em.flush_acks(self.outbox);
         for &(root, _) in &input.anchors {
             self.em
                 .to_acker(self.outbox, streams::ACK_FAIL, vec![Value::Int(root as i64)], root);

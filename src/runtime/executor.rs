@@ -83,6 +83,7 @@ impl BoltExecutor {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
+            self.flush_acks();
             let now = Instant::now();
             if let (Some(t), Some(every)) = (next_tick, self.tick) {
                 if now >= t {
@@ -99,6 +100,7 @@ impl BoltExecutor {
             if self.inbox.is_empty() {
                 // Idle: let components flush (stdout) and send partial batches on.
                 self.poll_all()?;
+                self.flush_acks();
                 self.outbox.flush();
             }
         }
@@ -107,6 +109,12 @@ impl BoltExecutor {
             t.component.cleanup();
         }
         Ok(ExecutorReport::default())
+    }
+
+    fn flush_acks(&mut self) {
+        for t in &mut self.tasks {
+            t.emitter.flush_acks(&mut self.outbox);
+        }
     }
 
     fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
@@ -119,11 +127,21 @@ impl BoltExecutor {
                         peak.store(fill, Ordering::Relaxed);
                     }
                 }
+                // Latency is timed per batch (a clock read per tuple costs more than a split).
+                let start = Instant::now();
+                let n = batch.len() as u64;
+                let mut last = usize::MAX;
                 for (task, tuple) in batch {
                     let i = task.wrapping_sub(self.first_task) as usize;
                     if i < self.tasks.len() {
                         self.execute(i, tuple)?;
+                        last = i;
                     }
+                }
+                if let Some(t) = self.tasks.get(last) {
+                    let stats = &t.emitter.stats;
+                    TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
+                    let _ = n;
                 }
             }
             Message::Eos { to, .. } => {
@@ -143,7 +161,6 @@ impl BoltExecutor {
     #[inline]
     fn execute(&mut self, i: usize, tuple: Tuple) -> anyhow::Result<()> {
         let slot = &mut self.tasks[i];
-        let start = Instant::now();
         let mut out = BoltOut {
             em: &mut slot.emitter,
             outbox: &mut self.outbox,
@@ -164,9 +181,7 @@ impl BoltExecutor {
                 }
             }
         }
-        let stats = &slot.emitter.stats;
-        TaskStats::add(&stats.executed, 1);
-        TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
+        TaskStats::add(&slot.emitter.stats.executed, 1);
         Ok(())
     }
 
@@ -202,6 +217,7 @@ impl BoltExecutor {
             outbox: &mut self.outbox,
         };
         slot.component.finish(&mut out)?;
+        slot.emitter.flush_acks(&mut self.outbox);
         slot.finished = true;
         let from = slot.emitter.task;
         for &to in slot.emitter.router.downstream() {
