@@ -4,7 +4,9 @@
 use super::Status;
 use crate::cli::{TreeFormat, ZkDumpArgs};
 use crate::cluster::dump;
-use crate::cluster::simulation::{default_supervisors, parse_slots, simulate};
+use crate::cluster::simulation::{default_supervisors, parse_slots, simulate, SimSupervisor};
+use crate::cluster::ClusterError;
+use crate::topology::model::Topology;
 use crate::topology::LoadOptions;
 use anyhow::Context;
 use std::io::Write;
@@ -41,28 +43,11 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     } else {
         supervisors
     };
-    let now = match args.fixed_time {
-        Some(secs) => secs,
-        None => std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-    };
-    let sim = match simulate(&topology, &supervisors, now) {
-        Ok(sim) => sim,
+    let text = match render(&topology, &supervisors, args.fixed_time, args.format) {
+        Ok(text) => text,
         Err(e) => {
             eprintln!("error: cannot schedule {}: {e}", topology.name);
             return Ok(Status::Failure);
-        }
-    };
-    let root = sim.state.layout().root().to_string();
-    let text = match args.format {
-        TreeFormat::Text => dump::to_text(sim.state.store(), &root)?,
-        TreeFormat::Json => {
-            let doc = dump::to_json(sim.state.store(), &root)?;
-            let mut s = serde_json::to_string_pretty(&doc)?;
-            s.push('\n');
-            s
         }
     };
     let mut out = std::io::stdout().lock();
@@ -70,4 +55,60 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
         .and_then(|()| out.flush())
         .context("writing the tree")?;
     Ok(Status::Success)
+}
+
+/// Simulate the cluster at `fixed_time` (or now) and print its tree in `format`.
+pub fn render(
+    topology: &Topology,
+    supervisors: &[SimSupervisor],
+    fixed_time: Option<u64>,
+    format: TreeFormat,
+) -> Result<String, ClusterError> {
+    let now = match fixed_time {
+        Some(secs) => secs,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    };
+    let sim = simulate(topology, supervisors, now)?;
+    let root = sim.state.layout().root().to_string();
+    Ok(match format {
+        TreeFormat::Text => dump::to_text(sim.state.store(), &root)?,
+        TreeFormat::Json => {
+            let doc = dump::to_json(sim.state.store(), &root)?;
+            // A JSON value of plain data always serialises.
+            let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::simulation::tests::wordcount;
+
+    #[test]
+    fn json_output_is_one_document_ending_in_a_newline() {
+        let topo = wordcount(&[]);
+        let sups = default_supervisors(&topo);
+        let out = render(&topo, &sups, Some(7), TreeFormat::Json).unwrap();
+        assert!(out.ends_with("}\n"));
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let storms = &doc["children"]["storms"]["children"];
+        assert_eq!(storms["wordcount-1-7"]["data"]["status"], "active");
+    }
+
+    #[test]
+    fn text_output_changes_only_in_timestamps_without_fixed_time() {
+        let topo = wordcount(&[]);
+        let sups = default_supervisors(&topo);
+        let a = render(&topo, &sups, None, TreeFormat::Text).unwrap();
+        let b = render(&topo, &sups, Some(1_000_000_000), TreeFormat::Text).unwrap();
+        let digits = regex::Regex::new("[0-9]{9,}").unwrap();
+        assert_eq!(digits.replace_all(&a, "T"), digits.replace_all(&b, "T"));
+        assert!(b.lines().all(|l| l.starts_with("/storm")));
+    }
 }
