@@ -392,6 +392,14 @@ mod tests {
     }
 
     #[test]
+    fn works_over_a_shared_trait_object() {
+        let store: std::sync::Arc<dyn CoordinationStore> = std::sync::Arc::new(SharedTree::new());
+        let state = ClusterState::new(store.clone(), "/").unwrap();
+        assert_eq!(state.layout().storms(), "/storms");
+        assert_eq!(store.children("/", None).unwrap().len(), SUBTREES.len());
+    }
+
+    #[test]
     fn ids_count_submissions_and_the_count_survives_reopening() {
         let (store, mut state, _) = cluster(&[("h", &[1])]);
         let topo = wordcount(&[]);

@@ -234,3 +234,37 @@ pub fn validate_path(path: &str) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+/// A shared store is a store (so `ClusterState<Arc<dyn CoordinationStore>>` works).
+impl<T: CoordinationStore + ?Sized> CoordinationStore for std::sync::Arc<T> {
+    fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String, StoreError> {
+        (**self).create(path, data, mode)
+    }
+    fn get_data(&self, path: &str, watch: Option<Watcher>) -> Result<(Vec<u8>, Stat), StoreError> {
+        (**self).get_data(path, watch)
+    }
+    fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat, StoreError> {
+        (**self).set_data(path, data, version)
+    }
+    fn delete(&self, path: &str, version: Option<i32>) -> Result<(), StoreError> {
+        (**self).delete(path, version)
+    }
+    fn exists(&self, path: &str, watch: Option<Watcher>) -> Result<Option<Stat>, StoreError> {
+        (**self).exists(path, watch)
+    }
+    fn children(&self, path: &str, watch: Option<Watcher>) -> Result<Vec<String>, StoreError> {
+        (**self).children(path, watch)
+    }
+    fn open_session(&self, timeout: Duration) -> SessionId {
+        (**self).open_session(timeout)
+    }
+    fn touch_session(&self, session: SessionId) -> Result<(), StoreError> {
+        (**self).touch_session(session)
+    }
+    fn close_session(&self, session: SessionId) -> Result<(), StoreError> {
+        (**self).close_session(session)
+    }
+    fn expire_sessions(&self) -> Vec<SessionId> {
+        (**self).expire_sessions()
+    }
+}

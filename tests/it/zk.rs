@@ -12,7 +12,13 @@ fn storm() -> Command {
 
 fn dump(extra: &[&str]) -> String {
     let out = storm()
-        .args(["zk", "dump", "topologies/wordcount.yaml", "--fixed-time", FIXED])
+        .args([
+            "zk",
+            "dump",
+            "topologies/wordcount.yaml",
+            "--fixed-time",
+            FIXED,
+        ])
         .args(extra)
         .output()
         .unwrap();
@@ -31,7 +37,12 @@ fn zk_dump_on_the_default_localhost_supervisor() {
 
 #[test]
 fn zk_dump_on_two_hosts() {
-    insta::assert_snapshot!(dump(&["--slots", "host1:6700,host2:6700", "-c", "topology.workers=2"]));
+    insta::assert_snapshot!(dump(&[
+        "--slots",
+        "host1:6700,host2:6700",
+        "-c",
+        "topology.workers=2"
+    ]));
 }
 
 #[test]
@@ -56,11 +67,19 @@ fn zk_dump_honours_the_zookeeper_root() {
 #[test]
 fn zk_dump_rejects_a_malformed_slot_as_a_usage_error() {
     storm()
-        .args(["zk", "dump", "topologies/wordcount.yaml", "--slots", "host1"])
+        .args([
+            "zk",
+            "dump",
+            "topologies/wordcount.yaml",
+            "--slots",
+            "host1",
+        ])
         .assert()
         .code(2)
         .stdout("")
-        .stderr(predicates::str::contains("--slots: `host1` is not HOST:PORT"));
+        .stderr(predicates::str::contains(
+            "--slots: `host1` is not HOST:PORT",
+        ));
 }
 
 #[test]
