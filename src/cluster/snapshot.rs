@@ -197,3 +197,66 @@ impl Tree {
         Tree::from_snapshot(snap)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::store::{CoordinationStore, CreateMode};
+    use crate::cluster::tree::SharedTree;
+
+    #[test]
+    fn snapshot_round_trips_through_a_file() {
+        let store = SharedTree::new();
+        store
+            .put("/storm/storms/t-1-5", br#"{"name":"t"}"#)
+            .unwrap();
+        store.put("/storm/raw", &[0xff, 0x00, 0x01]).unwrap();
+        let s = store.open_session(Duration::from_secs(30));
+        store
+            .create("/storm/sup", b"{}", CreateMode::Ephemeral(s))
+            .unwrap();
+        store
+            .set_data("/storm/storms/t-1-5", br#"{"name":"u"}"#, Some(0))
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tree.json");
+        store.lock().save(&file).unwrap();
+        let back = Tree::load(&file).unwrap();
+        assert_eq!(back.nodes, store.lock().nodes);
+        assert_eq!(back.snapshot(), store.lock().snapshot());
+        // The restored session still owns its node, and new sessions get fresh ids.
+        let restored = SharedTree::from_tree(back);
+        let fresh = restored.open_session(Duration::from_secs(1));
+        assert!(fresh > s);
+        restored.close_session(s).unwrap();
+        assert_eq!(restored.exists("/storm/sup", None).unwrap(), None);
+    }
+
+    #[test]
+    fn a_snapshot_with_an_orphan_is_refused() {
+        let mut snap = Tree::new().snapshot();
+        let mut orphan = snap.nodes[0].clone();
+        orphan.path = "/a/b".into();
+        snap.nodes.push(orphan);
+        let err = Tree::from_snapshot(snap).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("inconsistent snapshot: /a/b comes before its parent /a")
+        );
+    }
+
+    #[test]
+    fn loading_a_file_that_is_not_a_snapshot_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.json");
+        std::fs::write(&file, "[1,2]").unwrap();
+        let msg = Tree::load(&file)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            msg.contains("bad.json is not a coordination-tree snapshot"),
+            "{msg}"
+        );
+    }
+}

@@ -268,3 +268,29 @@ impl<T: CoordinationStore + ?Sized> CoordinationStore for std::sync::Arc<T> {
         (**self).expire_sessions()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::tree::SharedTree;
+
+    #[test]
+    fn store_helpers_make_parents_overwrite_and_delete_subtrees() {
+        let store = SharedTree::new();
+        store.put("/x/y/z", b"1").unwrap();
+        store.put("/x/y/z", b"2").unwrap();
+        assert_eq!(store.get_data("/x/y/z", None).unwrap().0, b"2");
+        store.create_all("/x/y/w").unwrap();
+        store.delete_all("/x").unwrap();
+        assert_eq!(store.children("/", None).unwrap(), Vec::<String>::new());
+        store.delete_all("/x").unwrap();
+    }
+
+    #[test]
+    fn parents_of_paths() {
+        assert_eq!(parent_path("/a/b"), Some("/a"));
+        assert_eq!(parent_path("/a"), Some("/"));
+        assert_eq!(parent_path("/"), None);
+        assert_eq!(child_path("/", "a"), "/a");
+    }
+}
