@@ -313,6 +313,59 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(out)
     }
 
+    /// The slots of a topology whose tasks all stopped heart-beating (Storm's `alive-tasks`):
+    /// no task of the slot has a heartbeat newer than `timeout_secs`, and the slot's tasks
+    /// started longer ago than that (a worker just launched gets its grace period).
+    pub fn dead_slots(
+        &self,
+        id: &str,
+        now_secs: u64,
+        timeout_secs: u64,
+    ) -> Result<Vec<Dead>, ClusterError> {
+        let Some(assignment) = self.assignment(id)? else {
+            return Ok(Vec::new());
+        };
+        let beats = self.task_heartbeats(id)?;
+        let fresh = |t: u64| now_secs.saturating_sub(t) < timeout_secs;
+        let slots: BTreeSet<NodePort> = assignment.task_to_node_port.values().cloned().collect();
+        Ok(slots
+            .into_iter()
+            .filter(|slot| {
+                assignment.tasks_of(slot).iter().all(|task| {
+                    let beat = beats.get(task).is_some_and(|b| fresh(b.time_secs));
+                    let young = assignment
+                        .task_to_start_time
+                        .get(task)
+                        .is_some_and(|t| fresh(*t));
+                    !beat && !young
+                })
+            })
+            .map(Dead::Slot)
+            .collect())
+    }
+
+    /// The topology ids with an assignment; the watcher fires when one is added or removed
+    /// (how a supervisor learns of new work without polling).
+    pub fn watch_assignments(
+        &self,
+        watch: Option<super::store::Watcher>,
+    ) -> Result<Vec<String>, ClusterError> {
+        Ok(self.store.children(&self.layout.assignments(), watch)?)
+    }
+
+    /// One assignment; the watcher fires when it changes or is deleted.
+    pub fn watch_assignment(
+        &self,
+        id: &str,
+        watch: super::store::Watcher,
+    ) -> Result<Option<AssignmentInfo>, ClusterError> {
+        let path = self.layout.assignment(id);
+        match self.store.exists(&path, Some(watch))? {
+            Some(_) => self.read(&path),
+            None => Ok(None),
+        }
+    }
+
     /// Record a task's error as a sequential child, keeping the last [`KEPT_ERRORS`]
     /// (Storm's `report-task-error`).
     pub fn report_error(&self, id: &str, task: u32, error: &TaskError) -> Result<(), ClusterError> {

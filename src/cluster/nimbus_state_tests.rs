@@ -172,3 +172,54 @@ fn data_that_is_not_storms_is_reported_with_its_path() {
         Err(ClusterError::NoTopology(_))
     ));
 }
+
+#[test]
+fn slots_without_fresh_heartbeats_are_dead_after_their_grace_period() {
+    let (_, mut state, _) = cluster(&[("h1", &[1]), ("h2", &[1])]);
+    let topo = wordcount(&[("topology.workers", 2.into())]);
+    let plan = Plan::new(&topo);
+    let id = state.submit(&topo, &plan, 100).unwrap();
+    state.assign(&id, &plan, 2, 100).unwrap();
+    // Just launched: nothing is dead yet, even without heartbeats.
+    assert_eq!(state.dead_slots(&id, 120, 30).unwrap(), []);
+    let a = state.assignment(&id).unwrap().unwrap();
+    let beat = TaskHeartbeat {
+        time_secs: 140,
+        uptime_secs: 40,
+        stats: serde_json::Map::new(),
+    };
+    for (task, slot) in &a.task_to_node_port {
+        if slot.node == "h1" {
+            state.task_heartbeat(&id, *task, &beat).unwrap();
+        }
+    }
+    assert_eq!(
+        state.dead_slots(&id, 150, 30).unwrap(),
+        [Dead::Slot("h2:1".parse().unwrap())]
+    );
+    assert_eq!(state.dead_slots(&id, 170, 30).unwrap().len(), 2);
+}
+
+#[test]
+fn assignment_watches_fire_when_nimbus_writes() {
+    let (_, mut state, _) = cluster(&[("h", &[1, 2])]);
+    let (w, rx) = crate::cluster::store::watcher();
+    assert!(state.watch_assignments(Some(w)).unwrap().is_empty());
+    let topo = wordcount(&[]);
+    let plan = Plan::new(&topo);
+    let id = state.submit(&topo, &plan, 5).unwrap();
+    state.assign(&id, &plan, 1, 5).unwrap();
+    let event = rx.try_recv().unwrap();
+    assert_eq!(
+        event.kind,
+        crate::cluster::store::EventKind::NodeChildrenChanged
+    );
+    let (w, rx) = crate::cluster::store::watcher();
+    assert!(state.watch_assignment(&id, w).unwrap().is_some());
+    let dead = [Dead::Slot("h:1".parse().unwrap())];
+    state.reassign(&id, &plan, 1, &dead, 6).unwrap();
+    assert_eq!(
+        rx.try_recv().map(|e| e.kind),
+        Ok(crate::cluster::store::EventKind::NodeDataChanged)
+    );
+}
