@@ -162,7 +162,12 @@ pub trait CoordinationStore: Send + Sync {
                         self.create_all(parent)?;
                     }
                 }
-                self.create(path, data, CreateMode::Persistent).map(|_| ())
+                match self.create(path, data, CreateMode::Persistent) {
+                    Ok(_) => Ok(()),
+                    // Created by someone else in between: overwrite it.
+                    Err(StoreError::NodeExists(_)) => self.set_data(path, data, None).map(|_| ()),
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(e),
         }
