@@ -192,3 +192,79 @@ fn session_end_fires_watches_on_its_ephemeral_nodes() {
         Vec::<String>::new()
     );
 }
+
+mod invariants {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Create(String, bool, bool),
+        Set(String, Option<i32>),
+        Delete(String, Option<i32>),
+        CloseSession,
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        proptest::collection::vec(prop_oneof!["a", "b", "c"], 1..4)
+            .prop_map(|parts| format!("/{}", parts.join("/")))
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (path(), any::<bool>(), any::<bool>()).prop_map(|(p, e, s)| Op::Create(p, e, s)),
+            (path(), proptest::option::of(0i32..3)).prop_map(|(p, v)| Op::Set(p, v)),
+            (path(), proptest::option::of(0i32..3)).prop_map(|(p, v)| Op::Delete(p, v)),
+            Just(Op::CloseSession),
+        ]
+    }
+
+    proptest! {
+        /// Whatever happens, the tree stays a tree (no orphans, children lists and counts
+        /// match, no children under ephemeral nodes, owners are open sessions) and its
+        /// snapshot restores it exactly.
+        #[test]
+        fn any_operations_keep_a_consistent_tree(ops in proptest::collection::vec(op(), 1..40)) {
+            let mut t = Tree::new();
+            let mut session = t.open_session(Duration::from_secs(60));
+            for op in ops {
+                let _ = match op {
+                    Op::Create(p, eph, seq) => {
+                        let mode = match (eph, seq) {
+                            (false, false) => CreateMode::Persistent,
+                            (false, true) => CreateMode::PersistentSequential,
+                            (true, false) => CreateMode::Ephemeral(session),
+                            (true, true) => CreateMode::EphemeralSequential(session),
+                        };
+                        t.create(&p, b"d", mode).map(|_| ())
+                    }
+                    Op::Set(p, v) => t.set_data(&p, b"x", v).map(|_| ()),
+                    Op::Delete(p, v) => t.delete(&p, v),
+                    Op::CloseSession => {
+                        let r = t.close_session(session);
+                        session = t.open_session(Duration::from_secs(60));
+                        r
+                    }
+                };
+            }
+            for (path, node) in &t.nodes {
+                if let Some(parent) = parent_path(path) {
+                    let p = &t.nodes[parent];
+                    let name = path.rsplit('/').next().unwrap_or_default();
+                    prop_assert!(p.children.contains(name), "{} not listed in {}", path, parent);
+                    prop_assert!(p.stat.ephemeral_owner.is_none(), "child under ephemeral {}", parent);
+                }
+                prop_assert_eq!(node.stat.num_children as usize, node.children.len());
+                for kid in &node.children {
+                    let kid_path = crate::cluster::store::child_path(path, kid);
+                    prop_assert!(t.nodes.contains_key(&kid_path));
+                }
+                if let Some(owner) = node.stat.ephemeral_owner {
+                    prop_assert!(t.sessions.contains_key(&owner));
+                }
+            }
+            let back = Tree::from_snapshot(t.snapshot()).unwrap();
+            prop_assert_eq!(&back.nodes, &t.nodes);
+        }
+    }
+}
