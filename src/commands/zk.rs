@@ -1,5 +1,114 @@
-//! `storm zk dump` (placeholder until the coordination-tree work lands).
+//! `storm zk dump`: submit a topology to a simulated cluster (SPEC §6), schedule and activate
+//! it, and print the coordination tree as text lines or one JSON document.
 
-pub fn dump(_args: crate::cli::ZkDumpArgs) -> anyhow::Result<super::Status> {
-    anyhow::bail!("storm zk dump is not implemented yet")
+use super::Status;
+use crate::cli::{TreeFormat, ZkDumpArgs};
+use crate::cluster::dump;
+use crate::cluster::simulation::{default_supervisors, parse_slots, simulate, SimSupervisor};
+use crate::cluster::ClusterError;
+use crate::topology::model::Topology;
+use crate::topology::LoadOptions;
+use anyhow::Context;
+use std::io::Write;
+
+pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
+    if let Some(addr) = &args.nimbus {
+        eprintln!(
+            "error: storm zk dump --nimbus {addr}: reading a live cluster's tree is not \
+             available yet; give a topology FILE to dump a simulated cluster"
+        );
+        return Ok(Status::Failure);
+    }
+    let supervisors = match parse_slots(&args.slots) {
+        Ok(s) => s,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return Ok(Status::Usage);
+        }
+    };
+    let opts = LoadOptions {
+        overrides: args.config.overrides.clone(),
+        filter: None,
+    };
+    let loaded = match super::load_topology(args.file.as_deref(), args.expr.as_deref(), &opts) {
+        Ok(l) => l,
+        Err(status) => return Ok(status),
+    };
+    for w in &loaded.warnings {
+        eprintln!("{}: warning: {}", loaded.source.name, w.message);
+    }
+    let topology = loaded.topology;
+    let supervisors = if supervisors.is_empty() {
+        default_supervisors(&topology)
+    } else {
+        supervisors
+    };
+    let text = match render(&topology, &supervisors, args.fixed_time, args.format) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("error: cannot schedule {}: {e}", topology.name);
+            return Ok(Status::Failure);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the tree")?;
+    Ok(Status::Success)
+}
+
+/// Simulate the cluster at `fixed_time` (or now) and print its tree in `format`.
+pub fn render(
+    topology: &Topology,
+    supervisors: &[SimSupervisor],
+    fixed_time: Option<u64>,
+    format: TreeFormat,
+) -> Result<String, ClusterError> {
+    let now = match fixed_time {
+        Some(secs) => secs,
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    };
+    let sim = simulate(topology, supervisors, now)?;
+    let root = sim.state.layout().root().to_string();
+    Ok(match format {
+        TreeFormat::Text => dump::to_text(sim.state.store(), &root)?,
+        TreeFormat::Json => {
+            let doc = dump::to_json(sim.state.store(), &root)?;
+            // A JSON value of plain data always serialises.
+            let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::simulation::tests::wordcount;
+
+    #[test]
+    fn json_output_is_one_document_ending_in_a_newline() {
+        let topo = wordcount(&[]);
+        let sups = default_supervisors(&topo);
+        let out = render(&topo, &sups, Some(7), TreeFormat::Json).unwrap();
+        assert!(out.ends_with("}\n"));
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let storms = &doc["children"]["storms"]["children"];
+        assert_eq!(storms["wordcount-1-7"]["data"]["status"], "active");
+    }
+
+    #[test]
+    fn text_output_changes_only_in_timestamps_without_fixed_time() {
+        let topo = wordcount(&[]);
+        let sups = default_supervisors(&topo);
+        let a = render(&topo, &sups, None, TreeFormat::Text).unwrap();
+        let b = render(&topo, &sups, Some(1_000_000_000), TreeFormat::Text).unwrap();
+        let digits = regex::Regex::new("[0-9]{9,}").unwrap();
+        assert_eq!(digits.replace_all(&a, "T"), digits.replace_all(&b, "T"));
+        assert!(b.lines().all(|l| l.starts_with("/storm")));
+    }
 }

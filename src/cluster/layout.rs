@@ -1,0 +1,294 @@
+//! Storm's ZooKeeper layout (seed 003, `cluster.clj`): where each piece of cluster state lives
+//! under `storm.zookeeper.root`, and the JSON each node holds. See docs/coordination.md.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The subtree roots, created with the cluster state (Storm's `mk-storm-cluster-state`).
+pub const SUBTREES: &[&str] = &[
+    "assignments",
+    "storms",
+    "supervisors",
+    "tasks",
+    "taskbeats",
+    "taskerrors",
+];
+
+/// How many errors `/taskerrors/{id}/{task}` keeps (Storm keeps the last 10).
+pub const KEPT_ERRORS: usize = 10;
+
+/// Paths of the cluster state under one root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    root: String,
+}
+
+impl Layout {
+    /// `root` is `storm.zookeeper.root` (e.g. `/storm`); a trailing `/` is ignored.
+    pub fn new(root: &str) -> Layout {
+        let trimmed = root.trim_end_matches('/');
+        Layout {
+            root: if trimmed.is_empty() {
+                String::new()
+            } else {
+                trimmed.to_string()
+            },
+        }
+    }
+
+    /// The root itself (`/` when the configured root is `/`).
+    pub fn root(&self) -> &str {
+        if self.root.is_empty() {
+            "/"
+        } else {
+            &self.root
+        }
+    }
+
+    fn sub(&self, name: &str) -> String {
+        format!("{}/{name}", self.root)
+    }
+
+    pub fn assignments(&self) -> String {
+        self.sub("assignments")
+    }
+    pub fn storms(&self) -> String {
+        self.sub("storms")
+    }
+    pub fn supervisors(&self) -> String {
+        self.sub("supervisors")
+    }
+    pub fn tasks(&self) -> String {
+        self.sub("tasks")
+    }
+    pub fn taskbeats(&self) -> String {
+        self.sub("taskbeats")
+    }
+    pub fn taskerrors(&self) -> String {
+        self.sub("taskerrors")
+    }
+
+    /// `/assignments/{id}`: an [`AssignmentInfo`].
+    pub fn assignment(&self, id: &str) -> String {
+        format!("{}/{id}", self.assignments())
+    }
+    /// `/storms/{id}`: a [`StormBase`].
+    pub fn storm(&self, id: &str) -> String {
+        format!("{}/{id}", self.storms())
+    }
+    /// `/supervisors/{supervisor-id}` (ephemeral): a [`SupervisorInfo`].
+    pub fn supervisor(&self, id: &str) -> String {
+        format!("{}/{id}", self.supervisors())
+    }
+    /// `/tasks/{id}`: no data; one child per task.
+    pub fn topology_tasks(&self, id: &str) -> String {
+        format!("{}/{id}", self.tasks())
+    }
+    /// `/tasks/{id}/{task}`: a [`TaskInfo`].
+    pub fn task(&self, id: &str, task: u32) -> String {
+        format!("{}/{id}/{task}", self.tasks())
+    }
+    /// `/taskbeats/{id}`: no data; created at submission.
+    pub fn topology_beats(&self, id: &str) -> String {
+        format!("{}/{id}", self.taskbeats())
+    }
+    /// `/taskbeats/{id}/{task}`: a [`TaskHeartbeat`].
+    pub fn task_beat(&self, id: &str, task: u32) -> String {
+        format!("{}/{id}/{task}", self.taskbeats())
+    }
+    /// `/taskerrors/{id}`: no data.
+    pub fn topology_errors(&self, id: &str) -> String {
+        format!("{}/{id}", self.taskerrors())
+    }
+    /// `/taskerrors/{id}/{task}`: no data; sequential children `e0000000000`... each a
+    /// [`TaskError`].
+    pub fn task_errors(&self, id: &str, task: u32) -> String {
+        format!("{}/{id}/{task}", self.taskerrors())
+    }
+}
+
+/// A worker slot: a supervisor (by id) and one of its ports (Storm's `node+port`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodePort {
+    pub node: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for NodePort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.node, self.port)
+    }
+}
+
+impl std::str::FromStr for NodePort {
+    type Err = String;
+    fn from_str(s: &str) -> Result<NodePort, String> {
+        let (node, port) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("`{s}` is not NODE:PORT"))?;
+        let port = port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("`{s}`: `{port}` is not a port (1-65535)"))?;
+        if node.is_empty() {
+            return Err(format!("`{s}`: the node is empty"));
+        }
+        Ok(NodePort {
+            node: node.to_string(),
+            port,
+        })
+    }
+}
+
+impl Serialize for NodePort {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for NodePort {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NodePort, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// `/assignments/{id}` (Storm's `Assignment`): where every task runs. `node` in
+/// `task_to_node_port` is a supervisor id; `node_host` resolves it to the host name workers
+/// connect to.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AssignmentInfo {
+    pub master_code_dir: String,
+    pub node_host: BTreeMap<String, String>,
+    pub task_to_node_port: BTreeMap<u32, NodePort>,
+    pub task_to_start_time: BTreeMap<u32, u64>,
+}
+
+impl AssignmentInfo {
+    /// `host:port` of the worker running a task.
+    pub fn task_address(&self, task: u32) -> Option<String> {
+        let np = self.task_to_node_port.get(&task)?;
+        let host = self.node_host.get(&np.node)?;
+        Some(format!("{host}:{}", np.port))
+    }
+
+    /// The tasks of one slot, in order.
+    pub fn tasks_of(&self, slot: &NodePort) -> Vec<u32> {
+        self.task_to_node_port
+            .iter()
+            .filter(|(_, s)| *s == slot)
+            .map(|(t, _)| *t)
+            .collect()
+    }
+}
+
+/// A topology's status (Storm's `:active`, `:inactive`, `:killed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TopologyStatus {
+    Active,
+    Inactive,
+    Killed,
+}
+
+/// `/storms/{id}` (Storm's `StormBase`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StormBase {
+    pub name: String,
+    pub status: TopologyStatus,
+    pub launch_time_secs: u64,
+    pub num_workers: u32,
+    /// Executors per component, system components included.
+    pub component_executors: BTreeMap<String, u32>,
+}
+
+/// `/tasks/{id}/{task}` (Storm's `TaskInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    pub component: String,
+}
+
+/// `/supervisors/{supervisor-id}` (Storm's `SupervisorInfo`), refreshed by its heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorInfo {
+    pub hostname: String,
+    pub time_secs: u64,
+    pub uptime_secs: u64,
+    /// Worker slot ports.
+    pub ports: Vec<u16>,
+}
+
+/// `/taskbeats/{id}/{task}` (Storm's `TaskHeartbeat`), written by the worker running it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskHeartbeat {
+    pub time_secs: u64,
+    pub uptime_secs: u64,
+    /// Counters the task reports (emitted, acked, failed...).
+    #[serde(default)]
+    pub stats: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One child of `/taskerrors/{id}/{task}` (Storm's `TaskError`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskError {
+    pub error: String,
+    pub time_secs: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_storms_layout() {
+        let l = Layout::new("/storm/");
+        assert_eq!(l.assignment("wc-1-5"), "/storm/assignments/wc-1-5");
+        assert_eq!(l.task("wc-1-5", 3), "/storm/tasks/wc-1-5/3");
+        assert_eq!(l.task_beat("wc-1-5", 3), "/storm/taskbeats/wc-1-5/3");
+        assert_eq!(l.task_errors("wc-1-5", 3), "/storm/taskerrors/wc-1-5/3");
+        assert_eq!(l.supervisor("s"), "/storm/supervisors/s");
+        assert_eq!(Layout::new("/").storms(), "/storms");
+        assert_eq!(Layout::new("/").root(), "/");
+    }
+
+    #[test]
+    fn assignment_json_has_string_task_keys_and_node_port_values() {
+        let mut a = AssignmentInfo {
+            master_code_dir: "d".into(),
+            ..Default::default()
+        };
+        a.node_host.insert("sup-1".into(), "host1".into());
+        let slot = NodePort {
+            node: "sup-1".into(),
+            port: 6700,
+        };
+        a.task_to_node_port.insert(2, slot.clone());
+        a.task_to_node_port.insert(10, slot.clone());
+        a.task_to_start_time.insert(2, 7);
+        let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            text,
+            r#"{"master_code_dir":"d","node_host":{"sup-1":"host1"},"task_to_node_port":{"2":"sup-1:6700","10":"sup-1:6700"},"task_to_start_time":{"2":7}}"#
+        );
+        let back: AssignmentInfo = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(back.task_address(10).as_deref(), Some("host1:6700"));
+        assert_eq!(back.tasks_of(&slot), vec![2, 10]);
+    }
+
+    #[test]
+    fn node_port_rejects_bad_text() {
+        assert!("host".parse::<NodePort>().is_err());
+        assert!("host:0".parse::<NodePort>().is_err());
+        assert!(":6700".parse::<NodePort>().is_err());
+        assert!("host:99999".parse::<NodePort>().is_err());
+        assert_eq!(
+            "a:b:6700".parse::<NodePort>(),
+            Ok(NodePort {
+                node: "a:b".into(),
+                port: 6700
+            })
+        );
+    }
+}

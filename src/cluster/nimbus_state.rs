@@ -1,0 +1,422 @@
+//! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` in
+//! `cluster.clj`, and the submission steps of seed 002): supervisors registering, topologies
+//! submitted (`/taskbeats/{id}`, `/tasks`, `/storms`), scheduled (`/assignments`), activated,
+//! re-assigned after failures, and task heartbeats and errors.
+
+use super::layout::{
+    AssignmentInfo, Layout, NodePort, StormBase, SupervisorInfo, TaskError, TaskHeartbeat,
+    TaskInfo, TopologyStatus, KEPT_ERRORS, SUBTREES,
+};
+use super::scheduler::{self, executors_of, Dead, Schedule, ScheduleError, Slot};
+use super::store::{child_path, CoordinationStore, CreateMode, SessionId, StoreError};
+use crate::topology::model::Topology;
+use crate::topology::plan::Plan;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error("{path} holds data that is not what Storm writes there: {source}")]
+    Corrupt {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("no topology {0}")]
+    NoTopology(String),
+}
+
+/// Nimbus's view of the coordination tree.
+#[derive(Debug)]
+pub struct ClusterState<S: CoordinationStore> {
+    store: S,
+    layout: Layout,
+    /// Submissions so far: the COUNTER of `NAME-COUNTER-TIMESTAMP`.
+    submitted: u64,
+    /// `storm.local.dir`, the base of `master_code_dir`.
+    pub local_dir: String,
+}
+
+impl<S: CoordinationStore> ClusterState<S> {
+    /// Open the cluster state under `root`, creating the subtree roots (Storm's
+    /// `mk-storm-cluster-state`). The submission counter continues from the topologies present.
+    pub fn new(store: S, root: &str) -> Result<ClusterState<S>, ClusterError> {
+        let layout = Layout::new(root);
+        for sub in SUBTREES {
+            store.create_all(&child_path(layout.root(), sub))?;
+        }
+        let submitted = store
+            .children(&layout.storms(), None)?
+            .iter()
+            .filter_map(|id| id.rsplit('-').nth(1)?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        Ok(ClusterState {
+            store,
+            layout,
+            submitted,
+            local_dir: "storm-local".into(),
+        })
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    fn read<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>, ClusterError> {
+        match self.store.get_data(path, None) {
+            Ok((data, _)) => {
+                serde_json::from_slice(&data)
+                    .map(Some)
+                    .map_err(|source| ClusterError::Corrupt {
+                        path: path.to_string(),
+                        source,
+                    })
+            }
+            Err(StoreError::NoNode(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn write<T: Serialize>(&self, path: &str, value: &T) -> Result<(), ClusterError> {
+        self.store.put(path, &json_bytes(value))?;
+        Ok(())
+    }
+
+    /// A supervisor's heartbeat: its ephemeral `/supervisors/{id}` node, created or refreshed.
+    pub fn supervisor_heartbeat(
+        &self,
+        session: SessionId,
+        id: &str,
+        info: &SupervisorInfo,
+    ) -> Result<(), ClusterError> {
+        let path = self.layout.supervisor(id);
+        let data = json_bytes(info);
+        match self
+            .store
+            .create(&path, &data, CreateMode::Ephemeral(session))
+        {
+            Ok(_) => Ok(()),
+            Err(StoreError::NodeExists(_)) => {
+                self.store.set_data(&path, &data, None)?;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn supervisors(&self) -> Result<BTreeMap<String, SupervisorInfo>, ClusterError> {
+        let mut out = BTreeMap::new();
+        for id in self.store.children(&self.layout.supervisors(), None)? {
+            if let Some(info) = self.read(&self.layout.supervisor(&id))? {
+                out.insert(id, info);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ids of the topologies in `/storms`.
+    pub fn topology_ids(&self) -> Result<Vec<String>, ClusterError> {
+        Ok(self.store.children(&self.layout.storms(), None)?)
+    }
+
+    pub fn storm_base(&self, id: &str) -> Result<Option<StormBase>, ClusterError> {
+        self.read(&self.layout.storm(id))
+    }
+
+    pub fn assignment(&self, id: &str) -> Result<Option<AssignmentInfo>, ClusterError> {
+        self.read(&self.layout.assignment(id))
+    }
+
+    /// Submission as Nimbus does it (seed 002 steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
+    /// `/taskbeats/{id}`, one `/tasks/{id}/{task}` per task of the plan, and the storm base,
+    /// still inactive. Schedule with [`Self::assign`], then [`Self::activate`].
+    pub fn submit(
+        &mut self,
+        topology: &Topology,
+        plan: &Plan,
+        now_secs: u64,
+    ) -> Result<String, ClusterError> {
+        self.submitted += 1;
+        let id = format!("{}-{}-{now_secs}", topology.name, self.submitted);
+        self.store.create_all(&self.layout.topology_beats(&id))?;
+        self.store.create_all(&self.layout.topology_tasks(&id))?;
+        for (task, component) in plan.task_to_component() {
+            let info = TaskInfo {
+                component: component.to_string(),
+            };
+            self.write(&self.layout.task(&id, task), &info)?;
+        }
+        let base = StormBase {
+            name: topology.name.clone(),
+            status: TopologyStatus::Inactive,
+            launch_time_secs: now_secs,
+            num_workers: topology.config.workers(),
+            component_executors: plan
+                .components
+                .iter()
+                .map(|c| {
+                    (
+                        c.id.clone(),
+                        u32::try_from(c.executors.len()).unwrap_or(u32::MAX),
+                    )
+                })
+                .collect(),
+        };
+        self.write(&self.layout.storm(&id), &base)?;
+        Ok(id)
+    }
+
+    /// The slots of live supervisors not used by other topologies.
+    pub fn available_slots(&self, id: &str) -> Result<Vec<Slot>, ClusterError> {
+        let mut taken: BTreeSet<NodePort> = BTreeSet::new();
+        for other in self.store.children(&self.layout.assignments(), None)? {
+            if other != id {
+                if let Some(a) = self.assignment(&other)? {
+                    taken.extend(a.task_to_node_port.into_values());
+                }
+            }
+        }
+        Ok(self
+            .supervisors()?
+            .into_iter()
+            .flat_map(|(node, info)| {
+                info.ports.into_iter().map(move |port| Slot {
+                    node: node.clone(),
+                    host: info.hostname.clone(),
+                    port,
+                })
+            })
+            .filter(|s| !taken.contains(&s.node_port()))
+            .collect())
+    }
+
+    /// Schedule a topology (seed 002 step 4): read the current assignment, place the executors
+    /// on the available slots, record start times of the tasks that moved, and write the
+    /// assignment only when it changed. Returns whether it was written.
+    pub fn assign(
+        &self,
+        id: &str,
+        plan: &Plan,
+        workers: u32,
+        now_secs: u64,
+    ) -> Result<bool, ClusterError> {
+        self.reschedule(id, plan, workers, &[], now_secs)
+    }
+
+    /// Re-assignment after failures (seed 002 step 6): the executors of the dead slots or
+    /// supervisors move; the others keep their slots and start times.
+    pub fn reassign(
+        &self,
+        id: &str,
+        plan: &Plan,
+        workers: u32,
+        dead: &[Dead],
+        now_secs: u64,
+    ) -> Result<bool, ClusterError> {
+        self.reschedule(id, plan, workers, dead, now_secs)
+    }
+
+    fn reschedule(
+        &self,
+        id: &str,
+        plan: &Plan,
+        workers: u32,
+        dead: &[Dead],
+        now_secs: u64,
+    ) -> Result<bool, ClusterError> {
+        let existing = self.assignment(id)?.unwrap_or_default();
+        let current = Schedule::from_tasks(&executors_of(plan), &existing.task_to_node_port);
+        let slots = self.available_slots(id)?;
+        let placed = scheduler::reassign(plan, &slots, workers, &current, dead)?;
+        let task_to_node_port = placed.task_to_node_port();
+        let task_to_start_time = task_to_node_port
+            .iter()
+            .map(|(task, slot)| {
+                let kept = existing.task_to_node_port.get(task) == Some(slot);
+                let start = kept
+                    .then(|| existing.task_to_start_time.get(task).copied())
+                    .flatten()
+                    .unwrap_or(now_secs);
+                (*task, start)
+            })
+            .collect();
+        let node_host = slots
+            .iter()
+            .filter(|s| placed.slots().iter().any(|np| np.node == s.node))
+            .map(|s| (s.node.clone(), s.host.clone()))
+            .collect();
+        let info = AssignmentInfo {
+            master_code_dir: format!("{}/nimbus/stormdist/{id}", self.local_dir),
+            node_host,
+            task_to_node_port,
+            task_to_start_time,
+        };
+        if info == existing {
+            return Ok(false);
+        }
+        self.write(&self.layout.assignment(id), &info)?;
+        Ok(true)
+    }
+
+    /// Set a topology's status in `/storms/{id}`.
+    pub fn set_status(&self, id: &str, status: TopologyStatus) -> Result<(), ClusterError> {
+        let path = self.layout.storm(id);
+        let mut base: StormBase = self
+            .read(&path)?
+            .ok_or_else(|| ClusterError::NoTopology(id.to_string()))?;
+        if base.status != status {
+            base.status = status;
+            self.write(&path, &base)?;
+        }
+        Ok(())
+    }
+
+    /// Activation (seed 002 step 5): only the status in `/storms/{id}` changes.
+    pub fn activate(&self, id: &str) -> Result<(), ClusterError> {
+        self.set_status(id, TopologyStatus::Active)
+    }
+
+    /// A task's heartbeat, written by its worker.
+    pub fn task_heartbeat(
+        &self,
+        id: &str,
+        task: u32,
+        beat: &TaskHeartbeat,
+    ) -> Result<(), ClusterError> {
+        self.write(&self.layout.task_beat(id, task), beat)
+    }
+
+    pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
+        let mut out = BTreeMap::new();
+        let kids = match self.store.children(&self.layout.topology_beats(id), None) {
+            Ok(k) => k,
+            Err(StoreError::NoNode(_)) => return Ok(out),
+            Err(e) => return Err(e.into()),
+        };
+        for name in kids {
+            let Ok(task) = name.parse::<u32>() else {
+                continue;
+            };
+            if let Some(beat) = self.read(&self.layout.task_beat(id, task))? {
+                out.insert(task, beat);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The slots of a topology whose tasks all stopped heart-beating (Storm's `alive-tasks`):
+    /// no task of the slot has a heartbeat newer than `timeout_secs`, and the slot's tasks
+    /// started longer ago than that (a worker just launched gets its grace period).
+    pub fn dead_slots(
+        &self,
+        id: &str,
+        now_secs: u64,
+        timeout_secs: u64,
+    ) -> Result<Vec<Dead>, ClusterError> {
+        let Some(assignment) = self.assignment(id)? else {
+            return Ok(Vec::new());
+        };
+        let beats = self.task_heartbeats(id)?;
+        let fresh = |t: u64| now_secs.saturating_sub(t) < timeout_secs;
+        let slots: BTreeSet<NodePort> = assignment.task_to_node_port.values().cloned().collect();
+        Ok(slots
+            .into_iter()
+            .filter(|slot| {
+                assignment.tasks_of(slot).iter().all(|task| {
+                    let beat = beats.get(task).is_some_and(|b| fresh(b.time_secs));
+                    let young = assignment
+                        .task_to_start_time
+                        .get(task)
+                        .is_some_and(|t| fresh(*t));
+                    !beat && !young
+                })
+            })
+            .map(Dead::Slot)
+            .collect())
+    }
+
+    /// The topology ids with an assignment; the watcher fires when one is added or removed
+    /// (how a supervisor learns of new work without polling).
+    pub fn watch_assignments(
+        &self,
+        watch: Option<super::store::Watcher>,
+    ) -> Result<Vec<String>, ClusterError> {
+        Ok(self.store.children(&self.layout.assignments(), watch)?)
+    }
+
+    /// One assignment; the watcher fires when it changes or is deleted.
+    pub fn watch_assignment(
+        &self,
+        id: &str,
+        watch: super::store::Watcher,
+    ) -> Result<Option<AssignmentInfo>, ClusterError> {
+        let path = self.layout.assignment(id);
+        match self.store.exists(&path, Some(watch))? {
+            Some(_) => self.read(&path),
+            None => Ok(None),
+        }
+    }
+
+    /// Record a task's error as a sequential child, keeping the last [`KEPT_ERRORS`]
+    /// (Storm's `report-task-error`).
+    pub fn report_error(&self, id: &str, task: u32, error: &TaskError) -> Result<(), ClusterError> {
+        let dir = self.layout.task_errors(id, task);
+        self.store.create_all(&dir)?;
+        self.store.create(
+            &format!("{dir}/e"),
+            &json_bytes(error),
+            CreateMode::PersistentSequential,
+        )?;
+        let mut kids = self.store.children(&dir, None)?;
+        kids.sort();
+        let excess = kids.len().saturating_sub(KEPT_ERRORS);
+        for old in &kids[..excess] {
+            self.store.delete(&child_path(&dir, old), None)?;
+        }
+        Ok(())
+    }
+
+    /// A topology's errors, oldest first.
+    pub fn task_errors(&self, id: &str, task: u32) -> Result<Vec<TaskError>, ClusterError> {
+        let dir = self.layout.task_errors(id, task);
+        let mut kids = match self.store.children(&dir, None) {
+            Ok(k) => k,
+            Err(StoreError::NoNode(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        kids.sort();
+        let mut out = Vec::new();
+        for k in kids {
+            out.extend(self.read(&child_path(&dir, &k))?);
+        }
+        Ok(out)
+    }
+
+    /// Forget a killed topology everywhere (Storm's `remove-storm!`).
+    pub fn remove_topology(&self, id: &str) -> Result<(), ClusterError> {
+        self.store.delete_all(&self.layout.topology_tasks(id))?;
+        self.store.delete_all(&self.layout.topology_beats(id))?;
+        self.store.delete_all(&self.layout.topology_errors(id))?;
+        self.store.delete_all(&self.layout.assignment(id))?;
+        self.store.delete_all(&self.layout.storm(id))?;
+        Ok(())
+    }
+}
+
+fn json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
+    // The layout types are plain data (string keys, numbers): serialising cannot fail.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+#[path = "nimbus_state_tests.rs"]
+mod tests;

@@ -1,0 +1,470 @@
+//! Nimbus's even scheduler (seed 002; Storm 0.x `compute-new-task->node+port`): a pure function
+//! from the plan's executors, the free slots and the current placement to a new placement.
+//! Slots are ordered by host then port and interleaved across hosts, the first
+//! `topology.workers` are used, and executors go round-robin over them in task-id order.
+//! Re-assignment keeps healthy slots whose load fits an even spread and moves the rest.
+
+use super::layout::NodePort;
+use crate::topology::plan::Plan;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A slot offered by a live supervisor: its id, host and one of its ports.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Slot {
+    pub node: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Slot {
+    pub fn node_port(&self) -> NodePort {
+        NodePort {
+            node: self.node.clone(),
+            port: self.port,
+        }
+    }
+}
+
+/// An executor: a contiguous range of task ids (Storm's `[start-task end-task]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Executor {
+    pub first: u32,
+    pub last: u32,
+}
+
+impl Executor {
+    pub fn tasks(self) -> std::ops::RangeInclusive<u32> {
+        self.first..=self.last
+    }
+}
+
+/// Every executor of a plan, in task-id order.
+pub fn executors_of(plan: &Plan) -> Vec<Executor> {
+    plan.executors()
+        .into_iter()
+        .map(|(_, r)| Executor {
+            first: *r.start(),
+            last: *r.end(),
+        })
+        .collect()
+}
+
+/// Where each executor runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Schedule {
+    pub executors: BTreeMap<Executor, NodePort>,
+}
+
+impl Schedule {
+    /// The placement per task (what `/assignments/{id}` records).
+    pub fn task_to_node_port(&self) -> BTreeMap<u32, NodePort> {
+        self.executors
+            .iter()
+            .flat_map(|(e, slot)| e.tasks().map(move |t| (t, slot.clone())))
+            .collect()
+    }
+
+    /// Rebuild a placement from a per-task one: an executor is placed when all its tasks are
+    /// on one slot.
+    pub fn from_tasks(executors: &[Executor], tasks: &BTreeMap<u32, NodePort>) -> Schedule {
+        let executors = executors
+            .iter()
+            .filter_map(|e| {
+                let slot = tasks.get(&e.first)?;
+                e.tasks()
+                    .all(|t| tasks.get(&t) == Some(slot))
+                    .then(|| (*e, slot.clone()))
+            })
+            .collect();
+        Schedule { executors }
+    }
+
+    /// The slots in use.
+    pub fn slots(&self) -> BTreeSet<NodePort> {
+        self.executors.values().cloned().collect()
+    }
+
+    fn by_slot(&self) -> BTreeMap<NodePort, Vec<Executor>> {
+        let mut m: BTreeMap<NodePort, Vec<Executor>> = BTreeMap::new();
+        for (e, s) in &self.executors {
+            m.entry(s.clone()).or_default().push(*e);
+        }
+        m
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("no worker slots are available for {0} executors (are any supervisors running?)")]
+    NoSlots(usize),
+}
+
+/// Something that stopped heart-beating: one worker slot, or a whole supervisor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dead {
+    Slot(NodePort),
+    Supervisor(String),
+}
+
+impl Dead {
+    fn covers(&self, slot: &NodePort) -> bool {
+        match self {
+            Dead::Slot(s) => s == slot,
+            Dead::Supervisor(node) => &slot.node == node,
+        }
+    }
+}
+
+/// Storm's `sort-slots`: group the slots by supervisor (host first, then supervisor id), sort
+/// each group by port, and interleave the groups, so consecutive slots are on different hosts:
+/// `[h1:p1 h2:p1 h1:p2 h2:p2]`.
+pub fn sort_slots(slots: &[Slot]) -> Vec<Slot> {
+    let mut groups: BTreeMap<(&str, &str), BTreeMap<u16, &Slot>> = BTreeMap::new();
+    for s in slots {
+        groups
+            .entry((s.host.as_str(), s.node.as_str()))
+            .or_default()
+            .insert(s.port, s);
+    }
+    let mut columns: Vec<Vec<&Slot>> = groups
+        .into_values()
+        .map(|g| g.into_values().collect())
+        .collect();
+    let longest = columns.iter().map(Vec::len).max().unwrap_or(0);
+    let mut out = Vec::with_capacity(slots.len());
+    for i in 0..longest {
+        for col in &mut columns {
+            if let Some(s) = col.get(i) {
+                out.push((*s).clone());
+            }
+        }
+    }
+    out
+}
+
+/// Storm's `integer-partitions`: `n` items over `k` slots as evenly as possible, as a count of
+/// slots per size.
+fn even_sizes(n: usize, k: usize) -> BTreeMap<usize, usize> {
+    let mut m = BTreeMap::new();
+    if k == 0 {
+        return m;
+    }
+    let (base, extra) = (n / k, n % k);
+    if extra > 0 {
+        m.insert(base + 1, extra);
+    }
+    if k > extra {
+        *m.entry(base).or_default() += k - extra;
+    }
+    m
+}
+
+/// Place the executors of `plan` on the `slots` offered (free slots plus the ones this topology
+/// already uses), keeping what `existing` placed where it can.
+pub fn schedule(
+    plan: &Plan,
+    slots: &[Slot],
+    workers: u32,
+    existing: &Schedule,
+) -> Result<Schedule, ScheduleError> {
+    schedule_executors(&executors_of(plan), slots, workers, existing)
+}
+
+/// [`schedule`] over an explicit executor list (sorted by first task).
+pub fn schedule_executors(
+    executors: &[Executor],
+    slots: &[Slot],
+    workers: u32,
+    existing: &Schedule,
+) -> Result<Schedule, ScheduleError> {
+    if executors.is_empty() {
+        return Ok(Schedule::default());
+    }
+    let offered: BTreeSet<NodePort> = slots.iter().map(Slot::node_port).collect();
+    let wanted: BTreeSet<Executor> = executors.iter().copied().collect();
+    // Healthy placements: still-offered slots, executors still in the plan.
+    let alive: BTreeMap<NodePort, Vec<Executor>> = existing
+        .by_slot()
+        .into_iter()
+        .filter(|(slot, _)| offered.contains(slot))
+        .map(|(slot, execs)| {
+            (
+                slot,
+                execs
+                    .into_iter()
+                    .filter(|e| wanted.contains(e))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, execs)| !execs.is_empty())
+        .collect();
+    let total = (workers as usize).min(offered.len()).min(executors.len());
+    if total == 0 {
+        return Err(ScheduleError::NoSlots(executors.len()));
+    }
+    let keep: BTreeMap<NodePort, Vec<Executor>> = if alive.len() == total {
+        alive
+    } else {
+        // Storm's `keeper-slots`: keep a slot only while its load fits the even spread.
+        let mut sizes = even_sizes(executors.len(), total);
+        alive
+            .into_iter()
+            .filter(|(_, execs)| match sizes.get_mut(&execs.len()) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            })
+            .collect()
+    };
+    let free: Vec<Slot> = slots
+        .iter()
+        .filter(|s| !keep.contains_key(&s.node_port()))
+        .cloned()
+        .collect();
+    let mut targets: Vec<NodePort> = sort_slots(&free)
+        .into_iter()
+        .take(total.saturating_sub(keep.len()))
+        .map(|s| s.node_port())
+        .collect();
+    if targets.is_empty() {
+        // Every slot to use is kept: spread any leftover executors over the kept slots.
+        targets = keep.keys().cloned().collect();
+    }
+    let mut placed = Schedule::default();
+    for (slot, execs) in &keep {
+        for e in execs {
+            placed.executors.insert(*e, slot.clone());
+        }
+    }
+    let moving: Vec<Executor> = executors
+        .iter()
+        .filter(|e| !placed.executors.contains_key(e))
+        .copied()
+        .collect();
+    for (e, slot) in moving.into_iter().zip(targets.iter().cycle()) {
+        placed.executors.insert(e, slot.clone());
+    }
+    Ok(placed)
+}
+
+/// Re-assignment after failures (Storm's nimbus reacting to missed heartbeats): the dead slots
+/// and supervisors are withdrawn, the executors they ran move, the others stay.
+pub fn reassign(
+    plan: &Plan,
+    slots: &[Slot],
+    workers: u32,
+    existing: &Schedule,
+    dead: &[Dead],
+) -> Result<Schedule, ScheduleError> {
+    let is_dead = |np: &NodePort| dead.iter().any(|d| d.covers(np));
+    let live: Vec<Slot> = slots
+        .iter()
+        .filter(|s| !is_dead(&s.node_port()))
+        .cloned()
+        .collect();
+    let healthy = Schedule {
+        executors: existing
+            .executors
+            .iter()
+            .filter(|(_, s)| !is_dead(s))
+            .map(|(e, s)| (*e, s.clone()))
+            .collect(),
+    };
+    schedule(plan, &live, workers, &healthy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::plan::{executor_ranges, ComponentTasks};
+    use proptest::prelude::*;
+
+    /// A plan of one component with `tasks` tasks in `executors` executors (acking off).
+    fn plan(tasks: u32, executors: u32) -> Plan {
+        Plan {
+            components: vec![ComponentTasks {
+                id: "c".into(),
+                tasks: 1..=tasks,
+                executors: executor_ranges(1, tasks, executors),
+            }],
+            stream_names: vec!["default".into()],
+            ackers: 0,
+        }
+    }
+
+    fn slot(host: &str, port: u16) -> Slot {
+        Slot {
+            node: host.into(),
+            host: host.into(),
+            port,
+        }
+    }
+
+    fn np(node: &str, port: u16) -> NodePort {
+        NodePort {
+            node: node.into(),
+            port,
+        }
+    }
+
+    fn placement(s: &Schedule) -> Vec<(u32, String)> {
+        s.task_to_node_port()
+            .into_iter()
+            .map(|(t, np)| (t, np.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn seed_example_more_tasks_than_slots_alternates_hosts() {
+        let slots = [slot("host1", 1), slot("host2", 1)];
+        let s = schedule(&plan(4, 4), &slots, 2, &Schedule::default()).unwrap();
+        assert_eq!(
+            placement(&s),
+            [
+                (1, "host1:1"),
+                (2, "host2:1"),
+                (3, "host1:1"),
+                (4, "host2:1")
+            ]
+            .map(|(t, n)| (t, n.to_string()))
+        );
+    }
+
+    #[test]
+    fn seed_example_fewer_tasks_than_slots_uses_one_slot_per_host() {
+        let slots = [
+            slot("host2", 2),
+            slot("host1", 2),
+            slot("host2", 1),
+            slot("host1", 1),
+        ];
+        let s = schedule(&plan(2, 2), &slots, 2, &Schedule::default()).unwrap();
+        assert_eq!(
+            placement(&s),
+            [(1, "host1:1"), (2, "host2:1")].map(|(t, n)| (t, n.to_string()))
+        );
+    }
+
+    #[test]
+    fn slots_interleave_across_hosts_with_uneven_port_counts() {
+        let slots = [slot("b", 1), slot("a", 2), slot("a", 1), slot("a", 3)];
+        let order: Vec<String> = sort_slots(&slots)
+            .iter()
+            .map(|s| format!("{}:{}", s.host, s.port))
+            .collect();
+        assert_eq!(order, ["a:1", "b:1", "a:2", "a:3"]);
+    }
+
+    #[test]
+    fn executors_move_as_a_whole() {
+        // 5 tasks in 2 executors ([1-3], [4-5]) on two slots.
+        let slots = [slot("h1", 1), slot("h2", 1)];
+        let s = schedule(&plan(5, 2), &slots, 2, &Schedule::default()).unwrap();
+        assert_eq!(
+            placement(&s),
+            [
+                (1, "h1:1"),
+                (2, "h1:1"),
+                (3, "h1:1"),
+                (4, "h2:1"),
+                (5, "h2:1")
+            ]
+            .map(|(t, n)| (t, n.to_string()))
+        );
+    }
+
+    #[test]
+    fn a_dead_supervisor_moves_only_its_executors() {
+        let slots = [slot("h1", 1), slot("h1", 2), slot("h2", 1), slot("h2", 2)];
+        let p = plan(4, 4);
+        let first = schedule(&p, &slots, 2, &Schedule::default()).unwrap();
+        let again = reassign(&p, &slots, 2, &first, &[Dead::Supervisor("h2".into())]).unwrap();
+        assert_eq!(
+            placement(&again),
+            [(1, "h1:1"), (2, "h1:2"), (3, "h1:1"), (4, "h1:2")].map(|(t, n)| (t, n.to_string()))
+        );
+    }
+
+    #[test]
+    fn a_dead_slot_moves_to_a_free_slot_and_the_rest_stays() {
+        let slots = [slot("h1", 1), slot("h1", 2), slot("h2", 1), slot("h2", 2)];
+        let p = plan(6, 6);
+        let first = schedule(&p, &slots, 3, &Schedule::default()).unwrap();
+        // h1:1 gets 1,4; h2:1 gets 2,5; h1:2 gets 3,6.
+        let again = reassign(&p, &slots, 3, &first, &[Dead::Slot(np("h2", 1))]).unwrap();
+        assert_eq!(again.executors.len(), 6);
+        for t in [1, 4] {
+            assert_eq!(again.task_to_node_port()[&t], np("h1", 1));
+        }
+        for t in [3, 6] {
+            assert_eq!(again.task_to_node_port()[&t], np("h1", 2));
+        }
+        for t in [2, 5] {
+            assert_eq!(again.task_to_node_port()[&t], np("h2", 2));
+        }
+    }
+
+    #[test]
+    fn no_slots_is_an_error_and_no_executors_is_empty() {
+        assert_eq!(
+            schedule(&plan(3, 3), &[], 2, &Schedule::default()),
+            Err(ScheduleError::NoSlots(3))
+        );
+        let empty = Plan {
+            components: vec![],
+            stream_names: vec![],
+            ackers: 0,
+        };
+        assert_eq!(
+            schedule(&empty, &[slot("h", 1)], 1, &Schedule::default()),
+            Ok(Schedule::default())
+        );
+    }
+
+    #[test]
+    fn from_tasks_round_trips_and_skips_split_executors() {
+        let slots = [slot("h1", 1), slot("h2", 1)];
+        let p = plan(6, 3);
+        let s = schedule(&p, &slots, 2, &Schedule::default()).unwrap();
+        let execs = executors_of(&p);
+        assert_eq!(Schedule::from_tasks(&execs, &s.task_to_node_port()), s);
+        let mut split = s.task_to_node_port();
+        split.insert(2, np("h9", 9));
+        assert_eq!(Schedule::from_tasks(&execs, &split).executors.len(), 2);
+    }
+
+    proptest! {
+        #[test]
+        fn even_and_complete(
+            ports in proptest::collection::vec(1usize..4, 1..4),
+            tasks in 1u32..40,
+            executors in 1u32..40,
+            workers in 1u32..12,
+        ) {
+            let slots: Vec<Slot> = ports
+                .iter()
+                .enumerate()
+                .flat_map(|(h, n)| (0..*n).map(move |p| slot(&format!("h{h}"), 6700 + p as u16)))
+                .collect();
+            let p = plan(tasks, executors);
+            let execs = executors_of(&p);
+            let s = schedule(&p, &slots, workers, &Schedule::default()).unwrap();
+            // Every task exactly once.
+            let tasks_placed: Vec<u32> = s.task_to_node_port().keys().copied().collect();
+            prop_assert_eq!(tasks_placed, (1..=tasks).collect::<Vec<_>>());
+            prop_assert_eq!(s.executors.len(), execs.len());
+            // Slots used = min(workers, slots, executors).
+            let used = (workers as usize).min(slots.len()).min(execs.len());
+            prop_assert_eq!(s.slots().len(), used);
+            // Loads differ by at most one executor.
+            let loads: Vec<usize> = s.by_slot().values().map(Vec::len).collect();
+            let (lo, hi) = (loads.iter().min().copied(), loads.iter().max().copied());
+            prop_assert!(hi.unwrap_or(0) - lo.unwrap_or(0) <= 1, "loads {:?}", loads);
+            // Scheduling again over the same slots changes nothing.
+            let again = schedule(&p, &slots, workers, &s).unwrap();
+            prop_assert_eq!(again, s);
+        }
+    }
+}
