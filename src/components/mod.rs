@@ -1,6 +1,8 @@
 //! Components: the spout and bolt interfaces the runtime drives (Storm's ISpout / IBolt), the
 //! collectors they emit through, and the built-ins (SPEC §4), one file each.
 
+pub mod shell;
+
 use crate::config::Config;
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, StreamId};
