@@ -160,7 +160,9 @@ impl ShellBolt {
                 Err(p) => p,
             },
             ChildEvent::Message(Ok(ChildMessage::Pid(pid))) => {
-                format!("protocol error: unexpected pid message {{\"pid\": {pid}}} after the handshake")
+                format!(
+                    "protocol error: unexpected pid message {{\"pid\": {pid}}} after the handshake"
+                )
             }
             ChildEvent::Message(Err(e)) => format!("protocol error: {e}"),
             ChildEvent::Eof => match self.child.as_mut() {
@@ -195,7 +197,11 @@ impl ShellBolt {
             }
             Command::Error { msg } => {
                 self.errors += 1;
-                let label = self.task.as_ref().map(|p| p.label.as_str()).unwrap_or("shell");
+                let label = self
+                    .task
+                    .as_ref()
+                    .map(|p| p.label.as_str())
+                    .unwrap_or("shell");
                 out.report_error(&format!("{label}: {msg}"));
                 Ok(())
             }

@@ -36,10 +36,8 @@ pub fn context_json(ctx: &TaskContext) -> Value {
 
     let outputs = ctx.spec().map(|c| c.outputs.clone()).unwrap_or_default();
     let streams: Vec<&String> = outputs.keys().collect();
-    let output_fields: Map<String, Value> = outputs
-        .iter()
-        .map(|(s, f)| (s.clone(), json!(f)))
-        .collect();
+    let output_fields: Map<String, Value> =
+        outputs.iter().map(|(s, f)| (s.clone(), json!(f))).collect();
 
     let mut targets: Map<String, Value> = Map::new();
     for s in ctx.topology.outputs_of(&ctx.component) {

@@ -75,7 +75,9 @@ fn check_emit(
     let sid = ctx.plan.stream_id(stream).ok_or_else(undeclared)?;
     if let Some(task) = emit.task {
         if task == SYSTEM_TASK || ctx.plan.component_of_task(task) == "?" {
-            return Err(format!("protocol error: direct emit to unknown task {task}"));
+            return Err(format!(
+                "protocol error: direct emit to unknown task {task}"
+            ));
         }
     }
     Ok(sid)

@@ -171,32 +171,39 @@ pub fn parse(text: &str) -> Result<ChildMessage, ProtocolError> {
             )),
         }
     };
-    let cmd = match command {
-        "sync" => Command::Sync,
-        "ack" => Command::Ack { id: id_of(field("id"), command, text)? },
-        "fail" => Command::Fail { id: id_of(field("id"), command, text)? },
-        "log" => Command::Log {
-            msg: string("msg")?,
-            level: match field("level") {
-                None => LogLevel::Info,
-                Some(v) => LogLevel::from_number(v.as_i64().ok_or_else(|| {
-                    ProtocolError::new("`level` must be an integer 0-4", text)
-                })?),
+    let cmd =
+        match command {
+            "sync" => Command::Sync,
+            "ack" => Command::Ack {
+                id: id_of(field("id"), command, text)?,
             },
-        },
-        "error" => Command::Error { msg: string("msg")? },
-        "metrics" => Command::Metrics {
-            name: string("name")?,
-            params: field("params").cloned().unwrap_or(Value::Null),
-        },
-        "emit" => Command::Emit(parse_emit(obj, text)?),
-        other => {
-            return Err(ProtocolError::new(
-                format!("unknown command `{}`", excerpt(other)),
-                text,
-            ))
-        }
-    };
+            "fail" => Command::Fail {
+                id: id_of(field("id"), command, text)?,
+            },
+            "log" => Command::Log {
+                msg: string("msg")?,
+                level: match field("level") {
+                    None => LogLevel::Info,
+                    Some(v) => LogLevel::from_number(v.as_i64().ok_or_else(|| {
+                        ProtocolError::new("`level` must be an integer 0-4", text)
+                    })?),
+                },
+            },
+            "error" => Command::Error {
+                msg: string("msg")?,
+            },
+            "metrics" => Command::Metrics {
+                name: string("name")?,
+                params: field("params").cloned().unwrap_or(Value::Null),
+            },
+            "emit" => Command::Emit(parse_emit(obj, text)?),
+            other => {
+                return Err(ProtocolError::new(
+                    format!("unknown command `{}`", excerpt(other)),
+                    text,
+                ))
+            }
+        };
     Ok(ChildMessage::Command(cmd))
 }
 
@@ -245,7 +252,12 @@ fn parse_emit(obj: &serde_json::Map<String, Value>, text: &str) -> Result<Emit, 
     };
     let need_task_ids = match field("need_task_ids") {
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(ProtocolError::new("`need_task_ids` must be a boolean", text)),
+        Some(_) => {
+            return Err(ProtocolError::new(
+                "`need_task_ids` must be a boolean",
+                text,
+            ))
+        }
         None => true,
     };
     Ok(Emit {

@@ -39,7 +39,9 @@ struct Prepared {
 
 /// How a turn ended.
 enum TurnEnd {
-    Synced { emitted: usize },
+    Synced {
+        emitted: usize,
+    },
     /// The child exited with status 0.
     Exited,
     Fault(String),
@@ -75,7 +77,10 @@ impl ShellSpout {
     }
 
     fn label(&self) -> &str {
-        self.task.as_ref().map(|p| p.label.as_str()).unwrap_or("shell spout")
+        self.task
+            .as_ref()
+            .map(|p| p.label.as_str())
+            .unwrap_or("shell spout")
     }
 
     /// Make sure a child runs; `false` while a restart is not yet due (unless `block`).
@@ -318,7 +323,9 @@ impl ShellSpout {
 }
 
 /// Reborrow an optional collector for one call (a coercion `Option` cannot do by itself).
-fn reborrow<'a>(out: &'a mut Option<&mut dyn SpoutCollector>) -> Option<&'a mut dyn SpoutCollector> {
+fn reborrow<'a>(
+    out: &'a mut Option<&mut dyn SpoutCollector>,
+) -> Option<&'a mut dyn SpoutCollector> {
     match out {
         Some(o) => Some(&mut **o),
         None => None,

@@ -78,31 +78,26 @@ pub fn start(
         ctx.config.to_json(),
         context_json(ctx),
     ));
-    let deadline = Instant::now() + settings.timeout;
-    let outcome = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match child.recv_timeout(left) {
-            Some(ChildEvent::Message(Ok(ChildMessage::Pid(pid)))) => break Ok(pid),
-            Some(ChildEvent::Message(Ok(ChildMessage::Command(c)))) => {
-                break Err(format!(
-                    "expected the handshake answer {{\"pid\": N}}, got {}",
-                    protocol::excerpt(&format!("{c:?}"))
-                ))
-            }
-            Some(ChildEvent::Message(Err(e))) => break Err(format!("handshake: {e}")),
-            Some(ChildEvent::Eof) => break Err(death_reason(&mut child, "during the handshake")),
-            None => {
-                break Err(format!(
-                    "no handshake answer within {}",
-                    humantime::format_duration(settings.timeout)
-                ))
-            }
-        }
+    let outcome = match child.recv_timeout(settings.timeout) {
+        Some(ChildEvent::Message(Ok(ChildMessage::Pid(pid)))) => Ok(pid),
+        Some(ChildEvent::Message(Ok(ChildMessage::Command(c)))) => Err(format!(
+            "expected the handshake answer {{\"pid\": N}}, got {}",
+            protocol::excerpt(&format!("{c:?}"))
+        )),
+        Some(ChildEvent::Message(Err(e))) => Err(format!("handshake: {e}")),
+        Some(ChildEvent::Eof) => Err(death_reason(&mut child, "during the handshake")),
+        None => Err(format!(
+            "no handshake answer within {}",
+            humantime::format_duration(settings.timeout)
+        )),
     };
     match outcome {
         Ok(pid) => {
             if pid != child.pid() {
-                tracing::debug!("{label}: child reports pid {pid}, spawned as {}", child.pid());
+                tracing::debug!(
+                    "{label}: child reports pid {pid}, spawned as {}",
+                    child.pid()
+                );
             }
             tracing::debug!("{label}: started child pid {pid}");
             Ok(child)
@@ -190,7 +185,9 @@ mod tests {
     fn backoff_doubles_and_five_in_a_row_is_fatal() {
         let mut p = RestartPolicy::default();
         let t = Instant::now();
-        let delays: Vec<_> = (0..4).map(|i| p.failed(t + Duration::from_secs(i * 10))).collect();
+        let delays: Vec<_> = (0..4)
+            .map(|i| p.failed(t + Duration::from_secs(i * 10)))
+            .collect();
         assert_eq!(
             delays,
             vec![
@@ -208,10 +205,16 @@ mod tests {
         let mut p = RestartPolicy::default();
         let t = Instant::now();
         for i in 0..4 {
-            assert_eq!(p.failed(t + Duration::from_secs(i)), Ok(Duration::from_millis(100)));
+            assert_eq!(
+                p.failed(t + Duration::from_secs(i)),
+                Ok(Duration::from_millis(100))
+            );
             p.progressed();
         }
-        let err = p.failed(t + Duration::from_secs(5)).err().unwrap_or_default();
+        let err = p
+            .failed(t + Duration::from_secs(5))
+            .err()
+            .unwrap_or_default();
         assert_eq!(err, "gave up after 5 failures within 30s");
         // Spread out, with progress in between, failures never add up.
         let mut p = RestartPolicy::default();
@@ -234,8 +237,16 @@ mod tests {
         );
         c.set("supervisor.worker.timeout.secs", 12.into(), Origin::Default);
         assert_eq!(Settings::from_config(&c).timeout, Duration::from_secs(12));
-        c.set("topology.subprocess.timeout.secs", 3.into(), Origin::CommandLine);
-        c.set("topology.shellbolt.max.pending", 7.into(), Origin::CommandLine);
+        c.set(
+            "topology.subprocess.timeout.secs",
+            3.into(),
+            Origin::CommandLine,
+        );
+        c.set(
+            "topology.shellbolt.max.pending",
+            7.into(),
+            Origin::CommandLine,
+        );
         let s = Settings::from_config(&c);
         assert_eq!(s.timeout, Duration::from_secs(3));
         assert_eq!(s.max_pending, 7);
