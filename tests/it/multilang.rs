@@ -664,3 +664,115 @@ process.stdin.on('data', d => {
     assert_eq!(out.emits[0].1, words(&["STORM"]));
     assert_eq!(out.acks, vec![words(&["storm"])]);
 }
+
+fn opened_spout(
+    body: &str,
+    config: &[(&str, serde_json::Value)],
+) -> (ShellSpout, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cmd = script(dir.path(), "spout.py", body);
+    let comp = component(
+        "pyspout",
+        ComponentKind::Spout,
+        cmd,
+        &[("default", &["word"])],
+    );
+    let mut spout = ShellSpout::new(&comp, dir.path());
+    let ctx = context(topology(comp, config), "pyspout");
+    spout.open(&ctx).expect("open");
+    (spout, dir)
+}
+
+/// Call `next_tuple` until `done` holds, an error, or `limit`.
+fn next_until(
+    spout: &mut ShellSpout,
+    out: &mut Recorder,
+    limit: Duration,
+    done: impl Fn(&Recorder) -> bool,
+) -> anyhow::Result<Vec<SpoutStatus>> {
+    let end = Instant::now() + limit;
+    let mut statuses = Vec::new();
+    while !done(out) && Instant::now() < end {
+        statuses.push(spout.next_tuple(out)?);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(statuses)
+}
+
+#[test]
+fn spout_breaking_the_protocol_is_restarted() {
+    // Each incarnation emits one good tuple, then writes garbage.
+    let body = r#"
+class S(storm.Spout):
+    def initialize(self, conf, context):
+        self.n = 0
+    def nextTuple(self):
+        self.n += 1
+        if self.n == 1:
+            storm.emit(["w%d" % os.getpid()])
+        else:
+            sys.stdout.write("{oops\nend\n")
+            sys.stdout.flush()
+S().run()
+"#;
+    let (mut spout, _dir) = opened_spout(body, &[]);
+    let mut out = Recorder::default();
+    let statuses = next_until(&mut spout, &mut out, Duration::from_secs(10), |o| {
+        o.emits.len() == 2
+    })
+    .expect("recovers");
+    assert!(statuses.contains(&SpoutStatus::Idle));
+    assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+    insta::assert_snapshot!(out.errors[0], @r#"shell spout "pyspout" task 2: protocol error: invalid JSON (key must be a string at line 1 column 2) in message: {oops"#);
+    assert_ne!(
+        out.emits[0].1, out.emits[1].1,
+        "a new process emitted the second tuple"
+    );
+    spout.close();
+}
+
+#[test]
+fn spout_hang_and_crash_loop_end_in_errors() {
+    let hang =
+        "class S(storm.Spout):\n    def nextTuple(self):\n        time.sleep(1000)\nS().run()\n";
+    let config = [("topology.subprocess.timeout.secs", serde_json::json!(1))];
+    let (mut spout, _dir) = opened_spout(hang, &config);
+    let mut out = Recorder::default();
+    assert_eq!(spout.next_tuple(&mut out).expect("next"), SpoutStatus::Idle);
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell spout "pyspout" task 2: the child hangs: no answer to `next` within 1s (topology.subprocess.timeout.secs)"#);
+    spout.close();
+
+    let crash = "class S(storm.Spout):\n    def nextTuple(self):\n        os._exit(2)\nS().run()\n";
+    let (mut spout, _dir) = opened_spout(crash, &[]);
+    let mut out = Recorder::default();
+    let err = next_until(&mut spout, &mut out, Duration::from_secs(30), |_| false)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert_eq!(
+        err,
+        "shell spout \"pyspout\" task 2: gave up after 5 failures in a row with no work done \
+         in between; last failure: exited unexpectedly (exit status: 2)"
+    );
+    assert_eq!(out.errors.len(), 5);
+}
+
+#[test]
+fn finish_gives_up_on_tuples_a_live_child_never_answers() {
+    // A bolt that forgets to ack, but answers heartbeats.
+    let body = "storm.Bolt().run()\n";
+    let config = [("topology.subprocess.timeout.secs", serde_json::json!(1))];
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &config);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["lost"]), &mut out)
+        .expect("execute");
+    let start = Instant::now();
+    bolt.finish(&mut out).expect("finish");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(out.fails, vec![words(&["lost"])]);
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: 1 tuple(s) neither acked nor failed within 1s of the end of input"#);
+}

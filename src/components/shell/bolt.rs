@@ -350,9 +350,25 @@ impl Bolt for ShellBolt {
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         // Every tuple handed to the child is acked or failed (a hang or death fails them all).
+        // A live child that answers heartbeats but leaves tuples unanswered for the hung
+        // timeout is treated as hung too, so the end of a run never waits forever.
+        let mut left = self.inflight.len();
+        let mut last_progress = Instant::now();
         while !self.inflight.is_empty() {
             self.ensure_child(out, true)?;
             self.wait_event(out, Duration::from_millis(20))?;
+            let now = Instant::now();
+            if self.inflight.len() < left {
+                left = self.inflight.len();
+                last_progress = now;
+            } else if now.duration_since(last_progress) > self.prepared()?.settings.timeout {
+                let reason = format!(
+                    "{} tuple(s) neither acked nor failed within {} of the end of input",
+                    self.inflight.len(),
+                    humantime::format_duration(self.prepared()?.settings.timeout)
+                );
+                self.fault(reason, out)?;
+            }
         }
         Ok(())
     }
