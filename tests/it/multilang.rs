@@ -776,3 +776,84 @@ fn finish_gives_up_on_tuples_a_live_child_never_answers() {
     assert_eq!(out.fails, vec![words(&["lost"])]);
     insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: 1 tuple(s) neither acked nor failed within 1s of the end of input"#);
 }
+
+#[test]
+fn spout_emits_directly_and_reads_task_ids() {
+    let body = r#"
+class S(storm.Spout):
+    def activate(self):
+        storm.emit(["early"], need_task_ids=False)
+    def nextTuple(self):
+        ids = storm.emit(["x"], id="m1")
+        storm.emitDirect(1, [json.dumps(ids)])
+S().run()
+"#;
+    let (mut spout, _dir) = opened_spout(body, &[]);
+    spout.activate().expect("activate");
+    let mut out = Recorder::default();
+    assert_eq!(spout.next_tuple(&mut out).expect("next"), SpoutStatus::Busy);
+    let emitted: Vec<(Values, Option<Value>)> = out
+        .emits
+        .iter()
+        .map(|e| (e.1.clone(), e.3.clone()))
+        .collect();
+    assert_eq!(
+        emitted,
+        vec![
+            (words(&["early"]), None),
+            (words(&["x"]), Some(Value::str("m1")))
+        ]
+    );
+    assert_eq!(out.direct, vec![(1, streams::DEFAULT, words(&["[3, 4]"]))]);
+    spout.close();
+}
+
+#[test]
+fn stderr_floods_do_not_block_the_child() {
+    // Far more than a pipe buffer of stderr per tuple.
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        sys.stderr.write(("noise " * 100 + "\n") * 500)
+        sys.stderr.flush()
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    for _ in 0..3 {
+        bolt.execute(&input(&ctx, &["x"]), &mut out)
+            .expect("execute");
+    }
+    bolt.finish(&mut out).expect("finish");
+    assert_eq!(out.acks.len(), 3);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
+#[test]
+fn max_pending_makes_execute_wait_for_a_slow_child() {
+    // The child sleeps on its first tuple; big tuples fill the pipe, so with at most one tuple
+    // queued the third execute waits until the child reads again.
+    let body = r#"
+class B(storm.BasicBolt):
+    def initialize(self, conf, context):
+        self.first = True
+    def process(self, t):
+        if self.first:
+            self.first = False
+            time.sleep(1.0)
+B().run()
+"#;
+    let config = [("topology.shellbolt.max.pending", serde_json::json!(1))];
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &config);
+    let mut out = Recorder::default();
+    let big = "y".repeat(200_000);
+    let start = Instant::now();
+    for _ in 0..3 {
+        bolt.execute(&input(&ctx, &[&big]), &mut out)
+            .expect("execute");
+    }
+    let waited = start.elapsed();
+    bolt.finish(&mut out).expect("finish");
+    assert!(waited >= Duration::from_millis(500), "{waited:?}");
+    assert_eq!(out.acks.len(), 3);
+}
