@@ -466,7 +466,7 @@ B().run()
         "{:?}",
         start.elapsed()
     );
-    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: the child hangs: no message for 1s (topology.subprocess.timeout.secs)"#);
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: the child hangs: no answer to heartbeats for 1s (topology.subprocess.timeout.secs)"#);
     assert_eq!(out.fails, vec![words(&["x"])]);
 }
 

@@ -26,7 +26,9 @@ pub struct ShellBolt {
     inflight: BTreeMap<u64, Tuple>,
     next_id: u64,
     policy: RestartPolicy,
-    last_heard: Instant,
+    /// When the first heartbeat since the child's last message was sent: silence is measured
+    /// from there, so time the executor itself spent blocked (back-pressure) never counts.
+    awaiting_since: Option<Instant>,
     last_heartbeat: Instant,
     fatal: Option<String>,
     errors: u64,
@@ -52,7 +54,7 @@ impl ShellBolt {
             inflight: BTreeMap::new(),
             next_id: 1,
             policy: RestartPolicy::default(),
-            last_heard: now,
+            awaiting_since: None,
             last_heartbeat: now,
             fatal: None,
             errors: 0,
@@ -87,7 +89,7 @@ impl ShellBolt {
         let child = supervisor::start(&self.command, &self.cwd, &p.ctx, &p.label, &p.settings)?;
         let now = Instant::now();
         self.child = Some(child);
-        self.last_heard = now;
+        self.awaiting_since = None;
         self.last_heartbeat = now;
         Ok(())
     }
@@ -153,7 +155,7 @@ impl ShellBolt {
     }
 
     fn handle(&mut self, event: ChildEvent, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        self.last_heard = Instant::now();
+        self.awaiting_since = None;
         let problem = match event {
             ChildEvent::Message(Ok(ChildMessage::Command(cmd))) => match self.apply(cmd, out) {
                 Ok(()) => return Ok(()),
@@ -275,16 +277,20 @@ impl ShellBolt {
         self.pump(out)
     }
 
-    /// Storm's heartbeat: a `__heartbeat` tuple every second; silence for the timeout is a hang.
+    /// Storm's heartbeat: a `__heartbeat` tuple every second; no message at all for the timeout
+    /// after a heartbeat is a hang.
     fn check_health(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         let Some(child) = &self.child else {
             return Ok(());
         };
         let settings = self.prepared()?.settings;
         let now = Instant::now();
-        if now.duration_since(self.last_heard) > settings.timeout {
+        if self
+            .awaiting_since
+            .is_some_and(|since| now.duration_since(since) > settings.timeout)
+        {
             let reason = format!(
-                "the child hangs: no message for {} (topology.subprocess.timeout.secs)",
+                "the child hangs: no answer to heartbeats for {} (topology.subprocess.timeout.secs)",
                 humantime::format_duration(settings.timeout)
             );
             return self.fault(reason, out);
@@ -292,6 +298,7 @@ impl ShellBolt {
         if now.duration_since(self.last_heartbeat) >= settings.heartbeat {
             child.send(&protocol::heartbeat(&rand::random::<u32>().to_string()));
             self.last_heartbeat = now;
+            self.awaiting_since.get_or_insert(now);
         }
         Ok(())
     }
