@@ -2,9 +2,10 @@
 
 use super::{Bolt, Spout, TaskContext};
 use crate::topology::model::{Component, ComponentType};
+use std::path::Path;
 
 /// A spout instance for one task.
-pub fn spout(c: &Component, task_index: u32) -> anyhow::Result<Box<dyn Spout>> {
+pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<Box<dyn Spout>> {
     let max_retries = c
         .args
         .get("max_retries")
@@ -23,12 +24,13 @@ pub fn spout(c: &Component, task_index: u32) -> anyhow::Result<Box<dyn Spout>> {
         }
         ComponentType::Generate => Box::new(super::generate::Generate::new(&c.args, task_index)),
         ComponentType::TestWordSpout => Box::new(super::test_words::TestWordSpout::default()),
+        ComponentType::Shell => Box::new(super::shell::ShellSpout::new(c, base_dir)),
         other => anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, other.name()),
     })
 }
 
 /// A bolt instance for one task.
-pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn Bolt>> {
+pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
     Ok(match c.ctype {
         ComponentType::Split => Box::new(super::split::Split::new(&c.args)),
         ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
@@ -38,6 +40,7 @@ pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Discard => Box::new(super::discard::Discard),
         ComponentType::Chaos => Box::new(super::chaos::Chaos::new(&c.args)),
         ComponentType::TestWordCounter => Box::new(super::test_words::TestWordCounter::default()),
+        ComponentType::Shell => Box::new(super::shell::ShellBolt::new(c, base_dir)),
         other => anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, other.name()),
     })
 }

@@ -228,7 +228,7 @@ pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
             for task in range.clone() {
                 let (ctx, emitter) = make_slot(task, &mut stats);
                 tasks.push(TaskSlot {
-                    component: catalog::spout(spec, task - first)?,
+                    component: catalog::spout(spec, task - first, &topology.base_dir)?,
                     ctx,
                     emitter,
                     eos_expected: 0,
@@ -254,7 +254,7 @@ pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
                     Box::new(acker::Acker::default())
                 } else {
                     let Some(spec) = spec else { continue };
-                    catalog::bolt(spec)?
+                    catalog::bolt(spec, &topology.base_dir)?
                 };
                 tasks.push(TaskSlot {
                     component,

@@ -1,0 +1,408 @@
+//! The shell bolt (Storm's `ShellBolt`): each input tuple goes to the child under a string id
+//! and stays in flight until the child acks or fails it; the child's messages arrive through the
+//! reader thread and are applied in `poll`. Asynchronous like Storm's: the executor never waits
+//! on the child except for back-pressure (`topology.shellbolt.max.pending`) and `finish`.
+
+use super::process::{ChildEvent, ShellProcess};
+use super::protocol::{self, ChildMessage, Command, Emit};
+use super::supervisor::{self, RestartPolicy, Settings};
+use super::{log_child_message, resolve_cwd};
+use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Tuple};
+use crate::topology::model::{Component, DEFAULT_STREAM};
+use crate::topology::plan::SYSTEM_TASK;
+use crate::tuple::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A bolt whose work is done by a multilang child process.
+pub struct ShellBolt {
+    command: Vec<String>,
+    cwd: PathBuf,
+    outputs: BTreeMap<String, Vec<String>>,
+    task: Option<Prepared>,
+    child: Option<ShellProcess>,
+    /// Tuples sent to the child and not yet acked or failed, by id (Storm's `_inputs`).
+    inflight: BTreeMap<u64, Tuple>,
+    next_id: u64,
+    policy: RestartPolicy,
+    /// When the first heartbeat since the child's last message was sent: silence is measured
+    /// from there, so time the executor itself spent blocked (back-pressure) never counts.
+    awaiting_since: Option<Instant>,
+    last_heartbeat: Instant,
+    fatal: Option<String>,
+    errors: u64,
+}
+
+struct Prepared {
+    ctx: TaskContext,
+    settings: Settings,
+    label: String,
+}
+
+impl ShellBolt {
+    /// A shell bolt for `component`; the child starts in `prepare`. A relative `cwd` is taken
+    /// from `base_dir` (the topology file's folder), which is also the default.
+    pub fn new(component: &Component, base_dir: &Path) -> ShellBolt {
+        let now = Instant::now();
+        ShellBolt {
+            command: component.command.clone().unwrap_or_default(),
+            cwd: resolve_cwd(component.cwd.as_deref(), base_dir),
+            outputs: component.outputs.clone(),
+            task: None,
+            child: None,
+            inflight: BTreeMap::new(),
+            next_id: 1,
+            policy: RestartPolicy::default(),
+            awaiting_since: None,
+            last_heartbeat: now,
+            fatal: None,
+            errors: 0,
+        }
+    }
+
+    /// `error` commands the child sent so far.
+    pub fn error_count(&self) -> u64 {
+        self.errors
+    }
+
+    /// Tuples sent to the child and not yet acked or failed.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// The running child's process id.
+    pub fn child_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.pid())
+    }
+
+    fn prepared(&self) -> anyhow::Result<&Prepared> {
+        self.task
+            .as_ref()
+            .ok_or_else(|| FatalError("shell bolt used before prepare".into()).into())
+    }
+
+    fn start_child(&mut self) -> Result<(), String> {
+        let Some(p) = &self.task else {
+            return Err("shell bolt used before prepare".into());
+        };
+        let child = supervisor::start(&self.command, &self.cwd, &p.ctx, &p.label, &p.settings)?;
+        let now = Instant::now();
+        self.child = Some(child);
+        self.awaiting_since = None;
+        self.last_heartbeat = now;
+        Ok(())
+    }
+
+    /// Make sure a child runs, restarting one that failed. With `block`, waits for the back-off;
+    /// without, returns `false` while a restart is not yet due.
+    fn ensure_child(&mut self, out: &mut dyn BoltCollector, block: bool) -> anyhow::Result<bool> {
+        loop {
+            if let Some(f) = &self.fatal {
+                return Err(FatalError(f.clone()).into());
+            }
+            if self.child.is_some() {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            let due = self.policy.restart_at().unwrap_or(now);
+            if due > now {
+                if !block {
+                    return Ok(false);
+                }
+                std::thread::sleep(due - now);
+            }
+            self.policy.restarted();
+            match self.start_child() {
+                Ok(()) => {
+                    let label = &self.prepared()?.label;
+                    tracing::warn!("{label}: child restarted");
+                }
+                Err(e) => self.fault(format!("restart failed: {e}"), out)?,
+            }
+        }
+    }
+
+    /// Report a broken child, fail its in-flight tuples (so they are replayed), stop it and
+    /// schedule a restart, or give up (fatal) when it keeps failing.
+    fn fault(&mut self, reason: String, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let label = self.prepared()?.label.clone();
+        let msg = format!("{label}: {reason}");
+        tracing::error!("{msg}");
+        out.report_error(&msg);
+        if let Some(mut child) = self.child.take() {
+            child.shutdown();
+        }
+        let failed = std::mem::take(&mut self.inflight);
+        for tuple in failed.values() {
+            out.fail(tuple);
+        }
+        match self.policy.failed(Instant::now()) {
+            Ok(delay) => {
+                tracing::warn!(
+                    "{label}: {} in-flight tuple(s) failed; restarting the child in {}",
+                    failed.len(),
+                    humantime::format_duration(delay)
+                );
+                Ok(())
+            }
+            Err(why) => {
+                let fatal = format!("{label}: {why}; last failure: {reason}");
+                self.fatal = Some(fatal.clone());
+                Err(FatalError(fatal).into())
+            }
+        }
+    }
+
+    fn handle(&mut self, event: ChildEvent, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        self.awaiting_since = None;
+        let problem = match event {
+            ChildEvent::Message(Ok(ChildMessage::Command(cmd))) => match self.apply(cmd, out) {
+                Ok(()) => return Ok(()),
+                Err(p) => p,
+            },
+            ChildEvent::Message(Ok(ChildMessage::Pid(pid))) => {
+                format!(
+                    "protocol error: unexpected pid message {{\"pid\": {pid}}} after the handshake"
+                )
+            }
+            ChildEvent::Message(Err(e)) => format!("protocol error: {e}"),
+            ChildEvent::Eof => match self.child.as_mut() {
+                Some(child) => supervisor::death_reason(child, "unexpectedly"),
+                None => return Ok(()),
+            },
+        };
+        self.fault(problem, out)
+    }
+
+    /// Apply one command; `Err` is a protocol error.
+    fn apply(&mut self, cmd: Command, out: &mut dyn BoltCollector) -> Result<(), String> {
+        match cmd {
+            Command::Sync => Ok(()),
+            Command::Ack { id } => {
+                let input = self.take_input(&id, "ack")?;
+                out.ack(&input);
+                self.policy.progressed();
+                Ok(())
+            }
+            Command::Fail { id } => {
+                let input = self.take_input(&id, "fail")?;
+                out.fail(&input);
+                self.policy.progressed();
+                Ok(())
+            }
+            Command::Log { msg, level } => {
+                if let Some(p) = &self.task {
+                    log_child_message(&p.label, level, &msg);
+                }
+                Ok(())
+            }
+            Command::Error { msg } => {
+                self.errors += 1;
+                let label = self
+                    .task
+                    .as_ref()
+                    .map(|p| p.label.as_str())
+                    .unwrap_or("shell");
+                out.report_error(&format!("{label}: {msg}"));
+                Ok(())
+            }
+            Command::Metrics { name, params } => {
+                out.metric(&name, &params);
+                Ok(())
+            }
+            Command::Emit(emit) => self.emit(emit, out),
+        }
+    }
+
+    fn emit(&mut self, emit: Emit, out: &mut dyn BoltCollector) -> Result<(), String> {
+        let Some(p) = &self.task else {
+            return Err("shell bolt used before prepare".into());
+        };
+        let stream = emit.stream.as_deref().unwrap_or(DEFAULT_STREAM);
+        let sid = super::check_emit(&self.outputs, &p.ctx, stream, &emit)?;
+        let mut anchors = Vec::with_capacity(emit.anchors.len());
+        for a in &emit.anchors {
+            match a.parse::<u64>().ok().and_then(|id| self.inflight.get(&id)) {
+                Some(t) => anchors.push(t),
+                None => {
+                    return Err(format!(
+                        "protocol error: emit anchored to unknown tuple id \"{}\" (never sent, or already acked or failed)",
+                        protocol::excerpt(a)
+                    ))
+                }
+            }
+        }
+        let values = emit.tuple.iter().map(Value::from_json).collect();
+        match emit.task {
+            Some(task) => out.emit_direct(task, sid, &anchors, values),
+            None => {
+                let tasks = out.emit(sid, &anchors, values);
+                if emit.need_task_ids {
+                    if let Some(child) = &self.child {
+                        child.send(&protocol::task_ids(&tasks));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove an acked or failed input (Storm: "Acked a non-existent or already acked/failed id").
+    fn take_input(&mut self, id: &str, what: &str) -> Result<Tuple, String> {
+        id.parse::<u64>()
+            .ok()
+            .and_then(|n| self.inflight.remove(&n))
+            .ok_or_else(|| {
+                format!(
+                    "protocol error: {what} of unknown tuple id \"{}\" (never sent, or already acked or failed)",
+                    protocol::excerpt(id)
+                )
+            })
+    }
+
+    /// Apply everything the reader has parsed, then check the child's health.
+    fn pump(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        while let Some(event) = self.child.as_ref().and_then(|c| c.try_recv()) {
+            self.handle(event, out)?;
+        }
+        self.check_health(out)
+    }
+
+    /// Wait up to `wait` for one message, apply it and whatever else is there.
+    fn wait_event(&mut self, out: &mut dyn BoltCollector, wait: Duration) -> anyhow::Result<()> {
+        if let Some(event) = self.child.as_ref().and_then(|c| c.recv_timeout(wait)) {
+            self.handle(event, out)?;
+        }
+        self.pump(out)
+    }
+
+    /// Storm's heartbeat: a `__heartbeat` tuple every second; no message at all for the timeout
+    /// after a heartbeat is a hang.
+    fn check_health(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let Some(child) = &self.child else {
+            return Ok(());
+        };
+        let settings = self.prepared()?.settings;
+        let now = Instant::now();
+        if self
+            .awaiting_since
+            .is_some_and(|since| now.duration_since(since) > settings.timeout)
+        {
+            let reason = format!(
+                "the child hangs: no answer to heartbeats for {} (topology.subprocess.timeout.secs)",
+                humantime::format_duration(settings.timeout)
+            );
+            return self.fault(reason, out);
+        }
+        if now.duration_since(self.last_heartbeat) >= settings.heartbeat {
+            child.send(&protocol::heartbeat(&rand::random::<u32>().to_string()));
+            self.last_heartbeat = now;
+            self.awaiting_since.get_or_insert(now);
+        }
+        Ok(())
+    }
+}
+
+impl Bolt for ShellBolt {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        let settings = Settings::from_config(&ctx.config);
+        let label = supervisor::label("bolt", ctx);
+        if self.command.is_empty() {
+            return Err(FatalError(format!("{label}: no `command` to run")).into());
+        }
+        self.task = Some(Prepared {
+            ctx: ctx.clone(),
+            settings,
+            label: label.clone(),
+        });
+        self.start_child()
+            .map_err(|e| FatalError(format!("{label}: {e}")).into())
+    }
+
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        self.ensure_child(out, true)?;
+        self.pump(out)?;
+        // Back-pressure: at most `topology.shellbolt.max.pending` tuples queued to the child.
+        loop {
+            self.ensure_child(out, true)?;
+            let max = self.prepared()?.settings.max_pending;
+            match &self.child {
+                Some(c) if c.queued() >= max => self.wait_event(out, Duration::from_millis(5))?,
+                _ => break,
+            }
+        }
+        let p = self.prepared()?;
+        let id = self.next_id;
+        // Storm's ticks come from task -1 of `__system`.
+        let task = if input.source_task == SYSTEM_TASK {
+            -1
+        } else {
+            i64::from(input.source_task)
+        };
+        let msg = protocol::bolt_tuple(
+            &id.to_string(),
+            p.ctx.component_of_task(input.source_task),
+            p.ctx.stream_name(input.stream),
+            task,
+            input.values.iter().map(Value::to_json).collect(),
+        );
+        if let Some(child) = &self.child {
+            child.send_tuple(&msg);
+        }
+        self.next_id += 1;
+        self.inflight.insert(id, input.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        // Every tuple handed to the child is acked or failed (a hang or death fails them all).
+        // A live child that answers heartbeats but leaves tuples unanswered for the hung
+        // timeout is treated as hung too, so the end of a run never waits forever.
+        let mut left = self.inflight.len();
+        let mut last_progress = Instant::now();
+        while !self.inflight.is_empty() {
+            self.ensure_child(out, true)?;
+            self.wait_event(out, Duration::from_millis(20))?;
+            let now = Instant::now();
+            if self.inflight.len() < left {
+                left = self.inflight.len();
+                last_progress = now;
+            } else if now.duration_since(last_progress) > self.prepared()?.settings.timeout {
+                let reason = format!(
+                    "{} tuple(s) neither acked nor failed within {} of the end of input",
+                    self.inflight.len(),
+                    humantime::format_duration(self.prepared()?.settings.timeout)
+                );
+                self.fault(reason, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if self.ensure_child(out, false)? {
+            self.pump(out)?;
+        }
+        Ok(())
+    }
+
+    fn poll_interval(&self) -> Option<Duration> {
+        let heartbeat = self
+            .task
+            .as_ref()
+            .map(|p| p.settings.heartbeat)
+            .unwrap_or(Duration::from_secs(1));
+        Some((heartbeat / 4).clamp(Duration::from_millis(5), Duration::from_millis(250)))
+    }
+
+    fn auto_ack(&self) -> bool {
+        false
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.shutdown();
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Shell components: spouts and bolts run as child processes speaking Storm's multilang
+//! protocol (JSON messages ended by `end` lines over stdin/stdout), so components written for
+//! Apache Storm in Python, Ruby, Node.js … run unmodified. See `docs/multilang.md`.
+//!
+//! `protocol` is the pure wire format, `process` one child and its threads, `context` the
+//! handshake's topology context, `supervisor` settings, start-up and restarts, and `bolt` /
+//! `spout` Storm's `ShellBolt` / `ShellSpout`.
+
+mod bolt;
+pub mod context;
+pub mod process;
+pub mod protocol;
+mod spout;
+pub mod supervisor;
+
+pub use bolt::ShellBolt;
+pub use spout::ShellSpout;
+
+use crate::components::TaskContext;
+use crate::topology::plan::{StreamId, SYSTEM_TASK};
+use protocol::{Emit, LogLevel};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The child's working directory: `cwd` (relative to `base_dir`), else `base_dir`.
+fn resolve_cwd(cwd: Option<&Path>, base_dir: &Path) -> PathBuf {
+    match cwd {
+        Some(c) if c.is_absolute() => c.to_path_buf(),
+        Some(c) => base_dir.join(c),
+        None => base_dir.to_path_buf(),
+    }
+}
+
+/// A child's `log` command, into our log at its level (Storm's `ShellLogHandler`).
+fn log_child_message(label: &str, level: LogLevel, msg: &str) {
+    match level {
+        LogLevel::Trace => tracing::trace!("{label}: {msg}"),
+        LogLevel::Debug => tracing::debug!("{label}: {msg}"),
+        LogLevel::Info => tracing::info!("{label}: {msg}"),
+        LogLevel::Warn => tracing::warn!("{label}: {msg}"),
+        LogLevel::Error => tracing::error!("{label}: {msg}"),
+    }
+}
+
+/// Check an emit against the component's declared streams and the plan's tasks: the stream is
+/// declared, the tuple has as many values as the stream has fields (Storm checks this too),
+/// and a direct emit names an existing task. Returns the stream's id.
+fn check_emit(
+    outputs: &BTreeMap<String, Vec<String>>,
+    ctx: &TaskContext,
+    stream: &str,
+    emit: &Emit,
+) -> Result<StreamId, String> {
+    let undeclared = || {
+        let declared: Vec<&str> = outputs.keys().map(|s| s.as_str()).collect();
+        format!(
+            "protocol error: emit on undeclared stream \"{}\" (declared: {})",
+            protocol::excerpt(stream),
+            if declared.is_empty() {
+                "none".to_string()
+            } else {
+                declared.join(", ")
+            }
+        )
+    };
+    let fields = outputs.get(stream).ok_or_else(undeclared)?;
+    if fields.len() != emit.tuple.len() {
+        return Err(format!(
+            "protocol error: emit of {} value(s) on stream \"{stream}\", declared with {} field(s) [{}]",
+            emit.tuple.len(),
+            fields.len(),
+            fields.join(", ")
+        ));
+    }
+    let sid = ctx.plan.stream_id(stream).ok_or_else(undeclared)?;
+    if let Some(task) = emit.task {
+        if task == SYSTEM_TASK || ctx.plan.component_of_task(task) == "?" {
+            return Err(format!(
+                "protocol error: direct emit to unknown task {task}"
+            ));
+        }
+    }
+    Ok(sid)
+}

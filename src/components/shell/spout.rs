@@ -1,0 +1,389 @@
+//! The shell spout (Storm's `ShellSpout`): synchronous turns. Each `next`, `ack`, `fail`,
+//! `activate` or `deactivate` command is answered by any number of emits, logs, errors and
+//! metrics, ended by `sync`. A child that exits cleanly has no more input: the spout is
+//! exhausted, so a finite shell spout ends the run.
+
+use super::process::{ChildEvent, ShellProcess};
+use super::protocol::{self, ChildMessage, Command, Emit, SpoutCommand};
+use super::supervisor::{self, RestartPolicy, Settings};
+use super::{log_child_message, resolve_cwd};
+use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
+use crate::topology::model::{Component, DEFAULT_STREAM};
+use crate::tuple::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A spout whose tuples come from a multilang child process.
+pub struct ShellSpout {
+    command: Vec<String>,
+    cwd: PathBuf,
+    outputs: BTreeMap<String, Vec<String>>,
+    task: Option<Prepared>,
+    child: Option<ShellProcess>,
+    policy: RestartPolicy,
+    fatal: Option<String>,
+    exhausted: bool,
+    /// Emits and errors of `activate` / `deactivate` turns, which have no collector: applied at
+    /// the next turn that has one.
+    deferred: Vec<Emit>,
+    deferred_errors: Vec<String>,
+    errors: u64,
+}
+
+struct Prepared {
+    ctx: TaskContext,
+    settings: Settings,
+    label: String,
+}
+
+/// How a turn ended.
+enum TurnEnd {
+    Synced {
+        emitted: usize,
+    },
+    /// The child exited with status 0.
+    Exited,
+    Fault(String),
+}
+
+impl ShellSpout {
+    /// A shell spout for `component`; the child starts in `open`. A relative `cwd` is taken
+    /// from `base_dir` (the topology file's folder), which is also the default.
+    pub fn new(component: &Component, base_dir: &Path) -> ShellSpout {
+        ShellSpout {
+            command: component.command.clone().unwrap_or_default(),
+            cwd: resolve_cwd(component.cwd.as_deref(), base_dir),
+            outputs: component.outputs.clone(),
+            task: None,
+            child: None,
+            policy: RestartPolicy::default(),
+            fatal: None,
+            exhausted: false,
+            deferred: Vec::new(),
+            deferred_errors: Vec::new(),
+            errors: 0,
+        }
+    }
+
+    /// `error` commands the child sent so far.
+    pub fn error_count(&self) -> u64 {
+        self.errors
+    }
+
+    /// The running child's process id.
+    pub fn child_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.pid())
+    }
+
+    fn label(&self) -> &str {
+        self.task
+            .as_ref()
+            .map(|p| p.label.as_str())
+            .unwrap_or("shell spout")
+    }
+
+    /// Make sure a child runs; `false` while a restart is not yet due (unless `block`).
+    fn ensure_child(
+        &mut self,
+        mut out: Option<&mut dyn SpoutCollector>,
+        block: bool,
+    ) -> anyhow::Result<bool> {
+        loop {
+            if let Some(f) = &self.fatal {
+                return Err(FatalError(f.clone()).into());
+            }
+            if self.child.is_some() {
+                return Ok(true);
+            }
+            let Some(p) = &self.task else {
+                return Err(FatalError("shell spout used before open".into()).into());
+            };
+            let now = Instant::now();
+            let due = self.policy.restart_at().unwrap_or(now);
+            if due > now {
+                if !block {
+                    return Ok(false);
+                }
+                std::thread::sleep(due - now);
+            }
+            self.policy.restarted();
+            match supervisor::start(&self.command, &self.cwd, &p.ctx, &p.label, &p.settings) {
+                Ok(child) => {
+                    tracing::warn!("{}: child restarted", p.label);
+                    self.child = Some(child);
+                }
+                Err(e) => self.fault(format!("restart failed: {e}"), reborrow(&mut out))?,
+            }
+        }
+    }
+
+    /// Report a broken child, stop it and schedule a restart, or give up when it keeps failing.
+    /// Tuples it emitted stay tracked by the acker: they time out or fail and are handed back.
+    fn fault(
+        &mut self,
+        reason: String,
+        out: Option<&mut dyn SpoutCollector>,
+    ) -> anyhow::Result<()> {
+        let msg = format!("{}: {reason}", self.label());
+        tracing::error!("{msg}");
+        match out {
+            Some(out) => out.report_error(&msg),
+            None => self.deferred_errors.push(msg),
+        }
+        if let Some(mut child) = self.child.take() {
+            child.shutdown();
+        }
+        match self.policy.failed(Instant::now()) {
+            Ok(delay) => {
+                tracing::warn!(
+                    "{}: restarting the child in {}",
+                    self.label(),
+                    humantime::format_duration(delay)
+                );
+                Ok(())
+            }
+            Err(why) => {
+                let fatal = format!("{}: {why}; last failure: {reason}", self.label());
+                self.fatal = Some(fatal.clone());
+                Err(FatalError(fatal).into())
+            }
+        }
+    }
+
+    /// Send one command and apply the child's answers until `sync`.
+    fn turn(&mut self, cmd: SpoutCommand, mut out: Option<&mut dyn SpoutCollector>) -> TurnEnd {
+        let (Some(child), Some(p)) = (&self.child, &self.task) else {
+            return TurnEnd::Fault("no child process".into());
+        };
+        let timeout = p.settings.timeout;
+        child.send(&cmd.to_json());
+        let mut emitted = 0;
+        loop {
+            // Any message counts as life; silence for the whole timeout is a hang.
+            let event = self.child.as_ref().and_then(|c| c.recv_timeout(timeout));
+            let command = match event {
+                None => {
+                    return TurnEnd::Fault(format!(
+                        "the child hangs: no answer to `{}` within {} (topology.subprocess.timeout.secs)",
+                        cmd.name(),
+                        humantime::format_duration(timeout)
+                    ))
+                }
+                Some(ChildEvent::Message(Ok(ChildMessage::Command(c)))) => c,
+                Some(ChildEvent::Message(Ok(ChildMessage::Pid(pid)))) => {
+                    return TurnEnd::Fault(format!(
+                        "protocol error: unexpected pid message {{\"pid\": {pid}}} after the handshake"
+                    ))
+                }
+                Some(ChildEvent::Message(Err(e))) => {
+                    return TurnEnd::Fault(format!("protocol error: {e}"))
+                }
+                Some(ChildEvent::Eof) => {
+                    let Some(child) = self.child.as_mut() else {
+                        return TurnEnd::Fault("no child process".into());
+                    };
+                    if child
+                        .wait_exit(std::time::Duration::from_secs(1))
+                        .is_some_and(|s| s.success())
+                    {
+                        return TurnEnd::Exited;
+                    }
+                    return TurnEnd::Fault(supervisor::death_reason(child, "unexpectedly"));
+                }
+            };
+            match command {
+                Command::Sync => return TurnEnd::Synced { emitted },
+                Command::Emit(emit) => match reborrow(&mut out) {
+                    Some(o) => match self.emit(emit, o) {
+                        Ok(()) => emitted += 1,
+                        Err(problem) => return TurnEnd::Fault(problem),
+                    },
+                    None => {
+                        // No collector in activate/deactivate: emit at the next turn; the
+                        // task-id answer, if wanted, is an empty list.
+                        if emit.need_task_ids && emit.task.is_none() {
+                            if let Some(c) = &self.child {
+                                c.send(&protocol::task_ids(&[]));
+                            }
+                        }
+                        self.deferred.push(emit);
+                    }
+                },
+                Command::Ack { id } | Command::Fail { id } => {
+                    return TurnEnd::Fault(format!(
+                        "protocol error: a spout cannot ack or fail (id \"{}\")",
+                        protocol::excerpt(&id)
+                    ))
+                }
+                Command::Log { msg, level } => log_child_message(self.label(), level, &msg),
+                Command::Error { msg } => {
+                    self.errors += 1;
+                    let msg = format!("{}: {msg}", self.label());
+                    match reborrow(&mut out) {
+                        Some(o) => o.report_error(&msg),
+                        None => self.deferred_errors.push(msg),
+                    }
+                }
+                Command::Metrics { name, params } => {
+                    if let Some(o) = reborrow(&mut out) {
+                        o.metric(&name, &params);
+                    }
+                }
+            }
+        }
+    }
+
+    fn emit(&self, emit: Emit, out: &mut dyn SpoutCollector) -> Result<(), String> {
+        let Some(p) = &self.task else {
+            return Err("shell spout used before open".into());
+        };
+        let stream = emit.stream.as_deref().unwrap_or(DEFAULT_STREAM);
+        let sid = super::check_emit(&self.outputs, &p.ctx, stream, &emit)?;
+        let values = emit.tuple.iter().map(Value::from_json).collect();
+        let msg_id = emit.id.as_ref().map(Value::from_json);
+        match emit.task {
+            Some(task) => out.emit_direct(task, sid, values, msg_id),
+            None => {
+                let tasks = out.emit(sid, values, msg_id);
+                if emit.need_task_ids {
+                    if let Some(child) = &self.child {
+                        child.send(&protocol::task_ids(&tasks));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Apply what activate/deactivate turns left for a collector.
+    fn flush_deferred(&mut self, out: &mut dyn SpoutCollector) -> Result<(), String> {
+        for msg in std::mem::take(&mut self.deferred_errors) {
+            out.report_error(&msg);
+        }
+        for emit in std::mem::take(&mut self.deferred) {
+            self.emit(emit, out)?;
+        }
+        Ok(())
+    }
+
+    /// Run a command turn and deal with its end; `Some(status)` when the spout is exhausted.
+    fn command(
+        &mut self,
+        cmd: SpoutCommand,
+        mut out: Option<&mut dyn SpoutCollector>,
+    ) -> anyhow::Result<SpoutStatus> {
+        if self.exhausted {
+            return Ok(SpoutStatus::Exhausted);
+        }
+        if let Some(o) = reborrow(&mut out) {
+            if let Err(problem) = self.flush_deferred(o) {
+                self.fault(problem, Some(o))?;
+                return Ok(SpoutStatus::Idle);
+            }
+        }
+        let block = !matches!(cmd, SpoutCommand::Next);
+        if !self.ensure_child(reborrow(&mut out), block)? {
+            return Ok(SpoutStatus::Idle);
+        }
+        match self.turn(cmd, reborrow(&mut out)) {
+            TurnEnd::Synced { emitted } => {
+                self.policy.progressed();
+                Ok(if emitted > 0 {
+                    SpoutStatus::Busy
+                } else {
+                    SpoutStatus::Idle
+                })
+            }
+            TurnEnd::Exited => {
+                tracing::info!("{}: the child exited cleanly: no more input", self.label());
+                self.exhausted = true;
+                if let Some(mut child) = self.child.take() {
+                    child.shutdown();
+                }
+                Ok(SpoutStatus::Exhausted)
+            }
+            TurnEnd::Fault(reason) => {
+                self.fault(reason, out)?;
+                Ok(SpoutStatus::Idle)
+            }
+        }
+    }
+
+    /// Ack and fail after the child has exited cannot reach it.
+    fn gone(&self, what: &str, msg_id: &Value) -> bool {
+        if self.exhausted {
+            tracing::debug!(
+                "{}: {what} of {msg_id:?} after the child exited: dropped",
+                self.label()
+            );
+        }
+        self.exhausted
+    }
+}
+
+/// Reborrow an optional collector for one call (a coercion `Option` cannot do by itself).
+fn reborrow<'a>(
+    out: &'a mut Option<&mut dyn SpoutCollector>,
+) -> Option<&'a mut dyn SpoutCollector> {
+    match out {
+        Some(o) => Some(&mut **o),
+        None => None,
+    }
+}
+
+impl Spout for ShellSpout {
+    fn open(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        let settings = Settings::from_config(&ctx.config);
+        let label = supervisor::label("spout", ctx);
+        if self.command.is_empty() {
+            return Err(FatalError(format!("{label}: no `command` to run")).into());
+        }
+        let child = supervisor::start(&self.command, &self.cwd, ctx, &label, &settings)
+            .map_err(|e| FatalError(format!("{label}: {e}")))?;
+        self.child = Some(child);
+        self.task = Some(Prepared {
+            ctx: ctx.clone(),
+            settings,
+            label,
+        });
+        Ok(())
+    }
+
+    fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
+        self.command(SpoutCommand::Next, Some(out))
+    }
+
+    fn ack(&mut self, msg_id: Value, out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
+        if !self.gone("ack", &msg_id) {
+            self.command(SpoutCommand::Ack(msg_id.to_json()), Some(out))?;
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, msg_id: Value, out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
+        if self.exhausted {
+            tracing::warn!(
+                "{}: tuple {msg_id:?} failed after the child exited: it cannot be replayed",
+                self.label()
+            );
+            return Ok(());
+        }
+        self.command(SpoutCommand::Fail(msg_id.to_json()), Some(out))?;
+        Ok(())
+    }
+
+    fn activate(&mut self) -> anyhow::Result<()> {
+        self.command(SpoutCommand::Activate, None).map(|_| ())
+    }
+
+    fn deactivate(&mut self) -> anyhow::Result<()> {
+        self.command(SpoutCommand::Deactivate, None).map(|_| ())
+    }
+
+    fn close(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.shutdown();
+        }
+    }
+}

@@ -1,0 +1,859 @@
+//! Shell components driven through the Spout / Bolt traits with real child processes (python3,
+//! and node where present) and a recording collector.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use storm::components::shell::{context::context_json, ShellBolt, ShellSpout};
+use storm::components::{
+    Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus, TaskContext, Tuple, Waker,
+};
+use storm::config::{Config, Origin};
+use storm::topology::model::{Component, ComponentKind, ComponentType, Grouping, Stream, Topology};
+use storm::topology::plan::{streams, Plan, StreamId, SYSTEM_TASK};
+use storm::tuple::{Value, Values};
+
+/// What a component did through its collector.
+#[derive(Default, Debug)]
+struct Recorder {
+    /// (stream, values, anchors' first values, spout message id)
+    emits: Vec<(StreamId, Values, Vec<Values>, Option<Value>)>,
+    direct: Vec<(u32, StreamId, Values)>,
+    acks: Vec<Values>,
+    fails: Vec<Values>,
+    errors: Vec<String>,
+    metrics: Vec<(String, serde_json::Value)>,
+}
+
+/// Task ids every non-direct emit "reaches".
+const TARGETS: [u32; 2] = [3, 4];
+
+impl BoltCollector for Recorder {
+    fn emit(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) -> Vec<u32> {
+        let anchors = anchors.iter().map(|t| t.values.clone()).collect();
+        self.emits.push((stream, values, anchors, None));
+        TARGETS.to_vec()
+    }
+    fn emit_direct(&mut self, task: u32, stream: StreamId, _anchors: &[&Tuple], values: Values) {
+        self.direct.push((task, stream, values));
+    }
+    fn ack(&mut self, input: &Tuple) {
+        self.acks.push(input.values.clone());
+    }
+    fn fail(&mut self, input: &Tuple) {
+        self.fails.push(input.values.clone());
+    }
+    fn report_error(&mut self, msg: &str) {
+        self.errors.push(msg.to_string());
+    }
+    fn metric(&mut self, name: &str, value: &serde_json::Value) {
+        self.metrics.push((name.to_string(), value.clone()));
+    }
+}
+
+impl SpoutCollector for Recorder {
+    fn emit(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>) -> Vec<u32> {
+        self.emits.push((stream, values, Vec::new(), msg_id));
+        TARGETS.to_vec()
+    }
+    fn emit_direct(&mut self, task: u32, stream: StreamId, values: Values, _id: Option<Value>) {
+        self.direct.push((task, stream, values));
+    }
+    fn report_error(&mut self, msg: &str) {
+        self.errors.push(msg.to_string());
+    }
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A Python script using our adapter, written to `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> Vec<String> {
+    let adapter = repo().join("multilang/python");
+    let text = format!(
+        "import sys, json, time, os\nsys.path.insert(0, {:?})\nimport storm\n{body}",
+        adapter.display().to_string()
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write test script");
+    vec!["python3".into(), path.display().to_string()]
+}
+
+fn component(
+    id: &str,
+    kind: ComponentKind,
+    command: Vec<String>,
+    outputs: &[(&str, &[&str])],
+) -> Component {
+    Component {
+        id: id.into(),
+        kind,
+        ctype: ComponentType::Shell,
+        args: Default::default(),
+        parallelism: 1,
+        tasks: 1,
+        outputs: outputs
+            .iter()
+            .map(|(s, f)| (s.to_string(), f.iter().map(|x| x.to_string()).collect()))
+            .collect(),
+        command: Some(command),
+        cwd: None,
+        tick: None,
+        config: Default::default(),
+    }
+}
+
+/// A topology `src -> <the component under test> -> sink`, with config keys set.
+fn topology(under_test: Component, config: &[(&str, serde_json::Value)]) -> Topology {
+    let mut cfg = Config::default();
+    for (k, v) in config {
+        cfg.set(*k, v.clone(), Origin::CommandLine);
+    }
+    let src = Component {
+        ctype: ComponentType::Stdin,
+        ..component(
+            "src",
+            ComponentKind::Spout,
+            vec![],
+            &[("default", &["line"])],
+        )
+    };
+    let sink = Component {
+        ctype: ComponentType::Discard,
+        ..component("sink", ComponentKind::Bolt, vec![], &[])
+    };
+    let id = under_test.id.clone();
+    let mut streams = vec![Stream {
+        from: id.clone(),
+        to: "sink".into(),
+        stream: "default".into(),
+        grouping: Grouping::Fields(vec!["word".into()]),
+        name: None,
+    }];
+    if !under_test.is_spout() {
+        streams.insert(
+            0,
+            Stream {
+                from: "src".into(),
+                to: id.clone(),
+                stream: "default".into(),
+                grouping: Grouping::Shuffle,
+                name: None,
+            },
+        );
+    }
+    Topology {
+        name: "t".into(),
+        config: cfg,
+        components: vec![src, under_test, sink],
+        streams,
+        base_dir: repo(),
+    }
+}
+
+fn context(topology: Topology, id: &str) -> TaskContext {
+    let plan = Plan::new(&topology);
+    let task_id = plan.component(id).map(|c| *c.tasks.start()).unwrap_or(0);
+    TaskContext {
+        config: Arc::new(topology.config.clone()),
+        topology: Arc::new(topology),
+        plan: Arc::new(plan),
+        component: id.into(),
+        task_id,
+        task_index: 0,
+        waker: Waker::noop(),
+    }
+}
+
+fn input(ctx: &TaskContext, values: &[&str]) -> Tuple {
+    let src = ctx
+        .plan
+        .component("src")
+        .map(|c| *c.tasks.start())
+        .unwrap_or(1);
+    Tuple::new(
+        values.iter().map(|v| Value::str(v)).collect(),
+        src,
+        streams::DEFAULT,
+    )
+}
+
+fn words(vals: &[&str]) -> Values {
+    vals.iter().map(|v| Value::str(v)).collect()
+}
+
+/// Poll until `done` holds or `limit` passes; the result of the last poll is returned.
+fn poll_until(
+    bolt: &mut ShellBolt,
+    out: &mut Recorder,
+    limit: Duration,
+    done: impl Fn(&Recorder, &ShellBolt) -> bool,
+) -> anyhow::Result<()> {
+    let end = Instant::now() + limit;
+    while !done(out, bolt) && Instant::now() < end {
+        bolt.poll(out)?;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
+}
+
+fn prepared_bolt(
+    body: &str,
+    outputs: &[(&str, &[&str])],
+    config: &[(&str, serde_json::Value)],
+) -> (ShellBolt, TaskContext, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cmd = script(dir.path(), "bolt.py", body);
+    let comp = component("pybolt", ComponentKind::Bolt, cmd, outputs);
+    let mut bolt = ShellBolt::new(&comp, dir.path());
+    let ctx = context(topology(comp, config), "pybolt");
+    bolt.prepare(&ctx).expect("prepare");
+    (bolt, ctx, dir)
+}
+
+#[test]
+fn python_split_bolt_emits_anchored_words_and_acks() {
+    let cmd = vec![
+        "python3".to_string(),
+        repo()
+            .join("multilang/examples/split.py")
+            .display()
+            .to_string(),
+    ];
+    let comp = component("split", ComponentKind::Bolt, cmd, &[("default", &["word"])]);
+    let mut bolt = ShellBolt::new(&comp, &repo());
+    let ctx = context(topology(comp, &[]), "split");
+    bolt.prepare(&ctx).expect("prepare");
+    assert!(!bolt.auto_ack());
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["the cow jumped"]), &mut out)
+        .expect("execute");
+    bolt.execute(&input(&ctx, &["over  the moon"]), &mut out)
+        .expect("execute");
+    bolt.finish(&mut out).expect("finish");
+    bolt.cleanup();
+    let emitted: Vec<(Values, Vec<Values>)> = out
+        .emits
+        .iter()
+        .map(|(_, v, a, _)| (v.clone(), a.clone()))
+        .collect();
+    let first = words(&["the cow jumped"]);
+    let second = words(&["over  the moon"]);
+    assert_eq!(
+        emitted,
+        vec![
+            (words(&["the"]), vec![first.clone()]),
+            (words(&["cow"]), vec![first.clone()]),
+            (words(&["jumped"]), vec![first.clone()]),
+            (words(&["over"]), vec![second.clone()]),
+            (words(&["the"]), vec![second.clone()]),
+            (words(&["moon"]), vec![second.clone()]),
+        ]
+    );
+    assert_eq!(out.acks, vec![first, second]);
+    assert!(out.fails.is_empty() && out.errors.is_empty(), "{out:?}");
+}
+
+#[test]
+fn ticks_reach_the_child_from_system_task_minus_one() {
+    let body = r#"
+class B(storm.Bolt):
+    def process(self, t):
+        storm.emit([json.dumps([t.component, t.stream, t.task, t.is_tick_tuple()])], anchors=[t])
+        storm.ack(t)
+B().run()
+"#;
+    let (mut bolt, _ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    let tick = Tuple::new(vec![], SYSTEM_TASK, streams::TICK);
+    bolt.execute(&tick, &mut out).expect("execute");
+    bolt.finish(&mut out).expect("finish");
+    assert_eq!(
+        out.emits[0].1,
+        words(&[r#"["__system", "__tick", -1, true]"#])
+    );
+    assert_eq!(out.acks.len(), 1);
+}
+
+#[test]
+fn python_spout_emits_n_tuples_then_is_exhausted() {
+    let cmd = vec![
+        "python3".to_string(),
+        repo()
+            .join("multilang/examples/sentences.py")
+            .display()
+            .to_string(),
+        "3".to_string(),
+    ];
+    let comp = component(
+        "sentences",
+        ComponentKind::Spout,
+        cmd,
+        &[("default", &["sentence"])],
+    );
+    let mut spout = ShellSpout::new(&comp, &repo());
+    let ctx = context(topology(comp, &[]), "sentences");
+    spout.open(&ctx).expect("open");
+    spout.activate().expect("activate");
+    let mut out = Recorder::default();
+    let mut failed_once = false;
+    let mut statuses = Vec::new();
+    for _ in 0..50 {
+        let status = spout.next_tuple(&mut out).expect("next");
+        statuses.push(status);
+        if status == SpoutStatus::Exhausted {
+            break;
+        }
+        // Ack what was emitted; fail the first tuple once, so it is replayed.
+        if let Some((_, _, _, Some(id))) = out.emits.last().cloned() {
+            if status == SpoutStatus::Busy {
+                if !failed_once {
+                    failed_once = true;
+                    spout.fail(id, &mut out).expect("fail");
+                } else {
+                    spout.ack(id, &mut out).expect("ack");
+                }
+            }
+        }
+    }
+    assert_eq!(statuses.last(), Some(&SpoutStatus::Exhausted));
+    let ids: Vec<Option<Value>> = out.emits.iter().map(|e| e.3.clone()).collect();
+    assert_eq!(
+        ids,
+        vec![
+            Some(0.into()),
+            Some(0.into()),
+            Some(1.into()),
+            Some(2.into())
+        ]
+    );
+    assert_eq!(out.emits[0].1, words(&["the cow jumped over the moon"]));
+    assert_eq!(
+        spout.next_tuple(&mut out).expect("next"),
+        SpoutStatus::Exhausted
+    );
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    spout.close();
+}
+
+#[test]
+fn killed_child_fails_its_in_flight_tuples_and_is_restarted() {
+    let body = r#"
+class B(storm.Bolt):
+    def process(self, t):
+        if t.values[0] != "hold":
+            storm.ack(t)
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["hold"]), &mut out)
+        .expect("execute");
+    bolt.execute(&input(&ctx, &["hold"]), &mut out)
+        .expect("execute");
+    let first_pid = bolt.child_pid().expect("child runs");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first_pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    poll_until(&mut bolt, &mut out, Duration::from_secs(10), |o, b| {
+        o.fails.len() == 2 && b.child_pid().is_some()
+    })
+    .expect("poll");
+    assert_eq!(out.fails, vec![words(&["hold"]), words(&["hold"])]);
+    assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+    assert!(
+        out.errors[0].starts_with("shell bolt \"pybolt\" task 2: exited unexpectedly (signal: 9"),
+        "{}",
+        out.errors[0]
+    );
+    assert_ne!(bolt.child_pid(), Some(first_pid));
+    bolt.execute(&input(&ctx, &["ok"]), &mut out)
+        .expect("execute after restart");
+    bolt.finish(&mut out).expect("finish");
+    assert_eq!(out.acks, vec![words(&["ok"])]);
+}
+
+#[test]
+fn invalid_json_is_reported_with_the_offending_text() {
+    let body = r#"
+class B(storm.Bolt):
+    def process(self, t):
+        sys.stdout.write("this is not json\nend\n")
+        sys.stdout.flush()
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["x"]), &mut out)
+        .expect("execute");
+    poll_until(&mut bolt, &mut out, Duration::from_secs(10), |o, _| {
+        !o.errors.is_empty()
+    })
+    .expect("poll");
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: protocol error: invalid JSON (expected ident at line 1 column 2) in message: this is not json"#);
+    assert_eq!(out.fails, vec![words(&["x"])]);
+}
+
+#[test]
+fn protocol_breaches_are_reported_and_fail_the_tuples() {
+    let body = r#"
+class B(storm.Bolt):
+    def process(self, t):
+        v = t.values[0]
+        if v == "stream":
+            storm.emit(["a"], stream="nope", anchors=[t])
+        elif v == "arity":
+            storm.emit(["a", "b"], anchors=[t])
+        elif v == "ack":
+            storm.ack("999")
+        elif v == "fine":
+            storm.ack(t)
+        elif v == "direct":
+            storm.emitDirect(999, ["a"], anchors=[t])
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    // Four breaches: a fifth within 30 s would be fatal.
+    let cases = ["stream", "arity", "ack", "direct"];
+    for case in cases {
+        bolt.execute(&input(&ctx, &[case]), &mut out)
+            .expect("execute");
+        let n = out.errors.len();
+        poll_until(&mut bolt, &mut out, Duration::from_secs(10), |o, b| {
+            o.errors.len() > n && b.child_pid().is_some()
+        })
+        .expect("poll");
+        // Each breach is followed by a good tuple, so the failures never add up to fatal.
+        bolt.execute(&input(&ctx, &["fine"]), &mut out)
+            .expect("execute");
+        bolt.poll(&mut out).expect("poll");
+        poll_until(&mut bolt, &mut out, Duration::from_secs(10), |_, b| {
+            b.in_flight() == 0
+        })
+        .expect("poll");
+    }
+    insta::assert_snapshot!(out.errors.join("\n"));
+    let failed: Vec<Values> = cases.iter().map(|c| words(&[c])).collect();
+    assert_eq!(out.fails, failed);
+    assert_eq!(out.acks, vec![words(&["fine"]); 4]);
+}
+
+#[test]
+fn hung_child_is_detected_within_the_subprocess_timeout() {
+    let body = r#"
+class B(storm.Bolt):
+    def process(self, t):
+        time.sleep(1000)
+B().run()
+"#;
+    let config = [("topology.subprocess.timeout.secs", serde_json::json!(1))];
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &config);
+    let mut out = Recorder::default();
+    let start = Instant::now();
+    bolt.execute(&input(&ctx, &["x"]), &mut out)
+        .expect("execute");
+    poll_until(&mut bolt, &mut out, Duration::from_secs(10), |o, _| {
+        !o.errors.is_empty()
+    })
+    .expect("poll");
+    assert!(start.elapsed() >= Duration::from_secs(1));
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: the child hangs: no answer to heartbeats for 1s (topology.subprocess.timeout.secs)"#);
+    assert_eq!(out.fails, vec![words(&["x"])]);
+}
+
+#[test]
+fn heartbeats_keep_an_idle_child_alive() {
+    let body = "storm.BasicBolt().run()\n";
+    let config = [("topology.subprocess.timeout.secs", serde_json::json!(1))];
+    let (mut bolt, _ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &config);
+    let pid = bolt.child_pid();
+    let mut out = Recorder::default();
+    // Without answered heartbeats the child would be taken for hung after 1 s.
+    poll_until(&mut bolt, &mut out, Duration::from_millis(2500), |_, _| {
+        false
+    })
+    .expect("poll");
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(bolt.child_pid(), pid);
+}
+
+#[test]
+fn crash_loop_ends_in_a_fatal_error() {
+    let body = r#"
+class B(storm.Bolt):
+    def process(self, t):
+        sys.stderr.write("boom\n")
+        sys.exit(3)
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    let start = Instant::now();
+    let mut fatal = None;
+    while fatal.is_none() && start.elapsed() < Duration::from_secs(30) {
+        let step = bolt
+            .execute(&input(&ctx, &["x"]), &mut out)
+            .and_then(|()| bolt.poll(&mut out));
+        fatal = step.err();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let fatal = fatal.expect("a crash loop is fatal");
+    assert!(fatal
+        .downcast_ref::<storm::components::FatalError>()
+        .is_some());
+    insta::assert_snapshot!(fatal.to_string(), @r#"shell bolt "pybolt" task 2: gave up after 5 failures in a row with no work done in between; last failure: exited unexpectedly (exit status: 3); stderr: boom"#);
+    assert_eq!(out.errors.len(), 5);
+    assert_eq!(out.acks.len(), 0);
+}
+
+#[test]
+fn direct_emits_and_task_id_answers() {
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        storm.emitDirect(1, ["d"], stream="direct")
+        assert storm.emit(["n"], need_task_ids=False) is None
+        ids = storm.emit(["x"])
+        storm.emit([json.dumps(ids)])
+        storm.rpcMetrics("seen", 1)
+        storm.log("logged at warn", 3)
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) =
+        prepared_bolt(body, &[("default", &["word"]), ("direct", &["v"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["a"]), &mut out)
+        .expect("execute");
+    bolt.execute(&input(&ctx, &["b"]), &mut out)
+        .expect("execute");
+    bolt.finish(&mut out).expect("finish");
+    let direct = ctx.plan.stream_id("direct").expect("direct stream");
+    assert_eq!(
+        out.direct,
+        vec![(1, direct, words(&["d"])), (1, direct, words(&["d"]))]
+    );
+    let emitted: Vec<Values> = out.emits.iter().map(|e| e.1.clone()).collect();
+    let answer = words(&["[3, 4]"]);
+    assert_eq!(
+        emitted,
+        vec![
+            words(&["n"]),
+            words(&["x"]),
+            answer.clone(),
+            words(&["n"]),
+            words(&["x"]),
+            answer
+        ]
+    );
+    assert_eq!(
+        out.metrics,
+        vec![("seen".to_string(), serde_json::json!(1)); 2]
+    );
+    assert_eq!(out.acks.len(), 2);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
+#[test]
+fn python_errors_are_reported_and_the_tuple_failed() {
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        raise ValueError("bad input " + t.values[0])
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["q"]), &mut out)
+        .expect("execute");
+    bolt.finish(&mut out).expect("finish");
+    assert_eq!(out.fails, vec![words(&["q"])]);
+    assert_eq!(out.errors.len(), 1);
+    assert!(
+        out.errors[0].contains("ValueError: bad input q"),
+        "{}",
+        out.errors[0]
+    );
+    assert_eq!(bolt.error_count(), 1);
+}
+
+#[test]
+fn missing_program_fails_prepare_clearly() {
+    let comp = component(
+        "ghost",
+        ComponentKind::Bolt,
+        vec!["/nonexistent/program".into()],
+        &[("default", &["word"])],
+    );
+    let mut bolt = ShellBolt::new(&comp, &repo());
+    let ctx = context(topology(comp, &[]), "ghost");
+    let err = bolt
+        .prepare(&ctx)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.starts_with("shell bolt \"ghost\" task 2: cannot start `/nonexistent/program` in "),
+        "{err}"
+    );
+}
+
+#[test]
+fn handshake_context_has_storms_shape() {
+    let comp = component(
+        "pybolt",
+        ComponentKind::Bolt,
+        vec!["x".into()],
+        &[("default", &["word"])],
+    );
+    let ctx = context(topology(comp, &[]), "pybolt");
+    let json = serde_json::to_string_pretty(&context_json(&ctx)).expect("json");
+    insta::assert_snapshot!(json);
+}
+
+#[test]
+fn node_child_speaks_the_protocol_too() {
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: `node` is not installed");
+        return;
+    }
+    // A raw multilang bolt in JavaScript, without any adapter: upper-cases its input.
+    let js = r#"
+const fs = require('fs'); const os = require('os'); const path = require('path');
+let buf = '';
+function send(m) { process.stdout.write(JSON.stringify(m) + '\nend\n'); }
+process.stdin.on('data', d => {
+  buf += d;
+  let i;
+  while ((i = buf.indexOf('\nend\n')) >= 0) {
+    const msg = JSON.parse(buf.slice(0, i)); buf = buf.slice(i + 5);
+    if (msg.pidDir) { fs.writeFileSync(path.join(msg.pidDir, String(process.pid)), ''); send({pid: process.pid}); }
+    else if (Array.isArray(msg)) {}
+    else if (msg.stream === '__heartbeat') send({command: 'sync'});
+    else { send({command: 'emit', anchors: [msg.id], tuple: [msg.tuple[0].toUpperCase()], need_task_ids: false}); send({command: 'ack', id: msg.id}); }
+  }
+});
+"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("upper.js"), js).expect("write");
+    let comp = component(
+        "upper",
+        ComponentKind::Bolt,
+        vec!["node".into(), "upper.js".into()],
+        &[("default", &["word"])],
+    );
+    let mut bolt = ShellBolt::new(&comp, dir.path());
+    let ctx = context(topology(comp, &[]), "upper");
+    bolt.prepare(&ctx).expect("prepare");
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["storm"]), &mut out)
+        .expect("execute");
+    bolt.finish(&mut out).expect("finish");
+    assert_eq!(out.emits[0].1, words(&["STORM"]));
+    assert_eq!(out.acks, vec![words(&["storm"])]);
+}
+
+fn opened_spout(
+    body: &str,
+    config: &[(&str, serde_json::Value)],
+) -> (ShellSpout, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cmd = script(dir.path(), "spout.py", body);
+    let comp = component(
+        "pyspout",
+        ComponentKind::Spout,
+        cmd,
+        &[("default", &["word"])],
+    );
+    let mut spout = ShellSpout::new(&comp, dir.path());
+    let ctx = context(topology(comp, config), "pyspout");
+    spout.open(&ctx).expect("open");
+    (spout, dir)
+}
+
+/// Call `next_tuple` until `done` holds, an error, or `limit`.
+fn next_until(
+    spout: &mut ShellSpout,
+    out: &mut Recorder,
+    limit: Duration,
+    done: impl Fn(&Recorder) -> bool,
+) -> anyhow::Result<Vec<SpoutStatus>> {
+    let end = Instant::now() + limit;
+    let mut statuses = Vec::new();
+    while !done(out) && Instant::now() < end {
+        statuses.push(spout.next_tuple(out)?);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(statuses)
+}
+
+#[test]
+fn spout_breaking_the_protocol_is_restarted() {
+    // Each incarnation emits one good tuple, then writes garbage.
+    let body = r#"
+class S(storm.Spout):
+    def initialize(self, conf, context):
+        self.n = 0
+    def nextTuple(self):
+        self.n += 1
+        if self.n == 1:
+            storm.emit(["w%d" % os.getpid()])
+        else:
+            sys.stdout.write("{oops\nend\n")
+            sys.stdout.flush()
+S().run()
+"#;
+    let (mut spout, _dir) = opened_spout(body, &[]);
+    let mut out = Recorder::default();
+    let statuses = next_until(&mut spout, &mut out, Duration::from_secs(10), |o| {
+        o.emits.len() == 2
+    })
+    .expect("recovers");
+    assert!(statuses.contains(&SpoutStatus::Idle));
+    assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+    insta::assert_snapshot!(out.errors[0], @r#"shell spout "pyspout" task 2: protocol error: invalid JSON (key must be a string at line 1 column 2) in message: {oops"#);
+    assert_ne!(
+        out.emits[0].1, out.emits[1].1,
+        "a new process emitted the second tuple"
+    );
+    spout.close();
+}
+
+#[test]
+fn spout_hang_and_crash_loop_end_in_errors() {
+    let hang =
+        "class S(storm.Spout):\n    def nextTuple(self):\n        time.sleep(1000)\nS().run()\n";
+    let config = [("topology.subprocess.timeout.secs", serde_json::json!(1))];
+    let (mut spout, _dir) = opened_spout(hang, &config);
+    let mut out = Recorder::default();
+    assert_eq!(spout.next_tuple(&mut out).expect("next"), SpoutStatus::Idle);
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell spout "pyspout" task 2: the child hangs: no answer to `next` within 1s (topology.subprocess.timeout.secs)"#);
+    spout.close();
+
+    let crash = "class S(storm.Spout):\n    def nextTuple(self):\n        os._exit(2)\nS().run()\n";
+    let (mut spout, _dir) = opened_spout(crash, &[]);
+    let mut out = Recorder::default();
+    let err = next_until(&mut spout, &mut out, Duration::from_secs(30), |_| false)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert_eq!(
+        err,
+        "shell spout \"pyspout\" task 2: gave up after 5 failures in a row with no work done \
+         in between; last failure: exited unexpectedly (exit status: 2)"
+    );
+    assert_eq!(out.errors.len(), 5);
+}
+
+#[test]
+fn finish_gives_up_on_tuples_a_live_child_never_answers() {
+    // A bolt that forgets to ack, but answers heartbeats.
+    let body = "storm.Bolt().run()\n";
+    let config = [("topology.subprocess.timeout.secs", serde_json::json!(1))];
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &config);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["lost"]), &mut out)
+        .expect("execute");
+    let start = Instant::now();
+    bolt.finish(&mut out).expect("finish");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(out.fails, vec![words(&["lost"])]);
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: 1 tuple(s) neither acked nor failed within 1s of the end of input"#);
+}
+
+#[test]
+fn spout_emits_directly_and_reads_task_ids() {
+    let body = r#"
+class S(storm.Spout):
+    def activate(self):
+        storm.emit(["early"], need_task_ids=False)
+    def nextTuple(self):
+        ids = storm.emit(["x"], id="m1")
+        storm.emitDirect(1, [json.dumps(ids)])
+S().run()
+"#;
+    let (mut spout, _dir) = opened_spout(body, &[]);
+    spout.activate().expect("activate");
+    let mut out = Recorder::default();
+    assert_eq!(spout.next_tuple(&mut out).expect("next"), SpoutStatus::Busy);
+    let emitted: Vec<(Values, Option<Value>)> = out
+        .emits
+        .iter()
+        .map(|e| (e.1.clone(), e.3.clone()))
+        .collect();
+    assert_eq!(
+        emitted,
+        vec![
+            (words(&["early"]), None),
+            (words(&["x"]), Some(Value::str("m1")))
+        ]
+    );
+    assert_eq!(out.direct, vec![(1, streams::DEFAULT, words(&["[3, 4]"]))]);
+    spout.close();
+}
+
+#[test]
+fn stderr_floods_do_not_block_the_child() {
+    // Far more than a pipe buffer of stderr per tuple.
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        sys.stderr.write(("noise " * 100 + "\n") * 500)
+        sys.stderr.flush()
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    for _ in 0..3 {
+        bolt.execute(&input(&ctx, &["x"]), &mut out)
+            .expect("execute");
+    }
+    bolt.finish(&mut out).expect("finish");
+    assert_eq!(out.acks.len(), 3);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
+#[test]
+fn max_pending_makes_execute_wait_for_a_slow_child() {
+    // The child sleeps on its first tuple; big tuples fill the pipe, so with at most one tuple
+    // queued the third execute waits until the child reads again.
+    let body = r#"
+class B(storm.BasicBolt):
+    def initialize(self, conf, context):
+        self.first = True
+    def process(self, t):
+        if self.first:
+            self.first = False
+            time.sleep(1.0)
+B().run()
+"#;
+    let config = [("topology.shellbolt.max.pending", serde_json::json!(1))];
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &config);
+    let mut out = Recorder::default();
+    let big = "y".repeat(200_000);
+    let start = Instant::now();
+    for _ in 0..3 {
+        bolt.execute(&input(&ctx, &[&big]), &mut out)
+            .expect("execute");
+    }
+    let waited = start.elapsed();
+    bolt.finish(&mut out).expect("finish");
+    assert!(waited >= Duration::from_millis(500), "{waited:?}");
+    assert_eq!(out.acks.len(), 3);
+}
