@@ -15,6 +15,7 @@ use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, ACKER_ID};
 use collector::Emitter;
 use executor::{BoltExecutor, ExecutorReport, RunControl, SpoutExecutor, TaskSlot};
+use crate::net::link::Link;
 use message::{Message, Transfer};
 use metrics::{ComponentReport, Histogram, LatencyReport, TaskReport, TaskStats};
 use routing::{Outbox, RouteTable, Router, SinkSpec};
@@ -45,6 +46,7 @@ pub struct Running {
     pub control: Arc<RunControl>,
     pub stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
     handles: Vec<(String, JoinHandle<anyhow::Result<(ExecutorReport, u64)>>)>,
+    /// Transfer threads: joined at the end so every frame for other workers is sent.
     plumbing: Vec<JoinHandle<()>>,
     plan: Arc<Plan>,
     topology: Arc<Topology>,
@@ -52,14 +54,72 @@ pub struct Running {
     done: crossbeam_channel::Receiver<()>,
 }
 
-/// Start a topology in local mode.
+/// Which worker runs each executor (indexed like `Plan::executors()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub worker_of_exec: Vec<usize>,
+    pub workers: usize,
+}
+
+impl Placement {
+    /// Seed 002's round-robin: executors in task order over the workers.
+    pub fn round_robin(plan: &Plan, workers: usize) -> Placement {
+        let workers = workers.max(1);
+        Placement {
+            worker_of_exec: (0..plan.executors().len()).map(|i| i % workers).collect(),
+            workers,
+        }
+    }
+}
+
+/// How workers in other processes are reached. Local mode has none.
+pub trait Network {
+    /// Deliver frames that other processes send to local worker `worker` into `into`.
+    fn listen(&self, worker: usize, into: crossbeam_channel::Sender<Vec<u8>>) -> anyhow::Result<()>;
+    /// A link from local worker `from` to worker `to`, which runs in another process.
+    fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>>;
+}
+
+/// Local mode: every worker is in this process.
+pub struct InProcess;
+
+impl Network for InProcess {
+    fn listen(&self, _worker: usize, _into: crossbeam_channel::Sender<Vec<u8>>) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>> {
+        anyhow::bail!("worker {to} is not in this process (asked by worker {from})")
+    }
+}
+
+/// Start a topology in local mode: `topology.workers` workers, all in this process.
 pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
+    let plan = Plan::new(&topology);
+    let placement = Placement::round_robin(&plan, topology.config.workers() as usize);
+    let all: Vec<usize> = (0..placement.workers).collect();
+    start(topology, &placement, &all, &InProcess)
+}
+
+/// Start the executors of the `local` workers of a placement; tuples for other workers go
+/// through `net`. The runtime does not care whether a peer worker is a thread, a process or
+/// another host: only the links differ.
+pub fn start(
+    topology: Arc<Topology>,
+    placement: &Placement,
+    local: &[usize],
+    net: &dyn Network,
+) -> anyhow::Result<Running> {
     let plan = Arc::new(Plan::new(&topology));
     let config = &topology.config;
-    let workers = config.workers().max(1) as usize;
+    let workers = placement.workers.max(1);
     let executors = plan.executors();
-    // Seed 002's round-robin: executors in task order over the worker slots.
-    let worker_of_exec: Vec<usize> = (0..executors.len()).map(|i| i % workers).collect();
+    let worker_of_exec = &placement.worker_of_exec;
+    anyhow::ensure!(
+        worker_of_exec.len() == executors.len() && worker_of_exec.iter().all(|&w| w < workers),
+        "placement does not match the topology's {} executors",
+        executors.len()
+    );
+    let is_local = |w: usize| local.contains(&w);
     let max_task = plan.total_tasks() as usize;
 
     let receive_size = config.executor_receive_buffer_size().max(2);
@@ -116,29 +176,38 @@ pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
         })
         .collect();
 
-    // Links and the worker threads.
+    // Links and the worker threads of the local workers.
     let mut plumbing = Vec::new();
-    let mut link_rx = Vec::new();
-    let mut link_tx: Vec<Vec<Option<Box<dyn crate::net::link::Link>>>> =
-        (0..workers).map(|_| Vec::new()).collect();
-    for w in 0..workers {
+    let mut incoming: BTreeMap<usize, (crossbeam_channel::Sender<Vec<u8>>, crossbeam_channel::Receiver<Vec<u8>>)> =
+        BTreeMap::new();
+    for &w in local {
         let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
-        link_rx.push(rx);
-        for (from, links) in link_tx.iter_mut().enumerate() {
-            links.push(if from == w {
+        net.listen(w, tx.clone())?;
+        incoming.insert(w, (tx, rx));
+    }
+    for &w in local {
+        let mut links: Vec<Option<Box<dyn Link>>> = Vec::new();
+        for to in 0..workers {
+            links.push(if to == w {
                 None
-            } else {
+            } else if let Some((tx, _)) = incoming.get(&to) {
                 Some(Box::new(crate::net::link::MemoryLink(tx.clone())))
+            } else {
+                Some(net.connect(w, to)?)
             });
         }
-    }
-    for (w, (links, rx)) in link_tx.into_iter().zip(link_rx).enumerate() {
         plumbing.push(worker::spawn_transfer(w, transfers[w].1.clone(), links)?);
         let inbox_of_task: Vec<Option<usize>> = exec_of_task
             .iter()
             .map(|&e| (e != usize::MAX && worker_of_exec[e] == w).then_some(e))
             .collect();
-        plumbing.push(worker::spawn_receive(
+        let rx = incoming
+            .get(&w)
+            .map(|(_, rx)| rx.clone())
+            .ok_or_else(|| anyhow::anyhow!("worker {w} has no receive channel"))?;
+        // Receive threads end when every link into them is gone; they are not joined, since a
+        // network listener may hold a link until the process exits.
+        drop(worker::spawn_receive(
             w,
             rx,
             inbox_of_task,
@@ -146,6 +215,7 @@ pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
             config.receiver_buffer_size(),
         )?);
     }
+    drop(incoming);
     drop(transfers);
 
     // Upstream task counts for end of input.
@@ -176,6 +246,9 @@ pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
 
     for (i, (component_id, range)) in executors.iter().enumerate() {
         let w = worker_of_exec[i];
+        if !is_local(w) {
+            continue;
+        }
         let local_tasks: Vec<u32> = executors
             .iter()
             .enumerate()

@@ -6,7 +6,9 @@
 use super::message::{Message, Transfer};
 use crate::net::frame::{self, Frame};
 use crate::net::link::Link;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use std::collections::VecDeque;
+use std::time::Duration;
 use std::thread::JoinHandle;
 
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
@@ -54,6 +56,12 @@ fn encode_message(msg: Message, buf: &mut Vec<u8>) {
     }
 }
 
+/// Batches a receive thread holds for one executor whose queue is full before it waits for it.
+/// The receive thread serves every executor of its worker: waiting at once on one full queue
+/// would stall tuples (and acks) for all the others, and two workers feeding each other could
+/// then wait on each other forever. Holding a bounded backlog keeps the others flowing.
+const BACKLOG: usize = 4096;
+
 /// Spawn a worker's receive thread: frames in from `incoming`, batches out to local executors.
 /// `inbox_of_task[task]` is the index into `inboxes` of the executor running `task`.
 pub fn spawn_receive(
@@ -66,66 +74,149 @@ pub fn spawn_receive(
     std::thread::Builder::new()
         .name(format!("worker-{worker}-receive"))
         .spawn(move || {
-            let batch_size = batch_size.max(1);
-            let mut per_exec: Vec<Vec<(u32, crate::components::Tuple)>> =
-                inboxes.iter().map(|_| Vec::new()).collect();
-            while let Ok(buf) = incoming.recv() {
-                let mut at = 0;
-                while at < buf.len() {
-                    match frame::decode(&buf[at..]) {
-                        Ok(Some((f, used))) => {
-                            at += used;
-                            dispatch(f, &inbox_of_task, &inboxes, &mut per_exec, batch_size);
-                        }
-                        Ok(None) => {
-                            tracing::warn!(worker, "truncated frame buffer dropped");
-                            break;
-                        }
-                        Err(e) => {
-                            tracing::warn!(worker, "undecodable frame dropped: {e}");
-                            break;
-                        }
+            let mut r = Receiving {
+                per_exec: inboxes.iter().map(|_| Vec::new()).collect(),
+                backlog: inboxes.iter().map(|_| VecDeque::new()).collect(),
+                inboxes,
+                inbox_of_task,
+                batch_size: batch_size.max(1),
+            };
+            loop {
+                let next = if r.backlog.iter().any(|b| !b.is_empty()) {
+                    match incoming.recv_timeout(Duration::from_micros(200)) {
+                        Ok(b) => Some(b),
+                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
                     }
+                } else {
+                    match incoming.recv() {
+                        Ok(b) => Some(b),
+                        Err(_) => break,
+                    }
+                };
+                if let Some(buf) = next {
+                    r.frames(worker, &buf);
+                    r.flush();
                 }
-                for (i, batch) in per_exec.iter_mut().enumerate() {
-                    if !batch.is_empty() {
-                        let _ = inboxes[i].send(Message::Tuples(std::mem::take(batch)));
-                    }
+                r.retry_backlog();
+            }
+            // Links closed: hand over whatever is held, waiting as needed.
+            r.flush();
+            for (i, b) in r.backlog.iter_mut().enumerate() {
+                for m in b.drain(..) {
+                    let _ = r.inboxes[i].send(m);
                 }
             }
         })
 }
 
-fn dispatch(
-    f: Frame,
-    inbox_of_task: &[Option<usize>],
-    inboxes: &[Sender<Message>],
-    per_exec: &mut [Vec<(u32, crate::components::Tuple)>],
+struct Receiving {
+    inboxes: Vec<Sender<Message>>,
+    inbox_of_task: Vec<Option<usize>>,
+    per_exec: Vec<Vec<(u32, crate::components::Tuple)>>,
+    backlog: Vec<VecDeque<Message>>,
     batch_size: usize,
-) {
-    let lookup = |task: u32| inbox_of_task.get(task as usize).copied().flatten();
-    match f {
-        Frame::Tuples(items) => {
-            for (task, t) in items {
-                let Some(i) = lookup(task) else {
-                    tracing::warn!(task, "tuple for a task this worker does not run dropped");
-                    continue;
-                };
-                per_exec[i].push((task, t));
-                if per_exec[i].len() >= batch_size {
-                    let _ = inboxes[i].send(Message::Tuples(std::mem::take(&mut per_exec[i])));
+}
+
+impl Receiving {
+    fn frames(&mut self, worker: usize, buf: &[u8]) {
+        let mut at = 0;
+        while at < buf.len() {
+            match frame::decode(&buf[at..]) {
+                Ok(Some((f, used))) => {
+                    at += used;
+                    self.dispatch(f);
+                }
+                Ok(None) => {
+                    tracing::warn!(worker, "truncated frame buffer dropped");
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(worker, "undecodable frame dropped: {e}");
+                    break;
                 }
             }
         }
-        Frame::Eos { from, to } => {
-            if let Some(i) = lookup(to) {
-                // Keep order: tuples before the end-of-input marker.
-                if !per_exec[i].is_empty() {
-                    let _ = inboxes[i].send(Message::Tuples(std::mem::take(&mut per_exec[i])));
+    }
+
+    fn dispatch(&mut self, f: Frame) {
+        match f {
+            Frame::Tuples(items) => {
+                for (task, t) in items {
+                    let Some(i) = self.inbox_of_task.get(task as usize).copied().flatten() else {
+                        tracing::warn!(task, "tuple for a task this worker does not run dropped");
+                        continue;
+                    };
+                    self.per_exec[i].push((task, t));
+                    if self.per_exec[i].len() >= self.batch_size {
+                        let batch = std::mem::take(&mut self.per_exec[i]);
+                        self.deliver(i, Message::Tuples(batch));
+                    }
                 }
-                let _ = inboxes[i].send(Message::Eos { from, to });
+            }
+            Frame::Eos { from, to } => {
+                if let Some(i) = self.inbox_of_task.get(to as usize).copied().flatten() {
+                    // Keep order: tuples before the end-of-input marker.
+                    if !self.per_exec[i].is_empty() {
+                        let batch = std::mem::take(&mut self.per_exec[i]);
+                        self.deliver(i, Message::Tuples(batch));
+                    }
+                    self.deliver(i, Message::Eos { from, to });
+                }
+            }
+            Frame::Control { .. } => {}
+        }
+    }
+
+    fn flush(&mut self) {
+        for i in 0..self.per_exec.len() {
+            if !self.per_exec[i].is_empty() {
+                let batch = std::mem::take(&mut self.per_exec[i]);
+                self.deliver(i, Message::Tuples(batch));
             }
         }
-        Frame::Control { .. } => {}
+    }
+
+    /// In order per executor: behind its backlog, else straight in if there is room.
+    fn deliver(&mut self, i: usize, msg: Message) {
+        let backlog = &mut self.backlog[i];
+        if backlog.is_empty() {
+            match self.inboxes[i].try_send(msg) {
+                Ok(()) => return,
+                Err(TrySendError::Full(m)) => backlog.push_back(m),
+                Err(TrySendError::Disconnected(_)) => return,
+            }
+        } else {
+            backlog.push_back(msg);
+        }
+        // Backpressure once the backlog is long: wait for this executor.
+        while backlog.len() > BACKLOG {
+            match backlog.pop_front() {
+                Some(m) => {
+                    if self.inboxes[i].send(m).is_err() {
+                        backlog.clear();
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn retry_backlog(&mut self) {
+        for (i, backlog) in self.backlog.iter_mut().enumerate() {
+            while let Some(m) = backlog.pop_front() {
+                match self.inboxes[i].try_send(m) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(m)) => {
+                        backlog.push_front(m);
+                        break;
+                    }
+                    Err(TrySendError::Disconnected(_)) => {
+                        backlog.clear();
+                        break;
+                    }
+                }
+            }
+        }
     }
 }

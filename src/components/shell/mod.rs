@@ -22,11 +22,11 @@ use protocol::{Emit, LogLevel};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The child's working directory: `cwd` (relative to `base_dir`), else `base_dir`.
+/// The child's working directory: `cwd` as validation resolved it (already joined to the
+/// topology file's folder), else `base_dir`.
 fn resolve_cwd(cwd: Option<&Path>, base_dir: &Path) -> PathBuf {
     match cwd {
-        Some(c) if c.is_absolute() => c.to_path_buf(),
-        Some(c) => base_dir.join(c),
+        Some(c) => c.to_path_buf(),
         None => base_dir.to_path_buf(),
     }
 }
