@@ -53,7 +53,11 @@ pub enum Command {
 #[derive(Debug, Args, Clone)]
 pub struct TopologySource {
     /// Topology file (`.yaml`/`.yml`, Flux YAML, or `.storm` DSL)
-    #[arg(value_name = "FILE", required_unless_present = "expr", conflicts_with = "expr")]
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "expr",
+        conflicts_with = "expr"
+    )]
     pub file: Option<PathBuf>,
     /// The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)
     #[arg(short = 'e', long = "expr", value_name = "TEXT")]
@@ -84,7 +88,12 @@ pub struct ValidateArgs {
     #[arg(value_name = "FILE", required_unless_present = "expr")]
     pub files: Vec<PathBuf>,
     /// A topology inline, in the DSL
-    #[arg(short = 'e', long = "expr", value_name = "TEXT", conflicts_with = "files")]
+    #[arg(
+        short = 'e',
+        long = "expr",
+        value_name = "TEXT",
+        conflicts_with = "files"
+    )]
     pub expr: Option<String>,
     /// Properties file for Flux `${key}` substitution
     #[arg(long = "filter", value_name = "FILE")]
@@ -152,7 +161,12 @@ pub struct ZkDumpArgs {
     #[arg(value_name = "FILE", required_unless_present_any = ["nimbus", "expr"])]
     pub file: Option<PathBuf>,
     /// A topology inline, in the DSL
-    #[arg(short = 'e', long = "expr", value_name = "TEXT", conflicts_with = "file")]
+    #[arg(
+        short = 'e',
+        long = "expr",
+        value_name = "TEXT",
+        conflicts_with = "file"
+    )]
     pub expr: Option<String>,
     /// Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)
     #[arg(long, value_name = "HOST:PORT,...", value_delimiter = ',')]

@@ -119,7 +119,11 @@ impl Diagnostic {
         // Underline up to the end of the span or the end of its first line.
         let line_chars = line_text.chars().count();
         let (end_line, end_col) = line_col(text, span.end.max(span.start));
-        let last = if end_line == line { end_col } else { line_chars + 1 };
+        let last = if end_line == line {
+            end_col
+        } else {
+            line_chars + 1
+        };
         let width = last.saturating_sub(col).max(1);
         let gutter = line.to_string().len();
         let pad = " ".repeat(gutter);

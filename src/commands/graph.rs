@@ -11,7 +11,11 @@ pub fn run(args: GraphArgs) -> anyhow::Result<Status> {
         overrides: Vec::new(),
         filter: args.source.filter.clone(),
     };
-    let loaded = match load_topology(args.source.file.as_deref(), args.source.expr.as_deref(), &opts) {
+    let loaded = match load_topology(
+        args.source.file.as_deref(),
+        args.source.expr.as_deref(),
+        &opts,
+    ) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };

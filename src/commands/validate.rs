@@ -60,7 +60,12 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<Status> {
     Ok(status)
 }
 
-fn report(source: &Source, diagnostics: &[Diagnostic], format: DiagFormat, json: &mut Vec<serde_json::Value>) {
+fn report(
+    source: &Source,
+    diagnostics: &[Diagnostic],
+    format: DiagFormat,
+    json: &mut Vec<serde_json::Value>,
+) {
     match format {
         DiagFormat::Text => eprint!("{}", render_all(diagnostics, source)),
         DiagFormat::Json => json.extend(diagnostics.iter().map(|d| d.to_json(source))),

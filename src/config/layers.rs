@@ -151,9 +151,11 @@ pub fn cluster_config(overrides: &[String]) -> Result<Config, Vec<String>> {
     if let Err(e) = apply_overrides(&mut config, overrides) {
         errors.extend(e);
     }
-    errors.extend(rules::check(&config).into_iter().map(|v| {
-        format!("`{}` ({}): {}", v.key, describe(&v.origin), v.message)
-    }));
+    errors.extend(
+        rules::check(&config)
+            .into_iter()
+            .map(|v| format!("`{}` ({}): {}", v.key, describe(&v.origin), v.message)),
+    );
     if errors.is_empty() {
         rules::normalize(&mut config);
         Ok(config)

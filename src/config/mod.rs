@@ -35,7 +35,10 @@ pub struct Config {
 
 impl Config {
     pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
-        self.entries.get(key).map(|e| &e.value).filter(|v| !v.is_null())
+        self.entries
+            .get(key)
+            .map(|e| &e.value)
+            .filter(|v| !v.is_null())
     }
 
     pub fn set(&mut self, key: impl Into<String>, value: serde_json::Value, origin: Origin) {
@@ -147,9 +150,13 @@ pub fn duration_of(v: &serde_json::Value) -> Option<Duration> {
             .as_f64()
             .filter(|f| f.is_finite() && *f >= 0.0)
             .map(Duration::from_secs_f64),
-        serde_json::Value::String(s) => humantime::parse_duration(s.trim())
-            .ok()
-            .or_else(|| s.trim().parse::<f64>().ok().filter(|f| f.is_finite() && *f >= 0.0).map(Duration::from_secs_f64)),
+        serde_json::Value::String(s) => humantime::parse_duration(s.trim()).ok().or_else(|| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .map(Duration::from_secs_f64)
+        }),
         _ => None,
     }
 }

@@ -15,7 +15,10 @@ const CLASSES: &[(&str, &str)] = &[
     (SHELL_BOLT, "shell"),
     ("org.apache.storm.flux.wrappers.bolts.LogInfoBolt", "log"),
     ("org.apache.storm.testing.TestWordSpout", "test_word_spout"),
-    ("org.apache.storm.testing.TestWordCounter", "test_word_counter"),
+    (
+        "org.apache.storm.testing.TestWordCounter",
+        "test_word_counter",
+    ),
 ];
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -106,12 +109,15 @@ pub fn substitute(tree: &mut Spanned<RawValue>, props: &Properties, diags: &mut 
                     Some(v) => out.push_str(&v),
                     None => {
                         diags.push(
-                            Diagnostic::warning(format!("`${{{key}}}` is not defined; kept as written"), tree.span)
-                                .with_help(if key.starts_with("ENV-") {
-                                    "set the environment variable".to_string()
-                                } else {
-                                    "define it in the properties file given with --filter".to_string()
-                                }),
+                            Diagnostic::warning(
+                                format!("`${{{key}}}` is not defined; kept as written"),
+                                tree.span,
+                            )
+                            .with_help(if key.starts_with("ENV-") {
+                                "set the environment variable".to_string()
+                            } else {
+                                "define it in the properties file given with --filter".to_string()
+                            }),
                         );
                         out.push_str(&rest[start..start + len + 1]);
                     }
@@ -121,7 +127,10 @@ pub fn substitute(tree: &mut Spanned<RawValue>, props: &Properties, diags: &mut 
             out.push_str(rest);
             // As in Flux, substitution happens in the text: a plain `${n}` may become a number.
             tree.value = if *quoted {
-                RawValue::Str { text: out, quoted: true }
+                RawValue::Str {
+                    text: out,
+                    quoted: true,
+                }
             } else {
                 yaml::resolve_scalar(&out)
             };
@@ -150,15 +159,28 @@ pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properti
 
 /// One `includes` entry (Flux: one level; without `override` the including file wins; streams
 /// are always appended). Everything read from the included file is located at the entry.
-fn include(r: &mut Reader, raw: &mut RawTopology, inc: &Spanned<RawValue>, base: &Path, props: &Properties) {
-    if matches!(inc.value.get("resource").map(|v| &v.value), Some(RawValue::Bool(true))) {
+fn include(
+    r: &mut Reader,
+    raw: &mut RawTopology,
+    inc: &Spanned<RawValue>,
+    base: &Path,
+    props: &Properties,
+) {
+    if matches!(
+        inc.value.get("resource").map(|v| &v.value),
+        Some(RawValue::Bool(true))
+    ) {
         r.diagnostics.push(
             Diagnostic::error("a classpath resource include needs a JVM", inc.span)
                 .with_help("use `resource: false` and a `file:` path"),
         );
         return;
     }
-    let Some(file) = inc.value.get("file").and_then(|f| r.string(f, "include `file`")) else {
+    let Some(file) = inc
+        .value
+        .get("file")
+        .and_then(|f| r.string(f, "include `file`"))
+    else {
         r.error("an include without `file`", inc.span);
         return;
     };
@@ -166,22 +188,37 @@ fn include(r: &mut Reader, raw: &mut RawTopology, inc: &Spanned<RawValue>, base:
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => {
-            r.error(format!("cannot read included file {}: {e}", path.display()), file.span);
+            r.error(
+                format!("cannot read included file {}: {e}", path.display()),
+                file.span,
+            );
             return;
         }
     };
     let mut tree = match yaml::parse_tree(&text) {
         Ok(t) => t,
         Err(d) => {
-            let (line, col) = d.span.map_or((1, 1), |s| crate::diag::line_col(&text, s.start));
-            r.error(format!("{}:{line}:{col}: {}", path.display(), d.message), file.span);
+            let (line, col) = d
+                .span
+                .map_or((1, 1), |s| crate::diag::line_col(&text, s.start));
+            r.error(
+                format!("{}:{line}:{col}: {}", path.display(), d.message),
+                file.span,
+            );
             return;
         }
     };
     respan(&mut tree, file.span);
     substitute(&mut tree, props, &mut r.diagnostics);
-    let included = if is_flux(&tree) { read_one(&tree) } else { yaml::read_topology(&tree) };
-    let over = matches!(inc.value.get("override").map(|v| &v.value), Some(RawValue::Bool(true)));
+    let included = if is_flux(&tree) {
+        read_one(&tree)
+    } else {
+        yaml::read_topology(&tree)
+    };
+    let over = matches!(
+        inc.value.get("override").map(|v| &v.value),
+        Some(RawValue::Bool(true))
+    );
     merge(raw, included, over);
 }
 
@@ -199,7 +236,10 @@ fn merge(raw: &mut RawTopology, inc: RawTopology, over: bool) {
     for (mine, theirs) in [(&mut raw.spouts, inc.spouts), (&mut raw.bolts, inc.bolts)] {
         for c in theirs {
             let id = c.id.as_ref().map(|i| i.value.clone());
-            match mine.iter().position(|m| m.id.as_ref().map(|i| &i.value) == id.as_ref()) {
+            match mine
+                .iter()
+                .position(|m| m.id.as_ref().map(|i| &i.value) == id.as_ref())
+            {
                 Some(i) if over => mine[i] = c,
                 Some(_) => {}
                 None => mine.push(c),
@@ -233,9 +273,14 @@ fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
             "components" => {
                 for c in r.list(&value, "`components`").to_vec() {
                     let at = c.value.get("className").map_or(c.span, |v| v.span);
-                    let class = c.value.get("className").and_then(|v| v.value.as_str()).unwrap_or("?");
+                    let class = c
+                        .value
+                        .get("className")
+                        .and_then(|v| v.value.as_str())
+                        .unwrap_or("?");
                     r.diagnostics.push(
-                        Diagnostic::error(format!("component class `{class}` needs a JVM"), at).with_help(NEEDS_JVM),
+                        Diagnostic::error(format!("component class `{class}` needs a JVM"), at)
+                            .with_help(NEEDS_JVM),
                     );
                 }
             }
@@ -259,7 +304,11 @@ fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
                 }
             }
             "streams" => {
-                raw.streams = r.list(&value, "`streams`").iter().map(|s| read_stream(&mut r, s)).collect()
+                raw.streams = r
+                    .list(&value, "`streams`")
+                    .iter()
+                    .map(|s| read_stream(&mut r, s))
+                    .collect()
             }
             _ => r.unknown_key(&key, TOP_KEYS, "a Flux topology"),
         }
@@ -269,18 +318,26 @@ fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
 }
 
 fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
-    let mut c = RawComponent { span: v.span, ..RawComponent::default() };
+    let mut c = RawComponent {
+        span: v.span,
+        ..RawComponent::default()
+    };
     for (key, value) in r.map(v, "a component").to_vec() {
         match key.value.as_str() {
             "id" => c.id = r.string(&value, "`id`"),
             "type" => c.ctype = r.string(&value, "`type`"),
             "className" => {
-                let Some(class) = r.string(&value, "`className`") else { continue };
+                let Some(class) = r.string(&value, "`className`") else {
+                    continue;
+                };
                 match CLASSES.iter().find(|(k, _)| *k == class.value) {
                     Some((_, t)) => c.ctype = Some(Spanned::new(t.to_string(), class.span)),
                     None => r.diagnostics.push(
-                        Diagnostic::error(format!("class `{}` needs a JVM", class.value), class.span)
-                            .with_help(NEEDS_JVM),
+                        Diagnostic::error(
+                            format!("class `{}` needs a JVM", class.value),
+                            class.span,
+                        )
+                        .with_help(NEEDS_JVM),
                     ),
                 }
             }
@@ -315,7 +372,11 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
 /// `setNamedStream: [name, [fields]]` declare output streams.
 fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue>) {
     for m in r.list(value, "`configMethods`").to_vec() {
-        let Some(name) = m.value.get("name").and_then(|n| r.string(n, "method `name`")) else {
+        let Some(name) = m
+            .value
+            .get("name")
+            .and_then(|n| r.string(n, "method `name`"))
+        else {
             r.error("a configMethod without `name`", m.span);
             continue;
         };
@@ -327,22 +388,29 @@ fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue
         match (name.value.as_str(), args.as_slice()) {
             ("setDefaultStream", [fields]) => c.fields = r.strings(fields, "stream fields"),
             ("setNamedStream", [stream, fields]) => {
-                if let (Some(s), Some(f)) = (r.string(stream, "stream name"), r.strings(fields, "stream fields")) {
+                if let (Some(s), Some(f)) = (
+                    r.string(stream, "stream name"),
+                    r.strings(fields, "stream fields"),
+                ) {
                     c.streams.push((s, f.value));
                 }
             }
             ("setDefaultStream" | "setNamedStream", _) => {
                 r.error(format!("wrong arguments for `{}`", name.value), m.span)
             }
-            _ => r.diagnostics.push(
-                Diagnostic::warning(format!("configMethod `{}` calls JVM code; ignored", name.value), name.span),
-            ),
+            _ => r.diagnostics.push(Diagnostic::warning(
+                format!("configMethod `{}` calls JVM code; ignored", name.value),
+                name.span,
+            )),
         }
     }
 }
 
 fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
-    let mut s = RawStream { span: v.span, ..RawStream::default() };
+    let mut s = RawStream {
+        span: v.span,
+        ..RawStream::default()
+    };
     for (key, value) in r.map(v, "a stream").to_vec() {
         match key.value.as_str() {
             "name" => s.name = r.string(&value, "`name`"),
@@ -361,7 +429,10 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
                         _ => r.unknown_key(&gk, GROUPING_KEYS, "a Flux grouping"),
                     }
                 }
-                if s.grouping.as_ref().is_some_and(|g| g.value.eq_ignore_ascii_case("custom")) {
+                if s.grouping
+                    .as_ref()
+                    .is_some_and(|g| g.value.eq_ignore_ascii_case("custom"))
+                {
                     s.grouping = None;
                 }
             }

@@ -185,7 +185,10 @@ impl ComponentType {
     }
 
     pub fn from_name(name: &str) -> Option<ComponentType> {
-        ComponentType::ALL.iter().copied().find(|t| t.name() == name)
+        ComponentType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.name() == name)
     }
 
     /// Whether this type can be a spout, a bolt, or (shell) both.

@@ -72,8 +72,7 @@ impl Plan {
             })
             .collect();
 
-        let mut stream_names: Vec<String> =
-            streams::SYSTEM.iter().map(|s| s.to_string()).collect();
+        let mut stream_names: Vec<String> = streams::SYSTEM.iter().map(|s| s.to_string()).collect();
         let mut seen: std::collections::BTreeSet<String> = stream_names.iter().cloned().collect();
         let mut declared: Vec<&String> = topology
             .components

@@ -52,7 +52,12 @@ pub fn validate(
         }
     }
     let streams = v.streams(&raw.streams, &mut components);
-    v.connectivity(&components, &streams);
+    let targets: HashSet<&str> = raw
+        .streams
+        .iter()
+        .filter_map(|s| s.to.as_ref().map(|t| t.value.as_str()))
+        .collect();
+    v.connectivity(&components, &streams, &targets);
     for (c, rc) in &components {
         if c.ctype == ComponentType::Filter {
             let input = first_input_fields(&components, &streams, &c.id);
@@ -103,8 +108,8 @@ impl Validator<'_> {
 
     fn name(&mut self, raw: &RawTopology) -> Option<String> {
         let Some(name) = &raw.name else {
-            self.error("the topology has no `name`", Span::new(0, 0)).help =
-                Some("add `name: my-topology` (letters, digits, '-', '_')".into());
+            self.error("the topology has no `name`", Span::new(0, 0))
+                .help = Some("add `name: my-topology` (letters, digits, '-', '_')".into());
             return None;
         };
         let ok = !name.value.is_empty()
@@ -166,7 +171,11 @@ impl Validator<'_> {
     }
 
     fn component(&mut self, rc: &RawComponent, kind: ComponentKind) -> Option<Component> {
-        let what = if kind == ComponentKind::Spout { "spout" } else { "bolt" };
+        let what = if kind == ComponentKind::Spout {
+            "spout"
+        } else {
+            "bolt"
+        };
         let id = match &rc.id {
             None => {
                 self.error(format!("a {what} without `id`"), rc.span);
@@ -174,7 +183,8 @@ impl Validator<'_> {
             }
             Some(id) if id.value.starts_with("__") => {
                 self.error(format!("id `{}` starts with `__`", id.value), id.span)
-                    .help = Some("ids starting with `__` are reserved for system components".into());
+                    .help =
+                    Some("ids starting with `__` are reserved for system components".into());
                 None
             }
             Some(id) if id.value.is_empty() => {
@@ -198,7 +208,10 @@ impl Validator<'_> {
         if let Some(t) = &rc.tasks {
             if t.value >= 1 && (t.value as u64) < u64::from(parallelism) {
                 self.error(
-                    format!("`tasks` ({}) is less than `parallelism` ({parallelism})", t.value),
+                    format!(
+                        "`tasks` ({}) is less than `parallelism` ({parallelism})",
+                        t.value
+                    ),
                     t.span,
                 )
                 .help = Some("each executor runs at least one task".into());
@@ -258,8 +271,16 @@ impl Validator<'_> {
         what: &str,
     ) -> Option<ComponentType> {
         let Some(t) = &rc.ctype else {
-            let at = rc.id.as_ref().map_or(rc.span, |i| i.span);
-            self.error(format!("{what} without `type`"), at);
+            // A Flux class already rejected inside this entry says enough.
+            let inside = |s: Span| s.start >= rc.span.start && s.end <= rc.span.end;
+            if !self
+                .diags
+                .iter()
+                .any(|d| d.is_error() && d.span.is_some_and(inside))
+            {
+                let at = rc.id.as_ref().map_or(rc.span, |i| i.span);
+                self.error(format!("{what} without `type`"), at);
+            }
             return None;
         };
         let Some(ctype) = ComponentType::from_name(&t.value) else {
@@ -269,7 +290,10 @@ impl Validator<'_> {
                 .map(|c| c.name())
                 .collect();
             let help = match suggest(&t.value, names.iter().copied()) {
-                Some(s) => format!("did you mean `{s}`? known {what} types: {}", names.join(", ")),
+                Some(s) => format!(
+                    "did you mean `{s}`? known {what} types: {}",
+                    names.join(", ")
+                ),
                 None => format!("known {what} types: {}", names.join(", ")),
             };
             self.error(format!("unknown component type `{}`", t.value), t.span)
@@ -282,8 +306,11 @@ impl Validator<'_> {
             } else {
                 ("spout", "bolt")
             };
-            self.error(format!("`{}` is a {is} type, used as a {isnt}", t.value), t.span)
-                .help = Some(format!("move it under `{is}s:`"));
+            self.error(
+                format!("`{}` is a {is} type, used as a {isnt}", t.value),
+                t.span,
+            )
+            .help = Some(format!("move it under `{is}s:`"));
             return None;
         }
         Some(ctype)
@@ -294,7 +321,10 @@ impl Validator<'_> {
         match u32::try_from(v.value) {
             Ok(n) if n >= 1 => Some(n),
             _ => {
-                self.error(format!("`{what}` must be at least 1 (got {})", v.value), v.span);
+                self.error(
+                    format!("`{what}` must be at least 1 (got {})", v.value),
+                    v.span,
+                );
                 None
             }
         }
@@ -304,7 +334,10 @@ impl Validator<'_> {
         match crate::config::duration_of(&t.value.to_json()) {
             Some(d) if d >= Duration::from_secs(1) => Some(d),
             _ => {
-                self.error("`tick` must be a duration of at least 1s (`10s`, `1m`, or seconds)", t.span);
+                self.error(
+                    "`tick` must be a duration of at least 1s (`10s`, `1m`, or seconds)",
+                    t.span,
+                );
                 None
             }
         }
@@ -324,8 +357,11 @@ impl Validator<'_> {
             let to = self.endpoint(&rs.to, "to", rs.span, &ids);
             if let (Some(to_id), Some(to)) = (&to, &rs.to) {
                 if self.declared.get(to_id) == Some(&ComponentKind::Spout) {
-                    self.error(format!("spout `{to_id}` cannot be a stream's `to`"), to.span)
-                        .help = Some("spouts have no inputs; only bolts receive streams".into());
+                    self.error(
+                        format!("spout `{to_id}` cannot be a stream's `to`"),
+                        to.span,
+                    )
+                    .help = Some("spouts have no inputs; only bolts receive streams".into());
                 }
             }
             let grouping = self.grouping(rs);
@@ -367,7 +403,10 @@ impl Validator<'_> {
         if ids.contains(&v.value) {
             return Some(v.value.clone());
         }
-        let d = self.error(format!("unknown component `{}` in stream `{key}`", v.value), v.span);
+        let d = self.error(
+            format!("unknown component `{}` in stream `{key}`", v.value),
+            v.span,
+        );
         d.help = suggest(&v.value, ids.iter().map(String::as_str))
             .map(|s| format!("did you mean `{s}`?"));
         None
@@ -394,7 +433,10 @@ impl Validator<'_> {
             "fields" | "partialkey" => {
                 if args().is_empty() {
                     let at = rs.grouping_args.as_ref().map_or(g.span, |a| a.span);
-                    self.error(format!("`{}` grouping needs field names in `args`", g.value), at);
+                    self.error(
+                        format!("`{}` grouping needs field names in `args`", g.value),
+                        at,
+                    );
                     return None;
                 }
                 if norm == "fields" {
@@ -432,7 +474,12 @@ impl Validator<'_> {
                 .or(rs.from.as_ref())
                 .map_or(rs.span, |x| x.span);
             let d = self.error(
-                format!("`{}` ({}) has no output stream `{}`", from.id, from.ctype.name(), s.stream),
+                format!(
+                    "`{}` ({}) has no output stream `{}`",
+                    from.id,
+                    from.ctype.name(),
+                    s.stream
+                ),
                 at,
             );
             d.help = Some(if from.outputs.is_empty() {
@@ -452,7 +499,10 @@ impl Validator<'_> {
         for f in &args.value {
             if !fields.contains(&f.value) {
                 let d = self.error(
-                    format!("`{}` does not declare field `{}` on stream `{}`", from.id, f.value, s.stream),
+                    format!(
+                        "`{}` does not declare field `{}` on stream `{}`",
+                        from.id, f.value, s.stream
+                    ),
                     f.span,
                 );
                 d.help = Some(match suggest(&f.value, fields.iter().map(String::as_str)) {
@@ -464,7 +514,14 @@ impl Validator<'_> {
     }
 
     /// Bolts with no input are errors (Flux silently drops them); bolts no spout reaches warn.
-    fn connectivity(&mut self, components: &[(Component, &RawComponent)], streams: &[Stream]) {
+    /// `targets`: every `to` written, so a stream already reported as broken does not also
+    /// make its target look unconnected.
+    fn connectivity(
+        &mut self,
+        components: &[(Component, &RawComponent)],
+        streams: &[Stream],
+        targets: &HashSet<&str>,
+    ) {
         let declared = self.declared.clone();
         let mut reached: HashSet<&str> = declared
             .iter()
@@ -487,10 +544,10 @@ impl Validator<'_> {
             if c.is_spout() || reached.contains(c.id.as_str()) {
                 continue;
             }
-            if !streams.iter().any(|s| s.to == c.id) {
-                self.error(format!("bolt `{}` has no input stream", c.id), at).help =
-                    Some(format!("add a stream with `to: {}`", c.id));
-            } else {
+            if !targets.contains(c.id.as_str()) {
+                self.error(format!("bolt `{}` has no input stream", c.id), at)
+                    .help = Some(format!("add a stream with `to: {}`", c.id));
+            } else if streams.iter().any(|s| s.to == c.id) {
                 self.diags.push(Diagnostic::warning(
                     format!("bolt `{}` cannot be reached from any spout", c.id),
                     at,
@@ -522,7 +579,10 @@ impl Validator<'_> {
             Ok(expr) => input.map(|f| expr.check(f)).unwrap_or_default(),
         };
         for e in errors {
-            let mut d = Diagnostic::error(format!("in filter expression: {}", e.message), to_span(e.span));
+            let mut d = Diagnostic::error(
+                format!("in filter expression: {}", e.message),
+                to_span(e.span),
+            );
             d.help = e.help;
             self.diags.push(d);
         }

@@ -16,7 +16,11 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
     // Each open collection: its start offset, and the items (maps keep key/value pairs).
     enum Frame {
         Seq(usize, Vec<Spanned<RawValue>>),
-        Map(usize, Vec<(Spanned<String>, Spanned<RawValue>)>, Option<Spanned<String>>),
+        Map(
+            usize,
+            Vec<(Spanned<String>, Spanned<RawValue>)>,
+            Option<Spanned<String>>,
+        ),
     }
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: HashMap<usize, Spanned<RawValue>> = HashMap::new();
@@ -171,7 +175,9 @@ fn key_text(v: &RawValue) -> String {
 }
 
 fn byte_of_char(text: &str, chars: usize) -> usize {
-    text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i)
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i)
 }
 
 fn next_char_end(text: &str, at: usize) -> usize {
@@ -267,7 +273,10 @@ impl Reader {
 
     /// An unknown key: an error, with a suggestion among the known ones.
     pub fn unknown_key(&mut self, key: &Spanned<String>, known: &[&str], context: &str) {
-        let mut d = Diagnostic::error(format!("unknown key `{}` in {context}", key.value), key.span);
+        let mut d = Diagnostic::error(
+            format!("unknown key `{}` in {context}", key.value),
+            key.span,
+        );
         match suggest(&key.value, known.iter().copied()) {
             Some(s) => d = d.with_help(format!("did you mean `{s}`?")),
             None => d = d.with_help(format!("known keys: {}", known.join(", "))),
@@ -308,7 +317,10 @@ pub fn read_topology(tree: &Spanned<RawValue>) -> RawTopology {
     let mut r = Reader::default();
     let mut raw = RawTopology::default();
     if !matches!(tree.value, RawValue::Map(_)) {
-        r.error("a topology file must be a YAML map (name, spouts, bolts, streams)", tree.span);
+        r.error(
+            "a topology file must be a YAML map (name, spouts, bolts, streams)",
+            tree.span,
+        );
     }
     for (key, value) in r.map(tree, "the topology").to_vec() {
         match key.value.as_str() {
@@ -412,7 +424,7 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
 mod tests {
     use super::*;
 
-    fn slice<'a>(text: &'a str, s: Span) -> &'a str {
+    fn slice(text: &str, s: Span) -> &str {
         &text[s.start..s.end]
     }
 
@@ -436,12 +448,27 @@ mod tests {
     #[test]
     fn scalars_resolve_like_yaml_core_schema() {
         let tree = parse_tree("a: 1\nb: 1.5\nc: true\nd: ~\ne: '1'\nf: 1m 30s\n").expect("yaml");
-        assert_eq!(tree.value.get("a").map(|v| &v.value), Some(&RawValue::Int(1)));
-        assert_eq!(tree.value.get("b").map(|v| &v.value), Some(&RawValue::Float(1.5)));
-        assert_eq!(tree.value.get("c").map(|v| &v.value), Some(&RawValue::Bool(true)));
+        assert_eq!(
+            tree.value.get("a").map(|v| &v.value),
+            Some(&RawValue::Int(1))
+        );
+        assert_eq!(
+            tree.value.get("b").map(|v| &v.value),
+            Some(&RawValue::Float(1.5))
+        );
+        assert_eq!(
+            tree.value.get("c").map(|v| &v.value),
+            Some(&RawValue::Bool(true))
+        );
         assert_eq!(tree.value.get("d").map(|v| &v.value), Some(&RawValue::Null));
-        assert_eq!(tree.value.get("e").and_then(|v| v.value.as_str()), Some("1"));
-        assert_eq!(tree.value.get("f").and_then(|v| v.value.as_str()), Some("1m 30s"));
+        assert_eq!(
+            tree.value.get("e").and_then(|v| v.value.as_str()),
+            Some("1")
+        );
+        assert_eq!(
+            tree.value.get("f").and_then(|v| v.value.as_str()),
+            Some("1m 30s")
+        );
     }
 
     #[test]
@@ -456,6 +483,9 @@ mod tests {
     #[test]
     fn aliases_copy_the_anchored_value() {
         let tree = parse_tree("a: &x [1, 2]\nb: *x\n").expect("yaml");
-        assert_eq!(tree.value.get("b").map(|v| v.value.to_json().to_string()), Some("[1,2]".into()));
+        assert_eq!(
+            tree.value.get("b").map(|v| v.value.to_json().to_string()),
+            Some("[1,2]".into())
+        );
     }
 }

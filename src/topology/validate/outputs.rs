@@ -68,7 +68,10 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
 
 /// Fill `Component::outputs` for every component; returns the ids whose outputs could not be
 /// resolved (their input is missing or part of a cycle of pass-through bolts).
-pub fn resolve(components: &mut [(Component, &RawComponent)], streams: &[Stream]) -> HashSet<String> {
+pub fn resolve(
+    components: &mut [(Component, &RawComponent)],
+    streams: &[Stream],
+) -> HashSet<String> {
     let mut unresolved: HashSet<String> = components.iter().map(|(c, _)| c.id.clone()).collect();
     loop {
         let mut progress = false;
