@@ -4,7 +4,6 @@
 use super::{load_topology, Status};
 use crate::cli::ConfigArgs;
 use crate::config::{layers, Config};
-use crate::diag::render_all;
 use crate::topology::LoadOptions;
 use std::io::Write;
 
@@ -33,10 +32,7 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
                 filter: None,
             };
             match load_topology(Some(file), None, &opts) {
-                Ok(loaded) => {
-                    eprint!("{}", render_all(&loaded.warnings, &loaded.source));
-                    loaded.topology.config
-                }
+                Ok(loaded) => loaded.topology.config,
                 Err(status) => return Ok(status),
             }
         }

@@ -2,7 +2,6 @@
 
 use super::{load_topology, Status};
 use crate::cli::{GraphArgs, GraphFormat};
-use crate::diag::render_all;
 use crate::topology::{graph, LoadOptions};
 use std::io::Write;
 
@@ -19,7 +18,6 @@ pub fn run(args: GraphArgs) -> anyhow::Result<Status> {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
-    eprint!("{}", render_all(&loaded.warnings, &loaded.source));
     let text = match args.format {
         GraphFormat::Dot => graph::to_dot(&loaded.topology),
         GraphFormat::Mermaid => graph::to_mermaid(&loaded.topology),

@@ -26,6 +26,8 @@ pub struct Context<'a> {
     pub base_dir: PathBuf,
     /// `-c KEY=VALUE` overrides.
     pub overrides: &'a [String],
+    /// The name when the source gives none (DSL text may omit it; YAML must not).
+    pub default_name: Option<String>,
 }
 
 /// A validated topology and its warnings, or every diagnostic (at least one error).
@@ -108,6 +110,9 @@ impl Validator<'_> {
 
     fn name(&mut self, raw: &RawTopology) -> Option<String> {
         let Some(name) = &raw.name else {
+            if let Some(default) = &self.ctx.default_name {
+                return Some(default.clone());
+            }
             self.error("the topology has no `name`", Span::new(0, 0))
                 .help = Some("add `name: my-topology` (letters, digits, '-', '_')".into());
             return None;
@@ -236,6 +241,20 @@ impl Validator<'_> {
             let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
             self.error("file spout without `args.path`", at);
         }
+        if let Some(t) = ctype {
+            self.args_shape(rc, t);
+        }
+        if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
+            self.diags.push(Diagnostic::warning(
+                "`command` is only used by shell components; ignored",
+                c.span,
+            ));
+        }
+        for (k, v) in &rc.config {
+            if let Err(e) = rules::check_value(&k.value, &v.value.to_json()) {
+                self.error(format!("`{}` {e}", k.value), v.span);
+            }
+        }
         let tick = rc.tick.as_ref().and_then(|t| self.tick(t));
         let (id, ctype) = (id?, ctype?);
         let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
@@ -314,6 +333,32 @@ impl Validator<'_> {
             return None;
         }
         Some(ctype)
+    }
+
+    /// The arguments the built-ins read must have the right shape (SPEC §4).
+    fn args_shape(&mut self, rc: &RawComponent, ctype: ComponentType) {
+        use ComponentType::*;
+        let Some(args) = &rc.args else { return };
+        let RawValue::Map(entries) = &args.value else {
+            return; // already reported by the reader
+        };
+        for (k, v) in entries {
+            let expect = match (ctype, k.value.as_str()) {
+                (Count | Generate, "fields") => ArgShape::Fields,
+                (Split, "field" | "separator") | (File, "path") | (Filter, "where") => {
+                    ArgShape::Text
+                }
+                (Count, "emit") => ArgShape::OneOf(&["end", "tick", "update"]),
+                (Generate, "count" | "rate") | (Chaos, "seed") => ArgShape::Number,
+                (Chaos, "fail" | "drop") => ArgShape::Fraction,
+                (Chaos, "delay") => ArgShape::Duration,
+                (Generate, "values") => ArgShape::List,
+                _ => continue,
+            };
+            if let Some(problem) = expect.problem(&v.value) {
+                self.error(format!("`args.{}` {problem}", k.value), v.span);
+            }
+        }
     }
 
     fn count(&mut self, v: &Option<Spanned<i64>>, what: &str) -> Option<u32> {
@@ -589,6 +634,55 @@ impl Validator<'_> {
     }
 }
 
+/// What a built-in's argument must look like.
+enum ArgShape {
+    Fields,
+    Text,
+    Number,
+    Fraction,
+    Duration,
+    List,
+    OneOf(&'static [&'static str]),
+}
+
+impl ArgShape {
+    fn problem(&self, v: &RawValue) -> Option<String> {
+        let ok = match self {
+            ArgShape::Fields => match v {
+                RawValue::List(l) => {
+                    !l.is_empty() && l.iter().all(|f| matches!(f.value, RawValue::Str { .. }))
+                }
+                _ => false,
+            },
+            ArgShape::Text => matches!(v, RawValue::Str { .. }),
+            ArgShape::Number => {
+                matches!(v, RawValue::Int(n) if *n >= 0)
+                    || matches!(v, RawValue::Float(f) if *f >= 0.0)
+            }
+            ArgShape::Fraction => match v {
+                RawValue::Int(n) => (0..=1).contains(n),
+                RawValue::Float(f) => (0.0..=1.0).contains(f),
+                _ => false,
+            },
+            ArgShape::Duration => crate::config::duration_of(&v.to_json()).is_some(),
+            ArgShape::List => matches!(v, RawValue::List(_)),
+            ArgShape::OneOf(names) => v.as_str().is_some_and(|s| names.contains(&s)),
+        };
+        if ok {
+            return None;
+        }
+        Some(match self {
+            ArgShape::Fields => "must be a non-empty list of field names".into(),
+            ArgShape::Text => "must be a string".into(),
+            ArgShape::Number => "must be a number ≥ 0".into(),
+            ArgShape::Fraction => "must be a fraction between 0 and 1".into(),
+            ArgShape::Duration => "must be a duration (`100ms`, `1s`, or seconds)".into(),
+            ArgShape::List => "must be a list".into(),
+            ArgShape::OneOf(names) => format!("must be one of: {}", names.join(", ")),
+        })
+    }
+}
+
 /// Where an expression's text starts in the file: found verbatim inside its scalar's span,
 /// else just after the opening quote (escapes then shift positions slightly).
 fn expression_offset(source: &str, w: &Spanned<RawValue>, text: &str) -> Option<usize> {
@@ -599,5 +693,49 @@ fn expression_offset(source: &str, w: &Spanned<RawValue>, text: &str) -> Option<
     match &w.value {
         RawValue::Str { quoted: true, .. } => Some(w.span.start + 1),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scalar(text: &str, span: Span, quoted: bool) -> Spanned<RawValue> {
+        Spanned::new(
+            RawValue::Str {
+                text: text.into(),
+                quoted,
+            },
+            span,
+        )
+    }
+
+    #[test]
+    fn expression_positions_map_back_into_the_file() {
+        let src = "where: 'len(word) > 3'";
+        let w = scalar("len(word) > 3", Span::new(7, 22), true);
+        assert_eq!(expression_offset(src, &w, "len(word) > 3"), Some(8));
+        let src = "where: len(word) > 3";
+        let w = scalar("len(word) > 3", Span::new(7, 20), false);
+        assert_eq!(expression_offset(src, &w, "len(word) > 3"), Some(7));
+        // An escape changes the text: fall back to just after the quote.
+        let src = r#"where: "a == \"x\"""#;
+        let w = scalar("a == \"x\"", Span::new(7, src.len()), true);
+        assert_eq!(expression_offset(src, &w, "a == \"x\""), Some(8));
+    }
+
+    #[test]
+    fn argument_shapes() {
+        assert!(ArgShape::Fraction.problem(&RawValue::Float(0.5)).is_none());
+        assert!(ArgShape::Fraction.problem(&RawValue::Int(2)).is_some());
+        assert!(ArgShape::Fields.problem(&RawValue::List(vec![])).is_some());
+        let emit = ArgShape::OneOf(&["end", "tick"]);
+        assert_eq!(
+            emit.problem(&RawValue::Str {
+                text: "never".into(),
+                quoted: false
+            }),
+            Some("must be one of: end, tick".into())
+        );
     }
 }

@@ -220,6 +220,7 @@ streams:\n  - {from: g, to: c}\n  - {from: c, to: n}\n  - {from: n, to: s}\n";
         path: "t.yaml".into(),
         base_dir: ".".into(),
         overrides: &[],
+        default_name: None,
     };
     let (t, _) = storm::topology::validate::validate(raw, &ctx)
         .map_err(|d| format!("{d:?}"))
@@ -242,6 +243,7 @@ fn check_never_panics(text: &str) -> Result<(), TestCaseError> {
         path: "p.yaml".into(),
         base_dir: ".".into(),
         overrides: &[],
+        default_name: None,
     };
     if let Err(diags) = storm::topology::validate::validate(raw, &ctx) {
         prop_assert!(diags.iter().any(|d| d.is_error()));
