@@ -205,6 +205,9 @@ pub struct ConfigArgs {
     /// Topology file whose `config:` takes part
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+    /// Properties file for Flux `${key}` substitution
+    #[arg(long = "filter", value_name = "FILE")]
+    pub filter: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigOverrides,
 }

@@ -29,7 +29,7 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
         Some(file) => {
             let opts = LoadOptions {
                 overrides: args.config.overrides.clone(),
-                filter: None,
+                filter: args.filter.clone(),
             };
             match load_topology(Some(file), None, &opts) {
                 Ok(loaded) => loaded.topology.config,

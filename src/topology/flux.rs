@@ -446,3 +446,76 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
 pub fn filter_error(message: String) -> Diagnostic {
     Diagnostic::unlocated(Severity::Error, message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(text: &str) -> Spanned<RawValue> {
+        yaml::parse_tree(text).expect("valid yaml")
+    }
+
+    #[test]
+    fn flux_is_detected_by_content() {
+        assert!(is_flux(&tree("spouts:\n  - id: a\n    className: x.Y\n")));
+        assert!(is_flux(&tree("includes: []\n")));
+        assert!(!is_flux(&tree("spouts:\n  - id: a\n    type: stdin\n")));
+    }
+
+    #[test]
+    fn substitution_from_environment_and_properties() {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let mut props = Properties::default();
+        props.values.insert("n".into(), "4".into());
+        let mut t = tree("a: ${n}\nb: 'x${n}'\nc: ${ENV-PATH}\nd: ${missing}\n");
+        let mut diags = Vec::new();
+        substitute(&mut t, &props, &mut diags);
+        let get = |k: &str| t.value.get(k).map(|v| v.value.clone());
+        assert_eq!(get("a"), Some(RawValue::Int(4)));
+        assert_eq!(
+            get("b").and_then(|v| v.as_str().map(str::to_string)),
+            Some("x4".into())
+        );
+        assert_eq!(
+            get("c").and_then(|v| v.as_str().map(str::to_string)),
+            Some(path)
+        );
+        assert_eq!(
+            get("d").and_then(|v| v.as_str().map(str::to_string)),
+            Some("${missing}".into())
+        );
+        assert_eq!(diags.len(), 1);
+        assert_eq!(diags[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn shell_wrappers_map_to_shell_with_command_fields_and_streams() {
+        let t = tree(
+            "name: f\nbolts:\n  - id: s\n    className: org.apache.storm.flux.wrappers.bolts.FluxShellBolt\n    constructorArgs: [[python3, s.py], [word]]\n    numTasks: 2\n    configMethods:\n      - name: setNamedStream\n        args: [errors, [msg, code]]\n",
+        );
+        let raw = read_topology(&t, Path::new("."), &Properties::default());
+        assert_eq!(raw.diagnostics, vec![]);
+        let c = &raw.bolts[0];
+        assert_eq!(c.ctype.as_ref().map(|t| t.value.as_str()), Some("shell"));
+        let cmd: Vec<&str> = c
+            .command
+            .iter()
+            .flat_map(|c| c.value.iter().map(|s| s.value.as_str()))
+            .collect();
+        assert_eq!(cmd, ["python3", "s.py"]);
+        assert_eq!(c.tasks.as_ref().map(|t| t.value), Some(2));
+        assert_eq!(c.streams.len(), 1);
+        assert_eq!(c.streams[0].0.value, "errors");
+    }
+
+    #[test]
+    fn properties_files_are_read_like_java_properties() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("f.properties");
+        std::fs::write(&p, "# c\n! c\na = 1\nb: two\n\n").expect("write");
+        let props = Properties::read(&p).expect("readable");
+        assert_eq!(props.values.get("a").map(String::as_str), Some("1"));
+        assert_eq!(props.values.get("b").map(String::as_str), Some("two"));
+        assert!(Properties::read(&dir.path().join("none")).is_err());
+    }
+}

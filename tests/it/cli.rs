@@ -101,3 +101,47 @@ fn completion_scripts_in_the_repository_are_up_to_date() {
         storm::commands::completions::script(Shell::Fish)
     );
 }
+
+#[test]
+fn inline_topologies_are_located_in_the_text() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args(["validate", "-e", "stdin | nosuchthing | stdout"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("<-e>:1:"), "{stderr}");
+    assert!(stderr.contains(": error: "), "{stderr}");
+}
+
+#[test]
+fn config_of_a_flux_file_uses_the_filter_properties() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args([
+            "config",
+            "tests/fixtures/valid/flux-includes.yaml",
+            "--filter",
+            "tests/fixtures/valid/flux.properties",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("topology.debug "))
+        .unwrap_or("");
+    // Read from the included file, located at the include entry of the including file.
+    assert!(line.contains("= true"), "{line}");
+    assert!(
+        line.ends_with("(tests/fixtures/valid/flux-includes.yaml:4)"),
+        "{line}"
+    );
+}
