@@ -10,6 +10,22 @@ use std::collections::HashMap;
 /// How deep nested collections may go before the file is rejected (a guard against stack abuse).
 const MAX_DEPTH: usize = 64;
 
+/// How many nodes aliases may expand to in all (a guard against "billion laughs" documents).
+const MAX_NODES: usize = 1_000_000;
+
+fn node_count(v: &RawValue) -> usize {
+    match v {
+        RawValue::List(items) => 1 + items.iter().map(|i| node_count(&i.value)).sum::<usize>(),
+        RawValue::Map(entries) => {
+            1 + entries
+                .iter()
+                .map(|(_, v)| 1 + node_count(&v.value))
+                .sum::<usize>()
+        }
+        _ => 1,
+    }
+}
+
 /// Parse YAML text into a spanned value tree. An empty document is `Null`.
 pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
     let mut parser = Parser::new_from_str(text);
@@ -23,7 +39,8 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
         ),
     }
     let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, Spanned<RawValue>> = HashMap::new();
+    let mut anchors: HashMap<usize, (Spanned<RawValue>, usize)> = HashMap::new();
+    let mut expanded = 0usize;
     let mut anchor_of: Vec<usize> = Vec::new();
     let mut root: Option<Spanned<RawValue>> = None;
     let mut duplicate: Option<Diagnostic> = None;
@@ -56,12 +73,21 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
             Event::Scalar(value, style, anchor, _) => {
                 let v = Spanned::new(scalar(&value, style), here);
                 if anchor != 0 {
-                    anchors.insert(anchor, v.clone());
+                    anchors.insert(anchor, (v.clone(), 1));
                 }
                 v
             }
             Event::Alias(id) => match anchors.get(&id) {
-                Some(v) => Spanned::new(v.value.clone(), here),
+                Some((v, size)) => {
+                    expanded += size;
+                    if expanded > MAX_NODES {
+                        return Err(Diagnostic::error(
+                            format!("YAML aliases expand to more than {MAX_NODES} nodes"),
+                            here,
+                        ));
+                    }
+                    Spanned::new(v.value.clone(), here)
+                }
                 None => return Err(Diagnostic::error("YAML alias to an unknown anchor", here)),
             },
             Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
@@ -93,7 +119,8 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
                     None => continue,
                 };
                 if anchor != 0 {
-                    anchors.insert(anchor, v.clone());
+                    let size = node_count(&v.value);
+                    anchors.insert(anchor, (v.clone(), size));
                 }
                 v
             }
@@ -478,6 +505,31 @@ mod tests {
         let text = "a: 1\na: 2\n";
         let err = parse_tree(text).expect_err("duplicate");
         assert_eq!(err.span.map(|s| s.start), Some(5));
+    }
+
+    #[test]
+    fn alias_bombs_and_deep_nesting_are_refused() {
+        let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 0..8 {
+            let prev = if i == 0 {
+                "a".to_string()
+            } else {
+                format!("b{}", i - 1)
+            };
+            let refs = vec![format!("*{prev}"); 10].join(", ");
+            bomb.push_str(&format!("b{i}: &b{i} [{refs}]\n"));
+        }
+        let err = parse_tree(&bomb).expect_err("too big");
+        assert!(err.message.contains("aliases expand"), "{}", err.message);
+        for depth in [100, 100_000] {
+            let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let err = parse_tree(&deep).expect_err("too deep");
+            assert!(
+                err.message.contains("nested deeper") || err.message.contains("recursion limit"),
+                "{}",
+                err.message
+            );
+        }
     }
 
     #[test]
