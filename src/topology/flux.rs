@@ -2,11 +2,15 @@
 //! testing spout/counter map onto built-ins; `${ENV-NAME}` and `--filter` `${key}` substitution;
 //! `includes` one level deep; anything that needs a JVM class is rejected where it is written.
 
-use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
-use super::yaml::{self, Reader};
+use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Spanned};
+use super::yaml::Reader;
 use crate::diag::{Diagnostic, Severity};
-use std::collections::HashMap;
 use std::path::Path;
+
+mod include;
+mod substitution;
+
+pub use substitution::{substitute, Properties};
 
 const SHELL_SPOUT: &str = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout";
 const SHELL_BOLT: &str = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt";
@@ -60,89 +64,6 @@ pub fn is_flux(tree: &Spanned<RawValue>) -> bool {
     })
 }
 
-/// Substitution sources: the environment (`${ENV-NAME}`) and `--filter` properties (`${key}`).
-#[derive(Debug, Default, Clone)]
-pub struct Properties {
-    pub values: HashMap<String, String>,
-}
-
-impl Properties {
-    /// Read a Java-style properties file (`key=value` or `key: value`, `#`/`!` comments).
-    pub fn read(path: &Path) -> Result<Properties, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the --filter file: {e}", path.display()))?;
-        let values = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-            .filter_map(|l| {
-                let i = l.find(['=', ':'])?;
-                Some((l[..i].trim().to_string(), l[i + 1..].trim().to_string()))
-            })
-            .collect();
-        Ok(Properties { values })
-    }
-
-    fn lookup(&self, key: &str) -> Option<String> {
-        match key.strip_prefix("ENV-") {
-            Some(env) => std::env::var(env).ok(),
-            None => self.values.get(key).cloned(),
-        }
-    }
-}
-
-/// Replace `${...}` in every string of the tree; unresolved ones warn and stay as written.
-pub fn substitute(tree: &mut Spanned<RawValue>, props: &Properties, diags: &mut Vec<Diagnostic>) {
-    match &mut tree.value {
-        RawValue::Str { text, quoted } if text.contains("${") => {
-            let mut out = String::new();
-            let mut rest = text.as_str();
-            while let Some(start) = rest.find("${") {
-                out.push_str(&rest[..start]);
-                let Some(len) = rest[start..].find('}') else {
-                    out.push_str(&rest[start..]);
-                    rest = "";
-                    break;
-                };
-                let key = &rest[start + 2..start + len];
-                match props.lookup(key) {
-                    Some(v) => out.push_str(&v),
-                    None => {
-                        diags.push(
-                            Diagnostic::warning(
-                                format!("`${{{key}}}` is not defined; kept as written"),
-                                tree.span,
-                            )
-                            .with_help(if key.starts_with("ENV-") {
-                                "set the environment variable".to_string()
-                            } else {
-                                "define it in the properties file given with --filter".to_string()
-                            }),
-                        );
-                        out.push_str(&rest[start..start + len + 1]);
-                    }
-                }
-                rest = &rest[start + len + 1..];
-            }
-            out.push_str(rest);
-            // As in Flux, substitution happens in the text: a plain `${n}` may become a number.
-            tree.value = if *quoted {
-                RawValue::Str {
-                    text: out,
-                    quoted: true,
-                }
-            } else {
-                yaml::resolve_scalar(&out)
-            };
-        }
-        RawValue::List(items) => items.iter_mut().for_each(|i| substitute(i, props, diags)),
-        RawValue::Map(entries) => entries
-            .iter_mut()
-            .for_each(|(_, v)| substitute(v, props, diags)),
-        _ => {}
-    }
-}
-
 /// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`.
 pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
     let mut raw = read_one(tree);
@@ -151,118 +72,12 @@ pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properti
     };
     let mut r = Reader::default();
     for inc in r.list(includes, "`includes`").to_vec() {
-        include(&mut r, &mut raw, &inc, base_dir, props);
+        include::include(&mut r, &mut raw, &inc, base_dir, props);
     }
     raw.diagnostics.extend(r.diagnostics);
     raw
 }
-
-/// One `includes` entry (Flux: one level; without `override` the including file wins; streams
-/// are always appended). Everything read from the included file is located at the entry.
-fn include(
-    r: &mut Reader,
-    raw: &mut RawTopology,
-    inc: &Spanned<RawValue>,
-    base: &Path,
-    props: &Properties,
-) {
-    if matches!(
-        inc.value.get("resource").map(|v| &v.value),
-        Some(RawValue::Bool(true))
-    ) {
-        r.diagnostics.push(
-            Diagnostic::error("a classpath resource include needs a JVM", inc.span)
-                .with_help("use `resource: false` and a `file:` path"),
-        );
-        return;
-    }
-    let Some(file) = inc
-        .value
-        .get("file")
-        .and_then(|f| r.string(f, "include `file`"))
-    else {
-        r.error("an include without `file`", inc.span);
-        return;
-    };
-    let path = base.join(&file.value);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            r.error(
-                format!("cannot read included file {}: {e}", path.display()),
-                file.span,
-            );
-            return;
-        }
-    };
-    let mut tree = match yaml::parse_tree(&text) {
-        Ok(t) => t,
-        Err(d) => {
-            let (line, col) = d
-                .span
-                .map_or((1, 1), |s| crate::diag::line_col(&text, s.start));
-            r.error(
-                format!("{}:{line}:{col}: {}", path.display(), d.message),
-                file.span,
-            );
-            return;
-        }
-    };
-    respan(&mut tree, file.span);
-    substitute(&mut tree, props, &mut r.diagnostics);
-    let included = if is_flux(&tree) {
-        read_one(&tree)
-    } else {
-        yaml::read_topology(&tree)
-    };
-    let over = matches!(
-        inc.value.get("override").map(|v| &v.value),
-        Some(RawValue::Bool(true))
-    );
-    merge(raw, included, over);
-}
-
-fn merge(raw: &mut RawTopology, inc: RawTopology, over: bool) {
-    if raw.name.is_none() || (over && inc.name.is_some()) {
-        raw.name = inc.name.or(raw.name.take());
-    }
-    for (k, v) in inc.config {
-        match raw.config.iter().position(|(x, _)| x.value == k.value) {
-            Some(i) if over => raw.config[i] = (k, v),
-            Some(_) => {}
-            None => raw.config.push((k, v)),
-        }
-    }
-    for (mine, theirs) in [(&mut raw.spouts, inc.spouts), (&mut raw.bolts, inc.bolts)] {
-        for c in theirs {
-            let id = c.id.as_ref().map(|i| i.value.clone());
-            match mine
-                .iter()
-                .position(|m| m.id.as_ref().map(|i| &i.value) == id.as_ref())
-            {
-                Some(i) if over => mine[i] = c,
-                Some(_) => {}
-                None => mine.push(c),
-            }
-        }
-    }
-    raw.streams.extend(inc.streams);
-    raw.diagnostics.extend(inc.diagnostics);
-}
-
-fn respan(tree: &mut Spanned<RawValue>, span: Span) {
-    tree.span = span;
-    match &mut tree.value {
-        RawValue::List(items) => items.iter_mut().for_each(|i| respan(i, span)),
-        RawValue::Map(entries) => entries.iter_mut().for_each(|(k, v)| {
-            k.span = span;
-            respan(v, span)
-        }),
-        _ => {}
-    }
-}
-
-fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
+pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
     let mut r = Reader::default();
     let mut raw = RawTopology::default();
     for (key, value) in r.map(tree, "the topology").to_vec() {
@@ -452,7 +267,7 @@ mod tests {
     use super::*;
 
     fn tree(text: &str) -> Spanned<RawValue> {
-        yaml::parse_tree(text).expect("valid yaml")
+        crate::topology::yaml::parse_tree(text).expect("valid yaml")
     }
 
     #[test]
@@ -460,32 +275,6 @@ mod tests {
         assert!(is_flux(&tree("spouts:\n  - id: a\n    className: x.Y\n")));
         assert!(is_flux(&tree("includes: []\n")));
         assert!(!is_flux(&tree("spouts:\n  - id: a\n    type: stdin\n")));
-    }
-
-    #[test]
-    fn substitution_from_environment_and_properties() {
-        let path = std::env::var("PATH").unwrap_or_default();
-        let mut props = Properties::default();
-        props.values.insert("n".into(), "4".into());
-        let mut t = tree("a: ${n}\nb: 'x${n}'\nc: ${ENV-PATH}\nd: ${missing}\n");
-        let mut diags = Vec::new();
-        substitute(&mut t, &props, &mut diags);
-        let get = |k: &str| t.value.get(k).map(|v| v.value.clone());
-        assert_eq!(get("a"), Some(RawValue::Int(4)));
-        assert_eq!(
-            get("b").and_then(|v| v.as_str().map(str::to_string)),
-            Some("x4".into())
-        );
-        assert_eq!(
-            get("c").and_then(|v| v.as_str().map(str::to_string)),
-            Some(path)
-        );
-        assert_eq!(
-            get("d").and_then(|v| v.as_str().map(str::to_string)),
-            Some("${missing}".into())
-        );
-        assert_eq!(diags.len(), 1);
-        assert_eq!(diags[0].severity, Severity::Warning);
     }
 
     #[test]
@@ -506,16 +295,5 @@ mod tests {
         assert_eq!(c.tasks.as_ref().map(|t| t.value), Some(2));
         assert_eq!(c.streams.len(), 1);
         assert_eq!(c.streams[0].0.value, "errors");
-    }
-
-    #[test]
-    fn properties_files_are_read_like_java_properties() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let p = dir.path().join("f.properties");
-        std::fs::write(&p, "# c\n! c\na = 1\nb: two\n\n").expect("write");
-        let props = Properties::read(&p).expect("readable");
-        assert_eq!(props.values.get("a").map(String::as_str), Some("1"));
-        assert_eq!(props.values.get("b").map(String::as_str), Some("two"));
-        assert!(Properties::read(&dir.path().join("none")).is_err());
     }
 }
