@@ -7,12 +7,24 @@ use crate::config::{layers, Config};
 use crate::topology::LoadOptions;
 use std::io::Write;
 
+fn is_secret(key: &str) -> bool {
+    key.ends_with(".secret") || key.ends_with(".password")
+}
+
 /// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned.
 pub fn render(config: &Config) -> String {
     let rows: Vec<(String, String, String)> = config
         .entries
         .iter()
-        .map(|(k, e)| (k.clone(), e.value.to_string(), layers::describe(&e.origin)))
+        .map(|(k, e)| {
+            // A secret is never printed, only whether one is set.
+            let value = if is_secret(k) && !e.value.is_null() {
+                "\"<hidden>\"".to_string()
+            } else {
+                e.value.to_string()
+            };
+            (k.clone(), value, layers::describe(&e.origin))
+        })
         .collect();
     let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let vw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);

@@ -257,7 +257,14 @@ impl Validator<'_> {
                 self.error(format!("`{}` {e}", k.value), v.span);
             }
         }
-        let tick = rc.tick.as_ref().and_then(|t| self.tick(t));
+        // Storm also reads a per-component `topology.tick.tuple.freq.secs` (Flux `config:`).
+        let tick = rc.tick.as_ref().and_then(|t| self.tick(t)).or_else(|| {
+            rc.config
+                .iter()
+                .find(|(k, _)| k.value == "topology.tick.tuple.freq.secs")
+                .and_then(|(_, v)| crate::config::duration_of(&v.value.to_json()))
+                .filter(|d| *d >= Duration::from_secs(1))
+        });
         let (id, ctype) = (id?, ctype?);
         let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
             Some(serde_json::Value::Object(m)) => m,

@@ -188,7 +188,8 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
                 c.args = Some(value.clone());
             }
             "parallelism" => c.parallelism = r.int(&value, "`parallelism`"),
-            "tasks" => c.tasks = r.int(&value, "`tasks`"),
+            // Flux's spelling is accepted too.
+            "tasks" | "numTasks" => c.tasks = r.int(&value, "`tasks`"),
             "fields" => c.fields = r.strings(&value, "`fields`"),
             "streams" => {
                 for (name, fields) in r.map(&value, "`streams`").to_vec() {
@@ -226,7 +227,7 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
                         match gk.value.as_str() {
                             "type" => s.grouping = r.string(gv, "grouping `type`"),
                             "args" => s.grouping_args = r.strings(gv, "grouping `args`"),
-                            "stream" => s.stream = r.string(gv, "`stream`"),
+                            "stream" | "streamId" => s.stream = r.string(gv, "`stream`"),
                             _ => r.unknown_key(gk, GROUPING_KEYS, "a grouping"),
                         }
                     }

@@ -127,3 +127,31 @@ fn a_duration_key_in_a_topology_accepts_humantime() {
         "{stdout}"
     );
 }
+
+#[test]
+fn secrets_are_not_printed() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args(["config", "-c", "storm.cluster.secret=hunter2"])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("hunter2"));
+    assert!(line_of(&stdout, "storm.cluster.secret").contains("\"<hidden>\""));
+}
+
+#[test]
+fn a_malformed_override_is_a_usage_error() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args([
+            "validate",
+            "topologies/wordcount.yaml",
+            "-c",
+            "topology.workers",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected KEY=VALUE"));
+}

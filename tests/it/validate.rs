@@ -265,6 +265,20 @@ fn check_never_panics(text: &str) -> Result<(), TestCaseError> {
 }
 
 const WORDCOUNT: &str = include_str!("../../topologies/wordcount.yaml");
+const FLUX: &str = include_str!("../../topologies/flux-wordcount.yaml");
+
+/// `text` with `len` bytes at `at` replaced by `insert`, cut on character boundaries.
+fn mutate(text: &str, at: usize, len: usize, insert: &str) -> String {
+    let mut start = at.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (start + len).min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{}{}", &text[..start], insert, &text[end..])
+}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
@@ -276,11 +290,11 @@ proptest! {
 
     #[test]
     fn mutated_wordcount_never_panics(at in 0usize..WORDCOUNT.len(), len in 0usize..20, insert in "[a-z:\\[\\]{}\\- \n\"0-9é]{0,8}") {
-        let mut start = at.min(WORDCOUNT.len());
-        while !WORDCOUNT.is_char_boundary(start) { start -= 1; }
-        let mut end = (start + len).min(WORDCOUNT.len());
-        while !WORDCOUNT.is_char_boundary(end) { end -= 1; }
-        let text = format!("{}{}{}", &WORDCOUNT[..start], insert, &WORDCOUNT[end..]);
-        check_never_panics(&text)?;
+        check_never_panics(&mutate(WORDCOUNT, at, len, &insert))?;
+    }
+
+    #[test]
+    fn mutated_flux_never_panics(at in 0usize..FLUX.len(), len in 0usize..20, insert in "[a-zA-Z:\\[\\]{}\\-$ \n\"0-9]{0,8}") {
+        check_never_panics(&mutate(FLUX, at, len, &insert))?;
     }
 }
