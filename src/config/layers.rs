@@ -6,7 +6,7 @@
 //! `./conf/storm.yaml` relative to the current directory when that file exists.
 
 use super::{rules, Config, Origin};
-use crate::diag::line_col;
+use crate::diag::{line_col, LineIndex};
 use crate::topology::raw::{RawValue, Spanned};
 use crate::topology::yaml;
 use std::path::{Path, PathBuf};
@@ -55,8 +55,9 @@ pub fn apply_entries(
     text: &str,
     origin: impl Fn(usize) -> Origin,
 ) {
+    let index = LineIndex::new(text);
     for (k, v) in entries {
-        let (line, _) = line_col(text, k.span.start);
+        let (line, _) = index.line_col(text, k.span.start);
         config.set(k.value.clone(), v.value.to_json(), origin(line));
     }
 }

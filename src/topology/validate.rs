@@ -149,7 +149,10 @@ impl Validator<'_> {
                 self.diags.push(Diagnostic::unlocated(Severity::Error, e));
             }
         }
-        let span_of = |key: &str| raw.config.iter().find(|(k, _)| k.value == key);
+        // The last entry of a key wins, as in the layering.
+        let written: HashMap<&str, &(Spanned<String>, Spanned<RawValue>)> =
+            raw.config.iter().map(|e| (e.0.value.as_str(), e)).collect();
+        let span_of = |key: &str| written.get(key).copied();
         for violation in rules::check(&config) {
             let message = format!("`{}` {}", violation.key, violation.message);
             match (&violation.origin, span_of(&violation.key)) {

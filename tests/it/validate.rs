@@ -298,3 +298,46 @@ proptest! {
         check_never_panics(&mutate(FLUX, at, len, &insert))?;
     }
 }
+
+/// Regression: stream wiring and output resolution were quadratic (a 20 000-bolt chain listed
+/// in reverse took minutes). Linear now; the bound is loose to stay reliable on slow machines.
+#[test]
+fn large_topologies_validate_in_linear_time() {
+    let n = 20_000;
+    let mut text = String::from("name: big\nspouts:\n  - {id: s, type: stdin}\nbolts:\n");
+    for i in 0..n {
+        text.push_str(&format!("  - {{id: f{i}, type: chaos}}\n"));
+    }
+    text.push_str("streams:\n");
+    for i in (0..n).rev() {
+        let from = if i == 0 {
+            "s".to_string()
+        } else {
+            format!("f{}", i - 1)
+        };
+        text.push_str(&format!("  - {{from: {from}, to: f{i}}}\n"));
+    }
+    let started = std::time::Instant::now();
+    let raw = storm::topology::parse_yaml(&text, Path::new("."), &Default::default());
+    let ctx = storm::topology::validate::Context {
+        text: &text,
+        path: "big.yaml".into(),
+        base_dir: ".".into(),
+        overrides: &[],
+        default_name: None,
+    };
+    let (t, _) = storm::topology::validate::validate(raw, &ctx)
+        .map_err(|d| format!("{:?}", d.first()))
+        .expect("valid");
+    assert_eq!(t.components.len(), n + 1);
+    assert_eq!(
+        t.component(&format!("f{}", n - 1))
+            .and_then(|c| c.output_fields("default")),
+        Some(&["line".to_string()][..])
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -9,13 +9,11 @@ impl Validator<'_> {
         raw: &[RawStream],
         components: &mut [(Component, &RawComponent)],
     ) -> Vec<Stream> {
-        let mut ids: Vec<String> = self.declared.keys().cloned().collect();
-        ids.sort();
         let mut streams = Vec::new();
         let mut checks = Vec::new();
         for rs in raw {
-            let from = self.endpoint(&rs.from, "from", rs.span, &ids);
-            let to = self.endpoint(&rs.to, "to", rs.span, &ids);
+            let from = self.endpoint(&rs.from, "from", rs.span);
+            let to = self.endpoint(&rs.to, "to", rs.span);
             if let (Some(to_id), Some(to)) = (&to, &rs.to) {
                 if self.declared.get(to_id) == Some(&ComponentKind::Spout) {
                     self.error(
@@ -42,9 +40,16 @@ impl Validator<'_> {
             }
         }
         let unresolved = outputs::resolve(components, &streams);
+        let index: HashMap<&str, usize> = components
+            .iter()
+            .enumerate()
+            .map(|(i, (c, _))| (c.id.as_str(), i))
+            .collect();
         for (i, rs) in checks {
-            if !unresolved.contains(&streams[i].from) {
-                self.stream_fields(&streams[i], rs, components);
+            let s = &streams[i];
+            if let (false, Some(&from)) = (unresolved.contains(&s.from), index.get(s.from.as_str()))
+            {
+                self.stream_fields(s, rs, &components[from].0);
             }
         }
         streams
@@ -55,21 +60,22 @@ impl Validator<'_> {
         v: &Option<Spanned<String>>,
         key: &str,
         stream_span: Span,
-        ids: &[String],
     ) -> Option<String> {
         let Some(v) = v else {
             self.error(format!("stream without `{key}`"), stream_span);
             return None;
         };
-        if ids.contains(&v.value) {
+        if self.declared.contains_key(&v.value) {
             return Some(v.value.clone());
         }
+        let mut ids: Vec<&str> = self.declared.keys().map(String::as_str).collect();
+        ids.sort_unstable();
+        let help = suggest(&v.value, ids.into_iter()).map(|s| format!("did you mean `{s}`?"));
         let d = self.error(
             format!("unknown component `{}` in stream `{key}`", v.value),
             v.span,
         );
-        d.help = suggest(&v.value, ids.iter().map(String::as_str))
-            .map(|s| format!("did you mean `{s}`?"));
+        d.help = help;
         None
     }
 
@@ -119,15 +125,7 @@ impl Validator<'_> {
     }
 
     /// The stream must exist on its source, and a fields grouping's fields must be declared.
-    fn stream_fields(
-        &mut self,
-        s: &Stream,
-        rs: &RawStream,
-        components: &[(Component, &RawComponent)],
-    ) {
-        let Some((from, _)) = components.iter().find(|(c, _)| c.id == s.from) else {
-            return;
-        };
+    fn stream_fields(&mut self, s: &Stream, rs: &RawStream, from: &Component) {
         let Some(fields) = from.outputs.get(&s.stream) else {
             let at = rs
                 .stream
@@ -189,17 +187,19 @@ impl Validator<'_> {
             .filter(|(_, k)| **k == ComponentKind::Spout)
             .map(|(id, _)| id.as_str())
             .collect();
-        loop {
-            let before = reached.len();
-            for s in streams {
-                if reached.contains(s.from.as_str()) {
-                    reached.insert(s.to.as_str());
+        let mut next: HashMap<&str, Vec<&str>> = HashMap::new();
+        for s in streams {
+            next.entry(s.from.as_str()).or_default().push(s.to.as_str());
+        }
+        let mut work: Vec<&str> = reached.iter().copied().collect();
+        while let Some(id) = work.pop() {
+            for to in next.get(id).into_iter().flatten() {
+                if reached.insert(to) {
+                    work.push(to);
                 }
             }
-            if reached.len() == before {
-                break;
-            }
         }
+        let fed: HashSet<&str> = streams.iter().map(|s| s.to.as_str()).collect();
         for (c, rc) in components {
             let at = rc.id.as_ref().map_or(rc.span, |i| i.span);
             if c.is_spout() || reached.contains(c.id.as_str()) {
@@ -208,7 +208,7 @@ impl Validator<'_> {
             if !targets.contains(c.id.as_str()) {
                 self.error(format!("bolt `{}` has no input stream", c.id), at)
                     .help = Some(format!("add a stream with `to: {}`", c.id));
-            } else if streams.iter().any(|s| s.to == c.id) {
+            } else if fed.contains(c.id.as_str()) {
                 self.diags.push(Diagnostic::warning(
                     format!("bolt `{}` cannot be reached from any spout", c.id),
                     at,

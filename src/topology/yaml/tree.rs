@@ -5,7 +5,7 @@
 use crate::diag::Diagnostic;
 use crate::topology::raw::{RawValue, Span, Spanned};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// How deep nested collections may go before the file is rejected (a guard against stack abuse).
 const MAX_DEPTH: usize = 64;
@@ -36,6 +36,7 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
             usize,
             Vec<(Spanned<String>, Spanned<RawValue>)>,
             Option<Spanned<String>>,
+            HashSet<String>,
         ),
     }
     let mut stack: Vec<Frame> = Vec::new();
@@ -101,7 +102,7 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
                 if matches!(event, Event::SequenceStart(..)) {
                     stack.push(Frame::Seq(here.start, Vec::new()));
                 } else {
-                    stack.push(Frame::Map(here.start, Vec::new(), None));
+                    stack.push(Frame::Map(here.start, Vec::new(), None, HashSet::new()));
                 }
                 continue;
             }
@@ -112,7 +113,7 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
                         let end = items.last().map_or(here.end, |i| i.span.end);
                         Spanned::new(RawValue::List(items), Span::new(start, end.max(start)))
                     }
-                    Some(Frame::Map(start, items, _)) => {
+                    Some(Frame::Map(start, items, _, _)) => {
                         let end = items.last().map_or(here.end, |(_, v)| v.span.end);
                         Spanned::new(RawValue::Map(items), Span::new(start, end.max(start)))
                     }
@@ -129,10 +130,10 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
         match stack.last_mut() {
             None => root = Some(node),
             Some(Frame::Seq(_, items)) => items.push(node),
-            Some(Frame::Map(_, items, pending)) => match pending.take() {
+            Some(Frame::Map(_, items, pending, keys)) => match pending.take() {
                 None => *pending = Some(Spanned::new(key_text(&node.value), node.span)),
                 Some(key) => {
-                    if duplicate.is_none() && items.iter().any(|(k, _)| k.value == key.value) {
+                    if !keys.insert(key.value.clone()) && duplicate.is_none() {
                         duplicate = Some(Diagnostic::error(
                             format!("duplicate key `{}`", key.value),
                             key.span,
