@@ -62,10 +62,19 @@ pub fn validate(
         .filter_map(|s| s.to.as_ref().map(|t| t.value.as_str()))
         .collect();
     v.connectivity(&components, &streams, &targets);
+    let by_id: HashMap<&str, &Component> =
+        components.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
+    let mut first_input: HashMap<&str, &Stream> = HashMap::new();
+    for s in &streams {
+        first_input.entry(s.to.as_str()).or_insert(s);
+    }
     for (c, rc) in &components {
         if c.ctype == ComponentType::Filter {
-            let input = first_input_fields(&components, &streams, &c.id);
-            v.filter_expression(rc, input.as_deref());
+            // The fields arriving on its first input stream, once known.
+            let input = first_input
+                .get(c.id.as_str())
+                .and_then(|s| by_id.get(s.from.as_str())?.outputs.get(&s.stream));
+            v.filter_expression(rc, input.map(Vec::as_slice));
         }
     }
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
@@ -83,17 +92,6 @@ pub fn validate(
         base_dir: ctx.base_dir.clone(),
     };
     Ok((topology, warnings))
-}
-
-/// The fields arriving at a component on its first input stream, once known.
-fn first_input_fields(
-    components: &[(Component, &RawComponent)],
-    streams: &[Stream],
-    id: &str,
-) -> Option<Vec<String>> {
-    let s = streams.iter().find(|s| s.to == id)?;
-    let from = components.iter().find(|(c, _)| c.id == s.from)?;
-    from.0.outputs.get(&s.stream).cloned()
 }
 
 struct Validator<'a> {
