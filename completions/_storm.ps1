@@ -120,6 +120,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;config' {
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')

@@ -108,6 +108,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --version 'Print version'
         }
         &'storm;config'= {
+            cand --filter 'Properties file for Flux `${key}` substitution'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand -h 'Print help'

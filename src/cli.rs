@@ -71,8 +71,16 @@ pub struct TopologySource {
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConfigOverrides {
     /// Override one configuration key; VALUE is read as YAML (repeatable)
-    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", value_parser = key_value)]
     pub overrides: Vec<String>,
+}
+
+/// `-c` takes `KEY=VALUE` with a non-empty key (a usage error otherwise).
+fn key_value(text: &str) -> Result<String, String> {
+    match text.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() => Ok(text.to_string()),
+        _ => Err("expected KEY=VALUE, e.g. `-c topology.workers=2`".into()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -205,6 +213,9 @@ pub struct ConfigArgs {
     /// Topology file whose `config:` takes part
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+    /// Properties file for Flux `${key}` substitution
+    #[arg(long = "filter", value_name = "FILE")]
+    pub filter: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigOverrides,
 }

@@ -59,17 +59,51 @@ pub struct Source {
 }
 
 /// 1-based line and column (in characters) of a byte offset; offsets past the end or inside a
-/// character are clamped.
+/// character are clamped. For many lookups in one text, use a `LineIndex`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
+    LineIndex::new(text).line_col(text, offset)
+}
+
+/// Where each line of a text starts, for fast offset → line/column lookups.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
     }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = text[line_start..offset].chars().count() + 1;
-    (line, col)
+
+    /// 1-based line and column (in characters) of a byte offset in `text` (the indexed text).
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset).max(1);
+        let start = self.starts[line - 1].min(offset);
+        (line, text[start..offset].chars().count() + 1)
+    }
+
+    /// The text of a 1-based line, without its line break.
+    pub fn line<'t>(&self, text: &'t str, line: usize) -> &'t str {
+        let start = self
+            .starts
+            .get(line.wrapping_sub(1))
+            .copied()
+            .unwrap_or(text.len());
+        let end = self
+            .starts
+            .get(line)
+            .map_or(text.len(), |e| e.saturating_sub(1));
+        let l = text
+            .get(start.min(text.len())..end.max(start).min(text.len()))
+            .unwrap_or("");
+        l.strip_suffix('\r').unwrap_or(l)
+    }
 }
 
 impl Diagnostic {
@@ -93,6 +127,10 @@ impl Diagnostic {
     /// Rendered like a compiler's: `FILE:LINE:COL: error: MESSAGE`, the source line with an
     /// underline under the span, then `= help:` when there is one. Ends with a newline.
     pub fn render(&self, source: &Source) -> String {
+        self.render_with(source, &LineIndex::new(&source.text))
+    }
+
+    fn render_with(&self, source: &Source, index: &LineIndex) -> String {
         let mut out = String::new();
         let Some(span) = self.span else {
             out.push_str(&format!(
@@ -107,19 +145,22 @@ impl Diagnostic {
             return out;
         };
         let text = source.text.as_str();
-        let (line, col) = line_col(text, span.start);
+        let (line, col) = index.line_col(text, span.start);
         out.push_str(&format!(
             "{}:{line}:{col}: {}: {}\n",
             source.name,
             self.severity_word(),
             self.message
         ));
-        let line_text = text.lines().nth(line - 1).unwrap_or("");
-        let line_text = line_text.strip_suffix('\r').unwrap_or(line_text);
+        let line_text = index.line(text, line);
         // Underline up to the end of the span or the end of its first line.
         let line_chars = line_text.chars().count();
-        let (end_line, end_col) = line_col(text, span.end.max(span.start));
-        let last = if end_line == line { end_col } else { line_chars + 1 };
+        let (end_line, end_col) = index.line_col(text, span.end.max(span.start));
+        let last = if end_line == line {
+            end_col
+        } else {
+            line_chars + 1
+        };
         let width = last.saturating_sub(col).max(1);
         let gutter = line.to_string().len();
         let pad = " ".repeat(gutter);
@@ -138,9 +179,13 @@ impl Diagnostic {
 
     /// The JSON form: `{file, line, column, severity, message, help}`.
     pub fn to_json(&self, source: &Source) -> serde_json::Value {
+        self.to_json_with(source, &LineIndex::new(&source.text))
+    }
+
+    fn to_json_with(&self, source: &Source, index: &LineIndex) -> serde_json::Value {
         let (line, column) = match self.span {
             Some(s) => {
-                let (l, c) = line_col(&source.text, s.start);
+                let (l, c) = index.line_col(&source.text, s.start);
                 (serde_json::Value::from(l), serde_json::Value::from(c))
             }
             None => (serde_json::Value::Null, serde_json::Value::Null),
@@ -160,7 +205,20 @@ impl Diagnostic {
 pub fn render_all(diagnostics: &[Diagnostic], source: &Source) -> String {
     let mut sorted: Vec<&Diagnostic> = diagnostics.iter().collect();
     sorted.sort_by_key(|d| d.span.map_or(0, |s| s.start));
-    sorted.iter().map(|d| d.render(source)).collect()
+    let index = LineIndex::new(&source.text);
+    sorted
+        .iter()
+        .map(|d| d.render_with(source, &index))
+        .collect()
+}
+
+/// The JSON form of diagnostics of one source (see `Diagnostic::to_json`).
+pub fn json_all(diagnostics: &[Diagnostic], source: &Source) -> Vec<serde_json::Value> {
+    let index = LineIndex::new(&source.text);
+    diagnostics
+        .iter()
+        .map(|d| d.to_json_with(source, &index))
+        .collect()
 }
 
 #[cfg(test)]
@@ -172,6 +230,14 @@ mod tests {
         assert_eq!(line_col("é: x\nab", 4), (1, 4));
         assert_eq!(line_col("é: x\nab", 7), (2, 2));
         assert_eq!(line_col("abc", 99), (1, 4));
+        assert_eq!(line_col("a\n\nb", 2), (2, 1));
+        assert_eq!(line_col("", 0), (1, 1));
+        let text = "one\r\ntwo\n";
+        let index = LineIndex::new(text);
+        assert_eq!(index.line(text, 1), "one");
+        assert_eq!(index.line(text, 2), "two");
+        assert_eq!(index.line(text, 3), "");
+        assert_eq!(index.line(text, 9), "");
     }
 
     #[test]

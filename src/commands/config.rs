@@ -4,16 +4,27 @@
 use super::{load_topology, Status};
 use crate::cli::ConfigArgs;
 use crate::config::{layers, Config};
-use crate::diag::render_all;
 use crate::topology::LoadOptions;
 use std::io::Write;
+
+fn is_secret(key: &str) -> bool {
+    key.ends_with(".secret") || key.ends_with(".password")
+}
 
 /// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned.
 pub fn render(config: &Config) -> String {
     let rows: Vec<(String, String, String)> = config
         .entries
         .iter()
-        .map(|(k, e)| (k.clone(), e.value.to_string(), layers::describe(&e.origin)))
+        .map(|(k, e)| {
+            // A secret is never printed, only whether one is set.
+            let value = if is_secret(k) && !e.value.is_null() {
+                "\"<hidden>\"".to_string()
+            } else {
+                e.value.to_string()
+            };
+            (k.clone(), value, layers::describe(&e.origin))
+        })
         .collect();
     let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let vw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
@@ -30,13 +41,10 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
         Some(file) => {
             let opts = LoadOptions {
                 overrides: args.config.overrides.clone(),
-                filter: None,
+                filter: args.filter.clone(),
             };
             match load_topology(Some(file), None, &opts) {
-                Ok(loaded) => {
-                    eprint!("{}", render_all(&loaded.warnings, &loaded.source));
-                    loaded.topology.config
-                }
+                Ok(loaded) => loaded.topology.config,
                 Err(status) => return Ok(status),
             }
         }

@@ -2,7 +2,6 @@
 
 use super::{load_topology, Status};
 use crate::cli::{GraphArgs, GraphFormat};
-use crate::diag::render_all;
 use crate::topology::{graph, LoadOptions};
 use std::io::Write;
 
@@ -11,11 +10,14 @@ pub fn run(args: GraphArgs) -> anyhow::Result<Status> {
         overrides: Vec::new(),
         filter: args.source.filter.clone(),
     };
-    let loaded = match load_topology(args.source.file.as_deref(), args.source.expr.as_deref(), &opts) {
+    let loaded = match load_topology(
+        args.source.file.as_deref(),
+        args.source.expr.as_deref(),
+        &opts,
+    ) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
-    eprint!("{}", render_all(&loaded.warnings, &loaded.source));
     let text = match args.format {
         GraphFormat::Dot => graph::to_dot(&loaded.topology),
         GraphFormat::Mermaid => graph::to_mermaid(&loaded.topology),

@@ -52,7 +52,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
 }
 
 /// Load the topology a command names (a file, or `-e` DSL text). On failure the reason is
-/// printed on stderr (diagnostics rendered against the source) and the exit status returned.
+/// printed on stderr (diagnostics rendered against the source) and the exit status returned;
+/// on success its warnings are printed on stderr.
 pub fn load_topology(
     file: Option<&std::path::Path>,
     expr: Option<&str>,
@@ -68,7 +69,13 @@ pub fn load_topology(
         }
     };
     match result {
-        Ok(loaded) => Ok(loaded),
+        Ok(loaded) => {
+            eprint!(
+                "{}",
+                crate::diag::render_all(&loaded.warnings, &loaded.source)
+            );
+            Ok(loaded)
+        }
         Err(LoadError::Unreadable(reason)) => {
             eprintln!("error: {reason}");
             Err(Status::Failure)

@@ -3,7 +3,7 @@
 
 use super::Status;
 use crate::cli::{DiagFormat, ValidateArgs};
-use crate::diag::{render_all, Diagnostic, Severity, Source};
+use crate::diag::{json_all, render_all, Diagnostic, Severity, Source};
 use crate::topology::{load_file, load_inline, LoadError, LoadOptions, Loaded};
 use std::io::Write;
 
@@ -60,10 +60,15 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<Status> {
     Ok(status)
 }
 
-fn report(source: &Source, diagnostics: &[Diagnostic], format: DiagFormat, json: &mut Vec<serde_json::Value>) {
+fn report(
+    source: &Source,
+    diagnostics: &[Diagnostic],
+    format: DiagFormat,
+    json: &mut Vec<serde_json::Value>,
+) {
     match format {
         DiagFormat::Text => eprint!("{}", render_all(diagnostics, source)),
-        DiagFormat::Json => json.extend(diagnostics.iter().map(|d| d.to_json(source))),
+        DiagFormat::Json => json.extend(json_all(diagnostics, source)),
     }
 }
 

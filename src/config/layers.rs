@@ -6,7 +6,7 @@
 //! `./conf/storm.yaml` relative to the current directory when that file exists.
 
 use super::{rules, Config, Origin};
-use crate::diag::line_col;
+use crate::diag::{line_col, LineIndex};
 use crate::topology::raw::{RawValue, Spanned};
 use crate::topology::yaml;
 use std::path::{Path, PathBuf};
@@ -55,8 +55,9 @@ pub fn apply_entries(
     text: &str,
     origin: impl Fn(usize) -> Origin,
 ) {
+    let index = LineIndex::new(text);
     for (k, v) in entries {
-        let (line, _) = line_col(text, k.span.start);
+        let (line, _) = index.line_col(text, k.span.start);
         config.set(k.value.clone(), v.value.to_json(), origin(line));
     }
 }
@@ -151,9 +152,11 @@ pub fn cluster_config(overrides: &[String]) -> Result<Config, Vec<String>> {
     if let Err(e) = apply_overrides(&mut config, overrides) {
         errors.extend(e);
     }
-    errors.extend(rules::check(&config).into_iter().map(|v| {
-        format!("`{}` ({}): {}", v.key, describe(&v.origin), v.message)
-    }));
+    errors.extend(
+        rules::check(&config)
+            .into_iter()
+            .map(|v| format!("`{}` ({}): {}", v.key, describe(&v.origin), v.message)),
+    );
     if errors.is_empty() {
         rules::normalize(&mut config);
         Ok(config)

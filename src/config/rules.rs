@@ -9,9 +9,14 @@ use std::collections::HashSet;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     /// An integer ≥ min; `nullable` allows null (= unset).
-    Int { min: u64, nullable: bool },
+    Int {
+        min: u64,
+        nullable: bool,
+    },
     /// Seconds (a number or humantime text) of at least one second.
-    Duration { nullable: bool },
+    Duration {
+        nullable: bool,
+    },
     Bool,
     /// A power of two ≥ 1 (Storm's ring buffers).
     PowerOfTwo,
@@ -25,25 +30,70 @@ pub enum Rule {
 
 /// The rule of every key that has one.
 pub const RULES: &[(&str, Rule)] = &[
-    ("topology.workers", Rule::Int { min: 1, nullable: false }),
-    ("topology.acker.executors", Rule::Int { min: 0, nullable: true }),
-    ("topology.max.spout.pending", Rule::Int { min: 1, nullable: true }),
-    ("topology.max.task.parallelism", Rule::Int { min: 1, nullable: true }),
-    ("topology.message.timeout.secs", Rule::Duration { nullable: false }),
+    (
+        "topology.workers",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
+    (
+        "topology.acker.executors",
+        Rule::Int {
+            min: 0,
+            nullable: true,
+        },
+    ),
+    (
+        "topology.max.spout.pending",
+        Rule::Int {
+            min: 1,
+            nullable: true,
+        },
+    ),
+    (
+        "topology.max.task.parallelism",
+        Rule::Int {
+            min: 1,
+            nullable: true,
+        },
+    ),
+    (
+        "topology.message.timeout.secs",
+        Rule::Duration { nullable: false },
+    ),
     ("topology.enable.message.timeouts", Rule::Bool),
-    ("topology.tick.tuple.freq.secs", Rule::Duration { nullable: true }),
+    (
+        "topology.tick.tuple.freq.secs",
+        Rule::Duration { nullable: true },
+    ),
     ("topology.receiver.buffer.size", Rule::PowerOfTwo),
     ("topology.transfer.buffer.size", Rule::PowerOfTwo),
     ("topology.executor.receive.buffer.size", Rule::PowerOfTwo),
     ("topology.executor.send.buffer.size", Rule::PowerOfTwo),
     ("topology.debug", Rule::Bool),
-    ("topology.shellbolt.max.pending", Rule::Int { min: 1, nullable: false }),
-    ("topology.subprocess.timeout.secs", Rule::Duration { nullable: true }),
+    (
+        "topology.shellbolt.max.pending",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
+    (
+        "topology.subprocess.timeout.secs",
+        Rule::Duration { nullable: true },
+    ),
     ("storm.zookeeper.root", Rule::AbsolutePath),
     ("storm.cluster.secret", Rule::OptionalString),
     ("supervisor.slots.ports", Rule::Ports),
-    ("supervisor.worker.timeout.secs", Rule::Duration { nullable: false }),
-    ("nimbus.task.timeout.secs", Rule::Duration { nullable: false }),
+    (
+        "supervisor.worker.timeout.secs",
+        Rule::Duration { nullable: false },
+    ),
+    (
+        "nimbus.task.timeout.secs",
+        Rule::Duration { nullable: false },
+    ),
 ];
 
 pub fn rule_of(key: &str) -> Option<Rule> {
@@ -101,7 +151,10 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         },
         Rule::AbsolutePath => match value.as_str() {
             Some(p) if p.starts_with('/') => Ok(()),
-            _ => Err(format!("must be an absolute path like `/storm` (got {})", show(value))),
+            _ => Err(format!(
+                "must be an absolute path like `/storm` (got {})",
+                show(value)
+            )),
         },
         Rule::OptionalString => match value {
             Value::String(_) => Ok(()),
@@ -210,7 +263,11 @@ mod tests {
     #[test]
     fn normalize_turns_humantime_into_seconds() {
         let mut c = Config::default();
-        c.set("topology.message.timeout.secs", json!("1m 30s"), Origin::CommandLine);
+        c.set(
+            "topology.message.timeout.secs",
+            json!("1m 30s"),
+            Origin::CommandLine,
+        );
         normalize(&mut c);
         assert_eq!(c.get_u64("topology.message.timeout.secs"), Some(90));
     }

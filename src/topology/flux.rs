@@ -2,11 +2,15 @@
 //! testing spout/counter map onto built-ins; `${ENV-NAME}` and `--filter` `${key}` substitution;
 //! `includes` one level deep; anything that needs a JVM class is rejected where it is written.
 
-use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
-use super::yaml::{self, Reader};
+use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Spanned};
+use super::yaml::Reader;
 use crate::diag::{Diagnostic, Severity};
-use std::collections::HashMap;
 use std::path::Path;
+
+mod include;
+mod substitution;
+
+pub use substitution::{substitute, Properties};
 
 const SHELL_SPOUT: &str = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout";
 const SHELL_BOLT: &str = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt";
@@ -15,7 +19,10 @@ const CLASSES: &[(&str, &str)] = &[
     (SHELL_BOLT, "shell"),
     ("org.apache.storm.flux.wrappers.bolts.LogInfoBolt", "log"),
     ("org.apache.storm.testing.TestWordSpout", "test_word_spout"),
-    ("org.apache.storm.testing.TestWordCounter", "test_word_counter"),
+    (
+        "org.apache.storm.testing.TestWordCounter",
+        "test_word_counter",
+    ),
 ];
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -57,83 +64,6 @@ pub fn is_flux(tree: &Spanned<RawValue>) -> bool {
     })
 }
 
-/// Substitution sources: the environment (`${ENV-NAME}`) and `--filter` properties (`${key}`).
-#[derive(Debug, Default, Clone)]
-pub struct Properties {
-    pub values: HashMap<String, String>,
-}
-
-impl Properties {
-    /// Read a Java-style properties file (`key=value` or `key: value`, `#`/`!` comments).
-    pub fn read(path: &Path) -> Result<Properties, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the --filter file: {e}", path.display()))?;
-        let values = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-            .filter_map(|l| {
-                let i = l.find(['=', ':'])?;
-                Some((l[..i].trim().to_string(), l[i + 1..].trim().to_string()))
-            })
-            .collect();
-        Ok(Properties { values })
-    }
-
-    fn lookup(&self, key: &str) -> Option<String> {
-        match key.strip_prefix("ENV-") {
-            Some(env) => std::env::var(env).ok(),
-            None => self.values.get(key).cloned(),
-        }
-    }
-}
-
-/// Replace `${...}` in every string of the tree; unresolved ones warn and stay as written.
-pub fn substitute(tree: &mut Spanned<RawValue>, props: &Properties, diags: &mut Vec<Diagnostic>) {
-    match &mut tree.value {
-        RawValue::Str { text, quoted } if text.contains("${") => {
-            let mut out = String::new();
-            let mut rest = text.as_str();
-            while let Some(start) = rest.find("${") {
-                out.push_str(&rest[..start]);
-                let Some(len) = rest[start..].find('}') else {
-                    out.push_str(&rest[start..]);
-                    rest = "";
-                    break;
-                };
-                let key = &rest[start + 2..start + len];
-                match props.lookup(key) {
-                    Some(v) => out.push_str(&v),
-                    None => {
-                        diags.push(
-                            Diagnostic::warning(format!("`${{{key}}}` is not defined; kept as written"), tree.span)
-                                .with_help(if key.starts_with("ENV-") {
-                                    "set the environment variable".to_string()
-                                } else {
-                                    "define it in the properties file given with --filter".to_string()
-                                }),
-                        );
-                        out.push_str(&rest[start..start + len + 1]);
-                    }
-                }
-                rest = &rest[start + len + 1..];
-            }
-            out.push_str(rest);
-            // As in Flux, substitution happens in the text: a plain `${n}` may become a number.
-            tree.value = if *quoted {
-                RawValue::Str { text: out, quoted: true }
-            } else {
-                yaml::resolve_scalar(&out)
-            };
-        }
-        RawValue::List(items) => items.iter_mut().for_each(|i| substitute(i, props, diags)),
-        RawValue::Map(entries) => entries
-            .iter_mut()
-            .for_each(|(_, v)| substitute(v, props, diags)),
-        _ => {}
-    }
-}
-
 /// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`.
 pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
     let mut raw = read_one(tree);
@@ -142,87 +72,12 @@ pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properti
     };
     let mut r = Reader::default();
     for inc in r.list(includes, "`includes`").to_vec() {
-        include(&mut r, &mut raw, &inc, base_dir, props);
+        include::include(&mut r, &mut raw, &inc, base_dir, props);
     }
     raw.diagnostics.extend(r.diagnostics);
     raw
 }
-
-/// One `includes` entry (Flux: one level; without `override` the including file wins; streams
-/// are always appended). Everything read from the included file is located at the entry.
-fn include(r: &mut Reader, raw: &mut RawTopology, inc: &Spanned<RawValue>, base: &Path, props: &Properties) {
-    if matches!(inc.value.get("resource").map(|v| &v.value), Some(RawValue::Bool(true))) {
-        r.diagnostics.push(
-            Diagnostic::error("a classpath resource include needs a JVM", inc.span)
-                .with_help("use `resource: false` and a `file:` path"),
-        );
-        return;
-    }
-    let Some(file) = inc.value.get("file").and_then(|f| r.string(f, "include `file`")) else {
-        r.error("an include without `file`", inc.span);
-        return;
-    };
-    let path = base.join(&file.value);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            r.error(format!("cannot read included file {}: {e}", path.display()), file.span);
-            return;
-        }
-    };
-    let mut tree = match yaml::parse_tree(&text) {
-        Ok(t) => t,
-        Err(d) => {
-            let (line, col) = d.span.map_or((1, 1), |s| crate::diag::line_col(&text, s.start));
-            r.error(format!("{}:{line}:{col}: {}", path.display(), d.message), file.span);
-            return;
-        }
-    };
-    respan(&mut tree, file.span);
-    substitute(&mut tree, props, &mut r.diagnostics);
-    let included = if is_flux(&tree) { read_one(&tree) } else { yaml::read_topology(&tree) };
-    let over = matches!(inc.value.get("override").map(|v| &v.value), Some(RawValue::Bool(true)));
-    merge(raw, included, over);
-}
-
-fn merge(raw: &mut RawTopology, inc: RawTopology, over: bool) {
-    if raw.name.is_none() || (over && inc.name.is_some()) {
-        raw.name = inc.name.or(raw.name.take());
-    }
-    for (k, v) in inc.config {
-        match raw.config.iter().position(|(x, _)| x.value == k.value) {
-            Some(i) if over => raw.config[i] = (k, v),
-            Some(_) => {}
-            None => raw.config.push((k, v)),
-        }
-    }
-    for (mine, theirs) in [(&mut raw.spouts, inc.spouts), (&mut raw.bolts, inc.bolts)] {
-        for c in theirs {
-            let id = c.id.as_ref().map(|i| i.value.clone());
-            match mine.iter().position(|m| m.id.as_ref().map(|i| &i.value) == id.as_ref()) {
-                Some(i) if over => mine[i] = c,
-                Some(_) => {}
-                None => mine.push(c),
-            }
-        }
-    }
-    raw.streams.extend(inc.streams);
-    raw.diagnostics.extend(inc.diagnostics);
-}
-
-fn respan(tree: &mut Spanned<RawValue>, span: Span) {
-    tree.span = span;
-    match &mut tree.value {
-        RawValue::List(items) => items.iter_mut().for_each(|i| respan(i, span)),
-        RawValue::Map(entries) => entries.iter_mut().for_each(|(k, v)| {
-            k.span = span;
-            respan(v, span)
-        }),
-        _ => {}
-    }
-}
-
-fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
+pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
     let mut r = Reader::default();
     let mut raw = RawTopology::default();
     for (key, value) in r.map(tree, "the topology").to_vec() {
@@ -233,9 +88,14 @@ fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
             "components" => {
                 for c in r.list(&value, "`components`").to_vec() {
                     let at = c.value.get("className").map_or(c.span, |v| v.span);
-                    let class = c.value.get("className").and_then(|v| v.value.as_str()).unwrap_or("?");
+                    let class = c
+                        .value
+                        .get("className")
+                        .and_then(|v| v.value.as_str())
+                        .unwrap_or("?");
                     r.diagnostics.push(
-                        Diagnostic::error(format!("component class `{class}` needs a JVM"), at).with_help(NEEDS_JVM),
+                        Diagnostic::error(format!("component class `{class}` needs a JVM"), at)
+                            .with_help(NEEDS_JVM),
                     );
                 }
             }
@@ -259,7 +119,11 @@ fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
                 }
             }
             "streams" => {
-                raw.streams = r.list(&value, "`streams`").iter().map(|s| read_stream(&mut r, s)).collect()
+                raw.streams = r
+                    .list(&value, "`streams`")
+                    .iter()
+                    .map(|s| read_stream(&mut r, s))
+                    .collect()
             }
             _ => r.unknown_key(&key, TOP_KEYS, "a Flux topology"),
         }
@@ -269,18 +133,26 @@ fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
 }
 
 fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
-    let mut c = RawComponent { span: v.span, ..RawComponent::default() };
+    let mut c = RawComponent {
+        span: v.span,
+        ..RawComponent::default()
+    };
     for (key, value) in r.map(v, "a component").to_vec() {
         match key.value.as_str() {
             "id" => c.id = r.string(&value, "`id`"),
             "type" => c.ctype = r.string(&value, "`type`"),
             "className" => {
-                let Some(class) = r.string(&value, "`className`") else { continue };
+                let Some(class) = r.string(&value, "`className`") else {
+                    continue;
+                };
                 match CLASSES.iter().find(|(k, _)| *k == class.value) {
                     Some((_, t)) => c.ctype = Some(Spanned::new(t.to_string(), class.span)),
                     None => r.diagnostics.push(
-                        Diagnostic::error(format!("class `{}` needs a JVM", class.value), class.span)
-                            .with_help(NEEDS_JVM),
+                        Diagnostic::error(
+                            format!("class `{}` needs a JVM", class.value),
+                            class.span,
+                        )
+                        .with_help(NEEDS_JVM),
                     ),
                 }
             }
@@ -315,7 +187,11 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
 /// `setNamedStream: [name, [fields]]` declare output streams.
 fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue>) {
     for m in r.list(value, "`configMethods`").to_vec() {
-        let Some(name) = m.value.get("name").and_then(|n| r.string(n, "method `name`")) else {
+        let Some(name) = m
+            .value
+            .get("name")
+            .and_then(|n| r.string(n, "method `name`"))
+        else {
             r.error("a configMethod without `name`", m.span);
             continue;
         };
@@ -327,22 +203,29 @@ fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue
         match (name.value.as_str(), args.as_slice()) {
             ("setDefaultStream", [fields]) => c.fields = r.strings(fields, "stream fields"),
             ("setNamedStream", [stream, fields]) => {
-                if let (Some(s), Some(f)) = (r.string(stream, "stream name"), r.strings(fields, "stream fields")) {
+                if let (Some(s), Some(f)) = (
+                    r.string(stream, "stream name"),
+                    r.strings(fields, "stream fields"),
+                ) {
                     c.streams.push((s, f.value));
                 }
             }
             ("setDefaultStream" | "setNamedStream", _) => {
                 r.error(format!("wrong arguments for `{}`", name.value), m.span)
             }
-            _ => r.diagnostics.push(
-                Diagnostic::warning(format!("configMethod `{}` calls JVM code; ignored", name.value), name.span),
-            ),
+            _ => r.diagnostics.push(Diagnostic::warning(
+                format!("configMethod `{}` calls JVM code; ignored", name.value),
+                name.span,
+            )),
         }
     }
 }
 
 fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
-    let mut s = RawStream { span: v.span, ..RawStream::default() };
+    let mut s = RawStream {
+        span: v.span,
+        ..RawStream::default()
+    };
     for (key, value) in r.map(v, "a stream").to_vec() {
         match key.value.as_str() {
             "name" => s.name = r.string(&value, "`name`"),
@@ -361,7 +244,10 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
                         _ => r.unknown_key(&gk, GROUPING_KEYS, "a Flux grouping"),
                     }
                 }
-                if s.grouping.as_ref().is_some_and(|g| g.value.eq_ignore_ascii_case("custom")) {
+                if s.grouping
+                    .as_ref()
+                    .is_some_and(|g| g.value.eq_ignore_ascii_case("custom"))
+                {
                     s.grouping = None;
                 }
             }
@@ -374,4 +260,40 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
 /// A problem with the `--filter` file, reported with the topology's diagnostics.
 pub fn filter_error(message: String) -> Diagnostic {
     Diagnostic::unlocated(Severity::Error, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(text: &str) -> Spanned<RawValue> {
+        crate::topology::yaml::parse_tree(text).expect("valid yaml")
+    }
+
+    #[test]
+    fn flux_is_detected_by_content() {
+        assert!(is_flux(&tree("spouts:\n  - id: a\n    className: x.Y\n")));
+        assert!(is_flux(&tree("includes: []\n")));
+        assert!(!is_flux(&tree("spouts:\n  - id: a\n    type: stdin\n")));
+    }
+
+    #[test]
+    fn shell_wrappers_map_to_shell_with_command_fields_and_streams() {
+        let t = tree(
+            "name: f\nbolts:\n  - id: s\n    className: org.apache.storm.flux.wrappers.bolts.FluxShellBolt\n    constructorArgs: [[python3, s.py], [word]]\n    numTasks: 2\n    configMethods:\n      - name: setNamedStream\n        args: [errors, [msg, code]]\n",
+        );
+        let raw = read_topology(&t, Path::new("."), &Properties::default());
+        assert_eq!(raw.diagnostics, vec![]);
+        let c = &raw.bolts[0];
+        assert_eq!(c.ctype.as_ref().map(|t| t.value.as_str()), Some("shell"));
+        let cmd: Vec<&str> = c
+            .command
+            .iter()
+            .flat_map(|c| c.value.iter().map(|s| s.value.as_str()))
+            .collect();
+        assert_eq!(cmd, ["python3", "s.py"]);
+        assert_eq!(c.tasks.as_ref().map(|t| t.value), Some(2));
+        assert_eq!(c.streams.len(), 1);
+        assert_eq!(c.streams[0].0.value, "errors");
+    }
 }

@@ -26,13 +26,25 @@ fn edge_label(s: &Stream) -> String {
 /// Graphviz dot: `storm graph FILE | dot -Tsvg > topology.svg`.
 pub fn to_dot(t: &Topology) -> String {
     let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
-    let mut out = format!("digraph {} {{\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n", q(&t.name));
+    let mut out = format!(
+        "digraph {} {{\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n",
+        q(&t.name)
+    );
     for c in &t.components {
         let shape = if c.is_spout() { "ellipse" } else { "box" };
-        out.push_str(&format!("  {} [label={}, shape={shape}];\n", q(&c.id), q(&node_label(c))));
+        out.push_str(&format!(
+            "  {} [label={}, shape={shape}];\n",
+            q(&c.id),
+            q(&node_label(c))
+        ));
     }
     for s in &t.streams {
-        out.push_str(&format!("  {} -> {} [label={}];\n", q(&s.from), q(&s.to), q(&edge_label(s))));
+        out.push_str(&format!(
+            "  {} -> {} [label={}];\n",
+            q(&s.from),
+            q(&s.to),
+            q(&edge_label(s))
+        ));
     }
     out.push_str("}\n");
     out

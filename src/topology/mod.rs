@@ -59,12 +59,19 @@ pub fn load_file(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let raw = if path.extension().is_some_and(|e| e == "storm") {
-        dsl::parse(&source.text)
+    let (raw, default_name) = if path.extension().is_some_and(|e| e == "storm") {
+        (dsl::parse(&source.text), Some(name_from_stem(path)))
     } else {
-        parse_yaml(&source.text, &base_dir, opts)
+        (parse_yaml(&source.text, &base_dir, opts), None)
     };
-    finish(raw, source, path.to_path_buf(), base_dir, opts)
+    finish(
+        raw,
+        source,
+        path.to_path_buf(),
+        base_dir,
+        opts,
+        default_name,
+    )
 }
 
 /// Parse and validate an inline DSL topology (`-e TEXT`).
@@ -75,7 +82,31 @@ pub fn load_inline(text: &str, opts: &LoadOptions) -> Result<Loaded, LoadError> 
     };
     let raw = dsl::parse(text);
     let base_dir = PathBuf::from(".");
-    finish(raw, source, PathBuf::from("<-e>"), base_dir, opts)
+    let name = Some("inline".to_string());
+    finish(raw, source, PathBuf::from("<-e>"), base_dir, opts, name)
+}
+
+/// A DSL file without a name is named after its file: letters, digits, '-', '_' kept.
+fn name_from_stem(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "topology".into()
+    } else {
+        name
+    }
 }
 
 /// The text of a topology file, or a one-line reason it cannot be one.
@@ -152,6 +183,7 @@ fn finish(
     path: PathBuf,
     base_dir: PathBuf,
     opts: &LoadOptions,
+    default_name: Option<String>,
 ) -> Result<Loaded, LoadError> {
     let nothing_read = raw.name.is_none()
         && raw.config.is_empty()
@@ -170,6 +202,7 @@ fn finish(
         path,
         base_dir,
         overrides: &opts.overrides,
+        default_name,
     };
     match validate::validate(raw, &ctx) {
         Ok((topology, warnings)) => Ok(Loaded {

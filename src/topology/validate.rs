@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod args;
 mod outputs;
+mod streams;
 
 /// What validation needs besides the raw topology.
 #[derive(Debug, Clone)]
@@ -26,6 +28,8 @@ pub struct Context<'a> {
     pub base_dir: PathBuf,
     /// `-c KEY=VALUE` overrides.
     pub overrides: &'a [String],
+    /// The name when the source gives none (DSL text may omit it; YAML must not).
+    pub default_name: Option<String>,
 }
 
 /// A validated topology and its warnings, or every diagnostic (at least one error).
@@ -52,11 +56,25 @@ pub fn validate(
         }
     }
     let streams = v.streams(&raw.streams, &mut components);
-    v.connectivity(&components, &streams);
+    let targets: HashSet<&str> = raw
+        .streams
+        .iter()
+        .filter_map(|s| s.to.as_ref().map(|t| t.value.as_str()))
+        .collect();
+    v.connectivity(&components, &streams, &targets);
+    let by_id: HashMap<&str, &Component> =
+        components.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
+    let mut first_input: HashMap<&str, &Stream> = HashMap::new();
+    for s in &streams {
+        first_input.entry(s.to.as_str()).or_insert(s);
+    }
     for (c, rc) in &components {
         if c.ctype == ComponentType::Filter {
-            let input = first_input_fields(&components, &streams, &c.id);
-            v.filter_expression(rc, input.as_deref());
+            // The fields arriving on its first input stream, once known.
+            let input = first_input
+                .get(c.id.as_str())
+                .and_then(|s| by_id.get(s.from.as_str())?.outputs.get(&s.stream));
+            v.filter_expression(rc, input.map(Vec::as_slice));
         }
     }
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
@@ -76,17 +94,6 @@ pub fn validate(
     Ok((topology, warnings))
 }
 
-/// The fields arriving at a component on its first input stream, once known.
-fn first_input_fields(
-    components: &[(Component, &RawComponent)],
-    streams: &[Stream],
-    id: &str,
-) -> Option<Vec<String>> {
-    let s = streams.iter().find(|s| s.to == id)?;
-    let from = components.iter().find(|(c, _)| c.id == s.from)?;
-    from.0.outputs.get(&s.stream).cloned()
-}
-
 struct Validator<'a> {
     diags: Vec<Diagnostic>,
     ctx: &'a Context<'a>,
@@ -103,8 +110,11 @@ impl Validator<'_> {
 
     fn name(&mut self, raw: &RawTopology) -> Option<String> {
         let Some(name) = &raw.name else {
-            self.error("the topology has no `name`", Span::new(0, 0)).help =
-                Some("add `name: my-topology` (letters, digits, '-', '_')".into());
+            if let Some(default) = &self.ctx.default_name {
+                return Some(default.clone());
+            }
+            self.error("the topology has no `name`", Span::new(0, 0))
+                .help = Some("add `name: my-topology` (letters, digits, '-', '_')".into());
             return None;
         };
         let ok = !name.value.is_empty()
@@ -137,7 +147,10 @@ impl Validator<'_> {
                 self.diags.push(Diagnostic::unlocated(Severity::Error, e));
             }
         }
-        let span_of = |key: &str| raw.config.iter().find(|(k, _)| k.value == key);
+        // The last entry of a key wins, as in the layering.
+        let written: HashMap<&str, &(Spanned<String>, Spanned<RawValue>)> =
+            raw.config.iter().map(|e| (e.0.value.as_str(), e)).collect();
+        let span_of = |key: &str| written.get(key).copied();
         for violation in rules::check(&config) {
             let message = format!("`{}` {}", violation.key, violation.message);
             match (&violation.origin, span_of(&violation.key)) {
@@ -166,7 +179,11 @@ impl Validator<'_> {
     }
 
     fn component(&mut self, rc: &RawComponent, kind: ComponentKind) -> Option<Component> {
-        let what = if kind == ComponentKind::Spout { "spout" } else { "bolt" };
+        let what = if kind == ComponentKind::Spout {
+            "spout"
+        } else {
+            "bolt"
+        };
         let id = match &rc.id {
             None => {
                 self.error(format!("a {what} without `id`"), rc.span);
@@ -174,7 +191,8 @@ impl Validator<'_> {
             }
             Some(id) if id.value.starts_with("__") => {
                 self.error(format!("id `{}` starts with `__`", id.value), id.span)
-                    .help = Some("ids starting with `__` are reserved for system components".into());
+                    .help =
+                    Some("ids starting with `__` are reserved for system components".into());
                 None
             }
             Some(id) if id.value.is_empty() => {
@@ -198,7 +216,10 @@ impl Validator<'_> {
         if let Some(t) = &rc.tasks {
             if t.value >= 1 && (t.value as u64) < u64::from(parallelism) {
                 self.error(
-                    format!("`tasks` ({}) is less than `parallelism` ({parallelism})", t.value),
+                    format!(
+                        "`tasks` ({}) is less than `parallelism` ({parallelism})",
+                        t.value
+                    ),
                     t.span,
                 )
                 .help = Some("each executor runs at least one task".into());
@@ -223,7 +244,28 @@ impl Validator<'_> {
             let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
             self.error("file spout without `args.path`", at);
         }
-        let tick = rc.tick.as_ref().and_then(|t| self.tick(t));
+        if let Some(t) = ctype {
+            self.args_shape(rc, t);
+        }
+        if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
+            self.diags.push(Diagnostic::warning(
+                "`command` is only used by shell components; ignored",
+                c.span,
+            ));
+        }
+        for (k, v) in &rc.config {
+            if let Err(e) = rules::check_value(&k.value, &v.value.to_json()) {
+                self.error(format!("`{}` {e}", k.value), v.span);
+            }
+        }
+        // Storm also reads a per-component `topology.tick.tuple.freq.secs` (Flux `config:`).
+        let tick = rc.tick.as_ref().and_then(|t| self.tick(t)).or_else(|| {
+            rc.config
+                .iter()
+                .find(|(k, _)| k.value == "topology.tick.tuple.freq.secs")
+                .and_then(|(_, v)| crate::config::duration_of(&v.value.to_json()))
+                .filter(|d| *d >= Duration::from_secs(1))
+        });
         let (id, ctype) = (id?, ctype?);
         let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
             Some(serde_json::Value::Object(m)) => m,
@@ -258,8 +300,16 @@ impl Validator<'_> {
         what: &str,
     ) -> Option<ComponentType> {
         let Some(t) = &rc.ctype else {
-            let at = rc.id.as_ref().map_or(rc.span, |i| i.span);
-            self.error(format!("{what} without `type`"), at);
+            // A Flux class already rejected inside this entry says enough.
+            let inside = |s: Span| s.start >= rc.span.start && s.end <= rc.span.end;
+            if !self
+                .diags
+                .iter()
+                .any(|d| d.is_error() && d.span.is_some_and(inside))
+            {
+                let at = rc.id.as_ref().map_or(rc.span, |i| i.span);
+                self.error(format!("{what} without `type`"), at);
+            }
             return None;
         };
         let Some(ctype) = ComponentType::from_name(&t.value) else {
@@ -269,7 +319,10 @@ impl Validator<'_> {
                 .map(|c| c.name())
                 .collect();
             let help = match suggest(&t.value, names.iter().copied()) {
-                Some(s) => format!("did you mean `{s}`? known {what} types: {}", names.join(", ")),
+                Some(s) => format!(
+                    "did you mean `{s}`? known {what} types: {}",
+                    names.join(", ")
+                ),
                 None => format!("known {what} types: {}", names.join(", ")),
             };
             self.error(format!("unknown component type `{}`", t.value), t.span)
@@ -282,8 +335,11 @@ impl Validator<'_> {
             } else {
                 ("spout", "bolt")
             };
-            self.error(format!("`{}` is a {is} type, used as a {isnt}", t.value), t.span)
-                .help = Some(format!("move it under `{is}s:`"));
+            self.error(
+                format!("`{}` is a {is} type, used as a {isnt}", t.value),
+                t.span,
+            )
+            .help = Some(format!("move it under `{is}s:`"));
             return None;
         }
         Some(ctype)
@@ -294,7 +350,10 @@ impl Validator<'_> {
         match u32::try_from(v.value) {
             Ok(n) if n >= 1 => Some(n),
             _ => {
-                self.error(format!("`{what}` must be at least 1 (got {})", v.value), v.span);
+                self.error(
+                    format!("`{what}` must be at least 1 (got {})", v.value),
+                    v.span,
+                );
                 None
             }
         }
@@ -304,240 +363,12 @@ impl Validator<'_> {
         match crate::config::duration_of(&t.value.to_json()) {
             Some(d) if d >= Duration::from_secs(1) => Some(d),
             _ => {
-                self.error("`tick` must be a duration of at least 1s (`10s`, `1m`, or seconds)", t.span);
+                self.error(
+                    "`tick` must be a duration of at least 1s (`10s`, `1m`, or seconds)",
+                    t.span,
+                );
                 None
             }
         }
-    }
-
-    fn streams(
-        &mut self,
-        raw: &[RawStream],
-        components: &mut [(Component, &RawComponent)],
-    ) -> Vec<Stream> {
-        let mut ids: Vec<String> = self.declared.keys().cloned().collect();
-        ids.sort();
-        let mut streams = Vec::new();
-        let mut checks = Vec::new();
-        for rs in raw {
-            let from = self.endpoint(&rs.from, "from", rs.span, &ids);
-            let to = self.endpoint(&rs.to, "to", rs.span, &ids);
-            if let (Some(to_id), Some(to)) = (&to, &rs.to) {
-                if self.declared.get(to_id) == Some(&ComponentKind::Spout) {
-                    self.error(format!("spout `{to_id}` cannot be a stream's `to`"), to.span)
-                        .help = Some("spouts have no inputs; only bolts receive streams".into());
-                }
-            }
-            let grouping = self.grouping(rs);
-            let stream = rs
-                .stream
-                .as_ref()
-                .map_or(DEFAULT_STREAM.to_string(), |s| s.value.clone());
-            if let (Some(from), Some(to), Some(grouping)) = (from, to, grouping) {
-                checks.push((streams.len(), rs));
-                streams.push(Stream {
-                    from,
-                    to,
-                    stream,
-                    grouping,
-                    name: rs.name.as_ref().map(|n| n.value.clone()),
-                });
-            }
-        }
-        let unresolved = outputs::resolve(components, &streams);
-        for (i, rs) in checks {
-            if !unresolved.contains(&streams[i].from) {
-                self.stream_fields(&streams[i], rs, components);
-            }
-        }
-        streams
-    }
-
-    fn endpoint(
-        &mut self,
-        v: &Option<Spanned<String>>,
-        key: &str,
-        stream_span: Span,
-        ids: &[String],
-    ) -> Option<String> {
-        let Some(v) = v else {
-            self.error(format!("stream without `{key}`"), stream_span);
-            return None;
-        };
-        if ids.contains(&v.value) {
-            return Some(v.value.clone());
-        }
-        let d = self.error(format!("unknown component `{}` in stream `{key}`", v.value), v.span);
-        d.help = suggest(&v.value, ids.iter().map(String::as_str))
-            .map(|s| format!("did you mean `{s}`?"));
-        None
-    }
-
-    fn grouping(&mut self, rs: &RawStream) -> Option<Grouping> {
-        let Some(g) = &rs.grouping else {
-            return Some(Grouping::Shuffle);
-        };
-        let norm = g.value.to_ascii_lowercase().replace('_', "");
-        let args = || {
-            rs.grouping_args
-                .as_ref()
-                .map(|a| a.value.iter().map(|f| f.value.clone()).collect::<Vec<_>>())
-                .unwrap_or_default()
-        };
-        let grouping = match norm.as_str() {
-            "shuffle" => Grouping::Shuffle,
-            "all" => Grouping::All,
-            "global" => Grouping::Global,
-            "none" => Grouping::None,
-            "direct" => Grouping::Direct,
-            "localorshuffle" => Grouping::LocalOrShuffle,
-            "fields" | "partialkey" => {
-                if args().is_empty() {
-                    let at = rs.grouping_args.as_ref().map_or(g.span, |a| a.span);
-                    self.error(format!("`{}` grouping needs field names in `args`", g.value), at);
-                    return None;
-                }
-                if norm == "fields" {
-                    Grouping::Fields(args())
-                } else {
-                    Grouping::PartialKey(args())
-                }
-            }
-            _ => {
-                let d = self.error(format!("unknown grouping `{}`", g.value), g.span);
-                d.help = Some(match suggest(&g.value, Grouping::NAMES.iter().copied()) {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => format!("known groupings: {}", Grouping::NAMES.join(", ")),
-                });
-                return None;
-            }
-        };
-        Some(grouping)
-    }
-
-    /// The stream must exist on its source, and a fields grouping's fields must be declared.
-    fn stream_fields(
-        &mut self,
-        s: &Stream,
-        rs: &RawStream,
-        components: &[(Component, &RawComponent)],
-    ) {
-        let Some((from, _)) = components.iter().find(|(c, _)| c.id == s.from) else {
-            return;
-        };
-        let Some(fields) = from.outputs.get(&s.stream) else {
-            let at = rs
-                .stream
-                .as_ref()
-                .or(rs.from.as_ref())
-                .map_or(rs.span, |x| x.span);
-            let d = self.error(
-                format!("`{}` ({}) has no output stream `{}`", from.id, from.ctype.name(), s.stream),
-                at,
-            );
-            d.help = Some(if from.outputs.is_empty() {
-                format!("`{}` is a sink: it declares no output", from.ctype.name())
-            } else {
-                let names: Vec<&str> = from.outputs.keys().map(String::as_str).collect();
-                format!("its streams: {}", names.join(", "))
-            });
-            return;
-        };
-        let Some(args) = &rs.grouping_args else {
-            return;
-        };
-        if s.grouping.key_fields().is_none() {
-            return;
-        }
-        for f in &args.value {
-            if !fields.contains(&f.value) {
-                let d = self.error(
-                    format!("`{}` does not declare field `{}` on stream `{}`", from.id, f.value, s.stream),
-                    f.span,
-                );
-                d.help = Some(match suggest(&f.value, fields.iter().map(String::as_str)) {
-                    Some(x) => format!("did you mean `{x}`? its fields: {}", fields.join(", ")),
-                    None => format!("its fields: {}", fields.join(", ")),
-                });
-            }
-        }
-    }
-
-    /// Bolts with no input are errors (Flux silently drops them); bolts no spout reaches warn.
-    fn connectivity(&mut self, components: &[(Component, &RawComponent)], streams: &[Stream]) {
-        let declared = self.declared.clone();
-        let mut reached: HashSet<&str> = declared
-            .iter()
-            .filter(|(_, k)| **k == ComponentKind::Spout)
-            .map(|(id, _)| id.as_str())
-            .collect();
-        loop {
-            let before = reached.len();
-            for s in streams {
-                if reached.contains(s.from.as_str()) {
-                    reached.insert(s.to.as_str());
-                }
-            }
-            if reached.len() == before {
-                break;
-            }
-        }
-        for (c, rc) in components {
-            let at = rc.id.as_ref().map_or(rc.span, |i| i.span);
-            if c.is_spout() || reached.contains(c.id.as_str()) {
-                continue;
-            }
-            if !streams.iter().any(|s| s.to == c.id) {
-                self.error(format!("bolt `{}` has no input stream", c.id), at).help =
-                    Some(format!("add a stream with `to: {}`", c.id));
-            } else {
-                self.diags.push(Diagnostic::warning(
-                    format!("bolt `{}` cannot be reached from any spout", c.id),
-                    at,
-                ));
-            }
-        }
-    }
-
-    /// Parse `args.where` and check it against the input fields, mapping the expression's
-    /// own spans back to the file.
-    fn filter_expression(&mut self, rc: &RawComponent, input: Option<&[String]>) {
-        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
-        let Some(w) = rc.args.as_ref().and_then(|a| a.value.get("where")) else {
-            self.error("filter without `args.where`", at).help =
-                Some("e.g. `args: { where: 'word contains \"ka\"' }`".into());
-            return;
-        };
-        let Some(text) = w.value.as_str() else {
-            self.error("`where` must be an expression string", w.span);
-            return;
-        };
-        let base = expression_offset(self.ctx.text, w, text);
-        let to_span = |r: std::ops::Range<usize>| match base {
-            Some(b) => Span::new(b + r.start, b + r.end.max(r.start)),
-            None => w.span,
-        };
-        let errors = match crate::expr::parse(text) {
-            Err(e) => vec![e],
-            Ok(expr) => input.map(|f| expr.check(f)).unwrap_or_default(),
-        };
-        for e in errors {
-            let mut d = Diagnostic::error(format!("in filter expression: {}", e.message), to_span(e.span));
-            d.help = e.help;
-            self.diags.push(d);
-        }
-    }
-}
-
-/// Where an expression's text starts in the file: found verbatim inside its scalar's span,
-/// else just after the opening quote (escapes then shift positions slightly).
-fn expression_offset(source: &str, w: &Spanned<RawValue>, text: &str) -> Option<usize> {
-    let written = source.get(w.span.start..w.span.end)?;
-    if let Some(i) = written.find(text) {
-        return Some(w.span.start + i);
-    }
-    match &w.value {
-        RawValue::Str { quoted: true, .. } => Some(w.span.start + 1),
-        _ => None,
     }
 }

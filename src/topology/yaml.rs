@@ -1,184 +1,12 @@
-//! YAML topology files: a spanned value tree built from the events of serde-saphyr's parser
-//! (`granit_parser`, which gives byte offsets for every node), and the reader that turns that
-//! tree into a `RawTopology` for our own (Flux-shaped) format.
+//! YAML topology files in our own (Flux-shaped) format: typed reads from the spanned tree
+//! (`tree`) with a located diagnostic for every value of the wrong kind or unknown key.
 
 use crate::diag::Diagnostic;
 use crate::topology::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
-use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
-use std::collections::HashMap;
 
-/// How deep nested collections may go before the file is rejected (a guard against stack abuse).
-const MAX_DEPTH: usize = 64;
+mod tree;
 
-/// Parse YAML text into a spanned value tree. An empty document is `Null`.
-pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
-    let mut parser = Parser::new_from_str(text);
-    // Each open collection: its start offset, and the items (maps keep key/value pairs).
-    enum Frame {
-        Seq(usize, Vec<Spanned<RawValue>>),
-        Map(usize, Vec<(Spanned<String>, Spanned<RawValue>)>, Option<Spanned<String>>),
-    }
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, Spanned<RawValue>> = HashMap::new();
-    let mut anchor_of: Vec<usize> = Vec::new();
-    let mut root: Option<Spanned<RawValue>> = None;
-    let mut duplicate: Option<Diagnostic> = None;
-    let mut documents = 0usize;
-    while let Some(next) = parser.next_event() {
-        let (event, span) = match next {
-            Ok(e) => e,
-            Err(err) => {
-                let at = byte_of_char(text, err.marker().index());
-                let end = next_char_end(text, at);
-                return Err(Diagnostic::error(
-                    format!("YAML syntax: {}", err.kind()),
-                    Span::new(at, end),
-                ));
-            }
-        };
-        let range = span.byte_range().unwrap_or(0..0);
-        let here = Span::new(range.start, range.end);
-        let node = match event {
-            Event::DocumentStart(..) => {
-                documents += 1;
-                if documents > 1 {
-                    return Err(Diagnostic::error(
-                        "a topology file holds one YAML document, found a second one",
-                        here,
-                    ));
-                }
-                continue;
-            }
-            Event::Scalar(value, style, anchor, _) => {
-                let v = Spanned::new(scalar(&value, style), here);
-                if anchor != 0 {
-                    anchors.insert(anchor, v.clone());
-                }
-                v
-            }
-            Event::Alias(id) => match anchors.get(&id) {
-                Some(v) => Spanned::new(v.value.clone(), here),
-                None => return Err(Diagnostic::error("YAML alias to an unknown anchor", here)),
-            },
-            Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(Diagnostic::error(
-                        format!("YAML nested deeper than {MAX_DEPTH} levels"),
-                        here,
-                    ));
-                }
-                anchor_of.push(anchor);
-                if matches!(event, Event::SequenceStart(..)) {
-                    stack.push(Frame::Seq(here.start, Vec::new()));
-                } else {
-                    stack.push(Frame::Map(here.start, Vec::new(), None));
-                }
-                continue;
-            }
-            Event::SequenceEnd | Event::MappingEnd => {
-                let anchor = anchor_of.pop().unwrap_or(0);
-                let v = match stack.pop() {
-                    Some(Frame::Seq(start, items)) => {
-                        let end = items.last().map_or(here.end, |i| i.span.end);
-                        Spanned::new(RawValue::List(items), Span::new(start, end.max(start)))
-                    }
-                    Some(Frame::Map(start, items, _)) => {
-                        let end = items.last().map_or(here.end, |(_, v)| v.span.end);
-                        Spanned::new(RawValue::Map(items), Span::new(start, end.max(start)))
-                    }
-                    None => continue,
-                };
-                if anchor != 0 {
-                    anchors.insert(anchor, v.clone());
-                }
-                v
-            }
-            _ => continue,
-        };
-        match stack.last_mut() {
-            None => root = Some(node),
-            Some(Frame::Seq(_, items)) => items.push(node),
-            Some(Frame::Map(_, items, pending)) => match pending.take() {
-                None => *pending = Some(Spanned::new(key_text(&node.value), node.span)),
-                Some(key) => {
-                    if duplicate.is_none() && items.iter().any(|(k, _)| k.value == key.value) {
-                        duplicate = Some(Diagnostic::error(
-                            format!("duplicate key `{}`", key.value),
-                            key.span,
-                        ));
-                    }
-                    items.push((key, node));
-                }
-            },
-        }
-    }
-    if let Some(d) = duplicate {
-        return Err(d);
-    }
-    Ok(root.unwrap_or_else(|| Spanned::new(RawValue::Null, Span::new(0, 0))))
-}
-
-/// A plain (unquoted) scalar's value: null, bool, integer, float or string.
-pub fn resolve_scalar(text: &str) -> RawValue {
-    scalar(text, ScalarStyle::Plain)
-}
-
-/// YAML 1.2 core schema resolution of a scalar.
-fn scalar(text: &str, style: ScalarStyle) -> RawValue {
-    if style != ScalarStyle::Plain {
-        let quoted = matches!(style, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted);
-        return RawValue::Str {
-            text: text.to_string(),
-            quoted,
-        };
-    }
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return RawValue::Null,
-        "true" | "True" | "TRUE" => return RawValue::Bool(true),
-        "false" | "False" | "FALSE" => return RawValue::Bool(false),
-        _ => {}
-    }
-    if let Ok(i) = text.parse::<i64>() {
-        return RawValue::Int(i);
-    }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if let Ok(i) = i64::from_str_radix(hex, 16) {
-            return RawValue::Int(i);
-        }
-    }
-    let looks_numeric = text
-        .chars()
-        .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
-        && text.chars().any(|c| c.is_ascii_digit());
-    if looks_numeric {
-        if let Ok(f) = text.parse::<f64>() {
-            return RawValue::Float(f);
-        }
-    }
-    RawValue::Str {
-        text: text.to_string(),
-        quoted: false,
-    }
-}
-
-/// A map key as text (keys that are numbers or booleans are read as written).
-fn key_text(v: &RawValue) -> String {
-    match v {
-        RawValue::Str { text, .. } => text.clone(),
-        RawValue::Null => String::new(),
-        other => other.to_json().to_string(),
-    }
-}
-
-fn byte_of_char(text: &str, chars: usize) -> usize {
-    text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i)
-}
-
-fn next_char_end(text: &str, at: usize) -> usize {
-    text.get(at..)
-        .and_then(|rest| rest.chars().next())
-        .map_or(at, |c| at + c.len_utf8())
-}
+pub use tree::{parse_tree, resolve_scalar};
 
 /// Typed reads from a spanned tree, collecting a diagnostic for each value of the wrong kind.
 #[derive(Debug, Default)]
@@ -267,7 +95,10 @@ impl Reader {
 
     /// An unknown key: an error, with a suggestion among the known ones.
     pub fn unknown_key(&mut self, key: &Spanned<String>, known: &[&str], context: &str) {
-        let mut d = Diagnostic::error(format!("unknown key `{}` in {context}", key.value), key.span);
+        let mut d = Diagnostic::error(
+            format!("unknown key `{}` in {context}", key.value),
+            key.span,
+        );
         match suggest(&key.value, known.iter().copied()) {
             Some(s) => d = d.with_help(format!("did you mean `{s}`?")),
             None => d = d.with_help(format!("known keys: {}", known.join(", "))),
@@ -279,8 +110,13 @@ impl Reader {
 /// The closest candidate to `word`, if one is close enough to be a likely typo.
 pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
+    // Similar overall (Jaro-Winkler) and only a few edits away, so long shared prefixes such
+    // as `topology.` do not make unrelated keys look alike.
+    let max_edits = (lower.chars().count() / 3).max(3);
     candidates
-        .map(|c| (strsim::jaro_winkler(&lower, &c.to_ascii_lowercase()), c))
+        .map(|c| (c, c.to_ascii_lowercase()))
+        .filter(|(_, lc)| strsim::levenshtein(&lower, lc) <= max_edits)
+        .map(|(c, lc)| (strsim::jaro_winkler(&lower, &lc), c))
         .filter(|(score, _)| *score >= 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)
@@ -308,7 +144,10 @@ pub fn read_topology(tree: &Spanned<RawValue>) -> RawTopology {
     let mut r = Reader::default();
     let mut raw = RawTopology::default();
     if !matches!(tree.value, RawValue::Map(_)) {
-        r.error("a topology file must be a YAML map (name, spouts, bolts, streams)", tree.span);
+        r.error(
+            "a topology file must be a YAML map (name, spouts, bolts, streams)",
+            tree.span,
+        );
     }
     for (key, value) in r.map(tree, "the topology").to_vec() {
         match key.value.as_str() {
@@ -354,7 +193,8 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
                 c.args = Some(value.clone());
             }
             "parallelism" => c.parallelism = r.int(&value, "`parallelism`"),
-            "tasks" => c.tasks = r.int(&value, "`tasks`"),
+            // Flux's spelling is accepted too.
+            "tasks" | "numTasks" => c.tasks = r.int(&value, "`tasks`"),
             "fields" => c.fields = r.strings(&value, "`fields`"),
             "streams" => {
                 for (name, fields) in r.map(&value, "`streams`").to_vec() {
@@ -392,7 +232,7 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
                         match gk.value.as_str() {
                             "type" => s.grouping = r.string(gv, "grouping `type`"),
                             "args" => s.grouping_args = r.strings(gv, "grouping `args`"),
-                            "stream" => s.stream = r.string(gv, "`stream`"),
+                            "stream" | "streamId" => s.stream = r.string(gv, "`stream`"),
                             _ => r.unknown_key(gk, GROUPING_KEYS, "a grouping"),
                         }
                     }
@@ -410,52 +250,20 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn slice<'a>(text: &'a str, s: Span) -> &'a str {
-        &text[s.start..s.end]
-    }
+    use super::suggest;
 
     #[test]
-    fn spans_are_byte_ranges_even_after_multibyte_text() {
-        let text = "# héllo wörld\nname: \"ünï\"\nlist: [a, bb]\n";
-        let tree = parse_tree(text).expect("valid yaml");
-        let name = tree.value.get("name").expect("name");
-        assert_eq!(slice(text, name.span), "\"ünï\"");
-        let list = tree.value.get("list").expect("list");
-        let RawValue::List(items) = &list.value else {
-            panic!("not a list")
-        };
-        assert_eq!(slice(text, items[1].span), "bb");
-        let RawValue::Map(m) = &tree.value else {
-            panic!("not a map")
-        };
-        assert_eq!(slice(text, m[1].0.span), "list");
-    }
-
-    #[test]
-    fn scalars_resolve_like_yaml_core_schema() {
-        let tree = parse_tree("a: 1\nb: 1.5\nc: true\nd: ~\ne: '1'\nf: 1m 30s\n").expect("yaml");
-        assert_eq!(tree.value.get("a").map(|v| &v.value), Some(&RawValue::Int(1)));
-        assert_eq!(tree.value.get("b").map(|v| &v.value), Some(&RawValue::Float(1.5)));
-        assert_eq!(tree.value.get("c").map(|v| &v.value), Some(&RawValue::Bool(true)));
-        assert_eq!(tree.value.get("d").map(|v| &v.value), Some(&RawValue::Null));
-        assert_eq!(tree.value.get("e").and_then(|v| v.value.as_str()), Some("1"));
-        assert_eq!(tree.value.get("f").and_then(|v| v.value.as_str()), Some("1m 30s"));
-    }
-
-    #[test]
-    fn syntax_errors_and_duplicate_keys_are_located() {
-        let err = parse_tree("a: [1, 2\nb: 3\n").expect_err("unclosed flow list");
-        assert!(err.message.starts_with("YAML syntax"), "{}", err.message);
-        let text = "a: 1\na: 2\n";
-        let err = parse_tree(text).expect_err("duplicate");
-        assert_eq!(err.span.map(|s| s.start), Some(5));
-    }
-
-    #[test]
-    fn aliases_copy_the_anchored_value() {
-        let tree = parse_tree("a: &x [1, 2]\nb: *x\n").expect("yaml");
-        assert_eq!(tree.value.get("b").map(|v| v.value.to_json().to_string()), Some("[1,2]".into()));
+    fn suggestions_are_close_edits_only() {
+        let keys = ["topology.workers", "topology.debug"];
+        assert_eq!(
+            suggest("topology.wokers", keys.into_iter()),
+            Some("topology.workers")
+        );
+        assert_eq!(suggest("topology.k99999", keys.into_iter()), None);
+        assert_eq!(
+            suggest("splitter", ["split", "count"].into_iter()),
+            Some("split")
+        );
+        assert_eq!(suggest("xyz", ["split", "count"].into_iter()), None);
     }
 }

@@ -1,3 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
+mod cli;
+mod config;
 mod multilang;
+mod validate;
+mod zk;

@@ -4,7 +4,7 @@
 
 use crate::topology::model::{Component, ComponentType, Stream, DEFAULT_STREAM};
 use crate::topology::raw::RawComponent;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 type Outputs = BTreeMap<String, Vec<String>>;
 
@@ -67,34 +67,49 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
 }
 
 /// Fill `Component::outputs` for every component; returns the ids whose outputs could not be
-/// resolved (their input is missing or part of a cycle of pass-through bolts).
-pub fn resolve(components: &mut [(Component, &RawComponent)], streams: &[Stream]) -> HashSet<String> {
-    let mut unresolved: HashSet<String> = components.iter().map(|(c, _)| c.id.clone()).collect();
-    loop {
-        let mut progress = false;
-        for i in 0..components.len() {
-            if !unresolved.contains(&components[i].0.id) {
-                continue;
+/// resolved (their input is missing or part of a cycle of pass-through bolts). Linear: a
+/// component is retried only when the source of its first input gets resolved.
+pub fn resolve(
+    components: &mut [(Component, &RawComponent)],
+    streams: &[Stream],
+) -> HashSet<String> {
+    let index: HashMap<&str, usize> = components
+        .iter()
+        .enumerate()
+        .map(|(i, (c, _))| (c.id.as_str(), i))
+        .collect();
+    // The first input of each component: (source index, stream id).
+    let mut first_input: Vec<Option<(usize, &str)>> = vec![None; components.len()];
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); components.len()];
+    for s in streams {
+        if let (Some(&from), Some(&to)) = (index.get(s.from.as_str()), index.get(s.to.as_str())) {
+            if first_input[to].is_none() {
+                first_input[to] = Some((from, s.stream.as_str()));
+                dependents[from].push(to);
             }
-            let id = components[i].0.id.clone();
-            let input: Option<Vec<String>> = streams.iter().find(|s| s.to == id).and_then(|s| {
-                if unresolved.contains(&s.from) {
-                    return None;
-                }
-                components
-                    .iter()
-                    .find(|(c, _)| c.id == s.from)
-                    .and_then(|(c, _)| c.outputs.get(&s.stream).cloned())
-            });
-            let (c, rc) = &components[i];
-            if let Some(out) = outputs_of(c, rc, input.as_deref()) {
-                components[i].0.outputs = out;
-                unresolved.remove(&id);
-                progress = true;
-            }
-        }
-        if !progress {
-            return unresolved;
         }
     }
+    drop(index);
+    let mut resolved = vec![false; components.len()];
+    let mut queue: VecDeque<usize> = (0..components.len()).collect();
+    while let Some(i) = queue.pop_front() {
+        if resolved[i] {
+            continue;
+        }
+        let input: Option<Vec<String>> = first_input[i]
+            .filter(|(from, _)| resolved[*from])
+            .and_then(|(from, stream)| components[from].0.outputs.get(stream).cloned());
+        let (c, rc) = &components[i];
+        if let Some(out) = outputs_of(c, rc, input.as_deref()) {
+            components[i].0.outputs = out;
+            resolved[i] = true;
+            queue.extend(dependents[i].iter().copied());
+        }
+    }
+    components
+        .iter()
+        .zip(resolved)
+        .filter(|(_, r)| !r)
+        .map(|((c, _), _)| c.id.clone())
+        .collect()
 }
