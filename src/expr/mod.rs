@@ -13,7 +13,10 @@
 pub mod ast;
 mod check;
 mod eval;
+mod location;
 mod parser;
+
+pub use location::source_span;
 
 use crate::tuple::Value;
 use std::ops::Range;

@@ -164,10 +164,15 @@ fn component_args(el: &Element, c: &mut RawComponent, diags: &mut Vec<Diagnostic
             }
             Some(Primary::One(k)) => {
                 if let Some(extra) = positional.get(1) {
-                    diags.push(Diagnostic::error(
-                        format!("`{ctype}` takes one positional argument (its `{k}`)"),
-                        Span::new(extra.span.start, all.end),
-                    ));
+                    diags.push(
+                        Diagnostic::error(
+                            format!("`{ctype}` takes one positional argument (its `{k}`)"),
+                            Span::new(extra.span.start, all.end),
+                        )
+                        .with_help(format!(
+                            "quote text that has spaces: `{ctype}(\"len(word) > 3\")`"
+                        )),
+                    );
                 }
                 let key = Spanned::new(k.to_string(), first.span);
                 push_entry(&mut entries, key, first.clone(), diags);
