@@ -144,9 +144,10 @@ fn component_args(el: &Element, c: &mut RawComponent, diags: &mut Vec<Diagnostic
     let ctype = el.ctype.value.as_str();
     let mut entries: Vec<(Spanned<String>, Spanned<RawValue>)> = Vec::new();
     let mut positional = Vec::new();
+    let mut named = Vec::new();
     for item in items {
         match item {
-            Arg::Named(s) => push_entry(&mut entries, s.key.clone(), s.value.clone(), diags),
+            Arg::Named(s) => named.push(s),
             Arg::Positional(v) => positional.push(v.clone()),
         }
     }
@@ -188,6 +189,10 @@ fn component_args(el: &Element, c: &mut RawComponent, diags: &mut Vec<Diagnostic
             // An unknown type: validation reports the type itself.
             None => {}
         }
+    }
+    // Named arguments after the positional one, in the order written.
+    for s in named {
+        push_entry(&mut entries, s.key.clone(), s.value.clone(), diags);
     }
     if !entries.is_empty() || c.command.is_none() {
         c.args = Some(Spanned::new(RawValue::Map(entries), *span));

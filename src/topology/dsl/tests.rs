@@ -369,3 +369,17 @@ proptest! {
         check_spans(&text, &raw);
     }
 }
+
+#[test]
+fn documented_examples_parse_cleanly() {
+    let doc = include_str!("../../../docs/dsl.md");
+    let mut blocks = 0;
+    for block in doc.split("```storm\n").skip(1) {
+        let text = block.split("```").next().unwrap_or_default();
+        let raw = parse(text);
+        assert!(raw.diagnostics.is_empty(), "{text}\n{}", errors_raw(&raw));
+        assert!(!raw.spouts.is_empty(), "{text}");
+        blocks += 1;
+    }
+    assert!(blocks >= 5, "found {blocks} examples");
+}
