@@ -15,6 +15,7 @@ mod check;
 mod eval;
 mod location;
 mod parser;
+mod syntax_error;
 
 pub use location::source_span;
 

@@ -8,8 +8,9 @@ use nom::Parser;
 use super::error::SyntaxError;
 use super::lexeme::{
     advance, commit, expect, fail, failure, ident, is_bare_char, is_ident_char, key, offset,
-    span_from, string, value, ws, wsnl, In, PResult,
+    span_from, string, ws, wsnl, In, PResult,
 };
+use super::value::value;
 use crate::topology::raw::{RawValue, Span, Spanned};
 
 /// `key=value`.
