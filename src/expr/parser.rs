@@ -102,7 +102,7 @@ fn binary<'a>(
     make: fn(Box<Node>, Box<Node>) -> NodeKind,
 ) -> PResult<'a, Node> {
     let (mut i, mut left) = operand(i)?;
-    loop {
+    for _ in 0..MAX_CHAIN {
         let Ok((j, _)) = (ws, keyword(word), ws).parse(i) else {
             return Ok((i, left));
         };
@@ -111,6 +111,11 @@ fn binary<'a>(
         left = node(make(Box::new(left), Box::new(right)), span);
         i = j;
     }
+    let at = offset(&i);
+    failure(PErr::message(
+        at..at,
+        format!("more than {MAX_CHAIN} `{word}` in a row"),
+    ))
 }
 
 fn or_expr(i: In) -> PResult<Node> {
@@ -121,7 +126,44 @@ fn and_expr(i: In) -> PResult<Node> {
     binary(i, "and", not_expr, NodeKind::And)
 }
 
+/// How deeply parentheses, `len(…)` and `not` may nest, and how long an `and`/`or` chain may
+/// be: bounds the recursion of parsing, checking and evaluation.
+const MAX_DEPTH: usize = 64;
+const MAX_CHAIN: usize = 1000;
+
+thread_local! {
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of nesting, released on drop.
+struct Nesting;
+
+impl Nesting {
+    fn enter(i: &In) -> Result<Nesting, nom::Err<PErr>> {
+        let depth = DEPTH.with(|d| {
+            d.set(d.get() + 1);
+            d.get()
+        });
+        let guard = Nesting;
+        if depth > MAX_DEPTH {
+            let at = offset(i);
+            return Err(nom::Err::Failure(PErr::message(
+                at..at + i.fragment().chars().next().map_or(0, char::len_utf8),
+                format!("expression nested more than {MAX_DEPTH} levels deep"),
+            )));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
 fn not_expr(i: In) -> PResult<Node> {
+    let _level = Nesting::enter(&i)?;
     if let Ok((j, kw)) = (keyword("not"), ws).parse(i).map(|(j, (kw, _))| (j, kw)) {
         let (j, inner) = commit(not_expr(j))?;
         let span = kw.start..inner.span.end;
@@ -378,6 +420,20 @@ mod tests {
             panic!("a comparison")
         };
         assert_eq!(r.kind, NodeKind::Str(r"^\d+\.x$".to_string()));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}a{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(shown(&deep).contains("nested more than 64 levels"));
+        let nots = "not ".repeat(100_000) + "a";
+        assert!(shown(&nots).contains("nested more than 64 levels"));
+        let chain = vec!["a == 1"; 5000].join(" and ");
+        assert!(shown(&chain).contains("more than 1000 `and` in a row"));
+        let ok = vec!["a == 1"; 500].join(" or ");
+        assert!(parse(&ok).is_ok());
+        // The depth counter is released after an error.
+        assert!(parse("((a))").is_ok());
     }
 
     #[test]

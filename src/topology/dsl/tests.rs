@@ -383,3 +383,15 @@ fn documented_examples_parse_cleanly() {
     }
     assert!(blocks >= 5, "found {blocks} examples");
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let text = format!("generate(values={}) | log", "[".repeat(100_000));
+    assert!(errors(&text).contains("nested more than 64 levels deep"));
+    let ok = format!(
+        "generate(values={}{}) | log",
+        "[".repeat(10),
+        "]".repeat(10)
+    );
+    assert_eq!(errors(&ok), "");
+}

@@ -88,7 +88,42 @@ fn quoted_value(i: In) -> PResult<Spanned<RawValue>> {
 
 /// Any value: string, list, map or unquoted scalar.
 pub(super) fn value(i: In) -> PResult<Spanned<RawValue>> {
+    let _level = Nesting::enter(&i)?;
     expect("a value", alt((quoted_value, list, map, bare)))(i)
+}
+
+/// How deeply lists and maps may nest: bounds the parser's recursion.
+const MAX_DEPTH: usize = 64;
+
+thread_local! {
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of nesting, released on drop.
+struct Nesting;
+
+impl Nesting {
+    fn enter(i: &In) -> Result<Nesting, nom::Err<SyntaxError>> {
+        let depth = DEPTH.with(|d| {
+            d.set(d.get() + 1);
+            d.get()
+        });
+        let guard = Nesting;
+        if depth > MAX_DEPTH {
+            let at = offset(i);
+            return Err(nom::Err::Failure(SyntaxError::message(
+                Span::new(at, at + 1),
+                format!("lists and maps nested more than {MAX_DEPTH} levels deep"),
+            )));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
 }
 
 /// `[v, v ...]`: commas or whitespace between items, a trailing comma allowed.
