@@ -82,38 +82,59 @@ fn default_grouping(s: &mut RawStream, pipe: Span, target: Option<&RawComponent>
     }
 }
 
-/// Turn statements into the raw topology, adding problems to `diags`.
-pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> RawTopology {
-    let explicit: HashSet<&str> = statements
-        .iter()
-        .filter_map(|s| match s {
-            Statement::Pipeline(first, rest) => {
-                Some(std::iter::once(first).chain(rest.iter().map(|(_, e)| e)))
-            }
-            _ => None,
-        })
-        .flatten()
-        .filter_map(|e| e.id.as_ref().map(|id| id.value.as_str()))
-        .collect();
-    let mut used: HashSet<String> = explicit.iter().map(|s| s.to_string()).collect();
-    let mut derived: HashSet<String> = HashSet::new();
-    let mut raw = RawTopology::default();
-    let mut components: Vec<RawComponent> = Vec::new();
-    let mut pending: Vec<(usize, Span)> = Vec::new();
+/// Component ids as the pipelines are read: definitions, references, derived ids.
+struct Ids<'a> {
+    /// Ids written as `id = type`, anywhere in the text.
+    explicit: HashSet<&'a str>,
+    /// Every id taken so far (explicit ones from the start).
+    used: HashSet<String>,
+    /// Ids derived from types in earlier statements: a bare name refers to them.
+    derived: HashSet<String>,
+    /// Ids derived in the current statement (a pipeline never refers back into itself, so
+    /// `stdin | split | split` is two splits, not a loop).
+    derived_now: Vec<String>,
+    components: Vec<RawComponent>,
+}
 
-    let mut resolve = |el: &Element, diags: &mut Vec<Diagnostic>| -> Spanned<String> {
+impl<'a> Ids<'a> {
+    fn new(statements: &'a [Statement]) -> Ids<'a> {
+        let explicit: HashSet<&str> = statements
+            .iter()
+            .filter_map(|s| match s {
+                Statement::Pipeline(first, rest) => {
+                    Some(std::iter::once(first).chain(rest.iter().map(|(_, e)| e)))
+                }
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|e| e.id.as_ref().map(|id| id.value.as_str()))
+            .collect();
+        Ids {
+            used: explicit.iter().map(|s| s.to_string()).collect(),
+            explicit,
+            derived: HashSet::new(),
+            derived_now: Vec::new(),
+            components: Vec::new(),
+        }
+    }
+
+    /// The id an element stands for, defining a component unless it is a reference.
+    fn resolve(&mut self, el: &Element, diags: &mut Vec<Diagnostic>) -> Spanned<String> {
         if let Some(id) = &el.id {
-            components.push(component(el, id.clone(), diags));
+            self.components.push(component(el, id.clone(), diags));
             return id.clone();
         }
         let name = &el.ctype;
         let bare = el.args.is_none() && el.options.is_empty();
-        let is_explicit = explicit.contains(name.value.as_str());
-        if is_explicit || (bare && derived.contains(&name.value)) {
+        let is_explicit = self.explicit.contains(name.value.as_str());
+        if is_explicit || (bare && self.derived.contains(&name.value)) {
             if !bare {
                 diags.push(
                     Diagnostic::error(
-                        format!("`{}` names a component defined elsewhere; a reference takes no arguments or options", name.value),
+                        format!(
+                            "`{}` names a component defined elsewhere; a reference takes no arguments or options",
+                            name.value
+                        ),
                         el.span,
                     )
                     .with_help("put arguments and options where the component is defined"),
@@ -123,16 +144,27 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
         }
         let mut id = name.value.clone();
         let mut n = 2;
-        while used.contains(&id) {
+        while self.used.contains(&id) {
             id = format!("{}{n}", name.value);
             n += 1;
         }
-        used.insert(id.clone());
-        derived.insert(id.clone());
+        self.used.insert(id.clone());
+        self.derived_now.push(id.clone());
         let id = Spanned::new(id, name.span);
-        components.push(component(el, id.clone(), diags));
+        self.components.push(component(el, id.clone(), diags));
         id
-    };
+    }
+
+    fn end_statement(&mut self) {
+        self.derived.extend(self.derived_now.drain(..));
+    }
+}
+
+/// Turn statements into the raw topology, adding problems to `diags`.
+pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> RawTopology {
+    let mut ids = Ids::new(statements);
+    let mut raw = RawTopology::default();
+    let mut pending: Vec<(usize, Span)> = Vec::new();
 
     for statement in statements {
         match statement {
@@ -159,9 +191,9 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
                 }
             }
             Statement::Pipeline(first, rest) => {
-                let mut prev = resolve(first, diags);
+                let mut prev = ids.resolve(first, diags);
                 for (edge, el) in rest {
-                    let next = resolve(el, diags);
+                    let next = ids.resolve(el, diags);
                     let s = stream(&prev, edge, &next, diags);
                     if s.grouping.is_none() {
                         pending.push((raw.streams.len(), edge.pipe));
@@ -169,9 +201,11 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
                     raw.streams.push(s);
                     prev = next;
                 }
+                ids.end_statement();
             }
         }
     }
+    let components = ids.components;
 
     for (index, pipe) in pending {
         if let Some(s) = raw.streams.get_mut(index) {
