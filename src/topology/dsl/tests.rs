@@ -298,6 +298,10 @@ fn syntax_errors() {
         "stdin | stdout \"unterminated",
         "stdin || stdout",
         "§ | stdout",
+        "name: wordcount",
+        "stdin -> split",
+        "stdin | split x4 count",
+        "stdin | filter(len(word) > 3) | stdout",
     ];
     let mut out = String::new();
     for case in cases {
