@@ -49,7 +49,8 @@ pub(super) fn closest<'a>(name: &str, fields: &'a [String]) -> Option<&'a str> {
 }
 
 pub(super) struct Checker<'f> {
-    pub fields: &'f [String],
+    /// The input fields; `None` when they are not known (unknown fields are then not reported).
+    pub fields: Option<&'f [String]>,
     pub errors: Vec<ExprError>,
 }
 
@@ -74,12 +75,13 @@ impl Checker<'_> {
     fn ty(&mut self, node: &Node) -> Ty {
         match &node.kind {
             NodeKind::Field(name) => {
-                if !self.fields.iter().any(|f| f == name) {
+                let fields = self.fields.unwrap_or_default();
+                if self.fields.is_some() && !fields.iter().any(|f| f == name) {
                     let mut e = error(node.span.clone(), format!("unknown field `{name}`"));
-                    e.help = Some(match closest(name, self.fields) {
+                    e.help = Some(match closest(name, fields) {
                         Some(f) => format!("did you mean `{f}`?"),
-                        None if self.fields.is_empty() => "the input has no fields".into(),
-                        None => format!("the input fields are: {}", self.fields.join(", ")),
+                        None if fields.is_empty() => "the input has no fields".into(),
+                        None => format!("the input fields are: {}", fields.join(", ")),
                     });
                     self.errors.push(e);
                 }

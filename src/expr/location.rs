@@ -2,8 +2,35 @@
 //! expression text, which was written in the file as a (possibly quoted, possibly escaped)
 //! string. This maps the range back through the quoting, so the caret lands on the right column.
 
+use crate::diag::Diagnostic;
 use crate::topology::raw::Span;
 use std::ops::Range;
+
+/// Every problem of a `where` expression as located file diagnostics: `expr_text` is the
+/// expression (the decoded string), written at `literal` in `source`; `fields` are the input
+/// fields when known. Empty when the expression is fine.
+pub fn diagnostics(
+    source: &str,
+    literal: Span,
+    expr_text: &str,
+    fields: Option<&[String]>,
+) -> Vec<Diagnostic> {
+    let errors = match super::parse(expr_text) {
+        Ok(expr) => expr.check_with(fields),
+        Err(e) => vec![e],
+    };
+    errors
+        .into_iter()
+        .map(|e| {
+            let span = source_span(source, literal, e.span);
+            let d = Diagnostic::error(e.message, span);
+            match e.help {
+                Some(help) => d.with_help(help),
+                None => d,
+            }
+        })
+        .collect()
+}
 
 /// The file span of `inner` (a byte range of the decoded string) for a string written at
 /// `literal` in `source`. Double-quoted strings with backslash escapes (DSL, YAML, JSON),
@@ -115,6 +142,30 @@ mod tests {
         assert_eq!(under(src, "nope > 1", 0..4), "nope");
         let src = r#"x: "\u00e9 == nope""#;
         assert_eq!(under(src, r#""\u00e9 == nope""#, 6..10), "nope");
+    }
+
+    #[test]
+    fn diagnostics_point_into_the_file() {
+        let src = "  - { id: f, type: filter, args: { where: \"wrod == 'a' and len(3) > 1\" } }";
+        let start = src.find('"').unwrap_or(0);
+        let end = src.rfind('"').map_or(0, |e| e + 1);
+        let text = "wrod == 'a' and len(3) > 1";
+        let fields = vec!["word".to_string()];
+        let found: Vec<_> = diagnostics(src, Span::new(start, end), text, Some(&fields))
+            .into_iter()
+            .filter_map(|d| Some((src.get(d.span?.start..d.span?.end)?.to_string(), d.help)))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("wrod".to_string(), Some("did you mean `word`?".to_string())),
+                ("3".to_string(), None)
+            ]
+        );
+        // Fields unknown: only the type error remains.
+        assert_eq!(diagnostics(src, Span::new(start, end), text, None).len(), 1);
+        let syntax = diagnostics("x: \"a ==\"", Span::new(3, 9), "a ==", None);
+        assert_eq!(syntax.first().and_then(|d| d.span), Some(Span::new(8, 8)));
     }
 
     #[test]

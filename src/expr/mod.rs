@@ -17,7 +17,7 @@ mod location;
 mod parser;
 mod syntax_error;
 
-pub use location::source_span;
+pub use location::{diagnostics, source_span};
 
 use crate::tuple::Value;
 use std::ops::Range;
@@ -66,6 +66,12 @@ impl Expr {
     /// Every problem with this expression given the input fields (unknown fields, bad regex,
     /// operand types).
     pub fn check(&self, fields: &[String]) -> Vec<ExprError> {
+        self.check_with(Some(fields))
+    }
+
+    /// As `check`; with `None` (input fields not known, e.g. after a shell component that
+    /// declares none) field names are not checked.
+    pub fn check_with(&self, fields: Option<&[String]>) -> Vec<ExprError> {
         let mut checker = check::Checker {
             fields,
             errors: Vec::new(),
