@@ -249,3 +249,10 @@ proptest! {
         exercise(&format!("{}{}{}", &base[..pos], insert, &base[end..]));
     }
 }
+
+#[test]
+fn compiled_filters_can_be_shared_between_executor_threads() {
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+    assert_send_sync::<Compiled>();
+    assert_send_sync::<super::Expr>();
+}
