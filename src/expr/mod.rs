@@ -1,5 +1,23 @@
 //! The `filter` expression language (SPEC §4): parsing, checking against input fields, and
-//! evaluation over tuple values. (Interface placeholder: the DSL/expression work fills it in.)
+//! evaluation over tuple values.
+//!
+//! ```text
+//! word contains "ka" and not len(word) < 3
+//! ```
+//!
+//! Precedence, loosest first: `or`, `and`, `not`, then one comparison (`==` `!=` `<` `<=` `>`
+//! `>=` `contains` `starts_with` `ends_with` `=~`) between two operands (fields, string and
+//! number literals, `true` `false` `null`, `len(x)`, parentheses). So, as in Python,
+//! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/dsl.md`.
+
+pub mod ast;
+mod check;
+mod eval;
+mod location;
+mod parser;
+mod syntax_error;
+
+pub use location::{diagnostics, source_span};
 
 use crate::tuple::Value;
 use std::ops::Range;
@@ -12,45 +30,85 @@ pub struct ExprError {
     pub help: Option<String>,
 }
 
+impl std::fmt::Display for ExprError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, " ({help})")?;
+        }
+        Ok(())
+    }
+}
+
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expr {
-    _private: (),
+    root: ast::Node,
 }
 
 /// An expression bound to the input fields, ready to evaluate per tuple.
 #[derive(Debug, Clone)]
 pub struct Compiled {
-    _private: (),
+    cond: eval::Cond,
 }
 
+/// Parse an expression; a syntax error is located inside `text`.
 pub fn parse(text: &str) -> Result<Expr, ExprError> {
-    Err(ExprError {
-        span: 0..text.len(),
-        message: "filter expressions are not implemented yet".into(),
-        help: None,
-    })
+    parser::parse(text).map(|root| Expr { root })
 }
 
 impl Expr {
-    /// Every problem with this expression given the input fields (unknown fields, bad regex,
-    /// operand types).
-    pub fn check(&self, _fields: &[String]) -> Vec<ExprError> {
-        Vec::new()
+    /// The syntax tree.
+    pub fn root(&self) -> &ast::Node {
+        &self.root
     }
 
-    /// Bind field names to positions.
-    pub fn compile(&self, _fields: &[String]) -> Result<Compiled, ExprError> {
-        Err(ExprError {
-            span: 0..0,
-            message: "filter expressions are not implemented yet".into(),
-            help: None,
-        })
+    /// Every problem with this expression given the input fields (unknown fields, bad regex,
+    /// operand types).
+    pub fn check(&self, fields: &[String]) -> Vec<ExprError> {
+        self.check_with(Some(fields))
+    }
+
+    /// As `check`; with `None` (input fields not known, e.g. after a shell component that
+    /// declares none) field names are not checked.
+    pub fn check_with(&self, fields: Option<&[String]>) -> Vec<ExprError> {
+        let mut checker = check::Checker {
+            fields,
+            errors: Vec::new(),
+        };
+        checker.check_root(&self.root);
+        checker.errors
+    }
+
+    /// Bind field names to positions; fails with the first problem `check` finds.
+    pub fn compile(&self, fields: &[String]) -> Result<Compiled, ExprError> {
+        if let Some(first) = self.check(fields).into_iter().next() {
+            return Err(first);
+        }
+        let position = |name: &str| fields.iter().position(|f| f == name);
+        eval::compile_cond(&self.root, &position)
+            .map(|cond| Compiled { cond })
+            .ok_or_else(|| ExprError {
+                span: self.root.span.clone(),
+                message: "this expression cannot be evaluated".into(),
+                help: None,
+            })
+    }
+}
+
+/// Shows the expression fully parenthesised, as it was understood.
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.root.fmt(f)
     }
 }
 
 impl Compiled {
-    pub fn eval(&self, _values: &[Value]) -> bool {
-        false
+    /// Whether the tuple with these values (in input field order) passes.
+    pub fn eval(&self, values: &[Value]) -> bool {
+        self.cond.eval(values)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,288 +1,17 @@
 //! From the DSL's statements to the raw topology: component ids (explicit, or derived from the
-//! type), references to components defined elsewhere, positional arguments, options, edges and
-//! their default groupings, and which components are spouts.
+//! type), references to components defined elsewhere, edges and their default groupings, and
+//! which components are spouts.
 
 use std::collections::HashSet;
 
-use super::grammar::{Arg, Edge, Element, Opt, Setting, Statement};
+use super::component::{component, scalar_text, set_once, string_list, suggest};
+use super::grammar::{Edge, Element, Statement};
 use crate::diag::Diagnostic;
 use crate::topology::model::{ComponentKind, ComponentType};
-use crate::topology::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
-
-/// Component options after the type, named like the YAML keys.
-const OPTIONS: &[&str] = &[
-    "parallelism",
-    "tasks",
-    "fields",
-    "streams",
-    "command",
-    "cwd",
-    "tick",
-    "config",
-    "args",
-];
+use crate::topology::raw::{RawComponent, RawStream, RawTopology, Span, Spanned};
 
 /// Settings inside an edge's brackets.
 const EDGE_SETTINGS: &[&str] = &["stream", "name"];
-
-/// Where a type's positional arguments go: `count(word)` is `count(fields=[word])`.
-enum Primary {
-    One(&'static str),
-    List(&'static str),
-    /// `shell(python3 split.py)`: the component's `command`.
-    Command,
-}
-
-fn primary(ctype: &str) -> Option<Primary> {
-    Some(match ctype {
-        "count" => Primary::List("fields"),
-        "split" => Primary::One("field"),
-        "filter" => Primary::One("where"),
-        "file" => Primary::One("path"),
-        "generate" => Primary::One("count"),
-        "shell" => Primary::Command,
-        _ => return None,
-    })
-}
-
-/// "did you mean" among `candidates`.
-fn suggest(word: &str, candidates: &[&str]) -> Option<String> {
-    candidates
-        .iter()
-        .map(|c| (strsim::jaro_winkler(word, c), *c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| format!("did you mean `{c}`?"))
-}
-
-/// A scalar as text (`5` → "5"); `None` for null, lists and maps.
-fn scalar_text(v: &RawValue) -> Option<String> {
-    match v {
-        RawValue::Str { text, .. } => Some(text.clone()),
-        RawValue::Int(n) => Some(n.to_string()),
-        RawValue::Float(f) => Some(f.to_string()),
-        RawValue::Bool(b) => Some(b.to_string()),
-        RawValue::Null | RawValue::List(_) | RawValue::Map(_) => None,
-    }
-}
-
-/// A list of names, or one name standing for a list of one.
-fn string_list(
-    v: &Spanned<RawValue>,
-    what: &str,
-    diags: &mut Vec<Diagnostic>,
-) -> Spanned<Vec<Spanned<String>>> {
-    let items: Vec<&Spanned<RawValue>> = match &v.value {
-        RawValue::List(items) => items.iter().collect(),
-        _ => vec![v],
-    };
-    let mut out = Vec::new();
-    for item in items {
-        match scalar_text(&item.value) {
-            Some(text) => out.push(Spanned::new(text, item.span)),
-            None => diags.push(Diagnostic::error(
-                format!("{what} must be names, not a nested list, map or null"),
-                item.span,
-            )),
-        }
-    }
-    Spanned::new(out, v.span)
-}
-
-fn whole_number(
-    v: &Spanned<RawValue>,
-    key: &str,
-    diags: &mut Vec<Diagnostic>,
-) -> Option<Spanned<i64>> {
-    match v.value {
-        RawValue::Int(n) => Some(Spanned::new(n, v.span)),
-        _ => {
-            diags.push(Diagnostic::error(
-                format!("`{key}` must be a whole number"),
-                v.span,
-            ));
-            None
-        }
-    }
-}
-
-fn map_entries(
-    v: &Spanned<RawValue>,
-    key: &str,
-    diags: &mut Vec<Diagnostic>,
-) -> Vec<(Spanned<String>, Spanned<RawValue>)> {
-    match &v.value {
-        RawValue::Map(entries) => entries.clone(),
-        _ => {
-            diags.push(
-                Diagnostic::error(format!("`{key}` must be a map"), v.span)
-                    .with_help(format!("write `{key}={{key: value, ...}}`")),
-            );
-            Vec::new()
-        }
-    }
-}
-
-/// Store `value` in `slot` unless it is already set.
-fn set_once<T>(slot: &mut Option<T>, value: T, key: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
-    if slot.is_some() {
-        diags.push(Diagnostic::error(
-            format!("`{}` is given twice", key.value),
-            key.span,
-        ));
-    } else {
-        *slot = Some(value);
-    }
-}
-
-/// The args map from the parentheses: named arguments, plus positional ones under the type's
-/// primary argument.
-fn component_args(el: &Element, c: &mut RawComponent, diags: &mut Vec<Diagnostic>) {
-    let Some((span, items)) = &el.args else {
-        return;
-    };
-    let ctype = el.ctype.value.as_str();
-    let mut entries: Vec<(Spanned<String>, Spanned<RawValue>)> = Vec::new();
-    let mut positional = Vec::new();
-    for item in items {
-        match item {
-            Arg::Named(s) => push_entry(&mut entries, s.key.clone(), s.value.clone(), diags),
-            Arg::Positional(v) => positional.push(v.clone()),
-        }
-    }
-    if let (Some(first), Some(last)) = (positional.first(), positional.last()) {
-        let all = first.span.join(last.span);
-        match primary(ctype) {
-            Some(Primary::List(k)) => {
-                let key = Spanned::new(k.to_string(), all);
-                push_entry(
-                    &mut entries,
-                    key,
-                    Spanned::new(RawValue::List(positional), all),
-                    diags,
-                );
-            }
-            Some(Primary::One(k)) => {
-                if let Some(extra) = positional.get(1) {
-                    diags.push(Diagnostic::error(
-                        format!("`{ctype}` takes one positional argument (its `{k}`)"),
-                        Span::new(extra.span.start, all.end),
-                    ));
-                }
-                let key = Spanned::new(k.to_string(), first.span);
-                push_entry(&mut entries, key, first.clone(), diags);
-            }
-            Some(Primary::Command) => {
-                let list = Spanned::new(RawValue::List(positional), all);
-                c.command = Some(string_list(&list, "a command", diags));
-            }
-            None if ComponentType::from_name(ctype).is_some() => diags.push(
-                Diagnostic::error(format!("`{ctype}` takes no positional arguments"), all)
-                    .with_help("write its arguments as `key=value`"),
-            ),
-            // An unknown type: validation reports the type itself.
-            None => {}
-        }
-    }
-    if !entries.is_empty() || c.command.is_none() {
-        c.args = Some(Spanned::new(RawValue::Map(entries), *span));
-    }
-}
-
-fn push_entry(
-    entries: &mut Vec<(Spanned<String>, Spanned<RawValue>)>,
-    key: Spanned<String>,
-    value: Spanned<RawValue>,
-    diags: &mut Vec<Diagnostic>,
-) {
-    if entries.iter().any(|(k, _)| k.value == key.value) {
-        diags.push(Diagnostic::error(
-            format!("argument `{}` is given twice", key.value),
-            key.span,
-        ));
-    } else {
-        entries.push((key, value));
-    }
-}
-
-fn component_option(s: &Setting, c: &mut RawComponent, diags: &mut Vec<Diagnostic>) {
-    let key = &s.key;
-    let v = &s.value;
-    match key.value.as_str() {
-        "parallelism" => {
-            if let Some(n) = whole_number(v, "parallelism", diags) {
-                set_once(&mut c.parallelism, n, key, diags);
-            }
-        }
-        "tasks" => {
-            if let Some(n) = whole_number(v, "tasks", diags) {
-                set_once(&mut c.tasks, n, key, diags);
-            }
-        }
-        "fields" => {
-            let list = string_list(v, "fields", diags);
-            set_once(&mut c.fields, list, key, diags);
-        }
-        "streams" => {
-            if !c.streams.is_empty() {
-                diags.push(Diagnostic::error("`streams` is given twice", key.span));
-            }
-            for (name, fields) in map_entries(v, "streams", diags) {
-                let list = string_list(&fields, "stream fields", diags);
-                c.streams.push((name, list.value));
-            }
-        }
-        "command" => {
-            let list = string_list(v, "a command", diags);
-            set_once(&mut c.command, list, key, diags);
-        }
-        "cwd" => match scalar_text(&v.value) {
-            Some(text) => set_once(&mut c.cwd, Spanned::new(text, v.span), key, diags),
-            None => diags.push(Diagnostic::error("`cwd` must be a path", v.span)),
-        },
-        "tick" => set_once(&mut c.tick, v.clone(), key, diags),
-        "config" => c.config.extend(map_entries(v, "config", diags)),
-        "args" => {
-            if c.args.is_some() {
-                diags.push(Diagnostic::error(
-                    "arguments are given both in parentheses and with `args=`",
-                    key.span,
-                ));
-            } else if matches!(v.value, RawValue::Map(_)) {
-                c.args = Some(v.clone());
-            } else {
-                map_entries(v, "args", diags);
-            }
-        }
-        other => {
-            let mut d = Diagnostic::error(format!("unknown option `{other}`"), key.span);
-            d = d.with_help(suggest(other, OPTIONS).unwrap_or_else(|| {
-                format!("options are `x4` (parallelism) and {}", OPTIONS.join(", "))
-            }));
-            diags.push(d);
-        }
-    }
-}
-
-fn component(el: &Element, id: Spanned<String>, diags: &mut Vec<Diagnostic>) -> RawComponent {
-    let mut c = RawComponent {
-        span: el.span,
-        id: Some(id),
-        ctype: Some(el.ctype.clone()),
-        ..RawComponent::default()
-    };
-    component_args(el, &mut c, diags);
-    for opt in &el.options {
-        match opt {
-            Opt::Parallelism(p) => {
-                let key = Spanned::new("parallelism".to_string(), p.span);
-                set_once(&mut c.parallelism, p.clone(), &key, diags);
-            }
-            Opt::Setting(s) => component_option(s, &mut c, diags),
-        }
-    }
-    c
-}
 
 fn stream(
     from: &Spanned<String>,
@@ -353,38 +82,59 @@ fn default_grouping(s: &mut RawStream, pipe: Span, target: Option<&RawComponent>
     }
 }
 
-/// Turn statements into the raw topology, adding problems to `diags`.
-pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> RawTopology {
-    let explicit: HashSet<&str> = statements
-        .iter()
-        .filter_map(|s| match s {
-            Statement::Pipeline(first, rest) => {
-                Some(std::iter::once(first).chain(rest.iter().map(|(_, e)| e)))
-            }
-            _ => None,
-        })
-        .flatten()
-        .filter_map(|e| e.id.as_ref().map(|id| id.value.as_str()))
-        .collect();
-    let mut used: HashSet<String> = explicit.iter().map(|s| s.to_string()).collect();
-    let mut derived: HashSet<String> = HashSet::new();
-    let mut raw = RawTopology::default();
-    let mut components: Vec<RawComponent> = Vec::new();
-    let mut pending: Vec<(usize, Span)> = Vec::new();
+/// Component ids as the pipelines are read: definitions, references, derived ids.
+struct Ids<'a> {
+    /// Ids written as `id = type`, anywhere in the text.
+    explicit: HashSet<&'a str>,
+    /// Every id taken so far (explicit ones from the start).
+    used: HashSet<String>,
+    /// Ids derived from types in earlier statements: a bare name refers to them.
+    derived: HashSet<String>,
+    /// Ids derived in the current statement (a pipeline never refers back into itself, so
+    /// `stdin | split | split` is two splits, not a loop).
+    derived_now: Vec<String>,
+    components: Vec<RawComponent>,
+}
 
-    let mut resolve = |el: &Element, diags: &mut Vec<Diagnostic>| -> Spanned<String> {
+impl<'a> Ids<'a> {
+    fn new(statements: &'a [Statement]) -> Ids<'a> {
+        let explicit: HashSet<&str> = statements
+            .iter()
+            .filter_map(|s| match s {
+                Statement::Pipeline(first, rest) => {
+                    Some(std::iter::once(first).chain(rest.iter().map(|(_, e)| e)))
+                }
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|e| e.id.as_ref().map(|id| id.value.as_str()))
+            .collect();
+        Ids {
+            used: explicit.iter().map(|s| s.to_string()).collect(),
+            explicit,
+            derived: HashSet::new(),
+            derived_now: Vec::new(),
+            components: Vec::new(),
+        }
+    }
+
+    /// The id an element stands for, defining a component unless it is a reference.
+    fn resolve(&mut self, el: &Element, diags: &mut Vec<Diagnostic>) -> Spanned<String> {
         if let Some(id) = &el.id {
-            components.push(component(el, id.clone(), diags));
+            self.components.push(component(el, id.clone(), diags));
             return id.clone();
         }
         let name = &el.ctype;
         let bare = el.args.is_none() && el.options.is_empty();
-        let is_explicit = explicit.contains(name.value.as_str());
-        if is_explicit || (bare && derived.contains(&name.value)) {
+        let is_explicit = self.explicit.contains(name.value.as_str());
+        if is_explicit || (bare && self.derived.contains(&name.value)) {
             if !bare {
                 diags.push(
                     Diagnostic::error(
-                        format!("`{}` names a component defined elsewhere; a reference takes no arguments or options", name.value),
+                        format!(
+                            "`{}` names a component defined elsewhere; a reference takes no arguments or options",
+                            name.value
+                        ),
                         el.span,
                     )
                     .with_help("put arguments and options where the component is defined"),
@@ -394,16 +144,27 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
         }
         let mut id = name.value.clone();
         let mut n = 2;
-        while used.contains(&id) {
+        while self.used.contains(&id) {
             id = format!("{}{n}", name.value);
             n += 1;
         }
-        used.insert(id.clone());
-        derived.insert(id.clone());
+        self.used.insert(id.clone());
+        self.derived_now.push(id.clone());
         let id = Spanned::new(id, name.span);
-        components.push(component(el, id.clone(), diags));
+        self.components.push(component(el, id.clone(), diags));
         id
-    };
+    }
+
+    fn end_statement(&mut self) {
+        self.derived.extend(self.derived_now.drain(..));
+    }
+}
+
+/// Turn statements into the raw topology, adding problems to `diags`.
+pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> RawTopology {
+    let mut ids = Ids::new(statements);
+    let mut raw = RawTopology::default();
+    let mut pending: Vec<(usize, Span)> = Vec::new();
 
     for statement in statements {
         match statement {
@@ -430,9 +191,9 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
                 }
             }
             Statement::Pipeline(first, rest) => {
-                let mut prev = resolve(first, diags);
+                let mut prev = ids.resolve(first, diags);
                 for (edge, el) in rest {
-                    let next = resolve(el, diags);
+                    let next = ids.resolve(el, diags);
                     let s = stream(&prev, edge, &next, diags);
                     if s.grouping.is_none() {
                         pending.push((raw.streams.len(), edge.pipe));
@@ -440,9 +201,11 @@ pub(super) fn build(statements: &[Statement], diags: &mut Vec<Diagnostic>) -> Ra
                     raw.streams.push(s);
                     prev = next;
                 }
+                ids.end_statement();
             }
         }
     }
+    let components = ids.components;
 
     for (index, pipe) in pending {
         if let Some(s) = raw.streams.get_mut(index) {

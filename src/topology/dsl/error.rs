@@ -61,11 +61,41 @@ impl SyntaxError {
                 } else {
                     format!("expected {}, found {found}", join_alternatives(list))
                 };
-                Diagnostic::error(message, Span::new(offset, offset + found_len))
+                let d = Diagnostic::error(message, Span::new(offset, offset + found_len));
+                match hint(text, offset, list) {
+                    Some(help) => d.with_help(help),
+                    None => d,
+                }
             }
         }
     }
 }
+
+/// A hint for common slips: YAML habits, arrows, unquoted expressions, a missing `|`.
+fn hint(text: &str, offset: usize, expected: &[&'static str]) -> Option<&'static str> {
+    let rest = text.get(offset..).unwrap_or("");
+    if rest.starts_with(':') {
+        return Some("the DSL writes `name NAME` and `key=value`; `:` only separates keys from values inside `{…}`");
+    }
+    if rest.starts_with("->") || rest.starts_with("=>") {
+        return Some("streams are written with `|`: `stdin | split`");
+    }
+    if expected.contains(&ARGUMENT) {
+        if rest.is_empty() || rest.starts_with(['|', '\n', '\r', ';']) {
+            return Some("is the closing `)` missing?");
+        }
+        return Some("quote an argument that has spaces or symbols: `filter(\"len(word) > 3\")`");
+    }
+    if expected.contains(&AFTER_ELEMENT) && rest.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return Some("options are `x4` or `key=value`; is a `|` missing before it?");
+    }
+    None
+}
+
+/// What an argument list expects next (shared with the grammar, for `hint`).
+pub(super) const ARGUMENT: &str = "an argument or `)`";
+/// What may follow a component (shared with the grammar, for `hint`).
+pub(super) const AFTER_ELEMENT: &str = "`|`, an option, `;` or end of line";
 
 /// `a`, `a or b`, `a, b or c`.
 fn join_alternatives(list: &[&'static str]) -> String {

@@ -5,11 +5,12 @@ use nom::character::complete::{char, digit1, satisfy};
 use nom::combinator::{not, opt, peek};
 use nom::Parser;
 
-use super::error::SyntaxError;
+use super::error::{SyntaxError, AFTER_ELEMENT, ARGUMENT};
 use super::lexeme::{
     advance, commit, expect, fail, failure, ident, is_bare_char, is_ident_char, key, offset,
-    span_from, string, value, ws, wsnl, In, PResult,
+    span_from, string, ws, wsnl, In, PResult,
 };
+use super::value::value;
 use crate::topology::raw::{RawValue, Span, Spanned};
 
 /// `key=value`.
@@ -112,7 +113,7 @@ fn args(i: In) -> PResult<(Span, Vec<Arg>)> {
             Ok((rest, s)) => (rest, Arg::Named(s)),
             Err(nom::Err::Failure(e)) => return Err(nom::Err::Failure(e)),
             Err(_) => {
-                let (rest, v) = commit(expect("an argument or `)`", value)(j))?;
+                let (rest, v) = commit(expect(ARGUMENT, value)(j))?;
                 (rest, Arg::Positional(v))
             }
         };
@@ -306,6 +307,6 @@ pub(super) fn statement_end(i: In) -> PResult<()> {
     match i.fragment().chars().next() {
         None => Ok((i, ())),
         Some(';' | '\n' | '\r') => Ok((advance(i, 1).0, ())),
-        Some(_) => fail(&i, "`|`, an option, `;` or end of line"),
+        Some(_) => fail(&i, AFTER_ELEMENT),
     }
 }

@@ -7,9 +7,11 @@
 //! statement's errors are found in one pass.
 
 mod build;
+mod component;
 mod error;
 mod grammar;
 mod lexeme;
+mod value;
 
 use crate::topology::raw::{RawTopology, Span, Spanned};
 use lexeme::{advance, wsnl, In};

@@ -192,6 +192,24 @@ fn references_join_pipelines_and_derived_ids_stay_unique() {
 }
 
 #[test]
+fn a_pipeline_never_refers_back_into_itself() {
+    let raw = parse("stdin | split | split; split2 | log");
+    assert!(raw.diagnostics.is_empty(), "{}", errors_raw(&raw));
+    let edges: Vec<_> = raw
+        .streams
+        .iter()
+        .filter_map(|s| {
+            Some(format!(
+                "{}>{}",
+                s.from.as_ref()?.value,
+                s.to.as_ref()?.value
+            ))
+        })
+        .collect();
+    assert_eq!(edges, ["stdin>split", "split>split2", "split2>log"]);
+}
+
+#[test]
 fn explicit_ids_may_be_referenced_before_their_definition() {
     let text = "words | count(word)\nwords = split\nstdin | words";
     let raw = parse(text);
@@ -280,6 +298,10 @@ fn syntax_errors() {
         "stdin | stdout \"unterminated",
         "stdin || stdout",
         "§ | stdout",
+        "name: wordcount",
+        "stdin -> split",
+        "stdin | split x4 count",
+        "stdin | filter(len(word) > 3) | stdout",
     ];
     let mut out = String::new();
     for case in cases {
@@ -332,16 +354,92 @@ fn token_soup() -> impl Strategy<Value = String> {
     prop::collection::vec(token, 0..40).prop_map(|t| t.concat())
 }
 
+fn check_span(text: &str, span: Span) {
+    assert!(
+        span.start <= span.end && span.end <= text.len(),
+        "{span:?} in {text:?}"
+    );
+    assert!(text.is_char_boundary(span.start) && text.is_char_boundary(span.end));
+}
+
+/// Every span the parser produced lies inside the text, on character boundaries.
 fn check_spans(text: &str, raw: &RawTopology) {
-    for d in &raw.diagnostics {
-        if let Some(span) = d.span {
-            assert!(
-                span.start <= span.end && span.end <= text.len(),
-                "{span:?} in {text:?}"
-            );
-            assert!(text.is_char_boundary(span.start) && text.is_char_boundary(span.end));
+    let mut spans: Vec<Span> = raw.diagnostics.iter().filter_map(|d| d.span).collect();
+    spans.extend(raw.name.iter().map(|n| n.span));
+    for (k, v) in &raw.config {
+        spans.extend([k.span, v.span]);
+    }
+    for c in raw.spouts.iter().chain(&raw.bolts) {
+        spans.push(c.span);
+        spans.extend(c.id.iter().chain(&c.ctype).map(|x| x.span));
+        spans.extend(c.args.iter().map(|x| x.span));
+        spans.extend(c.parallelism.iter().chain(&c.tasks).map(|x| x.span));
+        spans.extend(
+            c.command
+                .iter()
+                .flat_map(|x| x.value.iter().map(|p| p.span)),
+        );
+    }
+    for st in &raw.streams {
+        spans.push(st.span);
+        spans.extend(
+            st.from
+                .iter()
+                .chain(&st.to)
+                .chain(&st.grouping)
+                .map(|x| x.span),
+        );
+        spans.extend(
+            st.grouping_args
+                .iter()
+                .flat_map(|a| a.value.iter().map(|f| f.span)),
+        );
+    }
+    for span in spans {
+        check_span(text, span);
+    }
+}
+
+/// One component of a generated pipeline: (id, type, parallelism, grouping into it).
+type Stage = (String, &'static str, Option<u8>, Option<&'static str>);
+
+fn pipeline_stages() -> impl Strategy<Value = Vec<Stage>> {
+    let bolt = (
+        "[a-z][a-z0-9_]{0,6}",
+        prop::sample::select(vec!["split", "filter", "log", "stdout", "discard", "chaos"]),
+        prop::option::of(1u8..9),
+        prop::option::of(prop::sample::select(vec![
+            "shuffle", "global", "all", "none",
+        ])),
+    );
+    prop::collection::vec(bolt, 1..6).prop_map(|bolts| {
+        let mut stages: Vec<Stage> = vec![("src".into(), "stdin", None, None)];
+        for (k, (id, ctype, p, g)) in bolts.into_iter().enumerate() {
+            stages.push((format!("{id}_{k}"), ctype, p, g));
+        }
+        stages
+    })
+}
+
+/// Write generated stages as DSL, with or without explicit ids, on one line or several.
+fn render(stages: &[Stage], explicit_ids: bool, multiline: bool) -> String {
+    let mut out = String::new();
+    for (k, (id, ctype, p, g)) in stages.iter().enumerate() {
+        if k > 0 {
+            out += if multiline { "\n  | " } else { " | " };
+        }
+        if let Some(g) = g {
+            out += &format!("[{g}] ");
+        }
+        if explicit_ids {
+            out += &format!("{id} = ");
+        }
+        out += ctype;
+        if let Some(p) = p {
+            out += &format!(" x{p}");
         }
     }
+    out
 }
 
 proptest! {
@@ -358,6 +456,30 @@ proptest! {
     }
 
     #[test]
+    fn generated_pipelines_read_back(stages in pipeline_stages(), explicit in any::<bool>(), multiline in any::<bool>()) {
+        let text = render(&stages, explicit, multiline);
+        let raw = parse(&text);
+        prop_assert!(raw.diagnostics.is_empty(), "{}\n{}", text, errors_raw(&raw));
+        check_spans(&text, &raw);
+        let components: Vec<_> = raw.spouts.iter().chain(&raw.bolts).collect();
+        prop_assert_eq!(components.len(), stages.len());
+        for (c, (id, ctype, p, _)) in components.iter().zip(&stages) {
+            prop_assert_eq!(c.ctype.as_ref().map(|t| t.value.as_str()), Some(*ctype));
+            prop_assert_eq!(c.parallelism.as_ref().map(|x| x.value), p.map(i64::from));
+            if explicit {
+                prop_assert_eq!(c.id.as_ref().map(|i| i.value.as_str()), Some(id.as_str()));
+            }
+        }
+        prop_assert_eq!(raw.streams.len(), stages.len() - 1);
+        for (st, (_, _, _, g)) in raw.streams.iter().zip(&stages[1..]) {
+            prop_assert_eq!(
+                st.grouping.as_ref().map(|x| x.value.as_str()),
+                Some(g.unwrap_or("shuffle"))
+            );
+        }
+    }
+
+    #[test]
     fn mutated_wordcount_never_panics(pos in 0usize..200, insert in "\\PC{0,3}", cut in 0usize..4) {
         let base = include_str!("../../../topologies/wordcount.storm");
         let mut pos = pos.min(base.len());
@@ -368,4 +490,30 @@ proptest! {
         let raw = parse(&text);
         check_spans(&text, &raw);
     }
+}
+
+#[test]
+fn documented_examples_parse_cleanly() {
+    let doc = include_str!("../../../docs/dsl.md");
+    let mut blocks = 0;
+    for block in doc.split("```storm\n").skip(1) {
+        let text = block.split("```").next().unwrap_or_default();
+        let raw = parse(text);
+        assert!(raw.diagnostics.is_empty(), "{text}\n{}", errors_raw(&raw));
+        assert!(!raw.spouts.is_empty(), "{text}");
+        blocks += 1;
+    }
+    assert!(blocks >= 5, "found {blocks} examples");
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let text = format!("generate(values={}) | log", "[".repeat(100_000));
+    assert!(errors(&text).contains("nested more than 64 levels deep"));
+    let ok = format!(
+        "generate(values={}{}) | log",
+        "[".repeat(10),
+        "]".repeat(10)
+    );
+    assert_eq!(errors(&ok), "");
 }

@@ -1,0 +1,116 @@
+//! The syntax tree of a filter expression, each node with its byte range in the expression text.
+
+use std::fmt;
+use std::ops::Range;
+
+/// One node and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub kind: NodeKind,
+    pub span: Range<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// An input field, by name.
+    Field(String),
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Null,
+    /// `len(x)`: characters of a string, items of a list or map.
+    Len(Box<Node>),
+    /// `left OP right`; the range is the operator's.
+    Compare(CmpOp, Range<usize>, Box<Node>, Box<Node>),
+    Not(Box<Node>),
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+}
+
+/// Comparison operators, all of the same precedence and not chained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Contains,
+    StartsWith,
+    EndsWith,
+    /// `=~`: the left side matches the regex on the right.
+    Matches,
+}
+
+impl CmpOp {
+    /// Operators as written, longest first where one is a prefix of another.
+    pub const ALL: &'static [(&'static str, CmpOp)] = &[
+        ("==", CmpOp::Eq),
+        ("!=", CmpOp::Ne),
+        ("<=", CmpOp::Le),
+        (">=", CmpOp::Ge),
+        ("=~", CmpOp::Matches),
+        ("<", CmpOp::Lt),
+        (">", CmpOp::Gt),
+        ("contains", CmpOp::Contains),
+        ("starts_with", CmpOp::StartsWith),
+        ("ends_with", CmpOp::EndsWith),
+    ];
+
+    pub fn symbol(self) -> &'static str {
+        CmpOp::ALL
+            .iter()
+            .find(|(_, op)| *op == self)
+            .map(|(s, _)| *s)
+            .unwrap_or("?")
+    }
+
+    /// `<`, `<=`, `>`, `>=`.
+    pub fn is_ordering(self) -> bool {
+        matches!(self, CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge)
+    }
+}
+
+/// Words that cannot be field names (write `` `and` `` to name such a field).
+pub const KEYWORDS: &[&str] = &[
+    "and",
+    "or",
+    "not",
+    "contains",
+    "starts_with",
+    "ends_with",
+    "true",
+    "false",
+    "null",
+];
+
+/// Prints the expression back, fully parenthesised: shows how it was read.
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            NodeKind::Field(name) if is_plain_name(name) => write!(f, "{name}"),
+            NodeKind::Field(name) => write!(f, "`{name}`"),
+            NodeKind::Str(s) => write!(f, "{s:?}"),
+            NodeKind::Int(n) => write!(f, "{n}"),
+            NodeKind::Float(x) => write!(f, "{x:?}"),
+            NodeKind::Bool(b) => write!(f, "{b}"),
+            NodeKind::Null => write!(f, "null"),
+            NodeKind::Len(x) => write!(f, "len({x})"),
+            NodeKind::Compare(op, _, l, r) => write!(f, "({l} {} {r})", op.symbol()),
+            NodeKind::Not(x) => write!(f, "(not {x})"),
+            NodeKind::And(l, r) => write!(f, "({l} and {r})"),
+            NodeKind::Or(l, r) => write!(f, "({l} or {r})"),
+        }
+    }
+}
+
+fn is_plain_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&name)
+}

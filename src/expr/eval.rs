@@ -1,0 +1,217 @@
+//! Evaluation: an expression bound to field positions, evaluated per tuple without allocating.
+//! Values of different kinds never match (a string is not less than a number); integers and
+//! floats compare by value.
+
+use std::cmp::Ordering;
+
+use regex::Regex;
+
+use super::ast::{CmpOp, Node, NodeKind};
+use crate::tuple::Value;
+
+/// A condition, ready to evaluate.
+#[derive(Debug, Clone)]
+pub(super) enum Cond {
+    Compare(CmpOp, Operand, Operand),
+    Matches(Operand, Regex),
+    Not(Box<Cond>),
+    And(Box<Cond>, Box<Cond>),
+    Or(Box<Cond>, Box<Cond>),
+    /// A bare operand used as a condition: true only for the boolean `true`.
+    Truthy(Operand),
+}
+
+/// Something compared.
+#[derive(Debug, Clone)]
+pub(super) enum Operand {
+    Field(usize),
+    Literal(Value),
+    Len(Box<Operand>),
+    Cond(Box<Cond>),
+}
+
+/// An operand's value for one tuple, borrowed where possible.
+#[derive(Debug, Clone, Copy)]
+enum Val<'a> {
+    Value(&'a Value),
+    Int(i64),
+    Bool(bool),
+    /// A field the tuple does not have, or `len` of something without a length.
+    Missing,
+}
+
+/// Bind a checked tree to field positions. `position` maps a field name to its index.
+pub(super) fn compile_cond(node: &Node, position: &dyn Fn(&str) -> Option<usize>) -> Option<Cond> {
+    Some(match &node.kind {
+        NodeKind::Not(inner) => Cond::Not(Box::new(compile_cond(inner, position)?)),
+        NodeKind::And(l, r) => Cond::And(
+            Box::new(compile_cond(l, position)?),
+            Box::new(compile_cond(r, position)?),
+        ),
+        NodeKind::Or(l, r) => Cond::Or(
+            Box::new(compile_cond(l, position)?),
+            Box::new(compile_cond(r, position)?),
+        ),
+        NodeKind::Compare(CmpOp::Matches, _, l, r) => {
+            let NodeKind::Str(pattern) = &r.kind else {
+                return None;
+            };
+            Cond::Matches(compile_operand(l, position)?, Regex::new(pattern).ok()?)
+        }
+        NodeKind::Compare(op, _, l, r) => Cond::Compare(
+            *op,
+            compile_operand(l, position)?,
+            compile_operand(r, position)?,
+        ),
+        _ => Cond::Truthy(compile_operand(node, position)?),
+    })
+}
+
+fn compile_operand(node: &Node, position: &dyn Fn(&str) -> Option<usize>) -> Option<Operand> {
+    Some(match &node.kind {
+        NodeKind::Field(name) => Operand::Field(position(name)?),
+        NodeKind::Str(s) => Operand::Literal(Value::str(s)),
+        NodeKind::Int(n) => Operand::Literal(Value::Int(*n)),
+        NodeKind::Float(x) => Operand::Literal(Value::Float(*x)),
+        NodeKind::Bool(b) => Operand::Literal(Value::Bool(*b)),
+        NodeKind::Null => Operand::Literal(Value::Null),
+        NodeKind::Len(arg) => Operand::Len(Box::new(compile_operand(arg, position)?)),
+        _ => Operand::Cond(Box::new(compile_cond(node, position)?)),
+    })
+}
+
+impl Cond {
+    pub(super) fn eval(&self, values: &[Value]) -> bool {
+        match self {
+            Cond::Compare(op, l, r) => compare(*op, l.eval(values), r.eval(values)),
+            Cond::Matches(l, re) => match l.eval(values) {
+                Val::Value(Value::Str(s)) => re.is_match(s),
+                _ => false,
+            },
+            Cond::Not(c) => !c.eval(values),
+            Cond::And(l, r) => l.eval(values) && r.eval(values),
+            Cond::Or(l, r) => l.eval(values) || r.eval(values),
+            Cond::Truthy(o) => matches!(
+                o.eval(values),
+                Val::Bool(true) | Val::Value(Value::Bool(true))
+            ),
+        }
+    }
+}
+
+impl Operand {
+    fn eval<'a>(&'a self, values: &'a [Value]) -> Val<'a> {
+        match self {
+            Operand::Field(k) => values.get(*k).map_or(Val::Missing, Val::Value),
+            Operand::Literal(v) => Val::Value(v),
+            Operand::Len(inner) => match inner.eval(values) {
+                Val::Value(Value::Str(s)) => Val::Int(count(s.chars().count())),
+                Val::Value(Value::List(l)) => Val::Int(count(l.len())),
+                Val::Value(Value::Map(m)) => Val::Int(count(m.len())),
+                _ => Val::Missing,
+            },
+            Operand::Cond(c) => Val::Bool(c.eval(values)),
+        }
+    }
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A number, exact when an integer.
+#[derive(Clone, Copy)]
+enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+fn as_num(v: Val) -> Option<Num> {
+    match v {
+        Val::Int(n) => Some(Num::Int(n)),
+        Val::Value(Value::Int(n)) => Some(Num::Int(*n)),
+        Val::Value(Value::Float(x)) => Some(Num::Float(*x)),
+        _ => None,
+    }
+}
+
+fn as_bool(v: Val) -> Option<bool> {
+    match v {
+        Val::Bool(b) => Some(b),
+        Val::Value(Value::Bool(b)) => Some(*b),
+        _ => None,
+    }
+}
+
+fn as_str(v: Val<'_>) -> Option<&str> {
+    match v {
+        Val::Value(Value::Str(s)) => Some(s.as_str()),
+        _ => None,
+    }
+}
+
+fn is_null(v: Val) -> bool {
+    matches!(v, Val::Missing | Val::Value(Value::Null))
+}
+
+fn order_numbers(a: Num, b: Num) -> Option<Ordering> {
+    match (a, b) {
+        (Num::Int(x), Num::Int(y)) => Some(x.cmp(&y)),
+        (Num::Int(x), Num::Float(y)) => (x as f64).partial_cmp(&y),
+        (Num::Float(x), Num::Int(y)) => x.partial_cmp(&(y as f64)),
+        (Num::Float(x), Num::Float(y)) => x.partial_cmp(&y),
+    }
+}
+
+/// Order two values of the same kind (numbers or strings); `None` otherwise.
+fn order(a: Val, b: Val) -> Option<Ordering> {
+    if let (Some(x), Some(y)) = (as_num(a), as_num(b)) {
+        return order_numbers(x, y);
+    }
+    if let (Some(x), Some(y)) = (as_str(a), as_str(b)) {
+        return Some(x.cmp(y));
+    }
+    None
+}
+
+fn equal(a: Val, b: Val) -> bool {
+    if let Some(o) = order(a, b) {
+        return o == Ordering::Equal;
+    }
+    if let (Some(x), Some(y)) = (as_bool(a), as_bool(b)) {
+        return x == y;
+    }
+    if is_null(a) || is_null(b) {
+        return is_null(a) && is_null(b);
+    }
+    match (a, b) {
+        (Val::Value(x @ (Value::List(_) | Value::Map(_))), Val::Value(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn compare(op: CmpOp, a: Val, b: Val) -> bool {
+    match op {
+        CmpOp::Eq => equal(a, b),
+        CmpOp::Ne => !equal(a, b),
+        CmpOp::Lt => order(a, b) == Some(Ordering::Less),
+        CmpOp::Le => matches!(order(a, b), Some(Ordering::Less | Ordering::Equal)),
+        CmpOp::Gt => order(a, b) == Some(Ordering::Greater),
+        CmpOp::Ge => matches!(order(a, b), Some(Ordering::Greater | Ordering::Equal)),
+        CmpOp::Contains => match a {
+            Val::Value(Value::Str(s)) => as_str(b).is_some_and(|needle| s.contains(needle)),
+            Val::Value(Value::List(items)) => items.iter().any(|item| equal(Val::Value(item), b)),
+            _ => false,
+        },
+        CmpOp::StartsWith => match (as_str(a), as_str(b)) {
+            (Some(s), Some(p)) => s.starts_with(p),
+            _ => false,
+        },
+        CmpOp::EndsWith => match (as_str(a), as_str(b)) {
+            (Some(s), Some(p)) => s.ends_with(p),
+            _ => false,
+        },
+        // Compiled into `Cond::Matches`; a regex is never compared here.
+        CmpOp::Matches => false,
+    }
+}

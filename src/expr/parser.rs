@@ -1,0 +1,461 @@
+//! The expression parser (nom): `or` binds loosest, then `and`, then `not`, then one
+//! comparison between two operands, as in Python (`not len(word) < 3` is `not (len(word) < 3)`).
+
+use nom::bytes::complete::{tag, take_while, take_while1};
+use nom::character::complete::{char, satisfy};
+use nom::combinator::{not, recognize};
+use nom::{IResult, Input, Parser};
+use nom_locate::LocatedSpan;
+use std::ops::Range;
+
+use super::ast::{CmpOp, Node, NodeKind, KEYWORDS};
+use super::syntax_error::PErr;
+use super::ExprError;
+
+pub(super) type In<'a> = LocatedSpan<&'a str>;
+type PResult<'a, T> = IResult<In<'a>, T, PErr>;
+
+fn offset(i: &In) -> usize {
+    i.location_offset()
+}
+
+fn err<'a, T>(i: &In<'a>, what: &'static str) -> PResult<'a, T> {
+    Err(nom::Err::Error(PErr::expected(offset(i), what)))
+}
+
+fn failure<'a, T>(e: PErr) -> PResult<'a, T> {
+    Err(nom::Err::Failure(e))
+}
+
+/// Turn a recoverable error into a failure (nom's `cut`).
+fn commit<T>(r: PResult<'_, T>) -> PResult<'_, T> {
+    r.map_err(|e| match e {
+        nom::Err::Error(e) => nom::Err::Failure(e),
+        other => other,
+    })
+}
+
+/// Relabel a plain failure at the starting point as "expected `what`".
+fn expect<'a, O>(
+    what: &'static str,
+    mut parser: impl Parser<In<'a>, Output = O, Error = PErr>,
+) -> impl FnMut(In<'a>) -> PResult<'a, O> {
+    move |i: In<'a>| {
+        let start = offset(&i);
+        match parser.parse(i) {
+            Err(nom::Err::Error(e)) if e.offset == start => {
+                Err(nom::Err::Error(PErr::expected(start, what)))
+            }
+            other => other,
+        }
+    }
+}
+
+fn ws(i: In) -> PResult<()> {
+    take_while(char::is_whitespace).map(|_| ()).parse(i)
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// A keyword, not followed by a name character (`or` is not the start of `order`).
+fn keyword<'a>(word: &'static str) -> impl FnMut(In<'a>) -> PResult<'a, Range<usize>> {
+    move |i: In<'a>| {
+        let start = offset(&i);
+        let (i, _) = tag(word).parse(i)?;
+        let (i, _) = not(satisfy(is_name_char)).parse(i)?;
+        Ok((i, start..start + word.len()))
+    }
+}
+
+fn node(kind: NodeKind, span: Range<usize>) -> Node {
+    Node { kind, span }
+}
+
+/// Parse a whole expression.
+pub fn parse(text: &str) -> Result<Node, ExprError> {
+    let i = In::new(text);
+    let result = (|| {
+        let (i, _) = ws(i)?;
+        let (i, root) = or_expr(i)?;
+        let (i, _) = ws(i)?;
+        if !i.fragment().is_empty() {
+            return err(&i, "an operator, `and`, `or` or the end of the expression");
+        }
+        Ok((i, root))
+    })();
+    match result {
+        Ok((_, root)) => Ok(root),
+        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.into_expr_error(text)),
+        Err(nom::Err::Incomplete(_)) => {
+            Err(PErr::expected(text.len(), "more").into_expr_error(text))
+        }
+    }
+}
+
+/// `a or b or c`, left-associative; likewise `and`.
+fn binary<'a>(
+    i: In<'a>,
+    word: &'static str,
+    operand: fn(In<'a>) -> PResult<'a, Node>,
+    make: fn(Box<Node>, Box<Node>) -> NodeKind,
+) -> PResult<'a, Node> {
+    let (mut i, mut left) = operand(i)?;
+    for _ in 0..MAX_CHAIN {
+        let Ok((j, _)) = (ws, keyword(word), ws).parse(i) else {
+            return Ok((i, left));
+        };
+        let (j, right) = commit(operand(j))?;
+        let span = left.span.start..right.span.end;
+        left = node(make(Box::new(left), Box::new(right)), span);
+        i = j;
+    }
+    let at = offset(&i);
+    failure(PErr::message(
+        at..at,
+        format!("more than {MAX_CHAIN} `{word}` in a row"),
+    ))
+}
+
+fn or_expr(i: In) -> PResult<Node> {
+    binary(i, "or", and_expr, NodeKind::Or)
+}
+
+fn and_expr(i: In) -> PResult<Node> {
+    binary(i, "and", not_expr, NodeKind::And)
+}
+
+/// How deeply parentheses, `len(…)` and `not` may nest, and how long an `and`/`or` chain may
+/// be: bounds the recursion of parsing, checking and evaluation.
+const MAX_DEPTH: usize = 64;
+const MAX_CHAIN: usize = 1000;
+
+thread_local! {
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of nesting, released on drop.
+struct Nesting;
+
+impl Nesting {
+    fn enter(i: &In) -> Result<Nesting, nom::Err<PErr>> {
+        let depth = DEPTH.with(|d| {
+            d.set(d.get() + 1);
+            d.get()
+        });
+        let guard = Nesting;
+        if depth > MAX_DEPTH {
+            let at = offset(i);
+            return Err(nom::Err::Failure(PErr::message(
+                at..at + i.fragment().chars().next().map_or(0, char::len_utf8),
+                format!("expression nested more than {MAX_DEPTH} levels deep"),
+            )));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+fn not_expr(i: In) -> PResult<Node> {
+    let _level = Nesting::enter(&i)?;
+    if let Ok((j, kw)) = (keyword("not"), ws).parse(i).map(|(j, (kw, _))| (j, kw)) {
+        let (j, inner) = commit(not_expr(j))?;
+        let span = kw.start..inner.span.end;
+        return Ok((j, node(NodeKind::Not(Box::new(inner)), span)));
+    }
+    comparison(i)
+}
+
+fn cmp_op(i: In) -> PResult<(CmpOp, Range<usize>)> {
+    let start = offset(&i);
+    for (symbol, op) in CmpOp::ALL {
+        let first = symbol.chars().next().unwrap_or(' ');
+        let r = if first.is_ascii_alphabetic() {
+            keyword(symbol)(i).map(|(j, _)| j)
+        } else {
+            tag::<_, _, PErr>(*symbol).parse(i).map(|(j, _)| j)
+        };
+        if let Ok(j) = r {
+            return Ok((j, (*op, start..start + symbol.len())));
+        }
+    }
+    err(&i, "an operator")
+}
+
+fn comparison(i: In) -> PResult<Node> {
+    let (i, left) = operand(i)?;
+    let Ok((j, (op, op_span))) = (ws, cmp_op).parse(i).map(|(j, (_, o))| (j, o)) else {
+        return Ok((i, left));
+    };
+    let (j, _) = ws(j)?;
+    let (j, right) = commit(operand(j))?;
+    if let Ok((_, (_, (_, again)))) = (ws, cmp_op).parse(j) {
+        return failure(PErr::message(
+            again,
+            "comparisons do not chain: join them with `and`",
+        ));
+    }
+    let span = left.span.start..right.span.end;
+    Ok((
+        j,
+        node(
+            NodeKind::Compare(op, op_span, Box::new(left), Box::new(right)),
+            span,
+        ),
+    ))
+}
+
+fn operand<'a>(i: In<'a>) -> PResult<'a, Node> {
+    expect(
+        "an operand (a field, a string, a number, `len(…)`, `not` or `(`)",
+        |i: In<'a>| {
+            let c = i.fragment().chars().next();
+            match c {
+                Some('(') => parenthesised(i),
+                Some('"') | Some('\'') => string(i),
+                Some('`') => quoted_field(i),
+                Some(c) if c.is_ascii_digit() || c == '-' || c == '.' => number(i),
+                _ => word(i),
+            }
+        },
+    )(i)
+}
+
+fn parenthesised(i: In) -> PResult<Node> {
+    let start = offset(&i);
+    let (i, _) = char('(').parse(i)?;
+    let (i, _) = ws(i)?;
+    let (i, mut inner) = commit(or_expr(i))?;
+    let (i, _) = ws(i)?;
+    let (i, _) = commit(expect("`)`", char(')'))(i))?;
+    inner.span = start..offset(&i);
+    Ok((i, inner))
+}
+
+/// A field name, `len(…)`, or a keyword literal.
+fn word(i: In) -> PResult<Node> {
+    let start = offset(&i);
+    let (j, name) = recognize((
+        satisfy(|c: char| c.is_ascii_alphabetic() || c == '_'),
+        take_while(is_name_char),
+    ))
+    .parse(i)?;
+    let name: &str = name.fragment();
+    let span = start..start + name.len();
+    match name {
+        "true" => return Ok((j, node(NodeKind::Bool(true), span))),
+        "false" => return Ok((j, node(NodeKind::Bool(false), span))),
+        "null" => return Ok((j, node(NodeKind::Null, span))),
+        "not" => return not_expr(i),
+        _ if KEYWORDS.contains(&name) => return err(&i, "an operand"),
+        _ => {}
+    }
+    if name == "len" {
+        if let Ok((k, _)) = (ws, char::<In, PErr>('(')).parse(j) {
+            let (k, _) = ws(k)?;
+            let (k, arg) = commit(or_expr(k))?;
+            let (k, _) = ws(k)?;
+            let (k, _) = commit(expect("`)`", char(')'))(k))?;
+            let span = start..offset(&k);
+            return Ok((k, node(NodeKind::Len(Box::new(arg)), span)));
+        }
+    }
+    Ok((j, node(NodeKind::Field(name.to_string()), span)))
+}
+
+/// `` `any name` ``: a field whose name is not a plain word.
+fn quoted_field(i: In) -> PResult<Node> {
+    let start = offset(&i);
+    let (j, _) = char('`').parse(i)?;
+    let (j, name) = take_while(|c| c != '`').parse(j)?;
+    let (j, _) = match char::<In, PErr>('`').parse(j) {
+        Ok(r) => r,
+        Err(_) => {
+            return failure(PErr::message(
+                start..start + 1,
+                "unterminated field name: no closing '`'",
+            ))
+        }
+    };
+    let span = start..offset(&j);
+    Ok((j, node(NodeKind::Field(name.fragment().to_string()), span)))
+}
+
+fn number(i: In) -> PResult<Node> {
+    let start = offset(&i);
+    let (j, text) =
+        take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_'))
+            .parse(i)?;
+    let text: &str = text.fragment();
+    // Only `e+`/`e-` may carry a sign after the first character.
+    let mut len = text.len();
+    for (k, c) in text.char_indices().skip(1) {
+        if matches!(c, '-' | '+') && !text[..k].ends_with(['e', 'E']) {
+            len = k;
+            break;
+        }
+    }
+    let text = &text[..len];
+    let (j, _) = if len < j.location_offset() - start {
+        i.take_split(len)
+    } else {
+        (j, i)
+    };
+    let span = start..start + len;
+    if let Ok(n) = text.parse::<i64>() {
+        return Ok((j, node(NodeKind::Int(n), span)));
+    }
+    let numeric = text
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
+    match text.parse::<f64>() {
+        Ok(x) if numeric && x.is_finite() => Ok((j, node(NodeKind::Float(x), span))),
+        _ => failure(PErr::message(span, format!("`{text}` is not a number"))),
+    }
+}
+
+/// A string literal: double-quoted with escapes, or single-quoted (`''` for a quote).
+fn string(i: In) -> PResult<Node> {
+    let start = offset(&i);
+    let frag: &str = i.fragment();
+    let Some(quote) = frag.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+        return err(&i, "a string");
+    };
+    let mut out = String::new();
+    let mut chars = frag.char_indices().skip(1).peekable();
+    while let Some((k, c)) = chars.next() {
+        if c == quote {
+            if quote == '\'' && chars.peek().is_some_and(|(_, n)| *n == '\'') {
+                chars.next();
+                out.push('\'');
+                continue;
+            }
+            let (rest, _) = i.take_split(k + 1);
+            return Ok((rest, node(NodeKind::Str(out), start..start + k + 1)));
+        }
+        if c == '\\' && quote == '"' {
+            let Some((j, e)) = chars.next() else { break };
+            let decoded = match e {
+                'n' => '\n',
+                't' => '\t',
+                'r' => '\r',
+                '0' => '\0',
+                '"' | '\\' | '/' | '\'' => e,
+                // Regex escapes pass through, so `=~ "\d+"` means what it says.
+                other => {
+                    out.push('\\');
+                    other
+                }
+            };
+            let _ = j;
+            out.push(decoded);
+            continue;
+        }
+        out.push(c);
+    }
+    failure(PErr::message(
+        start..start + 1,
+        format!("unterminated string: no closing `{quote}`"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(text: &str) -> String {
+        match parse(text) {
+            Ok(n) => n.to_string(),
+            Err(e) => format!("{}: {}", e.span.start, e.message),
+        }
+    }
+
+    #[test]
+    fn precedence_is_or_and_not_comparison() {
+        assert_eq!(
+            shown(r#"word contains "ka" and not len(word) < 3"#),
+            r#"((word contains "ka") and (not (len(word) < 3)))"#
+        );
+        assert_eq!(
+            shown("a == 1 or b == 2 and c == 3"),
+            "((a == 1) or ((b == 2) and (c == 3)))"
+        );
+        assert_eq!(shown("not not a"), "(not (not a))");
+        assert_eq!(shown("(a or b) and c"), "((a or b) and c)");
+        assert_eq!(shown("order or android"), "(order or android)");
+        assert_eq!(
+            shown("x >= -2.5e3 and y != 'it''s'"),
+            r#"((x >= -2500.0) and (y != "it's"))"#
+        );
+        assert_eq!(
+            shown("`my field` starts_with \"a\""),
+            r#"(`my field` starts_with "a")"#
+        );
+    }
+
+    #[test]
+    fn spans_cover_what_was_written() {
+        let Ok(n) = parse(" len(w) > 3 ") else {
+            panic!("parses")
+        };
+        assert_eq!(n.span, 1..11);
+        let NodeKind::Compare(_, op, l, r) = n.kind else {
+            panic!("a comparison")
+        };
+        assert_eq!((op, l.span, r.span), (8..9, 1..7, 10..11));
+    }
+
+    #[test]
+    fn regex_escapes_are_kept() {
+        let Ok(n) = parse(r#"w =~ "^\d+\.x$""#) else {
+            panic!("parses")
+        };
+        let NodeKind::Compare(_, _, _, r) = n.kind else {
+            panic!("a comparison")
+        };
+        assert_eq!(r.kind, NodeKind::Str(r"^\d+\.x$".to_string()));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}a{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(shown(&deep).contains("nested more than 64 levels"));
+        let nots = "not ".repeat(100_000) + "a";
+        assert!(shown(&nots).contains("nested more than 64 levels"));
+        let chain = vec!["a == 1"; 5000].join(" and ");
+        assert!(shown(&chain).contains("more than 1000 `and` in a row"));
+        let ok = vec!["a == 1"; 500].join(" or ");
+        assert!(parse(&ok).is_ok());
+        // The depth counter is released after an error.
+        assert!(parse("((a))").is_ok());
+    }
+
+    #[test]
+    fn syntax_errors() {
+        let cases = [
+            "",
+            "word ==",
+            "word == 1 2",
+            "(a == 1",
+            "len(word",
+            "a and or b",
+            "\"abc",
+            "a < 1.2.3",
+            "word contain \"x\"",
+            "a == 1 == 2",
+            "`oops",
+            "!",
+        ];
+        let out: Vec<String> = cases
+            .iter()
+            .map(|c| format!("{c:?} -> {}", shown(c)))
+            .collect();
+        insta::assert_snapshot!(out.join("\n"));
+    }
+}
