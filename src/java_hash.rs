@@ -54,9 +54,9 @@ pub fn value_hash(v: &Value) -> i32 {
 
 /// `List.hashCode`: `31*h + e.hashCode`, starting from 1.
 pub fn list_hash<'a>(items: impl IntoIterator<Item = &'a Value>) -> i32 {
-    items.into_iter().fold(1i32, |h, v| {
-        h.wrapping_mul(31).wrapping_add(value_hash(v))
-    })
+    items
+        .into_iter()
+        .fold(1i32, |h, v| h.wrapping_mul(31).wrapping_add(value_hash(v)))
 }
 
 /// The task index Storm's fields grouping chooses for these key values.

@@ -25,12 +25,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         overrides,
         filter: args.source.filter.clone(),
     };
-    let loaded = match load_topology(args.source.file.as_deref(), args.source.expr.as_deref(), &opts) {
+    let loaded = match load_topology(
+        args.source.file.as_deref(),
+        args.source.expr.as_deref(),
+        &opts,
+    ) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
     if !args.quiet && !loaded.warnings.is_empty() {
-        eprint!("{}", crate::diag::render_all(&loaded.warnings, &loaded.source));
+        eprint!(
+            "{}",
+            crate::diag::render_all(&loaded.warnings, &loaded.source)
+        );
     }
 
     // First SIGINT/SIGTERM: stop the spouts and drain. A second one while draining: exit 130.
@@ -59,7 +66,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 let bar = show_progress.then(super::progress::Progress::new);
                 while !finished.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(50));
-                    if signalled.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d)
+                    if signalled.load(Ordering::Relaxed)
+                        || deadline.is_some_and(|d| Instant::now() >= d)
                     {
                         control.stop.store(true, Ordering::Relaxed);
                     }

@@ -12,7 +12,10 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
         .and_then(|v| v.as_u64())
         .map(|v| v as u32);
     Ok(match c.ctype {
-        ComponentType::Stdin => Box::new(super::lines::LineSpout::new(super::lines::Input::Stdin, max_retries)),
+        ComponentType::Stdin => Box::new(super::lines::LineSpout::new(
+            super::lines::Input::Stdin,
+            max_retries,
+        )),
         ComponentType::File => {
             let path = c
                 .arg_str("path")

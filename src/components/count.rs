@@ -27,9 +27,11 @@ pub struct Count {
 impl Count {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Count {
         let fields = match args.get("fields") {
-            Some(serde_json::Value::Array(a)) => {
-                a.iter().filter_map(|f| f.as_str()).map(String::from).collect()
-            }
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .filter_map(|f| f.as_str())
+                .map(String::from)
+                .collect(),
             Some(serde_json::Value::String(s)) => vec![s.clone()],
             _ => Vec::new(),
         };

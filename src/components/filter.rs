@@ -39,7 +39,11 @@ impl Bolt for Filter {
         if input.is_tick() {
             return Ok(());
         }
-        if self.compiled.as_ref().is_some_and(|c| c.eval(&input.values)) {
+        if self
+            .compiled
+            .as_ref()
+            .is_some_and(|c| c.eval(&input.values))
+        {
             out.send(streams::DEFAULT, &[input], input.values.clone());
         }
         Ok(())

@@ -44,7 +44,10 @@ impl Generate {
         Generate {
             count: args.get("count").and_then(|v| v.as_u64()),
             values,
-            rate: args.get("rate").and_then(|v| v.as_f64()).filter(|r| *r > 0.0),
+            rate: args
+                .get("rate")
+                .and_then(|v| v.as_f64())
+                .filter(|r| *r > 0.0),
             emitted: 0,
             started: None,
             rng: SmallRng::seed_from_u64(seed ^ u64::from(task_index)),

@@ -65,7 +65,11 @@ impl LineSpout {
             let seq = self.next_seq;
             self.next_seq += 1;
             self.inflight.insert(seq, (line.clone(), 0));
-            out.send(streams::DEFAULT, vec![Value::Str(line)], Some(Value::Int(seq as i64)));
+            out.send(
+                streams::DEFAULT,
+                vec![Value::Str(line)],
+                Some(Value::Int(seq as i64)),
+            );
         } else {
             out.send(streams::DEFAULT, vec![Value::Str(line)], None);
         }
@@ -156,7 +160,11 @@ impl Spout for LineSpout {
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
         if let Some(seq) = self.replay.pop_front() {
             if let Some((line, _)) = self.inflight.get(&seq) {
-                out.send(streams::DEFAULT, vec![Value::Str(line.clone())], Some(Value::Int(seq as i64)));
+                out.send(
+                    streams::DEFAULT,
+                    vec![Value::Str(line.clone())],
+                    Some(Value::Int(seq as i64)),
+                );
             }
             return Ok(SpoutStatus::Busy);
         }

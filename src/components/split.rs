@@ -45,12 +45,20 @@ impl Bolt for Split {
         match &self.separator {
             None => {
                 for w in text.split_whitespace() {
-                    out.send(streams::DEFAULT, &[input], vec![Value::Str(CompactString::new(w))]);
+                    out.send(
+                        streams::DEFAULT,
+                        &[input],
+                        vec![Value::Str(CompactString::new(w))],
+                    );
                 }
             }
             Some(sep) => {
                 for w in text.split(sep.as_str()).filter(|w| !w.is_empty()) {
-                    out.send(streams::DEFAULT, &[input], vec![Value::Str(CompactString::new(w))]);
+                    out.send(
+                        streams::DEFAULT,
+                        &[input],
+                        vec![Value::Str(CompactString::new(w))],
+                    );
                 }
             }
         }

@@ -9,7 +9,12 @@ use std::sync::{Mutex, OnceLock};
 /// The one writer all `stdout` tasks share.
 fn writer() -> &'static Mutex<std::io::BufWriter<std::io::Stdout>> {
     static W: OnceLock<Mutex<std::io::BufWriter<std::io::Stdout>>> = OnceLock::new();
-    W.get_or_init(|| Mutex::new(std::io::BufWriter::with_capacity(1 << 16, std::io::stdout())))
+    W.get_or_init(|| {
+        Mutex::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout(),
+        ))
+    })
 }
 
 /// Standard output was closed by the reader (`| head`): end quietly, as a shell filter should.
@@ -32,9 +37,9 @@ impl Stdout {
             Ok(w) => w,
             Err(p) => p.into_inner(),
         };
-        let res = w
-            .write_all(self.pending.as_bytes())
-            .and_then(|()| if flush { w.flush() } else { Ok(()) });
+        let res =
+            w.write_all(self.pending.as_bytes())
+                .and_then(|()| if flush { w.flush() } else { Ok(()) });
         self.pending.clear();
         if let Err(e) = res {
             if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -24,7 +24,13 @@ pub struct Emitter {
 }
 
 impl Emitter {
-    pub fn new(task: u32, router: Router, stats: Arc<TaskStats>, component: String, seed: u64) -> Emitter {
+    pub fn new(
+        task: u32,
+        router: Router,
+        stats: Arc<TaskStats>,
+        component: String,
+        seed: u64,
+    ) -> Emitter {
         use rand::SeedableRng;
         Emitter {
             task,
@@ -94,7 +100,13 @@ pub struct SpoutOut<'a> {
 }
 
 impl SpoutOut<'_> {
-    fn deliver(&mut self, stream: StreamId, values: Values, msg_id: Option<Value>, direct: Option<u32>) -> usize {
+    fn deliver(
+        &mut self,
+        stream: StreamId,
+        values: Values,
+        msg_id: Option<Value>,
+        direct: Option<u32>,
+    ) -> usize {
         let em = &mut *self.em;
         em.targets.clear();
         match direct {
@@ -128,7 +140,11 @@ impl SpoutOut<'_> {
                 em.to_acker(
                     self.outbox,
                     streams::ACK_INIT,
-                    vec![Value::Int(root as i64), Value::Int(xor as i64), Value::Int(i64::from(em.task))],
+                    vec![
+                        Value::Int(root as i64),
+                        Value::Int(xor as i64),
+                        Value::Int(i64::from(em.task)),
+                    ],
                     root,
                 );
                 self.started.push((root, id));
@@ -153,7 +169,9 @@ impl SpoutCollector for SpoutOut<'_> {
 
     fn emit_direct(&mut self, task: u32, stream: StreamId, values: Values, msg_id: Option<Value>) {
         if !self.em.router.is_direct_target(stream, task) {
-            self.em.report(&format!("direct emit to task {task}, which does not subscribe to this stream; dropped"));
+            self.em.report(&format!(
+                "direct emit to task {task}, which does not subscribe to this stream; dropped"
+            ));
             return;
         }
         self.deliver(stream, values, msg_id, Some(task));
@@ -171,7 +189,13 @@ pub struct BoltOut<'a> {
 }
 
 impl BoltOut<'_> {
-    fn deliver(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values, direct: Option<u32>) -> usize {
+    fn deliver(
+        &mut self,
+        stream: StreamId,
+        anchors: &[&Tuple],
+        values: Values,
+        direct: Option<u32>,
+    ) -> usize {
         let em = &mut *self.em;
         em.targets.clear();
         match direct {
@@ -223,7 +247,9 @@ impl BoltCollector for BoltOut<'_> {
 
     fn emit_direct(&mut self, task: u32, stream: StreamId, anchors: &[&Tuple], values: Values) {
         if !self.em.router.is_direct_target(stream, task) {
-            self.em.report(&format!("direct emit to task {task}, which does not subscribe to this stream; dropped"));
+            self.em.report(&format!(
+                "direct emit to task {task}, which does not subscribe to this stream; dropped"
+            ));
             return;
         }
         self.deliver(stream, anchors, values, Some(task));
@@ -247,8 +273,12 @@ impl BoltCollector for BoltOut<'_> {
         }
         self.em.flush_acks(self.outbox);
         for &(root, _) in &input.anchors {
-            self.em
-                .to_acker(self.outbox, streams::ACK_FAIL, vec![Value::Int(root as i64)], root);
+            self.em.to_acker(
+                self.outbox,
+                streams::ACK_FAIL,
+                vec![Value::Int(root as i64)],
+                root,
+            );
         }
     }
 

@@ -76,7 +76,10 @@ impl BoltExecutor {
             };
             let msg = match deadline {
                 Some(d) => self.inbox.recv_deadline(d),
-                None => self.inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                None => self
+                    .inbox
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
             };
             match msg {
                 Ok(m) => self.handle(m)?,
@@ -315,7 +318,10 @@ impl SpoutExecutor {
                         Ok(s) => s,
                         Err(e) if e.is::<FatalError>() => return Err(e),
                         Err(e) => {
-                            crate::components::SpoutCollector::report_error(&mut out, &format!("{e:#}"));
+                            crate::components::SpoutCollector::report_error(
+                                &mut out,
+                                &format!("{e:#}"),
+                            );
                             SpoutStatus::Idle
                         }
                     };
@@ -346,7 +352,10 @@ impl SpoutExecutor {
             for t in &self.tasks {
                 if let Some((done, total)) = t.component.progress() {
                     t.emitter.stats.progress_done.store(done, Ordering::Relaxed);
-                    t.emitter.stats.progress_total.store(total, Ordering::Relaxed);
+                    t.emitter
+                        .stats
+                        .progress_total
+                        .store(total, Ordering::Relaxed);
                 }
             }
             if busy || handled {
@@ -361,7 +370,9 @@ impl SpoutExecutor {
             };
             match self.inbox.recv_timeout(wait) {
                 Ok(m) => self.on_message(m, &mut pending, &mut report)?,
-                Err(RecvTimeoutError::Timeout) => backoff = (backoff * 2).min(Duration::from_millis(5)),
+                Err(RecvTimeoutError::Timeout) => {
+                    backoff = (backoff * 2).min(Duration::from_millis(5))
+                }
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
@@ -373,7 +384,9 @@ impl SpoutExecutor {
             let lost = t.component.lost();
             stats.lost.store(lost, Ordering::Relaxed);
             let failed = stats.failed.load(Ordering::Relaxed);
-            stats.replayed.store(failed.saturating_sub(lost), Ordering::Relaxed);
+            stats
+                .replayed
+                .store(failed.saturating_sub(lost), Ordering::Relaxed);
         }
         Ok(report)
     }

@@ -168,7 +168,15 @@ pub fn render_table(reports: &[ComponentReport], elapsed_secs: f64) -> String {
     let _ = writeln!(
         out,
         "{:<16} {:>5} {:>11} {:>11} {:>11} {:>10} {:>8} {:>9} {:>8}",
-        "component", "tasks", "emitted", "executed", "acked", "failed", "lat ms", "capacity", "replays"
+        "component",
+        "tasks",
+        "emitted",
+        "executed",
+        "acked",
+        "failed",
+        "lat ms",
+        "capacity",
+        "replays"
     );
     for r in reports {
         let _ = writeln!(

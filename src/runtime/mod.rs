@@ -11,11 +11,11 @@ pub mod routing;
 pub mod worker;
 
 use crate::components::{catalog, Bolt, Spout, TaskContext, Waker};
+use crate::net::link::Link;
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, ACKER_ID};
 use collector::Emitter;
 use executor::{BoltExecutor, ExecutorReport, RunControl, SpoutExecutor, TaskSlot};
-use crate::net::link::Link;
 use message::{Message, Transfer};
 use metrics::{ComponentReport, Histogram, LatencyReport, TaskReport, TaskStats};
 use routing::{Outbox, RouteTable, Router, SinkSpec};
@@ -75,7 +75,8 @@ impl Placement {
 /// How workers in other processes are reached. Local mode has none.
 pub trait Network {
     /// Deliver frames that other processes send to local worker `worker` into `into`.
-    fn listen(&self, worker: usize, into: crossbeam_channel::Sender<Vec<u8>>) -> anyhow::Result<()>;
+    fn listen(&self, worker: usize, into: crossbeam_channel::Sender<Vec<u8>>)
+        -> anyhow::Result<()>;
     /// A link from local worker `from` to worker `to`, which runs in another process.
     fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>>;
 }
@@ -84,7 +85,11 @@ pub trait Network {
 pub struct InProcess;
 
 impl Network for InProcess {
-    fn listen(&self, _worker: usize, _into: crossbeam_channel::Sender<Vec<u8>>) -> anyhow::Result<()> {
+    fn listen(
+        &self,
+        _worker: usize,
+        _into: crossbeam_channel::Sender<Vec<u8>>,
+    ) -> anyhow::Result<()> {
         Ok(())
     }
     fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>> {
@@ -123,21 +128,25 @@ pub fn start(
     let max_task = plan.total_tasks() as usize;
 
     let receive_size = config.executor_receive_buffer_size().max(2);
-    let inboxes: Vec<(crossbeam_channel::Sender<Message>, crossbeam_channel::Receiver<Message>)> =
-        executors
-            .iter()
-            .map(|_| crossbeam_channel::bounded(receive_size))
-            .collect();
+    let inboxes: Vec<(
+        crossbeam_channel::Sender<Message>,
+        crossbeam_channel::Receiver<Message>,
+    )> = executors
+        .iter()
+        .map(|_| crossbeam_channel::bounded(receive_size))
+        .collect();
     let mut exec_of_task = vec![usize::MAX; max_task + 1];
     for (i, (_, r)) in executors.iter().enumerate() {
         for t in r.clone() {
             exec_of_task[t as usize] = i;
         }
     }
-    let transfers: Vec<(crossbeam_channel::Sender<Transfer>, crossbeam_channel::Receiver<Transfer>)> =
-        (0..workers)
-            .map(|_| crossbeam_channel::bounded(config.transfer_buffer_size().max(2)))
-            .collect();
+    let transfers: Vec<(
+        crossbeam_channel::Sender<Transfer>,
+        crossbeam_channel::Receiver<Transfer>,
+    )> = (0..workers)
+        .map(|_| crossbeam_channel::bounded(config.transfer_buffer_size().max(2)))
+        .collect();
 
     // Per-worker route tables: local executors directly, other workers through the transfer queue.
     let tables: Vec<RouteTable> = (0..workers)
@@ -178,8 +187,13 @@ pub fn start(
 
     // Links and the worker threads of the local workers.
     let mut plumbing = Vec::new();
-    let mut incoming: BTreeMap<usize, (crossbeam_channel::Sender<Vec<u8>>, crossbeam_channel::Receiver<Vec<u8>>)> =
-        BTreeMap::new();
+    let mut incoming: BTreeMap<
+        usize,
+        (
+            crossbeam_channel::Sender<Vec<u8>>,
+            crossbeam_channel::Receiver<Vec<u8>>,
+        ),
+    > = BTreeMap::new();
     for &w in local {
         let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
         net.listen(w, tx.clone())?;
@@ -259,10 +273,14 @@ pub fn start(
         let mut cfg = topology.config.clone();
         if let Some(s) = spec {
             for (k, v) in &s.config {
-                cfg.set(k.clone(), v.clone(), crate::config::Origin::Topology {
-                    path: topology.base_dir.clone(),
-                    line: 0,
-                });
+                cfg.set(
+                    k.clone(),
+                    v.clone(),
+                    crate::config::Origin::Topology {
+                        path: topology.base_dir.clone(),
+                        line: 0,
+                    },
+                );
             }
         }
         let cfg = Arc::new(cfg);
@@ -432,7 +450,11 @@ impl Running {
         })
     }
 
-    fn reports(&self, latency: &BTreeMap<String, Histogram>, elapsed: Duration) -> Vec<ComponentReport> {
+    fn reports(
+        &self,
+        latency: &BTreeMap<String, Histogram>,
+        elapsed: Duration,
+    ) -> Vec<ComponentReport> {
         let mut out = Vec::new();
         for c in &self.plan.components {
             let kind = if c.id == ACKER_ID {

@@ -173,7 +173,8 @@ impl Router {
         task: u32,
         local_tasks: &[u32],
     ) -> Router {
-        let mut streams: Vec<Vec<Edge>> = (0..plan.stream_names.len()).map(|_| Vec::new()).collect();
+        let mut streams: Vec<Vec<Edge>> =
+            (0..plan.stream_names.len()).map(|_| Vec::new()).collect();
         let mut downstream = Vec::new();
         let from = topology.component(component);
         for s in topology.outputs_of(component) {
@@ -204,7 +205,10 @@ impl Router {
             // The acker answers spouts by direct grouping on `__ack_ack` / `__ack_fail`.
             for spout in topology.spouts() {
                 if let Some(c) = plan.component(&spout.id) {
-                    for sid in [crate::topology::plan::streams::ACK_ACK, crate::topology::plan::streams::ACK_FAIL] {
+                    for sid in [
+                        crate::topology::plan::streams::ACK_ACK,
+                        crate::topology::plan::streams::ACK_FAIL,
+                    ] {
                         streams[sid as usize].push(Edge {
                             grouper: Grouper::new(
                                 &crate::topology::model::Grouping::Direct,

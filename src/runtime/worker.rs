@@ -8,8 +8,8 @@ use crate::net::frame::{self, Frame};
 use crate::net::link::Link;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::collections::VecDeque;
-use std::time::Duration;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
 pub fn spawn_transfer(
