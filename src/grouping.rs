@@ -37,7 +37,7 @@ enum Kind {
 }
 
 /// What the grouper decided for one tuple.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Choice {
     One(u32),
     /// Every target task.

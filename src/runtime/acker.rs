@@ -149,10 +149,10 @@ mod tests {
             let n = edges.len();
             let mut children: Vec<Vec<u64>> = vec![Vec::new(); n];
             let mut rng = order;
-            for i in 1..n {
+            for (i, &edge) in edges.iter().enumerate().skip(1) {
                 rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 let parent = (rng >> 33) as usize % i;
-                children[parent].push(edges[i]);
+                children[parent].push(edge);
             }
             // Messages: the init (xor of the root's direct edges = edges[0]), then an ack per tuple.
             let mut msgs: Vec<u64> = vec![edges[0]];

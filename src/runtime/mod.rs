@@ -30,6 +30,12 @@ use std::time::{Duration, Instant};
 /// replaying spout keeps, and so memory.
 pub const DEFAULT_MAX_PENDING: u64 = 4096;
 
+/// Both ends of a worker's incoming frame channel.
+type FrameChannel = (
+    crossbeam_channel::Sender<Vec<u8>>,
+    crossbeam_channel::Receiver<Vec<u8>>,
+);
+
 /// What a finished run reports.
 #[derive(Debug)]
 pub struct RunReport {
@@ -45,7 +51,7 @@ pub struct RunReport {
 pub struct Running {
     pub control: Arc<RunControl>,
     pub stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
-    handles: Vec<(String, JoinHandle<anyhow::Result<(ExecutorReport, u64)>>)>,
+    handles: Vec<(String, JoinHandle<anyhow::Result<ExecutorReport>>)>,
     /// Transfer threads: joined at the end so every frame for other workers is sent.
     plumbing: Vec<JoinHandle<()>>,
     plan: Arc<Plan>,
@@ -187,13 +193,7 @@ pub fn start(
 
     // Links and the worker threads of the local workers.
     let mut plumbing = Vec::new();
-    let mut incoming: BTreeMap<
-        usize,
-        (
-            crossbeam_channel::Sender<Vec<u8>>,
-            crossbeam_channel::Receiver<Vec<u8>>,
-        ),
-    > = BTreeMap::new();
+    let mut incoming: BTreeMap<usize, FrameChannel> = BTreeMap::new();
     for &w in local {
         let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
         net.listen(w, tx.clone())?;
@@ -336,7 +336,7 @@ pub fn start(
                 timeout,
                 control: control.clone(),
             };
-            spawn_named(name, done_tx, move || exec.run().map(|r| (r, 0)))?
+            spawn_named(name, done_tx, move || exec.run())?
         } else {
             let mut tasks: Vec<TaskSlot<dyn Bolt>> = Vec::new();
             for task in range.clone() {
@@ -370,7 +370,7 @@ pub fn start(
                 control: control.clone(),
                 receive_capacity: receive_size,
             };
-            spawn_named(name, done_tx, move || exec.run().map(|r| (r, 0)))?
+            spawn_named(name, done_tx, move || exec.run())?
         };
         handles.push((component_id.to_string(), handle));
     }
@@ -391,8 +391,8 @@ pub fn start(
 fn spawn_named(
     name: String,
     done: crossbeam_channel::Sender<()>,
-    f: impl FnOnce() -> anyhow::Result<(ExecutorReport, u64)> + Send + 'static,
-) -> std::io::Result<JoinHandle<anyhow::Result<(ExecutorReport, u64)>>> {
+    f: impl FnOnce() -> anyhow::Result<ExecutorReport> + Send + 'static,
+) -> std::io::Result<JoinHandle<anyhow::Result<ExecutorReport>>> {
     std::thread::Builder::new().name(name).spawn(move || {
         let r = f();
         let _ = done.send(());
@@ -420,12 +420,11 @@ impl Running {
                 if self.handles[i].1.is_finished() {
                     let (component, h) = self.handles.swap_remove(i);
                     match h.join() {
-                        Ok(Ok((report, l))) => {
+                        Ok(Ok(report)) => {
                             latency
                                 .entry(component)
                                 .or_default()
                                 .merge(&report.complete_latency);
-                            lost += l;
                         }
                         Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
                         Err(_) => anyhow::bail!("component `{component}` crashed"),
