@@ -35,7 +35,7 @@ impl Generate {
                 a.iter()
                     .map(|v| match v {
                         serde_json::Value::Array(l) => l.iter().map(Value::from_json).collect(),
-                        other => vec![Value::from_json(other)],
+                        other => smallvec::smallvec![Value::from_json(other)],
                     })
                     .collect()
             })
@@ -59,7 +59,7 @@ impl Generate {
 
     fn next_values(&mut self) -> Values {
         if self.values.is_empty() {
-            vec![Value::str(WORDS[self.rng.random_range(0..WORDS.len())])]
+            smallvec::smallvec![Value::str(WORDS[self.rng.random_range(0..WORDS.len())])]
         } else {
             self.values[(self.emitted % self.values.len() as u64) as usize].clone()
         }

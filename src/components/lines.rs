@@ -67,11 +67,15 @@ impl LineSpout {
             self.inflight.insert(seq, (line.clone(), 0));
             out.send(
                 streams::DEFAULT,
-                vec![Value::Str(line)],
+                smallvec::smallvec![Value::Str(line)],
                 Some(Value::Int(seq as i64)),
             );
         } else {
-            out.send(streams::DEFAULT, vec![Value::Str(line)], None);
+            out.send(
+                streams::DEFAULT,
+                smallvec::smallvec![Value::Str(line)],
+                None,
+            );
         }
     }
 }
@@ -162,7 +166,7 @@ impl Spout for LineSpout {
             if let Some((line, _)) = self.inflight.get(&seq) {
                 out.send(
                     streams::DEFAULT,
-                    vec![Value::Str(line.clone())],
+                    smallvec::smallvec![Value::Str(line.clone())],
                     Some(Value::Int(seq as i64)),
                 );
             }

@@ -48,7 +48,7 @@ impl Bolt for Split {
                     out.send(
                         streams::DEFAULT,
                         &[input],
-                        vec![Value::Str(CompactString::new(w))],
+                        smallvec::smallvec![Value::Str(CompactString::new(w))],
                     );
                 }
             }
@@ -57,7 +57,7 @@ impl Bolt for Split {
                     out.send(
                         streams::DEFAULT,
                         &[input],
-                        vec![Value::Str(CompactString::new(w))],
+                        smallvec::smallvec![Value::Str(CompactString::new(w))],
                     );
                 }
             }

@@ -33,7 +33,7 @@ impl Spout for TestWordSpout {
         }
         self.next = now + Duration::from_millis(100);
         let w = WORDS[self.rng.random_range(0..WORDS.len())];
-        out.send(streams::DEFAULT, vec![Value::str(w)], None);
+        out.send(streams::DEFAULT, smallvec::smallvec![Value::str(w)], None);
         Ok(SpoutStatus::Idle)
     }
 }
@@ -52,7 +52,11 @@ impl Bolt for TestWordCounter {
         let n = self.counts.entry(word.clone()).or_insert(0);
         *n += 1;
         let n = *n;
-        out.send(streams::DEFAULT, &[input], vec![word, Value::Int(n)]);
+        out.send(
+            streams::DEFAULT,
+            &[input],
+            smallvec::smallvec![word, Value::Int(n)],
+        );
         Ok(())
     }
 }

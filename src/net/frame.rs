@@ -110,7 +110,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
                     anchors.push((r.u64()?, r.u64()?));
                 }
                 let nv = r.count(1)?;
-                let mut values = Vec::with_capacity(nv);
+                let mut values = crate::tuple::Values::with_capacity(nv);
                 for _ in 0..nv {
                     values.push(r.value(0)?);
                 }

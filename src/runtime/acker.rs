@@ -113,7 +113,12 @@ impl Bolt for Acker {
                 streams::ACK_ACK
             };
             self.pending.remove(&root);
-            out.emit_direct(e.spout_task, stream, &[], vec![Value::Int(root as i64)]);
+            out.emit_direct(
+                e.spout_task,
+                stream,
+                &[],
+                smallvec::smallvec![Value::Int(root as i64)],
+            );
         } else if self.pending.get_mut(&root).is_none() {
             self.pending.insert(root, e);
         }

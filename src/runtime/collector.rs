@@ -76,7 +76,7 @@ impl Emitter {
             self.to_acker(
                 outbox,
                 streams::ACK_ACK,
-                vec![Value::Int(root as i64), Value::Int(val as i64)],
+                smallvec::smallvec![Value::Int(root as i64), Value::Int(val as i64)],
                 root,
             );
         }
@@ -140,7 +140,7 @@ impl SpoutOut<'_> {
                 em.to_acker(
                     self.outbox,
                     streams::ACK_INIT,
-                    vec![
+                    smallvec::smallvec![
                         Value::Int(root as i64),
                         Value::Int(xor as i64),
                         Value::Int(i64::from(em.task)),
@@ -276,7 +276,7 @@ impl BoltCollector for BoltOut<'_> {
             self.em.to_acker(
                 self.outbox,
                 streams::ACK_FAIL,
-                vec![Value::Int(root as i64)],
+                smallvec::smallvec![Value::Int(root as i64)],
                 root,
             );
         }

@@ -191,7 +191,7 @@ impl BoltExecutor {
     fn tick_all(&mut self) -> anyhow::Result<()> {
         for i in 0..self.tasks.len() {
             if !self.tasks[i].finished {
-                let tick = Tuple::new(Vec::new(), SYSTEM_TASK, streams::TICK);
+                let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
                 self.execute(i, tick)?;
             }
         }
