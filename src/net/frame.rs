@@ -294,7 +294,7 @@ mod tests {
                 (
                     task,
                     Tuple {
-                        values,
+                        values: values.into(),
                         source_task: src,
                         stream,
                         anchors: anchors.into_iter().collect(),
