@@ -266,7 +266,7 @@ B().run()
 "#;
     let (mut bolt, _ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
     let mut out = Recorder::default();
-    let tick = Tuple::new(vec![], SYSTEM_TASK, streams::TICK);
+    let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
     bolt.execute(&tick, &mut out).expect("execute");
     bolt.finish(&mut out).expect("finish");
     assert_eq!(
