@@ -326,8 +326,15 @@ impl SpoutExecutor {
                         }
                     };
                     let now = Instant::now();
-                    for (root, id) in started.drain(..) {
-                        pending[i].trees.insert(root, (id, now));
+                    if !started.is_empty() {
+                        for (root, id) in started.drain(..) {
+                            pending[i].trees.insert(root, (id, now));
+                        }
+                        let open = pending[i].trees.len() as u64;
+                        let peak = &slot.emitter.stats.pending_peak;
+                        if open > peak.load(Ordering::Relaxed) {
+                            peak.store(open, Ordering::Relaxed);
+                        }
                     }
                     for id in ack_now.drain(..) {
                         TaskStats::add(&slot.emitter.stats.acked, 1);

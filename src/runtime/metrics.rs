@@ -23,6 +23,8 @@ pub struct TaskStats {
     pub progress_done: AtomicU64,
     pub progress_total: AtomicU64,
     pub is_spout: std::sync::atomic::AtomicBool,
+    /// Spouts: most trees open at once (bounded by `topology.max.spout.pending`).
+    pub pending_peak: AtomicU64,
 }
 
 impl TaskStats {
@@ -130,6 +132,8 @@ pub struct ComponentReport {
     /// Fraction of the run its executors spent executing (Storm UI's capacity).
     pub capacity: f64,
     pub queue_peak: u64,
+    /// Spouts: most trees open at once in any one task.
+    pub pending_peak: u64,
     pub complete_latency_ms: Option<LatencyReport>,
     pub per_task: Vec<TaskReport>,
 }

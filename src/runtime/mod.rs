@@ -493,6 +493,11 @@ impl Running {
                 capacity: exec_ns as f64
                     / (elapsed.as_nanos().max(1) as f64 * c.executors.len().max(1) as f64),
                 queue_peak: sum(|s| s.queue_peak.load(Ordering::Relaxed)),
+                pending_peak: tasks
+                    .iter()
+                    .map(|(_, s)| s.pending_peak.load(Ordering::Relaxed))
+                    .max()
+                    .unwrap_or(0),
                 complete_latency_ms: latency.get(&c.id).and_then(LatencyReport::of),
                 per_task: tasks
                     .iter()

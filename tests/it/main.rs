@@ -3,5 +3,6 @@
 mod cli;
 mod config;
 mod multilang;
+mod run;
 mod validate;
 mod zk;
