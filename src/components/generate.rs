@@ -22,8 +22,11 @@ pub struct Generate {
     started: Option<Instant>,
     rng: SmallRng,
     tracked: bool,
-    inflight: FxHashMap<u64, Values>,
+    /// Acking on: tuples in flight by sequence number, with their retry count.
+    inflight: FxHashMap<u64, (Values, u32)>,
     replay: VecDeque<u64>,
+    max_retries: Option<u32>,
+    lost: u64,
 }
 
 impl Generate {
@@ -54,6 +57,11 @@ impl Generate {
             tracked: false,
             inflight: FxHashMap::default(),
             replay: VecDeque::new(),
+            max_retries: args
+                .get("max_retries")
+                .and_then(|v| v.as_u64())
+                .map(|v| v as u32),
+            lost: 0,
         }
     }
 
@@ -74,7 +82,7 @@ impl Spout for Generate {
 
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
         if let Some(seq) = self.replay.pop_front() {
-            if let Some(v) = self.inflight.get(&seq) {
+            if let Some((v, _)) = self.inflight.get(&seq) {
                 out.send(streams::DEFAULT, v.clone(), Some(Value::Int(seq as i64)));
             }
             return Ok(SpoutStatus::Busy);
@@ -93,7 +101,7 @@ impl Spout for Generate {
         let seq = self.emitted;
         self.emitted += 1;
         if self.tracked {
-            self.inflight.insert(seq, values.clone());
+            self.inflight.insert(seq, (values.clone(), 0));
             out.send(streams::DEFAULT, values, Some(Value::Int(seq as i64)));
         } else {
             out.send(streams::DEFAULT, values, None);
@@ -109,11 +117,27 @@ impl Spout for Generate {
     }
 
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
-        if let Value::Int(seq) = msg_id {
-            if self.inflight.contains_key(&(seq as u64)) {
-                self.replay.push_back(seq as u64);
+        let Value::Int(seq) = msg_id else {
+            return Ok(());
+        };
+        let seq = seq as u64;
+        let give_up = match self.inflight.get_mut(&seq) {
+            Some((_, retries)) => {
+                *retries += 1;
+                self.max_retries.is_some_and(|m| *retries > m)
             }
+            None => return Ok(()),
+        };
+        if give_up {
+            self.inflight.remove(&seq);
+            self.lost += 1;
+        } else {
+            self.replay.push_back(seq);
         }
         Ok(())
+    }
+
+    fn lost(&self) -> u64 {
+        self.lost
     }
 }

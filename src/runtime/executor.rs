@@ -257,7 +257,9 @@ impl SpoutExecutor {
                 trees: RotatingMap::new(2),
             })
             .collect();
+        // Exhausted: the spout's last `next_tuple` said so (it still replays what fails later).
         let mut exhausted = vec![false; self.tasks.len()];
+        let mut deactivated = vec![false; self.tasks.len()];
         for t in &mut self.tasks {
             t.emitter.stats.is_spout.store(true, Ordering::Relaxed);
             t.component.open(&t.ctx)?;
@@ -290,11 +292,12 @@ impl SpoutExecutor {
                 if self.tasks[i].finished {
                     continue;
                 }
-                if stopping && !exhausted[i] {
-                    exhausted[i] = true;
+                if stopping && !deactivated[i] {
+                    // Storm's deactivate: no more next_tuple; open trees still complete.
+                    deactivated[i] = true;
                     self.tasks[i].component.deactivate()?;
                 }
-                if exhausted[i] {
+                if deactivated[i] {
                     if pending[i].trees.is_empty() {
                         self.finish_task(i);
                     }
@@ -346,14 +349,16 @@ impl SpoutExecutor {
                         };
                         slot.component.ack(id, &mut out)?;
                     }
+                    exhausted[i] = status == SpoutStatus::Exhausted;
                     match status {
                         SpoutStatus::Busy => busy = true,
-                        SpoutStatus::Idle => break,
-                        SpoutStatus::Exhausted => {
-                            exhausted[i] = true;
-                            break;
-                        }
+                        SpoutStatus::Idle | SpoutStatus::Exhausted => break,
                     }
+                }
+                // Finished only when the spout has nothing more (not even a replay) and every
+                // tree it started is complete (SPEC §5).
+                if exhausted[i] && pending[i].trees.is_empty() {
+                    self.finish_task(i);
                 }
             }
             for t in &self.tasks {

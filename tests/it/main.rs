@@ -1,5 +1,6 @@
 //! The integration tests: one binary, one module per area.
 
+mod acking;
 mod cli;
 mod config;
 mod multilang;

@@ -1,0 +1,164 @@
+//! Guaranteed processing end to end: replay through failures and drops (at-least-once), what
+//! acking off loses, timeouts and giving up, and `topology.max.spout.pending`.
+
+use super::run::{expected_counts, messy_text, parse_counts};
+use assert_cmd::Command;
+use std::path::Path;
+use std::time::Duration;
+
+fn storm(conf_dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("storm").expect("the storm binary is built");
+    cmd.env("STORM_CONF_DIR", conf_dir)
+        .env_remove("STORM_LOG")
+        .timeout(Duration::from_secs(240));
+    cmd
+}
+
+const CHAOTIC: &str = "name chaos
+lines = stdin
+  | split x2
+  | chaos(fail=0.1, drop=0.05, seed=7) x2
+  | count(word) x2
+  | stdout";
+
+fn stats(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("stats written")).expect("JSON")
+}
+
+fn component<'a>(stats: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    stats["components"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("no component {id} in {stats}"))
+}
+
+#[test]
+fn failures_and_drops_are_replayed_until_every_word_is_counted() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let text = messy_text(40_000, 11);
+    let expected = expected_counts(&text);
+    let out = storm(conf.path())
+        .args(["run", "-e", CHAOTIC, "-c", "topology.message.timeout.secs=1"])
+        .arg("--stats")
+        .arg(&stats_path)
+        .write_stdin(text)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = parse_counts(&out.stdout);
+    // At-least-once: every word is there, and no count is below the true total.
+    for (word, n) in &expected {
+        let seen = got.get(word).copied().unwrap_or(0);
+        assert!(seen >= *n, "{word}: counted {seen}, true total {n}");
+    }
+    let s = stats(&stats_path);
+    let lines = component(&s, "lines");
+    assert!(lines["replayed"].as_u64().unwrap_or(0) > 0, "{lines}");
+    assert!(lines["timed_out"].as_u64().unwrap_or(0) > 0, "drops time out: {lines}");
+    assert_eq!(lines["lost"], 0);
+    assert!(lines["complete_latency_ms"]["p99"].as_f64().is_some(), "{lines}");
+    // The summary on stderr shows the replays column.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replays"));
+}
+
+#[test]
+fn with_acking_off_failures_lose_words_and_the_summary_says_so() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let text = messy_text(40_000, 11);
+    let expected = expected_counts(&text);
+    let out = storm(conf.path())
+        .args(["run", "-e", CHAOTIC, "-c", "topology.acker.executors=0"])
+        .write_stdin(text)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = parse_counts(&out.stdout);
+    let short = expected
+        .iter()
+        .filter(|(w, n)| got.get(*w).copied().unwrap_or(0) < **n)
+        .count();
+    assert!(short > 0, "acking off must lose something");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not replayed and are lost"), "{stderr}");
+}
+
+#[test]
+fn trees_that_time_out_are_replayed_then_given_up_and_reported_lost() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .args([
+            "run",
+            "-e",
+            "generate(count=5, max_retries=1) | chaos(drop=1.0) | discard",
+            "-c",
+            "topology.message.timeout.secs=1",
+        ])
+        .arg("--stats")
+        .arg(&stats_path)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("5 tuple(s) were given up"), "{stderr}");
+    let s = stats(&stats_path);
+    let spout = component(&s, "generate");
+    assert_eq!(spout["emitted"], 10, "each tuple once, then once replayed");
+    assert_eq!(spout["timed_out"], 10);
+    assert_eq!(spout["lost"], 5);
+}
+
+#[test]
+fn max_spout_pending_bounds_the_open_trees() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .args([
+            "run",
+            "-q",
+            "-e",
+            "generate(count=20000) | chaos(delay=0s) x2 | discard",
+            "-c",
+            "topology.max.spout.pending=7",
+        ])
+        .arg("--stats")
+        .arg(&stats_path)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = stats(&stats_path);
+    let spout = component(&s, "generate");
+    let peak = spout["pending_peak"].as_u64().unwrap_or(0);
+    assert!((1..=7).contains(&peak), "peak {peak}");
+    assert_eq!(spout["acked"], 20000);
+}
+
+#[test]
+fn with_acking_off_a_spout_is_acked_at_once() {
+    // The Python sentence spout exits only when every sentence it emitted was acked: with the
+    // acker off, Storm acks at once, so the run still ends.
+    if std::process::Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .args([
+            "run",
+            "-q",
+            "multilang/examples/wordcount.yaml",
+            "-c",
+            "topology.acker.executors=0",
+        ])
+        .arg("--stats")
+        .arg(&stats_path)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = stats(&stats_path);
+    assert_eq!(s["acking"], false);
+    let spout = component(&s, "sentences");
+    assert_eq!(spout["acked"], spout["emitted"]);
+}
