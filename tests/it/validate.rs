@@ -334,3 +334,27 @@ fn large_topologies_validate_in_linear_time() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_yaml_file_and_its_dsl_twin_give_the_same_model() {
+    let opts = storm::topology::LoadOptions::default();
+    let load = |p: &str| match storm::topology::load_file(Path::new(p), &opts) {
+        Ok(l) => l.topology,
+        Err(e) => panic!("{p}: {e:?}"),
+    };
+    let yaml = load("topologies/wordcount.yaml");
+    let dsl = load("topologies/wordcount.storm");
+    assert_eq!(yaml.name, dsl.name);
+    assert_eq!(yaml.components, dsl.components);
+    assert_eq!(yaml.streams, dsl.streams);
+    assert_eq!(yaml.base_dir, dsl.base_dir);
+    // Same values; only where they were written (file and line) differs.
+    let values = |t: &storm::topology::model::Topology| {
+        t.config
+            .entries
+            .iter()
+            .map(|(k, e)| (k.clone(), e.value.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(values(&yaml), values(&dsl));
+}
