@@ -1,1 +1,173 @@
-fn main() {}
+//! Micro-benchmarks of the engine's hot paths: groupings, Java hashing, the frame codec, the
+//! acker's XOR bookkeeping, and the queue candidates for executor receive queues.
+//! Run: `cargo bench --bench engine`.
+
+use crossbeam_channel::bounded;
+use crossbeam_queue::ArrayQueue;
+use divan::{black_box, Bencher};
+use storm::components::Tuple;
+use storm::grouping::Grouper;
+use storm::net::frame::{self, Frame};
+use storm::runtime::acker::RotatingMap;
+use storm::topology::model::Grouping;
+use storm::tuple::Value;
+
+fn main() {
+    divan::main();
+}
+
+const WORDS: &[&str] = &["nathan", "mike", "jackson", "golda", "bertels", "straße", "kalomi"];
+
+#[divan::bench(args = ["shuffle", "fields", "partial_key", "global"])]
+fn grouping_choose(bencher: Bencher, kind: &str) {
+    let g = match kind {
+        "shuffle" => Grouping::Shuffle,
+        "fields" => Grouping::Fields(vec!["w".into()]),
+        "partial_key" => Grouping::PartialKey(vec!["w".into()]),
+        _ => Grouping::Global,
+    };
+    let mut grouper = Grouper::new(&g, (1..=8).collect(), vec![0], &[], 1);
+    let values: Vec<[Value; 1]> = WORDS.iter().map(|w| [Value::str(w)]).collect();
+    let mut i = 0;
+    bencher.bench_local(|| {
+        i = (i + 1) % values.len();
+        black_box(grouper.choose(&values[i]))
+    });
+}
+
+#[divan::bench]
+fn java_string_hash(bencher: Bencher) {
+    bencher.bench(|| {
+        WORDS
+            .iter()
+            .map(|w| storm::java_hash::string_hash(black_box(w)))
+            .fold(0i32, |a, b| a ^ b)
+    });
+}
+
+fn batch(n: usize) -> Vec<(u32, Tuple)> {
+    (0..n)
+        .map(|i| {
+            let mut t = Tuple::new(
+                smallvec::smallvec![Value::str(WORDS[i % WORDS.len()]), Value::Int(i as i64)],
+                3,
+                0,
+            );
+            t.anchors.push((i as u64 * 7919, i as u64 * 104729));
+            (5, t)
+        })
+        .collect()
+}
+
+#[divan::bench(args = [1, 64, 1024])]
+fn frame_encode(bencher: Bencher, n: usize) {
+    let f = Frame::Tuples(batch(n));
+    let mut buf = Vec::with_capacity(64 * n);
+    bencher.counter(divan::counter::ItemsCount::new(n)).bench_local(|| {
+        buf.clear();
+        frame::encode(&f, &mut buf);
+        black_box(buf.len())
+    });
+}
+
+#[divan::bench(args = [1, 64, 1024])]
+fn frame_decode(bencher: Bencher, n: usize) {
+    let mut buf = Vec::new();
+    frame::encode(&Frame::Tuples(batch(n)), &mut buf);
+    bencher
+        .counter(divan::counter::ItemsCount::new(n))
+        .bench(|| black_box(frame::decode(black_box(&buf)).ok()));
+}
+
+/// The acker's per-message work: look the root up, XOR, complete or keep.
+#[divan::bench]
+fn acker_xor_tree(bencher: Bencher) {
+    let mut map: RotatingMap<u64, u64> = RotatingMap::new(2);
+    let mut root = 0u64;
+    bencher.bench_local(|| {
+        root = root.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let edges = [root ^ 1, root ^ 2, root ^ 3];
+        map.insert(root, edges.iter().fold(0, |a, e| a ^ e));
+        for e in edges {
+            if let Some(v) = map.get_mut(&root) {
+                *v ^= e;
+                if *v == 0 {
+                    map.remove(&root);
+                }
+            }
+        }
+        black_box(map.len())
+    });
+}
+
+const QUEUE_ITEMS: usize = 1 << 18;
+const QUEUE_BATCH: usize = 64;
+
+/// Candidate 1 (kept): a bounded crossbeam channel whose elements are batches of tuples.
+#[divan::bench(sample_count = 20)]
+fn queue_channel_of_batches(bencher: Bencher) {
+    bencher
+        .counter(divan::counter::ItemsCount::new(QUEUE_ITEMS))
+        .bench(|| {
+            let (tx, rx) = bounded::<Vec<u64>>(1024);
+            let producer = std::thread::spawn(move || {
+                let mut b = Vec::with_capacity(QUEUE_BATCH);
+                for i in 0..QUEUE_ITEMS as u64 {
+                    b.push(i);
+                    if b.len() == QUEUE_BATCH {
+                        let _ = tx.send(std::mem::replace(&mut b, Vec::with_capacity(QUEUE_BATCH)));
+                    }
+                }
+            });
+            let mut sum = 0u64;
+            while let Ok(b) = rx.recv() {
+                sum = b.iter().fold(sum, |a, x| a.wrapping_add(*x));
+            }
+            let _ = producer.join();
+            black_box(sum)
+        });
+}
+
+/// Candidate 2: a Disruptor-style bounded ring of single tuples (crossbeam's lock-free
+/// ArrayQueue), consumed in batches of what is available, spinning then yielding when empty.
+#[divan::bench(sample_count = 20)]
+fn queue_ring_consumed_in_batches(bencher: Bencher) {
+    bencher
+        .counter(divan::counter::ItemsCount::new(QUEUE_ITEMS))
+        .bench(|| {
+            let q = std::sync::Arc::new(ArrayQueue::<u64>::new(1024 * QUEUE_BATCH));
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (qp, dp) = (q.clone(), done.clone());
+            let producer = std::thread::spawn(move || {
+                for i in 0..QUEUE_ITEMS as u64 {
+                    let mut v = i;
+                    while let Err(back) = qp.push(v) {
+                        v = back;
+                        std::thread::yield_now();
+                    }
+                }
+                dp.store(true, std::sync::atomic::Ordering::Release);
+            });
+            let mut sum = 0u64;
+            let mut got = 0;
+            while got < QUEUE_ITEMS {
+                let mut n = 0;
+                while let Some(x) = q.pop() {
+                    sum = sum.wrapping_add(x);
+                    n += 1;
+                    if n == QUEUE_BATCH {
+                        break;
+                    }
+                }
+                got += n;
+                if n == 0 {
+                    if done.load(std::sync::atomic::Ordering::Acquire) && q.is_empty() {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+            let _ = producer.join();
+            black_box(sum)
+        });
+}
