@@ -369,6 +369,7 @@ pub fn start(
                 tick,
                 control: control.clone(),
                 receive_capacity: receive_size,
+                started: Instant::now(),
             };
             spawn_named(name, done_tx, move || exec.run())?
         };

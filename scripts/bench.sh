@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Whole-process benchmarks: word count against mawk and sort|uniq, generate -> discard
+# throughput with acking off and on, and peak memory with a slow sink. Prints medians of RUNS
+# runs (default 5). Needs python3 (corpus generator) and GNU time (/usr/bin/time).
+#   scripts/bench.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-5}
+cargo build --release --quiet
+STORM=target/release/storm
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+GEN=../shared/bench/gen_corpus.py
+[ -f "$GEN" ] || GEN=scripts/gen_corpus.py
+python3 "$GEN" 50 3 > "$WORK/words-50.txt"
+
+# median SECONDS and max RSS (KB) of RUNS runs of a shell command
+measure() {
+  local name=$1; shift
+  local times=() rss=0
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -f "%e %M" -o "$WORK/t" bash -c "$*" > /dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; }
+    read -r t m < "$WORK/t"
+    times+=("$t"); (( m > rss )) && rss=$m
+  done
+  local med
+  med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
+  printf '%-44s median %6.2f s   peak RSS %6d KB   (runs: %s)\n' "$name" "$med" "$rss" "${times[*]}"
+}
+
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem/{print $2}') GiB; corpus: 50 MB (gen_corpus.py 50 3)"
+measure "storm wordcount.yaml (acking on)"   "$STORM run -q topologies/wordcount.yaml < $WORK/words-50.txt"
+measure "storm wordcount.yaml (acking off)"  "$STORM run -q -c topology.acker.executors=0 topologies/wordcount.yaml < $WORK/words-50.txt"
+if command -v mawk >/dev/null; then
+  measure "mawk word count" "mawk '{for(i=1;i<=NF;i++)c[\$i]++} END{for(w in c) print w\"\\t\"c[w]}' $WORK/words-50.txt"
+fi
+measure "LC_ALL=C tr | sort | uniq -c" "LC_ALL=C tr -s ' ' '\\n' < $WORK/words-50.txt | LC_ALL=C sort | LC_ALL=C uniq -c"
+measure "generate 20M -> discard (acking off)" "$STORM run -q -c topology.acker.executors=0 -e 'generate(count=20000000) | discard'"
+measure "generate 5M -> discard (acking on)"   "$STORM run -q -e 'generate(count=5000000) | discard'"
+
+# Slow sink: 500 MB of 2.5 KB tuples through a bolt that sleeps 20 us per tuple.
+python3 - "$WORK/slow.yaml" <<'PY'
+import sys
+big = "x" * 2500
+open(sys.argv[1], "w").write(f"""name: slow-sink
+spouts:
+  - id: gen
+    type: generate
+    args: {{ count: 200000, values: ["{big}"] }}
+    fields: [blob]
+bolts:
+  - id: slow
+    type: chaos
+    args: {{ delay: 0.00002 }}
+  - id: sink
+    type: discard
+streams:
+  - {{ from: gen, to: slow, grouping: shuffle }}
+  - {{ from: slow, to: sink, grouping: shuffle }}
+""")
+PY
+RUNS=1 measure "500 MB through a slow bolt (acking on)" "$STORM run -q $WORK/slow.yaml"
+RUNS=1 measure "500 MB through a slow bolt (acking off)" "$STORM run -q -c topology.acker.executors=0 $WORK/slow.yaml"
