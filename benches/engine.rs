@@ -16,7 +16,9 @@ fn main() {
     divan::main();
 }
 
-const WORDS: &[&str] = &["nathan", "mike", "jackson", "golda", "bertels", "straße", "kalomi"];
+const WORDS: &[&str] = &[
+    "nathan", "mike", "jackson", "golda", "bertels", "straße", "kalomi",
+];
 
 #[divan::bench(args = ["shuffle", "fields", "partial_key", "global"])]
 fn grouping_choose(bencher: Bencher, kind: &str) {
@@ -63,11 +65,13 @@ fn batch(n: usize) -> Vec<(u32, Tuple)> {
 fn frame_encode(bencher: Bencher, n: usize) {
     let f = Frame::Tuples(batch(n));
     let mut buf = Vec::with_capacity(64 * n);
-    bencher.counter(divan::counter::ItemsCount::new(n)).bench_local(|| {
-        buf.clear();
-        frame::encode(&f, &mut buf);
-        black_box(buf.len())
-    });
+    bencher
+        .counter(divan::counter::ItemsCount::new(n))
+        .bench_local(|| {
+            buf.clear();
+            frame::encode(&f, &mut buf);
+            black_box(buf.len())
+        });
 }
 
 #[divan::bench(args = [1, 64, 1024])]

@@ -4,6 +4,24 @@
 //! configuration (`config`), scheduled onto workers (`cluster`), and executed by the runtime
 //! (`runtime`) with built-in or multilang components (`components`).
 
+/// `eprint!` that ignores a closed standard error (`2>&1 | head`) instead of panicking.
+#[macro_export]
+macro_rules! stderr_print {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that ignores a closed standard error instead of panicking.
+#[macro_export]
+macro_rules! stderr_println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod cli;
 pub mod cluster;
 pub mod commands;

@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         Ok(status) => status.into(),
         Err(err) if storm::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            storm::stderr_println!("error: {err:#}");
             ExitCode::from(1)
         }
     }

@@ -52,7 +52,7 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
             Ok(c) => c,
             Err(errors) => {
                 for e in errors {
-                    eprintln!("error: {e}");
+                    crate::stderr_println!("error: {e}");
                 }
                 return Ok(Status::Failure);
             }

@@ -64,27 +64,27 @@ pub fn load_topology(
         (_, Some(text)) => load_inline(text, opts),
         (Some(path), None) => load_file(path, opts),
         (None, None) => {
-            eprintln!("error: no topology given (a FILE or -e TEXT)");
+            crate::stderr_println!("error: no topology given (a FILE or -e TEXT)");
             return Err(Status::Usage);
         }
     };
     match result {
         Ok(loaded) => {
-            eprint!(
+            crate::stderr_print!(
                 "{}",
                 crate::diag::render_all(&loaded.warnings, &loaded.source)
             );
             Ok(loaded)
         }
         Err(LoadError::Unreadable(reason)) => {
-            eprintln!("error: {reason}");
+            crate::stderr_println!("error: {reason}");
             Err(Status::Failure)
         }
         Err(LoadError::Invalid {
             source,
             diagnostics,
         }) => {
-            eprint!("{}", crate::diag::render_all(&diagnostics, &source));
+            crate::stderr_print!("{}", crate::diag::render_all(&diagnostics, &source));
             Err(Status::Failure)
         }
     }

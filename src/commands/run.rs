@@ -34,7 +34,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         Err(status) => return Ok(status),
     };
     if !args.quiet && !loaded.warnings.is_empty() {
-        eprint!(
+        crate::stderr_print!(
             "{}",
             crate::diag::render_all(&loaded.warnings, &loaded.source)
         );
@@ -88,13 +88,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         write_stats(path, &report)?;
     }
     if !args.quiet {
-        eprintln!(
+        crate::stderr_println!(
             "{}",
             runtime::metrics::render_table(&report.components, report.elapsed.as_secs_f64())
         );
     }
     if report.lost > 0 {
-        eprintln!(
+        crate::stderr_println!(
             "error: {} tuple(s) were given up on after their retries and are lost",
             report.lost
         );
@@ -108,7 +108,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             .map(|c| c.failed)
             .sum();
         if failed > 0 {
-            eprintln!(
+            crate::stderr_println!(
                 "warning: acking is off (topology.acker.executors: 0): {failed} failed tuple(s) were not replayed and are lost"
             );
         }

@@ -37,7 +37,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<Status> {
             Err(LoadError::Unreadable(reason)) => {
                 status = Status::Failure;
                 match args.format {
-                    DiagFormat::Text => eprintln!("error: {reason}"),
+                    DiagFormat::Text => crate::stderr_println!("error: {reason}"),
                     DiagFormat::Json => json.push(unreadable_json(&reason)),
                 }
                 continue;
@@ -54,7 +54,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<Status> {
     }
     if args.format == DiagFormat::Json {
         let text = serde_json::to_string_pretty(&serde_json::Value::Array(json))?;
-        eprintln!("{text}");
+        crate::stderr_println!("{text}");
     }
     out.flush()?;
     Ok(status)
@@ -67,7 +67,7 @@ fn report(
     json: &mut Vec<serde_json::Value>,
 ) {
     match format {
-        DiagFormat::Text => eprint!("{}", render_all(diagnostics, source)),
+        DiagFormat::Text => crate::stderr_print!("{}", render_all(diagnostics, source)),
         DiagFormat::Json => json.extend(json_all(diagnostics, source)),
     }
 }

@@ -13,7 +13,7 @@ use std::io::Write;
 
 pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     if let Some(addr) = &args.nimbus {
-        eprintln!(
+        crate::stderr_println!(
             "error: storm zk dump --nimbus {addr}: reading a live cluster's tree is not \
              available yet; give a topology FILE to dump a simulated cluster"
         );
@@ -22,7 +22,7 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     let supervisors = match parse_slots(&args.slots) {
         Ok(s) => s,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            crate::stderr_println!("error: {msg}");
             return Ok(Status::Usage);
         }
     };
@@ -35,7 +35,7 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
         Err(status) => return Ok(status),
     };
     for w in &loaded.warnings {
-        eprintln!("{}: warning: {}", loaded.source.name, w.message);
+        crate::stderr_println!("{}: warning: {}", loaded.source.name, w.message);
     }
     let topology = loaded.topology;
     let supervisors = if supervisors.is_empty() {
@@ -46,7 +46,7 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     let text = match render(&topology, &supervisors, args.fixed_time, args.format) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("error: cannot schedule {}: {e}", topology.name);
+            crate::stderr_println!("error: cannot schedule {}: {e}", topology.name);
             return Ok(Status::Failure);
         }
     };

@@ -39,13 +39,23 @@ fn failures_and_drops_are_replayed_until_every_word_is_counted() {
     let text = messy_text(40_000, 11);
     let expected = expected_counts(&text);
     let out = storm(conf.path())
-        .args(["run", "-e", CHAOTIC, "-c", "topology.message.timeout.secs=1"])
+        .args([
+            "run",
+            "-e",
+            CHAOTIC,
+            "-c",
+            "topology.message.timeout.secs=1",
+        ])
         .arg("--stats")
         .arg(&stats_path)
         .write_stdin(text)
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got = parse_counts(&out.stdout);
     // At-least-once: every word is there, and no count is below the true total.
     for (word, n) in &expected {
@@ -55,9 +65,15 @@ fn failures_and_drops_are_replayed_until_every_word_is_counted() {
     let s = stats(&stats_path);
     let lines = component(&s, "lines");
     assert!(lines["replayed"].as_u64().unwrap_or(0) > 0, "{lines}");
-    assert!(lines["timed_out"].as_u64().unwrap_or(0) > 0, "drops time out: {lines}");
+    assert!(
+        lines["timed_out"].as_u64().unwrap_or(0) > 0,
+        "drops time out: {lines}"
+    );
     assert_eq!(lines["lost"], 0);
-    assert!(lines["complete_latency_ms"]["p99"].as_f64().is_some(), "{lines}");
+    assert!(
+        lines["complete_latency_ms"]["p99"].as_f64().is_some(),
+        "{lines}"
+    );
     // The summary on stderr shows the replays column.
     assert!(String::from_utf8_lossy(&out.stderr).contains("replays"));
 }
@@ -72,7 +88,11 @@ fn with_acking_off_failures_lose_words_and_the_summary_says_so() {
         .write_stdin(text)
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got = parse_counts(&out.stdout);
     let short = expected
         .iter()
@@ -126,7 +146,11 @@ fn max_spout_pending_bounds_the_open_trees() {
         .arg(&stats_path)
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = stats(&stats_path);
     let spout = component(&s, "generate");
     let peak = spout["pending_peak"].as_u64().unwrap_or(0);
@@ -138,7 +162,11 @@ fn max_spout_pending_bounds_the_open_trees() {
 fn with_acking_off_a_spout_is_acked_at_once() {
     // The Python sentence spout exits only when every sentence it emitted was acked: with the
     // acker off, Storm acks at once, so the run still ends.
-    if std::process::Command::new("python3").arg("--version").output().is_err() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         eprintln!("skipped: python3 is not installed");
         return;
     }
@@ -156,7 +184,11 @@ fn with_acking_off_a_spout_is_acked_at_once() {
         .arg(&stats_path)
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = stats(&stats_path);
     assert_eq!(s["acking"], false);
     let spout = component(&s, "sentences");

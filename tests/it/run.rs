@@ -88,7 +88,12 @@ fn word_count_is_exact_for_any_parallelism_workers_and_queue_size() {
             "-c",
             "topology.receiver.buffer.size=2",
         ],
-        &["-c", "topology.acker.executors=0", "-c", "topology.workers=2"],
+        &[
+            "-c",
+            "topology.acker.executors=0",
+            "-c",
+            "topology.workers=2",
+        ],
     ];
     for extra in variants {
         let out = storm(conf.path())
@@ -97,7 +102,11 @@ fn word_count_is_exact_for_any_parallelism_workers_and_queue_size() {
             .write_stdin(text.clone())
             .output()
             .expect("runs");
-        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(parse_counts(&out.stdout), expected, "{extra:?}");
     }
 }
@@ -107,11 +116,20 @@ fn the_dsl_pipeline_counts_like_the_yaml_at_other_parallelism() {
     let conf = tempfile::tempdir().expect("tempdir");
     let text = messy_text(300_000, 3);
     let out = storm(conf.path())
-        .args(["run", "-q", "-e", "stdin x1 | split x3 | count(word) x5 | stdout x2"])
+        .args([
+            "run",
+            "-q",
+            "-e",
+            "stdin x1 | split x3 | count(word) x5 | stdout x2",
+        ])
         .write_stdin(text.clone())
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
 }
 
@@ -144,7 +162,11 @@ fn the_filter_example_keeps_only_matching_tuples() {
         .write_stdin("ka kaka lo kalo\nmika ka\n")
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(String::from)
@@ -165,8 +187,15 @@ fn stdout_prints_values_joined_by_tabs() {
         ])
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "a\t1\t\t[1,2]\na\t1\t\t[1,2]\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "a\t1\t\t[1,2]\na\t1\t\t[1,2]\n"
+    );
 }
 
 #[test]
@@ -174,25 +203,40 @@ fn duration_stops_an_unbounded_spout_and_drains() {
     let conf = tempfile::tempdir().expect("tempdir");
     let stats = conf.path().join("stats.json");
     let out = storm(conf.path())
-        .args(["run", "-e", "generate | count(word) | stdout", "--duration", "1s"])
+        .args([
+            "run",
+            "-e",
+            "generate | count(word) | stdout",
+            "--duration",
+            "1s",
+        ])
         .arg("--stats")
         .arg(&stats)
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The counts were emitted at the end: the drain ran `finish`.
     let counts = parse_counts(&out.stdout);
     assert!(counts.contains_key("nathan"), "{counts:?}");
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats written")).expect("JSON");
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats written"))
+            .expect("JSON");
     let comps = json["components"].as_array().expect("components");
     let emitted: u64 = comps
         .iter()
         .filter(|c| c["kind"] == "spout")
         .map(|c| c["emitted"].as_u64().unwrap_or(0))
         .sum();
-    assert_eq!(emitted, counts.values().sum::<u64>(), "every emitted tuple was counted");
+    assert_eq!(
+        emitted,
+        counts.values().sum::<u64>(),
+        "every emitted tuple was counted"
+    );
     // The summary table went to stderr.
     assert!(String::from_utf8_lossy(&out.stderr).contains("component"));
 }
@@ -203,7 +247,12 @@ fn sigint_stops_the_spouts_and_drains_gracefully() {
     let bin = assert_cmd::cargo::cargo_bin("storm");
     let child = std::process::Command::new(bin)
         .env("STORM_CONF_DIR", conf.path())
-        .args(["run", "-q", "-e", "generate(rate=20000) | count(word) | stdout"])
+        .args([
+            "run",
+            "-q",
+            "-e",
+            "generate(rate=20000) | count(word) | stdout",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -215,9 +264,17 @@ fn sigint_stops_the_spouts_and_drains_gracefully() {
         .expect("kill runs");
     assert!(status.success());
     let out = child.wait_with_output().expect("ends");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let counts = parse_counts(&out.stdout);
-    assert!(counts.values().sum::<u64>() > 0, "the drained counts were printed");
+    assert!(
+        counts.values().sum::<u64>() > 0,
+        "the drained counts were printed"
+    );
 }
 
 #[test]
@@ -264,7 +321,11 @@ fn ticks_drive_count_with_emit_tick() {
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Two ticks (at 1 s and 2 s) and the final totals: "nathan" is printed three times.
     let text = String::from_utf8_lossy(&out.stdout);
     let nathan = text.lines().filter(|l| l.starts_with("nathan\t")).count();
