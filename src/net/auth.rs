@@ -84,6 +84,18 @@ impl Secret {
     }
 }
 
+/// The loud warning for a service listening beyond loopback without a secret (SPEC §7).
+pub fn warn_if_exposed(what: &str, addr: std::net::SocketAddr, secret: Option<&Secret>) -> bool {
+    let exposed = secret.is_none() && !addr.ip().is_loopback();
+    if exposed {
+        tracing::warn!(
+            "{what} listens on {addr}, beyond loopback, without storm.cluster.secret: any host \
+             that reaches it is trusted; set storm.cluster.secret or STORM_CLUSTER_SECRET"
+        );
+    }
+    exposed
+}
+
 #[cold]
 fn unreachable_key() -> ! {
     // Documented by the hmac crate: HMAC takes keys of any length.
@@ -247,6 +259,15 @@ mod tests {
         let c = client(&mut conn, &Secret::new(client_secret), "worker").map_err(|e| e.to_string());
         drop(conn);
         (srv.join().unwrap(), c)
+    }
+
+    #[test]
+    fn only_a_non_loopback_address_without_a_secret_is_exposed() {
+        let lo: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let any: std::net::SocketAddr = "0.0.0.0:1".parse().unwrap();
+        assert!(!warn_if_exposed("t", lo, None));
+        assert!(warn_if_exposed("t", any, None));
+        assert!(!warn_if_exposed("t", any, Some(&Secret::new("k"))));
     }
 
     #[test]

@@ -69,15 +69,7 @@ pub fn spawn(
     let listener = TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("worker {worker}: cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr()?;
-    if secret.is_none() && !bound.ip().is_loopback() {
-        tracing::warn!(
-            worker,
-            %bound,
-            "listening on a non-loopback address without storm.cluster.secret: \
-             any host that can reach it can inject tuples; set storm.cluster.secret or \
-             STORM_CLUSTER_SECRET"
-        );
-    }
+    auth::warn_if_exposed(&format!("worker {worker}"), bound, secret.as_ref());
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     let stop = Arc::new(AtomicBool::new(false));
@@ -91,6 +83,7 @@ pub fn spawn(
         conns: HashMap::new(),
         next_token: FIRST_CONN,
         stop: stop.clone(),
+        chunk: Vec::new(),
     };
     lp.poll
         .registry()
@@ -129,6 +122,8 @@ struct Loop {
     conns: HashMap<Token, Conn>,
     next_token: usize,
     stop: Arc<AtomicBool>,
+    /// Read buffer, reused across reads.
+    chunk: Vec<u8>,
 }
 
 /// What became of a connection after some work on it.
@@ -275,9 +270,16 @@ impl Loop {
 
     /// Read until `WouldBlock` (mio is edge-triggered), or until the receive channel is full.
     fn read(&mut self, conn: &mut Conn) -> Outcome {
-        let mut chunk = vec![0u8; READ_CHUNK];
+        let mut chunk = std::mem::take(&mut self.chunk);
+        chunk.resize(READ_CHUNK, 0);
+        let outcome = self.read_into(conn, &mut chunk);
+        self.chunk = chunk;
+        outcome
+    }
+
+    fn read_into(&mut self, conn: &mut Conn, chunk: &mut [u8]) -> Outcome {
         while conn.held.is_none() {
-            match conn.stream.read(&mut chunk) {
+            match conn.stream.read(chunk) {
                 Ok(0) => {
                     return if conn.frames.pending() > 0 {
                         Outcome::Close("peer closed in the middle of a frame".into())

@@ -1,6 +1,7 @@
 //! Reassembly of a TCP byte stream into whole frames: bytes arrive in arbitrary pieces, whole
 //! frames leave in buffers (what a worker's receive thread takes), a partial frame waits for the
-//! rest. Every frame is checked with `frame::decode` on the way, so a frame that is too large or
+//! rest. Every frame is checked on the way (`frame::validate`, the checks of `decode` without building
+//! anything), so a frame that is too large or
 //! malformed is caught at the connection (which is then closed), never in the worker.
 //! Pure: no I/O, so it is proptested.
 
@@ -41,8 +42,8 @@ impl Reassembly {
                     return Err(DecodeError::TooLarge(len));
                 }
             }
-            match frame::decode(rest)? {
-                Some((_, used)) => at += used,
+            match frame::validate(rest)? {
+                Some(used) => at += used,
                 None => break,
             }
         }
