@@ -143,6 +143,48 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
     Ok(Some((frame, HEADER_LEN + len)))
 }
 
+/// Check the frame at the front of `buf` without building it: the same answer as `decode`
+/// (`Ok(None)` for more bytes needed, the length used, or the error) but no allocation, so the
+/// network side can refuse bad frames cheaply before the worker decodes them.
+pub fn validate(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
+    if buf.len() < HEADER_LEN {
+        return Ok(None);
+    }
+    let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    if len > MAX_FRAME {
+        return Err(DecodeError::TooLarge(len));
+    }
+    if buf.len() < HEADER_LEN + len {
+        return Ok(None);
+    }
+    let mut r = Reader {
+        buf: &buf[HEADER_LEN..HEADER_LEN + len],
+    };
+    match buf[4] {
+        KIND_TUPLES => {
+            let n = r.count(13)?;
+            for _ in 0..n {
+                r.take(10)?;
+                let na = r.count(16)?;
+                r.take(na * 16)?;
+                let nv = r.count(1)?;
+                for _ in 0..nv {
+                    r.skip_value(0)?;
+                }
+            }
+        }
+        KIND_EOS => {
+            r.u32()?;
+        }
+        k if k >= 16 => return Ok(Some(HEADER_LEN + len)),
+        k => return Err(DecodeError::UnknownKind(k)),
+    }
+    if !r.buf.is_empty() {
+        return Err(DecodeError::Malformed("trailing bytes"));
+    }
+    Ok(Some(HEADER_LEN + len))
+}
+
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_be_bytes());
 }
@@ -226,6 +268,34 @@ impl<'a> Reader<'a> {
         let n = self.u32()? as usize;
         let b = self.take(n)?;
         std::str::from_utf8(b).map_err(|_| DecodeError::Malformed("invalid UTF-8"))
+    }
+    /// Walk over one value as `value` reads it, checking the same things, building nothing.
+    fn skip_value(&mut self, depth: usize) -> Result<(), DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(DecodeError::Malformed("values nested too deep"));
+        }
+        match self.take(1)?[0] {
+            0..=2 => {}
+            3 | 4 => {
+                self.take(8)?;
+            }
+            5 => {
+                self.string()?;
+            }
+            6 => {
+                for _ in 0..self.count(1)? {
+                    self.skip_value(depth + 1)?;
+                }
+            }
+            7 => {
+                for _ in 0..self.count(5)? {
+                    self.string()?;
+                    self.skip_value(depth + 1)?;
+                }
+            }
+            _ => return Err(DecodeError::Malformed("unknown value tag")),
+        }
+        Ok(())
     }
     fn value(&mut self, depth: usize) -> Result<Value, DecodeError> {
         if depth > MAX_DEPTH {
@@ -343,6 +413,22 @@ mod tests {
                 }
             }
             prop_assert_eq!(got, frames);
+        }
+
+        #[test]
+        fn validate_agrees_with_decode(frames in proptest::collection::vec(frame(), 1..3), flip in any::<usize>(), byte in any::<u8>()) {
+            let mut buf = Vec::new();
+            for f in &frames { encode(f, &mut buf); }
+            prop_assert_eq!(validate(&buf), decode(&buf).map(|o| o.map(|(_, used)| used)));
+            // A corrupted byte: both accept or both refuse, alike.
+            let i = flip % buf.len();
+            buf[i] = byte;
+            prop_assert_eq!(validate(&buf), decode(&buf).map(|o| o.map(|(_, used)| used)));
+        }
+
+        #[test]
+        fn validate_agrees_on_garbage(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            prop_assert_eq!(validate(&bytes), decode(&bytes).map(|o| o.map(|(_, used)| used)));
         }
 
         #[test]

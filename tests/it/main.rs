@@ -4,6 +4,7 @@ mod acking;
 mod cli;
 mod config;
 mod multilang;
+mod net;
 mod run;
 mod validate;
 mod zk;
