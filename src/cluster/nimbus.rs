@@ -429,9 +429,11 @@ impl Nimbus {
                     .filter(|np| np.node == supervisor)
                     .map(|np| np.port)
                     .collect();
+                let version = rpc::assignment_version(&a);
                 out.extend(ports.into_iter().map(|port| SlotWork {
                     topology: id.clone(),
                     port,
+                    version,
                 }));
             }
         }

@@ -6,7 +6,6 @@
 use super::layout::{AssignmentInfo, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -47,6 +46,18 @@ pub struct TopologyWork {
 pub struct SlotWork {
     pub topology: String,
     pub port: u16,
+    /// Changes whenever the topology's assignment changes: its workers then restart, since a
+    /// worker's placement and peer addresses are fixed when it starts (Storm's supervisor
+    /// restarts the workers whose assignment changed).
+    pub version: u64,
+}
+
+/// A stable digest of an assignment (FNV-1a over its placement), for [`SlotWork::version`].
+pub fn assignment_version(a: &AssignmentInfo) -> u64 {
+    let text = serde_json::to_string(&(&a.node_host, &a.task_to_node_port)).unwrap_or_default();
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// One line of `storm list`.
@@ -95,7 +106,8 @@ pub enum Request {
     TaskBeats {
         id: String,
         slot: NodePort,
-        beats: BTreeMap<u32, TaskHeartbeat>,
+        /// (task, heartbeat) pairs: a list, since a tagged enum cannot carry integer map keys.
+        beats: Vec<(u32, TaskHeartbeat)>,
     },
     /// A worker whose executors all finished (end of input). -> ()
     Finished { id: String, slot: NodePort },

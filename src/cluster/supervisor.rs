@@ -41,6 +41,7 @@ pub struct WorkerExit {
 
 struct Slot {
     topology: String,
+    version: u64,
     child: Option<Child>,
     /// The worker finished its executors (exit 0): not restarted.
     finished: bool,
@@ -155,14 +156,17 @@ fn heartbeat(
 
 /// Make the running workers match the assignment.
 fn reconcile(opts: &SupervisorOptions, slots: &mut BTreeMap<u16, Slot>, work: &[SlotWork]) {
+    let wanted = |port: u16, slot: &Slot| {
+        work.iter()
+            .any(|w| w.port == port && w.topology == slot.topology && w.version == slot.version)
+    };
     for (port, slot) in slots.iter_mut() {
-        let wanted = work.iter().any(|w| w.port == *port && w.topology == slot.topology);
-        if !wanted {
-            tracing::info!("supervisor: slot {port} no longer runs {}", slot.topology);
+        if !wanted(*port, slot) {
+            tracing::info!("supervisor: slot {port} no longer runs {} as it was", slot.topology);
             kill(slot, *port);
         }
     }
-    slots.retain(|port, slot| work.iter().any(|w| w.port == *port && w.topology == slot.topology));
+    slots.retain(|port, slot| wanted(*port, slot));
     for w in work {
         if !slots.contains_key(&w.port) {
             let child = launch(opts, &w.topology, w.port);
@@ -170,6 +174,7 @@ fn reconcile(opts: &SupervisorOptions, slots: &mut BTreeMap<u16, Slot>, work: &[
                 w.port,
                 Slot {
                     topology: w.topology.clone(),
+                    version: w.version,
                     child,
                     finished: false,
                 },

@@ -10,7 +10,7 @@ use super::rpc::{self, BeatReply, Request, TopologyWork};
 use super::socket_network::SocketNetwork;
 use crate::runtime::{self, Placement, RunReport};
 use crate::topology::plan::Plan;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -137,7 +137,7 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
             continue;
         }
         next_beat = Instant::now() + BEAT_EVERY;
-        let beats: BTreeMap<u32, TaskHeartbeat> = stats
+        let beats: Vec<(u32, TaskHeartbeat)> = stats
             .iter()
             .map(|(task, (_, st))| {
                 let mut m = serde_json::Map::new();
