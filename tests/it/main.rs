@@ -3,5 +3,6 @@
 mod cli;
 mod config;
 mod multilang;
+mod net;
 mod validate;
 mod zk;

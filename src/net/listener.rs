@@ -1,0 +1,357 @@
+//! The receiving side of a worker's TCP transport: one named thread per local worker runs a mio
+//! loop (as Storm's worker receive thread listens on its slot port, seed 000), accepts peer
+//! connections, authenticates them when a cluster secret is set, reads until `WouldBlock`,
+//! reassembles whole frames and hands buffers of them to the worker's receive channel.
+//!
+//! Backpressure crosses the network: when the receive channel is full, the connection's buffer
+//! is held and that connection is not read until it drains, so the kernel buffers fill and the
+//! sending worker blocks. A connection that sends an oversized or undecodable frame, fails the
+//! handshake, or does not finish it in time is closed and logged; the worker carries on.
+
+use super::auth::{self, Secret, ServerHandshake};
+use super::frame::{self, HEADER_LEN};
+use super::reassembly::Reassembly;
+use crossbeam_channel::{Sender, TrySendError};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+const FIRST_CONN: usize = 2;
+/// Connections held at once; further ones are refused (a bound on hostile peers).
+const MAX_CONNECTIONS: usize = 1024;
+/// Bytes read per `read` call.
+const READ_CHUNK: usize = 64 << 10;
+/// Context string proving a connection is a worker link.
+pub const AUTH_CONTEXT: &str = "worker";
+
+/// A running listener: stop it with [`ListenerHandle::shutdown`] (also on drop).
+pub struct ListenerHandle {
+    pub worker: usize,
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ListenerHandle {
+    /// Stop accepting and reading, and join the thread (it never blocks for long).
+    pub fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.waker.wake();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ListenerHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Bind `addr` and serve it on a thread named `worker-{worker}-listen`.
+pub fn spawn(
+    worker: usize,
+    addr: SocketAddr,
+    secret: Option<Secret>,
+    handshake_timeout: Duration,
+    into: Sender<Vec<u8>>,
+) -> anyhow::Result<ListenerHandle> {
+    let listener = TcpListener::bind(addr)
+        .map_err(|e| anyhow::anyhow!("worker {worker}: cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    if secret.is_none() && !bound.ip().is_loopback() {
+        tracing::warn!(
+            worker,
+            %bound,
+            "listening on a non-loopback address without storm.cluster.secret: \
+             any host that can reach it can inject tuples; set storm.cluster.secret or \
+             STORM_CLUSTER_SECRET"
+        );
+    }
+    let poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut lp = Loop {
+        worker,
+        poll,
+        listener,
+        secret,
+        handshake_timeout,
+        into,
+        conns: HashMap::new(),
+        next_token: FIRST_CONN,
+        stop: stop.clone(),
+    };
+    lp.poll
+        .registry()
+        .register(&mut lp.listener, LISTENER, Interest::READABLE)?;
+    let thread = std::thread::Builder::new()
+        .name(format!("worker-{worker}-listen"))
+        .spawn(move || lp.run())?;
+    Ok(ListenerHandle {
+        worker,
+        addr: bound,
+        stop,
+        waker,
+        thread: Some(thread),
+    })
+}
+
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    frames: Reassembly,
+    /// Set while the peer has not yet proven the secret.
+    handshake: Option<(ServerHandshake, Instant)>,
+    /// Bytes to write (handshake frames only).
+    out: Vec<u8>,
+    /// Whole frames the receive channel had no room for: reading waits until they are taken.
+    held: Option<Vec<u8>>,
+}
+
+struct Loop {
+    worker: usize,
+    poll: Poll,
+    listener: TcpListener,
+    secret: Option<Secret>,
+    handshake_timeout: Duration,
+    into: Sender<Vec<u8>>,
+    conns: HashMap<Token, Conn>,
+    next_token: usize,
+    stop: Arc<AtomicBool>,
+}
+
+/// What became of a connection after some work on it.
+enum Outcome {
+    Open,
+    Close(String),
+    /// The worker's receive channel is gone: the worker has ended.
+    WorkerGone,
+}
+
+impl Loop {
+    fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let busy = self
+                .conns
+                .values()
+                .any(|c| c.held.is_some() || c.handshake.is_some());
+            let timeout = busy.then_some(Duration::from_millis(1));
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                tracing::warn!(worker = self.worker, "network poll failed: {e}");
+                return;
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    token => {
+                        if event.is_writable() {
+                            self.step(token, Self::flush);
+                        }
+                        if event.is_readable() || event.is_read_closed() {
+                            self.step(token, Self::read);
+                        }
+                    }
+                }
+            }
+            // Held buffers and handshake deadlines.
+            let tokens: Vec<Token> = self.conns.keys().copied().collect();
+            for token in tokens {
+                self.step(token, Self::retry);
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, peer)) => {
+                    if self.conns.len() >= MAX_CONNECTIONS {
+                        tracing::warn!(worker = self.worker, %peer, "too many connections; refused");
+                        continue;
+                    }
+                    let token = Token(self.next_token);
+                    self.next_token += 1;
+                    let _ = stream.set_nodelay(true);
+                    if let Err(e) = self.poll.registry().register(
+                        &mut stream,
+                        token,
+                        Interest::READABLE | Interest::WRITABLE,
+                    ) {
+                        tracing::warn!(worker = self.worker, %peer, "cannot watch connection: {e}");
+                        continue;
+                    }
+                    let (handshake, limit, out) = match &self.secret {
+                        Some(s) => {
+                            let hs = ServerHandshake::new(s.clone(), AUTH_CONTEXT);
+                            let out = hs.challenge();
+                            (Some((hs, Instant::now())), auth::MAX_HANDSHAKE_FRAME, out)
+                        }
+                        None => (None, HEADER_LEN + frame::MAX_FRAME, Vec::new()),
+                    };
+                    tracing::debug!(worker = self.worker, %peer, "peer connected");
+                    self.conns.insert(
+                        token,
+                        Conn {
+                            stream,
+                            peer,
+                            frames: Reassembly::new(limit),
+                            handshake,
+                            out,
+                            held: None,
+                        },
+                    );
+                    self.step(token, Self::flush);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::warn!(worker = self.worker, "accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Run `f` on a connection and close it if asked.
+    fn step(&mut self, token: Token, f: fn(&mut Loop, &mut Conn) -> Outcome) {
+        let Some(mut conn) = self.conns.remove(&token) else {
+            return;
+        };
+        match f(self, &mut conn) {
+            Outcome::Open => {
+                self.conns.insert(token, conn);
+            }
+            Outcome::Close(why) => {
+                if why.is_empty() {
+                    tracing::debug!(worker = self.worker, peer = %conn.peer, "peer disconnected");
+                } else {
+                    tracing::warn!(worker = self.worker, peer = %conn.peer, "connection closed: {why}");
+                }
+                let _ = self.poll.registry().deregister(&mut conn.stream);
+            }
+            Outcome::WorkerGone => {
+                self.stop.store(true, Ordering::SeqCst);
+                let _ = self.poll.registry().deregister(&mut conn.stream);
+            }
+        }
+    }
+
+    fn flush(&mut self, conn: &mut Conn) -> Outcome {
+        while !conn.out.is_empty() {
+            match conn.stream.write(&conn.out) {
+                Ok(0) => return Outcome::Close("peer stopped reading".into()),
+                Ok(n) => {
+                    conn.out.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Outcome::Close(format!("write failed: {e}")),
+            }
+        }
+        Outcome::Open
+    }
+
+    /// Read until `WouldBlock` (mio is edge-triggered), or until the receive channel is full.
+    fn read(&mut self, conn: &mut Conn) -> Outcome {
+        let mut chunk = vec![0u8; READ_CHUNK];
+        while conn.held.is_none() {
+            match conn.stream.read(&mut chunk) {
+                Ok(0) => {
+                    return if conn.frames.pending() > 0 {
+                        Outcome::Close("peer closed in the middle of a frame".into())
+                    } else {
+                        Outcome::Close(String::new())
+                    };
+                }
+                Ok(n) => match self.take(conn, &chunk[..n]) {
+                    Outcome::Open => {}
+                    other => return other,
+                },
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Outcome::Close(format!("read failed: {e}")),
+            }
+        }
+        Outcome::Open
+    }
+
+    /// Bytes read: drive the handshake, or reassemble frames and hand them on.
+    fn take(&mut self, conn: &mut Conn, bytes: &[u8]) -> Outcome {
+        let mut bytes = bytes;
+        if let Some((hs, _)) = &conn.handshake {
+            conn.frames.extend(bytes);
+            bytes = &[];
+            let reply = match conn.frames.next_frame() {
+                Ok(None) => return Outcome::Open,
+                Ok(Some(f)) => f,
+                Err(e) => return Outcome::Close(format!("handshake refused: {e}")),
+            };
+            match hs.answer(&reply) {
+                Ok(accepted) => {
+                    conn.out.extend_from_slice(&accepted);
+                    conn.handshake = None;
+                    conn.frames.set_limit(HEADER_LEN + frame::MAX_FRAME);
+                    tracing::debug!(worker = self.worker, peer = %conn.peer, "peer authenticated");
+                    if let Outcome::Close(why) = self.flush(conn) {
+                        return Outcome::Close(why);
+                    }
+                }
+                Err(e) => return Outcome::Close(format!("authentication failed: {e}")),
+            }
+        }
+        match conn.frames.push(bytes) {
+            Ok(whole) if whole.is_empty() => Outcome::Open,
+            Ok(whole) => self.hand_on(conn, whole),
+            Err(e) => Outcome::Close(format!("bad frame: {e}")),
+        }
+    }
+
+    fn hand_on(&mut self, conn: &mut Conn, whole: Vec<u8>) -> Outcome {
+        match self.into.try_send(whole) {
+            Ok(()) => Outcome::Open,
+            Err(TrySendError::Full(b)) => {
+                conn.held = Some(b);
+                Outcome::Open
+            }
+            Err(TrySendError::Disconnected(_)) => Outcome::WorkerGone,
+        }
+    }
+
+    /// Retry a held buffer (then carry on reading) and enforce the handshake deadline.
+    fn retry(&mut self, conn: &mut Conn) -> Outcome {
+        if let Some((_, since)) = &conn.handshake {
+            if since.elapsed() > self.handshake_timeout {
+                return Outcome::Close("no authentication in time".into());
+            }
+        }
+        if let Some(b) = conn.held.take() {
+            match self.hand_on(conn, b) {
+                Outcome::Open if conn.held.is_none() => return self.read(conn),
+                other => return other,
+            }
+        }
+        Outcome::Open
+    }
+}

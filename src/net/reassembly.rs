@@ -1,0 +1,153 @@
+//! Reassembly of a TCP byte stream into whole frames: bytes arrive in arbitrary pieces, whole
+//! frames leave in buffers (what a worker's receive thread takes), a partial frame waits for the
+//! rest. Every frame is checked with `frame::decode` on the way, so a frame that is too large or
+//! malformed is caught at the connection (which is then closed), never in the worker.
+//! Pure: no I/O, so it is proptested.
+
+use super::frame::{self, DecodeError};
+
+/// The bytes of one connection not yet handed on.
+#[derive(Debug)]
+pub struct Reassembly {
+    pending: Vec<u8>,
+    /// Largest frame (header included) accepted on this connection.
+    limit: usize,
+}
+
+impl Reassembly {
+    /// `limit` bounds one frame, header included (at most `frame::HEADER_LEN + frame::MAX_FRAME`).
+    pub fn new(limit: usize) -> Reassembly {
+        Reassembly {
+            pending: Vec::new(),
+            limit: limit.min(frame::HEADER_LEN + frame::MAX_FRAME),
+        }
+    }
+
+    /// Bytes held that do not yet make a whole frame.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Append bytes read from the stream; return every whole frame now available, in one buffer
+    /// (empty when there is none). An error means the stream cannot be trusted: close it.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
+        self.pending.extend_from_slice(bytes);
+        let mut at = 0;
+        loop {
+            let rest = &self.pending[at..];
+            if rest.len() >= 4 {
+                let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                if len.saturating_add(frame::HEADER_LEN) > self.limit {
+                    return Err(DecodeError::TooLarge(len));
+                }
+            }
+            match frame::decode(rest)? {
+                Some((_, used)) => at += used,
+                None => break,
+            }
+        }
+        Ok(if at == self.pending.len() {
+            std::mem::take(&mut self.pending)
+        } else {
+            let whole = self.pending[..at].to_vec();
+            self.pending.drain(..at);
+            whole
+        })
+    }
+
+    /// Take the first whole frame only (handshakes: what follows it stays pending).
+    pub fn next_frame(&mut self) -> Result<Option<frame::Frame>, DecodeError> {
+        if self.pending.len() >= 4 {
+            let p = &self.pending;
+            let len = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize;
+            if len.saturating_add(frame::HEADER_LEN) > self.limit {
+                return Err(DecodeError::TooLarge(len));
+            }
+        }
+        match frame::decode(&self.pending)? {
+            Some((f, used)) => {
+                self.pending.drain(..used);
+                Ok(Some(f))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Append bytes without looking at them (see `next_frame`).
+    pub fn extend(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+    }
+
+    /// Change the frame limit (after a handshake, from its small limit to the full one).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit.min(frame::HEADER_LEN + frame::MAX_FRAME);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::frame::{encode, Frame};
+    use proptest::prelude::*;
+
+    fn frames() -> impl Strategy<Value = Vec<Frame>> {
+        let f = prop_oneof![
+            (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
+            (16u8.., proptest::collection::vec(any::<u8>(), 0..40))
+                .prop_map(|(kind, body)| Frame::Control { kind, body }),
+        ];
+        proptest::collection::vec(f, 0..6)
+    }
+
+    proptest! {
+        /// However the stream is cut, the buffers handed on are exactly the frames sent, whole.
+        #[test]
+        fn any_cut_yields_the_same_whole_frames(fs in frames(), cuts in proptest::collection::vec(any::<usize>(), 0..8)) {
+            let mut bytes = Vec::new();
+            for f in &fs { encode(f, &mut bytes); }
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+            points.sort();
+            let mut r = Reassembly::new(1 << 20);
+            let mut out = Vec::new();
+            let mut last = 0;
+            for p in points.into_iter().chain([bytes.len()]) {
+                let whole = r.push(&bytes[last..p]).unwrap();
+                // Each buffer handed on is whole frames only.
+                let mut at = 0;
+                while at < whole.len() {
+                    let (_, used) = frame::decode(&whole[at..]).unwrap().unwrap();
+                    at += used;
+                }
+                out.extend_from_slice(&whole);
+                last = p;
+            }
+            prop_assert_eq!(out, bytes);
+            prop_assert_eq!(r.pending(), 0);
+        }
+
+        /// Garbage never panics and never leaves more pending than the limit allows.
+        #[test]
+        fn garbage_is_bounded(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8)) {
+            let mut r = Reassembly::new(128);
+            for c in chunks {
+                if r.push(&c).is_err() { break; }
+                prop_assert!(r.pending() < 128 + 64);
+            }
+        }
+    }
+
+    #[test]
+    fn an_oversized_header_is_refused_before_its_body_arrives() {
+        let mut r = Reassembly::new(1024);
+        let got = r.push(&[0, 0, 8, 0, 1]);
+        assert_eq!(got, Err(DecodeError::TooLarge(2048)));
+    }
+
+    #[test]
+    fn an_undecodable_frame_is_an_error() {
+        let mut r = Reassembly::new(1024);
+        // Kind 3 is neither tuples, end of input nor control.
+        let got = r.push(&[0, 0, 0, 0, 3, 0, 0, 0, 0]);
+        assert_eq!(got, Err(DecodeError::UnknownKind(3)));
+    }
+}

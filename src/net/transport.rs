@@ -1,0 +1,120 @@
+//! `TcpNetwork`: the runtime's `Network` over TCP, for workers in other processes or on other
+//! hosts (SPEC §7; Storm's Netty messaging layer). Each local worker listens on its own address
+//! (a mio receive loop, `listener`); each (local worker, remote worker) pair gets a lazily
+//! connected `TcpLink` (`outbound`). With a cluster secret every connection is authenticated.
+//!
+//! Dropping the network stops its listeners (and so lets the workers' receive threads end).
+
+use super::auth::Secret;
+use super::link::Link;
+use super::listener::{self, ListenerHandle};
+use super::outbound::{LinkOptions, TcpLink};
+use crate::runtime::Network;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+/// Workers reached over TCP.
+pub struct TcpNetwork {
+    addrs: BTreeMap<usize, SocketAddr>,
+    local: BTreeSet<usize>,
+    secret: Option<Secret>,
+    options: LinkOptions,
+    listeners: Mutex<Vec<ListenerHandle>>,
+}
+
+impl TcpNetwork {
+    /// `addrs` holds the address of every worker of the topology; `local` those run here.
+    pub fn new(
+        addrs: BTreeMap<usize, SocketAddr>,
+        local: impl IntoIterator<Item = usize>,
+        secret: Option<Secret>,
+    ) -> TcpNetwork {
+        TcpNetwork {
+            addrs,
+            local: local.into_iter().collect(),
+            secret,
+            options: LinkOptions::default(),
+            listeners: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Override link tunables (tests shorten the linger time).
+    pub fn with_options(mut self, options: LinkOptions) -> TcpNetwork {
+        self.options = options;
+        self
+    }
+
+    /// Addresses actually bound by `listen` so far (a port 0 in `addrs` becomes a real port).
+    pub fn bound(&self) -> Vec<(usize, SocketAddr)> {
+        match self.listeners.lock() {
+            Ok(l) => l.iter().map(|h| (h.worker, h.addr)).collect::<Vec<_>>(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Stop every listener and join its thread (also done on drop).
+    pub fn shutdown(&self) {
+        let taken = match self.listeners.lock() {
+            Ok(mut l) => std::mem::take(&mut *l),
+            Err(p) => std::mem::take(&mut *p.into_inner()),
+        };
+        for mut h in taken {
+            h.shutdown();
+        }
+    }
+
+    fn addr_of(&self, worker: usize) -> anyhow::Result<SocketAddr> {
+        self.addrs
+            .get(&worker)
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("no network address for worker {worker}"))
+    }
+}
+
+impl Drop for TcpNetwork {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Network for TcpNetwork {
+    fn listen(
+        &self,
+        worker: usize,
+        into: crossbeam_channel::Sender<Vec<u8>>,
+    ) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.local.contains(&worker),
+            "worker {worker} does not run in this process"
+        );
+        let addr = self.addr_of(worker)?;
+        let handle = listener::spawn(
+            worker,
+            addr,
+            self.secret.clone(),
+            self.options.handshake_timeout,
+            into,
+        )?;
+        match self.listeners.lock() {
+            Ok(mut l) => l.push(handle),
+            Err(p) => p.into_inner().push(handle),
+        }
+        Ok(())
+    }
+
+    fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>> {
+        anyhow::ensure!(
+            !self.local.contains(&to),
+            "worker {to} runs in this process; it needs no TCP link"
+        );
+        let addr = self.addr_of(to)?;
+        Ok(Box::new(TcpLink::open(
+            from,
+            to,
+            addr,
+            self.secret.clone(),
+            self.options.clone(),
+        )?))
+    }
+}
