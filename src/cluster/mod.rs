@@ -2,7 +2,7 @@
 //! `dump`), Storm's layout of it (`layout`), Nimbus's scheduler (`scheduler`) and its
 //! reading and writing of the state (`nimbus_state`), and the simulated cluster behind
 //! `storm zk dump` (`simulation`). The daemons: `nimbus` (serving `rpc`), `supervisor`, and
-//! `worker` processes talking over `socket_network`.
+//! `worker` processes (tuples between workers over `net::transport`).
 
 pub mod dump;
 pub mod layout;
@@ -12,7 +12,6 @@ pub mod rpc;
 pub mod scheduler;
 pub mod simulation;
 pub mod snapshot;
-pub mod socket_network;
 pub mod store;
 pub mod supervisor;
 pub mod tree;

@@ -11,6 +11,7 @@ use super::scheduler::{executors_of, Dead, ScheduleError};
 use super::store::{CoordinationStore, StoreError};
 use super::tree::{SharedTree, Tree};
 use crate::config::Config;
+use crate::net::auth::Secret;
 use crate::topology::model::{ComponentType, Topology};
 use crate::topology::plan::Plan;
 use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
@@ -43,6 +44,8 @@ pub struct Nimbus {
     /// Slots whose worker finished its executors (end of input), per topology.
     finished: Mutex<BTreeMap<String, BTreeSet<NodePort>>>,
     dirty: AtomicBool,
+    /// `storm.cluster.secret`: clients must prove it.
+    secret: Option<Secret>,
     /// Set to end the accept loop and the monitor.
     pub stop: Arc<AtomicBool>,
 }
@@ -88,6 +91,7 @@ impl Nimbus {
         };
         let mut state = ClusterState::new(tree.clone(), &config.zookeeper_root())?;
         state.local_dir = data.display().to_string();
+        let secret = Secret::from_config(&config);
         let nimbus = Arc::new(Nimbus {
             tree,
             state: Mutex::new(state),
@@ -96,6 +100,7 @@ impl Nimbus {
             known: Mutex::new(HashMap::new()),
             finished: Mutex::new(BTreeMap::new()),
             dirty: AtomicBool::new(true),
+            secret,
             stop: Arc::new(AtomicBool::new(false)),
         });
         nimbus.save()?;
@@ -132,7 +137,11 @@ impl Nimbus {
                             let me = me.clone();
                             let spawned = std::thread::Builder::new()
                                 .name("nimbus-conn".into())
-                                .spawn(move || rpc::serve_connection(stream, |r| me.handle(r)));
+                                .spawn(move || {
+                                    rpc::serve_connection(stream, me.secret.as_ref(), |r| {
+                                        me.handle(r)
+                                    })
+                                });
                             if let Err(e) = spawned {
                                 tracing::warn!("nimbus: cannot start a connection thread: {e}");
                             }

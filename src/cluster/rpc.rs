@@ -1,14 +1,38 @@
 //! Nimbus's client/server protocol (the part of Storm's Thrift `Nimbus` service and ZooKeeper
 //! traffic we need): one request and one response per TCP connection, each a length-prefixed
 //! JSON document (a 4-byte big-endian length, then the JSON). Every daemon and command talks to
-//! nimbus through [`call`]; nimbus answers with [`serve_connection`].
+//! nimbus through [`call`]; nimbus answers with [`serve_connection`]. With a cluster secret, both
+//! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
 use super::layout::{AssignmentInfo, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
+use crate::net::auth::{self, Secret};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::RwLock;
 use std::time::Duration;
+
+/// The handshake context of nimbus connections (workers' links use another).
+pub const AUTH_CONTEXT: &str = "nimbus";
+
+/// The secret this process proves when it calls nimbus (set once from its configuration).
+static CLIENT_SECRET: RwLock<Option<Secret>> = RwLock::new(None);
+
+/// Prove `secret` on every later [`call`] from this process.
+pub fn use_secret(secret: Option<Secret>) {
+    match CLIENT_SECRET.write() {
+        Ok(mut s) => *s = secret,
+        Err(p) => *p.into_inner() = secret,
+    }
+}
+
+fn client_secret() -> Option<Secret> {
+    match CLIENT_SECRET.read() {
+        Ok(s) => s.clone(),
+        Err(p) => p.into_inner().clone(),
+    }
+}
 
 /// Requests and responses larger than this are refused (a topology file is a few kilobytes).
 pub const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
@@ -161,6 +185,10 @@ pub fn call<T: DeserializeOwned>(addr: &str, request: &Request) -> anyhow::Resul
         .map_err(|e| anyhow::anyhow!("cannot reach nimbus at {addr}: {e}"))?;
     stream.set_read_timeout(Some(CALL_TIMEOUT))?;
     stream.set_write_timeout(Some(CALL_TIMEOUT))?;
+    if let Some(secret) = client_secret() {
+        auth::client(&mut stream, &secret, AUTH_CONTEXT)
+            .map_err(|e| anyhow::anyhow!("nimbus at {addr} refused us or is not ours: {e}"))?;
+    }
     write_message(&mut stream, request)
         .map_err(|e| anyhow::anyhow!("sending to nimbus at {addr}: {e}"))?;
     let response: Response = read_message(&mut stream)
@@ -176,10 +204,17 @@ pub fn call<T: DeserializeOwned>(addr: &str, request: &Request) -> anyhow::Resul
 /// that sends garbage only loses its connection.
 pub fn serve_connection(
     mut stream: TcpStream,
+    secret: Option<&Secret>,
     handle: impl FnOnce(Request) -> Result<serde_json::Value, String>,
 ) {
     let _ = stream.set_read_timeout(Some(CALL_TIMEOUT));
     let _ = stream.set_write_timeout(Some(CALL_TIMEOUT));
+    if let Some(secret) = secret {
+        if let Err(e) = auth::server(&mut stream, secret, AUTH_CONTEXT) {
+            tracing::warn!("nimbus: refused a connection: {e}");
+            return;
+        }
+    }
     let response = match read_message::<Request>(&mut stream) {
         Ok(req) => match handle(req) {
             Ok(v) => Response::Ok(v),

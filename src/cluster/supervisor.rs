@@ -29,6 +29,8 @@ pub struct SupervisorOptions {
     pub exe: PathBuf,
     /// Session timeout: nimbus forgets the supervisor this long after its last heartbeat.
     pub session_timeout: Duration,
+    /// Extra environment of worker processes (the cluster secret given with `-c`).
+    pub env: Vec<(String, String)>,
 }
 
 /// A worker process that ended on its own.
@@ -188,6 +190,7 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
     let spawned = Command::new(&opts.exe)
         .args(["worker", "--nimbus", &opts.nimbus, "--topology", topology])
         .args(["--slot", &slot])
+        .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
         .spawn();
     match spawned {
@@ -224,6 +227,7 @@ pub fn options(nimbus: &str, host: &str, ports: Vec<u16>) -> anyhow::Result<Supe
         ports,
         exe: std::env::current_exe()?,
         session_timeout: Duration::from_secs(10),
+        env: Vec::new(),
     })
 }
 

@@ -7,7 +7,8 @@
 use super::layout::{AssignmentInfo, NodePort, TaskHeartbeat, TopologyStatus};
 use super::nimbus::{load_submission, now_secs};
 use super::rpc::{self, BeatReply, Request, TopologyWork};
-use super::socket_network::SocketNetwork;
+use crate::net::auth::Secret;
+use crate::net::transport::TcpNetwork;
 use crate::runtime::{self, Placement, RunReport};
 use crate::topology::plan::Plan;
 use std::collections::BTreeSet;
@@ -108,7 +109,8 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
         return Ok(WorkerEnd::Unassigned);
     };
     let my_slot = slots[me].clone();
-    let net = SocketNetwork { addresses };
+    let secret = Secret::from_config(&topology.config);
+    let net = TcpNetwork::new(addresses.into_iter().enumerate().collect(), [me], secret);
     let running = runtime::start(Arc::new(topology), &placement, &[me], &net)?;
     tracing::info!(
         "worker {slot}: running {} task(s) of {id}",

@@ -8,6 +8,7 @@ use crate::cluster::nimbus::Nimbus;
 use crate::cluster::rpc::{self, Request, Submission, TopologySummary};
 use crate::cluster::{supervisor, worker};
 use crate::config::{layers, Config};
+use crate::net::auth::Secret;
 use crate::topology::LoadOptions;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -23,6 +24,13 @@ fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
         }
         Status::Failure
     })
+}
+
+/// Make this process prove the cluster secret (`storm.cluster.secret` from `storm.yaml` and
+/// `-c`, or `STORM_CLUSTER_SECRET`) when it calls nimbus.
+pub fn use_cluster_secret(overrides: &[String]) {
+    let config = layers::cluster_config(overrides).unwrap_or_else(|_| layers::defaults());
+    rpc::use_secret(Secret::from_config(&config));
 }
 
 /// SIGINT/SIGTERM set the returned flag (the daemons then stop cleanly).
@@ -67,6 +75,16 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
     Ok(Status::Success)
 }
 
+/// A secret given with `-c` reaches worker processes through their environment.
+pub fn secret_env(config: &Config) -> Vec<(String, String)> {
+    config
+        .get("storm.cluster.secret")
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+        .map(|s| vec![("STORM_CLUSTER_SECRET".to_string(), s.to_string())])
+        .unwrap_or_default()
+}
+
 pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
     let config = match daemon_config(&a.config) {
         Ok(c) => c,
@@ -81,8 +99,10 @@ pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
         eprintln!("error: the supervisor has no worker slots (--slots PORT,...)");
         return Ok(Status::Usage);
     }
+    rpc::use_secret(Secret::from_config(&config));
     let stop = stop_flag()?;
-    let opts = supervisor::options(&a.nimbus, &a.host, ports)?;
+    let mut opts = supervisor::options(&a.nimbus, &a.host, ports)?;
+    opts.env = secret_env(&config);
     eprintln!("supervisor {}: started", opts.id);
     supervisor::run(&opts, &stop, None)?;
     Ok(Status::Success)
@@ -126,6 +146,7 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
+    use_cluster_secret(&a.config.overrides);
     let sub = submission(&a.source, &a.config.overrides, None)?;
     let id: String = rpc::call(&a.nimbus, &Request::Submit(sub))?;
     eprintln!("submitted {} as {id}", loaded.topology.name);
@@ -168,6 +189,7 @@ pub fn render_list(rows: &[TopologySummary]) -> String {
 }
 
 pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
+    use_cluster_secret(&[]);
     let rows: Vec<TopologySummary> = rpc::call(&a.nimbus, &Request::List)?;
     if rows.is_empty() {
         eprintln!("no topologies");
@@ -182,12 +204,14 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
         name: a.name.clone(),
         wait_secs: a.wait,
     };
+    use_cluster_secret(&[]);
     let id: String = rpc::call(&a.nimbus, &request)?;
     eprintln!("killed {} ({id}): deactivated; removed after the wait", a.name);
     Ok(Status::Success)
 }
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
+    use_cluster_secret(&[]);
     let stop = stop_flag()?;
     match worker::run(&a.nimbus, &a.topology, &a.slot, stop)? {
         worker::WorkerEnd::Finished(_) | worker::WorkerEnd::Unassigned => Ok(Status::Success),

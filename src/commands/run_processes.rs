@@ -10,6 +10,7 @@ use crate::cluster::layout::SupervisorInfo;
 use crate::cluster::nimbus::{now_secs, Nimbus};
 use crate::cluster::rpc::Request;
 use crate::cluster::{supervisor, worker, CoordinationStore};
+use crate::net::auth::Secret;
 use crate::runtime::metrics::render_table;
 use crate::topology::model::ComponentType;
 use crate::topology::LoadOptions;
@@ -91,6 +92,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         supervisor_stop: Arc::new(AtomicBool::new(false)),
         supervisor: None,
     };
+    crate::cluster::rpc::use_secret(Secret::from_config(&topology.config));
     let nimbus = Nimbus::open(&dir, topology.config.clone())?;
     cleanup.nimbus = Some(nimbus.clone());
     let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -124,6 +126,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     }
     let mut sup = supervisor::options(&addr, "127.0.0.1", ports[..workers].to_vec())?;
     sup.id = "processes".into();
+    sup.env = super::cluster::secret_env(&topology.config);
     let (exit_tx, exits) = crossbeam_channel::unbounded();
     cleanup.supervisor = Some(supervisor::spawn(
         sup,
