@@ -291,9 +291,10 @@ impl Nimbus {
         let plan = Plan::new(&topology);
         let mut state = self.state();
         for other in state.topology_ids()? {
-            if state.storm_base(&other)?.is_some_and(|b| {
-                b.name == topology.name && b.status != TopologyStatus::Killed
-            }) {
+            if state
+                .storm_base(&other)?
+                .is_some_and(|b| b.name == topology.name && b.status != TopologyStatus::Killed)
+            {
                 anyhow::bail!(
                     "a topology named `{}` is already running ({other}); kill it first",
                     topology.name
@@ -557,9 +558,10 @@ fn home_assign(
     let mut next = 0usize;
     for exec in executors_of(&known.plan) {
         let component = known.plan.component_of_task(exec.first);
-        let pinned = known.topology.component(component).is_some_and(|c| {
-            matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout)
-        });
+        let pinned = known
+            .topology
+            .component(component)
+            .is_some_and(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
         let slot = match (&home_slot, pinned, others.is_empty()) {
             (Some(h), true, _) | (Some(h), false, true) => h.clone(),
             (_, _, false) => {
@@ -576,8 +578,9 @@ fn home_assign(
             info.task_to_start_time.insert(task, now);
         }
     }
-    state
-        .store()
-        .put(&state.layout().assignment(id), &serde_json::to_vec(&info).unwrap_or_default())?;
+    state.store().put(
+        &state.layout().assignment(id),
+        &serde_json::to_vec(&info).unwrap_or_default(),
+    )?;
     Ok(true)
 }

@@ -5,10 +5,10 @@
 //! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
 use super::layout::{AssignmentInfo, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus};
+use crate::net::auth::{self, Secret};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use crate::net::auth::{self, Secret};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::RwLock;
 use std::time::Duration;
@@ -111,7 +111,10 @@ pub enum Request {
     /// -> `Vec<TopologySummary>`
     List,
     /// -> topology id
-    Kill { name: String, wait_secs: Option<u64> },
+    Kill {
+        name: String,
+        wait_secs: Option<u64>,
+    },
     /// -> the tree as text (or pretty JSON)
     Dump { json: bool },
     /// -> session id
@@ -136,7 +139,11 @@ pub enum Request {
     /// A worker whose executors all finished (end of input). -> ()
     Finished { id: String, slot: NodePort },
     /// -> ()
-    ReportError { id: String, task: u32, error: String },
+    ReportError {
+        id: String,
+        task: u32,
+        error: String,
+    },
 }
 
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.
@@ -234,10 +241,13 @@ mod tests {
     #[test]
     fn messages_round_trip_and_oversized_lengths_are_refused() {
         let mut buf = Vec::new();
-        write_message(&mut buf, &Request::Kill {
-            name: "wc".into(),
-            wait_secs: Some(0),
-        })
+        write_message(
+            &mut buf,
+            &Request::Kill {
+                name: "wc".into(),
+                wait_secs: Some(0),
+            },
+        )
         .unwrap();
         let back: Request = read_message(&mut buf.as_slice()).unwrap();
         assert!(matches!(back, Request::Kill { name, wait_secs: Some(0) } if name == "wc"));

@@ -164,23 +164,22 @@ fn reconcile(opts: &SupervisorOptions, slots: &mut BTreeMap<u16, Slot>, work: &[
     };
     for (port, slot) in slots.iter_mut() {
         if !wanted(*port, slot) {
-            tracing::info!("supervisor: slot {port} no longer runs {} as it was", slot.topology);
+            tracing::info!(
+                "supervisor: slot {port} no longer runs {} as it was",
+                slot.topology
+            );
             kill(slot, *port);
         }
     }
     slots.retain(|port, slot| wanted(*port, slot));
     for w in work {
-        if !slots.contains_key(&w.port) {
-            let child = launch(opts, &w.topology, w.port);
-            slots.insert(
-                w.port,
-                Slot {
-                    topology: w.topology.clone(),
-                    version: w.version,
-                    child,
-                    finished: false,
-                },
-            );
+        if let std::collections::btree_map::Entry::Vacant(e) = slots.entry(w.port) {
+            e.insert(Slot {
+                topology: w.topology.clone(),
+                version: w.version,
+                child: launch(opts, &w.topology, w.port),
+                finished: false,
+            });
         }
     }
 }
@@ -195,7 +194,10 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
         .spawn();
     match spawned {
         Ok(c) => {
-            tracing::info!("supervisor: launched worker {slot} of {topology} (pid {})", c.id());
+            tracing::info!(
+                "supervisor: launched worker {slot} of {topology} (pid {})",
+                c.id()
+            );
             Some(c)
         }
         Err(e) => {

@@ -97,10 +97,9 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
     let (placement, slots) = placement_of(&plan, &assignment)?;
     let mut addresses = Vec::new();
     for s in &slots {
-        let host = assignment
-            .node_host
-            .get(&s.node)
-            .ok_or_else(|| anyhow::anyhow!("supervisor {} has no host in the assignment", s.node))?;
+        let host = assignment.node_host.get(&s.node).ok_or_else(|| {
+            anyhow::anyhow!("supervisor {} has no host in the assignment", s.node)
+        })?;
         addresses.push(resolve(&format!("{host}:{}", s.port))?);
     }
     let me_addr = resolve(slot)?;

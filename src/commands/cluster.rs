@@ -2,8 +2,8 @@
 //! internal `worker` a supervisor starts. Orchestration only; the daemons live in `cluster/`.
 
 use super::{load_topology, Status};
-use crate::cli::{KillArgs, NimbusAddrArgs, NimbusArgs, SubmitArgs, SupervisorArgs, WorkerArgs};
 use crate::cli::{ConfigOverrides, TopologySource};
+use crate::cli::{KillArgs, NimbusAddrArgs, NimbusArgs, SubmitArgs, SupervisorArgs, WorkerArgs};
 use crate::cluster::nimbus::Nimbus;
 use crate::cluster::rpc::{self, Request, Submission, TopologySummary};
 use crate::cluster::{supervisor, worker};
@@ -206,7 +206,10 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
     };
     use_cluster_secret(&[]);
     let id: String = rpc::call(&a.nimbus, &request)?;
-    eprintln!("killed {} ({id}): deactivated; removed after the wait", a.name);
+    eprintln!(
+        "killed {} ({id}): deactivated; removed after the wait",
+        a.name
+    );
     Ok(Status::Success)
 }
 
