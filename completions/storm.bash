@@ -410,13 +410,17 @@ _storm() {
             return 0
             ;;
         storm__subcmd__kill)
-            opts="-h -V --nimbus --help --version"
+            opts="-h -V --nimbus --wait --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

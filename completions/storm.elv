@@ -164,6 +164,7 @@ set edit:completion:arg-completer[storm] = {|@words|
         }
         &'storm;kill'= {
             cand --nimbus 'Nimbus address'
+            cand --wait 'Seconds to wait between deactivating and removing (default: the topology''s topology.message.timeout.secs)'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

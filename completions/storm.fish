@@ -108,6 +108,7 @@ complete -c storm -n "__fish_storm_using_subcommand list" -l nimbus -d 'Nimbus a
 complete -c storm -n "__fish_storm_using_subcommand list" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand list" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand kill" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand kill" -l wait -d 'Seconds to wait between deactivating and removing (default: the topology\'s topology.message.timeout.secs)' -r
 complete -c storm -n "__fish_storm_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand kill" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand worker" -l nimbus -d 'Nimbus address' -r

@@ -279,6 +279,10 @@ pub struct KillArgs {
     /// Nimbus address
     #[arg(long, value_name = "ADDR")]
     pub nimbus: String,
+    /// Seconds to wait between deactivating and removing (default: the topology's
+    /// topology.message.timeout.secs)
+    #[arg(long, value_name = "SECS")]
+    pub wait: Option<u64>,
 }
 
 #[derive(Debug, Args)]

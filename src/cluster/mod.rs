@@ -1,16 +1,21 @@
 //! The cluster's coordination state: a ZooKeeper-shaped tree (`store`, `tree`, `snapshot`,
 //! `dump`), Storm's layout of it (`layout`), Nimbus's scheduler (`scheduler`) and its
 //! reading and writing of the state (`nimbus_state`), and the simulated cluster behind
-//! `storm zk dump` (`simulation`).
+//! `storm zk dump` (`simulation`). The daemons: `nimbus` (serving `rpc`), `supervisor`, and
+//! `worker` processes (tuples between workers over `net::transport`).
 
 pub mod dump;
 pub mod layout;
+pub mod nimbus;
 pub mod nimbus_state;
+pub mod rpc;
 pub mod scheduler;
 pub mod simulation;
 pub mod snapshot;
 pub mod store;
+pub mod supervisor;
 pub mod tree;
+pub mod worker;
 
 pub use nimbus_state::{ClusterError, ClusterState};
 pub use store::{CoordinationStore, CreateMode, SessionId, StoreError};

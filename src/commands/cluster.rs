@@ -1,28 +1,242 @@
-//! The cluster commands (`nimbus`, `supervisor`, `submit`, `list`, `kill`, and the internal
-//! `worker`). Distributed execution is not built yet: each says so and exits 1.
+//! The cluster commands (SPEC §7): `nimbus`, `supervisor`, `submit`, `list`, `kill`, and the
+//! internal `worker` a supervisor starts. Orchestration only; the daemons live in `cluster/`.
 
-use super::Status;
+use super::{load_topology, Status};
+use crate::cli::{ConfigOverrides, TopologySource};
 use crate::cli::{KillArgs, NimbusAddrArgs, NimbusArgs, SubmitArgs, SupervisorArgs, WorkerArgs};
+use crate::cluster::nimbus::Nimbus;
+use crate::cluster::rpc::{self, Request, Submission, TopologySummary};
+use crate::cluster::{supervisor, worker};
+use crate::config::{layers, Config};
+use crate::net::auth::Secret;
+use crate::topology::LoadOptions;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-fn not_yet(what: &str) -> anyhow::Result<Status> {
-    anyhow::bail!("`storm {what}` (distributed execution) is not implemented yet; use `storm run FILE` for local mode")
+/// The daemons' configuration (defaults, `storm.yaml`, `-c`), or the reasons it is wrong.
+fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
+    layers::cluster_config(&c.overrides).map_err(|errors| {
+        for e in errors {
+            crate::stderr_println!("error: {e}");
+        }
+        Status::Failure
+    })
 }
 
-pub fn nimbus(_a: NimbusArgs) -> anyhow::Result<Status> {
-    not_yet("nimbus")
+/// Make this process prove the cluster secret (`storm.cluster.secret` from `storm.yaml` and
+/// `-c`, or `STORM_CLUSTER_SECRET`) when it calls nimbus.
+pub fn use_cluster_secret(overrides: &[String]) {
+    let config = layers::cluster_config(overrides).unwrap_or_else(|_| layers::defaults());
+    rpc::use_secret(Secret::from_config(&config));
 }
-pub fn supervisor(_a: SupervisorArgs) -> anyhow::Result<Status> {
-    not_yet("supervisor")
+
+/// SIGINT/SIGTERM set the returned flag (the daemons then stop cleanly).
+fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
 }
-pub fn submit(_a: SubmitArgs) -> anyhow::Result<Status> {
-    not_yet("submit")
+
+pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
+    let config = match daemon_config(&a.config) {
+        Ok(c) => c,
+        Err(s) => return Ok(s),
+    };
+    let data = a.data.unwrap_or_else(|| {
+        let local = config
+            .get("storm.local.dir")
+            .and_then(|v| v.as_str())
+            .unwrap_or("storm-local");
+        PathBuf::from(local).join("nimbus")
+    });
+    let stop = stop_flag()?;
+    let listener = TcpListener::bind(&a.listen)
+        .map_err(|e| anyhow::anyhow!("nimbus cannot listen on {}: {e}", a.listen))?;
+    let nimbus = Nimbus::open(&data, config)?;
+    crate::stderr_println!(
+        "nimbus: listening on {} (data in {})",
+        listener.local_addr()?,
+        data.display()
+    );
+    let threads = nimbus.serve(listener)?;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nimbus.stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        let _ = t.join();
+    }
+    crate::stderr_println!("nimbus: stopped; the tree is saved in {}", data.display());
+    Ok(Status::Success)
 }
-pub fn list(_a: NimbusAddrArgs) -> anyhow::Result<Status> {
-    not_yet("list")
+
+/// A secret given with `-c` reaches worker processes through their environment.
+pub fn secret_env(config: &Config) -> Vec<(String, String)> {
+    config
+        .get("storm.cluster.secret")
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+        .map(|s| vec![("STORM_CLUSTER_SECRET".to_string(), s.to_string())])
+        .unwrap_or_default()
 }
-pub fn kill(_a: KillArgs) -> anyhow::Result<Status> {
-    not_yet("kill")
+
+pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
+    let config = match daemon_config(&a.config) {
+        Ok(c) => c,
+        Err(s) => return Ok(s),
+    };
+    let ports = if a.slots.is_empty() {
+        config.slots_ports()
+    } else {
+        a.slots
+    };
+    if ports.is_empty() {
+        crate::stderr_println!("error: the supervisor has no worker slots (--slots PORT,...)");
+        return Ok(Status::Usage);
+    }
+    rpc::use_secret(Secret::from_config(&config));
+    let stop = stop_flag()?;
+    let mut opts = supervisor::options(&a.nimbus, &a.host, ports)?;
+    opts.env = secret_env(&config);
+    crate::stderr_println!("supervisor {}: started", opts.id);
+    supervisor::run(&opts, &stop, None)?;
+    Ok(Status::Success)
 }
-pub fn worker(_a: WorkerArgs) -> anyhow::Result<Status> {
-    not_yet("worker")
+
+/// What `storm submit` and `storm run --processes` send: the file's text as written, its
+/// absolute path (for relative commands and files), and the `-c` overrides.
+pub fn submission(
+    source: &TopologySource,
+    overrides: &[String],
+    home: Option<String>,
+) -> anyhow::Result<Submission> {
+    let (path, text) = match (&source.expr, &source.file) {
+        (Some(text), _) => ("<-e>".to_string(), text.clone()),
+        (None, Some(file)) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", file.display()))?;
+            let abs = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
+            (abs.display().to_string(), text)
+        }
+        (None, None) => anyhow::bail!("no topology given (a FILE or -e TEXT)"),
+    };
+    if source.filter.is_some() {
+        anyhow::bail!("--filter is not supported when submitting to a cluster yet");
+    }
+    Ok(Submission {
+        path,
+        text,
+        overrides: overrides.to_vec(),
+        home,
+    })
+}
+
+pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
+    let opts = LoadOptions {
+        overrides: a.config.overrides.clone(),
+        filter: a.source.filter.clone(),
+    };
+    // Check here first, so mistakes are shown against the local file.
+    let loaded = match load_topology(a.source.file.as_deref(), a.source.expr.as_deref(), &opts) {
+        Ok(l) => l,
+        Err(status) => return Ok(status),
+    };
+    use_cluster_secret(&a.config.overrides);
+    let sub = submission(&a.source, &a.config.overrides, None)?;
+    let id: String = rpc::call(&a.nimbus, &Request::Submit(sub))?;
+    crate::stderr_println!("submitted {} as {id}", loaded.topology.name);
+    println!("{id}");
+    Ok(Status::Success)
+}
+
+/// `storm list` as a table: name, id, status, workers, uptime.
+pub fn render_list(rows: &[TopologySummary]) -> String {
+    let mut table = vec![[
+        "NAME".to_string(),
+        "ID".to_string(),
+        "STATUS".to_string(),
+        "WORKERS".to_string(),
+        "UPTIME".to_string(),
+    ]];
+    for r in rows {
+        table.push([
+            r.name.clone(),
+            r.id.clone(),
+            r.status.clone(),
+            r.workers.to_string(),
+            humantime::format_duration(Duration::from_secs(r.uptime_secs)).to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| table.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &table {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
+    use_cluster_secret(&[]);
+    let rows: Vec<TopologySummary> = rpc::call(&a.nimbus, &Request::List)?;
+    if rows.is_empty() {
+        crate::stderr_println!("no topologies");
+        return Ok(Status::Success);
+    }
+    print!("{}", render_list(&rows));
+    Ok(Status::Success)
+}
+
+pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
+    let request = Request::Kill {
+        name: a.name.clone(),
+        wait_secs: a.wait,
+    };
+    use_cluster_secret(&[]);
+    let id: String = rpc::call(&a.nimbus, &request)?;
+    crate::stderr_println!(
+        "killed {} ({id}): deactivated; removed after the wait",
+        a.name
+    );
+    Ok(Status::Success)
+}
+
+pub fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
+    use_cluster_secret(&[]);
+    let stop = stop_flag()?;
+    match worker::run(&a.nimbus, &a.topology, &a.slot, stop)? {
+        worker::WorkerEnd::Finished(_) | worker::WorkerEnd::Unassigned => Ok(Status::Success),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_is_an_aligned_table() {
+        let rows = vec![TopologySummary {
+            name: "wordcount".into(),
+            id: "wordcount-1-100".into(),
+            status: "active".into(),
+            workers: 2,
+            uptime_secs: 61,
+        }];
+        insta::assert_snapshot!(render_list(&rows), @r"
+        NAME       ID               STATUS  WORKERS  UPTIME
+        wordcount  wordcount-1-100  active  2        1m 1s
+        ");
+    }
 }

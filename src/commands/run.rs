@@ -11,11 +11,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
-    if args.processes || args.nimbus.is_some() {
+    if args.nimbus.is_some() {
         anyhow::bail!(
-            "distributed execution (--processes, --nimbus) is not implemented yet; \
-             drop the flag to run in local mode (topology.workers workers in this process)"
+            "attached runs (--nimbus) are not implemented yet; use `storm submit` for a \
+             cluster or --processes for worker processes on this machine"
         );
+    }
+    if args.processes {
+        return super::run_processes::run(args);
     }
     let mut overrides = args.config.overrides.clone();
     if let Some(w) = args.workers {

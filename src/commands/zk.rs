@@ -13,11 +13,17 @@ use std::io::Write;
 
 pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     if let Some(addr) = &args.nimbus {
-        crate::stderr_println!(
-            "error: storm zk dump --nimbus {addr}: reading a live cluster's tree is not \
-             available yet; give a topology FILE to dump a simulated cluster"
-        );
-        return Ok(Status::Failure);
+        // The live tree, printed by nimbus in the simulated dump's format.
+        let request = crate::cluster::rpc::Request::Dump {
+            json: args.format == TreeFormat::Json,
+        };
+        super::cluster::use_cluster_secret(&args.config.overrides);
+        let text: String = crate::cluster::rpc::call(addr, &request)?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .context("writing the tree")?;
+        return Ok(Status::Success);
     }
     let supervisors = match parse_slots(&args.slots) {
         Ok(s) => s,

@@ -51,6 +51,12 @@ pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// or Flux-only sections (`components`, `includes`, `topologySource`).
 pub fn load_file(path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let text = read_text(path)?;
+    load_text(text, path, opts)
+}
+
+/// Parse and validate a topology file's text already read (nimbus and workers receive the text
+/// of a submitted file); `path` chooses the format and the base directory as in [`load_file`].
+pub fn load_text(text: String, path: &Path, opts: &LoadOptions) -> Result<Loaded, LoadError> {
     let source = Source {
         name: path.display().to_string(),
         text,

@@ -2,6 +2,7 @@
 
 mod acking;
 mod cli;
+mod cluster;
 mod config;
 mod multilang;
 mod net;

@@ -83,11 +83,14 @@ fn zk_dump_rejects_a_malformed_slot_as_a_usage_error() {
 }
 
 #[test]
-fn zk_dump_of_a_live_cluster_is_not_available_yet() {
+fn zk_dump_of_an_unreachable_live_cluster_fails_clearly() {
+    // Port 1 on loopback: nothing listens there.
     storm()
-        .args(["zk", "dump", "--nimbus", "127.0.0.1:6627"])
+        .args(["zk", "dump", "--nimbus", "127.0.0.1:1"])
         .assert()
         .code(1)
         .stdout("")
-        .stderr(predicates::str::contains("not available yet"));
+        .stderr(predicates::str::contains(
+            "cannot reach nimbus at 127.0.0.1:1",
+        ));
 }

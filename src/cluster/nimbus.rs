@@ -1,0 +1,586 @@
+//! Nimbus, the cluster's master (Storm's `nimbus.clj`): it holds the coordination tree (saved
+//! under its data folder so a restarted nimbus carries on), accepts submissions (kept under
+//! `DIR/stormdist/ID`), schedules and activates them, watches supervisor sessions and task
+//! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
+//! component errors, and kills topologies. Requests arrive over [`super::rpc`].
+
+use super::layout::{AssignmentInfo, NodePort, TaskError, TaskHeartbeat, TopologyStatus};
+use super::nimbus_state::{ClusterError, ClusterState};
+use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
+use super::scheduler::{executors_of, Dead, ScheduleError};
+use super::store::{CoordinationStore, StoreError};
+use super::tree::{SharedTree, Tree};
+use crate::config::Config;
+use crate::net::auth::Secret;
+use crate::topology::model::{ComponentType, Topology};
+use crate::topology::plan::Plan;
+use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How often the monitor looks at heartbeats and saves the tree (Storm's
+/// `nimbus.monitor.freq.secs`, capped so small timeouts in tests are honoured).
+const MONITOR_TICK: Duration = Duration::from_millis(500);
+
+/// A topology nimbus has validated, with its plan.
+struct Known {
+    submission: Submission,
+    topology: Topology,
+    plan: Plan,
+}
+
+/// The nimbus daemon's state, shared by its connection threads and its monitor.
+pub struct Nimbus {
+    tree: SharedTree,
+    state: Mutex<ClusterState<SharedTree>>,
+    data: PathBuf,
+    config: Config,
+    known: Mutex<HashMap<String, Arc<Known>>>,
+    /// Slots whose worker finished its executors (end of input), per topology.
+    finished: Mutex<BTreeMap<String, BTreeSet<NodePort>>>,
+    dirty: AtomicBool,
+    /// `storm.cluster.secret`: clients must prove it.
+    secret: Option<Secret>,
+    /// Set to end the accept loop and the monitor.
+    pub stop: Arc<AtomicBool>,
+}
+
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Validate a submission's text as `storm validate` would; errors come back rendered.
+pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
+    let opts = LoadOptions {
+        overrides: sub.overrides.clone(),
+        filter: None,
+    };
+    let loaded = if sub.path == "<-e>" {
+        load_inline(&sub.text, &opts)
+    } else {
+        load_text(sub.text.clone(), Path::new(&sub.path), &opts)
+    };
+    match loaded {
+        Ok(l) => Ok(l.topology),
+        Err(LoadError::Unreadable(reason)) => Err(reason),
+        Err(LoadError::Invalid {
+            source,
+            diagnostics,
+        }) => Err(crate::diag::render_all(&diagnostics, &source)),
+    }
+}
+
+impl Nimbus {
+    /// Open nimbus's state under `data`: the saved tree if there is one, else a fresh one.
+    pub fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
+        std::fs::create_dir_all(data.join("stormdist"))
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", data.display()))?;
+        let file = data.join("tree.json");
+        let tree = if file.exists() {
+            SharedTree::from_tree(Tree::load(&file)?)
+        } else {
+            SharedTree::new()
+        };
+        let mut state = ClusterState::new(tree.clone(), &config.zookeeper_root())?;
+        state.local_dir = data.display().to_string();
+        let secret = Secret::from_config(&config);
+        let nimbus = Arc::new(Nimbus {
+            tree,
+            state: Mutex::new(state),
+            data: data.to_path_buf(),
+            config,
+            known: Mutex::new(HashMap::new()),
+            finished: Mutex::new(BTreeMap::new()),
+            dirty: AtomicBool::new(true),
+            secret,
+            stop: Arc::new(AtomicBool::new(false)),
+        });
+        nimbus.save()?;
+        Ok(nimbus)
+    }
+
+    fn state(&self) -> MutexGuard<'_, ClusterState<SharedTree>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Save the tree (Storm relies on ZooKeeper's own persistence; ours is this file).
+    pub fn save(&self) -> anyhow::Result<()> {
+        self.dirty.store(false, Ordering::Relaxed);
+        let _guard = self.state();
+        self.tree.lock().save(&self.data.join("tree.json"))?;
+        Ok(())
+    }
+
+    /// Accept connections on `listener` (one thread each) and run the monitor, until
+    /// [`Nimbus::stop`] is set. Returns the accept and monitor threads.
+    pub fn serve(
+        self: &Arc<Nimbus>,
+        listener: TcpListener,
+    ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
+        listener.set_nonblocking(true)?;
+        let me = self.clone();
+        let accept = std::thread::Builder::new()
+            .name("nimbus-accept".into())
+            .spawn(move || {
+                while !me.stop.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            let _ = stream.set_nonblocking(false);
+                            let me = me.clone();
+                            let spawned = std::thread::Builder::new()
+                                .name("nimbus-conn".into())
+                                .spawn(move || {
+                                    rpc::serve_connection(stream, me.secret.as_ref(), |r| {
+                                        me.handle(r)
+                                    })
+                                });
+                            if let Err(e) = spawned {
+                                tracing::warn!("nimbus: cannot start a connection thread: {e}");
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                        Err(e) => tracing::warn!("nimbus: accept failed: {e}"),
+                    }
+                }
+            })?;
+        let me = self.clone();
+        let monitor = std::thread::Builder::new()
+            .name("nimbus-monitor".into())
+            .spawn(move || {
+                while !me.stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(MONITOR_TICK);
+                    if let Err(e) = me.monitor() {
+                        tracing::warn!("nimbus monitor: {e:#}");
+                    }
+                }
+                if let Err(e) = me.save() {
+                    tracing::warn!("nimbus: cannot save the tree on exit: {e:#}");
+                }
+            })?;
+        Ok(vec![accept, monitor])
+    }
+
+    /// Answer one request.
+    pub fn handle(&self, request: Request) -> Result<Value, String> {
+        let r = self.dispatch(request).map_err(|e| format!("{e:#}"));
+        self.dirty.store(true, Ordering::Relaxed);
+        r
+    }
+
+    fn dispatch(&self, request: Request) -> anyhow::Result<Value> {
+        match request {
+            Request::Submit(sub) => Ok(json!(self.submit(sub)?)),
+            Request::List => Ok(serde_json::to_value(self.list()?)?),
+            Request::Kill { name, wait_secs } => Ok(json!(self.kill(&name, wait_secs)?)),
+            Request::Dump { json } => {
+                let state = self.state();
+                let root = state.layout().root().to_string();
+                Ok(if json {
+                    let doc = super::dump::to_json(&self.tree, &root)?;
+                    json!(serde_json::to_string_pretty(&doc)? + "\n")
+                } else {
+                    json!(super::dump::to_text(&self.tree, &root)?)
+                })
+            }
+            Request::OpenSession { timeout_ms } => Ok(json!(self
+                .tree
+                .open_session(Duration::from_millis(timeout_ms.max(1000))))),
+            Request::CloseSession { session } => {
+                let _ = self.tree.close_session(session);
+                Ok(Value::Null)
+            }
+            Request::SupervisorBeat { session, id, info } => {
+                self.tree.touch_session(session)?;
+                let state = self.state();
+                state.supervisor_heartbeat(session, &id, &info)?;
+                Ok(serde_json::to_value(self.work_of(&state, &id)?)?)
+            }
+            Request::Topology { id } => {
+                let known = self.known(&id)?;
+                let state = self.state();
+                let status = state
+                    .storm_base(&id)?
+                    .map_or(TopologyStatus::Killed, |b| b.status);
+                Ok(serde_json::to_value(TopologyWork {
+                    submission: known.submission.clone(),
+                    assignment: state.assignment(&id)?,
+                    status,
+                })?)
+            }
+            Request::TaskBeats { id, slot, beats } => {
+                let state = self.state();
+                let Some(base) = state.storm_base(&id)? else {
+                    return Ok(serde_json::to_value(BeatReply {
+                        assigned: false,
+                        active: false,
+                    })?);
+                };
+                let assigned = state
+                    .assignment(&id)?
+                    .is_some_and(|a| a.task_to_node_port.values().any(|s| *s == slot));
+                if assigned {
+                    for (task, beat) in &beats {
+                        state.task_heartbeat(&id, *task, beat)?;
+                    }
+                }
+                Ok(serde_json::to_value(BeatReply {
+                    assigned,
+                    active: base.status == TopologyStatus::Active,
+                })?)
+            }
+            Request::Finished { id, slot } => {
+                tracing::info!("nimbus: {id}: the worker on {slot} finished");
+                self.finished_lock().entry(id).or_default().insert(slot);
+                Ok(Value::Null)
+            }
+            Request::ReportError { id, task, error } => {
+                let err = TaskError {
+                    error,
+                    time_secs: now_secs(),
+                };
+                self.state().report_error(&id, task, &err)?;
+                Ok(Value::Null)
+            }
+        }
+    }
+
+    fn finished_lock(&self) -> MutexGuard<'_, BTreeMap<String, BTreeSet<NodePort>>> {
+        self.finished.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A topology's submission, validated (read back from `stormdist` after a restart).
+    fn known(&self, id: &str) -> anyhow::Result<Arc<Known>> {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = known.get(id) {
+            return Ok(k.clone());
+        }
+        let file = self.stormdist(id).join("submission.json");
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| anyhow::anyhow!("no topology {id} ({}: {e})", file.display()))?;
+        let submission: Submission = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{} is damaged: {e}", file.display()))?;
+        let topology = load_submission(&submission)
+            .map_err(|e| anyhow::anyhow!("stored topology {id} no longer validates:\n{e}"))?;
+        let plan = Plan::new(&topology);
+        let k = Arc::new(Known {
+            submission,
+            topology,
+            plan,
+        });
+        known.insert(id.to_string(), k.clone());
+        Ok(k)
+    }
+
+    fn stormdist(&self, id: &str) -> PathBuf {
+        self.data.join("stormdist").join(id)
+    }
+
+    /// Seed 002: validate, submit, schedule, activate.
+    fn submit(&self, sub: Submission) -> anyhow::Result<String> {
+        let topology = load_submission(&sub).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let plan = Plan::new(&topology);
+        let mut state = self.state();
+        for other in state.topology_ids()? {
+            if state
+                .storm_base(&other)?
+                .is_some_and(|b| b.name == topology.name && b.status != TopologyStatus::Killed)
+            {
+                anyhow::bail!(
+                    "a topology named `{}` is already running ({other}); kill it first",
+                    topology.name
+                );
+            }
+        }
+        let id = state.submit(&topology, &plan, now_secs())?;
+        let dir = self.stormdist(&id);
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join("submission.json"), serde_json::to_vec(&sub)?))
+            .map_err(|e| anyhow::anyhow!("cannot store {id} under {}: {e}", dir.display()))?;
+        let known = Arc::new(Known {
+            submission: sub,
+            topology,
+            plan,
+        });
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), known.clone());
+        match self.place(&state, &id, &known, &[]) {
+            Ok(_) => {}
+            Err(ClusterError::Schedule(ScheduleError::NoSlots(_))) => {
+                tracing::warn!("nimbus: {id} waits for free worker slots");
+            }
+            Err(e) => return Err(e.into()),
+        }
+        state.activate(&id)?;
+        drop(state);
+        self.save()?;
+        tracing::info!("nimbus: submitted {id}");
+        Ok(id)
+    }
+
+    /// Schedule (or re-schedule around `dead`) one topology.
+    fn place(
+        &self,
+        state: &ClusterState<SharedTree>,
+        id: &str,
+        known: &Known,
+        dead: &[Dead],
+    ) -> Result<bool, ClusterError> {
+        let workers = known.topology.config.workers();
+        match &known.submission.home {
+            Some(home) => home_assign(state, id, known, home, now_secs()),
+            None => state.reassign(id, &known.plan, workers, dead, now_secs()),
+        }
+    }
+
+    fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
+        let state = self.state();
+        let finished = self.finished_lock();
+        let now = now_secs();
+        let mut out = Vec::new();
+        for id in state.topology_ids()? {
+            let Some(base) = state.storm_base(&id)? else {
+                continue;
+            };
+            let slots: BTreeSet<NodePort> = state
+                .assignment(&id)?
+                .map(|a| a.task_to_node_port.into_values().collect())
+                .unwrap_or_default();
+            let done = finished.get(&id).is_some_and(|f| f.is_superset(&slots));
+            let status = if done && !slots.is_empty() {
+                "finished".to_string()
+            } else {
+                serde_json::to_value(base.status)?
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string()
+            };
+            out.push(TopologySummary {
+                name: base.name,
+                id,
+                status,
+                workers: slots.len(),
+                uptime_secs: now.saturating_sub(base.launch_time_secs),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Storm's kill: deactivate (status `killed`, spouts stop), wait the message timeout so
+    /// tuples in flight finish, then remove the assignment and every node of the topology.
+    fn kill(self: &Nimbus, name: &str, wait_secs: Option<u64>) -> anyhow::Result<String> {
+        let state = self.state();
+        let mut found = None;
+        for id in state.topology_ids()? {
+            if state
+                .storm_base(&id)?
+                .is_some_and(|b| b.name == name && b.status != TopologyStatus::Killed)
+            {
+                found = Some(id);
+            }
+        }
+        let id = found.ok_or_else(|| anyhow::anyhow!("no running topology named `{name}`"))?;
+        state.set_status(&id, TopologyStatus::Killed)?;
+        let wait = match wait_secs {
+            Some(s) => Duration::from_secs(s),
+            None => self
+                .known(&id)
+                .map(|k| k.topology.config.message_timeout())
+                .unwrap_or_else(|_| self.config.message_timeout()),
+        };
+        drop(state);
+        self.save()?;
+        let tree = self.tree.clone();
+        let root = self.config.zookeeper_root();
+        let dir = self.stormdist(&id);
+        let data = self.data.clone();
+        let removed = id.clone();
+        std::thread::Builder::new()
+            .name("nimbus-kill".into())
+            .spawn(move || {
+                std::thread::sleep(wait);
+                let result = ClusterState::new(tree.clone(), &root)
+                    .and_then(|s| s.remove_topology(&removed));
+                if let Err(e) = result {
+                    tracing::warn!("nimbus: removing {removed}: {e}");
+                }
+                let _ = std::fs::remove_dir_all(&dir);
+                if let Err(e) = tree.lock().save(&data.join("tree.json")) {
+                    tracing::warn!("nimbus: cannot save the tree: {e}");
+                }
+                tracing::info!("nimbus: removed {removed}");
+            })?;
+        Ok(id)
+    }
+
+    /// The slots assigned to one supervisor.
+    fn work_of(
+        &self,
+        state: &ClusterState<SharedTree>,
+        supervisor: &str,
+    ) -> Result<Vec<SlotWork>, ClusterError> {
+        let mut out = Vec::new();
+        for id in state.topology_ids()? {
+            if let Some(a) = state.assignment(&id)? {
+                let ports: BTreeSet<u16> = a
+                    .task_to_node_port
+                    .values()
+                    .filter(|np| np.node == supervisor)
+                    .map(|np| np.port)
+                    .collect();
+                let version = rpc::assignment_version(&a);
+                out.extend(ports.into_iter().map(|port| SlotWork {
+                    topology: id.clone(),
+                    port,
+                    version,
+                }));
+            }
+        }
+        Ok(out)
+    }
+
+    /// One monitor round (Storm's `monitor-topology`): expire supervisor sessions, schedule
+    /// topologies still waiting for slots, and move the work of dead slots.
+    fn monitor(&self) -> anyhow::Result<()> {
+        let expired = self.tree.expire_sessions();
+        if !expired.is_empty() {
+            tracing::info!("nimbus: supervisor session(s) {expired:?} expired");
+        }
+        let timeout = self.config.nimbus_task_timeout().as_secs().max(1);
+        let state = self.state();
+        let supervisors = state.supervisors()?;
+        for id in state.topology_ids()? {
+            let Some(base) = state.storm_base(&id)? else {
+                continue;
+            };
+            if base.status != TopologyStatus::Active {
+                continue;
+            }
+            let known = match self.known(&id) {
+                Ok(k) => k,
+                Err(e) => {
+                    tracing::warn!("nimbus: {e:#}");
+                    continue;
+                }
+            };
+            let assignment = state.assignment(&id)?;
+            let finished = self.finished_lock().get(&id).cloned().unwrap_or_default();
+            let mut dead: Vec<Dead> = state
+                .dead_slots(&id, now_secs(), timeout)?
+                .into_iter()
+                .filter(|d| !matches!(d, Dead::Slot(s) if finished.contains(s)))
+                .collect();
+            if let Some(a) = &assignment {
+                for node in a.node_host.keys() {
+                    if !supervisors.contains_key(node) {
+                        dead.push(Dead::Supervisor(node.clone()));
+                    }
+                }
+            }
+            let pinned = known.submission.home.is_some();
+            if assignment.is_none() || (!dead.is_empty() && !pinned) {
+                match self.place(&state, &id, &known, &dead) {
+                    Ok(true) => tracing::info!("nimbus: {id} re-assigned (dead: {dead:?})"),
+                    Ok(false) => {}
+                    Err(ClusterError::Schedule(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        drop(state);
+        if self.dirty.load(Ordering::Relaxed) {
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// The tree's store, for in-process users (`storm run --processes`).
+    pub fn store(&self) -> &SharedTree {
+        &self.tree
+    }
+
+    /// Whether every worker of a topology has finished, and how many there are.
+    pub fn finished(&self, id: &str) -> anyhow::Result<(bool, usize)> {
+        let slots: BTreeSet<NodePort> = self
+            .state()
+            .assignment(id)?
+            .map(|a| a.task_to_node_port.into_values().collect())
+            .unwrap_or_default();
+        let done = self
+            .finished_lock()
+            .get(id)
+            .is_some_and(|f| f.is_superset(&slots));
+        Ok((done && !slots.is_empty(), slots.len()))
+    }
+
+    /// Record a task heartbeat (in-process workers).
+    pub fn beat(&self, id: &str, task: u32, beat: &TaskHeartbeat) -> Result<(), ClusterError> {
+        self.state().task_heartbeat(id, task, beat)
+    }
+}
+
+/// `storm run --processes` (SPEC §5): the executors of `stdin` spouts and `stdout` sinks go to
+/// the home supervisor's slot, the others round-robin (seed 002's order) over the first
+/// `topology.workers` slots of the other supervisors.
+fn home_assign(
+    state: &ClusterState<SharedTree>,
+    id: &str,
+    known: &Known,
+    home: &str,
+    now: u64,
+) -> Result<bool, ClusterError> {
+    if state.assignment(id)?.is_some() {
+        return Ok(false);
+    }
+    let slots = super::scheduler::sort_slots(&state.available_slots(id)?);
+    let home_slot = slots.iter().find(|s| s.node == home).cloned();
+    let others: Vec<_> = slots
+        .iter()
+        .filter(|s| s.node != home)
+        .take(known.topology.config.workers().max(1) as usize)
+        .cloned()
+        .collect();
+    let mut info = AssignmentInfo {
+        master_code_dir: format!("{}/stormdist/{id}", state.local_dir),
+        ..Default::default()
+    };
+    let mut next = 0usize;
+    for exec in executors_of(&known.plan) {
+        let component = known.plan.component_of_task(exec.first);
+        let pinned = known
+            .topology
+            .component(component)
+            .is_some_and(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
+        let slot = match (&home_slot, pinned, others.is_empty()) {
+            (Some(h), true, _) | (Some(h), false, true) => h.clone(),
+            (_, _, false) => {
+                next += 1;
+                others[(next - 1) % others.len()].clone()
+            }
+            (None, _, true) => {
+                return Err(StoreError::BadArguments("no worker slots for the run".into()).into())
+            }
+        };
+        info.node_host.insert(slot.node.clone(), slot.host.clone());
+        for task in exec.tasks() {
+            info.task_to_node_port.insert(task, slot.node_port());
+            info.task_to_start_time.insert(task, now);
+        }
+    }
+    state.store().put(
+        &state.layout().assignment(id),
+        &serde_json::to_vec(&info).unwrap_or_default(),
+    )?;
+    Ok(true)
+}

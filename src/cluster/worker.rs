@@ -1,0 +1,234 @@
+//! One worker (Storm's `worker.clj`): fetch the submitted topology and its assignment from
+//! nimbus, build the placement (one worker index per distinct slot of the assignment) and the
+//! address of every slot, run the executors assigned to this slot with the runtime, heartbeat
+//! its tasks to `/taskbeats`, report component errors to `/taskerrors`, and end when its
+//! executors have finished (end of input) or its slot is no longer assigned.
+
+use super::layout::{AssignmentInfo, NodePort, TaskHeartbeat, TopologyStatus};
+use super::nimbus::{load_submission, now_secs};
+use super::rpc::{self, BeatReply, Request, TopologyWork};
+use crate::net::auth::Secret;
+use crate::net::transport::TcpNetwork;
+use crate::runtime::{self, Placement, RunReport};
+use crate::topology::plan::Plan;
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often a worker heartbeats (Storm's `worker.heartbeat.frequency.secs`, shortened).
+const BEAT_EVERY: Duration = Duration::from_secs(1);
+/// A worker that cannot reach nimbus for this long gives up (an orphan must not run forever).
+const NIMBUS_LOST_AFTER: Duration = Duration::from_secs(60);
+
+/// How a worker ended.
+pub enum WorkerEnd {
+    /// Every local executor finished.
+    Finished(RunReport),
+    /// The slot was taken away (kill, re-assignment) or nimbus was lost.
+    Unassigned,
+}
+
+/// The placement an assignment describes: executors (in `Plan::executors()` order) to worker
+/// indexes, one index per distinct slot in slot order, and the slots themselves.
+pub fn placement_of(
+    plan: &Plan,
+    assignment: &AssignmentInfo,
+) -> anyhow::Result<(Placement, Vec<NodePort>)> {
+    let slots: Vec<NodePort> = assignment
+        .task_to_node_port
+        .values()
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut worker_of_exec = Vec::new();
+    for (component, range) in plan.executors() {
+        let task = *range.start();
+        let slot = assignment
+            .task_to_node_port
+            .get(&task)
+            .ok_or_else(|| anyhow::anyhow!("task {task} ({component}) is not assigned"))?;
+        worker_of_exec.push(slots.iter().position(|s| s == slot).unwrap_or(0));
+    }
+    Ok((
+        Placement {
+            worker_of_exec,
+            workers: slots.len().max(1),
+        },
+        slots,
+    ))
+}
+
+fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
+    text.to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("`{text}`: {e}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("`{text}` resolves to no address"))
+}
+
+/// Fetch the topology, waiting (briefly) for its assignment to name this slot.
+fn fetch(nimbus: &str, id: &str) -> anyhow::Result<(TopologyWork, AssignmentInfo)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let work: TopologyWork = rpc::call(nimbus, &Request::Topology { id: id.into() })?;
+        if let Some(a) = work.assignment.clone() {
+            return Ok((work, a));
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "topology {id} has no assignment yet"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Run the worker of slot `slot` (`host:port`) of topology `id` until it finishes, its slot is
+/// unassigned, or `stop` is set (then it drains).
+pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow::Result<WorkerEnd> {
+    let (work, assignment) = fetch(nimbus, id)?;
+    if work.status == TopologyStatus::Killed {
+        return Ok(WorkerEnd::Unassigned);
+    }
+    let topology = load_submission(&work.submission)
+        .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
+    let plan = Plan::new(&topology);
+    let (placement, slots) = placement_of(&plan, &assignment)?;
+    let mut addresses = Vec::new();
+    for s in &slots {
+        let host = assignment.node_host.get(&s.node).ok_or_else(|| {
+            anyhow::anyhow!("supervisor {} has no host in the assignment", s.node)
+        })?;
+        addresses.push(resolve(&format!("{host}:{}", s.port))?);
+    }
+    let me_addr = resolve(slot)?;
+    let Some(me) = addresses.iter().position(|a| *a == me_addr) else {
+        tracing::info!("worker {slot}: not in the assignment of {id}; nothing to run");
+        return Ok(WorkerEnd::Unassigned);
+    };
+    let my_slot = slots[me].clone();
+    let secret = Secret::from_config(&topology.config);
+    let net = TcpNetwork::new(addresses.into_iter().enumerate().collect(), [me], secret);
+    let running = runtime::start(Arc::new(topology), &placement, &[me], &net)?;
+    tracing::info!(
+        "worker {slot}: running {} task(s) of {id}",
+        running.stats.len()
+    );
+
+    let control = running.control.clone();
+    let stats = running.stats.clone();
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    let waiter = std::thread::Builder::new()
+        .name("worker-wait".into())
+        .spawn(move || {
+            let _ = done_tx.send(running.wait());
+        })?;
+    let started = Instant::now();
+    let mut last_contact = Instant::now();
+    let mut next_beat = Instant::now();
+    let result = loop {
+        if stop.load(Ordering::Relaxed) {
+            control.stop.store(true, Ordering::Relaxed);
+        }
+        if let Ok(r) = done_rx.recv_timeout(Duration::from_millis(100)) {
+            break r;
+        }
+        if Instant::now() < next_beat {
+            continue;
+        }
+        next_beat = Instant::now() + BEAT_EVERY;
+        let beats: Vec<(u32, TaskHeartbeat)> = stats
+            .iter()
+            .map(|(task, (_, st))| {
+                let mut m = serde_json::Map::new();
+                let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+                m.insert("emitted".into(), get(&st.emitted).into());
+                m.insert("executed".into(), get(&st.executed).into());
+                m.insert("acked".into(), get(&st.acked).into());
+                m.insert("failed".into(), get(&st.failed).into());
+                let beat = TaskHeartbeat {
+                    time_secs: now_secs(),
+                    uptime_secs: started.elapsed().as_secs(),
+                    stats: m,
+                };
+                (*task, beat)
+            })
+            .collect();
+        let request = Request::TaskBeats {
+            id: id.into(),
+            slot: my_slot.clone(),
+            beats,
+        };
+        match rpc::call::<BeatReply>(nimbus, &request) {
+            Ok(reply) => {
+                last_contact = Instant::now();
+                if !reply.assigned {
+                    tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
+                    return Ok(WorkerEnd::Unassigned);
+                }
+                if !reply.active {
+                    // A killed or deactivated topology: spouts stop, tuples in flight drain.
+                    control.stop.store(true, Ordering::Relaxed);
+                }
+            }
+            Err(e) if last_contact.elapsed() > NIMBUS_LOST_AFTER => {
+                tracing::warn!("worker {slot}: nimbus unreachable ({e:#}); stopping");
+                return Ok(WorkerEnd::Unassigned);
+            }
+            Err(e) => tracing::debug!("worker {slot}: heartbeat failed: {e:#}"),
+        }
+    };
+    let _ = waiter.join();
+    match result {
+        Ok(report) => {
+            let finished = Request::Finished {
+                id: id.into(),
+                slot: my_slot,
+            };
+            if let Err(e) = rpc::call::<serde_json::Value>(nimbus, &finished) {
+                tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+            }
+            Ok(WorkerEnd::Finished(report))
+        }
+        Err(e) => {
+            // Storm's `report-error`: the error lands under /taskerrors of a task of this worker.
+            if let Some(task) = stats.keys().next() {
+                let report = Request::ReportError {
+                    id: id.into(),
+                    task: *task,
+                    error: format!("{e:#}"),
+                };
+                let _ = rpc::call::<serde_json::Value>(nimbus, &report);
+            }
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_follows_the_distinct_slots_of_the_assignment() {
+        let topo = crate::cluster::simulation::tests::wordcount(&[]);
+        let plan = Plan::new(&topo);
+        let mut a = AssignmentInfo::default();
+        let slot = |p| NodePort {
+            node: "s".into(),
+            port: p,
+        };
+        for (i, (_, r)) in plan.executors().into_iter().enumerate() {
+            for t in r {
+                a.task_to_node_port
+                    .insert(t, slot(if i % 2 == 0 { 6701 } else { 6700 }));
+            }
+        }
+        let (p, slots) = placement_of(&plan, &a).unwrap();
+        assert_eq!(slots, vec![slot(6700), slot(6701)]);
+        assert_eq!(p.workers, 2);
+        assert_eq!(p.worker_of_exec[0], 1);
+        assert_eq!(p.worker_of_exec[1], 0);
+    }
+}

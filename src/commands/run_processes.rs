@@ -1,0 +1,232 @@
+//! `storm run FILE --processes` (SPEC §5, §7): each of the `topology.workers` workers runs as its
+//! own process on loopback, talking over TCP. This process is nimbus (a thread, with a
+//! temporary data folder), the supervisor of those worker processes, and the home of the
+//! `stdin` spouts and `stdout` sinks, which it runs in one extra worker of its own, so a shell
+//! pipeline behaves as in local mode.
+
+use super::{load_topology, Status};
+use crate::cli::RunArgs;
+use crate::cluster::layout::SupervisorInfo;
+use crate::cluster::nimbus::{now_secs, Nimbus};
+use crate::cluster::rpc::Request;
+use crate::cluster::{supervisor, worker, CoordinationStore};
+use crate::net::auth::Secret;
+use crate::runtime::metrics::render_table;
+use crate::topology::model::ComponentType;
+use crate::topology::LoadOptions;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The id of the in-process supervisor holding the home worker's slot.
+const HOME: &str = "home";
+
+/// Removes the temporary nimbus folder, and stops the daemons, however the run ends.
+struct Cleanup {
+    dir: PathBuf,
+    nimbus: Option<Arc<Nimbus>>,
+    supervisor_stop: Arc<AtomicBool>,
+    supervisor: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        self.supervisor_stop.store(true, Ordering::Relaxed);
+        if let Some(s) = self.supervisor.take() {
+            let _ = s.join();
+        }
+        if let Some(n) = &self.nimbus {
+            n.stop.store(true, Ordering::Relaxed);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Ports the OS says are free on loopback (bound, then released for the workers).
+fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<Status> {
+    let mut overrides = args.config.overrides.clone();
+    if let Some(w) = args.workers {
+        overrides.push(format!("topology.workers={w}"));
+    }
+    let opts = LoadOptions {
+        overrides: overrides.clone(),
+        filter: args.source.filter.clone(),
+    };
+    let loaded = match load_topology(
+        args.source.file.as_deref(),
+        args.source.expr.as_deref(),
+        &opts,
+    ) {
+        Ok(l) => l,
+        Err(status) => return Ok(status),
+    };
+    let topology = loaded.topology;
+    let has_home = topology
+        .components
+        .iter()
+        .any(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
+    let workers = topology.config.workers().max(1) as usize;
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())?;
+        signal_hook::flag::register(sig, interrupted.clone())?;
+    }
+
+    let dir = std::env::temp_dir().join(format!("storm-run-{}", std::process::id()));
+    let mut cleanup = Cleanup {
+        dir: dir.clone(),
+        nimbus: None,
+        supervisor_stop: Arc::new(AtomicBool::new(false)),
+        supervisor: None,
+    };
+    crate::cluster::rpc::use_secret(Secret::from_config(&topology.config));
+    let nimbus = Nimbus::open(&dir, topology.config.clone())?;
+    cleanup.nimbus = Some(nimbus.clone());
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?.to_string();
+    nimbus.serve(listener)?;
+
+    let ports = free_ports(workers + 1)?;
+    let home_port = ports[workers];
+    if has_home {
+        // The home slot is this process's: its session lasts as long as the run.
+        let session: u64 = serde_json::from_value(
+            nimbus
+                .handle(Request::OpenSession {
+                    timeout_ms: 86_400_000,
+                })
+                .map_err(anyhow::Error::msg)?,
+        )?;
+        let info = SupervisorInfo {
+            hostname: "127.0.0.1".into(),
+            time_secs: now_secs(),
+            uptime_secs: 0,
+            ports: vec![home_port],
+        };
+        nimbus
+            .handle(Request::SupervisorBeat {
+                session,
+                id: HOME.into(),
+                info,
+            })
+            .map_err(anyhow::Error::msg)?;
+    }
+    let mut sup = supervisor::options(&addr, "127.0.0.1", ports[..workers].to_vec())?;
+    sup.id = "processes".into();
+    sup.env = super::cluster::secret_env(&topology.config);
+    let (exit_tx, exits) = crossbeam_channel::unbounded();
+    cleanup.supervisor = Some(supervisor::spawn(
+        sup,
+        cleanup.supervisor_stop.clone(),
+        exit_tx,
+    )?);
+    // Submit once the supervisor is registered, so the work is spread over its slots.
+    let supervisors = format!("{}/supervisors/processes", topology.config.zookeeper_root());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while nimbus.store().exists(&supervisors, None)?.is_none() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the worker supervisor did not register"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sub = super::cluster::submission(&args.source, &overrides, Some(HOME.into()))?;
+    let id: String = serde_json::from_value(
+        nimbus
+            .handle(Request::Submit(sub))
+            .map_err(anyhow::Error::msg)?,
+    )?;
+
+    // Signals and --duration deactivate the topology: every worker's spouts stop and it drains.
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let nimbus = nimbus.clone();
+        let name = topology.name.clone();
+        let deadline = args.duration.map(|d| Instant::now() + d);
+        let interrupted = interrupted.clone();
+        std::thread::Builder::new()
+            .name("run-stop".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_millis(50));
+                if interrupted.load(Ordering::Relaxed)
+                    || deadline.is_some_and(|d| Instant::now() >= d)
+                {
+                    stop.store(true, Ordering::Relaxed);
+                    let _ = nimbus.handle(Request::Kill {
+                        name,
+                        wait_secs: Some(3600),
+                    });
+                    return;
+                }
+            })?;
+    }
+    // A worker process that fails fails the run, as a failing executor does in local mode.
+    let failed = Arc::new(AtomicBool::new(false));
+    {
+        let failed = failed.clone();
+        std::thread::Builder::new()
+            .name("run-workers".into())
+            .spawn(move || {
+                for exit in exits {
+                    if !exit.status.success() {
+                        crate::stderr_println!(
+                            "error: the worker process on port {} failed ({})",
+                            exit.port, exit.status
+                        );
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                }
+            })?;
+    }
+    let report = if has_home {
+        let slot = format!("127.0.0.1:{home_port}");
+        match worker::run(&addr, &id, &slot, stop.clone())? {
+            worker::WorkerEnd::Finished(r) => Some(r),
+            worker::WorkerEnd::Unassigned => None,
+        }
+    } else {
+        None
+    };
+    // The other workers end once their executors have (end of input propagates to them).
+    while !nimbus.finished(&id)?.0 {
+        if failed.load(Ordering::Relaxed) {
+            return Ok(Status::Failure);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(cleanup);
+    if failed.load(Ordering::Relaxed) {
+        return Ok(Status::Failure);
+    }
+    if let Some(report) = report {
+        if !args.quiet {
+            crate::stderr_println!(
+                "{}",
+                render_table(&report.components, report.elapsed.as_secs_f64())
+            );
+            crate::stderr_println!("(figures of the executors in this process; {workers} worker process(es) ran the others)");
+        }
+        if report.lost > 0 {
+            crate::stderr_println!(
+                "error: {} tuple(s) were given up on after their retries and are lost",
+                report.lost
+            );
+            return Ok(Status::Failure);
+        }
+    }
+    Ok(Status::Success)
+}

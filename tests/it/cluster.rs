@@ -1,0 +1,341 @@
+//! The cluster with real processes on loopback: `storm run --processes` gives local mode's
+//! output; nimbus and two supervisors run a submitted topology, show it in the live tree,
+//! survive a SIGKILLed worker and a nimbus restart, and kill it. Every process started here is
+//! ended by a guard, even when a test fails.
+
+use assert_cmd::cargo::CommandCargoExt;
+use assert_cmd::Command as TestCommand;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn storm() -> Command {
+    let mut c = Command::cargo_bin("storm").expect("the storm binary");
+    c.env_remove("STORM_CLUSTER_SECRET");
+    c
+}
+
+/// A port free right now on `host`.
+fn free_port(host: &str) -> u16 {
+    let l = TcpListener::bind((host, 0)).expect("bind a free port");
+    l.local_addr().expect("local address").port()
+}
+
+/// Loopback hosts for two supervisors: 127.0.0.2 and 127.0.0.3 where they can be bound
+/// (Linux), else 127.0.0.1 twice.
+fn two_hosts() -> [&'static str; 2] {
+    let ok = ["127.0.0.2", "127.0.0.3"]
+        .iter()
+        .all(|h| TcpListener::bind((*h, 0)).is_ok());
+    if ok {
+        ["127.0.0.2", "127.0.0.3"]
+    } else {
+        ["127.0.0.1", "127.0.0.1"]
+    }
+}
+
+/// Processes started by a test: SIGTERM (supervisors then end their workers), a bounded wait,
+/// then SIGKILL, when the guard goes away.
+#[derive(Default)]
+struct Daemons {
+    children: Vec<(&'static str, Child)>,
+}
+
+impl Daemons {
+    fn spawn(&mut self, name: &'static str, cmd: &mut Command) -> u32 {
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start a daemon");
+        let pid = child.id();
+        self.children.push((name, child));
+        pid
+    }
+
+    /// Stop one daemon gracefully and wait for it.
+    fn stop(&mut self, name: &str) {
+        if let Some(i) = self.children.iter().position(|(n, _)| *n == name) {
+            let (_, child) = self.children.remove(i);
+            end(child);
+        }
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn end(mut child: Child) {
+    signal(child.id(), "-TERM");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        // Supervisors first, so their workers end while nimbus still answers.
+        self.children.sort_by_key(|(n, _)| *n == "nimbus");
+        for (_, child) in self.children.drain(..) {
+            end(child);
+        }
+    }
+}
+
+/// Run a client command; its stdout when it succeeds.
+fn client(args: &[&str]) -> Option<String> {
+    let out = storm().args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Poll `f` until it gives a value or the wait is over.
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Worker processes of a topology, found by their command line (`storm worker ... --topology
+/// ID --slot HOST:PORT`), with their slot.
+fn workers_of(id: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_worker = args.get(1).is_some_and(|a| a == "worker");
+        let topo = args.windows(2).any(|w| w[0] == "--topology" && w[1] == id);
+        if is_worker && topo {
+            if let Some(w) = args.windows(2).find(|w| w[0] == "--slot") {
+                out.push((pid, w[1].clone()));
+            }
+        }
+    }
+    out
+}
+
+const SUBMITTED: &str = "\
+name: cluster-count
+config:
+  topology.workers: 2
+  topology.acker.executors: 0
+spouts:
+  - id: gen
+    type: generate
+    args: { count: 24000, rate: 4000, values: [[a], [b], [c]] }
+bolts:
+  - id: count
+    type: count
+    args: { fields: [word] }
+    parallelism: 2
+  - id: sink
+    type: log
+streams:
+  - from: gen
+    to: count
+    grouping: { type: fields, args: [word] }
+  - from: count
+    to: sink
+    grouping: global
+";
+
+fn start_nimbus(daemons: &mut Daemons, addr: &str, data: &Path) {
+    daemons.spawn(
+        "nimbus",
+        storm()
+            .args(["nimbus", "--listen", addr, "--data"])
+            .arg(data)
+            .args(["-c", "nimbus.task.timeout.secs=3"]),
+    );
+    eventually("nimbus to answer", || client(&["list", "--nimbus", addr]));
+}
+
+#[test]
+fn nimbus_and_two_supervisors_run_a_topology_through_a_killed_worker_and_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("count.yaml");
+    std::fs::write(&file, SUBMITTED).expect("write the topology");
+    let data = dir.path().join("nimbus");
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    start_nimbus(&mut daemons, &addr, &data);
+    for (i, host) in two_hosts().into_iter().enumerate() {
+        let slots = format!("{},{}", free_port(host), free_port(host));
+        daemons.spawn(
+            if i == 0 {
+                "supervisor-a"
+            } else {
+                "supervisor-b"
+            },
+            storm().args([
+                "supervisor",
+                "--nimbus",
+                &addr,
+                "--host",
+                host,
+                "--slots",
+                &slots,
+            ]),
+        );
+    }
+    eventually("both supervisors", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        (tree
+            .lines()
+            .filter(|l| l.starts_with("/storm/supervisors/"))
+            .count()
+            == 2)
+            .then_some(())
+    });
+
+    let id = client(&[
+        "submit",
+        file.to_str().expect("utf-8 path"),
+        "--nimbus",
+        &addr,
+    ])
+    .expect("submit succeeds");
+    let id = id.trim().to_string();
+    assert!(id.starts_with("cluster-count-1-"), "{id}");
+
+    // The live tree shows the assignment over both supervisors, and task heartbeats.
+    let tree = eventually("task heartbeats", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        tree.contains(&format!("/storm/taskbeats/{id}/"))
+            .then_some(tree)
+    });
+    let assignment = tree
+        .lines()
+        .find(|l| l.starts_with(&format!("/storm/assignments/{id} = ")))
+        .expect("an assignment line");
+    for host in two_hosts() {
+        assert!(assignment.contains(&format!("\"{host}\"")), "{assignment}");
+    }
+    assert!(tree.contains(&format!(
+        "/storm/storms/{id} = {{\"name\":\"cluster-count\",\"status\":\"active\""
+    )));
+
+    // SIGKILL one worker mid-run: its supervisor starts it again and the run still completes.
+    let (victim, slot) = eventually("two worker processes", || {
+        let w = workers_of(&id);
+        (w.len() == 2).then(|| w[0].clone())
+    });
+    signal(victim, "-KILL");
+    eventually("the worker restarted", || {
+        workers_of(&id)
+            .iter()
+            .any(|(pid, s)| *s == slot && *pid != victim)
+            .then_some(())
+    });
+    let listed = eventually("the run to finish", || {
+        let list = client(&["list", "--nimbus", &addr])?;
+        list.contains(" finished ").then_some(list)
+    });
+    assert!(listed.contains(&id), "{listed}");
+
+    // A restarted nimbus carries on with the same topology.
+    daemons.stop("nimbus");
+    start_nimbus(&mut daemons, &addr, &data);
+    let listed = client(&["list", "--nimbus", &addr]).expect("list after the restart");
+    assert!(listed.contains(&id), "{listed}");
+    let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("dump after the restart");
+    assert!(
+        tree.contains(&format!("/storm/assignments/{id} = ")),
+        "{tree}"
+    );
+
+    // Kill: deactivated, then removed after the (shortened) wait.
+    client(&["kill", "cluster-count", "--wait", "0", "--nimbus", &addr]).expect("kill succeeds");
+    eventually("the topology to be removed", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        (!tree.contains(&id)).then_some(())
+    });
+}
+
+#[test]
+fn word_count_over_processes_equals_local_mode() {
+    let text: String = (0..4000)
+        .map(|i| {
+            format!(
+                "the quick brown fox {} jumps over the lazy dog {}\n",
+                i % 97,
+                i % 13
+            )
+        })
+        .collect();
+    let run = |extra: &[&str]| {
+        let out = TestCommand::cargo_bin("storm")
+            .expect("the storm binary")
+            .args(["run", "topologies/wordcount.yaml", "--quiet"])
+            .args(extra)
+            .write_stdin(text.clone())
+            .timeout(WAIT)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let local = run(&[]);
+    let processes = run(&["--processes", "--workers", "3"]);
+    assert!(local.len() > 100, "{}", local.len());
+    assert_eq!(processes, local);
+}
+
+#[test]
+fn an_unreachable_nimbus_is_a_clear_error() {
+    let port = free_port("127.0.0.1");
+    let out = storm()
+        .args(["list", "--nimbus", &format!("127.0.0.1:{port}")])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!("error: cannot reach nimbus at 127.0.0.1:{port}: ")),
+        "{err}"
+    );
+}
