@@ -31,7 +31,7 @@ fn workload() -> (Vec<u8>, u64) {
                 (
                     7,
                     Tuple {
-                        values: vec![Value::str("jackson"), Value::Int(i)],
+                        values: smallvec::smallvec![Value::str("jackson"), Value::Int(i)],
                         source_task: 3,
                         stream: 0,
                         anchors: Default::default(),

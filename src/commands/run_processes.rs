@@ -185,7 +185,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                     if !exit.status.success() {
                         crate::stderr_println!(
                             "error: the worker process on port {} failed ({})",
-                            exit.port, exit.status
+                            exit.port,
+                            exit.status
                         );
                         failed.store(true, Ordering::Relaxed);
                     }
