@@ -17,6 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The longest a partial batch waits in an outbox while its executor stays busy.
+const FLUSH_EVERY: Duration = Duration::from_millis(1);
+
+/// A `next_tuple` call slower than this makes its spout a slow one (one call per round).
+const SLOW_CALL: Duration = Duration::from_micros(50);
+
 /// Run-wide switches every executor watches.
 pub struct RunControl {
     /// Stop the spouts and drain (signal, `--duration`, closed output).
@@ -63,6 +69,7 @@ impl BoltExecutor {
             .filter_map(|t| t.component.poll_interval())
             .min();
         self.started = Instant::now();
+        let mut last_flush = self.started;
         let mut next_tick = self.tick.map(|d| Instant::now() + d);
         let mut next_poll = poll_every.map(|d| Instant::now() + d);
         // Tasks with no upstream at all finish at once.
@@ -112,6 +119,11 @@ impl BoltExecutor {
                 self.poll_all()?;
                 self.flush_acks();
                 self.outbox.flush();
+                last_flush = Instant::now();
+            } else if last_flush.elapsed() >= FLUSH_EVERY {
+                // Busy for a while: partial batches still leave within a millisecond or so.
+                self.outbox.flush();
+                last_flush = Instant::now();
             }
         }
         self.outbox.flush();
@@ -274,6 +286,7 @@ impl SpoutExecutor {
         }
         let mut next_rotate = self.timeout.map(|t| Instant::now() + t);
         let mut backoff = Duration::from_micros(50);
+        let mut last_flush = Instant::now();
         let mut started = Vec::new();
         let mut ack_now = Vec::new();
         while self.tasks.iter().any(|t| !t.finished) {
@@ -311,11 +324,17 @@ impl SpoutExecutor {
                     continue;
                 }
                 let slot = &mut self.tasks[i];
-                for _ in 0..super::message::BATCH {
+                let round = Instant::now();
+                for call in 0..super::message::BATCH {
                     if self
                         .max_pending
                         .is_some_and(|max| pending[i].trees.len() >= max)
                     {
+                        break;
+                    }
+                    // A slow spout (a child process, say) gets one call per round, so acks
+                    // and fails are not kept waiting behind a whole batch of calls.
+                    if call == 1 && round.elapsed() > SLOW_CALL {
                         break;
                     }
                     let mut out = SpoutOut {
@@ -379,10 +398,15 @@ impl SpoutExecutor {
             }
             if busy || handled {
                 backoff = Duration::from_micros(50);
+                if last_flush.elapsed() >= FLUSH_EVERY {
+                    self.outbox.flush();
+                    last_flush = Instant::now();
+                }
                 continue;
             }
             // Nothing to do right now: send partial batches, then wait for acks or a moment.
             self.outbox.flush();
+            last_flush = Instant::now();
             let wait = match next_rotate {
                 Some(at) => backoff.min(at.saturating_duration_since(Instant::now())),
                 None => backoff,
