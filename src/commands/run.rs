@@ -119,9 +119,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     Ok(Status::Success)
 }
 
+/// CPU seconds used by this process and by its ended children (shell components), from
+/// `/proc/self/stat` (Linux; zeros elsewhere).
+fn process_cpu_secs() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    // utime, stime, cutime, cstime are fields 14-17 of the whole line: 11-14 after `)`.
+    let tick = 100.0; // USER_HZ on Linux
+    let at = |i: usize| f.get(i).copied().unwrap_or(0.0) / tick;
+    (at(11) + at(12), at(13) + at(14))
+}
+
 fn write_stats(path: &std::path::Path, report: &RunReport) -> anyhow::Result<()> {
+    let (cpu_self, cpu_children) = process_cpu_secs();
     let json = serde_json::json!({
         "elapsed_secs": report.elapsed.as_secs_f64(),
+        "cpu_secs": { "storm": cpu_self, "children": cpu_children },
         "acking": report.acking,
         "lost": report.lost,
         "components": report.components,
