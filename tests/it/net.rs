@@ -124,6 +124,24 @@ fn a_link_waits_for_a_listener_that_starts_late() {
 }
 
 #[test]
+fn dropping_a_link_to_a_peer_that_never_came_up_does_not_hang() {
+    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
+    let a = TcpNetwork::new(addrs, [0], None).with_options(LinkOptions {
+        linger: Duration::from_millis(300),
+        ..options()
+    });
+    let link = a.connect(0, 1).expect("link");
+    link.send(eos(1, 2)).expect("queued");
+    let t = std::time::Instant::now();
+    drop(link);
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
 fn garbage_and_oversized_frames_close_the_connection_not_the_worker() {
     let p = pair(None, None);
     // Kind 3 is no frame kind; the header of an oversized frame is refused before its body.
@@ -144,8 +162,14 @@ fn garbage_and_oversized_frames_close_the_connection_not_the_worker() {
 #[test]
 fn with_a_secret_only_peers_proving_it_are_served() {
     let p = pair(Some("s3cret"), Some("s3cret"));
-    // No handshake: a frame sent straight away is refused.
+    // No handshake: a frame sent straight away is refused; so is a peer that says nothing.
     assert!(closed_after(p.addr_b, &eos(1, 1)));
+    let silent = std::time::Instant::now();
+    assert!(closed_after(p.addr_b, &[]));
+    assert!(
+        silent.elapsed() >= Duration::from_secs(1),
+        "closed at the handshake deadline"
+    );
     // The wrong secret: the link never gets through.
     let addrs: BTreeMap<usize, SocketAddr> = [(1, p.addr_b)].into();
     let intruder = TcpNetwork::new(addrs, [2], Some(Secret::new("guess"))).with_options(options());
