@@ -161,7 +161,7 @@ impl Loop {
                         if event.is_writable() {
                             self.step(token, Self::flush);
                         }
-                        if event.is_readable() || event.is_read_closed() {
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
                             self.step(token, Self::read);
                         }
                     }

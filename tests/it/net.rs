@@ -111,6 +111,21 @@ fn frames_cross_both_ways_between_two_networks() {
 }
 
 #[test]
+fn a_port_zero_listener_reports_the_port_it_bound() {
+    let addrs: BTreeMap<usize, SocketAddr> = [(3, "127.0.0.1:0".parse().expect("addr"))].into();
+    let net = TcpNetwork::new(addrs, [3], None);
+    let (tx, _rx) = crossbeam_channel::bounded(1);
+    net.listen(3, tx).expect("listen");
+    let bound = net.bound();
+    assert_eq!(bound.len(), 1);
+    assert_eq!(bound[0].0, 3);
+    assert_ne!(bound[0].1.port(), 0);
+    // A worker that is not local has no listener here.
+    let (tx, _rx) = crossbeam_channel::bounded(1);
+    assert!(net.listen(4, tx).is_err());
+}
+
+#[test]
 fn a_link_waits_for_a_listener_that_starts_late() {
     let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
     let a = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());
