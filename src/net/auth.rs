@@ -53,6 +53,7 @@ impl Secret {
         let configured = config
             .get("storm.cluster.secret")
             .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
             .map(str::to_string);
         let value = configured.or_else(|| std::env::var("STORM_CLUSTER_SECRET").ok())?;
         (!value.is_empty()).then(|| Secret(value.into_bytes()))
@@ -268,6 +269,26 @@ mod tests {
         assert!(!warn_if_exposed("t", lo, None));
         assert!(warn_if_exposed("t", any, None));
         assert!(!warn_if_exposed("t", any, Some(&Secret::new("k"))));
+    }
+
+    #[test]
+    fn the_configured_secret_is_used_and_an_empty_one_is_none() {
+        let mut config = Config::default();
+        config.set(
+            "storm.cluster.secret",
+            serde_json::json!("from-config"),
+            crate::config::Origin::CommandLine,
+        );
+        let s = Secret::from_config(&config).expect("set in the configuration");
+        assert_eq!(s.0, b"from-config");
+        config.set(
+            "storm.cluster.secret",
+            serde_json::json!(""),
+            crate::config::Origin::CommandLine,
+        );
+        // Empty configured value: falls back to the environment, which may or may not be set.
+        let env = std::env::var("STORM_CLUSTER_SECRET").unwrap_or_default();
+        assert_eq!(Secret::from_config(&config).is_some(), !env.is_empty());
     }
 
     #[test]

@@ -28,7 +28,7 @@ const FIRST_CONN: usize = 2;
 /// Connections held at once; further ones are refused (a bound on hostile peers).
 const MAX_CONNECTIONS: usize = 1024;
 /// Bytes read per `read` call.
-const READ_CHUNK: usize = 64 << 10;
+const READ_CHUNK: usize = 128 << 10;
 /// Context string proving a connection is a worker link.
 pub const AUTH_CONTEXT: &str = "worker";
 
@@ -161,7 +161,7 @@ impl Loop {
                         if event.is_writable() {
                             self.step(token, Self::flush);
                         }
-                        if event.is_readable() || event.is_read_closed() {
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
                             self.step(token, Self::read);
                         }
                     }

@@ -47,13 +47,14 @@ impl Reassembly {
                 None => break,
             }
         }
-        Ok(if at == self.pending.len() {
-            std::mem::take(&mut self.pending)
-        } else {
-            let whole = self.pending[..at].to_vec();
-            self.pending.drain(..at);
-            whole
-        })
+        if at == 0 {
+            // Still one partial frame: keep it where it is (no copy per read of a large frame).
+            return Ok(Vec::new());
+        }
+        // Only the partial frame at the end is copied; the whole frames move out as they are.
+        let mut whole = std::mem::take(&mut self.pending);
+        self.pending = whole.split_off(at);
+        Ok(whole)
     }
 
     /// Take the first whole frame only (handshakes: what follows it stays pending).

@@ -39,6 +39,15 @@ impl TcpNetwork {
         }
     }
 
+    /// As `new`, with the secret of `storm.cluster.secret` or `STORM_CLUSTER_SECRET` if set.
+    pub fn from_config(
+        addrs: BTreeMap<usize, SocketAddr>,
+        local: impl IntoIterator<Item = usize>,
+        config: &crate::config::Config,
+    ) -> TcpNetwork {
+        TcpNetwork::new(addrs, local, Secret::from_config(config))
+    }
+
     /// Override link tunables (tests shorten the linger time).
     pub fn with_options(mut self, options: LinkOptions) -> TcpNetwork {
         self.options = options;

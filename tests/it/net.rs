@@ -111,6 +111,21 @@ fn frames_cross_both_ways_between_two_networks() {
 }
 
 #[test]
+fn a_port_zero_listener_reports_the_port_it_bound() {
+    let addrs: BTreeMap<usize, SocketAddr> = [(3, "127.0.0.1:0".parse().expect("addr"))].into();
+    let net = TcpNetwork::new(addrs, [3], None);
+    let (tx, _rx) = crossbeam_channel::bounded(1);
+    net.listen(3, tx).expect("listen");
+    let bound = net.bound();
+    assert_eq!(bound.len(), 1);
+    assert_eq!(bound[0].0, 3);
+    assert_ne!(bound[0].1.port(), 0);
+    // A worker that is not local has no listener here.
+    let (tx, _rx) = crossbeam_channel::bounded(1);
+    assert!(net.listen(4, tx).is_err());
+}
+
+#[test]
 fn a_link_waits_for_a_listener_that_starts_late() {
     let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
     let a = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());
@@ -121,6 +136,54 @@ fn a_link_waits_for_a_listener_that_starts_late() {
     let (tx, rx) = crossbeam_channel::bounded(4);
     b.listen(1, tx).expect("listen");
     assert_eq!(receive(&rx, 1), vec![Frame::Eos { from: 1, to: 2 }]);
+}
+
+#[test]
+fn a_link_reconnects_when_its_peer_restarts() {
+    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
+    let a = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());
+    let link = a.connect(0, 1).expect("link");
+    let first = TcpNetwork::new(addrs.clone(), [1], None);
+    let (tx, rx) = crossbeam_channel::bounded(4);
+    first.listen(1, tx).expect("listen");
+    link.send(eos(1, 1)).expect("send");
+    assert_eq!(receive(&rx, 1), vec![Frame::Eos { from: 1, to: 1 }]);
+    drop(first);
+    // The peer comes back on the same address; frames sent meanwhile may be lost (as with
+    // Storm's Netty client), but the link gets through again.
+    let second = TcpNetwork::new(addrs, [1], None);
+    let (tx, rx) = crossbeam_channel::bounded(64);
+    second.listen(1, tx).expect("listen again");
+    let mut arrived = None;
+    for i in 0..100 {
+        link.send(eos(2, i)).expect("send");
+        if let Ok(buf) = rx.recv_timeout(Duration::from_millis(100)) {
+            arrived = frame::decode(&buf).ok().flatten().map(|(f, _)| f);
+            break;
+        }
+    }
+    assert!(
+        matches!(arrived, Some(Frame::Eos { from: 2, .. })),
+        "{arrived:?}"
+    );
+}
+
+#[test]
+fn dropping_a_link_to_a_peer_that_never_came_up_does_not_hang() {
+    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
+    let a = TcpNetwork::new(addrs, [0], None).with_options(LinkOptions {
+        linger: Duration::from_millis(300),
+        ..options()
+    });
+    let link = a.connect(0, 1).expect("link");
+    link.send(eos(1, 2)).expect("queued");
+    let t = std::time::Instant::now();
+    drop(link);
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
@@ -144,8 +207,14 @@ fn garbage_and_oversized_frames_close_the_connection_not_the_worker() {
 #[test]
 fn with_a_secret_only_peers_proving_it_are_served() {
     let p = pair(Some("s3cret"), Some("s3cret"));
-    // No handshake: a frame sent straight away is refused.
+    // No handshake: a frame sent straight away is refused; so is a peer that says nothing.
     assert!(closed_after(p.addr_b, &eos(1, 1)));
+    let silent = std::time::Instant::now();
+    assert!(closed_after(p.addr_b, &[]));
+    assert!(
+        silent.elapsed() >= Duration::from_secs(1),
+        "closed at the handshake deadline"
+    );
     // The wrong secret: the link never gets through.
     let addrs: BTreeMap<usize, SocketAddr> = [(1, p.addr_b)].into();
     let intruder = TcpNetwork::new(addrs, [2], Some(Secret::new("guess"))).with_options(options());
