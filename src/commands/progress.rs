@@ -12,6 +12,8 @@ use std::time::Instant;
 pub struct Progress {
     bar: ProgressBar,
     started: Instant,
+    /// Not a terminal (`--progress always` into a file or pipe): a plain line every second.
+    plain: Option<std::sync::Mutex<Instant>>,
 }
 
 impl Progress {
@@ -21,9 +23,12 @@ impl Progress {
             ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
+        let plain = (!std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .then(|| std::sync::Mutex::new(Instant::now()));
         Progress {
             bar,
             started: Instant::now(),
+            plain,
         }
     }
 
@@ -55,6 +60,17 @@ impl Progress {
                 s
             })
             .collect();
+        if let Some(last) = &self.plain {
+            let mut last = match last.lock() {
+                Ok(l) => l,
+                Err(p) => p.into_inner(),
+            };
+            if last.elapsed().as_secs_f64() >= 1.0 && !parts.is_empty() {
+                *last = Instant::now();
+                crate::stderr_println!("progress {:.0}s: {}", secs, parts.join("  "));
+            }
+            return;
+        }
         self.bar.set_message(parts.join("  "));
         self.bar.tick();
     }
