@@ -6,11 +6,7 @@ use std::path::Path;
 
 /// A spout instance for one task.
 pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<Box<dyn Spout>> {
-    let max_retries = c
-        .args
-        .get("max_retries")
-        .and_then(|v| v.as_u64())
-        .map(|v| v as u32);
+    let max_retries = super::replay::max_retries(&c.args);
     Ok(match c.ctype {
         ComponentType::Stdin => Box::new(super::lines::LineSpout::new(
             super::lines::Input::Stdin,

@@ -2,13 +2,12 @@
 //! of random words, at most `args.rate` per second if set; for tests and benchmarks. Replays
 //! failed tuples when acking is on.
 
+use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Value, Values};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::time::Instant;
 
 /// Words for random tuples (Storm's TestWordSpout list, and a few more).
@@ -22,11 +21,8 @@ pub struct Generate {
     started: Option<Instant>,
     rng: SmallRng,
     tracked: bool,
-    /// Acking on: tuples in flight by sequence number, with their retry count.
-    inflight: FxHashMap<u64, (Values, u32)>,
-    replay: VecDeque<u64>,
-    max_retries: Option<u32>,
-    lost: u64,
+    /// Acking on: tuples kept until acked, replayed on fail.
+    replay: Replay<Values>,
 }
 
 impl Generate {
@@ -55,13 +51,7 @@ impl Generate {
             started: None,
             rng: SmallRng::seed_from_u64(seed ^ u64::from(task_index)),
             tracked: false,
-            inflight: FxHashMap::default(),
-            replay: VecDeque::new(),
-            max_retries: args
-                .get("max_retries")
-                .and_then(|v| v.as_u64())
-                .map(|v| v as u32),
-            lost: 0,
+            replay: Replay::new(super::replay::max_retries(args)),
         }
     }
 
@@ -81,10 +71,8 @@ impl Spout for Generate {
     }
 
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
-        if let Some(seq) = self.replay.pop_front() {
-            if let Some((v, _)) = self.inflight.get(&seq) {
-                out.send(streams::DEFAULT, v.clone(), Some(Value::Int(seq as i64)));
-            }
+        if let Some((seq, v)) = self.replay.next_replay() {
+            out.send(streams::DEFAULT, v, Some(Value::Int(seq as i64)));
             return Ok(SpoutStatus::Busy);
         }
         if self.count.is_some_and(|c| self.emitted >= c) {
@@ -98,10 +86,9 @@ impl Spout for Generate {
             }
         }
         let values = self.next_values();
-        let seq = self.emitted;
         self.emitted += 1;
         if self.tracked {
-            self.inflight.insert(seq, (values.clone(), 0));
+            let seq = self.replay.track(values.clone());
             out.send(streams::DEFAULT, values, Some(Value::Int(seq as i64)));
         } else {
             out.send(streams::DEFAULT, values, None);
@@ -111,33 +98,19 @@ impl Spout for Generate {
 
     fn ack(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
         if let Value::Int(seq) = msg_id {
-            self.inflight.remove(&(seq as u64));
+            self.replay.ack(seq as u64);
         }
         Ok(())
     }
 
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
-        let Value::Int(seq) = msg_id else {
-            return Ok(());
-        };
-        let seq = seq as u64;
-        let give_up = match self.inflight.get_mut(&seq) {
-            Some((_, retries)) => {
-                *retries += 1;
-                self.max_retries.is_some_and(|m| *retries > m)
-            }
-            None => return Ok(()),
-        };
-        if give_up {
-            self.inflight.remove(&seq);
-            self.lost += 1;
-        } else {
-            self.replay.push_back(seq);
+        if let Value::Int(seq) = msg_id {
+            self.replay.fail(seq as u64);
         }
         Ok(())
     }
 
     fn lost(&self) -> u64 {
-        self.lost
+        self.replay.lost()
     }
 }

@@ -2,13 +2,12 @@
 //! thread reads ahead in chunks so `next_tuple` never blocks; invalid UTF-8 is replaced and
 //! counted. With acking on, each line is kept until its tree is acked and re-emitted on fail.
 
+use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::Value;
 use compact_str::CompactString;
 use crossbeam_channel::{Receiver, TryRecvError};
-use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,13 +28,9 @@ pub struct LineSpout {
     read_bytes: Arc<AtomicU64>,
     total_bytes: u64,
     invalid: Arc<AtomicU64>,
-    /// Acking on: lines in flight by sequence number, with their retry count.
-    inflight: FxHashMap<u64, (CompactString, u32)>,
-    replay: VecDeque<u64>,
-    next_seq: u64,
+    /// Acking on: lines kept until acked, replayed on fail.
+    replay: Replay<CompactString>,
     tracked: bool,
-    max_retries: Option<u32>,
-    lost: u64,
     done: bool,
     component: String,
 }
@@ -49,12 +44,8 @@ impl LineSpout {
             read_bytes: Arc::new(AtomicU64::new(0)),
             total_bytes: 0,
             invalid: Arc::new(AtomicU64::new(0)),
-            inflight: FxHashMap::default(),
-            replay: VecDeque::new(),
-            next_seq: 0,
+            replay: Replay::new(max_retries),
             tracked: false,
-            max_retries,
-            lost: 0,
             done: false,
             component: String::new(),
         }
@@ -62,9 +53,7 @@ impl LineSpout {
 
     fn emit(&mut self, line: CompactString, out: &mut dyn SpoutCollector) {
         if self.tracked {
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            self.inflight.insert(seq, (line.clone(), 0));
+            let seq = self.replay.track(line.clone());
             out.send(
                 streams::DEFAULT,
                 smallvec::smallvec![Value::Str(line)],
@@ -162,14 +151,12 @@ impl Spout for LineSpout {
     }
 
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
-        if let Some(seq) = self.replay.pop_front() {
-            if let Some((line, _)) = self.inflight.get(&seq) {
-                out.send(
-                    streams::DEFAULT,
-                    smallvec::smallvec![Value::Str(line.clone())],
-                    Some(Value::Int(seq as i64)),
-                );
-            }
+        if let Some((seq, line)) = self.replay.next_replay() {
+            out.send(
+                streams::DEFAULT,
+                smallvec::smallvec![Value::Str(line)],
+                Some(Value::Int(seq as i64)),
+            );
             return Ok(SpoutStatus::Busy);
         }
         if let Some(line) = self.current.next() {
@@ -202,28 +189,14 @@ impl Spout for LineSpout {
 
     fn ack(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
         if let Value::Int(seq) = msg_id {
-            self.inflight.remove(&(seq as u64));
+            self.replay.ack(seq as u64);
         }
         Ok(())
     }
 
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
-        let Value::Int(seq) = msg_id else {
-            return Ok(());
-        };
-        let seq = seq as u64;
-        let give_up = match self.inflight.get_mut(&seq) {
-            Some((_, retries)) => {
-                *retries += 1;
-                self.max_retries.is_some_and(|m| *retries > m)
-            }
-            None => return Ok(()),
-        };
-        if give_up {
-            self.inflight.remove(&seq);
-            self.lost += 1;
-        } else {
-            self.replay.push_back(seq);
+        if let Value::Int(seq) = msg_id {
+            self.replay.fail(seq as u64);
         }
         Ok(())
     }
@@ -233,7 +206,7 @@ impl Spout for LineSpout {
     }
 
     fn lost(&self) -> u64 {
-        self.lost
+        self.replay.lost()
     }
 
     fn close(&mut self) {

@@ -9,6 +9,7 @@ pub mod filter;
 pub mod generate;
 pub mod lines;
 pub mod log;
+pub mod replay;
 pub mod shell;
 pub mod split;
 pub mod stdout;
