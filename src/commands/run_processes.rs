@@ -128,11 +128,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     sup.id = "processes".into();
     sup.env = super::cluster::secret_env(&topology.config);
     let (exit_tx, exits) = crossbeam_channel::unbounded();
-    cleanup.supervisor = Some(supervisor::spawn(
-        sup,
-        cleanup.supervisor_stop.clone(),
-        exit_tx,
-    )?);
+    let supervisor_done = Arc::new(AtomicBool::new(false));
+    cleanup.supervisor = Some({
+        let stop = cleanup.supervisor_stop.clone();
+        let done = supervisor_done.clone();
+        std::thread::Builder::new()
+            .name("supervisor".into())
+            .spawn(move || {
+                let r = supervisor::run(&sup, &stop, Some(exit_tx));
+                done.store(true, Ordering::Relaxed);
+                r
+            })?
+    });
     // Submit once the supervisor is registered, so the work is spread over its slots.
     let supervisors = format!("{}/supervisors/processes", topology.config.zookeeper_root());
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -174,22 +181,28 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 }
             })?;
     }
-    // A worker process that fails fails the run, as a failing executor does in local mode.
-    let failed = Arc::new(AtomicBool::new(false));
+    // A worker process that fails fails the run at once, as a failing executor does in local
+    // mode: the supervisor ends the other workers, then this process exits.
     {
-        let failed = failed.clone();
+        let supervisor_stop = cleanup.supervisor_stop.clone();
+        let dir = dir.clone();
         std::thread::Builder::new()
             .name("run-workers".into())
             .spawn(move || {
-                for exit in exits {
-                    if !exit.status.success() {
-                        eprintln!(
-                            "error: the worker process on port {} failed ({})",
-                            exit.port, exit.status
-                        );
-                        failed.store(true, Ordering::Relaxed);
-                    }
+                let Some(exit) = exits.iter().find(|e| !e.status.success()) else {
+                    return;
+                };
+                eprintln!(
+                    "error: the worker process on port {} failed ({}); see its messages above",
+                    exit.port, exit.status
+                );
+                supervisor_stop.store(true, Ordering::Relaxed);
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while !supervisor_done.load(Ordering::Relaxed) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
                 }
+                let _ = std::fs::remove_dir_all(&dir);
+                std::process::exit(1);
             })?;
     }
     let report = if has_home {
@@ -203,15 +216,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     };
     // The other workers end once their executors have (end of input propagates to them).
     while !nimbus.finished(&id)?.0 {
-        if failed.load(Ordering::Relaxed) {
-            return Ok(Status::Failure);
-        }
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(cleanup);
-    if failed.load(Ordering::Relaxed) {
-        return Ok(Status::Failure);
-    }
     if let Some(report) = report {
         if !args.quiet {
             eprintln!(
