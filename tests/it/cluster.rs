@@ -1,6 +1,6 @@
 //! The cluster with real processes on loopback: `storm run --processes` gives local mode's
 //! output; nimbus and two supervisors run a submitted topology, show it in the live tree,
-//! survive a SIGKILLed worker and a nimbus restart, and kill it. Every process started here is
+//! survive a SIGKILLed worker and a nimbus restart, kill it, and run an attached word count. Every process started here is
 //! ended by a guard, even when a test fails.
 
 use assert_cmd::cargo::CommandCargoExt;
@@ -285,11 +285,17 @@ fn nimbus_and_two_supervisors_run_a_topology_through_a_killed_worker_and_a_resta
         let tree = client(&["zk", "dump", "--nimbus", &addr])?;
         (!tree.contains(&id)).then_some(())
     });
+
+    // An attached run on the same cluster prints what local mode prints.
+    let text = word_text();
+    let attached = run_sorted(&text, &["--nimbus", &addr, "--workers", "2"]);
+    assert_eq!(attached, run_sorted(&text, &[]));
+    let listed = client(&["list", "--nimbus", &addr]).expect("list");
+    assert!(!listed.contains("wordcount"), "{listed}");
 }
 
-#[test]
-fn word_count_over_processes_equals_local_mode() {
-    let text: String = (0..4000)
+fn word_text() -> String {
+    (0..4000)
         .map(|i| {
             format!(
                 "the quick brown fox {} jumps over the lazy dog {}\n",
@@ -297,32 +303,39 @@ fn word_count_over_processes_equals_local_mode() {
                 i % 13
             )
         })
+        .collect()
+}
+
+/// `storm run topologies/wordcount.yaml` with `extra` flags over `text`: its sorted output.
+fn run_sorted(text: &str, extra: &[&str]) -> Vec<String> {
+    let out = TestCommand::cargo_bin("storm")
+        .expect("the storm binary")
+        .env_remove("STORM_CLUSTER_SECRET")
+        .args(["run", "topologies/wordcount.yaml", "--quiet"])
+        .args(extra)
+        .write_stdin(text.to_string())
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{extra:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
         .collect();
-    let run = |extra: &[&str]| {
-        let out = TestCommand::cargo_bin("storm")
-            .expect("the storm binary")
-            .args(["run", "topologies/wordcount.yaml", "--quiet"])
-            .args(extra)
-            .write_stdin(text.clone())
-            .timeout(WAIT)
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{extra:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        lines.sort();
-        lines
-    };
-    let local = run(&[]);
-    let processes = run(&["--processes", "--workers", "3"]);
+    lines.sort();
+    lines
+}
+
+#[test]
+fn word_count_over_processes_equals_local_mode() {
+    let text = word_text();
+    let local = run_sorted(&text, &[]);
     assert!(local.len() > 100, "{}", local.len());
-    assert_eq!(processes, local);
+    assert_eq!(run_sorted(&text, &["--processes", "--workers", "3"]), local);
 }
 
 #[test]
