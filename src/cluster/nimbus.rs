@@ -524,9 +524,9 @@ impl Nimbus {
         Ok((done && !slots.is_empty(), slots.len()))
     }
 
-    /// Record a task heartbeat (in-process workers).
-    pub fn beat(&self, id: &str, task: u32, beat: &TaskHeartbeat) -> Result<(), ClusterError> {
-        self.state().task_heartbeat(id, task, beat)
+    /// The latest heartbeat of every task of a topology.
+    pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
+        self.state().task_heartbeats(id)
     }
 }
 

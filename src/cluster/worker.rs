@@ -9,9 +9,10 @@ use super::nimbus::{load_submission, now_secs};
 use super::rpc::{self, BeatReply, Request, TopologyWork};
 use crate::net::auth::Secret;
 use crate::net::transport::TcpNetwork;
+use crate::runtime::metrics::{TaskReport, TaskStats};
 use crate::runtime::{self, Placement, RunReport};
 use crate::topology::plan::Plan;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -138,23 +139,7 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
             continue;
         }
         next_beat = Instant::now() + BEAT_EVERY;
-        let beats: Vec<(u32, TaskHeartbeat)> = stats
-            .iter()
-            .map(|(task, (_, st))| {
-                let mut m = serde_json::Map::new();
-                let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-                m.insert("emitted".into(), get(&st.emitted).into());
-                m.insert("executed".into(), get(&st.executed).into());
-                m.insert("acked".into(), get(&st.acked).into());
-                m.insert("failed".into(), get(&st.failed).into());
-                let beat = TaskHeartbeat {
-                    time_secs: now_secs(),
-                    uptime_secs: started.elapsed().as_secs(),
-                    stats: m,
-                };
-                (*task, beat)
-            })
-            .collect();
+        let beats = beats_of(&stats, started);
         let request = Request::TaskBeats {
             id: id.into(),
             slot: my_slot.clone(),
@@ -182,6 +167,13 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
     let _ = waiter.join();
     match result {
         Ok(report) => {
+            // A last heartbeat with the final figures, then the end of input.
+            let last = Request::TaskBeats {
+                id: id.into(),
+                slot: my_slot.clone(),
+                beats: beats_of(&stats, started),
+            };
+            let _ = rpc::call::<BeatReply>(nimbus, &last);
             let finished = Request::Finished {
                 id: id.into(),
                 slot: my_slot,
@@ -203,6 +195,76 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
             }
             Err(e)
         }
+    }
+}
+
+/// The heartbeats of a worker's tasks: time, uptime and their counters.
+fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)> {
+    stats
+        .iter()
+        .map(|(task, (component, st))| {
+            let mut m = serde_json::Map::new();
+            let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+            m.insert("component".into(), component.clone().into());
+            for (name, counter) in [
+                ("emitted", &st.emitted),
+                ("executed", &st.executed),
+                ("acked", &st.acked),
+                ("failed", &st.failed),
+                ("lost", &st.lost),
+            ] {
+                m.insert(name.into(), get(counter).into());
+            }
+            let beat = TaskHeartbeat {
+                time_secs: now_secs(),
+                uptime_secs: started.elapsed().as_secs(),
+                stats: m,
+            };
+            (*task, beat)
+        })
+        .collect()
+}
+
+type TaskStatsMap = BTreeMap<u32, (String, Arc<TaskStats>)>;
+
+/// Add the figures other workers reported in their heartbeats to this worker's report, so the
+/// summary of a run spread over processes counts every task.
+pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartbeat>) {
+    let stat = |b: &TaskHeartbeat, k: &str| b.stats.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let known: std::collections::BTreeSet<u32> = report
+        .components
+        .iter()
+        .flat_map(|c| c.per_task.iter().map(|t| t.task))
+        .collect();
+    for (task, beat) in beats {
+        if known.contains(task) {
+            continue;
+        }
+        let Some(component) = beat.stats.get("component").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        let Some(c) = report.components.iter_mut().find(|c| c.id == component) else {
+            continue;
+        };
+        let t = TaskReport {
+            task: *task,
+            emitted: stat(beat, "emitted"),
+            transferred: 0,
+            executed: stat(beat, "executed"),
+            acked: stat(beat, "acked"),
+            failed: stat(beat, "failed"),
+        };
+        c.tasks += 1;
+        c.emitted += t.emitted;
+        c.executed += t.executed;
+        c.acked += t.acked;
+        c.failed += t.failed;
+        c.lost += stat(beat, "lost");
+        report.lost += stat(beat, "lost");
+        c.per_task.push(t);
+    }
+    for c in &mut report.components {
+        c.per_task.sort_by_key(|t| t.task);
     }
 }
 

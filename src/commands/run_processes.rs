@@ -218,6 +218,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     while !nimbus.finished(&id)?.0 {
         std::thread::sleep(Duration::from_millis(50));
     }
+    let mut report = report;
+    if let Some(r) = report.as_mut() {
+        worker::merge_heartbeats(r, &nimbus.task_heartbeats(&id)?);
+    }
     drop(cleanup);
     if let Some(report) = report {
         if !args.quiet {
@@ -225,7 +229,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 "{}",
                 render_table(&report.components, report.elapsed.as_secs_f64())
             );
-            eprintln!("(figures of the executors in this process; {workers} worker process(es) ran the others)");
         }
         if report.lost > 0 {
             eprintln!(
