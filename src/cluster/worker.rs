@@ -272,6 +272,71 @@ pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartb
 mod tests {
     use super::*;
 
+    fn component(id: &str, tasks: &[u32]) -> crate::runtime::metrics::ComponentReport {
+        crate::runtime::metrics::ComponentReport {
+            id: id.into(),
+            kind: "bolt",
+            tasks: tasks.len() as u32,
+            executors: 1,
+            emitted: 5,
+            transferred: 0,
+            executed: 5,
+            acked: 0,
+            failed: 0,
+            replayed: 0,
+            timed_out: 0,
+            lost: 0,
+            errors: 0,
+            execute_latency_ms: 0.0,
+            capacity: 0.0,
+            queue_peak: 0,
+            complete_latency_ms: None,
+            per_task: tasks
+                .iter()
+                .map(|t| TaskReport {
+                    task: *t,
+                    emitted: 5,
+                    transferred: 0,
+                    executed: 5,
+                    acked: 0,
+                    failed: 0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn heartbeats_of_other_workers_add_their_tasks_once() {
+        let mut report = RunReport {
+            components: vec![component("count", &[2])],
+            elapsed: Duration::from_secs(1),
+            lost: 0,
+            acking: false,
+        };
+        let beat = |component: &str, emitted: u64| {
+            let v = serde_json::json!({"component": component, "emitted": emitted, "executed": 7, "lost": 1});
+            TaskHeartbeat {
+                time_secs: 0,
+                uptime_secs: 0,
+                stats: v.as_object().cloned().unwrap_or_default(),
+            }
+        };
+        let beats: BTreeMap<u32, TaskHeartbeat> = [
+            (2, beat("count", 100)),
+            (3, beat("count", 10)),
+            (4, beat("gone", 1)),
+        ]
+        .into();
+        merge_heartbeats(&mut report, &beats);
+        let c = &report.components[0];
+        assert_eq!((c.tasks, c.emitted, c.executed, c.lost), (2, 15, 12, 1));
+        assert_eq!(
+            c.per_task.iter().map(|t| t.task).collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+        assert_eq!(report.lost, 1);
+    }
+
     #[test]
     fn placement_follows_the_distinct_slots_of_the_assignment() {
         let topo = crate::cluster::simulation::tests::wordcount(&[]);
