@@ -1,6 +1,6 @@
 //! Nimbus, the cluster's master (Storm's `nimbus.clj`): it holds the coordination tree (saved
 //! under its data folder so a restarted nimbus carries on), accepts submissions (kept under
-//! `DIR/stormdist/ID`), schedules and activates them, watches supervisor sessions and task
+//! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
 //! component errors, and kills topologies. Requests arrive over [`super::rpc`].
 
@@ -39,6 +39,8 @@ pub struct Nimbus {
     tree: SharedTree,
     state: Mutex<ClusterState<SharedTree>>,
     data: PathBuf,
+    /// Where submissions are kept (`master_code_dir`'s parent).
+    stormdist: PathBuf,
     config: Config,
     known: Mutex<HashMap<String, Arc<Known>>>,
     /// Slots whose worker finished its executors (end of input), per topology.
@@ -81,8 +83,15 @@ pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
 impl Nimbus {
     /// Open nimbus's state under `data`: the saved tree if there is one, else a fresh one.
     pub fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
-        std::fs::create_dir_all(data.join("stormdist"))
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", data.display()))?;
+        // `storm.local.dir`: the data folder's parent when it is `.../nimbus` (the default
+        // `storm-local/nimbus`), else the data folder itself.
+        let local_dir = match data.file_name() {
+            Some(n) if n == "nimbus" => data.parent().unwrap_or(data).to_path_buf(),
+            _ => data.to_path_buf(),
+        };
+        let stormdist = local_dir.join("nimbus").join("stormdist");
+        std::fs::create_dir_all(&stormdist)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", stormdist.display()))?;
         let file = data.join("tree.json");
         let tree = if file.exists() {
             SharedTree::from_tree(Tree::load(&file)?)
@@ -90,12 +99,13 @@ impl Nimbus {
             SharedTree::new()
         };
         let mut state = ClusterState::new(tree.clone(), &config.zookeeper_root())?;
-        state.local_dir = data.display().to_string();
+        state.local_dir = local_dir.display().to_string();
         let secret = Secret::from_config(&config);
         let nimbus = Arc::new(Nimbus {
             tree,
             state: Mutex::new(state),
             data: data.to_path_buf(),
+            stormdist,
             config,
             known: Mutex::new(HashMap::new()),
             finished: Mutex::new(BTreeMap::new()),
@@ -282,7 +292,7 @@ impl Nimbus {
     }
 
     fn stormdist(&self, id: &str) -> PathBuf {
-        self.data.join("stormdist").join(id)
+        self.stormdist.join(id)
     }
 
     /// Seed 002: validate, submit, schedule, activate.
@@ -552,7 +562,7 @@ fn home_assign(
         .cloned()
         .collect();
     let mut info = AssignmentInfo {
-        master_code_dir: format!("{}/stormdist/{id}", state.local_dir),
+        master_code_dir: format!("{}/nimbus/stormdist/{id}", state.local_dir),
         ..Default::default()
     };
     let mut next = 0usize;
