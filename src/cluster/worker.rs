@@ -9,7 +9,7 @@ use super::nimbus::{load_submission, now_secs};
 use super::rpc::{self, BeatReply, Request, TopologyWork};
 use crate::net::auth::Secret;
 use crate::net::transport::TcpNetwork;
-use crate::runtime::metrics::{TaskReport, TaskStats};
+use crate::runtime::metrics::{ComponentReport, TaskReport, TaskStats};
 use crate::runtime::{self, Placement, RunReport};
 use crate::topology::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
@@ -266,6 +266,50 @@ pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartb
     for c in &mut report.components {
         c.per_task.sort_by_key(|t| t.task);
     }
+}
+
+/// A run report made only of heartbeats (a `--processes` run with no executor at home).
+pub fn report_from_heartbeats(
+    plan: &Plan,
+    beats: &BTreeMap<u32, TaskHeartbeat>,
+    elapsed: Duration,
+) -> RunReport {
+    let components = plan
+        .components
+        .iter()
+        .map(|c| ComponentReport {
+            id: c.id.clone(),
+            kind: if c.id == crate::topology::plan::ACKER_ID {
+                "acker"
+            } else {
+                "component"
+            },
+            tasks: 0,
+            executors: u32::try_from(c.executors.len()).unwrap_or(u32::MAX),
+            emitted: 0,
+            transferred: 0,
+            executed: 0,
+            acked: 0,
+            failed: 0,
+            replayed: 0,
+            timed_out: 0,
+            lost: 0,
+            errors: 0,
+            execute_latency_ms: 0.0,
+            capacity: 0.0,
+            queue_peak: 0,
+            complete_latency_ms: None,
+            per_task: Vec::new(),
+        })
+        .collect();
+    let mut report = RunReport {
+        components,
+        elapsed,
+        lost: 0,
+        acking: plan.ackers > 0,
+    };
+    merge_heartbeats(&mut report, beats);
+    report
 }
 
 #[cfg(test)]

@@ -151,6 +151,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let sub = super::cluster::submission(&args.source, &overrides, Some(HOME.into()))?;
+    let started = Instant::now();
     let id: String = serde_json::from_value(
         nimbus
             .handle(Request::Submit(sub))
@@ -218,25 +219,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     while !nimbus.finished(&id)?.0 {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut report = report;
-    if let Some(r) = report.as_mut() {
-        worker::merge_heartbeats(r, &nimbus.task_heartbeats(&id)?);
-    }
+    let beats = nimbus.task_heartbeats(&id)?;
+    let report = match report {
+        Some(mut r) => {
+            worker::merge_heartbeats(&mut r, &beats);
+            r
+        }
+        None => worker::report_from_heartbeats(
+            &crate::topology::plan::Plan::new(&topology),
+            &beats,
+            started.elapsed(),
+        ),
+    };
     drop(cleanup);
-    if let Some(report) = report {
-        if !args.quiet {
-            eprintln!(
-                "{}",
-                render_table(&report.components, report.elapsed.as_secs_f64())
-            );
-        }
-        if report.lost > 0 {
-            eprintln!(
-                "error: {} tuple(s) were given up on after their retries and are lost",
-                report.lost
-            );
-            return Ok(Status::Failure);
-        }
+    if !args.quiet {
+        eprintln!(
+            "{}",
+            render_table(&report.components, report.elapsed.as_secs_f64())
+        );
+    }
+    if report.lost > 0 {
+        eprintln!(
+            "error: {} tuple(s) were given up on after their retries and are lost",
+            report.lost
+        );
+        return Ok(Status::Failure);
     }
     Ok(Status::Success)
 }
