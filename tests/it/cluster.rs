@@ -352,3 +352,34 @@ fn an_unreachable_nimbus_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// Regression: the transfer thread dropped a batch each time its buffers passed 1 MiB, so runs
+/// across workers without acking lost tuples at the end.
+#[test]
+fn a_run_across_worker_processes_without_acking_loses_no_tuple() {
+    let out = TestCommand::cargo_bin("storm")
+        .expect("the storm binary")
+        .env_remove("STORM_CLUSTER_SECRET")
+        .args([
+            "run",
+            "-e",
+            "generate(count=200000) | stdout",
+            "--processes",
+            "--quiet",
+        ])
+        .args([
+            "-c",
+            "topology.acker.executors=0",
+            "-c",
+            "topology.workers=2",
+        ])
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout.iter().filter(|b| **b == b'\n').count(), 200_000);
+}
