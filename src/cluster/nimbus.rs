@@ -4,17 +4,18 @@
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
 //! component errors, and kills topologies. Requests arrive over [`super::rpc`].
 
-use super::layout::{AssignmentInfo, NodePort, TaskError, TaskHeartbeat, TopologyStatus};
+use super::layout::{NodePort, TaskError, TaskHeartbeat, TopologyStatus};
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
-use super::scheduler::{executors_of, Dead, ScheduleError};
-use super::store::{CoordinationStore, StoreError};
+use super::scheduler::{Dead, ScheduleError};
+use super::store::CoordinationStore;
+use super::submission::home_assign;
+pub use super::submission::load_submission;
 use super::tree::{SharedTree, Tree};
 use crate::config::Config;
 use crate::net::auth::Secret;
-use crate::topology::model::{ComponentType, Topology};
+use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
-use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -57,27 +58,6 @@ pub fn now_secs() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-/// Validate a submission's text as `storm validate` would; errors come back rendered.
-pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
-    let opts = LoadOptions {
-        overrides: sub.overrides.clone(),
-        filter: None,
-    };
-    let loaded = if sub.path == "<-e>" {
-        load_inline(&sub.text, &opts)
-    } else {
-        load_text(sub.text.clone(), Path::new(&sub.path), &opts)
-    };
-    match loaded {
-        Ok(l) => Ok(l.topology),
-        Err(LoadError::Unreadable(reason)) => Err(reason),
-        Err(LoadError::Invalid {
-            source,
-            diagnostics,
-        }) => Err(crate::diag::render_all(&diagnostics, &source)),
-    }
 }
 
 impl Nimbus {
@@ -349,7 +329,7 @@ impl Nimbus {
     ) -> Result<bool, ClusterError> {
         let workers = known.topology.config.workers();
         match &known.submission.home {
-            Some(home) => home_assign(state, id, known, home, now_secs()),
+            Some(home) => home_assign(state, id, &known.topology, &known.plan, home, now_secs()),
             None => state.reassign(id, &known.plan, workers, dead, now_secs()),
         }
     }
@@ -538,59 +518,4 @@ impl Nimbus {
     pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
         self.state().task_heartbeats(id)
     }
-}
-
-/// `storm run --processes` (SPEC §5): the executors of `stdin` spouts and `stdout` sinks go to
-/// the home supervisor's slot, the others round-robin (seed 002's order) over the first
-/// `topology.workers` slots of the other supervisors.
-fn home_assign(
-    state: &ClusterState<SharedTree>,
-    id: &str,
-    known: &Known,
-    home: &str,
-    now: u64,
-) -> Result<bool, ClusterError> {
-    if state.assignment(id)?.is_some() {
-        return Ok(false);
-    }
-    let slots = super::scheduler::sort_slots(&state.available_slots(id)?);
-    let home_slot = slots.iter().find(|s| s.node == home).cloned();
-    let others: Vec<_> = slots
-        .iter()
-        .filter(|s| s.node != home)
-        .take(known.topology.config.workers().max(1) as usize)
-        .cloned()
-        .collect();
-    let mut info = AssignmentInfo {
-        master_code_dir: format!("{}/nimbus/stormdist/{id}", state.local_dir),
-        ..Default::default()
-    };
-    let mut next = 0usize;
-    for exec in executors_of(&known.plan) {
-        let component = known.plan.component_of_task(exec.first);
-        let pinned = known
-            .topology
-            .component(component)
-            .is_some_and(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
-        let slot = match (&home_slot, pinned, others.is_empty()) {
-            (Some(h), true, _) | (Some(h), false, true) => h.clone(),
-            (_, _, false) => {
-                next += 1;
-                others[(next - 1) % others.len()].clone()
-            }
-            (None, _, true) => {
-                return Err(StoreError::BadArguments("no worker slots for the run".into()).into())
-            }
-        };
-        info.node_host.insert(slot.node.clone(), slot.host.clone());
-        for task in exec.tasks() {
-            info.task_to_node_port.insert(task, slot.node_port());
-            info.task_to_start_time.insert(task, now);
-        }
-    }
-    state.store().put(
-        &state.layout().assignment(id),
-        &serde_json::to_vec(&info).unwrap_or_default(),
-    )?;
-    Ok(true)
 }
