@@ -383,3 +383,46 @@ fn a_run_across_worker_processes_without_acking_loses_no_tuple() {
     );
     assert_eq!(out.stdout.iter().filter(|b| **b == b'\n').count(), 200_000);
 }
+
+/// A worker process whose component cannot start fails the run (exit 1, the reason on stderr),
+/// as the same failure does in local mode.
+#[test]
+fn a_failing_worker_process_fails_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bad.yaml");
+    let topology = "\
+name: bad
+spouts:
+  - id: lines
+    type: stdin
+bolts:
+  - id: ext
+    type: shell
+    command: [/nonexistent/program]
+    fields: [word]
+  - id: out
+    type: stdout
+streams:
+  - from: lines
+    to: ext
+    grouping: shuffle
+  - from: ext
+    to: out
+    grouping: shuffle
+";
+    std::fs::write(&file, topology).expect("write the topology");
+    let out = TestCommand::cargo_bin("storm")
+        .expect("the storm binary")
+        .env_remove("STORM_CLUSTER_SECRET")
+        .arg("run")
+        .arg(&file)
+        .arg("--processes")
+        .write_stdin("a b\n")
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start `/nonexistent/program`"), "{err}");
+    assert!(err.contains("the worker process on port"), "{err}");
+}
