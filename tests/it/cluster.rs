@@ -426,3 +426,36 @@ streams:
     assert!(err.contains("cannot start `/nonexistent/program`"), "{err}");
     assert!(err.contains("the worker process on port"), "{err}");
 }
+
+/// With a cluster secret, nimbus answers only clients that prove it.
+#[test]
+fn nimbus_with_a_secret_answers_only_clients_that_know_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    daemons.spawn(
+        "nimbus",
+        storm()
+            .env("STORM_CLUSTER_SECRET", "s3cret")
+            .args(["nimbus", "--listen", &addr, "--data"])
+            .arg(dir.path().join("nimbus")),
+    );
+    let with = |secret: Option<&str>| {
+        let mut c = storm();
+        if let Some(s) = secret {
+            c.env("STORM_CLUSTER_SECRET", s);
+        }
+        c.args(["list", "--nimbus", &addr]).output().expect("run")
+    };
+    eventually("nimbus to answer its own", || {
+        with(Some("s3cret")).status.success().then_some(())
+    });
+    let none = with(None);
+    assert_eq!(none.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("STORM_CLUSTER_SECRET"), "{err}");
+    let wrong = with(Some("guess"));
+    assert_eq!(wrong.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(err.contains("did not accept our cluster secret"), "{err}");
+}
