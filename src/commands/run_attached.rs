@@ -9,7 +9,6 @@ use crate::cluster::layout::SupervisorInfo;
 use crate::cluster::nimbus::now_secs;
 use crate::cluster::rpc::{self, Request, TopologySummary};
 use crate::cluster::worker;
-use crate::runtime::metrics::render_table;
 use crate::topology::model::ComponentType;
 use crate::topology::LoadOptions;
 use std::net::TcpListener;
@@ -162,21 +161,8 @@ pub fn run(args: RunArgs, nimbus: &str) -> anyhow::Result<Status> {
         std::thread::sleep(Duration::from_millis(100));
     }
     drop(attached);
-    if let Some(report) = report {
-        if !args.quiet {
-            eprintln!(
-                "{}",
-                render_table(&report.components, report.elapsed.as_secs_f64())
-            );
-            eprintln!("(figures of the executors in this process; the cluster ran the others)");
-        }
-        if report.lost > 0 {
-            eprintln!(
-                "error: {} tuple(s) were given up on after their retries and are lost",
-                report.lost
-            );
-            return Ok(Status::Failure);
-        }
+    match report {
+        Some(report) => super::run_processes::finish_report(&args, &report),
+        None => Ok(Status::Success),
     }
-    Ok(Status::Success)
 }

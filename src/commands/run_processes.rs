@@ -12,6 +12,7 @@ use crate::cluster::rpc::Request;
 use crate::cluster::{supervisor, worker, CoordinationStore};
 use crate::net::auth::Secret;
 use crate::runtime::metrics::render_table;
+use crate::runtime::RunReport;
 use crate::topology::model::ComponentType;
 use crate::topology::LoadOptions;
 use std::net::TcpListener;
@@ -232,6 +233,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         ),
     };
     drop(cleanup);
+    finish_report(&args, &report)
+}
+
+/// The end of a run spread over processes: `--stats`, the summary, and the exit status.
+pub fn finish_report(args: &RunArgs, report: &RunReport) -> anyhow::Result<Status> {
+    if let Some(path) = &args.stats {
+        let json = serde_json::json!({
+            "elapsed_secs": report.elapsed.as_secs_f64(),
+            "acking": report.acking,
+            "lost": report.lost,
+            "components": report.components,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
+            .map_err(|e| anyhow::anyhow!("cannot write --stats file {}: {e}", path.display()))?;
+    }
     if !args.quiet {
         eprintln!(
             "{}",

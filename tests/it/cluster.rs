@@ -335,7 +335,23 @@ fn word_count_over_processes_equals_local_mode() {
     let text = word_text();
     let local = run_sorted(&text, &[]);
     assert!(local.len() > 100, "{}", local.len());
-    assert_eq!(run_sorted(&text, &["--processes", "--workers", "3"]), local);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stats = dir.path().join("stats.json");
+    let stats_arg = stats.to_str().expect("utf-8 path");
+    let processes = run_sorted(
+        &text,
+        &["--processes", "--workers", "3", "--stats", stats_arg],
+    );
+    assert_eq!(processes, local);
+    // The figures count the tasks of every worker process, not only this one's.
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let split = stats["components"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["id"] == "split"))
+        .expect("split's figures");
+    assert_eq!(split["executed"], 4000);
+    assert_eq!(split["emitted"], 44000);
 }
 
 #[test]
