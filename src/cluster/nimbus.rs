@@ -228,6 +228,11 @@ impl Nimbus {
                     active: base.status == TopologyStatus::Active,
                 })?)
             }
+            Request::Heartbeats { id } => {
+                let beats: Vec<(u32, TaskHeartbeat)> =
+                    self.state().task_heartbeats(&id)?.into_iter().collect();
+                Ok(serde_json::to_value(beats)?)
+            }
             Request::Finished { id, slot } => {
                 tracing::info!("nimbus: {id}: the worker on {slot} finished");
                 self.finished_lock().entry(id).or_default().insert(slot);

@@ -136,6 +136,8 @@ pub enum Request {
         /// (task, heartbeat) pairs: a list, since a tagged enum cannot carry integer map keys.
         beats: Vec<(u32, TaskHeartbeat)>,
     },
+    /// -> `Vec<(u32, TaskHeartbeat)>`: the latest heartbeat of every task of a topology.
+    Heartbeats { id: String },
     /// A worker whose executors all finished (end of input). -> ()
     Finished { id: String, slot: NodePort },
     /// -> ()

@@ -5,7 +5,7 @@
 
 use super::{load_topology, Status};
 use crate::cli::RunArgs;
-use crate::cluster::layout::SupervisorInfo;
+use crate::cluster::layout::{SupervisorInfo, TaskHeartbeat};
 use crate::cluster::nimbus::now_secs;
 use crate::cluster::rpc::{self, Request, TopologySummary};
 use crate::cluster::worker;
@@ -110,6 +110,7 @@ pub fn run(args: RunArgs, nimbus: &str) -> anyhow::Result<Status> {
             })?;
     }
     let sub = super::cluster::submission(&args.source, &overrides, Some(home_id))?;
+    let started = Instant::now();
     let id: String = rpc::call(nimbus, &Request::Submit(sub))?;
     eprintln!("submitted {} as {id}", topology.name);
 
@@ -160,9 +161,20 @@ pub fn run(args: RunArgs, nimbus: &str) -> anyhow::Result<Status> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The figures of every task: this process's, and the others' last heartbeats.
+    let beats: Vec<(u32, TaskHeartbeat)> = rpc::call(nimbus, &Request::Heartbeats { id })?;
+    let beats = beats.into_iter().collect();
     drop(attached);
-    match report {
-        Some(report) => super::run_processes::finish_report(&args, &report),
-        None => Ok(Status::Success),
-    }
+    let report = match report {
+        Some(mut r) => {
+            worker::merge_heartbeats(&mut r, &beats);
+            r
+        }
+        None => worker::report_from_heartbeats(
+            &crate::topology::plan::Plan::new(&topology),
+            &beats,
+            started.elapsed(),
+        ),
+    };
+    super::run_processes::finish_report(&args, &report)
 }
