@@ -13,6 +13,7 @@ pub mod scheduler;
 pub mod simulation;
 pub mod snapshot;
 pub mod store;
+pub mod submission;
 pub mod supervisor;
 pub mod tree;
 pub mod worker;

@@ -1,20 +1,21 @@
 //! Nimbus, the cluster's master (Storm's `nimbus.clj`): it holds the coordination tree (saved
 //! under its data folder so a restarted nimbus carries on), accepts submissions (kept under
-//! `DIR/stormdist/ID`), schedules and activates them, watches supervisor sessions and task
+//! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
 //! component errors, and kills topologies. Requests arrive over [`super::rpc`].
 
-use super::layout::{AssignmentInfo, NodePort, TaskError, TaskHeartbeat, TopologyStatus};
+use super::layout::{NodePort, TaskError, TaskHeartbeat, TopologyStatus};
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
-use super::scheduler::{executors_of, Dead, ScheduleError};
-use super::store::{CoordinationStore, StoreError};
+use super::scheduler::{Dead, ScheduleError};
+use super::store::CoordinationStore;
+use super::submission::home_assign;
+pub use super::submission::load_submission;
 use super::tree::{SharedTree, Tree};
 use crate::config::Config;
 use crate::net::auth::Secret;
-use crate::topology::model::{ComponentType, Topology};
+use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
-use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -39,6 +40,8 @@ pub struct Nimbus {
     tree: SharedTree,
     state: Mutex<ClusterState<SharedTree>>,
     data: PathBuf,
+    /// Where submissions are kept (`master_code_dir`'s parent).
+    stormdist: PathBuf,
     config: Config,
     known: Mutex<HashMap<String, Arc<Known>>>,
     /// Slots whose worker finished its executors (end of input), per topology.
@@ -57,32 +60,18 @@ pub fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-/// Validate a submission's text as `storm validate` would; errors come back rendered.
-pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
-    let opts = LoadOptions {
-        overrides: sub.overrides.clone(),
-        filter: None,
-    };
-    let loaded = if sub.path == "<-e>" {
-        load_inline(&sub.text, &opts)
-    } else {
-        load_text(sub.text.clone(), Path::new(&sub.path), &opts)
-    };
-    match loaded {
-        Ok(l) => Ok(l.topology),
-        Err(LoadError::Unreadable(reason)) => Err(reason),
-        Err(LoadError::Invalid {
-            source,
-            diagnostics,
-        }) => Err(crate::diag::render_all(&diagnostics, &source)),
-    }
-}
-
 impl Nimbus {
     /// Open nimbus's state under `data`: the saved tree if there is one, else a fresh one.
     pub fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
-        std::fs::create_dir_all(data.join("stormdist"))
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", data.display()))?;
+        // `storm.local.dir`: the data folder's parent when it is `.../nimbus` (the default
+        // `storm-local/nimbus`), else the data folder itself.
+        let local_dir = match data.file_name() {
+            Some(n) if n == "nimbus" => data.parent().unwrap_or(data).to_path_buf(),
+            _ => data.to_path_buf(),
+        };
+        let stormdist = local_dir.join("nimbus").join("stormdist");
+        std::fs::create_dir_all(&stormdist)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", stormdist.display()))?;
         let file = data.join("tree.json");
         let tree = if file.exists() {
             SharedTree::from_tree(Tree::load(&file)?)
@@ -90,12 +79,13 @@ impl Nimbus {
             SharedTree::new()
         };
         let mut state = ClusterState::new(tree.clone(), &config.zookeeper_root())?;
-        state.local_dir = data.display().to_string();
+        state.local_dir = local_dir.display().to_string();
         let secret = Secret::from_config(&config);
         let nimbus = Arc::new(Nimbus {
             tree,
             state: Mutex::new(state),
             data: data.to_path_buf(),
+            stormdist,
             config,
             known: Mutex::new(HashMap::new()),
             finished: Mutex::new(BTreeMap::new()),
@@ -238,6 +228,11 @@ impl Nimbus {
                     active: base.status == TopologyStatus::Active,
                 })?)
             }
+            Request::Heartbeats { id } => {
+                let beats: Vec<(u32, TaskHeartbeat)> =
+                    self.state().task_heartbeats(&id)?.into_iter().collect();
+                Ok(serde_json::to_value(beats)?)
+            }
             Request::Finished { id, slot } => {
                 tracing::info!("nimbus: {id}: the worker on {slot} finished");
                 self.finished_lock().entry(id).or_default().insert(slot);
@@ -282,7 +277,7 @@ impl Nimbus {
     }
 
     fn stormdist(&self, id: &str) -> PathBuf {
-        self.data.join("stormdist").join(id)
+        self.stormdist.join(id)
     }
 
     /// Seed 002: validate, submit, schedule, activate.
@@ -339,7 +334,7 @@ impl Nimbus {
     ) -> Result<bool, ClusterError> {
         let workers = known.topology.config.workers();
         match &known.submission.home {
-            Some(home) => home_assign(state, id, known, home, now_secs()),
+            Some(home) => home_assign(state, id, &known.topology, &known.plan, home, now_secs()),
             None => state.reassign(id, &known.plan, workers, dead, now_secs()),
         }
     }
@@ -524,63 +519,8 @@ impl Nimbus {
         Ok((done && !slots.is_empty(), slots.len()))
     }
 
-    /// Record a task heartbeat (in-process workers).
-    pub fn beat(&self, id: &str, task: u32, beat: &TaskHeartbeat) -> Result<(), ClusterError> {
-        self.state().task_heartbeat(id, task, beat)
+    /// The latest heartbeat of every task of a topology.
+    pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
+        self.state().task_heartbeats(id)
     }
-}
-
-/// `storm run --processes` (SPEC §5): the executors of `stdin` spouts and `stdout` sinks go to
-/// the home supervisor's slot, the others round-robin (seed 002's order) over the first
-/// `topology.workers` slots of the other supervisors.
-fn home_assign(
-    state: &ClusterState<SharedTree>,
-    id: &str,
-    known: &Known,
-    home: &str,
-    now: u64,
-) -> Result<bool, ClusterError> {
-    if state.assignment(id)?.is_some() {
-        return Ok(false);
-    }
-    let slots = super::scheduler::sort_slots(&state.available_slots(id)?);
-    let home_slot = slots.iter().find(|s| s.node == home).cloned();
-    let others: Vec<_> = slots
-        .iter()
-        .filter(|s| s.node != home)
-        .take(known.topology.config.workers().max(1) as usize)
-        .cloned()
-        .collect();
-    let mut info = AssignmentInfo {
-        master_code_dir: format!("{}/stormdist/{id}", state.local_dir),
-        ..Default::default()
-    };
-    let mut next = 0usize;
-    for exec in executors_of(&known.plan) {
-        let component = known.plan.component_of_task(exec.first);
-        let pinned = known
-            .topology
-            .component(component)
-            .is_some_and(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
-        let slot = match (&home_slot, pinned, others.is_empty()) {
-            (Some(h), true, _) | (Some(h), false, true) => h.clone(),
-            (_, _, false) => {
-                next += 1;
-                others[(next - 1) % others.len()].clone()
-            }
-            (None, _, true) => {
-                return Err(StoreError::BadArguments("no worker slots for the run".into()).into())
-            }
-        };
-        info.node_host.insert(slot.node.clone(), slot.host.clone());
-        for task in exec.tasks() {
-            info.task_to_node_port.insert(task, slot.node_port());
-            info.task_to_start_time.insert(task, now);
-        }
-    }
-    state.store().put(
-        &state.layout().assignment(id),
-        &serde_json::to_vec(&info).unwrap_or_default(),
-    )?;
-    Ok(true)
 }

@@ -136,6 +136,8 @@ pub enum Request {
         /// (task, heartbeat) pairs: a list, since a tagged enum cannot carry integer map keys.
         beats: Vec<(u32, TaskHeartbeat)>,
     },
+    /// -> `Vec<(u32, TaskHeartbeat)>`: the latest heartbeat of every task of a topology.
+    Heartbeats { id: String },
     /// A worker whose executors all finished (end of input). -> ()
     Finished { id: String, slot: NodePort },
     /// -> ()
@@ -192,14 +194,22 @@ pub fn call<T: DeserializeOwned>(addr: &str, request: &Request) -> anyhow::Resul
         .map_err(|e| anyhow::anyhow!("cannot reach nimbus at {addr}: {e}"))?;
     stream.set_read_timeout(Some(CALL_TIMEOUT))?;
     stream.set_write_timeout(Some(CALL_TIMEOUT))?;
-    if let Some(secret) = client_secret() {
-        auth::client(&mut stream, &secret, AUTH_CONTEXT)
-            .map_err(|e| anyhow::anyhow!("nimbus at {addr} refused us or is not ours: {e}"))?;
+    let secret = client_secret();
+    if let Some(secret) = &secret {
+        auth::client(&mut stream, secret, AUTH_CONTEXT).map_err(|e| {
+            anyhow::anyhow!("nimbus at {addr} did not accept our cluster secret: {e}")
+        })?;
     }
     write_message(&mut stream, request)
         .map_err(|e| anyhow::anyhow!("sending to nimbus at {addr}: {e}"))?;
-    let response: Response = read_message(&mut stream)
-        .map_err(|e| anyhow::anyhow!("reading nimbus's answer from {addr}: {e}"))?;
+    let response: Response = read_message(&mut stream).map_err(|e| {
+        let hint = if secret.is_none() {
+            " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("reading nimbus's answer from {addr}: {e}{hint}")
+    })?;
     match response {
         Response::Ok(v) => serde_json::from_value(v)
             .map_err(|e| anyhow::anyhow!("nimbus at {addr} answered something unexpected: {e}")),

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often the supervisor heartbeats and looks at its assignments.
@@ -231,15 +230,4 @@ pub fn options(nimbus: &str, host: &str, ports: Vec<u16>) -> anyhow::Result<Supe
         session_timeout: Duration::from_secs(10),
         env: Vec::new(),
     })
-}
-
-/// Run a supervisor in a thread of this process (`storm run --processes`).
-pub fn spawn(
-    opts: SupervisorOptions,
-    stop: Arc<AtomicBool>,
-    exits: crossbeam_channel::Sender<WorkerExit>,
-) -> std::io::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
-    std::thread::Builder::new()
-        .name("supervisor".into())
-        .spawn(move || run(&opts, &stop, Some(exits)))
 }

@@ -9,9 +9,10 @@ use super::nimbus::{load_submission, now_secs};
 use super::rpc::{self, BeatReply, Request, TopologyWork};
 use crate::net::auth::Secret;
 use crate::net::transport::TcpNetwork;
+use crate::runtime::metrics::{ComponentReport, TaskReport, TaskStats};
 use crate::runtime::{self, Placement, RunReport};
 use crate::topology::plan::Plan;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -138,23 +139,7 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
             continue;
         }
         next_beat = Instant::now() + BEAT_EVERY;
-        let beats: Vec<(u32, TaskHeartbeat)> = stats
-            .iter()
-            .map(|(task, (_, st))| {
-                let mut m = serde_json::Map::new();
-                let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-                m.insert("emitted".into(), get(&st.emitted).into());
-                m.insert("executed".into(), get(&st.executed).into());
-                m.insert("acked".into(), get(&st.acked).into());
-                m.insert("failed".into(), get(&st.failed).into());
-                let beat = TaskHeartbeat {
-                    time_secs: now_secs(),
-                    uptime_secs: started.elapsed().as_secs(),
-                    stats: m,
-                };
-                (*task, beat)
-            })
-            .collect();
+        let beats = beats_of(&stats, started);
         let request = Request::TaskBeats {
             id: id.into(),
             slot: my_slot.clone(),
@@ -182,6 +167,13 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
     let _ = waiter.join();
     match result {
         Ok(report) => {
+            // A last heartbeat with the final figures, then the end of input.
+            let last = Request::TaskBeats {
+                id: id.into(),
+                slot: my_slot.clone(),
+                beats: beats_of(&stats, started),
+            };
+            let _ = rpc::call::<BeatReply>(nimbus, &last);
             let finished = Request::Finished {
                 id: id.into(),
                 slot: my_slot,
@@ -206,9 +198,190 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
     }
 }
 
+/// The heartbeats of a worker's tasks: time, uptime and their counters.
+fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)> {
+    stats
+        .iter()
+        .map(|(task, (component, st))| {
+            let mut m = serde_json::Map::new();
+            let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+            m.insert("component".into(), component.clone().into());
+            for (name, counter) in [
+                ("emitted", &st.emitted),
+                ("executed", &st.executed),
+                ("acked", &st.acked),
+                ("failed", &st.failed),
+                ("lost", &st.lost),
+            ] {
+                m.insert(name.into(), get(counter).into());
+            }
+            let beat = TaskHeartbeat {
+                time_secs: now_secs(),
+                uptime_secs: started.elapsed().as_secs(),
+                stats: m,
+            };
+            (*task, beat)
+        })
+        .collect()
+}
+
+type TaskStatsMap = BTreeMap<u32, (String, Arc<TaskStats>)>;
+
+/// Add the figures other workers reported in their heartbeats to this worker's report, so the
+/// summary of a run spread over processes counts every task.
+pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartbeat>) {
+    let stat = |b: &TaskHeartbeat, k: &str| b.stats.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let known: std::collections::BTreeSet<u32> = report
+        .components
+        .iter()
+        .flat_map(|c| c.per_task.iter().map(|t| t.task))
+        .collect();
+    for (task, beat) in beats {
+        if known.contains(task) {
+            continue;
+        }
+        let Some(component) = beat.stats.get("component").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        let Some(c) = report.components.iter_mut().find(|c| c.id == component) else {
+            continue;
+        };
+        let t = TaskReport {
+            task: *task,
+            emitted: stat(beat, "emitted"),
+            transferred: 0,
+            executed: stat(beat, "executed"),
+            acked: stat(beat, "acked"),
+            failed: stat(beat, "failed"),
+        };
+        c.tasks += 1;
+        c.emitted += t.emitted;
+        c.executed += t.executed;
+        c.acked += t.acked;
+        c.failed += t.failed;
+        c.lost += stat(beat, "lost");
+        report.lost += stat(beat, "lost");
+        c.per_task.push(t);
+    }
+    for c in &mut report.components {
+        c.per_task.sort_by_key(|t| t.task);
+    }
+}
+
+/// A run report made only of heartbeats (a `--processes` run with no executor at home).
+pub fn report_from_heartbeats(
+    plan: &Plan,
+    beats: &BTreeMap<u32, TaskHeartbeat>,
+    elapsed: Duration,
+) -> RunReport {
+    let components = plan
+        .components
+        .iter()
+        .map(|c| ComponentReport {
+            id: c.id.clone(),
+            kind: if c.id == crate::topology::plan::ACKER_ID {
+                "acker"
+            } else {
+                "component"
+            },
+            tasks: 0,
+            executors: u32::try_from(c.executors.len()).unwrap_or(u32::MAX),
+            emitted: 0,
+            transferred: 0,
+            executed: 0,
+            acked: 0,
+            failed: 0,
+            replayed: 0,
+            timed_out: 0,
+            lost: 0,
+            errors: 0,
+            execute_latency_ms: 0.0,
+            capacity: 0.0,
+            queue_peak: 0,
+            pending_peak: 0,
+            complete_latency_ms: None,
+            per_task: Vec::new(),
+        })
+        .collect();
+    let mut report = RunReport {
+        components,
+        elapsed,
+        lost: 0,
+        acking: plan.ackers > 0,
+    };
+    merge_heartbeats(&mut report, beats);
+    report
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn component(id: &str, tasks: &[u32]) -> crate::runtime::metrics::ComponentReport {
+        crate::runtime::metrics::ComponentReport {
+            id: id.into(),
+            kind: "bolt",
+            tasks: tasks.len() as u32,
+            executors: 1,
+            emitted: 5,
+            transferred: 0,
+            executed: 5,
+            acked: 0,
+            failed: 0,
+            replayed: 0,
+            timed_out: 0,
+            lost: 0,
+            errors: 0,
+            execute_latency_ms: 0.0,
+            capacity: 0.0,
+            queue_peak: 0,
+            pending_peak: 0,
+            complete_latency_ms: None,
+            per_task: tasks
+                .iter()
+                .map(|t| TaskReport {
+                    task: *t,
+                    emitted: 5,
+                    transferred: 0,
+                    executed: 5,
+                    acked: 0,
+                    failed: 0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn heartbeats_of_other_workers_add_their_tasks_once() {
+        let mut report = RunReport {
+            components: vec![component("count", &[2])],
+            elapsed: Duration::from_secs(1),
+            lost: 0,
+            acking: false,
+        };
+        let beat = |component: &str, emitted: u64| {
+            let v = serde_json::json!({"component": component, "emitted": emitted, "executed": 7, "lost": 1});
+            TaskHeartbeat {
+                time_secs: 0,
+                uptime_secs: 0,
+                stats: v.as_object().cloned().unwrap_or_default(),
+            }
+        };
+        let beats: BTreeMap<u32, TaskHeartbeat> = [
+            (2, beat("count", 100)),
+            (3, beat("count", 10)),
+            (4, beat("gone", 1)),
+        ]
+        .into();
+        merge_heartbeats(&mut report, &beats);
+        let c = &report.components[0];
+        assert_eq!((c.tasks, c.emitted, c.executed, c.lost), (2, 15, 12, 1));
+        assert_eq!(
+            c.per_task.iter().map(|t| t.task).collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+        assert_eq!(report.lost, 1);
+    }
 
     #[test]
     fn placement_follows_the_distinct_slots_of_the_assignment() {

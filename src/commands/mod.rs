@@ -10,6 +10,7 @@ pub mod config;
 pub mod graph;
 pub mod progress;
 pub mod run;
+pub mod run_attached;
 pub mod run_processes;
 pub mod validate;
 pub mod zk;

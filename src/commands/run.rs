@@ -11,11 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
-    if args.nimbus.is_some() {
-        anyhow::bail!(
-            "attached runs (--nimbus) are not implemented yet; use `storm submit` for a \
-             cluster or --processes for worker processes on this machine"
-        );
+    if let Some(addr) = args.nimbus.clone() {
+        return super::run_attached::run(args, &addr);
     }
     if args.processes {
         return super::run_processes::run(args);

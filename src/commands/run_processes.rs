@@ -12,6 +12,7 @@ use crate::cluster::rpc::Request;
 use crate::cluster::{supervisor, worker, CoordinationStore};
 use crate::net::auth::Secret;
 use crate::runtime::metrics::render_table;
+use crate::runtime::RunReport;
 use crate::topology::model::ComponentType;
 use crate::topology::LoadOptions;
 use std::net::TcpListener;
@@ -128,11 +129,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     sup.id = "processes".into();
     sup.env = super::cluster::secret_env(&topology.config);
     let (exit_tx, exits) = crossbeam_channel::unbounded();
-    cleanup.supervisor = Some(supervisor::spawn(
-        sup,
-        cleanup.supervisor_stop.clone(),
-        exit_tx,
-    )?);
+    let supervisor_done = Arc::new(AtomicBool::new(false));
+    cleanup.supervisor = Some({
+        let stop = cleanup.supervisor_stop.clone();
+        let done = supervisor_done.clone();
+        std::thread::Builder::new()
+            .name("supervisor".into())
+            .spawn(move || {
+                let r = supervisor::run(&sup, &stop, Some(exit_tx));
+                done.store(true, Ordering::Relaxed);
+                r
+            })?
+    });
     // Submit once the supervisor is registered, so the work is spread over its slots.
     let supervisors = format!("{}/supervisors/processes", topology.config.zookeeper_root());
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -144,6 +152,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let sub = super::cluster::submission(&args.source, &overrides, Some(HOME.into()))?;
+    let started = Instant::now();
     let id: String = serde_json::from_value(
         nimbus
             .handle(Request::Submit(sub))
@@ -174,23 +183,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 }
             })?;
     }
-    // A worker process that fails fails the run, as a failing executor does in local mode.
-    let failed = Arc::new(AtomicBool::new(false));
+    // A worker process that fails fails the run at once, as a failing executor does in local
+    // mode: the supervisor ends the other workers, then this process exits.
     {
-        let failed = failed.clone();
+        let supervisor_stop = cleanup.supervisor_stop.clone();
+        let dir = dir.clone();
         std::thread::Builder::new()
             .name("run-workers".into())
             .spawn(move || {
-                for exit in exits {
-                    if !exit.status.success() {
-                        crate::stderr_println!(
-                            "error: the worker process on port {} failed ({})",
-                            exit.port,
-                            exit.status
-                        );
-                        failed.store(true, Ordering::Relaxed);
-                    }
+                let Some(exit) = exits.iter().find(|e| !e.status.success()) else {
+                    return;
+                };
+                crate::stderr_println!(
+                    "error: the worker process on port {} failed ({}); see its messages above",
+                    exit.port,
+                    exit.status
+                );
+                supervisor_stop.store(true, Ordering::Relaxed);
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while !supervisor_done.load(Ordering::Relaxed) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
                 }
+                let _ = std::fs::remove_dir_all(&dir);
+                std::process::exit(1);
             })?;
     }
     let report = if has_home {
@@ -204,30 +219,48 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     };
     // The other workers end once their executors have (end of input propagates to them).
     while !nimbus.finished(&id)?.0 {
-        if failed.load(Ordering::Relaxed) {
-            return Ok(Status::Failure);
-        }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let beats = nimbus.task_heartbeats(&id)?;
+    let report = match report {
+        Some(mut r) => {
+            worker::merge_heartbeats(&mut r, &beats);
+            r
+        }
+        None => worker::report_from_heartbeats(
+            &crate::topology::plan::Plan::new(&topology),
+            &beats,
+            started.elapsed(),
+        ),
+    };
     drop(cleanup);
-    if failed.load(Ordering::Relaxed) {
-        return Ok(Status::Failure);
+    finish_report(&args, &report)
+}
+
+/// The end of a run spread over processes: `--stats`, the summary, and the exit status.
+pub fn finish_report(args: &RunArgs, report: &RunReport) -> anyhow::Result<Status> {
+    if let Some(path) = &args.stats {
+        let json = serde_json::json!({
+            "elapsed_secs": report.elapsed.as_secs_f64(),
+            "acking": report.acking,
+            "lost": report.lost,
+            "components": report.components,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
+            .map_err(|e| anyhow::anyhow!("cannot write --stats file {}: {e}", path.display()))?;
     }
-    if let Some(report) = report {
-        if !args.quiet {
-            crate::stderr_println!(
-                "{}",
-                render_table(&report.components, report.elapsed.as_secs_f64())
-            );
-            crate::stderr_println!("(figures of the executors in this process; {workers} worker process(es) ran the others)");
-        }
-        if report.lost > 0 {
-            crate::stderr_println!(
-                "error: {} tuple(s) were given up on after their retries and are lost",
-                report.lost
-            );
-            return Ok(Status::Failure);
-        }
+    if !args.quiet {
+        crate::stderr_println!(
+            "{}",
+            render_table(&report.components, report.elapsed.as_secs_f64())
+        );
+    }
+    if report.lost > 0 {
+        crate::stderr_println!(
+            "error: {} tuple(s) were given up on after their retries and are lost",
+            report.lost
+        );
+        return Ok(Status::Failure);
     }
     Ok(Status::Success)
 }

@@ -411,10 +411,19 @@ impl Running {
     pub fn wait(mut self) -> anyhow::Result<RunReport> {
         let mut latency: BTreeMap<String, Histogram> = BTreeMap::new();
         let mut lost = 0;
-        let mut remaining = self.handles.len();
-        while remaining > 0 {
+        let total = self.handles.len();
+        let mut signalled = 0;
+        while signalled < total {
             let _ = self.done.recv();
-            remaining -= 1;
+            signalled += 1;
+            // A thread signals just before it ends: wait until every signalled one is joinable,
+            // or a failing executor could be missed while the others wait forever.
+            while total - self.handles.len()
+                + self.handles.iter().filter(|(_, h)| h.is_finished()).count()
+                < signalled
+            {
+                std::thread::yield_now();
+            }
             // Join whatever has finished; a failure ends the run at once.
             let mut i = 0;
             while i < self.handles.len() {

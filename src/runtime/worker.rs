@@ -28,10 +28,12 @@ pub fn spawn_transfer(
                     if let Some(buf) = buffers.get_mut(t.worker) {
                         encode_message(t.message, buf);
                     }
-                    next = transfers.try_recv().ok();
+                    // Check the size before taking the next message: one taken and then left
+                    // behind by the `break` would be lost.
                     if buffers.iter().any(|b| b.len() > 1 << 20) {
                         break;
                     }
+                    next = transfers.try_recv().ok();
                 }
                 for (w, buf) in buffers.iter_mut().enumerate() {
                     if buf.is_empty() {

@@ -1,6 +1,6 @@
 //! The cluster with real processes on loopback: `storm run --processes` gives local mode's
 //! output; nimbus and two supervisors run a submitted topology, show it in the live tree,
-//! survive a SIGKILLed worker and a nimbus restart, and kill it. Every process started here is
+//! survive a SIGKILLed worker and a nimbus restart, kill it, and run an attached word count. Every process started here is
 //! ended by a guard, even when a test fails.
 
 use assert_cmd::cargo::CommandCargoExt;
@@ -285,11 +285,17 @@ fn nimbus_and_two_supervisors_run_a_topology_through_a_killed_worker_and_a_resta
         let tree = client(&["zk", "dump", "--nimbus", &addr])?;
         (!tree.contains(&id)).then_some(())
     });
+
+    // An attached run on the same cluster prints what local mode prints.
+    let text = word_text();
+    let attached = run_sorted(&text, &["--nimbus", &addr, "--workers", "2"]);
+    assert_eq!(attached, run_sorted(&text, &[]));
+    let listed = client(&["list", "--nimbus", &addr]).expect("list");
+    assert!(!listed.contains("wordcount"), "{listed}");
 }
 
-#[test]
-fn word_count_over_processes_equals_local_mode() {
-    let text: String = (0..4000)
+fn word_text() -> String {
+    (0..4000)
         .map(|i| {
             format!(
                 "the quick brown fox {} jumps over the lazy dog {}\n",
@@ -297,32 +303,55 @@ fn word_count_over_processes_equals_local_mode() {
                 i % 13
             )
         })
+        .collect()
+}
+
+/// `storm run topologies/wordcount.yaml` with `extra` flags over `text`: its sorted output.
+fn run_sorted(text: &str, extra: &[&str]) -> Vec<String> {
+    let out = TestCommand::cargo_bin("storm")
+        .expect("the storm binary")
+        .env_remove("STORM_CLUSTER_SECRET")
+        .args(["run", "topologies/wordcount.yaml", "--quiet"])
+        .args(extra)
+        .write_stdin(text.to_string())
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{extra:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
         .collect();
-    let run = |extra: &[&str]| {
-        let out = TestCommand::cargo_bin("storm")
-            .expect("the storm binary")
-            .args(["run", "topologies/wordcount.yaml", "--quiet"])
-            .args(extra)
-            .write_stdin(text.clone())
-            .timeout(WAIT)
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{extra:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        lines.sort();
-        lines
-    };
-    let local = run(&[]);
-    let processes = run(&["--processes", "--workers", "3"]);
+    lines.sort();
+    lines
+}
+
+#[test]
+fn word_count_over_processes_equals_local_mode() {
+    let text = word_text();
+    let local = run_sorted(&text, &[]);
     assert!(local.len() > 100, "{}", local.len());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stats = dir.path().join("stats.json");
+    let stats_arg = stats.to_str().expect("utf-8 path");
+    let processes = run_sorted(
+        &text,
+        &["--processes", "--workers", "3", "--stats", stats_arg],
+    );
     assert_eq!(processes, local);
+    // The figures count the tasks of every worker process, not only this one's.
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    let split = stats["components"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["id"] == "split"))
+        .expect("split's figures");
+    assert_eq!(split["executed"], 4000);
+    assert_eq!(split["emitted"], 44000);
 }
 
 #[test]
@@ -338,4 +367,111 @@ fn an_unreachable_nimbus_is_a_clear_error() {
         err.starts_with(&format!("error: cannot reach nimbus at 127.0.0.1:{port}: ")),
         "{err}"
     );
+}
+
+/// Regression: the transfer thread dropped a batch each time its buffers passed 1 MiB, so runs
+/// across workers without acking lost tuples at the end.
+#[test]
+fn a_run_across_worker_processes_without_acking_loses_no_tuple() {
+    let out = TestCommand::cargo_bin("storm")
+        .expect("the storm binary")
+        .env_remove("STORM_CLUSTER_SECRET")
+        .args([
+            "run",
+            "-e",
+            "generate(count=200000) | stdout",
+            "--processes",
+            "--quiet",
+        ])
+        .args([
+            "-c",
+            "topology.acker.executors=0",
+            "-c",
+            "topology.workers=2",
+        ])
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout.iter().filter(|b| **b == b'\n').count(), 200_000);
+}
+
+/// A worker process whose component cannot start fails the run (exit 1, the reason on stderr),
+/// as the same failure does in local mode.
+#[test]
+fn a_failing_worker_process_fails_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bad.yaml");
+    let topology = "\
+name: bad
+spouts:
+  - id: lines
+    type: stdin
+bolts:
+  - id: ext
+    type: shell
+    command: [/nonexistent/program]
+    fields: [word]
+  - id: out
+    type: stdout
+streams:
+  - from: lines
+    to: ext
+    grouping: shuffle
+  - from: ext
+    to: out
+    grouping: shuffle
+";
+    std::fs::write(&file, topology).expect("write the topology");
+    let out = TestCommand::cargo_bin("storm")
+        .expect("the storm binary")
+        .env_remove("STORM_CLUSTER_SECRET")
+        .arg("run")
+        .arg(&file)
+        .arg("--processes")
+        .write_stdin("a b\n")
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot start `/nonexistent/program`"), "{err}");
+    assert!(err.contains("the worker process on port"), "{err}");
+}
+
+/// With a cluster secret, nimbus answers only clients that prove it.
+#[test]
+fn nimbus_with_a_secret_answers_only_clients_that_know_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    daemons.spawn(
+        "nimbus",
+        storm()
+            .env("STORM_CLUSTER_SECRET", "s3cret")
+            .args(["nimbus", "--listen", &addr, "--data"])
+            .arg(dir.path().join("nimbus")),
+    );
+    let with = |secret: Option<&str>| {
+        let mut c = storm();
+        if let Some(s) = secret {
+            c.env("STORM_CLUSTER_SECRET", s);
+        }
+        c.args(["list", "--nimbus", &addr]).output().expect("run")
+    };
+    eventually("nimbus to answer its own", || {
+        with(Some("s3cret")).status.success().then_some(())
+    });
+    let none = with(None);
+    assert_eq!(none.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("STORM_CLUSTER_SECRET"), "{err}");
+    let wrong = with(Some("guess"));
+    assert_eq!(wrong.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(err.contains("did not accept our cluster secret"), "{err}");
 }

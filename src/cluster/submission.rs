@@ -1,0 +1,139 @@
+//! Submitted topologies: their text validated again where it arrives (nimbus, workers), and the
+//! placement of runs that have a home worker (`storm run --processes` and `--nimbus`), whose
+//! `stdin` and `stdout` executors stay in the `storm run` process (SPEC §5).
+
+use super::layout::AssignmentInfo;
+use super::nimbus_state::{ClusterError, ClusterState};
+use super::rpc::Submission;
+use super::scheduler::executors_of;
+use super::store::{CoordinationStore, StoreError};
+use super::tree::SharedTree;
+use crate::topology::model::{ComponentType, Topology};
+use crate::topology::plan::Plan;
+use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
+use std::path::Path;
+
+/// Validate a submission's text as `storm validate` would; errors come back rendered.
+pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
+    let opts = LoadOptions {
+        overrides: sub.overrides.clone(),
+        filter: None,
+    };
+    let loaded = if sub.path == "<-e>" {
+        load_inline(&sub.text, &opts)
+    } else {
+        load_text(sub.text.clone(), Path::new(&sub.path), &opts)
+    };
+    match loaded {
+        Ok(l) => Ok(l.topology),
+        Err(LoadError::Unreadable(reason)) => Err(reason),
+        Err(LoadError::Invalid {
+            source,
+            diagnostics,
+        }) => Err(crate::diag::render_all(&diagnostics, &source)),
+    }
+}
+
+/// `storm run --processes` (SPEC §5): the executors of `stdin` spouts and `stdout` sinks go to
+/// the home supervisor's slot, the others round-robin (seed 002's order) over the first
+/// `topology.workers` slots of the other supervisors.
+pub fn home_assign(
+    state: &ClusterState<SharedTree>,
+    id: &str,
+    topology: &Topology,
+    plan: &Plan,
+    home: &str,
+    now: u64,
+) -> Result<bool, ClusterError> {
+    if state.assignment(id)?.is_some() {
+        return Ok(false);
+    }
+    let slots = super::scheduler::sort_slots(&state.available_slots(id)?);
+    let home_slot = slots.iter().find(|s| s.node == home).cloned();
+    let others: Vec<_> = slots
+        .iter()
+        .filter(|s| s.node != home)
+        .take(topology.config.workers().max(1) as usize)
+        .cloned()
+        .collect();
+    let mut info = AssignmentInfo {
+        master_code_dir: format!("{}/nimbus/stormdist/{id}", state.local_dir),
+        ..Default::default()
+    };
+    let mut next = 0usize;
+    for exec in executors_of(plan) {
+        let component = plan.component_of_task(exec.first);
+        let pinned = topology
+            .component(component)
+            .is_some_and(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
+        let slot = match (&home_slot, pinned, others.is_empty()) {
+            (Some(h), true, _) | (Some(h), false, true) => h.clone(),
+            (_, _, false) => {
+                next += 1;
+                others[(next - 1) % others.len()].clone()
+            }
+            (None, _, true) => {
+                return Err(StoreError::BadArguments("no worker slots for the run".into()).into())
+            }
+        };
+        info.node_host.insert(slot.node.clone(), slot.host.clone());
+        for task in exec.tasks() {
+            info.task_to_node_port.insert(task, slot.node_port());
+            info.task_to_start_time.insert(task, now);
+        }
+    }
+    state.store().put(
+        &state.layout().assignment(id),
+        &serde_json::to_vec(&info).unwrap_or_default(),
+    )?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::layout::{NodePort, SupervisorInfo};
+    use crate::cluster::simulation::tests::wordcount;
+    use std::time::Duration;
+
+    #[test]
+    fn home_runs_stdin_and_stdout_and_the_rest_round_robins_over_the_workers() {
+        let tree = SharedTree::new();
+        let mut state = ClusterState::new(tree.clone(), "/storm").unwrap();
+        for (id, ports) in [("home", vec![7000]), ("procs", vec![7001, 7002, 7003])] {
+            let session = tree.open_session(Duration::from_secs(60));
+            let info = SupervisorInfo {
+                hostname: "127.0.0.1".into(),
+                time_secs: 0,
+                uptime_secs: 0,
+                ports,
+            };
+            state.supervisor_heartbeat(session, id, &info).unwrap();
+        }
+        let topo = wordcount(&[("topology.workers", 2.into())]);
+        let plan = Plan::new(&topo);
+        let id = state.submit(&topo, &plan, 5).unwrap();
+        assert!(home_assign(&state, &id, &topo, &plan, "home", 5).unwrap());
+        // A second call keeps the assignment as it is.
+        assert!(!home_assign(&state, &id, &topo, &plan, "home", 6).unwrap());
+        let a = state.assignment(&id).unwrap().unwrap();
+        let slot = |node: &str, port| NodePort {
+            node: node.into(),
+            port,
+        };
+        for (task, component) in plan.task_to_component() {
+            let at = &a.task_to_node_port[&task];
+            if component == "lines" || component == "print" {
+                assert_eq!(*at, slot("home", 7000), "{component}");
+            } else {
+                assert!(
+                    *at == slot("procs", 7001) || *at == slot("procs", 7002),
+                    "{at}"
+                );
+            }
+        }
+        let used: std::collections::BTreeSet<_> = a.task_to_node_port.values().collect();
+        assert_eq!(used.len(), 3);
+        assert_eq!(a.node_host["home"], "127.0.0.1");
+    }
+}
