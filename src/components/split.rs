@@ -27,6 +27,33 @@ impl Split {
     }
 }
 
+/// The pieces of `text` between whitespace, as `str::split_whitespace` gives them, but without
+/// decoding characters when the text can hold no non-ASCII whitespace: every Unicode space
+/// outside ASCII starts with byte 0xC2, 0xE1, 0xE2 or 0xE3 in UTF-8.
+fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    if bytes.iter().any(|b| matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3)) {
+        text.split_whitespace().for_each(f);
+        return;
+    }
+    let mut start = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        // char::is_whitespace for ASCII: U+0009..=U+000D and U+0020.
+        let space = b == b' ' || (b'\t'..=b'\r').contains(&b);
+        match (space, start) {
+            (true, Some(s)) => {
+                f(&text[s..i]);
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        f(&text[s..]);
+    }
+}
+
 impl Bolt for Split {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         if let Some(f) = &self.field {
@@ -43,15 +70,13 @@ impl Bolt for Split {
             return Ok(());
         };
         match &self.separator {
-            None => {
-                for w in text.split_whitespace() {
-                    out.send(
-                        streams::DEFAULT,
-                        &[input],
-                        smallvec::smallvec![Value::Str(CompactString::new(w))],
-                    );
-                }
-            }
+            None => for_each_word(text, |w| {
+                out.send(
+                    streams::DEFAULT,
+                    &[input],
+                    smallvec::smallvec![Value::Str(CompactString::new(w))],
+                )
+            }),
             Some(sep) => {
                 for w in text.split(sep.as_str()).filter(|w| !w.is_empty()) {
                     out.send(
@@ -63,5 +88,32 @@ impl Bolt for Split {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_each_word;
+    use proptest::prelude::*;
+
+    fn words(text: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        for_each_word(text, |w| v.push(w.to_string()));
+        v
+    }
+
+    #[test]
+    fn splits_like_split_whitespace() {
+        assert_eq!(words("  a\tbb \r\n ccé "), ["a", "bb", "ccé"]);
+        assert_eq!(words("x\u{a0}y\u{2003}z"), ["x", "y", "z"]);
+        assert!(words(" \t ").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_split_whitespace(text in "[ a-zé\t\r\n\u{a0}\u{2000}\u{3000}€—]{0,40}") {
+            let expected: Vec<String> = text.split_whitespace().map(String::from).collect();
+            prop_assert_eq!(words(&text), expected);
+        }
     }
 }
