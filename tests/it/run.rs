@@ -331,3 +331,56 @@ fn ticks_drive_count_with_emit_tick() {
     let nathan = text.lines().filter(|l| l.starts_with("nathan\t")).count();
     assert!(nathan >= 3, "{text}");
 }
+
+#[test]
+fn the_multilang_and_flux_examples_run() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let conf = tempfile::tempdir().expect("tempdir");
+    let text = messy_text(20_000, 5);
+    let out = storm(conf.path())
+        .args(["run", "-q", "topologies/multilang.yaml"])
+        .write_stdin(text.clone())
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The Python bolt splits on whitespace too: the same totals as the built-in split.
+    assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
+
+    let out = storm(conf.path())
+        .args([
+            "run",
+            "-q",
+            "topologies/flux-wordcount.yaml",
+            "--duration",
+            "2s",
+        ])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // LogInfoBolt logs TestWordCounter's running counts of TestWordSpout's words.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("log:"), "{stderr}");
+    assert!(
+        ["nathan", "mike", "jackson", "golda", "bertels"]
+            .iter()
+            .any(|w| stderr.contains(w)),
+        "{stderr}"
+    );
+}
