@@ -35,6 +35,8 @@ pub enum SinkSpec {
 pub struct Outbox {
     table: RouteTable,
     pending: Vec<Vec<(u32, Tuple)>>,
+    /// Out-of-line bytes (long strings, lists, maps) held by each pending batch.
+    pending_bytes: Vec<usize>,
     /// Spouts drain their own receive queue while a send blocks, so acks can always flow
     /// (breaks the spout → bolt → acker → spout cycle that full queues could otherwise lock).
     drain: Option<(Receiver<Message>, VecDeque<Message>)>,
@@ -47,6 +49,7 @@ impl Outbox {
         Outbox {
             table,
             pending: (0..n).map(|_| Vec::new()).collect(),
+            pending_bytes: vec![0; n],
             drain: None,
             transferred: 0,
         }
@@ -65,10 +68,15 @@ impl Outbox {
     #[inline]
     pub fn push(&mut self, task: u32, tuple: Tuple) {
         let sink = self.table.task_sink[task as usize];
+        let bytes = &mut self.pending_bytes[sink];
+        *bytes += heap_bytes(&tuple.values);
         let batch = &mut self.pending[sink];
         batch.push((task, tuple));
         self.transferred += 1;
-        if batch.len() >= BATCH {
+        // A batch also ends at BATCH_BYTES of payload, so a queue of large tuples holds as
+        // little memory as one of small ones: memory stays bounded by the queue sizes.
+        if batch.len() >= BATCH || *bytes >= BATCH_BYTES {
+            *bytes = 0;
             let batch = std::mem::replace(batch, Vec::with_capacity(BATCH));
             self.send(sink, Message::Tuples(batch));
         }
@@ -77,6 +85,7 @@ impl Outbox {
     /// Send everything batched so far.
     pub fn flush(&mut self) {
         for sink in 0..self.pending.len() {
+            self.pending_bytes[sink] = 0;
             if !self.pending[sink].is_empty() {
                 let batch = std::mem::take(&mut self.pending[sink]);
                 self.send(sink, Message::Tuples(batch));
@@ -87,6 +96,7 @@ impl Outbox {
     /// End of input from `from` to `to`, after everything batched for `to` so far.
     pub fn eos(&mut self, from: u32, to: u32) {
         let sink = self.table.task_sink[to as usize];
+        self.pending_bytes[sink] = 0;
         if !self.pending[sink].is_empty() {
             let batch = std::mem::take(&mut self.pending[sink]);
             self.send(sink, Message::Tuples(batch));
@@ -107,6 +117,24 @@ impl Outbox {
             ),
         }
     }
+}
+
+/// Payload bytes a batch may hold before it is sent (see `Outbox::push`).
+const BATCH_BYTES: usize = 16 * 1024;
+
+/// Bytes a tuple's values hold outside the tuple itself (strings longer than the inline 24
+/// bytes; lists and maps roughly). Cheap: most values are short strings or numbers.
+#[inline]
+fn heap_bytes(values: &[Value]) -> usize {
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Str(s) if s.len() > 24 => s.len(),
+            Value::List(l) => 32 * l.len() + heap_bytes(l),
+            Value::Map(m) => 64 * m.len(),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// A blocking send (backpressure) that, for spouts, keeps draining their own receive queue.
