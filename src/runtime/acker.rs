@@ -67,13 +67,65 @@ struct Entry {
 /// The acker bolt.
 pub struct Acker {
     pending: RotatingMap<u64, Entry>,
+    /// Trees completed by the message being handled: (spout task, root, failed).
+    done: Vec<(u32, u64, bool)>,
 }
 
 impl Default for Acker {
     fn default() -> Self {
         Acker {
             pending: RotatingMap::new(2),
+            done: Vec::new(),
         }
+    }
+}
+
+impl Acker {
+    /// XOR one value into a tree (Storm's acker: `init` also names the spout task).
+    fn apply(&mut self, root: u64, val: u64, spout_task: Option<u32>, failed: bool) {
+        let mut fresh = Entry::default();
+        let known = self.pending.get_mut(&root);
+        let is_new = known.is_none();
+        let e = known.unwrap_or(&mut fresh);
+        e.val ^= val;
+        e.failed |= failed;
+        if let Some(t) = spout_task {
+            e.spout_task = t;
+        }
+        let e = *e;
+        if e.spout_task != 0 && (e.failed || e.val == 0) {
+            if !is_new {
+                self.pending.remove(&root);
+            }
+            self.done.push((e.spout_task, root, e.failed));
+        } else if is_new {
+            self.pending.insert(root, e);
+        }
+    }
+
+    /// Tell each spout task about its completed trees, one message per task and outcome.
+    fn send_outcomes(&mut self, out: &mut dyn BoltCollector) {
+        if self.done.is_empty() {
+            return;
+        }
+        self.done
+            .sort_unstable_by_key(|(task, _, failed)| (*task, *failed));
+        let mut i = 0;
+        while i < self.done.len() {
+            let (task, _, failed) = self.done[i];
+            let mut roots = crate::tuple::Values::new();
+            while i < self.done.len() && self.done[i].0 == task && self.done[i].2 == failed {
+                roots.push(Value::Int(self.done[i].1 as i64));
+                i += 1;
+            }
+            let stream = if failed {
+                streams::ACK_FAIL
+            } else {
+                streams::ACK_ACK
+            };
+            out.emit_direct(task, stream, &[], roots);
+        }
+        self.done.clear();
     }
 }
 
@@ -85,43 +137,36 @@ fn as_u64(v: Option<&Value>) -> u64 {
 }
 
 impl Bolt for Acker {
+    /// Messages carry several trees (see `Emitter::flush_acks`): `__ack_init` is
+    /// `[spout task, root, xor, root, xor, ...]`, `__ack_ack` is `[root, value, ...]`,
+    /// `__ack_fail` is `[root, ...]`. Completed trees go back to each spout task in one message
+    /// per outcome: `[root, root, ...]` on `__ack_ack` or `__ack_fail`.
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if input.is_tick() {
             self.pending.rotate();
             return Ok(());
         }
-        let root = as_u64(input.values.first());
-        let mut fresh = Entry::default();
-        let e = match self.pending.get_mut(&root) {
-            Some(e) => e,
-            None => &mut fresh,
-        };
+        let v = &input.values;
         match input.stream {
             streams::ACK_INIT => {
-                e.val ^= as_u64(input.values.get(1));
-                e.spout_task = as_u64(input.values.get(2)) as u32;
+                let task = as_u64(v.first()) as u32;
+                for pair in v.get(1..).unwrap_or_default().chunks_exact(2) {
+                    self.apply(as_u64(pair.first()), as_u64(pair.get(1)), Some(task), false);
+                }
             }
-            streams::ACK_ACK => e.val ^= as_u64(input.values.get(1)),
-            streams::ACK_FAIL => e.failed = true,
-            _ => return Ok(()),
+            streams::ACK_ACK => {
+                for pair in v.chunks_exact(2) {
+                    self.apply(as_u64(pair.first()), as_u64(pair.get(1)), None, false);
+                }
+            }
+            streams::ACK_FAIL => {
+                for root in v.iter() {
+                    self.apply(as_u64(Some(root)), 0, None, true);
+                }
+            }
+            _ => {}
         }
-        let e = *e;
-        if e.spout_task != 0 && (e.failed || e.val == 0) {
-            let stream = if e.failed {
-                streams::ACK_FAIL
-            } else {
-                streams::ACK_ACK
-            };
-            self.pending.remove(&root);
-            out.emit_direct(
-                e.spout_task,
-                stream,
-                &[],
-                smallvec::smallvec![Value::Int(root as i64)],
-            );
-        } else if self.pending.get_mut(&root).is_none() {
-            self.pending.insert(root, e);
-        }
+        self.send_outcomes(out);
         Ok(())
     }
 
@@ -134,6 +179,71 @@ impl Bolt for Acker {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Records what the acker sends to spouts.
+    #[derive(Default)]
+    struct Sent(Vec<(u32, crate::topology::plan::StreamId, Vec<Value>)>);
+
+    impl BoltCollector for Sent {
+        fn emit(
+            &mut self,
+            _: crate::topology::plan::StreamId,
+            _: &[&Tuple],
+            _: crate::tuple::Values,
+        ) -> Vec<u32> {
+            Vec::new()
+        }
+        fn emit_direct(
+            &mut self,
+            task: u32,
+            stream: crate::topology::plan::StreamId,
+            _: &[&Tuple],
+            values: crate::tuple::Values,
+        ) {
+            self.0.push((task, stream, values.to_vec()));
+        }
+        fn ack(&mut self, _: &Tuple) {}
+        fn fail(&mut self, _: &Tuple) {}
+        fn report_error(&mut self, _: &str) {}
+    }
+
+    fn msg(stream: crate::topology::plan::StreamId, values: &[i64]) -> Tuple {
+        Tuple::new(values.iter().map(|v| Value::Int(*v)).collect(), 9, stream)
+    }
+
+    #[test]
+    fn batched_messages_complete_each_tree_on_its_last_edge() {
+        let mut acker = Acker::default();
+        let mut sent = Sent::default();
+        // Acks may overtake the init: trees 100 (edges 1^2) and 200 (edge 4) from spout task 7.
+        acker
+            .execute(&msg(streams::ACK_ACK, &[100, 1]), &mut sent)
+            .unwrap_or_default();
+        assert!(sent.0.is_empty());
+        acker
+            .execute(&msg(streams::ACK_INIT, &[7, 100, 1 ^ 2, 200, 4]), &mut sent)
+            .unwrap_or_default();
+        assert!(sent.0.is_empty(), "{:?}", sent.0);
+        acker
+            .execute(&msg(streams::ACK_ACK, &[100, 2, 200, 4]), &mut sent)
+            .unwrap_or_default();
+        assert_eq!(
+            sent.0,
+            vec![(7, streams::ACK_ACK, vec![Value::Int(100), Value::Int(200)])]
+        );
+        // A failed tree is reported as failed, once.
+        acker
+            .execute(&msg(streams::ACK_INIT, &[7, 300, 8]), &mut sent)
+            .unwrap_or_default();
+        acker
+            .execute(&msg(streams::ACK_FAIL, &[300]), &mut sent)
+            .unwrap_or_default();
+        assert_eq!(
+            sent.0.last(),
+            Some(&(7, streams::ACK_FAIL, vec![Value::Int(300)]))
+        );
+        assert!(acker.pending.is_empty());
+    }
 
     #[test]
     fn rotating_map_expires_after_two_rotations() {

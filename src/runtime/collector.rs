@@ -21,6 +21,8 @@ pub struct Emitter {
     /// Acks waiting to be sent, XOR-combined per root: acks of one batch that belong to the
     /// same tree travel as one message (XOR is associative, so the acker sees the same value).
     acks: Vec<(u64, u64)>,
+    /// Trees started by a spout and not yet announced to the acker: (root, XOR of edges).
+    inits: Vec<(u64, u64)>,
 }
 
 impl Emitter {
@@ -40,6 +42,7 @@ impl Emitter {
             targets: Vec::with_capacity(8),
             component,
             acks: Vec::new(),
+            inits: Vec::new(),
         }
     }
 
@@ -69,18 +72,51 @@ impl Emitter {
         }
     }
 
-    /// Send the combined acks of the batch just processed.
+    /// Send the inits and combined acks of the batch just processed: one message per acker
+    /// task, carrying (root, value) pairs — `__ack_init` is `[spout task, root, xor, ...]`,
+    /// `__ack_ack` is `[root, value, ...]`. Fewer, larger messages than Storm's one per tuple;
+    /// the acker applies the same XORs.
     pub fn flush_acks(&mut self, outbox: &mut Outbox) {
-        let mut acks = std::mem::take(&mut self.acks);
-        for (root, val) in acks.drain(..) {
-            self.to_acker(
-                outbox,
-                streams::ACK_ACK,
-                smallvec::smallvec![Value::Int(root as i64), Value::Int(val as i64)],
-                root,
-            );
+        if !self.inits.is_empty() {
+            let inits = std::mem::take(&mut self.inits);
+            let head = [Value::Int(i64::from(self.task))];
+            self.send_pairs(outbox, streams::ACK_INIT, &head, &inits);
+            self.inits = inits;
+            self.inits.clear();
         }
-        self.acks = acks;
+        if !self.acks.is_empty() {
+            let acks = std::mem::take(&mut self.acks);
+            self.send_pairs(outbox, streams::ACK_ACK, &[], &acks);
+            self.acks = acks;
+            self.acks.clear();
+        }
+    }
+
+    /// One message per acker task with `head` then the pairs whose root it tracks.
+    fn send_pairs(
+        &mut self,
+        outbox: &mut Outbox,
+        stream: StreamId,
+        head: &[Value],
+        pairs: &[(u64, u64)],
+    ) {
+        let mut by_acker: Vec<(u32, Values)> = Vec::new();
+        for &(root, val) in pairs {
+            let acker = self.router.acker_for(root);
+            let at = match by_acker.iter().position(|(a, _)| *a == acker) {
+                Some(i) => i,
+                None => {
+                    by_acker.push((acker, head.iter().cloned().collect()));
+                    by_acker.len() - 1
+                }
+            };
+            let values = &mut by_acker[at].1;
+            values.push(Value::Int(root as i64));
+            values.push(Value::Int(val as i64));
+        }
+        for (acker, values) in by_acker {
+            outbox.push(acker, Tuple::new(values, self.task, stream));
+        }
     }
 
     fn report(&self, msg: &str) {
@@ -137,16 +173,10 @@ impl SpoutOut<'_> {
         TaskStats::add(&em.stats.transferred, n as u64);
         if let Some(id) = msg_id {
             if tracked {
-                em.to_acker(
-                    self.outbox,
-                    streams::ACK_INIT,
-                    smallvec::smallvec![
-                        Value::Int(root as i64),
-                        Value::Int(xor as i64),
-                        Value::Int(i64::from(em.task)),
-                    ],
-                    root,
-                );
+                em.inits.push((root, xor));
+                if em.inits.len() >= 256 {
+                    em.flush_acks(self.outbox);
+                }
                 self.started.push((root, id));
             } else {
                 // Storm acks at once when acking is off or nobody receives the tuple.

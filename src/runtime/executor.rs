@@ -387,6 +387,10 @@ impl SpoutExecutor {
                     self.finish_task(i);
                 }
             }
+            // Announce the trees started this round to the acker (one message per acker).
+            for t in &mut self.tasks {
+                t.emitter.flush_acks(&mut self.outbox);
+            }
             for t in &self.tasks {
                 if let Some((done, total)) = t.component.progress() {
                     t.emitter.stats.progress_done.store(done, Ordering::Relaxed);
@@ -445,15 +449,29 @@ impl SpoutExecutor {
         };
         for (task, tuple) in batch {
             let i = task.wrapping_sub(self.first_task) as usize;
+            for root in tuple.values.iter() {
+                let Value::Int(root) = root else { continue };
+                self.on_outcome(i, *root as u64, tuple.stream, pending, report)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The acker says the tree `root` of task index `i` completed (`__ack_ack`) or failed.
+    fn on_outcome(
+        &mut self,
+        i: usize,
+        root: u64,
+        stream: crate::topology::plan::StreamId,
+        pending: &mut [Pending],
+        report: &mut ExecutorReport,
+    ) -> anyhow::Result<()> {
+        {
             let (Some(slot), Some(p)) = (self.tasks.get_mut(i), pending.get_mut(i)) else {
-                continue;
-            };
-            let root = match tuple.values.first() {
-                Some(Value::Int(r)) => *r as u64,
-                _ => continue,
+                return Ok(());
             };
             let Some((id, started)) = p.trees.remove(&root) else {
-                continue;
+                return Ok(());
             };
             let mut sink = Vec::new();
             let mut out = SpoutOut {
@@ -462,7 +480,7 @@ impl SpoutExecutor {
                 started: &mut sink,
                 ack_now: &mut Vec::new(),
             };
-            if tuple.stream == streams::ACK_ACK {
+            if stream == streams::ACK_ACK {
                 TaskStats::add(&out.em.stats.acked, 1);
                 report
                     .complete_latency
