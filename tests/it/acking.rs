@@ -7,10 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 fn storm(conf_dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("storm").expect("the storm binary is built");
-    cmd.env("STORM_CONF_DIR", conf_dir)
-        .env_remove("STORM_LOG")
-        .timeout(Duration::from_secs(240));
+    let mut cmd = super::run::storm(conf_dir);
+    cmd.timeout(Duration::from_secs(240));
     cmd
 }
 

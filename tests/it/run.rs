@@ -5,7 +5,8 @@ use assert_cmd::Command;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn storm(conf_dir: &Path) -> Command {
+/// The storm binary with its own (empty) configuration folder and no log level set.
+pub fn storm(conf_dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("storm").expect("the storm binary is built");
     cmd.env("STORM_CONF_DIR", conf_dir).env_remove("STORM_LOG");
     cmd
