@@ -53,9 +53,6 @@ pub struct BoltExecutor {
     pub tasks: Vec<TaskSlot<dyn Bolt>>,
     pub first_task: u32,
     pub tick: Option<Duration>,
-    pub control: Arc<RunControl>,
-    pub receive_capacity: usize,
-    pub started: Instant,
 }
 
 impl BoltExecutor {
@@ -68,8 +65,7 @@ impl BoltExecutor {
             .iter()
             .filter_map(|t| t.component.poll_interval())
             .min();
-        self.started = Instant::now();
-        let mut last_flush = self.started;
+        let mut last_flush = Instant::now();
         let mut next_tick = self.tick.map(|d| Instant::now() + d);
         let mut next_poll = poll_every.map(|d| Instant::now() + d);
         // Tasks with no upstream at all finish at once.
@@ -96,22 +92,20 @@ impl BoltExecutor {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             self.flush_acks();
-            let now = if deadline.is_some() {
-                Instant::now()
-            } else {
-                // No timers: the clock is not needed (it costs a sixth of a fast pipeline).
-                self.started
-            };
-            if let (Some(t), Some(every)) = (next_tick, self.tick) {
-                if now >= t {
-                    self.tick_all()?;
-                    next_tick = Some(now + every);
+            // The clock is read only when there are timers (it costs a sixth of a fast pipeline).
+            if deadline.is_some() {
+                let now = Instant::now();
+                if let (Some(t), Some(every)) = (next_tick, self.tick) {
+                    if now >= t {
+                        self.tick_all()?;
+                        next_tick = Some(now + every);
+                    }
                 }
-            }
-            if let (Some(p), Some(every)) = (next_poll, poll_every) {
-                if now >= p {
-                    self.poll_all()?;
-                    next_poll = Some(now + every);
+                if let (Some(p), Some(every)) = (next_poll, poll_every) {
+                    if now >= p {
+                        self.poll_all()?;
+                        next_poll = Some(now + every);
+                    }
                 }
             }
             if self.inbox.is_empty() {
@@ -254,6 +248,23 @@ struct Pending {
     trees: RotatingMap<u64, (Value, Instant)>,
 }
 
+impl Pending {
+    /// Open the trees a call into the spout started, keeping the peak count for `--stats`.
+    fn open(&mut self, started: &mut Vec<(u64, Value)>, stats: &TaskStats) {
+        if started.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        for (root, id) in started.drain(..) {
+            self.trees.insert(root, (id, now));
+        }
+        let open = self.trees.len() as u64;
+        if open > stats.pending_peak.load(Ordering::Relaxed) {
+            stats.pending_peak.store(open, Ordering::Relaxed);
+        }
+    }
+}
+
 pub struct SpoutExecutor {
     pub inbox: Receiver<Message>,
     pub outbox: Outbox,
@@ -263,6 +274,9 @@ pub struct SpoutExecutor {
     /// `Some(timeout)` when message timeouts are on and acking is on.
     pub timeout: Option<Duration>,
     pub control: Arc<RunControl>,
+    /// Scratch for the collector: trees started and ids to ack at once, by the current call.
+    pub started: Vec<(u64, Value)>,
+    pub ack_now: Vec<Value>,
 }
 
 impl SpoutExecutor {
@@ -287,8 +301,6 @@ impl SpoutExecutor {
         let mut next_rotate = self.timeout.map(|t| Instant::now() + t);
         let mut backoff = Duration::from_micros(50);
         let mut last_flush = Instant::now();
-        let mut started = Vec::new();
-        let mut ack_now = Vec::new();
         while self.tasks.iter().any(|t| !t.finished) {
             // Acks and fails from the acker first.
             let mut handled = false;
@@ -323,7 +335,6 @@ impl SpoutExecutor {
                     }
                     continue;
                 }
-                let slot = &mut self.tasks[i];
                 let round = Instant::now();
                 for call in 0..super::message::BATCH {
                     if self
@@ -337,11 +348,12 @@ impl SpoutExecutor {
                     if call == 1 && round.elapsed() > SLOW_CALL {
                         break;
                     }
+                    let slot = &mut self.tasks[i];
                     let mut out = SpoutOut {
                         em: &mut slot.emitter,
                         outbox: &mut self.outbox,
-                        started: &mut started,
-                        ack_now: &mut ack_now,
+                        started: &mut self.started,
+                        ack_now: &mut self.ack_now,
                     };
                     let status = match slot.component.next_tuple(&mut out) {
                         Ok(s) => s,
@@ -354,27 +366,7 @@ impl SpoutExecutor {
                             SpoutStatus::Idle
                         }
                     };
-                    if !started.is_empty() {
-                        let now = Instant::now();
-                        for (root, id) in started.drain(..) {
-                            pending[i].trees.insert(root, (id, now));
-                        }
-                        let open = pending[i].trees.len() as u64;
-                        let peak = &slot.emitter.stats.pending_peak;
-                        if open > peak.load(Ordering::Relaxed) {
-                            peak.store(open, Ordering::Relaxed);
-                        }
-                    }
-                    for id in ack_now.drain(..) {
-                        TaskStats::add(&slot.emitter.stats.acked, 1);
-                        let mut out = SpoutOut {
-                            em: &mut slot.emitter,
-                            outbox: &mut self.outbox,
-                            started: &mut started,
-                            ack_now: &mut Vec::new(),
-                        };
-                        slot.component.ack(id, &mut out)?;
-                    }
+                    self.settle(i, &mut pending[i])?;
                     exhausted[i] = status == SpoutStatus::Exhausted;
                     match status {
                         SpoutStatus::Busy => busy = true,
@@ -466,65 +458,77 @@ impl SpoutExecutor {
         pending: &mut [Pending],
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
-        {
-            let (Some(slot), Some(p)) = (self.tasks.get_mut(i), pending.get_mut(i)) else {
-                return Ok(());
-            };
-            let Some((id, started)) = p.trees.remove(&root) else {
-                return Ok(());
-            };
-            let mut sink = Vec::new();
-            let mut out = SpoutOut {
-                em: &mut slot.emitter,
-                outbox: &mut self.outbox,
-                started: &mut sink,
-                ack_now: &mut Vec::new(),
-            };
-            if stream == streams::ACK_ACK {
-                TaskStats::add(&out.em.stats.acked, 1);
-                // Complete latency is sampled, one tree in eight (roots are random), as Storm
-                // samples its statistics (topology.stats.sample.rate): a clock read per tree
-                // was a sixth of the spout's time.
-                if root % 8 == 0 {
-                    report
-                        .complete_latency
-                        .record(started.elapsed().as_micros() as u64);
-                }
-                slot.component.ack(id, &mut out)?;
-            } else {
-                TaskStats::add(&out.em.stats.failed, 1);
-                slot.component.fail(id, &mut out)?;
+        let (Some(slot), Some(p)) = (self.tasks.get_mut(i), pending.get_mut(i)) else {
+            return Ok(());
+        };
+        let Some((id, started)) = p.trees.remove(&root) else {
+            return Ok(());
+        };
+        let mut out = SpoutOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+            started: &mut self.started,
+            ack_now: &mut self.ack_now,
+        };
+        if stream == streams::ACK_ACK {
+            TaskStats::add(&out.em.stats.acked, 1);
+            // Complete latency is sampled, one tree in eight (roots are random), as Storm
+            // samples its statistics (topology.stats.sample.rate): a clock read per tree
+            // was a sixth of the spout's time.
+            if root % 8 == 0 {
+                report
+                    .complete_latency
+                    .record(started.elapsed().as_micros() as u64);
             }
-            let now = Instant::now();
-            for (root, id) in sink {
-                p.trees.insert(root, (id, now));
-            }
+            slot.component.ack(id, &mut out)?;
+        } else {
+            TaskStats::add(&out.em.stats.failed, 1);
+            slot.component.fail(id, &mut out)?;
         }
-        Ok(())
+        self.settle(i, p)
     }
 
     /// Trees older than the message timeout fail (Storm: the pending map rotates on ticks).
     fn expire(&mut self, pending: &mut [Pending]) -> anyhow::Result<()> {
         for (i, p) in pending.iter_mut().enumerate() {
-            let slot = &mut self.tasks[i];
             for (_, (id, _)) in p.trees.rotate() {
+                let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.timed_out, 1);
                 TaskStats::add(&slot.emitter.stats.failed, 1);
-                let mut sink = Vec::new();
                 let mut out = SpoutOut {
                     em: &mut slot.emitter,
                     outbox: &mut self.outbox,
-                    started: &mut sink,
-                    ack_now: &mut Vec::new(),
+                    started: &mut self.started,
+                    ack_now: &mut self.ack_now,
                 };
                 slot.component.fail(id, &mut out)?;
-                let now = Instant::now();
-                for (root, id) in sink {
-                    p.trees.insert(root, (id, now));
-                }
+                self.settle(i, p)?;
             }
         }
         Ok(())
+    }
+
+    /// After a call into spout task `i`: open the trees it started, and ack at once the ids
+    /// that need no tracking (acking off, or nobody received the tuple), as Storm does —
+    /// including what those acks emit in turn.
+    fn settle(&mut self, i: usize, p: &mut Pending) -> anyhow::Result<()> {
+        let slot = &mut self.tasks[i];
+        loop {
+            p.open(&mut self.started, &slot.emitter.stats);
+            if self.ack_now.is_empty() {
+                return Ok(());
+            }
+            for id in std::mem::take(&mut self.ack_now) {
+                TaskStats::add(&slot.emitter.stats.acked, 1);
+                let mut out = SpoutOut {
+                    em: &mut slot.emitter,
+                    outbox: &mut self.outbox,
+                    started: &mut self.started,
+                    ack_now: &mut self.ack_now,
+                };
+                slot.component.ack(id, &mut out)?;
+            }
+        }
     }
 
     fn finish_task(&mut self, i: usize) {

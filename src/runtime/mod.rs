@@ -20,7 +20,6 @@ use message::{Message, Transfer};
 use metrics::{ComponentReport, Histogram, LatencyReport, TaskReport, TaskStats};
 use routing::{Outbox, RouteTable, Router, SinkSpec};
 use std::collections::BTreeMap;
-use std::ops::RangeInclusive;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -335,6 +334,8 @@ pub fn start(
                 max_pending,
                 timeout,
                 control: control.clone(),
+                started: Vec::new(),
+                ack_now: Vec::new(),
             };
             spawn_named(name, done_tx, move || exec.run())?
         } else {
@@ -367,9 +368,6 @@ pub fn start(
                 tasks,
                 first_task: *range.start(),
                 tick,
-                control: control.clone(),
-                receive_capacity: receive_size,
-                started: Instant::now(),
             };
             spawn_named(name, done_tx, move || exec.run())?
         };
@@ -524,23 +522,4 @@ impl Running {
         }
         out
     }
-
-    /// Tuples emitted so far by each spout, for progress.
-    pub fn spout_emitted(&self) -> Vec<(String, u64)> {
-        let mut by: BTreeMap<String, u64> = BTreeMap::new();
-        for (c, s) in self.stats.values() {
-            if self.topology.component(c).is_some_and(|x| x.is_spout()) {
-                *by.entry(c.clone()).or_default() += s.emitted.load(Ordering::Relaxed);
-            }
-        }
-        by.into_iter().collect()
-    }
-}
-
-/// Task ranges of executors, exposed for tests.
-pub fn executor_ranges(plan: &Plan) -> Vec<(String, RangeInclusive<u32>)> {
-    plan.executors()
-        .into_iter()
-        .map(|(c, r)| (c.to_string(), r))
-        .collect()
 }
