@@ -8,7 +8,7 @@ use super::rpc::Submission;
 use super::scheduler::executors_of;
 use super::store::{CoordinationStore, StoreError};
 use super::tree::SharedTree;
-use crate::topology::model::{ComponentType, Topology};
+use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
 use std::path::Path;
@@ -65,7 +65,7 @@ pub fn home_assign(
         let component = plan.component_of_task(exec.first);
         let pinned = topology
             .component(component)
-            .is_some_and(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
+            .is_some_and(|c| c.ctype.is_console());
         let slot = match (&home_slot, pinned, others.is_empty()) {
             (Some(h), true, _) | (Some(h), false, true) => h.clone(),
             (_, _, false) => {

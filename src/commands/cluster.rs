@@ -142,7 +142,12 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         filter: a.source.filter.clone(),
     };
     // Check here first, so mistakes are shown against the local file.
-    let loaded = match load_topology(a.source.file.as_deref(), a.source.expr.as_deref(), &opts) {
+    let loaded = match load_topology(
+        a.source.file.as_deref(),
+        a.source.expr.as_deref(),
+        &opts,
+        true,
+    ) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };

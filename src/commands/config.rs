@@ -43,7 +43,7 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
                 overrides: args.config.overrides.clone(),
                 filter: args.filter.clone(),
             };
-            match load_topology(Some(file), None, &opts) {
+            match load_topology(Some(file), None, &opts, true) {
                 Ok(loaded) => loaded.topology.config,
                 Err(status) => return Ok(status),
             }

@@ -14,6 +14,7 @@ pub fn run(args: GraphArgs) -> anyhow::Result<Status> {
         args.source.file.as_deref(),
         args.source.expr.as_deref(),
         &opts,
+        true,
     ) {
         Ok(l) => l,
         Err(status) => return Ok(status),

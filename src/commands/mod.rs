@@ -55,11 +55,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
 
 /// Load the topology a command names (a file, or `-e` DSL text). On failure the reason is
 /// printed on stderr (diagnostics rendered against the source) and the exit status returned;
-/// on success its warnings are printed on stderr.
+/// on success its warnings are printed on stderr when `show_warnings`.
 pub fn load_topology(
     file: Option<&std::path::Path>,
     expr: Option<&str>,
     opts: &crate::topology::LoadOptions,
+    show_warnings: bool,
 ) -> Result<crate::topology::Loaded, Status> {
     use crate::topology::{load_file, load_inline, LoadError};
     let result = match (file, expr) {
@@ -72,10 +73,12 @@ pub fn load_topology(
     };
     match result {
         Ok(loaded) => {
-            crate::stderr_print!(
-                "{}",
-                crate::diag::render_all(&loaded.warnings, &loaded.source)
-            );
+            if show_warnings {
+                crate::stderr_print!(
+                    "{}",
+                    crate::diag::render_all(&loaded.warnings, &loaded.source)
+                );
+            }
             Ok(loaded)
         }
         Err(LoadError::Unreadable(reason)) => {

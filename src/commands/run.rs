@@ -4,7 +4,7 @@
 use super::{load_topology, Status};
 use crate::cli::{ProgressMode, RunArgs};
 use crate::runtime::{self, RunReport};
-use crate::topology::LoadOptions;
+use crate::topology::{LoadOptions, Loaded};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,35 +17,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     if args.processes {
         return super::run_processes::run(args);
     }
-    let mut overrides = args.config.overrides.clone();
-    if let Some(w) = args.workers {
-        overrides.push(format!("topology.workers={w}"));
-    }
-    let opts = LoadOptions {
-        overrides,
-        filter: args.source.filter.clone(),
-    };
-    let loaded = match load_topology(
-        args.source.file.as_deref(),
-        args.source.expr.as_deref(),
-        &opts,
-    ) {
+    let (loaded, _) = match load_for_run(&args) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
-    if !args.quiet && !loaded.warnings.is_empty() {
-        crate::stderr_print!(
-            "{}",
-            crate::diag::render_all(&loaded.warnings, &loaded.source)
-        );
-    }
-
-    // First SIGINT/SIGTERM: stop the spouts and drain. A second one while draining: exit 130.
-    let signalled = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, signalled.clone())?;
-        signal_hook::flag::register(sig, signalled.clone())?;
-    }
+    let signalled = drain_on_signals()?;
 
     let running = runtime::start_local(Arc::new(loaded.topology))?;
     let show_progress = match args.progress {
@@ -132,6 +108,37 @@ fn process_cpu_secs() -> (f64, f64) {
     let tick = 100.0; // USER_HZ on Linux
     let at = |i: usize| f.get(i).copied().unwrap_or(0.0) / tick;
     (at(11) + at(12), at(13) + at(14))
+}
+
+/// The topology of a run in any mode, with the `-c` overrides it was loaded with (`--workers N`
+/// is `topology.workers=N`). Warnings are printed unless `--quiet`.
+pub(super) fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
+    let mut overrides = args.config.overrides.clone();
+    if let Some(w) = args.workers {
+        overrides.push(format!("topology.workers={w}"));
+    }
+    let opts = LoadOptions {
+        overrides: overrides.clone(),
+        filter: args.source.filter.clone(),
+    };
+    let loaded = load_topology(
+        args.source.file.as_deref(),
+        args.source.expr.as_deref(),
+        &opts,
+        !args.quiet,
+    )?;
+    Ok((loaded, overrides))
+}
+
+/// First SIGINT/SIGTERM sets the flag (stop the spouts and drain); a second one while draining
+/// exits 130 at once.
+pub(super) fn drain_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let signalled = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, signalled.clone())?;
+        signal_hook::flag::register(sig, signalled.clone())?;
+    }
+    Ok(signalled)
 }
 
 fn write_stats(path: &std::path::Path, report: &RunReport) -> anyhow::Result<()> {

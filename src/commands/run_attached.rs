@@ -3,14 +3,12 @@
 //! `stdin` spouts and `stdout` sinks (SPEC §5); the cluster's supervisors run the rest. When
 //! every worker has finished, the topology is killed so its slots are free again.
 
-use super::{load_topology, Status};
+use super::Status;
 use crate::cli::RunArgs;
 use crate::cluster::layout::{SupervisorInfo, TaskHeartbeat};
 use crate::cluster::nimbus::now_secs;
 use crate::cluster::rpc::{self, Request, TopologySummary};
 use crate::cluster::worker;
-use crate::topology::model::ComponentType;
-use crate::topology::LoadOptions;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -41,34 +39,15 @@ impl Drop for Attached {
 }
 
 pub fn run(args: RunArgs, nimbus: &str) -> anyhow::Result<Status> {
-    let mut overrides = args.config.overrides.clone();
-    if let Some(w) = args.workers {
-        overrides.push(format!("topology.workers={w}"));
-    }
-    let opts = LoadOptions {
-        overrides: overrides.clone(),
-        filter: args.source.filter.clone(),
-    };
-    let loaded = match load_topology(
-        args.source.file.as_deref(),
-        args.source.expr.as_deref(),
-        &opts,
-    ) {
+    let (loaded, overrides) = match super::run::load_for_run(&args) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
     let topology = loaded.topology;
     super::cluster::use_cluster_secret(&overrides);
-    let has_home = topology
-        .components
-        .iter()
-        .any(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
+    let has_home = topology.components.iter().any(|c| c.ctype.is_console());
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())?;
-        signal_hook::flag::register(sig, interrupted.clone())?;
-    }
+    let interrupted = super::run::drain_on_signals()?;
 
     // The home slot: a supervisor with one port, kept alive by a heartbeat thread.
     let home_port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();

@@ -4,7 +4,7 @@
 //! `stdin` spouts and `stdout` sinks, which it runs in one extra worker of its own, so a shell
 //! pipeline behaves as in local mode.
 
-use super::{load_topology, Status};
+use super::Status;
 use crate::cli::RunArgs;
 use crate::cluster::layout::SupervisorInfo;
 use crate::cluster::nimbus::{now_secs, Nimbus};
@@ -13,8 +13,6 @@ use crate::cluster::{supervisor, worker, CoordinationStore};
 use crate::net::auth::Secret;
 use crate::runtime::metrics::render_table;
 use crate::runtime::RunReport;
-use crate::topology::model::ComponentType;
-use crate::topology::LoadOptions;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,34 +55,15 @@ fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
-    let mut overrides = args.config.overrides.clone();
-    if let Some(w) = args.workers {
-        overrides.push(format!("topology.workers={w}"));
-    }
-    let opts = LoadOptions {
-        overrides: overrides.clone(),
-        filter: args.source.filter.clone(),
-    };
-    let loaded = match load_topology(
-        args.source.file.as_deref(),
-        args.source.expr.as_deref(),
-        &opts,
-    ) {
+    let (loaded, overrides) = match super::run::load_for_run(&args) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
     let topology = loaded.topology;
-    let has_home = topology
-        .components
-        .iter()
-        .any(|c| matches!(c.ctype, ComponentType::Stdin | ComponentType::Stdout));
+    let has_home = topology.components.iter().any(|c| c.ctype.is_console());
     let workers = topology.config.workers().max(1) as usize;
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())?;
-        signal_hook::flag::register(sig, interrupted.clone())?;
-    }
+    let interrupted = super::run::drain_on_signals()?;
 
     let dir = std::env::temp_dir().join(format!("storm-run-{}", std::process::id()));
     let mut cleanup = Cleanup {

@@ -36,13 +36,11 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
         overrides: args.config.overrides.clone(),
         filter: None,
     };
-    let loaded = match super::load_topology(args.file.as_deref(), args.expr.as_deref(), &opts) {
+    let loaded = match super::load_topology(args.file.as_deref(), args.expr.as_deref(), &opts, true)
+    {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
-    for w in &loaded.warnings {
-        crate::stderr_println!("{}: warning: {}", loaded.source.name, w.message);
-    }
     let topology = loaded.topology;
     let supervisors = if supervisors.is_empty() {
         default_supervisors(&topology)

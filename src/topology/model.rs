@@ -191,6 +191,12 @@ impl ComponentType {
             .find(|t| t.name() == name)
     }
 
+    /// `stdin` spouts and `stdout` sinks: in a run across processes or hosts they stay in the
+    /// `storm run` process, so a shell pipeline behaves the same at any scale (SPEC §5).
+    pub fn is_console(self) -> bool {
+        matches!(self, ComponentType::Stdin | ComponentType::Stdout)
+    }
+
     /// Whether this type can be a spout, a bolt, or (shell) both.
     pub fn can_be(self, kind: ComponentKind) -> bool {
         use ComponentType::*;
