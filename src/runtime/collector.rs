@@ -25,6 +25,16 @@ pub struct Emitter {
     inits: Vec<(u64, u64)>,
 }
 
+/// A fresh non-zero 64-bit id (Storm: `MessageId.generateId`).
+fn fresh_id(rng: &mut SmallRng) -> u64 {
+    loop {
+        let v = rng.next_u64();
+        if v != 0 {
+            return v;
+        }
+    }
+}
+
 impl Emitter {
     pub fn new(
         task: u32,
@@ -46,14 +56,39 @@ impl Emitter {
         }
     }
 
-    /// A fresh non-zero 64-bit id (Storm: `MessageId.generateId`).
-    fn id(&mut self) -> u64 {
-        loop {
-            let v = self.rng.next_u64();
-            if v != 0 {
-                return v;
-            }
+    /// Route one emit (or take the direct task), count it, and push a copy of the values to
+    /// each receiving task, each tuple stamped by `stamp` (acker edge ids). Returns how many
+    /// tasks receive it; `self.targets` holds them.
+    #[inline]
+    fn fan_out(
+        &mut self,
+        outbox: &mut Outbox,
+        stream: StreamId,
+        values: Values,
+        direct: Option<u32>,
+        mut stamp: impl FnMut(&mut SmallRng, &mut Tuple),
+    ) -> usize {
+        self.targets.clear();
+        match direct {
+            Some(t) => self.targets.push(t),
+            None => self.router.route(stream, &values, &mut self.targets),
         }
+        let n = self.targets.len();
+        TaskStats::add(&self.stats.emitted, 1);
+        let mut values = Some(values);
+        for i in 0..n {
+            // The last receiver takes the values; the others get copies.
+            let v = if i + 1 == n {
+                values.take().unwrap_or_default()
+            } else {
+                values.as_ref().cloned().unwrap_or_default()
+            };
+            let mut t = Tuple::new(v, self.task, stream);
+            stamp(&mut self.rng, &mut t);
+            outbox.push(self.targets[i], t);
+        }
+        TaskStats::add(&self.stats.transferred, n as u64);
+        n
     }
 
     /// Send a system tuple to the acker tracking `root`.
@@ -144,35 +179,19 @@ impl SpoutOut<'_> {
         direct: Option<u32>,
     ) -> usize {
         let em = &mut *self.em;
-        em.targets.clear();
-        match direct {
-            Some(t) => em.targets.push(t),
-            None => em.router.route(stream, &values, &mut em.targets),
-        }
-        let n = em.targets.len();
-        TaskStats::add(&em.stats.emitted, 1);
-        let tracked = msg_id.is_some() && em.router.acking() && n > 0;
-        let root = if tracked { em.id() } else { 0 };
+        let track = msg_id.is_some() && em.router.acking();
+        let root = if track { fresh_id(&mut em.rng) } else { 0 };
         let mut xor = 0u64;
-        let mut values = Some(values);
-        for i in 0..n {
-            let task = em.targets[i];
-            let v = if i + 1 == n {
-                values.take().unwrap_or_default()
-            } else {
-                values.as_ref().cloned().unwrap_or_default()
-            };
-            let mut t = Tuple::new(v, em.task, stream);
-            if tracked {
-                let edge = em.id();
+        // Storm's spout emit: a new tree, one edge id per receiving tuple.
+        let n = em.fan_out(self.outbox, stream, values, direct, |rng, t| {
+            if track {
+                let edge = fresh_id(rng);
                 xor ^= edge;
                 t.anchors.push((root, edge));
             }
-            self.outbox.push(task, t);
-        }
-        TaskStats::add(&em.stats.transferred, n as u64);
+        });
         if let Some(id) = msg_id {
-            if tracked {
+            if track && n > 0 {
                 em.inits.push((root, xor));
                 if em.inits.len() >= 256 {
                     em.flush_acks(self.outbox);
@@ -226,42 +245,24 @@ impl BoltOut<'_> {
         values: Values,
         direct: Option<u32>,
     ) -> usize {
-        let em = &mut *self.em;
-        em.targets.clear();
-        match direct {
-            Some(t) => em.targets.push(t),
-            None => em.router.route(stream, &values, &mut em.targets),
-        }
-        let n = em.targets.len();
-        TaskStats::add(&em.stats.emitted, 1);
-        let anchored = em.router.acking() && anchors.iter().any(|a| !a.anchors.is_empty());
-        let mut values = Some(values);
-        for i in 0..n {
-            let task = em.targets[i];
-            let v = if i + 1 == n {
-                values.take().unwrap_or_default()
-            } else {
-                values.as_ref().cloned().unwrap_or_default()
-            };
-            let mut t = Tuple::new(v, em.task, stream);
-            if anchored {
-                // Storm's anchoring: one new edge id per receiving tuple, XORed into every root
-                // of every anchor, and into each anchor's ack value.
-                let edge = em.id();
-                for a in anchors {
-                    for &(root, _) in &a.anchors {
-                        match t.anchors.iter_mut().find(|(r, _)| *r == root) {
-                            Some(e) => e.1 ^= edge,
-                            None => t.anchors.push((root, edge)),
+        let anchored = self.em.router.acking() && anchors.iter().any(|a| !a.anchors.is_empty());
+        self.em
+            .fan_out(self.outbox, stream, values, direct, |rng, t| {
+                if anchored {
+                    // Storm's anchoring: one new edge id per receiving tuple, XORed into every
+                    // root of every anchor, and into each anchor's ack value.
+                    let edge = fresh_id(rng);
+                    for a in anchors {
+                        for &(root, _) in &a.anchors {
+                            match t.anchors.iter_mut().find(|(r, _)| *r == root) {
+                                Some(e) => e.1 ^= edge,
+                                None => t.anchors.push((root, edge)),
+                            }
                         }
+                        a.ack_val.set(a.ack_val.get() ^ edge);
                     }
-                    a.ack_val.set(a.ack_val.get() ^ edge);
                 }
-            }
-            self.outbox.push(task, t);
-        }
-        TaskStats::add(&em.stats.transferred, n as u64);
-        n
+            })
     }
 }
 
