@@ -97,16 +97,12 @@ impl Spout for Generate {
     }
 
     fn ack(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
-        if let Value::Int(seq) = msg_id {
-            self.replay.ack(seq as u64);
-        }
+        self.replay.ack(&msg_id);
         Ok(())
     }
 
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
-        if let Value::Int(seq) = msg_id {
-            self.replay.fail(seq as u64);
-        }
+        self.replay.fail(&msg_id);
         Ok(())
     }
 

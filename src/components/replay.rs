@@ -2,6 +2,7 @@
 //! tree is acked, a queue of failed ones to emit again, and, with `args.max_retries`, the count
 //! of those given up on (reported as lost).
 
+use crate::tuple::Value;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -44,13 +45,19 @@ impl<T: Clone> Replay<T> {
         None
     }
 
-    /// Its tree completed: forget it.
-    pub fn ack(&mut self, seq: u64) {
-        self.inflight.remove(&seq);
+    /// Its tree completed (`msg_id` as the spout emitted it): forget it.
+    pub fn ack(&mut self, msg_id: &Value) {
+        if let Value::Int(seq) = msg_id {
+            self.inflight.remove(&(*seq as u64));
+        }
     }
 
     /// Its tree failed: queue it again, or give up after `max_retries`.
-    pub fn fail(&mut self, seq: u64) {
+    pub fn fail(&mut self, msg_id: &Value) {
+        let Value::Int(seq) = msg_id else {
+            return;
+        };
+        let seq = *seq as u64;
         let give_up = match self.inflight.get_mut(&seq) {
             Some((_, retries)) => {
                 *retries += 1;
@@ -87,14 +94,15 @@ mod tests {
         let mut r = Replay::new(Some(1));
         let a = r.track("a");
         let b = r.track("b");
-        r.ack(b);
-        r.fail(a);
+        let id = |seq: u64| Value::Int(seq as i64);
+        r.ack(&id(b));
+        r.fail(&id(a));
         assert_eq!(r.next_replay(), Some((a, "a")));
         assert_eq!(r.next_replay(), None);
-        r.fail(a);
+        r.fail(&id(a));
         assert_eq!(r.next_replay(), None);
         assert_eq!(r.lost(), 1);
-        r.fail(b);
+        r.fail(&id(b));
         assert_eq!(r.lost(), 1, "an acked tuple failing late is ignored");
     }
 }

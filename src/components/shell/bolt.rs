@@ -104,15 +104,9 @@ impl ShellBolt {
             if self.child.is_some() {
                 return Ok(true);
             }
-            let now = Instant::now();
-            let due = self.policy.restart_at().unwrap_or(now);
-            if due > now {
-                if !block {
-                    return Ok(false);
-                }
-                std::thread::sleep(due - now);
+            if !self.policy.take_restart(block) {
+                return Ok(false);
             }
-            self.policy.restarted();
             match self.start_child() {
                 Ok(()) => {
                     let label = &self.prepared()?.label;

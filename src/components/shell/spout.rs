@@ -99,15 +99,9 @@ impl ShellSpout {
             let Some(p) = &self.task else {
                 return Err(FatalError("shell spout used before open".into()).into());
             };
-            let now = Instant::now();
-            let due = self.policy.restart_at().unwrap_or(now);
-            if due > now {
-                if !block {
-                    return Ok(false);
-                }
-                std::thread::sleep(due - now);
+            if !self.policy.take_restart(block) {
+                return Ok(false);
             }
-            self.policy.restarted();
             match supervisor::start(&self.command, &self.cwd, &p.ctx, &p.label, &p.settings) {
                 Ok(child) => {
                     tracing::warn!("{}: child restarted", p.label);

@@ -174,6 +174,21 @@ impl RestartPolicy {
     pub fn restarted(&mut self) {
         self.restart_at = None;
     }
+
+    /// Whether a restart may happen now: waits out the back-off when `block`, else says no
+    /// while it runs. Marks the pending restart as taken when it answers yes.
+    pub fn take_restart(&mut self, block: bool) -> bool {
+        let now = Instant::now();
+        let due = self.restart_at.unwrap_or(now);
+        if due > now {
+            if !block {
+                return false;
+            }
+            std::thread::sleep(due - now);
+        }
+        self.restarted();
+        true
+    }
 }
 
 #[cfg(test)]
