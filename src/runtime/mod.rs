@@ -231,15 +231,14 @@ pub fn start(
     drop(incoming);
     drop(transfers);
 
-    // Upstream task counts for end of input.
+    // Upstream task counts for end of input: every task of a component says it to each of
+    // its downstream tasks.
     let mut eos_expected = vec![0u32; max_task + 1];
     for c in &plan.components {
-        for t in c.tasks.clone() {
-            let router = Router::new(&topology, &plan, &c.id, t, &[]);
-            for &d in router.downstream() {
-                if let Some(e) = eos_expected.get_mut(d as usize) {
-                    *e += 1;
-                }
+        let senders = c.tasks.end() - c.tasks.start() + 1;
+        for d in routing::downstream_tasks(&topology, &plan, &c.id) {
+            if let Some(e) = eos_expected.get_mut(d as usize) {
+                *e += senders;
             }
         }
     }

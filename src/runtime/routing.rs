@@ -193,6 +193,29 @@ pub enum RouteError {
     NotDirectTarget { task: u32, stream: String },
 }
 
+fn acker_tasks(plan: &Plan) -> Vec<u32> {
+    plan.component(ACKER_ID)
+        .map(|c| c.tasks.clone().collect())
+        .unwrap_or_default()
+}
+
+/// Every task a task of `component` can send to, acker tasks included, ascending: the tasks
+/// that wait for its end of input (SPEC §5).
+pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str) -> Vec<u32> {
+    let mut tasks: Vec<u32> = topology
+        .outputs_of(component)
+        .filter(|s| plan.stream_id(&s.stream).is_some())
+        .filter_map(|s| plan.component(&s.to))
+        .flat_map(|c| c.tasks.clone())
+        .collect();
+    if component != ACKER_ID {
+        tasks.extend(acker_tasks(plan));
+    }
+    tasks.sort_unstable();
+    tasks.dedup();
+    tasks
+}
+
 impl Router {
     pub fn new(
         topology: &Topology,
@@ -203,7 +226,6 @@ impl Router {
     ) -> Router {
         let mut streams: Vec<Vec<Edge>> =
             (0..plan.stream_names.len()).map(|_| Vec::new()).collect();
-        let mut downstream = Vec::new();
         let from = topology.component(component);
         for s in topology.outputs_of(component) {
             let (Some(sid), Some(targets)) = (plan.stream_id(&s.stream), plan.component(&s.to))
@@ -211,7 +233,6 @@ impl Router {
                 continue;
             };
             let targets: Vec<u32> = targets.tasks.clone().collect();
-            downstream.extend(targets.iter().copied());
             let fields = from
                 .and_then(|c| c.output_fields(&s.stream))
                 .unwrap_or_default();
@@ -250,19 +271,10 @@ impl Router {
                 }
             }
         }
-        let ackers: Vec<u32> = plan
-            .component(ACKER_ID)
-            .map(|c| c.tasks.clone().collect())
-            .unwrap_or_default();
-        if component != ACKER_ID {
-            downstream.extend(ackers.iter().copied());
-        }
-        downstream.sort_unstable();
-        downstream.dedup();
         Router {
             streams,
-            ackers,
-            downstream,
+            ackers: acker_tasks(plan),
+            downstream: downstream_tasks(topology, plan, component),
         }
     }
 
