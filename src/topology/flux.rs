@@ -81,9 +81,11 @@ pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
     let mut r = Reader::default();
     let mut raw = RawTopology::default();
     for (key, value) in r.map(tree, "the topology").to_vec() {
+        if super::yaml::read_shared_key(&mut r, &key, &value, &mut raw, read_component, read_stream)
+        {
+            continue;
+        }
         match key.value.as_str() {
-            "name" => raw.name = r.string(&value, "`name`"),
-            "config" => raw.config = r.map(&value, "`config`").to_vec(),
             "includes" => {}
             "components" => {
                 for c in r.list(&value, "`components`").to_vec() {
@@ -105,25 +107,6 @@ pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
                     Diagnostic::error("`topologySource` builds the topology in JVM code", at)
                         .with_help("describe spouts, bolts and streams in the file instead"),
                 );
-            }
-            "spouts" | "bolts" => {
-                let list: Vec<RawComponent> = r
-                    .list(&value, &format!("`{}`", key.value))
-                    .iter()
-                    .map(|c| read_component(&mut r, c))
-                    .collect();
-                if key.value == "spouts" {
-                    raw.spouts = list;
-                } else {
-                    raw.bolts = list;
-                }
-            }
-            "streams" => {
-                raw.streams = r
-                    .list(&value, "`streams`")
-                    .iter()
-                    .map(|s| read_stream(&mut r, s))
-                    .collect()
             }
             _ => r.unknown_key(&key, TOP_KEYS, "a Flux topology"),
         }

@@ -150,33 +150,50 @@ pub fn read_topology(tree: &Spanned<RawValue>) -> RawTopology {
         );
     }
     for (key, value) in r.map(tree, "the topology").to_vec() {
-        match key.value.as_str() {
-            "name" => raw.name = r.string(&value, "`name`"),
-            "config" => raw.config = r.map(&value, "`config`").to_vec(),
-            "spouts" | "bolts" => {
-                let list: Vec<RawComponent> = r
-                    .list(&value, &format!("`{}`", key.value))
-                    .iter()
-                    .map(|c| read_component(&mut r, c))
-                    .collect();
-                if key.value == "spouts" {
-                    raw.spouts = list;
-                } else {
-                    raw.bolts = list;
-                }
-            }
-            "streams" => {
-                raw.streams = r
-                    .list(&value, "`streams`")
-                    .iter()
-                    .map(|s| read_stream(&mut r, s))
-                    .collect()
-            }
-            _ => r.unknown_key(&key, TOP_KEYS, "the topology"),
+        if !read_shared_key(&mut r, &key, &value, &mut raw, read_component, read_stream) {
+            r.unknown_key(&key, TOP_KEYS, "the topology");
         }
     }
     raw.diagnostics = r.diagnostics;
     raw
+}
+
+/// The top-level keys our format and Flux share — `name`, `config`, `spouts`, `bolts`,
+/// `streams` — read into `raw` with the format's own component and stream readers. Returns
+/// false for any other key.
+pub(super) fn read_shared_key(
+    r: &mut Reader,
+    key: &Spanned<String>,
+    value: &Spanned<RawValue>,
+    raw: &mut RawTopology,
+    component: fn(&mut Reader, &Spanned<RawValue>) -> RawComponent,
+    stream: fn(&mut Reader, &Spanned<RawValue>) -> RawStream,
+) -> bool {
+    match key.value.as_str() {
+        "name" => raw.name = r.string(value, "`name`"),
+        "config" => raw.config = r.map(value, "`config`").to_vec(),
+        "spouts" | "bolts" => {
+            let list: Vec<RawComponent> = r
+                .list(value, &format!("`{}`", key.value))
+                .iter()
+                .map(|c| component(r, c))
+                .collect();
+            if key.value == "spouts" {
+                raw.spouts = list;
+            } else {
+                raw.bolts = list;
+            }
+        }
+        "streams" => {
+            raw.streams = r
+                .list(value, "`streams`")
+                .iter()
+                .map(|s| stream(r, s))
+                .collect()
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
