@@ -10,6 +10,7 @@ use super::{log_child_message, resolve_cwd};
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Tuple};
 use crate::topology::model::{Component, DEFAULT_STREAM};
 use crate::topology::plan::SYSTEM_TASK;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ pub struct ShellBolt {
     task: Option<Prepared>,
     child: Option<ShellProcess>,
     /// Tuples sent to the child and not yet acked or failed, by id (Storm's `_inputs`).
-    inflight: BTreeMap<u64, Tuple>,
+    inflight: FxHashMap<u64, Tuple>,
     next_id: u64,
     policy: RestartPolicy,
     /// When the first heartbeat since the child's last message was sent: silence is measured
@@ -57,7 +58,7 @@ impl ShellBolt {
             outputs: component.outputs.clone(),
             task: None,
             child: None,
-            inflight: BTreeMap::new(),
+            inflight: FxHashMap::default(),
             next_id: 1,
             policy: RestartPolicy::default(),
             awaiting_since: None,
@@ -141,8 +142,11 @@ impl ShellBolt {
         if let Some(mut child) = self.child.take() {
             child.shutdown();
         }
-        let failed = std::mem::take(&mut self.inflight);
-        for tuple in failed.values() {
+        // Failed in the order they were sent.
+        let mut failed: Vec<(u64, Tuple)> =
+            std::mem::take(&mut self.inflight).into_iter().collect();
+        failed.sort_unstable_by_key(|(id, _)| *id);
+        for (_, tuple) in &failed {
             out.fail(tuple);
         }
         match self.policy.failed(Instant::now()) {

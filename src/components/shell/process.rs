@@ -13,8 +13,8 @@
 //!   events and hands them over in batches. It wakes the executor at once when the child waits
 //!   for us (an emit that wants its task ids, a protocol error, the end of output); otherwise
 //!   the wake-up is coalesced and may wait [`NOTIFY_DELAY`]. When the child has not waited for
-//!   an answer lately, a bolt's reader lets its output gather for [`GATHER`] after each read,
-//!   so a busy child costs a few hundred wake-ups a second instead of one per message.
+//!   an answer lately, a bolt's reader lets its output gather for up to [`GATHER_MAX`] after
+//!   a read, so a busy child costs a few hundred wake-ups a second instead of one per message.
 //!
 //! Reading and writing never wait on each other, so neither side of the pipes can deadlock the
 //! executor.
@@ -36,8 +36,10 @@ use std::time::{Duration, Instant};
 const STDERR_TAIL: usize = 5;
 
 /// How long a bolt's reader lets the child's output gather after a read, while the child is
-/// not waiting for an answer: the latency this adds to acks is well under Storm's own.
-pub const GATHER: Duration = Duration::from_micros(500);
+/// not waiting for an answer (adapted between these to the flow): the latency this adds to
+/// acks is well under Storm's own.
+const GATHER_MIN: Duration = Duration::from_micros(250);
+const GATHER_MAX: Duration = Duration::from_millis(2);
 
 /// After an emit that waited for its task ids, the reader stays responsive (reads at once,
 /// never gathers) this long: such a child is likely to wait again soon.
@@ -654,13 +656,14 @@ impl Reader {
         let mut ready = Events::with_capacity(4);
         // When the child last waited for an answer.
         let mut last_urgent: Option<Instant> = None;
-        // Messages nobody waits for, held back to travel with the next batch, until then.
-        let mut held: Vec<ChildEvent> = Vec::new();
+        // Parsed and not handed over yet: messages nobody waits for are held back to travel
+        // with the next batch, until `hold_until`.
+        let mut batch: Vec<ChildEvent> = Vec::new();
         let mut hold_until: Option<Instant> = None;
+        let mut gather = GATHER_MIN;
         loop {
-            let mut batch = std::mem::take(&mut held);
             let old = batch.len();
-            let mut eof = self.read_available(&mut framer, &mut batch);
+            let (mut eof, _) = self.read_available(&mut framer, &mut batch);
             let mut now = Instant::now();
             let fresh = batch.len() > old;
             let urgent = eof || batch[old..].iter().any(ChildEvent::is_urgent);
@@ -675,9 +678,17 @@ impl Reader {
                     hold_until.get_or_insert(now + NOTIFY_DELAY);
                 } else {
                     // Nobody waits for these: let more gather, then hand over all at once.
+                    // The pause adapts so that one gathers 4-16 KiB: few wake-ups for a
+                    // trickle, and never so long that the child fills the pipe and waits.
                     let mid = batch.len();
-                    std::thread::sleep(GATHER);
-                    eof = self.read_available(&mut framer, &mut batch);
+                    std::thread::sleep(gather);
+                    let (end, bytes) = self.read_available(&mut framer, &mut batch);
+                    eof = end;
+                    if bytes > 16 * 1024 {
+                        gather = (gather / 2).max(GATHER_MIN);
+                    } else if bytes < 4 * 1024 {
+                        gather = (gather * 2).min(GATHER_MAX);
+                    }
                     now = Instant::now();
                     if eof || batch[mid..].iter().any(ChildEvent::is_urgent) {
                         last_urgent = Some(now);
@@ -692,13 +703,11 @@ impl Reader {
             if send {
                 hold_until = None;
                 if !batch.is_empty() {
-                    if !self.events.send(batch) {
+                    if !self.events.send(batch.drain(..)) {
                         return;
                     }
                     self.notify.wake();
                 }
-            } else {
-                held = batch;
             }
             if eof || self.stop.0.load(Ordering::Acquire) {
                 return;
@@ -709,8 +718,8 @@ impl Reader {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
-                    held.push(ChildEvent::Eof);
-                    self.events.send(held);
+                    batch.push(ChildEvent::Eof);
+                    self.events.send(batch.drain(..));
                     self.notify.wake();
                     return;
                 }
@@ -723,7 +732,12 @@ impl Reader {
     /// A read that does not fill the buffer emptied the pipe: stop there rather than read
     /// again (and again) the little the child writes meanwhile. What it writes next makes the
     /// pipe readable again (on Linux, epoll reports every write to a polled pipe).
-    fn read_available(&mut self, framer: &mut Framer, batch: &mut Vec<ChildEvent>) -> bool {
+    fn read_available(
+        &mut self,
+        framer: &mut Framer,
+        batch: &mut Vec<ChildEvent>,
+    ) -> (bool, usize) {
+        let mut bytes = 0;
         loop {
             let spare = framer.spare();
             let room = spare.len();
@@ -731,10 +745,11 @@ impl Reader {
                 Ok(0) => (true, true),
                 Ok(n) => {
                     framer.filled(n);
+                    bytes += n;
                     (false, n < room)
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (false, bytes),
                 Err(_) => (true, true),
             };
             while let Some(framed) = framer.next_message(eof) {
@@ -744,7 +759,7 @@ impl Reader {
                 }));
             }
             if short {
-                return eof;
+                return (eof, bytes);
             }
         }
     }

@@ -10,10 +10,11 @@
 
 use crate::tuple::{Value as TupleValue, Values};
 use compact_str::CompactString;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
@@ -110,7 +111,7 @@ pub struct Emit {
     /// Direct emit to this task.
     pub task: Option<u32>,
     /// Bolts: ids of the input tuples this emit is anchored to.
-    pub anchors: Vec<CompactString>,
+    pub anchors: SmallVec<[CompactString; 1]>,
     /// Spouts: the message id that makes the tuple tracked.
     pub id: Option<TupleValue>,
     /// Answer with the receiving task ids (default true; never for direct emits).
@@ -276,9 +277,9 @@ fn parse_emit(obj: &serde_json::Map<String, Value>, text: &str) -> Result<Emit, 
         Some(Value::Array(ids)) => ids
             .iter()
             .map(|a| id_of(Some(a), "emit", text))
-            .collect::<Result<Vec<_>, _>>()?,
+            .collect::<Result<SmallVec<_>, _>>()?,
         Some(_) => return Err(ProtocolError::new("`anchors` must be a list of ids", text)),
-        None => Vec::new(),
+        None => SmallVec::new(),
     };
     let need_task_ids = match field("need_task_ids") {
         Some(Value::Bool(b)) => *b,
@@ -543,69 +544,174 @@ impl<'de> Deserialize<'de> for IdField {
     }
 }
 
-/// The fields of the common commands, typed. Any surprise (a wrong type, a duplicate key, an
-/// escaped command name …) fails deserialization, and the general parser decides.
-#[derive(Deserialize)]
-struct TypedMessage<'a> {
-    #[serde(borrow)]
-    command: Option<&'a str>,
-    /// Present at all (even `null`): the handshake answer, left to the general parser.
-    #[serde(default, deserialize_with = "present")]
-    pid: bool,
-    id: Option<FromJson>,
-    stream: Option<String>,
-    tuple: Option<TupleField>,
-    task: Option<u32>,
-    anchors: Option<Vec<IdField>>,
-    need_task_ids: Option<bool>,
-    msg: Option<String>,
-    level: Option<i64>,
-    name: Option<String>,
-    params: Option<Value>,
+/// The common commands, read into typed fields and built at once (`None`: leave the message
+/// to the general parser). Any surprise (a wrong type, a duplicate or escaped key, an escaped
+/// command name …) fails deserialization, and the general parser decides too.
+struct TypedMessage(Option<ChildMessage>);
+
+impl<'de> Deserialize<'de> for TypedMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TypedMessage, D::Error> {
+        d.deserialize_map(MessageVisitor)
+    }
 }
 
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    IgnoredAny::deserialize(d).map(|_| true)
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = TypedMessage;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TypedMessage, A::Error> {
+        let mut command: Option<&'de str> = None;
+        let mut pid = false;
+        let mut id: Option<FromJson> = None;
+        let mut stream: Option<String> = None;
+        let mut tuple: Option<TupleField> = None;
+        let mut task: Option<u32> = None;
+        let mut anchors: Option<Anchors> = None;
+        let mut need_task_ids: Option<bool> = None;
+        let mut msg: Option<String> = None;
+        let mut level: Option<i64> = None;
+        let mut name: Option<String> = None;
+        let mut params: Option<Value> = None;
+        let mut seen = 0u16;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            let bit = match key {
+                "command" => 0,
+                "pid" => 1,
+                "id" => 2,
+                "stream" => 3,
+                "tuple" => 4,
+                "task" => 5,
+                "anchors" => 6,
+                "need_task_ids" => 7,
+                "msg" => 8,
+                "level" => 9,
+                "name" => 10,
+                "params" => 11,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if seen & (1 << bit) != 0 {
+                return Err(de::Error::custom("duplicate field"));
+            }
+            seen |= 1 << bit;
+            match bit {
+                0 => command = map.next_value()?,
+                1 => {
+                    // Present at all (even `null`): the handshake answer, for the general parser.
+                    map.next_value::<IgnoredAny>()?;
+                    pid = true;
+                }
+                2 => id = map.next_value()?,
+                3 => stream = map.next_value()?,
+                4 => tuple = map.next_value()?,
+                5 => task = map.next_value()?,
+                6 => anchors = map.next_value()?,
+                7 => need_task_ids = map.next_value()?,
+                8 => msg = map.next_value()?,
+                9 => level = map.next_value()?,
+                10 => name = map.next_value()?,
+                _ => params = map.next_value()?,
+            }
+        }
+        let id_text = |id: Option<FromJson>| match id {
+            Some(FromJson(TupleValue::Str(s))) => Some(s),
+            Some(FromJson(TupleValue::Int(i))) => Some(CompactString::new(i.to_string())),
+            _ => None,
+        };
+        let cmd = match command {
+            _ if pid => None,
+            Some("emit") => tuple.map(|TupleField(tuple)| {
+                Command::Emit(Emit {
+                    stream,
+                    tuple,
+                    task,
+                    anchors: anchors.map(|a| a.0).unwrap_or_default(),
+                    id: id.map(|FromJson(v)| v),
+                    need_task_ids: need_task_ids.unwrap_or(true),
+                })
+            }),
+            Some("ack") => id_text(id).map(|id| Command::Ack { id }),
+            Some("fail") => id_text(id).map(|id| Command::Fail { id }),
+            Some("sync") => Some(Command::Sync),
+            Some("log") => msg.map(|msg| Command::Log {
+                msg,
+                level: level.map_or(LogLevel::Info, LogLevel::from_number),
+            }),
+            Some("error") => msg.map(|msg| Command::Error { msg }),
+            Some("metrics") => name.map(|name| Command::Metrics {
+                name,
+                params: params.unwrap_or(Value::Null),
+            }),
+            _ => None,
+        };
+        Ok(TypedMessage(cmd.map(ChildMessage::Command)))
+    }
+}
+
+/// An emit's `anchors`: a list of tuple ids (almost always one).
+struct Anchors(SmallVec<[CompactString; 1]>);
+
+impl<'de> Deserialize<'de> for Anchors {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Anchors, D::Error> {
+        struct AnchorsVisitor;
+        impl<'de> Visitor<'de> for AnchorsVisitor {
+            type Value = Anchors;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of ids")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Anchors, A::Error> {
+                let mut ids = SmallVec::new();
+                while let Some(IdField(id)) = seq.next_element()? {
+                    ids.push(id);
+                }
+                Ok(Anchors(ids))
+            }
+        }
+        d.deserialize_seq(AnchorsVisitor)
+    }
+}
+
+/// `ack` and `fail` of a numeric id, as Python's `json.dumps` and compact JSON writers write
+/// them: recognized by their text alone. Half of what a busy bolt says.
+fn parse_verdict(text: &str) -> Option<ChildMessage> {
+    const FORMS: [(&str, bool); 4] = [
+        ("{\"command\": \"ack\", \"id\": \"", true),
+        ("{\"command\": \"fail\", \"id\": \"", false),
+        ("{\"command\":\"ack\",\"id\":\"", true),
+        ("{\"command\":\"fail\",\"id\":\"", false),
+    ];
+    for (prefix, ack) in FORMS {
+        if let Some(id) = text
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix("\"}"))
+        {
+            if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let id = CompactString::new(id);
+            return Some(ChildMessage::Command(if ack {
+                Command::Ack { id }
+            } else {
+                Command::Fail { id }
+            }));
+        }
+    }
+    None
 }
 
 /// The typed fast path of [`parse`]: `None` when the general parser must look.
 fn parse_typed(text: &str) -> Option<ChildMessage> {
-    let m: TypedMessage<'_> = serde_json::from_str(text).ok()?;
-    if m.pid {
-        return None;
+    if let Some(m) = parse_verdict(text) {
+        return Some(m);
     }
-    let id_text = |id: Option<FromJson>| match id {
-        Some(FromJson(TupleValue::Str(s))) => Some(s),
-        Some(FromJson(TupleValue::Int(i))) => Some(CompactString::new(i.to_string())),
-        _ => None,
-    };
-    let cmd = match m.command? {
-        "emit" => Command::Emit(Emit {
-            stream: m.stream,
-            tuple: m.tuple?.0,
-            task: m.task,
-            anchors: m
-                .anchors
-                .map(|a| a.into_iter().map(|IdField(id)| id).collect())
-                .unwrap_or_default(),
-            id: m.id.map(|FromJson(v)| v),
-            need_task_ids: m.need_task_ids.unwrap_or(true),
-        }),
-        "ack" => Command::Ack { id: id_text(m.id)? },
-        "fail" => Command::Fail { id: id_text(m.id)? },
-        "sync" => Command::Sync,
-        "log" => Command::Log {
-            msg: m.msg?,
-            level: m.level.map_or(LogLevel::Info, LogLevel::from_number),
-        },
-        "error" => Command::Error { msg: m.msg? },
-        "metrics" => Command::Metrics {
-            name: m.name?,
-            params: m.params.unwrap_or(Value::Null),
-        },
-        _ => return None,
-    };
-    Some(ChildMessage::Command(cmd))
+    serde_json::from_str::<TypedMessage>(text).ok()?.0
 }
 
 /// Splits a child's output into messages as its bytes arrive, with [`Deframer`]'s rules:
@@ -689,7 +795,8 @@ impl Framer {
                             &text,
                         );
                         self.start = self.end;
-                        self.reset();
+                        self.msg = String::new();
+                        self.started = false;
                         return Some(Framed::Error(err));
                     }
                     return None;
@@ -699,6 +806,24 @@ impl Framer {
             self.start = next;
             if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
+            }
+            // The usual message, one line and its `end` line both here: hand it out from the
+            // buffer, uncopied.
+            if !self.started && line != END.as_bytes() && line.len() <= MAX_MESSAGE_BYTES {
+                let rest = &self.buf[next..self.end];
+                let end_len = if rest.starts_with(b"end\n") {
+                    4
+                } else if rest.starts_with(b"end\r\n") {
+                    5
+                } else {
+                    0
+                };
+                if end_len > 0 {
+                    if let Ok(text) = std::str::from_utf8(line) {
+                        self.start = next + end_len;
+                        return Some(Framed::Message(text));
+                    }
+                }
             }
             if line == END.as_bytes() {
                 self.started = false;
@@ -719,15 +844,11 @@ impl Framer {
             if self.msg.len() > MAX_MESSAGE_BYTES {
                 let err =
                     ProtocolError::new("message longer than 16 MiB without an `end` line", text);
-                self.reset();
+                self.msg = String::new();
+                self.started = false;
                 return Some(Framed::Error(err));
             }
         }
-    }
-
-    fn reset(&mut self) {
-        self.msg = String::new();
-        self.started = false;
     }
 }
 
@@ -760,7 +881,7 @@ mod tests {
             panic!("not an emit: {m:?}");
         };
         assert_eq!(e.stream, None);
-        assert_eq!(e.anchors, vec!["5", "6"]);
+        assert_eq!(e.anchors.as_slice(), ["5", "6"]);
         assert!(e.need_task_ids);
         assert_eq!(e.task, None);
         let m = parse(
@@ -848,6 +969,9 @@ mod tests {
             r#"{"command": "emit", "tuple": [], "stream": "s\n", "task": 4, "need_task_ids": false}"#,
             r#"{"command": "emit", "tuple": [1], "id": {"x": [1, 2]}, "extra": 7}"#,
             r#"{"command": "ack", "id": "17"}"#,
+            r#"{"command":"ack","id":"17"}"#,
+            r#"{"command": "fail", "id": "18"}"#,
+            r#"{"command":"fail","id":"18"}"#,
             r#"{"command": "fail", "id": 18}"#,
             r#"{"command": "sync"}"#,
             r#"{"command": "log", "msg": "line 1\nline 2", "level": 3}"#,
@@ -868,6 +992,8 @@ mod tests {
             r#"{"command": "log", "msg": 5}"#,
             r#"{"command": "sync", "command": "ack"}"#,
             r#"{"command": "ack", "id": 18446744073709551615}"#,
+            r#"{"command": "ack", "id": "1\"}"#,
+            r#"{"command": "ack", "id": "1", "id": "2"}"#,
         ] {
             assert_eq!(parse_typed(text), None, "{text}");
         }
