@@ -857,3 +857,88 @@ B().run()
     assert!(waited >= Duration::from_millis(500), "{waited:?}");
     assert_eq!(out.acks.len(), 3);
 }
+
+#[test]
+fn a_child_asking_for_task_ids_is_answered_in_order_through_poll() {
+    // Driven as the executor drives it (execute, then poll when idle): poll answers such a
+    // child as its messages come, reading its output itself for a while.
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        for i in range(3):
+            ids = storm.emit([t.values[0] + "." + str(i)])
+            if ids != [3, 4]:
+                raise ValueError("task ids " + repr(ids))
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    let n = 300;
+    for i in 0..n {
+        bolt.execute(&input(&ctx, &[&i.to_string()]), &mut out)
+            .expect("execute");
+        if i % 50 == 0 {
+            bolt.poll(&mut out).expect("poll");
+        }
+    }
+    poll_until(&mut bolt, &mut out, Duration::from_secs(20), |o, _| {
+        o.acks.len() == n
+    })
+    .expect("poll");
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let expected: Vec<Values> = (0..n)
+        .flat_map(|i| (0..3).map(move |k| words(&[&format!("{i}.{k}")])))
+        .collect();
+    let emitted: Vec<Values> = out.emits.iter().map(|e| e.1.clone()).collect();
+    assert_eq!(emitted, expected);
+    let acked: Vec<Values> = (0..n).map(|i| words(&[&i.to_string()])).collect();
+    assert_eq!(out.acks, acked);
+    assert_eq!(bolt.in_flight(), 0);
+    bolt.cleanup();
+}
+
+#[test]
+fn a_child_dying_while_answered_through_poll_is_restarted() {
+    // The first child exits in the middle of its exchanges: its in-flight tuples fail, a new
+    // child takes the next ones.
+    let body = r#"
+marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "died")
+class B(storm.BasicBolt):
+    def process(self, t):
+        storm.emit([t.values[0]])
+        if t.values[0] == "40" and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(3)
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    // The first child reads ahead: all of the first 50 reach it before it dies.
+    for (from, to) in [(0, 50), (50, 100)] {
+        for i in from..to {
+            bolt.execute(&input(&ctx, &[&i.to_string()]), &mut out)
+                .expect("execute");
+            bolt.poll(&mut out).expect("poll");
+        }
+        poll_until(&mut bolt, &mut out, Duration::from_secs(20), |o, _| {
+            o.acks.len() + o.fails.len() == to
+        })
+        .expect("poll");
+    }
+    assert!(
+        out.errors.iter().any(|e| e.contains("exited")),
+        "{:?}",
+        out.errors
+    );
+    assert!(!out.fails.is_empty());
+    assert!(out.fails.contains(&words(&["40"])), "{:?}", out.fails);
+    assert!(
+        out.acks.contains(&words(&["39"])) && out.acks.contains(&words(&["99"])),
+        "acks {:?} fails {:?} errors {:?}",
+        out.acks,
+        out.fails,
+        out.errors
+    );
+    assert_eq!(bolt.in_flight(), 0);
+    bolt.cleanup();
+}

@@ -34,12 +34,16 @@ pub struct ShellBolt {
     errors: u64,
     /// Task-id answers sent so far.
     answers: u64,
+    /// How long [`ShellBolt::converse`] watches for the child's next message before sleeping.
+    spin: Duration,
 }
 
 /// The longest [`ShellBolt::poll`] stays answering a child that asks for task ids.
 const CONVERSE_FOR: Duration = Duration::from_millis(1);
 /// ... provided its next message comes within this.
 const CONVERSE_GAP: Duration = Duration::from_micros(300);
+/// ... watching for it this long before going to sleep.
+const CONVERSE_SPIN: Duration = Duration::from_micros(50);
 
 struct Prepared {
     ctx: TaskContext,
@@ -66,6 +70,7 @@ impl ShellBolt {
             fatal: None,
             errors: 0,
             answers: 0,
+            spin: CONVERSE_SPIN,
         }
     }
 
@@ -306,22 +311,39 @@ impl ShellBolt {
     /// the child pauses for [`CONVERSE_GAP`], or after [`CONVERSE_FOR`] (the executor's own
     /// batching delay), so the executor's input never waits longer than that.
     fn converse(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if !self.child.as_mut().is_some_and(|c| c.begin_direct()) {
+            return Ok(());
+        }
+        let result = self.converse_directly(out);
+        if let Some(child) = &mut self.child {
+            child.end_direct();
+        }
+        result
+    }
+
+    fn converse_directly(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         let end = Instant::now() + CONVERSE_FOR;
         loop {
-            let left = end.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let left = end.saturating_duration_since(now);
             if left.is_zero() {
                 return Ok(());
             }
             let Some(child) = &mut self.child else {
                 return Ok(());
             };
-            let Some(event) = child.recv_timeout(left.min(CONVERSE_GAP)) else {
+            let event = child.recv_direct(self.spin, left.min(CONVERSE_GAP));
+            // Watch without sleeping next time only if this answer came within that time:
+            // a child that takes longer (real work per tuple) is not worth a busy CPU.
+            self.spin = if now.elapsed() < CONVERSE_SPIN {
+                CONVERSE_SPIN
+            } else {
+                Duration::ZERO
+            };
+            let Some(event) = event else {
                 return Ok(());
             };
             self.handle(event, out)?;
-            while let Some(event) = self.child.as_mut().and_then(|c| c.try_recv()) {
-                self.handle(event, out)?;
-            }
         }
     }
 

@@ -15,6 +15,10 @@
 //!   the wake-up is coalesced and may wait [`NOTIFY_DELAY`]. When the child has not waited for
 //!   an answer lately, a bolt's reader lets its output gather for up to [`GATHER_MAX`] after
 //!   a read, so a busy child costs a few hundred wake-ups a second instead of one per message.
+//! - **Conversing**: while a bolt answers a child that waits for the task ids of every emit
+//!   (Apache Storm's storm.py does), the executor reads the child's output itself
+//!   ([`ShellProcess::begin_direct`]), so an emit reaches it without a hop through the reader
+//!   thread, which keeps off meanwhile.
 //!
 //! Reading and writing never wait on each other, so neither side of the pipes can deadlock the
 //! executor.
@@ -22,9 +26,11 @@
 use super::protocol::{self, ChildMessage, Command, Framed, Framer, ProtocolError};
 use crate::components::Waker;
 use mio::unix::pipe;
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Spawn, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -259,7 +265,11 @@ pub struct ShellProcess {
     output: Output,
     write_batch: usize,
     input: Arc<Input>,
-    stop_reader: Arc<(AtomicBool, mio::Waker)>,
+    stdout: Arc<Stdout>,
+    wake_reader: mio::Waker,
+    /// Watches the child's output while the executor reads it itself.
+    direct_poll: Poll,
+    direct_ready: Events,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     stderr_done: Arc<AtomicBool>,
     pid_dir: PathBuf,
@@ -357,7 +367,34 @@ impl ShellProcess {
             waker: launch.waker.clone(),
             pending: AtomicBool::new(false),
         });
-        let stop_reader = Arc::new((AtomicBool::new(false), wake_reader));
+        let direct_poll = match Poll::new().and_then(|p| {
+            p.registry()
+                .register(&mut SourceFd(&stdout.as_raw_fd()), READ, Interest::READABLE)
+                .map(|()| p)
+        }) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_dir_all(&pid_dir);
+                return Err(os_error("watch the child's output", e));
+            }
+        };
+        let stdout = Arc::new(Stdout {
+            state: Mutex::new(StdoutState {
+                pipe: stdout,
+                framer: Framer::default(),
+                batch: Vec::new(),
+                hold_until: None,
+                last_urgent: None,
+                gather: GATHER_MIN,
+                gathering: false,
+                executor_reads: false,
+                stop: false,
+                eof: false,
+            }),
+            released: Condvar::new(),
+        });
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let stderr_done = Arc::new(AtomicBool::new(false));
         let events = Arc::new(Received::default());
@@ -368,11 +405,10 @@ impl ShellProcess {
                 .map_err(|e| format!("cannot start a thread: {e}"))
         };
         let reader = Reader {
-            pipe: stdout,
+            stdout: stdout.clone(),
             poll: read_poll,
             events: events.clone(),
             notify: notify.clone(),
-            stop: stop_reader.clone(),
             gather: launch.gather,
         };
         let started = [
@@ -409,7 +445,10 @@ impl ShellProcess {
             output: Output::default(),
             write_batch: launch.write_batch.max(1),
             input,
-            stop_reader,
+            stdout,
+            wake_reader,
+            direct_poll,
+            direct_ready: Events::with_capacity(4),
             stderr_tail,
             stderr_done,
             pid_dir,
@@ -564,6 +603,73 @@ impl ShellProcess {
         }
     }
 
+    /// The executor is going to converse with the child (answer its emits as they come):
+    /// rather than have the reader thread read each message and wake it, it reads the child's
+    /// output itself until [`ShellProcess::end_direct`], with [`ShellProcess::recv_direct`].
+    /// Everything read before is taken first, in order. `false` when the output has ended.
+    pub fn begin_direct(&mut self) -> bool {
+        let mut st = self.stdout.lock();
+        if st.stop || st.eof {
+            return false;
+        }
+        st.executor_reads = true;
+        // The reader hands batches over under this lock: every message is either handed
+        // over already or in `batch`.
+        self.events.take(&mut self.received);
+        self.received.extend(st.batch.drain(..));
+        st.hold_until = None;
+        st.gathering = false;
+        true
+    }
+
+    /// The reader thread reads again.
+    pub fn end_direct(&mut self) {
+        self.stdout.lock().executor_reads = false;
+        self.stdout.released.notify_all();
+    }
+
+    /// Between [`ShellProcess::begin_direct`] and [`ShellProcess::end_direct`]: flush what is
+    /// queued, then the next event, read from the child's output directly, waiting up to
+    /// `timeout` for it. For the first `spin` of that, it watches without going to sleep: when
+    /// the child answers within microseconds, sleeping and being woken (on a virtual machine,
+    /// an idle CPU halted and woken by an interrupt) costs more than its answer takes.
+    pub fn recv_direct(&mut self, spin: Duration, timeout: Duration) -> Option<ChildEvent> {
+        self.flush();
+        let start = Instant::now();
+        loop {
+            if let Some(ev) = self.received.pop_front() {
+                return Some(ev);
+            }
+            {
+                let mut st = self.stdout.lock();
+                if st.eof && st.batch.is_empty() {
+                    return Some(ChildEvent::Eof);
+                }
+                st.read_available();
+                self.received.extend(st.batch.drain(..));
+            }
+            if !self.received.is_empty() {
+                continue;
+            }
+            let waited = start.elapsed();
+            if waited >= timeout {
+                return None;
+            }
+            if waited < spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            match self
+                .direct_poll
+                .poll(&mut self.direct_ready, Some(timeout - waited))
+            {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// The exit status, waiting up to `grace` for the child to exit.
     pub fn wait_exit(&mut self, grace: Duration) -> Option<ExitStatus> {
         if self.exit.is_some() {
@@ -607,8 +713,9 @@ impl ShellProcess {
             st.clear();
         }
         let _ = self.input.wake_writer.wake();
-        self.stop_reader.0.store(true, Ordering::Release);
-        let _ = self.stop_reader.1.wake();
+        self.stdout.lock().stop = true;
+        self.stdout.released.notify_all();
+        let _ = self.wake_reader.wake();
         if self.exit.is_none() {
             let _ = self.child.kill();
             self.exit = self.child.wait().ok();
@@ -640,111 +747,55 @@ impl Drop for Reader {
     }
 }
 
-/// The reader thread: the child's stdout into batches of events.
-struct Reader {
-    pipe: pipe::Receiver,
-    poll: Poll,
-    events: Arc<Received>,
-    notify: Arc<Notify>,
-    stop: Arc<(AtomicBool, mio::Waker)>,
-    gather: bool,
+/// The child's stdout and what has been read from it. The reader thread reads it, except while
+/// the executor converses with the child and reads it itself
+/// ([`ShellProcess::begin_direct`]): then the reader thread keeps off, waiting on `released`.
+struct Stdout {
+    state: Mutex<StdoutState>,
+    released: Condvar,
 }
 
-impl Reader {
-    fn run(mut self) {
-        let mut framer = Framer::default();
-        let mut ready = Events::with_capacity(4);
-        // When the child last waited for an answer.
-        let mut last_urgent: Option<Instant> = None;
-        // Parsed and not handed over yet: messages nobody waits for are held back to travel
-        // with the next batch, until `hold_until`.
-        let mut batch: Vec<ChildEvent> = Vec::new();
-        let mut hold_until: Option<Instant> = None;
-        let mut gather = GATHER_MIN;
-        loop {
-            let old = batch.len();
-            let (mut eof, _) = self.read_available(&mut framer, &mut batch);
-            let mut now = Instant::now();
-            let fresh = batch.len() > old;
-            let urgent = eof || batch[old..].iter().any(ChildEvent::is_urgent);
-            if urgent {
-                last_urgent = Some(now);
-            }
-            let mut send = urgent || !self.gather || hold_until.is_some_and(|t| now >= t);
-            if !send && fresh {
-                if last_urgent.is_some_and(|t| now.duration_since(t) < RESPONSIVE_FOR) {
-                    // The child asks for answers: what it sends next will likely want one;
-                    // these go with it (one wake-up), or when the hold is over.
-                    hold_until.get_or_insert(now + NOTIFY_DELAY);
-                } else {
-                    // Nobody waits for these: let more gather, then hand over all at once.
-                    // The pause adapts so that one gathers 4-16 KiB: few wake-ups for a
-                    // trickle, and never so long that the child fills the pipe and waits.
-                    let mid = batch.len();
-                    std::thread::sleep(gather);
-                    let (end, bytes) = self.read_available(&mut framer, &mut batch);
-                    eof = end;
-                    if bytes > 16 * 1024 {
-                        gather = (gather / 2).max(GATHER_MIN);
-                    } else if bytes < 4 * 1024 {
-                        gather = (gather * 2).min(GATHER_MAX);
-                    }
-                    now = Instant::now();
-                    if eof || batch[mid..].iter().any(ChildEvent::is_urgent) {
-                        last_urgent = Some(now);
-                    }
-                    send = true;
-                }
-            }
-            if eof {
-                batch.push(ChildEvent::Eof);
-                send = true;
-            }
-            if send {
-                hold_until = None;
-                if !batch.is_empty() {
-                    if !self.events.send(batch.drain(..)) {
-                        return;
-                    }
-                    self.notify.wake();
-                }
-            }
-            if eof || self.stop.0.load(Ordering::Acquire) {
-                return;
-            }
-            // Wait for more output, or until the hold is over.
-            let timeout = hold_until.map(|t| t.saturating_duration_since(Instant::now()));
-            match self.poll.poll(&mut ready, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    batch.push(ChildEvent::Eof);
-                    self.events.send(batch.drain(..));
-                    self.notify.wake();
-                    return;
-                }
-            }
-        }
-    }
+struct StdoutState {
+    pipe: pipe::Receiver,
+    framer: Framer,
+    /// Parsed and not handed over yet: held back, or gathering.
+    batch: Vec<ChildEvent>,
+    /// Messages nobody waits for are held back to travel with the next batch, until then.
+    hold_until: Option<Instant>,
+    /// When the child last waited for an answer.
+    last_urgent: Option<Instant>,
+    gather: Duration,
+    /// The reader thread is pausing between two reads whose messages go over together.
+    gathering: bool,
+    /// The executor reads: the reader thread keeps off.
+    executor_reads: bool,
+    stop: bool,
+    /// The end of the output was read (and reported).
+    eof: bool,
+}
 
-    /// Read and parse everything the pipe holds now; `true` at the end of the output.
+impl Stdout {
+    fn lock(&self) -> MutexGuard<'_, StdoutState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl StdoutState {
+    /// Read and parse everything the pipe holds now into `batch`: whether the output ended,
+    /// and how many bytes came.
     ///
     /// A read that does not fill the buffer emptied the pipe: stop there rather than read
     /// again (and again) the little the child writes meanwhile. What it writes next makes the
     /// pipe readable again (on Linux, epoll reports every write to a polled pipe).
-    fn read_available(
-        &mut self,
-        framer: &mut Framer,
-        batch: &mut Vec<ChildEvent>,
-    ) -> (bool, usize) {
+    fn read_available(&mut self) -> (bool, usize) {
         let mut bytes = 0;
         loop {
-            let spare = framer.spare();
+            let spare = self.framer.spare();
             let room = spare.len();
             let (eof, short) = match self.pipe.read(spare) {
                 Ok(0) => (true, true),
                 Ok(n) => {
-                    framer.filled(n);
+                    self.framer.filled(n);
                     bytes += n;
                     (false, n < room)
                 }
@@ -752,16 +803,135 @@ impl Reader {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (false, bytes),
                 Err(_) => (true, true),
             };
-            while let Some(framed) = framer.next_message(eof) {
-                batch.push(ChildEvent::Message(match framed {
+            while let Some(framed) = self.framer.next_message(eof) {
+                self.batch.push(ChildEvent::Message(match framed {
                     Framed::Message(text) => protocol::parse(text),
                     Framed::Error(e) => Err(e),
                 }));
+            }
+            if eof {
+                self.batch.push(ChildEvent::Eof);
+                self.eof = true;
             }
             if short {
                 return (eof, bytes);
             }
         }
+    }
+}
+
+/// The reader thread: the child's stdout into batches of events.
+struct Reader {
+    stdout: Arc<Stdout>,
+    poll: Poll,
+    events: Arc<Received>,
+    notify: Arc<Notify>,
+    /// Messages may be held back or gathered (bolts; a spout's turns await every message).
+    gather: bool,
+}
+
+/// What the reader thread does after a step.
+enum Next {
+    /// Wait for more output (or until the hold is over).
+    Poll(Option<Duration>),
+    /// Let more output gather.
+    Sleep(Duration),
+    Stop,
+}
+
+impl Reader {
+    fn run(mut self) {
+        let mut ready = Events::with_capacity(4);
+        loop {
+            let next = {
+                let mut st = self.stdout.lock();
+                while st.executor_reads && !st.stop {
+                    st = self
+                        .stdout
+                        .released
+                        .wait(st)
+                        .unwrap_or_else(|e| e.into_inner());
+                }
+                if st.stop || st.eof {
+                    Next::Stop
+                } else {
+                    self.step(&mut st)
+                }
+            };
+            match next {
+                Next::Stop => return,
+                Next::Sleep(pause) => std::thread::sleep(pause),
+                Next::Poll(timeout) => match self.poll.poll(&mut ready, timeout) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        let mut st = self.stdout.lock();
+                        st.batch.push(ChildEvent::Eof);
+                        st.eof = true;
+                        self.events.send(st.batch.drain(..));
+                        self.notify.wake();
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Read what is there, and hand it over, hold it back or let more gather. Batches are
+    /// handed over under the lock, so that the executor, taking over, finds every message
+    /// either handed over or in `batch`.
+    fn step(&self, st: &mut StdoutState) -> Next {
+        let old = st.batch.len();
+        let (eof, bytes) = st.read_available();
+        let now = Instant::now();
+        if eof || st.batch[old..].iter().any(ChildEvent::is_urgent) {
+            st.last_urgent = Some(now);
+        }
+        let mut send = eof
+            || st.last_urgent == Some(now)
+            || !self.gather
+            || st.hold_until.is_some_and(|t| now >= t);
+        if st.gathering {
+            // The pause is over: hand over what it gathered. It adapts so that one pause
+            // gathers 4-16 KiB: few wake-ups for a trickle, and never so long that a fast
+            // child fills the pipe and waits.
+            st.gathering = false;
+            if bytes > 16 * 1024 {
+                st.gather = (st.gather / 2).max(GATHER_MIN);
+            } else if bytes < 4 * 1024 {
+                st.gather = (st.gather * 2).min(GATHER_MAX);
+            }
+            send = true;
+        } else if !send && st.batch.len() > old {
+            if st
+                .last_urgent
+                .is_some_and(|t| now.duration_since(t) < RESPONSIVE_FOR)
+            {
+                // The child asks for answers: what it sends next will likely want one;
+                // these go with it (one wake-up), or when the hold is over.
+                st.hold_until.get_or_insert(now + NOTIFY_DELAY);
+            } else {
+                // Nobody waits for these: let more gather, then hand over all at once.
+                st.gathering = true;
+                return Next::Sleep(st.gather);
+            }
+        }
+        if send {
+            st.hold_until = None;
+            if !st.batch.is_empty() {
+                if !self.events.send(st.batch.drain(..)) {
+                    return Next::Stop;
+                }
+                self.notify.wake();
+            }
+        }
+        if eof {
+            return Next::Stop;
+        }
+        Next::Poll(
+            st.hold_until
+                .map(|t| t.saturating_duration_since(Instant::now())),
+        )
     }
 }
 
