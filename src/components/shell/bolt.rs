@@ -1,7 +1,9 @@
 //! The shell bolt (Storm's `ShellBolt`): each input tuple goes to the child under a string id
 //! and stays in flight until the child acks or fails it; the child's messages arrive through the
-//! reader thread and are applied in `poll`. Asynchronous like Storm's: the executor never waits
-//! on the child except for back-pressure (`topology.shellbolt.max.pending`) and `finish`.
+//! reader thread and are applied in `execute` and `poll`. Asynchronous like Storm's: the
+//! executor waits on the child only for back-pressure (`topology.shellbolt.max.pending`), in
+//! `finish`, and for at most 1 ms at a time while answering a child that asks for task ids
+//! (`converse`).
 
 use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit};
@@ -11,6 +13,7 @@ use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Tuple};
 use crate::topology::model::{Component, DEFAULT_STREAM};
 use crate::topology::plan::SYSTEM_TASK;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -238,7 +241,7 @@ impl ShellBolt {
         };
         let stream = emit.stream.as_deref().unwrap_or(DEFAULT_STREAM);
         let sid = super::check_emit(&self.outputs, &p.ctx, stream, &emit)?;
-        let mut anchors = Vec::with_capacity(emit.anchors.len());
+        let mut anchors: SmallVec<[&Tuple; 2]> = SmallVec::new();
         for a in &emit.anchors {
             match a.parse::<u64>().ok().and_then(|id| self.inflight.get(&id)) {
                 Some(t) => anchors.push(t),
