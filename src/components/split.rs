@@ -27,19 +27,27 @@ impl Split {
     }
 }
 
-/// The pieces of `text` between whitespace, as `str::split_whitespace` gives them, but without
-/// decoding characters when the text can hold no non-ASCII whitespace: every Unicode space
-/// outside ASCII starts with byte 0xC2, 0xE1, 0xE2 or 0xE3 in UTF-8.
+/// The pieces of `text` between whitespace, as `str::split_whitespace` gives them, in one pass
+/// over the bytes: ASCII whitespace is tested directly, and a character is decoded only when its
+/// first byte can start a non-ASCII space (every Unicode space outside ASCII starts with byte
+/// 0xC2, 0xE1, 0xE2 or 0xE3 in UTF-8).
 fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let bytes = text.as_bytes();
-    if bytes.iter().any(|b| matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3)) {
-        text.split_whitespace().for_each(f);
-        return;
-    }
-    let mut start = None;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut start: Option<usize> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
         // char::is_whitespace for ASCII: U+0009..=U+000D and U+0020.
-        let space = b == b' ' || (b'\t'..=b'\r').contains(&b);
+        let (space, width) = if b < 0x80 {
+            (b == b' ' || (b'\t'..=b'\r').contains(&b), 1)
+        } else if matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3) {
+            match text.get(i..).and_then(|rest| rest.chars().next()) {
+                Some(c) => (c.is_whitespace(), c.len_utf8()),
+                None => (false, 1),
+            }
+        } else {
+            (false, 1)
+        };
         match (space, start) {
             (true, Some(s)) => {
                 f(&text[s..i]);
@@ -48,6 +56,7 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
             (false, None) => start = Some(i),
             _ => {}
         }
+        i += width;
     }
     if let Some(s) = start {
         f(&text[s..]);

@@ -32,6 +32,14 @@ impl<K: Hash + Eq, V> RotatingMap<K, V> {
         }
     }
 
+    /// Insert a key known to be in no bucket (a fresh random root): no look-up in the older
+    /// buckets first.
+    pub fn insert_new(&mut self, k: K, v: V) {
+        if let Some(b) = self.buckets.front_mut() {
+            b.insert(k, v);
+        }
+    }
+
     pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
         self.buckets.iter_mut().find_map(|b| b.get_mut(k))
     }
@@ -99,7 +107,7 @@ impl Acker {
             }
             self.done.push((e.spout_task, root, e.failed));
         } else if is_new {
-            self.pending.insert(root, e);
+            self.pending.insert_new(root, e);
         }
     }
 

@@ -98,7 +98,14 @@ impl Emitter {
     }
 
     fn queue_ack(&mut self, outbox: &mut Outbox, root: u64, val: u64) {
-        match self.acks.iter_mut().find(|(r, _)| *r == root) {
+        // Consecutive acks usually belong to the same tree (the words of one line).
+        if let Some(last) = self.acks.last_mut() {
+            if last.0 == root {
+                last.1 ^= val;
+                return;
+            }
+        }
+        match self.acks.iter_mut().rev().find(|(r, _)| *r == root) {
             Some(e) => e.1 ^= val,
             None => self.acks.push((root, val)),
         }
@@ -135,6 +142,17 @@ impl Emitter {
         head: &[Value],
         pairs: &[(u64, u64)],
     ) {
+        if let [acker] = self.router.ackers()[..] {
+            // One acker (the default for one worker): one message, sized once.
+            let mut values = Values::with_capacity(head.len() + 2 * pairs.len());
+            values.extend(head.iter().cloned());
+            for &(root, val) in pairs {
+                values.push(Value::Int(root as i64));
+                values.push(Value::Int(val as i64));
+            }
+            outbox.push(acker, Tuple::new(values, self.task, stream));
+            return;
+        }
         let mut by_acker: Vec<(u32, Values)> = Vec::new();
         for &(root, val) in pairs {
             let acker = self.router.acker_for(root);

@@ -250,13 +250,15 @@ struct Pending {
 
 impl Pending {
     /// Open the trees a call into the spout started, keeping the peak count for `--stats`.
-    fn open(&mut self, started: &mut Vec<(u64, Value)>, stats: &TaskStats) {
+    /// `now` is the start of the current round of calls: one clock read per round, not per
+    /// tree (timeouts count in seconds; complete latency is off by at most one round).
+    fn open(&mut self, started: &mut Vec<(u64, Value)>, stats: &TaskStats, now: Instant) {
         if started.is_empty() {
             return;
         }
-        let now = Instant::now();
         for (root, id) in started.drain(..) {
-            self.trees.insert(root, (id, now));
+            // Roots are fresh random ids: no older bucket can hold them.
+            self.trees.insert_new(root, (id, now));
         }
         let open = self.trees.len() as u64;
         if open > stats.pending_peak.load(Ordering::Relaxed) {
@@ -277,6 +279,9 @@ pub struct SpoutExecutor {
     /// Scratch for the collector: trees started and ids to ack at once, by the current call.
     pub started: Vec<(u64, Value)>,
     pub ack_now: Vec<Value>,
+    /// The clock as read at the start of the current round (the start time of trees opened
+    /// during it).
+    pub clock: Instant,
 }
 
 impl SpoutExecutor {
@@ -302,6 +307,7 @@ impl SpoutExecutor {
         let mut backoff = Duration::from_micros(50);
         let mut last_flush = Instant::now();
         while self.tasks.iter().any(|t| !t.finished) {
+            self.clock = Instant::now();
             // Acks and fails from the acker first.
             let mut handled = false;
             while let Some(m) = self
@@ -313,7 +319,7 @@ impl SpoutExecutor {
                 self.on_message(m, &mut pending, &mut report)?;
             }
             if let (Some(at), Some(every)) = (next_rotate, self.timeout) {
-                if Instant::now() >= at {
+                if self.clock >= at {
                     self.expire(&mut pending)?;
                     next_rotate = Some(Instant::now() + every);
                 }
@@ -336,6 +342,7 @@ impl SpoutExecutor {
                     continue;
                 }
                 let round = Instant::now();
+                self.clock = round;
                 for call in 0..super::message::BATCH {
                     if self
                         .max_pending
@@ -514,7 +521,7 @@ impl SpoutExecutor {
     fn settle(&mut self, i: usize, p: &mut Pending) -> anyhow::Result<()> {
         let slot = &mut self.tasks[i];
         loop {
-            p.open(&mut self.started, &slot.emitter.stats);
+            p.open(&mut self.started, &slot.emitter.stats, self.clock);
             if self.ack_now.is_empty() {
                 return Ok(());
             }

@@ -335,6 +335,7 @@ pub fn start(
                 control: control.clone(),
                 started: Vec::new(),
                 ack_now: Vec::new(),
+                clock: std::time::Instant::now(),
             };
             spawn_named(name, done_tx, move || exec.run())?
         } else {
