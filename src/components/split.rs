@@ -155,31 +155,3 @@ mod tests {
         }
     }
 }
-
-#[cfg(test)]
-mod probe {
-    fn run(name: &str, lines: &[&str], f: &dyn Fn(&str, &mut dyn FnMut(&str))) {
-        let t = std::time::Instant::now();
-        let mut n = 0usize;
-        for l in lines {
-            f(l, &mut |w| {
-                std::hint::black_box(w);
-                n += 1;
-            });
-        }
-        eprintln!("{name}: {n} words {:.1} ns/word", t.elapsed().as_nanos() as f64 / n as f64);
-    }
-    #[test]
-    #[ignore]
-    fn split_speed() {
-        let text = std::fs::read_to_string("/tmp/bench/w50.txt").unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        for _ in 0..2 {
-        run("ours", &lines, &|l, f| super::for_each_word(l, f));
-        run("ascii", &lines, &|l, f| l.split_ascii_whitespace().for_each(f));
-        run("unicode", &lines, &|l, f| l.split_whitespace().for_each(f));
-        run("ours+compact", &lines, &|l, f| super::for_each_word(l, |w| { let c = compact_str::CompactString::new(w); f(std::hint::black_box(&c)); }));
-        run("ours+values", &lines, &|l, f| super::for_each_word(l, |w| { let v: crate::tuple::Values = smallvec::smallvec![crate::tuple::Value::Str(compact_str::CompactString::new(w))]; f(std::hint::black_box(&v).first().and_then(|v| v.as_str()).unwrap_or("")); }));
-        }
-    }
-}

@@ -346,8 +346,10 @@ mod tests {
         ];
         leaf.prop_recursive(3, 16, 4, |inner| {
             prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(|l| Value::List(Box::new(l))),
-                proptest::collection::btree_map("[a-z]{0,4}", inner, 0..4).prop_map(|m| Value::Map(Box::new(m))),
+                proptest::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|l| Value::List(Box::new(l))),
+                proptest::collection::btree_map("[a-z]{0,4}", inner, 0..4)
+                    .prop_map(|m| Value::Map(Box::new(m))),
             ]
         })
     }

@@ -2,6 +2,7 @@
 //! routing each emit, stamping acker edge ids on tracked tuples (Storm's XOR tree), and counting.
 
 use super::metrics::TaskStats;
+use super::open_trees::OpenTrees;
 use super::routing::{Outbox, Router};
 use crate::components::{BoltCollector, SpoutCollector, Tuple};
 use crate::topology::plan::{streams, StreamId};
@@ -9,6 +10,7 @@ use crate::tuple::{Value, Values};
 use rand::rngs::SmallRng;
 use rand::RngCore;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// State shared by both collectors of one task.
 pub struct Emitter {
@@ -182,8 +184,10 @@ impl Emitter {
 pub struct SpoutOut<'a> {
     pub em: &'a mut Emitter,
     pub outbox: &'a mut Outbox,
-    /// Trees started during this call: (root, message id). The executor registers them.
-    pub started: &'a mut Vec<(u64, Value)>,
+    /// The task's open trees: the collector opens one per tracked emit.
+    pub trees: &'a mut OpenTrees,
+    /// The start time given to trees opened now (the clock read at the start of the round).
+    pub now: Instant,
     /// Message ids to ack at once (acking off, or no receivers).
     pub ack_now: &'a mut Vec<Value>,
 }
@@ -198,7 +202,11 @@ impl SpoutOut<'_> {
     ) -> usize {
         let em = &mut *self.em;
         let track = msg_id.is_some() && em.router.acking();
-        let root = if track { fresh_id(&mut em.rng) } else { 0 };
+        let root = if track {
+            self.trees.reserve(&mut em.rng, self.now)
+        } else {
+            0
+        };
         let mut xor = 0u64;
         // Storm's spout emit: a new tree, one edge id per receiving tuple.
         let n = em.fan_out(self.outbox, stream, values, direct, |rng, t| {
@@ -208,13 +216,16 @@ impl SpoutOut<'_> {
                 t.anchors.push((root, edge));
             }
         });
+        if track && n == 0 {
+            self.trees.release(root);
+        }
         if let Some(id) = msg_id {
             if track && n > 0 {
                 em.inits.push((root, xor));
                 if em.inits.len() >= 256 {
                     em.flush_acks(self.outbox);
                 }
-                self.started.push((root, id));
+                self.trees.open(root, id, self.now);
             } else {
                 // Storm acks at once when acking is off or nobody receives the tuple.
                 self.ack_now.push(id);
