@@ -19,6 +19,7 @@ struct Entry {
 }
 
 /// The acker bolt.
+#[derive(Default)]
 pub struct Acker {
     /// Open trees by root. One map touched once per message, rather than Storm's rotating
     /// buckets (a look-up in each): a tick scans it instead and drops the trees untouched for
@@ -29,15 +30,6 @@ pub struct Acker {
     done: Vec<(u32, u64, bool)>,
 }
 
-impl Default for Acker {
-    fn default() -> Self {
-        Acker {
-            pending: FxHashMap::default(),
-            rotation: 0,
-            done: Vec::new(),
-        }
-    }
-}
 
 impl Acker {
     /// XOR one value into a tree (Storm's acker: `init` also names the spout task).
