@@ -179,16 +179,39 @@ mod probe {
         for _ in 0..2 {
             let t = std::time::Instant::now();
             let mut m: super::Map<CompactString> = Default::default();
-            for w in &words { super::bump(&mut m, w.as_str(), || w.clone()); }
-            eprintln!("foldhash: {:.1} ns/word ({} keys)", t.elapsed().as_nanos() as f64 / words.len() as f64, m.len());
+            for w in &words {
+                super::bump(&mut m, w.as_str(), || w.clone());
+            }
+            eprintln!(
+                "foldhash: {:.1} ns/word ({} keys)",
+                t.elapsed().as_nanos() as f64 / words.len() as f64,
+                m.len()
+            );
             let t = std::time::Instant::now();
-            let mut m: std::collections::HashMap<CompactString, i64, rustc_hash::FxBuildHasher> = Default::default();
-            for w in &words { *m.entry(w.clone()).or_insert(0) += 1; }
-            eprintln!("fx entry: {:.1} ns/word", t.elapsed().as_nanos() as f64 / words.len() as f64);
+            let mut m: std::collections::HashMap<CompactString, i64, rustc_hash::FxBuildHasher> =
+                Default::default();
+            for w in &words {
+                *m.entry(w.clone()).or_insert(0) += 1;
+            }
+            eprintln!(
+                "fx entry: {:.1} ns/word",
+                t.elapsed().as_nanos() as f64 / words.len() as f64
+            );
             let t = std::time::Instant::now();
-            let mut m: std::collections::HashMap<Box<str>, i64, foldhash::fast::FixedState> = Default::default();
-            for w in &words { match m.get_mut(w.as_str()) { Some(n) => *n += 1, None => { m.insert(w.as_str().into(), 1); } } }
-            eprintln!("foldhash box<str>: {:.1} ns/word", t.elapsed().as_nanos() as f64 / words.len() as f64);
+            let mut m: std::collections::HashMap<Box<str>, i64, foldhash::fast::FixedState> =
+                Default::default();
+            for w in &words {
+                match m.get_mut(w.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        m.insert(w.as_str().into(), 1);
+                    }
+                }
+            }
+            eprintln!(
+                "foldhash box<str>: {:.1} ns/word",
+                t.elapsed().as_nanos() as f64 / words.len() as f64
+            );
         }
     }
 }

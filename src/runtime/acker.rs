@@ -30,7 +30,6 @@ pub struct Acker {
     done: Vec<(u32, u64, bool)>,
 }
 
-
 impl Acker {
     /// XOR one value into a tree (Storm's acker: `init` also names the spout task).
     fn apply(&mut self, root: u64, val: u64, spout_task: Option<u32>, failed: bool) {
