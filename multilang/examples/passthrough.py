@@ -1,5 +1,5 @@
 """Pass-through bolt: emits each input unchanged (anchored and acked by BasicBolt). Used by
-scripts/bench-multilang.sh to measure what the protocol costs."""
+scripts/bench_multilang.sh to measure what the protocol costs."""
 import os
 import sys
 

@@ -64,8 +64,9 @@ def readMsg():
 
 
 def sendMsgToParent(msg):
-    _stdout.write(json.dumps(msg))
-    _stdout.write("\nend\n")
+    # One write per message: with PYTHONUNBUFFERED set, every write is a system call (and a
+    # wake-up of storm's reader).
+    _stdout.write(json.dumps(msg) + "\nend\n")
     _stdout.flush()
 
 

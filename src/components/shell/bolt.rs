@@ -10,7 +10,7 @@ use super::{log_child_message, resolve_cwd};
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Tuple};
 use crate::topology::model::{Component, DEFAULT_STREAM};
 use crate::topology::plan::SYSTEM_TASK;
-use crate::tuple::Value;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ pub struct ShellBolt {
     task: Option<Prepared>,
     child: Option<ShellProcess>,
     /// Tuples sent to the child and not yet acked or failed, by id (Storm's `_inputs`).
-    inflight: BTreeMap<u64, Tuple>,
+    inflight: FxHashMap<u64, Tuple>,
     next_id: u64,
     policy: RestartPolicy,
     /// When the first heartbeat since the child's last message was sent: silence is measured
@@ -32,7 +32,14 @@ pub struct ShellBolt {
     last_heartbeat: Instant,
     fatal: Option<String>,
     errors: u64,
+    /// Task-id answers sent so far.
+    answers: u64,
 }
+
+/// The longest [`ShellBolt::poll`] stays answering a child that asks for task ids.
+const CONVERSE_FOR: Duration = Duration::from_millis(1);
+/// ... provided its next message comes within this.
+const CONVERSE_GAP: Duration = Duration::from_micros(300);
 
 struct Prepared {
     ctx: TaskContext,
@@ -51,13 +58,14 @@ impl ShellBolt {
             outputs: component.outputs.clone(),
             task: None,
             child: None,
-            inflight: BTreeMap::new(),
+            inflight: FxHashMap::default(),
             next_id: 1,
             policy: RestartPolicy::default(),
             awaiting_since: None,
             last_heartbeat: now,
             fatal: None,
             errors: 0,
+            answers: 0,
         }
     }
 
@@ -86,7 +94,14 @@ impl ShellBolt {
         let Some(p) = &self.task else {
             return Err("shell bolt used before prepare".into());
         };
-        let child = supervisor::start(&self.command, &self.cwd, &p.ctx, &p.label, &p.settings)?;
+        let child = supervisor::start(
+            &self.command,
+            &self.cwd,
+            &p.ctx,
+            &p.label,
+            &p.settings,
+            supervisor::Kind::Bolt,
+        )?;
         let now = Instant::now();
         self.child = Some(child);
         self.awaiting_since = None;
@@ -127,8 +142,11 @@ impl ShellBolt {
         if let Some(mut child) = self.child.take() {
             child.shutdown();
         }
-        let failed = std::mem::take(&mut self.inflight);
-        for tuple in failed.values() {
+        // Failed in the order they were sent.
+        let mut failed: Vec<(u64, Tuple)> =
+            std::mem::take(&mut self.inflight).into_iter().collect();
+        failed.sort_unstable_by_key(|(id, _)| *id);
+        for (_, tuple) in &failed {
             out.fail(tuple);
         }
         match self.policy.failed(Instant::now()) {
@@ -227,17 +245,17 @@ impl ShellBolt {
                 }
             }
         }
-        let values = emit.tuple.iter().map(Value::from_json).collect();
+        let values = emit.tuple;
         match emit.task {
             Some(task) => out.emit_direct(task, sid, &anchors, values),
-            None => {
+            None if emit.need_task_ids => {
                 let tasks = out.emit(sid, &anchors, values);
-                if emit.need_task_ids {
-                    if let Some(child) = &self.child {
-                        child.send(&protocol::task_ids(&tasks));
-                    }
+                if let Some(child) = &mut self.child {
+                    child.send_task_ids(&tasks);
+                    self.answers += 1;
                 }
             }
+            None => out.send(sid, &anchors, values),
         }
         Ok(())
     }
@@ -255,28 +273,64 @@ impl ShellBolt {
             })
     }
 
-    /// Apply everything the reader has parsed, then check the child's health.
+    /// Apply everything the reader has parsed; send at once the answers the child waits for.
     fn pump(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        while let Some(event) = self.child.as_ref().and_then(|c| c.try_recv()) {
+        if let Some(child) = &self.child {
+            child.rearm();
+        }
+        while let Some(event) = self.child.as_mut().and_then(|c| c.try_recv()) {
             self.handle(event, out)?;
         }
+        if let Some(child) = &mut self.child {
+            if child.wants_flush() {
+                child.flush();
+            }
+        }
+        Ok(())
+    }
+
+    /// Send everything queued, wait up to `wait` for one message, apply it and whatever else
+    /// is there, and check the child's health.
+    fn wait_event(&mut self, out: &mut dyn BoltCollector, wait: Duration) -> anyhow::Result<()> {
+        if let Some(event) = self.child.as_mut().and_then(|c| c.recv_timeout(wait)) {
+            self.handle(event, out)?;
+        }
+        self.pump(out)?;
         self.check_health(out)
     }
 
-    /// Wait up to `wait` for one message, apply it and whatever else is there.
-    fn wait_event(&mut self, out: &mut dyn BoltCollector, wait: Duration) -> anyhow::Result<()> {
-        if let Some(event) = self.child.as_ref().and_then(|c| c.recv_timeout(wait)) {
+    /// The child waits for the task ids of each emit (Apache Storm's storm.py always does).
+    /// Rather than going back to the executor after every answer — which passes each emit on
+    /// alone and goes to sleep, only to be woken for the next one — stay with the child for a
+    /// moment, answering as its messages come, so one pass serves many round trips. Ends when
+    /// the child pauses for [`CONVERSE_GAP`], or after [`CONVERSE_FOR`] (the executor's own
+    /// batching delay), so the executor's input never waits longer than that.
+    fn converse(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let end = Instant::now() + CONVERSE_FOR;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            let Some(child) = &mut self.child else {
+                return Ok(());
+            };
+            let Some(event) = child.recv_timeout(left.min(CONVERSE_GAP)) else {
+                return Ok(());
+            };
             self.handle(event, out)?;
+            while let Some(event) = self.child.as_mut().and_then(|c| c.try_recv()) {
+                self.handle(event, out)?;
+            }
         }
-        self.pump(out)
     }
 
     /// Storm's heartbeat: a `__heartbeat` tuple every second; no message at all for the timeout
     /// after a heartbeat is a hang.
     fn check_health(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        let Some(child) = &self.child else {
+        if self.child.is_none() {
             return Ok(());
-        };
+        }
         let settings = self.prepared()?.settings;
         let now = Instant::now();
         if self
@@ -290,7 +344,11 @@ impl ShellBolt {
             return self.fault(reason, out);
         }
         if now.duration_since(self.last_heartbeat) >= settings.heartbeat {
+            let Some(child) = &mut self.child else {
+                return Ok(());
+            };
             child.send(&protocol::heartbeat(&rand::random::<u32>().to_string()));
+            child.flush();
             self.last_heartbeat = now;
             self.awaiting_since.get_or_insert(now);
         }
@@ -321,12 +379,19 @@ impl Bolt for ShellBolt {
         loop {
             self.ensure_child(out, true)?;
             let max = self.prepared()?.settings.max_pending;
-            match &self.child {
-                Some(c) if c.queued() >= max => self.wait_event(out, Duration::from_millis(5))?,
+            match &mut self.child {
+                Some(c) if c.queued() >= max => {
+                    c.flush();
+                    if c.queued() >= max {
+                        self.wait_event(out, Duration::from_millis(5))?;
+                    }
+                }
                 _ => break,
             }
         }
-        let p = self.prepared()?;
+        let (Some(p), Some(child)) = (&self.task, &mut self.child) else {
+            return Err(FatalError("shell bolt used before prepare".into()).into());
+        };
         let id = self.next_id;
         // Storm's ticks come from task -1 of `__system`.
         let task = if input.source_task == SYSTEM_TASK {
@@ -334,18 +399,23 @@ impl Bolt for ShellBolt {
         } else {
             i64::from(input.source_task)
         };
-        let msg = protocol::bolt_tuple(
-            &id.to_string(),
-            p.ctx.component_of_task(input.source_task),
-            p.ctx.stream_name(input.stream),
-            task,
-            input.values.iter().map(Value::to_json).collect(),
-        );
-        if let Some(child) = &self.child {
-            child.send_tuple(&msg);
-        }
+        child.send_tuple(|buf| {
+            protocol::write_bolt_tuple(
+                buf,
+                id,
+                p.ctx.component_of_task(input.source_task),
+                p.ctx.stream_name(input.stream),
+                task,
+                &input.values,
+            )
+        });
         self.next_id += 1;
         self.inflight.insert(id, input.clone());
+        // Tuples go out in batches, unless the child has nothing else to work on (every
+        // tuple in flight is still here): then at once.
+        if child.wants_flush() || self.inflight.len() <= child.queued() {
+            child.flush();
+        }
         Ok(())
     }
 
@@ -376,7 +446,16 @@ impl Bolt for ShellBolt {
 
     fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.ensure_child(out, false)? {
+            let answers = self.answers;
             self.pump(out)?;
+            if self.answers > answers {
+                self.converse(out)?;
+            }
+            self.check_health(out)?;
+            // The executor is idle (or its poll timer is due): nothing more is coming to batch.
+            if let Some(child) = &mut self.child {
+                child.flush();
+            }
         }
         Ok(())
     }

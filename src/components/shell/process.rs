@@ -1,22 +1,60 @@
 //! One multilang child process (Storm's `ShellProcess`): spawned in its working directory with a
-//! fresh pid directory, fed by a writer thread, read by a reader thread that parses messages into
-//! a channel and wakes the executor, its stderr drained into our log. Reading and writing never
-//! wait on each other, so neither side of the pipe can deadlock the executor.
+//! fresh pid directory, its stderr drained into our log.
+//!
+//! The hot path costs as few system calls and thread hops as we can manage:
+//!
+//! - **To the child**, messages are framed into a buffer owned by the executor and written
+//!   with one non-blocking `write` per batch ([`ShellProcess::flush`]), straight from the
+//!   executor thread: a task-id answer reaches the child without a hop through another thread.
+//!   Whatever the pipe does not take at once goes to a writer thread, which waits until the
+//!   pipe can take it; so a child that stops reading never blocks the executor, which keeps
+//!   checking its health.
+//! - **From the child**, a reader thread reads everything available in one go, parses it into
+//!   events and hands them over in batches. It wakes the executor at once when the child waits
+//!   for us (an emit that wants its task ids, a protocol error, the end of output); otherwise
+//!   the wake-up is coalesced and may wait [`NOTIFY_DELAY`]. When the child has not waited for
+//!   an answer lately, a bolt's reader lets its output gather for up to [`GATHER_MAX`] after
+//!   a read, so a busy child costs a few hundred wake-ups a second instead of one per message.
+//!
+//! Reading and writing never wait on each other, so neither side of the pipes can deadlock the
+//! executor.
 
-use super::protocol::{self, ChildMessage, Deframer, ProtocolError};
+use super::protocol::{self, ChildMessage, Command, Framed, Framer, ProtocolError};
 use crate::components::Waker;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use mio::unix::pipe;
+use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command as Spawn, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How many of the child's last stderr lines are kept to explain a death.
 const STDERR_TAIL: usize = 5;
+
+/// How long a bolt's reader lets the child's output gather after a read, while the child is
+/// not waiting for an answer (adapted between these to the flow): the latency this adds to
+/// acks is well under Storm's own.
+const GATHER_MIN: Duration = Duration::from_micros(250);
+const GATHER_MAX: Duration = Duration::from_millis(2);
+
+/// After an emit that waited for its task ids, the reader stays responsive (reads at once,
+/// never gathers) this long: such a child is likely to wait again soon.
+const RESPONSIVE_FOR: Duration = Duration::from_millis(50);
+
+/// The longest a message that nobody waits for (an ack, a log) goes unannounced to the
+/// executor while the reader is responsive.
+pub const NOTIFY_DELAY: Duration = Duration::from_micros(500);
+
+/// Buffered bytes towards the child that make [`ShellProcess::wants_flush`] say yes.
+const FLUSH_BYTES: usize = 16 * 1024;
+
+const READ: Token = Token(0);
+const WRITE: Token = Token(1);
+const WAKE: Token = Token(2);
 
 /// What the reader thread saw.
 #[derive(Debug)]
@@ -26,28 +64,202 @@ pub enum ChildEvent {
     Eof,
 }
 
+impl ChildEvent {
+    /// The child is (probably) blocked until we answer: an emit that wants its task ids, the
+    /// handshake answer. A broken message and the end of output are also reported at once.
+    fn is_urgent(&self) -> bool {
+        match self {
+            ChildEvent::Message(Ok(ChildMessage::Command(Command::Emit(e)))) => {
+                e.need_task_ids && e.task.is_none()
+            }
+            ChildEvent::Message(Ok(ChildMessage::Pid(_))) => true,
+            ChildEvent::Message(Ok(ChildMessage::Command(_))) => false,
+            ChildEvent::Message(Err(_)) | ChildEvent::Eof => true,
+        }
+    }
+}
+
 /// Everything needed to start a child.
 pub struct Launch<'a> {
     pub command: &'a [String],
     pub cwd: &'a Path,
     /// `component task N`, for thread names and logs.
     pub label: &'a str,
-    pub waker: Waker,
+    /// Wakes the executor when the child has sent something (`None`: nobody to wake; the
+    /// owner waits on [`ShellProcess::recv_timeout`] whenever it expects an answer).
+    pub waker: Option<Waker>,
+    /// Let the child's output gather between reads while it is not waiting for us (bolts;
+    /// a spout's turns are synchronous, so every message is awaited).
+    pub gather: bool,
+    /// Buffered tuples that make [`ShellProcess::wants_flush`] say yes.
+    pub write_batch: usize,
 }
 
-struct Outgoing {
-    text: String,
-    /// A tuple (counts towards `topology.shellbolt.max.pending` until written).
-    counted: bool,
+/// The executor's wake-up, coalesced: at most one is outstanding until the executor looks.
+struct Notify {
+    waker: Option<Waker>,
+    pending: AtomicBool,
+}
+
+impl Notify {
+    fn wake(&self) {
+        if let Some(w) = &self.waker {
+            if !self.pending.swap(true, Ordering::AcqRel) {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// Events from the reader thread to the executor. The executor waits on it without spinning:
+/// the child, the reader and the executor often share two cores, and a spinning wait (as a
+/// channel's) takes the time the other two need to answer.
+#[derive(Default)]
+struct Received {
+    state: Mutex<ReceivedState>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct ReceivedState {
+    events: VecDeque<ChildEvent>,
+    /// The reader has ended: nothing more will come.
+    closed: bool,
+    /// The executor has let go: nobody will look.
+    abandoned: bool,
+}
+
+impl Received {
+    fn lock(&self) -> MutexGuard<'_, ReceivedState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hand a batch over; `false` once nobody will look.
+    fn send(&self, batch: impl IntoIterator<Item = ChildEvent>) -> bool {
+        let mut st = self.lock();
+        if st.abandoned {
+            return false;
+        }
+        st.events.extend(batch);
+        drop(st);
+        self.ready.notify_one();
+        true
+    }
+
+    /// Move everything received into `into`.
+    fn take(&self, into: &mut VecDeque<ChildEvent>) {
+        let mut st = self.lock();
+        if into.is_empty() {
+            std::mem::swap(&mut st.events, into);
+        } else {
+            into.extend(st.events.drain(..));
+        }
+    }
+
+    /// Wait up to `timeout` for events and move them into `into`; `false` when none came, and
+    /// none will (the reader has ended) or the time is up.
+    fn wait(&self, into: &mut VecDeque<ChildEvent>, timeout: Duration) -> bool {
+        let st = self.lock();
+        let (mut st, _) = self
+            .ready
+            .wait_timeout_while(st, timeout, |st| st.events.is_empty() && !st.closed)
+            .unwrap_or_else(|e| e.into_inner());
+        into.extend(st.events.drain(..));
+        !into.is_empty()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
+/// The child's stdin as the writer thread and the executor share it.
+struct Input {
+    state: Mutex<InputState>,
+    /// Counted tuples in `state.pending` (read without the lock).
+    unwritten: AtomicUsize,
+    wake_writer: mio::Waker,
+}
+
+struct InputState {
+    /// `None` once closed (shut down, or the child stopped reading: broken pipe).
+    pipe: Option<pipe::Sender>,
+    /// `pending[start..]`: bytes accepted and not yet taken by the pipe, in order.
+    pending: Vec<u8>,
+    start: usize,
+    /// End offsets in `pending` of the tuples in it (they count as queued until written).
+    marks: VecDeque<usize>,
+    closed: bool,
+}
+
+impl InputState {
+    /// Write as much of `pending` as the pipe takes now. A broken pipe drops everything: the
+    /// child is gone, and the reader reports it.
+    fn write_pending(&mut self) {
+        let Some(pipe) = &self.pipe else {
+            self.clear();
+            return;
+        };
+        let mut pipe = pipe;
+        while self.start < self.pending.len() {
+            match pipe.write(&self.pending[self.start..]) {
+                Ok(n) => {
+                    self.start += n;
+                    while self.marks.front().is_some_and(|&m| m <= self.start) {
+                        self.marks.pop_front();
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.pipe = None;
+                    self.clear();
+                    return;
+                }
+            }
+        }
+        self.clear();
+    }
+
+    fn clear(&mut self) {
+        self.pending.clear();
+        self.start = 0;
+        self.marks.clear();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.start == self.pending.len()
+    }
+}
+
+impl Input {
+    fn lock(&self) -> MutexGuard<'_, InputState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Messages framed by the executor and not yet handed to the pipe.
+#[derive(Default)]
+struct Output {
+    buf: Vec<u8>,
+    /// End offsets in `buf` of the tuples in it.
+    marks: Vec<usize>,
+    /// Holds something the child may be waiting for (a task-id answer, a command).
+    urgent: bool,
 }
 
 /// A running child.
 pub struct ShellProcess {
     child: Child,
     pid: u32,
-    events: Receiver<ChildEvent>,
-    writer: Option<Sender<Outgoing>>,
-    queued: Arc<AtomicUsize>,
+    events: Arc<Received>,
+    /// Events received and not yet taken.
+    received: VecDeque<ChildEvent>,
+    notify: Arc<Notify>,
+    output: Output,
+    write_batch: usize,
+    input: Arc<Input>,
+    stop_reader: Arc<(AtomicBool, mio::Waker)>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     stderr_done: Arc<AtomicBool>,
     pid_dir: PathBuf,
@@ -56,6 +268,10 @@ pub struct ShellProcess {
 }
 
 static PID_DIRS: AtomicU64 = AtomicU64::new(0);
+
+fn os_error(what: &str, e: io::Error) -> String {
+    format!("cannot {what}: {e}")
+}
 
 impl ShellProcess {
     /// Spawn the child and its three threads (no handshake yet).
@@ -71,7 +287,7 @@ impl ShellProcess {
         ));
         std::fs::create_dir_all(&pid_dir)
             .map_err(|e| format!("cannot create pid dir {}: {e}", pid_dir.display()))?;
-        let spawned = Command::new(program)
+        let spawned = Spawn::new(program)
             .args(args)
             .current_dir(launch.cwd)
             .stdin(Stdio::piped())
@@ -90,38 +306,85 @@ impl ShellProcess {
             }
         };
         let pid = child.id();
-        let (stdin, stdout, stderr) =
-            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-                (Some(i), Some(o), Some(e)) => (i, o, e),
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err("the child's pipes could not be opened".into());
-                }
-            };
-        let queued = Arc::new(AtomicUsize::new(0));
+        let io = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(i), Some(o), Some(e)) => Ok((i, o, e)),
+            _ => Err("the child's pipes could not be opened".to_string()),
+        }
+        .and_then(|(stdin, stdout, stderr)| {
+            let mut stdin = pipe::Sender::from(stdin);
+            let mut stdout = pipe::Receiver::from(stdout);
+            stdin
+                .set_nonblocking(true)
+                .and_then(|()| stdout.set_nonblocking(true))
+                .map_err(|e| os_error("make the child's pipes non-blocking", e))?;
+            let write_poll = Poll::new().map_err(|e| os_error("create a poller", e))?;
+            let read_poll = Poll::new().map_err(|e| os_error("create a poller", e))?;
+            write_poll
+                .registry()
+                .register(&mut stdin, WRITE, Interest::WRITABLE)
+                .and_then(|()| {
+                    read_poll
+                        .registry()
+                        .register(&mut stdout, READ, Interest::READABLE)
+                })
+                .map_err(|e| os_error("watch the child's pipes", e))?;
+            let wake_writer = mio::Waker::new(write_poll.registry(), WAKE)
+                .and_then(|w| Ok((w, mio::Waker::new(read_poll.registry(), WAKE)?)))
+                .map_err(|e| os_error("create a waker", e))?;
+            Ok((stdin, stdout, stderr, write_poll, read_poll, wake_writer))
+        });
+        let (stdin, stdout, stderr, write_poll, read_poll, (wake_writer, wake_reader)) = match io {
+            Ok(io) => io,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_dir_all(&pid_dir);
+                return Err(e);
+            }
+        };
+        let input = Arc::new(Input {
+            state: Mutex::new(InputState {
+                pipe: Some(stdin),
+                pending: Vec::new(),
+                start: 0,
+                marks: VecDeque::new(),
+                closed: false,
+            }),
+            unwritten: AtomicUsize::new(0),
+            wake_writer,
+        });
+        let notify = Arc::new(Notify {
+            waker: launch.waker.clone(),
+            pending: AtomicBool::new(false),
+        });
+        let stop_reader = Arc::new((AtomicBool::new(false), wake_reader));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let stderr_done = Arc::new(AtomicBool::new(false));
-        let (ev_tx, events) = crossbeam_channel::unbounded();
-        let (out_tx, out_rx) = crossbeam_channel::unbounded();
-        let mut threads = Vec::new();
+        let events = Arc::new(Received::default());
         let spawn_thread = |name: String, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name)
                 .spawn(f)
                 .map_err(|e| format!("cannot start a thread: {e}"))
         };
-        let waker = launch.waker.clone();
+        let reader = Reader {
+            pipe: stdout,
+            poll: read_poll,
+            events: events.clone(),
+            notify: notify.clone(),
+            stop: stop_reader.clone(),
+            gather: launch.gather,
+        };
         let started = [
             spawn_thread(
                 format!("shell-read {}", launch.label),
-                Box::new(move || read_loop(stdout, ev_tx, waker)),
+                Box::new(move || reader.run()),
             ),
             spawn_thread(
                 format!("shell-write {}", launch.label),
                 Box::new({
-                    let queued = queued.clone();
-                    move || write_loop(stdin, out_rx, queued)
+                    let input = input.clone();
+                    move || write_loop(write_poll, &input)
                 }),
             ),
             spawn_thread(
@@ -141,8 +404,12 @@ impl ShellProcess {
             child,
             pid,
             events,
-            writer: Some(out_tx),
-            queued,
+            received: VecDeque::new(),
+            notify,
+            output: Output::default(),
+            write_batch: launch.write_batch.max(1),
+            input,
+            stop_reader,
             stderr_tail,
             stderr_done,
             pid_dir,
@@ -151,15 +418,13 @@ impl ShellProcess {
         };
         for t in started {
             match t {
-                Ok(handle) => threads.push(handle),
+                Ok(handle) => process.threads.push(handle),
                 Err(e) => {
-                    process.threads = threads;
                     process.shutdown();
                     return Err(e);
                 }
             }
         }
-        process.threads = threads;
         Ok(process)
     }
 
@@ -171,39 +436,131 @@ impl ShellProcess {
         &self.pid_dir
     }
 
-    /// Queue a control message (handshake, heartbeat, task ids, spout command).
-    pub fn send(&self, msg: &serde_json::Value) {
-        self.push(protocol::frame(msg), false);
+    /// Queue a control message (handshake, heartbeat, spout command); it goes out at the next
+    /// [`ShellProcess::flush`], which the next wait for an event does too.
+    pub fn send(&mut self, msg: &serde_json::Value) {
+        protocol::frame_into(&mut self.output.buf, msg);
+        self.output.urgent = true;
     }
 
-    /// Queue an input tuple; it counts as queued until the writer has written it.
-    pub fn send_tuple(&self, msg: &serde_json::Value) {
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        self.push(protocol::frame(msg), true);
+    /// Queue the task-id answer to an emit (the child waits for it).
+    pub fn send_task_ids(&mut self, tasks: &[u32]) {
+        protocol::write_task_ids(&mut self.output.buf, tasks);
+        self.output.urgent = true;
     }
 
-    fn push(&self, text: String, counted: bool) {
-        if let Some(w) = &self.writer {
-            // A closed writer means the child is gone; the reader reports the EOF.
-            let _ = w.send(Outgoing { text, counted });
+    /// Queue an input tuple, framed by `write`; it counts as queued until written to the pipe.
+    pub fn send_tuple(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        write(&mut self.output.buf);
+        self.output.marks.push(self.output.buf.len());
+    }
+
+    /// Whether what is queued should go out now: the child may be waiting for it, or a batch
+    /// is full.
+    pub fn wants_flush(&self) -> bool {
+        self.output.urgent
+            || self.output.marks.len() >= self.write_batch
+            || self.output.buf.len() >= FLUSH_BYTES
+    }
+
+    /// Hand everything queued to the pipe: written at once as far as the pipe takes it, the
+    /// rest by the writer thread (in order). Never blocks on the child.
+    pub fn flush(&mut self) {
+        let out = &mut self.output;
+        out.urgent = false;
+        if out.buf.is_empty() {
+            return;
         }
+        let mut st = self.input.lock();
+        if st.is_empty() && st.pipe.is_some() {
+            // Nothing ahead of us: write straight from our buffer.
+            let mut written = 0;
+            let mut broken = false;
+            if let Some(mut pipe) = st.pipe.as_ref() {
+                while written < out.buf.len() {
+                    match pipe.write(&out.buf[written..]) {
+                        Ok(n) => written += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(_) => {
+                            // The child is gone (the reader reports it): drop the rest.
+                            broken = true;
+                            written = out.buf.len();
+                        }
+                    }
+                }
+            }
+            if broken {
+                st.pipe = None;
+            }
+            if written < out.buf.len() {
+                st.clear();
+                st.pending.extend_from_slice(&out.buf[written..]);
+                st.marks.extend(
+                    out.marks
+                        .iter()
+                        .filter(|&&m| m > written)
+                        .map(|m| m - written),
+                );
+                // The writer finishes the job when the pipe has room.
+                let _ = self.input.wake_writer.wake();
+            }
+        } else if st.pipe.is_some() {
+            // The writer is behind: queue after what it holds (it is waiting for room).
+            if st.start > 0 && st.start >= st.pending.len() / 2 {
+                let start = st.start;
+                st.pending.drain(..start);
+                for m in st.marks.iter_mut() {
+                    *m -= start;
+                }
+                st.start = 0;
+            }
+            let base = st.pending.len();
+            st.pending.extend_from_slice(&out.buf);
+            st.marks.extend(out.marks.iter().map(|m| m + base));
+        }
+        self.input
+            .unwritten
+            .store(st.marks.len(), Ordering::Release);
+        drop(st);
+        out.buf.clear();
+        out.marks.clear();
     }
 
     /// Tuples queued towards the child and not yet written to its stdin.
     pub fn queued(&self) -> usize {
-        self.queued.load(Ordering::SeqCst)
+        self.output.marks.len() + self.input.unwritten.load(Ordering::Acquire)
     }
 
-    pub fn try_recv(&self) -> Option<ChildEvent> {
-        self.events.try_recv().ok()
+    /// The executor is about to take every event there is (with [`ShellProcess::try_recv`]
+    /// until it says `None`): the reader must wake it again for anything after that. Until
+    /// then, the reader wakes it at most once.
+    pub fn rearm(&self) {
+        self.notify.pending.store(false, Ordering::Release);
     }
 
-    /// Wait up to `timeout` for the next event; a closed channel reads as EOF.
-    pub fn recv_timeout(&self, timeout: Duration) -> Option<ChildEvent> {
-        match self.events.recv_timeout(timeout) {
-            Ok(ev) => Some(ev),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => Some(ChildEvent::Eof),
+    /// The next event, if one has arrived (nothing is flushed).
+    pub fn try_recv(&mut self) -> Option<ChildEvent> {
+        if let Some(ev) = self.received.pop_front() {
+            return Some(ev);
+        }
+        self.events.take(&mut self.received);
+        self.received.pop_front()
+    }
+
+    /// Flush what is queued, then wait up to `timeout` for the next event; a closed channel
+    /// reads as EOF.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Option<ChildEvent> {
+        self.flush();
+        if let Some(ev) = self.try_recv() {
+            return Some(ev);
+        }
+        if self.events.wait(&mut self.received, timeout) {
+            self.received.pop_front()
+        } else if self.events.is_closed() {
+            Some(ChildEvent::Eof)
+        } else {
+            None
         }
     }
 
@@ -240,10 +597,18 @@ impl ShellProcess {
         tail.iter().cloned().collect::<Vec<_>>().join(" | ")
     }
 
-    /// Kill the child, reap it, join its threads (briefly: a grandchild holding the pipes must
-    /// not hang us) and remove the pid directory.
+    /// Close the child's stdin, kill and reap it, stop and join its threads (briefly: a
+    /// grandchild holding stderr must not hang us) and remove the pid directory.
     pub fn shutdown(&mut self) {
-        self.writer = None;
+        {
+            let mut st = self.input.lock();
+            st.closed = true;
+            st.pipe = None;
+            st.clear();
+        }
+        let _ = self.input.wake_writer.wake();
+        self.stop_reader.0.store(true, Ordering::Release);
+        let _ = self.stop_reader.1.wake();
         if self.exit.is_none() {
             let _ = self.child.kill();
             self.exit = self.child.wait().ok();
@@ -264,64 +629,157 @@ impl ShellProcess {
 impl Drop for ShellProcess {
     fn drop(&mut self) {
         self.shutdown();
+        self.events.lock().abandoned = true;
     }
 }
 
-fn read_loop(stdout: impl Read, events: Sender<ChildEvent>, waker: Waker) {
-    let mut reader = BufReader::new(stdout);
-    let mut deframer = Deframer::default();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        let event = match std::str::from_utf8(&line) {
-            Ok(text) => match deframer.push_line(text) {
-                Some(msg) => ChildEvent::Message(protocol::parse(&msg)),
-                None if deframer.pending_len() > protocol::MAX_MESSAGE_BYTES => {
-                    let text = String::from_utf8_lossy(&line).into_owned();
-                    deframer = Deframer::default();
-                    ChildEvent::Message(Err(ProtocolError::new(
-                        "message longer than 16 MiB without an `end` line",
-                        &text,
-                    )))
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.events.lock().closed = true;
+        self.events.ready.notify_all();
+    }
+}
+
+/// The reader thread: the child's stdout into batches of events.
+struct Reader {
+    pipe: pipe::Receiver,
+    poll: Poll,
+    events: Arc<Received>,
+    notify: Arc<Notify>,
+    stop: Arc<(AtomicBool, mio::Waker)>,
+    gather: bool,
+}
+
+impl Reader {
+    fn run(mut self) {
+        let mut framer = Framer::default();
+        let mut ready = Events::with_capacity(4);
+        // When the child last waited for an answer.
+        let mut last_urgent: Option<Instant> = None;
+        // Parsed and not handed over yet: messages nobody waits for are held back to travel
+        // with the next batch, until `hold_until`.
+        let mut batch: Vec<ChildEvent> = Vec::new();
+        let mut hold_until: Option<Instant> = None;
+        let mut gather = GATHER_MIN;
+        loop {
+            let old = batch.len();
+            let (mut eof, _) = self.read_available(&mut framer, &mut batch);
+            let mut now = Instant::now();
+            let fresh = batch.len() > old;
+            let urgent = eof || batch[old..].iter().any(ChildEvent::is_urgent);
+            if urgent {
+                last_urgent = Some(now);
+            }
+            let mut send = urgent || !self.gather || hold_until.is_some_and(|t| now >= t);
+            if !send && fresh {
+                if last_urgent.is_some_and(|t| now.duration_since(t) < RESPONSIVE_FOR) {
+                    // The child asks for answers: what it sends next will likely want one;
+                    // these go with it (one wake-up), or when the hold is over.
+                    hold_until.get_or_insert(now + NOTIFY_DELAY);
+                } else {
+                    // Nobody waits for these: let more gather, then hand over all at once.
+                    // The pause adapts so that one gathers 4-16 KiB: few wake-ups for a
+                    // trickle, and never so long that the child fills the pipe and waits.
+                    let mid = batch.len();
+                    std::thread::sleep(gather);
+                    let (end, bytes) = self.read_available(&mut framer, &mut batch);
+                    eof = end;
+                    if bytes > 16 * 1024 {
+                        gather = (gather / 2).max(GATHER_MIN);
+                    } else if bytes < 4 * 1024 {
+                        gather = (gather * 2).min(GATHER_MAX);
+                    }
+                    now = Instant::now();
+                    if eof || batch[mid..].iter().any(ChildEvent::is_urgent) {
+                        last_urgent = Some(now);
+                    }
+                    send = true;
                 }
-                None => continue,
-            },
-            Err(_) => ChildEvent::Message(Err(ProtocolError::new(
-                "invalid UTF-8",
-                &String::from_utf8_lossy(&line),
-            ))),
-        };
-        if events.send(event).is_err() {
-            return;
-        }
-        waker.wake();
-    }
-    let _ = events.send(ChildEvent::Eof);
-    waker.wake();
-}
-
-fn write_loop(mut stdin: ChildStdin, outgoing: Receiver<Outgoing>, queued: Arc<AtomicUsize>) {
-    while let Ok(first) = outgoing.recv() {
-        let mut batch = vec![first];
-        batch.extend(outgoing.try_iter());
-        for msg in batch {
-            if stdin.write_all(msg.text.as_bytes()).is_err() {
+            }
+            if eof {
+                batch.push(ChildEvent::Eof);
+                send = true;
+            }
+            if send {
+                hold_until = None;
+                if !batch.is_empty() {
+                    if !self.events.send(batch.drain(..)) {
+                        return;
+                    }
+                    self.notify.wake();
+                }
+            }
+            if eof || self.stop.0.load(Ordering::Acquire) {
                 return;
             }
-            if msg.counted {
-                queued.fetch_sub(1, Ordering::SeqCst);
+            // Wait for more output, or until the hold is over.
+            let timeout = hold_until.map(|t| t.saturating_duration_since(Instant::now()));
+            match self.poll.poll(&mut ready, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    batch.push(ChildEvent::Eof);
+                    self.events.send(batch.drain(..));
+                    self.notify.wake();
+                    return;
+                }
             }
         }
-        if stdin.flush().is_err() {
+    }
+
+    /// Read and parse everything the pipe holds now; `true` at the end of the output.
+    ///
+    /// A read that does not fill the buffer emptied the pipe: stop there rather than read
+    /// again (and again) the little the child writes meanwhile. What it writes next makes the
+    /// pipe readable again (on Linux, epoll reports every write to a polled pipe).
+    fn read_available(
+        &mut self,
+        framer: &mut Framer,
+        batch: &mut Vec<ChildEvent>,
+    ) -> (bool, usize) {
+        let mut bytes = 0;
+        loop {
+            let spare = framer.spare();
+            let room = spare.len();
+            let (eof, short) = match self.pipe.read(spare) {
+                Ok(0) => (true, true),
+                Ok(n) => {
+                    framer.filled(n);
+                    bytes += n;
+                    (false, n < room)
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (false, bytes),
+                Err(_) => (true, true),
+            };
+            while let Some(framed) = framer.next_message(eof) {
+                batch.push(ChildEvent::Message(match framed {
+                    Framed::Message(text) => protocol::parse(text),
+                    Framed::Error(e) => Err(e),
+                }));
+            }
+            if short {
+                return (eof, bytes);
+            }
+        }
+    }
+}
+
+/// The writer thread: writes what the executor could not, as the pipe makes room.
+fn write_loop(mut poll: Poll, input: &Input) {
+    let mut ready = Events::with_capacity(4);
+    loop {
+        match poll.poll(&mut ready, None) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+        let mut st = input.lock();
+        if st.closed {
             return;
         }
+        st.write_pending();
+        input.unwritten.store(st.marks.len(), Ordering::Release);
     }
 }
 

@@ -102,7 +102,14 @@ impl ShellSpout {
             if !self.policy.take_restart(block) {
                 return Ok(false);
             }
-            match supervisor::start(&self.command, &self.cwd, &p.ctx, &p.label, &p.settings) {
+            match supervisor::start(
+                &self.command,
+                &self.cwd,
+                &p.ctx,
+                &p.label,
+                &p.settings,
+                supervisor::Kind::Spout,
+            ) {
                 Ok(child) => {
                     tracing::warn!("{}: child restarted", p.label);
                     self.child = Some(child);
@@ -147,7 +154,7 @@ impl ShellSpout {
 
     /// Send one command and apply the child's answers until `sync`.
     fn turn(&mut self, cmd: SpoutCommand, mut out: Option<&mut dyn SpoutCollector>) -> TurnEnd {
-        let (Some(child), Some(p)) = (&self.child, &self.task) else {
+        let (Some(child), Some(p)) = (&mut self.child, &self.task) else {
             return TurnEnd::Fault("no child process".into());
         };
         let timeout = p.settings.timeout;
@@ -155,7 +162,7 @@ impl ShellSpout {
         let mut emitted = 0;
         loop {
             // Any message counts as life; silence for the whole timeout is a hang.
-            let event = self.child.as_ref().and_then(|c| c.recv_timeout(timeout));
+            let event = self.child.as_mut().and_then(|c| c.recv_timeout(timeout));
             let command = match event {
                 None => {
                     return TurnEnd::Fault(format!(
@@ -197,8 +204,8 @@ impl ShellSpout {
                         // No collector in activate/deactivate: emit at the next turn; the
                         // task-id answer, if wanted, is an empty list.
                         if emit.need_task_ids && emit.task.is_none() {
-                            if let Some(c) = &self.child {
-                                c.send(&protocol::task_ids(&[]));
+                            if let Some(c) = &mut self.child {
+                                c.send_task_ids(&[]);
                             }
                         }
                         self.deferred.push(emit);
@@ -228,24 +235,22 @@ impl ShellSpout {
         }
     }
 
-    fn emit(&self, emit: Emit, out: &mut dyn SpoutCollector) -> Result<(), String> {
+    fn emit(&mut self, emit: Emit, out: &mut dyn SpoutCollector) -> Result<(), String> {
         let Some(p) = &self.task else {
             return Err("shell spout used before open".into());
         };
         let stream = emit.stream.as_deref().unwrap_or(DEFAULT_STREAM);
         let sid = super::check_emit(&self.outputs, &p.ctx, stream, &emit)?;
-        let values = emit.tuple.iter().map(Value::from_json).collect();
-        let msg_id = emit.id.as_ref().map(Value::from_json);
+        let (values, msg_id) = (emit.tuple, emit.id);
         match emit.task {
             Some(task) => out.emit_direct(task, sid, values, msg_id),
-            None => {
+            None if emit.need_task_ids => {
                 let tasks = out.emit(sid, values, msg_id);
-                if emit.need_task_ids {
-                    if let Some(child) = &self.child {
-                        child.send(&protocol::task_ids(&tasks));
-                    }
+                if let Some(child) = &mut self.child {
+                    child.send_task_ids(&tasks);
                 }
             }
+            None => out.send(sid, values, msg_id),
         }
         Ok(())
     }
@@ -333,8 +338,15 @@ impl Spout for ShellSpout {
         if self.command.is_empty() {
             return Err(FatalError(format!("{label}: no `command` to run")).into());
         }
-        let child = supervisor::start(&self.command, &self.cwd, ctx, &label, &settings)
-            .map_err(|e| FatalError(format!("{label}: {e}")))?;
+        let child = supervisor::start(
+            &self.command,
+            &self.cwd,
+            ctx,
+            &label,
+            &settings,
+            supervisor::Kind::Spout,
+        )
+        .map_err(|e| FatalError(format!("{label}: {e}")))?;
         self.child = Some(child);
         self.task = Some(Prepared {
             ctx: ctx.clone(),

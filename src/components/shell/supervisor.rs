@@ -58,6 +58,19 @@ pub fn label(kind: &str, ctx: &TaskContext) -> String {
     format!("shell {kind} \"{}\" task {}", ctx.component, ctx.task_id)
 }
 
+/// Which of Storm's shell components a child serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Asynchronous: the executor is woken when the child sends something, and output the
+    /// executor does not wait for may gather between reads.
+    Bolt,
+    /// Synchronous turns: the executor waits for every answer itself.
+    Spout,
+}
+
+/// At most this many tuples are batched into one write to a child.
+const WRITE_BATCH: usize = 32;
+
 /// Spawn the child for `ctx`, send the handshake and wait for its pid.
 pub fn start(
     command: &[String],
@@ -65,12 +78,15 @@ pub fn start(
     ctx: &TaskContext,
     label: &str,
     settings: &Settings,
+    kind: Kind,
 ) -> Result<ShellProcess, String> {
     let mut child = ShellProcess::spawn(&Launch {
         command,
         cwd,
         label,
-        waker: ctx.waker.clone(),
+        waker: (kind == Kind::Bolt).then(|| ctx.waker.clone()),
+        gather: kind == Kind::Bolt,
+        write_batch: settings.max_pending.min(WRITE_BATCH),
     })?;
     let pid_dir = child.pid_dir().to_string_lossy().into_owned();
     child.send(&protocol::handshake(
