@@ -6,10 +6,12 @@ use crossbeam_channel::bounded;
 use crossbeam_queue::ArrayQueue;
 use divan::{black_box, Bencher};
 use storm::components::Tuple;
+use storm::components::{Bolt, BoltCollector};
 use storm::grouping::Grouper;
 use storm::net::frame::{self, Frame};
-use storm::runtime::acker::RotatingMap;
+use storm::runtime::acker::Acker;
 use storm::topology::model::Grouping;
+use storm::topology::plan::{streams, StreamId};
 use storm::tuple::Value;
 
 fn main() {
@@ -83,24 +85,45 @@ fn frame_decode(bencher: Bencher, n: usize) {
         .bench(|| black_box(frame::decode(black_box(&buf)).ok()));
 }
 
-/// The acker's per-message work: look the root up, XOR, complete or keep.
+/// Counts what the acker tells spouts.
+struct Outcomes(u64);
+
+impl BoltCollector for Outcomes {
+    fn emit(&mut self, _: StreamId, _: &[&Tuple], _: storm::tuple::Values) -> Vec<u32> {
+        Vec::new()
+    }
+    fn emit_direct(&mut self, _: u32, _: StreamId, _: &[&Tuple], v: storm::tuple::Values) {
+        self.0 += v.len() as u64;
+    }
+    fn ack(&mut self, _: &Tuple) {}
+    fn fail(&mut self, _: &Tuple) {}
+    fn report_error(&mut self, _: &str) {}
+}
+
+/// The acker's work for 64 trees of three edges, batched as the collectors send them: one
+/// `__ack_init` message, then three `__ack_ack` messages; every tree completes.
 #[divan::bench]
-fn acker_xor_tree(bencher: Bencher) {
-    let mut map: RotatingMap<u64, u64> = RotatingMap::new(2);
+fn acker_xor_trees_64(bencher: Bencher) {
+    let mut acker = Acker::default();
+    let mut out = Outcomes(0);
     let mut root = 0u64;
+    let int = |v: u64| Value::Int(v as i64);
     bencher.bench_local(|| {
-        root = root.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let edges = [root ^ 1, root ^ 2, root ^ 3];
-        map.insert(root, edges.iter().fold(0, |a, e| a ^ e));
-        for e in edges {
-            if let Some(v) = map.get_mut(&root) {
-                *v ^= e;
-                if *v == 0 {
-                    map.remove(&root);
-                }
+        let mut init: storm::tuple::Values = smallvec::smallvec![Value::Int(1)];
+        let mut acks: Vec<storm::tuple::Values> = vec![Default::default(); 3];
+        for _ in 0..64 {
+            root = root.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let edges = [root ^ 1, root ^ 2, root ^ 3];
+            init.extend([int(root), int(edges.iter().fold(0, |a, e| a ^ e))]);
+            for (msg, e) in acks.iter_mut().zip(edges) {
+                msg.extend([int(root), int(e)]);
             }
         }
-        black_box(map.len())
+        let _ = acker.execute(&Tuple::new(init, 1, streams::ACK_INIT), &mut out);
+        for msg in acks {
+            let _ = acker.execute(&Tuple::new(msg, 2, streams::ACK_ACK), &mut out);
+        }
+        black_box(out.0)
     });
 }
 

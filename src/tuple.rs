@@ -14,8 +14,10 @@ pub enum Value {
     Int(i64),
     Float(f64),
     Str(CompactString),
-    List(Vec<Value>),
-    Map(BTreeMap<String, Value>),
+    /// Boxed, like `Map`, so a value is 24 bytes (the size of a string): every tuple in every
+    /// queue is smaller.
+    List(Box<Vec<Value>>),
+    Map(Box<BTreeMap<String, Value>>),
 }
 
 impl Eq for Value {}
@@ -70,12 +72,14 @@ impl Value {
                 None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
             },
             serde_json::Value::String(s) => Value::str(s),
-            serde_json::Value::Array(a) => Value::List(a.iter().map(Value::from_json).collect()),
-            serde_json::Value::Object(o) => Value::Map(
+            serde_json::Value::Array(a) => {
+                Value::List(Box::new(a.iter().map(Value::from_json).collect()))
+            }
+            serde_json::Value::Object(o) => Value::Map(Box::new(
                 o.iter()
                     .map(|(k, v)| (k.clone(), Value::from_json(v)))
                     .collect(),
-            ),
+            )),
         }
     }
 

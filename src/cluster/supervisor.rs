@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the supervisor heartbeats and looks at its assignments.
-const TICK: Duration = Duration::from_millis(500);
+const TICK: Duration = Duration::from_millis(100);
 
 /// What a supervisor is and where it reports.
 #[derive(Debug, Clone)]

@@ -6,6 +6,8 @@
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
 use crate::tuple::Value;
+use compact_str::CompactString;
+
 /// foldhash: fast on short strings with good spread (Fx hashing of words collided enough to
 /// cost a fifth of a word count).
 type Map<K> = std::collections::HashMap<K, i64, foldhash::fast::FixedState>;
@@ -21,7 +23,10 @@ pub struct Count {
     fields: Vec<String>,
     keys: Vec<usize>,
     mode: EmitMode,
-    /// Single-field keys (the common case) avoid building a Vec per tuple.
+    /// Single-field string keys (the common case): no Vec per tuple, and a key compares as
+    /// bytes alone.
+    strings: Map<CompactString>,
+    /// Single-field keys of other types.
     single: Map<Value>,
     multi: Map<Vec<Value>>,
 }
@@ -46,6 +51,7 @@ impl Count {
             fields,
             keys: vec![0],
             mode,
+            strings: Map::default(),
             single: Map::default(),
             multi: Map::default(),
         }
@@ -53,14 +59,15 @@ impl Count {
 
     fn emit_all(&self, out: &mut dyn BoltCollector) {
         if self.keys.len() == 1 {
-            let mut all: Vec<(&Value, &i64)> = self.single.iter().collect();
-            all.sort_by(|a, b| cmp_values(a.0, b.0));
+            let mut all: Vec<(Value, i64)> = self
+                .strings
+                .iter()
+                .map(|(k, n)| (Value::Str(k.clone()), *n))
+                .chain(self.single.iter().map(|(k, n)| (k.clone(), *n)))
+                .collect();
+            all.sort_by(|a, b| cmp_values(&a.0, &b.0));
             for (k, n) in all {
-                out.send(
-                    streams::DEFAULT,
-                    &[],
-                    smallvec::smallvec![k.clone(), Value::Int(*n)],
-                );
+                out.send(streams::DEFAULT, &[], smallvec::smallvec![k, Value::Int(n)]);
             }
         } else {
             let mut all: Vec<(&Vec<Value>, &i64)> = self.multi.iter().collect();
@@ -76,6 +83,25 @@ impl Count {
                 v.push(Value::Int(*n));
                 out.send(streams::DEFAULT, &[], v.into());
             }
+        }
+    }
+}
+
+/// Add one to `key`'s count (`owned` makes the key when it is new); returns the new count.
+#[inline]
+fn bump<K, Q>(map: &mut Map<K>, key: &Q, owned: impl FnOnce() -> K) -> i64
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    match map.get_mut(key) {
+        Some(n) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            map.insert(owned(), 1);
+            1
         }
     }
 }
@@ -110,15 +136,10 @@ impl Bolt for Count {
         }
         let total = if self.keys.len() == 1 {
             let key = input.values.get(self.keys[0]).unwrap_or(&Value::Null);
-            match self.single.get_mut(key) {
-                Some(n) => {
-                    *n += 1;
-                    *n
-                }
-                None => {
-                    self.single.insert(key.clone(), 1);
-                    1
-                }
+            if let Value::Str(word) = key {
+                bump(&mut self.strings, word.as_str(), || word.clone())
+            } else {
+                bump(&mut self.single, key, || key.clone())
             }
         } else {
             let key: Vec<Value> = self

@@ -85,50 +85,145 @@ fn reader_thread(
             }
         },
     };
-    let mut reader = BufReader::with_capacity(256 * 1024, source);
-    let mut buf = Vec::with_capacity(256);
-    let mut chunk = Vec::with_capacity(CHUNK_LINES);
+    read_lines(
+        BufReader::with_capacity(256 * 1024, source),
+        &tx,
+        &read_bytes,
+        &invalid,
+    );
+    Ok(())
+}
+
+/// Read `reader` to its end, sending its lines on `tx` in chunks (or an error).
+fn read_lines(
+    mut reader: impl BufRead,
+    tx: &crossbeam_channel::Sender<Result<Vec<CompactString>, String>>,
+    read_bytes: &AtomicU64,
+    invalid: &AtomicU64,
+) {
+    let mut lines = LineBuilder {
+        tx,
+        chunk: Vec::with_capacity(CHUNK_LINES),
+        carry: Vec::new(),
+        invalid,
+        closed: false,
+    };
     loop {
-        buf.clear();
-        let n = match reader.read_until(b'\n', &mut buf) {
-            Ok(n) => n,
+        let data = match reader.fill_buf() {
+            Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 let _ = tx.send(Err(format!("read error: {e}")));
-                return Ok(());
+                return;
             }
         };
-        if n == 0 {
+        if data.is_empty() {
             break;
         }
-        read_bytes.fetch_add(n as u64, Ordering::Relaxed);
-        let mut line = &buf[..];
-        if let Some(rest) = line.strip_suffix(b"\n") {
-            line = rest;
-            if let Some(rest) = line.strip_suffix(b"\r") {
-                line = rest;
+        let n = data.len();
+        // Whole lines are taken straight from the read buffer; a line cut by the buffer's end
+        // waits in `carry` for the rest.
+        let mut rest = data;
+        if !lines.carry.is_empty() {
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    lines.carry.extend_from_slice(&rest[..=i]);
+                    let line = std::mem::take(&mut lines.carry);
+                    lines.push_run(&line);
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    lines.carry.extend_from_slice(rest);
+                    rest = &[];
+                }
             }
         }
+        if let Some(last) = memchr::memrchr(b'\n', rest) {
+            lines.push_run(&rest[..=last]);
+            lines.carry.extend_from_slice(&rest[last + 1..]);
+        } else {
+            lines.carry.extend_from_slice(rest);
+        }
+        reader.consume(n);
+        read_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        // Send what this read gave before the next read may block (interactive input).
+        lines.send();
+        if lines.closed {
+            return;
+        }
+    }
+    if !lines.carry.is_empty() {
+        let last = std::mem::take(&mut lines.carry);
+        lines.push_line(&last);
+    }
+    lines.send();
+}
+
+/// Turns bytes into line strings for the reader thread, sent on in chunks.
+struct LineBuilder<'a> {
+    tx: &'a crossbeam_channel::Sender<Result<Vec<CompactString>, String>>,
+    chunk: Vec<CompactString>,
+    /// The start of a line the read buffer cut off.
+    carry: Vec<u8>,
+    invalid: &'a AtomicU64,
+    /// The spout is gone (the run is ending): nothing more to read.
+    closed: bool,
+}
+
+impl LineBuilder<'_> {
+    fn add(&mut self, line: CompactString) {
+        self.chunk.push(line);
+        if self.chunk.len() >= CHUNK_LINES {
+            self.send();
+        }
+    }
+
+    /// Send the lines gathered so far.
+    fn send(&mut self) {
+        if self.chunk.is_empty() || self.closed {
+            return;
+        }
+        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK_LINES));
+        self.closed = self.tx.send(Ok(full)).is_err();
+    }
+
+    /// A run of whole lines, each ending in `\n`: validated as UTF-8 in one pass (line ends
+    /// are character boundaries), one line at a time only when that fails.
+    fn push_run(&mut self, run: &[u8]) {
+        match simdutf8::basic::from_utf8(run) {
+            Ok(text) => {
+                let mut start = 0;
+                for end in memchr::memchr_iter(b'\n', run) {
+                    self.add(CompactString::new(trim_eol_str(&text[start..end])));
+                    start = end + 1;
+                }
+            }
+            Err(_) => {
+                for line in run.split_inclusive(|&b| b == b'\n') {
+                    self.push_line(line);
+                }
+            }
+        }
+    }
+
+    /// One line, with or without its `\n`; invalid UTF-8 is replaced and counted.
+    fn push_line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         let text = match std::str::from_utf8(line) {
             Ok(s) => CompactString::new(s),
             Err(_) => {
-                invalid.fetch_add(1, Ordering::Relaxed);
+                self.invalid.fetch_add(1, Ordering::Relaxed);
                 CompactString::new(String::from_utf8_lossy(line))
             }
         };
-        chunk.push(text);
-        // Hand over full chunks, and partial ones when no more input is ready (interactive use).
-        if chunk.len() >= CHUNK_LINES || reader.buffer().is_empty() {
-            if tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
-                return Ok(());
-            }
-            chunk.reserve(CHUNK_LINES);
-        }
+        self.add(text);
     }
-    if !chunk.is_empty() {
-        let _ = tx.send(Ok(chunk));
-    }
-    Ok(())
+}
+
+/// A line without its `\r` (the `\n` is already cut off).
+fn trim_eol_str(line: &str) -> &str {
+    line.strip_suffix('\r').unwrap_or(line)
 }
 
 impl Spout for LineSpout {
@@ -212,6 +307,53 @@ impl Spout for LineSpout {
                 "{}: {invalid} line(s) had invalid UTF-8; bad bytes were replaced with U+FFFD",
                 self.component
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line `read_lines` sends for `input` read through a buffer of `capacity` bytes.
+    fn lines(input: &[u8], capacity: usize) -> (Vec<String>, u64) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (read, invalid) = (AtomicU64::new(0), AtomicU64::new(0));
+        read_lines(
+            BufReader::with_capacity(capacity, input),
+            &tx,
+            &read,
+            &invalid,
+        );
+        drop(tx);
+        assert_eq!(read.load(Ordering::Relaxed), input.len() as u64);
+        let all = rx
+            .iter()
+            .flat_map(|chunk| chunk.unwrap_or_default())
+            .map(String::from)
+            .collect();
+        (all, invalid.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn lines_cut_by_the_read_buffer_come_out_whole() {
+        let input = "one\r\ntwo é\n\nthree ß\r\nlast without newline".as_bytes();
+        let expected = ["one", "two é", "", "three ß", "last without newline"];
+        for capacity in [1, 2, 3, 5, 8, 64] {
+            assert_eq!(
+                lines(input, capacity),
+                (expected.map(String::from).to_vec(), 0)
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_bytes_are_replaced_in_their_line_only() {
+        let input = b"good\nbad \xff\xfe here\r\nfine \xc3\xa9\n";
+        for capacity in [3, 1024] {
+            let (got, invalid) = lines(input, capacity);
+            assert_eq!(got, ["good", "bad \u{fffd}\u{fffd} here", "fine é"]);
+            assert_eq!(invalid, 1);
         }
     }
 }

@@ -3,43 +3,78 @@
 //! of those given up on (reported as lost).
 
 use crate::tuple::Value;
-use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
-/// Tuples in flight by sequence number (their message id), with retry counts.
+/// A kept tuple: its values and how often it failed.
+#[derive(Debug)]
+struct Kept<T> {
+    value: T,
+    retries: u32,
+}
+
+/// Tuples in flight by message id. An id is a slot index in its low 32 bits and the slot's
+/// generation in the high 32, so finding a tuple is an index, and a late answer for a tuple
+/// whose slot was reused is ignored. Slots are reused oldest-freed first.
 #[derive(Debug)]
 pub struct Replay<T> {
-    inflight: FxHashMap<u64, (T, u32)>,
+    slots: Vec<(u32, Option<Kept<T>>)>,
+    free: VecDeque<u32>,
     queue: VecDeque<u64>,
     max_retries: Option<u32>,
-    next_seq: u64,
     lost: u64,
 }
 
 impl<T: Clone> Replay<T> {
     pub fn new(max_retries: Option<u32>) -> Replay<T> {
         Replay {
-            inflight: FxHashMap::default(),
+            slots: Vec::new(),
+            free: VecDeque::new(),
             queue: VecDeque::new(),
             max_retries,
-            next_seq: 0,
             lost: 0,
         }
     }
 
-    /// Keep a new tuple; returns its sequence number (the message id to emit with).
+    /// Keep a new tuple; returns its id (the message id to emit with).
     pub fn track(&mut self, value: T) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.inflight.insert(seq, (value, 0));
-        seq
+        let kept = Some(Kept { value, retries: 0 });
+        let index = match self.free.pop_front() {
+            Some(i) => i,
+            None => {
+                self.slots.push((0, None));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.0 = slot.0.wrapping_add(1);
+        slot.1 = kept;
+        (u64::from(slot.0) << 32) | u64::from(index)
+    }
+
+    /// The kept tuple with this id, if it is still in flight.
+    fn get(&mut self, id: u64) -> Option<&mut Kept<T>> {
+        match self.slots.get_mut(id as u32 as usize) {
+            Some((generation, kept)) if u64::from(*generation) == id >> 32 => kept.as_mut(),
+            _ => None,
+        }
+    }
+
+    /// Forget the tuple with this id.
+    fn forget(&mut self, id: u64) {
+        if self.get(id).is_some() {
+            let index = id as u32;
+            if let Some(slot) = self.slots.get_mut(index as usize) {
+                slot.1 = None;
+                self.free.push_back(index);
+            }
+        }
     }
 
     /// The next failed tuple to emit again, if any.
     pub fn next_replay(&mut self) -> Option<(u64, T)> {
-        while let Some(seq) = self.queue.pop_front() {
-            if let Some((v, _)) = self.inflight.get(&seq) {
-                return Some((seq, v.clone()));
+        while let Some(id) = self.queue.pop_front() {
+            if let Some(kept) = self.get(id) {
+                return Some((id, kept.value.clone()));
             }
         }
         None
@@ -47,29 +82,30 @@ impl<T: Clone> Replay<T> {
 
     /// Its tree completed (`msg_id` as the spout emitted it): forget it.
     pub fn ack(&mut self, msg_id: &Value) {
-        if let Value::Int(seq) = msg_id {
-            self.inflight.remove(&(*seq as u64));
+        if let Value::Int(id) = msg_id {
+            self.forget(*id as u64);
         }
     }
 
     /// Its tree failed: queue it again, or give up after `max_retries`.
     pub fn fail(&mut self, msg_id: &Value) {
-        let Value::Int(seq) = msg_id else {
+        let Value::Int(id) = msg_id else {
             return;
         };
-        let seq = *seq as u64;
-        let give_up = match self.inflight.get_mut(&seq) {
-            Some((_, retries)) => {
-                *retries += 1;
-                self.max_retries.is_some_and(|m| *retries > m)
+        let id = *id as u64;
+        let max = self.max_retries;
+        let give_up = match self.get(id) {
+            Some(kept) => {
+                kept.retries += 1;
+                max.is_some_and(|m| kept.retries > m)
             }
             None => return,
         };
         if give_up {
-            self.inflight.remove(&seq);
+            self.forget(id);
             self.lost += 1;
         } else {
-            self.queue.push_back(seq);
+            self.queue.push_back(id);
         }
     }
 
@@ -104,5 +140,24 @@ mod tests {
         assert_eq!(r.lost(), 1);
         r.fail(&id(b));
         assert_eq!(r.lost(), 1, "an acked tuple failing late is ignored");
+    }
+
+    #[test]
+    fn a_late_answer_for_a_reused_slot_is_ignored() {
+        let mut r = Replay::new(None);
+        let id = |seq: u64| Value::Int(seq as i64);
+        let a = r.track("a");
+        r.ack(&id(a));
+        let b = r.track("b");
+        assert_eq!(a as u32, b as u32, "the slot is reused");
+        r.fail(&id(a));
+        assert_eq!(r.next_replay(), None, "a's late fail does not replay b");
+        r.ack(&id(a));
+        r.fail(&id(b));
+        assert_eq!(
+            r.next_replay(),
+            Some((b, "b")),
+            "a's late ack did not forget b"
+        );
     }
 }

@@ -100,7 +100,7 @@ fn string_operators() {
 
 #[test]
 fn lists_have_length_and_membership() {
-    let list = Value::List(vec![Value::str("a"), Value::Int(2)]);
+    let list = Value::List(Box::new(vec![Value::str("a"), Value::Int(2)]));
     assert!(on_x("len(x) == 2", list.clone()));
     assert!(on_x("x contains \"a\"", list.clone()));
     assert!(on_x("x contains 2.0", list.clone()));

@@ -210,14 +210,14 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
         Value::List(l) => {
             out.push(6);
             put_u32(out, l.len() as u32);
-            for x in l {
+            for x in l.iter() {
                 put_value(out, x);
             }
         }
         Value::Map(m) => {
             out.push(7);
             put_u32(out, m.len() as u32);
-            for (k, x) in m {
+            for (k, x) in m.iter() {
                 put_u32(out, k.len() as u32);
                 out.extend_from_slice(k.as_bytes());
                 put_value(out, x);
@@ -315,7 +315,7 @@ impl<'a> Reader<'a> {
                 for _ in 0..n {
                     l.push(self.value(depth + 1)?);
                 }
-                Value::List(l)
+                Value::List(Box::new(l))
             }
             7 => {
                 let n = self.count(5)?;
@@ -324,7 +324,7 @@ impl<'a> Reader<'a> {
                     let k = self.string()?.to_string();
                     m.insert(k, self.value(depth + 1)?);
                 }
-                Value::Map(m)
+                Value::Map(Box::new(m))
             }
             _ => return Err(DecodeError::Malformed("unknown value tag")),
         })
@@ -346,8 +346,10 @@ mod tests {
         ];
         leaf.prop_recursive(3, 16, 4, |inner| {
             prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::List),
-                proptest::collection::btree_map("[a-z]{0,4}", inner, 0..4).prop_map(Value::Map),
+                proptest::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|l| Value::List(Box::new(l))),
+                proptest::collection::btree_map("[a-z]{0,4}", inner, 0..4)
+                    .prop_map(|m| Value::Map(Box::new(m))),
             ]
         })
     }

@@ -1,6 +1,6 @@
 //! The sending side of a worker's TCP transport: a [`TcpLink`] from one local worker to one
 //! peer worker (Storm's Netty `Client`). `send` queues a buffer of encoded frames on a bounded
-//! channel; a named writer thread connects lazily, retries with back-off (50 ms doubling to 2 s)
+//! channel; a named writer thread connects lazily, retries with back-off (10 ms doubling to 2 s)
 //! while the peer is not up yet — workers start in any order — authenticates, and writes.
 //!
 //! Backpressure: writes block while the peer does not read, the bounded queue fills, and `send`
@@ -37,7 +37,7 @@ impl Default for LinkOptions {
     fn default() -> Self {
         LinkOptions {
             queue: 16,
-            backoff_min: Duration::from_millis(50),
+            backoff_min: Duration::from_millis(10),
             backoff_max: Duration::from_secs(2),
             linger: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(5),

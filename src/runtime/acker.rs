@@ -1,60 +1,12 @@
 //! The acker (Storm's `AckerBolt`): tracks each spout tuple's tree as the XOR of its edge ids.
 //! A tree whose value returns to zero is complete and its spout task is told `ack`; a failed
-//! tree is told `fail`. Pending trees live in rotating buckets, rotated on each tick (every
-//! message timeout), so a forgotten tree is dropped after one to two timeouts.
+//! tree is told `fail`. A tree untouched for a whole tick (one message timeout) is forgotten, so
+//! a lost one is dropped after one to two timeouts, as Storm's rotating buckets do.
 
 use crate::components::{Bolt, BoltCollector, Tuple};
 use crate::topology::plan::streams;
 use crate::tuple::Value;
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
-use std::hash::Hash;
-
-/// Storm's `RotatingMap`: the newest bucket takes inserts; `rotate` expires the oldest.
-#[derive(Debug)]
-pub struct RotatingMap<K, V> {
-    buckets: VecDeque<FxHashMap<K, V>>,
-}
-
-impl<K: Hash + Eq, V> RotatingMap<K, V> {
-    pub fn new(buckets: usize) -> Self {
-        RotatingMap {
-            buckets: (0..buckets.max(2)).map(|_| FxHashMap::default()).collect(),
-        }
-    }
-
-    pub fn insert(&mut self, k: K, v: V) {
-        for b in self.buckets.iter_mut().skip(1) {
-            b.remove(&k);
-        }
-        if let Some(b) = self.buckets.front_mut() {
-            b.insert(k, v);
-        }
-    }
-
-    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
-        self.buckets.iter_mut().find_map(|b| b.get_mut(k))
-    }
-
-    pub fn remove(&mut self, k: &K) -> Option<V> {
-        self.buckets.iter_mut().find_map(|b| b.remove(k))
-    }
-
-    pub fn len(&self) -> usize {
-        self.buckets.iter().map(|b| b.len()).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.buckets.iter().all(|b| b.is_empty())
-    }
-
-    /// Expire the oldest bucket, returning what it held.
-    pub fn rotate(&mut self) -> Vec<(K, V)> {
-        let old = self.buckets.pop_back().unwrap_or_default();
-        self.buckets.push_front(FxHashMap::default());
-        old.into_iter().collect()
-    }
-}
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Entry {
@@ -62,45 +14,63 @@ struct Entry {
     /// 0 until `__ack_init` arrives (acks may overtake it).
     spout_task: u32,
     failed: bool,
+    /// The rotation during which the tree was last touched.
+    rotation: u32,
 }
 
 /// The acker bolt.
+#[derive(Default)]
 pub struct Acker {
-    pending: RotatingMap<u64, Entry>,
+    /// Open trees by root. One map touched once per message, rather than Storm's rotating
+    /// buckets (a look-up in each): a tick scans it instead and drops the trees untouched for
+    /// a whole rotation, so a forgotten tree still goes after one to two timeouts.
+    pending: FxHashMap<u64, Entry>,
+    rotation: u32,
     /// Trees completed by the message being handled: (spout task, root, failed).
     done: Vec<(u32, u64, bool)>,
-}
-
-impl Default for Acker {
-    fn default() -> Self {
-        Acker {
-            pending: RotatingMap::new(2),
-            done: Vec::new(),
-        }
-    }
 }
 
 impl Acker {
     /// XOR one value into a tree (Storm's acker: `init` also names the spout task).
     fn apply(&mut self, root: u64, val: u64, spout_task: Option<u32>, failed: bool) {
-        let mut fresh = Entry::default();
-        let known = self.pending.get_mut(&root);
-        let is_new = known.is_none();
-        let e = known.unwrap_or(&mut fresh);
-        e.val ^= val;
-        e.failed |= failed;
-        if let Some(t) = spout_task {
-            e.spout_task = t;
-        }
-        let e = *e;
-        if e.spout_task != 0 && (e.failed || e.val == 0) {
-            if !is_new {
-                self.pending.remove(&root);
+        use std::collections::hash_map::Entry as Slot;
+        let rotation = self.rotation;
+        let done = |e: &Entry| e.spout_task != 0 && (e.failed || e.val == 0);
+        match self.pending.entry(root) {
+            Slot::Occupied(mut o) => {
+                let e = o.get_mut();
+                e.val ^= val;
+                e.failed |= failed;
+                e.rotation = rotation;
+                if let Some(t) = spout_task {
+                    e.spout_task = t;
+                }
+                if done(e) {
+                    let e = o.remove();
+                    self.done.push((e.spout_task, root, e.failed));
+                }
             }
-            self.done.push((e.spout_task, root, e.failed));
-        } else if is_new {
-            self.pending.insert(root, e);
+            Slot::Vacant(v) => {
+                let e = Entry {
+                    val,
+                    spout_task: spout_task.unwrap_or(0),
+                    failed,
+                    rotation,
+                };
+                if done(&e) {
+                    self.done.push((e.spout_task, root, e.failed));
+                } else {
+                    v.insert(e);
+                }
+            }
         }
+    }
+
+    /// A tick (every message timeout): forget the trees untouched since the one before.
+    fn rotate(&mut self) {
+        let keep_from = self.rotation;
+        self.pending.retain(|_, e| e.rotation >= keep_from);
+        self.rotation = self.rotation.wrapping_add(1);
     }
 
     /// Tell each spout task about its completed trees, one message per task and outcome.
@@ -143,7 +113,7 @@ impl Bolt for Acker {
     /// per outcome: `[root, root, ...]` on `__ack_ack` or `__ack_fail`.
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if input.is_tick() {
-            self.pending.rotate();
+            self.rotate();
             return Ok(());
         }
         let v = &input.values;
@@ -246,12 +216,21 @@ mod tests {
     }
 
     #[test]
-    fn rotating_map_expires_after_two_rotations() {
-        let mut m = RotatingMap::new(2);
-        m.insert(1, "a");
-        assert!(m.rotate().is_empty());
-        assert_eq!(m.rotate(), vec![(1, "a")]);
-        assert!(m.is_empty());
+    fn forgotten_trees_go_after_two_ticks() {
+        let mut acker = Acker::default();
+        acker.apply(1, 5, Some(7), false);
+        acker.rotate();
+        assert_eq!(acker.pending.len(), 1, "kept through one tick");
+        acker.apply(2, 6, Some(7), false);
+        acker.rotate();
+        assert!(!acker.pending.contains_key(&1), "gone after the second");
+        assert!(
+            acker.pending.contains_key(&2),
+            "a tree touched since the last tick stays"
+        );
+        acker.apply(2, 6, None, false);
+        assert!(acker.pending.is_empty());
+        assert_eq!(acker.done, vec![(7, 2, false)]);
     }
 
     proptest! {

@@ -2,6 +2,7 @@
 //! routing each emit, stamping acker edge ids on tracked tuples (Storm's XOR tree), and counting.
 
 use super::metrics::TaskStats;
+use super::open_trees::OpenTrees;
 use super::routing::{Outbox, Router};
 use crate::components::{BoltCollector, SpoutCollector, Tuple};
 use crate::topology::plan::{streams, StreamId};
@@ -9,6 +10,7 @@ use crate::tuple::{Value, Values};
 use rand::rngs::SmallRng;
 use rand::RngCore;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// State shared by both collectors of one task.
 pub struct Emitter {
@@ -98,7 +100,14 @@ impl Emitter {
     }
 
     fn queue_ack(&mut self, outbox: &mut Outbox, root: u64, val: u64) {
-        match self.acks.iter_mut().find(|(r, _)| *r == root) {
+        // Consecutive acks usually belong to the same tree (the words of one line).
+        if let Some(last) = self.acks.last_mut() {
+            if last.0 == root {
+                last.1 ^= val;
+                return;
+            }
+        }
+        match self.acks.iter_mut().rev().find(|(r, _)| *r == root) {
             Some(e) => e.1 ^= val,
             None => self.acks.push((root, val)),
         }
@@ -135,6 +144,17 @@ impl Emitter {
         head: &[Value],
         pairs: &[(u64, u64)],
     ) {
+        if let [acker] = self.router.ackers()[..] {
+            // One acker (the default for one worker): one message, sized once.
+            let mut values = Values::with_capacity(head.len() + 2 * pairs.len());
+            values.extend(head.iter().cloned());
+            for &(root, val) in pairs {
+                values.push(Value::Int(root as i64));
+                values.push(Value::Int(val as i64));
+            }
+            outbox.push(acker, Tuple::new(values, self.task, stream));
+            return;
+        }
         let mut by_acker: Vec<(u32, Values)> = Vec::new();
         for &(root, val) in pairs {
             let acker = self.router.acker_for(root);
@@ -164,8 +184,10 @@ impl Emitter {
 pub struct SpoutOut<'a> {
     pub em: &'a mut Emitter,
     pub outbox: &'a mut Outbox,
-    /// Trees started during this call: (root, message id). The executor registers them.
-    pub started: &'a mut Vec<(u64, Value)>,
+    /// The task's open trees: the collector opens one per tracked emit.
+    pub trees: &'a mut OpenTrees,
+    /// The start time given to trees opened now (the clock read at the start of the round).
+    pub now: Instant,
     /// Message ids to ack at once (acking off, or no receivers).
     pub ack_now: &'a mut Vec<Value>,
 }
@@ -180,7 +202,11 @@ impl SpoutOut<'_> {
     ) -> usize {
         let em = &mut *self.em;
         let track = msg_id.is_some() && em.router.acking();
-        let root = if track { fresh_id(&mut em.rng) } else { 0 };
+        let root = if track {
+            self.trees.reserve(&mut em.rng, self.now)
+        } else {
+            0
+        };
         let mut xor = 0u64;
         // Storm's spout emit: a new tree, one edge id per receiving tuple.
         let n = em.fan_out(self.outbox, stream, values, direct, |rng, t| {
@@ -190,13 +216,16 @@ impl SpoutOut<'_> {
                 t.anchors.push((root, edge));
             }
         });
+        if track && n == 0 {
+            self.trees.release(root);
+        }
         if let Some(id) = msg_id {
             if track && n > 0 {
                 em.inits.push((root, xor));
                 if em.inits.len() >= 256 {
                     em.flush_acks(self.outbox);
                 }
-                self.started.push((root, id));
+                self.trees.open(root, id, self.now);
             } else {
                 // Storm acks at once when acking is off or nobody receives the tuple.
                 self.ack_now.push(id);

@@ -4,10 +4,10 @@
 //! calls `next_tuple` while under `topology.max.spout.pending`, tracks trees, and replays on
 //! fail or timeout. Both run their tasks' `finish` and pass end of input on (SPEC §5).
 
-use super::acker::RotatingMap;
 use super::collector::{BoltOut, Emitter, SpoutOut};
 use super::message::Message;
 use super::metrics::{Histogram, TaskStats};
+use super::open_trees::OpenTrees;
 use super::routing::Outbox;
 use crate::components::{Bolt, FatalError, Spout, SpoutStatus, TaskContext, Tuple};
 use crate::topology::plan::{streams, SYSTEM_TASK};
@@ -243,28 +243,6 @@ impl BoltExecutor {
     }
 }
 
-/// A spout task's open trees (Storm's pending RotatingMap), rotated every message timeout.
-struct Pending {
-    trees: RotatingMap<u64, (Value, Instant)>,
-}
-
-impl Pending {
-    /// Open the trees a call into the spout started, keeping the peak count for `--stats`.
-    fn open(&mut self, started: &mut Vec<(u64, Value)>, stats: &TaskStats) {
-        if started.is_empty() {
-            return;
-        }
-        let now = Instant::now();
-        for (root, id) in started.drain(..) {
-            self.trees.insert(root, (id, now));
-        }
-        let open = self.trees.len() as u64;
-        if open > stats.pending_peak.load(Ordering::Relaxed) {
-            stats.pending_peak.store(open, Ordering::Relaxed);
-        }
-    }
-}
-
 pub struct SpoutExecutor {
     pub inbox: Receiver<Message>,
     pub outbox: Outbox,
@@ -274,22 +252,18 @@ pub struct SpoutExecutor {
     /// `Some(timeout)` when message timeouts are on and acking is on.
     pub timeout: Option<Duration>,
     pub control: Arc<RunControl>,
-    /// Scratch for the collector: trees started and ids to ack at once, by the current call.
-    pub started: Vec<(u64, Value)>,
+    /// Scratch for the collector: ids to ack at once, by the current call.
     pub ack_now: Vec<Value>,
+    /// The clock as read at the start of the current round (the start time of trees opened
+    /// during it).
+    pub clock: Instant,
 }
 
 impl SpoutExecutor {
     pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
         let mut report = ExecutorReport::default();
         self.outbox.drain_while_blocked(self.inbox.clone());
-        let mut pending: Vec<Pending> = self
-            .tasks
-            .iter()
-            .map(|_| Pending {
-                trees: RotatingMap::new(2),
-            })
-            .collect();
+        let mut pending: Vec<OpenTrees> = self.tasks.iter().map(|_| OpenTrees::default()).collect();
         // Exhausted: the spout's last `next_tuple` said so (it still replays what fails later).
         let mut exhausted = vec![false; self.tasks.len()];
         let mut deactivated = vec![false; self.tasks.len()];
@@ -302,6 +276,7 @@ impl SpoutExecutor {
         let mut backoff = Duration::from_micros(50);
         let mut last_flush = Instant::now();
         while self.tasks.iter().any(|t| !t.finished) {
+            self.clock = Instant::now();
             // Acks and fails from the acker first.
             let mut handled = false;
             while let Some(m) = self
@@ -313,7 +288,7 @@ impl SpoutExecutor {
                 self.on_message(m, &mut pending, &mut report)?;
             }
             if let (Some(at), Some(every)) = (next_rotate, self.timeout) {
-                if Instant::now() >= at {
+                if self.clock >= at {
                     self.expire(&mut pending)?;
                     next_rotate = Some(Instant::now() + every);
                 }
@@ -330,17 +305,15 @@ impl SpoutExecutor {
                     self.tasks[i].component.deactivate()?;
                 }
                 if deactivated[i] {
-                    if pending[i].trees.is_empty() {
+                    if pending[i].is_empty() {
                         self.finish_task(i);
                     }
                     continue;
                 }
                 let round = Instant::now();
+                self.clock = round;
                 for call in 0..super::message::BATCH {
-                    if self
-                        .max_pending
-                        .is_some_and(|max| pending[i].trees.len() >= max)
-                    {
+                    if self.max_pending.is_some_and(|max| pending[i].len() >= max) {
                         break;
                     }
                     // A slow spout (a child process, say) gets one call per round, so acks
@@ -352,7 +325,8 @@ impl SpoutExecutor {
                     let mut out = SpoutOut {
                         em: &mut slot.emitter,
                         outbox: &mut self.outbox,
-                        started: &mut self.started,
+                        trees: &mut pending[i],
+                        now: self.clock,
                         ack_now: &mut self.ack_now,
                     };
                     let status = match slot.component.next_tuple(&mut out) {
@@ -375,7 +349,7 @@ impl SpoutExecutor {
                 }
                 // Finished only when the spout has nothing more (not even a replay) and every
                 // tree it started is complete (SPEC §5).
-                if exhausted[i] && pending[i].trees.is_empty() {
+                if exhausted[i] && pending[i].is_empty() {
                     self.finish_task(i);
                 }
             }
@@ -433,7 +407,7 @@ impl SpoutExecutor {
     fn on_message(
         &mut self,
         msg: Message,
-        pending: &mut [Pending],
+        pending: &mut [OpenTrees],
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
         let Message::Tuples(batch) = msg else {
@@ -455,27 +429,28 @@ impl SpoutExecutor {
         i: usize,
         root: u64,
         stream: crate::topology::plan::StreamId,
-        pending: &mut [Pending],
+        pending: &mut [OpenTrees],
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
         let (Some(slot), Some(p)) = (self.tasks.get_mut(i), pending.get_mut(i)) else {
             return Ok(());
         };
-        let Some((id, started)) = p.trees.remove(&root) else {
+        let Some((id, started)) = p.close(root) else {
             return Ok(());
         };
         let mut out = SpoutOut {
             em: &mut slot.emitter,
             outbox: &mut self.outbox,
-            started: &mut self.started,
+            trees: p,
+            now: self.clock,
             ack_now: &mut self.ack_now,
         };
         if stream == streams::ACK_ACK {
             TaskStats::add(&out.em.stats.acked, 1);
-            // Complete latency is sampled, one tree in eight (roots are random), as Storm
-            // samples its statistics (topology.stats.sample.rate): a clock read per tree
-            // was a sixth of the spout's time.
-            if root % 8 == 0 {
+            // Complete latency is sampled, one tree in eight (a root's high half is random),
+            // as Storm samples its statistics (topology.stats.sample.rate): a clock read per
+            // tree was a sixth of the spout's time.
+            if (root >> 32) % 8 == 0 {
                 report
                     .complete_latency
                     .record(started.elapsed().as_micros() as u64);
@@ -489,16 +464,20 @@ impl SpoutExecutor {
     }
 
     /// Trees older than the message timeout fail (Storm: the pending map rotates on ticks).
-    fn expire(&mut self, pending: &mut [Pending]) -> anyhow::Result<()> {
+    fn expire(&mut self, pending: &mut [OpenTrees]) -> anyhow::Result<()> {
+        let Some(timeout) = self.timeout else {
+            return Ok(());
+        };
         for (i, p) in pending.iter_mut().enumerate() {
-            for (_, (id, _)) in p.trees.rotate() {
+            for id in p.expire(self.clock, timeout) {
                 let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.timed_out, 1);
                 TaskStats::add(&slot.emitter.stats.failed, 1);
                 let mut out = SpoutOut {
                     em: &mut slot.emitter,
                     outbox: &mut self.outbox,
-                    started: &mut self.started,
+                    trees: p,
+                    now: self.clock,
                     ack_now: &mut self.ack_now,
                 };
                 slot.component.fail(id, &mut out)?;
@@ -508,13 +487,17 @@ impl SpoutExecutor {
         Ok(())
     }
 
-    /// After a call into spout task `i`: open the trees it started, and ack at once the ids
-    /// that need no tracking (acking off, or nobody received the tuple), as Storm does —
-    /// including what those acks emit in turn.
-    fn settle(&mut self, i: usize, p: &mut Pending) -> anyhow::Result<()> {
+    /// After a call into spout task `i`: note the peak of open trees for `--stats`, and ack at
+    /// once the ids that need no tracking (acking off, or nobody received the tuple), as Storm
+    /// does — including what those acks emit in turn.
+    fn settle(&mut self, i: usize, p: &mut OpenTrees) -> anyhow::Result<()> {
         let slot = &mut self.tasks[i];
         loop {
-            p.open(&mut self.started, &slot.emitter.stats);
+            let open = p.len() as u64;
+            let peak = &slot.emitter.stats.pending_peak;
+            if open > peak.load(Ordering::Relaxed) {
+                peak.store(open, Ordering::Relaxed);
+            }
             if self.ack_now.is_empty() {
                 return Ok(());
             }
@@ -523,7 +506,8 @@ impl SpoutExecutor {
                 let mut out = SpoutOut {
                     em: &mut slot.emitter,
                     outbox: &mut self.outbox,
-                    started: &mut self.started,
+                    trees: p,
+                    now: self.clock,
                     ack_now: &mut self.ack_now,
                 };
                 slot.component.ack(id, &mut out)?;

@@ -7,6 +7,7 @@ pub mod collector;
 pub mod executor;
 pub mod message;
 pub mod metrics;
+pub mod open_trees;
 pub mod routing;
 pub mod worker;
 
@@ -333,8 +334,8 @@ pub fn start(
                 max_pending,
                 timeout,
                 control: control.clone(),
-                started: Vec::new(),
                 ack_now: Vec::new(),
+                clock: std::time::Instant::now(),
             };
             spawn_named(name, done_tx, move || exec.run())?
         } else {

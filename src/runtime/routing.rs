@@ -302,12 +302,20 @@ impl Router {
         })
     }
 
+    /// The acker tasks (empty when acking is off).
+    pub fn ackers(&self) -> &[u32] {
+        &self.ackers
+    }
+
     pub fn acking(&self) -> bool {
         !self.ackers.is_empty()
     }
 
     /// The acker task tracking a tree (Storm: fields grouping on the root id).
     pub fn acker_for(&self, root: u64) -> u32 {
+        if let [only] = self.ackers[..] {
+            return only;
+        }
         let i = java_hash::choose_index([&Value::Int(root as i64)], self.ackers.len());
         self.ackers[i]
     }

@@ -942,3 +942,135 @@ B().run()
     assert_eq!(bolt.in_flight(), 0);
     bolt.cleanup();
 }
+
+/// Components written against Apache Storm's own adapters as they are: a spout that, like
+/// storm.js, never answers `activate`/`deactivate`, and a bolt that, like storm.py's
+/// `emitBolt`, serialises `map(...)` anchors through `simplejson` and waits for its task ids.
+/// Raw protocol code, no adapter of ours: the run must end with exact totals.
+#[test]
+fn storm_era_adapters_run_unchanged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spout = r#"
+import sys, os, json
+def read():
+    lines = []
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        if line == "end\n":
+            return json.loads("".join(lines))
+        lines.append(line)
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\nend\n"); sys.stdout.flush()
+setup = read()
+open(os.path.join(setup["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+sentences = ["the cow jumped over the moon", "the man went to the store"]
+sent = 0
+while True:
+    msg = read()
+    if isinstance(msg, list):
+        continue
+    cmd = msg["command"]
+    if cmd == "next":
+        if sent == len(sentences):
+            sys.exit(0)
+        send({"command": "emit", "id": sent, "tuple": [sentences[sent]]})
+        sent += 1
+        send({"command": "sync"})
+    elif cmd in ("ack", "fail"):
+        send({"command": "sync"})
+    # activate / deactivate: no answer at all, as storm.js
+"#;
+    let bolt = r#"
+import sys, os
+from collections import deque
+import simplejson as json
+def read():
+    lines = []
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            sys.exit(0)
+        if line == "end\n":
+            return json.loads("".join(lines))
+        lines.append(line)
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\nend\n"); sys.stdout.flush()
+setup = read()
+open(os.path.join(setup["pidDir"], str(os.getpid())), "w").close()
+send({"pid": os.getpid()})
+waiting = deque()
+while True:
+    tup = waiting.popleft() if waiting else read()
+    if isinstance(tup, list):
+        continue
+    if tup["stream"] == "__heartbeat":
+        send({"command": "sync"})
+        continue
+    for word in tup["tuple"][0].split(" "):
+        send({"command": "emit", "anchors": map(lambda t: t["id"], [tup]), "tuple": [word]})
+        while True:
+            msg = read()
+            if isinstance(msg, list):
+                break
+            waiting.append(msg)
+    send({"command": "ack", "id": tup["id"]})
+"#;
+    std::fs::write(dir.path().join("spout.py"), spout).expect("write spout");
+    std::fs::write(dir.path().join("bolt.py"), bolt).expect("write bolt");
+    let yaml = r#"
+name: storm-era
+spouts:
+  - id: sentences
+    type: shell
+    command: [python3, spout.py]
+    fields: [sentence]
+bolts:
+  - id: split
+    type: shell
+    command: [python3, bolt.py]
+    fields: [word]
+  - id: count
+    type: count
+  - id: print
+    type: stdout
+streams:
+  - { from: sentences, to: split, grouping: shuffle }
+  - { from: split, to: count, grouping: { type: fields, args: [word] } }
+  - { from: count, to: print, grouping: global }
+"#;
+    let topo = dir.path().join("topo.yaml");
+    std::fs::write(&topo, yaml).expect("write topology");
+    let out = super::run::storm(dir.path())
+        .timeout(Duration::from_secs(60))
+        .args(["run", "-q"])
+        .arg(&topo)
+        .output()
+        .expect("storm runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "cow\t1",
+            "jumped\t1",
+            "man\t1",
+            "moon\t1",
+            "over\t1",
+            "store\t1",
+            "the\t4",
+            "to\t1",
+            "went\t1"
+        ]
+    );
+}

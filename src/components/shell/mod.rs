@@ -4,12 +4,14 @@
 //!
 //! `protocol` is the pure wire format, `process` one child and its threads, `context` the
 //! handshake's topology context, `supervisor` settings, start-up and restarts, and `bolt` /
-//! `spout` Storm's `ShellBolt` / `ShellSpout`.
+//! `spout` Storm's `ShellBolt` / `ShellSpout`, `python_compat` the shim that lets Apache Storm's
+//! Python 2-era `storm.py` emit under Python 3.
 
 mod bolt;
 pub mod context;
 pub mod process;
 pub mod protocol;
+mod python_compat;
 mod spout;
 pub mod supervisor;
 

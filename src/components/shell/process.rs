@@ -297,8 +297,11 @@ impl ShellProcess {
         ));
         std::fs::create_dir_all(&pid_dir)
             .map_err(|e| format!("cannot create pid dir {}: {e}", pid_dir.display()))?;
+        let python_path = super::python_compat::install(&pid_dir)
+            .map_err(|e| format!("cannot prepare pid dir {}: {e}", pid_dir.display()))?;
         let spawned = Spawn::new(program)
             .args(args)
+            .env("PYTHONPATH", python_path)
             .current_dir(launch.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

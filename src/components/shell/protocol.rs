@@ -428,7 +428,7 @@ impl Serialize for JsonValue<'_> {
             TupleValue::List(l) => JsonValues(l).serialize(s),
             TupleValue::Map(m) => {
                 let mut map = s.serialize_map(Some(m.len()))?;
-                for (k, v) in m {
+                for (k, v) in m.iter() {
                     map.serialize_entry(k, &JsonValue(v))?;
                 }
                 map.end()
@@ -484,14 +484,14 @@ impl<'de> Visitor<'de> for FromJsonVisitor {
         while let Some(FromJson(v)) = seq.next_element()? {
             list.push(v);
         }
-        Ok(TupleValue::List(list))
+        Ok(TupleValue::List(Box::new(list)))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TupleValue, A::Error> {
         let mut m = BTreeMap::new();
         while let Some((k, FromJson(v))) = map.next_entry::<String, FromJson>()? {
             m.insert(k, v);
         }
-        Ok(TupleValue::Map(m))
+        Ok(TupleValue::Map(Box::new(m)))
     }
 }
 

@@ -14,6 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// How long a child may stay silent after `activate` or `deactivate` before it is taken to
+/// ignore them (as Apache Storm's storm.js does): every adapter that knows them answers at once.
+const ACTIVATION_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A spout whose tuples come from a multilang child process.
 pub struct ShellSpout {
     command: Vec<String>,
@@ -29,6 +33,8 @@ pub struct ShellSpout {
     deferred: Vec<Emit>,
     deferred_errors: Vec<String>,
     errors: u64,
+    /// The child ignores `activate` / `deactivate` (see `ACTIVATION_GRACE`).
+    silent_activation: bool,
 }
 
 struct Prepared {
@@ -63,6 +69,7 @@ impl ShellSpout {
             deferred: Vec::new(),
             deferred_errors: Vec::new(),
             errors: 0,
+            silent_activation: false,
         }
     }
 
@@ -159,11 +166,34 @@ impl ShellSpout {
         };
         let timeout = p.settings.timeout;
         child.send(&cmd.to_json());
+        let activation = matches!(cmd, SpoutCommand::Activate | SpoutCommand::Deactivate);
+        if activation && self.silent_activation {
+            return TurnEnd::Synced { emitted: 0 };
+        }
         let mut emitted = 0;
+        let mut first = true;
         loop {
-            // Any message counts as life; silence for the whole timeout is a hang.
-            let event = self.child.as_mut().and_then(|c| c.recv_timeout(timeout));
+            // Any message counts as life; silence for the whole timeout is a hang. Apache
+            // Storm's own storm.js never answers `activate`/`deactivate` (they came after it
+            // was written): a child silent for ACTIVATION_GRACE after one is taken to ignore
+            // them, and is not waited for on them again.
+            let wait = if activation && first {
+                timeout.min(ACTIVATION_GRACE)
+            } else {
+                timeout
+            };
+            first = false;
+            let event = self.child.as_mut().and_then(|c| c.recv_timeout(wait));
             let command = match event {
+                None if activation && emitted == 0 && wait < timeout => {
+                    tracing::info!(
+                        "{}: the child does not answer `{}`; going on without waiting for it",
+                        self.label(),
+                        cmd.name()
+                    );
+                    self.silent_activation = true;
+                    return TurnEnd::Synced { emitted: 0 };
+                }
                 None => {
                     return TurnEnd::Fault(format!(
                         "the child hangs: no answer to `{}` within {} (topology.subprocess.timeout.secs)",
