@@ -34,5 +34,6 @@ pub mod java_hash;
 pub mod logging;
 pub mod net;
 pub mod runtime;
+pub mod slots;
 pub mod topology;
 pub mod tuple;

@@ -2,6 +2,7 @@
 //! tree is acked, a queue of failed ones to emit again, and, with `args.max_retries`, the count
 //! of those given up on (reported as lost).
 
+use crate::slots::Slots;
 use crate::tuple::Value;
 use std::collections::VecDeque;
 
@@ -12,13 +13,12 @@ struct Kept<T> {
     retries: u32,
 }
 
-/// Tuples in flight by message id. An id is a slot index in its low 32 bits and the slot's
-/// generation in the high 32, so finding a tuple is an index, and a late answer for a tuple
-/// whose slot was reused is ignored. Slots are reused oldest-freed first.
+/// Tuples in flight by message id, in [`Slots`]: the id's high half counts the tuples kept,
+/// so an answer for a tuple whose slot was reused is ignored.
 #[derive(Debug)]
 pub struct Replay<T> {
-    slots: Vec<(u32, Option<Kept<T>>)>,
-    free: VecDeque<u32>,
+    inflight: Slots<Kept<T>>,
+    kept: u32,
     queue: VecDeque<u64>,
     max_retries: Option<u32>,
     lost: u64,
@@ -27,8 +27,8 @@ pub struct Replay<T> {
 impl<T: Clone> Replay<T> {
     pub fn new(max_retries: Option<u32>) -> Replay<T> {
         Replay {
-            slots: Vec::new(),
-            free: VecDeque::new(),
+            inflight: Slots::default(),
+            kept: 0,
             queue: VecDeque::new(),
             max_retries,
             lost: 0,
@@ -37,43 +37,14 @@ impl<T: Clone> Replay<T> {
 
     /// Keep a new tuple; returns its id (the message id to emit with).
     pub fn track(&mut self, value: T) -> u64 {
-        let kept = Some(Kept { value, retries: 0 });
-        let index = match self.free.pop_front() {
-            Some(i) => i,
-            None => {
-                self.slots.push((0, None));
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let slot = &mut self.slots[index as usize];
-        slot.0 = slot.0.wrapping_add(1);
-        slot.1 = kept;
-        (u64::from(slot.0) << 32) | u64::from(index)
-    }
-
-    /// The kept tuple with this id, if it is still in flight.
-    fn get(&mut self, id: u64) -> Option<&mut Kept<T>> {
-        match self.slots.get_mut(id as u32 as usize) {
-            Some((generation, kept)) if u64::from(*generation) == id >> 32 => kept.as_mut(),
-            _ => None,
-        }
-    }
-
-    /// Forget the tuple with this id.
-    fn forget(&mut self, id: u64) {
-        if self.get(id).is_some() {
-            let index = id as u32;
-            if let Some(slot) = self.slots.get_mut(index as usize) {
-                slot.1 = None;
-                self.free.push_back(index);
-            }
-        }
+        self.kept = self.kept.checked_add(1).unwrap_or(1);
+        self.inflight.insert(self.kept, Kept { value, retries: 0 })
     }
 
     /// The next failed tuple to emit again, if any.
     pub fn next_replay(&mut self) -> Option<(u64, T)> {
         while let Some(id) = self.queue.pop_front() {
-            if let Some(kept) = self.get(id) {
+            if let Some(kept) = self.inflight.get_mut(id) {
                 return Some((id, kept.value.clone()));
             }
         }
@@ -83,7 +54,7 @@ impl<T: Clone> Replay<T> {
     /// Its tree completed (`msg_id` as the spout emitted it): forget it.
     pub fn ack(&mut self, msg_id: &Value) {
         if let Value::Int(id) = msg_id {
-            self.forget(*id as u64);
+            self.inflight.remove(*id as u64);
         }
     }
 
@@ -94,7 +65,7 @@ impl<T: Clone> Replay<T> {
         };
         let id = *id as u64;
         let max = self.max_retries;
-        let give_up = match self.get(id) {
+        let give_up = match self.inflight.get_mut(id) {
             Some(kept) => {
                 kept.retries += 1;
                 max.is_some_and(|m| kept.retries > m)
@@ -102,7 +73,7 @@ impl<T: Clone> Replay<T> {
             None => return,
         };
         if give_up {
-            self.forget(id);
+            self.inflight.remove(id);
             self.lost += 1;
         } else {
             self.queue.push_back(id);

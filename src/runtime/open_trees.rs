@@ -1,107 +1,65 @@
 //! A spout task's open tuple trees (Storm's pending map in the spout executor): each tree's
 //! message id and start time until the acker says it completed or failed, or it times out.
-//!
-//! Trees live in slots addressed by the low 32 bits of their root id (the high 32 bits are
-//! random, so a late answer for a tree whose slot was reused is told apart). Finding a tree is
-//! an index, not a hash look-up, and slots are reused oldest-freed first, so the table stays as
-//! small as the most trees ever open at once and is walked nearly in order.
+//! Kept in [`Slots`] under their root id, whose high half is random: roots of different spout
+//! tasks meet in the same acker and must not collide.
 
+use crate::slots::Slots;
 use crate::tuple::Value;
 use rand::rngs::SmallRng;
 use rand::RngCore;
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-
-#[derive(Debug)]
-struct Slot {
-    /// 0 when the slot is free.
-    root: u64,
-    id: Value,
-    started: Instant,
-}
 
 #[derive(Debug, Default)]
 pub struct OpenTrees {
-    slots: Vec<Slot>,
-    free: VecDeque<u32>,
-    open: usize,
+    /// (message id, start); the message id is `Null` between `reserve` and `open`.
+    trees: Slots<(Value, Instant)>,
 }
 
 impl OpenTrees {
     /// A fresh root id for a tree about to start; `open` or `release` it next.
     pub fn reserve(&mut self, rng: &mut SmallRng, now: Instant) -> u64 {
-        let index = match self.free.pop_front() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot {
-                    root: 0,
-                    id: Value::Null,
-                    started: now,
-                });
-                (self.slots.len() - 1) as u32
+        let tag = loop {
+            let t = rng.next_u32();
+            if t != 0 {
+                break t;
             }
         };
-        let high = loop {
-            let h = rng.next_u32();
-            if h != 0 {
-                break u64::from(h) << 32;
-            }
-        };
-        high | u64::from(index)
+        self.trees.insert(tag, (Value::Null, now))
     }
 
     /// The tree `root` (from `reserve`) started at `now` for message id `id`.
     pub fn open(&mut self, root: u64, id: Value, now: Instant) {
-        if let Some(slot) = self.slots.get_mut(root as u32 as usize) {
-            *slot = Slot {
-                root,
-                id,
-                started: now,
-            };
-            self.open += 1;
+        if let Some(tree) = self.trees.get_mut(root) {
+            *tree = (id, now);
         }
     }
 
     /// The tree `root` (from `reserve`) did not start after all (nobody received its tuple).
     pub fn release(&mut self, root: u64) {
-        self.free.push_back(root as u32);
+        self.trees.remove(root);
     }
 
     /// The tree `root` is done: its message id and start time, if it was open.
     pub fn close(&mut self, root: u64) -> Option<(Value, Instant)> {
-        let index = root as u32;
-        let slot = self.slots.get_mut(index as usize)?;
-        if slot.root != root || root == 0 {
-            return None;
-        }
-        slot.root = 0;
-        self.open -= 1;
-        self.free.push_back(index);
-        Some((std::mem::replace(&mut slot.id, Value::Null), slot.started))
+        self.trees.remove(root)
     }
 
     /// Trees open for at least `timeout` at `now`: closed and returned (Storm's rotation,
     /// called every `timeout`, so a tree expires after one to two timeouts).
     pub fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<Value> {
-        let mut expired = Vec::new();
-        for index in 0..self.slots.len() {
-            let slot = &self.slots[index];
-            if slot.root != 0 && now.saturating_duration_since(slot.started) >= timeout {
-                let root = slot.root;
-                if let Some((id, _)) = self.close(root) {
-                    expired.push(id);
-                }
-            }
-        }
-        expired
+        self.trees
+            .ids_where(|(_, started)| now.saturating_duration_since(*started) >= timeout)
+            .into_iter()
+            .filter_map(|root| self.close(root).map(|(id, _)| id))
+            .collect()
     }
 
     pub fn len(&self) -> usize {
-        self.open
+        self.trees.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.open == 0
+        self.trees.is_empty()
     }
 }
 

@@ -1,0 +1,100 @@
+//! A table of values addressed by 64-bit ids: the slot index in the low 32 bits, a tag the
+//! caller chooses in the high 32. Finding a value is an index, not a hash look-up; an id whose
+//! slot was freed and reused under another tag finds nothing, so late answers are ignored.
+//! Slots are reused oldest-freed first, so the table stays as small as the most values ever
+//! held at once and is walked nearly in order. Used for a spout's open trees and for the
+//! tuples a replaying spout keeps.
+
+use std::collections::VecDeque;
+
+#[derive(Debug)]
+pub struct Slots<T> {
+    /// (id, value); `None` when the slot is free.
+    slots: Vec<(u64, Option<T>)>,
+    free: VecDeque<u32>,
+    len: usize,
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots {
+            slots: Vec::new(),
+            free: VecDeque::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Slots<T> {
+    /// Keep `value` under a fresh id whose high half is `tag` (make it non-zero, so no id is 0).
+    pub fn insert(&mut self, tag: u32, value: T) -> u64 {
+        let index = match self.free.pop_front() {
+            Some(i) => i,
+            None => {
+                self.slots.push((0, None));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let id = (u64::from(tag) << 32) | u64::from(index);
+        self.slots[index as usize] = (id, Some(value));
+        self.len += 1;
+        id
+    }
+
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        match self.slots.get_mut(id as u32 as usize) {
+            Some((held, value)) if *held == id => value.as_mut(),
+            _ => None,
+        }
+    }
+
+    /// Take the value kept under `id`, freeing its slot.
+    pub fn remove(&mut self, id: u64) -> Option<T> {
+        let index = id as u32;
+        let (held, value) = self.slots.get_mut(index as usize)?;
+        if *held != id {
+            return None;
+        }
+        let value = value.take()?;
+        self.free.push_back(index);
+        self.len -= 1;
+        Some(value)
+    }
+
+    /// The ids of the values `pick` selects.
+    pub fn ids_where(&self, mut pick: impl FnMut(&T) -> bool) -> Vec<u64> {
+        self.slots
+            .iter()
+            .filter_map(|(id, v)| v.as_ref().filter(|v| pick(v)).map(|_| *id))
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reused_slot_ignores_its_old_id() {
+        let mut s = Slots::default();
+        let a = s.insert(1, "a");
+        assert_eq!(s.remove(a), Some("a"));
+        assert_eq!(s.remove(a), None, "removed twice");
+        let b = s.insert(2, "b");
+        assert_eq!(a as u32, b as u32, "the slot is reused");
+        assert_eq!(s.get_mut(a), None);
+        assert_eq!(s.remove(a), None);
+        assert_eq!(s.get_mut(b), Some(&mut "b"));
+        assert_eq!(s.ids_where(|v| *v == "b"), vec![b]);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.remove(0), None);
+    }
+}
