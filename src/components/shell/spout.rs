@@ -171,21 +171,17 @@ impl ShellSpout {
             return TurnEnd::Synced { emitted: 0 };
         }
         let mut emitted = 0;
-        let mut first = true;
+        // Apache Storm's own storm.js never answers `activate`/`deactivate` (they came after
+        // it was written): a child silent for ACTIVATION_GRACE after one is taken to ignore
+        // them, and is not waited for on them again.
+        let mut grace = activation && ACTIVATION_GRACE < timeout;
         loop {
-            // Any message counts as life; silence for the whole timeout is a hang. Apache
-            // Storm's own storm.js never answers `activate`/`deactivate` (they came after it
-            // was written): a child silent for ACTIVATION_GRACE after one is taken to ignore
-            // them, and is not waited for on them again.
-            let wait = if activation && first {
-                timeout.min(ACTIVATION_GRACE)
-            } else {
-                timeout
-            };
-            first = false;
+            // Any message counts as life; silence for the whole timeout is a hang.
+            let wait = if grace { ACTIVATION_GRACE } else { timeout };
             let event = self.child.as_mut().and_then(|c| c.recv_timeout(wait));
+            let in_grace = std::mem::take(&mut grace);
             let command = match event {
-                None if activation && emitted == 0 && wait < timeout => {
+                None if in_grace => {
                     tracing::info!(
                         "{}: the child does not answer `{}`; going on without waiting for it",
                         self.label(),
