@@ -284,23 +284,8 @@ pub fn report_from_heartbeats(
             } else {
                 "component"
             },
-            tasks: 0,
             executors: u32::try_from(c.executors.len()).unwrap_or(u32::MAX),
-            emitted: 0,
-            transferred: 0,
-            executed: 0,
-            acked: 0,
-            failed: 0,
-            replayed: 0,
-            timed_out: 0,
-            lost: 0,
-            errors: 0,
-            execute_latency_ms: 0.0,
-            capacity: 0.0,
-            queue_peak: 0,
-            pending_peak: 0,
-            complete_latency_ms: None,
-            per_task: Vec::new(),
+            ..Default::default()
         })
         .collect();
     let mut report = RunReport {
@@ -324,19 +309,7 @@ mod tests {
             tasks: tasks.len() as u32,
             executors: 1,
             emitted: 5,
-            transferred: 0,
             executed: 5,
-            acked: 0,
-            failed: 0,
-            replayed: 0,
-            timed_out: 0,
-            lost: 0,
-            errors: 0,
-            execute_latency_ms: 0.0,
-            capacity: 0.0,
-            queue_peak: 0,
-            pending_peak: 0,
-            complete_latency_ms: None,
             per_task: tasks
                 .iter()
                 .map(|t| TaskReport {
@@ -348,6 +321,7 @@ mod tests {
                     failed: 0,
                 })
                 .collect(),
+            ..Default::default()
         }
     }
 

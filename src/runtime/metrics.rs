@@ -112,7 +112,7 @@ impl Histogram {
 }
 
 /// Figures of one component at the end of a run (`--stats` JSON and the summary table).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ComponentReport {
     pub id: String,
     pub kind: &'static str,
