@@ -32,6 +32,7 @@ pub mod expr;
 pub mod grouping;
 pub mod java_hash;
 pub mod logging;
+pub mod nesting;
 pub mod net;
 pub mod runtime;
 pub mod slots;

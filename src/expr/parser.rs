@@ -1,6 +1,7 @@
 //! The expression parser (nom): `or` binds loosest, then `and`, then `not`, then one
 //! comparison between two operands, as in Python (`not len(word) < 3` is `not (len(word) < 3)`).
 
+use crate::nesting::Level;
 use nom::bytes::complete::{tag, take_while, take_while1};
 use nom::character::complete::{char, satisfy};
 use nom::combinator::{not, recognize};
@@ -135,35 +136,19 @@ thread_local! {
     static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// One level of nesting, released on drop.
-struct Nesting;
-
-impl Nesting {
-    fn enter(i: &In) -> Result<Nesting, nom::Err<PErr>> {
-        let depth = DEPTH.with(|d| {
-            d.set(d.get() + 1);
-            d.get()
-        });
-        let guard = Nesting;
-        if depth > MAX_DEPTH {
-            let at = offset(i);
-            return Err(nom::Err::Failure(PErr::message(
-                at..at + i.fragment().chars().next().map_or(0, char::len_utf8),
-                format!("expression nested more than {MAX_DEPTH} levels deep"),
-            )));
-        }
-        Ok(guard)
-    }
-}
-
-impl Drop for Nesting {
-    fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
-    }
+/// One level of nesting, or the error for going deeper than `MAX_DEPTH`.
+fn nesting(i: &In) -> Result<Level, nom::Err<PErr>> {
+    Level::enter(&DEPTH, MAX_DEPTH).ok_or_else(|| {
+        let at = offset(i);
+        nom::Err::Failure(PErr::message(
+            at..at + i.fragment().chars().next().map_or(0, char::len_utf8),
+            format!("expression nested more than {MAX_DEPTH} levels deep"),
+        ))
+    })
 }
 
 fn not_expr(i: In) -> PResult<Node> {
-    let _level = Nesting::enter(&i)?;
+    let _level = nesting(&i)?;
     if let Ok((j, kw)) = (keyword("not"), ws).parse(i).map(|(j, (kw, _))| (j, kw)) {
         let (j, inner) = commit(not_expr(j))?;
         let span = kw.start..inner.span.end;

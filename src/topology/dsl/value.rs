@@ -1,6 +1,7 @@
 //! The DSL's values, read like YAML flow values: `42`, `true`, `null`, `word`, `"text"`,
 //! `[a, b]`, `{k: v}`; used for args, options and config.
 
+use crate::nesting::Level;
 use nom::branch::alt;
 use nom::bytes::complete::take_while1;
 use nom::character::complete::char;
@@ -88,7 +89,7 @@ fn quoted_value(i: In) -> PResult<Spanned<RawValue>> {
 
 /// Any value: string, list, map or unquoted scalar.
 pub(super) fn value(i: In) -> PResult<Spanned<RawValue>> {
-    let _level = Nesting::enter(&i)?;
+    let _level = nesting(&i)?;
     expect("a value", alt((quoted_value, list, map, bare)))(i)
 }
 
@@ -99,31 +100,15 @@ thread_local! {
     static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// One level of nesting, released on drop.
-struct Nesting;
-
-impl Nesting {
-    fn enter(i: &In) -> Result<Nesting, nom::Err<SyntaxError>> {
-        let depth = DEPTH.with(|d| {
-            d.set(d.get() + 1);
-            d.get()
-        });
-        let guard = Nesting;
-        if depth > MAX_DEPTH {
-            let at = offset(i);
-            return Err(nom::Err::Failure(SyntaxError::message(
-                Span::new(at, at + 1),
-                format!("lists and maps nested more than {MAX_DEPTH} levels deep"),
-            )));
-        }
-        Ok(guard)
-    }
-}
-
-impl Drop for Nesting {
-    fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
-    }
+/// One level of nesting, or the error for going deeper than `MAX_DEPTH`.
+fn nesting(i: &In) -> Result<Level, nom::Err<SyntaxError>> {
+    Level::enter(&DEPTH, MAX_DEPTH).ok_or_else(|| {
+        let at = offset(i);
+        nom::Err::Failure(SyntaxError::message(
+            Span::new(at, at + 1),
+            format!("lists and maps nested more than {MAX_DEPTH} levels deep"),
+        ))
+    })
 }
 
 /// `[v, v ...]`: commas or whitespace between items, a trailing comma allowed.
