@@ -1,5 +1,6 @@
 //! Micro-benchmarks of the engine's hot paths: groupings, Java hashing, the frame codec, the
-//! acker's XOR bookkeeping, and the queue candidates for executor receive queues.
+//! acker's XOR bookkeeping, the `split` bolt, and the queue candidates for executor receive
+//! queues.
 //! Run: `cargo bench --bench engine`.
 
 use crossbeam_channel::bounded;
@@ -125,6 +126,52 @@ fn acker_xor_trees_64(bencher: Bencher) {
         }
         black_box(out.0)
     });
+}
+
+/// Keeps what a bolt emits (the values only).
+struct Emitted(Vec<storm::tuple::Values>);
+
+impl BoltCollector for Emitted {
+    fn emit(&mut self, _: StreamId, _: &[&Tuple], v: storm::tuple::Values) -> Vec<u32> {
+        self.0.push(v);
+        Vec::new()
+    }
+    fn send(&mut self, _: StreamId, _: &[&Tuple], v: storm::tuple::Values) {
+        self.0.push(v);
+    }
+    fn emit_direct(&mut self, _: u32, _: StreamId, _: &[&Tuple], v: storm::tuple::Values) {
+        self.0.push(v);
+    }
+    fn ack(&mut self, _: &Tuple) {}
+    fn fail(&mut self, _: &Tuple) {}
+    fn report_error(&mut self, _: &str) {}
+}
+
+/// The `split` bolt on 64 lines of eight words: finding the words and making each a tuple's
+/// values (the collector only keeps them).
+#[divan::bench]
+fn split_64_lines(bencher: Bencher) {
+    let mut split = storm::components::split::Split::new(&Default::default());
+    let lines: Vec<Tuple> = (0..64)
+        .map(|i| {
+            let line: Vec<&str> = (0..8).map(|j| WORDS[(i + j) % WORDS.len()]).collect();
+            Tuple::new(
+                smallvec::smallvec![Value::str(&line.join(" "))],
+                1,
+                streams::DEFAULT,
+            )
+        })
+        .collect();
+    let mut out = Emitted(Vec::with_capacity(512));
+    bencher
+        .counter(divan::counter::ItemsCount::new(512usize))
+        .bench_local(|| {
+            out.0.clear();
+            for line in &lines {
+                let _ = split.execute(line, &mut out);
+            }
+            black_box(out.0.len())
+        });
 }
 
 const QUEUE_ITEMS: usize = 1 << 18;

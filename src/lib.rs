@@ -35,6 +35,7 @@ pub mod logging;
 pub mod nesting;
 pub mod net;
 pub mod runtime;
+pub mod short_str;
 pub mod slots;
 pub mod topology;
 pub mod tuple;

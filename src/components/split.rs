@@ -4,7 +4,6 @@
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
 use crate::tuple::Value;
-use compact_str::CompactString;
 
 #[derive(Default)]
 pub struct Split {
@@ -112,7 +111,7 @@ impl Bolt for Split {
                 out.send(
                     streams::DEFAULT,
                     &[input],
-                    smallvec::smallvec![Value::Str(CompactString::new(w))],
+                    smallvec::smallvec![Value::Str(crate::short_str::word(w))],
                 )
             }),
             Some(sep) => {
@@ -120,7 +119,7 @@ impl Bolt for Split {
                     out.send(
                         streams::DEFAULT,
                         &[input],
-                        smallvec::smallvec![Value::Str(CompactString::new(w))],
+                        smallvec::smallvec![Value::Str(crate::short_str::word(w))],
                     );
                 }
             }
