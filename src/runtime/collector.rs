@@ -77,19 +77,22 @@ impl Emitter {
         }
         let n = self.targets.len();
         TaskStats::add(&self.stats.emitted, 1);
-        let mut values = Some(values);
-        for i in 0..n {
-            // The last receiver takes the values; the others get copies.
-            let v = if i + 1 == n {
-                values.take().unwrap_or_default()
-            } else {
-                values.as_ref().cloned().unwrap_or_default()
-            };
-            let mut t = Tuple::new(v, self.task, stream);
-            stamp(&mut self.rng, &mut t);
-            outbox.push(self.targets[i], t);
-        }
         TaskStats::add(&self.stats.transferred, n as u64);
+        let Some((&last, others)) = self.targets.split_last() else {
+            return 0;
+        };
+        // The last receiver takes the values; the others get copies. Each tuple is stamped
+        // where it lies in the outbox: every move of a tuple is a copy of 100-odd bytes.
+        for &target in others {
+            stamp(
+                &mut self.rng,
+                outbox.push(target, Tuple::new(values.clone(), self.task, stream)),
+            );
+        }
+        stamp(
+            &mut self.rng,
+            outbox.push(last, Tuple::new(values, self.task, stream)),
+        );
         n
     }
 

@@ -147,13 +147,16 @@ impl BoltExecutor {
                 let start = Instant::now();
                 let n = batch.len() as u64;
                 let mut last = usize::MAX;
-                for (task, tuple) in batch {
+                // Tuples are executed where they lie in the batch: moving each out first costs
+                // a copy of 100-odd bytes that the CPU cannot forward from the copy before it.
+                for (task, tuple) in &batch {
                     let i = task.wrapping_sub(self.first_task) as usize;
                     if i < self.tasks.len() {
                         self.execute(i, tuple)?;
                         last = i;
                     }
                 }
+                drop(batch);
                 if let Some(t) = self.tasks.get(last) {
                     let stats = &t.emitter.stats;
                     TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
@@ -175,25 +178,25 @@ impl BoltExecutor {
     }
 
     #[inline]
-    fn execute(&mut self, i: usize, tuple: Tuple) -> anyhow::Result<()> {
+    fn execute(&mut self, i: usize, tuple: &Tuple) -> anyhow::Result<()> {
         let slot = &mut self.tasks[i];
         let mut out = BoltOut {
             em: &mut slot.emitter,
             outbox: &mut self.outbox,
         };
-        let result = slot.component.execute(&tuple, &mut out);
+        let result = slot.component.execute(tuple, &mut out);
         let auto = slot.component.auto_ack();
         match result {
             Ok(()) => {
                 if auto {
-                    crate::components::BoltCollector::ack(&mut out, &tuple);
+                    crate::components::BoltCollector::ack(&mut out, tuple);
                 }
             }
             Err(e) if e.is::<FatalError>() => return Err(e),
             Err(e) => {
                 crate::components::BoltCollector::report_error(&mut out, &format!("{e:#}"));
                 if auto {
-                    crate::components::BoltCollector::fail(&mut out, &tuple);
+                    crate::components::BoltCollector::fail(&mut out, tuple);
                 }
             }
         }
@@ -205,7 +208,7 @@ impl BoltExecutor {
         for i in 0..self.tasks.len() {
             if !self.tasks[i].finished {
                 let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
-                self.execute(i, tick)?;
+                self.execute(i, &tick)?;
             }
         }
         Ok(())

@@ -65,21 +65,24 @@ impl Outbox {
         self.drain.as_mut().and_then(|(_, q)| q.pop_front())
     }
 
+    /// Queue `tuple` for `task`; returns it where it now lies, to be finished in place.
     #[inline]
-    pub fn push(&mut self, task: u32, tuple: Tuple) {
+    pub fn push(&mut self, task: u32, tuple: Tuple) -> &mut Tuple {
         let sink = self.table.task_sink[task as usize];
-        let bytes = &mut self.pending_bytes[sink];
-        *bytes += heap_bytes(&tuple.values);
-        let batch = &mut self.pending[sink];
-        batch.push((task, tuple));
-        self.transferred += 1;
         // A batch also ends at BATCH_BYTES of payload, so a queue of large tuples holds as
-        // little memory as one of small ones: memory stays bounded by the queue sizes.
-        if batch.len() >= BATCH || *bytes >= BATCH_BYTES {
-            *bytes = 0;
-            let batch = std::mem::replace(batch, Vec::with_capacity(BATCH));
+        // little memory as one of small ones: memory stays bounded by the queue sizes. A full
+        // batch is sent before the push, so the tuple is still here to be finished.
+        if self.pending[sink].len() >= BATCH || self.pending_bytes[sink] >= BATCH_BYTES {
+            self.pending_bytes[sink] = 0;
+            let batch = std::mem::replace(&mut self.pending[sink], Vec::with_capacity(BATCH));
             self.send(sink, Message::Tuples(batch));
         }
+        self.pending_bytes[sink] += heap_bytes(&tuple.values);
+        self.transferred += 1;
+        let batch = &mut self.pending[sink];
+        let at = batch.len();
+        batch.push((task, tuple));
+        &mut batch[at].1
     }
 
     /// Send everything batched so far.
