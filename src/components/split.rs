@@ -3,7 +3,7 @@
 
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
-use crate::tuple::Value;
+use crate::tuple::{Value, Values};
 
 #[derive(Default)]
 pub struct Split {
@@ -91,6 +91,22 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     }
 }
 
+/// A tuple's values holding `w` alone, written straight into place (a value built on the stack
+/// and then copied in is read back before its stores are done: a store-forwarding stall).
+#[inline(always)]
+fn one_word(w: &str) -> Values {
+    let mut values = Values::new();
+    // SAFETY: `Values` holds two values inline, so a new one has room for one at `as_mut_ptr`;
+    // the length is set to one only after that value is written.
+    unsafe {
+        values
+            .as_mut_ptr()
+            .write(Value::Str(crate::short_str::word(w)));
+        values.set_len(1);
+    }
+    values
+}
+
 impl Bolt for Split {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         if let Some(f) = &self.field {
@@ -107,20 +123,10 @@ impl Bolt for Split {
             return Ok(());
         };
         match &self.separator {
-            None => for_each_word(text, |w| {
-                out.send(
-                    streams::DEFAULT,
-                    &[input],
-                    smallvec::smallvec![Value::Str(crate::short_str::word(w))],
-                )
-            }),
+            None => for_each_word(text, |w| out.send(streams::DEFAULT, &[input], one_word(w))),
             Some(sep) => {
                 for w in text.split(sep.as_str()).filter(|w| !w.is_empty()) {
-                    out.send(
-                        streams::DEFAULT,
-                        &[input],
-                        smallvec::smallvec![Value::Str(crate::short_str::word(w))],
-                    );
+                    out.send(streams::DEFAULT, &[input], one_word(w));
                 }
             }
         }
