@@ -1,6 +1,7 @@
 //! The `stdin` and `file` spouts: one tuple per input line, without its `\n` or `\r\n`. A reader
 //! thread reads ahead in chunks so `next_tuple` never blocks; invalid UTF-8 is replaced and
-//! counted. With acking on, each line is kept until its tree is acked and re-emitted on fail.
+//! counted. With acking on, each line is kept until its tree is acked and re-emitted on fail:
+//! kept as a range of the chunk it came in (no copy), and copied out only if it fails.
 
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
@@ -13,7 +14,43 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// A chunk of lines is sent on at this many lines or bytes, whichever comes first (a line kept
+/// for replay keeps its chunk: chunks stay small).
 const CHUNK_LINES: usize = 1024;
+const CHUNK_BYTES: usize = 256 * 1024;
+
+/// Lines the reader thread sends on together: their text end to end in one string, and where
+/// each one ends in it.
+#[derive(Debug, Default)]
+struct LineChunk {
+    text: Arc<String>,
+    ends: Vec<usize>,
+}
+
+/// What the reader thread sends: a chunk of lines, or why reading stopped.
+type ChunkResult = Result<LineChunk, String>;
+
+/// A line kept for replay: a range of its chunk while it is in flight (the chunk is shared, so
+/// keeping costs no copy), its own copy once it failed (so a line failing again and again does
+/// not hold its whole chunk).
+#[derive(Debug, Clone)]
+enum KeptLine {
+    InChunk {
+        text: Arc<String>,
+        start: usize,
+        end: usize,
+    },
+    Own(CompactString),
+}
+
+impl KeptLine {
+    fn text(&self) -> &str {
+        match self {
+            KeptLine::InChunk { text, start, end } => text.get(*start..*end).unwrap_or_default(),
+            KeptLine::Own(s) => s,
+        }
+    }
+}
 
 /// Where the lines come from.
 pub enum Input {
@@ -23,13 +60,15 @@ pub enum Input {
 
 pub struct LineSpout {
     input: Option<Input>,
-    chunks: Option<Receiver<Result<Vec<CompactString>, String>>>,
-    current: std::vec::IntoIter<CompactString>,
+    chunks: Option<Receiver<ChunkResult>>,
+    /// The chunk being emitted, and how many of its lines have been.
+    current: LineChunk,
+    emitted: usize,
     read_bytes: Arc<AtomicU64>,
     total_bytes: u64,
     invalid: Arc<AtomicU64>,
     /// Acking on: lines kept until acked, replayed on fail.
-    replay: Replay<CompactString>,
+    replay: Replay<KeptLine>,
     tracked: bool,
     done: bool,
     component: String,
@@ -40,7 +79,8 @@ impl LineSpout {
         LineSpout {
             input: Some(input),
             chunks: None,
-            current: Vec::new().into_iter(),
+            current: LineChunk::default(),
+            emitted: 0,
             read_bytes: Arc::new(AtomicU64::new(0)),
             total_bytes: 0,
             invalid: Arc::new(AtomicU64::new(0)),
@@ -51,27 +91,37 @@ impl LineSpout {
         }
     }
 
-    fn emit(&mut self, line: CompactString, out: &mut dyn SpoutCollector) {
-        if self.tracked {
-            let seq = self.replay.track(line.clone());
-            out.send(
-                streams::DEFAULT,
-                smallvec::smallvec![Value::Str(line)],
-                Some(Value::Int(seq as i64)),
-            );
-        } else {
-            out.send(
-                streams::DEFAULT,
-                smallvec::smallvec![Value::Str(line)],
-                None,
-            );
-        }
+    /// Emit the next line of the current chunk, if there is one left.
+    fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> bool {
+        let Some(&end) = self.current.ends.get(self.emitted) else {
+            return false;
+        };
+        let start = match self.emitted {
+            0 => 0,
+            i => self.current.ends[i - 1],
+        };
+        self.emitted += 1;
+        let line = CompactString::new(self.current.text.get(start..end).unwrap_or_default());
+        let msg_id = self.tracked.then(|| {
+            let kept = KeptLine::InChunk {
+                text: self.current.text.clone(),
+                start,
+                end,
+            };
+            Value::Int(self.replay.track(kept) as i64)
+        });
+        out.send(
+            streams::DEFAULT,
+            smallvec::smallvec![Value::Str(line)],
+            msg_id,
+        );
+        true
     }
 }
 
 fn reader_thread(
     input: Input,
-    tx: crossbeam_channel::Sender<Result<Vec<CompactString>, String>>,
+    tx: crossbeam_channel::Sender<ChunkResult>,
     read_bytes: Arc<AtomicU64>,
     invalid: Arc<AtomicU64>,
 ) -> std::io::Result<()> {
@@ -97,13 +147,14 @@ fn reader_thread(
 /// Read `reader` to its end, sending its lines on `tx` in chunks (or an error).
 fn read_lines(
     mut reader: impl BufRead,
-    tx: &crossbeam_channel::Sender<Result<Vec<CompactString>, String>>,
+    tx: &crossbeam_channel::Sender<ChunkResult>,
     read_bytes: &AtomicU64,
     invalid: &AtomicU64,
 ) {
     let mut lines = LineBuilder {
         tx,
-        chunk: Vec::with_capacity(CHUNK_LINES),
+        text: String::new(),
+        ends: Vec::with_capacity(CHUNK_LINES),
         carry: Vec::new(),
         invalid,
         closed: false,
@@ -159,10 +210,12 @@ fn read_lines(
     lines.send();
 }
 
-/// Turns bytes into line strings for the reader thread, sent on in chunks.
+/// Turns bytes into lines for the reader thread, sent on in chunks.
 struct LineBuilder<'a> {
-    tx: &'a crossbeam_channel::Sender<Result<Vec<CompactString>, String>>,
-    chunk: Vec<CompactString>,
+    tx: &'a crossbeam_channel::Sender<ChunkResult>,
+    /// The chunk being gathered: its lines end to end, and where each ends.
+    text: String,
+    ends: Vec<usize>,
     /// The start of a line the read buffer cut off.
     carry: Vec<u8>,
     invalid: &'a AtomicU64,
@@ -171,20 +224,25 @@ struct LineBuilder<'a> {
 }
 
 impl LineBuilder<'_> {
-    fn add(&mut self, line: CompactString) {
-        self.chunk.push(line);
-        if self.chunk.len() >= CHUNK_LINES {
+    fn add(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.ends.push(self.text.len());
+        if self.ends.len() >= CHUNK_LINES || self.text.len() >= CHUNK_BYTES {
             self.send();
         }
     }
 
     /// Send the lines gathered so far.
     fn send(&mut self) {
-        if self.chunk.is_empty() || self.closed {
+        if self.ends.is_empty() || self.closed {
             return;
         }
-        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK_LINES));
-        self.closed = self.tx.send(Ok(full)).is_err();
+        let next = String::with_capacity(self.text.len().min(CHUNK_BYTES));
+        let chunk = LineChunk {
+            text: Arc::new(std::mem::replace(&mut self.text, next)),
+            ends: std::mem::replace(&mut self.ends, Vec::with_capacity(CHUNK_LINES)),
+        };
+        self.closed = self.tx.send(Ok(chunk)).is_err();
     }
 
     /// A run of whole lines, each ending in `\n`: validated as UTF-8 in one pass (line ends
@@ -194,7 +252,7 @@ impl LineBuilder<'_> {
             Ok(text) => {
                 let mut start = 0;
                 for end in memchr::memchr_iter(b'\n', run) {
-                    self.add(CompactString::new(trim_eol_str(&text[start..end])));
+                    self.add(trim_eol_str(&text[start..end]));
                     start = end + 1;
                 }
             }
@@ -210,14 +268,13 @@ impl LineBuilder<'_> {
     fn push_line(&mut self, line: &[u8]) {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let text = match std::str::from_utf8(line) {
-            Ok(s) => CompactString::new(s),
+        match std::str::from_utf8(line) {
+            Ok(s) => self.add(s),
             Err(_) => {
                 self.invalid.fetch_add(1, Ordering::Relaxed);
-                CompactString::new(String::from_utf8_lossy(line))
+                self.add(&String::from_utf8_lossy(line));
             }
-        };
-        self.add(text);
+        }
     }
 }
 
@@ -249,13 +306,12 @@ impl Spout for LineSpout {
         if let Some((seq, line)) = self.replay.next_replay() {
             out.send(
                 streams::DEFAULT,
-                smallvec::smallvec![Value::Str(line)],
+                smallvec::smallvec![Value::str(line.text())],
                 Some(Value::Int(seq as i64)),
             );
             return Ok(SpoutStatus::Busy);
         }
-        if let Some(line) = self.current.next() {
-            self.emit(line, out);
+        if self.emit_next(out) {
             return Ok(SpoutStatus::Busy);
         }
         if self.done {
@@ -267,7 +323,8 @@ impl Spout for LineSpout {
         };
         match rx.try_recv() {
             Ok(Ok(chunk)) => {
-                self.current = chunk.into_iter();
+                self.current = chunk;
+                self.emitted = 0;
                 Ok(SpoutStatus::Busy)
             }
             Ok(Err(e)) => {
@@ -288,6 +345,11 @@ impl Spout for LineSpout {
     }
 
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
+        if let Some(kept) = self.replay.kept_mut(&msg_id) {
+            if let KeptLine::InChunk { .. } = kept {
+                *kept = KeptLine::Own(CompactString::new(kept.text()));
+            }
+        }
         self.replay.fail(&msg_id);
         Ok(())
     }
@@ -329,8 +391,19 @@ mod tests {
         assert_eq!(read.load(Ordering::Relaxed), input.len() as u64);
         let all = rx
             .iter()
-            .flat_map(|chunk| chunk.unwrap_or_default())
-            .map(String::from)
+            .flat_map(|chunk| {
+                let chunk = chunk.unwrap_or_default();
+                let mut start = 0;
+                chunk
+                    .ends
+                    .iter()
+                    .map(|&end| {
+                        let line = chunk.text[start..end].to_string();
+                        start = end;
+                        line
+                    })
+                    .collect::<Vec<_>>()
+            })
             .collect();
         (all, invalid.load(Ordering::Relaxed))
     }
@@ -345,6 +418,75 @@ mod tests {
                 (expected.map(String::from).to_vec(), 0)
             );
         }
+    }
+
+    /// Keeps what a spout emits: (line, message id).
+    #[derive(Default)]
+    struct Emitted(Vec<(String, Option<Value>)>);
+
+    impl SpoutCollector for Emitted {
+        fn emit(
+            &mut self,
+            _: crate::topology::plan::StreamId,
+            values: crate::tuple::Values,
+            msg_id: Option<Value>,
+        ) -> Vec<u32> {
+            let line = values.first().and_then(Value::as_str).unwrap_or_default();
+            self.0.push((line.to_string(), msg_id));
+            Vec::new()
+        }
+        fn emit_direct(
+            &mut self,
+            _: u32,
+            _: crate::topology::plan::StreamId,
+            _: crate::tuple::Values,
+            _: Option<Value>,
+        ) {
+        }
+        fn report_error(&mut self, _: &str) {}
+    }
+
+    #[test]
+    fn kept_lines_share_their_chunk_until_they_fail() {
+        let mut spout = LineSpout::new(Input::Stdin, None);
+        spout.tracked = true;
+        let text = Arc::new("onetwothree".to_string());
+        spout.current = LineChunk {
+            text: text.clone(),
+            ends: vec![3, 6, 11],
+        };
+        let mut out = Emitted::default();
+        while spout.emit_next(&mut out) {}
+        let lines: Vec<&str> = out.0.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(lines, ["one", "two", "three"]);
+        assert_eq!(
+            Arc::strong_count(&text),
+            5,
+            "the spout and three kept lines share it"
+        );
+        let ids: Vec<Value> = out
+            .0
+            .iter()
+            .map(|(_, id)| id.clone().unwrap_or(Value::Null))
+            .collect();
+        let id = |i: usize| ids[i].clone();
+        spout.ack(id(0), &mut out).unwrap_or_default();
+        spout.fail(id(1), &mut out).unwrap_or_default();
+        assert_eq!(
+            Arc::strong_count(&text),
+            3,
+            "acked and failed lines let go of it"
+        );
+        spout.current = LineChunk::default();
+        assert!(matches!(spout.next_tuple(&mut out), Ok(SpoutStatus::Busy)));
+        assert_eq!(
+            out.0.last().map(|(l, _)| l.as_str()),
+            Some("two"),
+            "replayed"
+        );
+        spout.ack(id(1), &mut out).unwrap_or_default();
+        spout.ack(id(2), &mut out).unwrap_or_default();
+        assert_eq!(Arc::strong_count(&text), 1);
     }
 
     #[test]

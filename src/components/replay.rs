@@ -51,6 +51,14 @@ impl<T: Clone> Replay<T> {
         None
     }
 
+    /// The tuple kept under `msg_id` (as the spout emitted it), if it is still kept.
+    pub fn kept_mut(&mut self, msg_id: &Value) -> Option<&mut T> {
+        match msg_id {
+            Value::Int(id) => self.inflight.get_mut(*id as u64).map(|k| &mut k.value),
+            _ => None,
+        }
+    }
+
     /// Its tree completed (`msg_id` as the spout emitted it): forget it.
     pub fn ack(&mut self, msg_id: &Value) {
         if let Value::Int(id) = msg_id {
