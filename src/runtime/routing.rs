@@ -90,7 +90,7 @@ impl Outbox {
         for sink in 0..self.pending.len() {
             self.pending_bytes[sink] = 0;
             if !self.pending[sink].is_empty() {
-                let batch = std::mem::take(&mut self.pending[sink]);
+                let batch = std::mem::replace(&mut self.pending[sink], Vec::with_capacity(BATCH));
                 self.send(sink, Message::Tuples(batch));
             }
         }
