@@ -1,8 +1,9 @@
 //! Executors: one thread running the component code of one or more tasks (seed 001). A bolt
 //! executor consumes its receive queue in batches (`consume-batch-when-available`), executes each
 //! tuple, acks it for basic bolts, and moves output on through its outbox; a spout executor
-//! calls `next_tuple` while under `topology.max.spout.pending`, tracks trees, and replays on
-//! fail or timeout. Both run their tasks' `finish` and pass end of input on (SPEC §5).
+//! calls `next_tuple` while under `topology.max.spout.pending` (once there, again when a
+//! batch's worth of room is free: [`Throttle`]), tracks trees, and replays on fail or timeout.
+//! Both run their tasks' `finish` and pass end of input on (SPEC §5).
 
 use super::collector::{BoltOut, Emitter, SpoutOut};
 use super::message::Message;
