@@ -2,8 +2,8 @@
 //! caller chooses in the high 32. Finding a value is an index, not a hash look-up; an id whose
 //! slot was freed and reused under another tag finds nothing, so late answers are ignored.
 //! Slots are reused oldest-freed first, so the table stays as small as the most values ever
-//! held at once and is walked nearly in order. Used for a spout's open trees and for the
-//! tuples a replaying spout keeps.
+//! held at once and is walked nearly in order. Used for a spout's open trees, for the tuples a
+//! replaying spout keeps, and for the tuples a shell bolt's child holds.
 
 use std::collections::VecDeque;
 
@@ -41,6 +41,13 @@ impl<T> Slots<T> {
         id
     }
 
+    pub fn get(&self, id: u64) -> Option<&T> {
+        match self.slots.get(id as u32 as usize) {
+            Some((held, value)) if *held == id => value.as_ref(),
+            _ => None,
+        }
+    }
+
     pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
         match self.slots.get_mut(id as u32 as usize) {
             Some((held, value)) if *held == id => value.as_mut(),
@@ -59,6 +66,16 @@ impl<T> Slots<T> {
         self.free.push_back(index);
         self.len -= 1;
         Some(value)
+    }
+
+    /// Take every value with its id (in slot order), leaving the table empty.
+    pub fn drain(&mut self) -> Vec<(u64, T)> {
+        self.free.clear();
+        self.len = 0;
+        std::mem::take(&mut self.slots)
+            .into_iter()
+            .filter_map(|(id, v)| v.map(|v| (id, v)))
+            .collect()
     }
 
     /// The ids of the values `pick` selects.
@@ -96,5 +113,22 @@ mod tests {
         assert_eq!(s.ids_where(|v| *v == "b"), vec![b]);
         assert_eq!(s.len(), 1);
         assert_eq!(s.remove(0), None);
+        assert_eq!(s.get(b), Some(&"b"));
+        assert_eq!(s.get(a), None);
+    }
+
+    #[test]
+    fn drain_takes_every_value_and_empties_the_table() {
+        let mut s = Slots::default();
+        let a = s.insert(1, "a");
+        let b = s.insert(2, "b");
+        let c = s.insert(3, "c");
+        s.remove(b);
+        assert_eq!(s.drain(), vec![(a, "a"), (c, "c")]);
+        assert!(s.is_empty());
+        assert_eq!(s.get(a), None);
+        let d = s.insert(4, "d");
+        assert_eq!(d as u32, 0, "an emptied table starts again at slot 0");
+        assert_eq!(s.len(), 1);
     }
 }

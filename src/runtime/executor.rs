@@ -1,8 +1,9 @@
 //! Executors: one thread running the component code of one or more tasks (seed 001). A bolt
 //! executor consumes its receive queue in batches (`consume-batch-when-available`), executes each
 //! tuple, acks it for basic bolts, and moves output on through its outbox; a spout executor
-//! calls `next_tuple` while under `topology.max.spout.pending`, tracks trees, and replays on
-//! fail or timeout. Both run their tasks' `finish` and pass end of input on (SPEC §5).
+//! calls `next_tuple` while under `topology.max.spout.pending` (once there, again when a
+//! batch's worth of room is free: [`Throttle`]), tracks trees, and replays on fail or timeout.
+//! Both run their tasks' `finish` and pass end of input on (SPEC §5).
 
 use super::collector::{BoltOut, Emitter, SpoutOut};
 use super::message::Message;
@@ -22,6 +23,73 @@ const FLUSH_EVERY: Duration = Duration::from_millis(1);
 
 /// A `next_tuple` call slower than this makes its spout a slow one (one call per round).
 const SLOW_CALL: Duration = Duration::from_micros(50);
+
+/// The shortest sleep of a spout at `topology.max.spout.pending` (about the kernel's timer
+/// slack); shorter waits are made on the receive queue instead (see [`Throttle`]).
+const THROTTLE_MIN: Duration = Duration::from_micros(50);
+
+/// The longest sleep of a spout at `topology.max.spout.pending`: Storm's default spout wait
+/// (`WaitStrategyProgressive`, level 3: sleep 1 ms), and our batch flush period.
+const THROTTLE_MAX: Duration = FLUSH_EVERY;
+
+/// How a spout executor waits while its tasks are at `topology.max.spout.pending` (Storm's
+/// spout wait strategy). Waking for every ack message (each frees a few slots, refilled by a
+/// few tuples and a partial batch, which wakes the next executor, and so on around the
+/// pipeline) costs a wake-up per hop per message; instead a throttled task waits until a
+/// batch's worth of room is free ([`resume_room`]), and the executor sleeps meanwhile, the
+/// acks piling up in its queue. The sleep adapts to the rate at which trees complete: long
+/// enough that a wait frees about a batch, short enough that it never frees half the window
+/// (which would leave the pipeline short of work), between [`THROTTLE_MIN`] and
+/// [`THROTTLE_MAX`]. A window that drains faster than the shortest sleep (a small
+/// `max.spout.pending` on a fast pipeline) is waited for on the receive queue instead, woken
+/// by each ack message.
+#[derive(Debug)]
+struct Throttle {
+    /// Zero: wait on the receive queue (woken by the next message).
+    pause: Duration,
+    /// Open trees when the current wait began (`None`: not waiting throttled).
+    open_before: Option<usize>,
+}
+
+/// The free slots a task at `topology.max.spout.pending` waits for before it emits again: a
+/// batch's worth, or a quarter of a small window.
+fn resume_room(max_pending: usize) -> usize {
+    (max_pending / 4).clamp(1, super::message::BATCH)
+}
+
+impl Throttle {
+    fn new() -> Throttle {
+        Throttle {
+            pause: THROTTLE_MIN,
+            open_before: None,
+        }
+    }
+
+    /// A throttled wait begins with `open` trees open.
+    fn begin(&mut self, open: usize) {
+        self.open_before = Some(open);
+    }
+
+    /// The acks that came during the wait are handled and `open` trees remain, of at most
+    /// `window`: adapt the next wait to how many completed meanwhile.
+    fn adapt(&mut self, open: usize, window: usize, room: usize) {
+        let Some(before) = self.open_before.take() else {
+            return;
+        };
+        let freed = before.saturating_sub(open);
+        if freed * 2 > window {
+            // The window nearly drained while we slept: wait less.
+            self.pause /= 2;
+            if self.pause < THROTTLE_MIN {
+                self.pause = Duration::ZERO;
+            }
+        } else if freed < room || self.pause.is_zero() {
+            // Not a batch's worth yet (or waiting on the queue, which wakes us for every
+            // message, though half the window is left): wait longer next time.
+            self.pause = (self.pause * 2).clamp(THROTTLE_MIN, THROTTLE_MAX);
+        }
+    }
+}
 
 /// Run-wide switches every executor watches.
 pub struct RunControl {
@@ -262,6 +330,11 @@ pub struct SpoutExecutor {
     pub clock: Instant,
 }
 
+/// Trees open across a spout executor's tasks.
+fn open_trees(pending: &[OpenTrees]) -> usize {
+    pending.iter().map(OpenTrees::len).sum()
+}
+
 impl SpoutExecutor {
     pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
         let mut report = ExecutorReport::default();
@@ -275,6 +348,11 @@ impl SpoutExecutor {
             t.component.open(&t.ctx)?;
             t.component.activate()?;
         }
+        // Throttled: the task reached max pending and waits for `room` free slots.
+        let mut throttled = vec![false; self.tasks.len()];
+        let room = self.max_pending.map_or(1, resume_room);
+        let window = self.max_pending.unwrap_or(0) * self.tasks.len();
+        let mut throttle = Throttle::new();
         let mut next_rotate = self.timeout.map(|t| Instant::now() + t);
         let mut backoff = Duration::from_micros(50);
         let mut last_flush = Instant::now();
@@ -290,6 +368,7 @@ impl SpoutExecutor {
                 handled = true;
                 self.on_message(m, &mut pending, &mut report)?;
             }
+            throttle.adapt(open_trees(&pending), window, room);
             if let (Some(at), Some(every)) = (next_rotate, self.timeout) {
                 if self.clock >= at {
                     self.expire(&mut pending)?;
@@ -313,10 +392,18 @@ impl SpoutExecutor {
                     }
                     continue;
                 }
+                if throttled[i] {
+                    let open = pending[i].len();
+                    throttled[i] = self.max_pending.is_some_and(|max| open + room > max);
+                    if throttled[i] {
+                        continue;
+                    }
+                }
                 let round = Instant::now();
                 self.clock = round;
                 for call in 0..super::message::BATCH {
                     if self.max_pending.is_some_and(|max| pending[i].len() >= max) {
+                        throttled[i] = true;
                         break;
                     }
                     // A slow spout (a child process, say) gets one call per round, so acks
@@ -380,15 +467,29 @@ impl SpoutExecutor {
             // Nothing to do right now: send partial batches, then wait for acks or a moment.
             self.outbox.flush();
             last_flush = Instant::now();
-            let wait = match next_rotate {
-                Some(at) => backoff.min(at.saturating_duration_since(Instant::now())),
-                None => backoff,
+            let until_rotate = |wait: Duration| match next_rotate {
+                Some(at) => wait.min(at.saturating_duration_since(Instant::now())),
+                None => wait,
             };
-            match self.inbox.recv_timeout(wait) {
+            let at_max = (0..self.tasks.len())
+                .any(|i| throttled[i] && !self.tasks[i].finished && !deactivated[i]);
+            let wait = if at_max {
+                // Let the acks gather (see `Throttle`).
+                throttle.begin(open_trees(&pending));
+                if !throttle.pause.is_zero() {
+                    std::thread::sleep(until_rotate(throttle.pause));
+                    continue;
+                }
+                THROTTLE_MAX
+            } else {
+                backoff
+            };
+            match self.inbox.recv_timeout(until_rotate(wait)) {
                 Ok(m) => self.on_message(m, &mut pending, &mut report)?,
-                Err(RecvTimeoutError::Timeout) => {
+                Err(RecvTimeoutError::Timeout) if !at_max => {
                     backoff = (backoff * 2).min(Duration::from_millis(5))
                 }
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
@@ -525,5 +626,83 @@ impl SpoutExecutor {
         for &to in slot.emitter.router.downstream() {
             self.outbox.eos(from, to);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_throttled_task_waits_for_a_batch_or_a_quarter_of_a_small_window() {
+        assert_eq!(resume_room(4096), super::super::message::BATCH);
+        assert_eq!(resume_room(100), 25);
+        assert_eq!(resume_room(7), 1);
+        assert_eq!(resume_room(1), 1);
+    }
+
+    /// One throttled wait that began with `before` trees open and ended with `after`.
+    fn wait(t: &mut Throttle, before: usize, after: usize, window: usize) {
+        t.begin(before);
+        t.adapt(after, window, resume_room(window));
+    }
+
+    #[test]
+    fn the_pause_grows_while_a_wait_frees_less_than_a_batch() {
+        let mut t = Throttle::new();
+        assert_eq!(t.pause, THROTTLE_MIN);
+        wait(&mut t, 4096, 4090, 4096);
+        assert_eq!(t.pause, THROTTLE_MIN * 2);
+        for _ in 0..20 {
+            wait(&mut t, 4096, 4090, 4096);
+        }
+        assert_eq!(
+            t.pause, THROTTLE_MAX,
+            "never longer than Storm's 1 ms spout wait"
+        );
+    }
+
+    #[test]
+    fn the_pause_holds_while_a_wait_frees_a_batch_or_more() {
+        let mut t = Throttle::new();
+        wait(&mut t, 4096, 4090, 4096);
+        let pause = t.pause;
+        wait(&mut t, 4096, 4000, 4096);
+        assert_eq!(t.pause, pause);
+    }
+
+    #[test]
+    fn a_window_that_drains_during_the_shortest_sleep_is_waited_for_on_the_queue() {
+        let mut t = Throttle::new();
+        wait(&mut t, 4096, 4090, 4096);
+        wait(&mut t, 4096, 1000, 4096);
+        assert_eq!(
+            t.pause, THROTTLE_MIN,
+            "more than half the window freed: halved"
+        );
+        wait(&mut t, 1, 0, 1);
+        assert_eq!(
+            t.pause,
+            Duration::ZERO,
+            "below the shortest sleep: on the queue"
+        );
+        wait(&mut t, 1, 0, 1);
+        assert_eq!(
+            t.pause,
+            Duration::ZERO,
+            "stays there while each wait drains it"
+        );
+        wait(&mut t, 4096, 4000, 4096);
+        assert_eq!(
+            t.pause, THROTTLE_MIN,
+            "back to sleeping once half the window is left"
+        );
+    }
+
+    #[test]
+    fn only_a_throttled_wait_adapts_the_pause() {
+        let mut t = Throttle::new();
+        t.adapt(0, 4096, 64);
+        assert_eq!(t.pause, THROTTLE_MIN);
     }
 }

@@ -10,9 +10,9 @@ use super::protocol::{self, ChildMessage, Command, Emit};
 use super::supervisor::{self, RestartPolicy, Settings};
 use super::{log_child_message, resolve_cwd};
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Tuple};
+use crate::slots::Slots;
 use crate::topology::model::{Component, DEFAULT_STREAM};
 use crate::topology::plan::SYSTEM_TASK;
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,9 +25,13 @@ pub struct ShellBolt {
     outputs: BTreeMap<String, Vec<String>>,
     task: Option<Prepared>,
     child: Option<ShellProcess>,
-    /// Tuples sent to the child and not yet acked or failed, by id (Storm's `_inputs`).
-    inflight: FxHashMap<u64, Tuple>,
-    next_id: u64,
+    /// Tuples sent to the child and not yet acked or failed, by id (Storm's `_inputs`). A
+    /// slot table rather than a hash map: the child answers nearly in the order it was sent,
+    /// so the table is walked in order, where hashed ids missed the cache on every answer
+    /// (three quarters of the time spent applying the child's messages).
+    inflight: Slots<Tuple>,
+    /// The tag of the next id: a sequence, so a reused slot gets a different id.
+    next_tag: u32,
     policy: RestartPolicy,
     /// When the first heartbeat since the child's last message was sent: silence is measured
     /// from there, so time the executor itself spent blocked (back-pressure) never counts.
@@ -65,8 +69,8 @@ impl ShellBolt {
             outputs: component.outputs.clone(),
             task: None,
             child: None,
-            inflight: FxHashMap::default(),
-            next_id: 1,
+            inflight: Slots::default(),
+            next_tag: 1,
             policy: RestartPolicy::default(),
             awaiting_since: None,
             last_heartbeat: now,
@@ -150,10 +154,9 @@ impl ShellBolt {
         if let Some(mut child) = self.child.take() {
             child.shutdown();
         }
-        // Failed in the order they were sent.
-        let mut failed: Vec<(u64, Tuple)> =
-            std::mem::take(&mut self.inflight).into_iter().collect();
-        failed.sort_unstable_by_key(|(id, _)| *id);
+        // Failed in the order they were sent (the tag is a sequence).
+        let mut failed = self.inflight.drain();
+        failed.sort_unstable_by_key(|(id, _)| *id >> 32);
         for (_, tuple) in &failed {
             out.fail(tuple);
         }
@@ -243,7 +246,7 @@ impl ShellBolt {
         let sid = super::check_emit(&self.outputs, &p.ctx, stream, &emit)?;
         let mut anchors: SmallVec<[&Tuple; 2]> = SmallVec::new();
         for a in &emit.anchors {
-            match a.parse::<u64>().ok().and_then(|id| self.inflight.get(&id)) {
+            match a.parse::<u64>().ok().and_then(|id| self.inflight.get(id)) {
                 Some(t) => anchors.push(t),
                 None => {
                     return Err(format!(
@@ -272,7 +275,7 @@ impl ShellBolt {
     fn take_input(&mut self, id: &str, what: &str) -> Result<Tuple, String> {
         id.parse::<u64>()
             .ok()
-            .and_then(|n| self.inflight.remove(&n))
+            .and_then(|n| self.inflight.remove(n))
             .ok_or_else(|| {
                 format!(
                     "protocol error: {what} of unknown tuple id \"{}\" (never sent, or already acked or failed)",
@@ -417,7 +420,10 @@ impl Bolt for ShellBolt {
         let (Some(p), Some(child)) = (&self.task, &mut self.child) else {
             return Err(FatalError("shell bolt used before prepare".into()).into());
         };
-        let id = self.next_id;
+        let tag = self.next_tag;
+        // Ids stay non-zero and never repeat within 2^32 tuples.
+        self.next_tag = tag.checked_add(1).unwrap_or(1);
+        let id = self.inflight.insert(tag, input.clone());
         // Storm's ticks come from task -1 of `__system`.
         let task = if input.source_task == SYSTEM_TASK {
             -1
@@ -434,8 +440,6 @@ impl Bolt for ShellBolt {
                 &input.values,
             )
         });
-        self.next_id += 1;
-        self.inflight.insert(id, input.clone());
         // Tuples go out in batches, unless the child has nothing else to work on (every
         // tuple in flight is still here): then at once.
         if child.wants_flush() || self.inflight.len() <= child.queued() {

@@ -47,6 +47,12 @@ const STDERR_TAIL: usize = 5;
 const GATHER_MIN: Duration = Duration::from_micros(250);
 const GATHER_MAX: Duration = Duration::from_millis(2);
 
+/// What one gathering pause should collect: less, and the next pause is longer; more, and
+/// it is shorter. A quarter to a half of a 64 KiB pipe: a handover holds a few batches of
+/// tuples (which then travel downstream back to back: one wake-up of the next executor for
+/// several batches), and a fast child never fills the pipe and waits.
+const GATHER_BYTES: std::ops::RangeInclusive<usize> = 8 * 1024..=32 * 1024;
+
 /// After an emit that waited for its task ids, the reader stays responsive (reads at once,
 /// never gathers) this long: such a child is likely to wait again soon.
 const RESPONSIVE_FOR: Duration = Duration::from_millis(50);
@@ -128,11 +134,26 @@ struct Received {
 
 #[derive(Default)]
 struct ReceivedState {
-    events: VecDeque<ChildEvent>,
+    /// Handed over and not yet taken. Batches change hands whole (the vectors are swapped,
+    /// not their events moved one by one): an event is a few hundred bytes.
+    events: Vec<ChildEvent>,
     /// The reader has ended: nothing more will come.
     closed: bool,
     /// The executor has let go: nobody will look.
     abandoned: bool,
+}
+
+impl ReceivedState {
+    /// Move every event handed over into `into`: when `into` is empty, by swapping buffers
+    /// (the reader gets `into`'s allocation back for its next batch).
+    fn hand_over(&mut self, into: &mut VecDeque<ChildEvent>) {
+        if into.is_empty() {
+            let events = VecDeque::from(std::mem::take(&mut self.events));
+            self.events = Vec::from(std::mem::replace(into, events));
+        } else {
+            into.extend(self.events.drain(..));
+        }
+    }
 }
 
 impl Received {
@@ -140,13 +161,17 @@ impl Received {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Hand a batch over; `false` once nobody will look.
-    fn send(&self, batch: impl IntoIterator<Item = ChildEvent>) -> bool {
+    /// Hand `batch` over (leaving it empty); `false` once nobody will look.
+    fn send(&self, batch: &mut Vec<ChildEvent>) -> bool {
         let mut st = self.lock();
         if st.abandoned {
             return false;
         }
-        st.events.extend(batch);
+        if st.events.is_empty() {
+            std::mem::swap(&mut st.events, batch);
+        } else {
+            st.events.append(batch);
+        }
         drop(st);
         self.ready.notify_one();
         true
@@ -154,12 +179,7 @@ impl Received {
 
     /// Move everything received into `into`.
     fn take(&self, into: &mut VecDeque<ChildEvent>) {
-        let mut st = self.lock();
-        if into.is_empty() {
-            std::mem::swap(&mut st.events, into);
-        } else {
-            into.extend(st.events.drain(..));
-        }
+        self.lock().hand_over(into);
     }
 
     /// Wait up to `timeout` for events and move them into `into`; `false` when none came, and
@@ -170,7 +190,7 @@ impl Received {
             .ready
             .wait_timeout_while(st, timeout, |st| st.events.is_empty() && !st.closed)
             .unwrap_or_else(|e| e.into_inner());
-        into.extend(st.events.drain(..));
+        st.hand_over(into);
         !into.is_empty()
     }
 
@@ -871,7 +891,7 @@ impl Reader {
                         let mut st = self.stdout.lock();
                         st.batch.push(ChildEvent::Eof);
                         st.eof = true;
-                        self.events.send(st.batch.drain(..));
+                        self.events.send(&mut st.batch);
                         self.notify.wake();
                         return;
                     }
@@ -896,12 +916,12 @@ impl Reader {
             || st.hold_until.is_some_and(|t| now >= t);
         if st.gathering {
             // The pause is over: hand over what it gathered. It adapts so that one pause
-            // gathers 4-16 KiB: few wake-ups for a trickle, and never so long that a fast
-            // child fills the pipe and waits.
+            // gathers `GATHER_BYTES`: few wake-ups for a trickle, and never so long that a
+            // fast child fills the pipe and waits.
             st.gathering = false;
-            if bytes > 16 * 1024 {
+            if bytes > *GATHER_BYTES.end() {
                 st.gather = (st.gather / 2).max(GATHER_MIN);
-            } else if bytes < 4 * 1024 {
+            } else if bytes < *GATHER_BYTES.start() {
                 st.gather = (st.gather * 2).min(GATHER_MAX);
             }
             send = true;
@@ -922,7 +942,7 @@ impl Reader {
         if send {
             st.hold_until = None;
             if !st.batch.is_empty() {
-                if !self.events.send(st.batch.drain(..)) {
+                if !self.events.send(&mut st.batch) {
                     return Next::Stop;
                 }
                 self.notify.wake();
