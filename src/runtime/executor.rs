@@ -41,15 +41,23 @@ const THROTTLE_MAX: Duration = FLUSH_EVERY;
 /// enough that a wait frees about a batch, short enough that it never frees half the window
 /// (which would leave the pipeline short of work), between [`THROTTLE_MIN`] and
 /// [`THROTTLE_MAX`]. A window that drains faster than the shortest sleep (a small
-/// `max.spout.pending` on a fast pipeline) is waited for on the receive queue instead, woken
-/// by each ack message.
+/// `max.spout.pending` on a fast pipeline), or a pipeline whose shortest sleep frees two
+/// batches (sleeping there only adds delay: it cost the word count 15%), is waited for on the
+/// receive queue instead, woken by each ack message; after [`MEAGRE_WAKES`] such wake-ups in a
+/// row that each freed next to nothing, the task goes back to sleeping.
 #[derive(Debug)]
 struct Throttle {
     /// Zero: wait on the receive queue (woken by the next message).
     pause: Duration,
     /// Open trees when the current wait began (`None`: not waiting throttled).
     open_before: Option<usize>,
+    /// Queue waits in a row that freed less than an eighth of the room.
+    meagre: u32,
 }
+
+/// Queue waits in a row that each free less than an eighth of the room before a throttled
+/// spout goes back to sleeping.
+const MEAGRE_WAKES: u32 = 16;
 
 /// The free slots a task at `topology.max.spout.pending` waits for before it emits again: a
 /// batch's worth, or a quarter of a small window.
@@ -62,6 +70,7 @@ impl Throttle {
         Throttle {
             pause: THROTTLE_MIN,
             open_before: None,
+            meagre: 0,
         }
     }
 
@@ -77,15 +86,23 @@ impl Throttle {
             return;
         };
         let freed = before.saturating_sub(open);
-        if freed * 2 > window {
-            // The window nearly drained while we slept: wait less.
+        if self.pause.is_zero() {
+            // Waiting on the queue: fine while wake-ups bring a fair share of a batch; a
+            // wake-up per ack or two, again and again, is what sleeping avoids.
+            self.meagre = if freed * 8 < room { self.meagre + 1 } else { 0 };
+            if self.meagre >= MEAGRE_WAKES {
+                self.meagre = 0;
+                self.pause = THROTTLE_MIN;
+            }
+        } else if freed * 2 > window || (self.pause == THROTTLE_MIN && freed >= 2 * room) {
+            // The window nearly drained while we slept, or even the shortest sleep frees
+            // two batches (a fast pipeline, where sleeping only adds delay): wait less.
             self.pause /= 2;
             if self.pause < THROTTLE_MIN {
                 self.pause = Duration::ZERO;
             }
-        } else if freed < room || self.pause.is_zero() {
-            // Not a batch's worth yet (or waiting on the queue, which wakes us for every
-            // message, though half the window is left): wait longer next time.
+        } else if freed < room {
+            // Not a batch's worth yet: wait longer next time.
             self.pause = (self.pause * 2).clamp(THROTTLE_MIN, THROTTLE_MAX);
         }
     }
@@ -692,10 +709,31 @@ mod tests {
             Duration::ZERO,
             "stays there while each wait drains it"
         );
-        wait(&mut t, 4096, 4000, 4096);
+        for _ in 1..MEAGRE_WAKES {
+            wait(&mut t, 4096, 4095, 4096);
+        }
+        assert_eq!(t.pause, Duration::ZERO, "a few meagre wake-ups are borne");
+        wait(&mut t, 4096, 4095, 4096);
         assert_eq!(
             t.pause, THROTTLE_MIN,
-            "back to sleeping once half the window is left"
+            "back to sleeping after many wake-ups that each freed a slot or so"
+        );
+    }
+
+    #[test]
+    fn a_fast_pipeline_is_waited_for_on_the_queue() {
+        let mut t = Throttle::new();
+        wait(&mut t, 4096, 4096 - 2 * 64, 4096);
+        assert_eq!(
+            t.pause,
+            Duration::ZERO,
+            "the shortest sleep freed two batches: sleeping only adds delay"
+        );
+        wait(&mut t, 4096, 4000, 4096);
+        assert_eq!(
+            t.pause,
+            Duration::ZERO,
+            "wake-ups that free enough stay on the queue"
         );
     }
 
