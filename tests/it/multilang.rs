@@ -1074,3 +1074,45 @@ streams:
         ]
     );
 }
+
+/// Ctrl-C at a terminal signals the whole foreground process group. Storm drains on it
+/// (SPEC §5), so its children must not get the signal too: they finish the tuples in flight
+/// instead of dying with a KeyboardInterrupt and being restarted mid-drain.
+#[test]
+fn ctrl_c_to_the_process_group_drains_python_bolts_instead_of_killing_them() {
+    use std::os::unix::process::CommandExt;
+    let conf = tempfile::tempdir().expect("tempdir");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
+        .env("STORM_CONF_DIR", conf.path())
+        .current_dir(repo())
+        .args([
+            "run",
+            "-q",
+            "-e",
+            "generate(rate=20000) | shell(python3, multilang/examples/passthrough.py) fields=[word] | count(word) | stdout",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        // A group of its own, as a shell gives a foreground job (and so the test's own group
+        // is not signalled).
+        .process_group(0)
+        .spawn()
+        .expect("spawns");
+    std::thread::sleep(Duration::from_millis(2500));
+    let group = format!("-{}", child.id());
+    let status = std::process::Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("exited unexpectedly"), "{stderr}");
+    assert!(!stderr.contains("KeyboardInterrupt"), "{stderr}");
+    let counted: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.rsplit('\t').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(counted > 0, "the drained counts were printed");
+}

@@ -31,6 +31,7 @@ use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Spawn, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -319,6 +320,10 @@ impl ShellProcess {
             .map_err(|e| format!("cannot create pid dir {}: {e}", pid_dir.display()))?;
         let python_path = super::python_compat::install(&pid_dir)
             .map_err(|e| format!("cannot prepare pid dir {}: {e}", pid_dir.display()))?;
+        // The child gets a process group of its own, so Ctrl-C at a terminal (or any signal to
+        // storm's group) reaches storm alone: storm drains, and its children finish the tuples
+        // in flight instead of dying with it and being restarted mid-drain. A child still ends
+        // with storm: storm stops it at the end, and its stdin closes if storm dies.
         let spawned = Spawn::new(program)
             .args(args)
             .env("PYTHONPATH", python_path)
@@ -326,6 +331,7 @@ impl ShellProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .spawn();
         let mut child = match spawned {
             Ok(c) => c,
