@@ -29,19 +29,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         ProgressMode::Never => false,
         ProgressMode::Auto => std::io::stderr().is_terminal() && !args.quiet,
     };
-    let finished = Arc::new(AtomicBool::new(false));
+    // Dropped when the run has ended: wakes the monitor at once (a sleeping monitor would
+    // add up to one period to every run).
+    let (finished, ended) = crossbeam_channel::bounded::<()>(0);
     let monitor = {
         let control = running.control.clone();
         let stats = running.stats.clone();
-        let finished = finished.clone();
         let signalled = signalled.clone();
         let deadline = args.duration.map(|d| Instant::now() + d);
         std::thread::Builder::new()
             .name("run-monitor".into())
             .spawn(move || {
                 let bar = show_progress.then(super::progress::Progress::new);
-                while !finished.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(50));
+                while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                    ended.recv_timeout(Duration::from_millis(50))
+                {
                     if signalled.load(Ordering::Relaxed)
                         || deadline.is_some_and(|d| Instant::now() >= d)
                     {
@@ -57,7 +59,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             })?
     };
     let result = running.wait();
-    finished.store(true, Ordering::Relaxed);
+    drop(finished);
     let _ = monitor.join();
     let report = result?;
     if let Some(path) = &args.stats {
