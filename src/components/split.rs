@@ -96,8 +96,12 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
 #[inline(always)]
 fn one_word(w: &str) -> Values {
     let mut values = Values::new();
-    // SAFETY: `Values` holds two values inline, so a new one has room for one at `as_mut_ptr`;
-    // the length is set to one only after that value is written.
+    if values.capacity() == 0 {
+        values.push(Value::Str(crate::short_str::word(w)));
+        return values;
+    }
+    // SAFETY: a new `Values` with room for a value (checked above: it holds two inline) may
+    // have slot 0 written at `as_mut_ptr`; the length is set to one only after that.
     unsafe {
         values
             .as_mut_ptr()
