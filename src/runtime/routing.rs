@@ -73,9 +73,7 @@ impl Outbox {
         // little memory as one of small ones: memory stays bounded by the queue sizes. A full
         // batch is sent before the push, so the tuple is still here to be finished.
         if self.pending[sink].len() >= BATCH || self.pending_bytes[sink] >= BATCH_BYTES {
-            self.pending_bytes[sink] = 0;
-            let batch = std::mem::replace(&mut self.pending[sink], Vec::with_capacity(BATCH));
-            self.send(sink, Message::Tuples(batch));
+            self.send_pending(sink);
         }
         self.pending_bytes[sink] += heap_bytes(&tuple.values);
         self.transferred += 1;
@@ -88,23 +86,24 @@ impl Outbox {
     /// Send everything batched so far.
     pub fn flush(&mut self) {
         for sink in 0..self.pending.len() {
-            self.pending_bytes[sink] = 0;
-            if !self.pending[sink].is_empty() {
-                let batch = std::mem::replace(&mut self.pending[sink], Vec::with_capacity(BATCH));
-                self.send(sink, Message::Tuples(batch));
-            }
+            self.send_pending(sink);
         }
     }
 
     /// End of input from `from` to `to`, after everything batched for `to` so far.
     pub fn eos(&mut self, from: u32, to: u32) {
         let sink = self.table.task_sink[to as usize];
+        self.send_pending(sink);
+        self.send(sink, Message::Eos { from, to });
+    }
+
+    /// Send the batch gathered for `sink`, if any; the next one starts sized for a whole batch.
+    fn send_pending(&mut self, sink: usize) {
         self.pending_bytes[sink] = 0;
         if !self.pending[sink].is_empty() {
-            let batch = std::mem::take(&mut self.pending[sink]);
+            let batch = std::mem::replace(&mut self.pending[sink], Vec::with_capacity(BATCH));
             self.send(sink, Message::Tuples(batch));
         }
-        self.send(sink, Message::Eos { from, to });
     }
 
     fn send(&mut self, sink: usize, msg: Message) {
