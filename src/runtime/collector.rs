@@ -228,7 +228,7 @@ impl SpoutOut<'_> {
                 if em.inits.len() >= 256 {
                     em.flush_acks(self.outbox);
                 }
-                self.trees.open(root, id, self.now);
+                self.trees.open(root, id);
             } else {
                 // Storm acks at once when acking is off or nobody receives the tuple.
                 self.ack_now.push(id);

@@ -27,10 +27,10 @@ impl OpenTrees {
         self.trees.insert(tag, (Value::Null, now))
     }
 
-    /// The tree `root` (from `reserve`) started at `now` for message id `id`.
-    pub fn open(&mut self, root: u64, id: Value, now: Instant) {
-        if let Some(tree) = self.trees.get_mut(root) {
-            *tree = (id, now);
+    /// The tree `root` (from `reserve`, which gave its start time) is for message id `id`.
+    pub fn open(&mut self, root: u64, id: Value) {
+        if let Some((held, _)) = self.trees.get_mut(root) {
+            *held = id;
         }
     }
 
@@ -74,17 +74,17 @@ mod tests {
         let now = Instant::now();
         let mut t = OpenTrees::default();
         let a = t.reserve(&mut rng, now);
-        t.open(a, Value::Int(1), now);
+        t.open(a, Value::Int(1));
         let b = t.reserve(&mut rng, now);
-        t.open(b, Value::Int(2), now);
+        t.open(b, Value::Int(2));
         assert_eq!(t.len(), 2);
         assert_eq!(t.close(a).map(|x| x.0), Some(Value::Int(1)));
         assert_eq!(t.close(a), None, "closed twice");
         // a's slot is reused with a new root: a late answer for a touches nothing.
         let c = t.reserve(&mut rng, now);
         let d = t.reserve(&mut rng, now);
-        t.open(c, Value::Int(3), now);
-        t.open(d, Value::Int(4), now);
+        t.open(c, Value::Int(3));
+        t.open(d, Value::Int(4));
         assert_eq!(c as u32, a as u32);
         assert_ne!(c, a);
         assert_eq!(t.close(a), None);
@@ -101,10 +101,10 @@ mod tests {
         let start = Instant::now();
         let mut t = OpenTrees::default();
         let old = t.reserve(&mut rng, start);
-        t.open(old, Value::str("old"), start);
+        t.open(old, Value::str("old"));
         let later = start + Duration::from_secs(5);
         let young = t.reserve(&mut rng, later);
-        t.open(young, Value::str("young"), later);
+        t.open(young, Value::str("young"));
         let expired = t.expire(start + Duration::from_secs(10), Duration::from_secs(8));
         assert_eq!(expired, vec![Value::str("old")]);
         assert_eq!(t.len(), 1);
