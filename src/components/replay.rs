@@ -44,7 +44,7 @@ impl<T: Clone> Replay<T> {
     /// The next failed tuple to emit again, if any.
     pub fn next_replay(&mut self) -> Option<(u64, T)> {
         while let Some(id) = self.queue.pop_front() {
-            if let Some(kept) = self.inflight.get_mut(id) {
+            if let Some(kept) = self.inflight.get(id) {
                 return Some((id, kept.value.clone()));
             }
         }
@@ -53,25 +53,22 @@ impl<T: Clone> Replay<T> {
 
     /// The tuple kept under `msg_id` (as the spout emitted it), if it is still kept.
     pub fn kept_mut(&mut self, msg_id: &Value) -> Option<&mut T> {
-        match msg_id {
-            Value::Int(id) => self.inflight.get_mut(*id as u64).map(|k| &mut k.value),
-            _ => None,
-        }
+        let kept = self.inflight.get_mut(id_of(msg_id)?)?;
+        Some(&mut kept.value)
     }
 
     /// Its tree completed (`msg_id` as the spout emitted it): forget it.
     pub fn ack(&mut self, msg_id: &Value) {
-        if let Value::Int(id) = msg_id {
-            self.inflight.remove(*id as u64);
+        if let Some(id) = id_of(msg_id) {
+            self.inflight.remove(id);
         }
     }
 
     /// Its tree failed: queue it again, or give up after `max_retries`.
     pub fn fail(&mut self, msg_id: &Value) {
-        let Value::Int(id) = msg_id else {
+        let Some(id) = id_of(msg_id) else {
             return;
         };
-        let id = *id as u64;
         let max = self.max_retries;
         let give_up = match self.inflight.get_mut(id) {
             Some(kept) => {
@@ -90,6 +87,14 @@ impl<T: Clone> Replay<T> {
 
     pub fn lost(&self) -> u64 {
         self.lost
+    }
+}
+
+/// The id a spout emitted a kept tuple with (from `track`), as the acker's answer carries it.
+fn id_of(msg_id: &Value) -> Option<u64> {
+    match msg_id {
+        Value::Int(id) => Some(*id as u64),
+        _ => None,
     }
 }
 
