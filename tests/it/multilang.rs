@@ -943,15 +943,9 @@ B().run()
     bolt.cleanup();
 }
 
-/// Components written against Apache Storm's own adapters as they are: a spout that, like
-/// storm.js, never answers `activate`/`deactivate`, and a bolt that, like storm.py's
-/// `emitBolt`, serialises `map(...)` anchors through `simplejson` and waits for its task ids.
-/// Raw protocol code, no adapter of ours: the run must end with exact totals.
-#[test]
-fn storm_era_adapters_run_unchanged() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let spout = r#"
-import sys, os, json
+/// Raw multilang in Python, no adapter: `read` and `send` one message, and the handshake
+/// (needs `sys`, `os` and a `json` module imported before it).
+const RAW_PROTOCOL: &str = r#"
 def read():
     lines = []
     while True:
@@ -966,6 +960,19 @@ def send(m):
 setup = read()
 open(os.path.join(setup["pidDir"], str(os.getpid())), "w").close()
 send({"pid": os.getpid()})
+"#;
+
+/// Components written against Apache Storm's own adapters as they are: a spout that, like
+/// storm.js, never answers `activate`/`deactivate`, and a bolt that, like storm.py's
+/// `emitBolt`, serialises `map(...)` anchors through `simplejson` and waits for its task ids.
+/// Raw protocol code, no adapter of ours: the run must end with exact totals.
+#[test]
+fn storm_era_adapters_run_unchanged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spout = [
+        "import sys, os, json\n",
+        RAW_PROTOCOL,
+        r#"
 sentences = ["the cow jumped over the moon", "the man went to the store"]
 sent = 0
 while True:
@@ -982,25 +989,13 @@ while True:
     elif cmd in ("ack", "fail"):
         send({"command": "sync"})
     # activate / deactivate: no answer at all, as storm.js
-"#;
-    let bolt = r#"
-import sys, os
-from collections import deque
-import simplejson as json
-def read():
-    lines = []
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            sys.exit(0)
-        if line == "end\n":
-            return json.loads("".join(lines))
-        lines.append(line)
-def send(m):
-    sys.stdout.write(json.dumps(m) + "\nend\n"); sys.stdout.flush()
-setup = read()
-open(os.path.join(setup["pidDir"], str(os.getpid())), "w").close()
-send({"pid": os.getpid()})
+"#,
+    ]
+    .concat();
+    let bolt = [
+        "import sys, os\nfrom collections import deque\nimport simplejson as json\n",
+        RAW_PROTOCOL,
+        r#"
 waiting = deque()
 while True:
     tup = waiting.popleft() if waiting else read()
@@ -1017,7 +1012,9 @@ while True:
                 break
             waiting.append(msg)
     send({"command": "ack", "id": tup["id"]})
-"#;
+"#,
+    ]
+    .concat();
     std::fs::write(dir.path().join("spout.py"), spout).expect("write spout");
     std::fs::write(dir.path().join("bolt.py"), bolt).expect("write bolt");
     let yaml = r#"
