@@ -6,7 +6,7 @@
 use crossbeam_channel::bounded;
 use crossbeam_queue::ArrayQueue;
 use divan::{black_box, Bencher};
-use storm::components::Tuple;
+use storm::components::{Anchor, Tuple};
 use storm::components::{Bolt, BoltCollector};
 use storm::grouping::Grouper;
 use storm::net::frame::{self, Frame};
@@ -50,7 +50,7 @@ fn java_string_hash(bencher: Bencher) {
     });
 }
 
-fn batch(n: usize) -> Vec<(u32, Tuple)> {
+fn batch(n: usize) -> Vec<Tuple> {
     (0..n)
         .map(|i| {
             let mut t = Tuple::new(
@@ -58,15 +58,19 @@ fn batch(n: usize) -> Vec<(u32, Tuple)> {
                 3,
                 0,
             );
-            t.anchors.push((i as u64 * 7919, i as u64 * 104729));
-            (5, t)
+            t.anchors
+                .push(Anchor::new(i as u64 * 7919, i as u64 * 104729));
+            t
         })
         .collect()
 }
 
 #[divan::bench(args = [1, 64, 1024])]
 fn frame_encode(bencher: Bencher, n: usize) {
-    let f = Frame::Tuples(batch(n));
+    let f = Frame::Tuples {
+        task: 5,
+        tuples: batch(n),
+    };
     let mut buf = Vec::with_capacity(64 * n);
     bencher
         .counter(divan::counter::ItemsCount::new(n))
@@ -80,7 +84,11 @@ fn frame_encode(bencher: Bencher, n: usize) {
 #[divan::bench(args = [1, 64, 1024])]
 fn frame_decode(bencher: Bencher, n: usize) {
     let mut buf = Vec::new();
-    frame::encode(&Frame::Tuples(batch(n)), &mut buf);
+    let f = Frame::Tuples {
+        task: 5,
+        tuples: batch(n),
+    };
+    frame::encode(&f, &mut buf);
     bencher
         .counter(divan::counter::ItemsCount::new(n))
         .bench(|| black_box(frame::decode(black_box(&buf)).ok()));

@@ -26,21 +26,15 @@ fn workload() -> (Vec<u8>, u64) {
     let mut buf = Vec::new();
     let mut frames = 0;
     while buf.len() < 1 << 20 {
-        let items = (0..8)
-            .map(|i| {
-                (
-                    7,
-                    Tuple {
-                        values: smallvec::smallvec![Value::str("jackson"), Value::Int(i)],
-                        source_task: 3,
-                        stream: 0,
-                        anchors: Default::default(),
-                        ack_val: std::cell::Cell::new(0),
-                    },
-                )
+        let tuples = (0..8)
+            .map(|i| Tuple {
+                values: smallvec::smallvec![Value::str("jackson"), Value::Int(i)],
+                source_task: 3,
+                stream: 0,
+                anchors: Default::default(),
             })
             .collect();
-        frame::encode(&Frame::Tuples(items), &mut buf);
+        frame::encode(&Frame::Tuples { task: 7, tuples }, &mut buf);
         frames += 1;
     }
     (buf, frames)

@@ -132,6 +132,7 @@ impl From<i64> for Value {
     }
 }
 
-/// The values of one tuple. Most tuples carry one or two values, which then live inline in the
-/// tuple: no allocation per tuple.
-pub type Values = smallvec::SmallVec<[Value; 2]>;
+/// The values of one tuple. A single value (a line, a word) lives inline in the tuple: no
+/// allocation. Two or more take one allocation; inline room for a second would push the tuple
+/// past a cache line, which costs every tuple more than the allocation costs the wider ones.
+pub type Values = smallvec::SmallVec<[Value; 1]>;

@@ -31,23 +31,48 @@ use std::time::Duration;
 pub struct FatalError(pub String);
 
 /// A tuple as a bolt receives it.
+///
+/// Exactly one cache line (checked below): tuples are what executors hand each other, and on
+/// the way from one core to another every line a tuple touches is a transfer. The target task
+/// travels with the batch (`Message::Tuples`), not with each tuple.
 #[derive(Debug, Clone, PartialEq)]
+#[repr(align(64))]
 pub struct Tuple {
     pub values: Values,
     /// Emitting task (`plan::SYSTEM_TASK` for ticks).
     pub source_task: u32,
     /// Stream on the emitting component.
     pub stream: StreamId,
-    /// Storm's MessageId: the (root id, edge id) pairs of the trees this tuple belongs to.
-    /// Empty for untracked tuples.
+    /// Storm's MessageId: the trees this tuple belongs to. Empty for untracked tuples.
     pub anchors: Anchors,
-    /// XOR of the edge ids of tuples emitted anchored to this one, sent to the acker with its
-    /// ack (Storm's `TupleImpl.ackVal`). Local to the receiving executor; not on the wire.
-    pub ack_val: std::cell::Cell<u64>,
 }
 
-/// (root, edge id) pairs, as Storm's `MessageId.anchorsToIds`. Almost always zero or one.
-pub type Anchors = smallvec::SmallVec<[(u64, u64); 1]>;
+const _: () = assert!(std::mem::size_of::<Tuple>() == 64);
+
+/// One tree a tuple belongs to (an entry of Storm's `MessageId.anchorsToIds`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anchor {
+    /// The root id: the spout tuple's tree, which also picks the acker task.
+    pub root: u64,
+    /// What acking this tuple sends for `root`: its own edge id, XORed with the edge id of
+    /// every tuple since emitted anchored to it. Storm keeps the second part apart, as one
+    /// `ackVal` per tuple, and XORs it in at the ack; folding it in here as each edge is
+    /// made is the same XOR, and keeps the tuple within a cache line. The receiving
+    /// executor alone changes it; on the wire it is the bare edge id.
+    pub ack: std::cell::Cell<u64>,
+}
+
+impl Anchor {
+    pub fn new(root: u64, edge: u64) -> Anchor {
+        Anchor {
+            root,
+            ack: std::cell::Cell::new(edge),
+        }
+    }
+}
+
+/// The trees of one tuple: almost always zero or one.
+pub type Anchors = smallvec::SmallVec<[Anchor; 1]>;
 
 impl Tuple {
     pub fn new(values: Values, source_task: u32, stream: StreamId) -> Tuple {
@@ -56,7 +81,6 @@ impl Tuple {
             source_task,
             stream,
             anchors: Anchors::new(),
-            ack_val: std::cell::Cell::new(0),
         }
     }
 

@@ -1,11 +1,12 @@
 //! The wire frame codec: pure, no I/O. A frame is a fixed big-endian header — payload length
-//! (u32), kind (u8), destination task (u32) — then a compact payload. Used for every message
+//! (u32), kind (u8), destination task (u32) — then a compact payload. A tuple frame carries a
+//! batch for its one destination task, as executors send them. Used for every message
 //! that crosses workers, in memory (local mode) or over TCP.
 //!
 //! Decoding never panics and never allocates more than the bytes it was given justify: every
 //! count is checked against what remains before anything is reserved.
 
-use crate::components::Tuple;
+use crate::components::{Anchor, Tuple};
 use crate::tuple::Value;
 use compact_str::CompactString;
 
@@ -16,8 +17,8 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// What a frame carries.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
-    /// Tuples for tasks of the receiving worker: (target task, tuple).
-    Tuples(Vec<(u32, Tuple)>),
+    /// Tuples for task `task` of the receiving worker.
+    Tuples { task: u32, tuples: Vec<Tuple> },
     /// End of input from task `from` to task `to` (SPEC §5).
     Eos { from: u32, to: u32 },
     /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
@@ -25,6 +26,8 @@ pub enum Frame {
 }
 
 const KIND_TUPLES: u8 = 1;
+/// The fewest bytes a tuple takes: source task, stream, and the two counts.
+const TUPLE_MIN: usize = 4 + 2 + 4 + 4;
 const KIND_EOS: u8 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,26 +45,22 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER_LEN]);
     let (kind, dest) = match frame {
-        Frame::Tuples(items) => {
-            put_u32(out, items.len() as u32);
-            for (task, t) in items {
-                put_u32(out, *task);
+        Frame::Tuples { task, tuples } => {
+            put_u32(out, tuples.len() as u32);
+            for t in tuples {
                 put_u32(out, t.source_task);
                 out.extend_from_slice(&t.stream.to_be_bytes());
                 put_u32(out, t.anchors.len() as u32);
-                for (root, id) in &t.anchors {
-                    out.extend_from_slice(&root.to_be_bytes());
-                    out.extend_from_slice(&id.to_be_bytes());
+                for a in &t.anchors {
+                    out.extend_from_slice(&a.root.to_be_bytes());
+                    out.extend_from_slice(&a.ack.get().to_be_bytes());
                 }
                 put_u32(out, t.values.len() as u32);
                 for v in &t.values {
                     put_value(out, v);
                 }
             }
-            (
-                KIND_TUPLES,
-                items.first().map(|(task, _)| *task).unwrap_or(0),
-            )
+            (KIND_TUPLES, *task)
         }
         Frame::Eos { from, to } => {
             put_u32(out, *from);
@@ -98,34 +97,29 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
     };
     let frame = match kind {
         KIND_TUPLES => {
-            let n = r.count(13)?;
-            let mut items = Vec::with_capacity(n);
+            let n = r.count(TUPLE_MIN)?;
+            let mut tuples = Vec::with_capacity(n);
             for _ in 0..n {
-                let task = r.u32()?;
                 let source_task = r.u32()?;
                 let stream = r.u16()?;
                 let na = r.count(16)?;
                 let mut anchors = crate::components::Anchors::with_capacity(na);
                 for _ in 0..na {
-                    anchors.push((r.u64()?, r.u64()?));
+                    anchors.push(Anchor::new(r.u64()?, r.u64()?));
                 }
                 let nv = r.count(1)?;
                 let mut values = crate::tuple::Values::with_capacity(nv);
                 for _ in 0..nv {
                     values.push(r.value(0)?);
                 }
-                items.push((
-                    task,
-                    Tuple {
-                        values,
-                        source_task,
-                        stream,
-                        anchors,
-                        ack_val: std::cell::Cell::new(0),
-                    },
-                ));
+                tuples.push(Tuple {
+                    values,
+                    source_task,
+                    stream,
+                    anchors,
+                });
             }
-            Frame::Tuples(items)
+            Frame::Tuples { task: dest, tuples }
         }
         KIND_EOS => Frame::Eos {
             from: r.u32()?,
@@ -162,9 +156,9 @@ pub fn validate(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
     };
     match buf[4] {
         KIND_TUPLES => {
-            let n = r.count(13)?;
+            let n = r.count(TUPLE_MIN)?;
             for _ in 0..n {
-                r.take(10)?;
+                r.take(6)?;
                 let na = r.count(16)?;
                 r.take(na * 16)?;
                 let nv = r.count(1)?;
@@ -357,25 +351,22 @@ mod tests {
     fn frame() -> impl Strategy<Value = Frame> {
         let tuple = (
             any::<u32>(),
-            any::<u32>(),
             any::<u16>(),
             proptest::collection::vec((any::<u64>(), any::<u64>()), 0..2),
             proptest::collection::vec(value(), 0..4),
         )
-            .prop_map(|(task, src, stream, anchors, values)| {
-                (
-                    task,
-                    Tuple {
-                        values: values.into(),
-                        source_task: src,
-                        stream,
-                        anchors: anchors.into_iter().collect(),
-                        ack_val: std::cell::Cell::new(0),
-                    },
-                )
+            .prop_map(|(src, stream, anchors, values)| Tuple {
+                values: values.into(),
+                source_task: src,
+                stream,
+                anchors: anchors
+                    .into_iter()
+                    .map(|(root, edge)| Anchor::new(root, edge))
+                    .collect(),
             });
         prop_oneof![
-            proptest::collection::vec(tuple, 0..5).prop_map(Frame::Tuples),
+            (any::<u32>(), proptest::collection::vec(tuple, 0..5))
+                .prop_map(|(task, tuples)| Frame::Tuples { task, tuples }),
             (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..20))
                 .prop_map(|(kind, body)| Frame::Control { kind, body }),

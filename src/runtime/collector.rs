@@ -4,7 +4,7 @@
 use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
 use super::routing::{Outbox, Router};
-use crate::components::{BoltCollector, SpoutCollector, Tuple};
+use crate::components::{Anchor, BoltCollector, SpoutCollector, Tuple};
 use crate::topology::plan::{streams, StreamId};
 use crate::tuple::{Value, Values};
 use rand::rngs::SmallRng;
@@ -216,7 +216,7 @@ impl SpoutOut<'_> {
             if track {
                 let edge = fresh_id(rng);
                 xor ^= edge;
-                t.anchors.push((root, edge));
+                t.anchors.push(Anchor::new(root, edge));
             }
         });
         if track && n == 0 {
@@ -282,16 +282,16 @@ impl BoltOut<'_> {
             .fan_out(self.outbox, stream, values, direct, |rng, t| {
                 if anchored {
                     // Storm's anchoring: one new edge id per receiving tuple, XORed into every
-                    // root of every anchor, and into each anchor's ack value.
+                    // root of every anchor, and into what each anchor's ack will send.
                     let edge = fresh_id(rng);
                     for a in anchors {
-                        for &(root, _) in &a.anchors {
-                            match t.anchors.iter_mut().find(|(r, _)| *r == root) {
-                                Some(e) => e.1 ^= edge,
-                                None => t.anchors.push((root, edge)),
+                        for parent in &a.anchors {
+                            match t.anchors.iter_mut().find(|e| e.root == parent.root) {
+                                Some(e) => e.ack.set(e.ack.get() ^ edge),
+                                None => t.anchors.push(Anchor::new(parent.root, edge)),
                             }
+                            parent.ack.set(parent.ack.get() ^ edge);
                         }
-                        a.ack_val.set(a.ack_val.get() ^ edge);
                     }
                 }
             })
@@ -323,9 +323,8 @@ impl BoltCollector for BoltOut<'_> {
         if !self.em.router.acking() {
             return;
         }
-        for &(root, id) in &input.anchors {
-            let val = id ^ input.ack_val.get();
-            self.em.queue_ack(self.outbox, root, val);
+        for a in &input.anchors {
+            self.em.queue_ack(self.outbox, a.root, a.ack.get());
         }
     }
 
@@ -335,12 +334,12 @@ impl BoltCollector for BoltOut<'_> {
             return;
         }
         self.em.flush_acks(self.outbox);
-        for &(root, _) in &input.anchors {
+        for a in &input.anchors {
             self.em.to_acker(
                 self.outbox,
                 streams::ACK_FAIL,
-                smallvec::smallvec![Value::Int(root as i64)],
-                root,
+                smallvec::smallvec![Value::Int(a.root as i64)],
+                a.root,
             );
         }
     }

@@ -9,8 +9,8 @@ pub const BATCH: usize = 64;
 /// One element of an executor's receive queue (seed 000: elements are batches).
 #[derive(Debug)]
 pub enum Message {
-    /// Tuples for tasks of this executor: (target task, tuple).
-    Tuples(Vec<(u32, Tuple)>),
+    /// Tuples for task `task` of this executor, in the order they were sent.
+    Tuples { task: u32, tuples: Vec<Tuple> },
     /// Task `from` has finished and will send no more to task `to` (SPEC §5).
     Eos { from: u32, to: u32 },
     /// Something outside asked the executor to look at its component (`Waker`).

@@ -31,12 +31,17 @@ pub enum SinkSpec {
     },
 }
 
-/// Batches outgoing tuples per sink.
+/// Batches outgoing tuples per target task (a batch goes to the sink of its task).
 pub struct Outbox {
     table: RouteTable,
-    pending: Vec<Vec<(u32, Tuple)>>,
+    /// Indexed by task id.
+    pending: Vec<Vec<Tuple>>,
     /// Out-of-line bytes (long strings, lists, maps) held by each pending batch.
     pending_bytes: Vec<usize>,
+    /// Tasks whose pending batch may be non-empty (what `flush` visits), each once:
+    /// `listed[task]` says whether it is here.
+    dirty: Vec<u32>,
+    listed: Vec<bool>,
     /// Spouts drain their own receive queue while a send blocks, so acks can always flow
     /// (breaks the spout → bolt → acker → spout cycle that full queues could otherwise lock).
     drain: Option<(Receiver<Message>, VecDeque<Message>)>,
@@ -45,11 +50,13 @@ pub struct Outbox {
 
 impl Outbox {
     pub fn new(table: RouteTable) -> Outbox {
-        let n = table.sinks.len();
+        let n = table.task_sink.len();
         Outbox {
             table,
             pending: (0..n).map(|_| Vec::new()).collect(),
             pending_bytes: vec![0; n],
+            dirty: Vec::new(),
+            listed: vec![false; n],
             drain: None,
             transferred: 0,
         }
@@ -68,41 +75,47 @@ impl Outbox {
     /// Queue `tuple` for `task`; returns it where it now lies, to be finished in place.
     #[inline]
     pub fn push(&mut self, task: u32, tuple: Tuple) -> &mut Tuple {
-        let sink = self.table.task_sink[task as usize];
+        let at = task as usize;
         // A batch also ends at BATCH_BYTES of payload, so a queue of large tuples holds as
         // little memory as one of small ones: memory stays bounded by the queue sizes. A full
         // batch is sent before the push, so the tuple is still here to be finished.
-        if self.pending[sink].len() >= BATCH || self.pending_bytes[sink] >= BATCH_BYTES {
-            self.send_pending(sink);
+        if self.pending[at].len() >= BATCH || self.pending_bytes[at] >= BATCH_BYTES {
+            self.send_pending(task);
         }
-        self.pending_bytes[sink] += heap_bytes(&tuple.values);
+        if !self.listed[at] {
+            self.listed[at] = true;
+            self.dirty.push(task);
+        }
+        self.pending_bytes[at] += heap_bytes(&tuple.values);
         self.transferred += 1;
-        let batch = &mut self.pending[sink];
-        let at = batch.len();
-        batch.push((task, tuple));
-        &mut batch[at].1
+        let batch = &mut self.pending[at];
+        let end = batch.len();
+        batch.push(tuple);
+        &mut batch[end]
     }
 
     /// Send everything batched so far.
     pub fn flush(&mut self) {
-        for sink in 0..self.pending.len() {
-            self.send_pending(sink);
+        while let Some(task) = self.dirty.pop() {
+            self.listed[task as usize] = false;
+            self.send_pending(task);
         }
     }
 
     /// End of input from `from` to `to`, after everything batched for `to` so far.
     pub fn eos(&mut self, from: u32, to: u32) {
+        self.send_pending(to);
         let sink = self.table.task_sink[to as usize];
-        self.send_pending(sink);
         self.send(sink, Message::Eos { from, to });
     }
 
-    /// Send the batch gathered for `sink`, if any; the next one starts sized for a whole batch.
-    fn send_pending(&mut self, sink: usize) {
-        self.pending_bytes[sink] = 0;
-        if !self.pending[sink].is_empty() {
-            let batch = std::mem::replace(&mut self.pending[sink], Vec::with_capacity(BATCH));
-            self.send(sink, Message::Tuples(batch));
+    /// Send the batch gathered for `task`, if any; the next one starts sized for a whole batch.
+    fn send_pending(&mut self, task: u32) {
+        let at = task as usize;
+        self.pending_bytes[at] = 0;
+        if !self.pending[at].is_empty() {
+            let tuples = std::mem::replace(&mut self.pending[at], Vec::with_capacity(BATCH));
+            self.send(self.table.task_sink[at], Message::Tuples { task, tuples });
         }
     }
 

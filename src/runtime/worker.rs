@@ -52,7 +52,7 @@ pub fn spawn_transfer(
 
 fn encode_message(msg: Message, buf: &mut Vec<u8>) {
     match msg {
-        Message::Tuples(items) => frame::encode(&Frame::Tuples(items), buf),
+        Message::Tuples { task, tuples } => frame::encode(&Frame::Tuples { task, tuples }, buf),
         Message::Eos { from, to } => frame::encode(&Frame::Eos { from, to }, buf),
         Message::Wake => {}
     }
@@ -77,7 +77,7 @@ pub fn spawn_receive(
         .name(format!("worker-{worker}-receive"))
         .spawn(move || {
             let mut r = Receiving {
-                per_exec: inboxes.iter().map(|_| Vec::new()).collect(),
+                per_exec: inboxes.iter().map(|_| (0, Vec::new())).collect(),
                 backlog: inboxes.iter().map(|_| VecDeque::new()).collect(),
                 inboxes,
                 inbox_of_task,
@@ -115,7 +115,8 @@ pub fn spawn_receive(
 struct Receiving {
     inboxes: Vec<Sender<Message>>,
     inbox_of_task: Vec<Option<usize>>,
-    per_exec: Vec<Vec<(u32, crate::components::Tuple)>>,
+    /// The batch under way for each executor: its task and tuples.
+    per_exec: Vec<(u32, Vec<crate::components::Tuple>)>,
     backlog: Vec<VecDeque<Message>>,
     batch_size: usize,
 }
@@ -143,26 +144,33 @@ impl Receiving {
 
     fn dispatch(&mut self, f: Frame) {
         match f {
-            Frame::Tuples(items) => {
-                for (task, t) in items {
-                    let Some(i) = self.inbox_of_task.get(task as usize).copied().flatten() else {
-                        tracing::warn!(task, "tuple for a task this worker does not run dropped");
-                        continue;
-                    };
-                    self.per_exec[i].push((task, t));
-                    if self.per_exec[i].len() >= self.batch_size {
-                        let batch = std::mem::take(&mut self.per_exec[i]);
-                        self.deliver(i, Message::Tuples(batch));
+            Frame::Tuples { task, tuples } => {
+                let Some(i) = self.inbox_of_task.get(task as usize).copied().flatten() else {
+                    tracing::warn!(
+                        task,
+                        n = tuples.len(),
+                        "tuples for a task this worker does not run dropped"
+                    );
+                    return;
+                };
+                // A batch gathers a task's tuples across frames until it is full or the
+                // frames on hand run out (`flush`). A batch under way for another task of the
+                // same executor goes first, keeping each sender's order.
+                if !self.per_exec[i].1.is_empty() && self.per_exec[i].0 != task {
+                    self.hand_over(i);
+                }
+                self.per_exec[i].0 = task;
+                for t in tuples {
+                    self.per_exec[i].1.push(t);
+                    if self.per_exec[i].1.len() >= self.batch_size {
+                        self.hand_over(i);
                     }
                 }
             }
             Frame::Eos { from, to } => {
                 if let Some(i) = self.inbox_of_task.get(to as usize).copied().flatten() {
                     // Keep order: tuples before the end-of-input marker.
-                    if !self.per_exec[i].is_empty() {
-                        let batch = std::mem::take(&mut self.per_exec[i]);
-                        self.deliver(i, Message::Tuples(batch));
-                    }
+                    self.hand_over(i);
                     self.deliver(i, Message::Eos { from, to });
                 }
             }
@@ -170,12 +178,18 @@ impl Receiving {
         }
     }
 
+    /// Deliver the batch under way for executor `i`, if any.
+    fn hand_over(&mut self, i: usize) {
+        let (task, under_way) = &mut self.per_exec[i];
+        if !under_way.is_empty() {
+            let (task, tuples) = (*task, std::mem::take(under_way));
+            self.deliver(i, Message::Tuples { task, tuples });
+        }
+    }
+
     fn flush(&mut self) {
         for i in 0..self.per_exec.len() {
-            if !self.per_exec[i].is_empty() {
-                let batch = std::mem::take(&mut self.per_exec[i]);
-                self.deliver(i, Message::Tuples(batch));
-            }
+            self.hand_over(i);
         }
     }
 
@@ -220,5 +234,82 @@ impl Receiving {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::Tuple;
+    use crate::tuple::Value;
+
+    fn tuples(n: i64) -> Vec<Tuple> {
+        (0..n)
+            .map(|i| Tuple::new(smallvec::smallvec![Value::Int(i)], 1, 0))
+            .collect()
+    }
+
+    /// A frame longer than the receive batch is cut into batches that all keep its task, in
+    /// order, and a batch under way for another task of the executor goes first.
+    #[test]
+    fn receive_batches_keep_their_task_and_order() {
+        let (frames_tx, frames_rx) = crossbeam_channel::unbounded();
+        let (inbox_tx, inbox_rx) = crossbeam_channel::unbounded();
+        // Tasks 3 and 4 run on executor 0.
+        let inbox_of_task = vec![None, None, None, Some(0), Some(0)];
+        let handle = spawn_receive(0, frames_rx, inbox_of_task, vec![inbox_tx], 2);
+        let mut buf = Vec::new();
+        frame::encode(
+            &Frame::Tuples {
+                task: 3,
+                tuples: tuples(5),
+            },
+            &mut buf,
+        );
+        frame::encode(
+            &Frame::Tuples {
+                task: 4,
+                tuples: tuples(3),
+            },
+            &mut buf,
+        );
+        frame::encode(&Frame::Eos { from: 1, to: 4 }, &mut buf);
+        frames_tx.send(buf).expect("receive thread");
+        drop(frames_tx);
+        handle.expect("spawn").join().expect("receive thread ends");
+        let mut got: Vec<(u32, Vec<i64>)> = Vec::new();
+        let mut eos = 0;
+        for m in inbox_rx.try_iter() {
+            match m {
+                Message::Tuples { task, tuples } => {
+                    assert!(tuples.len() <= 2, "batches of at most 2");
+                    got.push((
+                        task,
+                        tuples
+                            .iter()
+                            .map(|t| match t.values.first() {
+                                Some(Value::Int(i)) => *i,
+                                _ => -1,
+                            })
+                            .collect(),
+                    ));
+                }
+                Message::Eos { from: 1, to: 4 } => {
+                    assert_eq!(got.last().map(|g| g.0), Some(4), "after task 4's tuples");
+                    eos += 1;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(eos, 1);
+        let flat = |task: u32| -> Vec<i64> {
+            got.iter()
+                .filter(|g| g.0 == task)
+                .flat_map(|g| g.1.clone())
+                .collect()
+        };
+        assert_eq!(flat(3), vec![0, 1, 2, 3, 4]);
+        assert_eq!(flat(4), vec![0, 1, 2]);
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [3, 3, 3, 4, 4]);
     }
 }
