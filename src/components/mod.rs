@@ -178,6 +178,13 @@ pub trait BoltCollector {
     fn fail(&mut self, input: &Tuple);
     fn report_error(&mut self, msg: &str);
     fn metric(&mut self, _name: &str, _value: &serde_json::Value) {}
+    /// The acker's answer to a spout task: the roots of its trees that completed (on
+    /// `__ack_ack`) or failed (`__ack_fail`), as (root, 0) pairs. The runtime sends them as a
+    /// `Message::Acks`; this default sends the roots as the values of one direct tuple.
+    fn send_acks(&mut self, task: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {
+        let roots = pairs.iter().map(|&(root, _)| Value::Int(root as i64));
+        self.emit_direct(task, stream, &[], roots.collect());
+    }
 }
 
 /// A source of tuples (Storm's ISpout).
@@ -217,6 +224,29 @@ pub trait Bolt: Send {
     /// Process one input. With `auto_ack`, the executor acks it after an `Ok` and fails it after
     /// an `Err`; emits should still name it as anchor.
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()>;
+    /// Acker traffic from task `from` (`Message::Acks`): (root, value) pairs on `__ack_init`
+    /// (value: the XOR of the tree's first edges; `from` is the spout task), `__ack_ack`
+    /// (value: what the ack XORs in) or `__ack_fail` (value unused). Only the acker reads it;
+    /// by default it is one tuple — `[from, root, xor, ...]`, `[root, value, ...]` or
+    /// `[root, ...]` — passed to `execute`.
+    fn execute_acks(
+        &mut self,
+        stream: StreamId,
+        from: u32,
+        pairs: &[(u64, u64)],
+        out: &mut dyn BoltCollector,
+    ) -> anyhow::Result<()> {
+        use crate::topology::plan::streams;
+        let int = |v: u64| Value::Int(v as i64);
+        let values: Values = match stream {
+            streams::ACK_INIT => std::iter::once(int(u64::from(from)))
+                .chain(pairs.iter().flat_map(|&(r, v)| [int(r), int(v)]))
+                .collect(),
+            streams::ACK_FAIL => pairs.iter().map(|&(r, _)| int(r)).collect(),
+            _ => pairs.iter().flat_map(|&(r, v)| [int(r), int(v)]).collect(),
+        };
+        self.execute(&Tuple::new(values, from, stream), out)
+    }
     /// All upstream tasks have finished (SPEC §5): emit what is left (`count` emits totals).
     /// May block until work handed elsewhere (a child process) is done.
     fn finish(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {

@@ -19,6 +19,13 @@ pub const MAX_FRAME: usize = 64 << 20;
 pub enum Frame {
     /// Tuples for task `task` of the receiving worker.
     Tuples { task: u32, tuples: Vec<Tuple> },
+    /// Acker traffic for task `task` (see `Message::Acks`).
+    Acks {
+        task: u32,
+        from: u32,
+        stream: u16,
+        pairs: Vec<(u64, u64)>,
+    },
     /// End of input from task `from` to task `to` (SPEC §5).
     Eos { from: u32, to: u32 },
     /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
@@ -29,6 +36,7 @@ const KIND_TUPLES: u8 = 1;
 /// The fewest bytes a tuple takes: source task, stream, and the two counts.
 const TUPLE_MIN: usize = 4 + 2 + 4 + 4;
 const KIND_EOS: u8 = 2;
+const KIND_ACKS: u8 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -61,6 +69,21 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
                 }
             }
             (KIND_TUPLES, *task)
+        }
+        Frame::Acks {
+            task,
+            from,
+            stream,
+            pairs,
+        } => {
+            put_u32(out, *from);
+            out.extend_from_slice(&stream.to_be_bytes());
+            put_u32(out, pairs.len() as u32);
+            for (root, val) in pairs {
+                out.extend_from_slice(&root.to_be_bytes());
+                out.extend_from_slice(&val.to_be_bytes());
+            }
+            (KIND_ACKS, *task)
         }
         Frame::Eos { from, to } => {
             put_u32(out, *from);
@@ -121,6 +144,21 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
             }
             Frame::Tuples { task: dest, tuples }
         }
+        KIND_ACKS => {
+            let from = r.u32()?;
+            let stream = r.u16()?;
+            let n = r.count(16)?;
+            let mut pairs = Vec::with_capacity(n);
+            for _ in 0..n {
+                pairs.push((r.u64()?, r.u64()?));
+            }
+            Frame::Acks {
+                task: dest,
+                from,
+                stream,
+                pairs,
+            }
+        }
         KIND_EOS => Frame::Eos {
             from: r.u32()?,
             to: dest,
@@ -166,6 +204,11 @@ pub fn validate(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
                     r.skip_value(0)?;
                 }
             }
+        }
+        KIND_ACKS => {
+            r.take(6)?;
+            let n = r.count(16)?;
+            r.take(n * 16)?;
         }
         KIND_EOS => {
             r.u32()?;
@@ -367,6 +410,18 @@ mod tests {
         prop_oneof![
             (any::<u32>(), proptest::collection::vec(tuple, 0..5))
                 .prop_map(|(task, tuples)| Frame::Tuples { task, tuples }),
+            (
+                any::<u32>(),
+                any::<u32>(),
+                any::<u16>(),
+                proptest::collection::vec((any::<u64>(), any::<u64>()), 0..5)
+            )
+                .prop_map(|(task, from, stream, pairs)| Frame::Acks {
+                    task,
+                    from,
+                    stream,
+                    pairs
+                }),
             (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..20))
                 .prop_map(|(kind, body)| Frame::Control { kind, body }),

@@ -148,8 +148,8 @@ mod tests {
     #[test]
     fn an_undecodable_frame_is_an_error() {
         let mut r = Reassembly::new(1024);
-        // Kind 3 is neither tuples, end of input nor control.
-        let got = r.push(&[0, 0, 0, 0, 3, 0, 0, 0, 0]);
-        assert_eq!(got, Err(DecodeError::UnknownKind(3)));
+        // Kind 9 is neither tuples, acks, end of input nor control.
+        let got = r.push(&[0, 0, 0, 0, 9, 0, 0, 0, 0]);
+        assert_eq!(got, Err(DecodeError::UnknownKind(9)));
     }
 }

@@ -83,9 +83,9 @@ impl Acker {
         let mut i = 0;
         while i < self.done.len() {
             let (task, _, failed) = self.done[i];
-            let mut roots = crate::tuple::Values::new();
+            let mut roots = Vec::new();
             while i < self.done.len() && self.done[i].0 == task && self.done[i].2 == failed {
-                roots.push(Value::Int(self.done[i].1 as i64));
+                roots.push((self.done[i].1, 0));
                 i += 1;
             }
             let stream = if failed {
@@ -93,7 +93,7 @@ impl Acker {
             } else {
                 streams::ACK_ACK
             };
-            out.emit_direct(task, stream, &[], roots);
+            out.send_acks(task, stream, roots);
         }
         self.done.clear();
     }
@@ -107,37 +107,56 @@ fn as_u64(v: Option<&Value>) -> u64 {
 }
 
 impl Bolt for Acker {
-    /// Messages carry several trees (see `Emitter::flush_acks`): `__ack_init` is
-    /// `[spout task, root, xor, root, xor, ...]`, `__ack_ack` is `[root, value, ...]`,
-    /// `__ack_fail` is `[root, ...]`. Completed trees go back to each spout task in one message
-    /// per outcome: `[root, root, ...]` on `__ack_ack` or `__ack_fail`.
-    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        if input.is_tick() {
-            self.rotate();
-            return Ok(());
-        }
-        let v = &input.values;
-        match input.stream {
+    /// The runtime's acker traffic: many trees per message (see `Emitter::flush_acks`).
+    /// Completed trees go back to each spout task in one message per outcome.
+    fn execute_acks(
+        &mut self,
+        stream: crate::topology::plan::StreamId,
+        from: u32,
+        pairs: &[(u64, u64)],
+        out: &mut dyn BoltCollector,
+    ) -> anyhow::Result<()> {
+        match stream {
             streams::ACK_INIT => {
-                let task = as_u64(v.first()) as u32;
-                for pair in v.get(1..).unwrap_or_default().chunks_exact(2) {
-                    self.apply(as_u64(pair.first()), as_u64(pair.get(1)), Some(task), false);
+                for &(root, xor) in pairs {
+                    self.apply(root, xor, Some(from), false);
                 }
             }
             streams::ACK_ACK => {
-                for pair in v.chunks_exact(2) {
-                    self.apply(as_u64(pair.first()), as_u64(pair.get(1)), None, false);
+                for &(root, val) in pairs {
+                    self.apply(root, val, None, false);
                 }
             }
             streams::ACK_FAIL => {
-                for root in v.iter() {
-                    self.apply(as_u64(Some(root)), 0, None, true);
+                for &(root, _) in pairs {
+                    self.apply(root, 0, None, true);
                 }
             }
             _ => {}
         }
         self.send_outcomes(out);
         Ok(())
+    }
+
+    /// Ticks, and acker traffic as tuples (Storm's shape, several trees each): `__ack_init` is
+    /// `[spout task, root, xor, root, xor, ...]`, `__ack_ack` is `[root, value, ...]`,
+    /// `__ack_fail` is `[root, ...]`.
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if input.is_tick() {
+            self.rotate();
+            return Ok(());
+        }
+        let ints: Vec<u64> = input.values.iter().map(|v| as_u64(Some(v))).collect();
+        let (from, rest) = match (input.stream, ints.split_first()) {
+            (streams::ACK_INIT, Some((&task, rest))) => (task as u32, rest),
+            _ => (input.source_task, &ints[..]),
+        };
+        let pairs: Vec<(u64, u64)> = if input.stream == streams::ACK_FAIL {
+            rest.iter().map(|&root| (root, 0)).collect()
+        } else {
+            rest.chunks_exact(2).map(|p| (p[0], p[1])).collect()
+        };
+        self.execute_acks(input.stream, from, &pairs, out)
     }
 
     fn auto_ack(&self) -> bool {
@@ -212,6 +231,72 @@ mod tests {
             sent.0.last(),
             Some(&(7, streams::ACK_FAIL, vec![Value::Int(300)]))
         );
+        assert!(acker.pending.is_empty());
+    }
+
+    /// Records the acker's answers as the runtime sends them: (root, 0) pairs per task.
+    #[derive(Default)]
+    struct Answers(Vec<(u32, crate::topology::plan::StreamId, Vec<(u64, u64)>)>);
+
+    impl BoltCollector for Answers {
+        fn emit(
+            &mut self,
+            _: crate::topology::plan::StreamId,
+            _: &[&Tuple],
+            _: crate::tuple::Values,
+        ) -> Vec<u32> {
+            Vec::new()
+        }
+        fn emit_direct(
+            &mut self,
+            _: u32,
+            _: crate::topology::plan::StreamId,
+            _: &[&Tuple],
+            _: crate::tuple::Values,
+        ) {
+            panic!("the acker answers with send_acks");
+        }
+        fn ack(&mut self, _: &Tuple) {}
+        fn fail(&mut self, _: &Tuple) {}
+        fn report_error(&mut self, _: &str) {}
+        fn send_acks(
+            &mut self,
+            task: u32,
+            stream: crate::topology::plan::StreamId,
+            pairs: Vec<(u64, u64)>,
+        ) {
+            self.0.push((task, stream, pairs));
+        }
+    }
+
+    #[test]
+    fn pair_messages_complete_trees_per_spout_task_and_outcome() {
+        let mut acker = Acker::default();
+        let mut out = Answers::default();
+        let ok = |r: anyhow::Result<()>| assert!(r.is_ok(), "{r:?}");
+        // Spout task 7 opens trees 100 and 200, spout task 8 opens tree 300.
+        ok(acker.execute_acks(streams::ACK_INIT, 7, &[(100, 1 ^ 2), (200, 4)], &mut out));
+        ok(acker.execute_acks(streams::ACK_INIT, 8, &[(300, 16)], &mut out));
+        assert!(out.0.is_empty());
+        // One message from a bolt acks edges of all three trees and completes 100 and 300.
+        ok(acker.execute_acks(
+            streams::ACK_ACK,
+            5,
+            &[(100, 1), (300, 16), (100, 2), (200, 8)],
+            &mut out,
+        ));
+        out.0.sort();
+        assert_eq!(
+            out.0,
+            vec![
+                (7, streams::ACK_ACK, vec![(100, 0)]),
+                (8, streams::ACK_ACK, vec![(300, 0)]),
+            ]
+        );
+        // Tree 200 still waits for edge 4 ^ 8; a fail ends it at once.
+        out.0.clear();
+        ok(acker.execute_acks(streams::ACK_FAIL, 5, &[(200, 0)], &mut out));
+        assert_eq!(out.0, vec![(7, streams::ACK_FAIL, vec![(200, 0)])]);
         assert!(acker.pending.is_empty());
     }
 

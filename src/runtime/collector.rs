@@ -27,6 +27,9 @@ pub struct Emitter {
     inits: Vec<(u64, u64)>,
 }
 
+/// Pairs an acker message holds before it is sent without waiting for the end of the batch.
+const ACK_PAIRS: usize = 256;
+
 /// A fresh non-zero 64-bit id (Storm: `MessageId.generateId`).
 fn fresh_id(rng: &mut SmallRng) -> u64 {
     loop {
@@ -96,12 +99,6 @@ impl Emitter {
         n
     }
 
-    /// Send a system tuple to the acker tracking `root`.
-    pub fn to_acker(&mut self, outbox: &mut Outbox, stream: StreamId, values: Values, root: u64) {
-        let acker = self.router.acker_for(root);
-        outbox.push(acker, Tuple::new(values, self.task, stream));
-    }
-
     fn queue_ack(&mut self, outbox: &mut Outbox, root: u64, val: u64) {
         // Consecutive acks usually belong to the same tree (the words of one line).
         if let Some(last) = self.acks.last_mut() {
@@ -114,66 +111,43 @@ impl Emitter {
             Some(e) => e.1 ^= val,
             None => self.acks.push((root, val)),
         }
-        if self.acks.len() >= 256 {
+        if self.acks.len() >= ACK_PAIRS {
             self.flush_acks(outbox);
         }
     }
 
-    /// Send the inits and combined acks of the batch just processed: one message per acker
-    /// task, carrying (root, value) pairs — `__ack_init` is `[spout task, root, xor, ...]`,
-    /// `__ack_ack` is `[root, value, ...]`. Fewer, larger messages than Storm's one per tuple;
-    /// the acker applies the same XORs.
+    /// Send the inits and combined acks of the batch just processed: one `Message::Acks` per
+    /// acker task on `__ack_init` (root, XOR of the tree's first edges) and one on `__ack_ack`
+    /// (root, ack value). Fewer, larger messages than Storm's one tuple per ack; the acker
+    /// applies the same XORs.
     pub fn flush_acks(&mut self, outbox: &mut Outbox) {
         if !self.inits.is_empty() {
-            let inits = std::mem::take(&mut self.inits);
-            let head = [Value::Int(i64::from(self.task))];
-            self.send_pairs(outbox, streams::ACK_INIT, &head, &inits);
-            self.inits = inits;
-            self.inits.clear();
+            let inits = std::mem::replace(&mut self.inits, Vec::with_capacity(ACK_PAIRS));
+            self.send_pairs(outbox, streams::ACK_INIT, inits);
         }
         if !self.acks.is_empty() {
-            let acks = std::mem::take(&mut self.acks);
-            self.send_pairs(outbox, streams::ACK_ACK, &[], &acks);
-            self.acks = acks;
-            self.acks.clear();
+            let acks = std::mem::replace(&mut self.acks, Vec::with_capacity(ACK_PAIRS));
+            self.send_pairs(outbox, streams::ACK_ACK, acks);
         }
     }
 
-    /// One message per acker task with `head` then the pairs whose root it tracks.
-    fn send_pairs(
-        &mut self,
-        outbox: &mut Outbox,
-        stream: StreamId,
-        head: &[Value],
-        pairs: &[(u64, u64)],
-    ) {
+    /// One message per acker task with the pairs whose root it tracks.
+    fn send_pairs(&mut self, outbox: &mut Outbox, stream: StreamId, pairs: Vec<(u64, u64)>) {
         if let [acker] = self.router.ackers()[..] {
-            // One acker (the default for one worker): one message, sized once.
-            let mut values = Values::with_capacity(head.len() + 2 * pairs.len());
-            values.extend(head.iter().cloned());
-            for &(root, val) in pairs {
-                values.push(Value::Int(root as i64));
-                values.push(Value::Int(val as i64));
-            }
-            outbox.push(acker, Tuple::new(values, self.task, stream));
+            // One acker (the default for one worker): the pairs go as they are.
+            outbox.send_acks(acker, self.task, stream, pairs);
             return;
         }
-        let mut by_acker: Vec<(u32, Values)> = Vec::new();
-        for &(root, val) in pairs {
+        let mut by_acker: Vec<(u32, Vec<(u64, u64)>)> = Vec::new();
+        for (root, val) in pairs {
             let acker = self.router.acker_for(root);
-            let at = match by_acker.iter().position(|(a, _)| *a == acker) {
-                Some(i) => i,
-                None => {
-                    by_acker.push((acker, head.iter().cloned().collect()));
-                    by_acker.len() - 1
-                }
-            };
-            let values = &mut by_acker[at].1;
-            values.push(Value::Int(root as i64));
-            values.push(Value::Int(val as i64));
+            match by_acker.iter_mut().find(|(a, _)| *a == acker) {
+                Some((_, p)) => p.push((root, val)),
+                None => by_acker.push((acker, vec![(root, val)])),
+            }
         }
-        for (acker, values) in by_acker {
-            outbox.push(acker, Tuple::new(values, self.task, stream));
+        for (acker, pairs) in by_acker {
+            outbox.send_acks(acker, self.task, stream, pairs);
         }
     }
 
@@ -225,7 +199,7 @@ impl SpoutOut<'_> {
         if let Some(id) = msg_id {
             if track && n > 0 {
                 em.inits.push((root, xor));
-                if em.inits.len() >= 256 {
+                if em.inits.len() >= ACK_PAIRS {
                     em.flush_acks(self.outbox);
                 }
                 self.trees.open(root, id);
@@ -335,16 +309,17 @@ impl BoltCollector for BoltOut<'_> {
         }
         self.em.flush_acks(self.outbox);
         for a in &input.anchors {
-            self.em.to_acker(
-                self.outbox,
-                streams::ACK_FAIL,
-                smallvec::smallvec![Value::Int(a.root as i64)],
-                a.root,
-            );
+            let acker = self.em.router.acker_for(a.root);
+            self.outbox
+                .send_acks(acker, self.em.task, streams::ACK_FAIL, vec![(a.root, 0)]);
         }
     }
 
     fn report_error(&mut self, msg: &str) {
         self.em.report(msg);
+    }
+
+    fn send_acks(&mut self, task: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {
+        self.outbox.send_acks(task, self.em.task, stream, pairs);
     }
 }

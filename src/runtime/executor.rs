@@ -243,6 +243,32 @@ impl BoltExecutor {
                 let stats = &self.tasks[i].emitter.stats;
                 TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
             }
+            Message::Acks {
+                task,
+                from,
+                stream,
+                pairs,
+            } => {
+                let i = task.wrapping_sub(self.first_task) as usize;
+                let Some(slot) = self.tasks.get_mut(i) else {
+                    return Ok(());
+                };
+                let start = Instant::now();
+                let mut out = BoltOut {
+                    em: &mut slot.emitter,
+                    outbox: &mut self.outbox,
+                };
+                match slot.component.execute_acks(stream, from, &pairs, &mut out) {
+                    Ok(()) => {}
+                    Err(e) if e.is::<FatalError>() => return Err(e),
+                    Err(e) => {
+                        crate::components::BoltCollector::report_error(&mut out, &format!("{e:#}"))
+                    }
+                }
+                let stats = &slot.emitter.stats;
+                TaskStats::add(&stats.executed, 1);
+                TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
+            }
             Message::Eos { to, .. } => {
                 let i = to.wrapping_sub(self.first_task) as usize;
                 if let Some(t) = self.tasks.get_mut(i) {
@@ -526,9 +552,23 @@ impl SpoutExecutor {
         pending: &mut [OpenTrees],
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
-        let Message::Tuples { task, tuples } = msg else {
-            return Ok(());
+        let (task, tuples) = match msg {
+            Message::Acks {
+                task,
+                stream,
+                pairs,
+                ..
+            } => {
+                let i = task.wrapping_sub(self.first_task) as usize;
+                for (root, _) in pairs {
+                    self.on_outcome(i, root, stream, pending, report)?;
+                }
+                return Ok(());
+            }
+            Message::Tuples { task, tuples } => (task, tuples),
+            _ => return Ok(()),
         };
+        // The same answers as tuples of roots (`BoltCollector::send_acks`'s default shape).
         let i = task.wrapping_sub(self.first_task) as usize;
         for tuple in tuples {
             for root in tuple.values.iter() {

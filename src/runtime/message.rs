@@ -1,6 +1,7 @@
 //! What travels on executor receive queues and worker transfer queues.
 
 use crate::components::Tuple;
+use crate::topology::plan::StreamId;
 
 /// Tuples per batch: an executor's outgoing batch to one destination is sent when it reaches
 /// this size, or when the executor goes idle (Storm's batching of the disruptor queues).
@@ -11,6 +12,15 @@ pub const BATCH: usize = 64;
 pub enum Message {
     /// Tuples for task `task` of this executor, in the order they were sent.
     Tuples { task: u32, tuples: Vec<Tuple> },
+    /// Acker traffic for task `task` from task `from`, on one of Storm's `__ack_init`,
+    /// `__ack_ack` and `__ack_fail` streams: bare (root, value) pairs, 16 bytes each where a
+    /// tuple of two values would take 48 (see `Bolt::execute_acks` for what each stream holds).
+    Acks {
+        task: u32,
+        from: u32,
+        stream: StreamId,
+        pairs: Vec<(u64, u64)>,
+    },
     /// Task `from` has finished and will send no more to task `to` (SPEC §5).
     Eos { from: u32, to: u32 },
     /// Something outside asked the executor to look at its component (`Waker`).

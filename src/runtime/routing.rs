@@ -102,6 +102,23 @@ impl Outbox {
         }
     }
 
+    /// Send acker traffic (`Message::Acks`) to `task` at once. Nothing else is batched for the
+    /// tasks that receive it (ackers and spouts), so it keeps its order with their tuples.
+    pub fn send_acks(&mut self, task: u32, from: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {
+        let Some(&sink) = self.table.task_sink.get(task as usize) else {
+            return;
+        };
+        self.send(
+            sink,
+            Message::Acks {
+                task,
+                from,
+                stream,
+                pairs,
+            },
+        );
+    }
+
     /// End of input from `from` to `to`, after everything batched for `to` so far.
     pub fn eos(&mut self, from: u32, to: u32) {
         self.send_pending(to);

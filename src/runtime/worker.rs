@@ -53,6 +53,20 @@ pub fn spawn_transfer(
 fn encode_message(msg: Message, buf: &mut Vec<u8>) {
     match msg {
         Message::Tuples { task, tuples } => frame::encode(&Frame::Tuples { task, tuples }, buf),
+        Message::Acks {
+            task,
+            from,
+            stream,
+            pairs,
+        } => frame::encode(
+            &Frame::Acks {
+                task,
+                from,
+                stream,
+                pairs,
+            },
+            buf,
+        ),
         Message::Eos { from, to } => frame::encode(&Frame::Eos { from, to }, buf),
         Message::Wake => {}
     }
@@ -165,6 +179,25 @@ impl Receiving {
                     if self.per_exec[i].1.len() >= self.batch_size {
                         self.hand_over(i);
                     }
+                }
+            }
+            Frame::Acks {
+                task,
+                from,
+                stream,
+                pairs,
+            } => {
+                if let Some(i) = self.inbox_of_task.get(task as usize).copied().flatten() {
+                    self.hand_over(i);
+                    self.deliver(
+                        i,
+                        Message::Acks {
+                            task,
+                            from,
+                            stream,
+                            pairs,
+                        },
+                    );
                 }
             }
             Frame::Eos { from, to } => {
