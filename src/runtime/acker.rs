@@ -236,7 +236,8 @@ mod tests {
 
     /// Records the acker's answers as the runtime sends them: (root, 0) pairs per task.
     #[derive(Default)]
-    struct Answers(Vec<(u32, crate::topology::plan::StreamId, Vec<(u64, u64)>)>);
+    struct Answers(Vec<Answer>);
+    type Answer = (u32, crate::topology::plan::StreamId, Vec<(u64, u64)>);
 
     impl BoltCollector for Answers {
         fn emit(
