@@ -107,7 +107,9 @@ impl Emitter {
                 return;
             }
         }
-        match self.acks.iter_mut().rev().find(|(r, _)| *r == root) {
+        // Then a tree from just before (a line's words reach a task in two batches); a look
+        // further back costs more than the pair it might save.
+        match self.acks.iter_mut().rev().take(8).find(|(r, _)| *r == root) {
             Some(e) => e.1 ^= val,
             None => self.acks.push((root, val)),
         }

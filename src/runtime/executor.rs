@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 
 /// The longest a partial batch waits in an outbox while its executor stays busy.
 const FLUSH_EVERY: Duration = Duration::from_millis(1);
+/// Messages a bolt executor handles from its queue, once one has arrived, before it looks at
+/// its timers and flushes.
+const DRAIN: usize = 15;
 
 /// A `next_tuple` call slower than this makes its spout a slow one (one call per round).
 const SLOW_CALL: Duration = Duration::from_micros(50);
@@ -172,11 +175,21 @@ impl BoltExecutor {
                     .map_err(|_| RecvTimeoutError::Disconnected),
             };
             match msg {
-                Ok(m) => self.handle(m)?,
+                Ok(m) => {
+                    self.handle(m)?;
+                    // Whatever else is queued now is handled before the timers and flushes
+                    // below: the acker gets many small messages, and each pass of this loop
+                    // reads the clock.
+                    for _ in 0..DRAIN {
+                        match self.inbox.try_recv() {
+                            Ok(m) => self.handle(m)?,
+                            Err(_) => break,
+                        }
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            self.flush_acks();
             // The clock is read only when there are timers (it costs a sixth of a fast pipeline).
             if deadline.is_some() {
                 let now = Instant::now();
@@ -200,11 +213,14 @@ impl BoltExecutor {
                 self.outbox.flush();
                 last_flush = Instant::now();
             } else if last_flush.elapsed() >= FLUSH_EVERY {
-                // Busy for a while: partial batches still leave within a millisecond or so.
+                // Busy for a while: partial batches and acks still leave within a millisecond
+                // or so (acks also leave once ACK_PAIRS of them are waiting).
+                self.flush_acks();
                 self.outbox.flush();
                 last_flush = Instant::now();
             }
         }
+        self.flush_acks();
         self.outbox.flush();
         for t in &mut self.tasks {
             t.component.cleanup();
