@@ -100,6 +100,32 @@ impl Grouper {
     /// Choose the receiving task(s) of one tuple.
     #[inline]
     pub fn choose(&mut self, values: &[Value]) -> Choice {
+        self.choose_keyed(|keys| {
+            if let [k] = keys {
+                // List.hashCode of one element.
+                return 31i32.wrapping_add(java_hash::value_hash(
+                    values.get(*k).unwrap_or(&Value::Null),
+                ));
+            }
+            java_hash::list_hash(keys.iter().map(|&k| values.get(k).unwrap_or(&Value::Null)))
+        })
+    }
+
+    /// `choose` for a tuple whose one value is the string `s`, without building it.
+    #[inline]
+    pub fn choose_str(&mut self, s: &str) -> Choice {
+        self.choose_keyed(|keys| {
+            // List.hashCode of the key fields: `s` at index 0, null (hash 0) past the end.
+            keys.iter().fold(1i32, |h, &k| {
+                let v = if k == 0 { java_hash::string_hash(s) } else { 0 };
+                h.wrapping_mul(31).wrapping_add(v)
+            })
+        })
+    }
+
+    /// The choice, given how to hash the key fields (Java's `List.hashCode` of their values).
+    #[inline(always)]
+    fn choose_keyed(&mut self, key_hash: impl FnOnce(&[usize]) -> i32) -> Choice {
         match &mut self.kind {
             Kind::Shuffle { order, next, rng } => {
                 if *next >= order.len() {
@@ -111,25 +137,16 @@ impl Grouper {
                 Choice::One(t)
             }
             Kind::Fields(keys) => {
-                let i = if keys.len() == 1 {
-                    let v = values.get(keys[0]).unwrap_or(&Value::Null);
-                    java_hash::choose_index([v], self.targets.len())
-                } else {
-                    java_hash::choose_index(
-                        keys.iter().map(|&k| values.get(k).unwrap_or(&Value::Null)),
-                        self.targets.len(),
-                    )
-                };
+                let i = java_hash::floor_mod(key_hash(keys), self.targets.len());
                 Choice::One(self.targets[i])
             }
             Kind::PartialKey { keys, load } => {
-                let key = || keys.iter().map(|&k| values.get(k).unwrap_or(&Value::Null));
-                let h = java_hash::list_hash(key());
-                let n = self.targets.len() as i64;
-                let first = i64::from(h).rem_euclid(n) as usize;
+                let h = key_hash(keys);
+                let n = self.targets.len();
+                let first = java_hash::floor_mod(h, n);
                 // A second, independent hash of the same key (Storm uses two seeded Guava hashes).
                 let h2 = (h as u32).wrapping_mul(0x9E37_79B9).rotate_left(16) ^ 0x5bd1_e995;
-                let second = i64::from(h2).rem_euclid(n) as usize;
+                let second = h2 as usize % n.max(1);
                 let pick = if load[second] < load[first] {
                     second
                 } else {
@@ -183,6 +200,24 @@ mod tests {
     }
 
     proptest! {
+        /// Routing on a bare string picks what routing on the tuple `[s]` picks, for every
+        /// grouping that reads the values and any key fields (past the end: null).
+        #[test]
+        fn choose_str_agrees_with_choose(s in "\\PC{0,16}", n in 1u32..7, keys in proptest::collection::vec(0usize..3, 1..3), partial in any::<bool>()) {
+            let targets: Vec<u32> = (10..10 + n).collect();
+            let g = if partial {
+                Grouping::PartialKey(vec!["w".into()])
+            } else {
+                Grouping::Fields(vec!["w".into()])
+            };
+            let mut by_values = Grouper::new(&g, targets.clone(), keys.clone(), &[], 3);
+            let mut by_str = Grouper::new(&g, targets, keys, &[], 3);
+            let values = [Value::str(&s)];
+            for _ in 0..3 {
+                prop_assert_eq!(by_str.choose_str(&s), by_values.choose(&values));
+            }
+        }
+
         #[test]
         fn shuffle_is_even_over_each_cycle(n in 1usize..16, cycles in 1usize..8, seed in any::<u64>()) {
             let targets: Vec<u32> = (1..=n as u32).collect();

@@ -82,8 +82,13 @@ pub fn list_hash<'a>(items: impl IntoIterator<Item = &'a Value>) -> i32 {
 
 /// The task index Storm's fields grouping chooses for these key values.
 pub fn choose_index<'a>(keys: impl IntoIterator<Item = &'a Value>, num_tasks: usize) -> usize {
-    let h = list_hash(keys);
-    let n = num_tasks.max(1);
+    floor_mod(list_hash(keys), num_tasks)
+}
+
+/// Java's `Math.floorMod(h, n)` for a task count `n` (at least 1).
+#[inline]
+pub fn floor_mod(h: i32, n: usize) -> usize {
+    let n = n.max(1);
     if n.is_power_of_two() {
         // floorMod by a power of two is a mask of the two's-complement bits (no division).
         return (h as u32 as usize) & (n - 1);

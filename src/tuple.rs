@@ -136,3 +136,24 @@ impl From<i64> for Value {
 /// allocation. Two or more take one allocation; inline room for a second would push the tuple
 /// past a cache line, which costs every tuple more than the allocation costs the wider ones.
 pub type Values = smallvec::SmallVec<[Value; 1]>;
+
+/// The values of a tuple holding the string `s` alone, written straight into place (a value
+/// built elsewhere and then copied in is read back before its stores are done: a
+/// store-forwarding stall).
+#[inline(always)]
+pub fn one_str(s: &str) -> Values {
+    let mut values = Values::new();
+    if values.capacity() == 0 {
+        values.push(Value::Str(crate::short_str::word(s)));
+        return values;
+    }
+    // SAFETY: a new `Values` with room for a value (checked above: it holds one inline) may
+    // have slot 0 written at `as_mut_ptr`; the length is set to one only after that.
+    unsafe {
+        values
+            .as_mut_ptr()
+            .write(Value::Str(crate::short_str::word(s)));
+        values.set_len(1);
+    }
+    values
+}

@@ -173,6 +173,11 @@ pub trait BoltCollector {
     fn send(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) {
         self.emit(stream, anchors, values);
     }
+    /// `send` of a tuple whose one value is the string `s`. The runtime routes on `s` and
+    /// builds the tuple where it is queued (the word count's hot path).
+    fn send_str(&mut self, stream: StreamId, anchors: &[&Tuple], s: &str) {
+        self.send(stream, anchors, crate::tuple::one_str(s));
+    }
     fn emit_direct(&mut self, task: u32, stream: StreamId, anchors: &[&Tuple], values: Values);
     fn ack(&mut self, input: &Tuple);
     fn fail(&mut self, input: &Tuple);

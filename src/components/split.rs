@@ -3,7 +3,7 @@
 
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
-use crate::tuple::{Value, Values};
+use crate::tuple::Value;
 
 #[derive(Default)]
 pub struct Split {
@@ -91,26 +91,6 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     }
 }
 
-/// A tuple's values holding `w` alone, written straight into place (a value built on the stack
-/// and then copied in is read back before its stores are done: a store-forwarding stall).
-#[inline(always)]
-fn one_word(w: &str) -> Values {
-    let mut values = Values::new();
-    if values.capacity() == 0 {
-        values.push(Value::Str(crate::short_str::word(w)));
-        return values;
-    }
-    // SAFETY: a new `Values` with room for a value (checked above: it holds two inline) may
-    // have slot 0 written at `as_mut_ptr`; the length is set to one only after that.
-    unsafe {
-        values
-            .as_mut_ptr()
-            .write(Value::Str(crate::short_str::word(w)));
-        values.set_len(1);
-    }
-    values
-}
-
 impl Bolt for Split {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         if let Some(f) = &self.field {
@@ -127,10 +107,10 @@ impl Bolt for Split {
             return Ok(());
         };
         match &self.separator {
-            None => for_each_word(text, |w| out.send(streams::DEFAULT, &[input], one_word(w))),
+            None => for_each_word(text, |w| out.send_str(streams::DEFAULT, &[input], w)),
             Some(sep) => {
                 for w in text.split(sep.as_str()).filter(|w| !w.is_empty()) {
-                    out.send(streams::DEFAULT, &[input], one_word(w));
+                    out.send_str(streams::DEFAULT, &[input], w);
                 }
             }
         }

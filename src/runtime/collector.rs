@@ -69,14 +69,14 @@ impl Emitter {
         &mut self,
         outbox: &mut Outbox,
         stream: StreamId,
-        values: Values,
+        values: impl Payload,
         direct: Option<u32>,
         mut stamp: impl FnMut(&mut SmallRng, &mut Tuple),
     ) -> usize {
         self.targets.clear();
         match direct {
             Some(t) => self.targets.push(t),
-            None => self.router.route(stream, &values, &mut self.targets),
+            None => values.route(&mut self.router, stream, &mut self.targets),
         }
         let n = self.targets.len();
         TaskStats::add(&self.stats.emitted, 1);
@@ -89,12 +89,12 @@ impl Emitter {
         for &target in others {
             stamp(
                 &mut self.rng,
-                outbox.push(target, Tuple::new(values.clone(), self.task, stream)),
+                outbox.push(target, Tuple::new(values.copy(), self.task, stream)),
             );
         }
         stamp(
             &mut self.rng,
-            outbox.push(last, Tuple::new(values, self.task, stream)),
+            outbox.push(last, Tuple::new(values.into_values(), self.task, stream)),
         );
         n
     }
@@ -156,6 +156,43 @@ impl Emitter {
     fn report(&self, msg: &str) {
         TaskStats::add(&self.stats.errors, 1);
         tracing::error!(component = %self.component, task = self.task, "{msg}");
+    }
+}
+
+/// What an emit carries: values already built, or the one string of a tuple that is built
+/// only where it is queued (nothing reads it before: no store-forwarding stall).
+trait Payload {
+    fn route(&self, router: &mut Router, stream: StreamId, out: &mut Vec<u32>);
+    /// The values for one receiver when there are several.
+    fn copy(&self) -> Values;
+    fn into_values(self) -> Values;
+}
+
+impl Payload for Values {
+    #[inline(always)]
+    fn route(&self, router: &mut Router, stream: StreamId, out: &mut Vec<u32>) {
+        router.route(stream, self, out);
+    }
+    fn copy(&self) -> Values {
+        self.clone()
+    }
+    #[inline(always)]
+    fn into_values(self) -> Values {
+        self
+    }
+}
+
+impl Payload for &str {
+    #[inline(always)]
+    fn route(&self, router: &mut Router, stream: StreamId, out: &mut Vec<u32>) {
+        router.route_str(stream, self, out);
+    }
+    fn copy(&self) -> Values {
+        crate::tuple::one_str(self)
+    }
+    #[inline(always)]
+    fn into_values(self) -> Values {
+        crate::tuple::one_str(self)
     }
 }
 
@@ -246,11 +283,12 @@ pub struct BoltOut<'a> {
 }
 
 impl BoltOut<'_> {
+    #[inline]
     fn deliver(
         &mut self,
         stream: StreamId,
         anchors: &[&Tuple],
-        values: Values,
+        values: impl Payload,
         direct: Option<u32>,
     ) -> usize {
         let anchored = self.em.router.acking() && anchors.iter().any(|a| !a.anchors.is_empty());
@@ -282,6 +320,10 @@ impl BoltCollector for BoltOut<'_> {
 
     fn send(&mut self, stream: StreamId, anchors: &[&Tuple], values: Values) {
         self.deliver(stream, anchors, values, None);
+    }
+
+    fn send_str(&mut self, stream: StreamId, anchors: &[&Tuple], s: &str) {
+        self.deliver(stream, anchors, s, None);
     }
 
     fn emit_direct(&mut self, task: u32, stream: StreamId, anchors: &[&Tuple], values: Values) {

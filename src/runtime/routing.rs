@@ -73,7 +73,7 @@ impl Outbox {
     }
 
     /// Queue `tuple` for `task`; returns it where it now lies, to be finished in place.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, task: u32, tuple: Tuple) -> &mut Tuple {
         let at = task as usize;
         // A batch also ends at BATCH_BYTES of payload, so a queue of large tuples holds as
@@ -127,6 +127,7 @@ impl Outbox {
     }
 
     /// Send the batch gathered for `task`, if any; the next one starts sized for a whole batch.
+    #[inline(never)]
     fn send_pending(&mut self, task: u32) {
         let at = task as usize;
         self.pending_bytes[at] = 0;
@@ -318,6 +319,21 @@ impl Router {
         };
         for e in edges {
             match e.grouper.choose(values) {
+                Choice::One(t) => out.push(t),
+                Choice::All => out.extend_from_slice(e.grouper.targets()),
+                Choice::Direct => {}
+            }
+        }
+    }
+
+    /// `route` for a tuple whose one value is the string `s`, without building it.
+    #[inline]
+    pub fn route_str(&mut self, stream: StreamId, s: &str, out: &mut Vec<u32>) {
+        let Some(edges) = self.streams.get_mut(stream as usize) else {
+            return;
+        };
+        for e in edges {
+            match e.grouper.choose_str(s) {
                 Choice::One(t) => out.push(t),
                 Choice::All => out.extend_from_slice(e.grouper.targets()),
                 Choice::Direct => {}
