@@ -364,6 +364,9 @@ impl BoltCollector for BoltOut<'_> {
     }
 
     fn send_acks(&mut self, task: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {
+        // Counted as the one direct tuple it stands for.
+        TaskStats::add(&self.em.stats.emitted, 1);
+        TaskStats::add(&self.em.stats.transferred, 1);
         self.outbox.send_acks(task, self.em.task, stream, pairs);
     }
 }

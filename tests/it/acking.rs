@@ -72,6 +72,10 @@ fn failures_and_drops_are_replayed_until_every_word_is_counted() {
         lines["complete_latency_ms"]["p99"].as_f64().is_some(),
         "{lines}"
     );
+    // The acker's work shows: the messages it handled, and its answers to the spout.
+    let acker = component(&s, "__acker");
+    assert!(acker["executed"].as_u64().unwrap_or(0) > 0, "{acker}");
+    assert!(acker["emitted"].as_u64().unwrap_or(0) > 0, "{acker}");
     // The summary on stderr shows the replays column.
     assert!(String::from_utf8_lossy(&out.stderr).contains("replays"));
 }
