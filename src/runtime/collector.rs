@@ -85,7 +85,7 @@ impl Emitter {
             return 0;
         };
         // The last receiver takes the values; the others get copies. Each tuple is stamped
-        // where it lies in the outbox: every move of a tuple is a copy of 100-odd bytes.
+        // where it lies in the outbox: every move of a tuple is a copy of a cache line.
         for &target in others {
             stamp(
                 &mut self.rng,
