@@ -7,6 +7,7 @@
 //! count is checked against what remains before anything is reserved.
 
 use crate::components::{Anchor, Tuple};
+use crate::runtime::message::Acks;
 use crate::tuple::Value;
 use compact_str::CompactString;
 
@@ -19,13 +20,8 @@ pub const MAX_FRAME: usize = 64 << 20;
 pub enum Frame {
     /// Tuples for task `task` of the receiving worker.
     Tuples { task: u32, tuples: Vec<Tuple> },
-    /// Acker traffic for task `task` (see `Message::Acks`).
-    Acks {
-        task: u32,
-        from: u32,
-        stream: u16,
-        pairs: Vec<(u64, u64)>,
-    },
+    /// Acker traffic for a task of the receiving worker.
+    Acks(Acks),
     /// End of input from task `from` to task `to` (SPEC §5).
     Eos { from: u32, to: u32 },
     /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
@@ -70,20 +66,15 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
             }
             (KIND_TUPLES, *task)
         }
-        Frame::Acks {
-            task,
-            from,
-            stream,
-            pairs,
-        } => {
-            put_u32(out, *from);
-            out.extend_from_slice(&stream.to_be_bytes());
-            put_u32(out, pairs.len() as u32);
-            for (root, val) in pairs {
+        Frame::Acks(a) => {
+            put_u32(out, a.from);
+            out.extend_from_slice(&a.stream.to_be_bytes());
+            put_u32(out, a.pairs.len() as u32);
+            for (root, val) in &a.pairs {
                 out.extend_from_slice(&root.to_be_bytes());
                 out.extend_from_slice(&val.to_be_bytes());
             }
-            (KIND_ACKS, *task)
+            (KIND_ACKS, a.task)
         }
         Frame::Eos { from, to } => {
             put_u32(out, *from);
@@ -152,12 +143,12 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
             for _ in 0..n {
                 pairs.push((r.u64()?, r.u64()?));
             }
-            Frame::Acks {
+            Frame::Acks(Acks {
                 task: dest,
                 from,
                 stream,
                 pairs,
-            }
+            })
         }
         KIND_EOS => Frame::Eos {
             from: r.u32()?,
@@ -416,12 +407,12 @@ mod tests {
                 any::<u16>(),
                 proptest::collection::vec((any::<u64>(), any::<u64>()), 0..5)
             )
-                .prop_map(|(task, from, stream, pairs)| Frame::Acks {
+                .prop_map(|(task, from, stream, pairs)| Frame::Acks(Acks {
                     task,
                     from,
                     stream,
                     pairs
-                }),
+                })),
             (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..20))
                 .prop_map(|(kind, body)| Frame::Control { kind, body }),

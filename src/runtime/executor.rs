@@ -277,13 +277,8 @@ impl BoltExecutor {
                 let stats = &self.tasks[i].emitter.stats;
                 TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
             }
-            Message::Acks {
-                task,
-                from,
-                stream,
-                pairs,
-            } => {
-                let i = task.wrapping_sub(self.first_task) as usize;
+            Message::Acks(a) => {
+                let i = a.task.wrapping_sub(self.first_task) as usize;
                 let Some(slot) = self.tasks.get_mut(i) else {
                     return Ok(());
                 };
@@ -292,7 +287,10 @@ impl BoltExecutor {
                     em: &mut slot.emitter,
                     outbox: &mut self.outbox,
                 };
-                match slot.component.execute_acks(stream, from, &pairs, &mut out) {
+                match slot
+                    .component
+                    .execute_acks(a.stream, a.from, &a.pairs, &mut out)
+                {
                     Ok(()) => {}
                     Err(e) if e.is::<FatalError>() => return Err(e),
                     Err(e) => {
@@ -587,15 +585,10 @@ impl SpoutExecutor {
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
         let (task, tuples) = match msg {
-            Message::Acks {
-                task,
-                stream,
-                pairs,
-                ..
-            } => {
-                let i = task.wrapping_sub(self.first_task) as usize;
-                for (root, _) in pairs {
-                    self.on_outcome(i, root, stream, pending, report)?;
+            Message::Acks(a) => {
+                let i = a.task.wrapping_sub(self.first_task) as usize;
+                for (root, _) in a.pairs {
+                    self.on_outcome(i, root, a.stream, pending, report)?;
                 }
                 return Ok(());
             }

@@ -12,19 +12,24 @@ pub const BATCH: usize = 64;
 pub enum Message {
     /// Tuples for task `task` of this executor, in the order they were sent.
     Tuples { task: u32, tuples: Vec<Tuple> },
-    /// Acker traffic for task `task` from task `from`, on one of Storm's `__ack_init`,
-    /// `__ack_ack` and `__ack_fail` streams: bare (root, value) pairs, 16 bytes each where a
-    /// tuple of two values would take 48 (see `Bolt::execute_acks` for what each stream holds).
-    Acks {
-        task: u32,
-        from: u32,
-        stream: StreamId,
-        pairs: Vec<(u64, u64)>,
-    },
+    /// Acker traffic (see [`Acks`]).
+    Acks(Acks),
     /// Task `from` has finished and will send no more to task `to` (SPEC §5).
     Eos { from: u32, to: u32 },
     /// Something outside asked the executor to look at its component (`Waker`).
     Wake,
+}
+
+/// Acker traffic for task `task` from task `from`, on one of Storm's `__ack_init`,
+/// `__ack_ack` and `__ack_fail` streams: bare (root, value) pairs, 16 bytes each where a
+/// tuple of two values would take 48 (see `Bolt::execute_acks` for what each stream holds).
+/// The same on an executor's queue and in a wire frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Acks {
+    pub task: u32,
+    pub from: u32,
+    pub stream: StreamId,
+    pub pairs: Vec<(u64, u64)>,
 }
 
 /// One element of a worker's transfer queue: a message for another worker.

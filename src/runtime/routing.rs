@@ -2,7 +2,7 @@
 //! the outbox that batches tuples per destination — a local executor's receive queue, or the
 //! worker's transfer queue for tasks in other workers (seed 000's executor send queue).
 
-use super::message::{Message, Transfer, BATCH};
+use super::message::{Acks, Message, Transfer, BATCH};
 use crate::components::Tuple;
 use crate::grouping::{Choice, Grouper};
 use crate::java_hash;
@@ -108,15 +108,13 @@ impl Outbox {
         let Some(&sink) = self.table.task_sink.get(task as usize) else {
             return;
         };
-        self.send(
-            sink,
-            Message::Acks {
-                task,
-                from,
-                stream,
-                pairs,
-            },
-        );
+        let acks = Acks {
+            task,
+            from,
+            stream,
+            pairs,
+        };
+        self.send(sink, Message::Acks(acks));
     }
 
     /// End of input from `from` to `to`, after everything batched for `to` so far.

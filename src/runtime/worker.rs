@@ -53,20 +53,7 @@ pub fn spawn_transfer(
 fn encode_message(msg: Message, buf: &mut Vec<u8>) {
     match msg {
         Message::Tuples { task, tuples } => frame::encode(&Frame::Tuples { task, tuples }, buf),
-        Message::Acks {
-            task,
-            from,
-            stream,
-            pairs,
-        } => frame::encode(
-            &Frame::Acks {
-                task,
-                from,
-                stream,
-                pairs,
-            },
-            buf,
-        ),
+        Message::Acks(a) => frame::encode(&Frame::Acks(a), buf),
         Message::Eos { from, to } => frame::encode(&Frame::Eos { from, to }, buf),
         Message::Wake => {}
     }
@@ -181,23 +168,10 @@ impl Receiving {
                     }
                 }
             }
-            Frame::Acks {
-                task,
-                from,
-                stream,
-                pairs,
-            } => {
-                if let Some(i) = self.inbox_of_task.get(task as usize).copied().flatten() {
+            Frame::Acks(a) => {
+                if let Some(i) = self.inbox_of_task.get(a.task as usize).copied().flatten() {
                     self.hand_over(i);
-                    self.deliver(
-                        i,
-                        Message::Acks {
-                            task,
-                            from,
-                            stream,
-                            pairs,
-                        },
-                    );
+                    self.deliver(i, Message::Acks(a));
                 }
             }
             Frame::Eos { from, to } => {
