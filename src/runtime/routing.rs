@@ -312,26 +312,28 @@ impl Router {
     /// Target tasks of a (non-direct) emit, appended to `out`.
     #[inline]
     pub fn route(&mut self, stream: StreamId, values: &[Value], out: &mut Vec<u32>) {
-        let Some(edges) = self.streams.get_mut(stream as usize) else {
-            return;
-        };
-        for e in edges {
-            match e.grouper.choose(values) {
-                Choice::One(t) => out.push(t),
-                Choice::All => out.extend_from_slice(e.grouper.targets()),
-                Choice::Direct => {}
-            }
-        }
+        self.route_by(stream, out, |g| g.choose(values));
     }
 
     /// `route` for a tuple whose one value is the string `s`, without building it.
     #[inline]
     pub fn route_str(&mut self, stream: StreamId, s: &str, out: &mut Vec<u32>) {
+        self.route_by(stream, out, |g| g.choose_str(s));
+    }
+
+    /// Each edge of `stream` chooses its targets with `choose`.
+    #[inline(always)]
+    fn route_by(
+        &mut self,
+        stream: StreamId,
+        out: &mut Vec<u32>,
+        mut choose: impl FnMut(&mut Grouper) -> Choice,
+    ) {
         let Some(edges) = self.streams.get_mut(stream as usize) else {
             return;
         };
         for e in edges {
-            match e.grouper.choose_str(s) {
+            match choose(&mut e.grouper) {
                 Choice::One(t) => out.push(t),
                 Choice::All => out.extend_from_slice(e.grouper.targets()),
                 Choice::Direct => {}
