@@ -38,10 +38,11 @@ pub struct Outbox {
     pending: Vec<Vec<Tuple>>,
     /// Out-of-line bytes (long strings, lists, maps) held by each pending batch.
     pending_bytes: Vec<usize>,
-    /// Tasks whose pending batch may be non-empty (what `flush` visits), each once:
-    /// `listed[task]` says whether it is here.
+    /// Tasks whose pending batch may be non-empty: what `flush` visits. A task is added when
+    /// a tuple goes into its empty batch (a batch sent because it was full gets the next
+    /// tuple at once, so it stays listed). After `eos` a task may be listed twice; `flush`
+    /// skips an empty batch.
     dirty: Vec<u32>,
-    listed: Vec<bool>,
     /// Spouts drain their own receive queue while a send blocks, so acks can always flow
     /// (breaks the spout → bolt → acker → spout cycle that full queues could otherwise lock).
     drain: Option<(Receiver<Message>, VecDeque<Message>)>,
@@ -56,7 +57,6 @@ impl Outbox {
             pending: (0..n).map(|_| Vec::new()).collect(),
             pending_bytes: vec![0; n],
             dirty: Vec::new(),
-            listed: vec![false; n],
             drain: None,
             transferred: 0,
         }
@@ -79,11 +79,10 @@ impl Outbox {
         // A batch also ends at BATCH_BYTES of payload, so a queue of large tuples holds as
         // little memory as one of small ones: memory stays bounded by the queue sizes. A full
         // batch is sent before the push, so the tuple is still here to be finished.
-        if self.pending[at].len() >= BATCH || self.pending_bytes[at] >= BATCH_BYTES {
+        let len = self.pending[at].len();
+        if len >= BATCH || self.pending_bytes[at] >= BATCH_BYTES {
             self.send_pending(task);
-        }
-        if !self.listed[at] {
-            self.listed[at] = true;
+        } else if len == 0 {
             self.dirty.push(task);
         }
         self.pending_bytes[at] += heap_bytes(&tuple.values);
@@ -97,7 +96,6 @@ impl Outbox {
     /// Send everything batched so far.
     pub fn flush(&mut self) {
         while let Some(task) = self.dirty.pop() {
-            self.listed[task as usize] = false;
             self.send_pending(task);
         }
     }
