@@ -351,12 +351,13 @@ impl BoltCollector for BoltOut<'_> {
         if !self.em.router.acking() {
             return;
         }
-        self.em.flush_acks(self.outbox);
-        for a in &input.anchors {
-            let acker = self.em.router.acker_for(a.root);
-            self.outbox
-                .send_acks(acker, self.em.task, streams::ACK_FAIL, vec![(a.root, 0)]);
+        if input.anchors.is_empty() {
+            return;
         }
+        // After the acks gathered so far, so the acker sees them in the order they were made.
+        self.em.flush_acks(self.outbox);
+        let roots = input.anchors.iter().map(|a| (a.root, 0)).collect();
+        self.em.send_pairs(self.outbox, streams::ACK_FAIL, roots);
     }
 
     fn report_error(&mut self, msg: &str) {
