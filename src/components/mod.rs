@@ -231,26 +231,16 @@ pub trait Bolt: Send {
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()>;
     /// Acker traffic from task `from` (`Message::Acks`): (root, value) pairs on `__ack_init`
     /// (value: the XOR of the tree's first edges; `from` is the spout task), `__ack_ack`
-    /// (value: what the ack XORs in) or `__ack_fail` (value unused). Only the acker reads it;
-    /// by default it is one tuple — `[from, root, xor, ...]`, `[root, value, ...]` or
-    /// `[root, ...]` — passed to `execute`.
+    /// (value: what the ack XORs in) or `__ack_fail` (value unused). It is routed to acker
+    /// tasks alone, so only the acker implements it.
     fn execute_acks(
         &mut self,
-        stream: StreamId,
-        from: u32,
-        pairs: &[(u64, u64)],
-        out: &mut dyn BoltCollector,
+        _stream: StreamId,
+        _from: u32,
+        _pairs: &[(u64, u64)],
+        _out: &mut dyn BoltCollector,
     ) -> anyhow::Result<()> {
-        use crate::topology::plan::streams;
-        let int = |v: u64| Value::Int(v as i64);
-        let values: Values = match stream {
-            streams::ACK_INIT => std::iter::once(int(u64::from(from)))
-                .chain(pairs.iter().flat_map(|&(r, v)| [int(r), int(v)]))
-                .collect(),
-            streams::ACK_FAIL => pairs.iter().map(|&(r, _)| int(r)).collect(),
-            _ => pairs.iter().flat_map(|&(r, v)| [int(r), int(v)]).collect(),
-        };
-        self.execute(&Tuple::new(values, from, stream), out)
+        Ok(())
     }
     /// All upstream tasks have finished (SPEC §5): emit what is left (`count` emits totals).
     /// May block until work handed elsewhere (a child process) is done.

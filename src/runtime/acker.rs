@@ -5,7 +5,6 @@
 
 use crate::components::{Bolt, BoltCollector, Tuple};
 use crate::topology::plan::streams;
-use crate::tuple::Value;
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -99,13 +98,6 @@ impl Acker {
     }
 }
 
-fn as_u64(v: Option<&Value>) -> u64 {
-    match v {
-        Some(Value::Int(i)) => *i as u64,
-        _ => 0,
-    }
-}
-
 impl Bolt for Acker {
     /// The runtime's acker traffic: many trees per message (see `Emitter::flush_acks`).
     /// Completed trees go back to each spout task in one message per outcome.
@@ -138,25 +130,12 @@ impl Bolt for Acker {
         Ok(())
     }
 
-    /// Ticks, and acker traffic as tuples (Storm's shape, several trees each): `__ack_init` is
-    /// `[spout task, root, xor, root, xor, ...]`, `__ack_ack` is `[root, value, ...]`,
-    /// `__ack_fail` is `[root, ...]`.
-    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+    /// Tuples reaching the acker are its ticks (acker traffic comes as `execute_acks`).
+    fn execute(&mut self, input: &Tuple, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if input.is_tick() {
             self.rotate();
-            return Ok(());
         }
-        let ints: Vec<u64> = input.values.iter().map(|v| as_u64(Some(v))).collect();
-        let (from, rest) = match (input.stream, ints.split_first()) {
-            (streams::ACK_INIT, Some((&task, rest))) => (task as u32, rest),
-            _ => (input.source_task, &ints[..]),
-        };
-        let pairs: Vec<(u64, u64)> = if input.stream == streams::ACK_FAIL {
-            rest.iter().map(|&root| (root, 0)).collect()
-        } else {
-            rest.chunks_exact(2).map(|p| (p[0], p[1])).collect()
-        };
-        self.execute_acks(input.stream, from, &pairs, out)
+        Ok(())
     }
 
     fn auto_ack(&self) -> bool {
@@ -168,71 +147,6 @@ impl Bolt for Acker {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    /// Records what the acker sends to spouts.
-    #[derive(Default)]
-    struct Sent(Vec<(u32, crate::topology::plan::StreamId, Vec<Value>)>);
-
-    impl BoltCollector for Sent {
-        fn emit(
-            &mut self,
-            _: crate::topology::plan::StreamId,
-            _: &[&Tuple],
-            _: crate::tuple::Values,
-        ) -> Vec<u32> {
-            Vec::new()
-        }
-        fn emit_direct(
-            &mut self,
-            task: u32,
-            stream: crate::topology::plan::StreamId,
-            _: &[&Tuple],
-            values: crate::tuple::Values,
-        ) {
-            self.0.push((task, stream, values.to_vec()));
-        }
-        fn ack(&mut self, _: &Tuple) {}
-        fn fail(&mut self, _: &Tuple) {}
-        fn report_error(&mut self, _: &str) {}
-    }
-
-    fn msg(stream: crate::topology::plan::StreamId, values: &[i64]) -> Tuple {
-        Tuple::new(values.iter().map(|v| Value::Int(*v)).collect(), 9, stream)
-    }
-
-    #[test]
-    fn batched_messages_complete_each_tree_on_its_last_edge() {
-        let mut acker = Acker::default();
-        let mut sent = Sent::default();
-        // Acks may overtake the init: trees 100 (edges 1^2) and 200 (edge 4) from spout task 7.
-        acker
-            .execute(&msg(streams::ACK_ACK, &[100, 1]), &mut sent)
-            .unwrap_or_default();
-        assert!(sent.0.is_empty());
-        acker
-            .execute(&msg(streams::ACK_INIT, &[7, 100, 1 ^ 2, 200, 4]), &mut sent)
-            .unwrap_or_default();
-        assert!(sent.0.is_empty(), "{:?}", sent.0);
-        acker
-            .execute(&msg(streams::ACK_ACK, &[100, 2, 200, 4]), &mut sent)
-            .unwrap_or_default();
-        assert_eq!(
-            sent.0,
-            vec![(7, streams::ACK_ACK, vec![Value::Int(100), Value::Int(200)])]
-        );
-        // A failed tree is reported as failed, once.
-        acker
-            .execute(&msg(streams::ACK_INIT, &[7, 300, 8]), &mut sent)
-            .unwrap_or_default();
-        acker
-            .execute(&msg(streams::ACK_FAIL, &[300]), &mut sent)
-            .unwrap_or_default();
-        assert_eq!(
-            sent.0.last(),
-            Some(&(7, streams::ACK_FAIL, vec![Value::Int(300)]))
-        );
-        assert!(acker.pending.is_empty());
-    }
 
     /// Records the acker's answers as the runtime sends them: (root, 0) pairs per task.
     #[derive(Default)]
@@ -268,6 +182,28 @@ mod tests {
         ) {
             self.0.push((task, stream, pairs));
         }
+    }
+
+    #[test]
+    fn batched_messages_complete_each_tree_on_its_last_edge() {
+        let mut acker = Acker::default();
+        let mut sent = Answers::default();
+        let ok = |r: anyhow::Result<()>| assert!(r.is_ok(), "{r:?}");
+        // Acks may overtake the init: trees 100 (edges 1^2) and 200 (edge 4) from spout task 7.
+        ok(acker.execute_acks(streams::ACK_ACK, 9, &[(100, 1)], &mut sent));
+        assert!(sent.0.is_empty());
+        ok(acker.execute_acks(streams::ACK_INIT, 7, &[(100, 1 ^ 2), (200, 4)], &mut sent));
+        assert!(sent.0.is_empty(), "{:?}", sent.0);
+        ok(acker.execute_acks(streams::ACK_ACK, 9, &[(100, 2), (200, 4)], &mut sent));
+        assert_eq!(
+            sent.0,
+            vec![(7, streams::ACK_ACK, vec![(100, 0), (200, 0)])]
+        );
+        // A failed tree is reported as failed, once.
+        ok(acker.execute_acks(streams::ACK_INIT, 7, &[(300, 8)], &mut sent));
+        ok(acker.execute_acks(streams::ACK_FAIL, 9, &[(300, 0)], &mut sent));
+        assert_eq!(sent.0.last(), Some(&(7, streams::ACK_FAIL, vec![(300, 0)])));
+        assert!(acker.pending.is_empty());
     }
 
     #[test]

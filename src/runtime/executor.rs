@@ -584,24 +584,13 @@ impl SpoutExecutor {
         pending: &mut [OpenTrees],
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
-        let (task, tuples) = match msg {
-            Message::Acks(a) => {
-                let i = a.task.wrapping_sub(self.first_task) as usize;
-                for (root, _) in a.pairs {
-                    self.on_outcome(i, root, a.stream, pending, report)?;
-                }
-                return Ok(());
-            }
-            Message::Tuples { task, tuples } => (task, tuples),
-            _ => return Ok(()),
+        // Spouts receive only the acker's answers.
+        let Message::Acks(a) = msg else {
+            return Ok(());
         };
-        // The same answers as tuples of roots (`BoltCollector::send_acks`'s default shape).
-        let i = task.wrapping_sub(self.first_task) as usize;
-        for tuple in tuples {
-            for root in tuple.values.iter() {
-                let Value::Int(root) = root else { continue };
-                self.on_outcome(i, *root as u64, tuple.stream, pending, report)?;
-            }
+        let i = a.task.wrapping_sub(self.first_task) as usize;
+        for (root, _) in a.pairs {
+            self.on_outcome(i, root, a.stream, pending, report)?;
         }
         Ok(())
     }

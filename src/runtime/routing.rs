@@ -279,27 +279,6 @@ impl Router {
                 grouper: Grouper::new(&s.grouping, targets, keys, local_tasks, seed),
             });
         }
-        if component == ACKER_ID {
-            // The acker answers spouts by direct grouping on `__ack_ack` / `__ack_fail`.
-            for spout in topology.spouts() {
-                if let Some(c) = plan.component(&spout.id) {
-                    for sid in [
-                        crate::topology::plan::streams::ACK_ACK,
-                        crate::topology::plan::streams::ACK_FAIL,
-                    ] {
-                        streams[sid as usize].push(Edge {
-                            grouper: Grouper::new(
-                                &crate::topology::model::Grouping::Direct,
-                                c.tasks.clone().collect(),
-                                Vec::new(),
-                                &[],
-                                0,
-                            ),
-                        });
-                    }
-                }
-            }
-        }
         Router {
             streams,
             ackers: acker_tasks(plan),
