@@ -101,12 +101,6 @@ impl Grouper {
     #[inline]
     pub fn choose(&mut self, values: &[Value]) -> Choice {
         self.choose_keyed(|keys| {
-            if let [k] = keys {
-                // List.hashCode of one element.
-                return 31i32.wrapping_add(java_hash::value_hash(
-                    values.get(*k).unwrap_or(&Value::Null),
-                ));
-            }
             java_hash::list_hash(keys.iter().map(|&k| values.get(k).unwrap_or(&Value::Null)))
         })
     }
