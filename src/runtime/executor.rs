@@ -20,23 +20,6 @@ use std::time::{Duration, Instant};
 
 /// The longest a partial batch waits in an outbox while its executor stays busy.
 const FLUSH_EVERY: Duration = Duration::from_millis(1);
-/// Ask the CPU for every tuple of a batch at once. A batch was written on another core; read
-/// one tuple at a time, each cache line is a separate wait for that core's cache.
-#[inline]
-fn prefetch_all(tuples: &[Tuple]) {
-    #[cfg(target_arch = "x86_64")]
-    for t in tuples {
-        // SAFETY: a prefetch is a hint: it never faults, and the pointer is to a live tuple.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                (t as *const Tuple).cast::<i8>(),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = tuples;
-}
-
 /// Messages a bolt executor handles from its queue, once one has arrived, before it looks at
 /// its timers and flushes.
 const DRAIN: usize = 15;
@@ -126,6 +109,23 @@ impl Throttle {
             self.pause = (self.pause * 2).clamp(THROTTLE_MIN, THROTTLE_MAX);
         }
     }
+}
+
+/// Ask the CPU for every tuple of a batch at once. A batch was written on another core; read
+/// one tuple at a time, each cache line is a separate wait for that core's cache.
+#[inline]
+fn prefetch_all(tuples: &[Tuple]) {
+    #[cfg(target_arch = "x86_64")]
+    for t in tuples {
+        // SAFETY: a prefetch is a hint: it never faults, and the pointer is to a live tuple.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (t as *const Tuple).cast::<i8>(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = tuples;
 }
 
 /// Run-wide switches every executor watches.
