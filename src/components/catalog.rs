@@ -17,7 +17,9 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
                 .arg_str("path")
                 .ok_or_else(|| anyhow::anyhow!("{}: `file` needs args.path", c.id))?;
             Box::new(super::lines::LineSpout::new(
-                super::lines::Input::File(path.into()),
+                // Relative paths are relative to the topology file's folder, as every path
+                // in a topology file is (`Path::join` keeps an absolute path as it is).
+                super::lines::Input::File(base_dir.join(path)),
                 max_retries,
             ))
         }

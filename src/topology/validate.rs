@@ -15,6 +15,8 @@ use std::time::Duration;
 
 mod args;
 mod outputs;
+
+pub use args::argument_names;
 mod streams;
 
 /// What validation needs besides the raw topology.
@@ -69,14 +71,17 @@ pub fn validate(
         first_input.entry(s.to.as_str()).or_insert(s);
     }
     for (c, rc) in &components {
+        // The fields arriving on its first input stream, once known.
+        let stream = first_input.get(c.id.as_str());
+        let input = stream.and_then(|s| by_id.get(s.from.as_str())?.outputs.get(&s.stream));
         if c.ctype == ComponentType::Filter {
-            // The fields arriving on its first input stream, once known.
-            let input = first_input
-                .get(c.id.as_str())
-                .and_then(|s| by_id.get(s.from.as_str())?.outputs.get(&s.stream));
             v.filter_expression(rc, input.map(Vec::as_slice));
         }
+        if let (Some(s), Some(fields)) = (stream, input) {
+            v.field_args(rc, c.ctype, s, fields);
+        }
     }
+    v.sinks(&components, &streams);
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
     if !errors.is_empty() {
         let mut all = errors;
@@ -245,7 +250,7 @@ impl Validator<'_> {
             self.error("file spout without `args.path`", at);
         }
         if let Some(t) = ctype {
-            self.args_shape(rc, t);
+            self.args_shape(rc, t, kind);
         }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(

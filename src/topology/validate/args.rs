@@ -1,32 +1,83 @@
-//! Validation of built-in components' arguments (SPEC §4), including the `filter` expression,
-//! whose own error positions are mapped back into the topology file.
+//! Validation of built-in components' arguments: their names (every built-in lists what it
+//! reads), their shapes, and the `filter` expression, whose own error positions are mapped back
+//! into the topology file.
 
 use super::*;
 
 impl Validator<'_> {
-    /// The arguments the built-ins read must have the right shape (SPEC §4).
-    pub(super) fn args_shape(&mut self, rc: &RawComponent, ctype: ComponentType) {
-        use ComponentType::*;
+    /// Every argument must be one the component reads, of the right shape: an unknown name
+    /// is an error with a did-you-mean, never silently ignored.
+    pub(super) fn args_shape(
+        &mut self,
+        rc: &RawComponent,
+        ctype: ComponentType,
+        kind: ComponentKind,
+    ) {
         let Some(args) = &rc.args else { return };
         let RawValue::Map(entries) = &args.value else {
             return; // already reported by the reader
         };
+        let known = known_args(ctype, kind);
         for (k, v) in entries {
-            let expect = match (ctype, k.value.as_str()) {
-                (Count | Generate, "fields") => ArgShape::Fields,
-                (Split, "field" | "separator") | (File, "path") | (Filter, "where") => {
-                    ArgShape::Text
-                }
-                (Count, "emit") => ArgShape::OneOf(&["end", "tick", "update"]),
-                (Generate, "count" | "rate") | (Chaos, "seed") => ArgShape::Number,
-                (Chaos, "fail" | "drop") => ArgShape::Fraction,
-                (Chaos, "delay") => ArgShape::Duration,
-                (Generate, "values") => ArgShape::List,
-                _ => continue,
+            let Some((_, expect)) = known.iter().find(|(name, _)| *name == k.value) else {
+                let d = self.error(
+                    format!("`{}` takes no argument `{}`", ctype.name(), k.value),
+                    k.span,
+                );
+                d.help = Some(unknown_arg_help(&k.value, ctype, known));
+                continue;
             };
             if let Some(problem) = expect.problem(&v.value) {
                 self.error(format!("`args.{}` {problem}", k.value), v.span);
             }
+        }
+    }
+
+    /// Arguments that name input fields (`count`'s `fields`, `split`'s `field`) must name
+    /// fields the input declares, whatever declared them (a built-in, `fields:` on a shell
+    /// component, Flux).
+    pub(super) fn field_args(
+        &mut self,
+        rc: &RawComponent,
+        ctype: ComponentType,
+        input: &Stream,
+        fields: &[String],
+    ) {
+        let key = match ctype {
+            ComponentType::Count => "fields",
+            ComponentType::Split => "field",
+            _ => return,
+        };
+        let Some(arg) = rc.args.as_ref().and_then(|a| a.value.get(key)) else {
+            return;
+        };
+        let named: Vec<&Spanned<RawValue>> = match &arg.value {
+            RawValue::List(items) => items.iter().collect(),
+            _ => vec![arg],
+        };
+        for f in named {
+            let Some(name) = f.value.as_str() else {
+                continue;
+            };
+            // Already reported at the same place (the DSL's implied fields grouping).
+            let reported = self
+                .diags
+                .iter()
+                .any(|d| d.is_error() && d.span == Some(f.span));
+            if reported || fields.iter().any(|x| x == name) {
+                continue;
+            }
+            let d = self.error(
+                format!(
+                    "`{}` does not declare field `{name}` on stream `{}`",
+                    input.from, input.stream
+                ),
+                f.span,
+            );
+            d.help = Some(match suggest(name, fields.iter().map(String::as_str)) {
+                Some(x) => format!("did you mean `{x}`? its fields: {}", fields.join(", ")),
+                None => format!("its fields: {}", fields.join(", ")),
+            });
         }
     }
 
@@ -60,6 +111,64 @@ impl Validator<'_> {
             d.help = e.help;
             self.diags.push(d);
         }
+    }
+}
+
+/// The arguments each built-in reads, and their shapes. Spouts that replay (`stdin`, `file`,
+/// `generate`, shell spouts) also take `max_retries`.
+fn known_args(ctype: ComponentType, kind: ComponentKind) -> &'static [(&'static str, ArgShape)] {
+    use ArgShape::*;
+    use ComponentType::*;
+    match ctype {
+        Stdin => &[("max_retries", Number)],
+        File => &[("path", Text), ("max_retries", Number)],
+        Generate => &[
+            ("count", Number),
+            ("rate", Number),
+            ("seed", Number),
+            ("values", List),
+            ("fields", Fields),
+            ("max_retries", Number),
+        ],
+        Split => &[("field", Text), ("separator", Text)],
+        Count => &[
+            ("fields", Fields),
+            ("emit", OneOf(&["end", "tick", "update"])),
+        ],
+        Filter => &[("where", Text)],
+        Chaos => &[
+            ("fail", Fraction),
+            ("drop", Fraction),
+            ("delay", Duration),
+            ("seed", Number),
+        ],
+        Shell if kind == ComponentKind::Spout => &[("max_retries", Number)],
+        Shell | Stdout | Log | Discard | TestWordSpout | TestWordCounter => &[],
+    }
+}
+
+/// The names of the arguments a built-in reads (for documentation checks and help).
+pub fn argument_names(ctype: ComponentType, kind: ComponentKind) -> Vec<&'static str> {
+    known_args(ctype, kind).iter().map(|(n, _)| *n).collect()
+}
+
+/// What to say about an argument a component does not read: the closest known name (by
+/// spelling, or the one it abbreviates: `sep` → `separator`), and the full list.
+fn unknown_arg_help(name: &str, ctype: ComponentType, known: &[(&str, ArgShape)]) -> String {
+    let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+    if names.is_empty() {
+        return format!("`{}` takes no arguments", ctype.name());
+    }
+    let lower = name.to_ascii_lowercase();
+    let close = suggest(name, names.iter().copied()).or_else(|| {
+        (lower.len() >= 2)
+            .then(|| names.iter().copied().find(|n| n.starts_with(&lower)))
+            .flatten()
+    });
+    let list = names.join(", ");
+    match close {
+        Some(c) => format!("did you mean `{c}`? `{}` takes: {list}", ctype.name()),
+        None => format!("`{}` takes: {list}", ctype.name()),
     }
 }
 

@@ -216,4 +216,42 @@ impl Validator<'_> {
             }
         }
     }
+
+    /// A topology in which nothing writes anywhere runs, prints nothing and exits 0: warn.
+    /// Sinks are `stdout`, `log`, `discard` (chosen silence) and shell bolts (which may write
+    /// wherever they like).
+    pub(super) fn sinks(&mut self, components: &[(Component, &RawComponent)], streams: &[Stream]) {
+        use ComponentType::*;
+        let writes = |c: &Component| match c.ctype {
+            Stdout | Log | Discard => true,
+            Shell => !c.is_spout(),
+            _ => false,
+        };
+        // After an error (an unknown type may well have been the sink) this would be noise.
+        let broken = self.diags.iter().any(|d| d.is_error());
+        if broken || components.iter().any(|(c, _)| writes(c)) {
+            return;
+        }
+        let leaves: Vec<&str> = components
+            .iter()
+            .filter(|(c, _)| !c.is_spout() && !streams.iter().any(|s| s.from == c.id))
+            .map(|(c, _)| c.id.as_str())
+            .collect();
+        let at = leaves
+            .last()
+            .and_then(|id| components.iter().find(|(c, _)| c.id == *id))
+            .map(|(_, rc)| rc.id.as_ref().map_or(rc.span, |i| i.span));
+        let message = "no component writes output: the topology will run and print nothing";
+        let mut d = match at {
+            Some(span) => Diagnostic::warning(message, span),
+            None => Diagnostic::unlocated(crate::diag::Severity::Warning, message),
+        };
+        d.help = Some(match leaves.last() {
+            Some(id) => format!(
+                "send `{id}`'s output to a sink: end the DSL pipeline with `| stdout`, or add a stream from `{id}` to a `stdout` bolt"
+            ),
+            None => "add a `stdout` bolt (or `log`, or `discard` to drop on purpose)".into(),
+        });
+        self.diags.push(d);
+    }
 }
