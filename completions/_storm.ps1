@@ -67,6 +67,8 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--processes', '--processes', [CompletionResultType]::ParameterName, 'Run each worker as its own process, talking over loopback TCP')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
+            [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print the per-component summary at the end even when stderr is not a terminal')
+            [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'Include system components (the acker, `__acker`) in the summary')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

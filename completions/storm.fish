@@ -58,6 +58,8 @@ always\t''"
 complete -c storm -n "__fish_storm_using_subcommand run" -l stats -d 'Write the full run figures as JSON to FILE' -r -F
 complete -c storm -n "__fish_storm_using_subcommand run" -l processes -d 'Run each worker as its own process, talking over loopback TCP'
 complete -c storm -n "__fish_storm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors (no summary)'
+complete -c storm -n "__fish_storm_using_subcommand run" -l summary -d 'Print the per-component summary at the end even when stderr is not a terminal'
+complete -c storm -n "__fish_storm_using_subcommand run" -l system -d 'Include system components (the acker, `__acker`) in the summary'
 complete -c storm -n "__fish_storm_using_subcommand run" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand run" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand zk; and not __fish_seen_subcommand_from dump help" -s h -l help -d 'Print help'

@@ -24,6 +24,7 @@ pub enum Command {
     /// Parse and check topology files; print `ok: FILE` lines or located errors
     Validate(ValidateArgs),
     /// Run a topology (a shell filter when it reads stdin)
+    #[command(after_help = components_help())]
     Run(RunArgs),
     /// The coordination tree Storm would keep in ZooKeeper
     #[command(subcommand)]
@@ -49,15 +50,25 @@ pub enum Command {
     Worker(WorkerArgs),
 }
 
+/// The built-in component types, one line each, under `storm run --help`.
+fn components_help() -> String {
+    use crate::topology::model::ComponentType;
+    let mut out =
+        String::from("Built-in components (`type:` in YAML, the first word in the DSL):\n");
+    for t in ComponentType::ALL.iter().filter(|t| !t.is_flux_only()) {
+        out += &format!("  {:<10} {}\n", t.name(), t.summary());
+    }
+    out += "Their arguments: docs/components.md. The DSL: docs/dsl.md.";
+    out
+}
+
 /// Where the topology comes from: a file, or inline DSL text.
 #[derive(Debug, Args, Clone)]
+#[group(skip)]
+#[command(group = clap::ArgGroup::new("topology").required(true).args(["file", "expr"]))]
 pub struct TopologySource {
     /// Topology file (`.yaml`/`.yml`, Flux YAML, or `.storm` DSL)
-    #[arg(
-        value_name = "FILE",
-        required_unless_present = "expr",
-        conflicts_with = "expr"
-    )]
+    #[arg(value_name = "FILE", conflicts_with = "expr")]
     pub file: Option<PathBuf>,
     /// The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)
     #[arg(short = 'e', long = "expr", value_name = "TEXT")]
@@ -145,6 +156,12 @@ pub struct RunArgs {
     /// Print nothing on stderr but errors (no summary)
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the per-component summary at the end even when stderr is not a terminal
+    #[arg(long, conflicts_with = "quiet")]
+    pub summary: bool,
+    /// Include system components (the acker, `__acker`) in the summary
+    #[arg(long)]
+    pub system: bool,
     /// Write the full run figures as JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,

@@ -25,6 +25,7 @@ impl Progress {
         );
         let plain = (!std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .then(|| std::sync::Mutex::new(Instant::now()));
+        crate::logging::status_line_drawn(plain.is_none());
         Progress {
             bar,
             started: Instant::now(),
@@ -77,6 +78,7 @@ impl Progress {
 
     pub fn finish(self) {
         self.bar.finish_and_clear();
+        crate::logging::status_line_drawn(false);
     }
 }
 

@@ -65,12 +65,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     if let Some(path) = &args.stats {
         write_stats(path, &report)?;
     }
-    if !args.quiet {
-        crate::stderr_println!(
-            "{}",
-            runtime::metrics::render_table(&report.components, report.elapsed.as_secs_f64())
-        );
-    }
+    print_summary(&args, &report);
     if report.lost > 0 {
         crate::stderr_println!(
             "error: {} tuple(s) were given up on after their retries and are lost",
@@ -92,6 +87,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         }
     }
     Ok(Status::Success)
+}
+
+/// The per-component table at the end of a run: drawn when stderr is a terminal (so a run
+/// inside `| sort | head` stays quiet) or with `--summary`, never with `--quiet`; system
+/// components only with `--system`.
+pub(super) fn print_summary(args: &RunArgs, report: &RunReport) {
+    let wanted = args.summary || std::io::stderr().is_terminal();
+    if args.quiet || !wanted {
+        return;
+    }
+    let shown: Vec<_> = report
+        .components
+        .iter()
+        .filter(|c| args.system || !c.id.starts_with("__"))
+        .cloned()
+        .collect();
+    crate::stderr_println!(
+        "{}",
+        runtime::metrics::render_table(&shown, report.elapsed.as_secs_f64())
+    );
 }
 
 /// CPU seconds used by this process and by its ended children (shell components), from
@@ -133,12 +148,19 @@ pub(super) fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Stat
 }
 
 /// First SIGINT/SIGTERM sets the flag (stop the spouts and drain); a second one while draining
-/// exits 130 at once.
+/// erases the progress line and exits 130 at once.
 pub(super) fn drain_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let signalled = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, signalled.clone())?;
-        signal_hook::flag::register(sig, signalled.clone())?;
+        let flag = signalled.clone();
+        let action = move || {
+            if flag.swap(true, Ordering::SeqCst) {
+                crate::logging::clear_status_line();
+                signal_hook::low_level::exit(130);
+            }
+        };
+        // SAFETY: the action is async-signal-safe: atomics, one write(2), and _exit.
+        unsafe { signal_hook::low_level::register(sig, action) }?;
     }
     Ok(signalled)
 }

@@ -11,7 +11,6 @@ use crate::cluster::nimbus::{now_secs, Nimbus};
 use crate::cluster::rpc::Request;
 use crate::cluster::{supervisor, worker, CoordinationStore};
 use crate::net::auth::Secret;
-use crate::runtime::metrics::render_table;
 use crate::runtime::RunReport;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -228,12 +227,7 @@ pub fn finish_report(args: &RunArgs, report: &RunReport) -> anyhow::Result<Statu
         std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
             .map_err(|e| anyhow::anyhow!("cannot write --stats file {}: {e}", path.display()))?;
     }
-    if !args.quiet {
-        crate::stderr_println!(
-            "{}",
-            render_table(&report.components, report.elapsed.as_secs_f64())
-        );
-    }
+    super::run::print_summary(args, report);
     if report.lost > 0 {
         crate::stderr_println!(
             "error: {} tuple(s) were given up on after their retries and are lost",

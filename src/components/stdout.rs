@@ -19,6 +19,7 @@ fn writer() -> &'static Mutex<std::io::BufWriter<std::io::Stdout>> {
 
 /// Standard output was closed by the reader (`| head`): end quietly, as a shell filter should.
 fn closed_output() -> ! {
+    crate::logging::clear_status_line();
     std::process::exit(0)
 }
 

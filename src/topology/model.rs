@@ -184,6 +184,36 @@ impl ComponentType {
         }
     }
 
+    /// What the type does, in one line (`storm run --help`).
+    pub fn summary(self) -> &'static str {
+        use ComponentType::*;
+        match self {
+            Stdin => "spout: one `line` per line of standard input",
+            File => "spout: one `line` per line of a file (`path`)",
+            Generate => "spout: `count` tuples of `values` or random words, at `rate`/s",
+            Split => "bolt: one `word` per piece of a string `field`, on whitespace or `separator`",
+            Count => {
+                "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
+            }
+            Filter => "bolt: keeps the tuples for which the expression `where` holds",
+            Stdout => "bolt: writes each tuple as a tab-separated line on standard output",
+            Log => "bolt: writes each tuple with its component and task to stderr",
+            Discard => "bolt: acks and drops every tuple",
+            Chaos => "bolt: passes tuples on, failing `fail`, dropping `drop`, delaying `delay`",
+            Shell => "spout or bolt: a program speaking Storm's multilang protocol (`command`)",
+            TestWordSpout => "spout: Storm's TestWordSpout (random words)",
+            TestWordCounter => "bolt: Storm's TestWordCounter (word, count)",
+        }
+    }
+
+    /// Types that exist for Flux files' Java classes rather than to be written by name.
+    pub fn is_flux_only(self) -> bool {
+        matches!(
+            self,
+            ComponentType::TestWordSpout | ComponentType::TestWordCounter
+        )
+    }
+
     pub fn from_name(name: &str) -> Option<ComponentType> {
         ComponentType::ALL
             .iter()

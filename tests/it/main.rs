@@ -6,6 +6,7 @@ mod cluster;
 mod config;
 mod multilang;
 mod net;
+mod newcomer;
 mod run;
 mod validate;
 mod zk;

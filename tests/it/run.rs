@@ -210,6 +210,7 @@ fn duration_stops_an_unbounded_spout_and_drains() {
             "generate | count(word) | stdout",
             "--duration",
             "1s",
+            "--summary",
         ])
         .arg("--stats")
         .arg(&stats)
@@ -238,7 +239,7 @@ fn duration_stops_an_unbounded_spout_and_drains() {
         counts.values().sum::<u64>(),
         "every emitted tuple was counted"
     );
-    // The summary table went to stderr.
+    // The summary table asked for with --summary went to stderr.
     assert!(String::from_utf8_lossy(&out.stderr).contains("component"));
 }
 
