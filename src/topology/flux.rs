@@ -326,6 +326,28 @@ mod tests {
     }
 
     #[test]
+    fn resource_hints_warn_and_factories_need_a_jvm() {
+        let t = tree(
+            "name: f\nbolts:\n  - id: b\n    className: org.apache.storm.testing.TestWordCounter\n    cpuLoad: 50\n    onHeapMemoryLoad: lots\n    factory: make\n    factoryArgs: [1]\n",
+        );
+        let raw = read_topology(&t, Path::new("."), &Properties::default());
+        let found: Vec<(Severity, &str)> = raw
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.message.as_str()))
+            .collect();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[0].0, Severity::Warning);
+        assert!(found[0].1.contains("resource-aware scheduler"));
+        assert_eq!(
+            found[1],
+            (Severity::Error, "`onHeapMemoryLoad` must be a number")
+        );
+        assert_eq!(found[2].0, Severity::Error);
+        assert!(found[2].1.contains("JVM"));
+    }
+
+    #[test]
     fn shell_wrappers_map_to_shell_with_command_fields_and_streams() {
         let t = tree(
             "name: f\nbolts:\n  - id: s\n    className: org.apache.storm.flux.wrappers.bolts.FluxShellBolt\n    constructorArgs: [[python3, s.py], [word]]\n    numTasks: 2\n    configMethods:\n      - name: setNamedStream\n        args: [errors, [msg, code]]\n",
