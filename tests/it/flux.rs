@@ -208,6 +208,6 @@ fn resource_hints_are_accepted_with_a_warning() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(0));
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stderr));
-    let (_, stderr) = run("flux-resource-hints.yaml", &["--duration", "1s"]);
+    let (_, stderr) = run("flux-resource-hints.yaml", &["--duration", "2s"]);
     assert!(!logged(&stderr, "logger").is_empty(), "{stderr}");
 }
