@@ -2,6 +2,7 @@
 //! `mk-grouper`). One `Grouper` per (stream, target component) edge, owned by the emitting task.
 
 use crate::java_hash;
+use crate::java_random::JavaRandom;
 use crate::topology::model::Grouping;
 use crate::tuple::Value;
 use rand::rngs::SmallRng;
@@ -26,7 +27,8 @@ enum Kind {
         rng: SmallRng,
     },
     Fields(Vec<usize>),
-    /// Storm's PartialKeyGrouping: two candidate tasks from two hashes, the less loaded wins.
+    /// Storm's PartialKeyGrouping: two candidate tasks drawn from the key, the less loaded
+    /// (tuples sent so far by this grouper, per target index) wins.
     PartialKey {
         keys: Vec<usize>,
         load: Vec<u64>,
@@ -100,26 +102,19 @@ impl Grouper {
     /// Choose the receiving task(s) of one tuple.
     #[inline]
     pub fn choose(&mut self, values: &[Value]) -> Choice {
-        self.choose_keyed(|keys| {
-            java_hash::list_hash(keys.iter().map(|&k| values.get(k).unwrap_or(&Value::Null)))
-        })
+        self.choose_keyed(|k| java_hash::value_hash(values.get(k).unwrap_or(&Value::Null)))
     }
 
     /// `choose` for a tuple whose one value is the string `s`, without building it.
     #[inline]
     pub fn choose_str(&mut self, s: &str) -> Choice {
-        self.choose_keyed(|keys| {
-            // List.hashCode of the key fields: `s` at index 0, null (hash 0) past the end.
-            keys.iter().fold(1i32, |h, &k| {
-                let v = if k == 0 { java_hash::string_hash(s) } else { 0 };
-                h.wrapping_mul(31).wrapping_add(v)
-            })
-        })
+        // `s` at index 0, null (hash 0) past the end.
+        self.choose_keyed(|k| if k == 0 { java_hash::string_hash(s) } else { 0 })
     }
 
-    /// The choice, given how to hash the key fields (Java's `List.hashCode` of their values).
+    /// The choice, given the Java `hashCode` of the tuple's value at each key field position.
     #[inline(always)]
-    fn choose_keyed(&mut self, key_hash: impl FnOnce(&[usize]) -> i32) -> Choice {
+    fn choose_keyed(&mut self, field_hash: impl Fn(usize) -> i32) -> Choice {
         match &mut self.kind {
             Kind::Shuffle { order, next, rng } => {
                 if *next >= order.len() {
@@ -131,16 +126,17 @@ impl Grouper {
                 Choice::One(t)
             }
             Kind::Fields(keys) => {
-                let i = java_hash::floor_mod(key_hash(keys), self.targets.len());
+                // List.hashCode of the key values.
+                let h = keys
+                    .iter()
+                    .fold(1i32, |h, &k| h.wrapping_mul(31).wrapping_add(field_hash(k)));
+                let i = java_hash::floor_mod(h, self.targets.len());
                 Choice::One(self.targets[i])
             }
             Kind::PartialKey { keys, load } => {
-                let h = key_hash(keys);
-                let n = self.targets.len();
-                let first = java_hash::floor_mod(h, n);
-                // A second, independent hash of the same key (Storm uses two seeded Guava hashes).
-                let h2 = (h as u32).wrapping_mul(0x9E37_79B9).rotate_left(16) ^ 0x5bd1_e995;
-                let second = h2 as usize % n.max(1);
+                let hashes = keys.iter().map(|&k| field_hash(k));
+                let [first, second] = partial_key_candidates(hashes, self.targets.len());
+                // Storm's BalancedTargetSelector: the less loaded candidate, ties to the first.
                 let pick = if load[second] < load[first] {
                     second
                 } else {
@@ -154,6 +150,28 @@ impl Grouper {
             Kind::Direct => Choice::Direct,
         }
     }
+}
+
+/// Storm's `RandomTwoTaskAssignmentCreator`: the indexes of a key's two candidate tasks among
+/// `n` targets. The key is the 4-byte big-endian `hashCode` of each key value
+/// (`PartialKeyGrouping.getKeyBytes`); `java.util.Random` seeded with `Arrays.hashCode` of those
+/// bytes draws two indexes, the second moved on by one when it repeats the first.
+pub fn partial_key_candidates(hashes: impl IntoIterator<Item = i32>, n: usize) -> [usize; 2] {
+    let seed = hashes
+        .into_iter()
+        .flat_map(i32::to_be_bytes)
+        .fold(1i32, |h, b| {
+            h.wrapping_mul(31).wrapping_add(i32::from(b as i8))
+        });
+    let n = n.max(1);
+    let bound = i32::try_from(n).unwrap_or(i32::MAX);
+    let mut random = JavaRandom::new(i64::from(seed));
+    let first = random.next_int(bound) as usize;
+    let mut second = random.next_int(bound) as usize;
+    if second == first {
+        second = (second + 1) % n;
+    }
+    [first, second]
 }
 
 #[cfg(test)]
@@ -191,6 +209,52 @@ mod tests {
         let mut far = grouper(Grouping::LocalOrShuffle, &[1, 2], &[9]);
         let seen: std::collections::BTreeSet<_> = (0..10).map(|_| far.choose(&[])).collect();
         assert_eq!(seen.len(), 2);
+    }
+
+    /// Every `group`/`pick` line of the vectors Java printed with Storm's own PartialKeyGrouping
+    /// code (tests/fixtures/java/PartialKeyVectors.java): one grouper per group, fed the same
+    /// keys in the same order, picks the same tasks.
+    #[test]
+    fn partial_key_picks_what_storm_picks() {
+        let text = include_str!("../tests/fixtures/java/partial_key_vectors.txt");
+        let mut g: Option<Grouper> = None;
+        let mut picks = 0;
+        for line in text.lines() {
+            if let Some(group) = line.strip_prefix("group ") {
+                let (fields, tasks) = group.split_once(' ').expect("group FIELDS TASKS");
+                let fields: usize = fields.parse().expect("field count");
+                let targets: Vec<u32> =
+                    tasks.split(',').map(|t| t.parse().expect("task")).collect();
+                let keys = (0..fields).collect();
+                g = Some(Grouper::new(
+                    &Grouping::PartialKey(vec![]),
+                    targets,
+                    keys,
+                    &[],
+                    1,
+                ));
+            } else if let Some(pick) = line.strip_prefix("pick ") {
+                let (json, task) = pick.rsplit_once(' ').expect("pick JSON TASK");
+                let values: Vec<Value> = match serde_json::from_str(json).expect("json") {
+                    serde_json::Value::Array(items) => items.iter().map(Value::from_json).collect(),
+                    other => panic!("not a list: {other}"),
+                };
+                let g = g.as_mut().expect("a group line first");
+                let task: u32 = task.parse().expect("task");
+                assert_eq!(g.choose(&values), Choice::One(task), "{line}");
+                picks += 1;
+            }
+        }
+        assert!(picks >= 500, "only {picks} picks");
+    }
+
+    #[test]
+    fn partial_key_candidates_are_two_distinct_tasks_when_there_are_two() {
+        for h in [-5, 0, 1, 99162322] {
+            let [a, b] = partial_key_candidates([h], 2);
+            assert_ne!(a, b);
+            assert_eq!(partial_key_candidates([h], 1), [0, 0]);
+        }
     }
 
     proptest! {

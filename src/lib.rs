@@ -31,6 +31,7 @@ pub mod diag;
 pub mod expr;
 pub mod grouping;
 pub mod java_hash;
+pub mod java_random;
 pub mod logging;
 pub mod nesting;
 pub mod net;

@@ -1,7 +1,7 @@
 //! Nimbus's even scheduler (seed 002; Storm 0.x `compute-new-task->node+port`): a pure function
 //! from the plan's executors, the free slots and the current placement to a new placement.
-//! Slots are ordered by host then port and interleaved across hosts, the first
-//! `topology.workers` are used, and executors go round-robin over them in task-id order.
+//! Slots are grouped by supervisor, the supervisors with the most free slots first, and
+//! interleaved across supervisors (Storm's `sortSlots`), the first `topology.workers` are used, and executors go round-robin over them in task-id order.
 //! Re-assignment keeps healthy slots whose load fits an even spread and moves the rest.
 
 use super::layout::NodePort;
@@ -115,25 +115,32 @@ impl Dead {
     }
 }
 
-/// Storm's `sort-slots`: group the slots by supervisor (host first, then supervisor id), sort
-/// each group by port, and interleave the groups, so consecutive slots are on different hosts:
-/// `[h1:p1 h2:p1 h1:p2 h2:p2]`.
+/// Storm's `EvenScheduler.sortSlots`: group the slots by supervisor id, each group sorted by
+/// port; order the groups by their number of slots, most first, supervisors with as many slots
+/// staying in id order (Storm's stable sort over a `TreeMap`); then interleave the groups, so
+/// consecutive slots are on different supervisors: `[h1:p1 h2:p1 h1:p2 h2:p2]` for two
+/// supervisors with two slots each, `[h2:p1 h1:p1 h2:p2 h1:p2 h2:p3]` when `h2` has three.
 pub fn sort_slots(slots: &[Slot]) -> Vec<Slot> {
-    let mut groups: BTreeMap<(&str, &str), BTreeMap<u16, &Slot>> = BTreeMap::new();
+    let mut groups: BTreeMap<&str, Vec<&Slot>> = BTreeMap::new();
     for s in slots {
-        groups
-            .entry((s.host.as_str(), s.node.as_str()))
-            .or_default()
-            .insert(s.port, s);
+        groups.entry(s.node.as_str()).or_default().push(s);
     }
-    let mut columns: Vec<Vec<&Slot>> = groups
-        .into_values()
-        .map(|g| g.into_values().collect())
-        .collect();
+    let mut columns: Vec<Vec<&Slot>> = groups.into_values().collect();
+    for column in &mut columns {
+        column.sort_by_key(|s| s.port);
+    }
+    // A stable sort: equal sizes keep supervisor id order.
+    columns.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    interleave(&columns)
+}
+
+/// Storm's `ServerUtils.interleaveAll`: the first of every column, then the second of every
+/// column that has one, and so on.
+fn interleave(columns: &[Vec<&Slot>]) -> Vec<Slot> {
     let longest = columns.iter().map(Vec::len).max().unwrap_or(0);
-    let mut out = Vec::with_capacity(slots.len());
+    let mut out = Vec::with_capacity(columns.iter().map(Vec::len).sum());
     for i in 0..longest {
-        for col in &mut columns {
+        for col in columns {
             if let Some(s) = col.get(i) {
                 out.push((*s).clone());
             }
@@ -355,6 +362,57 @@ mod tests {
             .map(|s| format!("{}:{}", s.host, s.port))
             .collect();
         assert_eq!(order, ["a:1", "b:1", "a:2", "a:3"]);
+    }
+
+    /// Storm's `SchedulerModelTest.testSortSlots`: the supervisor with more free slots comes first.
+    #[test]
+    fn supervisors_with_more_free_slots_come_first() {
+        let s = |n: &str, p| slot(n, p);
+        let order = |slots: &[Slot]| -> Vec<String> {
+            sort_slots(slots)
+                .iter()
+                .map(|s| format!("{}:{}", s.node, s.port))
+                .collect()
+        };
+        let two_and_three = [
+            s("supervisor1", 6700),
+            s("supervisor1", 6701),
+            s("supervisor2", 6700),
+            s("supervisor2", 6701),
+            s("supervisor2", 6702),
+        ];
+        assert_eq!(
+            order(&two_and_three),
+            [
+                "supervisor2:6700",
+                "supervisor1:6700",
+                "supervisor2:6701",
+                "supervisor1:6701",
+                "supervisor2:6702"
+            ]
+        );
+    }
+
+    /// Every line of the vectors Java printed with Storm's own `sortSlots` and `interleaveAll`
+    /// (tests/fixtures/java/SortSlotsVectors.java): `IN -> OUT`.
+    #[test]
+    fn slot_order_matches_storms_sort_slots() {
+        let text = include_str!("../../tests/fixtures/java/sort_slots_vectors.txt");
+        let parse = |list: &str| -> Vec<Slot> {
+            list.split(',')
+                .map(|s| {
+                    let (node, port) = s.rsplit_once(':').expect("NODE:PORT");
+                    slot(node, port.parse().expect("port"))
+                })
+                .collect()
+        };
+        let mut cases = 0;
+        for line in text.lines() {
+            let (input, output) = line.split_once(" -> ").expect("IN -> OUT");
+            assert_eq!(sort_slots(&parse(input)), parse(output), "{line}");
+            cases += 1;
+        }
+        assert!(cases >= 60, "only {cases} cases");
     }
 
     #[test]

@@ -26,6 +26,12 @@ pub enum Rule {
     Ports,
     /// A string, or null.
     OptionalString,
+    /// A string.
+    String,
+    /// A number from 0 to 1 (a sampling rate).
+    Fraction,
+    /// A TCP port, 1–65535.
+    Port,
 }
 
 /// The rule of every key that has one.
@@ -83,6 +89,18 @@ pub const RULES: &[(&str, Rule)] = &[
         "topology.subprocess.timeout.secs",
         Rule::Duration { nullable: true },
     ),
+    ("topology.multilang.serializer", Rule::String),
+    (
+        "topology.sleep.spout.wait.strategy.time.ms",
+        Rule::Int {
+            min: 0,
+            nullable: false,
+        },
+    ),
+    ("topology.stats.sample.rate", Rule::Fraction),
+    // No effect here (storm does not compress tuples), but typed as in Storm, so a Flux file
+    // that sets it wrongly is rejected as Storm would reject it.
+    ("topology.tuple.compression.enable", Rule::Bool),
     ("storm.zookeeper.root", Rule::AbsolutePath),
     ("storm.cluster.secret", Rule::OptionalString),
     ("supervisor.slots.ports", Rule::Ports),
@@ -91,9 +109,26 @@ pub const RULES: &[(&str, Rule)] = &[
         Rule::Duration { nullable: false },
     ),
     (
+        "supervisor.heartbeat.frequency.secs",
+        Rule::Duration { nullable: false },
+    ),
+    (
+        "worker.heartbeat.frequency.secs",
+        Rule::Duration { nullable: false },
+    ),
+    (
+        "task.heartbeat.frequency.secs",
+        Rule::Duration { nullable: false },
+    ),
+    (
         "nimbus.task.timeout.secs",
         Rule::Duration { nullable: false },
     ),
+    (
+        "nimbus.monitor.freq.secs",
+        Rule::Duration { nullable: false },
+    ),
+    ("nimbus.thrift.port", Rule::Port),
 ];
 
 pub fn rule_of(key: &str) -> Option<Rule> {
@@ -137,7 +172,10 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         },
         Rule::Bool => match value {
             Value::Bool(_) => Ok(()),
-            _ => Err(format!("must be true or false (got {})", show(value))),
+            _ => Err(format!(
+                "must be a boolean, true or false (got {})",
+                show(value)
+            )),
         },
         Rule::PowerOfTwo => match value.as_i64() {
             Some(n) if n >= 1 && (n as u64).is_power_of_two() => Ok(()),
@@ -147,7 +185,10 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
                 let above = n.next_power_of_two();
                 Err(format!("must be a power of two: {} or {above}", above / 2))
             }
-            None => Err(format!("must be a power of two (got {})", show(value))),
+            None => Err(format!(
+                "must be an integer, a power of two (got {})",
+                show(value)
+            )),
         },
         Rule::AbsolutePath => match value.as_str() {
             Some(p) if p.starts_with('/') => Ok(()),
@@ -159,6 +200,25 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         Rule::OptionalString => match value {
             Value::String(_) => Ok(()),
             _ => Err(format!("must be a string (got {})", show(value))),
+        },
+        Rule::String => match value {
+            Value::String(_) => Ok(()),
+            _ => Err(format!("must be a string (got {})", show(value))),
+        },
+        Rule::Fraction => match value.as_f64() {
+            Some(f) if (0.0..=1.0).contains(&f) => Ok(()),
+            Some(_) => Err(format!("must be between 0 and 1 (got {})", show(value))),
+            None => Err(format!(
+                "must be a number between 0 and 1 (got {})",
+                show(value)
+            )),
+        },
+        Rule::Port => match value.as_u64() {
+            Some(1..=65535) => Ok(()),
+            _ => Err(format!(
+                "must be a port number, 1–65535 (got {})",
+                show(value)
+            )),
         },
         Rule::Ports => check_ports(value),
     }
@@ -258,6 +318,39 @@ mod tests {
         );
         assert!(check_value("supervisor.slots.ports", &json!([0])).is_err());
         assert!(check_value("some.user.key", &json!({"any": 1})).is_ok());
+    }
+
+    /// Every key of the built-in defaults that has a type has a rule, and its default obeys it.
+    #[test]
+    fn every_default_key_has_a_rule_it_obeys() {
+        for (key, entry) in &crate::config::layers::defaults().entries {
+            assert!(rule_of(key).is_some(), "`{key}` has no rule");
+            assert_eq!(check_value(key, &entry.value), Ok(()), "{key}");
+        }
+    }
+
+    #[test]
+    fn wrong_types_name_the_expected_type() {
+        let cases = [
+            ("topology.debug", json!("not-a-boolean"), "a boolean"),
+            ("topology.receiver.buffer.size", json!("big"), "an integer"),
+            ("topology.workers", json!("two"), "an integer"),
+            ("topology.multilang.serializer", json!(5), "a string"),
+            ("topology.stats.sample.rate", json!("often"), "a number"),
+            ("topology.stats.sample.rate", json!(1.5), "between 0 and 1"),
+            ("nimbus.thrift.port", json!(70000), "a port number"),
+            ("worker.heartbeat.frequency.secs", json!([1]), "a duration"),
+            (
+                "topology.sleep.spout.wait.strategy.time.ms",
+                json!(1.5),
+                "an integer",
+            ),
+        ];
+        for (key, value, expected) in cases {
+            let err = check_value(key, &value).expect_err(key);
+            assert!(err.contains(expected), "{key}: {err}");
+        }
+        assert!(check_value("topology.stats.sample.rate", &json!(0)).is_ok());
     }
 
     #[test]

@@ -33,6 +33,7 @@ const TOP_KEYS: &[&str] = &[
     "streams",
     "includes",
     "topologySource",
+    "workerHooks",
 ];
 const COMPONENT_KEYS: &[&str] = &[
     "id",
@@ -43,6 +44,11 @@ const COMPONENT_KEYS: &[&str] = &[
     "configMethods",
     "properties",
     "config",
+    "onHeapMemoryLoad",
+    "offHeapMemoryLoad",
+    "cpuLoad",
+    "factory",
+    "factoryArgs",
 ];
 const STREAM_KEYS: &[&str] = &["name", "from", "to", "grouping"];
 const GROUPING_KEYS: &[&str] = &["type", "args", "streamId", "customClass"];
@@ -101,6 +107,13 @@ pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
                     );
                 }
             }
+            "workerHooks" => r.diagnostics.push(
+                Diagnostic::error(
+                    "`workerHooks` are JVM classes: worker hooks need a JVM",
+                    key.span,
+                )
+                .with_help("remove `workerHooks`; storm runs no JVM code in its workers"),
+            ),
             "topologySource" => {
                 let at = value.value.get("className").map_or(value.span, |v| v.span);
                 r.diagnostics.push(
@@ -154,21 +167,55 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
             }
             "parallelism" => c.parallelism = r.int(&value, "`parallelism`"),
             "numTasks" => c.tasks = r.int(&value, "`numTasks`"),
-            "configMethods" => config_methods(r, &mut c, &value),
+            "configMethods" => {
+                let class = v.value.get("className").and_then(|x| x.value.as_str());
+                let shell = matches!(class, Some(SHELL_SPOUT | SHELL_BOLT));
+                config_methods(r, &mut c, &value, shell)
+            }
             "properties" => r.diagnostics.push(Diagnostic::warning(
                 "`properties` set JVM bean fields; ignored",
                 key.span,
             )),
-            "config" => c.config = r.map(&value, "`config`").to_vec(),
+            "config" => c.config.extend(r.map(&value, "`config`").iter().cloned()),
+            // Flux's resource hints feed Storm's resource-aware scheduler.
+            "onHeapMemoryLoad" | "offHeapMemoryLoad" | "cpuLoad" => resource_hint(r, &key, &value),
+            "factory" => r.diagnostics.push(
+                Diagnostic::error("`factory` builds the component with a JVM method", key.span)
+                    .with_help(NEEDS_JVM),
+            ),
+            // Arguments of the factory, which is reported already.
+            "factoryArgs" => {}
             _ => r.unknown_key(&key, COMPONENT_KEYS, "a Flux component"),
         }
     }
     c
 }
 
+/// A Flux resource hint: a number, accepted with a warning, since storm has no resource-aware
+/// scheduler to give it to.
+fn resource_hint(r: &mut Reader, key: &Spanned<String>, value: &Spanned<RawValue>) {
+    if !matches!(value.value, RawValue::Int(_) | RawValue::Float(_)) {
+        r.error(format!("`{}` must be a number", key.value), value.span);
+        return;
+    }
+    r.diagnostics.push(
+        Diagnostic::warning(
+            format!(
+                "`{}` is a hint for Storm's resource-aware scheduler; storm has none, so it is ignored",
+                key.value
+            ),
+            key.span,
+        )
+        .with_help("executors are placed by the even scheduler"),
+    );
+}
+
 /// Flux's `configMethods` for shell components: `setDefaultStream: [[fields]]` and
-/// `setNamedStream: [name, [fields]]` declare output streams.
-fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue>) {
+/// `setNamedStream: [name, [fields]]` declare output streams; `addComponentConfig: [key, value]`
+/// (a method of Flux's shell wrappers only) adds to the component's configuration (Storm's
+/// `getComponentConfiguration`), under its `config:` entries.
+fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue>, shell: bool) {
+    let mut config_added = Vec::new();
     for m in r.list(value, "`configMethods`").to_vec() {
         let Some(name) = m
             .value
@@ -193,15 +240,33 @@ fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue
                     c.streams.push((s, f.value));
                 }
             }
+            ("addComponentConfig", [key, value]) if shell => {
+                if let Some(k) = r.string(key, "the config key") {
+                    config_added.push((k, value.clone()));
+                }
+            }
             ("setDefaultStream" | "setNamedStream", _) => {
                 r.error(format!("wrong arguments for `{}`", name.value), m.span)
             }
+            ("addComponentConfig", _) if shell => r.diagnostics.push(
+                Diagnostic::error(
+                    format!(
+                        "`addComponentConfig` takes a key and a value (got {} argument{})",
+                        args.len(),
+                        if args.len() == 1 { "" } else { "s" }
+                    ),
+                    m.span,
+                )
+                .with_help("args: [KEY, VALUE]; a list value is one argument: [KEY, [A, B]]"),
+            ),
             _ => r.diagnostics.push(Diagnostic::warning(
                 format!("configMethod `{}` calls JVM code; ignored", name.value),
                 name.span,
             )),
         }
     }
+    // Storm applies a component's `config:` over what the component itself declares.
+    c.config.splice(0..0, config_added);
 }
 
 fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
@@ -258,6 +323,28 @@ mod tests {
         assert!(is_flux(&tree("spouts:\n  - id: a\n    className: x.Y\n")));
         assert!(is_flux(&tree("includes: []\n")));
         assert!(!is_flux(&tree("spouts:\n  - id: a\n    type: stdin\n")));
+    }
+
+    #[test]
+    fn resource_hints_warn_and_factories_need_a_jvm() {
+        let t = tree(
+            "name: f\nbolts:\n  - id: b\n    className: org.apache.storm.testing.TestWordCounter\n    cpuLoad: 50\n    onHeapMemoryLoad: lots\n    factory: make\n    factoryArgs: [1]\n",
+        );
+        let raw = read_topology(&t, Path::new("."), &Properties::default());
+        let found: Vec<(Severity, &str)> = raw
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.message.as_str()))
+            .collect();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[0].0, Severity::Warning);
+        assert!(found[0].1.contains("resource-aware scheduler"));
+        assert_eq!(
+            found[1],
+            (Severity::Error, "`onHeapMemoryLoad` must be a number")
+        );
+        assert_eq!(found[2].0, Severity::Error);
+        assert!(found[2].1.contains("JVM"));
     }
 
     #[test]

@@ -4,6 +4,7 @@ mod acking;
 mod cli;
 mod cluster;
 mod config;
+mod flux;
 mod multilang;
 mod net;
 mod newcomer;

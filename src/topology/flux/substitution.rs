@@ -1,8 +1,9 @@
 //! Flux property substitution: `${ENV-NAME}` from the environment and `${key}` from the
-//! `--filter` properties file (Flux's `--env-filter` / `-f`). Unresolved keys warn and stay.
+//! `--filter` properties file (Flux's `--env-filter` / `-f`), `${key[i]}` for an element of a
+//! list-valued property. Unresolved keys warn and stay.
 
 use crate::diag::Diagnostic;
-use crate::topology::raw::{RawValue, Spanned};
+use crate::topology::raw::{RawValue, Span, Spanned};
 use crate::topology::yaml;
 use std::collections::HashMap;
 use std::path::Path;
@@ -30,11 +31,64 @@ impl Properties {
         Ok(Properties { values })
     }
 
-    fn lookup(&self, key: &str) -> Option<String> {
-        match key.strip_prefix("ENV-") {
-            Some(env) => std::env::var(env).ok(),
-            None => self.values.get(key).cloned(),
+    /// The text that replaces `${key}`: `ENV-NAME` from the environment, `name[i]` the `i`th
+    /// element of the list-valued property `name` (as Flux reads `${name[i]}`), otherwise the
+    /// property `key`.
+    fn lookup(&self, key: &str) -> Lookup {
+        if let Some(env) = key.strip_prefix("ENV-") {
+            return std::env::var(env).map_or(Lookup::Undefined, Lookup::Found);
         }
+        if let Some((name, index)) = indexed(key) {
+            let Some(list) = self.values.get(name) else {
+                return Lookup::Undefined;
+            };
+            return element(list, index).map_or_else(
+                || {
+                    Lookup::BadIndex(format!(
+                        "`{name}` is `{list}`, which has no element {index}"
+                    ))
+                },
+                Lookup::Found,
+            );
+        }
+        self.values
+            .get(key)
+            .cloned()
+            .map_or(Lookup::Undefined, Lookup::Found)
+    }
+}
+
+/// What a `${key}` resolves to.
+enum Lookup {
+    Found(String),
+    Undefined,
+    /// `${name[i]}` where `name` is not a list with an element `i`.
+    BadIndex(String),
+}
+
+/// `name[i]` split into `name` and `i` (Flux's `(?<list>.+)\[(?<listIndex>\d+)]`).
+fn indexed(key: &str) -> Option<(&str, usize)> {
+    let (name, rest) = key.strip_suffix(']')?.rsplit_once('[')?;
+    if name.is_empty() || rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((name, rest.parse().ok()?))
+}
+
+/// Element `index` of a list-valued property written as a YAML flow list
+/// (`["a", "b"]`), as text: Flux hands it over without its quotes.
+fn element(list: &str, index: usize) -> Option<String> {
+    let tree = yaml::parse_tree(list).ok()?;
+    let RawValue::List(items) = tree.value else {
+        return None;
+    };
+    match &items.get(index)?.value {
+        RawValue::Str { text, .. } => Some(text.clone()),
+        RawValue::Int(i) => Some(i.to_string()),
+        RawValue::Float(f) => Some(f.to_string()),
+        RawValue::Bool(b) => Some(b.to_string()),
+        RawValue::Null => Some(String::new()),
+        RawValue::List(_) | RawValue::Map(_) => None,
     }
 }
 
@@ -42,50 +96,88 @@ impl Properties {
 pub fn substitute(tree: &mut Spanned<RawValue>, props: &Properties, diags: &mut Vec<Diagnostic>) {
     match &mut tree.value {
         RawValue::Str { text, quoted } if text.contains("${") => {
-            let mut out = String::new();
-            let mut rest = text.as_str();
-            while let Some(start) = rest.find("${") {
-                out.push_str(&rest[..start]);
-                let Some(len) = rest[start..].find('}') else {
-                    out.push_str(&rest[start..]);
-                    rest = "";
-                    break;
-                };
-                let key = &rest[start + 2..start + len];
-                match props.lookup(key) {
-                    Some(v) => out.push_str(&v),
-                    None => {
-                        diags.push(
-                            Diagnostic::warning(
-                                format!("`${{{key}}}` is not defined; kept as written"),
-                                tree.span,
-                            )
-                            .with_help(if key.starts_with("ENV-") {
-                                "set the environment variable".to_string()
-                            } else {
-                                "define it in the properties file given with --filter".to_string()
-                            }),
-                        );
-                        out.push_str(&rest[start..start + len + 1]);
-                    }
-                }
-                rest = &rest[start + len + 1..];
-            }
-            out.push_str(rest);
-            // As in Flux, substitution happens in the text: a plain `${n}` may become a number.
+            let out = replace_all(text, tree.span, props, diags);
             tree.value = if *quoted {
                 RawValue::Str {
                     text: out,
                     quoted: true,
                 }
             } else {
-                yaml::resolve_scalar(&out)
+                reread(&out, tree.span)
             };
         }
         RawValue::List(items) => items.iter_mut().for_each(|i| substitute(i, props, diags)),
         RawValue::Map(entries) => entries
             .iter_mut()
             .for_each(|(_, v)| substitute(v, props, diags)),
+        _ => {}
+    }
+}
+
+/// The text with every `${key}` that resolves replaced.
+fn replace_all(text: &str, span: Span, props: &Properties, diags: &mut Vec<Diagnostic>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start..].find('}') else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let key = &rest[start + 2..start + len];
+        match props.lookup(key) {
+            Lookup::Found(v) => out.push_str(&v),
+            Lookup::Undefined => {
+                diags.push(
+                    Diagnostic::warning(
+                        format!("`${{{key}}}` is not defined; kept as written"),
+                        span,
+                    )
+                    .with_help(if key.starts_with("ENV-") {
+                        "set the environment variable".to_string()
+                    } else {
+                        "define it in the properties file given with --filter".to_string()
+                    }),
+                );
+                out.push_str(&rest[start..start + len + 1]);
+            }
+            Lookup::BadIndex(why) => {
+                diags.push(Diagnostic::error(format!("`${{{key}}}`: {why}"), span).with_help(
+                    "an indexed property is a list in the --filter file, like `key: [\"a\", \"b\"]`",
+                ));
+                out.push_str(&rest[start..start + len + 1]);
+            }
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// An unquoted value after substitution, read again as YAML, as Flux substitutes in the text
+/// before parsing: a plain `${n}` may become a number, and a list-valued property written as
+/// a flow list (`[a, b]`) becomes a list. Everything read is located at the original value.
+fn reread(text: &str, span: Span) -> RawValue {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        if let Ok(mut tree) = yaml::parse_tree(text) {
+            relocate(&mut tree, span);
+            return tree.value;
+        }
+    }
+    yaml::resolve_scalar(text)
+}
+
+/// Give every node of a tree the same span.
+fn relocate(tree: &mut Spanned<RawValue>, span: Span) {
+    tree.span = span;
+    match &mut tree.value {
+        RawValue::List(items) => items.iter_mut().for_each(|i| relocate(i, span)),
+        RawValue::Map(entries) => entries.iter_mut().for_each(|(k, v)| {
+            k.span = span;
+            relocate(v, span);
+        }),
         _ => {}
     }
 }
@@ -123,6 +215,34 @@ mod tests {
         );
         assert_eq!(diags.len(), 1);
         assert_eq!(diags[0].severity, Severity::Warning);
+    }
+
+    /// Flux's own substitution test (TCKTest.testVariableSubstitution): a property holding a
+    /// flow list gives a list where it is written bare, `${key[0]}` its first element as text.
+    #[test]
+    fn list_valued_and_indexed_properties_as_flux() {
+        let mut props = Properties::default();
+        props
+            .values
+            .insert("a.list".into(), "[\"A string list\", 7]".into());
+        let mut t = tree(
+            "whole: ${a.list}\nfirst: ${a.list[0]}\nsecond: ${a.list[1]}\nquoted: '${a.list[0]}!'\nfar: ${a.list[2]}\nnone: ${b[0]}\n",
+        );
+        let mut diags = Vec::new();
+        substitute(&mut t, &props, &mut diags);
+        let get = |k: &str| t.value.get(k).map(|v| v.value.to_json());
+        assert_eq!(get("whole"), Some(serde_json::json!(["A string list", 7])));
+        assert_eq!(get("first"), Some(serde_json::json!("A string list")));
+        assert_eq!(get("second"), Some(serde_json::json!(7)));
+        assert_eq!(get("quoted"), Some(serde_json::json!("A string list!")));
+        assert_eq!(get("far"), Some(serde_json::json!("${a.list[2]}")));
+        let severities: Vec<Severity> = diags.iter().map(|d| d.severity).collect();
+        assert_eq!(severities, [Severity::Error, Severity::Warning]);
+        assert!(
+            diags[0].message.contains("no element 2"),
+            "{}",
+            diags[0].message
+        );
     }
 
     #[test]
