@@ -212,6 +212,7 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
                 ("acked", &st.acked),
                 ("failed", &st.failed),
                 ("lost", &st.lost),
+                ("dropped", &st.dropped),
             ] {
                 m.insert(name.into(), get(counter).into());
             }
@@ -260,6 +261,7 @@ pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartb
         c.acked += t.acked;
         c.failed += t.failed;
         c.lost += stat(beat, "lost");
+        c.dropped += stat(beat, "dropped");
         report.lost += stat(beat, "lost");
         c.per_task.push(t);
     }

@@ -8,20 +8,27 @@ use std::path::Path;
 pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<Box<dyn Spout>> {
     let max_retries = super::replay::max_retries(&c.args);
     Ok(match c.ctype {
-        ComponentType::Stdin => Box::new(super::lines::LineSpout::new(
-            super::lines::Input::Stdin,
-            max_retries,
-        )),
-        ComponentType::File => {
-            let path = c
-                .arg_str("path")
-                .ok_or_else(|| anyhow::anyhow!("{}: `file` needs args.path", c.id))?;
-            Box::new(super::lines::LineSpout::new(
-                // Relative paths are relative to the topology file's folder, as every path
-                // in a topology file is (`Path::join` keeps an absolute path as it is).
-                super::lines::Input::File(base_dir.join(path)),
-                max_retries,
-            ))
+        ComponentType::Stdin | ComponentType::File => {
+            let input = match c.arg_str("path") {
+                // Relative paths are relative to the topology file's folder, as every path in
+                // a topology file is (`Path::join` keeps an absolute path as it is).
+                Some(path) => super::lines::Input::File(base_dir.join(path)),
+                None if c.ctype == ComponentType::File => {
+                    anyhow::bail!("{}: `file` needs args.path", c.id)
+                }
+                None => super::lines::Input::Stdin,
+            };
+            let spout = super::lines::LineSpout::new(input, max_retries);
+            Box::new(match c.args.contains_key("format") {
+                true => {
+                    let spec = super::parse::spec::Spec::from_args(&c.args)
+                        .map_err(|e| anyhow::anyhow!("{}: {}", c.id, e.message))?;
+                    spout
+                        .parsing(&spec)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?
+                }
+                false => spout,
+            })
         }
         ComponentType::Generate => Box::new(super::generate::Generate::new(&c.args, task_index)),
         ComponentType::TestWordSpout => Box::new(super::test_words::TestWordSpout::default()),
@@ -36,7 +43,8 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Split => Box::new(super::split::Split::new(&c.args)),
         ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
         ComponentType::Filter => Box::new(super::filter::Filter::new(&c.args)),
-        ComponentType::Stdout => Box::new(super::stdout::Stdout::default()),
+        ComponentType::Parse => Box::new(super::parse::Parse::new(&c.args)?),
+        ComponentType::Stdout => Box::new(super::stdout::Stdout::new(&c.args)),
         ComponentType::Log => Box::new(super::log::Log::default()),
         ComponentType::Discard => Box::new(super::discard::Discard),
         ComponentType::Chaos => Box::new(super::chaos::Chaos::new(&c.args)),

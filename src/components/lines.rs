@@ -41,6 +41,8 @@ enum KeptLine {
         end: usize,
     },
     Own(CompactString),
+    /// With `format:`, the values the line (or record) gave: replayed as they were.
+    Parsed(crate::tuple::Values),
 }
 
 impl KeptLine {
@@ -48,7 +50,41 @@ impl KeptLine {
         match self {
             KeptLine::InChunk { text, start, end } => text.get(*start..*end).unwrap_or_default(),
             KeptLine::Own(s) => s,
+            KeptLine::Parsed(_) => "",
         }
+    }
+
+    /// The tuple's values when it is emitted again.
+    fn values(&self) -> crate::tuple::Values {
+        match self {
+            KeptLine::Parsed(v) => v.clone(),
+            other => smallvec::smallvec![Value::str(other.text())],
+        }
+    }
+}
+
+/// Emit one read line: as it is, or parsed into fields (an unreadable one to `errors`).
+/// `replay`: acking is on, so the tuple is kept until acked.
+fn emit_line(
+    parsing: Option<&mut Parsing>,
+    replay: Option<&mut Replay<KeptLine>>,
+    line: &str,
+    keep: impl FnOnce() -> KeptLine,
+    out: &mut dyn SpoutCollector,
+) {
+    let Some(p) = parsing else {
+        let msg_id = replay.map(|r| Value::Int(r.track(keep()) as i64));
+        out.send(streams::DEFAULT, crate::tuple::one_str(line), msg_id);
+        return;
+    };
+    match p.parser.parse(line) {
+        Ok(None) => {}
+        Ok(Some(values)) => {
+            let msg_id =
+                replay.map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
+            out.send(streams::DEFAULT, values, msg_id);
+        }
+        Err(reason) => LineSpout::reject(p, line, &reason, out),
     }
 }
 
@@ -72,6 +108,15 @@ pub struct LineSpout {
     tracked: bool,
     done: bool,
     component: String,
+    /// `format:` given: lines are read into fields.
+    parsing: Option<Parsing>,
+}
+
+/// A spout that reads its lines into fields (`stdin(format=json, fields=[…])`).
+struct Parsing {
+    parser: super::parse::Parser,
+    errors: Option<crate::topology::plan::StreamId>,
+    warnings: super::parse::DropWarnings,
 }
 
 impl LineSpout {
@@ -88,6 +133,33 @@ impl LineSpout {
             tracked: false,
             done: false,
             component: String::new(),
+            parsing: None,
+        }
+    }
+
+    /// Read lines into fields as `parse` would (the spout's `format` and its options).
+    pub fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
+        self.parsing = Some(Parsing {
+            parser: super::parse::Parser::new(spec)?,
+            errors: None,
+            warnings: super::parse::DropWarnings::new("stdin"),
+        });
+        Ok(self)
+    }
+
+    fn reject(p: &mut Parsing, line: &str, reason: &str, out: &mut dyn SpoutCollector) {
+        match p.errors {
+            Some(stream) => {
+                out.send(
+                    stream,
+                    smallvec::smallvec![Value::str(line), Value::str(reason)],
+                    None,
+                );
+            }
+            None => {
+                out.dropped(1);
+                p.warnings.dropped(line, reason);
+            }
         }
     }
 
@@ -101,20 +173,15 @@ impl LineSpout {
             i => self.current.ends[i - 1],
         };
         self.emitted += 1;
-        let line = CompactString::new(self.current.text.get(start..end).unwrap_or_default());
-        let msg_id = self.tracked.then(|| {
-            let kept = KeptLine::InChunk {
-                text: self.current.text.clone(),
-                start,
-                end,
-            };
-            Value::Int(self.replay.track(kept) as i64)
-        });
-        out.send(
-            streams::DEFAULT,
-            smallvec::smallvec![Value::Str(line)],
-            msg_id,
-        );
+        let text = &self.current.text;
+        let line = text.get(start..end).unwrap_or_default();
+        let keep = || KeptLine::InChunk {
+            text: text.clone(),
+            start,
+            end,
+        };
+        let replay = self.tracked.then_some(&mut self.replay);
+        emit_line(self.parsing.as_mut(), replay, line, keep, out);
         true
     }
 }
@@ -287,6 +354,10 @@ impl Spout for LineSpout {
     fn open(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.tracked = ctx.plan.ackers > 0;
         self.component = ctx.component.clone();
+        if let Some(p) = self.parsing.as_mut() {
+            p.errors = super::parse::wired_errors_stream(ctx);
+            p.warnings = super::parse::DropWarnings::new(&ctx.component);
+        }
         let Some(input) = self.input.take() else {
             return Ok(());
         };
@@ -306,7 +377,7 @@ impl Spout for LineSpout {
         if let Some((seq, line)) = self.replay.next_replay() {
             out.send(
                 streams::DEFAULT,
-                smallvec::smallvec![Value::str(line.text())],
+                line.values(),
                 Some(Value::Int(seq as i64)),
             );
             return Ok(SpoutStatus::Busy);
@@ -334,6 +405,12 @@ impl Spout for LineSpout {
             Err(TryRecvError::Empty) => Ok(SpoutStatus::Idle),
             Err(TryRecvError::Disconnected) => {
                 self.done = true;
+                if let Some(p) = self.parsing.as_mut() {
+                    if let Some((text, reason)) = p.parser.unfinished() {
+                        Self::reject(p, &text, &reason, out);
+                        return Ok(SpoutStatus::Busy);
+                    }
+                }
                 Ok(SpoutStatus::Exhausted)
             }
         }
@@ -347,6 +424,7 @@ impl Spout for LineSpout {
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
         if let Some(kept) = self.replay.kept_mut(&msg_id) {
             if let KeptLine::InChunk { .. } = kept {
+                // Keep its own copy, not the whole chunk, while it waits to be replayed.
                 *kept = KeptLine::Own(CompactString::new(kept.text()));
             }
         }

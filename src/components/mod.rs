@@ -9,6 +9,7 @@ pub mod filter;
 pub mod generate;
 pub mod lines;
 pub mod log;
+pub mod parse;
 pub mod replay;
 pub mod shell;
 pub mod split;
@@ -163,6 +164,8 @@ pub trait SpoutCollector {
     fn report_error(&mut self, msg: &str);
     /// Update a named metric.
     fn metric(&mut self, _name: &str, _value: &serde_json::Value) {}
+    /// Count inputs the spout could not read and dropped (shown in the summary).
+    fn dropped(&mut self, _n: u64) {}
 }
 
 /// How a bolt emits and acks (Storm's OutputCollector).
@@ -183,6 +186,8 @@ pub trait BoltCollector {
     fn fail(&mut self, input: &Tuple);
     fn report_error(&mut self, msg: &str);
     fn metric(&mut self, _name: &str, _value: &serde_json::Value) {}
+    /// Count inputs the component could not read and dropped (shown in the summary).
+    fn dropped(&mut self, _n: u64) {}
     /// The acker's answer to a spout task: the roots of its trees that completed (on
     /// `__ack_ack`) or failed (`__ack_fail`), as (root, 0) pairs. The runtime sends them as a
     /// `Message::Acks`; this default sends the roots as the values of one direct tuple.

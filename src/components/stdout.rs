@@ -1,8 +1,10 @@
-//! The `stdout` bolt: each tuple as its values joined by TAB, one line per tuple, through one
+//! The `stdout` bolt: each tuple as one line — its values joined by TAB (the default), a JSON
+//! object, or a CSV record (`format`), of all its fields or those `fields` names — through one
 //! process-wide buffered writer; flushed when the executor goes idle and at the end. A closed
 //! standard output stops the run quietly (SPEC §1).
 
 use super::{Bolt, BoltCollector, Tuple};
+use crate::tuple::Value;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
@@ -23,13 +25,135 @@ fn closed_output() -> ! {
     std::process::exit(0)
 }
 
+/// How tuples are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// Values joined by TAB.
+    #[default]
+    Tsv,
+    /// One JSON object per tuple, field names as keys.
+    Json,
+    /// RFC 4180 CSV, cells quoted where needed.
+    Csv,
+}
+
+/// The formats `stdout` writes, as `format:` names them.
+pub const FORMATS: &[&str] = &["tsv", "json", "csv"];
+
+/// The CSV header is written once per process, whichever task writes first.
+static HEADER_WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 #[derive(Default)]
 pub struct Stdout {
+    format: OutputFormat,
+    /// `fields`: the fields written, in order (all when empty).
+    wanted: Vec<String>,
+    header: bool,
+    /// Input field names, and the positions written.
+    names: Vec<String>,
+    picks: Option<Vec<usize>>,
     line: String,
     pending: String,
 }
 
 impl Stdout {
+    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Stdout {
+        let format = match args.get("format").and_then(|v| v.as_str()) {
+            Some("json") => OutputFormat::Json,
+            Some("csv") => OutputFormat::Csv,
+            _ => OutputFormat::Tsv,
+        };
+        let wanted = args
+            .get("fields")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let header = args
+            .get("header")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        Stdout {
+            format,
+            wanted,
+            header,
+            ..Stdout::default()
+        }
+    }
+
+    /// The values written for `input`, in order, with their names.
+    fn cells<'a>(&'a self, input: &'a Tuple) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+        let all = self.picks.is_none();
+        let count = self.picks.as_ref().map_or(input.values.len(), Vec::len);
+        (0..count).filter_map(move |i| {
+            let at = if all { i } else { self.picks.as_ref()?[i] };
+            let name = self.names.get(at).map_or("", String::as_str);
+            Some((name, input.values.get(at)?))
+        })
+    }
+
+    fn write_line(&mut self, input: &Tuple) {
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        match self.format {
+            OutputFormat::Tsv => {
+                for (i, (_, v)) in self.cells(input).enumerate() {
+                    if i > 0 {
+                        line.push('\t');
+                    }
+                    v.write_plain(&mut line);
+                }
+            }
+            OutputFormat::Json => {
+                let mut obj = serde_json::Map::new();
+                for (name, v) in self.cells(input) {
+                    obj.insert(name.to_string(), v.to_json());
+                }
+                line.push_str(&serde_json::Value::Object(obj).to_string());
+            }
+            OutputFormat::Csv => {
+                let mut cell = String::new();
+                for (i, (_, v)) in self.cells(input).enumerate() {
+                    if i > 0 {
+                        line.push(',');
+                    }
+                    cell.clear();
+                    v.write_plain(&mut cell);
+                    push_csv_cell(&mut line, &cell);
+                }
+            }
+        }
+        line.push('\n');
+        self.pending.push_str(&line);
+        self.line = line;
+    }
+
+    fn write_header(&mut self) {
+        use std::sync::atomic::Ordering;
+        if !self.header || HEADER_WRITTEN.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let names: Vec<&str> = match &self.picks {
+            Some(p) => p
+                .iter()
+                .filter_map(|&i| self.names.get(i).map(String::as_str))
+                .collect(),
+            None => self.names.iter().map(String::as_str).collect(),
+        };
+        let mut line = String::new();
+        for (i, n) in names.iter().enumerate() {
+            if i > 0 {
+                line.push(',');
+            }
+            push_csv_cell(&mut line, n);
+        }
+        self.pending.push_str(&line);
+        self.pending.push('\n');
+    }
+
     fn write_pending(&mut self, flush: bool) {
         if self.pending.is_empty() && !flush {
             return;
@@ -51,20 +175,56 @@ impl Stdout {
     }
 }
 
+/// One CSV cell: quoted when it holds a comma, a quote or a line break, quotes doubled.
+fn push_csv_cell(line: &mut String, cell: &str) {
+    if cell.contains([',', '"', '\n', '\r']) {
+        line.push('"');
+        line.push_str(&cell.replace('"', "\"\""));
+        line.push('"');
+    } else {
+        line.push_str(cell);
+    }
+}
+
 impl Bolt for Stdout {
+    fn prepare(&mut self, ctx: &super::TaskContext) -> anyhow::Result<()> {
+        self.names = super::input_fields(ctx);
+        if !self.wanted.is_empty() {
+            let picks = self
+                .wanted
+                .iter()
+                .map(|w| {
+                    self.names.iter().position(|n| n == w).ok_or_else(|| {
+                        anyhow::anyhow!("{}: input has no field `{w}`", ctx.component)
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            self.picks = Some(picks);
+        }
+        if self.format == OutputFormat::Csv {
+            self.write_header();
+        }
+        Ok(())
+    }
+
     fn execute(&mut self, input: &Tuple, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if input.is_tick() {
             return Ok(());
         }
-        self.line.clear();
-        for (i, v) in input.values.iter().enumerate() {
-            if i > 0 {
-                self.line.push('\t');
+        if self.format == OutputFormat::Tsv && self.picks.is_none() {
+            // The common case, kept as lean as it was: values joined by TAB.
+            self.line.clear();
+            for (i, v) in input.values.iter().enumerate() {
+                if i > 0 {
+                    self.line.push('\t');
+                }
+                v.write_plain(&mut self.line);
             }
-            v.write_plain(&mut self.line);
+            self.line.push('\n');
+            self.pending.push_str(&self.line);
+        } else {
+            self.write_line(input);
         }
-        self.line.push('\n');
-        self.pending.push_str(&self.line);
         if self.pending.len() >= 1 << 16 {
             self.write_pending(false);
         }

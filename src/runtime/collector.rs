@@ -274,6 +274,10 @@ impl SpoutCollector for SpoutOut<'_> {
     fn report_error(&mut self, msg: &str) {
         self.em.report(msg);
     }
+
+    fn dropped(&mut self, n: u64) {
+        TaskStats::add(&self.em.stats.dropped, n);
+    }
 }
 
 /// A bolt task's collector.
@@ -362,6 +366,10 @@ impl BoltCollector for BoltOut<'_> {
 
     fn report_error(&mut self, msg: &str) {
         self.em.report(msg);
+    }
+
+    fn dropped(&mut self, n: u64) {
+        TaskStats::add(&self.em.stats.dropped, n);
     }
 
     fn send_acks(&mut self, task: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {

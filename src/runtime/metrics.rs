@@ -16,6 +16,8 @@ pub struct TaskStats {
     pub timed_out: AtomicU64,
     pub lost: AtomicU64,
     pub errors: AtomicU64,
+    /// Inputs a component could not read and dropped (no `errors` stream wired).
+    pub dropped: AtomicU64,
     pub execute_ns: AtomicU64,
     /// Highest receive-queue fill seen, in batches.
     pub queue_peak: AtomicU64,
@@ -127,6 +129,8 @@ pub struct ComponentReport {
     pub timed_out: u64,
     pub lost: u64,
     pub errors: u64,
+    /// Inputs the component could not read and dropped (`parse` without an `errors` stream).
+    pub dropped: u64,
     /// Mean execute latency, ms.
     pub execute_latency_ms: f64,
     /// Fraction of the run its executors spent executing (Storm UI's capacity).
@@ -196,6 +200,13 @@ pub fn render_table(reports: &[ComponentReport], elapsed_secs: f64) -> String {
             r.capacity,
             r.replayed
         );
+        if r.dropped > 0 {
+            let _ = writeln!(
+                out,
+                "{:<16} dropped {} input(s) it could not read (wire its `errors` stream to keep them)",
+                "", r.dropped
+            );
+        }
         if let Some(c) = &r.complete_latency_ms {
             let _ = writeln!(
                 out,

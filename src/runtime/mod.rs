@@ -493,6 +493,7 @@ impl Running {
                 timed_out: sum(|s| s.timed_out.load(Ordering::Relaxed)),
                 lost: sum(|s| s.lost.load(Ordering::Relaxed)),
                 errors: sum(|s| s.errors.load(Ordering::Relaxed)),
+                dropped: sum(|s| s.dropped.load(Ordering::Relaxed)),
                 execute_latency_ms: if executed > 0 {
                     exec_ns as f64 / executed as f64 / 1e6
                 } else {

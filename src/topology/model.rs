@@ -137,6 +137,7 @@ pub enum ComponentType {
     Split,
     Count,
     Filter,
+    Parse,
     Stdout,
     Log,
     Discard,
@@ -156,6 +157,7 @@ impl ComponentType {
         ComponentType::Split,
         ComponentType::Count,
         ComponentType::Filter,
+        ComponentType::Parse,
         ComponentType::Stdout,
         ComponentType::Log,
         ComponentType::Discard,
@@ -174,6 +176,7 @@ impl ComponentType {
             ComponentType::Split => "split",
             ComponentType::Count => "count",
             ComponentType::Filter => "filter",
+            ComponentType::Parse => "parse",
             ComponentType::Stdout => "stdout",
             ComponentType::Log => "log",
             ComponentType::Discard => "discard",
@@ -196,6 +199,7 @@ impl ComponentType {
                 "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
             }
             Filter => "bolt: keeps the tuples for which the expression `where` holds",
+            Parse => "bolt: fields out of a line: json, csv, tsv, regex, logfmt, kv, combined",
             Stdout => "bolt: writes each tuple as a tab-separated line on standard output",
             Log => "bolt: writes each tuple with its component and task to stderr",
             Discard => "bolt: acks and drops every tuple",

@@ -250,7 +250,16 @@ impl Validator<'_> {
             self.error("file spout without `args.path`", at);
         }
         if let Some(t) = ctype {
-            self.args_shape(rc, t, kind);
+            self.args_shape(rc, t);
+        }
+        let reads_format = matches!(ctype, Some(ComponentType::Stdin | ComponentType::File))
+            && rc
+                .args
+                .as_ref()
+                .and_then(|a| a.value.get("format"))
+                .is_some();
+        if ctype == Some(ComponentType::Parse) || reads_format {
+            self.parse_spec(rc, parallelism);
         }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(

@@ -7,17 +7,12 @@ use super::*;
 impl Validator<'_> {
     /// Every argument must be one the component reads, of the right shape: an unknown name
     /// is an error with a did-you-mean, never silently ignored.
-    pub(super) fn args_shape(
-        &mut self,
-        rc: &RawComponent,
-        ctype: ComponentType,
-        kind: ComponentKind,
-    ) {
+    pub(super) fn args_shape(&mut self, rc: &RawComponent, ctype: ComponentType) {
         let Some(args) = &rc.args else { return };
         let RawValue::Map(entries) = &args.value else {
             return; // already reported by the reader
         };
-        let known = known_args(ctype, kind);
+        let known = known_args(ctype);
         for (k, v) in entries {
             let Some((_, expect)) = known.iter().find(|(name, _)| *name == k.value) else {
                 let d = self.error(
@@ -44,8 +39,8 @@ impl Validator<'_> {
         fields: &[String],
     ) {
         let key = match ctype {
-            ComponentType::Count => "fields",
-            ComponentType::Split => "field",
+            ComponentType::Count | ComponentType::Stdout => "fields",
+            ComponentType::Split | ComponentType::Parse => "field",
             _ => return,
         };
         let Some(arg) = rc.args.as_ref().and_then(|a| a.value.get(key)) else {
@@ -78,6 +73,43 @@ impl Validator<'_> {
                 Some(x) => format!("did you mean `{x}`? its fields: {}", fields.join(", ")),
                 None => format!("its fields: {}", fields.join(", ")),
             });
+        }
+    }
+
+    /// A `parse` component's format and options must make sense together: checked as the
+    /// runtime reads them, each problem located at the argument it is about.
+    pub(super) fn parse_spec(&mut self, rc: &RawComponent, parallelism: u32) {
+        let at_type = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        let arg_span = |key: &str| {
+            rc.args
+                .as_ref()
+                .and_then(|a| a.value.get(key))
+                .map_or(at_type, |v| v.span)
+        };
+        match crate::components::parse::spec::Spec::from_args(&args) {
+            Err(e) => {
+                let span = arg_span(e.arg);
+                self.error(e.message, span);
+            }
+            Ok(spec) => {
+                let header = matches!(
+                    spec.format,
+                    crate::components::parse::spec::Format::Delimited { header: true, .. }
+                );
+                if header && parallelism > 1 {
+                    self.error(
+                        "`header: true` needs `parallelism: 1`: only one task would see the header line",
+                        arg_span("header"),
+                    )
+                    .help = Some(
+                        "give the names with `columns` instead, or read the file with `stdin(format=csv, header=true, …)`".into(),
+                    );
+                }
+            }
         }
     }
 
@@ -114,14 +146,35 @@ impl Validator<'_> {
     }
 }
 
-/// The arguments each built-in reads, and their shapes. Spouts that replay (`stdin`, `file`,
-/// `generate`, shell spouts) also take `max_retries`.
-fn known_args(ctype: ComponentType, kind: ComponentKind) -> &'static [(&'static str, ArgShape)] {
+/// The arguments each built-in reads, and their shapes. The spouts that replay lines
+/// themselves (`stdin`, `file`, `generate`) also take `max_retries`.
+fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
     use ArgShape::*;
     use ComponentType::*;
     match ctype {
-        Stdin => &[("max_retries", Number)],
-        File => &[("path", Text), ("max_retries", Number)],
+        Stdin => &[
+            ("max_retries", Number),
+            ("format", OneOf(crate::components::parse::spec::FORMATS)),
+            ("fields", Fields),
+            ("header", Bool),
+            ("columns", Fields),
+            ("pattern", Text),
+            ("types", Map),
+            ("separator", Text),
+            ("pair_separator", Text),
+        ],
+        File => &[
+            ("path", Text),
+            ("max_retries", Number),
+            ("format", OneOf(crate::components::parse::spec::FORMATS)),
+            ("fields", Fields),
+            ("header", Bool),
+            ("columns", Fields),
+            ("pattern", Text),
+            ("types", Map),
+            ("separator", Text),
+            ("pair_separator", Text),
+        ],
         Generate => &[
             ("count", Number),
             ("rate", Number),
@@ -136,20 +189,35 @@ fn known_args(ctype: ComponentType, kind: ComponentKind) -> &'static [(&'static 
             ("emit", OneOf(&["end", "tick", "update"])),
         ],
         Filter => &[("where", Text)],
+        Parse => &[
+            ("format", OneOf(crate::components::parse::spec::FORMATS)),
+            ("field", Text),
+            ("fields", Fields),
+            ("header", Bool),
+            ("columns", Fields),
+            ("pattern", Text),
+            ("types", Map),
+            ("separator", Text),
+            ("pair_separator", Text),
+        ],
         Chaos => &[
             ("fail", Fraction),
             ("drop", Fraction),
             ("delay", Duration),
             ("seed", Number),
         ],
-        Shell if kind == ComponentKind::Spout => &[("max_retries", Number)],
-        Shell | Stdout | Log | Discard | TestWordSpout | TestWordCounter => &[],
+        Stdout => &[
+            ("format", OneOf(crate::components::stdout::FORMATS)),
+            ("fields", Fields),
+            ("header", Bool),
+        ],
+        Shell | Log | Discard | TestWordSpout | TestWordCounter => &[],
     }
 }
 
 /// The names of the arguments a built-in reads (for documentation checks and help).
-pub fn argument_names(ctype: ComponentType, kind: ComponentKind) -> Vec<&'static str> {
-    known_args(ctype, kind).iter().map(|(n, _)| *n).collect()
+pub fn argument_names(ctype: ComponentType) -> Vec<&'static str> {
+    known_args(ctype).iter().map(|(n, _)| *n).collect()
 }
 
 /// What to say about an argument a component does not read: the closest known name (by
@@ -180,6 +248,8 @@ enum ArgShape {
     Fraction,
     Duration,
     List,
+    Bool,
+    Map,
     OneOf(&'static [&'static str]),
 }
 
@@ -204,6 +274,8 @@ impl ArgShape {
             },
             ArgShape::Duration => crate::config::duration_of(&v.to_json()).is_some(),
             ArgShape::List => matches!(v, RawValue::List(_)),
+            ArgShape::Bool => matches!(v, RawValue::Bool(_)),
+            ArgShape::Map => matches!(v, RawValue::Map(_)),
             ArgShape::OneOf(names) => v.as_str().is_some_and(|s| names.contains(&s)),
         };
         if ok {
@@ -216,6 +288,8 @@ impl ArgShape {
             ArgShape::Fraction => "must be a fraction between 0 and 1".into(),
             ArgShape::Duration => "must be a duration (`100ms`, `1s`, or seconds)".into(),
             ArgShape::List => "must be a list".into(),
+            ArgShape::Bool => "must be true or false".into(),
+            ArgShape::Map => "must be a map".into(),
             ArgShape::OneOf(names) => format!("must be one of: {}", names.join(", ")),
         })
     }

@@ -17,11 +17,20 @@ fn strings(v: Option<&serde_json::Value>) -> Option<Vec<String>> {
     )
 }
 
+/// The fields a `parse` (or a spout with `format`) emits; none when its arguments are wrong
+/// (reported where they are checked).
+fn parsed_fields(c: &Component) -> Vec<String> {
+    crate::components::parse::spec::Spec::from_args(&c.args)
+        .map(|s| s.field_names())
+        .unwrap_or_default()
+}
+
 /// The default stream's fields given the input's fields (`None`: needs the input first).
 fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<String>>> {
     use ComponentType::*;
     let one = |f: &str| Some(Some(vec![f.to_string()]));
     match c.ctype {
+        Stdin | File if c.args.contains_key("format") => Some(Some(parsed_fields(c))),
         Stdin | File => one("line"),
         Split | TestWordSpout => one("word"),
         TestWordCounter => Some(Some(vec!["word".into(), "count".into()])),
@@ -39,6 +48,7 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             Some(Some(keys))
         }
         Filter | Chaos => Some(Some(input?.to_vec())),
+        Parse => Some(Some(parsed_fields(c))),
     }
 }
 
@@ -56,6 +66,16 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
                 out.insert(DEFAULT_STREAM.into(), fields);
             }
         }
+    }
+    let parses = c.ctype == ComponentType::Parse
+        || (matches!(c.ctype, ComponentType::Stdin | ComponentType::File)
+            && c.args.contains_key("format"));
+    if parses {
+        let errors = crate::components::parse::ERROR_FIELDS;
+        out.insert(
+            crate::components::parse::ERRORS_STREAM.into(),
+            errors.iter().map(|f| f.to_string()).collect(),
+        );
     }
     for (name, fields) in &rc.streams {
         out.insert(

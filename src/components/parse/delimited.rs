@@ -1,0 +1,290 @@
+//! CSV and TSV (RFC 4180, with csv-core, the `csv` crate's allocation-free engine): one record
+//! per line, or over several lines when a quoted cell holds a newline (the reader keeps its state
+//! between lines). The first record names the columns with `header: true`; `columns` names them
+//! otherwise; `fields` picks the columns emitted.
+
+use crate::tuple::Value;
+use csv_core::{ReadRecordResult, Reader, ReaderBuilder};
+
+/// A quoted cell may hold newlines; past this many bytes an unfinished record is an error
+/// (an unbalanced quote would otherwise swallow the rest of the input).
+const MAX_RECORD_BYTES: usize = 1 << 20;
+
+pub struct Delimited {
+    reader: Reader,
+    /// Cell bytes of the record being read, and where each cell ends.
+    cells: Vec<u8>,
+    ends: Vec<usize>,
+    used: (usize, usize),
+    /// Bytes of the record so far (for the size bound), and its lines (for an error's `line`).
+    pending: String,
+    header: bool,
+    /// Column names (from `columns`, or the header once read).
+    columns: Vec<String>,
+    keep: Vec<String>,
+    /// Which cell each output field takes (`None`: all cells in order).
+    picks: Option<Vec<usize>>,
+}
+
+/// What one line gave.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// A whole record: its values were appended.
+    Record,
+    /// The record goes on in the next line (a quoted cell holds a newline).
+    Pending,
+    /// The header was read: nothing to emit.
+    Header,
+}
+
+impl Delimited {
+    pub fn new(delimiter: u8, header: bool, columns: Vec<String>, keep: Vec<String>) -> Delimited {
+        let mut d = Delimited {
+            reader: ReaderBuilder::new().delimiter(delimiter).build(),
+            cells: vec![0; 1024],
+            ends: vec![0; 64],
+            used: (0, 0),
+            pending: String::new(),
+            header,
+            columns,
+            keep,
+            picks: None,
+        };
+        if !d.columns.is_empty() {
+            d.picks = d.resolve_picks().ok().flatten();
+        }
+        d
+    }
+
+    /// Feed one line (without its line end).
+    pub fn feed(&mut self, line: &str, out: &mut Vec<Value>) -> Result<Step, String> {
+        if !self.pending.is_empty() {
+            self.pending.push('\n');
+        }
+        self.pending.push_str(line);
+        if self.pending.len() > MAX_RECORD_BYTES {
+            self.reset();
+            return Err(format!(
+                "a quoted cell is not closed within {MAX_RECORD_BYTES} bytes"
+            ));
+        }
+        // An empty input means "end of input" to csv-core: an empty line is only its newline.
+        let complete = (!line.is_empty() && self.read(line.as_bytes())?) || self.read(b"\n")?;
+        if !complete {
+            return Ok(Step::Pending);
+        }
+        let result = self.finish_record(out);
+        self.reset();
+        result
+    }
+
+    /// The text of an unfinished record, for an error at the end of input.
+    pub fn unfinished(&mut self) -> Option<String> {
+        let text = std::mem::take(&mut self.pending);
+        self.reset();
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// Run the reader over `input`; `true` once a record is complete.
+    fn read(&mut self, mut input: &[u8]) -> Result<bool, String> {
+        loop {
+            let (res, n_in, n_out, n_ends) = self.reader.read_record(
+                input,
+                &mut self.cells[self.used.0..],
+                &mut self.ends[self.used.1..],
+            );
+            input = &input[n_in..];
+            self.used.0 += n_out;
+            self.used.1 += n_ends;
+            match res {
+                ReadRecordResult::Record => return Ok(true),
+                ReadRecordResult::InputEmpty if input.is_empty() => return Ok(false),
+                ReadRecordResult::InputEmpty => {}
+                ReadRecordResult::OutputFull => {
+                    let n = self.cells.len();
+                    self.cells.resize(n * 2, 0);
+                }
+                ReadRecordResult::OutputEndsFull => {
+                    let n = self.ends.len();
+                    self.ends.resize(n * 2, 0);
+                }
+                ReadRecordResult::End => return Ok(false),
+            }
+        }
+    }
+
+    fn cell(&self, i: usize) -> Result<&str, String> {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let bytes = self.cells.get(start..self.ends[i]).unwrap_or_default();
+        std::str::from_utf8(bytes).map_err(|_| format!("cell {} is not valid UTF-8", i + 1))
+    }
+
+    fn finish_record(&mut self, out: &mut Vec<Value>) -> Result<Step, String> {
+        let n = self.used.1;
+        if self.header {
+            self.header = false;
+            if self.columns.is_empty() {
+                self.columns = (0..n)
+                    .map(|i| self.cell(i).map(str::to_string))
+                    .collect::<Result<_, _>>()?;
+            }
+            self.picks = self.resolve_picks()?;
+            return Ok(Step::Header);
+        }
+        let want = self.columns.len();
+        if want > 0 && n != want {
+            return Err(format!("{n} cells where the header has {want} columns"));
+        }
+        match &self.picks {
+            Some(picks) => {
+                for &i in picks {
+                    out.push(Value::str(self.cell(i)?));
+                }
+            }
+            None => {
+                for i in 0..n {
+                    out.push(Value::str(self.cell(i)?));
+                }
+            }
+        }
+        Ok(Step::Record)
+    }
+
+    /// The cells `keep` names, once the columns are known.
+    fn resolve_picks(&self) -> Result<Option<Vec<usize>>, String> {
+        if self.keep.is_empty() {
+            return Ok(None);
+        }
+        let picks = self
+            .keep
+            .iter()
+            .map(|k| {
+                self.columns.iter().position(|c| c == k).ok_or_else(|| {
+                    format!(
+                        "the header has no column `{k}` (columns: {})",
+                        self.columns.join(", ")
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(picks))
+    }
+
+    fn reset(&mut self) {
+        self.reader.reset();
+        self.used = (0, 0);
+        self.pending.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(d: &mut Delimited, lines: &[&str]) -> Vec<Result<Vec<Value>, String>> {
+        let mut got = Vec::new();
+        for l in lines {
+            let mut out = Vec::new();
+            match d.feed(l, &mut out) {
+                Ok(Step::Record) => got.push(Ok(out)),
+                Ok(_) => {}
+                Err(e) => got.push(Err(e)),
+            }
+        }
+        got
+    }
+
+    fn strs(v: &[&str]) -> Vec<Value> {
+        v.iter().map(|s| Value::str(s)).collect()
+    }
+
+    #[test]
+    fn header_quotes_and_embedded_newlines() {
+        let mut d = Delimited::new(b',', true, vec![], vec!["msg".into(), "a".into()]);
+        let got = feed_all(
+            &mut d,
+            &[
+                "a,b,msg",
+                "1,2,plain",
+                r#"3,4,"say ""hi"", ok""#,
+                r#"5,6,"two"#,
+                r#"lines""#,
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                Ok(strs(&["plain", "1"])),
+                Ok(strs(&["say \"hi\", ok", "3"])),
+                Ok(strs(&["two\nlines", "5"])),
+            ]
+        );
+    }
+
+    #[test]
+    fn wrong_cell_counts_and_missing_columns_are_errors() {
+        let mut d = Delimited::new(b',', true, vec![], vec![]);
+        let got = feed_all(&mut d, &["a,b", "1,2,3", "4,5"]);
+        assert!(got[0].is_err());
+        assert_eq!(got[1], Ok(strs(&["4", "5"])));
+        let mut d = Delimited::new(b',', true, vec![], vec!["zz".into()]);
+        let mut out = Vec::new();
+        assert!(d.feed("a,b", &mut out).is_err());
+    }
+
+    #[test]
+    fn tabs_and_columns_without_header() {
+        let mut d = Delimited::new(b'\t', false, vec!["x".into(), "y".into()], vec!["y".into()]);
+        assert_eq!(
+            feed_all(&mut d, &["1\t2", "3\t4"]),
+            vec![Ok(strs(&["2"])), Ok(strs(&["4"]))]
+        );
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_bounded() {
+        let mut d = Delimited::new(b',', false, vec!["a".into()], vec![]);
+        let mut out = Vec::new();
+        assert_eq!(d.feed("\"open", &mut out), Ok(Step::Pending));
+        assert_eq!(d.unfinished().as_deref(), Some("\"open"));
+        let long = "x".repeat(MAX_RECORD_BYTES);
+        assert_eq!(d.feed("\"", &mut out), Ok(Step::Pending));
+        assert!(d.feed(&long, &mut out).is_err());
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Records written by the `csv` crate, cut into lines as the line spout cuts them, read
+        /// back equal to what the `csv` crate reads.
+        #[test]
+        fn reads_what_the_csv_crate_reads(
+            rows in proptest::collection::vec(proptest::collection::vec("[a-c ,\"\n\u{e9}]{0,6}", 3), 1..8),
+            tab in any::<bool>(),
+        ) {
+            let delimiter = if tab { b'\t' } else { b',' };
+            let mut w = csv::WriterBuilder::new().delimiter(delimiter).terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+            for r in &rows {
+                w.write_record(r).expect("write");
+            }
+            let text = String::from_utf8(w.into_inner().expect("flush")).expect("utf8");
+            let expected: Vec<Vec<String>> = csv::ReaderBuilder::new()
+                .delimiter(delimiter)
+                .has_headers(false)
+                .from_reader(text.as_bytes())
+                .records()
+                .map(|r| r.expect("csv reads its own").iter().map(str::to_string).collect())
+                .collect();
+            let columns = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+            let mut d = Delimited::new(delimiter, false, columns, vec![]);
+            let mut got = Vec::new();
+            for line in text.strip_suffix('\n').unwrap_or(&text).split('\n') {
+                let mut out = Vec::new();
+                if d.feed(line, &mut out).expect("reads") == Step::Record {
+                    got.push(out.iter().map(|v| v.as_str().unwrap_or_default().to_string()).collect::<Vec<_>>());
+                }
+            }
+            prop_assert_eq!(got, expected);
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The `parse` bolt: reads one string field of each tuple (default: the first) as JSON, CSV,
+//! TSV, a regex, logfmt, `key=value` pairs or a combined access log line, and emits the fields
+//! it declares. A line it cannot read goes to stream `errors` (`line`, `reason`) when a stream
+//! from it is wired, else it is dropped, counted, and warned about at a bounded rate: never a
+//! crash, never a silently wrong value. `stdin` and `file` spouts given a `format` read their
+//! lines with the same [`Parser`].
+
+mod delimited;
+mod json;
+mod pairs;
+mod pattern;
+pub mod spec;
+pub mod types;
+
+use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use crate::topology::plan::{streams, StreamId};
+use crate::tuple::{Value, Values};
+use spec::{Format, Spec};
+use std::time::{Duration, Instant};
+use types::FieldType;
+
+/// The stream unreadable lines go to, and its fields.
+pub const ERRORS_STREAM: &str = "errors";
+pub const ERROR_FIELDS: &[&str] = &["line", "reason"];
+
+/// One format's reader, with the conversions of `types`.
+pub struct Parser {
+    reader: Reader,
+    types: Vec<Option<FieldType>>,
+    names: Vec<String>,
+    scratch: Vec<Value>,
+}
+
+enum Reader {
+    Json(json::JsonFields),
+    Delimited(Box<delimited::Delimited>),
+    Pattern(pattern::Pattern),
+    Pairs(pairs::Pairs),
+}
+
+impl Parser {
+    pub fn new(spec: &Spec) -> Result<Parser, String> {
+        let reader = match &spec.format {
+            Format::Json { paths } => Reader::Json(json::JsonFields::new(paths)),
+            Format::Delimited {
+                delimiter,
+                header,
+                columns,
+                keep,
+            } => Reader::Delimited(Box::new(delimited::Delimited::new(
+                *delimiter,
+                *header,
+                columns.clone(),
+                keep.clone(),
+            ))),
+            Format::Regex { pattern } => Reader::Pattern(pattern::Pattern::new(pattern)?),
+            Format::Pairs {
+                logfmt,
+                separator,
+                pair_separator,
+                keys,
+            } => Reader::Pairs(pairs::Pairs::new(
+                *logfmt,
+                separator.clone(),
+                pair_separator.clone(),
+                keys.clone(),
+            )),
+        };
+        Ok(Parser {
+            reader,
+            types: spec.outputs.iter().map(|(_, t)| *t).collect(),
+            names: spec.field_names(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The values of one line; `Ok(None)` when it gives none yet (a CSV header, or a record
+    /// that goes on in the next line).
+    pub fn parse(&mut self, line: &str) -> Result<Option<Values>, String> {
+        self.scratch.clear();
+        match &mut self.reader {
+            Reader::Json(j) => j.extract(line, &mut self.scratch)?,
+            Reader::Pattern(p) => p.extract(line, &mut self.scratch)?,
+            Reader::Pairs(p) => p.extract(line, &mut self.scratch)?,
+            Reader::Delimited(d) => match d.feed(line, &mut self.scratch)? {
+                delimited::Step::Record => {}
+                delimited::Step::Pending | delimited::Step::Header => return Ok(None),
+            },
+        }
+        let mut values = Values::with_capacity(self.scratch.len());
+        for (i, v) in self.scratch.drain(..).enumerate() {
+            let v = match self.types.get(i).copied().flatten() {
+                Some(t) => t
+                    .convert(v)
+                    .map_err(|e| format!("field `{}`: {e}", self.names[i]))?,
+                None => v,
+            };
+            values.push(v);
+        }
+        Ok(Some(values))
+    }
+
+    /// At the end of input: a record left unfinished (an unclosed quote), as (text, reason).
+    pub fn unfinished(&mut self) -> Option<(String, String)> {
+        match &mut self.reader {
+            Reader::Delimited(d) => d.unfinished().map(|t| {
+                (
+                    t,
+                    "a quoted cell is not closed at the end of input".to_string(),
+                )
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Warnings about dropped lines: the first few, then one summary line per period.
+pub struct DropWarnings {
+    component: String,
+    shown: u32,
+    since_last: u64,
+    last: Option<Instant>,
+}
+
+impl DropWarnings {
+    const FIRST: u32 = 3;
+    const PERIOD: Duration = Duration::from_secs(10);
+
+    pub fn new(component: &str) -> DropWarnings {
+        DropWarnings {
+            component: component.to_string(),
+            shown: 0,
+            since_last: 0,
+            last: None,
+        }
+    }
+
+    pub fn dropped(&mut self, line: &str, reason: &str) {
+        self.since_last += 1;
+        let due = self.last.is_none_or(|t| t.elapsed() >= Self::PERIOD);
+        if self.shown < Self::FIRST || due {
+            let preview: String = line.chars().take(120).collect();
+            let more = if self.since_last > 1 {
+                format!(" ({} dropped since the last warning)", self.since_last)
+            } else {
+                String::new()
+            };
+            tracing::warn!(
+                "{}: dropped a line it cannot read: {reason}: {preview:?}{more}; wire its `errors` stream to keep such lines",
+                self.component
+            );
+            self.shown += 1;
+            self.since_last = 0;
+            self.last = Some(Instant::now());
+        }
+    }
+}
+
+pub struct Parse {
+    spec: Spec,
+    parser: Option<Parser>,
+    /// Position of the field read.
+    field: usize,
+    /// The `errors` stream when a stream from this component reads it.
+    errors: Option<StreamId>,
+    warnings: DropWarnings,
+    text: String,
+}
+
+impl Parse {
+    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Parse> {
+        let spec = Spec::from_args(args).map_err(|e| anyhow::anyhow!("parse: {}", e.message))?;
+        Ok(Parse {
+            spec,
+            parser: None,
+            field: 0,
+            errors: None,
+            warnings: DropWarnings::new("parse"),
+            text: String::new(),
+        })
+    }
+
+    /// An unreadable line: to the `errors` stream, or dropped and counted.
+    fn reject(
+        &mut self,
+        line: &str,
+        reason: String,
+        anchor: Option<&Tuple>,
+        out: &mut dyn BoltCollector,
+    ) {
+        match self.errors {
+            Some(stream) => {
+                let values: Values = smallvec::smallvec![Value::str(line), Value::str(&reason)];
+                let anchors: Vec<&Tuple> = anchor.into_iter().collect();
+                out.send(stream, &anchors, values);
+            }
+            None => {
+                out.dropped(1);
+                self.warnings.dropped(line, &reason);
+            }
+        }
+    }
+}
+
+/// The stream id of `errors` when the component's `errors` stream is wired to something.
+pub fn wired_errors_stream(ctx: &TaskContext) -> Option<StreamId> {
+    ctx.topology
+        .outputs_of(&ctx.component)
+        .any(|s| s.stream == ERRORS_STREAM)
+        .then(|| ctx.plan.stream_id(ERRORS_STREAM))
+        .flatten()
+}
+
+impl Bolt for Parse {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        let inputs = super::input_fields(ctx);
+        self.field = match &self.spec.field {
+            Some(f) => inputs
+                .iter()
+                .position(|x| x == f)
+                .ok_or_else(|| anyhow::anyhow!("{}: input has no field `{f}`", ctx.component))?,
+            None => 0,
+        };
+        self.parser =
+            Some(Parser::new(&self.spec).map_err(|e| anyhow::anyhow!("{}: {e}", ctx.component))?);
+        self.errors = wired_errors_stream(ctx);
+        self.warnings = DropWarnings::new(&ctx.component);
+        Ok(())
+    }
+
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if input.is_tick() {
+            return Ok(());
+        }
+        let Some(parser) = self.parser.as_mut() else {
+            anyhow::bail!("parse used before prepare");
+        };
+        let line: &str = match input.values.get(self.field) {
+            Some(Value::Str(s)) => s,
+            Some(other) => {
+                self.text.clear();
+                other.write_plain(&mut self.text);
+                &self.text
+            }
+            None => "",
+        };
+        match parser.parse(line) {
+            Ok(Some(values)) => out.send(streams::DEFAULT, &[input], values),
+            Ok(None) => {}
+            Err(reason) => {
+                let line = line.to_string();
+                self.reject(&line, reason, Some(input), out);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if let Some((text, reason)) = self.parser.as_mut().and_then(Parser::unfinished) {
+            self.reject(&text, reason, None, out);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,334 @@
+//! What a `parse` component (or a `stdin`/`file` spout with `format:`) was asked to read: the
+//! format and its options, checked once from the component's arguments. The validator uses it
+//! to know the output fields; the runtime builds its parser from it.
+
+use super::types::FieldType;
+use serde_json::{Map, Value as Json};
+
+/// The formats `parse` reads.
+pub const FORMATS: &[&str] = &["json", "csv", "tsv", "regex", "logfmt", "kv", "combined"];
+
+/// The fields of Apache/nginx "combined" log lines, in order.
+pub const COMBINED_FIELDS: &[&str] = &[
+    "ip", "ident", "user", "time", "method", "path", "protocol", "status", "bytes", "referer",
+    "agent",
+];
+
+/// A checked parse configuration.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub format: Format,
+    /// The input field read (`field`); `None`: the first.
+    pub field: Option<String>,
+    /// Output fields in order, each with the type it is converted to (`None`: as read).
+    pub outputs: Vec<(String, Option<FieldType>)>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Format {
+    /// Top-level or dotted paths, one per output field.
+    Json { paths: Vec<Vec<String>> },
+    /// `header`: the first line names the columns; `columns`: names given; `keep`: the columns
+    /// emitted (all when empty).
+    Delimited {
+        delimiter: u8,
+        header: bool,
+        columns: Vec<String>,
+        keep: Vec<String>,
+    },
+    /// Named groups of a regex (`combined` is a fixed one).
+    Regex { pattern: String },
+    /// `key=value` pairs (logfmt: quoted values with escapes; kv: plain separators).
+    Pairs {
+        logfmt: bool,
+        separator: String,
+        pair_separator: Option<String>,
+        keys: Vec<String>,
+    },
+}
+
+/// A problem with the arguments: which argument (for the location) and what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecError {
+    pub arg: &'static str,
+    pub message: String,
+}
+
+fn err(arg: &'static str, message: impl Into<String>) -> SpecError {
+    SpecError {
+        arg,
+        message: message.into(),
+    }
+}
+
+/// The Apache/nginx combined log format as a regex with one named group per field.
+pub const COMBINED_PATTERN: &str = r#"^(?P<ip>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<time>[^\]]*)\] "(?P<method>\S+) (?P<path>\S+) (?P<protocol>[^"]*)" (?P<status>\d{3}) (?P<bytes>\d+|-)(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?\s*$"#;
+
+impl Spec {
+    /// Check `args` (the `format` and its options) and work out the output fields.
+    pub fn from_args(args: &Map<String, Json>) -> Result<Spec, SpecError> {
+        let format = match args.get("format") {
+            None => return Err(err("format", "`parse` needs `format`")),
+            Some(f) => f
+                .as_str()
+                .ok_or_else(|| err("format", "`format` must be a string"))?,
+        };
+        let fields = strings(args, "fields")?;
+        let types = types(args)?;
+        let (format, names) = match format {
+            "json" => json(&fields)?,
+            "csv" | "tsv" => delimited(args, format, &fields)?,
+            "regex" => {
+                let pattern = args.get("pattern").and_then(Json::as_str).ok_or_else(|| {
+                    err(
+                        "pattern",
+                        "`format: regex` needs `pattern` with named groups",
+                    )
+                })?;
+                regex(pattern)?
+            }
+            "combined" => (
+                Format::Regex {
+                    pattern: COMBINED_PATTERN.into(),
+                },
+                COMBINED_FIELDS.iter().map(|s| s.to_string()).collect(),
+            ),
+            "logfmt" | "kv" => pairs(args, format == "logfmt", &fields)?,
+            other => {
+                return Err(err(
+                    "format",
+                    format!("unknown format `{other}`; formats: {}", FORMATS.join(", ")),
+                ))
+            }
+        };
+        for (name, _) in &types {
+            if !names.contains(name) {
+                return Err(err(
+                    "types",
+                    format!(
+                        "`types` names `{name}`, which is not an output field ({})",
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        let combined =
+            matches!(format, Format::Regex { ref pattern } if pattern == COMBINED_PATTERN);
+        let outputs = names
+            .into_iter()
+            .map(|n| {
+                let t = types
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, t)| *t)
+                    .or_else(|| {
+                        (combined && (n == "status" || n == "bytes")).then_some(FieldType::Int)
+                    });
+                (n, t)
+            })
+            .collect();
+        let field = match args.get("field") {
+            None => None,
+            Some(f) => Some(
+                f.as_str()
+                    .ok_or_else(|| err("field", "`field` must be a field name"))?
+                    .to_string(),
+            ),
+        };
+        Ok(Spec {
+            format,
+            field,
+            outputs,
+        })
+    }
+
+    /// The output field names.
+    pub fn field_names(&self) -> Vec<String> {
+        self.outputs.iter().map(|(n, _)| n.clone()).collect()
+    }
+}
+
+/// A list of strings argument (absent: empty).
+fn strings(args: &Map<String, Json>, key: &'static str) -> Result<Vec<String>, SpecError> {
+    match args.get(key) {
+        None => Ok(Vec::new()),
+        Some(Json::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| err(key, format!("`{key}` must be a list of names")))
+            })
+            .collect(),
+        Some(Json::String(s)) => Ok(vec![s.clone()]),
+        Some(_) => Err(err(key, format!("`{key}` must be a list of names"))),
+    }
+}
+
+fn types(args: &Map<String, Json>) -> Result<Vec<(String, FieldType)>, SpecError> {
+    let Some(t) = args.get("types") else {
+        return Ok(Vec::new());
+    };
+    let Json::Object(m) = t else {
+        return Err(err(
+            "types",
+            "`types` must be a map of field → int, float, str or bool",
+        ));
+    };
+    m.iter()
+        .map(|(k, v)| {
+            let name = v.as_str().unwrap_or("");
+            FieldType::from_name(name)
+                .map(|t| (k.clone(), t))
+                .ok_or_else(|| {
+                    err(
+                        "types",
+                        format!(
+                            "`types.{k}`: `{name}` is not a type; types: int, float, str, bool"
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+fn json(fields: &[String]) -> Result<(Format, Vec<String>), SpecError> {
+    if fields.is_empty() {
+        return Err(err(
+            "fields",
+            "`format: json` needs `fields`: the names or dotted paths to take",
+        ));
+    }
+    let paths: Vec<Vec<String>> = fields
+        .iter()
+        .map(|f| f.split('.').map(str::to_string).collect())
+        .collect();
+    if let Some(bad) = fields.iter().find(|f| f.split('.').any(str::is_empty)) {
+        return Err(err(
+            "fields",
+            format!("`{bad}` is not a field path (`a`, `a.b`)"),
+        ));
+    }
+    let names = unique_names(
+        paths
+            .iter()
+            .map(|p| p.last().cloned().unwrap_or_default())
+            .collect(),
+    )?;
+    Ok((Format::Json { paths }, names))
+}
+
+fn delimited(
+    args: &Map<String, Json>,
+    format: &str,
+    keep: &[String],
+) -> Result<(Format, Vec<String>), SpecError> {
+    let header = match args.get("header") {
+        None => false,
+        Some(Json::Bool(b)) => *b,
+        Some(_) => return Err(err("header", "`header` must be true or false")),
+    };
+    let columns = strings(args, "columns")?;
+    let delimiter = match args.get("separator").and_then(Json::as_str) {
+        Some(s) if s.len() == 1 => s.as_bytes()[0],
+        Some(s) => {
+            return Err(err(
+                "separator",
+                format!("a {format} separator is one byte, not `{s}`"),
+            ))
+        }
+        None if format == "tsv" => b'\t',
+        None => b',',
+    };
+    let names = match (keep.is_empty(), columns.is_empty()) {
+        (false, true) => keep.to_vec(),
+        (false, false) => {
+            if let Some(k) = keep.iter().find(|k| !columns.contains(k)) {
+                return Err(err("fields", format!("`{k}` is not one of `columns` ({})", columns.join(", "))));
+            }
+            keep.to_vec()
+        }
+        (true, false) => columns.clone(),
+        (true, true) if header => {
+            return Err(err(
+                "fields",
+                format!("`format: {format}` with `header: true` needs `fields` (the columns to keep) or `columns`, so later components know the fields"),
+            ))
+        }
+        (true, true) => {
+            return Err(err("columns", format!("`format: {format}` needs `columns` (the names of the cells), or `header: true` with `fields`")))
+        }
+    };
+    let names = unique_names(names)?;
+    Ok((
+        Format::Delimited {
+            delimiter,
+            header,
+            columns,
+            keep: keep.to_vec(),
+        },
+        names,
+    ))
+}
+
+fn regex(pattern: &str) -> Result<(Format, Vec<String>), SpecError> {
+    let re =
+        regex::Regex::new(pattern).map_err(|e| err("pattern", format!("invalid regex: {e}")))?;
+    let names: Vec<String> = re.capture_names().flatten().map(str::to_string).collect();
+    if names.is_empty() {
+        return Err(err(
+            "pattern",
+            "the pattern has no named group: write `(?P<name>...)` for each field",
+        ));
+    }
+    Ok((
+        Format::Regex {
+            pattern: pattern.to_string(),
+        },
+        names,
+    ))
+}
+
+fn pairs(
+    args: &Map<String, Json>,
+    logfmt: bool,
+    keys: &[String],
+) -> Result<(Format, Vec<String>), SpecError> {
+    let format = if logfmt { "logfmt" } else { "kv" };
+    if keys.is_empty() {
+        return Err(err(
+            "fields",
+            format!("`format: {format}` needs `fields`: the keys to take"),
+        ));
+    }
+    let text = |key: &'static str| -> Result<Option<String>, SpecError> {
+        match args.get(key) {
+            None => Ok(None),
+            Some(Json::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+            Some(_) => Err(err(key, format!("`{key}` must be a non-empty string"))),
+        }
+    };
+    let separator = text("separator")?.unwrap_or_else(|| "=".into());
+    let pair_separator = text("pair_separator")?;
+    Ok((
+        Format::Pairs {
+            logfmt,
+            separator,
+            pair_separator,
+            keys: keys.to_vec(),
+        },
+        unique_names(keys.to_vec())?,
+    ))
+}
+
+fn unique_names(names: Vec<String>) -> Result<Vec<String>, SpecError> {
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(err(
+                "fields",
+                format!("two output fields would be named `{n}`"),
+            ));
+        }
+    }
+    Ok(names)
+}
