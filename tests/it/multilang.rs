@@ -276,6 +276,51 @@ B().run()
     assert_eq!(out.acks.len(), 1);
 }
 
+/// What a real child receives in its handshake: Storm's `topology.name` and `storm.id` in
+/// `conf`, and the component's system streams in `context` beside its own.
+#[test]
+fn handshake_carries_topology_name_storm_id_and_system_streams() {
+    let body = r#"
+class B(storm.Bolt):
+    def initialize(self, conf, context):
+        self.seen = [conf.get("topology.name"), conf.get("storm.id"), sorted(context["streams"]),
+                     context["stream->outputfields"].get("__ack_ack")]
+    def process(self, t):
+        storm.emit([json.dumps(self.seen)], anchors=[t])
+        storm.ack(t)
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["x"]), &mut out)
+        .expect("execute");
+    bolt.finish(&mut out).expect("finish");
+    let Some(Value::Str(seen)) = out.emits.first().map(|e| e.1[0].clone()) else {
+        panic!("nothing emitted: {out:?}");
+    };
+    let seen: serde_json::Value = serde_json::from_str(&seen).expect("json");
+    assert_eq!(seen[0], "t");
+    let id = seen[1].as_str().unwrap_or_default();
+    let (name, secs) = id.rsplit_once("-1-").unwrap_or_default();
+    assert!(
+        name == "t" && secs.parse::<u64>().is_ok(),
+        "storm.id {id} is NAME-1-SECONDS"
+    );
+    assert_eq!(
+        seen[2],
+        serde_json::json!([
+            "__ack_ack",
+            "__ack_fail",
+            "__ack_reset_timeout",
+            "__eventlog",
+            "__metrics",
+            "__system",
+            "default"
+        ])
+    );
+    assert_eq!(seen[3], serde_json::json!(["id", "ack-val"]));
+}
+
 /// A child that dies in the middle of writing a message is noticed when its output ends, not
 /// when heartbeats go unanswered: the error names the exit, never a hang. Several times over,
 /// for a race that would show one time in several.

@@ -96,6 +96,8 @@ impl ChildEvent {
 pub struct Launch<'a> {
     pub command: &'a [String],
     pub cwd: &'a Path,
+    /// Variables set in the child's environment (`topology.environment`).
+    pub env: &'a [(String, String)],
     /// `component task N`, for thread names and logs.
     pub label: &'a str,
     /// Wakes the executor when the child has sent something (`None`: nobody to wake; the
@@ -318,7 +320,16 @@ impl ShellProcess {
         ));
         std::fs::create_dir_all(&pid_dir)
             .map_err(|e| format!("cannot create pid dir {}: {e}", pid_dir.display()))?;
-        let python_path = super::python_compat::install(&pid_dir)
+        // The shim's folder goes before the PYTHONPATH the child would otherwise have: the
+        // one `topology.environment` sets, else ours.
+        let inherited = launch
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PYTHONPATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PYTHONPATH"));
+        let python_path = super::python_compat::install(&pid_dir, inherited)
             .map_err(|e| format!("cannot prepare pid dir {}: {e}", pid_dir.display()))?;
         // The child gets a process group of its own, so Ctrl-C at a terminal (or any signal to
         // storm's group) reaches storm alone: storm drains, and its children finish the tuples
@@ -326,6 +337,9 @@ impl ShellProcess {
         // with storm: storm stops it at the end, and its stdin closes if storm dies.
         let spawned = Spawn::new(program)
             .args(args)
+            // Our environment, but never the cluster secret: user code has no business with it.
+            .env_remove(super::context::SECRET_ENV)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .env("PYTHONPATH", python_path)
             .current_dir(launch.cwd)
             .stdin(Stdio::piped())
