@@ -274,6 +274,10 @@ impl SpoutCollector for SpoutOut<'_> {
     fn report_error(&mut self, msg: &str) {
         self.em.report(msg);
     }
+
+    fn metric(&mut self, name: &str, value: &serde_json::Value) {
+        self.em.stats.user_metric(name, value);
+    }
 }
 
 /// A bolt task's collector.
@@ -362,6 +366,10 @@ impl BoltCollector for BoltOut<'_> {
 
     fn report_error(&mut self, msg: &str) {
         self.em.report(msg);
+    }
+
+    fn metric(&mut self, name: &str, value: &serde_json::Value) {
+        self.em.stats.user_metric(name, value);
     }
 
     fn send_acks(&mut self, task: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {

@@ -321,6 +321,29 @@ B().run()
     assert_eq!(seen[3], serde_json::json!(["id", "ack-val"]));
 }
 
+/// A `print` in a Python bolt puts a line that is not a protocol message on the child's
+/// stdout: still an error, and the message says what to do instead.
+#[test]
+fn print_in_a_bolt_says_stdout_is_for_the_protocol() {
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        print("debug: a")
+        storm.emit(["x"])
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["x"]), &mut out)
+        .expect("execute");
+    poll_until(&mut bolt, &mut out, Duration::from_secs(10), |o, _| {
+        !o.errors.is_empty()
+    })
+    .expect("poll");
+    bolt.cleanup();
+    insta::assert_snapshot!(out.errors.join("\n"));
+}
+
 /// A child that dies in the middle of writing a message is noticed when its output ends, not
 /// when heartbeats go unanswered: the error names the exit, never a hang. Several times over,
 /// for a race that would show one time in several.
@@ -476,7 +499,7 @@ B().run()
         !o.errors.is_empty()
     })
     .expect("poll");
-    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: protocol error: invalid JSON (expected ident at line 1 column 2) in message: this is not json"#);
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: protocol error: the child wrote "this is not json" to its stdout, which is not a protocol message: invalid JSON (expected ident at line 1 column 2). A multilang child must write only protocol messages to stdout: write other output to stderr, or send it with the `log` command"#);
     assert_eq!(out.fails, vec![words(&["x"])]);
 }
 
@@ -806,7 +829,7 @@ S().run()
     .expect("recovers");
     assert!(statuses.contains(&SpoutStatus::Idle));
     assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
-    insta::assert_snapshot!(out.errors[0], @r#"shell spout "pyspout" task 2: protocol error: invalid JSON (key must be a string at line 1 column 2) in message: {oops"#);
+    insta::assert_snapshot!(out.errors[0], @r#"shell spout "pyspout" task 2: protocol error: the child wrote "{oops" to its stdout, which is not a protocol message: invalid JSON (key must be a string at line 1 column 2). A multilang child must write only protocol messages to stdout: write other output to stderr, or send it with the `log` command"#);
     assert_ne!(
         out.emits[0].1, out.emits[1].1,
         "a new process emitted the second tuple"

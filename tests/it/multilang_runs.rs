@@ -255,6 +255,64 @@ streams:
     topo
 }
 
+/// Storm's ShellBolt ignores commands it does not know; `metrics` updates the component's
+/// metrics, which `--stats` and the summary show.
+#[test]
+fn unknown_commands_are_ignored_and_metrics_reach_the_stats() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        storm.sendMsgToParent({"command": "frobnicate", "level": 11})
+        storm.rpcMetrics("rows", 2)
+        storm.rpcMetrics("label", "last one")
+        storm.emit(["ok"], need_task_ids=False)
+B().run()
+"#;
+    let topo = generate_shell_stdout(dir.path(), "  topology.debug: false", 3, body);
+    let stats = dir.path().join("stats.json");
+    let stats_arg = stats.display().to_string();
+    let mut cmd = super::run::storm(dir.path());
+    let out = cmd
+        .timeout(Duration::from_secs(60))
+        .args(["run", "--progress", "never", "--summary"])
+        .arg(&topo)
+        .args(["--stats", &stats_arg])
+        .output()
+        .expect("storm runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\nok\nok\n");
+    assert_eq!(
+        stderr
+            .matches("unknown multilang command `frobnicate`")
+            .count(),
+        1,
+        "logged once: {stderr}"
+    );
+    assert!(!stderr.contains("restart"), "{stderr}");
+    assert!(
+        stderr.contains("metric rows: last 2, sum 6, 3 update(s)"),
+        "{stderr}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats written"))
+            .expect("stats are JSON");
+    let py = json["components"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["id"] == "py"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(py["errors"], 0, "{py}");
+    assert_eq!(
+        py["metrics"],
+        serde_json::json!({
+            "label": { "updates": 3, "last": "last one", "sum": 0.0 },
+            "rows": { "updates": 3, "last": 2, "sum": 6.0 },
+        })
+    );
+}
+
 /// A bolt that prints, as one line, what a child can see of storm's environment and secrets.
 const ENVIRONMENT_BOLT: &str = r#"
 class B(storm.BasicBolt):

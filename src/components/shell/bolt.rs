@@ -8,7 +8,7 @@
 use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit};
 use super::supervisor::{self, RestartPolicy, Settings};
-use super::{log_child_message, resolve_cwd};
+use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Tuple};
 use crate::slots::Slots;
 use crate::topology::model::{Component, DEFAULT_STREAM};
@@ -43,6 +43,7 @@ pub struct ShellBolt {
     answers: u64,
     /// How long [`ShellBolt::converse`] watches for the child's next message before sleeping.
     spin: Duration,
+    unknown: UnknownCommands,
 }
 
 /// The longest [`ShellBolt::poll`] stays answering a child that asks for task ids.
@@ -78,6 +79,7 @@ impl ShellBolt {
             errors: 0,
             answers: 0,
             spin: CONVERSE_SPIN,
+            unknown: UnknownCommands::default(),
         }
     }
 
@@ -232,6 +234,12 @@ impl ShellBolt {
             }
             Command::Metrics { name, params } => {
                 out.metric(&name, &params);
+                Ok(())
+            }
+            Command::Unknown { name } => {
+                if let Some(p) = &self.task {
+                    self.unknown.note(&p.label, &name);
+                }
                 Ok(())
             }
             Command::Emit(emit) => self.emit(emit, out),

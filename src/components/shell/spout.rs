@@ -6,7 +6,7 @@
 use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit, SpoutCommand};
 use super::supervisor::{self, RestartPolicy, Settings};
-use super::{log_child_message, resolve_cwd};
+use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::topology::model::{Component, DEFAULT_STREAM};
 use crate::tuple::Value;
@@ -35,6 +35,7 @@ pub struct ShellSpout {
     errors: u64,
     /// The child ignores `activate` / `deactivate` (see `ACTIVATION_GRACE`).
     silent_activation: bool,
+    unknown: UnknownCommands,
 }
 
 struct Prepared {
@@ -70,6 +71,7 @@ impl ShellSpout {
             deferred_errors: Vec::new(),
             errors: 0,
             silent_activation: false,
+            unknown: UnknownCommands::default(),
         }
     }
 
@@ -256,6 +258,13 @@ impl ShellSpout {
                     if let Some(o) = reborrow(&mut out) {
                         o.metric(&name, &params);
                     }
+                }
+                Command::Unknown { name } => {
+                    let label = self
+                        .task
+                        .as_ref()
+                        .map_or("shell spout", |p| p.label.as_str());
+                    self.unknown.note(label, &name);
                 }
             }
         }
