@@ -255,23 +255,28 @@ fn python_split_bolt_emits_anchored_words_and_acks() {
     assert!(out.fails.is_empty() && out.errors.is_empty(), "{out:?}");
 }
 
+/// Storm's ticks carry the tick frequency in seconds, `[tickSecs]`.
 #[test]
 fn ticks_reach_the_child_from_system_task_minus_one() {
     let body = r#"
 class B(storm.Bolt):
     def process(self, t):
-        storm.emit([json.dumps([t.component, t.stream, t.task, t.is_tick_tuple()])], anchors=[t])
+        storm.emit([json.dumps([t.component, t.stream, t.task, t.is_tick_tuple(), t.values])], anchors=[t])
         storm.ack(t)
 B().run()
 "#;
-    let (mut bolt, _ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let (mut bolt, _ctx, _dir) = prepared_bolt(
+        body,
+        &[("default", &["word"])],
+        &[("topology.tick.tuple.freq.secs", 7.into())],
+    );
     let mut out = Recorder::default();
     let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
     bolt.execute(&tick, &mut out).expect("execute");
     bolt.finish(&mut out).expect("finish");
     assert_eq!(
         out.emits[0].1,
-        words(&[r#"["__system", "__tick", -1, true]"#])
+        words(&[r#"["__system", "__tick", -1, true, [7]]"#])
     );
     assert_eq!(out.acks.len(), 1);
 }

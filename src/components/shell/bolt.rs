@@ -57,6 +57,8 @@ struct Prepared {
     ctx: TaskContext,
     settings: Settings,
     label: String,
+    /// The values of a tick tuple as Storm gives them: `[tickSecs]`.
+    tick_values: Vec<crate::tuple::Value>,
 }
 
 impl ShellBolt {
@@ -392,6 +394,16 @@ impl ShellBolt {
     }
 }
 
+/// Storm's tick tuple values for this task: `[tickSecs]`, the component's tick frequency
+/// (its `tick`, else `topology.tick.tuple.freq.secs`) in whole seconds; `[]` without ticks.
+fn tick_values(ctx: &TaskContext) -> Vec<crate::tuple::Value> {
+    ctx.spec()
+        .and_then(|c| c.tick)
+        .or_else(|| ctx.config.tick_freq())
+        .map(|d| vec![crate::tuple::Value::Int(d.as_secs() as i64)])
+        .unwrap_or_default()
+}
+
 impl Bolt for ShellBolt {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         let settings = Settings::from_config(&ctx.config);
@@ -403,6 +415,7 @@ impl Bolt for ShellBolt {
             ctx: ctx.clone(),
             settings,
             label: label.clone(),
+            tick_values: tick_values(ctx),
         });
         self.start_child()
             .map_err(|e| FatalError(format!("{label}: {e}")).into())
@@ -438,6 +451,12 @@ impl Bolt for ShellBolt {
         } else {
             i64::from(input.source_task)
         };
+        // Storm's tick tuples carry the tick frequency in seconds; ours come bare.
+        let values = if input.is_tick() && input.values.is_empty() {
+            &p.tick_values[..]
+        } else {
+            &input.values[..]
+        };
         child.send_tuple(|buf| {
             protocol::write_bolt_tuple(
                 buf,
@@ -445,7 +464,7 @@ impl Bolt for ShellBolt {
                 p.ctx.component_of_task(input.source_task),
                 p.ctx.stream_name(input.stream),
                 task,
-                &input.values,
+                values,
             )
         });
         // Tuples go out in batches, unless the child has nothing else to work on (every
