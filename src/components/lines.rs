@@ -287,6 +287,7 @@ impl Spout for LineSpout {
     fn open(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.tracked = ctx.plan.ackers > 0;
         self.component = ctx.component.clone();
+        self.replay.set_label(&ctx.component, ctx.task_id);
         let Some(input) = self.input.take() else {
             return Ok(());
         };

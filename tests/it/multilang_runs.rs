@@ -2,8 +2,9 @@
 //! installed into a virtualenv), the `metrics` and unknown commands, the environment children
 //! get, and what Ctrl-C does to a run whose tuple outlasts the message timeout.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn repo() -> PathBuf {
@@ -356,4 +357,84 @@ fn children_get_topology_environment_and_never_the_cluster_secret() {
         assert_eq!(out.code, Some(0), "{mode:?}: {}", out.stderr);
         assert_eq!(out.stdout, expected, "{mode:?}: {}", out.stderr);
     }
+}
+
+/// A line that takes the Python split bolt longer than the message timeout fails again and
+/// again: that is logged (pointing at the spout's `max_retries`), and Ctrl-C drains and ends
+/// the run instead of waiting for every replay.
+#[test]
+fn ctrl_c_ends_a_run_whose_tuple_outlasts_the_message_timeout() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.txt");
+    let mut text = "word ".repeat(300_000);
+    text.push('\n');
+    std::fs::write(&input, text).expect("write input");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("storm"))
+        .env("STORM_CONF_DIR", dir.path())
+        .env_remove("STORM_LOG")
+        .current_dir(repo())
+        .args([
+            "run",
+            "-q",
+            "topologies/multilang.yaml",
+            "-c",
+            "topology.message.timeout.secs=1",
+        ])
+        .stdin(std::fs::File::open(&input).expect("open input"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("storm starts");
+    // stderr is read to its end by a thread (storm must never block on it); its lines come
+    // here.
+    let stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let (lines, seen) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    while let Ok(line) = seen.recv_timeout(Duration::from_secs(60)) {
+        log.push(line);
+        if log.last().is_some_and(|l| l.contains("is replayed again")) {
+            break;
+        }
+    }
+    let warning = log.last().cloned().unwrap_or_default();
+    assert!(
+        warning.contains("spout \"lines\" task") && warning.contains("`max_retries`"),
+        "{log:?}"
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    // One Ctrl-C ends the run; should it not, the test ends it after a minute and fails.
+    let mut waited = Duration::ZERO;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("storm is waited for") {
+            break Some(status);
+        }
+        if waited >= Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        waited += Duration::from_millis(50);
+    };
+    let _ = reader.join();
+    log.extend(seen.try_iter());
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{log:?}");
+    // The drain did not wait for the child to work through the copies of the line.
+    assert!(
+        log.iter()
+            .any(|l| l.contains("stopped the child with")
+                && l.contains("already failed or timed out")),
+        "{log:?}"
+    );
 }

@@ -363,6 +363,35 @@ impl ShellBolt {
         }
     }
 
+    /// At `finish` every upstream task has finished, so every spout tree is closed: a tracked
+    /// tuple still in flight here was already failed or timed out at its spout (replayed, or
+    /// given up on), and nothing the child does with it can count any more. Whether every
+    /// tuple left is such a one (untracked tuples must still be processed).
+    fn only_stale_left(&self) -> bool {
+        self.inflight.ids_where(|t| t.anchors.is_empty()).is_empty()
+    }
+
+    /// Stop the child rather than wait for it to work through tuples whose trees are closed
+    /// (a tuple slower than the message timeout, replayed again and again, would keep the end
+    /// of a run, or the drain after Ctrl-C, waiting a long time); they are failed.
+    fn drop_stale(&mut self, out: &mut dyn BoltCollector) {
+        if let Some(mut child) = self.child.take() {
+            child.shutdown();
+        }
+        let mut stale = self.inflight.drain();
+        stale.sort_unstable_by_key(|(id, _)| *id >> 32);
+        for (_, tuple) in &stale {
+            out.fail(tuple);
+        }
+        if let Some(p) = &self.task {
+            tracing::warn!(
+                "{}: stopped the child with {} tuple(s) in flight whose trees had already failed or timed out at their spout",
+                p.label,
+                stale.len()
+            );
+        }
+    }
+
     /// Storm's heartbeat: a `__heartbeat` tuple every second; no message at all for the timeout
     /// after a heartbeat is a hang.
     fn check_health(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
@@ -482,6 +511,10 @@ impl Bolt for ShellBolt {
         let mut left = self.inflight.len();
         let mut last_progress = Instant::now();
         while !self.inflight.is_empty() {
+            if self.only_stale_left() {
+                self.drop_stale(out);
+                break;
+            }
             self.ensure_child(out, true)?;
             self.wait_event(out, Duration::from_millis(20))?;
             let now = Instant::now();
