@@ -62,6 +62,9 @@ impl SpoutCollector for Recorder {
     fn report_error(&mut self, msg: &str) {
         self.errors.push(msg.to_string());
     }
+    fn metric(&mut self, name: &str, value: &serde_json::Value) {
+        self.metrics.push((name.to_string(), value.clone()));
+    }
 }
 
 fn repo() -> PathBuf {
@@ -808,6 +811,36 @@ fn next_until(
         std::thread::sleep(Duration::from_millis(5));
     }
     Ok(statuses)
+}
+
+/// A spout's `metrics` reach its collector, those sent while it is activated too (that turn
+/// has no collector: they are applied at the next turn).
+#[test]
+fn spout_metrics_reach_the_collector_even_from_activate() {
+    let body = r#"
+class S(storm.Spout):
+    def activate(self):
+        storm.rpcMetrics("activated", 1)
+    def nextTuple(self):
+        storm.rpcMetrics("next", {"n": 2})
+        storm.emit(["w"])
+S().run()
+"#;
+    let (mut spout, _dir) = opened_spout(body, &[]);
+    spout.activate().expect("activate");
+    let mut out = Recorder::default();
+    next_until(&mut spout, &mut out, Duration::from_secs(10), |o| {
+        !o.emits.is_empty()
+    })
+    .expect("next");
+    spout.close();
+    assert_eq!(
+        out.metrics,
+        vec![
+            ("activated".to_string(), serde_json::json!(1)),
+            ("next".to_string(), serde_json::json!({"n": 2}))
+        ]
+    );
 }
 
 #[test]

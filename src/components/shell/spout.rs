@@ -32,6 +32,8 @@ pub struct ShellSpout {
     /// the next turn that has one.
     deferred: Vec<Emit>,
     deferred_errors: Vec<String>,
+    /// Metric updates of those turns.
+    deferred_metrics: Vec<(String, serde_json::Value)>,
     errors: u64,
     /// The child ignores `activate` / `deactivate` (see `ACTIVATION_GRACE`).
     silent_activation: bool,
@@ -69,6 +71,7 @@ impl ShellSpout {
             exhausted: false,
             deferred: Vec::new(),
             deferred_errors: Vec::new(),
+            deferred_metrics: Vec::new(),
             errors: 0,
             silent_activation: false,
             unknown: UnknownCommands::default(),
@@ -254,11 +257,10 @@ impl ShellSpout {
                         None => self.deferred_errors.push(msg),
                     }
                 }
-                Command::Metrics { name, params } => {
-                    if let Some(o) = reborrow(&mut out) {
-                        o.metric(&name, &params);
-                    }
-                }
+                Command::Metrics { name, params } => match reborrow(&mut out) {
+                    Some(o) => o.metric(&name, &params),
+                    None => self.deferred_metrics.push((name, params)),
+                },
                 Command::Unknown { name } => {
                     let label = self
                         .task
@@ -294,6 +296,9 @@ impl ShellSpout {
     fn flush_deferred(&mut self, out: &mut dyn SpoutCollector) -> Result<(), String> {
         for msg in std::mem::take(&mut self.deferred_errors) {
             out.report_error(&msg);
+        }
+        for (name, params) in std::mem::take(&mut self.deferred_metrics) {
+            out.metric(&name, &params);
         }
         for emit in std::mem::take(&mut self.deferred) {
             self.emit(emit, out)?;
