@@ -92,8 +92,12 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
     if work.status == TopologyStatus::Killed {
         return Ok(WorkerEnd::Unassigned);
     }
-    let topology = load_submission(&work.submission)
+    let mut topology = load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
+    // Storm's workers know their topology's id as `storm.id` (multilang children are told it).
+    topology
+        .config
+        .set("storm.id", id.into(), crate::config::Origin::Default);
     let plan = Plan::new(&topology);
     let (placement, slots) = placement_of(&plan, &assignment)?;
     let mut addresses = Vec::new();

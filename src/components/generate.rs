@@ -67,6 +67,7 @@ impl Generate {
 impl Spout for Generate {
     fn open(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.tracked = ctx.plan.ackers > 0;
+        self.replay.set_label(&ctx.component, ctx.task_id);
         Ok(())
     }
 

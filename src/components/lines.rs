@@ -358,6 +358,7 @@ impl Spout for LineSpout {
             p.errors = super::parse::wired_errors_stream(ctx);
             p.warnings = super::parse::DropWarnings::new(&ctx.component);
         }
+        self.replay.set_label(&ctx.component, ctx.task_id);
         let Some(input) = self.input.take() else {
             return Ok(());
         };

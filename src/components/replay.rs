@@ -1,10 +1,18 @@
 //! What a replaying spout keeps (`stdin`, `file`, `generate`): each tracked tuple until its
 //! tree is acked, a queue of failed ones to emit again, and, with `args.max_retries`, the count
-//! of those given up on (reported as lost).
+//! of those given up on (reported as lost). A tuple that keeps failing (slower than the message
+//! timeout, say) is replayed for ever without `max_retries`: that is logged, at most once per
+//! [`REPEAT_LOG_EVERY`].
 
 use crate::slots::Slots;
 use crate::tuple::Value;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Failures of one tuple from which on its replays are logged.
+const REPEAT_FAILURES: u32 = 2;
+/// The least time between two such log lines of one spout task.
+const REPEAT_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// A kept tuple: its values and how often it failed.
 #[derive(Debug)]
@@ -22,6 +30,11 @@ pub struct Replay<T> {
     queue: VecDeque<u64>,
     max_retries: Option<u32>,
     lost: u64,
+    /// The spout, for the log (`spout "lines" task 1`).
+    label: String,
+    /// When a repeated failure was last logged, and how many went unlogged since.
+    repeat_logged: Option<Instant>,
+    repeats_unlogged: u64,
 }
 
 impl<T: Clone> Replay<T> {
@@ -32,7 +45,15 @@ impl<T: Clone> Replay<T> {
             queue: VecDeque::new(),
             max_retries,
             lost: 0,
+            label: "spout".into(),
+            repeat_logged: None,
+            repeats_unlogged: 0,
         }
+    }
+
+    /// Name the spout task in the log (`component` and task id).
+    pub fn set_label(&mut self, component: &str, task: u32) {
+        self.label = format!("spout \"{component}\" task {task}");
     }
 
     /// Keep a new tuple; returns its id (the message id to emit with).
@@ -81,8 +102,43 @@ impl<T: Clone> Replay<T> {
             self.inflight.remove(id);
             self.lost += 1;
         } else {
+            if let Some(retries) = self.inflight.get(id).map(|k| k.retries) {
+                self.note_repeat(retries);
+            }
             self.queue.push_back(id);
         }
+    }
+
+    /// A tuple failed its `retries`-th time and is replayed again: say so once in a while, and
+    /// how to bound it.
+    fn note_repeat(&mut self, retries: u32) {
+        if retries < REPEAT_FAILURES {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .repeat_logged
+            .is_some_and(|t| now.duration_since(t) < REPEAT_LOG_EVERY)
+        {
+            self.repeats_unlogged += 1;
+            return;
+        }
+        let others = match std::mem::take(&mut self.repeats_unlogged) {
+            0 => String::new(),
+            n => format!(" ({n} more repeated failure(s) since the last report)"),
+        };
+        let limit = match self.max_retries {
+            Some(m) => format!("it is given up after {m} retries (`max_retries`)"),
+            None => "it is replayed until it succeeds: set the spout's `max_retries` arg to \
+                     give up on a tuple after that many retries"
+                .into(),
+        };
+        tracing::warn!(
+            "{}: a tuple failed {retries} times (failed downstream, or slower than \
+             topology.message.timeout.secs) and is replayed again; {limit}{others}",
+            self.label
+        );
+        self.repeat_logged = Some(now);
     }
 
     pub fn lost(&self) -> u64 {

@@ -32,6 +32,8 @@ pub enum Rule {
     Fraction,
     /// A TCP port, 1–65535.
     Port,
+    /// Environment variables: a map of names to strings, numbers or booleans, or null.
+    Environment,
 }
 
 /// The rule of every key that has one.
@@ -101,6 +103,7 @@ pub const RULES: &[(&str, Rule)] = &[
     // No effect here (storm does not compress tuples), but typed as in Storm, so a Flux file
     // that sets it wrongly is rejected as Storm would reject it.
     ("topology.tuple.compression.enable", Rule::Bool),
+    ("topology.environment", Rule::Environment),
     ("storm.zookeeper.root", Rule::AbsolutePath),
     ("storm.cluster.secret", Rule::OptionalString),
     ("supervisor.slots.ports", Rule::Ports),
@@ -153,6 +156,7 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         Rule::Int { nullable: true, .. }
         | Rule::Duration { nullable: true }
         | Rule::OptionalString
+        | Rule::Environment
             if value.is_null() =>
         {
             Ok(())
@@ -221,7 +225,34 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
             )),
         },
         Rule::Ports => check_ports(value),
+        Rule::Environment => check_environment(value),
     }
+}
+
+fn check_environment(value: &Value) -> Result<(), String> {
+    let Some(map) = value.as_object() else {
+        return Err(format!(
+            "must be a map of environment variable names to values (got {})",
+            show(value)
+        ));
+    };
+    for (name, v) in map {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(format!("names an invalid environment variable \"{name}\""));
+        }
+        let ok = match v {
+            Value::String(s) => !s.contains('\0'),
+            Value::Number(_) | Value::Bool(_) | Value::Null => true,
+            Value::Array(_) | Value::Object(_) => false,
+        };
+        if !ok {
+            return Err(format!(
+                "sets {name} to {}: a value must be a string, a number or a boolean",
+                show(v)
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_ports(value: &Value) -> Result<(), String> {
@@ -288,6 +319,25 @@ pub fn normalize(config: &mut Config) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn environment_is_a_map_of_scalars() {
+        let env = |v: Value| check_value("topology.environment", &v);
+        assert!(env(serde_json::json!({"A": "x", "B": 2, "C": true})).is_ok());
+        assert!(env(Value::Null).is_ok());
+        assert_eq!(
+            env(serde_json::json!(["A"])),
+            Err("must be a map of environment variable names to values (got [\"A\"])".into())
+        );
+        assert_eq!(
+            env(serde_json::json!({"A=B": "x"})),
+            Err("names an invalid environment variable \"A=B\"".into())
+        );
+        assert_eq!(
+            env(serde_json::json!({"A": [1]})),
+            Err("sets A to [1]: a value must be a string, a number or a boolean".into())
+        );
+    }
 
     #[test]
     fn power_of_two_names_the_nearest_values() {

@@ -278,6 +278,10 @@ impl SpoutCollector for SpoutOut<'_> {
     fn dropped(&mut self, n: u64) {
         TaskStats::add(&self.em.stats.dropped, n);
     }
+
+    fn metric(&mut self, name: &str, value: &serde_json::Value) {
+        self.em.stats.user_metric(name, value);
+    }
 }
 
 /// A bolt task's collector.
@@ -370,6 +374,10 @@ impl BoltCollector for BoltOut<'_> {
 
     fn dropped(&mut self, n: u64) {
         TaskStats::add(&self.em.stats.dropped, n);
+    }
+
+    fn metric(&mut self, name: &str, value: &serde_json::Value) {
+        self.em.stats.user_metric(name, value);
     }
 
     fn send_acks(&mut self, task: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {

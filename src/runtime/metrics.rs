@@ -1,9 +1,12 @@
 //! Run figures per task, as Storm's UI defines them: emitted, transferred, executed, acked,
 //! failed, execute latency, capacity; and for spouts replays, timeouts and complete latency.
-//! Counters are atomics written by the owning executor thread and read for progress.
+//! Counters are atomics written by the owning executor thread and read for progress. User
+//! metrics (a multilang child's `metrics` command) are kept by name beside them.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 
 #[derive(Debug, Default)]
 pub struct TaskStats {
@@ -27,12 +30,74 @@ pub struct TaskStats {
     pub is_spout: std::sync::atomic::AtomicBool,
     /// Spouts: most trees open at once (bounded by `topology.max.spout.pending`).
     pub pending_peak: AtomicU64,
+    /// User metrics by name (rarely updated: a lock is cheap enough).
+    pub user: Mutex<UserMetrics>,
 }
 
 impl TaskStats {
     #[inline]
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.store(counter.load(Relaxed) + n, Relaxed);
+    }
+
+    /// A user metric was updated to `value`.
+    pub fn user_metric(&self, name: &str, value: &serde_json::Value) {
+        let mut user = self.user.lock().unwrap_or_else(|e| e.into_inner());
+        user.update(name, value);
+    }
+}
+
+/// Most distinct user metric names kept per task: a child inventing names cannot make the
+/// table grow without bound (later names are counted as dropped).
+pub const MAX_USER_METRICS: usize = 256;
+
+/// A task's user metrics, and a sequence that orders their updates across tasks.
+#[derive(Debug, Default)]
+pub struct UserMetrics {
+    pub by_name: BTreeMap<String, UserMetric>,
+    /// Updates of names beyond [`MAX_USER_METRICS`].
+    pub dropped: u64,
+}
+
+/// One user metric: how often it was updated, the last value, and the sum of the numeric ones.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UserMetric {
+    pub updates: u64,
+    pub last: serde_json::Value,
+    pub sum: f64,
+    /// When the last update came (for "last" across tasks), as a global sequence.
+    #[serde(skip)]
+    pub seq: u64,
+}
+
+/// Orders updates across tasks, so a component's `last` is the last of any of its tasks.
+static UPDATE_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl UserMetrics {
+    pub fn update(&mut self, name: &str, value: &serde_json::Value) {
+        if !self.by_name.contains_key(name) && self.by_name.len() >= MAX_USER_METRICS {
+            self.dropped += 1;
+            return;
+        }
+        let m = self.by_name.entry(name.to_string()).or_default();
+        m.updates += 1;
+        m.last = value.clone();
+        m.sum += value.as_f64().unwrap_or(0.0);
+        m.seq = UPDATE_SEQ.fetch_add(1, Relaxed);
+    }
+
+    /// Fold another task's metrics into these (a component's total).
+    pub fn merge(&mut self, other: &UserMetrics) {
+        self.dropped += other.dropped;
+        for (name, m) in &other.by_name {
+            let into = self.by_name.entry(name.clone()).or_default();
+            if m.seq >= into.seq || into.updates == 0 {
+                into.last = m.last.clone();
+                into.seq = m.seq;
+            }
+            into.updates += m.updates;
+            into.sum += m.sum;
+        }
     }
 }
 
@@ -139,6 +204,9 @@ pub struct ComponentReport {
     /// Spouts: most trees open at once in any one task.
     pub pending_peak: u64,
     pub complete_latency_ms: Option<LatencyReport>,
+    /// User metrics (a multilang child's `metrics` command) by name, over all tasks.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, UserMetric>,
     pub per_task: Vec<TaskReport>,
 }
 
@@ -222,6 +290,13 @@ pub fn render_table(reports: &[ComponentReport], elapsed_secs: f64) -> String {
                 }
             );
         }
+        for (name, m) in &r.metrics {
+            let _ = writeln!(
+                out,
+                "{:<16} metric {name}: last {}, sum {}, {} update(s)",
+                "", m.last, m.sum, m.updates
+            );
+        }
     }
     let _ = write!(out, "ran {elapsed_secs:.3}s");
     out
@@ -238,6 +313,27 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_metrics_keep_last_and_sum_over_tasks() {
+        let (mut a, mut b) = (UserMetrics::default(), UserMetrics::default());
+        a.update("rows", &serde_json::json!(2));
+        b.update("rows", &serde_json::json!(5));
+        a.update("rows", &serde_json::json!(1.5));
+        a.update("label", &serde_json::json!("x"));
+        let mut total = UserMetrics::default();
+        total.merge(&a);
+        total.merge(&b);
+        let rows = &total.by_name["rows"];
+        assert_eq!((rows.updates, rows.sum), (3, 8.5));
+        assert_eq!(rows.last, serde_json::json!(1.5), "a's update came last");
+        assert_eq!(total.by_name["label"].sum, 0.0, "text is not summed");
+        let mut full = UserMetrics::default();
+        for i in 0..=MAX_USER_METRICS {
+            full.update(&format!("m{i}"), &serde_json::json!(1));
+        }
+        assert_eq!((full.by_name.len(), full.dropped), (MAX_USER_METRICS, 1));
+    }
 
     #[test]
     fn histogram_quantiles_are_close() {

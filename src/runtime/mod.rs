@@ -508,6 +508,21 @@ impl Running {
                     .max()
                     .unwrap_or(0),
                 complete_latency_ms: latency.get(&c.id).and_then(LatencyReport::of),
+                metrics: {
+                    let mut total = metrics::UserMetrics::default();
+                    for (_, s) in &tasks {
+                        total.merge(&s.user.lock().unwrap_or_else(|e| e.into_inner()));
+                    }
+                    if total.dropped > 0 {
+                        tracing::warn!(
+                            "{}: {} update(s) of user metrics beyond the first {} names were dropped",
+                            c.id,
+                            total.dropped,
+                            metrics::MAX_USER_METRICS
+                        );
+                    }
+                    total.by_name
+                },
                 per_task: tasks
                     .iter()
                     .map(|(t, s)| TaskReport {

@@ -6,6 +6,7 @@ mod cluster;
 mod config;
 mod flux;
 mod multilang;
+mod multilang_runs;
 mod net;
 mod newcomer;
 mod run;

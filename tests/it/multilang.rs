@@ -62,6 +62,9 @@ impl SpoutCollector for Recorder {
     fn report_error(&mut self, msg: &str) {
         self.errors.push(msg.to_string());
     }
+    fn metric(&mut self, name: &str, value: &serde_json::Value) {
+        self.metrics.push((name.to_string(), value.clone()));
+    }
 }
 
 fn repo() -> PathBuf {
@@ -255,25 +258,136 @@ fn python_split_bolt_emits_anchored_words_and_acks() {
     assert!(out.fails.is_empty() && out.errors.is_empty(), "{out:?}");
 }
 
+/// Storm's ticks carry the tick frequency in seconds, `[tickSecs]`.
 #[test]
 fn ticks_reach_the_child_from_system_task_minus_one() {
     let body = r#"
 class B(storm.Bolt):
     def process(self, t):
-        storm.emit([json.dumps([t.component, t.stream, t.task, t.is_tick_tuple()])], anchors=[t])
+        storm.emit([json.dumps([t.component, t.stream, t.task, t.is_tick_tuple(), t.values])], anchors=[t])
         storm.ack(t)
 B().run()
 "#;
-    let (mut bolt, _ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let (mut bolt, _ctx, _dir) = prepared_bolt(
+        body,
+        &[("default", &["word"])],
+        &[("topology.tick.tuple.freq.secs", 7.into())],
+    );
     let mut out = Recorder::default();
     let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
     bolt.execute(&tick, &mut out).expect("execute");
     bolt.finish(&mut out).expect("finish");
     assert_eq!(
         out.emits[0].1,
-        words(&[r#"["__system", "__tick", -1, true]"#])
+        words(&[r#"["__system", "__tick", -1, true, [7]]"#])
     );
     assert_eq!(out.acks.len(), 1);
+}
+
+/// What a real child receives in its handshake: Storm's `topology.name` and `storm.id` in
+/// `conf`, and the component's system streams in `context` beside its own.
+#[test]
+fn handshake_carries_topology_name_storm_id_and_system_streams() {
+    let body = r#"
+class B(storm.Bolt):
+    def initialize(self, conf, context):
+        self.seen = [conf.get("topology.name"), conf.get("storm.id"), sorted(context["streams"]),
+                     context["stream->outputfields"].get("__ack_ack")]
+    def process(self, t):
+        storm.emit([json.dumps(self.seen)], anchors=[t])
+        storm.ack(t)
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["x"]), &mut out)
+        .expect("execute");
+    bolt.finish(&mut out).expect("finish");
+    let Some(Value::Str(seen)) = out.emits.first().map(|e| e.1[0].clone()) else {
+        panic!("nothing emitted: {out:?}");
+    };
+    let seen: serde_json::Value = serde_json::from_str(&seen).expect("json");
+    assert_eq!(seen[0], "t");
+    let id = seen[1].as_str().unwrap_or_default();
+    let (name, secs) = id.rsplit_once("-1-").unwrap_or_default();
+    assert!(
+        name == "t" && secs.parse::<u64>().is_ok(),
+        "storm.id {id} is NAME-1-SECONDS"
+    );
+    assert_eq!(
+        seen[2],
+        serde_json::json!([
+            "__ack_ack",
+            "__ack_fail",
+            "__ack_reset_timeout",
+            "__eventlog",
+            "__metrics",
+            "__system",
+            "default"
+        ])
+    );
+    assert_eq!(seen[3], serde_json::json!(["id", "ack-val"]));
+}
+
+/// A `print` in a Python bolt puts a line that is not a protocol message on the child's
+/// stdout: still an error, and the message says what to do instead.
+#[test]
+fn print_in_a_bolt_says_stdout_is_for_the_protocol() {
+    let body = r#"
+class B(storm.BasicBolt):
+    def process(self, t):
+        print("debug: a")
+        storm.emit(["x"])
+B().run()
+"#;
+    let (mut bolt, ctx, _dir) = prepared_bolt(body, &[("default", &["word"])], &[]);
+    let mut out = Recorder::default();
+    bolt.execute(&input(&ctx, &["x"]), &mut out)
+        .expect("execute");
+    poll_until(&mut bolt, &mut out, Duration::from_secs(10), |o, _| {
+        !o.errors.is_empty()
+    })
+    .expect("poll");
+    bolt.cleanup();
+    insta::assert_snapshot!(out.errors.join("\n"));
+}
+
+/// A child that dies in the middle of writing a message is noticed when its output ends, not
+/// when heartbeats go unanswered: the error names the exit, never a hang. Several times over,
+/// for a race that would show one time in several.
+#[test]
+fn a_child_dying_mid_message_is_noticed_by_its_exit() {
+    let body = r#"
+class B(storm.Bolt):
+    def process(self, t):
+        sys.stdout.write('{"command": "emit", "tuple": ["hal')
+        sys.stdout.flush()
+        os._exit(4)
+B().run()
+"#;
+    for round in 0..16 {
+        let (mut bolt, ctx, _dir) = prepared_bolt(
+            body,
+            &[("default", &["word"])],
+            &[("topology.subprocess.timeout.secs", 5.into())],
+        );
+        let mut out = Recorder::default();
+        bolt.execute(&input(&ctx, &["x"]), &mut out)
+            .expect("execute");
+        poll_until(&mut bolt, &mut out, Duration::from_secs(30), |o, _| {
+            !o.errors.is_empty()
+        })
+        .expect("poll");
+        bolt.cleanup();
+        assert!(
+            out.errors
+                .first()
+                .is_some_and(|e| e.contains("exited unexpectedly (exit status: 4)")),
+            "round {round}: {:?}",
+            out.errors
+        );
+        assert_eq!(out.fails, vec![words(&["x"])], "round {round}");
+    }
 }
 
 #[test]
@@ -393,7 +507,7 @@ B().run()
         !o.errors.is_empty()
     })
     .expect("poll");
-    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: protocol error: invalid JSON (expected ident at line 1 column 2) in message: this is not json"#);
+    insta::assert_snapshot!(out.errors.join("\n"), @r#"shell bolt "pybolt" task 2: protocol error: the child wrote "this is not json" to its stdout, which is not a protocol message: invalid JSON (expected ident at line 1 column 2). A multilang child must write only protocol messages to stdout: write other output to stderr, or send it with the `log` command"#);
     assert_eq!(out.fails, vec![words(&["x"])]);
 }
 
@@ -699,6 +813,36 @@ fn next_until(
     Ok(statuses)
 }
 
+/// A spout's `metrics` reach its collector, those sent while it is activated too (that turn
+/// has no collector: they are applied at the next turn).
+#[test]
+fn spout_metrics_reach_the_collector_even_from_activate() {
+    let body = r#"
+class S(storm.Spout):
+    def activate(self):
+        storm.rpcMetrics("activated", 1)
+    def nextTuple(self):
+        storm.rpcMetrics("next", {"n": 2})
+        storm.emit(["w"])
+S().run()
+"#;
+    let (mut spout, _dir) = opened_spout(body, &[]);
+    spout.activate().expect("activate");
+    let mut out = Recorder::default();
+    next_until(&mut spout, &mut out, Duration::from_secs(10), |o| {
+        !o.emits.is_empty()
+    })
+    .expect("next");
+    spout.close();
+    assert_eq!(
+        out.metrics,
+        vec![
+            ("activated".to_string(), serde_json::json!(1)),
+            ("next".to_string(), serde_json::json!({"n": 2}))
+        ]
+    );
+}
+
 #[test]
 fn spout_breaking_the_protocol_is_restarted() {
     // Each incarnation emits one good tuple, then writes garbage.
@@ -723,7 +867,7 @@ S().run()
     .expect("recovers");
     assert!(statuses.contains(&SpoutStatus::Idle));
     assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
-    insta::assert_snapshot!(out.errors[0], @r#"shell spout "pyspout" task 2: protocol error: invalid JSON (key must be a string at line 1 column 2) in message: {oops"#);
+    insta::assert_snapshot!(out.errors[0], @r#"shell spout "pyspout" task 2: protocol error: the child wrote "{oops" to its stdout, which is not a protocol message: invalid JSON (key must be a string at line 1 column 2). A multilang child must write only protocol messages to stdout: write other output to stderr, or send it with the `log` command"#);
     assert_ne!(
         out.emits[0].1, out.emits[1].1,
         "a new process emitted the second tuple"

@@ -8,7 +8,7 @@
 use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit};
 use super::supervisor::{self, RestartPolicy, Settings};
-use super::{log_child_message, resolve_cwd};
+use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Tuple};
 use crate::slots::Slots;
 use crate::topology::model::{Component, DEFAULT_STREAM};
@@ -43,6 +43,7 @@ pub struct ShellBolt {
     answers: u64,
     /// How long [`ShellBolt::converse`] watches for the child's next message before sleeping.
     spin: Duration,
+    unknown: UnknownCommands,
 }
 
 /// The longest [`ShellBolt::poll`] stays answering a child that asks for task ids.
@@ -56,6 +57,8 @@ struct Prepared {
     ctx: TaskContext,
     settings: Settings,
     label: String,
+    /// The values of a tick tuple as Storm gives them: `[tickSecs]`.
+    tick_values: Vec<crate::tuple::Value>,
 }
 
 impl ShellBolt {
@@ -78,6 +81,7 @@ impl ShellBolt {
             errors: 0,
             answers: 0,
             spin: CONVERSE_SPIN,
+            unknown: UnknownCommands::default(),
         }
     }
 
@@ -234,6 +238,12 @@ impl ShellBolt {
                 out.metric(&name, &params);
                 Ok(())
             }
+            Command::Unknown { name } => {
+                if let Some(p) = &self.task {
+                    self.unknown.note(&p.label, &name);
+                }
+                Ok(())
+            }
             Command::Emit(emit) => self.emit(emit, out),
         }
     }
@@ -353,6 +363,35 @@ impl ShellBolt {
         }
     }
 
+    /// At `finish` every upstream task has finished, so every spout tree is closed: a tracked
+    /// tuple still in flight here was already failed or timed out at its spout (replayed, or
+    /// given up on), and nothing the child does with it can count any more. Whether every
+    /// tuple left is such a one (untracked tuples must still be processed).
+    fn only_stale_left(&self) -> bool {
+        self.inflight.ids_where(|t| t.anchors.is_empty()).is_empty()
+    }
+
+    /// Stop the child rather than wait for it to work through tuples whose trees are closed
+    /// (a tuple slower than the message timeout, replayed again and again, would keep the end
+    /// of a run, or the drain after Ctrl-C, waiting a long time); they are failed.
+    fn drop_stale(&mut self, out: &mut dyn BoltCollector) {
+        if let Some(mut child) = self.child.take() {
+            child.shutdown();
+        }
+        let mut stale = self.inflight.drain();
+        stale.sort_unstable_by_key(|(id, _)| *id >> 32);
+        for (_, tuple) in &stale {
+            out.fail(tuple);
+        }
+        if let Some(p) = &self.task {
+            tracing::warn!(
+                "{}: stopped the child with {} tuple(s) in flight whose trees had already failed or timed out at their spout",
+                p.label,
+                stale.len()
+            );
+        }
+    }
+
     /// Storm's heartbeat: a `__heartbeat` tuple every second; no message at all for the timeout
     /// after a heartbeat is a hang.
     fn check_health(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
@@ -384,6 +423,16 @@ impl ShellBolt {
     }
 }
 
+/// Storm's tick tuple values for this task: `[tickSecs]`, the component's tick frequency
+/// (its `tick`, else `topology.tick.tuple.freq.secs`) in whole seconds; `[]` without ticks.
+fn tick_values(ctx: &TaskContext) -> Vec<crate::tuple::Value> {
+    ctx.spec()
+        .and_then(|c| c.tick)
+        .or_else(|| ctx.config.tick_freq())
+        .map(|d| vec![crate::tuple::Value::Int(d.as_secs() as i64)])
+        .unwrap_or_default()
+}
+
 impl Bolt for ShellBolt {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         let settings = Settings::from_config(&ctx.config);
@@ -395,6 +444,7 @@ impl Bolt for ShellBolt {
             ctx: ctx.clone(),
             settings,
             label: label.clone(),
+            tick_values: tick_values(ctx),
         });
         self.start_child()
             .map_err(|e| FatalError(format!("{label}: {e}")).into())
@@ -430,6 +480,12 @@ impl Bolt for ShellBolt {
         } else {
             i64::from(input.source_task)
         };
+        // Storm's tick tuples carry the tick frequency in seconds; ours come bare.
+        let values = if input.is_tick() && input.values.is_empty() {
+            &p.tick_values[..]
+        } else {
+            &input.values[..]
+        };
         child.send_tuple(|buf| {
             protocol::write_bolt_tuple(
                 buf,
@@ -437,7 +493,7 @@ impl Bolt for ShellBolt {
                 p.ctx.component_of_task(input.source_task),
                 p.ctx.stream_name(input.stream),
                 task,
-                &input.values,
+                values,
             )
         });
         // Tuples go out in batches, unless the child has nothing else to work on (every
@@ -455,6 +511,10 @@ impl Bolt for ShellBolt {
         let mut left = self.inflight.len();
         let mut last_progress = Instant::now();
         while !self.inflight.is_empty() {
+            if self.only_stale_left() {
+                self.drop_stale(out);
+                break;
+            }
             self.ensure_child(out, true)?;
             self.wait_event(out, Duration::from_millis(20))?;
             let now = Instant::now();

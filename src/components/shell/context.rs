@@ -1,11 +1,114 @@
-//! The handshake's `context` map, shaped as Storm's `TopologyContext.toJSONString` sends it to
-//! multilang children: every task's component, this task and component, its output streams and
-//! their fields and targets, and its input sources with their groupings and fields.
+//! What a multilang child is told about where it runs: the handshake's `conf` (the topology
+//! configuration with Storm's `topology.name` and `storm.id`, never a secret), its `context`
+//! map, shaped as Storm's `TopologyContext.toJSONString` sends it (every task's component, this
+//! task and component, its output streams, Storm's system streams among them, and their fields
+//! and targets, and its input sources with their groupings and fields), and the environment
+//! variables `topology.environment` asks for.
 
 use crate::components::TaskContext;
+use crate::config::Config;
 use crate::topology::model::Grouping;
 use crate::topology::plan::{SYSTEM_ID, SYSTEM_TASK};
 use serde_json::{json, Map, Value};
+use std::sync::OnceLock;
+
+/// The environment variable that may carry the cluster secret: never passed on to a child.
+pub const SECRET_ENV: &str = "STORM_CLUSTER_SECRET";
+
+/// Configuration keys that hold secrets (`storm.cluster.secret`, any `*.password`): they are
+/// never given to user code, as `storm config` never prints them.
+pub fn is_secret_key(key: &str) -> bool {
+    key.ends_with(".secret") || key.ends_with(".password")
+}
+
+/// The handshake's `conf`: every configuration key but the secrets, plus what Storm's worker
+/// adds to the topology configuration: `topology.name` and `storm.id`.
+pub fn handshake_conf(ctx: &TaskContext) -> Value {
+    let mut conf: Map<String, Value> = ctx
+        .config
+        .entries
+        .iter()
+        .filter(|(k, _)| !is_secret_key(k))
+        .map(|(k, e)| (k.clone(), e.value.clone()))
+        .collect();
+    conf.insert(
+        "topology.name".into(),
+        Value::from(ctx.topology.name.as_str()),
+    );
+    conf.insert("storm.id".into(), Value::from(storm_id(ctx)));
+    Value::Object(conf)
+}
+
+/// The topology id: `storm.id` when the configuration has one, else, as Storm names a
+/// topology it launches, `NAME-1-SECONDS`, the seconds being when this process first asked
+/// (so every task of a local run tells the same id).
+fn storm_id(ctx: &TaskContext) -> String {
+    if let Some(id) = ctx.config.get("storm.id").and_then(|v| v.as_str()) {
+        return id.to_string();
+    }
+    static LAUNCH: OnceLock<u64> = OnceLock::new();
+    let secs = LAUNCH.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    });
+    format!("{}-1-{secs}", ctx.topology.name)
+}
+
+/// The variables `topology.environment` (Storm's key: a map of name to value) sets in every
+/// child's environment, as Storm's `ShellProcess` does. Values that are not strings are
+/// written as JSON (`8`, `true`); the cluster secret's variable is never set this way.
+pub fn child_environment(config: &Config) -> Result<Vec<(String, String)>, String> {
+    const KEY: &str = "topology.environment";
+    let Some(value) = config.get(KEY) else {
+        return Ok(Vec::new());
+    };
+    crate::config::rules::check_value(KEY, value).map_err(|e| format!("`{KEY}` {e}"))?;
+    let vars = value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.as_str() != SECRET_ENV)
+        .map(|(name, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            (name.clone(), text)
+        })
+        .collect();
+    Ok(vars)
+}
+
+/// Storm's system streams on a user component (`StormCommon.addAcker`, `addMetricStreams`,
+/// `addSystemStreams`, `addEventLogger`), with their fields: bolts ack and fail through the
+/// acker, spouts start trees; every component has the metrics and system streams, and the
+/// event-logger stream unless `topology.eventlogger.executors` is 0.
+fn system_streams(is_spout: bool, config: &Config) -> Vec<(&'static str, &'static [&'static str])> {
+    let mut streams: Vec<(&'static str, &'static [&'static str])> = if is_spout {
+        vec![("__ack_init", &["id", "init-val", "spout-task"][..])]
+    } else {
+        vec![
+            ("__ack_ack", &["id", "ack-val"][..]),
+            ("__ack_fail", &["id"][..]),
+            ("__ack_reset_timeout", &["id"][..]),
+        ]
+    };
+    streams.push(("__metrics", &["task-info", "data-points"][..]));
+    streams.push(("__system", &["event"][..]));
+    if config
+        .get_u64("topology.eventlogger.executors")
+        .is_none_or(|n| n > 0)
+    {
+        streams.push((
+            "__eventlog",
+            &["component-id", "message-id", "ts", "values"][..],
+        ));
+    }
+    streams
+}
 
 /// Storm's `groupingToJSONableMap`: the Thrift union's field name upper-cased as `type`, plus
 /// `fields` for fields groupings. Storm models a global grouping as a fields grouping on no
@@ -35,9 +138,16 @@ pub fn context_json(ctx: &TaskContext) -> Value {
     }
 
     let outputs = ctx.spec().map(|c| c.outputs.clone()).unwrap_or_default();
-    let streams: Vec<&String> = outputs.keys().collect();
-    let output_fields: Map<String, Value> =
+    let is_spout = ctx.spec().is_some_and(|c| c.is_spout());
+    let mut streams: Vec<&str> = outputs.keys().map(String::as_str).collect();
+    let mut output_fields: Map<String, Value> =
         outputs.iter().map(|(s, f)| (s.clone(), json!(f))).collect();
+    for (stream, fields) in system_streams(is_spout, &ctx.config) {
+        if !outputs.contains_key(stream) {
+            streams.push(stream);
+            output_fields.insert(stream.to_string(), json!(fields));
+        }
+    }
 
     let mut targets: Map<String, Value> = Map::new();
     for s in ctx.topology.outputs_of(&ctx.component) {

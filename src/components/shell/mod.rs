@@ -21,8 +21,9 @@ pub use spout::ShellSpout;
 use crate::components::TaskContext;
 use crate::topology::plan::{StreamId, SYSTEM_TASK};
 use protocol::{Emit, LogLevel};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The child's working directory: `cwd` as validation resolved it (already joined to the
 /// topology file's folder), else `base_dir`.
@@ -83,4 +84,60 @@ fn check_emit(
         }
     }
     Ok(sid)
+}
+
+/// How often an unknown command that keeps coming is logged again.
+const UNKNOWN_LOG_EVERY: Duration = Duration::from_secs(60);
+/// Distinct unknown command names tracked one by one; the rest share one entry.
+const UNKNOWN_NAMES: usize = 32;
+
+/// Commands a child sent that we do not know. Storm's `ShellBolt` ignores them, and so do we
+/// (a newer adapter may send what this runner does not know): each name is logged the first
+/// time, then at most once per [`UNKNOWN_LOG_EVERY`] with how many came meanwhile.
+#[derive(Debug, Default)]
+pub struct UnknownCommands {
+    seen: HashMap<String, Unlogged>,
+}
+
+#[derive(Debug)]
+struct Unlogged {
+    count: u64,
+    logged_at: Instant,
+}
+
+impl UnknownCommands {
+    /// The child sent the unknown command `name`.
+    pub fn note(&mut self, label: &str, name: &str) {
+        let now = Instant::now();
+        let key = if self.seen.contains_key(name) || self.seen.len() < UNKNOWN_NAMES {
+            name
+        } else {
+            "…"
+        };
+        match self.seen.get_mut(key) {
+            None => {
+                tracing::warn!(
+                    "{label}: ignoring the unknown multilang command `{key}` (logged once a minute at most)"
+                );
+                self.seen.insert(
+                    key.to_string(),
+                    Unlogged {
+                        count: 0,
+                        logged_at: now,
+                    },
+                );
+            }
+            Some(u) => {
+                u.count += 1;
+                if now.duration_since(u.logged_at) >= UNKNOWN_LOG_EVERY {
+                    tracing::warn!(
+                        "{label}: ignored the unknown multilang command `{key}` {} more time(s)",
+                        u.count
+                    );
+                    u.count = 0;
+                    u.logged_at = now;
+                }
+            }
+        }
+    }
 }

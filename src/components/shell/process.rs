@@ -96,6 +96,8 @@ impl ChildEvent {
 pub struct Launch<'a> {
     pub command: &'a [String],
     pub cwd: &'a Path,
+    /// Variables set in the child's environment (`topology.environment`).
+    pub env: &'a [(String, String)],
     /// `component task N`, for thread names and logs.
     pub label: &'a str,
     /// Wakes the executor when the child has sent something (`None`: nobody to wake; the
@@ -318,7 +320,16 @@ impl ShellProcess {
         ));
         std::fs::create_dir_all(&pid_dir)
             .map_err(|e| format!("cannot create pid dir {}: {e}", pid_dir.display()))?;
-        let python_path = super::python_compat::install(&pid_dir)
+        // The shim's folder goes before the PYTHONPATH the child would otherwise have: the
+        // one `topology.environment` sets, else ours.
+        let inherited = launch
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PYTHONPATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PYTHONPATH"));
+        let python_path = super::python_compat::install(&pid_dir, inherited)
             .map_err(|e| format!("cannot prepare pid dir {}: {e}", pid_dir.display()))?;
         // The child gets a process group of its own, so Ctrl-C at a terminal (or any signal to
         // storm's group) reaches storm alone: storm drains, and its children finish the tuples
@@ -326,6 +337,9 @@ impl ShellProcess {
         // with storm: storm stops it at the end, and its stdin closes if storm dies.
         let spawned = Spawn::new(program)
             .args(args)
+            // Our environment, but never the cluster secret: user code has no business with it.
+            .env_remove(super::context::SECRET_ENV)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .env("PYTHONPATH", python_path)
             .current_dir(launch.cwd)
             .stdin(Stdio::piped())
@@ -421,6 +435,7 @@ impl ShellProcess {
                 executor_reads: false,
                 stop: false,
                 eof: false,
+                hung_up: false,
             }),
             released: Condvar::new(),
         });
@@ -692,6 +707,7 @@ impl ShellProcess {
                 .direct_poll
                 .poll(&mut self.direct_ready, Some(timeout - waited))
             {
+                Ok(()) if saw_hang_up(&self.direct_ready) => self.stdout.lock().hung_up = true,
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return None,
@@ -801,6 +817,9 @@ struct StdoutState {
     stop: bool,
     /// The end of the output was read (and reported).
     eof: bool,
+    /// A poll reported that the child closed its output: read on to the end, even after a
+    /// short read.
+    hung_up: bool,
 }
 
 impl Stdout {
@@ -815,7 +834,10 @@ impl StdoutState {
     ///
     /// A read that does not fill the buffer emptied the pipe: stop there rather than read
     /// again (and again) the little the child writes meanwhile. What it writes next makes the
-    /// pipe readable again (on Linux, epoll reports every write to a polled pipe).
+    /// pipe readable again (on Linux, epoll reports every write to a polled pipe). Not so the
+    /// end of the output when it came before that read: the poll that reported the last bytes
+    /// reported the hang-up with them, and nothing will be reported again. So once a poll has
+    /// seen the hang-up (`hung_up`), reading goes on to the end.
     fn read_available(&mut self) -> (bool, usize) {
         let mut bytes = 0;
         loop {
@@ -826,7 +848,7 @@ impl StdoutState {
                 Ok(n) => {
                     self.framer.filled(n);
                     bytes += n;
-                    (false, n < room)
+                    (false, n < room && !self.hung_up)
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (false, bytes),
@@ -847,6 +869,13 @@ impl StdoutState {
             }
         }
     }
+}
+
+/// Whether a poll of the child's output reported that the child closed it.
+fn saw_hang_up(ready: &Events) -> bool {
+    ready
+        .iter()
+        .any(|e| e.token() == READ && (e.is_read_closed() || e.is_error()))
 }
 
 /// The reader thread: the child's stdout into batches of events.
@@ -871,9 +900,11 @@ enum Next {
 impl Reader {
     fn run(mut self) {
         let mut ready = Events::with_capacity(4);
+        let mut hung_up = false;
         loop {
             let next = {
                 let mut st = self.stdout.lock();
+                st.hung_up |= hung_up;
                 while st.executor_reads && !st.stop {
                     st = self
                         .stdout
@@ -891,7 +922,7 @@ impl Reader {
                 Next::Stop => return,
                 Next::Sleep(pause) => std::thread::sleep(pause),
                 Next::Poll(timeout) => match self.poll.poll(&mut ready, timeout) {
-                    Ok(()) => {}
+                    Ok(()) => hung_up = saw_hang_up(&ready),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(_) => {
                         let mut st = self.stdout.lock();

@@ -94,12 +94,28 @@ pub enum ChildMessage {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Emit(Emit),
-    Ack { id: CompactString },
-    Fail { id: CompactString },
-    Log { msg: String, level: LogLevel },
-    Error { msg: String },
-    Metrics { name: String, params: Value },
+    Ack {
+        id: CompactString,
+    },
+    Fail {
+        id: CompactString,
+    },
+    Log {
+        msg: String,
+        level: LogLevel,
+    },
+    Error {
+        msg: String,
+    },
+    Metrics {
+        name: String,
+        params: Value,
+    },
     Sync,
+    /// A command this runner does not know: ignored, as Storm's `ShellBolt` ignores it.
+    Unknown {
+        name: String,
+    },
 }
 
 /// An `emit` command.
@@ -145,6 +161,9 @@ impl LogLevel {
 pub struct ProtocolError {
     pub problem: String,
     pub text: String,
+    /// A message that is not JSON at all: the line where it stops being JSON (truncated),
+    /// most likely something the child printed to its stdout.
+    pub stray_line: Option<String>,
 }
 
 impl ProtocolError {
@@ -152,13 +171,33 @@ impl ProtocolError {
         ProtocolError {
             problem: problem.into(),
             text: excerpt(text),
+            stray_line: None,
+        }
+    }
+
+    /// `text` is not JSON: name the line where parsing failed, and say where other output
+    /// belongs (a `print` in a component is the usual cause).
+    fn not_json(e: &serde_json::Error, text: &str) -> ProtocolError {
+        let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or(text);
+        ProtocolError {
+            stray_line: Some(excerpt(line)),
+            ..ProtocolError::new(format!("invalid JSON ({e})"), text)
         }
     }
 }
 
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} in message: {}", self.problem, self.text)
+        match &self.stray_line {
+            Some(line) => write!(
+                f,
+                "the child wrote {line:?} to its stdout, which is not a protocol message: {}. \
+                 A multilang child must write only protocol messages to stdout: write other \
+                 output to stderr, or send it with the `log` command",
+                self.problem
+            ),
+            None => write!(f, "{} in message: {}", self.problem, self.text),
+        }
     }
 }
 
@@ -174,8 +213,7 @@ pub fn parse(text: &str) -> Result<ChildMessage, ProtocolError> {
 
 /// The general parser: through a `serde_json::Value`, naming what is wrong.
 fn parse_general(text: &str) -> Result<ChildMessage, ProtocolError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| ProtocolError::new(format!("invalid JSON ({e})"), text))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| ProtocolError::not_json(&e, text))?;
     let Value::Object(obj) = &value else {
         return Err(ProtocolError::new("expected a JSON object", text));
     };
@@ -228,12 +266,9 @@ fn parse_general(text: &str) -> Result<ChildMessage, ProtocolError> {
                 params: field("params").cloned().unwrap_or(Value::Null),
             },
             "emit" => Command::Emit(parse_emit(obj, text)?),
-            other => {
-                return Err(ProtocolError::new(
-                    format!("unknown command `{}`", excerpt(other)),
-                    text,
-                ))
-            }
+            other => Command::Unknown {
+                name: excerpt(other),
+            },
         };
     Ok(ChildMessage::Command(cmd))
 }
@@ -919,11 +954,27 @@ mod tests {
     #[test]
     fn errors_name_the_problem_and_quote_the_text() {
         let err = |t: &str| parse(t).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err("{not json").starts_with("invalid JSON"));
+        let stray = err("{not json");
+        assert!(
+            stray.starts_with(r#"the child wrote "{not json" to its stdout, which is not a protocol message: invalid JSON ("#),
+            "{stray}"
+        );
+        assert!(
+            stray.contains("write only protocol messages to stdout"),
+            "{stray}"
+        );
+        // A print before a message: the line named is the printed one.
+        let printed = parse("debug: a\n{\"command\": \"sync\"}").err();
+        assert_eq!(
+            printed.and_then(|e| e.stray_line),
+            Some("debug: a".to_string())
+        );
         assert_eq!(err("[1]"), "expected a JSON object in message: [1]");
         assert_eq!(
-            err(r#"{"command":"jump"}"#),
-            r#"unknown command `jump` in message: {"command":"jump"}"#
+            parse(r#"{"command":"jump","far":true}"#),
+            Ok(ChildMessage::Command(Command::Unknown {
+                name: "jump".into()
+            }))
         );
         assert_eq!(
             err(r#"{"command":"emit","tuple":"x"}"#),
@@ -933,7 +984,7 @@ mod tests {
             err(r#"{"command":"ack"}"#),
             r#"`ack` needs an `id` field in message: {"command":"ack"}"#
         );
-        let long = format!("{{\"command\":\"{}\"}}", "x".repeat(500));
+        let long = format!("{{\"command\":7,\"x\":\"{}\"}}", "x".repeat(500));
         assert!(err(&long).chars().count() < 2 * EXCERPT_CHARS + 80);
     }
 

@@ -3,20 +3,22 @@
 //! That adapter predates Python 3: its `emitBolt` serialises `map(...)` for the anchors, which
 //! Python 3's `json` refuses, so a bolt built on it cannot emit on any runner. It imports
 //! `simplejson` when it can, so every child gets a small `simplejson` module of ours first on
-//! its `PYTHONPATH` (in its pid directory), whose `dumps` writes iterators as arrays and which
-//! otherwise is the real simplejson when installed, else the standard `json`
-//! (`multilang/compat/simplejson.py`). Children in other languages never look at it.
+//! its `PYTHONPATH` (in its pid directory), whose `dumps` writes iterators as arrays
+//! (`multilang/compat/simplejson.py`). It never stands in for a real simplejson: where the
+//! child's Python has the package (pystorm depends on it), the shim loads that package under
+//! its own name and only wraps its `dumps`, retrying what it refuses; without it, the shim is
+//! the standard `json`. Children in other languages never look at it.
 
 use std::ffi::OsString;
 use std::path::Path;
 
 const SIMPLEJSON: &str = include_str!("../../../multilang/compat/simplejson.py");
 
-/// Write the shim into `dir` and return the child's `PYTHONPATH`: `dir`, then the inherited one.
-pub fn install(dir: &Path) -> std::io::Result<OsString> {
+/// Write the shim into `dir` and return the child's `PYTHONPATH`: `dir`, then `inherited`.
+pub fn install(dir: &Path, inherited: Option<OsString>) -> std::io::Result<OsString> {
     std::fs::write(dir.join("simplejson.py"), SIMPLEJSON)?;
     let mut paths = vec![dir.to_path_buf()];
-    if let Some(inherited) = std::env::var_os("PYTHONPATH") {
+    if let Some(inherited) = inherited {
         paths.extend(std::env::split_paths(&inherited));
     }
     std::env::join_paths(paths).map_err(std::io::Error::other)
@@ -30,7 +32,7 @@ mod tests {
     #[test]
     fn storm_py_style_emits_serialise_under_python3() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = install(dir.path()).expect("install");
+        let path = install(dir.path(), None).expect("install");
         let out = std::process::Command::new("python3")
             .arg("-c")
             .arg(

@@ -6,7 +6,7 @@
 use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit, SpoutCommand};
 use super::supervisor::{self, RestartPolicy, Settings};
-use super::{log_child_message, resolve_cwd};
+use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::topology::model::{Component, DEFAULT_STREAM};
 use crate::tuple::Value;
@@ -32,9 +32,12 @@ pub struct ShellSpout {
     /// the next turn that has one.
     deferred: Vec<Emit>,
     deferred_errors: Vec<String>,
+    /// Metric updates of those turns.
+    deferred_metrics: Vec<(String, serde_json::Value)>,
     errors: u64,
     /// The child ignores `activate` / `deactivate` (see `ACTIVATION_GRACE`).
     silent_activation: bool,
+    unknown: UnknownCommands,
 }
 
 struct Prepared {
@@ -68,8 +71,10 @@ impl ShellSpout {
             exhausted: false,
             deferred: Vec::new(),
             deferred_errors: Vec::new(),
+            deferred_metrics: Vec::new(),
             errors: 0,
             silent_activation: false,
+            unknown: UnknownCommands::default(),
         }
     }
 
@@ -252,10 +257,16 @@ impl ShellSpout {
                         None => self.deferred_errors.push(msg),
                     }
                 }
-                Command::Metrics { name, params } => {
-                    if let Some(o) = reborrow(&mut out) {
-                        o.metric(&name, &params);
-                    }
+                Command::Metrics { name, params } => match reborrow(&mut out) {
+                    Some(o) => o.metric(&name, &params),
+                    None => self.deferred_metrics.push((name, params)),
+                },
+                Command::Unknown { name } => {
+                    let label = self
+                        .task
+                        .as_ref()
+                        .map_or("shell spout", |p| p.label.as_str());
+                    self.unknown.note(label, &name);
                 }
             }
         }
@@ -285,6 +296,9 @@ impl ShellSpout {
     fn flush_deferred(&mut self, out: &mut dyn SpoutCollector) -> Result<(), String> {
         for msg in std::mem::take(&mut self.deferred_errors) {
             out.report_error(&msg);
+        }
+        for (name, params) in std::mem::take(&mut self.deferred_metrics) {
+            out.metric(&name, &params);
         }
         for emit in std::mem::take(&mut self.deferred) {
             self.emit(emit, out)?;

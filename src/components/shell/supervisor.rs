@@ -7,7 +7,7 @@
 //! between (an ack or fail from a bolt, a finished turn from a spout), or [`MAX_FAILURES`]
 //! failures within [`FAILURE_WINDOW`] whatever happened in between.
 
-use super::context::context_json;
+use super::context::{child_environment, context_json, handshake_conf};
 use super::process::{ChildEvent, Launch, ShellProcess};
 use super::protocol::{self, ChildMessage};
 use crate::components::TaskContext;
@@ -80,9 +80,11 @@ pub fn start(
     settings: &Settings,
     kind: Kind,
 ) -> Result<ShellProcess, String> {
+    let env = child_environment(&ctx.config)?;
     let mut child = ShellProcess::spawn(&Launch {
         command,
         cwd,
+        env: &env,
         label,
         waker: (kind == Kind::Bolt).then(|| ctx.waker.clone()),
         gather: kind == Kind::Bolt,
@@ -91,7 +93,7 @@ pub fn start(
     let pid_dir = child.pid_dir().to_string_lossy().into_owned();
     child.send(&protocol::handshake(
         &pid_dir,
-        ctx.config.to_json(),
+        handshake_conf(ctx),
         context_json(ctx),
     ));
     let outcome = match child.recv_timeout(settings.timeout) {
