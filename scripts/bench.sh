@@ -61,3 +61,33 @@ streams:
 PY
 RUNS=1 measure "500 MB through a slow bolt (acking on)" "$STORM run -q $WORK/slow.yaml"
 RUNS=1 measure "500 MB through a slow bolt (acking off)" "$STORM run -q -c topology.acker.executors=0 $WORK/slow.yaml"
+
+# Records: 1 M generated events (gen_events.py 1000000 7) as JSON lines, CSV and an access log;
+# errors per service (level == "error", counted by service) against DuckDB, jq and Miller, and
+# requests per status of the access log against mawk.
+EVGEN=../shared/bench/gen_events.py
+if [ -f "$EVGEN" ]; then
+  python3 "$EVGEN" 1000000 7 > "$WORK/events.jsonl"
+  python3 "$EVGEN" 1000000 7 --format csv > "$WORK/events.csv"
+  python3 "$EVGEN" 1000000 7 --format access > "$WORK/access.log"
+  echo "records: 1 M events (gen_events.py 1000000 7): $(du -m "$WORK/events.jsonl" | cut -f1) MB JSON lines"
+  ERR="filter(\"level == \\\"error\\\"\") | count(service) | stdout"
+  measure "storm errors per service (JSON)" "$STORM run -q -e 'stdin(format=json, fields=[level, service]) | $ERR' < $WORK/events.jsonl"
+  measure "storm errors per service (JSON, parse x2)" "$STORM run -q -e 'stdin | parse(format=json, fields=[level, service]) x2 | $ERR' < $WORK/events.jsonl"
+  measure "storm errors per service (CSV)" "$STORM run -q -e 'stdin(format=csv, header=true, fields=[level, service]) | $ERR' < $WORK/events.csv"
+  measure "storm requests per status (access log)" "$STORM run -q -e 'stdin(format=combined) | count(status) | stdout' < $WORK/access.log"
+  if python3 -c 'import duckdb' 2>/dev/null; then
+    measure "duckdb errors per service (read_json)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_json('$WORK/events.jsonl') where level = 'error' group by service\\\").fetchall()\""
+    measure "duckdb errors per service (read_csv)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_csv('$WORK/events.csv') where level = 'error' group by service\\\").fetchall()\""
+  fi
+  if command -v jq >/dev/null; then
+    measure "jq | sort | uniq -c errors per service" "jq -r 'select(.level == \"error\") | .service' < $WORK/events.jsonl | sort | uniq -c"
+  fi
+  if command -v mlr >/dev/null; then
+    measure "Miller errors per service (JSON)" "mlr --ijsonl --ojson filter '\$level == \"error\"' then count -g service $WORK/events.jsonl"
+  fi
+  if command -v mawk >/dev/null; then
+    measure "mawk errors per service (CSV)" "mawk -F, '\$2 == \"error\" {c[\$3]++} END{for(k in c) print k\"\\t\"c[k]}' $WORK/events.csv"
+    measure "mawk requests per status (access log)" "mawk '{c[\$9]++} END{for(k in c) print k\"\\t\"c[k]}' $WORK/access.log"
+  fi
+fi

@@ -1,6 +1,7 @@
 //! The `count` bolt: counts tuples per value of `args.fields` (default: the input's first field).
 //! Emits each key with its total when its input is finished (SPEC §5), and also on every tick
-//! with `args.emit: tick`, or on every update with `args.emit: update`. Keys are emitted in
+//! with `args.emit: tick`; with `args.emit: update`, each change as it happens and nothing again at
+//! the end (a streaming dedupe: `count(line, emit=update) | filter("count == 1")`). Keys are emitted in
 //! sorted order, so output is deterministic per task.
 
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
@@ -164,7 +165,10 @@ impl Bolt for Count {
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        self.emit_all(out);
+        // With `emit: update` every total was emitted when it changed: nothing is new at the end.
+        if self.mode != EmitMode::Update {
+            self.emit_all(out);
+        }
         Ok(())
     }
 }

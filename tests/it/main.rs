@@ -4,6 +4,7 @@ mod acking;
 mod cli;
 mod cluster;
 mod config;
+mod cookbook;
 mod flux;
 mod multilang;
 mod multilang_runs;

@@ -1,0 +1,380 @@
+//! Every recipe of docs/cookbook.md, run exactly as written (the DSL line through `sh`, the YAML
+//! as a file) on generated data, each output compared with an answer computed here without storm.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// One generated event.
+struct Event {
+    level: &'static str,
+    service: String,
+    endpoint: String,
+    status: u32,
+    user: u32,
+    msg: String,
+    ip: String,
+    method: &'static str,
+}
+
+fn events(n: usize) -> Vec<Event> {
+    let mut s: u64 = 7;
+    let mut next = move |m: u64| {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 33) % m
+    };
+    let msgs = [
+        "ok",
+        "cache miss, retry",
+        "said \"no\"",
+        "two\nlines",
+        "é ünïcode",
+    ];
+    (0..n)
+        .map(|_| {
+            let r = next(100);
+            let level = if r < 5 {
+                "error"
+            } else if r < 15 {
+                "warn"
+            } else {
+                "info"
+            };
+            let status = match (level, next(4)) {
+                ("error", k) => 500 + k as u32,
+                (_, 0) => 404,
+                (_, 1) => 301,
+                _ => 200,
+            };
+            let user = next(40) as u32;
+            Event {
+                level,
+                service: format!("svc-{:02}", next(7)),
+                endpoint: format!("/api/v1/{}", ["users", "orders", "pay"][next(3) as usize]),
+                status,
+                user,
+                msg: msgs[next(msgs.len() as u64) as usize].to_string(),
+                ip: format!("10.0.{}.{}", user % 3, user),
+                method: ["GET", "POST"][next(2) as usize],
+            }
+        })
+        .collect()
+}
+
+fn write_inputs(dir: &Path, evs: &[Event]) {
+    let mut jsonl = String::new();
+    let mut access = String::new();
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    w.write_record(["level", "service", "endpoint", "status", "user", "msg"])
+        .expect("csv");
+    for (i, e) in evs.iter().enumerate() {
+        let obj = serde_json::json!({"level": e.level, "service": e.service, "endpoint": e.endpoint,
+            "status": e.status, "user": e.user, "msg": e.msg});
+        jsonl += &format!("{obj}\n");
+        w.write_record([
+            e.level,
+            &e.service,
+            &e.endpoint,
+            &e.status.to_string(),
+            &e.user.to_string(),
+            &e.msg,
+        ])
+        .expect("csv");
+        access += &format!(
+            "{} - - [02/Nov/2026:08:00:00 +0000] \"{} {}?u={} HTTP/1.1\" {} {} \"-\" \"agent\"\n",
+            e.ip, e.method, e.endpoint, e.user, e.status, i
+        );
+        if i % 500 == 0 {
+            access += "garbage that is no access log line\n";
+        }
+    }
+    std::fs::write(dir.join("app.jsonl"), jsonl).expect("write");
+    std::fs::write(dir.join("events.csv"), w.into_inner().expect("csv")).expect("write");
+    std::fs::write(dir.join("access.log"), access).expect("write");
+    std::fs::write(dir.join("book.txt"), book()).expect("write");
+    std::fs::write(
+        dir.join("upper.py"),
+        "import storm\n\nclass Upper(storm.BasicBolt):\n    def process(self, tup):\n        storm.emit([tup.values[0].upper()])\n\nUpper().run()\n",
+    )
+    .expect("write");
+    let adapter = dir.join("multilang/python");
+    std::fs::create_dir_all(&adapter).expect("mkdir");
+    std::fs::copy("multilang/python/storm.py", adapter.join("storm.py")).expect("copy adapter");
+}
+
+fn book() -> String {
+    let words = ["the", "storm", "bolt", "spout", "a", "tuple", "of", "words"];
+    (0..400)
+        .map(|i| {
+            (0..(i % 9))
+                .map(|j| words[(i * 7 + j * 3) % words.len()])
+                .collect::<Vec<_>>()
+                .join(if i % 5 == 0 { "  " } else { " " })
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// The recipes of the page: id → (sh command, YAML).
+fn recipes() -> BTreeMap<String, (String, String)> {
+    let doc = std::fs::read_to_string("docs/cookbook.md").expect("docs/cookbook.md");
+    let block_after = |marker: &str| -> Option<String> {
+        let at = doc.find(marker)?;
+        let rest = &doc[at..];
+        let open = rest.find("```")?;
+        let body = &rest[open..];
+        let start = body.find('\n')? + 1;
+        let end = body[start..].find("```")?;
+        Some(body[start..start + end].to_string())
+    };
+    let mut out = BTreeMap::new();
+    for line in doc.lines() {
+        let Some(id) = line
+            .strip_prefix("<!-- recipe: ")
+            .and_then(|l| l.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        let sh = block_after(line).expect("a sh block after the marker");
+        let yaml = block_after(&format!("<!-- recipe-yaml: {id} -->")).expect("its YAML");
+        out.insert(id.to_string(), (sh.trim_end().to_string(), yaml));
+    }
+    out
+}
+
+fn sh(dir: &Path, command: &str) -> (String, String) {
+    let bin = assert_cmd::cargo::cargo_bin("storm");
+    let path = format!(
+        "{}:{}",
+        bin.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("STORM_CONF_DIR", dir)
+        .env_remove("STORM_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{command}: {stderr}");
+    (String::from_utf8(out.stdout).expect("utf-8 output"), stderr)
+}
+
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+fn counted<K: Ord>(keys: impl Iterator<Item = K>) -> BTreeMap<K, u64> {
+    let mut m = BTreeMap::new();
+    for k in keys {
+        *m.entry(k).or_insert(0) += 1;
+    }
+    m
+}
+
+fn tsv<K: std::fmt::Display>(m: &BTreeMap<K, u64>) -> Vec<String> {
+    let mut v: Vec<String> = m.iter().map(|(k, n)| format!("{k}\t{n}")).collect();
+    v.sort();
+    v
+}
+
+/// The expected output of a recipe (its sh form, with any `| sort | head` applied), and
+/// whether line order matters.
+fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
+    let errors = evs.iter().filter(|e| e.level == "error");
+    match id {
+        "word-count" => (
+            tsv(&counted(book().split_whitespace().map(str::to_string))),
+            false,
+        ),
+        "status-codes" => (tsv(&counted(evs.iter().map(|e| e.status))), false),
+        "top-ips" => {
+            let mut by: Vec<(u64, String)> = counted(evs.iter().map(|e| e.ip.clone()))
+                .into_iter()
+                .map(|(ip, n)| (n, ip))
+                .collect();
+            by.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            (
+                by.iter()
+                    .take(10)
+                    .map(|(n, ip)| format!("{n}\t{ip}"))
+                    .collect(),
+                true,
+            )
+        }
+        "errors-per-service" | "live-errors" => {
+            (tsv(&counted(errors.map(|e| e.service.clone()))), false)
+        }
+        "server-errors" => {
+            let m = counted(
+                evs.iter()
+                    .filter(|e| e.status >= 500)
+                    .map(|e| e.endpoint.clone()),
+            );
+            let mut v: Vec<String> = m
+                .iter()
+                .map(|(k, n)| serde_json::json!({"endpoint": k, "count": n}).to_string())
+                .collect();
+            v.sort();
+            (v, false)
+        }
+        "distinct-users" => {
+            let users: BTreeSet<u32> = evs.iter().map(|e| e.user).collect();
+            (
+                sorted_lines(&users.iter().map(|u| format!("{u}\n")).collect::<String>()),
+                false,
+            )
+        }
+        "regex-fields" => {
+            let keys = evs
+                .iter()
+                .map(|e| format!("{}\t{}", e.method, e.status / 100));
+            (tsv(&counted(keys)), false)
+        }
+        "python-step" => (book().lines().map(str::to_uppercase).collect(), true),
+        other => panic!("no oracle for recipe `{other}`"),
+    }
+}
+
+/// CSV output read back with the csv crate: the kept columns of every event, in order.
+fn check_csv(out: &str, evs: &[Event]) {
+    let mut r = csv::Reader::from_reader(out.as_bytes());
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(header, ["service", "msg"]);
+    let got: Vec<(String, String)> = r
+        .records()
+        .map(|rec| {
+            let rec = rec.expect("valid CSV");
+            (rec[0].to_string(), rec[1].to_string())
+        })
+        .collect();
+    let want: Vec<(String, String)> = evs
+        .iter()
+        .map(|e| (e.service.clone(), e.msg.clone()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// `emit=update`: per key, the totals 1, 2, … n in order, n being the true total.
+fn check_updates(out: &str, evs: &[Event]) {
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    for line in out.lines() {
+        let (k, n) = line.split_once('\t').expect("key<TAB>count");
+        let n: u64 = n.parse().expect("a count");
+        let last = seen.entry(k.to_string()).or_insert(0);
+        assert_eq!(n, *last + 1, "{k}: {n} after {last}");
+        *last = n;
+    }
+    let want = counted(
+        evs.iter()
+            .filter(|e| e.level == "error")
+            .map(|e| e.service.clone()),
+    );
+    assert_eq!(seen, want);
+}
+
+fn check(id: &str, out: &str, evs: &[Event], via_yaml: bool) {
+    match id {
+        "csv-columns" => return check_csv(out, evs),
+        "live-errors" => return check_updates(out, evs),
+        _ => {}
+    }
+    let (want, ordered) = expected(id, evs);
+    if via_yaml && id == "top-ips" {
+        // The YAML has no `| sort | head`: every address with its count.
+        let m = counted(evs.iter().map(|e| e.ip.clone()));
+        let mut all: Vec<String> = m.iter().map(|(ip, n)| format!("{n}\t{ip}")).collect();
+        all.sort();
+        assert_eq!(sorted_lines(out), all, "{id} (yaml)");
+        return;
+    }
+    let got = if ordered {
+        out.lines().map(str::to_string).collect()
+    } else {
+        sorted_lines(out)
+    };
+    assert_eq!(got, want, "{id}");
+}
+
+/// The file a recipe reads (`< FILE`, or `tail -f FILE`).
+fn input_of(command: &str) -> &str {
+    command
+        .split_once("< ")
+        .or_else(|| command.split_once("tail -f "))
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .expect("the recipe names its input")
+}
+
+#[test]
+fn every_cookbook_recipe_gives_the_right_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let evs = events(3000);
+    write_inputs(dir.path(), &evs);
+    let all = recipes();
+    assert!(all.len() >= 10, "only {} recipes", all.len());
+    for (id, (command, yaml)) in &all {
+        // `tail -f` never ends: here it starts at the first line and ends after a while, so the
+        // run finishes and the whole file is the oracle.
+        let runnable = command.replace("tail -f", "timeout 3 tail -n +1 -f");
+        let (out, _) = sh(dir.path(), &runnable);
+        check(id, &out, &evs, false);
+        let file = format!("{id}.yaml");
+        std::fs::write(dir.path().join(&file), yaml).expect("write yaml");
+        let env = if id == "python-step" {
+            "PYTHONPATH=multilang/python "
+        } else {
+            ""
+        };
+        let (out, _) = sh(
+            dir.path(),
+            &format!("{env}storm run {file} < {}", input_of(command)),
+        );
+        check(id, &out, &evs, true);
+    }
+}
+
+#[test]
+fn unreadable_lines_are_dropped_counted_or_sent_to_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_inputs(dir.path(), &events(1000));
+    // Dropped and counted: the summary says how many.
+    let (out, stderr) = sh(
+        dir.path(),
+        "storm run --summary -e 'stdin(format=combined) | count(status) | stdout' < access.log",
+    );
+    let total: u64 = out
+        .lines()
+        .filter_map(|l| l.split('\t').nth(1)?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(total, 1000);
+    assert!(stderr.contains("dropped 2 input(s)"), "{stderr}");
+    assert!(
+        stderr.contains("garbage that is no access log line"),
+        "warned: {stderr}"
+    );
+    // With an errors stream: each bad line and why.
+    let (out, _) = sh(
+        dir.path(),
+        "storm run -e 's = stdin(format=combined) | discard\ns | [stream=errors] stdout' < access.log",
+    );
+    assert_eq!(
+        out,
+        "garbage that is no access log line\tdoes not match the pattern\n".repeat(2)
+    );
+}
