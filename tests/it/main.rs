@@ -10,6 +10,7 @@ mod multilang;
 mod multilang_runs;
 mod net;
 mod newcomer;
+mod records;
 mod run;
 mod validate;
 mod zk;

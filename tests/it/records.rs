@@ -1,0 +1,144 @@
+//! Records end to end: each format through a real run, with the awkward inputs — invalid UTF-8,
+//! quoted CSV over several lines, JSON escapes and nesting, lines that do not parse — and the
+//! `errors` stream that keeps them.
+
+use crate::run::storm;
+
+fn run(dsl: &str, input: &[u8]) -> (String, String) {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args(["run", "-e", dsl])
+        .write_stdin(input.to_vec())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{dsl}: {stderr}");
+    (String::from_utf8(out.stdout).expect("utf-8"), stderr)
+}
+
+#[test]
+fn json_lines_with_escapes_nesting_and_invalid_utf8() {
+    let mut input = Vec::new();
+    input.extend_from_slice(br#"{"a":"tab\there","n":{"x":[1,2.5,null]},"k":1,"k":2}"#);
+    input.push(b'\n');
+    input.extend_from_slice(b"{\"a\":\"bad \xff byte\",\"n\":{\"x\":3}}\n");
+    input.extend_from_slice(b"{\"a\": \xff}\n");
+    let (out, _) = run(
+        "stdin | p = parse(format=json, fields=[a, n.x, k]) | stdout(format=json)\np | [stream=errors] e = stdout(fields=[reason])",
+        &input,
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines[0], r#"{"a":"tab\there","x":[1,2.5,null],"k":2}"#);
+    assert_eq!(lines[1], "{\"a\":\"bad \u{fffd} byte\",\"x\":3,\"k\":null}");
+    assert!(lines[2].starts_with("invalid JSON"), "{out}");
+}
+
+#[test]
+fn csv_records_over_several_lines_and_bad_cells() {
+    let input = "id,note,n\n1,\"a, \"\"quoted\"\"\nnote\",3\n2,plain,x\n3,short\n";
+    let (out, _) = run(
+        "stdin(format=csv, header=true, fields=[note, n], types={n: int}) | stdout(format=json)\nstdin | [stream=errors] stdout(fields=[reason])",
+        input.as_bytes(),
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines.contains(&r#"{"note":"a, \"quoted\"\nnote","n":3}"#),
+        "{out}"
+    );
+    assert!(lines.contains(&"field `n`: `x` is not an integer"), "{out}");
+    assert!(
+        lines.contains(&"2 cells where the header has 3 columns"),
+        "{out}"
+    );
+    assert_eq!(lines.len(), 3, "{out}");
+}
+
+#[test]
+fn logfmt_kv_and_tsv() {
+    let (out, _) = run(
+        r#"stdin | parse(format=logfmt, fields=[level, msg, dur], types={dur: float}) | stdout"#,
+        b"level=warn msg=\"disk \\\"almost\\\" full\" dur=1.5\nmsg=x\n",
+    );
+    assert_eq!(out, "warn\tdisk \"almost\" full\t1.5\n\tx\t\n");
+    let (out, _) = run(
+        r#"stdin | parse(format=kv, separator=":", pair_separator=";", fields=[b, a]) | stdout"#,
+        b"a:1;b:two words\n",
+    );
+    assert_eq!(out, "two words\t1\n");
+    let (out, _) = run(
+        r#"stdin | parse(format=tsv, columns=[x, y]) | stdout(format=csv, header=true, fields=[y, x])"#,
+        b"1\ta,b\n",
+    );
+    assert_eq!(out, "y,x\n\"a,b\",1\n");
+}
+
+#[test]
+fn bad_parse_arguments_are_located_errors() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    for (dsl, says) in [
+        (
+            "stdin | parse(format=xml) | stdout",
+            "must be one of: json, csv",
+        ),
+        ("stdin | parse(format=json) | stdout", "needs `fields`"),
+        (
+            "stdin | parse(format=regex, pattern=\"(\") | stdout",
+            "invalid regex",
+        ),
+        (
+            "stdin | parse(format=json, fields=[a], types={a: number}) | stdout",
+            "not a type",
+        ),
+        (
+            "stdin | parse(format=json, fields=[a]) | count(b) | stdout",
+            "does not declare field `b`",
+        ),
+        (
+            "stdin | parse(format=csv, header=true) | stdout",
+            "needs `fields`",
+        ),
+        (
+            "stdin | stdout(format=yaml)",
+            "must be one of: tsv, json, csv",
+        ),
+        (
+            "stdin | stdout(fields=[nope])",
+            "does not declare field `nope`",
+        ),
+    ] {
+        let out = storm(conf.path())
+            .args(["validate", "-e", dsl])
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{dsl}: {stderr}");
+        assert!(stderr.contains(says), "{dsl}: {stderr}");
+        assert!(stderr.starts_with("<-e>:1:"), "{dsl}: located: {stderr}");
+    }
+}
+
+/// Parsing spreads over workers: the same answer with three workers and two parse tasks.
+#[test]
+fn parse_across_workers_gives_the_same_counts() {
+    let mut input = String::new();
+    for i in 0..3000 {
+        input += &format!("{{\"svc\":\"s{}\",\"n\":{i}}}\n", i % 7);
+    }
+    let dsl = "stdin | parse(format=json, fields=[svc]) x2 | count(svc) x2 | stdout";
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args(["run", "-e", dsl, "-c", "topology.workers=3"])
+        .write_stdin(input)
+        .output()
+        .expect("runs");
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    let want: Vec<String> = (0..7)
+        .map(|k| format!("s{k}\t{}", (0..3000).filter(|i| i % 7 == k).count()))
+        .collect();
+    assert_eq!(lines, want);
+}
