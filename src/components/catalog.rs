@@ -42,6 +42,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
     Ok(match c.ctype {
         ComponentType::Split => Box::new(super::split::Split::new(&c.args)),
         ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
+        ComponentType::Aggregate => Box::new(super::aggregate::Aggregate::new(&c.args)?),
         ComponentType::Filter => Box::new(super::filter::Filter::new(&c.args)),
         ComponentType::Parse => Box::new(super::parse::Parse::new(&c.args)?),
         ComponentType::Stdout => Box::new(super::stdout::Stdout::new(&c.args)),

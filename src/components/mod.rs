@@ -1,6 +1,7 @@
 //! Components: the spout and bolt interfaces the runtime drives (Storm's ISpout / IBolt), the
 //! collectors they emit through, and the built-ins (SPEC §4), one file each.
 
+pub mod aggregate;
 pub mod catalog;
 pub mod chaos;
 pub mod count;

@@ -136,6 +136,7 @@ pub enum ComponentType {
     Generate,
     Split,
     Count,
+    Aggregate,
     Filter,
     Parse,
     Stdout,
@@ -156,6 +157,7 @@ impl ComponentType {
         ComponentType::Generate,
         ComponentType::Split,
         ComponentType::Count,
+        ComponentType::Aggregate,
         ComponentType::Filter,
         ComponentType::Parse,
         ComponentType::Stdout,
@@ -175,6 +177,7 @@ impl ComponentType {
             ComponentType::Generate => "generate",
             ComponentType::Split => "split",
             ComponentType::Count => "count",
+            ComponentType::Aggregate => "aggregate",
             ComponentType::Filter => "filter",
             ComponentType::Parse => "parse",
             ComponentType::Stdout => "stdout",
@@ -198,6 +201,7 @@ impl ComponentType {
             Count => {
                 "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
             }
+            Aggregate => "bolt: count, sum, avg, min, max, distinct, percentile… per key of `by`",
             Filter => "bolt: keeps the tuples for which the expression `where` holds",
             Parse => "bolt: fields out of a line: json, csv, tsv, regex, logfmt, kv, combined",
             Stdout => "bolt: writes each tuple as a tab-separated line on standard output",

@@ -261,6 +261,9 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::Parse) || reads_format {
             self.parse_spec(rc, parallelism);
         }
+        if ctype == Some(ComponentType::Aggregate) {
+            self.aggregate_spec(rc);
+        }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(
                 "`command` is only used by shell components; ignored",

@@ -11,6 +11,7 @@ struct Event {
     service: String,
     endpoint: String,
     status: u32,
+    latency_ms: f64,
     user: u32,
     msg: String,
     ip: String,
@@ -32,6 +33,7 @@ fn events(n: usize) -> Vec<Event> {
         "two\nlines",
         "é ünïcode",
     ];
+    let latencies = [0.5, 1.25, 3.0, 7.75, 120.5];
     (0..n)
         .map(|_| {
             let r = next(100);
@@ -54,6 +56,7 @@ fn events(n: usize) -> Vec<Event> {
                 service: format!("svc-{:02}", next(7)),
                 endpoint: format!("/api/v1/{}", ["users", "orders", "pay"][next(3) as usize]),
                 status,
+                latency_ms: latencies[next(latencies.len() as u64) as usize],
                 user,
                 msg: msgs[next(msgs.len() as u64) as usize].to_string(),
                 ip: format!("10.0.{}.{}", user % 3, user),
@@ -73,7 +76,7 @@ fn write_inputs(dir: &Path, evs: &[Event]) {
         .expect("csv");
     for (i, e) in evs.iter().enumerate() {
         let obj = serde_json::json!({"level": e.level, "service": e.service, "endpoint": e.endpoint,
-            "status": e.status, "user": e.user, "msg": e.msg});
+            "status": e.status, "latency_ms": e.latency_ms, "user": e.user, "msg": e.msg});
         jsonl += &format!("{obj}\n");
         w.write_record([
             e.level,
@@ -241,6 +244,22 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
                 .iter()
                 .map(|e| format!("{}\t{}", e.method, e.status / 100));
             (tsv(&counted(keys)), false)
+        }
+        "latency-per-endpoint" => {
+            let mut per: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+            for e in evs {
+                per.entry(&e.endpoint).or_default().push(e.latency_ms);
+            }
+            let mut v: Vec<String> = per
+                .iter()
+                .map(|(k, l)| {
+                    let sum: f64 = l.iter().sum();
+                    let max = l.iter().cloned().fold(f64::MIN, f64::max);
+                    format!("{k}\t{}\t{sum}\t{}\t{max}", l.len(), sum / l.len() as f64)
+                })
+                .collect();
+            v.sort();
+            (v, false)
         }
         "python-step" => (book().lines().map(str::to_uppercase).collect(), true),
         other => panic!("no oracle for recipe `{other}`"),

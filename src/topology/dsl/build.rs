@@ -62,12 +62,18 @@ fn stream(
     s
 }
 
-/// The grouping an edge without one gets: into a `count`, a fields grouping on its key fields
-/// (global when it has none), so every key is counted by one task; otherwise shuffle.
+/// The grouping an edge without one gets: into a `count` or an `aggregate`, a fields grouping on
+/// its key fields (global when it has none), so every key is counted by one task; otherwise
+/// shuffle.
 fn default_grouping(s: &mut RawStream, pipe: Span, target: Option<&RawComponent>) {
+    let key_arg = |t: &str| match t {
+        "count" => Some("fields"),
+        "aggregate" => Some("by"),
+        _ => None,
+    };
     let count_fields = target
-        .filter(|c| c.ctype.as_ref().is_some_and(|t| t.value == "count"))
-        .map(|c| c.args.as_ref().and_then(|a| a.value.get("fields")));
+        .and_then(|c| Some((c, key_arg(&c.ctype.as_ref()?.value)?)))
+        .map(|(c, key)| c.args.as_ref().and_then(|a| a.value.get(key)));
     let (name, args) = match count_fields {
         Some(Some(fields)) => (
             "fields",

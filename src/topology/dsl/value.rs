@@ -73,6 +73,62 @@ pub(super) fn bare(i: In) -> PResult<Spanned<RawValue>> {
     ))
 }
 
+/// A call written bare, `sum(latency)` or `percentile(latency, 0.99) as p99`: one string, as if
+/// quoted (the `ops` of `aggregate` read so). Parentheses must balance within the line.
+fn call(i: In) -> PResult<Spanned<RawValue>> {
+    let start = offset(&i);
+    let (rest, name) = take_while1(is_bare_char)(i)?;
+    let after = rest.fragment();
+    if !after.starts_with('(') {
+        return Err(nom::Err::Error(SyntaxError::message(
+            Span::new(start, start + 1),
+            "not a call",
+        )));
+    }
+    let mut depth = 0usize;
+    let mut end = None;
+    for (at, c) in after.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(at + 1);
+                    break;
+                }
+            }
+            '\n' => break,
+            _ => {}
+        }
+    }
+    let Some(len) = end else {
+        return Err(nom::Err::Error(SyntaxError::message(
+            Span::new(start, start + 1),
+            "not a call",
+        )));
+    };
+    // `avg(latency) as mean`: the name given to the call's result belongs to it.
+    let alias = after[len..]
+        .strip_prefix(" as ")
+        .map(|a| a.len() - a.trim_start_matches(is_bare_char).len())
+        .filter(|n| *n > 0)
+        .map_or(0, |n| " as ".len() + n);
+    let len = len + alias;
+    let text = format!("{}{}", name.fragment(), &after[..len]);
+    let (rest, _) = nom::bytes::complete::take(len)(rest)?;
+    let span = Span::new(start, start + text.len());
+    Ok((
+        rest,
+        Spanned::new(
+            RawValue::Str {
+                text,
+                quoted: false,
+            },
+            span,
+        ),
+    ))
+}
+
 fn quoted_value(i: In) -> PResult<Spanned<RawValue>> {
     let (i, s) = string(i)?;
     Ok((
@@ -90,7 +146,7 @@ fn quoted_value(i: In) -> PResult<Spanned<RawValue>> {
 /// Any value: string, list, map or unquoted scalar.
 pub(super) fn value(i: In) -> PResult<Spanned<RawValue>> {
     let _level = nesting(&i)?;
-    expect("a value", alt((quoted_value, list, map, bare)))(i)
+    expect("a value", alt((quoted_value, list, map, call, bare)))(i)
 }
 
 /// How deeply lists and maps may nest: bounds the parser's recursion.

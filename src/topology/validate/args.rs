@@ -38,27 +38,13 @@ impl Validator<'_> {
         input: &Stream,
         fields: &[String],
     ) {
-        let key = match ctype {
-            ComponentType::Count | ComponentType::Stdout => "fields",
-            ComponentType::Split | ComponentType::Parse => "field",
-            _ => return,
-        };
-        let Some(arg) = rc.args.as_ref().and_then(|a| a.value.get(key)) else {
-            return;
-        };
-        let named: Vec<&Spanned<RawValue>> = match &arg.value {
-            RawValue::List(items) => items.iter().collect(),
-            _ => vec![arg],
-        };
-        for f in named {
-            let Some(name) = f.value.as_str() else {
-                continue;
-            };
+        for (name, span) in named_input_fields(rc, ctype) {
+            let name = name.as_str();
             // Already reported at the same place (the DSL's implied fields grouping).
             let reported = self
                 .diags
                 .iter()
-                .any(|d| d.is_error() && d.span == Some(f.span));
+                .any(|d| d.is_error() && d.span == Some(span));
             if reported || fields.iter().any(|x| x == name) {
                 continue;
             }
@@ -67,13 +53,43 @@ impl Validator<'_> {
                     "`{}` does not declare field `{name}` on stream `{}`",
                     input.from, input.stream
                 ),
-                f.span,
+                span,
             );
             d.help = Some(match suggest(name, fields.iter().map(String::as_str)) {
                 Some(x) => format!("did you mean `{x}`? its fields: {}", fields.join(", ")),
                 None => format!("its fields: {}", fields.join(", ")),
             });
         }
+    }
+
+    /// An `aggregate`'s ops must read as ops, located at the op (or argument) at fault.
+    pub(super) fn aggregate_spec(&mut self, rc: &RawComponent) {
+        let Some(args) = rc.args.as_ref() else { return };
+        let serde_json::Value::Object(json) = args.value.to_json() else {
+            return;
+        };
+        let Err((arg, message)) = crate::components::aggregate::Spec::from_args(&json) else {
+            return;
+        };
+        let span = match (arg, args.value.get(arg)) {
+            (
+                "ops",
+                Some(Spanned {
+                    value: RawValue::List(items),
+                    span,
+                }),
+            ) => items
+                .iter()
+                .find(|i| {
+                    i.value.as_str().is_some_and(|t| {
+                        crate::components::aggregate::ops::OpSpec::parse(t).is_err()
+                    })
+                })
+                .map_or(*span, |i| i.span),
+            (_, Some(v)) => v.span,
+            (_, None) => args.span,
+        };
+        self.error(message, span);
     }
 
     /// A `parse` component's format and options must make sense together: checked as the
@@ -188,6 +204,11 @@ fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
             ("fields", Fields),
             ("emit", OneOf(&["end", "tick", "update"])),
         ],
+        Aggregate => &[
+            ("by", Fields),
+            ("ops", List),
+            ("emit", OneOf(crate::components::aggregate::EMITS)),
+        ],
         Filter => &[("where", Text)],
         Parse => &[
             ("format", OneOf(crate::components::parse::spec::FORMATS)),
@@ -213,6 +234,36 @@ fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
         ],
         Shell | Log | Discard | TestWordSpout | TestWordCounter => &[],
     }
+}
+
+/// The input fields a component's arguments name, each with where it is written.
+fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, Span)> {
+    let arg = |key: &str| rc.args.as_ref().and_then(|a| a.value.get(key));
+    let items = |v: &Spanned<RawValue>| -> Vec<(String, Span)> {
+        let list: Vec<&Spanned<RawValue>> = match &v.value {
+            RawValue::List(items) => items.iter().collect(),
+            _ => vec![v],
+        };
+        list.into_iter()
+            .filter_map(|i| Some((i.value.as_str()?.to_string(), i.span)))
+            .collect()
+    };
+    let keys: &[&str] = match ctype {
+        ComponentType::Count | ComponentType::Stdout => &["fields"],
+        ComponentType::Split | ComponentType::Parse => &["field"],
+        ComponentType::Aggregate => &["by"],
+        _ => &[],
+    };
+    let mut out: Vec<(String, Span)> = keys.iter().filter_map(|k| arg(k)).flat_map(items).collect();
+    if ctype == ComponentType::Aggregate {
+        // An op's field, located at the op that names it.
+        for (text, span) in arg("ops").map(items).unwrap_or_default() {
+            if let Ok(op) = crate::components::aggregate::ops::OpSpec::parse(&text) {
+                out.extend(op.field.map(|f| (f, span)));
+            }
+        }
+    }
+    out
 }
 
 /// The names of the arguments a built-in reads (for documentation checks and help).

@@ -49,6 +49,11 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
         }
         Filter | Chaos => Some(Some(input?.to_vec())),
         Parse => Some(Some(parsed_fields(c))),
+        Aggregate => Some(Some(
+            crate::components::aggregate::Spec::from_args(&c.args)
+                .map(|s| s.output_fields())
+                .unwrap_or_default(),
+        )),
     }
 }
 

@@ -1,0 +1,374 @@
+//! The aggregations `aggregate` computes (`ops: [count, sum(latency), percentile(latency, 0.99)
+//! as p99]`): how an op is written and named, and its running state per key. Nulls are skipped
+//! (as SQL skips them); a value an op cannot use (a string summed) is skipped and counted, so the
+//! bolt can warn about it.
+
+use crate::tuple::Value;
+use sketches_ddsketch::{Config, DDSketch};
+use std::collections::HashSet;
+
+/// One op as written: its kind, the field it reads, and its output name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpSpec {
+    pub kind: Kind,
+    pub field: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    CountDistinct,
+    First,
+    Last,
+    Percentile(f64),
+}
+
+/// The op names, for help and did-you-mean.
+pub const OPS: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "count_distinct",
+    "first",
+    "last",
+    "percentile",
+];
+
+impl OpSpec {
+    /// Read `count`, `sum(f)`, `percentile(f, 0.99)`, each optionally followed by `as NAME`.
+    pub fn parse(text: &str) -> Result<OpSpec, String> {
+        let text = text.trim();
+        let (call, alias) = match text.split_once(" as ") {
+            Some((c, a)) => (c.trim(), Some(a.trim())),
+            None => (text, None),
+        };
+        if let Some(a) = alias {
+            if a.is_empty() || !a.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return Err(format!("`{a}` is not a field name (letters, digits, `_`)"));
+            }
+        }
+        let (name, args) = match call.split_once('(') {
+            None => (call, Vec::new()),
+            Some((n, rest)) => {
+                let inner = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| format!("`{call}`: a `)` is missing"))?;
+                (n.trim(), inner.split(',').map(str::trim).collect())
+            }
+        };
+        let field = |i: usize| -> Result<String, String> {
+            args.get(i)
+                .filter(|a| !a.is_empty())
+                .map(|a| a.to_string())
+                .ok_or_else(|| format!("`{name}` needs a field: `{name}(FIELD)`"))
+        };
+        let (kind, field, arity) = match name {
+            "count" => (Kind::Count, None, 0),
+            "sum" => (Kind::Sum, Some(field(0)?), 1),
+            "avg" => (Kind::Avg, Some(field(0)?), 1),
+            "min" => (Kind::Min, Some(field(0)?), 1),
+            "max" => (Kind::Max, Some(field(0)?), 1),
+            "count_distinct" => (Kind::CountDistinct, Some(field(0)?), 1),
+            "first" => (Kind::First, Some(field(0)?), 1),
+            "last" => (Kind::Last, Some(field(0)?), 1),
+            "percentile" => {
+                let p: f64 = args
+                    .get(1)
+                    .and_then(|p| p.parse().ok())
+                    .filter(|p| (0.0..=1.0).contains(p))
+                    .ok_or_else(|| "`percentile(FIELD, P)` needs P between 0 and 1".to_string())?;
+                (Kind::Percentile(p), Some(field(0)?), 2)
+            }
+            other => {
+                let close = OPS.iter().find(|o| strsim::jaro_winkler(o, other) > 0.8);
+                let hint = close
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "unknown op `{other}`{hint}; ops: {}",
+                    OPS.join(", ")
+                ));
+            }
+        };
+        if args.len() > arity && !(arity == 0 && args.iter().all(|a| a.is_empty())) {
+            return Err(format!("`{name}` takes {arity} argument(s)"));
+        }
+        let name = match alias {
+            Some(a) => a.to_string(),
+            None => default_name(kind, field.as_deref()),
+        };
+        Ok(OpSpec { kind, field, name })
+    }
+}
+
+/// `count`, `sum_latency`, `p99_latency`, `p99.9_latency`…
+fn default_name(kind: Kind, field: Option<&str>) -> String {
+    let f = field.unwrap_or_default();
+    match kind {
+        Kind::Count => "count".into(),
+        Kind::Sum => format!("sum_{f}"),
+        Kind::Avg => format!("avg_{f}"),
+        Kind::Min => format!("min_{f}"),
+        Kind::Max => format!("max_{f}"),
+        Kind::CountDistinct => format!("count_distinct_{f}"),
+        Kind::First => format!("first_{f}"),
+        Kind::Last => format!("last_{f}"),
+        Kind::Percentile(p) => {
+            let pct = (p * 1000.0).round() / 10.0;
+            format!("p{pct}_{f}")
+        }
+    }
+}
+
+/// The running state of one op for one key.
+#[derive(Clone)]
+pub enum State {
+    Count(i64),
+    /// Integers add up as integers until one overflows or a float arrives.
+    Sum {
+        int: i64,
+        float: f64,
+        is_float: bool,
+        seen: bool,
+    },
+    Avg {
+        sum: f64,
+        n: u64,
+    },
+    Extreme {
+        best: Option<Value>,
+        max: bool,
+    },
+    Distinct(HashSet<Value>),
+    First(Option<Value>),
+    Last(Option<Value>),
+    Percentile {
+        sketch: Box<DDSketch>,
+        p: f64,
+    },
+}
+
+impl State {
+    pub fn new(kind: Kind) -> State {
+        match kind {
+            Kind::Count => State::Count(0),
+            Kind::Sum => State::Sum {
+                int: 0,
+                float: 0.0,
+                is_float: false,
+                seen: false,
+            },
+            Kind::Avg => State::Avg { sum: 0.0, n: 0 },
+            Kind::Min => State::Extreme {
+                best: None,
+                max: false,
+            },
+            Kind::Max => State::Extreme {
+                best: None,
+                max: true,
+            },
+            Kind::CountDistinct => State::Distinct(HashSet::new()),
+            Kind::First => State::First(None),
+            Kind::Last => State::Last(None),
+            Kind::Percentile(p) => State::Percentile {
+                sketch: Box::new(DDSketch::new(Config::defaults())),
+                p,
+            },
+        }
+    }
+
+    /// Take one value (`None` for `count`, which reads no field). `false`: the value could not
+    /// be used (not a number where one is needed).
+    pub fn add(&mut self, v: Option<&Value>) -> bool {
+        if let State::Count(n) = self {
+            *n += 1;
+            return true;
+        }
+        let Some(v) = v.filter(|v| !matches!(v, Value::Null)) else {
+            return true;
+        };
+        match self {
+            State::Count(_) => true,
+            State::Sum {
+                int,
+                float,
+                is_float,
+                seen,
+            } => {
+                *seen = true;
+                match v {
+                    Value::Int(i) if !*is_float => match int.checked_add(*i) {
+                        Some(s) => *int = s,
+                        None => {
+                            *is_float = true;
+                            *float = *int as f64 + *i as f64;
+                        }
+                    },
+                    _ => match v.as_f64() {
+                        Some(f) => {
+                            if !*is_float {
+                                *is_float = true;
+                                *float = *int as f64;
+                            }
+                            *float += f;
+                        }
+                        None => return false,
+                    },
+                }
+                true
+            }
+            State::Avg { sum, n } => match v.as_f64() {
+                Some(f) => {
+                    *sum += f;
+                    *n += 1;
+                    true
+                }
+                None => false,
+            },
+            State::Extreme { best, max } => {
+                let better = match best {
+                    None => true,
+                    Some(b) => match compare(v, b) {
+                        Some(o) => {
+                            (o == std::cmp::Ordering::Greater) == *max
+                                && o != std::cmp::Ordering::Equal
+                        }
+                        None => return false,
+                    },
+                };
+                if better {
+                    *best = Some(v.clone());
+                }
+                true
+            }
+            State::Distinct(set) => {
+                if !set.contains(v) {
+                    set.insert(v.clone());
+                }
+                true
+            }
+            State::First(f) => {
+                if f.is_none() {
+                    *f = Some(v.clone());
+                }
+                true
+            }
+            State::Last(l) => {
+                *l = Some(v.clone());
+                true
+            }
+            State::Percentile { sketch, .. } => match v.as_f64() {
+                Some(f) if f.is_finite() => {
+                    sketch.add(f);
+                    true
+                }
+                _ => false,
+            },
+        }
+    }
+
+    /// The op's result now.
+    pub fn value(&self) -> Value {
+        match self {
+            State::Count(n) => Value::Int(*n),
+            State::Sum { seen: false, .. } => Value::Null,
+            State::Sum {
+                int,
+                is_float: false,
+                ..
+            } => Value::Int(*int),
+            State::Sum { float, .. } => Value::Float(*float),
+            State::Avg { n: 0, .. } => Value::Null,
+            State::Avg { sum, n } => Value::Float(*sum / *n as f64),
+            State::Extreme { best, .. } | State::First(best) | State::Last(best) => {
+                best.clone().unwrap_or(Value::Null)
+            }
+            State::Distinct(set) => Value::Int(set.len() as i64),
+            State::Percentile { sketch, p } => match sketch.quantile(*p) {
+                Ok(Some(q)) => Value::Float(q),
+                _ => Value::Null,
+            },
+        }
+    }
+}
+
+/// Order of two values of comparable kinds: numbers by value, strings by bytes, booleans.
+fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Some(x.as_str().cmp(y.as_str())),
+        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_read_and_name() {
+        let p = OpSpec::parse("percentile(latency_ms, 0.99)").expect("ok");
+        assert_eq!(p.name, "p99_latency_ms");
+        assert_eq!(p.kind, Kind::Percentile(0.99));
+        assert_eq!(
+            OpSpec::parse("percentile(x, 0.999)").expect("ok").name,
+            "p99.9_x"
+        );
+        assert_eq!(
+            OpSpec::parse("sum(bytes) as total").expect("ok").name,
+            "total"
+        );
+        assert_eq!(OpSpec::parse("count").expect("ok").name, "count");
+        assert!(OpSpec::parse("sum").is_err());
+        assert!(OpSpec::parse("percentile(x, 2)").is_err());
+        let e = OpSpec::parse("averge(x)").expect_err("unknown");
+        assert!(e.contains("did you mean `avg`"), "{e}");
+    }
+
+    #[test]
+    fn states_skip_nulls_and_keep_integers() {
+        let mut s = State::new(Kind::Sum);
+        for v in [Value::Int(2), Value::Null, Value::Int(3)] {
+            assert!(s.add(Some(&v)));
+        }
+        assert_eq!(s.value(), Value::Int(5));
+        assert!(s.add(Some(&Value::Float(0.5))));
+        assert_eq!(s.value(), Value::Float(5.5));
+        assert!(!s.add(Some(&Value::str("x"))));
+        let mut s = State::new(Kind::Sum);
+        s.add(Some(&Value::Int(i64::MAX)));
+        s.add(Some(&Value::Int(1)));
+        assert_eq!(s.value(), Value::Float(i64::MAX as f64 + 1.0));
+        let mut m = State::new(Kind::Max);
+        for v in [3, 9, 4] {
+            m.add(Some(&Value::Int(v)));
+        }
+        assert_eq!(m.value(), Value::Int(9));
+        let mut d = State::new(Kind::CountDistinct);
+        for v in ["a", "b", "a"] {
+            d.add(Some(&Value::str(v)));
+        }
+        assert_eq!(d.value(), Value::Int(2));
+        assert_eq!(State::new(Kind::Avg).value(), Value::Null);
+    }
+
+    #[test]
+    fn percentiles_are_within_the_sketch_accuracy() {
+        let mut s = State::new(Kind::Percentile(0.9));
+        for i in 1..=1000 {
+            s.add(Some(&Value::Int(i)));
+        }
+        let Value::Float(q) = s.value() else {
+            panic!("a float")
+        };
+        assert!((q - 900.0).abs() / 900.0 < 0.02, "{q}");
+    }
+}
