@@ -6,6 +6,7 @@
 //! the name given with `as`).
 
 pub mod ops;
+pub mod window;
 
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
@@ -29,7 +30,15 @@ pub struct Spec {
     pub by: Vec<String>,
     pub ops: Vec<OpSpec>,
     pub emit: Emit,
+    pub window: Option<window::WindowSpec>,
+    /// Event time: the field holding each tuple's time (epoch ms or RFC 3339).
+    pub time: Option<String>,
+    /// How late (ms) an event-time tuple may arrive before its windows close.
+    pub lag: i64,
 }
+
+/// The stream tuples later than their windows go to, when wired.
+pub const LATE_STREAM: &str = "late";
 
 impl Spec {
     /// The arguments as the runtime reads them; an error names the argument it is about.
@@ -82,7 +91,50 @@ impl Spec {
                 ))
             }
         };
-        let spec = Spec { by, ops, emit };
+        let window = args
+            .get("window")
+            .map(window::WindowSpec::from_json)
+            .transpose()
+            .map_err(|e| ("window", e))?;
+        let time = match args.get("time") {
+            None => None,
+            Some(t) => Some(
+                t.as_str()
+                    .ok_or(("time", "`time` must be a field name".to_string()))?
+                    .to_string(),
+            ),
+        };
+        let lag = match args.get("lag") {
+            None => 0,
+            Some(l) => crate::config::duration_of(l)
+                .ok_or(("lag", "`lag` must be a duration (`5s`)".to_string()))?
+                .as_millis() as i64,
+        };
+        if let Some(w) = &window {
+            if emit != Emit::End {
+                return Err((
+                    "emit",
+                    "a windowed aggregate emits each window when it closes: leave `emit` out"
+                        .into(),
+                ));
+            }
+            if time.is_some() && w.measure == window::Measure::Count {
+                return Err((
+                    "time",
+                    "`time` goes with windows by duration, not by count".into(),
+                ));
+            }
+        } else if time.is_some() || args.contains_key("lag") {
+            return Err(("time", "`time` and `lag` need a `window`".into()));
+        }
+        let spec = Spec {
+            by,
+            ops,
+            emit,
+            window,
+            time,
+            lag,
+        };
         let names = spec.output_fields();
         for (i, n) in names.iter().enumerate() {
             if names[..i].contains(n) {
@@ -114,10 +166,16 @@ impl Spec {
 
 pub struct Aggregate {
     spec: Spec,
-    /// Positions of the `by` fields and of each op's field in the input.
+    /// Positions of the `by` fields, of each op's field and of the event time in the input.
     keys: Vec<usize>,
     fields: Vec<Option<usize>>,
+    time: Option<usize>,
     groups: HashMap<Values, Vec<State>>,
+    windows: Option<window::Windows>,
+    /// Event time: the latest time seen; count windows: tuples seen.
+    clock: i64,
+    late: Option<crate::topology::plan::StreamId>,
+    late_dropped: u64,
     unusable: u64,
     component: String,
 }
@@ -126,10 +184,15 @@ impl Aggregate {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("aggregate: {e}"))?;
         Ok(Aggregate {
+            windows: spec.window.map(window::Windows::new),
             spec,
             keys: Vec::new(),
             fields: Vec::new(),
+            time: None,
             groups: HashMap::new(),
+            clock: i64::MIN,
+            late: None,
+            late_dropped: 0,
             unusable: 0,
             component: String::new(),
         })
@@ -144,24 +207,122 @@ impl Aggregate {
 
     /// Every key's row, in key order (deterministic output).
     fn emit_all(&self, out: &mut dyn BoltCollector) {
-        let mut keys: Vec<(String, &Values)> = self
-            .groups
-            .keys()
-            .map(|k| {
-                let mut text = String::new();
-                for v in k {
-                    v.write_plain(&mut text);
-                    text.push('\u{1f}');
-                }
-                (text, k)
-            })
-            .collect();
-        keys.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, k) in keys {
-            let row = self.row(k, &self.groups[k]);
-            out.send(streams::DEFAULT, &[], row);
+        let mut rows: Vec<(&Values, &Vec<State>)> = self.groups.iter().collect();
+        sort_by_key_text(&mut rows, |r| r.0);
+        for (k, states) in rows {
+            out.send(streams::DEFAULT, &[], self.row(k, states));
         }
     }
+
+    /// Emit the windows that end at or before `watermark`.
+    fn close_windows(&mut self, watermark: i64, out: &mut dyn BoltCollector) {
+        let Some(w) = self.windows.as_mut() else {
+            return;
+        };
+        let millis = w.measure() == window::Measure::Millis;
+        for mut closed in w.close(watermark) {
+            let bound = |t: i64| {
+                if millis {
+                    window::time_value(t)
+                } else {
+                    Value::Int(t)
+                }
+            };
+            let (start, end) = (bound(closed.start), bound(closed.end));
+            sort_by_key_text(&mut closed.rows, |r| &r.0);
+            for (key, states) in closed.rows {
+                let row: Values = key
+                    .iter()
+                    .cloned()
+                    .chain([start.clone(), end.clone()])
+                    .chain(states.iter().map(State::value))
+                    .collect();
+                out.send(streams::DEFAULT, &[], row);
+            }
+        }
+    }
+
+    /// The time of a tuple in its window's measure, or `None` when its time field is unusable.
+    fn time_of(&mut self, input: &Tuple) -> Option<i64> {
+        let w = self.windows.as_ref()?;
+        if w.measure() == window::Measure::Count {
+            self.clock = self.clock.max(-1) + 1;
+            return Some(self.clock);
+        }
+        match self.time {
+            Some(i) => input.values.get(i).and_then(window::event_time),
+            None => Some(now_millis()),
+        }
+    }
+
+    fn add(&mut self, input: &Tuple, key: &Values, t: Option<i64>) -> bool {
+        let ops = &self.spec.ops;
+        let fresh = || ops.iter().map(|o| State::new(o.kind)).collect();
+        let states = match (self.windows.as_mut(), t) {
+            (Some(w), Some(t)) => w.states(t, key, fresh),
+            (Some(_), None) => return false,
+            (None, _) => self.groups.entry(key.clone()).or_insert_with(fresh),
+        };
+        let mut all_used = true;
+        for (state, field) in states.iter_mut().zip(&self.fields) {
+            all_used &= state.add(field.and_then(|i| input.values.get(i)));
+        }
+        all_used
+    }
+
+    fn windowed(&mut self, input: &Tuple, key: &Values, out: &mut dyn BoltCollector) {
+        let Some(t) = self.time_of(input) else {
+            self.unusable += 1;
+            return;
+        };
+        let late = self.windows.as_ref().is_some_and(|w| w.is_late(t));
+        if late {
+            match self.late {
+                Some(stream) => out.send(stream, &[input], input.values.clone()),
+                None => {
+                    if self.late_dropped == 0 {
+                        tracing::warn!("{}: a tuple came later than its windows and was left out (wire the `late` stream to keep such tuples)", self.component);
+                    }
+                    self.late_dropped += 1;
+                    out.dropped(1);
+                }
+            }
+            return;
+        }
+        if !self.add(input, key, Some(t)) {
+            self.unusable += 1;
+        }
+        if self.time.is_some() {
+            self.clock = self.clock.max(t);
+            let watermark = self.clock.saturating_sub(self.spec.lag);
+            self.close_windows(watermark, out);
+        } else if self
+            .windows
+            .as_ref()
+            .is_some_and(|w| w.measure() == window::Measure::Count)
+        {
+            self.close_windows(self.clock + 1, out);
+        }
+    }
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Sort rows by the text of their key values (keys of mixed types still get one order).
+fn sort_by_key_text<T>(rows: &mut [T], key: impl Fn(&T) -> &Values) {
+    let text = |k: &Values| {
+        let mut s = String::new();
+        for v in k {
+            v.write_plain(&mut s);
+            s.push('\u{1f}');
+        }
+        s
+    };
+    rows.sort_by_cached_key(|r| text(key(r)));
 }
 
 impl Bolt for Aggregate {
@@ -185,6 +346,13 @@ impl Bolt for Aggregate {
             .iter()
             .map(|o| o.field.as_deref().map(at).transpose())
             .collect::<anyhow::Result<_>>()?;
+        self.time = self.spec.time.as_deref().map(at).transpose()?;
+        self.late = ctx
+            .topology
+            .outputs_of(&ctx.component)
+            .any(|s| s.stream == LATE_STREAM)
+            .then(|| ctx.plan.stream_id(LATE_STREAM))
+            .flatten();
         self.component = ctx.component.clone();
         Ok(())
     }
@@ -201,21 +369,18 @@ impl Bolt for Aggregate {
             .iter()
             .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
             .collect();
-        let ops = &self.spec.ops;
-        let states = self
-            .groups
-            .entry(key.clone())
-            .or_insert_with(|| ops.iter().map(|o| State::new(o.kind)).collect());
-        for (state, field) in states.iter_mut().zip(&self.fields) {
-            if !state.add(field.and_then(|i| input.values.get(i))) {
-                if self.unusable == 0 {
-                    tracing::warn!(
-                        "{}: a value that is not a number was skipped by a numeric op (more are counted and reported at the end)",
-                        self.component
-                    );
-                }
-                self.unusable += 1;
+        if self.windows.is_some() {
+            self.windowed(input, &key, out);
+            return Ok(());
+        }
+        if !self.add(input, &key, None) {
+            if self.unusable == 0 {
+                tracing::warn!(
+                    "{}: a value that is not a number was skipped by a numeric op (more are counted and reported at the end)",
+                    self.component
+                );
             }
+            self.unusable += 1;
         }
         if self.spec.emit == Emit::Update {
             let row = self.row(&key, &self.groups[&key]);
@@ -224,15 +389,47 @@ impl Bolt for Aggregate {
         Ok(())
     }
 
+    /// Processing-time windows close by the clock, input or not.
+    fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let by_clock = self.time.is_none()
+            && self
+                .windows
+                .as_ref()
+                .is_some_and(|w| w.measure() == window::Measure::Millis);
+        if by_clock {
+            self.close_windows(now_millis(), out);
+        }
+        Ok(())
+    }
+
+    fn poll_interval(&self) -> Option<std::time::Duration> {
+        let by_clock = self.spec.time.is_none()
+            && self
+                .spec
+                .window
+                .is_some_and(|w| w.measure == window::Measure::Millis);
+        by_clock.then_some(std::time::Duration::from_millis(20))
+    }
+
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        if self.spec.emit != Emit::Update {
+        if self.windows.is_some() {
+            // End of input: every open window is emitted.
+            self.close_windows(i64::MAX, out);
+        } else if self.spec.emit != Emit::Update {
             self.emit_all(out);
         }
         if self.unusable > 0 {
             tracing::warn!(
-                "{}: {} value(s) were not numbers and were skipped by numeric ops",
+                "{}: {} value(s) could not be used (not numbers for a numeric op, or no usable event time) and were skipped",
                 self.component,
                 self.unusable
+            );
+        }
+        if self.late_dropped > 0 {
+            tracing::warn!(
+                "{}: {} tuple(s) came later than their windows and were left out",
+                self.component,
+                self.late_dropped
             );
         }
         Ok(())

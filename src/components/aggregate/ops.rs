@@ -274,6 +274,58 @@ impl State {
         }
     }
 
+    /// Fold another partial result of the same op into this one (a pane into its window;
+    /// `other` is the later pane, which matters for `first` and `last`).
+    pub fn merge(&mut self, other: &State) {
+        match (self, other) {
+            (State::Count(a), State::Count(b)) => *a += b,
+            (
+                State::Sum {
+                    int,
+                    float,
+                    is_float,
+                    seen,
+                },
+                State::Sum {
+                    int: i2,
+                    float: f2,
+                    is_float: if2,
+                    seen: s2,
+                },
+            ) => {
+                if !*s2 {
+                    return;
+                }
+                *seen = true;
+                let both_int = !*is_float && !*if2;
+                match (both_int, int.checked_add(*i2)) {
+                    (true, Some(s)) => *int = s,
+                    _ => {
+                        let mine = if *is_float { *float } else { *int as f64 };
+                        let theirs = if *if2 { *f2 } else { *i2 as f64 };
+                        *is_float = true;
+                        *float = mine + theirs;
+                    }
+                }
+            }
+            (State::Avg { sum, n }, State::Avg { sum: s2, n: n2 }) => {
+                *sum += s2;
+                *n += n2;
+            }
+            (State::Extreme { .. }, State::Extreme { best: None, .. }) => {}
+            (me @ State::Extreme { .. }, State::Extreme { best: Some(b), .. }) => {
+                me.add(Some(b));
+            }
+            (State::Distinct(a), State::Distinct(b)) => a.extend(b.iter().cloned()),
+            (State::First(a @ None), State::First(b)) => *a = b.clone(),
+            (State::Last(a), State::Last(b @ Some(_))) => *a = b.clone(),
+            (State::Percentile { sketch, .. }, State::Percentile { sketch: s2, .. }) => {
+                let _ = sketch.merge(s2);
+            }
+            _ => {}
+        }
+    }
+
     /// The op's result now.
     pub fn value(&self) -> Value {
         match self {

@@ -208,6 +208,10 @@ fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
             ("by", Fields),
             ("ops", List),
             ("emit", OneOf(crate::components::aggregate::EMITS)),
+            ("window", Map),
+            ("time", Text),
+            ("lag", Duration),
+            ("watermark", Duration),
         ],
         Filter => &[("where", Text)],
         Parse => &[
@@ -251,7 +255,7 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
     let keys: &[&str] = match ctype {
         ComponentType::Count | ComponentType::Stdout => &["fields"],
         ComponentType::Split | ComponentType::Parse => &["field"],
-        ComponentType::Aggregate => &["by"],
+        ComponentType::Aggregate => &["by", "time"],
         _ => &[],
     };
     let mut out: Vec<(String, Span)> = keys.iter().filter_map(|k| arg(k)).flat_map(items).collect();

@@ -72,6 +72,13 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
             }
         }
     }
+    if c.ctype == ComponentType::Aggregate && c.args.contains_key("window") {
+        // Tuples later than their windows, as they came in.
+        out.insert(
+            crate::components::aggregate::LATE_STREAM.into(),
+            input.map(<[String]>::to_vec).unwrap_or_default(),
+        );
+    }
     let parses = c.ctype == ComponentType::Parse
         || (matches!(c.ctype, ComponentType::Stdin | ComponentType::File)
             && c.args.contains_key("format"));

@@ -1,0 +1,298 @@
+//! Windows for `aggregate`: tumbling and sliding, by duration (processing time, or event time
+//! from a field with a `lag`) or by tuple count. State is kept per pane (the `every` step, or
+//! the whole window when tumbling) as partial aggregates, never as tuples, and a window is the
+//! merge of its panes when it closes: a one-hour window sliding every minute keeps sixty panes
+//! of partial results per key, whatever the input rate.
+
+use super::ops::State;
+use crate::tuple::{Value, Values};
+use std::collections::{BTreeMap, HashMap};
+
+/// A window's length or step: milliseconds, or tuples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    Millis,
+    Count,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSpec {
+    pub measure: Measure,
+    pub size: i64,
+    pub every: i64,
+}
+
+impl WindowSpec {
+    /// `{tumbling: 1m}`, `{sliding: 5m, every: 1m}`, `{tumbling: 1000}` (tuples).
+    pub fn from_json(v: &serde_json::Value) -> Result<WindowSpec, String> {
+        let serde_json::Value::Object(m) = v else {
+            return Err("`window` must be `{tumbling: D}` or `{sliding: D, every: E}`".into());
+        };
+        let (kind, size) = match (m.get("tumbling"), m.get("sliding")) {
+            (Some(s), None) => ("tumbling", s),
+            (None, Some(s)) => ("sliding", s),
+            _ => return Err("`window` needs one of `tumbling` or `sliding`".into()),
+        };
+        if let Some(k) = m
+            .keys()
+            .find(|k| !["tumbling", "sliding", "every"].contains(&k.as_str()))
+        {
+            return Err(format!(
+                "`window` has no key `{k}` (keys: tumbling, sliding, every)"
+            ));
+        }
+        let (measure, size) = measure_of(size)?;
+        let every = match (kind, m.get("every")) {
+            ("tumbling", None) => size,
+            ("tumbling", Some(_)) => return Err("a tumbling window has no `every`".into()),
+            (_, None) => return Err("a sliding window needs `every`".into()),
+            (_, Some(e)) => {
+                let (m2, every) = measure_of(e)?;
+                if m2 != measure {
+                    return Err(
+                        "`sliding` and `every` must both be durations or both counts".into(),
+                    );
+                }
+                every
+            }
+        };
+        if every > size {
+            return Err("`every` must not be longer than the window".into());
+        }
+        if size % every != 0 {
+            return Err("the window must be a whole number of `every` steps".into());
+        }
+        Ok(WindowSpec {
+            measure,
+            size,
+            every,
+        })
+    }
+}
+
+/// A duration (`1m`, `30s`, `500ms`) in milliseconds, or a count of tuples (an integer).
+fn measure_of(v: &serde_json::Value) -> Result<(Measure, i64), String> {
+    match v {
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(c) if c >= 1 => Ok((Measure::Count, c)),
+            _ => Err("a count window is a whole number of tuples ≥ 1".into()),
+        },
+        serde_json::Value::String(s) => match humantime::parse_duration(s.trim()) {
+            Ok(d) if d.as_millis() >= 1 => Ok((Measure::Millis, d.as_millis() as i64)),
+            _ => Err(format!("`{s}` is not a duration (`1m`, `30s`, `500ms`)")),
+        },
+        _ => Err("a window is a duration (`1m`) or a count of tuples (`1000`)".into()),
+    }
+}
+
+/// Partial aggregates per pane, and which windows are still to close.
+pub struct Windows {
+    spec: WindowSpec,
+    panes: BTreeMap<i64, HashMap<Values, Vec<State>>>,
+    /// The start of the earliest window not yet emitted.
+    next_start: Option<i64>,
+}
+
+/// One closed window: its bounds and each key's merged states.
+pub struct Closed {
+    pub start: i64,
+    pub end: i64,
+    pub rows: Vec<(Values, Vec<State>)>,
+}
+
+fn floor_to(t: i64, step: i64) -> i64 {
+    t.div_euclid(step) * step
+}
+
+impl Windows {
+    pub fn new(spec: WindowSpec) -> Windows {
+        Windows {
+            spec,
+            panes: BTreeMap::new(),
+            next_start: None,
+        }
+    }
+
+    /// Whether a tuple at `t` would only fall into windows already emitted.
+    pub fn is_late(&self, t: i64) -> bool {
+        let pane = floor_to(t, self.spec.every);
+        self.next_start.is_some_and(|s| pane < s)
+    }
+
+    /// The states of `key` in the pane of `t`, made with `fresh` the first time.
+    pub fn states(
+        &mut self,
+        t: i64,
+        key: &Values,
+        fresh: impl FnOnce() -> Vec<State>,
+    ) -> &mut Vec<State> {
+        let pane = floor_to(t, self.spec.every);
+        if self.next_start.is_none() {
+            self.next_start = Some(pane - self.spec.size + self.spec.every);
+        }
+        self.panes
+            .entry(pane)
+            .or_default()
+            .entry(key.clone())
+            .or_insert_with(fresh)
+    }
+
+    /// Every window that ends at or before `watermark`, oldest first (all of them when
+    /// `watermark` is `i64::MAX`: the end of input).
+    pub fn close(&mut self, watermark: i64) -> Vec<Closed> {
+        let mut out = Vec::new();
+        let (size, every) = (self.spec.size, self.spec.every);
+        while let Some(start) = self.next_start {
+            let Some((&first, _)) = self.panes.iter().next() else {
+                break;
+            };
+            // Skip windows that hold no pane.
+            let start = start.max(first - size + every);
+            if start.saturating_add(size) > watermark {
+                self.next_start = Some(start);
+                break;
+            }
+            out.push(self.merge(start));
+            self.next_start = Some(start + every);
+            // Panes before the next window's start take part in no later window.
+            while let Some((&p, _)) = self.panes.iter().next() {
+                if p >= start + every {
+                    break;
+                }
+                self.panes.remove(&p);
+            }
+        }
+        out
+    }
+
+    fn merge(&self, start: i64) -> Closed {
+        let end = start + self.spec.size;
+        let mut merged: HashMap<Values, Vec<State>> = HashMap::new();
+        for (_, pane) in self.panes.range(start..end) {
+            for (key, states) in pane {
+                match merged.get_mut(key) {
+                    Some(into) => into.iter_mut().zip(states).for_each(|(a, b)| a.merge(b)),
+                    None => {
+                        merged.insert(key.clone(), states.clone());
+                    }
+                }
+            }
+        }
+        Closed {
+            start,
+            end,
+            rows: merged.into_iter().collect(),
+        }
+    }
+
+    pub fn measure(&self) -> Measure {
+        self.spec.measure
+    }
+}
+
+/// A time bound as `stdout` shows it: RFC 3339, UTC, milliseconds.
+pub fn time_value(ms: i64) -> Value {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    Value::str(&humantime::format_rfc3339_millis(t).to_string())
+}
+
+/// An event time: epoch milliseconds, or an RFC 3339 string in UTC.
+pub fn event_time(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(ms) => Some(*ms),
+        Value::Float(f) if f.is_finite() => Some(*f as i64),
+        Value::Str(s) => {
+            let t = humantime::parse_rfc3339_weak(s.trim()).ok()?;
+            Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::aggregate::ops::Kind;
+
+    fn count_at(w: &mut Windows, t: i64, key: &str) {
+        let key: Values = smallvec::smallvec![Value::str(key)];
+        w.states(t, &key, || vec![State::new(Kind::Count)])[0].add(None);
+    }
+
+    /// A closed window as (start, end, key → value rows).
+    type Shown = (i64, i64, Vec<(String, Value)>);
+
+    fn rows(c: &Closed) -> Vec<(String, Value)> {
+        let mut v: Vec<(String, Value)> = c
+            .rows
+            .iter()
+            .map(|(k, s)| (k[0].as_str().unwrap_or_default().to_string(), s[0].value()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    #[test]
+    fn specs() {
+        let w = WindowSpec::from_json(&serde_json::json!({"sliding": "5m", "every": "1m"}))
+            .expect("ok");
+        assert_eq!(
+            (w.measure, w.size, w.every),
+            (Measure::Millis, 300_000, 60_000)
+        );
+        let w = WindowSpec::from_json(&serde_json::json!({"tumbling": 100})).expect("ok");
+        assert_eq!((w.measure, w.size, w.every), (Measure::Count, 100, 100));
+        assert!(WindowSpec::from_json(&serde_json::json!({"sliding": "5m"})).is_err());
+        assert!(WindowSpec::from_json(&serde_json::json!({"sliding": "5m", "every": 3})).is_err());
+        assert!(
+            WindowSpec::from_json(&serde_json::json!({"tumbling": "1m", "evry": "1s"})).is_err()
+        );
+    }
+
+    #[test]
+    fn sliding_windows_merge_their_panes() {
+        let spec = WindowSpec {
+            measure: Measure::Millis,
+            size: 30,
+            every: 10,
+        };
+        let mut w = Windows::new(spec);
+        for t in [0, 5, 12, 25, 41] {
+            count_at(&mut w, t, "a");
+        }
+        let closed = w.close(i64::MAX);
+        let got: Vec<Shown> = closed.iter().map(|c| (c.start, c.end, rows(c))).collect();
+        let a = |n: i64| vec![("a".to_string(), Value::Int(n))];
+        assert_eq!(
+            got,
+            vec![
+                (-20, 10, a(2)),
+                (-10, 20, a(3)),
+                (0, 30, a(4)),
+                (10, 40, a(2)),
+                (20, 50, a(2)),
+                (30, 60, a(1)),
+                (40, 70, a(1)),
+            ]
+        );
+    }
+
+    #[test]
+    fn tumbling_windows_close_with_the_watermark_and_late_tuples_are_seen() {
+        let spec = WindowSpec {
+            measure: Measure::Millis,
+            size: 10,
+            every: 10,
+        };
+        let mut w = Windows::new(spec);
+        count_at(&mut w, 3, "a");
+        count_at(&mut w, 14, "b");
+        let closed = w.close(10);
+        assert_eq!(closed.len(), 1);
+        assert_eq!((closed[0].start, closed[0].end), (0, 10));
+        assert!(w.is_late(9));
+        assert!(!w.is_late(10));
+        assert_eq!(w.close(19).len(), 0);
+        assert_eq!(w.close(i64::MAX).len(), 1);
+    }
+}
