@@ -64,15 +64,21 @@ pub fn is_flux(tree: &Spanned<RawValue>) -> bool {
     })
 }
 
-/// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`.
-pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
+/// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`; `text` is the
+/// file's own text (an include that leads back to it is a cycle).
+pub fn read_topology(
+    tree: &Spanned<RawValue>,
+    text: &str,
+    base_dir: &Path,
+    props: &Properties,
+) -> RawTopology {
     let mut raw = read_one(tree);
     let Some(includes) = tree.value.get("includes") else {
         return raw;
     };
     let mut r = Reader::default();
     for inc in r.list(includes, "`includes`").to_vec() {
-        include::include(&mut r, &mut raw, &inc, base_dir, props);
+        include::include(&mut r, &mut raw, &inc, (text, base_dir), props);
     }
     raw.diagnostics.extend(r.diagnostics);
     raw
@@ -265,7 +271,7 @@ mod tests {
         let t = tree(
             "name: f\nbolts:\n  - id: s\n    className: org.apache.storm.flux.wrappers.bolts.FluxShellBolt\n    constructorArgs: [[python3, s.py], [word]]\n    numTasks: 2\n    configMethods:\n      - name: setNamedStream\n        args: [errors, [msg, code]]\n",
         );
-        let raw = read_topology(&t, Path::new("."), &Properties::default());
+        let raw = read_topology(&t, "", Path::new("."), &Properties::default());
         assert_eq!(raw.diagnostics, vec![]);
         let c = &raw.bolts[0];
         assert_eq!(c.ctype.as_ref().map(|t| t.value.as_str()), Some("shell"));
