@@ -3,7 +3,9 @@
 mod acking;
 mod cli;
 mod cluster;
+mod cluster_hardening;
 mod config;
+mod input_limits;
 mod multilang;
 mod net;
 mod run;
