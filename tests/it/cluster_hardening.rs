@@ -180,11 +180,13 @@ fn nimbus_holds_little_for_announced_requests_and_cuts_slow_senders() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut daemons = Daemons::new(dir.path());
     let (addr, pid) = start_nimbus(&mut daemons, &dir.path().join("nimbus"));
-    // 30 connections each announce a 16 MiB request and send 1 MiB of it.
-    let chunk = vec![b' '; 1 << 20];
+    // 30 connections each announce a 16 MiB request and send 6 MiB of it (180 MiB in all):
+    // nimbus takes in at most its budget and refuses the rest.
+    let chunk = vec![b' '; 6 << 20];
     let held: Vec<TcpStream> = (0..30)
         .filter_map(|_| {
             let mut s = TcpStream::connect(&addr).ok()?;
+            s.set_write_timeout(Some(WAIT)).ok()?;
             s.write_all(&(16u32 << 20).to_be_bytes()).ok()?;
             let _ = s.write_all(&chunk);
             Some(s)
