@@ -61,6 +61,7 @@ const LOG_EVERY: Duration = Duration::from_secs(10);
 static ACCEPT_FAILED: Throttle = Throttle::new(LOG_EVERY);
 static TOO_MANY: Throttle = Throttle::new(LOG_EVERY);
 static NO_THREAD: Throttle = Throttle::new(LOG_EVERY);
+static UNLOADABLE: Throttle = Throttle::new(LOG_EVERY);
 
 /// A topology nimbus has validated, with its plan.
 struct Known {
@@ -618,7 +619,10 @@ impl Nimbus {
             let known = match self.known(&id) {
                 Ok(k) => k,
                 Err(e) => {
-                    tracing::warn!("nimbus: {e:#}");
+                    // Every monitor round meets it again: say so at a bounded rate.
+                    if let Some(held) = UNLOADABLE.allow() {
+                        tracing::warn!("nimbus: {e:#}{}", held_back(held));
+                    }
                     continue;
                 }
             };

@@ -52,6 +52,14 @@ impl Daemons {
         pid
     }
 
+    /// Stop one daemon gracefully and wait for it.
+    fn stop(&mut self, name: &str) {
+        if let Some(i) = self.children.iter().position(|(n, _)| n == name) {
+            let (_, child) = self.children.remove(i);
+            end(child);
+        }
+    }
+
     fn log_path(&self, name: &str) -> PathBuf {
         self.dir.join(format!("{name}.log"))
     }
@@ -117,16 +125,21 @@ fn client(args: &[&str]) -> Option<String> {
 
 fn start_nimbus(daemons: &mut Daemons, data: &Path) -> (String, u32) {
     let addr = format!("127.0.0.1:{}", free_port());
+    let pid = start_nimbus_at(daemons, "nimbus", &addr, data);
+    (addr, pid)
+}
+
+fn start_nimbus_at(daemons: &mut Daemons, name: &str, addr: &str, data: &Path) -> u32 {
     let pid = daemons.spawn(
-        "nimbus",
+        name,
         storm()
             .env("STORM_LOG", "info")
             .args(["nimbus", "--listen", &addr, "--data"])
             .arg(data)
             .args(["-c", "nimbus.task.timeout.secs=3"]),
     );
-    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
-    (addr, pid)
+    eventually("nimbus to answer", || client(&["list", "--nimbus", addr]));
+    pid
 }
 
 /// One request in nimbus's wire format (a 4-byte big-endian length, then JSON), written by
@@ -511,4 +524,42 @@ fn a_worker_bounds_the_memory_of_partial_frames_and_keeps_serving() {
     good.write_all(&eos).expect("send");
     let got = rx.recv_timeout(WAIT).expect("the frame arrives");
     assert_eq!(got, eos);
+}
+
+#[test]
+fn a_damaged_stored_submission_slows_its_workers_down_and_is_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.yaml");
+    std::fs::write(&file, ONE_WORKER).expect("write");
+    let data = dir.path().join("nimbus");
+    let mut daemons = Daemons::new(dir.path());
+    let (addr, _) = start_nimbus(&mut daemons, &data);
+    daemons.spawn(
+        "supervisor",
+        storm()
+            .env("STORM_LOG", "warn")
+            .args(["supervisor", "--nimbus", &addr, "--host", "127.0.0.1"])
+            .args(["--slots", &free_port().to_string()]),
+    );
+    let file_arg = file.to_str().expect("utf-8 path");
+    let id = client(&["submit", file_arg, "--nimbus", &addr]).expect("submit");
+    let id = id.trim().to_string();
+    // Nimbus stops; its stored copy of the submission is damaged; it starts again.
+    daemons.stop("nimbus");
+    let stored = data.join("stormdist").join(&id).join("submission.json");
+    std::fs::write(&stored, "{\"path\": 12").expect("damage the submission");
+    start_nimbus_at(&mut daemons, "nimbus-again", &addr, &data);
+    eventually("the topology to be failing", || {
+        listed(&addr, "failing-slot").filter(|(_, status)| status == "failing")
+    });
+    let log = daemons.log("supervisor");
+    for delay in [
+        "restarting in 500ms",
+        "restarting in 1s",
+        "restarting in 2s",
+    ] {
+        assert!(log.contains(delay), "{delay}:\n{log}");
+    }
+    let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("dump");
+    assert!(tree.contains("keeps failing"), "{tree}");
 }
