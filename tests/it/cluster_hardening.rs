@@ -134,7 +134,7 @@ fn start_nimbus_at(daemons: &mut Daemons, name: &str, addr: &str, data: &Path) -
         name,
         storm()
             .env("STORM_LOG", "info")
-            .args(["nimbus", "--listen", &addr, "--data"])
+            .args(["nimbus", "--listen", addr, "--data"])
             .arg(data)
             .args(["-c", "nimbus.task.timeout.secs=3"]),
     );
