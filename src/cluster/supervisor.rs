@@ -94,10 +94,9 @@ fn next_delay(current: Duration, max: Duration) -> Duration {
 enum Beat {
     /// Nimbus answered with this supervisor's assignments.
     Work(Vec<SlotWork>),
-    /// Nimbus could not be reached or refused for now: try again later.
+    /// Nimbus could not be reached, or refused for now (another live supervisor claims these
+    /// slots: this one takes over once that one is gone): try again later.
     Retry,
-    /// Nimbus refuses this supervisor for good (another one holds its slots).
-    Refused(String),
 }
 
 /// Check that the slots can be served: `host` resolves and each port can be bound on it
@@ -122,7 +121,7 @@ pub fn check_slots(host: &str, ports: &[u16]) -> anyhow::Result<()> {
 }
 
 /// Run until `stop` is set; every worker exit is sent on `exits` if given. Fails at once when
-/// the slots cannot be served ([`check_slots`]), and when nimbus refuses the supervisor.
+/// the slots cannot be served ([`check_slots`]).
 pub fn run(
     opts: &SupervisorOptions,
     stop: &AtomicBool,
@@ -141,7 +140,6 @@ pub fn run(
         opts.host,
         opts.nimbus
     );
-    let mut refused = None;
     while !stop.load(Ordering::Relaxed) {
         if Instant::now() >= next_beat {
             match heartbeat(opts, &mut session, started, retry) {
@@ -153,10 +151,6 @@ pub fn run(
                 Beat::Retry => {
                     next_beat = Instant::now() + retry;
                     retry = next_delay(retry, NIMBUS_RETRY_MAX);
-                }
-                Beat::Refused(why) => {
-                    refused = Some(why);
-                    break;
                 }
             }
         }
@@ -171,13 +165,7 @@ pub fn run(
     if let Some(s) = session {
         let _ = rpc::call::<serde_json::Value>(&opts.nimbus, &Request::CloseSession { session: s });
     }
-    match refused {
-        Some(why) => Err(anyhow::anyhow!(
-            "nimbus refused supervisor {}: {why}",
-            opts.id
-        )),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// Storm's supervisor sync for one slot: a finished worker is left alone, a dead one is
@@ -290,7 +278,12 @@ fn heartbeat(
         Err(e) => {
             let text = e.to_string();
             if text.starts_with("slot conflict") {
-                return Beat::Refused(text);
+                tracing::warn!(
+                    "supervisor {}: nimbus refuses it: {text}; it gets no work, and asks again \
+                     in {retry:?}",
+                    opts.id
+                );
+                return Beat::Retry;
             }
             if text.contains("session") {
                 // Expired (nimbus lost us): register again with a new session.
