@@ -181,8 +181,7 @@ pub fn write_message<T: Serialize>(out: &mut impl Write, value: &T) -> anyhow::R
 /// Read one length-prefixed JSON message.
 pub fn read_message<T: DeserializeOwned>(input: &mut impl Read) -> anyhow::Result<T> {
     let len = read_length(input)?;
-    let body = read_body(input, len)?;
-    Ok(serde_json::from_slice(&body)?)
+    read_body_within(input, len, &mut |_| true)?.decode()
 }
 
 /// The length prefix of a message, refused when over [`MAX_MESSAGE_BYTES`].
@@ -197,42 +196,79 @@ fn read_length(input: &mut impl Read) -> anyhow::Result<usize> {
     Ok(len as usize)
 }
 
-/// Bytes read per step of [`read_body`]: what a connection holds before its bytes arrive.
+/// The first piece of a body: what a connection holds before more of its bytes arrive.
 const READ_STEP: usize = 64 << 10;
+/// Later pieces of a body.
+const PIECE: usize = 1 << 20;
 
-/// The `len` bytes of a message body. The buffer grows as bytes arrive: a peer that announces
-/// a large message and sends little holds little.
-fn read_body(input: &mut impl Read, len: usize) -> anyhow::Result<Vec<u8>> {
-    read_body_within(input, len, &mut |_| true)
+/// A message body as it arrived, in pieces: a growing body is never copied into a larger
+/// buffer (which would leave the smaller one behind, doubling what a large request costs).
+#[derive(Debug, Default)]
+struct Body {
+    pieces: Vec<Vec<u8>>,
 }
 
-/// [`read_body`], asking `room` before the buffer grows by each step (false refuses).
+impl Body {
+    /// Parse the JSON (from the one piece directly, or across the pieces).
+    fn decode<T: DeserializeOwned>(&self) -> anyhow::Result<T> {
+        Ok(match self.pieces.as_slice() {
+            [] => serde_json::from_slice(&[])?,
+            [one] => serde_json::from_slice(one)?,
+            many => serde_json::from_reader(Pieces { rest: many, at: 0 })?,
+        })
+    }
+}
+
+/// Reads the pieces of a [`Body`] one after the other.
+struct Pieces<'a> {
+    rest: &'a [Vec<u8>],
+    at: usize,
+}
+
+impl Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(piece) = self.rest.first() {
+            if self.at < piece.len() {
+                let n = buf.len().min(piece.len() - self.at);
+                buf[..n].copy_from_slice(&piece[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            self.rest = &self.rest[1..];
+            self.at = 0;
+        }
+        Ok(0)
+    }
+}
+
+/// The `len` bytes of a message body, asking `room` before each piece is allocated (false
+/// refuses). Pieces are allocated as bytes arrive: a peer that announces a large message and
+/// sends little holds little.
 fn read_body_within(
     input: &mut impl Read,
     len: usize,
     room: &mut dyn FnMut(usize) -> bool,
-) -> anyhow::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    let mut step = [0u8; 8 << 10];
-    while body.len() < len {
-        if body.len() == body.capacity() {
-            let more = (len - body.len()).min(body.capacity().max(READ_STEP));
-            anyhow::ensure!(
-                room(more),
-                "nimbus is busy receiving other large requests; try again"
-            );
-            body.reserve_exact(more);
+) -> anyhow::Result<Body> {
+    let mut body = Body::default();
+    let mut got = 0;
+    while got < len {
+        let size = (len - got).min(if got == 0 { READ_STEP } else { PIECE });
+        anyhow::ensure!(
+            room(size),
+            "nimbus is busy receiving other large requests; try again"
+        );
+        let mut piece = vec![0u8; size];
+        let mut filled = 0;
+        while filled < size {
+            match input.read(&mut piece[filled..]) {
+                Ok(0) => anyhow::bail!("the peer closed after {} of {len} bytes", got + filled),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
         }
-        // Never past the room taken: the buffer must not grow behind the budget's back.
-        let want = (len - body.len())
-            .min(step.len())
-            .min(body.capacity() - body.len());
-        match input.read(&mut step[..want]) {
-            Ok(0) => anyhow::bail!("the peer closed after {} of {len} bytes", body.len()),
-            Ok(n) => body.extend_from_slice(&step[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
+        got += size;
+        body.pieces.push(piece);
     }
     Ok(body)
 }
@@ -421,7 +457,7 @@ fn receive(timed: &mut Deadline, stream: &TcpStream) -> anyhow::Result<Request> 
     let result = read_length(timed)
         .and_then(|len| read_body_within(timed, len, &mut |more| share.grow(more)));
     match result {
-        Ok(body) => decode_request(&body),
+        Ok(body) => body.decode(),
         Err(e) => {
             refused(&REFUSED_REQUEST, stream, &format!("{e:#}"));
             Err(e)
@@ -447,26 +483,25 @@ mod tests {
 
     #[test]
     fn a_body_grows_with_its_bytes_and_within_its_budget() {
-        let mut body = vec![b'x'; 300 << 10];
+        let text = format!("\"{}\"", "x".repeat((3 << 20) - 2));
         let mut asked = Vec::new();
-        let got = read_body_within(&mut Uneven(&body), body.len(), &mut |n| {
+        let body = read_body_within(&mut Uneven(text.as_bytes()), text.len(), &mut |n| {
             asked.push(n);
             true
         })
         .unwrap();
-        assert_eq!(got, body);
-        assert!(got.capacity() <= body.len());
-        // 64 KiB first, then doubling: no step is larger than what was already received.
-        assert_eq!(asked, [64 << 10, 64 << 10, 128 << 10, 44 << 10]);
+        let received: usize = body.pieces.iter().map(Vec::len).sum();
+        assert_eq!(received, text.len());
+        // 64 KiB first, then 1 MiB pieces: nothing is allocated ahead of the bytes.
+        assert_eq!(asked, [64 << 10, 1 << 20, 1 << 20, (1 << 20) - (64 << 10)]);
+        let back: String = body.decode().unwrap();
+        assert_eq!(back.len(), text.len() - 2);
         // A peer that announces 16 MiB and sends 10 bytes holds 64 KiB at most.
-        body.truncate(10);
-        let err = read_body_within(&mut body.as_slice(), 16 << 20, &mut |_| true).unwrap_err();
+        let err = read_body_within(&mut &b"0123456789"[..], 16 << 20, &mut |_| true).unwrap_err();
         assert!(err.to_string().contains("after 10 of"), "{err}");
         // Past the budget, the request is refused.
-        let err = read_body_within(&mut vec![0u8; 200 << 10].as_slice(), 200 << 10, &mut |n| {
-            n < (70 << 10)
-        })
-        .unwrap_err();
+        let err = read_body_within(&mut Uneven(text.as_bytes()), text.len(), &mut |n| n < PIECE)
+            .unwrap_err();
         assert!(err.to_string().contains("busy"), "{err}");
     }
 
