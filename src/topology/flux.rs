@@ -64,11 +64,16 @@ pub fn is_flux(tree: &Spanned<RawValue>) -> bool {
     })
 }
 
-/// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`; `text` is the
-/// file's own text (an include that leads back to it is a cycle).
-pub fn read_topology(
+/// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`.
+pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
+    read_topology_of(tree, None, base_dir, props)
+}
+
+/// [`read_topology`] knowing the file's own text, so an include that leads back to the file
+/// is reported as a cycle.
+pub fn read_topology_of(
     tree: &Spanned<RawValue>,
-    text: &str,
+    text: Option<&str>,
     base_dir: &Path,
     props: &Properties,
 ) -> RawTopology {
@@ -271,7 +276,7 @@ mod tests {
         let t = tree(
             "name: f\nbolts:\n  - id: s\n    className: org.apache.storm.flux.wrappers.bolts.FluxShellBolt\n    constructorArgs: [[python3, s.py], [word]]\n    numTasks: 2\n    configMethods:\n      - name: setNamedStream\n        args: [errors, [msg, code]]\n",
         );
-        let raw = read_topology(&t, "", Path::new("."), &Properties::default());
+        let raw = read_topology(&t, Path::new("."), &Properties::default());
         assert_eq!(raw.diagnostics, vec![]);
         let c = &raw.bolts[0];
         assert_eq!(c.ctype.as_ref().map(|t| t.value.as_str()), Some("shell"));

@@ -216,7 +216,7 @@ pub fn parse_yaml(text: &str, base_dir: &Path, opts: &LoadOptions) -> raw::RawTo
         None => flux::Properties::default(),
     };
     flux::substitute(&mut tree, &props, &mut diagnostics);
-    let mut raw = flux::read_topology(&tree, text, base_dir, &props);
+    let mut raw = flux::read_topology_of(&tree, Some(text), base_dir, &props);
     raw.diagnostics.extend(diagnostics);
     raw
 }

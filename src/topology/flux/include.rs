@@ -13,7 +13,7 @@ pub(super) fn include(
     r: &mut Reader,
     raw: &mut RawTopology,
     inc: &Spanned<RawValue>,
-    (root_text, base): (&str, &Path),
+    (root_text, base): (Option<&str>, &Path),
     props: &Properties,
 ) {
     if matches!(
@@ -80,10 +80,15 @@ pub(super) fn include(
 }
 
 /// Why including `path` (its `text` parsed into `tree`) from the file whose text is `root_text`
-/// would go round in a circle: it is that file, or one of its own includes is that file or
-/// itself. Nested includes are otherwise not followed (one level deep).
-fn cycle(root_text: &str, path: &Path, text: &str, tree: &Spanned<RawValue>) -> Option<String> {
-    if text == root_text {
+/// (when known) would go round in a circle: it is that file, or one of its own includes is
+/// that file or itself. Nested includes are otherwise not followed (one level deep).
+fn cycle(
+    root_text: Option<&str>,
+    path: &Path,
+    text: &str,
+    tree: &Spanned<RawValue>,
+) -> Option<String> {
+    if root_text == Some(text) {
         return Some(format!("{} is the including file itself", path.display()));
     }
     let nested = match tree.value.get("includes").map(|v| &v.value) {
@@ -97,7 +102,8 @@ fn cycle(root_text: &str, path: &Path, text: &str, tree: &Spanned<RawValue>) -> 
             continue;
         };
         let next = dir.join(name);
-        let back = crate::topology::read_text_bounded(&next).is_ok_and(|t| t == root_text);
+        let back = root_text
+            .is_some_and(|root| crate::topology::read_text_bounded(&next).is_ok_and(|t| t == root));
         let itself = me.is_some() && std::fs::canonicalize(&next).ok() == me;
         if back || itself {
             let target = if back { "the including file" } else { "itself" };
