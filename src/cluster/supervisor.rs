@@ -21,9 +21,11 @@ const RESTART_MAX: Duration = Duration::from_secs(30);
 const STABLE: Duration = Duration::from_secs(30);
 /// Deaths in a row after which the slot is reported to nimbus as failing.
 const REPORT_AFTER: u32 = 3;
-/// Retry delay while nimbus cannot be reached: doubled after each failure, up to the maximum.
+/// Retry delay while nimbus cannot be reached: doubled after each failure, up to the maximum
+/// (and to half the session timeout: a nimbus that comes back keeps the supervisor's session
+/// only if it hears from it within one timeout).
 const NIMBUS_RETRY_MIN: Duration = Duration::from_millis(200);
-const NIMBUS_RETRY_MAX: Duration = Duration::from_secs(10);
+const NIMBUS_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// What a supervisor is and where it reports.
 #[derive(Debug, Clone)]
@@ -83,6 +85,13 @@ impl Slot {
 pub fn restart_delay(deaths: u32) -> Duration {
     let doublings = deaths.saturating_sub(1).min(16);
     RESTART_MIN.saturating_mul(1 << doublings).min(RESTART_MAX)
+}
+
+/// The longest wait between two attempts to reach nimbus.
+fn retry_cap(session_timeout: Duration) -> Duration {
+    NIMBUS_RETRY_MAX
+        .min(session_timeout / 2)
+        .max(NIMBUS_RETRY_MIN)
 }
 
 /// The next retry delay after `current` failed: doubled, up to `max`.
@@ -150,7 +159,7 @@ pub fn run(
                 }
                 Beat::Retry => {
                     next_beat = Instant::now() + retry;
-                    retry = next_delay(retry, NIMBUS_RETRY_MAX);
+                    retry = next_delay(retry, retry_cap(opts.session_timeout));
                 }
             }
         }
@@ -382,9 +391,13 @@ mod tests {
         );
         assert_eq!(restart_delay(u32::MAX), RESTART_MAX);
         assert_eq!(
-            next_delay(Duration::from_secs(8), NIMBUS_RETRY_MAX),
+            next_delay(Duration::from_secs(4), NIMBUS_RETRY_MAX),
             NIMBUS_RETRY_MAX
         );
+        // Nimbus hears again from a supervisor within one session timeout.
+        assert_eq!(retry_cap(Duration::from_secs(10)), Duration::from_secs(5));
+        assert_eq!(retry_cap(Duration::from_secs(4)), Duration::from_secs(2));
+        assert_eq!(retry_cap(Duration::ZERO), NIMBUS_RETRY_MIN);
     }
 
     #[test]
