@@ -4,10 +4,10 @@
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
 //! component errors, and kills topologies. Requests arrive over [`super::rpc`].
 //!
-//! Under faults it stays bounded: at most [`MAX_CONNECTIONS`] connections at once, accept
+//! Under faults it stays bounded: at most `MAX_CONNECTIONS` connections at once, accept
 //! failures backed off, refusals logged at a bounded rate, submissions over the cluster bounds
 //! refused (`submission::within_cluster_bounds`), a supervisor claiming another's slots
-//! refused, and slots whose workers keep dying avoided for [`FAILING_FOR`].
+//! refused, and slots whose workers keep dying avoided for `FAILING_FOR`.
 
 use super::layout::{NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus};
 use super::nimbus_state::{ClusterError, ClusterState};

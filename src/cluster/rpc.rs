@@ -280,7 +280,7 @@ pub fn decode_request(body: &[u8]) -> anyhow::Result<Request> {
 
 /// The most memory nimbus holds at once for requests being received, over all connections:
 /// a request's buffer takes its share as it grows with the bytes that arrive, and gives it back
-/// when answered. The first [`READ_STEP`] of every request is free, so small requests (every
+/// when answered. The first `READ_STEP` of every request is free, so small requests (every
 /// request but a submission) are never refused for want of it.
 pub const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
 
@@ -401,7 +401,7 @@ pub fn call<T: DeserializeOwned>(addr: &str, request: &Request) -> anyhow::Resul
 
 /// Answer one connection: read a request, hand it to `handle`, write the response. A peer
 /// that sends garbage only loses its connection. The handshake and the request must arrive
-/// within [`CALL_TIMEOUT`], and a request's length is reserved from [`MAX_IN_FLIGHT_BYTES`]
+/// within `CALL_TIMEOUT`, and a request's length is reserved from [`MAX_IN_FLIGHT_BYTES`]
 /// before its body is read.
 pub fn serve_connection(
     stream: TcpStream,

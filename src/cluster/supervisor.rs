@@ -81,7 +81,7 @@ impl Slot {
 }
 
 /// The delay before restarting a worker after `deaths` deaths in a row: 0.5 s, 1 s, 2 s, ...
-/// up to [`RESTART_MAX`].
+/// up to `RESTART_MAX`.
 pub fn restart_delay(deaths: u32) -> Duration {
     let doublings = deaths.saturating_sub(1).min(16);
     RESTART_MIN.saturating_mul(1 << doublings).min(RESTART_MAX)
