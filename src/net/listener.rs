@@ -91,6 +91,25 @@ pub fn spawn(
     handshake_timeout: Duration,
     into: Sender<Vec<u8>>,
 ) -> anyhow::Result<ListenerHandle> {
+    spawn_with_cap(
+        worker,
+        addr,
+        secret,
+        handshake_timeout,
+        into,
+        MAX_CONNECTIONS,
+    )
+}
+
+/// [`spawn`] holding at most `max_connections` connections.
+fn spawn_with_cap(
+    worker: usize,
+    addr: SocketAddr,
+    secret: Option<Secret>,
+    handshake_timeout: Duration,
+    into: Sender<Vec<u8>>,
+    max_connections: usize,
+) -> anyhow::Result<ListenerHandle> {
     let listener = TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("worker {worker}: cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr()?;
@@ -112,6 +131,7 @@ pub fn spawn(
         buffered: 0,
         accept_backoff: ACCEPT_BACKOFF_MIN,
         accept_retry: None,
+        max_connections,
     };
     lp.poll
         .registry()
@@ -194,6 +214,8 @@ struct Loop {
     accept_backoff: Duration,
     /// When to try accepting again after a failure.
     accept_retry: Option<Instant>,
+    /// Connections held at once ([`MAX_CONNECTIONS`] but in tests).
+    max_connections: usize,
 }
 
 /// What became of a connection after some work on it.
@@ -278,7 +300,8 @@ impl Loop {
                 tracing::warn!(
                     worker = self.worker,
                     peer = %conn.peer,
-                    "{MAX_CONNECTIONS} connections open: closed the least recently active{}",
+                    "{} connections open: closed the least recently active{}",
+                    self.max_connections,
                     held_back(held)
                 );
             }
@@ -298,7 +321,7 @@ impl Loop {
             match self.listener.accept() {
                 Ok((mut stream, peer)) => {
                     self.accept_backoff = ACCEPT_BACKOFF_MIN;
-                    if self.conns.len() >= MAX_CONNECTIONS {
+                    if self.conns.len() >= self.max_connections {
                         self.evict_one();
                     }
                     let token = Token(self.next_token);
@@ -510,5 +533,46 @@ impl Loop {
             }
         }
         Outcome::Open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// Whether the listener closed this connection (EOF or reset) within a few seconds.
+    fn closed(s: &mut std::net::TcpStream) -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        match s.read(&mut [0u8; 8]) {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() == ErrorKind::ConnectionReset,
+        }
+    }
+
+    #[test]
+    fn at_the_cap_the_least_recently_active_connection_makes_room() {
+        let (tx, rx) = crossbeam_channel::bounded(16);
+        let addr = "127.0.0.1:0".parse().unwrap();
+        let handle = spawn_with_cap(0, addr, None, Duration::from_secs(5), tx, 3).unwrap();
+        let mut eos = Vec::new();
+        frame::encode(&frame::Frame::Eos { from: 1, to: 2 }, &mut eos);
+        // Three peers, each heard from in turn: the first is then the least recently active.
+        let mut peers: Vec<std::net::TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = std::net::TcpStream::connect(handle.addr).unwrap();
+                s.write_all(&eos).unwrap();
+                rx.recv_timeout(Duration::from_secs(5)).unwrap();
+                s
+            })
+            .collect();
+        let mut newcomer = std::net::TcpStream::connect(handle.addr).unwrap();
+        assert!(closed(&mut peers[0]));
+        // The newcomer is served.
+        newcomer.write_all(&eos).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), eos);
+        // The others were left alone.
+        peers[1].write_all(&eos).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), eos);
     }
 }
