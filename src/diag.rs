@@ -152,24 +152,30 @@ impl Diagnostic {
             self.severity_word(),
             self.message
         ));
-        let line_text = index.line(text, line);
+        let full_line = index.line(text, line);
         // Underline up to the end of the span or the end of its first line.
-        let line_chars = line_text.chars().count();
+        let line_chars = full_line.chars().count();
         let (end_line, end_col) = index.line_col(text, span.end.max(span.start));
         let last = if end_line == line {
             end_col
         } else {
             line_chars + 1
         };
-        let width = last.saturating_sub(col).max(1);
+        let excerpt = Excerpt::of(full_line, col);
+        let col = col - excerpt.skipped;
+        let width = last
+            .saturating_sub(col + excerpt.skipped)
+            .max(1)
+            .min(excerpt.room(col));
         let gutter = line.to_string().len();
         let pad = " ".repeat(gutter);
-        let indent: String = line_text
+        let indent: String = excerpt
+            .text
             .chars()
             .take(col - 1)
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
-        out.push_str(&format!("{pad} |\n{line} | {line_text}\n"));
+        out.push_str(&format!("{pad} |\n{line} | {}\n", excerpt.text));
         out.push_str(&format!("{pad} | {indent}{}\n", "^".repeat(width)));
         if let Some(help) = &self.help {
             out.push_str(&format!("{pad} = help: {help}\n"));
@@ -201,24 +207,101 @@ impl Diagnostic {
     }
 }
 
+/// The most characters of a source line shown under a diagnostic: a longer line is cut to a
+/// window around the column (a minified file must not repeat its whole text per error).
+pub const MAX_EXCERPT_CHARS: usize = 120;
+/// How far before the column the window of a long line starts.
+const EXCERPT_LEAD: usize = 40;
+/// The most diagnostics rendered for one source; the rest are counted in one last line.
+pub const MAX_REPORTED: usize = 100;
+
+/// The part of a source line shown under a diagnostic.
+struct Excerpt {
+    /// The characters shown, with `…` where the line was cut.
+    text: String,
+    /// Characters of the line before the window, less the one the `…` takes.
+    skipped: usize,
+}
+
+impl Excerpt {
+    /// The whole line when short, else a window of it that holds column `col` (1-based).
+    fn of(line: &str, col: usize) -> Excerpt {
+        let chars = line.chars().count();
+        if chars <= MAX_EXCERPT_CHARS {
+            return Excerpt {
+                text: line.to_string(),
+                skipped: 0,
+            };
+        }
+        let start = col
+            .saturating_sub(1 + EXCERPT_LEAD)
+            .min(chars - MAX_EXCERPT_CHARS);
+        let mut text = String::new();
+        if start > 0 {
+            text.push('…');
+        }
+        text.extend(line.chars().skip(start).take(MAX_EXCERPT_CHARS));
+        if start + MAX_EXCERPT_CHARS < chars {
+            text.push('…');
+        }
+        Excerpt {
+            text,
+            skipped: start.saturating_sub(usize::from(start > 0)),
+        }
+    }
+
+    /// Columns left for an underline that starts at `col` of the excerpt.
+    fn room(&self, col: usize) -> usize {
+        self.text.chars().count().saturating_sub(col - 1).max(1)
+    }
+}
+
+/// `and 3 more errors`, `and 1 more error and 2 more warnings`: what was left out.
+fn more_line(left_out: &[&Diagnostic]) -> String {
+    let errors = left_out.iter().filter(|d| d.is_error()).count();
+    let warnings = left_out.len() - errors;
+    let count = |n: usize, what: &str| format!("{n} more {what}{}", if n == 1 { "" } else { "s" });
+    match (errors, warnings) {
+        (e, 0) => format!("and {}", count(e, "error")),
+        (0, w) => format!("and {}", count(w, "warning")),
+        (e, w) => format!("and {} and {}", count(e, "error"), count(w, "warning")),
+    }
+}
+
 /// Render diagnostics of one source, errors and warnings in source order.
 pub fn render_all(diagnostics: &[Diagnostic], source: &Source) -> String {
     let mut sorted: Vec<&Diagnostic> = diagnostics.iter().collect();
     sorted.sort_by_key(|d| d.span.map_or(0, |s| s.start));
     let index = LineIndex::new(&source.text);
-    sorted
+    let shown = sorted.len().min(MAX_REPORTED);
+    let mut out: String = sorted[..shown]
         .iter()
         .map(|d| d.render_with(source, &index))
-        .collect()
+        .collect();
+    if shown < sorted.len() {
+        out.push_str(&format!(
+            "{}: {}\n",
+            source.name,
+            more_line(&sorted[shown..])
+        ));
+    }
+    out
 }
 
 /// The JSON form of diagnostics of one source (see `Diagnostic::to_json`).
 pub fn json_all(diagnostics: &[Diagnostic], source: &Source) -> Vec<serde_json::Value> {
     let index = LineIndex::new(&source.text);
-    diagnostics
+    let shown = diagnostics.len().min(MAX_REPORTED);
+    let mut out: Vec<serde_json::Value> = diagnostics[..shown]
         .iter()
         .map(|d| d.to_json_with(source, &index))
-        .collect()
+        .collect();
+    let left_out: Vec<&Diagnostic> = diagnostics[shown..].iter().collect();
+    if let Some(worst) = left_out.iter().map(|d| d.severity).max() {
+        let more = Diagnostic::unlocated(worst, more_line(&left_out));
+        out.push(more.to_json_with(source, &index));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -238,6 +321,60 @@ mod tests {
         assert_eq!(index.line(text, 2), "two");
         assert_eq!(index.line(text, 3), "");
         assert_eq!(index.line(text, 9), "");
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_column() {
+        let line = format!("{}bad{}", "a".repeat(300), "z".repeat(300));
+        let source = Source {
+            name: "t.yaml".into(),
+            text: format!("{line}\n"),
+        };
+        let d = Diagnostic::error("here", Span::new(300, 303));
+        let out = d.render(&source);
+        let shown: Vec<&str> = out.lines().collect();
+        assert_eq!(shown[0], "t.yaml:1:301: error: here");
+        let excerpt = shown[2].strip_prefix("1 | ").unwrap();
+        let caret = shown[3].strip_prefix("  | ").unwrap();
+        assert_eq!(excerpt.chars().count(), MAX_EXCERPT_CHARS + 2);
+        assert!(excerpt.starts_with('…') && excerpt.ends_with('…'));
+        // The underline sits under `bad` in the excerpt.
+        let at = caret.find('^').unwrap();
+        let under: String = excerpt.chars().skip(at).take(3).collect();
+        assert_eq!(under, "bad");
+        assert_eq!(caret.trim(), "^^^");
+        // A span running to the end of a long line is underlined to the window's end only.
+        let wide = Diagnostic::error("all", Span::new(0, 600)).render(&source);
+        assert!(wide
+            .lines()
+            .all(|l| l.chars().count() <= MAX_EXCERPT_CHARS + 10));
+    }
+
+    #[test]
+    fn only_the_first_hundred_diagnostics_are_rendered_then_a_count() {
+        let source = Source {
+            name: "t.yaml".into(),
+            text: "x".repeat(1000),
+        };
+        let mut all: Vec<Diagnostic> = (0..250)
+            .map(|i| Diagnostic::error(format!("e{i}"), Span::new(i, i + 1)))
+            .collect();
+        all.push(Diagnostic::warning("w", Span::new(999, 1000)));
+        let text = render_all(&all, &source);
+        assert_eq!(text.matches(": error: ").count(), MAX_REPORTED);
+        assert!(text.contains("t.yaml:1:100: error: e99\n"));
+        assert!(!text.contains("e100"));
+        assert!(text.ends_with("t.yaml: and 150 more errors and 1 more warning\n"));
+        let json = json_all(&all, &source);
+        assert_eq!(json.len(), MAX_REPORTED + 1);
+        assert_eq!(
+            json[100]["message"],
+            "and 150 more errors and 1 more warning"
+        );
+        assert_eq!(json[100]["severity"], "error");
+        // Under the cap, nothing is added.
+        assert_eq!(json_all(&all[..3], &source).len(), 3);
+        assert!(!render_all(&all[..3], &source).contains("more"));
     }
 
     #[test]

@@ -3,8 +3,13 @@
 //! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
 //! component errors, and kills topologies. Requests arrive over [`super::rpc`].
+//!
+//! Under faults it stays bounded: at most `MAX_CONNECTIONS` connections at once, accept
+//! failures backed off, refusals logged at a bounded rate, submissions over the cluster bounds
+//! refused (`submission::within_cluster_bounds`), a supervisor claiming another's slots
+//! refused, and slots whose workers keep dying avoided for `FAILING_FOR`.
 
-use super::layout::{NodePort, TaskError, TaskHeartbeat, TopologyStatus};
+use super::layout::{NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus};
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
 use super::scheduler::{Dead, ScheduleError};
@@ -13,6 +18,7 @@ use super::submission::home_assign;
 pub use super::submission::load_submission;
 use super::tree::{SharedTree, Tree};
 use crate::config::Config;
+use crate::logging::{held_back, Throttle};
 use crate::net::auth::Secret;
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
@@ -20,13 +26,47 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+/// How long a slot reported failing is kept out of scheduling.
+const FAILING_FOR: Duration = Duration::from_secs(300);
+
+/// Why a supervisor's heartbeat is refused: another live supervisor (another id) already
+/// claims one of its host:port slots, and two workers cannot listen on one port.
+fn slot_clash(
+    live: &BTreeMap<String, SupervisorInfo>,
+    id: &str,
+    info: &SupervisorInfo,
+) -> Option<String> {
+    live.iter()
+        .filter(|(other, o)| *other != id && o.hostname == info.hostname)
+        .find_map(|(other, o)| {
+            let port = info.ports.iter().find(|p| o.ports.contains(p))?;
+            Some(format!(
+                "slot conflict: supervisor {other} already claims {}:{port}; \
+                 each host:port may belong to one live supervisor",
+                info.hostname
+            ))
+        })
+}
 
 /// How often the monitor looks at heartbeats and saves the tree (Storm's
 /// `nimbus.monitor.freq.secs`, capped so small timeouts in tests are honoured).
 const MONITOR_TICK: Duration = Duration::from_millis(500);
+
+/// Connections served at once; more are closed at once (each holds a thread).
+const MAX_CONNECTIONS: usize = 64;
+/// Back-off after a failed accept (out of file descriptors), doubling up to the maximum.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How often each kind of refusal may be logged.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+static ACCEPT_FAILED: Throttle = Throttle::new(LOG_EVERY);
+static TOO_MANY: Throttle = Throttle::new(LOG_EVERY);
+static NO_THREAD: Throttle = Throttle::new(LOG_EVERY);
+static UNLOADABLE: Throttle = Throttle::new(LOG_EVERY);
 
 /// A topology nimbus has validated, with its plan.
 struct Known {
@@ -40,6 +80,8 @@ pub struct Nimbus {
     tree: SharedTree,
     state: Mutex<ClusterState<SharedTree>>,
     data: PathBuf,
+    /// Slots reported failing (by their supervisor), with when: avoided by the scheduler.
+    failing: Mutex<BTreeMap<NodePort, u64>>,
     /// Where submissions are kept (`master_code_dir`'s parent).
     stormdist: PathBuf,
     config: Config,
@@ -51,6 +93,32 @@ pub struct Nimbus {
     secret: Option<Secret>,
     /// Set to end the accept loop and the monitor.
     pub stop: Arc<AtomicBool>,
+}
+
+/// A data folder that lost its `tree.json` but kept submissions under `stormdist/`: nimbus
+/// starts with an empty cluster (what the tree said is gone: assignments, statuses, counters),
+/// and says so, naming what is left behind, rather than carrying on without a word.
+fn warn_orphans(tree_file: &Path, stormdist: &Path) {
+    let mut ids: Vec<String> = std::fs::read_dir(stormdist)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().join("submission.json").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if ids.is_empty() {
+        return;
+    }
+    ids.sort();
+    tracing::warn!(
+        "nimbus: {} is missing but {} holds {} submitted topologies ({}); starting with an \
+         empty cluster: they are not running. Restore the tree file, or submit them again",
+        tree_file.display(),
+        stormdist.display(),
+        ids.len(),
+        ids.join(", ")
+    );
 }
 
 pub fn now_secs() -> u64 {
@@ -76,6 +144,7 @@ impl Nimbus {
         let tree = if file.exists() {
             SharedTree::from_tree(Tree::load(&file)?)
         } else {
+            warn_orphans(&file, &stormdist);
             SharedTree::new()
         };
         let mut state = ClusterState::new(tree.clone(), &config.zookeeper_root())?;
@@ -89,6 +158,7 @@ impl Nimbus {
             config,
             known: Mutex::new(HashMap::new()),
             finished: Mutex::new(BTreeMap::new()),
+            failing: Mutex::new(BTreeMap::new()),
             dirty: AtomicBool::new(true),
             secret,
             stop: Arc::new(AtomicBool::new(false)),
@@ -119,30 +189,7 @@ impl Nimbus {
         let me = self.clone();
         let accept = std::thread::Builder::new()
             .name("nimbus-accept".into())
-            .spawn(move || {
-                while !me.stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            let _ = stream.set_nonblocking(false);
-                            let me = me.clone();
-                            let spawned = std::thread::Builder::new()
-                                .name("nimbus-conn".into())
-                                .spawn(move || {
-                                    rpc::serve_connection(stream, me.secret.as_ref(), |r| {
-                                        me.handle(r)
-                                    })
-                                });
-                            if let Err(e) = spawned {
-                                tracing::warn!("nimbus: cannot start a connection thread: {e}");
-                            }
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(10));
-                        }
-                        Err(e) => tracing::warn!("nimbus: accept failed: {e}"),
-                    }
-                }
-            })?;
+            .spawn(move || me.accept_loop(&listener))?;
         let me = self.clone();
         let monitor = std::thread::Builder::new()
             .name("nimbus-monitor".into())
@@ -158,6 +205,72 @@ impl Nimbus {
                 }
             })?;
         Ok(vec![accept, monitor])
+    }
+
+    /// Take connections until [`Nimbus::stop`] is set: one thread each, at most
+    /// [`MAX_CONNECTIONS`] at once. Failures to accept (no file descriptors left) back off
+    /// exponentially instead of spinning, and every kind of refusal is logged at a bounded rate.
+    fn accept_loop(self: &Arc<Nimbus>, listener: &TcpListener) {
+        let open = Arc::new(AtomicUsize::new(0));
+        let mut backoff = ACCEPT_BACKOFF_MIN;
+        while !self.stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((stream, peer)) => {
+                    backoff = ACCEPT_BACKOFF_MIN;
+                    self.start_connection(stream, peer, &open);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => {
+                    if let Some(held) = ACCEPT_FAILED.allow() {
+                        tracing::warn!(
+                            "nimbus: accept failed: {e}; retrying in {backoff:?}{}",
+                            held_back(held)
+                        );
+                    }
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                }
+            }
+        }
+    }
+
+    /// Serve one accepted connection on its own thread, unless too many are open.
+    fn start_connection(
+        self: &Arc<Nimbus>,
+        stream: std::net::TcpStream,
+        peer: std::net::SocketAddr,
+        open: &Arc<AtomicUsize>,
+    ) {
+        if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::AcqRel);
+            if let Some(held) = TOO_MANY.allow() {
+                tracing::warn!(
+                    "nimbus: {MAX_CONNECTIONS} connections are open; refused {peer}{}",
+                    held_back(held)
+                );
+            }
+            return;
+        }
+        let _ = stream.set_nonblocking(false);
+        let me = self.clone();
+        let count = open.clone();
+        let spawned = std::thread::Builder::new()
+            .name("nimbus-conn".into())
+            .spawn(move || {
+                rpc::serve_connection(stream, me.secret.as_ref(), |r| me.handle(r));
+                count.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            open.fetch_sub(1, Ordering::AcqRel);
+            if let Some(held) = NO_THREAD.allow() {
+                tracing::warn!(
+                    "nimbus: cannot start a connection thread: {e}{}",
+                    held_back(held)
+                );
+            }
+        }
     }
 
     /// Answer one request.
@@ -192,6 +305,9 @@ impl Nimbus {
             Request::SupervisorBeat { session, id, info } => {
                 self.tree.touch_session(session)?;
                 let state = self.state();
+                if let Some(clash) = slot_clash(&state.supervisors()?, &id, &info) {
+                    anyhow::bail!("{clash}");
+                }
                 state.supervisor_heartbeat(session, &id, &info)?;
                 Ok(serde_json::to_value(self.work_of(&state, &id)?)?)
             }
@@ -238,6 +354,10 @@ impl Nimbus {
                 self.finished_lock().entry(id).or_default().insert(slot);
                 Ok(Value::Null)
             }
+            Request::SlotFailing { id, slot, error } => {
+                self.slot_failing(&id, &slot, &error)?;
+                Ok(Value::Null)
+            }
             Request::ReportError { id, task, error } => {
                 let err = TaskError {
                     error,
@@ -247,6 +367,39 @@ impl Nimbus {
                 Ok(Value::Null)
             }
         }
+    }
+
+    /// A supervisor reports that the worker on `slot` keeps dying: the slot's tasks get the
+    /// error under `/taskerrors`, and the slot is avoided (its work moved at the next monitor
+    /// round) for [`FAILING_FOR`].
+    fn slot_failing(&self, id: &str, slot: &NodePort, error: &str) -> anyhow::Result<()> {
+        tracing::warn!("nimbus: {id}: the worker on {slot} keeps failing: {error}");
+        let state = self.state();
+        let tasks = state
+            .assignment(id)?
+            .map(|a| a.tasks_of(slot))
+            .unwrap_or_default();
+        let err = TaskError {
+            error: format!("worker slot {slot} keeps failing: {error}"),
+            time_secs: now_secs(),
+        };
+        for task in tasks {
+            state.report_error(id, task, &err)?;
+        }
+        self.failing_lock().insert(slot.clone(), now_secs());
+        Ok(())
+    }
+
+    fn failing_lock(&self) -> MutexGuard<'_, BTreeMap<NodePort, u64>> {
+        self.failing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Slots reported failing, less the ones whose report is older than [`FAILING_FOR`].
+    fn failing_slots(&self) -> BTreeSet<NodePort> {
+        let now = now_secs();
+        let mut failing = self.failing_lock();
+        failing.retain(|_, since| now.saturating_sub(*since) < FAILING_FOR.as_secs());
+        failing.keys().cloned().collect()
     }
 
     fn finished_lock(&self) -> MutexGuard<'_, BTreeMap<String, BTreeSet<NodePort>>> {
@@ -333,14 +486,17 @@ impl Nimbus {
         dead: &[Dead],
     ) -> Result<bool, ClusterError> {
         let workers = known.topology.config.workers();
+        let mut dead = dead.to_vec();
+        dead.extend(self.failing_slots().into_iter().map(Dead::Slot));
         match &known.submission.home {
             Some(home) => home_assign(state, id, &known.topology, &known.plan, home, now_secs()),
-            None => state.reassign(id, &known.plan, workers, dead, now_secs()),
+            None => state.reassign(id, &known.plan, workers, &dead, now_secs()),
         }
     }
 
     fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
         let state = self.state();
+        let failing = self.failing_slots();
         let finished = self.finished_lock();
         let now = now_secs();
         let mut out = Vec::new();
@@ -355,6 +511,9 @@ impl Nimbus {
             let done = finished.get(&id).is_some_and(|f| f.is_superset(&slots));
             let status = if done && !slots.is_empty() {
                 "finished".to_string()
+            } else if slots.iter().any(|s| failing.contains(s)) {
+                // Its work stays on a slot reported failing: nowhere else to move it yet.
+                "failing".to_string()
             } else {
                 serde_json::to_value(base.status)?
                     .as_str()
@@ -465,7 +624,10 @@ impl Nimbus {
             let known = match self.known(&id) {
                 Ok(k) => k,
                 Err(e) => {
-                    tracing::warn!("nimbus: {e:#}");
+                    // Every monitor round meets it again: say so at a bounded rate.
+                    if let Some(held) = UNLOADABLE.allow() {
+                        tracing::warn!("nimbus: {e:#}{}", held_back(held));
+                    }
                     continue;
                 }
             };
@@ -477,6 +639,15 @@ impl Nimbus {
                 .filter(|d| !matches!(d, Dead::Slot(s) if finished.contains(s)))
                 .collect();
             if let Some(a) = &assignment {
+                let failing = self.failing_slots();
+                dead.extend(
+                    a.task_to_node_port
+                        .values()
+                        .filter(|s| failing.contains(*s))
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .map(|s| Dead::Slot(s.clone())),
+                );
                 for node in a.node_host.keys() {
                     if !supervisors.contains_key(node) {
                         dead.push(Dead::Supervisor(node.clone()));

@@ -5,13 +5,15 @@
 //! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
 use super::layout::{AssignmentInfo, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus};
+use crate::logging::{held_back, Throttle};
 use crate::net::auth::{self, Secret};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The handshake context of nimbus connections (workers' links use another).
 pub const AUTH_CONTEXT: &str = "nimbus";
@@ -140,6 +142,13 @@ pub enum Request {
     Heartbeats { id: String },
     /// A worker whose executors all finished (end of input). -> ()
     Finished { id: String, slot: NodePort },
+    /// A supervisor whose worker on `slot` keeps dying: nimbus records `error` for the slot's
+    /// tasks and moves the slot's work elsewhere. -> ()
+    SlotFailing {
+        id: String,
+        slot: NodePort,
+        error: String,
+    },
     /// -> ()
     ReportError {
         id: String,
@@ -171,6 +180,12 @@ pub fn write_message<T: Serialize>(out: &mut impl Write, value: &T) -> anyhow::R
 
 /// Read one length-prefixed JSON message.
 pub fn read_message<T: DeserializeOwned>(input: &mut impl Read) -> anyhow::Result<T> {
+    let len = read_length(input)?;
+    read_body_within(input, len, &mut |_| true)?.decode()
+}
+
+/// The length prefix of a message, refused when over [`MAX_MESSAGE_BYTES`].
+fn read_length(input: &mut impl Read) -> anyhow::Result<usize> {
     let mut len = [0u8; 4];
     input.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len);
@@ -178,9 +193,176 @@ pub fn read_message<T: DeserializeOwned>(input: &mut impl Read) -> anyhow::Resul
         len <= MAX_MESSAGE_BYTES,
         "message of {len} bytes is over the {MAX_MESSAGE_BYTES}-byte limit"
     );
-    let mut body = vec![0u8; len as usize];
-    input.read_exact(&mut body)?;
-    Ok(serde_json::from_slice(&body)?)
+    Ok(len as usize)
+}
+
+/// The first piece of a body: what a connection holds before more of its bytes arrive.
+const READ_STEP: usize = 64 << 10;
+/// Later pieces of a body.
+const PIECE: usize = 1 << 20;
+
+/// A message body as it arrived, in pieces: a growing body is never copied into a larger
+/// buffer (which would leave the smaller one behind, doubling what a large request costs).
+#[derive(Debug, Default)]
+struct Body {
+    pieces: Vec<Vec<u8>>,
+}
+
+impl Body {
+    /// Parse the JSON (from the one piece directly, or across the pieces).
+    fn decode<T: DeserializeOwned>(&self) -> anyhow::Result<T> {
+        Ok(match self.pieces.as_slice() {
+            [] => serde_json::from_slice(&[])?,
+            [one] => serde_json::from_slice(one)?,
+            many => serde_json::from_reader(Pieces { rest: many, at: 0 })?,
+        })
+    }
+}
+
+/// Reads the pieces of a [`Body`] one after the other.
+struct Pieces<'a> {
+    rest: &'a [Vec<u8>],
+    at: usize,
+}
+
+impl Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(piece) = self.rest.first() {
+            if self.at < piece.len() {
+                let n = buf.len().min(piece.len() - self.at);
+                buf[..n].copy_from_slice(&piece[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            self.rest = &self.rest[1..];
+            self.at = 0;
+        }
+        Ok(0)
+    }
+}
+
+/// The `len` bytes of a message body, asking `room` before each piece is allocated (false
+/// refuses). Pieces are allocated as bytes arrive: a peer that announces a large message and
+/// sends little holds little.
+fn read_body_within(
+    input: &mut impl Read,
+    len: usize,
+    room: &mut dyn FnMut(usize) -> bool,
+) -> anyhow::Result<Body> {
+    let mut body = Body::default();
+    let mut got = 0;
+    while got < len {
+        let size = (len - got).min(if got == 0 { READ_STEP } else { PIECE });
+        anyhow::ensure!(
+            room(size),
+            "nimbus is busy receiving other large requests; try again"
+        );
+        let mut piece = vec![0u8; size];
+        let mut filled = 0;
+        while filled < size {
+            match input.read(&mut piece[filled..]) {
+                Ok(0) => anyhow::bail!("the peer closed after {} of {len} bytes", got + filled),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        got += size;
+        body.pieces.push(piece);
+    }
+    Ok(body)
+}
+
+/// Parse one request from its bytes (what [`serve_connection`] does after reading them).
+pub fn decode_request(body: &[u8]) -> anyhow::Result<Request> {
+    Ok(serde_json::from_slice(body)?)
+}
+
+/// The most memory nimbus holds at once for requests being received, over all connections:
+/// a request's buffer takes its share as it grows with the bytes that arrive, and gives it back
+/// when answered. The first `READ_STEP` of every request is free, so small requests (every
+/// request but a submission) are never refused for want of it.
+pub const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
+
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// A connection's share of [`MAX_IN_FLIGHT_BYTES`], given back on drop.
+#[derive(Default)]
+struct Reserved(usize);
+
+impl Reserved {
+    /// Take `bytes` more (free within the first [`READ_STEP`]); false when there is no room.
+    fn grow(&mut self, bytes: usize) -> bool {
+        let free = READ_STEP.saturating_sub(self.0);
+        let counted = bytes.saturating_sub(free);
+        let taken = IN_FLIGHT.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            used.checked_add(counted)
+                .filter(|total| *total <= MAX_IN_FLIGHT_BYTES)
+        });
+        if taken.is_ok() {
+            self.0 += bytes;
+        }
+        taken.is_ok()
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(self.0.saturating_sub(READ_STEP), Ordering::AcqRel);
+    }
+}
+
+/// A stream whose reads and writes all end by one deadline: each call waits at most the time
+/// left, so a peer sending a byte now and then cannot hold a connection past it.
+struct Deadline<'a> {
+    stream: &'a TcpStream,
+    until: Instant,
+}
+
+impl Deadline<'_> {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(too_long());
+        }
+        Ok(left)
+    }
+}
+
+/// The error of a connection past its deadline.
+fn too_long() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("the request took longer than {CALL_TIMEOUT:?}"),
+    )
+}
+
+/// A socket timeout (reported as `WouldBlock` on Unix) is the deadline passing.
+fn deadline_error(e: std::io::Error) -> std::io::Error {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => too_long(),
+        _ => e,
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.left()?))?;
+        let mut s = self.stream;
+        s.read(buf).map_err(deadline_error)
+    }
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.left()?))?;
+        let mut s = self.stream;
+        s.write(buf).map_err(deadline_error)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let mut s = self.stream;
+        s.flush()
+    }
 }
 
 /// Send one request to nimbus at `addr` and decode its answer.
@@ -218,35 +400,125 @@ pub fn call<T: DeserializeOwned>(addr: &str, request: &Request) -> anyhow::Resul
 }
 
 /// Answer one connection: read a request, hand it to `handle`, write the response. A peer
-/// that sends garbage only loses its connection.
+/// that sends garbage only loses its connection. The handshake and the request must arrive
+/// within `CALL_TIMEOUT`, and a request's length is reserved from [`MAX_IN_FLIGHT_BYTES`]
+/// before its body is read.
 pub fn serve_connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     secret: Option<&Secret>,
     handle: impl FnOnce(Request) -> Result<serde_json::Value, String>,
 ) {
-    let _ = stream.set_read_timeout(Some(CALL_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(CALL_TIMEOUT));
+    let mut timed = Deadline {
+        stream: &stream,
+        until: Instant::now() + CALL_TIMEOUT,
+    };
     if let Some(secret) = secret {
-        if let Err(e) = auth::server(&mut stream, secret, AUTH_CONTEXT) {
-            tracing::warn!("nimbus: refused a connection: {e}");
+        if let Err(e) = auth::server(&mut timed, secret, AUTH_CONTEXT) {
+            refused(
+                &REFUSED_AUTH,
+                &stream,
+                &format!("no cluster secret proven: {e}"),
+            );
             return;
         }
     }
-    let response = match read_message::<Request>(&mut stream) {
+    let response = match receive(&mut timed, &stream) {
         Ok(req) => match handle(req) {
             Ok(v) => Response::Ok(v),
             Err(e) => Response::Error(e),
         },
-        Err(e) => Response::Error(format!("bad request: {e}")),
+        Err(e) => Response::Error(format!("bad request: {e:#}")),
     };
-    if let Err(e) = write_message(&mut stream, &response) {
+    let _ = stream.set_write_timeout(Some(CALL_TIMEOUT));
+    let mut out = &stream;
+    if let Err(e) = write_message(&mut out, &response) {
         tracing::debug!("nimbus: cannot answer a client: {e:#}");
+    }
+}
+
+static REFUSED_AUTH: Throttle = Throttle::new(THROTTLE);
+static REFUSED_REQUEST: Throttle = Throttle::new(THROTTLE);
+/// How often each kind of refused connection may be logged.
+const THROTTLE: Duration = Duration::from_secs(10);
+
+/// Log a refused connection, at most once per [`THROTTLE`] for each kind.
+fn refused(kind: &Throttle, stream: &TcpStream, why: &str) {
+    if let Some(held) = kind.allow() {
+        let peer = stream
+            .peer_addr()
+            .map_or_else(|_| "?".to_string(), |a| a.to_string());
+        tracing::warn!("nimbus: refused {peer}: {why}{}", held_back(held));
+    }
+}
+
+/// Read one request within the deadline and the in-flight budget.
+fn receive(timed: &mut Deadline, stream: &TcpStream) -> anyhow::Result<Request> {
+    let mut share = Reserved::default();
+    let result = read_length(timed)
+        .and_then(|len| read_body_within(timed, len, &mut |more| share.grow(more)));
+    match result {
+        Ok(body) => body.decode(),
+        Err(e) => {
+            refused(&REFUSED_REQUEST, stream, &format!("{e:#}"));
+            Err(e)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader that returns at most 5,000 bytes per call, as a socket may.
+    struct Uneven<'a>(&'a [u8]);
+
+    impl Read for Uneven<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(5000);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_body_grows_with_its_bytes_and_within_its_budget() {
+        let text = format!("\"{}\"", "x".repeat((3 << 20) - 2));
+        let mut asked = Vec::new();
+        let body = read_body_within(&mut Uneven(text.as_bytes()), text.len(), &mut |n| {
+            asked.push(n);
+            true
+        })
+        .unwrap();
+        let received: usize = body.pieces.iter().map(Vec::len).sum();
+        assert_eq!(received, text.len());
+        // 64 KiB first, then 1 MiB pieces: nothing is allocated ahead of the bytes.
+        assert_eq!(asked, [64 << 10, 1 << 20, 1 << 20, (1 << 20) - (64 << 10)]);
+        let back: String = body.decode().unwrap();
+        assert_eq!(back.len(), text.len() - 2);
+        // A peer that announces 16 MiB and sends 10 bytes holds 64 KiB at most.
+        let err = read_body_within(&mut &b"0123456789"[..], 16 << 20, &mut |_| true).unwrap_err();
+        assert!(err.to_string().contains("after 10 of"), "{err}");
+        // Past the budget, the request is refused.
+        let err = read_body_within(&mut Uneven(text.as_bytes()), text.len(), &mut |n| n < PIECE)
+            .unwrap_err();
+        assert!(err.to_string().contains("busy"), "{err}");
+    }
+
+    #[test]
+    fn shares_are_free_for_small_requests_and_given_back() {
+        let before = IN_FLIGHT.load(Ordering::Acquire);
+        let mut small = Reserved::default();
+        assert!(small.grow(READ_STEP));
+        assert_eq!(IN_FLIGHT.load(Ordering::Acquire), before);
+        let mut big = Reserved::default();
+        assert!(big.grow(READ_STEP));
+        assert!(big.grow(1 << 20));
+        assert!(IN_FLIGHT.load(Ordering::Acquire) >= before + (1 << 20));
+        assert!(!Reserved::default().grow(MAX_IN_FLIGHT_BYTES + READ_STEP + 1));
+        drop(big);
+        drop(small);
+    }
 
     #[test]
     fn messages_round_trip_and_oversized_lengths_are_refused() {

@@ -25,13 +25,44 @@ pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
         load_text(sub.text.clone(), Path::new(&sub.path), &opts)
     };
     match loaded {
-        Ok(l) => Ok(l.topology),
+        Ok(l) => within_cluster_bounds(&l.topology).map(|()| l.topology),
         Err(LoadError::Unreadable(reason)) => Err(reason),
         Err(LoadError::Invalid {
             source,
             diagnostics,
         }) => Err(crate::diag::render_all(&diagnostics, &source)),
     }
+}
+
+/// The most tasks (acker tasks included) a cluster topology may have: nimbus keeps one entry
+/// per task in its tree, so this bounds its memory and scheduling time whatever is submitted.
+pub const MAX_TASKS: u64 = 100_000;
+/// The most workers a cluster topology may ask for.
+pub const MAX_WORKERS: u64 = 10_000;
+
+/// Refuse a topology too large for nimbus to schedule: more than [`MAX_WORKERS`] workers or
+/// [`MAX_TASKS`] tasks. Counted from the configuration as written (no narrowing casts), before
+/// any per-task structure is built.
+pub fn within_cluster_bounds(topology: &Topology) -> Result<(), String> {
+    let workers = topology.config.get_u64("topology.workers").unwrap_or(1);
+    if workers > MAX_WORKERS {
+        return Err(format!(
+            "topology.workers is {workers}; a cluster topology may use at most {MAX_WORKERS}"
+        ));
+    }
+    let ackers = topology
+        .config
+        .get_u64("topology.acker.executors")
+        .unwrap_or(workers.max(1));
+    let (_, user_tasks) = topology.executor_and_task_counts();
+    let tasks = user_tasks.saturating_add(ackers);
+    if tasks > MAX_TASKS {
+        return Err(format!(
+            "the topology has {tasks} tasks ({user_tasks} of components, {ackers} of ackers); \
+             a cluster topology may have at most {MAX_TASKS}"
+        ));
+    }
+    Ok(())
 }
 
 /// `storm run --processes` (SPEC §5): the executors of `stdin` spouts and `stdout` sinks go to
@@ -95,6 +126,29 @@ mod tests {
     use crate::cluster::layout::{NodePort, SupervisorInfo};
     use crate::cluster::simulation::tests::wordcount;
     use std::time::Duration;
+
+    #[test]
+    fn absurd_sizes_are_refused_before_any_plan_is_built() {
+        let sub = |text: &str, overrides: &[&str]| Submission {
+            path: "<-e>".into(),
+            text: text.into(),
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            home: None,
+        };
+        let err =
+            load_submission(&sub("stdin | split tasks=4294967294 | stdout", &[])).unwrap_err();
+        assert!(
+            err.contains("4294967") && err.contains("at most 100000"),
+            "{err}"
+        );
+        let err =
+            load_submission(&sub("stdin | stdout", &["topology.workers=4294967296"])).unwrap_err();
+        assert!(err.contains("topology.workers is 4294967296"), "{err}");
+        let err = load_submission(&sub("stdin | stdout", &["topology.acker.executors=200000"]))
+            .unwrap_err();
+        assert!(err.contains("200000 of ackers"), "{err}");
+        assert!(load_submission(&sub("stdin | split tasks=1000 | stdout", &[])).is_ok());
+    }
 
     #[test]
     fn home_runs_stdin_and_stdout_and_the_rest_round_robins_over_the_workers() {

@@ -3,7 +3,7 @@
 //! launches one worker process per assigned slot, restarts workers that die, kills workers
 //! whose slot is no longer assigned, and ends its workers when it stops.
 
-use super::layout::SupervisorInfo;
+use super::layout::{NodePort, SupervisorInfo};
 use super::nimbus::now_secs;
 use super::rpc::{self, Request, SlotWork};
 use std::collections::BTreeMap;
@@ -14,6 +14,18 @@ use std::time::{Duration, Instant};
 
 /// How often the supervisor heartbeats and looks at its assignments.
 const TICK: Duration = Duration::from_millis(100);
+/// Restart delay of a worker that died: doubled after each death in a row, up to the maximum.
+const RESTART_MIN: Duration = Duration::from_millis(500);
+const RESTART_MAX: Duration = Duration::from_secs(30);
+/// A worker that ran this long before dying was healthy: its slot's count of deaths starts over.
+const STABLE: Duration = Duration::from_secs(30);
+/// Deaths in a row after which the slot is reported to nimbus as failing.
+const REPORT_AFTER: u32 = 3;
+/// Retry delay while nimbus cannot be reached: doubled after each failure, up to the maximum
+/// (and to half the session timeout: a nimbus that comes back keeps the supervisor's session
+/// only if it hears from it within one timeout).
+const NIMBUS_RETRY_MIN: Duration = Duration::from_millis(200);
+const NIMBUS_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// What a supervisor is and where it reports.
 #[derive(Debug, Clone)]
@@ -46,17 +58,90 @@ struct Slot {
     child: Option<Child>,
     /// The worker finished its executors (exit 0): not restarted.
     finished: bool,
+    /// When the current worker was launched.
+    started: Instant,
+    /// Deaths in a row (reset by a worker that ran for [`STABLE`]).
+    deaths: u32,
+    /// When the next launch is due, after a death.
+    restart_at: Option<Instant>,
 }
 
-/// Run until `stop` is set; every worker exit is sent on `exits` if given.
+impl Slot {
+    fn new(opts: &SupervisorOptions, w: &SlotWork) -> Slot {
+        Slot {
+            topology: w.topology.clone(),
+            version: w.version,
+            child: launch(opts, &w.topology, w.port),
+            finished: false,
+            started: Instant::now(),
+            deaths: 0,
+            restart_at: None,
+        }
+    }
+}
+
+/// The delay before restarting a worker after `deaths` deaths in a row: 0.5 s, 1 s, 2 s, ...
+/// up to `RESTART_MAX`.
+pub fn restart_delay(deaths: u32) -> Duration {
+    let doublings = deaths.saturating_sub(1).min(16);
+    RESTART_MIN.saturating_mul(1 << doublings).min(RESTART_MAX)
+}
+
+/// The longest wait between two attempts to reach nimbus.
+fn retry_cap(session_timeout: Duration) -> Duration {
+    NIMBUS_RETRY_MAX
+        .min(session_timeout / 2)
+        .max(NIMBUS_RETRY_MIN)
+}
+
+/// The next retry delay after `current` failed: doubled, up to `max`.
+fn next_delay(current: Duration, max: Duration) -> Duration {
+    current.saturating_mul(2).min(max)
+}
+
+/// What came of one heartbeat.
+enum Beat {
+    /// Nimbus answered with this supervisor's assignments.
+    Work(Vec<SlotWork>),
+    /// Nimbus could not be reached, or refused for now (another live supervisor claims these
+    /// slots: this one takes over once that one is gone): try again later.
+    Retry,
+}
+
+/// Check that the slots can be served: `host` resolves and each port can be bound on it
+/// (nothing else listens there). A supervisor that cannot serve its slots would otherwise take
+/// work whose workers can only fail.
+pub fn check_slots(host: &str, ports: &[u16]) -> anyhow::Result<()> {
+    use std::net::ToSocketAddrs;
+    let addr = (host, 0)
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("--host {host}: cannot resolve it: {e}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("--host {host}: resolves to no address"))?;
+    for &port in ports {
+        let at = std::net::SocketAddr::new(addr.ip(), port);
+        std::net::TcpListener::bind(at).map_err(|e| {
+            anyhow::anyhow!(
+                "slot {host}:{port}: cannot listen on {at}: {e} (is something else using it?)"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Run until `stop` is set; every worker exit is sent on `exits` if given. Fails at once when
+/// the slots cannot be served ([`check_slots`]).
 pub fn run(
     opts: &SupervisorOptions,
     stop: &AtomicBool,
     exits: Option<crossbeam_channel::Sender<WorkerExit>>,
 ) -> anyhow::Result<()> {
+    check_slots(&opts.host, &opts.ports)?;
     let started = Instant::now();
     let mut session: Option<u64> = None;
     let mut slots: BTreeMap<u16, Slot> = BTreeMap::new();
+    let mut next_beat = Instant::now();
+    let mut retry = NIMBUS_RETRY_MIN;
     tracing::info!(
         "supervisor {}: slots {:?} on {}, nimbus {}",
         opts.id,
@@ -65,37 +150,21 @@ pub fn run(
         opts.nimbus
     );
     while !stop.load(Ordering::Relaxed) {
-        if let Some(work) = heartbeat(opts, &mut session, started) {
-            reconcile(opts, &mut slots, &work);
-        }
-        // Storm's supervisor sync: a dead worker is restarted, a finished one left alone.
-        for (port, slot) in slots.iter_mut() {
-            let Some(child) = slot.child.as_mut() else {
-                if !slot.finished {
-                    slot.child = launch(opts, &slot.topology, *port);
+        if Instant::now() >= next_beat {
+            match heartbeat(opts, &mut session, started, retry) {
+                Beat::Work(work) => {
+                    reconcile(opts, &mut slots, &work);
+                    retry = NIMBUS_RETRY_MIN;
+                    next_beat = Instant::now() + TICK;
                 }
-                continue;
-            };
-            if let Ok(Some(status)) = child.try_wait() {
-                slot.child = None;
-                if let Some(tx) = &exits {
-                    let _ = tx.send(WorkerExit {
-                        topology: slot.topology.clone(),
-                        port: *port,
-                        status,
-                    });
-                }
-                if status.success() {
-                    slot.finished = true;
-                    tracing::info!("supervisor: worker {port} of {} finished", slot.topology);
-                } else {
-                    tracing::warn!(
-                        "supervisor: worker {port} of {} died ({status}); restarting",
-                        slot.topology
-                    );
-                    slot.child = launch(opts, &slot.topology, *port);
+                Beat::Retry => {
+                    next_beat = Instant::now() + retry;
+                    retry = next_delay(retry, retry_cap(opts.session_timeout));
                 }
             }
+        }
+        for (port, slot) in slots.iter_mut() {
+            supervise(opts, *port, slot, exits.as_ref());
         }
         std::thread::sleep(TICK);
     }
@@ -108,12 +177,83 @@ pub fn run(
     Ok(())
 }
 
-/// One heartbeat; returns this supervisor's assignments when nimbus answered.
+/// Storm's supervisor sync for one slot: a finished worker is left alone, a dead one is
+/// restarted after a back-off that grows while it keeps dying, and a slot whose workers keep
+/// dying is reported to nimbus (which moves its work elsewhere).
+fn supervise(
+    opts: &SupervisorOptions,
+    port: u16,
+    slot: &mut Slot,
+    exits: Option<&crossbeam_channel::Sender<WorkerExit>>,
+) {
+    let Some(child) = slot.child.as_mut() else {
+        let due = slot.restart_at.is_none_or(|t| Instant::now() >= t);
+        if !slot.finished && due {
+            slot.child = launch(opts, &slot.topology, port);
+            slot.started = Instant::now();
+            slot.restart_at = None;
+        }
+        return;
+    };
+    let Ok(Some(status)) = child.try_wait() else {
+        return;
+    };
+    slot.child = None;
+    if let Some(tx) = exits {
+        let _ = tx.send(WorkerExit {
+            topology: slot.topology.clone(),
+            port,
+            status,
+        });
+    }
+    if status.success() {
+        slot.finished = true;
+        tracing::info!("supervisor: worker {port} of {} finished", slot.topology);
+        return;
+    }
+    slot.deaths = if slot.started.elapsed() >= STABLE {
+        1
+    } else {
+        slot.deaths + 1
+    };
+    let delay = restart_delay(slot.deaths);
+    slot.restart_at = Some(Instant::now() + delay);
+    tracing::warn!(
+        "supervisor: worker {port} of {} died ({status}); death {} in a row, restarting in {delay:?}",
+        slot.topology,
+        slot.deaths
+    );
+    if slot.deaths >= REPORT_AFTER {
+        report_failing(opts, port, slot, status);
+    }
+}
+
+/// Tell nimbus that a slot's workers keep dying.
+fn report_failing(opts: &SupervisorOptions, port: u16, slot: &Slot, status: ExitStatus) {
+    let request = Request::SlotFailing {
+        id: slot.topology.clone(),
+        slot: NodePort {
+            node: opts.id.clone(),
+            port,
+        },
+        error: format!(
+            "the worker on {}:{port} died {} times in a row (last: {status})",
+            opts.host, slot.deaths
+        ),
+    };
+    if let Err(e) = rpc::call::<serde_json::Value>(&opts.nimbus, &request) {
+        tracing::warn!("supervisor: cannot report failing slot {port} to nimbus: {e:#}");
+    }
+}
+
+/// One heartbeat (opening a session first when there is none). `retry` is the delay before
+/// the next attempt should this one fail, for the log.
 fn heartbeat(
     opts: &SupervisorOptions,
     session: &mut Option<u64>,
     started: Instant,
-) -> Option<Vec<SlotWork>> {
+    retry: Duration,
+) -> Beat {
     let s = match *session {
         Some(s) => s,
         None => {
@@ -126,8 +266,8 @@ fn heartbeat(
                     s
                 }
                 Err(e) => {
-                    tracing::warn!("supervisor: {e:#}");
-                    return None;
+                    tracing::warn!("supervisor: {e:#}; retrying in {retry:?}");
+                    return Beat::Retry;
                 }
             }
         }
@@ -143,14 +283,23 @@ fn heartbeat(
         },
     };
     match rpc::call::<Vec<SlotWork>>(&opts.nimbus, &beat) {
-        Ok(work) => Some(work),
+        Ok(work) => Beat::Work(work),
         Err(e) => {
-            if e.to_string().contains("session") {
+            let text = e.to_string();
+            if text.starts_with("slot conflict") {
+                tracing::warn!(
+                    "supervisor {}: nimbus refuses it: {text}; it gets no work, and asks again \
+                     in {retry:?}",
+                    opts.id
+                );
+                return Beat::Retry;
+            }
+            if text.contains("session") {
                 // Expired (nimbus lost us): register again with a new session.
                 *session = None;
             }
-            tracing::warn!("supervisor: heartbeat: {e:#}");
-            None
+            tracing::warn!("supervisor: heartbeat: {e:#}; retrying in {retry:?}");
+            Beat::Retry
         }
     }
 }
@@ -173,12 +322,7 @@ fn reconcile(opts: &SupervisorOptions, slots: &mut BTreeMap<u16, Slot>, work: &[
     slots.retain(|port, slot| wanted(*port, slot));
     for w in work {
         if let std::collections::btree_map::Entry::Vacant(e) = slots.entry(w.port) {
-            e.insert(Slot {
-                topology: w.topology.clone(),
-                version: w.version,
-                child: launch(opts, &w.topology, w.port),
-                finished: false,
-            });
+            e.insert(Slot::new(opts, w));
         }
     }
 }
@@ -230,4 +374,46 @@ pub fn options(nimbus: &str, host: &str, ports: Vec<u16>) -> anyhow::Result<Supe
         session_timeout: Duration::from_secs(10),
         env: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_back_off_exponentially_up_to_the_cap() {
+        let delays: Vec<u64> = (1..=9)
+            .map(|d| restart_delay(d).as_millis() as u64)
+            .collect();
+        assert_eq!(
+            delays,
+            [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
+        );
+        assert_eq!(restart_delay(u32::MAX), RESTART_MAX);
+        assert_eq!(
+            next_delay(Duration::from_secs(4), NIMBUS_RETRY_MAX),
+            NIMBUS_RETRY_MAX
+        );
+        // Nimbus hears again from a supervisor within one session timeout.
+        assert_eq!(retry_cap(Duration::from_secs(10)), Duration::from_secs(5));
+        assert_eq!(retry_cap(Duration::from_secs(4)), Duration::from_secs(2));
+        assert_eq!(retry_cap(Duration::ZERO), NIMBUS_RETRY_MIN);
+    }
+
+    #[test]
+    fn slots_that_cannot_be_served_are_refused_at_start() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let err = check_slots("127.0.0.1", &[port]).unwrap_err().to_string();
+        assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+        let err = check_slots("no-such-host.invalid", &[6700])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no-such-host.invalid: cannot resolve"),
+            "{err}"
+        );
+        drop(taken);
+        check_slots("127.0.0.1", &[port]).unwrap();
+    }
 }

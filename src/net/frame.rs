@@ -476,6 +476,29 @@ mod tests {
         }
     }
 
+    /// Found by fuzzing (`fuzz/fuzz_targets/frame.rs`): a NaN value is not equal to itself, so
+    /// a frame holding one is compared by its bytes; they must survive a round trip exactly.
+    #[test]
+    fn nan_values_round_trip_bit_for_bit() {
+        let nan = f64::from_bits(0x7ff8_0000_0000_0abc);
+        let f = Frame::Tuples {
+            task: 3,
+            tuples: vec![Tuple {
+                values: vec![Value::Float(nan), Value::Int(42)].into(),
+                source_task: 4,
+                stream: 0,
+                anchors: Default::default(),
+            }],
+        };
+        let mut once = Vec::new();
+        encode(&f, &mut once);
+        let (back, used) = decode(&once).unwrap().unwrap();
+        assert_eq!(used, once.len());
+        let mut twice = Vec::new();
+        encode(&back, &mut twice);
+        assert_eq!(once, twice);
+    }
+
     #[test]
     fn oversized_frames_are_refused() {
         let mut b = vec![0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0];

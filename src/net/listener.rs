@@ -7,10 +7,18 @@
 //! is held and that connection is not read until it drains, so the kernel buffers fill and the
 //! sending worker blocks. A connection that sends an oversized or undecodable frame, fails the
 //! handshake, or does not finish it in time is closed and logged; the worker carries on.
+//!
+//! Hostile or broken peers are bounded: a connection must deliver its handshake within the
+//! handshake timeout and its first whole frame within four, and a partial frame must keep
+//! receiving bytes; the buffers of all connections together stay under [`MAX_BUFFERED`] (a
+//! buffer grows only as bytes arrive); at `MAX_CONNECTIONS` the least recently active
+//! connection makes room for a new one; failed accepts (no file descriptors left) back off;
+//! every kind of refusal is logged at a bounded rate.
 
 use super::auth::{self, Secret, ServerHandshake};
 use super::frame::{self, HEADER_LEN};
 use super::reassembly::Reassembly;
+use crate::logging::{held_back, Throttle};
 use crossbeam_channel::{Sender, TrySendError};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -29,6 +37,23 @@ const FIRST_CONN: usize = 2;
 const MAX_CONNECTIONS: usize = 1024;
 /// Bytes read per `read` call.
 const READ_CHUNK: usize = 128 << 10;
+/// Memory all connections' partial frames may hold together; the connection whose frame would
+/// go past it is closed.
+pub const MAX_BUFFERED: usize = 128 << 20;
+/// A connection must deliver its first whole frame within this many handshake timeouts.
+const FIRST_FRAME_MARGIN: u32 = 4;
+/// A partial frame that receives no byte for this long closes its connection.
+const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often deadlines are looked at while some connection has one.
+const DEADLINE_TICK: Duration = Duration::from_millis(200);
+/// Back-off after a failed accept, doubling up to the maximum.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How often each kind of refusal may be logged.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+static LOG_CLOSED: Throttle = Throttle::new(LOG_EVERY);
+static LOG_EVICTED: Throttle = Throttle::new(LOG_EVERY);
+static LOG_ACCEPT: Throttle = Throttle::new(LOG_EVERY);
 /// Context string proving a connection is a worker link.
 pub const AUTH_CONTEXT: &str = "worker";
 
@@ -66,6 +91,25 @@ pub fn spawn(
     handshake_timeout: Duration,
     into: Sender<Vec<u8>>,
 ) -> anyhow::Result<ListenerHandle> {
+    spawn_with_cap(
+        worker,
+        addr,
+        secret,
+        handshake_timeout,
+        into,
+        MAX_CONNECTIONS,
+    )
+}
+
+/// [`spawn`] holding at most `max_connections` connections.
+fn spawn_with_cap(
+    worker: usize,
+    addr: SocketAddr,
+    secret: Option<Secret>,
+    handshake_timeout: Duration,
+    into: Sender<Vec<u8>>,
+    max_connections: usize,
+) -> anyhow::Result<ListenerHandle> {
     let listener = TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("worker {worker}: cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr()?;
@@ -84,6 +128,10 @@ pub fn spawn(
         next_token: FIRST_CONN,
         stop: stop.clone(),
         chunk: Vec::new(),
+        buffered: 0,
+        accept_backoff: ACCEPT_BACKOFF_MIN,
+        accept_retry: None,
+        max_connections,
     };
     lp.poll
         .registry()
@@ -110,6 +158,42 @@ struct Conn {
     out: Vec<u8>,
     /// Whole frames the receive channel had no room for: reading waits until they are taken.
     held: Option<Vec<u8>>,
+    /// When the connection was accepted.
+    since: Instant,
+    /// When bytes last arrived (or the connection was accepted).
+    last_read: Instant,
+    /// The peer has delivered a whole frame (authenticated peers count as such).
+    proven: bool,
+    /// The buffer capacity counted in `Loop::buffered` for this connection.
+    counted: usize,
+}
+
+impl Conn {
+    /// Why the connection should close now, if a deadline of it has passed.
+    fn overdue(&self, handshake_within: Duration) -> Option<String> {
+        let age = self.since.elapsed();
+        if self.handshake.is_some() && age > handshake_within {
+            return Some("no authentication in time".into());
+        }
+        // A peer writes as soon as it connects; the margin is for a machine under heavy load,
+        // since closing a legitimate link loses what it had in flight.
+        if !self.proven && age > handshake_within * FIRST_FRAME_MARGIN {
+            return Some("no whole frame in time".into());
+        }
+        let stalled = self.frames.pending() > 0 && self.held.is_none();
+        if stalled && self.last_read.elapsed() > STALL_TIMEOUT {
+            return Some(format!(
+                "a partial frame ({} bytes) received nothing for {STALL_TIMEOUT:?}",
+                self.frames.pending()
+            ));
+        }
+        None
+    }
+
+    /// Whether a deadline of [`Conn::overdue`] is running.
+    fn has_deadline(&self) -> bool {
+        !self.proven || (self.frames.pending() > 0 && self.held.is_none())
+    }
 }
 
 struct Loop {
@@ -124,6 +208,14 @@ struct Loop {
     stop: Arc<AtomicBool>,
     /// Read buffer, reused across reads.
     chunk: Vec<u8>,
+    /// Buffer capacity of all connections together (bounded by [`MAX_BUFFERED`]).
+    buffered: usize,
+    /// The next delay after a failed accept.
+    accept_backoff: Duration,
+    /// When to try accepting again after a failure.
+    accept_retry: Option<Instant>,
+    /// Connections held at once ([`MAX_CONNECTIONS`] but in tests).
+    max_connections: usize,
 }
 
 /// What became of a connection after some work on it.
@@ -138,11 +230,7 @@ impl Loop {
     fn run(mut self) {
         let mut events = Events::with_capacity(256);
         loop {
-            let busy = self
-                .conns
-                .values()
-                .any(|c| c.held.is_some() || c.handshake.is_some());
-            let timeout = busy.then_some(Duration::from_millis(1));
+            let timeout = self.poll_timeout();
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
@@ -167,7 +255,11 @@ impl Loop {
                     }
                 }
             }
-            // Held buffers and handshake deadlines.
+            if self.accept_retry.is_some_and(|t| Instant::now() >= t) {
+                self.accept_retry = None;
+                self.accept();
+            }
+            // Held buffers and deadlines.
             let tokens: Vec<Token> = self.conns.keys().copied().collect();
             for token in tokens {
                 self.step(token, Self::retry);
@@ -178,13 +270,59 @@ impl Loop {
         }
     }
 
+    /// How long the next poll may wait: briefly while a buffer is held or a handshake runs,
+    /// a tick while a deadline runs or an accept is to be retried, else until an event.
+    fn poll_timeout(&self) -> Option<Duration> {
+        let mut timeout = self.accept_retry.map(|_| DEADLINE_TICK);
+        for c in self.conns.values() {
+            if c.held.is_some() || c.handshake.is_some() {
+                return Some(Duration::from_millis(1));
+            }
+            if c.has_deadline() {
+                timeout = Some(DEADLINE_TICK);
+            }
+        }
+        timeout
+    }
+
+    /// Close the least recently active connection, to make room for a new one.
+    fn evict_one(&mut self) {
+        let Some(token) = self
+            .conns
+            .iter()
+            .min_by_key(|(_, c)| c.last_read)
+            .map(|(t, _)| *t)
+        else {
+            return;
+        };
+        if let Some(mut conn) = self.conns.remove(&token) {
+            if let Some(held) = LOG_EVICTED.allow() {
+                tracing::warn!(
+                    worker = self.worker,
+                    peer = %conn.peer,
+                    "{} connections open: closed the least recently active{}",
+                    self.max_connections,
+                    held_back(held)
+                );
+            }
+            self.forget(&mut conn);
+        }
+    }
+
+    /// Stop watching a closed connection and give back its buffer's share.
+    fn forget(&mut self, conn: &mut Conn) {
+        self.buffered = self.buffered.saturating_sub(conn.counted);
+        conn.counted = 0;
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+    }
+
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, peer)) => {
-                    if self.conns.len() >= MAX_CONNECTIONS {
-                        tracing::warn!(worker = self.worker, %peer, "too many connections; refused");
-                        continue;
+                    self.accept_backoff = ACCEPT_BACKOFF_MIN;
+                    if self.conns.len() >= self.max_connections {
+                        self.evict_one();
                     }
                     let token = Token(self.next_token);
                     self.next_token += 1;
@@ -206,6 +344,7 @@ impl Loop {
                         None => (None, HEADER_LEN + frame::MAX_FRAME, Vec::new()),
                     };
                     tracing::debug!(worker = self.worker, %peer, "peer connected");
+                    let now = Instant::now();
                     self.conns.insert(
                         token,
                         Conn {
@@ -215,6 +354,10 @@ impl Loop {
                             handshake,
                             out,
                             held: None,
+                            since: now,
+                            last_read: now,
+                            proven: false,
+                            counted: 0,
                         },
                     );
                     self.step(token, Self::flush);
@@ -222,7 +365,18 @@ impl Loop {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    tracing::warn!(worker = self.worker, "accept failed: {e}");
+                    // Out of file descriptors, say: the connection waits in the backlog, so
+                    // try again later rather than at once (or never: events are edge-triggered).
+                    let delay = self.accept_backoff;
+                    if let Some(held) = LOG_ACCEPT.allow() {
+                        tracing::warn!(
+                            worker = self.worker,
+                            "accept failed: {e}; retrying in {delay:?}{}",
+                            held_back(held)
+                        );
+                    }
+                    self.accept_retry = Some(Instant::now() + delay);
+                    self.accept_backoff = (delay * 2).min(ACCEPT_BACKOFF_MAX);
                     return;
                 }
             }
@@ -241,14 +395,14 @@ impl Loop {
             Outcome::Close(why) => {
                 if why.is_empty() {
                     tracing::debug!(worker = self.worker, peer = %conn.peer, "peer disconnected");
-                } else {
-                    tracing::warn!(worker = self.worker, peer = %conn.peer, "connection closed: {why}");
+                } else if let Some(held) = LOG_CLOSED.allow() {
+                    tracing::warn!(worker = self.worker, peer = %conn.peer, "connection closed: {why}{}", held_back(held));
                 }
-                let _ = self.poll.registry().deregister(&mut conn.stream);
+                self.forget(&mut conn);
             }
             Outcome::WorkerGone => {
                 self.stop.store(true, Ordering::SeqCst);
-                let _ = self.poll.registry().deregister(&mut conn.stream);
+                self.forget(&mut conn);
             }
         }
     }
@@ -287,7 +441,7 @@ impl Loop {
                         Outcome::Close(String::new())
                     };
                 }
-                Ok(n) => match self.take(conn, &chunk[..n]) {
+                Ok(n) => match self.take_within_budget(conn, &chunk[..n]) {
                     Outcome::Open => {}
                     other => return other,
                 },
@@ -297,6 +451,28 @@ impl Loop {
             }
         }
         Outcome::Open
+    }
+
+    /// [`Loop::take`], then account the connection's buffer: past [`MAX_BUFFERED`] for all
+    /// connections, the connection holding a partial frame is closed.
+    fn take_within_budget(&mut self, conn: &mut Conn, bytes: &[u8]) -> Outcome {
+        conn.last_read = Instant::now();
+        let outcome = self.take(conn, bytes);
+        let now = conn.frames.capacity();
+        self.buffered = (self.buffered + now).saturating_sub(conn.counted);
+        conn.counted = now;
+        if matches!(outcome, Outcome::Open)
+            && self.buffered > MAX_BUFFERED
+            && conn.frames.pending() > 0
+        {
+            return Outcome::Close(format!(
+                "the worker's receive buffers are full ({} MiB for all connections); \
+                 refused a partial frame of {} bytes",
+                MAX_BUFFERED >> 20,
+                conn.frames.pending()
+            ));
+        }
+        outcome
     }
 
     /// Bytes read: drive the handshake, or reassemble frames and hand them on.
@@ -314,6 +490,7 @@ impl Loop {
                 Ok(accepted) => {
                     conn.out.extend_from_slice(&accepted);
                     conn.handshake = None;
+                    conn.proven = true;
                     conn.frames.set_limit(HEADER_LEN + frame::MAX_FRAME);
                     tracing::debug!(worker = self.worker, peer = %conn.peer, "peer authenticated");
                     if let Outcome::Close(why) = self.flush(conn) {
@@ -325,7 +502,10 @@ impl Loop {
         }
         match conn.frames.push(bytes) {
             Ok(whole) if whole.is_empty() => Outcome::Open,
-            Ok(whole) => self.hand_on(conn, whole),
+            Ok(whole) => {
+                conn.proven = true;
+                self.hand_on(conn, whole)
+            }
             Err(e) => Outcome::Close(format!("bad frame: {e}")),
         }
     }
@@ -341,12 +521,10 @@ impl Loop {
         }
     }
 
-    /// Retry a held buffer (then carry on reading) and enforce the handshake deadline.
+    /// Retry a held buffer (then carry on reading) and enforce the deadlines.
     fn retry(&mut self, conn: &mut Conn) -> Outcome {
-        if let Some((_, since)) = &conn.handshake {
-            if since.elapsed() > self.handshake_timeout {
-                return Outcome::Close("no authentication in time".into());
-            }
+        if let Some(why) = conn.overdue(self.handshake_timeout) {
+            return Outcome::Close(why);
         }
         if let Some(b) = conn.held.take() {
             match self.hand_on(conn, b) {
@@ -355,5 +533,46 @@ impl Loop {
             }
         }
         Outcome::Open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// Whether the listener closed this connection (EOF or reset) within a few seconds.
+    fn closed(s: &mut std::net::TcpStream) -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        match s.read(&mut [0u8; 8]) {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() == ErrorKind::ConnectionReset,
+        }
+    }
+
+    #[test]
+    fn at_the_cap_the_least_recently_active_connection_makes_room() {
+        let (tx, rx) = crossbeam_channel::bounded(16);
+        let addr = "127.0.0.1:0".parse().unwrap();
+        let handle = spawn_with_cap(0, addr, None, Duration::from_secs(5), tx, 3).unwrap();
+        let mut eos = Vec::new();
+        frame::encode(&frame::Frame::Eos { from: 1, to: 2 }, &mut eos);
+        // Three peers, each heard from in turn: the first is then the least recently active.
+        let mut peers: Vec<std::net::TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = std::net::TcpStream::connect(handle.addr).unwrap();
+                s.write_all(&eos).unwrap();
+                rx.recv_timeout(Duration::from_secs(5)).unwrap();
+                s
+            })
+            .collect();
+        let mut newcomer = std::net::TcpStream::connect(handle.addr).unwrap();
+        assert!(closed(&mut peers[0]));
+        // The newcomer is served.
+        newcomer.write_all(&eos).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), eos);
+        // The others were left alone.
+        peers[1].write_all(&eos).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), eos);
     }
 }

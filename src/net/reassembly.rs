@@ -32,6 +32,7 @@ impl Reassembly {
     /// Append bytes read from the stream; return every whole frame now available, in one buffer
     /// (empty when there is none). An error means the stream cannot be trusted: close it.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
+        self.reserve_for(bytes.len());
         self.pending.extend_from_slice(bytes);
         let mut at = 0;
         loop {
@@ -55,6 +56,34 @@ impl Reassembly {
         let mut whole = std::mem::take(&mut self.pending);
         self.pending = whole.split_off(at);
         Ok(whole)
+    }
+
+    /// Bytes of memory held for this connection (what the buffer has room for).
+    pub fn capacity(&self) -> usize {
+        self.pending.capacity()
+    }
+
+    /// Make room for `extra` more bytes: doubling, as a `Vec` grows, but never past the end of
+    /// the frame being received (its length is known once its header is in) nor past the limit,
+    /// so a peer announcing a large frame costs memory only as its bytes arrive.
+    fn reserve_for(&mut self, extra: usize) {
+        let need = self.pending.len().saturating_add(extra);
+        if need <= self.pending.capacity() {
+            return;
+        }
+        let mut target = need.max(self.pending.capacity().saturating_mul(2));
+        if let Some(end) = self.first_frame_end() {
+            target = target.min(end.max(need));
+        }
+        target = target.min(self.limit.max(need));
+        self.pending.reserve_exact(target - self.pending.len());
+    }
+
+    /// Where the first frame held ends (header included), once its header is in.
+    fn first_frame_end(&self) -> Option<usize> {
+        let p = self.pending.get(..4)?;
+        let len = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize;
+        Some(len.saturating_add(frame::HEADER_LEN))
     }
 
     /// Take the first whole frame only (handshakes: what follows it stays pending).
@@ -136,6 +165,26 @@ mod tests {
                 prop_assert!(r.pending() < 128 + 64);
             }
         }
+    }
+
+    #[test]
+    fn memory_grows_with_the_bytes_received_never_past_the_announced_frame() {
+        let mut r = Reassembly::new(frame::HEADER_LEN + frame::MAX_FRAME);
+        // A control frame announcing 59 MiB, of which 1 MiB arrives in 64 KiB reads.
+        let announced = 59 << 20;
+        let mut header = (announced as u32).to_be_bytes().to_vec();
+        header.extend_from_slice(&[16, 0, 0, 0, 0]);
+        r.push(&header).unwrap();
+        let chunk = vec![7u8; 64 << 10];
+        for _ in 0..16 {
+            assert!(r.push(&chunk).unwrap().is_empty());
+        }
+        assert!(r.capacity() <= 2 * ((1 << 20) + 9), "{}", r.capacity());
+        // Then the rest: the buffer ends exactly at the frame's size, not at a power of two.
+        let rest = vec![7u8; announced - (1 << 20)];
+        let whole = r.push(&rest).unwrap();
+        assert_eq!(whole.len(), announced + frame::HEADER_LEN);
+        assert!(whole.capacity() <= announced + frame::HEADER_LEN + (64 << 10));
     }
 
     #[test]

@@ -72,13 +72,24 @@ pub fn is_flux(tree: &Spanned<RawValue>) -> bool {
 
 /// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`.
 pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
+    read_topology_of(tree, None, base_dir, props)
+}
+
+/// [`read_topology`] knowing the file's own text, so an include that leads back to the file
+/// is reported as a cycle.
+pub fn read_topology_of(
+    tree: &Spanned<RawValue>,
+    text: Option<&str>,
+    base_dir: &Path,
+    props: &Properties,
+) -> RawTopology {
     let mut raw = read_one(tree);
     let Some(includes) = tree.value.get("includes") else {
         return raw;
     };
     let mut r = Reader::default();
     for inc in r.list(includes, "`includes`").to_vec() {
-        include::include(&mut r, &mut raw, &inc, base_dir, props);
+        include::include(&mut r, &mut raw, &inc, (text, base_dir), props);
     }
     raw.diagnostics.extend(r.diagnostics);
     raw

@@ -45,6 +45,38 @@ pub enum LoadError {
 /// Files larger than this are refused before reading (a topology is a few kilobytes).
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// What [`read_bounded`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Bounded {
+    /// All of it, within the limit.
+    Whole(Vec<u8>),
+    /// More than the limit (only the limit and one byte were read).
+    TooLarge,
+}
+
+/// Read a file, but never more than `limit` bytes: devices (`/dev/zero`), pipes and files that
+/// grow while read have no trustworthy size, so the read itself is cut off.
+pub fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Bounded> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(if bytes.len() as u64 > limit {
+        Bounded::TooLarge
+    } else {
+        Bounded::Whole(bytes)
+    })
+}
+
+/// [`read_bounded`] with [`MAX_FILE_BYTES`], as UTF-8 text; the error is one phrase
+/// (`too large ...`, the I/O error, `not UTF-8 text`).
+pub fn read_text_bounded(path: &Path) -> Result<String, String> {
+    match read_bounded(path, MAX_FILE_BYTES).map_err(|e| e.to_string())? {
+        Bounded::Whole(b) => String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()),
+        Bounded::TooLarge => Err(format!("larger than the limit of {MAX_FILE_BYTES} bytes")),
+    }
+}
+
 /// Read, parse and validate a topology file (format chosen by extension and content).
 ///
 /// `.storm` files are the DSL; anything else is YAML, read as Flux when it names JVM classes
@@ -129,14 +161,20 @@ fn read_text(path: &Path) -> Result<String, LoadError> {
             "{shown}: is a directory, not a topology file"
         )));
     }
+    let too_large = |size: String| {
+        LoadError::Unreadable(format!(
+            "{shown}: too large for a topology file ({size}; the limit is {MAX_FILE_BYTES} bytes)"
+        ))
+    };
     if meta.len() > MAX_FILE_BYTES {
-        return Err(LoadError::Unreadable(format!(
-            "{shown}: too large for a topology file ({} bytes; the limit is {MAX_FILE_BYTES})",
-            meta.len()
-        )));
+        return Err(too_large(format!("{} bytes", meta.len())));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| LoadError::Unreadable(format!("{shown}: cannot read: {e}")))?;
+    let bytes = match read_bounded(path, MAX_FILE_BYTES) {
+        Ok(Bounded::Whole(b)) => b,
+        // A device or pipe reports no size: it is cut off at the limit instead.
+        Ok(Bounded::TooLarge) => return Err(too_large("more than the limit".into())),
+        Err(e) => return Err(LoadError::Unreadable(format!("{shown}: cannot read: {e}"))),
+    };
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(LoadError::Unreadable(format!(
             "{shown}: empty file (a topology needs at least a name and a spout)"
@@ -178,7 +216,7 @@ pub fn parse_yaml(text: &str, base_dir: &Path, opts: &LoadOptions) -> raw::RawTo
         None => flux::Properties::default(),
     };
     flux::substitute(&mut tree, &props, &mut diagnostics);
-    let mut raw = flux::read_topology(&tree, base_dir, &props);
+    let mut raw = flux::read_topology_of(&tree, Some(text), base_dir, &props);
     raw.diagnostics.extend(diagnostics);
     raw
 }

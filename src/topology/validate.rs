@@ -45,6 +45,12 @@ pub fn validate(
         declared: HashMap::new(),
     };
     let name = v.name(&raw);
+    if raw.spouts.is_empty() && raw.bolts.is_empty() {
+        // Nothing to run: say so where the topology is named (or at the top of the file).
+        let at = raw.name.as_ref().map_or(Span::new(0, 0), |n| n.span);
+        v.error("the topology has no spouts or bolts", at).help =
+            Some("a topology needs at least one spout (`spouts:`)".into());
+    }
     let config = v.config(&raw);
     let mut components = Vec::new();
     for (kind, list) in [

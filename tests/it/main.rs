@@ -3,9 +3,11 @@
 mod acking;
 mod cli;
 mod cluster;
+mod cluster_hardening;
 mod config;
 mod cookbook;
 mod flux;
+mod input_limits;
 mod multilang;
 mod multilang_runs;
 mod net;

@@ -13,7 +13,7 @@ pub(super) fn include(
     r: &mut Reader,
     raw: &mut RawTopology,
     inc: &Spanned<RawValue>,
-    base: &Path,
+    (root_text, base): (Option<&str>, &Path),
     props: &Properties,
 ) {
     if matches!(
@@ -35,7 +35,7 @@ pub(super) fn include(
         return;
     };
     let path = base.join(&file.value);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::topology::read_text_bounded(&path) {
         Ok(t) => t,
         Err(e) => {
             r.error(
@@ -58,6 +58,13 @@ pub(super) fn include(
             return;
         }
     };
+    if let Some(why) = cycle(root_text, &path, &text, &tree) {
+        r.diagnostics.push(
+            Diagnostic::error(format!("include cycle: {why}"), file.span)
+                .with_help("an included file must not include its includer or itself"),
+        );
+        return;
+    }
     respan(&mut tree, file.span);
     substitute(&mut tree, props, &mut r.diagnostics);
     let included = if is_flux(&tree) {
@@ -70,6 +77,44 @@ pub(super) fn include(
         Some(RawValue::Bool(true))
     );
     merge(raw, included, over);
+}
+
+/// Why including `path` (its `text` parsed into `tree`) from the file whose text is `root_text`
+/// (when known) would go round in a circle: it is that file, or one of its own includes is
+/// that file or itself. Nested includes are otherwise not followed (one level deep).
+fn cycle(
+    root_text: Option<&str>,
+    path: &Path,
+    text: &str,
+    tree: &Spanned<RawValue>,
+) -> Option<String> {
+    if root_text == Some(text) {
+        return Some(format!("{} is the including file itself", path.display()));
+    }
+    let nested = match tree.value.get("includes").map(|v| &v.value) {
+        Some(RawValue::List(items)) => items.as_slice(),
+        _ => &[],
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let me = std::fs::canonicalize(path).ok();
+    for item in nested {
+        let Some(name) = item.value.get("file").and_then(|f| f.value.as_str()) else {
+            continue;
+        };
+        let next = dir.join(name);
+        let back = root_text
+            .is_some_and(|root| crate::topology::read_text_bounded(&next).is_ok_and(|t| t == root));
+        let itself = me.is_some() && std::fs::canonicalize(&next).ok() == me;
+        if back || itself {
+            let target = if back { "the including file" } else { "itself" };
+            return Some(format!(
+                "{} includes {} ({target})",
+                path.display(),
+                next.display()
+            ));
+        }
+    }
+    None
 }
 
 fn merge(raw: &mut RawTopology, inc: RawTopology, over: bool) {

@@ -17,7 +17,7 @@ pub struct Properties {
 impl Properties {
     /// Read a Java-style properties file (`key=value` or `key: value`, `#`/`!` comments).
     pub fn read(path: &Path) -> Result<Properties, String> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::topology::read_text_bounded(path)
             .map_err(|e| format!("{}: cannot read the --filter file: {e}", path.display()))?;
         let values = text
             .lines()
