@@ -304,7 +304,7 @@ pub fn start(
                 }),
             };
             let router = Router::new(&topology, &plan, component_id, task, &local_tasks);
-            let emitter = Emitter::new(task, router, st, component_id.to_string(), u64::from(task));
+            let emitter = Emitter::new(task, router, st, component_id.to_string(), task_seed(task));
             (ctx, emitter)
         };
         let outbox = Outbox::new(tables[w].clone());
@@ -385,6 +385,13 @@ pub fn start(
         started: Instant::now(),
         done,
     })
+}
+
+/// The seed of a task's root and edge ids: fresh entropy on every start. Seeding from the task
+/// id alone made a restarted task draw the same ids again, so it could reuse the root of a
+/// tree an acker still held and corrupt that tree's XOR (Storm's ids are random too).
+pub(crate) fn task_seed(task: u32) -> u64 {
+    rand::random::<u64>() ^ u64::from(task)
 }
 
 fn spawn_named(
@@ -537,5 +544,28 @@ impl Running {
             });
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::RngCore;
+
+    /// The first ids task 2 of a word count draws, started as the runtime starts it.
+    fn first_ids_of_a_start() -> Vec<u64> {
+        let topology = crate::cluster::simulation::tests::wordcount(&[]);
+        let plan = Plan::new(&topology);
+        let router = Router::new(&topology, &plan, "count", 2, &[2]);
+        let stats = Arc::new(TaskStats::default());
+        let mut em = Emitter::new(2, router, stats, "count".into(), task_seed(2));
+        (0..4).map(|_| em.rng.next_u64()).collect()
+    }
+
+    /// A restarted task must not draw the root and edge ids it drew before: the acker may
+    /// still hold trees with those roots.
+    #[test]
+    fn two_starts_of_the_same_task_draw_different_ids() {
+        assert_ne!(first_ids_of_a_start(), first_ids_of_a_start());
     }
 }
