@@ -1,0 +1,247 @@
+//! Faults in `storm run`, with real processes and signals: worker processes SIGKILLed or
+//! SIGSTOPped mid-run are replaced and the counts stay exact, nothing outlives the run on any
+//! exit path, a failed write to stdout fails the run, impossible sizes are rejected, a
+//! panicking executor fails the run, and end-of-input survives a broken connection.
+
+use crate::run::{expected_counts, messy_text, parse_counts};
+use assert_cmd::cargo::CommandCargoExt;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Generous bound on every wait: a hang fails the test instead of blocking it.
+const WAIT: Duration = Duration::from_secs(90);
+
+/// `storm` with an empty configuration folder, no cluster secret, no log level.
+fn storm(conf: &Path) -> Command {
+    let mut c = Command::cargo_bin("storm").expect("the storm binary");
+    c.env("STORM_CONF_DIR", conf)
+        .env_remove("STORM_CLUSTER_SECRET")
+        .env_remove("STORM_LOG");
+    c
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+/// Poll `f` until it gives a value; fails the test after `WAIT`.
+fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The `storm worker` children of process `parent`, with their `--slot`.
+fn workers_of(parent: u32) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let Some((ppid, state)) = stat_of(pid) else {
+            continue;
+        };
+        if ppid != parent || state == 'Z' {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.get(1).map(String::as_str) != Some("worker") {
+            continue;
+        }
+        if let Some(i) = args.iter().position(|a| a == "--slot") {
+            out.push((pid, args.get(i + 1).cloned().unwrap_or_default()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Parent pid and state letter of a process, from `/proc/PID/stat`.
+fn stat_of(pid: u32) -> Option<(u32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// Whether a process has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: u32) -> bool {
+    stat_of(pid).is_none_or(|(_, state)| state == 'Z' || state == 'X')
+}
+
+/// The `storm-run-*` folders left in `tmp`.
+fn leftovers(tmp: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(tmp)
+        .expect("the temporary folder")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("storm-run-"))
+        })
+        .collect()
+}
+
+/// A `storm run` under test: stdin and stdout piped, stderr captured; SIGKILLed if the test
+/// fails before it ends.
+struct Run {
+    child: Option<Child>,
+    _conf: tempfile::TempDir,
+    tmp: tempfile::TempDir,
+}
+
+impl Run {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Run {
+        let conf = tempfile::tempdir().expect("tempdir");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let child = storm(conf.path())
+            .args(args)
+            .envs(env.iter().copied())
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start storm run");
+        Run {
+            child: Some(child),
+            _conf: conf,
+            tmp,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("the run is still ours")
+    }
+
+    /// Its worker processes, once there are `n`.
+    fn workers(&self, n: usize) -> Vec<(u32, String)> {
+        eventually(&format!("{n} worker processes"), || {
+            let w = workers_of(self.pid());
+            (w.len() == n).then_some(w)
+        })
+    }
+
+    /// Write to its stdin (kept open).
+    fn write(&mut self, bytes: &[u8]) {
+        let stdin = self.child().stdin.as_mut().expect("stdin is piped");
+        stdin.write_all(bytes).expect("write stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
+    /// Close stdin and collect the end of the run (bounded by `WAIT`).
+    fn finish(&mut self) -> Output {
+        drop(self.child().stdin.take());
+        let child = self.child.take().expect("the run is still ours");
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(WAIT) {
+            Ok(out) => out.expect("wait for storm run"),
+            Err(_) => {
+                signal(pid, "-KILL");
+                panic!("storm run did not end within {WAIT:?}");
+            }
+        }
+    }
+
+    /// Wait for it to end without closing its pipes; the exit code.
+    fn wait(&mut self) -> Option<i32> {
+        let child = self.child();
+        let status = eventually("storm run to end", || child.try_wait().ok().flatten());
+        status.code()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The worker processes of a run have all ended, and its temporary folder is gone.
+fn assert_nothing_left(workers: &[(u32, String)], tmp: &Path) {
+    for (pid, slot) in workers {
+        eventually(&format!("worker {pid} ({slot}) to end"), || {
+            ended(*pid).then_some(())
+        });
+    }
+    assert_eq!(leftovers(tmp), Vec::<PathBuf>::new());
+}
+
+const WORDCOUNT: &str = "topologies/wordcount.yaml";
+
+/// Standard output on a full device: one clear error, exit 1, in local and --processes modes.
+#[test]
+fn a_full_stdout_fails_the_run_with_one_error() {
+    let text = messy_text(400_000, 9);
+    for extra in [&[][..], &["--processes", "--workers", "2"][..]] {
+        let conf = tempfile::tempdir().expect("tempdir");
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let mut child = storm(conf.path())
+            .args(["run", WORDCOUNT, "--quiet"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start storm run");
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let text = text.clone();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&text);
+        });
+        let out = child.wait_with_output().expect("wait for storm run");
+        let _ = writer.join();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        let errors: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("error") || l.contains("No space left"))
+            .collect();
+        assert_eq!(
+            errors,
+            ["error: component `print`: cannot write to standard output: No space left on device (os error 28)"],
+            "{extra:?}: {err}"
+        );
+    }
+}
