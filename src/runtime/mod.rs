@@ -400,10 +400,29 @@ fn spawn_named(
     f: impl FnOnce() -> anyhow::Result<ExecutorReport> + Send + 'static,
 ) -> std::io::Result<JoinHandle<anyhow::Result<ExecutorReport>>> {
     std::thread::Builder::new().name(name).spawn(move || {
-        let r = f();
-        let _ = done.send(());
-        r
+        // Signals on the way out even when `f` panics: `wait` then joins the thread and fails
+        // the run instead of waiting for a signal that never comes.
+        let _signal = SignalOnExit(done);
+        f()
     })
+}
+
+/// Tells `Running::wait` that an executor thread is ending, however it ends.
+struct SignalOnExit(crossbeam_channel::Sender<()>);
+
+impl Drop for SignalOnExit {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// The message of a panic, as the executor thread's join hands it back.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 impl Running {
@@ -442,7 +461,10 @@ impl Running {
                                 .merge(&report.complete_latency);
                         }
                         Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
-                        Err(_) => anyhow::bail!("component `{component}` crashed"),
+                        Err(p) => anyhow::bail!(
+                            "component `{component}` crashed: {}",
+                            panic_message(p.as_ref())
+                        ),
                     }
                 } else {
                     i += 1;

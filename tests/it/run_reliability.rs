@@ -245,3 +245,74 @@ fn a_full_stdout_fails_the_run_with_one_error() {
         );
     }
 }
+
+/// Task ids are 32-bit and every executor is a thread: sizes past the limits are located
+/// errors that state the limit.
+#[test]
+fn sizes_past_the_limits_are_rejected_with_the_limit() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, &[&str]); 4] = [
+        ("stdin | split tasks=4294967295 | stdout", &[]),
+        ("stdin | split tasks=4294967294 | stdout", &[]),
+        ("stdin | split x2000 | stdout", &[]),
+        (
+            "stdin | split tasks=4000 | count(word) tasks=4000 | a = split tasks=4000 | b = split tasks=4000 | c = split tasks=4000 | stdout",
+            &[],
+        ),
+    ];
+    let mut report = String::new();
+    for (text, extra) in cases {
+        let out = storm(conf.path())
+            .args(["validate", "-e", text])
+            .args(extra)
+            .output()
+            .expect("run validate");
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        report.push_str(&format!(
+            "$ storm validate -e '{text}'\n{}\n",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let out = storm(conf.path())
+        .args([
+            "validate",
+            "-e",
+            "stdin | stdout",
+            "-c",
+            "topology.workers=100000",
+        ])
+        .output()
+        .expect("run validate");
+    assert_eq!(out.status.code(), Some(1));
+    report.push_str(&format!(
+        "$ storm validate -e 'stdin | stdout' -c topology.workers=100000\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    ));
+    insta::assert_snapshot!(report);
+}
+
+/// A panic in an executor thread fails the run at once, naming the component, in local and
+/// --processes modes (the chaos bolt's hidden `panic_after` is the panic).
+#[test]
+fn a_panicking_executor_fails_the_run() {
+    for extra in [&[][..], &["--processes", "--workers", "2"][..]] {
+        let conf = tempfile::tempdir().expect("tempdir");
+        let out = assert_cmd::Command::from_std(storm(conf.path()))
+            .args([
+                "run",
+                "-e",
+                "generate(count=100000) | chaos(panic_after=10) | discard",
+                "--quiet",
+            ])
+            .args(extra)
+            .timeout(WAIT)
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains("component `chaos` crashed: chaos: panic_after reached"),
+            "{extra:?}: {err}"
+        );
+    }
+}
