@@ -322,7 +322,7 @@ pub fn start(
                     ctx,
                     emitter,
                     eos_expected: 0,
-                    eos_seen: 0,
+                    eos_seen: Default::default(),
                     finished: false,
                 });
             }
@@ -353,7 +353,7 @@ pub fn start(
                     ctx,
                     emitter,
                     eos_expected: eos_expected[task as usize],
-                    eos_seen: 0,
+                    eos_seen: Default::default(),
                     finished: false,
                 });
             }

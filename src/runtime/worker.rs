@@ -11,7 +11,13 @@ use std::collections::VecDeque;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// Bytes of encoded frames the transfer thread gathers for one destination before it sends
+/// them. With the link's queue of buffers this bounds, in bytes, what waits between workers.
+pub const TRANSFER_BATCH_BYTES: usize = 1 << 20;
+
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
+/// End-of-input markers go out as lasting buffers of their own, after the tuples gathered with
+/// them, so a link that reconnects can send them again.
 pub fn spawn_transfer(
     worker: usize,
     transfers: Receiver<Transfer>,
@@ -21,33 +27,54 @@ pub fn spawn_transfer(
         .name(format!("worker-{worker}-transfer"))
         .spawn(move || {
             let mut buffers: Vec<Vec<u8>> = links.iter().map(|_| Vec::new()).collect();
+            let mut lasting: Vec<Vec<u8>> = links.iter().map(|_| Vec::new()).collect();
             while let Ok(first) = transfers.recv() {
                 // Batch whatever is queued into one buffer per destination worker.
                 let mut next = Some(first);
                 while let Some(t) = next {
-                    if let Some(buf) = buffers.get_mut(t.worker) {
-                        encode_message(t.message, buf);
+                    let Transfer {
+                        worker: to,
+                        message,
+                    } = t;
+                    let into = if matches!(message, Message::Eos { .. }) {
+                        lasting.get_mut(to)
+                    } else {
+                        buffers.get_mut(to)
+                    };
+                    if let Some(buf) = into {
+                        encode_message(message, buf);
                     }
                     // Check the size before taking the next message: one taken and then left
                     // behind by the `break` would be lost.
-                    if buffers.iter().any(|b| b.len() > 1 << 20) {
+                    if buffers.iter().any(|b| b.len() >= TRANSFER_BATCH_BYTES) {
                         break;
                     }
                     next = transfers.try_recv().ok();
                 }
-                for (w, buf) in buffers.iter_mut().enumerate() {
-                    if buf.is_empty() {
+                for w in 0..links.len() {
+                    let Some(Some(link)) = links.get(w) else {
                         continue;
-                    }
-                    let out = std::mem::take(buf);
-                    if let Some(Some(link)) = links.get(w) {
-                        if let Err(e) = link.send(out) {
-                            tracing::warn!(worker, peer = w, "transfer failed: {e:#}");
-                        }
-                    }
+                    };
+                    send_taken(worker, w, &mut buffers[w], |b| link.send(b));
+                    send_taken(worker, w, &mut lasting[w], |b| link.send_lasting(b));
                 }
             }
         })
+}
+
+/// Send what `buf` holds, if anything, leaving it empty.
+fn send_taken(
+    worker: usize,
+    peer: usize,
+    buf: &mut Vec<u8>,
+    send: impl FnOnce(Vec<u8>) -> anyhow::Result<()>,
+) {
+    if buf.is_empty() {
+        return;
+    }
+    if let Err(e) = send(std::mem::take(buf)) {
+        tracing::warn!(worker, peer, "transfer failed: {e:#}");
+    }
 }
 
 fn encode_message(msg: Message, buf: &mut Vec<u8>) {

@@ -316,3 +316,23 @@ fn a_panicking_executor_fails_the_run() {
         );
     }
 }
+
+/// Each link of every process loses its first end-of-input buffer with its connection (a
+/// test hook in the real transport): the markers are sent again on reconnecting, and the
+/// bounded run still ends with exact counts.
+#[test]
+fn end_of_input_survives_a_broken_connection() {
+    let text = messy_text(60_000, 13);
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = assert_cmd::Command::from_std(storm(conf.path()))
+        .args(["run", WORDCOUNT, "--processes", "--workers", "2", "--quiet"])
+        .env("STORM_TEST_LOSE_FIRST_EOS", "1")
+        .write_stdin(text.clone())
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert_success(&out);
+    assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lost with its connection"), "{err}");
+}
