@@ -207,6 +207,185 @@ fn assert_nothing_left(workers: &[(u32, String)], tmp: &Path) {
 
 const WORDCOUNT: &str = "topologies/wordcount.yaml";
 
+/// SIGKILL a worker process while the run waits for input: the supervisor starts it again in
+/// its slot, and the run counts every word of the input exactly.
+#[test]
+fn a_sigkilled_worker_process_is_replaced_and_every_word_is_counted() {
+    let text = messy_text(60_000, 3);
+    let mut run = Run::start(
+        &["run", WORDCOUNT, "--processes", "--workers", "3", "--quiet"],
+        &[],
+    );
+    let (victim, slot) = run.workers(3)[0].clone();
+    signal(victim, "-KILL");
+    eventually("a new worker in the killed one's slot", || {
+        workers_of(run.pid())
+            .iter()
+            .any(|(pid, s)| *s == slot && *pid != victim)
+            .then_some(())
+    });
+    run.write(&text);
+    let out = run.finish();
+    assert_success(&out);
+    assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
+}
+
+/// SIGKILL a worker process with tuples in flight: what it held times out and is replayed, so
+/// every input word reaches the output (at least once: acking is at-least-once).
+#[test]
+fn a_worker_process_sigkilled_mid_run_loses_no_input() {
+    let lines: Vec<String> = (0..6000).map(|i| format!("w{i} v{i}\n")).collect();
+    let mut run = Run::start(
+        &[
+            "run",
+            "-e",
+            "stdin | split x2 | stdout",
+            "--processes",
+            "--workers",
+            "2",
+            "--quiet",
+            "-c",
+            "topology.message.timeout.secs=2",
+        ],
+        &[],
+    );
+    let (victim, _) = run.workers(2)[0].clone();
+    run.write(lines[..3000].concat().as_bytes());
+    signal(victim, "-KILL");
+    run.write(lines[3000..].concat().as_bytes());
+    let out = run.finish();
+    assert_success(&out);
+    let seen: std::collections::BTreeSet<&str> = std::str::from_utf8(&out.stdout)
+        .expect("UTF-8 output")
+        .lines()
+        .collect();
+    let missing: Vec<String> = (0..6000)
+        .flat_map(|i| [format!("w{i}"), format!("v{i}")])
+        .filter(|w| !seen.contains(w.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} words lost: {missing:?}",
+        missing.len()
+    );
+}
+
+/// SIGSTOP a worker process: its heartbeats stop, and after `nimbus.task.timeout.secs` it is
+/// killed and replaced; the run then counts every word exactly.
+#[test]
+fn a_stopped_worker_process_is_killed_for_its_missing_heartbeats_and_replaced() {
+    let text = messy_text(60_000, 5);
+    let mut run = Run::start(
+        &[
+            "run",
+            WORDCOUNT,
+            "--processes",
+            "--workers",
+            "3",
+            "--quiet",
+            "-c",
+            "nimbus.task.timeout.secs=2",
+        ],
+        &[],
+    );
+    let (victim, slot) = run.workers(3)[1].clone();
+    signal(victim, "-STOP");
+    eventually("a new worker in the stopped one's slot", || {
+        workers_of(run.pid())
+            .iter()
+            .any(|(pid, s)| *s == slot && *pid != victim)
+            .then_some(())
+    });
+    eventually("the stopped worker to be killed", || {
+        ended(victim).then_some(())
+    });
+    run.write(&text);
+    let out = run.finish();
+    assert_success(&out);
+    assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missed its heartbeats for 2s"), "{err}");
+}
+
+#[test]
+fn nothing_outlives_a_run_that_ends_normally() {
+    let mut run = Run::start(&["run", WORDCOUNT, "--processes", "--quiet"], &[]);
+    let workers = run.workers(1);
+    run.write(b"a b a\n");
+    let out = run.finish();
+    assert_success(&out);
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    assert_eq!(lines, ["a\t2", "b\t1"]);
+    assert_nothing_left(&workers, run.tmp.path());
+}
+
+/// `storm run --processes ... | head -1`: the reader goes away, the run ends quietly, and
+/// neither its workers nor its folder remain.
+#[test]
+fn nothing_outlives_a_run_whose_output_is_closed() {
+    let mut run = Run::start(
+        &[
+            "run",
+            "-e",
+            "generate | stdout",
+            "--processes",
+            "--workers",
+            "2",
+            "--quiet",
+        ],
+        &[],
+    );
+    let workers = run.workers(2);
+    let stdout = run.child().stdout.take().expect("stdout is piped");
+    let mut first = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("one line");
+    assert!(!first.is_empty());
+    // The reader is gone now (as `head -1` exits).
+    assert_eq!(run.wait(), Some(0));
+    assert_nothing_left(&workers, run.tmp.path());
+}
+
+/// A second Ctrl-C while a run drains (here it cannot: a worker is stopped) exits 130 at once,
+/// taking every worker, the stopped one too, and the folder with it.
+#[test]
+fn nothing_outlives_a_run_ended_by_a_second_interrupt() {
+    let mut run = Run::start(
+        &["run", WORDCOUNT, "--processes", "--workers", "2", "--quiet"],
+        &[],
+    );
+    let workers = run.workers(2);
+    signal(workers[0].0, "-STOP");
+    run.write(b"a b c\n");
+    signal(run.pid(), "-INT");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(run.pid(), "-INT");
+    assert_eq!(run.wait(), Some(130));
+    assert_nothing_left(&workers, run.tmp.path());
+}
+
+/// Even a SIGKILLed run takes its workers with it (they die with their parent).
+#[test]
+fn worker_processes_die_with_a_killed_run() {
+    let mut run = Run::start(
+        &["run", WORDCOUNT, "--processes", "--workers", "2", "--quiet"],
+        &[],
+    );
+    let workers = run.workers(2);
+    signal(run.pid(), "-KILL");
+    let _ = run.wait();
+    for (pid, _) in &workers {
+        eventually(&format!("worker {pid} to end"), || {
+            ended(*pid).then_some(())
+        });
+    }
+}
+
 /// Standard output on a full device: one clear error, exit 1, in local and --processes modes.
 #[test]
 fn a_full_stdout_fails_the_run_with_one_error() {
