@@ -40,7 +40,18 @@ impl Drop for Cleanup {
         if let Some(n) = &self.nimbus {
             n.stop.store(true, Ordering::Relaxed);
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove_run_dir(&self.dir);
+    }
+}
+
+/// Remove the run's temporary folder. Nimbus may be saving its tree into it at that moment
+/// (a file appearing while the folder is emptied): a few more tries then.
+fn remove_run_dir(dir: &std::path::Path) {
+    for _ in 0..20 {
+        if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
     }
 }
 
@@ -196,7 +207,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 while !supervisor_done.load(Ordering::Relaxed) && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                let _ = std::fs::remove_dir_all(&dir);
+                remove_run_dir(&dir);
                 std::process::exit(1);
             })?;
     }
@@ -244,7 +255,7 @@ fn drain_on_signals(dir: PathBuf) -> anyhow::Result<Arc<AtomicBool>> {
                 if n == 0 {
                     first.store(true, Ordering::Relaxed);
                 } else {
-                    let _ = std::fs::remove_dir_all(&dir);
+                    remove_run_dir(&dir);
                     std::process::exit(130);
                 }
             }

@@ -100,29 +100,49 @@ fn leftovers(tmp: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// A `storm run` under test: stdin and stdout piped, stderr captured; SIGKILLed if the test
+/// A `storm run` under test: stdin piped; stdout and stderr read by threads from the start
+/// (so a large output never blocks the run while the test writes); SIGKILLed if the test
 /// fails before it ends.
 struct Run {
     child: Option<Child>,
+    stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
     _conf: tempfile::TempDir,
     tmp: tempfile::TempDir,
 }
 
+/// Read a pipe to its end on a thread of its own.
+fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
 impl Run {
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Run {
+    /// Start `storm ARGS`; with `read_stdout` false the test reads stdout itself.
+    fn start(args: &[&str], read_stdout: bool) -> Run {
         let conf = tempfile::tempdir().expect("tempdir");
         let tmp = tempfile::tempdir().expect("tempdir");
-        let child = storm(conf.path())
+        let mut child = storm(conf.path())
             .args(args)
-            .envs(env.iter().copied())
             .env("TMPDIR", tmp.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start storm run");
+        let stdout = if read_stdout {
+            child.stdout.take().map(drain)
+        } else {
+            None
+        };
+        let stderr = child.stderr.take().map(drain);
         Run {
             child: Some(child),
+            stdout,
+            stderr,
             _conf: conf,
             tmp,
         }
@@ -154,26 +174,26 @@ impl Run {
     /// Close stdin and collect the end of the run (bounded by `WAIT`).
     fn finish(&mut self) -> Output {
         drop(self.child().stdin.take());
-        let child = self.child.take().expect("the run is still ours");
-        let pid = child.id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        match rx.recv_timeout(WAIT) {
-            Ok(out) => out.expect("wait for storm run"),
-            Err(_) => {
-                signal(pid, "-KILL");
-                panic!("storm run did not end within {WAIT:?}");
-            }
+        let status = self.wait_status();
+        let collect = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            h.map(|h| h.join().expect("pipe reader"))
+                .unwrap_or_default()
+        };
+        Output {
+            status,
+            stdout: collect(self.stdout.take()),
+            stderr: collect(self.stderr.take()),
         }
+    }
+
+    fn wait_status(&mut self) -> std::process::ExitStatus {
+        let child = self.child();
+        eventually("storm run to end", || child.try_wait().ok().flatten())
     }
 
     /// Wait for it to end without closing its pipes; the exit code.
     fn wait(&mut self) -> Option<i32> {
-        let child = self.child();
-        let status = eventually("storm run to end", || child.try_wait().ok().flatten());
-        status.code()
+        self.wait_status().code()
     }
 }
 
@@ -214,7 +234,7 @@ fn a_sigkilled_worker_process_is_replaced_and_every_word_is_counted() {
     let text = messy_text(60_000, 3);
     let mut run = Run::start(
         &["run", WORDCOUNT, "--processes", "--workers", "3", "--quiet"],
-        &[],
+        true,
     );
     let (victim, slot) = run.workers(3)[0].clone();
     signal(victim, "-KILL");
@@ -234,7 +254,8 @@ fn a_sigkilled_worker_process_is_replaced_and_every_word_is_counted() {
 /// every input word reaches the output (at least once: acking is at-least-once).
 #[test]
 fn a_worker_process_sigkilled_mid_run_loses_no_input() {
-    let lines: Vec<String> = (0..6000).map(|i| format!("w{i} v{i}\n")).collect();
+    let n = 12_000;
+    let lines: Vec<String> = (0..n).map(|i| format!("w{i} v{i}\n")).collect();
     let mut run = Run::start(
         &[
             "run",
@@ -247,19 +268,19 @@ fn a_worker_process_sigkilled_mid_run_loses_no_input() {
             "-c",
             "topology.message.timeout.secs=2",
         ],
-        &[],
+        true,
     );
     let (victim, _) = run.workers(2)[0].clone();
-    run.write(lines[..3000].concat().as_bytes());
+    run.write(lines[..n / 2].concat().as_bytes());
     signal(victim, "-KILL");
-    run.write(lines[3000..].concat().as_bytes());
+    run.write(lines[n / 2..].concat().as_bytes());
     let out = run.finish();
     assert_success(&out);
     let seen: std::collections::BTreeSet<&str> = std::str::from_utf8(&out.stdout)
         .expect("UTF-8 output")
         .lines()
         .collect();
-    let missing: Vec<String> = (0..6000)
+    let missing: Vec<String> = (0..n)
         .flat_map(|i| [format!("w{i}"), format!("v{i}")])
         .filter(|w| !seen.contains(w.as_str()))
         .collect();
@@ -286,7 +307,7 @@ fn a_stopped_worker_process_is_killed_for_its_missing_heartbeats_and_replaced() 
             "-c",
             "nimbus.task.timeout.secs=2",
         ],
-        &[],
+        true,
     );
     let (victim, slot) = run.workers(3)[1].clone();
     signal(victim, "-STOP");
@@ -309,7 +330,7 @@ fn a_stopped_worker_process_is_killed_for_its_missing_heartbeats_and_replaced() 
 
 #[test]
 fn nothing_outlives_a_run_that_ends_normally() {
-    let mut run = Run::start(&["run", WORDCOUNT, "--processes", "--quiet"], &[]);
+    let mut run = Run::start(&["run", WORDCOUNT, "--processes", "--quiet"], true);
     let workers = run.workers(1);
     run.write(b"a b a\n");
     let out = run.finish();
@@ -337,7 +358,7 @@ fn nothing_outlives_a_run_whose_output_is_closed() {
             "2",
             "--quiet",
         ],
-        &[],
+        false,
     );
     let workers = run.workers(2);
     let stdout = run.child().stdout.take().expect("stdout is piped");
@@ -357,7 +378,7 @@ fn nothing_outlives_a_run_whose_output_is_closed() {
 fn nothing_outlives_a_run_ended_by_a_second_interrupt() {
     let mut run = Run::start(
         &["run", WORDCOUNT, "--processes", "--workers", "2", "--quiet"],
-        &[],
+        true,
     );
     let workers = run.workers(2);
     signal(workers[0].0, "-STOP");
@@ -374,7 +395,7 @@ fn nothing_outlives_a_run_ended_by_a_second_interrupt() {
 fn worker_processes_die_with_a_killed_run() {
     let mut run = Run::start(
         &["run", WORDCOUNT, "--processes", "--workers", "2", "--quiet"],
-        &[],
+        true,
     );
     let workers = run.workers(2);
     signal(run.pid(), "-KILL");
@@ -389,7 +410,7 @@ fn worker_processes_die_with_a_killed_run() {
 /// Standard output on a full device: one clear error, exit 1, in local and --processes modes.
 #[test]
 fn a_full_stdout_fails_the_run_with_one_error() {
-    let text = messy_text(400_000, 9);
+    let text = messy_text(100_000, 9);
     for extra in [&[][..], &["--processes", "--workers", "2"][..]] {
         let conf = tempfile::tempdir().expect("tempdir");
         let full = std::fs::OpenOptions::new()
