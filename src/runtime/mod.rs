@@ -195,7 +195,7 @@ pub fn start(
     let mut plumbing = Vec::new();
     let mut incoming: BTreeMap<usize, FrameChannel> = BTreeMap::new();
     for &w in local {
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(worker::LINK_BUFFERS);
         net.listen(w, tx.clone())?;
         incoming.insert(w, (tx, rx));
     }

@@ -12,8 +12,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Bytes of encoded frames the transfer thread gathers for one destination before it sends
-/// them. With the link's queue of buffers this bounds, in bytes, what waits between workers.
-pub const TRANSFER_BATCH_BYTES: usize = 1 << 20;
+/// them (a buffer passes it by at most one message).
+pub const TRANSFER_BATCH_BYTES: usize = 64 << 10;
+
+/// Bytes of frame buffers a worker's incoming channel holds before senders wait: with buffers
+/// of about `TRANSFER_BATCH_BYTES`, its capacity in buffers is `LINK_BUFFERS`. Gathering 1 MiB
+/// per destination into a channel of 64 buffers let 64 MiB wait between two workers.
+pub const LINK_BYTES: usize = 4 << 20;
+pub const LINK_BUFFERS: usize = LINK_BYTES / TRANSFER_BATCH_BYTES;
 
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
 /// End-of-input markers go out as lasting buffers of their own, after the tuples gathered with
@@ -281,6 +287,59 @@ mod tests {
         (0..n)
             .map(|i| Tuple::new(smallvec::smallvec![Value::Int(i)], 1, 0))
             .collect()
+    }
+
+    /// What waits between two workers is bounded in bytes: the transfer thread sends buffers
+    /// of about `TRANSFER_BATCH_BYTES` (over by at most one message), and end-of-input goes
+    /// in a lasting buffer of its own, after the tuples.
+    #[test]
+    fn transfer_buffers_stay_near_the_batch_size_in_bytes() {
+        assert!(LINK_BUFFERS * TRANSFER_BATCH_BYTES <= LINK_BYTES);
+        let (transfers_tx, transfers_rx) = crossbeam_channel::unbounded();
+        let (link, frames) = crate::net::link::memory(100_000);
+        // 20 000 batches of 64 tuples: about 20 MB encoded, queued before the thread starts.
+        let mut one = Vec::new();
+        frame::encode(
+            &Frame::Tuples {
+                task: 2,
+                tuples: tuples(64),
+            },
+            &mut one,
+        );
+        for _ in 0..20_000 {
+            let message = Message::Tuples {
+                task: 2,
+                tuples: tuples(64),
+            };
+            transfers_tx
+                .send(Transfer { worker: 1, message })
+                .expect("transfer queue");
+        }
+        transfers_tx
+            .send(Transfer {
+                worker: 1,
+                message: Message::Eos { from: 1, to: 2 },
+            })
+            .expect("transfer queue");
+        drop(transfers_tx);
+        let links: Vec<Option<Box<dyn Link>>> = vec![None, Some(Box::new(link))];
+        spawn_transfer(0, transfers_rx, links)
+            .expect("spawn")
+            .join()
+            .expect("transfer thread ends");
+        let buffers: Vec<Vec<u8>> = frames.try_iter().collect();
+        let total: usize = buffers.iter().map(Vec::len).sum();
+        assert!(total >= 20_000 * one.len(), "{total} bytes sent");
+        for b in &buffers {
+            assert!(
+                b.len() < TRANSFER_BATCH_BYTES + one.len(),
+                "{} bytes",
+                b.len()
+            );
+        }
+        let mut eos = Vec::new();
+        frame::encode(&Frame::Eos { from: 1, to: 2 }, &mut eos);
+        assert_eq!(buffers.last(), Some(&eos));
     }
 
     /// A frame longer than the receive batch is cut into batches that all keep its task, in
