@@ -20,6 +20,7 @@ pub const TRANSFER_BATCH_BYTES: usize = 64 << 10;
 /// per destination into a channel of 64 buffers let 64 MiB wait between two workers.
 pub const LINK_BYTES: usize = 4 << 20;
 pub const LINK_BUFFERS: usize = LINK_BYTES / TRANSFER_BATCH_BYTES;
+const _: () = assert!(LINK_BUFFERS >= 2 && LINK_BUFFERS * TRANSFER_BATCH_BYTES <= LINK_BYTES);
 
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
 /// End-of-input markers go out as lasting buffers of their own, after the tuples gathered with
@@ -294,7 +295,6 @@ mod tests {
     /// in a lasting buffer of its own, after the tuples.
     #[test]
     fn transfer_buffers_stay_near_the_batch_size_in_bytes() {
-        assert!(LINK_BUFFERS * TRANSFER_BATCH_BYTES <= LINK_BYTES);
         let (transfers_tx, transfers_rx) = crossbeam_channel::unbounded();
         let (link, frames) = crate::net::link::memory(100_000);
         // 20 000 batches of 64 tuples: about 20 MB encoded, queued before the thread starts.
