@@ -250,10 +250,24 @@ fn a_sigkilled_worker_process_is_replaced_and_every_word_is_counted() {
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
 }
 
-/// SIGKILL a worker process with tuples in flight: what it held times out and is replayed, so
-/// every input word reaches the output (at least once: acking is at-least-once).
+/// A worker process SIGKILLed, or SIGSTOPped (then killed for its missing heartbeats), with
+/// tuples in flight: what it held times out and is replayed, so every input word reaches the
+/// output (at least once: acking is at-least-once).
 #[test]
-fn a_worker_process_sigkilled_mid_run_loses_no_input() {
+fn a_worker_process_killed_or_stopped_mid_run_loses_no_input() {
+    for sig in ["-KILL", "-STOP"] {
+        let lost = words_lost_when_a_worker_gets(sig);
+        assert!(
+            lost.is_empty(),
+            "{sig}: {} words lost: {lost:?}",
+            lost.len()
+        );
+    }
+}
+
+/// Run `stdin | split | stdout` over two worker processes, signal one halfway through the
+/// input; the input words missing from the output.
+fn words_lost_when_a_worker_gets(sig: &str) -> Vec<String> {
     let n = 12_000;
     let lines: Vec<String> = (0..n).map(|i| format!("w{i} v{i}\n")).collect();
     let mut run = Run::start(
@@ -267,12 +281,14 @@ fn a_worker_process_sigkilled_mid_run_loses_no_input() {
             "--quiet",
             "-c",
             "topology.message.timeout.secs=2",
+            "-c",
+            "nimbus.task.timeout.secs=2",
         ],
         true,
     );
     let (victim, _) = run.workers(2)[0].clone();
     run.write(lines[..n / 2].concat().as_bytes());
-    signal(victim, "-KILL");
+    signal(victim, sig);
     run.write(lines[n / 2..].concat().as_bytes());
     let out = run.finish();
     assert_success(&out);
@@ -280,15 +296,10 @@ fn a_worker_process_sigkilled_mid_run_loses_no_input() {
         .expect("UTF-8 output")
         .lines()
         .collect();
-    let missing: Vec<String> = (0..n)
+    (0..n)
         .flat_map(|i| [format!("w{i}"), format!("v{i}")])
         .filter(|w| !seen.contains(w.as_str()))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "{} words lost: {missing:?}",
-        missing.len()
-    );
+        .collect()
 }
 
 /// SIGSTOP a worker process: its heartbeats stop, and after `nimbus.task.timeout.secs` it is
