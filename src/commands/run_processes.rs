@@ -255,6 +255,7 @@ fn drain_on_signals(dir: PathBuf) -> anyhow::Result<Arc<AtomicBool>> {
                 if n == 0 {
                     first.store(true, Ordering::Relaxed);
                 } else {
+                    crate::logging::clear_status_line();
                     remove_run_dir(&dir);
                     std::process::exit(130);
                 }

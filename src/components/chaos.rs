@@ -1,7 +1,7 @@
 //! The `chaos` bolt, for fault tests and demos: passes tuples on, failing a fraction `args.fail`,
 //! dropping a fraction `args.drop` without ack (they time out), and delaying each by
 //! `args.delay` (humantime or seconds). Deterministic with `args.seed`. For the runtime's own
-//! fault tests, a hidden `args.panic_after: N` panics on the tuple after the first N.
+//! fault tests, `args.panic_after: N` panics on the tuple after the first N.
 
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
@@ -15,7 +15,7 @@ pub struct Chaos {
     delay: Option<Duration>,
     seed: u64,
     rng: SmallRng,
-    /// Tuples left before a deliberate panic (hidden, for tests of executor crashes).
+    /// Tuples left before a deliberate panic (for tests of executor crashes).
     panic_after: Option<u64>,
 }
 
