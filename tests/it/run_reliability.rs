@@ -503,7 +503,7 @@ fn sizes_past_the_limits_are_rejected_with_the_limit() {
 }
 
 /// A panic in an executor thread fails the run at once, naming the component, in local and
-/// --processes modes (the chaos bolt's hidden `panic_after` is the panic).
+/// --processes modes (the chaos bolt's `panic_after` is the panic).
 #[test]
 fn a_panicking_executor_fails_the_run() {
     for extra in [&[][..], &["--processes", "--workers", "2"][..]] {
