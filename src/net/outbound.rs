@@ -159,6 +159,14 @@ struct Writer {
 /// The link gave up on its peer: closing, and past the linger time.
 struct GiveUp;
 
+/// Why the writer wants a connection: buffers are queued for the peer (worth the linger time
+/// when closing), or only lasting buffers are to be re-sent (not worth waiting for when closing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Urgency {
+    Queued,
+    Resend,
+}
+
 /// Whether a connection is still up: no end of stream or error is waiting on it (the peer
 /// never writes after the handshake). A peer that died has closed it, and a write would seem
 /// to succeed and be lost.
@@ -194,8 +202,9 @@ impl Writer {
                     }
                 }
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    if self.recheck().is_err() {
-                        self.give_up(rx.len());
+                    // Closing while the peer is away (a peer that finished needs no re-sent
+                    // end-of-input): done, unless buffers were queued meanwhile.
+                    if self.recheck().is_err() && rx.is_empty() {
                         return;
                     }
                 }
@@ -216,7 +225,7 @@ impl Writer {
             self.lasting.push(out.frames);
             return Ok(());
         }
-        self.connected()?;
+        self.connected(Urgency::Queued)?;
         let written = match self.conn.take() {
             Some(mut stream) => {
                 let r = self.write(&mut stream, &out.frames);
@@ -248,12 +257,13 @@ impl Writer {
         if self.lasting.is_empty() || self.closing.load(Ordering::SeqCst) {
             return Ok(());
         }
-        self.connected()
+        self.connected(Urgency::Resend)
     }
 
     /// Until a live connection exists: connect with back-off, then send every lasting buffer
-    /// again. Errs when closing and past the linger time.
-    fn connected(&mut self) -> Result<(), GiveUp> {
+    /// again. Errs when closing and past the linger time, or at once when closing with only
+    /// re-sends to do.
+    fn connected(&mut self, urgency: Urgency) -> Result<(), GiveUp> {
         let mut backoff = self.options.backoff_min;
         let mut failures = 0u32;
         loop {
@@ -283,13 +293,17 @@ impl Writer {
                 }
                 Err(e) => {
                     failures += 1;
-                    // Quiet while the peer is probably starting; loud once it takes long.
-                    if backoff >= self.options.backoff_max && failures % 8 == 0 {
+                    // Quiet while the peer is probably starting; loud once it takes long and
+                    // something is queued for it (a peer that finished is away for good).
+                    if urgency == Urgency::Queued
+                        && backoff >= self.options.backoff_max
+                        && failures % 8 == 0
+                    {
                         tracing::warn!(from = self.from, to = self.to, addr = %self.addr, "peer worker still unreachable: {e}");
                     } else {
                         tracing::debug!(from = self.from, to = self.to, addr = %self.addr, "connect failed: {e}");
                     }
-                    if !self.pause(backoff) {
+                    if !self.pause(backoff, urgency) {
                         return Err(GiveUp);
                     }
                     backoff = (backoff * 2).min(self.options.backoff_max);
@@ -322,19 +336,22 @@ impl Writer {
     }
 
     /// True while the link should keep trying: always, or while closing, until the linger time.
-    fn keep_trying(&mut self) -> bool {
+    fn keep_trying(&mut self, urgency: Urgency) -> bool {
         if !self.closing.load(Ordering::SeqCst) {
             return true;
+        }
+        if urgency == Urgency::Resend {
+            return false;
         }
         let since = *self.closing_since.get_or_insert_with(Instant::now);
         since.elapsed() < self.options.linger
     }
 
     /// Sleep `d` in slices, so closing is noticed; false when it is time to give up.
-    fn pause(&mut self, d: Duration) -> bool {
+    fn pause(&mut self, d: Duration, urgency: Urgency) -> bool {
         let end = Instant::now() + d;
         loop {
-            if !self.keep_trying() {
+            if !self.keep_trying(urgency) {
                 return false;
             }
             let now = Instant::now();
@@ -371,7 +388,7 @@ impl Writer {
                 }
                 Ok(n) => buf = &buf[n..],
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if !self.keep_trying() {
+                    if !self.keep_trying(Urgency::Queued) {
                         return Err(WriteError::GiveUp);
                     }
                 }

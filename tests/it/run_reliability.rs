@@ -547,3 +547,38 @@ fn end_of_input_survives_a_broken_connection() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("lost with its connection"), "{err}");
 }
+
+/// Without acking a worker finishes (and its listener closes) while its peers still hold its
+/// end-of-input markers: they must not keep trying to re-send them, nor hold the run for the
+/// link's linger time.
+#[test]
+fn finished_peers_are_not_waited_for_to_resend_end_of_input() {
+    // 50 000 lines of eight one-letter words: every count task is busy until the end.
+    let mut state = 1u64;
+    let text: Vec<u8> = (0..50_000)
+        .flat_map(|_| {
+            let mut line: Vec<u8> = (0..8)
+                .flat_map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    [b'a' + ((state >> 33) % 7) as u8, b' ']
+                })
+                .collect();
+            line.push(b'\n');
+            line
+        })
+        .collect();
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = assert_cmd::Command::from_std(storm(conf.path()))
+        .args(["run", WORDCOUNT, "--processes", "--workers", "3", "--quiet"])
+        .args(["-c", "topology.acker.executors=0"])
+        .write_stdin(text.clone())
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    assert_success(&out);
+    assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("gave up on the peer worker"), "{err}");
+}
