@@ -401,6 +401,37 @@ fn nothing_outlives_a_run_ended_by_a_second_interrupt() {
     assert_nothing_left(&workers, run.tmp.path());
 }
 
+/// The first Ctrl-C with a stopped worker: the run drains once the worker is killed for its
+/// missing heartbeats and replaced (the replacement of a killed topology drains too), and
+/// ends by itself, leaving nothing behind.
+#[test]
+fn a_first_interrupt_ends_a_run_with_a_stopped_worker() {
+    let mut run = Run::start(
+        &[
+            "run",
+            WORDCOUNT,
+            "--processes",
+            "--workers",
+            "2",
+            "--quiet",
+            "-c",
+            "nimbus.task.timeout.secs=2",
+            "-c",
+            "topology.message.timeout.secs=2",
+        ],
+        true,
+    );
+    let workers = run.workers(2);
+    run.write("a b a\n".repeat(1000).as_bytes());
+    signal(workers[0].0, "-STOP");
+    signal(run.pid(), "-INT");
+    let out = run.finish();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some(), "ended by a signal: {err}");
+    assert!(err.contains("missed its heartbeats"), "{err}");
+    assert_nothing_left(&workers, run.tmp.path());
+}
+
 /// Even a SIGKILLed run takes its workers with it (they die with their parent).
 #[test]
 fn worker_processes_die_with_a_killed_run() {
