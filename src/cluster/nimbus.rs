@@ -690,6 +690,22 @@ impl Nimbus {
         Ok((done && !slots.is_empty(), slots.len()))
     }
 
+    /// The slots of a topology whose tasks have all missed their heartbeats for
+    /// `nimbus.task.timeout.secs`, finished slots aside (`storm run --processes` kills and
+    /// restarts their workers, since its slots are pinned).
+    pub fn dead_slots(&self, id: &str) -> anyhow::Result<Vec<NodePort>> {
+        let timeout = self.config.nimbus_task_timeout().as_secs().max(1);
+        let finished = self.finished_lock().get(id).cloned().unwrap_or_default();
+        let dead = self.state().dead_slots(id, now_secs(), timeout)?;
+        Ok(dead
+            .into_iter()
+            .filter_map(|d| match d {
+                Dead::Slot(s) if !finished.contains(&s) => Some(s),
+                _ => None,
+            })
+            .collect())
+    }
+
     /// The latest heartbeat of every task of a topology.
     pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
         self.state().task_heartbeats(id)

@@ -42,6 +42,12 @@ pub struct SupervisorOptions {
     pub session_timeout: Duration,
     /// Extra environment of worker processes (the cluster secret given with `-c`).
     pub env: Vec<(String, String)>,
+    /// Workers get SIGKILL when the thread that launched them ends, however this process ends
+    /// (`storm run --processes`: nothing may outlive the run). Linux only.
+    pub die_with_parent: bool,
+    /// Ports whose worker is to be killed (SIGKILL, which also ends a stopped process); it is
+    /// then restarted like any dead worker.
+    pub kill_requests: Option<crossbeam_channel::Receiver<u16>>,
 }
 
 /// A worker process that ended on its own.
@@ -161,6 +167,12 @@ pub fn run(
                     next_beat = Instant::now() + retry;
                     retry = next_delay(retry, retry_cap(opts.session_timeout));
                 }
+            }
+        }
+        for port in opts.kill_requests.iter().flat_map(|r| r.try_iter()) {
+            if let Some(child) = slots.get_mut(&port).and_then(|s| s.child.as_mut()) {
+                tracing::warn!("supervisor: killing worker {port} (pid {})", child.id());
+                let _ = child.kill();
             }
         }
         for (port, slot) in slots.iter_mut() {
@@ -329,12 +341,16 @@ fn reconcile(opts: &SupervisorOptions, slots: &mut BTreeMap<u16, Slot>, work: &[
 
 fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> {
     let slot = format!("{}:{port}", opts.host);
-    let spawned = Command::new(&opts.exe)
+    let mut command = Command::new(&opts.exe);
+    command
         .args(["worker", "--nimbus", &opts.nimbus, "--topology", topology])
         .args(["--slot", &slot])
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null())
-        .spawn();
+        .stdin(std::process::Stdio::null());
+    if opts.die_with_parent {
+        die_with_parent(&mut command);
+    }
+    let spawned = command.spawn();
     match spawned {
         Ok(c) => {
             tracing::info!(
@@ -349,6 +365,30 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
         }
     }
 }
+
+/// The child gets SIGKILL when the launching thread ends (Linux's parent-death signal); a
+/// parent that is already gone by then makes it exit at once.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec the closure calls only `prctl`, `getppid` and `_exit`,
+    // which are async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
 
 fn kill(slot: &mut Slot, port: u16) {
     if let Some(mut child) = slot.child.take() {
@@ -373,6 +413,8 @@ pub fn options(nimbus: &str, host: &str, ports: Vec<u16>) -> anyhow::Result<Supe
         exe: std::env::current_exe()?,
         session_timeout: Duration::from_secs(10),
         env: Vec::new(),
+        die_with_parent: false,
+        kill_requests: None,
     })
 }
 

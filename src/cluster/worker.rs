@@ -89,8 +89,11 @@ fn fetch(nimbus: &str, id: &str) -> anyhow::Result<(TopologyWork, AssignmentInfo
 /// unassigned, or `stop` is set (then it drains).
 pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow::Result<WorkerEnd> {
     let (work, assignment) = fetch(nimbus, id)?;
+    // A killed topology keeps its assignment while it drains (Storm's kill wait): a worker
+    // restarted then runs too, its spouts inactive (the first heartbeat says so), so its
+    // bolts finish and the drain can end.
     if work.status == TopologyStatus::Killed {
-        return Ok(WorkerEnd::Unassigned);
+        stop.store(true, Ordering::Relaxed);
     }
     let mut topology = load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 /// The id of the in-process supervisor holding the home worker's slot.
 const HOME: &str = "home";
+/// The id of the in-process supervisor of the worker processes.
+const WORKERS: &str = "processes";
 
 /// Removes the temporary nimbus folder, and stops the daemons, however the run ends.
 struct Cleanup {
@@ -38,7 +40,18 @@ impl Drop for Cleanup {
         if let Some(n) = &self.nimbus {
             n.stop.store(true, Ordering::Relaxed);
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove_run_dir(&self.dir);
+    }
+}
+
+/// Remove the run's temporary folder. Nimbus may be saving its tree into it at that moment
+/// (a file appearing while the folder is emptied): a few more tries then.
+fn remove_run_dir(dir: &std::path::Path) {
+    for _ in 0..20 {
+        if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
     }
 }
 
@@ -62,9 +75,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     let has_home = topology.components.iter().any(|c| c.ctype.is_console());
     let workers = topology.config.workers().max(1) as usize;
 
-    let interrupted = super::run::drain_on_signals()?;
-
     let dir = std::env::temp_dir().join(format!("storm-run-{}", std::process::id()));
+    let interrupted = drain_on_signals(dir.clone())?;
     let mut cleanup = Cleanup {
         dir: dir.clone(),
         nimbus: None,
@@ -104,8 +116,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
             .map_err(anyhow::Error::msg)?;
     }
     let mut sup = supervisor::options(&addr, "127.0.0.1", ports[..workers].to_vec())?;
-    sup.id = "processes".into();
+    sup.id = WORKERS.into();
     sup.env = super::cluster::secret_env(&topology.config);
+    sup.die_with_parent = true;
+    let (kill_tx, kill_rx) = crossbeam_channel::unbounded();
+    sup.kill_requests = Some(kill_rx);
     let (exit_tx, exits) = crossbeam_channel::unbounded();
     let supervisor_done = Arc::new(AtomicBool::new(false));
     cleanup.supervisor = Some({
@@ -161,15 +176,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 }
             })?;
     }
-    // A worker process that fails fails the run at once, as a failing executor does in local
-    // mode: the supervisor ends the other workers, then this process exits.
+    watch_heartbeats(
+        nimbus.clone(),
+        id.clone(),
+        topology.config.nimbus_task_timeout(),
+        kill_tx,
+        cleanup.supervisor_stop.clone(),
+    )?;
+    // A worker process that fails (exits with an error) fails the run at once, as a failing
+    // executor does in local mode: the supervisor ends the other workers, then this process
+    // exits. A worker ended by a signal (killed, or stopped and then killed for its missing
+    // heartbeats) is restarted by the supervisor instead, and acking replays what it held.
     {
         let supervisor_stop = cleanup.supervisor_stop.clone();
         let dir = dir.clone();
         std::thread::Builder::new()
             .name("run-workers".into())
             .spawn(move || {
-                let Some(exit) = exits.iter().find(|e| !e.status.success()) else {
+                let failed = |e: &supervisor::WorkerExit| e.status.code().is_some_and(|c| c != 0);
+                let Some(exit) = exits.iter().find(failed) else {
                     return;
                 };
                 crate::stderr_println!(
@@ -182,7 +207,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 while !supervisor_done.load(Ordering::Relaxed) && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                let _ = std::fs::remove_dir_all(&dir);
+                remove_run_dir(&dir);
                 std::process::exit(1);
             })?;
     }
@@ -213,6 +238,70 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     };
     drop(cleanup);
     finish_report(&args, &report)
+}
+
+/// First SIGINT/SIGTERM sets the returned flag (stop the spouts and drain); a second one while
+/// draining removes the temporary folder and exits 130 at once (the workers, launched with a
+/// parent-death signal, end with this process).
+fn drain_on_signals(dir: PathBuf) -> anyhow::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let signalled = Arc::new(AtomicBool::new(false));
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let first = signalled.clone();
+    std::thread::Builder::new()
+        .name("run-signals".into())
+        .spawn(move || {
+            for (n, _) in signals.forever().enumerate() {
+                if n == 0 {
+                    first.store(true, Ordering::Relaxed);
+                } else {
+                    crate::logging::clear_status_line();
+                    remove_run_dir(&dir);
+                    std::process::exit(130);
+                }
+            }
+        })?;
+    Ok(signalled)
+}
+
+/// Storm's heartbeat timeout for the run's own workers: a worker whose tasks have all missed
+/// their heartbeats for `timeout` (a stopped or hung process) is killed, and the supervisor
+/// restarts it. A killed slot is given `timeout` again to start before it is judged anew. Ends
+/// with the supervisor (`stop`).
+fn watch_heartbeats(
+    nimbus: Arc<Nimbus>,
+    id: String,
+    timeout: Duration,
+    kill: crossbeam_channel::Sender<u16>,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("run-heartbeats".into())
+        .spawn(move || {
+            let mut killed: std::collections::BTreeMap<u16, Instant> = Default::default();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(250));
+                let Ok(dead) = nimbus.dead_slots(&id) else {
+                    continue;
+                };
+                killed.retain(|_, at| at.elapsed() < timeout);
+                for slot in dead.into_iter().filter(|s| s.node == WORKERS) {
+                    if killed.contains_key(&slot.port) {
+                        continue;
+                    }
+                    tracing::warn!(
+                        "worker {} missed its heartbeats for {}; killing it",
+                        slot.port,
+                        humantime::format_duration(timeout)
+                    );
+                    if kill.send(slot.port).is_err() {
+                        return;
+                    }
+                    killed.insert(slot.port, Instant::now());
+                }
+            }
+        })?;
+    Ok(())
 }
 
 /// The end of a run spread over processes: `--stats`, the summary, and the exit status.

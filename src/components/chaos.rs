@@ -1,6 +1,7 @@
 //! The `chaos` bolt, for fault tests and demos: passes tuples on, failing a fraction `args.fail`,
 //! dropping a fraction `args.drop` without ack (they time out), and delaying each by
-//! `args.delay` (humantime or seconds). Deterministic with `args.seed`.
+//! `args.delay` (humantime or seconds). Deterministic with `args.seed`. For the runtime's own
+//! fault tests, `args.panic_after: N` panics on the tuple after the first N.
 
 use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
@@ -14,6 +15,8 @@ pub struct Chaos {
     delay: Option<Duration>,
     seed: u64,
     rng: SmallRng,
+    /// Tuples left before a deliberate panic (for tests of executor crashes).
+    panic_after: Option<u64>,
 }
 
 impl Chaos {
@@ -31,6 +34,7 @@ impl Chaos {
             delay: args.get("delay").and_then(crate::config::duration_of),
             seed,
             rng: SmallRng::seed_from_u64(seed),
+            panic_after: args.get("panic_after").and_then(|v| v.as_u64()),
         }
     }
 }
@@ -44,6 +48,10 @@ impl Bolt for Chaos {
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if input.is_tick() {
             return Ok(());
+        }
+        if let Some(left) = self.panic_after.as_mut() {
+            assert!(*left > 0, "chaos: panic_after reached");
+            *left -= 1;
         }
         if let Some(d) = self.delay {
             std::thread::sleep(d);

@@ -1,9 +1,10 @@
 //! The `stdout` bolt: each tuple as one line — its values joined by TAB (the default), a JSON
 //! object, or a CSV record (`format`), of all its fields or those `fields` names — through one
 //! process-wide buffered writer; flushed when the executor goes idle and at the end. A closed
-//! standard output stops the run quietly (SPEC §1).
+//! standard output stops the run quietly; any other failed write (a full disk) fails the run
+//! with one error, since the output would be lost.
 
-use super::{Bolt, BoltCollector, Tuple};
+use super::{Bolt, BoltCollector, FatalError, Tuple};
 use crate::tuple::Value;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -17,12 +18,6 @@ fn writer() -> &'static Mutex<std::io::BufWriter<std::io::Stdout>> {
             std::io::stdout(),
         ))
     })
-}
-
-/// Standard output was closed by the reader (`| head`): end quietly, as a shell filter should.
-fn closed_output() -> ! {
-    crate::logging::clear_status_line();
-    std::process::exit(0)
 }
 
 /// How tuples are written.
@@ -154,9 +149,12 @@ impl Stdout {
         self.pending.push('\n');
     }
 
-    fn write_pending(&mut self, flush: bool) {
+    /// Write what is pending (and flush when asked). A failed write is fatal to the run: the
+    /// error keeps the `io::Error`, so a closed pipe (`| head`) is still told apart and ends
+    /// the run quietly.
+    fn write_pending(&mut self, flush: bool) -> anyhow::Result<()> {
         if self.pending.is_empty() && !flush {
-            return;
+            return Ok(());
         }
         let mut w = match writer().lock() {
             Ok(w) => w,
@@ -166,12 +164,9 @@ impl Stdout {
             w.write_all(self.pending.as_bytes())
                 .and_then(|()| if flush { w.flush() } else { Ok(()) });
         self.pending.clear();
-        if let Err(e) = res {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                closed_output();
-            }
-            tracing::error!("stdout: {e}");
-        }
+        res.map_err(|e| {
+            anyhow::Error::from(e).context(FatalError("cannot write to standard output".into()))
+        })
     }
 }
 
@@ -226,22 +221,21 @@ impl Bolt for Stdout {
             self.write_line(input);
         }
         if self.pending.len() >= 1 << 16 {
-            self.write_pending(false);
+            self.write_pending(false)?;
         }
         Ok(())
     }
 
     fn poll(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        self.write_pending(true);
-        Ok(())
+        self.write_pending(true)
     }
 
     fn finish(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        self.write_pending(true);
-        Ok(())
+        self.write_pending(true)
     }
 
     fn cleanup(&mut self) {
-        self.write_pending(true);
+        // The run is ending either way; an error here was already reported by `finish`.
+        let _ = self.write_pending(true);
     }
 }

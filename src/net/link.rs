@@ -8,6 +8,13 @@ use crossbeam_channel::{Receiver, Sender};
 pub trait Link: Send {
     /// Send one buffer of encoded frames. Blocks while the receiver is full (backpressure).
     fn send(&self, frames: Vec<u8>) -> anyhow::Result<()>;
+
+    /// Send a buffer that must survive a broken connection (end-of-input markers, which acking
+    /// does not replay): a link that reconnects sends every such buffer again, so receivers
+    /// must ignore repeats. An in-memory link loses nothing and just sends it.
+    fn send_lasting(&self, frames: Vec<u8>) -> anyhow::Result<()> {
+        self.send(frames)
+    }
 }
 
 /// In-memory link (local mode): a bounded channel of frame buffers.

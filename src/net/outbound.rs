@@ -7,6 +7,10 @@
 //! blocks the transfer thread. One blocking socket per link needs no event loop; the receiving
 //! side, which serves many connections, is the mio loop. Dropping the link sends what is queued,
 //! giving up after the linger time if the peer is gone, so shutdown never hangs.
+//!
+//! Lasting buffers (end-of-input markers) survive broken connections: the writer keeps them and
+//! sends them all again on every new connection. While idle it checks that the connection is
+//! still up, so a peer that restarted gets them even when nothing else is left to send.
 
 use super::auth::{self, Secret};
 use super::link::Link;
@@ -45,9 +49,23 @@ impl Default for LinkOptions {
     }
 }
 
+/// How often an idle writer holding lasting buffers checks its connection.
+const IDLE_CHECK: Duration = Duration::from_millis(200);
+
+/// Set (to anything) in a worker's environment, each link of that worker loses its first
+/// lasting buffer together with its connection, as a connection that breaks just then would:
+/// the fault tests of end-of-input use it on a real run.
+pub const LOSE_FIRST_LASTING_ENV: &str = "STORM_TEST_LOSE_FIRST_EOS";
+
+/// One buffer for the writer, and whether it is lasting.
+struct Outgoing {
+    frames: Vec<u8>,
+    lasting: bool,
+}
+
 /// A link to a worker in another process or on another host.
 pub struct TcpLink {
-    tx: Option<Sender<Vec<u8>>>,
+    tx: Option<Sender<Outgoing>>,
     closing: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -71,6 +89,9 @@ impl TcpLink {
             options,
             closing: closing.clone(),
             closing_since: None,
+            conn: None,
+            lasting: Vec::new(),
+            lose_first_lasting: std::env::var_os(LOSE_FIRST_LASTING_ENV).is_some(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("worker-{from}-to-{to}"))
@@ -83,14 +104,30 @@ impl TcpLink {
     }
 }
 
-impl Link for TcpLink {
-    fn send(&self, frames: Vec<u8>) -> anyhow::Result<()> {
+impl TcpLink {
+    fn queue(&self, out: Outgoing) -> anyhow::Result<()> {
         match &self.tx {
             Some(tx) => tx
-                .send(frames)
+                .send(out)
                 .map_err(|_| anyhow::anyhow!("the link has given up on its peer")),
             None => anyhow::bail!("the link is closed"),
         }
+    }
+}
+
+impl Link for TcpLink {
+    fn send(&self, frames: Vec<u8>) -> anyhow::Result<()> {
+        self.queue(Outgoing {
+            frames,
+            lasting: false,
+        })
+    }
+
+    fn send_lasting(&self, frames: Vec<u8>) -> anyhow::Result<()> {
+        self.queue(Outgoing {
+            frames,
+            lasting: true,
+        })
     }
 }
 
@@ -112,6 +149,39 @@ struct Writer {
     options: LinkOptions,
     closing: Arc<AtomicBool>,
     closing_since: Option<Instant>,
+    conn: Option<TcpStream>,
+    /// Lasting buffers sent so far: sent again on every new connection.
+    lasting: Vec<Vec<u8>>,
+    /// The fault-test hook of `LOSE_FIRST_LASTING_ENV`, until it has fired.
+    lose_first_lasting: bool,
+}
+
+/// The link gave up on its peer: closing, and past the linger time.
+struct GiveUp;
+
+/// Why the writer wants a connection: buffers are queued for the peer (worth the linger time
+/// when closing), or only lasting buffers are to be re-sent (not worth waiting for when closing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Urgency {
+    Queued,
+    Resend,
+}
+
+/// Whether a connection is still up: no end of stream or error is waiting on it (the peer
+/// never writes after the handshake). A peer that died has closed it, and a write would seem
+/// to succeed and be lost.
+fn alive(s: &TcpStream) -> bool {
+    if s.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    let peeked = s.peek(&mut byte);
+    let blocking = s.set_nonblocking(false).is_ok();
+    blocking
+        && match peeked {
+            Ok(n) => n > 0,
+            Err(e) => e.kind() == ErrorKind::WouldBlock,
+        }
 }
 
 /// Why a write did not complete.
@@ -122,56 +192,138 @@ enum WriteError {
 }
 
 impl Writer {
-    fn run(mut self, rx: Receiver<Vec<u8>>) {
-        let mut conn: Option<TcpStream> = None;
-        let mut backoff = self.options.backoff_min;
-        let mut failures = 0u32;
-        while let Ok(buf) = rx.recv() {
-            loop {
-                let stream = match conn.as_mut() {
-                    Some(s) => s,
-                    None => match self.connect() {
-                        Ok(s) => {
-                            if failures > 0 {
-                                tracing::info!(from = self.from, to = self.to, addr = %self.addr, "connected after {failures} attempts");
-                            }
-                            failures = 0;
-                            backoff = self.options.backoff_min;
-                            conn.insert(s)
-                        }
-                        Err(e) => {
-                            failures += 1;
-                            // Quiet while the peer is probably starting; loud once it takes long.
-                            if backoff >= self.options.backoff_max && failures % 8 == 0 {
-                                tracing::warn!(from = self.from, to = self.to, addr = %self.addr, "peer worker still unreachable: {e}");
-                            } else {
-                                tracing::debug!(from = self.from, to = self.to, addr = %self.addr, "connect failed: {e}");
-                            }
-                            if !self.pause(backoff) {
-                                self.give_up(1 + rx.len());
-                                return;
-                            }
-                            backoff = (backoff * 2).min(self.options.backoff_max);
-                            continue;
-                        }
-                    },
-                };
-                match self.write(stream, &buf) {
-                    Ok(()) => break,
-                    Err(WriteError::GiveUp) => {
+    fn run(mut self, rx: Receiver<Outgoing>) {
+        loop {
+            match rx.recv_timeout(IDLE_CHECK) {
+                Ok(out) => {
+                    if self.deliver(out).is_err() {
                         self.give_up(1 + rx.len());
                         return;
                     }
-                    Err(WriteError::Io(e)) => {
-                        // Storm's Netty client drops what a broken connection was carrying too;
-                        // resending could duplicate frames the peer already took.
-                        tracing::warn!(from = self.from, to = self.to, addr = %self.addr, "connection lost, {} bytes dropped: {e}", buf.len());
-                        conn = None;
-                        break;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    // Closing while the peer is away (a peer that finished needs no re-sent
+                    // end-of-input): done, unless buffers were queued meanwhile.
+                    if self.recheck().is_err() && rx.is_empty() {
+                        return;
                     }
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// Write one buffer, connecting first if needed.
+    fn deliver(&mut self, out: Outgoing) -> Result<(), GiveUp> {
+        if out.lasting && std::mem::take(&mut self.lose_first_lasting) {
+            tracing::warn!(
+                from = self.from,
+                to = self.to,
+                "test hook: a lasting buffer is lost with its connection"
+            );
+            self.conn = None;
+            self.lasting.push(out.frames);
+            return Ok(());
+        }
+        self.connected(Urgency::Queued)?;
+        let written = match self.conn.take() {
+            Some(mut stream) => {
+                let r = self.write(&mut stream, &out.frames);
+                self.conn = Some(stream);
+                r
+            }
+            None => Ok(()),
+        };
+        match written {
+            Ok(()) => {}
+            Err(WriteError::GiveUp) => return Err(GiveUp),
+            Err(WriteError::Io(e)) => {
+                // Storm's Netty client drops what a broken connection was carrying too;
+                // resending could duplicate frames the peer already took. Acking replays the
+                // tuples; lasting buffers are sent again on the next connection.
+                tracing::warn!(from = self.from, to = self.to, addr = %self.addr, "connection lost, {} bytes dropped: {e}", out.frames.len());
+                self.conn = None;
+            }
+        }
+        if out.lasting {
+            self.lasting.push(out.frames);
+        }
+        Ok(())
+    }
+
+    /// Idle: with lasting buffers sent, make sure a live connection has them (the peer may
+    /// have restarted, or the connection broken after they were written).
+    fn recheck(&mut self) -> Result<(), GiveUp> {
+        if self.lasting.is_empty() || self.closing.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.connected(Urgency::Resend)
+    }
+
+    /// Until a live connection exists: connect with back-off, then send every lasting buffer
+    /// again. Errs when closing and past the linger time, or at once when closing with only
+    /// re-sends to do.
+    fn connected(&mut self, urgency: Urgency) -> Result<(), GiveUp> {
+        let mut backoff = self.options.backoff_min;
+        let mut failures = 0u32;
+        loop {
+            if self.conn.as_ref().is_some_and(alive) {
+                return Ok(());
+            }
+            self.conn = None;
+            match self.connect() {
+                Ok(mut s) => {
+                    if failures > 0 {
+                        tracing::info!(from = self.from, to = self.to, addr = %self.addr, "connected after {failures} attempts");
+                    }
+                    match self.resend_lasting(&mut s) {
+                        Ok(()) => {
+                            self.conn = Some(s);
+                            return Ok(());
+                        }
+                        Err(WriteError::GiveUp) => return Err(GiveUp),
+                        Err(WriteError::Io(e)) => {
+                            tracing::debug!(
+                                from = self.from,
+                                to = self.to,
+                                "connection lost while resending: {e}"
+                            );
+                        }
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    // Quiet while the peer is probably starting; loud once it takes long and
+                    // something is queued for it (a peer that finished is away for good).
+                    if urgency == Urgency::Queued
+                        && backoff >= self.options.backoff_max
+                        && failures % 8 == 0
+                    {
+                        tracing::warn!(from = self.from, to = self.to, addr = %self.addr, "peer worker still unreachable: {e}");
+                    } else {
+                        tracing::debug!(from = self.from, to = self.to, addr = %self.addr, "connect failed: {e}");
+                    }
+                    if !self.pause(backoff, urgency) {
+                        return Err(GiveUp);
+                    }
+                    backoff = (backoff * 2).min(self.options.backoff_max);
                 }
             }
         }
+    }
+
+    /// Send every lasting buffer on a new connection.
+    fn resend_lasting(&mut self, s: &mut TcpStream) -> Result<(), WriteError> {
+        let lasting = std::mem::take(&mut self.lasting);
+        let mut result = Ok(());
+        for buf in &lasting {
+            result = self.write(s, buf);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.lasting = lasting;
+        result
     }
 
     fn give_up(&self, buffers: usize) {
@@ -184,19 +336,22 @@ impl Writer {
     }
 
     /// True while the link should keep trying: always, or while closing, until the linger time.
-    fn keep_trying(&mut self) -> bool {
+    fn keep_trying(&mut self, urgency: Urgency) -> bool {
         if !self.closing.load(Ordering::SeqCst) {
             return true;
+        }
+        if urgency == Urgency::Resend {
+            return false;
         }
         let since = *self.closing_since.get_or_insert_with(Instant::now);
         since.elapsed() < self.options.linger
     }
 
     /// Sleep `d` in slices, so closing is noticed; false when it is time to give up.
-    fn pause(&mut self, d: Duration) -> bool {
+    fn pause(&mut self, d: Duration, urgency: Urgency) -> bool {
         let end = Instant::now() + d;
         loop {
-            if !self.keep_trying() {
+            if !self.keep_trying(urgency) {
                 return false;
             }
             let now = Instant::now();
@@ -233,7 +388,7 @@ impl Writer {
                 }
                 Ok(n) => buf = &buf[n..],
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if !self.keep_trying() {
+                    if !self.keep_trying(Urgency::Queued) {
                         return Err(WriteError::GiveUp);
                     }
                 }

@@ -14,6 +14,7 @@ use crate::components::{Bolt, FatalError, Spout, SpoutStatus, TaskContext, Tuple
 use crate::topology::plan::{streams, SYSTEM_TASK};
 use crate::tuple::Value;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,7 +148,9 @@ pub struct TaskSlot<C: ?Sized> {
     pub emitter: Emitter,
     /// Upstream tasks that must say end-of-input before this task finishes.
     pub eos_expected: u32,
-    pub eos_seen: u32,
+    /// The upstream tasks that have said it: a marker sent again after a link reconnected
+    /// counts once.
+    pub eos_seen: BTreeSet<u32>,
     pub finished: bool,
 }
 
@@ -301,11 +304,11 @@ impl BoltExecutor {
                 TaskStats::add(&stats.executed, 1);
                 TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
             }
-            Message::Eos { to, .. } => {
+            Message::Eos { from, to } => {
                 let i = to.wrapping_sub(self.first_task) as usize;
                 if let Some(t) = self.tasks.get_mut(i) {
-                    t.eos_seen += 1;
-                    if t.eos_seen >= t.eos_expected && !t.finished {
+                    t.eos_seen.insert(from);
+                    if t.eos_seen.len() >= t.eos_expected as usize && !t.finished {
                         self.finish_task(i)?;
                     }
                 }

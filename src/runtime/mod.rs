@@ -195,7 +195,7 @@ pub fn start(
     let mut plumbing = Vec::new();
     let mut incoming: BTreeMap<usize, FrameChannel> = BTreeMap::new();
     for &w in local {
-        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(64);
+        let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(worker::LINK_BUFFERS);
         net.listen(w, tx.clone())?;
         incoming.insert(w, (tx, rx));
     }
@@ -304,7 +304,7 @@ pub fn start(
                 }),
             };
             let router = Router::new(&topology, &plan, component_id, task, &local_tasks);
-            let emitter = Emitter::new(task, router, st, component_id.to_string(), u64::from(task));
+            let emitter = Emitter::new(task, router, st, component_id.to_string(), task_seed(task));
             (ctx, emitter)
         };
         let outbox = Outbox::new(tables[w].clone());
@@ -322,7 +322,7 @@ pub fn start(
                     ctx,
                     emitter,
                     eos_expected: 0,
-                    eos_seen: 0,
+                    eos_seen: Default::default(),
                     finished: false,
                 });
             }
@@ -353,7 +353,7 @@ pub fn start(
                     ctx,
                     emitter,
                     eos_expected: eos_expected[task as usize],
-                    eos_seen: 0,
+                    eos_seen: Default::default(),
                     finished: false,
                 });
             }
@@ -387,16 +387,42 @@ pub fn start(
     })
 }
 
+/// The seed of a task's root and edge ids: fresh entropy on every start. Seeding from the task
+/// id alone made a restarted task draw the same ids again, so it could reuse the root of a
+/// tree an acker still held and corrupt that tree's XOR (Storm's ids are random too).
+pub(crate) fn task_seed(task: u32) -> u64 {
+    rand::random::<u64>() ^ u64::from(task)
+}
+
 fn spawn_named(
     name: String,
     done: crossbeam_channel::Sender<()>,
     f: impl FnOnce() -> anyhow::Result<ExecutorReport> + Send + 'static,
 ) -> std::io::Result<JoinHandle<anyhow::Result<ExecutorReport>>> {
     std::thread::Builder::new().name(name).spawn(move || {
-        let r = f();
-        let _ = done.send(());
-        r
+        // Signals on the way out even when `f` panics: `wait` then joins the thread and fails
+        // the run instead of waiting for a signal that never comes.
+        let _signal = SignalOnExit(done);
+        f()
     })
+}
+
+/// Tells `Running::wait` that an executor thread is ending, however it ends.
+struct SignalOnExit(crossbeam_channel::Sender<()>);
+
+impl Drop for SignalOnExit {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// The message of a panic, as the executor thread's join hands it back.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 impl Running {
@@ -435,7 +461,10 @@ impl Running {
                                 .merge(&report.complete_latency);
                         }
                         Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
-                        Err(_) => anyhow::bail!("component `{component}` crashed"),
+                        Err(p) => anyhow::bail!(
+                            "component `{component}` crashed: {}",
+                            panic_message(p.as_ref())
+                        ),
                     }
                 } else {
                     i += 1;
@@ -537,5 +566,28 @@ impl Running {
             });
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::RngCore;
+
+    /// The first ids task 2 of a word count draws, started as the runtime starts it.
+    fn first_ids_of_a_start() -> Vec<u64> {
+        let topology = crate::cluster::simulation::tests::wordcount(&[]);
+        let plan = Plan::new(&topology);
+        let router = Router::new(&topology, &plan, "count", 2, &[2]);
+        let stats = Arc::new(TaskStats::default());
+        let mut em = Emitter::new(2, router, stats, "count".into(), task_seed(2));
+        (0..4).map(|_| em.rng.next_u64()).collect()
+    }
+
+    /// A restarted task must not draw the root and edge ids it drew before: the acker may
+    /// still hold trees with those roots.
+    #[test]
+    fn two_starts_of_the_same_task_draw_different_ids() {
+        assert_ne!(first_ids_of_a_start(), first_ids_of_a_start());
     }
 }

@@ -11,7 +11,20 @@ use std::collections::VecDeque;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// Bytes of encoded frames the transfer thread gathers for one destination before it sends
+/// them (a buffer passes it by at most one message).
+pub const TRANSFER_BATCH_BYTES: usize = 64 << 10;
+
+/// Bytes of frame buffers a worker's incoming channel holds before senders wait: with buffers
+/// of about `TRANSFER_BATCH_BYTES`, its capacity in buffers is `LINK_BUFFERS`. Gathering 1 MiB
+/// per destination into a channel of 64 buffers let 64 MiB wait between two workers.
+pub const LINK_BYTES: usize = 4 << 20;
+pub const LINK_BUFFERS: usize = LINK_BYTES / TRANSFER_BATCH_BYTES;
+const _: () = assert!(LINK_BUFFERS >= 2 && LINK_BUFFERS * TRANSFER_BATCH_BYTES <= LINK_BYTES);
+
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
+/// End-of-input markers go out as lasting buffers of their own, after the tuples gathered with
+/// them, so a link that reconnects can send them again.
 pub fn spawn_transfer(
     worker: usize,
     transfers: Receiver<Transfer>,
@@ -21,33 +34,54 @@ pub fn spawn_transfer(
         .name(format!("worker-{worker}-transfer"))
         .spawn(move || {
             let mut buffers: Vec<Vec<u8>> = links.iter().map(|_| Vec::new()).collect();
+            let mut lasting: Vec<Vec<u8>> = links.iter().map(|_| Vec::new()).collect();
             while let Ok(first) = transfers.recv() {
                 // Batch whatever is queued into one buffer per destination worker.
                 let mut next = Some(first);
                 while let Some(t) = next {
-                    if let Some(buf) = buffers.get_mut(t.worker) {
-                        encode_message(t.message, buf);
+                    let Transfer {
+                        worker: to,
+                        message,
+                    } = t;
+                    let into = if matches!(message, Message::Eos { .. }) {
+                        lasting.get_mut(to)
+                    } else {
+                        buffers.get_mut(to)
+                    };
+                    if let Some(buf) = into {
+                        encode_message(message, buf);
                     }
                     // Check the size before taking the next message: one taken and then left
                     // behind by the `break` would be lost.
-                    if buffers.iter().any(|b| b.len() > 1 << 20) {
+                    if buffers.iter().any(|b| b.len() >= TRANSFER_BATCH_BYTES) {
                         break;
                     }
                     next = transfers.try_recv().ok();
                 }
-                for (w, buf) in buffers.iter_mut().enumerate() {
-                    if buf.is_empty() {
+                for w in 0..links.len() {
+                    let Some(Some(link)) = links.get(w) else {
                         continue;
-                    }
-                    let out = std::mem::take(buf);
-                    if let Some(Some(link)) = links.get(w) {
-                        if let Err(e) = link.send(out) {
-                            tracing::warn!(worker, peer = w, "transfer failed: {e:#}");
-                        }
-                    }
+                    };
+                    send_taken(worker, w, &mut buffers[w], |b| link.send(b));
+                    send_taken(worker, w, &mut lasting[w], |b| link.send_lasting(b));
                 }
             }
         })
+}
+
+/// Send what `buf` holds, if anything, leaving it empty.
+fn send_taken(
+    worker: usize,
+    peer: usize,
+    buf: &mut Vec<u8>,
+    send: impl FnOnce(Vec<u8>) -> anyhow::Result<()>,
+) {
+    if buf.is_empty() {
+        return;
+    }
+    if let Err(e) = send(std::mem::take(buf)) {
+        tracing::warn!(worker, peer, "transfer failed: {e:#}");
+    }
 }
 
 fn encode_message(msg: Message, buf: &mut Vec<u8>) {
@@ -254,6 +288,58 @@ mod tests {
         (0..n)
             .map(|i| Tuple::new(smallvec::smallvec![Value::Int(i)], 1, 0))
             .collect()
+    }
+
+    /// What waits between two workers is bounded in bytes: the transfer thread sends buffers
+    /// of about `TRANSFER_BATCH_BYTES` (over by at most one message), and end-of-input goes
+    /// in a lasting buffer of its own, after the tuples.
+    #[test]
+    fn transfer_buffers_stay_near_the_batch_size_in_bytes() {
+        let (transfers_tx, transfers_rx) = crossbeam_channel::unbounded();
+        let (link, frames) = crate::net::link::memory(100_000);
+        // 20 000 batches of 64 tuples: about 20 MB encoded, queued before the thread starts.
+        let mut one = Vec::new();
+        frame::encode(
+            &Frame::Tuples {
+                task: 2,
+                tuples: tuples(64),
+            },
+            &mut one,
+        );
+        for _ in 0..20_000 {
+            let message = Message::Tuples {
+                task: 2,
+                tuples: tuples(64),
+            };
+            transfers_tx
+                .send(Transfer { worker: 1, message })
+                .expect("transfer queue");
+        }
+        transfers_tx
+            .send(Transfer {
+                worker: 1,
+                message: Message::Eos { from: 1, to: 2 },
+            })
+            .expect("transfer queue");
+        drop(transfers_tx);
+        let links: Vec<Option<Box<dyn Link>>> = vec![None, Some(Box::new(link))];
+        spawn_transfer(0, transfers_rx, links)
+            .expect("spawn")
+            .join()
+            .expect("transfer thread ends");
+        let buffers: Vec<Vec<u8>> = frames.try_iter().collect();
+        let total: usize = buffers.iter().map(Vec::len).sum();
+        assert!(total >= 20_000 * one.len(), "{total} bytes sent");
+        for b in &buffers {
+            assert!(
+                b.len() < TRANSFER_BATCH_BYTES + one.len(),
+                "{} bytes",
+                b.len()
+            );
+        }
+        let mut eos = Vec::new();
+        frame::encode(&Frame::Eos { from: 1, to: 2 }, &mut eos);
+        assert_eq!(buffers.last(), Some(&eos));
     }
 
     /// A frame longer than the receive batch is cut into batches that all keep its task, in

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod args;
+mod bounds;
 mod outputs;
 
 pub use args::argument_names;
@@ -63,6 +64,8 @@ pub fn validate(
             }
         }
     }
+    v.config_bounds(&config, &raw);
+    v.totals(&components, &config);
     let streams = v.streams(&raw.streams, &mut components);
     let targets: HashSet<&str> = raw
         .streams
@@ -222,8 +225,12 @@ impl Validator<'_> {
             }
         };
         let ctype = self.component_type(rc, kind, what);
-        let parallelism = self.count(&rc.parallelism, "parallelism").unwrap_or(1);
-        let tasks = self.count(&rc.tasks, "tasks").unwrap_or(parallelism);
+        let parallelism = self
+            .count(&rc.parallelism, "parallelism", bounds::MAX_PARALLELISM)
+            .unwrap_or(1);
+        let tasks = self
+            .count(&rc.tasks, "tasks", bounds::MAX_TASKS)
+            .unwrap_or(parallelism);
         if let Some(t) = &rc.tasks {
             if t.value >= 1 && (t.value as u64) < u64::from(parallelism) {
                 self.error(
@@ -366,20 +373,6 @@ impl Validator<'_> {
             return None;
         }
         Some(ctype)
-    }
-
-    fn count(&mut self, v: &Option<Spanned<i64>>, what: &str) -> Option<u32> {
-        let v = v.as_ref()?;
-        match u32::try_from(v.value) {
-            Ok(n) if n >= 1 => Some(n),
-            _ => {
-                self.error(
-                    format!("`{what}` must be at least 1 (got {})", v.value),
-                    v.span,
-                );
-                None
-            }
-        }
     }
 
     fn tick(&mut self, t: &Spanned<RawValue>) -> Option<Duration> {

@@ -14,5 +14,6 @@ mod net;
 mod newcomer;
 mod records;
 mod run;
+mod run_reliability;
 mod validate;
 mod zk;

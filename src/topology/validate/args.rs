@@ -230,6 +230,7 @@ fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
             ("drop", Fraction),
             ("delay", Duration),
             ("seed", Number),
+            ("panic_after", Number),
         ],
         Stdout => &[
             ("format", OneOf(crate::components::stdout::FORMATS)),
