@@ -66,6 +66,16 @@ fn events(n: usize) -> Vec<Event> {
         .collect()
 }
 
+/// The time of the i-th event: 2026-11-02T08:00:00Z plus 97 ms each (over several minutes).
+fn event_ms(i: usize) -> i64 {
+    1_793_606_400_000 + i as i64 * 97
+}
+
+fn rfc3339(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
 fn write_inputs(dir: &Path, evs: &[Event]) {
     let mut jsonl = String::new();
     let mut access = String::new();
@@ -75,7 +85,7 @@ fn write_inputs(dir: &Path, evs: &[Event]) {
     w.write_record(["level", "service", "endpoint", "status", "user", "msg"])
         .expect("csv");
     for (i, e) in evs.iter().enumerate() {
-        let obj = serde_json::json!({"level": e.level, "service": e.service, "endpoint": e.endpoint,
+        let obj = serde_json::json!({"ts": rfc3339(event_ms(i)), "level": e.level, "service": e.service, "endpoint": e.endpoint,
             "status": e.status, "latency_ms": e.latency_ms, "user": e.user, "msg": e.msg});
         jsonl += &format!("{obj}\n");
         w.write_record([
@@ -260,6 +270,29 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
                 .collect();
             v.sort();
             (v, false)
+        }
+        "per-minute" => {
+            let mut per: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+            for (i, e) in evs.iter().enumerate() {
+                per.entry(event_ms(i) / 60_000 * 60_000)
+                    .or_default()
+                    .push(e.latency_ms);
+            }
+            let v = per
+                .iter()
+                .map(|(start, l)| {
+                    let sum: f64 = l.iter().sum();
+                    let max = l.iter().cloned().fold(f64::MIN, f64::max);
+                    format!(
+                        "{}\t{}\t{}\t{}\t{max}",
+                        rfc3339(*start),
+                        rfc3339(start + 60_000),
+                        l.len(),
+                        sum / l.len() as f64
+                    )
+                })
+                .collect();
+            (v, true)
         }
         "python-step" => (book().lines().map(str::to_uppercase).collect(), true),
         other => panic!("no oracle for recipe `{other}`"),

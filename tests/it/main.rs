@@ -16,4 +16,5 @@ mod records;
 mod run;
 mod run_reliability;
 mod validate;
+mod windows;
 mod zk;

@@ -85,12 +85,12 @@ fn measure_of(v: &serde_json::Value) -> Result<(Measure, i64), String> {
     }
 }
 
-/// Partial aggregates per pane, and which windows are still to close.
+/// Partial aggregates per pane, and how far windows have been closed.
 pub struct Windows {
     spec: WindowSpec,
     panes: BTreeMap<i64, HashMap<Values, Vec<State>>>,
-    /// The start of the earliest window not yet emitted.
-    next_start: Option<i64>,
+    /// Every window ending at or before this has been closed (emitted, or passed empty).
+    closed_to: i64,
 }
 
 /// One closed window: its bounds and each key's merged states.
@@ -109,14 +109,13 @@ impl Windows {
         Windows {
             spec,
             panes: BTreeMap::new(),
-            next_start: None,
+            closed_to: i64::MIN,
         }
     }
 
-    /// Whether a tuple at `t` would only fall into windows already emitted.
+    /// Whether every window a tuple at `t` falls into has closed already.
     pub fn is_late(&self, t: i64) -> bool {
-        let pane = floor_to(t, self.spec.every);
-        self.next_start.is_some_and(|s| pane < s)
+        floor_to(t, self.spec.every).saturating_add(self.spec.size) <= self.closed_to
     }
 
     /// The states of `key` in the pane of `t`, made with `fresh` the first time.
@@ -126,42 +125,38 @@ impl Windows {
         key: &Values,
         fresh: impl FnOnce() -> Vec<State>,
     ) -> &mut Vec<State> {
-        let pane = floor_to(t, self.spec.every);
-        if self.next_start.is_none() {
-            self.next_start = Some(pane - self.spec.size + self.spec.every);
-        }
         self.panes
-            .entry(pane)
+            .entry(floor_to(t, self.spec.every))
             .or_default()
             .entry(key.clone())
             .or_insert_with(fresh)
     }
 
-    /// Every window that ends at or before `watermark`, oldest first (all of them when
-    /// `watermark` is `i64::MAX`: the end of input).
+    /// Every window that holds data and ends at or before `watermark`, oldest first (all of
+    /// them when `watermark` is `i64::MAX`: the end of input).
     pub fn close(&mut self, watermark: i64) -> Vec<Closed> {
         let mut out = Vec::new();
+        if watermark <= self.closed_to {
+            return out;
+        }
         let (size, every) = (self.spec.size, self.spec.every);
-        while let Some(start) = self.next_start {
-            let Some((&first, _)) = self.panes.iter().next() else {
-                break;
-            };
-            // Skip windows that hold no pane.
-            let start = start.max(first - size + every);
+        // The first window not closed yet: it ends after `closed_to`.
+        let mut start = match self.closed_to {
+            i64::MIN => i64::MIN,
+            c => floor_to(c - size, every) + every,
+        };
+        while let Some(pane) = self.panes.range(start..).next().map(|(p, _)| *p) {
+            // The earliest window holding that pane (windows holding no pane are skipped).
+            start = start.max(pane - size + every);
             if start.saturating_add(size) > watermark {
-                self.next_start = Some(start);
                 break;
             }
             out.push(self.merge(start));
-            self.next_start = Some(start + every);
-            // Panes before the next window's start take part in no later window.
-            while let Some((&p, _)) = self.panes.iter().next() {
-                if p >= start + every {
-                    break;
-                }
-                self.panes.remove(&p);
-            }
+            start += every;
         }
+        // Panes whose every window has closed are done.
+        self.panes.retain(|p, _| p.saturating_add(size) > watermark);
+        self.closed_to = watermark;
         out
     }
 
@@ -294,5 +289,65 @@ mod tests {
         assert!(!w.is_late(10));
         assert_eq!(w.close(19).len(), 0);
         assert_eq!(w.close(i64::MAX).len(), 1);
+    }
+
+    use proptest::prelude::*;
+
+    /// Events whose times are out of order by at most `lag`, so none is late.
+    fn within_lag() -> impl Strategy<Value = (Vec<(i64, u8)>, i64, i64, i64)> {
+        (1i64..6, 1i64..5, 0i64..40)
+            .prop_flat_map(|(steps, every, lag)| {
+                let ev = proptest::collection::vec((0i64..60, 0u8..3, 0i64..=lag), 0..60);
+                (ev, Just(every * steps), Just(every), Just(lag))
+            })
+            .prop_map(|(raw, size, every, lag)| {
+                // A rising clock, each event up to `lag` behind it.
+                let mut clock = 0;
+                let events = raw
+                    .into_iter()
+                    .map(|(step, key, behind)| {
+                        clock += step;
+                        ((clock - behind).max(0), key)
+                    })
+                    .collect();
+                (events, size, every, lag)
+            })
+    }
+
+    proptest! {
+        /// Windowed counts per key, closed as the watermark passes and at the end, equal a
+        /// brute-force count over every window that holds an event.
+        #[test]
+        fn windowed_counts_equal_brute_force((events, size, every, lag) in within_lag()) {
+            let mut w = Windows::new(WindowSpec { measure: Measure::Millis, size, every });
+            let mut got: Vec<(i64, String, Value)> = Vec::new();
+            let mut max_t = i64::MIN;
+            for &(t, key) in &events {
+                prop_assert!(!w.is_late(t), "t={t} late with lag {lag}");
+                count_at(&mut w, t, &key.to_string());
+                max_t = max_t.max(t);
+                for c in w.close(max_t - lag) {
+                    got.extend(rows(&c).into_iter().map(|(k, v)| (c.start, k, v)));
+                }
+            }
+            for c in w.close(i64::MAX) {
+                got.extend(rows(&c).into_iter().map(|(k, v)| (c.start, k, v)));
+            }
+            got.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+            let mut want: Vec<(i64, String, Value)> = Vec::new();
+            if let (Some(lo), Some(hi)) = (events.iter().map(|e| e.0).min(), events.iter().map(|e| e.0).max()) {
+                let mut start = floor_to(lo, every) - size + every;
+                while start <= hi {
+                    for key in 0u8..3 {
+                        let n = events.iter().filter(|(t, k)| *k == key && *t >= start && *t < start + size).count();
+                        if n > 0 {
+                            want.push((start, key.to_string(), Value::Int(n as i64)));
+                        }
+                    }
+                    start += every;
+                }
+            }
+            prop_assert_eq!(got, want);
+        }
     }
 }
