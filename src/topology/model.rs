@@ -137,6 +137,8 @@ pub enum ComponentType {
     Split,
     Count,
     Aggregate,
+    Dedupe,
+    Lookup,
     Filter,
     Parse,
     Stdout,
@@ -158,6 +160,8 @@ impl ComponentType {
         ComponentType::Split,
         ComponentType::Count,
         ComponentType::Aggregate,
+        ComponentType::Dedupe,
+        ComponentType::Lookup,
         ComponentType::Filter,
         ComponentType::Parse,
         ComponentType::Stdout,
@@ -178,6 +182,8 @@ impl ComponentType {
             ComponentType::Split => "split",
             ComponentType::Count => "count",
             ComponentType::Aggregate => "aggregate",
+            ComponentType::Dedupe => "dedupe",
+            ComponentType::Lookup => "lookup",
             ComponentType::Filter => "filter",
             ComponentType::Parse => "parse",
             ComponentType::Stdout => "stdout",
@@ -202,6 +208,12 @@ impl ComponentType {
                 "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
             }
             Aggregate => "bolt: count, sum, avg, min, max, distinct, percentile… per key of `by`",
+            Dedupe => {
+                "bolt: the first tuple of each `key` passes (exact, per `window`, or a `cache`)"
+            }
+            Lookup => {
+                "bolt: adds columns of the row of a table file (`path`) whose `key` equals `on`"
+            }
             Filter => "bolt: keeps the tuples for which the expression `where` holds",
             Parse => "bolt: fields out of a line: json, csv, tsv, regex, logfmt, kv, combined",
             Stdout => "bolt: writes each tuple as a tab-separated line on standard output",

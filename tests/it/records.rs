@@ -206,3 +206,72 @@ fn aggregate_update_emits_each_change_once() {
     );
     assert_eq!(out, "a\nb\nc\n");
 }
+
+/// `dedupe`: exact, and with a bounded cache (least recently seen forgotten first).
+#[test]
+fn dedupe_exact_and_cached() {
+    let input = "a\nb\na\nc\nb\nd\na\n";
+    let (out, _) = run("stdin | dedupe | stdout", input.as_bytes());
+    assert_eq!(out, "a\nb\nc\nd\n");
+    // A cache of 2: after c and b, `a` was the least recently seen and is forgotten.
+    let (out, _) = run("stdin | dedupe(cache=2) | stdout", input.as_bytes());
+    let mut seen: Vec<&str> = Vec::new();
+    let mut want = String::new();
+    for line in input.lines() {
+        if let Some(i) = seen.iter().position(|s| *s == line) {
+            seen.remove(i);
+        } else {
+            want += line;
+            want.push('\n');
+            if seen.len() == 2 {
+                seen.remove(0);
+            }
+        }
+        seen.push(line);
+    }
+    assert_eq!(out, want);
+    // By key fields, through two tasks.
+    let (out, _) = run(
+        "stdin | parse(format=csv, columns=[k, v]) | [fields k] dedupe(key=[k]) x2 | stdout(fields=[v])",
+        b"x,1\ny,2\nx,3\n",
+    );
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["1", "2"]);
+}
+
+/// `lookup`: rows matched by text form, nulls where none matches, and a changed table file
+/// loaded again while the run goes on.
+#[test]
+fn lookup_matches_by_text_and_reloads_a_changed_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("users.csv");
+    std::fs::write(&table, "id,name\n1,ann\n2,bob\n").expect("write");
+    let dsl = format!(
+        "stdin(format=json, fields=[user]) | lookup(path={}, key=id, on=user, select=[name]) | stdout",
+        table.display()
+    );
+    let (out, _) = run(&dsl, b"{\"user\":1}\n{\"user\":3}\n{\"user\":\"2\"}\n");
+    assert_eq!(out, "1\tann\n3\t\n2\tbob\n");
+    // A live run: the table changes under it.
+    let conf = tempfile::tempdir().expect("tempdir");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
+        .args(["run", "-e", &dsl])
+        .env("STORM_CONF_DIR", conf.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("storm runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    use std::io::Write;
+    writeln!(stdin, "{{\"user\":1}}").expect("write");
+    stdin.flush().expect("flush");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::fs::write(&table, "id,name\n1,anna\n").expect("rewrite");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    writeln!(stdin, "{{\"user\":1}}").expect("write");
+    drop(stdin);
+    let out = child.wait_with_output().expect("ends");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\tann\n1\tanna\n");
+}

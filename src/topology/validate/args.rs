@@ -92,6 +92,34 @@ impl Validator<'_> {
         self.error(message, span);
     }
 
+    /// A `lookup` needs its table, its key column and the input field it matches; a table file
+    /// that is not there yet is a warning (it is read when the run starts).
+    pub(super) fn lookup_table(&mut self, rc: &RawComponent) {
+        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        let arg = |k: &str| rc.args.as_ref().and_then(|a| a.value.get(k));
+        for k in ["path", "key", "on"] {
+            if arg(k).is_none() {
+                self.error(format!("`lookup` needs `{k}`"), at).help = Some(
+                    "e.g. `lookup(path=users.csv, key=id, on=user, select=[name, team])`".into(),
+                );
+            }
+        }
+        if let Some(p) = arg("path") {
+            if let Some(text) = p.value.as_str() {
+                let file = self.ctx.base_dir.join(text);
+                if !file.is_file() {
+                    self.diags.push(Diagnostic::warning(
+                        format!(
+                            "the table `{}` is not there (yet): it is read when the run starts",
+                            file.display()
+                        ),
+                        p.span,
+                    ));
+                }
+            }
+        }
+    }
+
     /// A `parse` component's format and options must make sense together: checked as the
     /// runtime reads them, each problem located at the argument it is about.
     pub(super) fn parse_spec(&mut self, rc: &RawComponent, parallelism: u32) {
@@ -204,6 +232,13 @@ fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
             ("fields", Fields),
             ("emit", OneOf(&["end", "tick", "update"])),
         ],
+        Dedupe => &[("key", Fields), ("window", Duration), ("cache", Number)],
+        Lookup => &[
+            ("path", Text),
+            ("key", Text),
+            ("on", Text),
+            ("select", Fields),
+        ],
         Aggregate => &[
             ("by", Fields),
             ("ops", List),
@@ -257,6 +292,8 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
         ComponentType::Count | ComponentType::Stdout => &["fields"],
         ComponentType::Split | ComponentType::Parse => &["field"],
         ComponentType::Aggregate => &["by", "time"],
+        ComponentType::Dedupe => &["key"],
+        ComponentType::Lookup => &["on"],
         _ => &[],
     };
     let mut out: Vec<(String, Span)> = keys.iter().filter_map(|k| arg(k)).flat_map(items).collect();

@@ -47,7 +47,12 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             keys.push("count".into());
             Some(Some(keys))
         }
-        Filter | Chaos => Some(Some(input?.to_vec())),
+        Filter | Chaos | Dedupe => Some(Some(input?.to_vec())),
+        Lookup => {
+            let mut fields = input?.to_vec();
+            fields.extend(strings(c.args.get("select")).unwrap_or_default());
+            Some(Some(fields))
+        }
         Parse => Some(Some(parsed_fields(c))),
         Aggregate => Some(Some(
             crate::components::aggregate::Spec::from_args(&c.args)

@@ -1,0 +1,178 @@
+//! The `lookup` bolt: enrichment from a table file. The table (a CSV with a header, or JSON
+//! lines: chosen by the file's ending, `.csv` or anything else for JSON lines) is loaded at
+//! start and loaded again when the file changes; each tuple gets the `select`ed columns of the
+//! row whose `key` column equals its `on` field, by text form (a CSV cell `"42"` matches the
+//! integer `42`), or nulls when no row matches. A reload that fails keeps the old table.
+
+use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use crate::topology::plan::streams;
+use crate::tuple::{Value, Values};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+pub struct Lookup {
+    path: PathBuf,
+    key: String,
+    on: String,
+    select: Vec<String>,
+    on_at: usize,
+    /// Key text → the selected values of its row.
+    table: HashMap<String, Values>,
+    modified: Option<SystemTime>,
+    component: String,
+}
+
+/// The text a key is matched by.
+fn key_text(v: &Value) -> String {
+    let mut s = String::new();
+    v.write_plain(&mut s);
+    s
+}
+
+impl Lookup {
+    pub fn new(
+        args: &serde_json::Map<String, serde_json::Value>,
+        base_dir: &Path,
+    ) -> anyhow::Result<Lookup> {
+        let text = |k: &str| {
+            args.get(k)
+                .and_then(|v| v.as_str())
+                .map(String::from)
+                .ok_or_else(|| anyhow::anyhow!("lookup needs `{k}`"))
+        };
+        let select = args
+            .get("select")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Lookup {
+            path: base_dir.join(text("path")?),
+            key: text("key")?,
+            on: text("on")?,
+            select,
+            on_at: 0,
+            table: HashMap::new(),
+            modified: None,
+            component: "lookup".into(),
+        })
+    }
+
+    /// Read the table file into key → selected values.
+    fn load(&self) -> anyhow::Result<HashMap<String, Values>> {
+        let is_csv = self
+            .path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", self.path.display()))?;
+        let rows: Vec<serde_json::Map<String, serde_json::Value>> = if is_csv {
+            let mut r = csv::Reader::from_reader(text.as_bytes());
+            let headers = r.headers()?.clone();
+            r.records()
+                .map(|rec| {
+                    let rec = rec?;
+                    Ok(headers
+                        .iter()
+                        .zip(rec.iter())
+                        .map(|(h, c)| (h.to_string(), serde_json::Value::String(c.to_string())))
+                        .collect())
+                })
+                .collect::<anyhow::Result<_>>()?
+        } else {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| {
+                    serde_json::from_str(l)
+                        .map_err(|e| anyhow::anyhow!("{}:{}: {e}", self.path.display(), i + 1))
+                })
+                .collect::<anyhow::Result<_>>()?
+        };
+        let mut table = HashMap::new();
+        for row in rows {
+            let Some(k) = row.get(&self.key) else {
+                anyhow::bail!(
+                    "{}: a row has no column `{}`",
+                    self.path.display(),
+                    self.key
+                );
+            };
+            let selected = self
+                .select
+                .iter()
+                .map(|c| row.get(c).map_or(Value::Null, Value::from_json))
+                .collect();
+            table.insert(key_text(&Value::from_json(k)), selected);
+        }
+        Ok(table)
+    }
+
+    fn modified(&self) -> Option<SystemTime> {
+        std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
+    }
+}
+
+impl Bolt for Lookup {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.component = ctx.component.clone();
+        let inputs = super::input_fields(ctx);
+        self.on_at = inputs.iter().position(|f| *f == self.on).ok_or_else(|| {
+            anyhow::anyhow!("{}: input has no field `{}`", ctx.component, self.on)
+        })?;
+        self.modified = self.modified();
+        self.table = self
+            .load()
+            .map_err(|e| anyhow::anyhow!("{}: {e:#}", ctx.component))?;
+        Ok(())
+    }
+
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if input.is_tick() {
+            return Ok(());
+        }
+        let key = input
+            .values
+            .get(self.on_at)
+            .map(key_text)
+            .unwrap_or_default();
+        let mut values = input.values.clone();
+        match self.table.get(&key) {
+            Some(row) => values.extend(row.iter().cloned()),
+            None => values.extend(self.select.iter().map(|_| Value::Null)),
+        }
+        out.send(streams::DEFAULT, &[input], values);
+        Ok(())
+    }
+
+    /// Load the table again when its file changed.
+    fn poll(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let now = self.modified();
+        if now.is_some() && now != self.modified {
+            self.modified = now;
+            match self.load() {
+                Ok(t) => {
+                    tracing::info!(
+                        "{}: reloaded {} ({} rows)",
+                        self.component,
+                        self.path.display(),
+                        t.len()
+                    );
+                    self.table = t;
+                }
+                Err(e) => tracing::warn!("{}: keeping the old table: {e:#}", self.component),
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_interval(&self) -> Option<Duration> {
+        Some(Duration::from_millis(500))
+    }
+}
