@@ -197,6 +197,10 @@ class Tuple(object):
     def is_tick_tuple(self):
         return self.component == "__system" and self.stream == "__tick"
 
+    def is_finish_tuple(self):
+        """storm's end-of-input extension (``finish: true`` on the component)."""
+        return self.component == "__system" and self.stream == "__finish"
+
     def __repr__(self):
         return "<Tuple id=%r component=%r stream=%r task=%r values=%r>" % (
             self.id, self.component, self.stream, self.task, self.values)
@@ -232,6 +236,11 @@ class Bolt(object):
     def process(self, tup):
         pass
 
+    def finish(self):
+        """Called once after the last input when the component has ``finish: true``: emit
+        what is left (a window, a total). Storm's own adapters never call it."""
+        pass
+
     def run(self):
         global _mode
         _mode = "bolt"
@@ -243,6 +252,9 @@ class Bolt(object):
                 tup = _read_tuple()
                 if tup.is_heartbeat_tuple():
                     sync()
+                elif tup.is_finish_tuple():
+                    self.finish()
+                    ack(tup)
                 else:
                     self.process(tup)
 
@@ -265,6 +277,10 @@ class BasicBolt(Bolt):
                 tup = _read_tuple()
                 if tup.is_heartbeat_tuple():
                     sync()
+                    continue
+                if tup.is_finish_tuple():
+                    self.finish()
+                    ack(tup)
                     continue
                 _current_input = tup
                 try:

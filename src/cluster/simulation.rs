@@ -142,6 +142,7 @@ pub(crate) mod tests {
             command: None,
             cwd: None,
             tick: None,
+            finish: false,
             config: std::collections::BTreeMap::new(),
         }
     }

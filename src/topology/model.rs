@@ -47,6 +47,8 @@ pub struct Component {
     pub cwd: Option<PathBuf>,
     /// Per-component tick frequency (overrides `topology.tick.tuple.freq.secs`).
     pub tick: Option<Duration>,
+    /// A shell bolt gets one tuple on stream `__finish` after its last input (`finish: true`).
+    pub finish: bool,
     /// Per-component configuration (Flux `config:` on a component).
     pub config: BTreeMap<String, serde_json::Value>,
 }

@@ -123,6 +123,8 @@ pub struct RawComponent {
     pub cwd: Option<Spanned<String>>,
     /// `tick:` as written (humantime text or seconds).
     pub tick: Option<Spanned<RawValue>>,
+    /// `finish: true`: a shell bolt is told of the end of its input.
+    pub finish: Option<Spanned<RawValue>>,
     /// Per-component `config:`.
     pub config: Vec<(Spanned<String>, Spanned<RawValue>)>,
 }

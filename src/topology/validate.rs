@@ -299,6 +299,7 @@ impl Validator<'_> {
                 .and_then(|(_, v)| crate::config::duration_of(&v.value.to_json()))
                 .filter(|d| *d >= Duration::from_secs(1))
         });
+        let finish = self.finish_flag(rc, ctype, kind);
         let (id, ctype) = (id?, ctype?);
         let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
             Some(serde_json::Value::Object(m)) => m,
@@ -318,6 +319,7 @@ impl Validator<'_> {
                 .map(|c| c.value.iter().map(|s| s.value.clone()).collect()),
             cwd: rc.cwd.as_ref().map(|c| self.ctx.base_dir.join(&c.value)),
             tick,
+            finish,
             config: rc
                 .config
                 .iter()
@@ -376,6 +378,25 @@ impl Validator<'_> {
             return None;
         }
         Some(ctype)
+    }
+
+    /// `finish: true` is for shell bolts: they are told of the end of their input.
+    fn finish_flag(
+        &mut self,
+        rc: &RawComponent,
+        ctype: Option<ComponentType>,
+        kind: ComponentKind,
+    ) -> bool {
+        let Some(f) = &rc.finish else { return false };
+        let RawValue::Bool(on) = f.value else {
+            self.error("`finish` must be true or false", f.span);
+            return false;
+        };
+        if on && (ctype != Some(ComponentType::Shell) || kind != ComponentKind::Bolt) {
+            self.error("`finish` is for shell bolts", f.span).help =
+                Some("built-in bolts finish by themselves at the end of input".into());
+        }
+        on
     }
 
     fn tick(&mut self, t: &Spanned<RawValue>) -> Option<Duration> {

@@ -133,6 +133,7 @@ const COMPONENT_KEYS: &[&str] = &[
     "streams",
     "command",
     "cwd",
+    "finish",
     "tick",
     "config",
 ];
@@ -225,6 +226,7 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
             "command" => c.command = r.strings(&value, "`command`"),
             "cwd" => c.cwd = r.string(&value, "`cwd`"),
             "tick" => c.tick = Some(value.clone()),
+            "finish" => c.finish = Some(value.clone()),
             "config" => c.config = r.map(&value, "`config`").to_vec(),
             _ => r.unknown_key(&key, COMPONENT_KEYS, "a component"),
         }

@@ -103,6 +103,7 @@ fn component(
         command: Some(command),
         cwd: None,
         tick: None,
+        finish: false,
         config: Default::default(),
     }
 }

@@ -438,3 +438,59 @@ fn ctrl_c_ends_a_run_whose_tuple_outlasts_the_message_timeout() {
         "{log:?}"
     );
 }
+
+/// `finish: true`: a Python bolt (our adapter's `finish()` hook) is told of the end of its
+/// input and emits its last state, which reaches the output before the run ends; without it,
+/// nothing changes for the child.
+#[test]
+fn a_shell_bolt_with_finish_emits_its_last_state_at_the_end_of_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("total.py"),
+        format!(
+            "import sys\nsys.path.insert(0, {:?})\nimport storm\n\n\
+             class Total(storm.BasicBolt):\n    n = 0\n    def process(self, tup):\n        self.n += len(tup.values[0].split())\n\
+             \x20   def finish(self):\n        storm.emit([self.n])\n\nTotal().run()\n",
+            repo().join("multilang/python").display().to_string()
+        ),
+    )
+    .expect("write bolt");
+    let topology = |finish: bool| {
+        let path = dir.path().join(format!("total-{finish}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "name: total\nspouts:\n  - {{ id: lines, type: stdin }}\nbolts:\n  - {{ id: total, type: shell, command: [python3, total.py], fields: [words], finish: {finish} }}\n  - {{ id: print, type: stdout }}\nstreams:\n  - {{ from: lines, to: total }}\n  - {{ from: total, to: print }}\n"
+            ),
+        )
+        .expect("write topology");
+        path
+    };
+    let text = "a b c\nd e\n\nf\n";
+    let run = |path: &Path| {
+        let mut cmd = super::run::storm(dir.path());
+        cmd.timeout(Duration::from_secs(60))
+            .current_dir(dir.path())
+            .args(["run", "-q"])
+            .arg(path)
+            .write_stdin(text);
+        cmd.output().expect("storm runs")
+    };
+    let out = run(&topology(true));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{}\n", text.split_whitespace().count())
+    );
+    let out = run(&topology(false));
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "without finish the child never hears of the end"
+    );
+}

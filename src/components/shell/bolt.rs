@@ -44,7 +44,14 @@ pub struct ShellBolt {
     /// How long [`ShellBolt::converse`] watches for the child's next message before sleeping.
     spin: Duration,
     unknown: UnknownCommands,
+    /// `finish: true`: the child is told of the end of input (see [`FINISH_STREAM`]).
+    tell_finish: bool,
 }
+
+/// The end-of-input extension: after its last input a shell bolt with `finish: true` gets one
+/// tuple on this stream from this component, and the end of the run waits for its answer.
+pub const FINISH_STREAM: &str = "__finish";
+pub const FINISH_COMPONENT: &str = "__system";
 
 /// The longest [`ShellBolt::poll`] stays answering a child that asks for task ids.
 const CONVERSE_FOR: Duration = Duration::from_millis(1);
@@ -82,7 +89,81 @@ impl ShellBolt {
             answers: 0,
             spin: CONVERSE_SPIN,
             unknown: UnknownCommands::default(),
+            tell_finish: component.finish,
         }
+    }
+
+    /// Send one tuple to the child (waiting while too many are pending), as from its own
+    /// component and stream, or from the (component, stream) given in `names`.
+    fn hand_to_child(
+        &mut self,
+        input: &Tuple,
+        names: Option<(&str, &str)>,
+        out: &mut dyn BoltCollector,
+    ) -> anyhow::Result<()> {
+        self.ensure_child(out, true)?;
+
+        self.pump(out)?;
+        // Back-pressure: at most `topology.shellbolt.max.pending` tuples queued to the child.
+        loop {
+            self.ensure_child(out, true)?;
+            let max = self.prepared()?.settings.max_pending;
+            match &mut self.child {
+                Some(c) if c.queued() >= max => {
+                    c.flush();
+                    if c.queued() >= max {
+                        self.wait_event(out, Duration::from_millis(5))?;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let (Some(p), Some(child)) = (&self.task, &mut self.child) else {
+            return Err(FatalError("shell bolt used before prepare".into()).into());
+        };
+        let tag = self.next_tag;
+        // Ids stay non-zero and never repeat within 2^32 tuples.
+        self.next_tag = tag.checked_add(1).unwrap_or(1);
+        let id = self.inflight.insert(tag, input.clone());
+        // Storm's ticks come from task -1 of `__system`.
+        let task = if input.source_task == SYSTEM_TASK {
+            -1
+        } else {
+            i64::from(input.source_task)
+        };
+        // Storm's tick tuples carry the tick frequency in seconds; ours come bare.
+        let values = if input.is_tick() && input.values.is_empty() {
+            &p.tick_values[..]
+        } else {
+            &input.values[..]
+        };
+        child.send_tuple(|buf| {
+            protocol::write_bolt_tuple(
+                buf,
+                id,
+                names.map_or_else(|| p.ctx.component_of_task(input.source_task), |n| n.0),
+                names.map_or_else(|| p.ctx.stream_name(input.stream), |n| n.1),
+                task,
+                values,
+            )
+        });
+        // Tuples go out in batches, unless the child has nothing else to work on (every
+        // tuple in flight is still here): then at once.
+        if child.wants_flush() || self.inflight.len() <= child.queued() {
+            child.flush();
+        }
+        Ok(())
+    }
+
+    /// The end-of-input extension: one tuple on `__finish` from `__system` (task -1, no
+    /// values) after the last input; the child answers with its last emits and an ack.
+    fn send_finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let marker = Tuple::new(
+            Default::default(),
+            SYSTEM_TASK,
+            crate::topology::plan::streams::DEFAULT,
+        );
+        self.hand_to_child(&marker, Some((FINISH_COMPONENT, FINISH_STREAM)), out)
     }
 
     /// `error` commands the child sent so far.
@@ -451,60 +532,13 @@ impl Bolt for ShellBolt {
     }
 
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        self.ensure_child(out, true)?;
-        self.pump(out)?;
-        // Back-pressure: at most `topology.shellbolt.max.pending` tuples queued to the child.
-        loop {
-            self.ensure_child(out, true)?;
-            let max = self.prepared()?.settings.max_pending;
-            match &mut self.child {
-                Some(c) if c.queued() >= max => {
-                    c.flush();
-                    if c.queued() >= max {
-                        self.wait_event(out, Duration::from_millis(5))?;
-                    }
-                }
-                _ => break,
-            }
-        }
-        let (Some(p), Some(child)) = (&self.task, &mut self.child) else {
-            return Err(FatalError("shell bolt used before prepare".into()).into());
-        };
-        let tag = self.next_tag;
-        // Ids stay non-zero and never repeat within 2^32 tuples.
-        self.next_tag = tag.checked_add(1).unwrap_or(1);
-        let id = self.inflight.insert(tag, input.clone());
-        // Storm's ticks come from task -1 of `__system`.
-        let task = if input.source_task == SYSTEM_TASK {
-            -1
-        } else {
-            i64::from(input.source_task)
-        };
-        // Storm's tick tuples carry the tick frequency in seconds; ours come bare.
-        let values = if input.is_tick() && input.values.is_empty() {
-            &p.tick_values[..]
-        } else {
-            &input.values[..]
-        };
-        child.send_tuple(|buf| {
-            protocol::write_bolt_tuple(
-                buf,
-                id,
-                p.ctx.component_of_task(input.source_task),
-                p.ctx.stream_name(input.stream),
-                task,
-                values,
-            )
-        });
-        // Tuples go out in batches, unless the child has nothing else to work on (every
-        // tuple in flight is still here): then at once.
-        if child.wants_flush() || self.inflight.len() <= child.queued() {
-            child.flush();
-        }
-        Ok(())
+        self.hand_to_child(input, None, out)
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if self.tell_finish {
+            self.send_finish(out)?;
+        }
         // Every tuple handed to the child is acked or failed (a hang or death fails them all).
         // A live child that answers heartbeats but leaves tuples unanswered for the hung
         // timeout is treated as hung too, so the end of a run never waits forever.

@@ -15,6 +15,7 @@ const OPTIONS: &[&str] = &[
     "streams",
     "command",
     "cwd",
+    "finish",
     "tick",
     "config",
     "args",
@@ -251,6 +252,7 @@ fn component_option(s: &Setting, c: &mut RawComponent, diags: &mut Vec<Diagnosti
             None => diags.push(Diagnostic::error("`cwd` must be a path", v.span)),
         },
         "tick" => set_once(&mut c.tick, v.clone(), key, diags),
+        "finish" => set_once(&mut c.finish, v.clone(), key, diags),
         "config" => c.config.extend(map_entries(v, "config", diags)),
         "args" => {
             if c.args.is_some() {
