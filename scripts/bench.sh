@@ -75,7 +75,7 @@ if [ -f "$EVGEN" ]; then
   measure "storm errors per service (JSON)" "$STORM run -q -e 'stdin(format=json, fields=[level, service]) | $ERR' < $WORK/events.jsonl"
   measure "storm errors per service (JSON, parse x2)" "$STORM run -q -e 'stdin | parse(format=json, fields=[level, service]) x2 | $ERR' < $WORK/events.jsonl"
   measure "storm errors per service (CSV)" "$STORM run -q -e 'stdin(format=csv, header=true, fields=[level, service]) | $ERR' < $WORK/events.csv"
-  measure "storm requests per status (access log)" "$STORM run -q -e 'stdin(format=combined) | count(status) | stdout' < $WORK/access.log"
+  measure "storm requests per status (access log)" "$STORM run -q -e 'stdin(format=combined, fields=[status]) | count(status) | stdout' < $WORK/access.log"
   if python3 -c 'import duckdb' 2>/dev/null; then
     measure "duckdb errors per service (read_json)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_json('$WORK/events.jsonl') where level = 'error' group by service\\\").fetchall()\""
     measure "duckdb errors per service (read_csv)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_csv('$WORK/events.csv') where level = 'error' group by service\\\").fetchall()\""

@@ -5,6 +5,7 @@
 //! crash, never a silently wrong value. `stdin` and `file` spouts given a `format` read their
 //! lines with the same [`Parser`].
 
+mod combined;
 mod delimited;
 mod json;
 mod pairs;
@@ -33,6 +34,8 @@ pub struct Parser {
 
 enum Reader {
     Json(json::JsonFields),
+    /// The combined log scanner, and the positions of the fields kept (all when `None`).
+    Combined(Option<Vec<usize>>),
     Delimited(Box<delimited::Delimited>),
     Pattern(pattern::Pattern),
     Pairs(pairs::Pairs),
@@ -53,7 +56,12 @@ impl Parser {
                 columns.clone(),
                 keep.clone(),
             ))),
-            Format::Regex { pattern } => Reader::Pattern(pattern::Pattern::new(pattern)?),
+            Format::Regex { pattern, keep } if pattern == spec::COMBINED_PATTERN => {
+                Reader::Combined(keep.clone())
+            }
+            Format::Regex { pattern, keep } => {
+                Reader::Pattern(pattern::Pattern::new(pattern, keep.clone())?)
+            }
             Format::Pairs {
                 logfmt,
                 separator,
@@ -80,6 +88,7 @@ impl Parser {
         self.scratch.clear();
         match &mut self.reader {
             Reader::Json(j) => j.extract(line, &mut self.scratch)?,
+            Reader::Combined(keep) => combined::extract(line, keep.as_deref(), &mut self.scratch)?,
             Reader::Pattern(p) => p.extract(line, &mut self.scratch)?,
             Reader::Pairs(p) => p.extract(line, &mut self.scratch)?,
             Reader::Delimited(d) => match d.feed(line, &mut self.scratch)? {

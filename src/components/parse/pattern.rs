@@ -13,13 +13,18 @@ pub struct Pattern {
 }
 
 impl Pattern {
-    pub fn new(pattern: &str) -> Result<Pattern, String> {
+    /// `keep`: the positions (among the named groups) of those emitted; all when `None`.
+    pub fn new(pattern: &str, keep: Option<Vec<usize>>) -> Result<Pattern, String> {
         let regex = Regex::new(pattern).map_err(|e| format!("invalid regex: {e}"))?;
-        let groups = regex
+        let named: Vec<usize> = regex
             .capture_names()
             .enumerate()
             .filter_map(|(i, n)| n.map(|_| i))
             .collect();
+        let groups = match keep {
+            Some(keep) => keep.iter().filter_map(|&k| named.get(k).copied()).collect(),
+            None => named,
+        };
         let locations = regex.capture_locations();
         Ok(Pattern {
             regex,

@@ -36,8 +36,12 @@ pub enum Format {
         columns: Vec<String>,
         keep: Vec<String>,
     },
-    /// Named groups of a regex (`combined` is a fixed one).
-    Regex { pattern: String },
+    /// Named groups of a regex (`combined` is a fixed one); `keep`: the positions of the
+    /// groups emitted (all when `None`).
+    Regex {
+        pattern: String,
+        keep: Option<Vec<usize>>,
+    },
     /// `key=value` pairs (logfmt: quoted values with escapes; kv: plain separators).
     Pairs {
         logfmt: bool,
@@ -85,14 +89,18 @@ impl Spec {
                         "`format: regex` needs `pattern` with named groups",
                     )
                 })?;
-                regex(pattern)?
+                pick(regex(pattern)?, &fields)?
             }
-            "combined" => (
-                Format::Regex {
-                    pattern: COMBINED_PATTERN.into(),
-                },
-                COMBINED_FIELDS.iter().map(|s| s.to_string()).collect(),
-            ),
+            "combined" => pick(
+                (
+                    Format::Regex {
+                        pattern: COMBINED_PATTERN.into(),
+                        keep: None,
+                    },
+                    COMBINED_FIELDS.iter().map(|s| s.to_string()).collect(),
+                ),
+                &fields,
+            )?,
             "logfmt" | "kv" => pairs(args, format == "logfmt", &fields)?,
             other => {
                 return Err(err(
@@ -113,7 +121,7 @@ impl Spec {
             }
         }
         let combined =
-            matches!(format, Format::Regex { ref pattern } if pattern == COMBINED_PATTERN);
+            matches!(format, Format::Regex { ref pattern, .. } if pattern == COMBINED_PATTERN);
         let outputs = names
             .into_iter()
             .map(|n| {
@@ -284,8 +292,41 @@ fn regex(pattern: &str) -> Result<(Format, Vec<String>), SpecError> {
     Ok((
         Format::Regex {
             pattern: pattern.to_string(),
+            keep: None,
         },
         names,
+    ))
+}
+
+/// regex/combined with `fields`: keep only those of the groups, in that order.
+fn pick(
+    found: (Format, Vec<String>),
+    fields: &[String],
+) -> Result<(Format, Vec<String>), SpecError> {
+    let (format, names) = found;
+    if fields.is_empty() {
+        return Ok((format, names));
+    }
+    let keep = fields
+        .iter()
+        .map(|f| {
+            names.iter().position(|n| n == f).ok_or_else(|| {
+                err(
+                    "fields",
+                    format!("`{f}` is not one of the fields read ({})", names.join(", ")),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let Format::Regex { pattern, .. } = format else {
+        return Ok((format, names));
+    };
+    Ok((
+        Format::Regex {
+            pattern,
+            keep: Some(keep),
+        },
+        unique_names(fields.to_vec())?,
     ))
 }
 
