@@ -76,7 +76,9 @@ if [ -f "$EVGEN" ]; then
   measure "storm errors per service (JSON, parse x2)" "$STORM run -q -e 'stdin | parse(format=json, fields=[level, service]) x2 | $ERR' < $WORK/events.jsonl"
   measure "storm errors per service (CSV)" "$STORM run -q -e 'stdin(format=csv, header=true, fields=[level, service]) | $ERR' < $WORK/events.csv"
   measure "storm requests per status (access log)" "$STORM run -q -e 'stdin(format=combined, fields=[status]) | count(status) | stdout' < $WORK/access.log"
+  measure "storm per-minute count/avg/max per endpoint (event time)" "$STORM run -q -e 'stdin(format=json, fields=[ts, endpoint, latency_ms]) | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, ops=[count, avg(latency_ms), max(latency_ms)]) | stdout' < $WORK/events.jsonl"
   if python3 -c 'import duckdb' 2>/dev/null; then
+    measure "duckdb per-minute per endpoint (time_bucket)" "python3 -c \"import duckdb; duckdb.sql(\\\"select endpoint, time_bucket(interval 1 minute, ts::timestamp) b, count(*), avg(latency_ms), max(latency_ms) from read_json('$WORK/events.jsonl') group by endpoint, b\\\").fetchall()\""
     measure "duckdb errors per service (read_json)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_json('$WORK/events.jsonl') where level = 'error' group by service\\\").fetchall()\""
     measure "duckdb errors per service (read_csv)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_csv('$WORK/events.csv') where level = 'error' group by service\\\").fetchall()\""
   fi
