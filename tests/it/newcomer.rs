@@ -56,15 +56,20 @@ fn argument_types_are_checked() {
         ),
         ("stdin | log(level=info)", "`log` takes no arguments"),
     ] {
-        let out = storm(conf.path())
-            .args(["validate", "-e", text])
-            .output()
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{text}: {stderr}");
-        assert!(stderr.contains(expected), "{text}: {stderr}");
-        assert!(stderr.starts_with("<-e>:1:"), "located: {stderr}");
+        validate_fails_saying(conf.path(), text, expected);
     }
+}
+
+/// `storm validate -e DSL` fails (exit 1) with an error located in the text that says `says`.
+pub fn validate_fails_saying(conf: &std::path::Path, dsl: &str, says: &str) {
+    let out = storm(conf)
+        .args(["validate", "-e", dsl])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{dsl}: {stderr}");
+    assert!(stderr.contains(says), "{dsl}: {stderr}");
+    assert!(stderr.starts_with("<-e>:1:"), "{dsl}: located: {stderr}");
 }
 
 /// Field names are followed through a shell component's declared fields.

@@ -114,14 +114,7 @@ fn bad_parse_arguments_are_located_errors() {
             "does not declare field `nope`",
         ),
     ] {
-        let out = storm(conf.path())
-            .args(["validate", "-e", dsl])
-            .output()
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{dsl}: {stderr}");
-        assert!(stderr.contains(says), "{dsl}: {stderr}");
-        assert!(stderr.starts_with("<-e>:1:"), "{dsl}: located: {stderr}");
+        crate::newcomer::validate_fails_saying(conf.path(), dsl, says);
     }
 }
 

@@ -40,42 +40,37 @@ pub struct Spec {
 /// The stream tuples later than their windows go to, when wired.
 pub const LATE_STREAM: &str = "late";
 
+/// A text or a list of texts argument (`None` when absent).
+fn names(
+    args: &serde_json::Map<String, serde_json::Value>,
+    key: &'static str,
+    problem: &str,
+) -> Result<Option<Vec<String>>, (&'static str, String)> {
+    let bad = || (key, problem.to_string());
+    match args.get(key) {
+        None => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(vec![s.clone()])),
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(String::from).ok_or_else(bad))
+            .collect::<Result<_, _>>()
+            .map(Some),
+        Some(_) => Err(bad()),
+    }
+}
+
 impl Spec {
     /// The arguments as the runtime reads them; an error names the argument it is about.
     pub fn from_args(
         args: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Spec, (&'static str, String)> {
-        let by = match args.get("by") {
-            None => Vec::new(),
-            Some(serde_json::Value::String(s)) => vec![s.clone()],
-            Some(serde_json::Value::Array(a)) => a
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(String::from)
-                        .ok_or(("by", "`by` must be field names".to_string()))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(("by", "`by` must be field names".into())),
-        };
-        let written: Vec<String> = match args.get("ops") {
-            None => vec!["count".into()],
-            Some(serde_json::Value::String(s)) => vec![s.clone()],
-            Some(serde_json::Value::Array(a)) => a
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(String::from)
-                        .ok_or(("ops", "each op is text: `sum(latency)`".to_string()))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => {
-                return Err((
-                    "ops",
-                    "`ops` must be a list such as [count, sum(latency)]".into(),
-                ))
-            }
-        };
+        let by = names(args, "by", "`by` must be field names")?.unwrap_or_default();
+        let written = names(
+            args,
+            "ops",
+            "`ops` must be a list such as [count, sum(latency)]",
+        )?
+        .unwrap_or_else(|| vec!["count".into()]);
         let ops = written
             .iter()
             .map(|o| OpSpec::parse(o).map_err(|e| ("ops", e)))

@@ -14,12 +14,12 @@ impl Validator<'_> {
         };
         let known = known_args(ctype);
         for (k, v) in entries {
-            let Some((_, expect)) = known.iter().find(|(name, _)| *name == k.value) else {
+            let Some((_, expect)) = known.iter().find(|a| a.0 == k.value) else {
                 let d = self.error(
                     format!("`{}` takes no argument `{}`", ctype.name(), k.value),
                     k.span,
                 );
-                d.help = Some(unknown_arg_help(&k.value, ctype, known));
+                d.help = Some(unknown_arg_help(&k.value, ctype, &known));
                 continue;
             };
             if let Some(problem) = expect.problem(&v.value) {
@@ -190,35 +190,45 @@ impl Validator<'_> {
     }
 }
 
+/// An argument: its name and shape.
+type Arg = (&'static str, ArgShape);
+
+/// What spouts that replay lines themselves take.
+const REPLAYS: &[Arg] = &[("max_retries", ArgShape::Number)];
+
+/// What `parse` reads, and `stdin`/`file` with `format:`.
+const READS_FORMAT: &[Arg] = &[
+    (
+        "format",
+        ArgShape::OneOf(crate::components::parse::spec::FORMATS),
+    ),
+    ("fields", ArgShape::Fields),
+    ("header", ArgShape::Bool),
+    ("columns", ArgShape::Fields),
+    ("pattern", ArgShape::Text),
+    ("types", ArgShape::Map),
+    ("separator", ArgShape::Text),
+    ("pair_separator", ArgShape::Text),
+];
+
 /// The arguments each built-in reads, and their shapes. The spouts that replay lines
 /// themselves (`stdin`, `file`, `generate`) also take `max_retries`.
-fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
+fn known_args(ctype: ComponentType) -> Vec<&'static Arg> {
+    let parts: &[&[Arg]] = match ctype {
+        ComponentType::Stdin => &[REPLAYS, READS_FORMAT],
+        ComponentType::File => &[&[("path", ArgShape::Text)], REPLAYS, READS_FORMAT],
+        ComponentType::Parse => &[&[("field", ArgShape::Text)], READS_FORMAT],
+        other => &[own_args(other)],
+    };
+    parts.iter().flat_map(|p| p.iter()).collect()
+}
+
+/// The arguments of the built-ins that share none.
+fn own_args(ctype: ComponentType) -> &'static [Arg] {
     use ArgShape::*;
     use ComponentType::*;
     match ctype {
-        Stdin => &[
-            ("max_retries", Number),
-            ("format", OneOf(crate::components::parse::spec::FORMATS)),
-            ("fields", Fields),
-            ("header", Bool),
-            ("columns", Fields),
-            ("pattern", Text),
-            ("types", Map),
-            ("separator", Text),
-            ("pair_separator", Text),
-        ],
-        File => &[
-            ("path", Text),
-            ("max_retries", Number),
-            ("format", OneOf(crate::components::parse::spec::FORMATS)),
-            ("fields", Fields),
-            ("header", Bool),
-            ("columns", Fields),
-            ("pattern", Text),
-            ("types", Map),
-            ("separator", Text),
-            ("pair_separator", Text),
-        ],
+        Stdin | File | Parse => &[],
         Generate => &[
             ("count", Number),
             ("rate", Number),
@@ -249,17 +259,6 @@ fn known_args(ctype: ComponentType) -> &'static [(&'static str, ArgShape)] {
             ("watermark", Duration),
         ],
         Filter => &[("where", Text)],
-        Parse => &[
-            ("format", OneOf(crate::components::parse::spec::FORMATS)),
-            ("field", Text),
-            ("fields", Fields),
-            ("header", Bool),
-            ("columns", Fields),
-            ("pattern", Text),
-            ("types", Map),
-            ("separator", Text),
-            ("pair_separator", Text),
-        ],
         Chaos => &[
             ("fail", Fraction),
             ("drop", Fraction),
@@ -310,13 +309,13 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
 
 /// The names of the arguments a built-in reads (for documentation checks and help).
 pub fn argument_names(ctype: ComponentType) -> Vec<&'static str> {
-    known_args(ctype).iter().map(|(n, _)| *n).collect()
+    known_args(ctype).iter().map(|a| a.0).collect()
 }
 
 /// What to say about an argument a component does not read: the closest known name (by
 /// spelling, or the one it abbreviates: `sep` → `separator`), and the full list.
-fn unknown_arg_help(name: &str, ctype: ComponentType, known: &[(&str, ArgShape)]) -> String {
-    let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
+fn unknown_arg_help(name: &str, ctype: ComponentType, known: &[&Arg]) -> String {
+    let names: Vec<&str> = known.iter().map(|a| a.0).collect();
     if names.is_empty() {
         return format!("`{}` takes no arguments", ctype.name());
     }
