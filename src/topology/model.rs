@@ -139,6 +139,7 @@ pub enum ComponentType {
     Split,
     Count,
     Aggregate,
+    Top,
     Dedupe,
     Lookup,
     Filter,
@@ -162,6 +163,7 @@ impl ComponentType {
         ComponentType::Split,
         ComponentType::Count,
         ComponentType::Aggregate,
+        ComponentType::Top,
         ComponentType::Dedupe,
         ComponentType::Lookup,
         ComponentType::Filter,
@@ -184,6 +186,7 @@ impl ComponentType {
             ComponentType::Split => "split",
             ComponentType::Count => "count",
             ComponentType::Aggregate => "aggregate",
+            ComponentType::Top => "top",
             ComponentType::Dedupe => "dedupe",
             ComponentType::Lookup => "lookup",
             ComponentType::Filter => "filter",
@@ -210,6 +213,7 @@ impl ComponentType {
                 "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
             }
             Aggregate => "bolt: count, sum, avg, min, max, distinct, percentile… per key of `by`",
+            Top => "bolt: the `n` keys of `by` with the highest `score`, per window or overall",
             Dedupe => {
                 "bolt: the first tuple of each `key` passes (exact, per `window`, or a `cache`)"
             }

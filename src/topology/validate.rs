@@ -277,6 +277,9 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::Aggregate) {
             self.aggregate_spec(rc);
         }
+        if ctype == Some(ComponentType::Top) {
+            self.top_spec(rc, parallelism);
+        }
         if ctype == Some(ComponentType::Lookup) {
             self.lookup_table(rc);
         }

@@ -136,3 +136,41 @@ fn count_windows_and_the_end_of_input_flush() {
     // Windows of tuples [0,10), [10,20), and the last, open one flushed at the end.
     assert_eq!(got, ["0\t10\t10\t45", "10\t20\t10\t145", "20\t30\t5\t110"]);
 }
+
+/// `top`: per sliding window, the n best keys by count, ranked; and overall by a summed score.
+#[test]
+fn top_n_per_sliding_window_and_overall() {
+    let evs = events();
+    let dsl = "stdin(format=json, fields=[ts, k]) | top(n=2, by=[k], window={sliding: 2m, every: 1m}, time=ts, lag=5s) | stdout";
+    let got = run(dsl, &as_json(&evs, true), &[]);
+    // Brute force: counts per (window, key), the two best of each window (ties by key).
+    let mut per: BTreeMap<i64, BTreeMap<&str, u64>> = BTreeMap::new();
+    for (t, k) in &evs {
+        let mut s = t.div_euclid(60_000) * 60_000;
+        while s > t - 120_000 {
+            *per.entry(s).or_default().entry(k).or_default() += 1;
+            s -= 60_000;
+        }
+    }
+    let mut want: Vec<String> = Vec::new();
+    for (s, counts) in &per {
+        let mut ranked: Vec<(&&str, &u64)> = counts.iter().collect();
+        ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (i, (k, n)) in ranked.iter().take(2).enumerate() {
+            want.push(format!(
+                "{}\t{}\t{}\t{k}\t{n}",
+                rfc3339(*s),
+                rfc3339(s + 120_000),
+                i + 1
+            ));
+        }
+    }
+    want.sort();
+    assert_eq!(got, want);
+    let got = run(
+        "stdin | parse(format=csv, columns=[k, v], types={v: int}) | top(n=2, by=[k], score=v) | stdout",
+        "a,5\nb,7\na,4\nc,1\n",
+        &[],
+    );
+    assert_eq!(got, ["1\ta\t9", "2\tb\t7"]);
+}

@@ -40,6 +40,47 @@ pub struct Spec {
 /// The stream tuples later than their windows go to, when wired.
 pub const LATE_STREAM: &str = "late";
 
+/// A `top` as an aggregate of one op (`count`, or `sum(score)`), and its `n`.
+pub fn top_spec(
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(Spec, usize), (&'static str, String)> {
+    let n = match args.get("n") {
+        None => 10,
+        Some(v) => {
+            v.as_u64()
+                .filter(|n| *n >= 1)
+                .ok_or(("n", "`n` must be a whole number ≥ 1".to_string()))? as usize
+        }
+    };
+    let op = match args.get("score") {
+        None => "count as score".to_string(),
+        Some(serde_json::Value::String(f)) => format!("sum({f}) as score"),
+        Some(_) => return Err(("score", "`score` must be a field name".into())),
+    };
+    let mut as_aggregate = args.clone();
+    as_aggregate.remove("n");
+    as_aggregate.remove("score");
+    as_aggregate.insert("ops".into(), serde_json::json!([op]));
+    Ok((Spec::from_args(&as_aggregate)?, n))
+}
+
+/// The output fields of a `top`: `window_start`, `window_end` (windowed), `rank`, the `by`
+/// fields, `score`.
+pub fn top_fields(spec: &Spec) -> Vec<String> {
+    let bounds = ["window_start", "window_end"].map(String::from);
+    let windowed = spec
+        .window
+        .is_some()
+        .then_some(bounds)
+        .into_iter()
+        .flatten();
+    windowed
+        .chain(["rank".to_string()])
+        .chain(spec.by.iter().cloned())
+        .chain(["score".to_string()])
+        .collect()
+}
+
 /// A text or a list of texts argument (`None` when absent).
 fn names(
     args: &serde_json::Map<String, serde_json::Value>,
@@ -173,6 +214,8 @@ pub struct Aggregate {
     late_dropped: u64,
     unusable: u64,
     component: String,
+    /// The `top` bolt: rank the keys by their one op and keep the best `n`.
+    top: Option<usize>,
 }
 
 impl Aggregate {
@@ -190,7 +233,19 @@ impl Aggregate {
             late_dropped: 0,
             unusable: 0,
             component: String::new(),
+            top: None,
         })
+    }
+
+    /// The `top` bolt: per window (or for the whole input), the `n` keys of `by` with the
+    /// highest `score` (a field summed, or the count of tuples), ranked from 1.
+    pub fn top(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
+        let (spec, n) = top_spec(args).map_err(|(_, e)| anyhow::anyhow!("top: {e}"))?;
+        let mut a = Aggregate::new(&serde_json::Map::new())?;
+        a.windows = spec.window.map(window::Windows::new);
+        a.spec = spec;
+        a.top = Some(n);
+        Ok(a)
     }
 
     fn row(&self, key: &Values, states: &[State]) -> Values {
@@ -204,6 +259,13 @@ impl Aggregate {
     fn emit_all(&self, out: &mut dyn BoltCollector) {
         let mut rows: Vec<(&Values, &Vec<State>)> = self.groups.iter().collect();
         sort_by_key_text(&mut rows, |r| r.0);
+        if let Some(n) = self.top {
+            let ranked = rank(rows.iter().map(|(k, s)| (*k, s[0].value())), n);
+            for row in ranked {
+                out.send(streams::DEFAULT, &[], row);
+            }
+            return;
+        }
         for (k, states) in rows {
             out.send(streams::DEFAULT, &[], self.row(k, states));
         }
@@ -225,6 +287,17 @@ impl Aggregate {
             };
             let (start, end) = (bound(closed.start), bound(closed.end));
             sort_by_key_text(&mut closed.rows, |r| &r.0);
+            if let Some(n) = self.top {
+                let scores = closed.rows.iter().map(|(k, s)| (k, s[0].value()));
+                for ranked in rank(scores, n) {
+                    let row = [start.clone(), end.clone()]
+                        .into_iter()
+                        .chain(ranked)
+                        .collect();
+                    out.send(streams::DEFAULT, &[], row);
+                }
+                continue;
+            }
             for (key, states) in closed.rows {
                 let row: Values = key
                     .iter()
@@ -299,6 +372,29 @@ impl Aggregate {
             self.close_windows(self.clock + 1, out);
         }
     }
+}
+
+/// The `n` best keys by score, highest first (ties in key order): `rank, key..., score` rows.
+fn rank<'a>(scores: impl Iterator<Item = (&'a Values, Value)>, n: usize) -> Vec<Values> {
+    let mut all: Vec<(&Values, Value)> = scores.collect();
+    // A stable sort keeps the key order of equal scores.
+    all.sort_by(|a, b| {
+        let (x, y) = (
+            a.1.as_f64().unwrap_or(f64::MIN),
+            b.1.as_f64().unwrap_or(f64::MIN),
+        );
+        y.total_cmp(&x)
+    });
+    all.into_iter()
+        .take(n)
+        .enumerate()
+        .map(|(i, (k, score))| {
+            std::iter::once(Value::Int(i as i64 + 1))
+                .chain(k.iter().cloned())
+                .chain([score])
+                .collect()
+        })
+        .collect()
 }
 
 fn now_millis() -> i64 {

@@ -66,9 +66,11 @@ fn stream(
 /// its key fields (global when it has none), so every key is counted by one task; otherwise
 /// shuffle.
 fn default_grouping(s: &mut RawStream, pipe: Span, target: Option<&RawComponent>) {
+    // `top` ranks all its keys in one task: it names no key argument, so it gets `global`.
     let key_arg = |t: &str| match t {
         "count" => Some("fields"),
         "aggregate" => Some("by"),
+        "top" => Some("-"),
         _ => None,
     };
     let count_fields = target

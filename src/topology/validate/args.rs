@@ -92,6 +92,31 @@ impl Validator<'_> {
         self.error(message, span);
     }
 
+    /// A `top` ranks every key of its input, so it runs as one task.
+    pub(super) fn top_spec(&mut self, rc: &RawComponent, parallelism: u32) {
+        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        if let Err((arg, message)) = crate::components::aggregate::top_spec(&args) {
+            let span = rc
+                .args
+                .as_ref()
+                .and_then(|a| a.value.get(arg))
+                .map_or(at, |v| v.span);
+            self.error(message, span);
+        }
+        if parallelism > 1 {
+            let span = rc.parallelism.as_ref().map_or(at, |p| p.span);
+            self.error("`top` ranks all keys together: it runs as one task", span)
+                .help = Some(
+                "it keeps one number per key and window; put the parallelism on the work before it"
+                    .into(),
+            );
+        }
+    }
+
     /// A `lookup` needs its table, its key column and the input field it matches; a table file
     /// that is not there yet is a warning (it is read when the run starts).
     pub(super) fn lookup_table(&mut self, rc: &RawComponent) {
@@ -243,6 +268,15 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("emit", OneOf(&["end", "tick", "update"])),
         ],
         Dedupe => &[("key", Fields), ("window", Duration), ("cache", Number)],
+        Top => &[
+            ("n", Number),
+            ("by", Fields),
+            ("score", Text),
+            ("window", Map),
+            ("time", Text),
+            ("lag", Duration),
+            ("watermark", Duration),
+        ],
         Lookup => &[
             ("path", Text),
             ("key", Text),
@@ -291,6 +325,7 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
         ComponentType::Count | ComponentType::Stdout => &["fields"],
         ComponentType::Split | ComponentType::Parse => &["field"],
         ComponentType::Aggregate => &["by", "time"],
+        ComponentType::Top => &["by", "time", "score"],
         ComponentType::Dedupe => &["key"],
         ComponentType::Lookup => &["on"],
         _ => &[],

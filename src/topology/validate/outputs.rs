@@ -48,6 +48,11 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             Some(Some(keys))
         }
         Filter | Chaos | Dedupe => Some(Some(input?.to_vec())),
+        Top => Some(Some(
+            crate::components::aggregate::top_spec(&c.args)
+                .map(|(s, _)| crate::components::aggregate::top_fields(&s))
+                .unwrap_or_default(),
+        )),
         Lookup => {
             let mut fields = input?.to_vec();
             fields.extend(strings(c.args.get("select")).unwrap_or_default());
@@ -77,7 +82,8 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
             }
         }
     }
-    if c.ctype == ComponentType::Aggregate && c.args.contains_key("window") {
+    let windowed = matches!(c.ctype, ComponentType::Aggregate | ComponentType::Top);
+    if windowed && c.args.contains_key("window") {
         // Tuples later than their windows, as they came in.
         out.insert(
             crate::components::aggregate::LATE_STREAM.into(),
