@@ -76,6 +76,11 @@ fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// The team of a user in `users.csv`: users below 30 have one.
+fn team_of(user: u32) -> Option<&'static str> {
+    (user < 30).then(|| ["red", "green", "blue"][(user % 3) as usize])
+}
+
 fn write_inputs(dir: &Path, evs: &[Event]) {
     let mut jsonl = String::new();
     let mut access = String::new();
@@ -109,6 +114,10 @@ fn write_inputs(dir: &Path, evs: &[Event]) {
     std::fs::write(dir.join("events.csv"), w.into_inner().expect("csv")).expect("write");
     std::fs::write(dir.join("access.log"), access).expect("write");
     std::fs::write(dir.join("book.txt"), book()).expect("write");
+    let users: String = (0..30u32)
+        .map(|u| format!("{u},{}\n", team_of(u).unwrap_or_default()))
+        .collect();
+    std::fs::write(dir.join("users.csv"), format!("id,team\n{users}")).expect("write");
     std::fs::write(
         dir.join("upper.py"),
         "import storm\n\nclass Upper(storm.BasicBolt):\n    def process(self, tup):\n        storm.emit([tup.values[0].upper()])\n\nUpper().run()\n",
@@ -293,6 +302,49 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
                 })
                 .collect();
             (v, true)
+        }
+        "sliding-top" => {
+            let mut per: BTreeMap<i64, BTreeMap<&str, u64>> = BTreeMap::new();
+            for (i, e) in evs.iter().enumerate() {
+                let t = event_ms(i);
+                let mut s = t / 60_000 * 60_000;
+                while s > t - 300_000 {
+                    *per.entry(s).or_default().entry(&e.endpoint).or_default() += 1;
+                    s -= 60_000;
+                }
+            }
+            let mut v = Vec::new();
+            for (s, counts) in &per {
+                let mut ranked: Vec<(&&str, &u64)> = counts.iter().collect();
+                ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                for (i, (k, n)) in ranked.iter().take(3).enumerate() {
+                    v.push(format!(
+                        "{}\t{}\t{}\t{k}\t{n}",
+                        rfc3339(*s),
+                        rfc3339(s + 300_000),
+                        i + 1
+                    ));
+                }
+            }
+            (v, true)
+        }
+        "enrich" => (
+            tsv(&counted(
+                evs.iter()
+                    .map(|e| team_of(e.user).unwrap_or("").to_string()),
+            )),
+            false,
+        ),
+        "dedupe" => {
+            let mut seen = BTreeSet::new();
+            (
+                book()
+                    .lines()
+                    .filter(|l| seen.insert(l.to_string()))
+                    .map(str::to_string)
+                    .collect(),
+                true,
+            )
         }
         "python-step" => (book().lines().map(str::to_uppercase).collect(), true),
         other => panic!("no oracle for recipe `{other}`"),
