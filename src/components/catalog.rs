@@ -43,6 +43,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Split => Box::new(super::split::Split::new(&c.args)),
         ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
         ComponentType::Aggregate => Box::new(super::aggregate::Aggregate::new(&c.args)?),
+        ComponentType::Join => Box::new(super::join::Join::new(&c.args)?),
         ComponentType::Top => Box::new(super::aggregate::Aggregate::top(&c.args)?),
         ComponentType::Dedupe => Box::new(super::dedupe::Dedupe::new(&c.args)?),
         ComponentType::Lookup => Box::new(super::lookup::Lookup::new(&c.args, base_dir)?),

@@ -9,6 +9,7 @@ pub mod dedupe;
 pub mod discard;
 pub mod filter;
 pub mod generate;
+pub mod join;
 pub mod lines;
 pub mod log;
 pub mod lookup;

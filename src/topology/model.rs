@@ -140,6 +140,7 @@ pub enum ComponentType {
     Count,
     Aggregate,
     Top,
+    Join,
     Dedupe,
     Lookup,
     Filter,
@@ -164,6 +165,7 @@ impl ComponentType {
         ComponentType::Count,
         ComponentType::Aggregate,
         ComponentType::Top,
+        ComponentType::Join,
         ComponentType::Dedupe,
         ComponentType::Lookup,
         ComponentType::Filter,
@@ -187,6 +189,7 @@ impl ComponentType {
             ComponentType::Count => "count",
             ComponentType::Aggregate => "aggregate",
             ComponentType::Top => "top",
+            ComponentType::Join => "join",
             ComponentType::Dedupe => "dedupe",
             ComponentType::Lookup => "lookup",
             ComponentType::Filter => "filter",
@@ -213,6 +216,7 @@ impl ComponentType {
                 "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
             }
             Aggregate => "bolt: count, sum, avg, min, max, distinct, percentile… per key of `by`",
+            Join => "bolt: joins two or more inputs on a key (inner or left), whole or per window",
             Top => "bolt: the `n` keys of `by` with the highest `score`, per window or overall",
             Dedupe => {
                 "bolt: the first tuple of each `key` passes (exact, per `window`, or a `cache`)"

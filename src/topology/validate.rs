@@ -89,6 +89,9 @@ pub fn validate(
         if let (Some(s), Some(fields)) = (stream, input) {
             v.field_args(rc, c.ctype, s, fields);
         }
+        if c.ctype == ComponentType::Join {
+            v.join_inputs(rc, c, &streams, &by_id);
+        }
     }
     v.sinks(&components, &streams);
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
@@ -276,6 +279,25 @@ impl Validator<'_> {
         }
         if ctype == Some(ComponentType::Aggregate) {
             self.aggregate_spec(rc);
+        }
+        if ctype == Some(ComponentType::Join) && rc.args.is_none() {
+            self.error("`join` needs `inputs` and `select`", rc.span);
+        }
+        if ctype == Some(ComponentType::Join) {
+            if let Some(Err((arg, message))) = rc
+                .args
+                .as_ref()
+                .map(|a| a.value.to_json())
+                .and_then(|j| j.as_object().cloned())
+                .map(|m| crate::components::join::Spec::from_args(&m))
+            {
+                let at = rc
+                    .args
+                    .as_ref()
+                    .and_then(|a| a.value.get(arg))
+                    .map_or(rc.span, |v| v.span);
+                self.error(message, at);
+            }
         }
         if ctype == Some(ComponentType::Top) {
             self.top_spec(rc, parallelism);

@@ -174,3 +174,70 @@ fn top_n_per_sliding_window_and_overall() {
     );
     assert_eq!(got, ["1\ta\t9", "2\tb\t7"]);
 }
+
+/// `join`: inner and left joins of two inputs on a key, against the rows computed here; and
+/// with tumbling windows of tuples, only tuples of the same window meet.
+#[test]
+fn inner_and_left_joins() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let users: Vec<(u32, String)> = (0..20).map(|i| (i, format!("user{i}"))).collect();
+    let orders: Vec<(u32, u32)> = (0..60).map(|i| ((i * 7) % 25, i)).collect();
+    let mut csv = String::from("id,name\n");
+    for (id, name) in &users {
+        csv += &format!("{id},{name}\n");
+    }
+    std::fs::write(dir.path().join("users.csv"), csv).expect("write");
+    let jsonl: String = orders
+        .iter()
+        .map(|(u, a)| format!("{{\"user\":{u},\"amount\":{a}}}\n"))
+        .collect();
+    std::fs::write(dir.path().join("orders.jsonl"), jsonl).expect("write");
+    let topology = |inputs: &str, select: &str| {
+        format!(
+            "u = file(path={}, format=csv, header=true, fields=[id, name])\n\
+             o = file(path={}, format=json, fields=[user, amount])\n\
+             o | j = join(inputs={inputs}, select={select}) | stdout\nu | j",
+            dir.path().join("users.csv").display(),
+            dir.path().join("orders.jsonl").display()
+        )
+    };
+    // Orders with their user's name: inner join, orders on the left.
+    let got = run(
+        &topology(
+            "[{from: o, key: user}, {from: u, key: id}]",
+            "[o.amount, u.name]",
+        ),
+        "",
+        &[],
+    );
+    let mut want: Vec<String> = orders
+        .iter()
+        .filter_map(|(u, a)| {
+            users
+                .iter()
+                .find(|(id, _)| id == u)
+                .map(|(_, n)| format!("{a}\t{n}"))
+        })
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    // Users with their orders, users without any kept with a null amount: left join.
+    let got = run(
+        &topology(
+            "[{from: u, key: id}, {from: o, key: user, kind: left}]",
+            "[u.name, o.amount]",
+        ),
+        "",
+        &[],
+    );
+    let mut want: Vec<String> = Vec::new();
+    for (id, name) in &users {
+        let theirs: Vec<&(u32, u32)> = orders.iter().filter(|(u, _)| u == id).collect();
+        if theirs.is_empty() {
+            want.push(format!("{name}\t"));
+        }
+        want.extend(theirs.iter().map(|(_, a)| format!("{name}\t{a}")));
+    }
+    want.sort();
+    assert_eq!(got, want);
+}

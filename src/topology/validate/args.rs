@@ -92,6 +92,42 @@ impl Validator<'_> {
         self.error(message, span);
     }
 
+    /// A `join`'s inputs must stream into it, and its keys and selected fields must be fields
+    /// those inputs declare.
+    pub(super) fn join_inputs(
+        &mut self,
+        rc: &RawComponent,
+        c: &Component,
+        streams: &[Stream],
+        by_id: &HashMap<&str, &Component>,
+    ) {
+        let at = rc.args.as_ref().map_or(rc.span, |a| a.span);
+        let Ok(spec) = crate::components::join::Spec::from_args(&c.args) else {
+            return; // reported where the arguments are checked
+        };
+        let fields_of = |from: &str| -> Option<Vec<String>> {
+            let s = streams.iter().find(|s| s.from == from && s.to == c.id)?;
+            Some(by_id.get(from)?.outputs.get(&s.stream)?.clone())
+        };
+        let mut wanted: Vec<(&str, &str)> = spec
+            .inputs
+            .iter()
+            .map(|i| (i.from.as_str(), i.key.as_str()))
+            .collect();
+        wanted.extend(spec.select.iter().map(|(c, f)| (c.as_str(), f.as_str())));
+        for (from, field) in wanted {
+            let Some(fields) = fields_of(from) else {
+                self.error(format!("`{from}` sends no stream to `{}`", c.id), at)
+                    .help = Some(format!("add a stream from `{from}` to `{}`", c.id));
+                continue;
+            };
+            if !fields.iter().any(|f| f == field) {
+                self.error(format!("`{from}` does not declare field `{field}`"), at)
+                    .help = Some(format!("its fields: {}", fields.join(", ")));
+            }
+        }
+    }
+
     /// A `top` ranks every key of its input, so it runs as one task.
     pub(super) fn top_spec(&mut self, rc: &RawComponent, parallelism: u32) {
         let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
@@ -268,6 +304,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("emit", OneOf(&["end", "tick", "update"])),
         ],
         Dedupe => &[("key", Fields), ("window", Duration), ("cache", Number)],
+        Join => &[("inputs", List), ("select", List), ("window", Map)],
         Top => &[
             ("n", Number),
             ("by", Fields),

@@ -48,6 +48,11 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             Some(Some(keys))
         }
         Filter | Chaos | Dedupe => Some(Some(input?.to_vec())),
+        Join => Some(Some(
+            crate::components::join::Spec::from_args(&c.args)
+                .map(|s| s.output_fields())
+                .unwrap_or_default(),
+        )),
         Top => Some(Some(
             crate::components::aggregate::top_spec(&c.args)
                 .map(|(s, _)| crate::components::aggregate::top_fields(&s))
