@@ -66,6 +66,28 @@ fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
         .collect()
 }
 
+/// Remove the run folders (`storm-run-PID`) of runs that were killed too hard to clean up
+/// (SIGKILL): their process is gone, so nothing uses them.
+fn sweep_stale_run_dirs(tmp: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("storm-run-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if !alive && pid != std::process::id() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     let (loaded, overrides) = match super::run::load_for_run(&args) {
         Ok(l) => l,
@@ -75,6 +97,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     let has_home = topology.components.iter().any(|c| c.ctype.is_console());
     let workers = topology.config.workers().max(1) as usize;
 
+    sweep_stale_run_dirs(&std::env::temp_dir());
     let dir = std::env::temp_dir().join(format!("storm-run-{}", std::process::id()));
     let interrupted = drain_on_signals(dir.clone())?;
     let mut cleanup = Cleanup {

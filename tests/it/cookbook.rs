@@ -335,6 +335,12 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
             )),
             false,
         ),
+        "join-users" => {
+            let keys = evs
+                .iter()
+                .filter_map(|e| team_of(e.user).map(|t| format!("{t}\t{}", e.status)));
+            (tsv(&counted(keys)), false)
+        }
         "dedupe" => {
             let mut seen = BTreeSet::new();
             (

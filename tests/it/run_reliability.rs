@@ -440,6 +440,7 @@ fn worker_processes_die_with_a_killed_run() {
         true,
     );
     let workers = run.workers(2);
+    let folder = std::env::temp_dir().join(format!("storm-run-{}", run.pid()));
     signal(run.pid(), "-KILL");
     let _ = run.wait();
     for (pid, _) in &workers {
@@ -447,6 +448,24 @@ fn worker_processes_die_with_a_killed_run() {
             ended(*pid).then_some(())
         });
     }
+    // A SIGKILLed run cannot remove its folder; the next `--processes` run does.
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args([
+            "run",
+            "-q",
+            "--processes",
+            "-e",
+            "generate(count=10) | discard",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!folder.exists(), "{} is left behind", folder.display());
 }
 
 /// Standard output on a full device: one clear error, exit 1, in local and --processes modes.
