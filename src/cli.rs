@@ -1,4 +1,4 @@
-//! The command line (SPEC §1) as clap derive definitions: flags as written. Commands resolve
+//! The command line as clap derive definitions: flags as written. Commands resolve
 //! them into real objects in `commands/`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};

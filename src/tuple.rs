@@ -1,4 +1,4 @@
-//! Tuple values: the JSON-like data that flows between components (SPEC §4), and the tuple
+//! Tuple values: the JSON-like data that flows between components, and the tuple
 //! envelope the runtime carries (values, source, stream, and Storm's message id for acking).
 
 use compact_str::CompactString;

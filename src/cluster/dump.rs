@@ -1,4 +1,4 @@
-//! Printing a coordination tree (SPEC §6): one node per line with its full path and, when it
+//! Printing a coordination tree: one node per line with its full path and, when it
 //! has data, ` = ` and the data as compact JSON; or the same tree as one nested JSON document.
 //! Works over any `CoordinationStore`, so a live cluster's tree prints the same way.
 

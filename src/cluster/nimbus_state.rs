@@ -1,5 +1,5 @@
 //! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` in
-//! `cluster.clj`, and the submission steps of seed 002): supervisors registering, topologies
+//! `cluster.clj`, and Nimbus's submission steps): supervisors registering, topologies
 //! submitted (`/taskbeats/{id}`, `/tasks`, `/storms`), scheduled (`/assignments`), activated,
 //! re-assigned after failures, and task heartbeats and errors.
 
@@ -136,7 +136,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.read(&self.layout.assignment(id))
     }
 
-    /// Submission as Nimbus does it (seed 002 steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
+    /// Submission as Nimbus does it (its steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
     /// `/taskbeats/{id}`, one `/tasks/{id}/{task}` per task of the plan, and the storm base,
     /// still inactive. Schedule with [`Self::assign`], then [`Self::activate`].
     pub fn submit(
@@ -199,7 +199,7 @@ impl<S: CoordinationStore> ClusterState<S> {
             .collect())
     }
 
-    /// Schedule a topology (seed 002 step 4): read the current assignment, place the executors
+    /// Schedule a topology (step 4 of a submission): read the current assignment, place the executors
     /// on the available slots, record start times of the tasks that moved, and write the
     /// assignment only when it changed. Returns whether it was written.
     pub fn assign(
@@ -212,7 +212,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.reschedule(id, plan, workers, &[], now_secs)
     }
 
-    /// Re-assignment after failures (seed 002 step 6): the executors of the dead slots or
+    /// Re-assignment after failures (step 6 of a submission): the executors of the dead slots or
     /// supervisors move; the others keep their slots and start times.
     pub fn reassign(
         &self,
@@ -280,7 +280,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(())
     }
 
-    /// Activation (seed 002 step 5): only the status in `/storms/{id}` changes.
+    /// Activation (step 5 of a submission): only the status in `/storms/{id}` changes.
     pub fn activate(&self, id: &str) -> Result<(), ClusterError> {
         self.set_status(id, TopologyStatus::Active)
     }

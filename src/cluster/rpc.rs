@@ -54,7 +54,7 @@ pub struct Submission {
     #[serde(default)]
     pub overrides: Vec<String>,
     /// `storm run --processes`: the supervisor id whose single slot holds the `stdin` and
-    /// `stdout` executors (SPEC §5: they run in the `storm run` process).
+    /// `stdout` executors (they run in the `storm run` process).
     #[serde(default)]
     pub home: Option<String>,
 }

@@ -1,4 +1,4 @@
-//! Nimbus's even scheduler (seed 002; Storm 0.x `compute-new-task->node+port`): a pure function
+//! Nimbus's even scheduler (Storm 0.x `compute-new-task->node+port`): a pure function
 //! from the plan's executors, the free slots and the current placement to a new placement.
 //! Slots are grouped by supervisor, the supervisors with the most free slots first, and
 //! interleaved across supervisors (Storm's `sortSlots`), the first `topology.workers` are used, and executors go round-robin over them in task-id order.

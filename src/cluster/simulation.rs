@@ -157,7 +157,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// SPEC §3's wordcount, with the given configuration.
+    /// The README's word count, with the given configuration.
     pub(crate) fn wordcount(config: &[(&str, serde_json::Value)]) -> Topology {
         let mut c = Config::default();
         for (k, v) in config {
@@ -216,7 +216,7 @@ pub(crate) mod tests {
 
     #[test]
     fn spec_assignment_example_two_workers_on_four_slots() {
-        // SPEC §6: 2 tasks with topology.workers: 2 land on host1:6700 and host2:6700.
+        // docs/coordination.md: 2 tasks with topology.workers: 2 land on host1:6700 and host2:6700.
         let mut topo = wordcount(&[
             ("topology.workers", 2.into()),
             ("topology.acker.executors", 0.into()),

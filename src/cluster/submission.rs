@@ -1,6 +1,6 @@
 //! Submitted topologies: their text validated again where it arrives (nimbus, workers), and the
 //! placement of runs that have a home worker (`storm run --processes` and `--nimbus`), whose
-//! `stdin` and `stdout` executors stay in the `storm run` process (SPEC §5).
+//! `stdin` and `stdout` executors stay in the `storm run` process.
 
 use super::layout::AssignmentInfo;
 use super::nimbus_state::{ClusterError, ClusterState};
@@ -65,8 +65,8 @@ pub fn within_cluster_bounds(topology: &Topology) -> Result<(), String> {
     Ok(())
 }
 
-/// `storm run --processes` (SPEC §5): the executors of `stdin` spouts and `stdout` sinks go to
-/// the home supervisor's slot, the others round-robin (seed 002's order) over the first
+/// `storm run --processes`: the executors of `stdin` spouts and `stdout` sinks go to
+/// the home supervisor's slot, the others round-robin (the scheduler's slot order) over the first
 /// `topology.workers` slots of the other supervisors.
 pub fn home_assign(
     state: &ClusterState<SharedTree>,

@@ -1,4 +1,4 @@
-//! The cluster commands (SPEC §7): `nimbus`, `supervisor`, `submit`, `list`, `kill`, and the
+//! The cluster commands: `nimbus`, `supervisor`, `submit`, `list`, `kill`, and the
 //! internal `worker` a supervisor starts. Orchestration only; the daemons live in `cluster/`.
 
 use super::{load_topology, Status};

@@ -1,5 +1,5 @@
 //! One module per subcommand: orchestration only. Each returns the exit status it wants
-//! (SPEC §1: 0 success, 1 invalid topology or failed run, 2 usage, 130 interrupted).
+//! (0 success, 1 invalid topology or failed run, 2 usage, 130 interrupted).
 
 use crate::cli::{Cli, Command, ZkCommand};
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
-//! `storm run FILE --nimbus ADDR` (SPEC §7): run a topology attached on a running cluster. This
+//! `storm run FILE --nimbus ADDR`: run a topology attached on a running cluster. This
 //! process registers a one-slot supervisor of its own and runs there the worker holding the
-//! `stdin` spouts and `stdout` sinks (SPEC §5); the cluster's supervisors run the rest. When
+//! `stdin` spouts and `stdout` sinks; the cluster's supervisors run the rest. When
 //! every worker has finished, the topology is killed so its slots are free again.
 
 use super::Status;

@@ -1,4 +1,4 @@
-//! `storm run FILE --processes` (SPEC §5, §7): each of the `topology.workers` workers runs as its
+//! `storm run FILE --processes`: each of the `topology.workers` workers runs as its
 //! own process on loopback, talking over TCP. This process is nimbus (a thread, with a
 //! temporary data folder), the supervisor of those worker processes, and the home of the
 //! `stdin` spouts and `stdout` sinks, which it runs in one extra worker of its own, so a shell

@@ -1,4 +1,4 @@
-//! `storm zk dump`: submit a topology to a simulated cluster (SPEC §6), schedule and activate
+//! `storm zk dump`: submit a topology to a simulated cluster, schedule and activate
 //! it, and print the coordination tree as text lines or one JSON document.
 
 use super::Status;

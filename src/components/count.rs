@@ -1,5 +1,5 @@
 //! The `count` bolt: counts tuples per value of `args.fields` (default: the input's first field).
-//! Emits each key with its total when its input is finished (SPEC §5), and also on every tick
+//! Emits each key with its total when its input is finished, and also on every tick
 //! with `args.emit: tick`; with `args.emit: update`, each change as it happens and nothing again at
 //! the end (a streaming dedupe: `count(line, emit=update) | filter("count == 1")`). Keys are emitted in
 //! sorted order, so output is deterministic per task.

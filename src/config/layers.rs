@@ -1,4 +1,4 @@
-//! Configuration layering (SPEC §2), lowest first: the built-in `conf/defaults.yaml`, the user's
+//! Configuration layering, lowest first: the built-in `conf/defaults.yaml`, the user's
 //! `storm.yaml`, the topology's `config:`, then `-c KEY=VALUE`. Each value keeps its `Origin`.
 //!
 //! Where `storm.yaml` is looked up (as Storm's `storm.conf.file` search does, simplified):

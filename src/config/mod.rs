@@ -1,4 +1,4 @@
-//! Typed, layered configuration (SPEC §2): Storm's dotted keys, each value remembering the layer
+//! Typed, layered configuration: Storm's dotted keys, each value remembering the layer
 //! it came from, with typed accessors for the keys the runtime reads.
 
 pub mod layers;

@@ -1,4 +1,4 @@
-//! The rules of SPEC §2: what values each known Storm key accepts. A value that breaks its
+//! The rules of the configuration keys: what values each known Storm key accepts. A value that breaks its
 //! rule is reported whatever layer it came from; duration keys also accept humantime text.
 
 use super::{duration_of, Config, Origin};

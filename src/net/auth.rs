@@ -1,4 +1,4 @@
-//! Connection authentication with the cluster secret (SPEC §7): a mutual challenge–response in
+//! Connection authentication with the cluster secret: a mutual challenge–response in
 //! control frames, before any other frame. The secret never crosses the wire.
 //!
 //! 1. acceptor → connector: `CHALLENGE` with a 32-byte random nonce `ns`;
@@ -85,7 +85,7 @@ impl Secret {
     }
 }
 
-/// The loud warning for a service listening beyond loopback without a secret (SPEC §7).
+/// The loud warning for a service listening beyond loopback without a secret.
 pub fn warn_if_exposed(what: &str, addr: std::net::SocketAddr, secret: Option<&Secret>) -> bool {
     let exposed = secret.is_none() && !addr.ip().is_loopback();
     if exposed {

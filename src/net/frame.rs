@@ -22,7 +22,7 @@ pub enum Frame {
     Tuples { task: u32, tuples: Vec<Tuple> },
     /// Acker traffic for a task of the receiving worker.
     Acks(Acks),
-    /// End of input from task `from` to task `to` (SPEC §5).
+    /// End of input from task `from` to task `to`.
     Eos { from: u32, to: u32 },
     /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
     Control { kind: u8, body: Vec<u8> },

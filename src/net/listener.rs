@@ -1,5 +1,5 @@
 //! The receiving side of a worker's TCP transport: one named thread per local worker runs a mio
-//! loop (as Storm's worker receive thread listens on its slot port, seed 000), accepts peer
+//! loop (as Storm's worker receive thread listens on its slot port), accepts peer
 //! connections, authenticates them when a cluster secret is set, reads until `WouldBlock`,
 //! reassembles whole frames and hands buffers of them to the worker's receive channel.
 //!

@@ -1,5 +1,5 @@
 //! `TcpNetwork`: the runtime's `Network` over TCP, for workers in other processes or on other
-//! hosts (SPEC §7; Storm's Netty messaging layer). Each local worker listens on its own address
+//! hosts (Storm's Netty messaging layer). Each local worker listens on its own address
 //! (a mio receive loop, `listener`); each (local worker, remote worker) pair gets a lazily
 //! connected `TcpLink` (`outbound`). With a cluster secret every connection is authenticated.
 //!

@@ -1,9 +1,9 @@
-//! Executors: one thread running the component code of one or more tasks (seed 001). A bolt
+//! Executors: one thread running the component code of one or more tasks. A bolt
 //! executor consumes its receive queue in batches (`consume-batch-when-available`), executes each
 //! tuple, acks it for basic bolts, and moves output on through its outbox; a spout executor
 //! calls `next_tuple` while under `topology.max.spout.pending` (once there, again when a
 //! batch's worth of room is free: [`Throttle`]), tracks trees, and replays on fail or timeout.
-//! Both run their tasks' `finish` and pass end of input on (SPEC §5).
+//! Both run their tasks' `finish` and pass end of input on.
 
 use super::collector::{BoltOut, Emitter, SpoutOut};
 use super::message::Message;
@@ -369,7 +369,7 @@ impl BoltExecutor {
         Ok(())
     }
 
-    /// Every upstream task has finished: run `finish`, then tell downstream (SPEC §5).
+    /// Every upstream task has finished: run `finish`, then tell downstream.
     fn finish_task(&mut self, i: usize) -> anyhow::Result<()> {
         let slot = &mut self.tasks[i];
         let mut out = BoltOut {
@@ -511,7 +511,7 @@ impl SpoutExecutor {
                     }
                 }
                 // Finished only when the spout has nothing more (not even a replay) and every
-                // tree it started is complete (SPEC §5).
+                // tree it started is complete.
                 if exhausted[i] && pending[i].is_empty() {
                     self.finish_task(i);
                 }

@@ -7,14 +7,14 @@ use crate::topology::plan::StreamId;
 /// this size, or when the executor goes idle (Storm's batching of the disruptor queues).
 pub const BATCH: usize = 64;
 
-/// One element of an executor's receive queue (seed 000: elements are batches).
+/// One element of an executor's receive queue (elements are batches, as in Storm's disruptor queues).
 #[derive(Debug)]
 pub enum Message {
     /// Tuples for task `task` of this executor, in the order they were sent.
     Tuples { task: u32, tuples: Vec<Tuple> },
     /// Acker traffic (see [`Acks`]).
     Acks(Acks),
-    /// Task `from` has finished and will send no more to task `to` (SPEC §5).
+    /// Task `from` has finished and will send no more to task `to`.
     Eos { from: u32, to: u32 },
     /// Something outside asked the executor to look at its component (`Waker`).
     Wake,

@@ -1,6 +1,6 @@
 //! The send side of an executor: per-task routers (groupings per stream, Storm's task-fn) and
 //! the outbox that batches tuples per destination — a local executor's receive queue, or the
-//! worker's transfer queue for tasks in other workers (seed 000's executor send queue).
+//! worker's transfer queue for tasks in other workers (Storm's executor send queue).
 
 use super::message::{Acks, Message, Transfer, BATCH};
 use crate::components::Tuple;
@@ -229,7 +229,7 @@ fn acker_tasks(plan: &Plan) -> Vec<u32> {
 }
 
 /// Every task a task of `component` can send to, acker tasks included, ascending: the tasks
-/// that wait for its end of input (SPEC §5).
+/// that wait for its end of input.
 pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str) -> Vec<u32> {
     let mut tasks: Vec<u32> = topology
         .outputs_of(component)

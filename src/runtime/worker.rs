@@ -1,4 +1,4 @@
-//! Workers (seed 000): each has a transfer thread that encodes messages for other workers and
+//! Workers: each has a transfer thread that encodes messages for other workers and
 //! sends them on a link, and a receive thread that decodes what arrives and hands it to its
 //! executors' receive queues in batches of at most `topology.receiver.buffer.size`. In local mode
 //! the links are in-memory channels; the path is the one the network will take.
