@@ -105,10 +105,24 @@ impl Expr {
 
     /// Bind field names to positions, as a value; fails with the first problem found.
     pub fn compile_value(&self, fields: &[String]) -> Result<CompiledValue, ExprError> {
+        let slots: Vec<usize> = (0..fields.len()).collect();
+        self.compile_value_at(fields, &slots)
+    }
+
+    /// As `compile_value`, field `fields[k]` being read from position `slots[k]` of the
+    /// values given to `eval`.
+    pub fn compile_value_at(
+        &self,
+        fields: &[String],
+        slots: &[usize],
+    ) -> Result<CompiledValue, ExprError> {
         if let Some(first) = self.check_value(Some(fields), &[]).1.into_iter().next() {
             return Err(first);
         }
-        let position = |name: &str| fields.iter().position(|f| f == name);
+        let position = |name: &str| {
+            let k = fields.iter().position(|f| f == name)?;
+            slots.get(k).copied()
+        };
         calc::compile_calc(&self.root, &position)
             .map(|calc| CompiledValue { calc })
             .ok_or_else(|| self.not_evaluable())
