@@ -236,3 +236,34 @@ impl Bolt for Map {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(args: serde_json::Value) -> Spec {
+        match args {
+            serde_json::Value::Object(m) => Spec::from_args(&m),
+            _ => Spec::default(),
+        }
+    }
+
+    fn fields(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn steps_apply_in_order() {
+        let s = spec(serde_json::json!({
+            "set": {"b": "1", "z": "2"},
+            "rename": {"a": "c", "c": "a"},
+            "drop": ["z"]
+        }));
+        // `b` replaced in place, `z` appended; the renames swap; `z` dropped.
+        assert_eq!(s.output_fields(&fields(&["a", "b", "c"])), ["c", "b", "a"]);
+        let s = spec(serde_json::json!({"keep": ["c", "a"]}));
+        assert_eq!(s.output_fields(&fields(&["a", "b", "c"])), ["c", "a"]);
+        let s = spec(serde_json::json!({"set": {"n": 1}, "rename": {"n": "m"}}));
+        assert_eq!(s.output_fields(&fields(&["a"])), ["a", "m"]);
+    }
+}

@@ -252,9 +252,14 @@ impl Checker<'_> {
             }
         };
         if let Some(expected) = problem {
+            let found = if t == Type::Float {
+                "a float"
+            } else {
+                t.describe()
+            };
             let mut e = error(
                 arg.span.clone(),
-                format!("`{name}` takes {expected} here, not {}", t.describe()),
+                format!("`{name}` takes {expected} here, not {found}"),
             );
             if matches!(arg.kind, NodeKind::Field(_)) {
                 e.help = Some(match expected {

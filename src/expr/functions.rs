@@ -106,8 +106,17 @@ impl Signature {
             .unwrap_or(Arg::Any)
     }
 
+    /// `2 or 3 arguments (s, start[, len])`.
     pub fn describe_arity(&self) -> String {
-        format!("({})", self.shape)
+        let (lo, hi) = (*self.arity.start(), *self.arity.end());
+        let count = match (lo, hi) {
+            (1, 1) => "1 argument".to_string(),
+            (a, b) if a == b => format!("{a} arguments"),
+            (a, usize::MAX) => format!("at least {a} argument{}", if a == 1 { "" } else { "s" }),
+            (a, b) if b == a + 1 => format!("{a} or {b} arguments"),
+            (a, b) => format!("{a} to {b} arguments"),
+        };
+        format!("{count} ({})", self.shape)
     }
 
     pub fn result(&self, args: &[Type]) -> Type {

@@ -177,3 +177,5 @@ impl Compiled {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod value_tests;
