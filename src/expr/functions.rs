@@ -248,7 +248,11 @@ impl Func {
 pub(super) fn check_time_format(format: &str) -> std::result::Result<(), String> {
     strtime::format(format, Timestamp::UNIX_EPOCH)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| {
+            let text = e.to_string();
+            let reason = text.strip_prefix("strftime formatting failed: ");
+            reason.unwrap_or(&text).to_string()
+        })
 }
 
 /// A string's text, or null.

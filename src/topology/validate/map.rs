@@ -145,10 +145,8 @@ impl Validator<'_> {
         input: Option<(&[String], &[Type])>,
     ) {
         let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
-        if !["set", "rename", "keep", "drop"]
-            .iter()
-            .any(|k| c.args.contains_key(*k))
-        {
+        // Unknown argument names are reported on their own; this is for a map with none.
+        if c.args.is_empty() {
             self.error("map without `set`, `rename`, `keep` or `drop`", at)
                 .help = Some("e.g. `args: { set: { total: \"price * quantity\" } }`".into());
             return;
