@@ -457,3 +457,20 @@ proptest! {
         prop_assert!(same(&got, &want), "{text} over {fields:?}: got {got:?}, want {want:?}");
     }
 }
+
+#[test]
+fn documented_examples_parse() {
+    let doc = include_str!("../../docs/expressions.md");
+    let block = doc
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap_or_default();
+    let examples: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(examples.len() >= 4, "{block}");
+    for text in examples {
+        let expr = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let (_, errors) = expr.check_value(None, &[]);
+        assert!(errors.is_empty(), "{text}: {errors:?}");
+    }
+}
