@@ -474,3 +474,63 @@ fn documented_examples_parse() {
         assert!(errors.is_empty(), "{text}: {errors:?}");
     }
 }
+
+/// Inputs built from the tokens of arithmetic and function calls.
+fn call_soup() -> impl Strategy<Value = String> {
+    let token = prop::sample::select(vec![
+        "x",
+        "s",
+        "(",
+        ")",
+        ",",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "lower",
+        "substr",
+        "split_part",
+        "concat",
+        "capture",
+        "int",
+        "if",
+        "coalesce",
+        "parse_time",
+        "format_time",
+        "trunc_time",
+        "contains",
+        "5m",
+        "0s",
+        "\"%Y\"",
+        "\"(?P<a>.)\"",
+        "\"a\"",
+        "3",
+        "-9223372036854775807",
+        "null",
+        "==",
+        ">",
+        "and",
+        "not",
+    ]);
+    prop::collection::vec(token, 0..20).prop_map(|t| t.join(" "))
+}
+
+proptest! {
+    #[test]
+    fn calls_and_arithmetic_never_panic(text in call_soup(), x in any_value(), y in any_value()) {
+        let fields = names(&["x", "y", "s"]);
+        if let Ok(expr) = parse(&text) {
+            for e in expr.check_value(Some(&fields), &[Type::Int, Type::Any, Type::Str]).1 {
+                prop_assert!(e.span.end <= text.len(), "{e:?} in {text:?}");
+            }
+            if let Ok(c) = expr.compile_value(&fields) {
+                let _ = c.eval(&[x.clone(), y.clone(), Value::str("a b")]);
+                let _ = c.eval(&[]);
+            }
+            if let Ok(c) = expr.compile(&fields) {
+                let _ = c.eval(&[x, y, Value::str("a b")]);
+            }
+        }
+    }
+}
