@@ -33,7 +33,7 @@ impl Type {
         }
     }
 
-    /// The name used in documentation and `types:` (`int`, `float`, `str`, `bool`).
+    /// The short name (`int`, `float`, `str`, `bool`, `null`, `any`).
     pub fn name(self) -> &'static str {
         match self {
             Type::Str => "str",

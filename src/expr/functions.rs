@@ -87,11 +87,12 @@ pub(super) struct Signature {
     args: &'static [Arg],
     /// How the arguments are written, for "takes …" messages.
     shape: &'static str,
-    result: Result,
+    result: Yields,
 }
 
+/// What a function yields.
 #[derive(Clone, Copy)]
-enum Result {
+enum Yields {
     Fixed(Type),
     /// The type shared by the arguments from this position on (`if`, `coalesce`).
     JoinFrom(usize),
@@ -121,8 +122,8 @@ impl Signature {
 
     pub fn result(&self, args: &[Type]) -> Type {
         match self.result {
-            Result::Fixed(t) => t,
-            Result::JoinFrom(k) => args
+            Yields::Fixed(t) => t,
+            Yields::JoinFrom(k) => args
                 .get(k..)
                 .unwrap_or_default()
                 .iter()
@@ -143,7 +144,7 @@ fn sig(
         arity,
         args,
         shape,
-        result: Result::Fixed(result),
+        result: Yields::Fixed(result),
     }
 }
 
@@ -229,13 +230,13 @@ impl Func {
                 arity: 1..=usize::MAX,
                 args: &[A::Any],
                 shape: "a, b, …",
-                result: Result::JoinFrom(0),
+                result: Yields::JoinFrom(0),
             },
             If => Signature {
                 arity: 3..=3,
                 args: &[A::Cond, A::Any],
                 shape: "condition, then, else",
-                result: Result::JoinFrom(1),
+                result: Yields::JoinFrom(1),
             },
             ParseTime => sig(1..=2, &[A::Any, A::Format], "s[, FORMAT]", Type::Int),
             FormatTime => sig(2..=2, &[A::Int, A::Format], "t, FORMAT", Type::Str),
@@ -245,7 +246,7 @@ impl Func {
 }
 
 /// Whether `format` is a strftime format we can use (it formats a time).
-pub(super) fn check_time_format(format: &str) -> std::result::Result<(), String> {
+pub(super) fn check_time_format(format: &str) -> Result<(), String> {
     strtime::format(format, Timestamp::UNIX_EPOCH)
         .map(|_| ())
         .map_err(|e| {
