@@ -178,6 +178,8 @@ impl Visitor<usize> for Compiler {
 pub struct Map {
     spec: Spec,
     plan: Option<Plan>,
+    /// The input values, then each `set` result: reused from tuple to tuple.
+    work: Vec<Value>,
 }
 
 impl Map {
@@ -185,6 +187,7 @@ impl Map {
         Map {
             spec: Spec::from_args(args),
             plan: None,
+            work: Vec::new(),
         }
     }
 }
@@ -217,11 +220,13 @@ impl Bolt for Map {
         if input.is_tick() {
             return Ok(());
         }
-        let mut work: Vec<Value> = input.values.iter().take(plan.inputs).cloned().collect();
+        let work = &mut self.work;
+        work.clear();
+        work.extend(input.values.iter().take(plan.inputs).cloned());
         // A tuple shorter than its declared fields (a shell component's) reads as nulls.
         work.resize(plan.inputs, Value::Null);
         for set in &plan.sets {
-            let v = set.eval(&work);
+            let v = set.eval(work);
             work.push(v);
         }
         let values: Values = plan
