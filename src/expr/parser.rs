@@ -73,12 +73,47 @@ fn keyword<'a>(word: &'static str) -> impl FnMut(In<'a>) -> PResult<'a, Range<us
 }
 
 fn node(kind: NodeKind, span: Range<usize>) -> Node {
+    NODES.with(|n| n.set(n.get() + 1));
     Node { kind, span }
+}
+
+/// The failure for an expression of more than `MAX_NODES` parts, once it gets there.
+fn too_many_nodes<'a>(i: &In<'a>) -> Option<PResult<'a, Node>> {
+    if NODES.with(|n| n.get()) <= MAX_NODES {
+        return None;
+    }
+    let at = offset(i);
+    Some(failure(PErr::message(
+        at..at,
+        format!("expression of more than {MAX_NODES} parts"),
+    )))
+}
+
+/// The depth of the tree, counted without recursion (a tree too deep to walk recursively is
+/// what this guards against).
+fn tree_depth(root: &Node) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root, 1)];
+    while let Some((n, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        let children: Vec<&Node> = match &n.kind {
+            NodeKind::Len(x) | NodeKind::Not(x) | NodeKind::Neg(x) => vec![x],
+            NodeKind::Compare(_, _, l, r)
+            | NodeKind::And(l, r)
+            | NodeKind::Or(l, r)
+            | NodeKind::Arith(_, _, l, r) => vec![l, r],
+            NodeKind::Call(_, _, args) => args.iter().collect(),
+            _ => Vec::new(),
+        };
+        stack.extend(children.into_iter().map(|c| (c, d + 1)));
+    }
+    deepest
 }
 
 /// Parse a whole expression.
 pub fn parse(text: &str) -> Result<Node, ExprError> {
     let i = In::new(text);
+    NODES.with(|n| n.set(0));
     let result = (|| {
         let (i, _) = ws(i)?;
         let (i, root) = or_expr(i)?;
@@ -89,6 +124,14 @@ pub fn parse(text: &str) -> Result<Node, ExprError> {
         Ok((i, root))
     })();
     match result {
+        Ok((_, root)) if tree_depth(&root) > MAX_TREE_DEPTH => Err(ExprError {
+            span: root.span.clone(),
+            message: format!(
+                "expression nested more than {MAX_TREE_DEPTH} levels deep, counting each \
+                 operator of a chain"
+            ),
+            help: Some("split it over several components, or shorten the chains".into()),
+        }),
         Ok((_, root)) => Ok(root),
         Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.into_expr_error(text)),
         Err(nom::Err::Incomplete(_)) => {
@@ -106,6 +149,9 @@ fn binary<'a>(
 ) -> PResult<'a, Node> {
     let (mut i, mut left) = operand(i)?;
     for _ in 0..MAX_CHAIN {
+        if let Some(e) = too_many_nodes(&i) {
+            return e;
+        }
         let Ok((j, _)) = (ws, keyword(word), ws).parse(i) else {
             return Ok((i, left));
         };
@@ -133,9 +179,14 @@ fn and_expr(i: In) -> PResult<Node> {
 /// be: bounds the recursion of parsing, checking and evaluation.
 const MAX_DEPTH: usize = 64;
 const MAX_CHAIN: usize = 1000;
+/// Bounds on the whole tree, chains included: its parts (so a rejected tree is small enough
+/// to drop) and its depth (so checking, evaluating and printing it recurse safely).
+const MAX_NODES: usize = 5000;
+const MAX_TREE_DEPTH: usize = 512;
 
 thread_local! {
     static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// One level of nesting, or the error for going deeper than `MAX_DEPTH`.
@@ -224,6 +275,9 @@ fn arithmetic<'a>(
 ) -> PResult<'a, Node> {
     let (mut i, mut left) = next(i)?;
     for _ in 0..MAX_CHAIN {
+        if let Some(e) = too_many_nodes(&i) {
+            return e;
+        }
         let (j, _) = ws(i)?;
         let at = offset(&j);
         let Some(&(_, op)) = ops.iter().find(|(c, _)| j.fragment().starts_with(*c)) else {
@@ -334,6 +388,9 @@ fn call<'a>(i: In<'a>, name: &str, name_span: Range<usize>) -> PResult<'a, Node>
     let (mut i, _) = (ws, char('(')).parse(i)?;
     let mut args = Vec::new();
     for _ in 0..MAX_CHAIN {
+        if let Some(e) = too_many_nodes(&i) {
+            return e;
+        }
         let (j, _) = ws(i)?;
         if args.is_empty() {
             if let Ok((k, _)) = char::<In, PErr>(')').parse(j) {
@@ -542,6 +599,17 @@ mod tests {
         assert!(shown(&chain).contains("more than 1000 `and` in a row"));
         let ok = vec!["a == 1"; 500].join(" or ");
         assert!(parse(&ok).is_ok());
+        // Chains inside chains: bounded as a whole, however they nest.
+        let mut nested = "x".to_string();
+        for _ in 0..60 {
+            nested = format!("({nested}{})", " + 1".repeat(999));
+        }
+        assert!(shown(&nested).contains("more than 5000 parts"));
+        let mut nested = "x".to_string();
+        for _ in 0..6 {
+            nested = format!("({nested}{})", " + 1".repeat(99));
+        }
+        assert!(shown(&nested).contains("nested more than 512 levels deep"));
         // The depth counter is released after an error.
         assert!(parse("((a))").is_ok());
     }
