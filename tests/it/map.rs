@@ -190,6 +190,8 @@ fn bad_maps_and_typed_comparisons_are_located_errors() {
         "stdin | map(set={t: parse_time(line, \"%Y-%\")}) | stdout",
         "stdin | map(sett={a: 1}) | stdout",
         "stdin | map | stdout",
+        "stdin | parse(format=combined) | filter('status == \"503\"') | stdout",
+        "stdin(format=csv, columns=[n, name], types={n: int}) | map(set={x: lower(n)}) | stdout",
     ];
     let mut report = String::new();
     for case in cases {
@@ -201,6 +203,58 @@ fn bad_maps_and_typed_comparisons_are_located_errors() {
         report += &format!("$ {case}\n{}\n", String::from_utf8_lossy(&out.stderr));
     }
     insta::assert_snapshot!(report);
+}
+
+/// A "combined" access log line.
+fn combined(k: usize) -> String {
+    let status = [200, 304, 500, 503][k % 4];
+    let bytes = if k % 5 == 0 {
+        "-".to_string()
+    } else {
+        (k * 997).to_string()
+    };
+    format!(
+        "10.0.0.{} - - [02/Nov/2026:08:{:02}:{:02} +0000] \"GET /p/{} HTTP/1.1\" {status} {bytes} \"-\" \"curl\"",
+        k % 250,
+        k / 60 % 60,
+        k % 60,
+        k % 9
+    )
+}
+
+#[test]
+fn parsed_fields_keep_their_types_through_map_and_filter() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let lines: Vec<String> = (0..300).map(combined).collect();
+    // `status` and `bytes` are integers: compared and divided as numbers with no cast.
+    let topology = r#"stdin | parse(format=combined) | map(set={
+        kib: bytes / 1024,
+        minute: format_time(trunc_time(parse_time(time, "%d/%b/%Y:%H:%M:%S %z"), 1m), "%H:%M")
+    }, keep=[status, kib, minute]) | filter("status >= 500") | stdout"#;
+    let out = storm(conf.path())
+        .args(["run", "-e", topology])
+        .write_stdin(lines.join("\n") + "\n")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut want: Vec<String> = (0..300usize)
+        .filter(|k| k % 4 >= 2)
+        .map(|k| {
+            let status = [200, 304, 500, 503][k % 4];
+            let kib = if k % 5 == 0 {
+                String::new()
+            } else {
+                (k * 997 / 1024).to_string()
+            };
+            format!("{status}\t{kib}\t08:{:02}", k / 60 % 60)
+        })
+        .collect();
+    want.sort();
+    assert_eq!(sorted_lines(&out.stdout), want);
 }
 
 #[test]

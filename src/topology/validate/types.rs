@@ -1,6 +1,7 @@
 //! The types of each component's default-stream fields, where the validator can know them:
-//! lines and words are strings, counts are integers, pass-through bolts keep their input's
-//! types and `map` computes its own. Everything else (shell components, `generate`, fields
+//! lines and words are strings, counts are integers, `parse` (and `stdin`/`file` with
+//! `format:`) gives the types its `types` names (and `combined`'s `status` and `bytes`),
+//! pass-through bolts keep their input's types and `map` computes its own. Everything else (shell components, `generate`, fields
 //! declared with `fields:`) is `Type::Any`, which expressions never reject.
 
 use super::map::walk;
@@ -73,6 +74,9 @@ fn of(
         return Some(any());
     }
     Some(match c.ctype {
+        Stdin | File | Parse if c.ctype == Parse || c.args.contains_key("format") => {
+            parsed(c, fields.len())
+        }
         Stdin | File | Split | TestWordSpout => vec![Type::Str; fields.len()],
         TestWordCounter => vec![Type::Str, Type::Int],
         Count => {
@@ -97,4 +101,23 @@ fn of(
         }
         _ => any(),
     })
+}
+
+/// The types of a parsing component's fields: those it converts to; the others as read,
+/// which is not known here (a JSON value may be anything).
+fn parsed(c: &Component, count: usize) -> Vec<Type> {
+    use crate::components::parse::types::FieldType;
+    let Ok(spec) = crate::components::parse::spec::Spec::from_args(&c.args) else {
+        return vec![Type::Any; count];
+    };
+    spec.outputs
+        .iter()
+        .map(|(_, t)| match t {
+            Some(FieldType::Int) => Type::Int,
+            Some(FieldType::Float) => Type::Float,
+            Some(FieldType::Str) => Type::Str,
+            Some(FieldType::Bool) => Type::Bool,
+            None => Type::Any,
+        })
+        .collect()
 }
