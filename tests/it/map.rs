@@ -192,6 +192,7 @@ fn bad_maps_and_typed_comparisons_are_located_errors() {
         "stdin | map | stdout",
         "stdin | parse(format=combined) | filter('status == \"503\"') | stdout",
         "stdin(format=csv, columns=[n, name], types={n: int}) | map(set={x: lower(n)}) | stdout",
+        "stdin | dedupe | filter('line > 3') | stdout",
     ];
     let mut report = String::new();
     for case in cases {

@@ -1,7 +1,8 @@
 //! The types of each component's default-stream fields, where the validator can know them:
 //! lines and words are strings, counts are integers, `parse` (and `stdin`/`file` with
 //! `format:`) gives the types its `types` names (and `combined`'s `status` and `bytes`),
-//! pass-through bolts keep their input's types and `map` computes its own. Everything else (shell components, `generate`, fields
+//! pass-through bolts (and `lookup`, for the fields it passes on) keep their input's types and
+//! `map` computes its own. Everything else (shell components, `generate`, fields
 //! declared with `fields:`) is `Type::Any`, which expressions never reject.
 
 use super::map::walk;
@@ -94,7 +95,13 @@ fn of(
                 })
                 .collect()
         }
-        Filter | Chaos => input?.1.to_vec(),
+        Filter | Chaos | Dedupe => input?.1.to_vec(),
+        // The input fields, then the looked-up columns (text of unknown kind, or null).
+        Lookup => {
+            let mut t = input?.1.to_vec();
+            t.resize(fields.len(), Type::Any);
+            t
+        }
         Map => {
             let (out, _) = walk(source, rc, &c.args, Some(input?));
             out.into_iter().map(|(_, t)| t).collect()
