@@ -50,6 +50,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Filter => Box::new(super::filter::Filter::new(&c.args)),
         ComponentType::Parse => Box::new(super::parse::Parse::new(&c.args)?),
         ComponentType::Stdout => Box::new(super::stdout::Stdout::new(&c.args)),
+        ComponentType::Map => Box::new(super::map::Map::new(&c.args)),
         ComponentType::Log => Box::new(super::log::Log::default()),
         ComponentType::Discard => Box::new(super::discard::Discard),
         ComponentType::Chaos => Box::new(super::chaos::Chaos::new(&c.args)),

@@ -13,6 +13,7 @@ pub mod join;
 pub mod lines;
 pub mod log;
 pub mod lookup;
+pub mod map;
 pub mod parse;
 pub mod replay;
 pub mod shell;

@@ -1,4 +1,4 @@
-//! The syntax tree of a filter expression, each node with its byte range in the expression text.
+//! The syntax tree of an expression, each node with its byte range in the expression text.
 
 use std::fmt;
 use std::ops::Range;
@@ -26,6 +26,36 @@ pub enum NodeKind {
     Not(Box<Node>),
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
+    /// `left OP right` arithmetic; the range is the operator's.
+    Arith(ArithOp, Range<usize>, Box<Node>, Box<Node>),
+    /// `-x`.
+    Neg(Box<Node>),
+    /// `name(arguments…)`; the range is the name's.
+    Call(String, Range<usize>, Vec<Node>),
+    /// A duration literal (`5m`), in milliseconds.
+    Duration(i64),
+}
+
+/// Arithmetic operators: `*` `/` `%` bind tighter than `+` `-`, all left-associative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl ArithOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+            ArithOp::Div => "/",
+            ArithOp::Rem => "%",
+        }
+    }
 }
 
 /// Comparison operators, all of the same precedence and not chained.
@@ -102,6 +132,19 @@ impl fmt::Display for Node {
             NodeKind::Not(x) => write!(f, "(not {x})"),
             NodeKind::And(l, r) => write!(f, "({l} and {r})"),
             NodeKind::Or(l, r) => write!(f, "({l} or {r})"),
+            NodeKind::Arith(op, _, l, r) => write!(f, "({l} {} {r})", op.symbol()),
+            NodeKind::Neg(x) => write!(f, "(-{x})"),
+            NodeKind::Call(name, _, args) => {
+                write!(f, "{name}(")?;
+                for (k, a) in args.iter().enumerate() {
+                    if k > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                write!(f, ")")
+            }
+            NodeKind::Duration(ms) => write!(f, "{ms}ms"),
         }
     }
 }

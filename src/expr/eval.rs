@@ -1,12 +1,15 @@
-//! Evaluation: an expression bound to field positions, evaluated per tuple without allocating.
-//! Values of different kinds never match (a string is not less than a number); integers and
-//! floats compare by value.
+//! Evaluation of conditions: an expression bound to field positions, evaluated per tuple
+//! without allocating as long as its operands are fields, literals and `len` (computed
+//! operands, e.g. `lower(word)`, are evaluated by `calc`). Values of different kinds never
+//! match (a string is not less than a number); integers and floats compare by value.
 
 use std::cmp::Ordering;
 
 use regex::Regex;
 
 use super::ast::{CmpOp, Node, NodeKind};
+use super::calc::{compile_calc, string_op, Calc};
+use super::functions::Func;
 use crate::tuple::Value;
 
 /// A condition, ready to evaluate.
@@ -28,6 +31,8 @@ pub(super) enum Operand {
     Literal(Value),
     Len(Box<Operand>),
     Cond(Box<Cond>),
+    /// Arithmetic or a function: computed into an owned value (see `with`).
+    Computed(Box<Calc>),
 }
 
 /// An operand's value for one tuple, borrowed where possible.
@@ -63,11 +68,30 @@ pub(super) fn compile_cond(node: &Node, position: &dyn Fn(&str) -> Option<usize>
             compile_operand(l, position)?,
             compile_operand(r, position)?,
         ),
+        // `starts_with(s, p)` and friends are the infix operators.
+        NodeKind::Call(name, _, args)
+            if matches!(
+                Func::from_name(name),
+                Some(Func::StartsWith | Func::EndsWith | Func::Contains)
+            ) =>
+        {
+            let [l, r] = args.as_slice() else {
+                return None;
+            };
+            Cond::Compare(
+                string_op(Func::from_name(name)?),
+                compile_operand(l, position)?,
+                compile_operand(r, position)?,
+            )
+        }
         _ => Cond::Truthy(compile_operand(node, position)?),
     })
 }
 
-fn compile_operand(node: &Node, position: &dyn Fn(&str) -> Option<usize>) -> Option<Operand> {
+pub(super) fn compile_operand(
+    node: &Node,
+    position: &dyn Fn(&str) -> Option<usize>,
+) -> Option<Operand> {
     Some(match &node.kind {
         NodeKind::Field(name) => Operand::Field(position(name)?),
         NodeKind::Str(s) => Operand::Literal(Value::str(s)),
@@ -75,7 +99,21 @@ fn compile_operand(node: &Node, position: &dyn Fn(&str) -> Option<usize>) -> Opt
         NodeKind::Float(x) => Operand::Literal(Value::Float(*x)),
         NodeKind::Bool(b) => Operand::Literal(Value::Bool(*b)),
         NodeKind::Null => Operand::Literal(Value::Null),
-        NodeKind::Len(arg) => Operand::Len(Box::new(compile_operand(arg, position)?)),
+        NodeKind::Len(arg) => match compile_operand(arg, position)? {
+            Operand::Computed(_) => Operand::Computed(Box::new(compile_calc(node, position)?)),
+            inner => Operand::Len(Box::new(inner)),
+        },
+        NodeKind::Arith(..) | NodeKind::Neg(_) | NodeKind::Duration(_) => {
+            Operand::Computed(Box::new(compile_calc(node, position)?))
+        }
+        NodeKind::Call(name, _, _)
+            if !matches!(
+                Func::from_name(name),
+                Some(Func::StartsWith | Func::EndsWith | Func::Contains)
+            ) =>
+        {
+            Operand::Computed(Box::new(compile_calc(node, position)?))
+        }
         _ => Operand::Cond(Box::new(compile_cond(node, position)?)),
     })
 }
@@ -83,19 +121,30 @@ fn compile_operand(node: &Node, position: &dyn Fn(&str) -> Option<usize>) -> Opt
 impl Cond {
     pub(super) fn eval(&self, values: &[Value]) -> bool {
         match self {
-            Cond::Compare(op, l, r) => compare(*op, l.eval(values), r.eval(values)),
-            Cond::Matches(l, re) => match l.eval(values) {
+            Cond::Compare(op, l, r) => with(l, values, |a| with(r, values, |b| compare(*op, a, b))),
+            Cond::Matches(l, re) => with(l, values, |v| match v {
                 Val::Value(Value::Str(s)) => re.is_match(s),
                 _ => false,
-            },
+            }),
             Cond::Not(c) => !c.eval(values),
             Cond::And(l, r) => l.eval(values) && r.eval(values),
             Cond::Or(l, r) => l.eval(values) || r.eval(values),
-            Cond::Truthy(o) => matches!(
-                o.eval(values),
-                Val::Bool(true) | Val::Value(Value::Bool(true))
-            ),
+            Cond::Truthy(o) => with(o, values, |v| {
+                matches!(v, Val::Bool(true) | Val::Value(Value::Bool(true)))
+            }),
         }
+    }
+}
+
+/// Give `f` the operand's value: borrowed from the tuple or the literal where possible, or
+/// computed into a local for `Operand::Computed`.
+fn with<R>(o: &Operand, values: &[Value], f: impl FnOnce(Val) -> R) -> R {
+    match o {
+        Operand::Computed(c) => {
+            let v = c.eval(values);
+            f(Val::Value(&v))
+        }
+        _ => f(o.eval(values)),
     }
 }
 
@@ -111,6 +160,8 @@ impl Operand {
                 _ => Val::Missing,
             },
             Operand::Cond(c) => Val::Bool(c.eval(values)),
+            // Evaluated by `with`; `len` of a computed value is computed whole.
+            Operand::Computed(_) => Val::Missing,
         }
     }
 }

@@ -1,22 +1,27 @@
-//! The `filter` expression language (SPEC §4): parsing, checking against input fields, and
-//! evaluation over tuple values.
+//! The expression language of `filter`'s `where` and `map`'s `set`: parsing, checking against
+//! the input fields and their types, and evaluation over tuple values.
 //!
 //! ```text
 //! word contains "ka" and not len(word) < 3
+//! int(status) >= 500 and lower(method) == "get"
 //! ```
 //!
 //! Precedence, loosest first: `or`, `and`, `not`, then one comparison (`==` `!=` `<` `<=` `>`
-//! `>=` `contains` `starts_with` `ends_with` `=~`) between two operands (fields, string and
-//! number literals, `true` `false` `null`, `len(x)`, parentheses). So, as in Python,
-//! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/dsl.md`.
+//! `>=` `contains` `starts_with` `ends_with` `=~`) between two operands, then `+ -`, then
+//! `* / %`, then unary `-`, over fields, string and number literals, duration literals (`5m`),
+//! `true` `false` `null`, function calls and parentheses. So, as in Python,
+//! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/expressions.md`.
 
 pub mod ast;
+mod calc;
 mod check;
 mod eval;
+mod functions;
 mod location;
 mod parser;
 mod syntax_error;
 
+pub use check::Type;
 pub use location::{diagnostics, source_span};
 
 use crate::tuple::Value;
@@ -72,12 +77,63 @@ impl Expr {
     /// As `check`; with `None` (input fields not known, e.g. after a shell component that
     /// declares none) field names are not checked.
     pub fn check_with(&self, fields: Option<&[String]>) -> Vec<ExprError> {
+        self.check_typed(fields, &[])
+    }
+
+    /// As `check_with`, knowing the type of each input field (by position; `Type::Any` or
+    /// missing where unknown): a string field compared with a number is an error.
+    pub fn check_typed(&self, fields: Option<&[String]>, types: &[Type]) -> Vec<ExprError> {
         let mut checker = check::Checker {
             fields,
+            types,
             errors: Vec::new(),
         };
         checker.check_root(&self.root);
         checker.errors
+    }
+
+    /// Check the expression as a value (`map`'s `set`): its type, and every problem.
+    pub fn check_value(&self, fields: Option<&[String]>, types: &[Type]) -> (Type, Vec<ExprError>) {
+        let mut checker = check::Checker {
+            fields,
+            types,
+            errors: Vec::new(),
+        };
+        let t = checker.ty(&self.root);
+        (t, checker.errors)
+    }
+
+    /// Bind field names to positions, as a value; fails with the first problem found.
+    pub fn compile_value(&self, fields: &[String]) -> Result<CompiledValue, ExprError> {
+        let slots: Vec<usize> = (0..fields.len()).collect();
+        self.compile_value_at(fields, &slots)
+    }
+
+    /// As `compile_value`, field `fields[k]` being read from position `slots[k]` of the
+    /// values given to `eval`.
+    pub fn compile_value_at(
+        &self,
+        fields: &[String],
+        slots: &[usize],
+    ) -> Result<CompiledValue, ExprError> {
+        if let Some(first) = self.check_value(Some(fields), &[]).1.into_iter().next() {
+            return Err(first);
+        }
+        let position = |name: &str| {
+            let k = fields.iter().position(|f| f == name)?;
+            slots.get(k).copied()
+        };
+        calc::compile_calc(&self.root, &position)
+            .map(|calc| CompiledValue { calc })
+            .ok_or_else(|| self.not_evaluable())
+    }
+
+    fn not_evaluable(&self) -> ExprError {
+        ExprError {
+            span: self.root.span.clone(),
+            message: "this expression cannot be evaluated".into(),
+            help: None,
+        }
     }
 
     /// Bind field names to positions; fails with the first problem `check` finds.
@@ -88,11 +144,20 @@ impl Expr {
         let position = |name: &str| fields.iter().position(|f| f == name);
         eval::compile_cond(&self.root, &position)
             .map(|cond| Compiled { cond })
-            .ok_or_else(|| ExprError {
-                span: self.root.span.clone(),
-                message: "this expression cannot be evaluated".into(),
-                help: None,
-            })
+            .ok_or_else(|| self.not_evaluable())
+    }
+}
+
+/// An expression bound to the input fields, computing a value per tuple.
+#[derive(Debug, Clone)]
+pub struct CompiledValue {
+    calc: calc::Calc,
+}
+
+impl CompiledValue {
+    /// The value for the tuple with these values (in input field order).
+    pub fn eval(&self, values: &[Value]) -> Value {
+        self.calc.eval(values)
     }
 }
 
@@ -112,3 +177,5 @@ impl Compiled {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod value_tests;

@@ -1,5 +1,7 @@
 //! The expression parser (nom): `or` binds loosest, then `and`, then `not`, then one
-//! comparison between two operands, as in Python (`not len(word) < 3` is `not (len(word) < 3)`).
+//! comparison between two operands, as in Python (`not len(word) < 3` is `not (len(word) < 3)`);
+//! an operand is arithmetic (`+ -`, tighter `* / %`, tighter unary `-`) over fields, literals,
+//! function calls and parentheses.
 
 use crate::nesting::Level;
 use nom::bytes::complete::{tag, take_while, take_while1};
@@ -9,7 +11,7 @@ use nom::{IResult, Input, Parser};
 use nom_locate::LocatedSpan;
 use std::ops::Range;
 
-use super::ast::{CmpOp, Node, NodeKind, KEYWORDS};
+use super::ast::{ArithOp, CmpOp, Node, NodeKind, KEYWORDS};
 use super::syntax_error::PErr;
 use super::ExprError;
 
@@ -71,12 +73,47 @@ fn keyword<'a>(word: &'static str) -> impl FnMut(In<'a>) -> PResult<'a, Range<us
 }
 
 fn node(kind: NodeKind, span: Range<usize>) -> Node {
+    NODES.with(|n| n.set(n.get() + 1));
     Node { kind, span }
+}
+
+/// The failure for an expression of more than `MAX_NODES` parts, once it gets there.
+fn too_many_nodes<'a>(i: &In<'a>) -> Option<PResult<'a, Node>> {
+    if NODES.with(|n| n.get()) <= MAX_NODES {
+        return None;
+    }
+    let at = offset(i);
+    Some(failure(PErr::message(
+        at..at,
+        format!("expression of more than {MAX_NODES} parts"),
+    )))
+}
+
+/// The depth of the tree, counted without recursion (a tree too deep to walk recursively is
+/// what this guards against).
+fn tree_depth(root: &Node) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root, 1)];
+    while let Some((n, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        let children: Vec<&Node> = match &n.kind {
+            NodeKind::Len(x) | NodeKind::Not(x) | NodeKind::Neg(x) => vec![x],
+            NodeKind::Compare(_, _, l, r)
+            | NodeKind::And(l, r)
+            | NodeKind::Or(l, r)
+            | NodeKind::Arith(_, _, l, r) => vec![l, r],
+            NodeKind::Call(_, _, args) => args.iter().collect(),
+            _ => Vec::new(),
+        };
+        stack.extend(children.into_iter().map(|c| (c, d + 1)));
+    }
+    deepest
 }
 
 /// Parse a whole expression.
 pub fn parse(text: &str) -> Result<Node, ExprError> {
     let i = In::new(text);
+    NODES.with(|n| n.set(0));
     let result = (|| {
         let (i, _) = ws(i)?;
         let (i, root) = or_expr(i)?;
@@ -87,6 +124,14 @@ pub fn parse(text: &str) -> Result<Node, ExprError> {
         Ok((i, root))
     })();
     match result {
+        Ok((_, root)) if tree_depth(&root) > MAX_TREE_DEPTH => Err(ExprError {
+            span: root.span.clone(),
+            message: format!(
+                "expression nested more than {MAX_TREE_DEPTH} levels deep, counting each \
+                 operator of a chain"
+            ),
+            help: Some("split it over several components, or shorten the chains".into()),
+        }),
         Ok((_, root)) => Ok(root),
         Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.into_expr_error(text)),
         Err(nom::Err::Incomplete(_)) => {
@@ -104,6 +149,9 @@ fn binary<'a>(
 ) -> PResult<'a, Node> {
     let (mut i, mut left) = operand(i)?;
     for _ in 0..MAX_CHAIN {
+        if let Some(e) = too_many_nodes(&i) {
+            return e;
+        }
         let Ok((j, _)) = (ws, keyword(word), ws).parse(i) else {
             return Ok((i, left));
         };
@@ -131,9 +179,14 @@ fn and_expr(i: In) -> PResult<Node> {
 /// be: bounds the recursion of parsing, checking and evaluation.
 const MAX_DEPTH: usize = 64;
 const MAX_CHAIN: usize = 1000;
+/// Bounds on the whole tree, chains included: its parts (so a rejected tree is small enough
+/// to drop) and its depth (so checking, evaluating and printing it recurse safely).
+const MAX_NODES: usize = 5000;
+const MAX_TREE_DEPTH: usize = 512;
 
 thread_local! {
     static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// One level of nesting, or the error for going deeper than `MAX_DEPTH`.
@@ -174,12 +227,12 @@ fn cmp_op(i: In) -> PResult<(CmpOp, Range<usize>)> {
 }
 
 fn comparison(i: In) -> PResult<Node> {
-    let (i, left) = operand(i)?;
+    let (i, left) = additive(i)?;
     let Ok((j, (op, op_span))) = (ws, cmp_op).parse(i).map(|(j, (_, o))| (j, o)) else {
         return Ok((i, left));
     };
     let (j, _) = ws(j)?;
-    let (j, right) = commit(operand(j))?;
+    let (j, right) = commit(additive(j))?;
     if let Ok((_, (_, (_, again)))) = (ws, cmp_op).parse(j) {
         return failure(PErr::message(
             again,
@@ -194,6 +247,72 @@ fn comparison(i: In) -> PResult<Node> {
             span,
         ),
     ))
+}
+
+/// `a + b - c`, left-associative, over `term`s.
+fn additive(i: In) -> PResult<Node> {
+    arithmetic(i, &[('+', ArithOp::Add), ('-', ArithOp::Sub)], term)
+}
+
+/// `a * b / c % d`, left-associative, over `unary`s.
+fn term(i: In) -> PResult<Node> {
+    arithmetic(
+        i,
+        &[
+            ('*', ArithOp::Mul),
+            ('/', ArithOp::Div),
+            ('%', ArithOp::Rem),
+        ],
+        unary,
+    )
+}
+
+/// A left-associative chain of `next` joined by any of `ops` (bounded like `and`/`or`).
+fn arithmetic<'a>(
+    i: In<'a>,
+    ops: &[(char, ArithOp)],
+    next: fn(In<'a>) -> PResult<'a, Node>,
+) -> PResult<'a, Node> {
+    let (mut i, mut left) = next(i)?;
+    for _ in 0..MAX_CHAIN {
+        if let Some(e) = too_many_nodes(&i) {
+            return e;
+        }
+        let (j, _) = ws(i)?;
+        let at = offset(&j);
+        let Some(&(_, op)) = ops.iter().find(|(c, _)| j.fragment().starts_with(*c)) else {
+            return Ok((i, left));
+        };
+        let (j, _) = j.take_split(1);
+        let (j, _) = ws(j)?;
+        let (j, right) = commit(next(j))?;
+        let span = left.span.start..right.span.end;
+        left = node(
+            NodeKind::Arith(op, at..at + 1, Box::new(left), Box::new(right)),
+            span,
+        );
+        i = j;
+    }
+    let at = offset(&i);
+    failure(PErr::message(
+        at..at,
+        format!("more than {MAX_CHAIN} arithmetic operators in a row"),
+    ))
+}
+
+/// `-x` (a minus before a digit is part of the number literal).
+fn unary(i: In) -> PResult<Node> {
+    let mut chars = i.fragment().chars();
+    if chars.next() == Some('-') && !chars.next().is_some_and(|c| c.is_ascii_digit() || c == '.') {
+        let _level = nesting(&i)?;
+        let start = offset(&i);
+        let (j, _) = i.take_split(1);
+        let (j, _) = ws(j)?;
+        let (j, inner) = commit(unary(j))?;
+        let span = start..inner.span.end;
+        return Ok((j, node(NodeKind::Neg(Box::new(inner)), span)));
+    }
+    operand(i)
 }
 
 fn operand<'a>(i: In<'a>) -> PResult<'a, Node> {
@@ -238,6 +357,7 @@ fn word(i: In) -> PResult<Node> {
         "false" => return Ok((j, node(NodeKind::Bool(false), span))),
         "null" => return Ok((j, node(NodeKind::Null, span))),
         "not" => return not_expr(i),
+        "contains" | "starts_with" | "ends_with" if opens_call(j) => {}
         _ if KEYWORDS.contains(&name) => return err(&i, "an operand"),
         _ => {}
     }
@@ -251,7 +371,51 @@ fn word(i: In) -> PResult<Node> {
             return Ok((k, node(NodeKind::Len(Box::new(arg)), span)));
         }
     }
+    if opens_call(j) {
+        return call(j, name, span);
+    }
     Ok((j, node(NodeKind::Field(name.to_string()), span)))
+}
+
+/// Whether a `(` follows: the word before it names a function.
+fn opens_call(i: In) -> bool {
+    (ws, char::<In, PErr>('(')).parse(i).is_ok()
+}
+
+/// The arguments of a call to `name` (written at `name_span`): `(a, b, …)`.
+fn call<'a>(i: In<'a>, name: &str, name_span: Range<usize>) -> PResult<'a, Node> {
+    let _level = nesting(&i)?;
+    let (mut i, _) = (ws, char('(')).parse(i)?;
+    let mut args = Vec::new();
+    for _ in 0..MAX_CHAIN {
+        if let Some(e) = too_many_nodes(&i) {
+            return e;
+        }
+        let (j, _) = ws(i)?;
+        if args.is_empty() {
+            if let Ok((k, _)) = char::<In, PErr>(')').parse(j) {
+                return Ok((k, call_node(name, name_span, args, &k)));
+            }
+        }
+        let (j, arg) = commit(or_expr(j))?;
+        args.push(arg);
+        let (j, _) = ws(j)?;
+        if let Ok((k, _)) = char::<In, PErr>(')').parse(j) {
+            return Ok((k, call_node(name, name_span, args, &k)));
+        }
+        let (j, _) = commit(expect("`,` or `)`", char(','))(j))?;
+        i = j;
+    }
+    let at = offset(&i);
+    failure(PErr::message(
+        at..at,
+        format!("more than {MAX_CHAIN} arguments"),
+    ))
+}
+
+fn call_node(name: &str, name_span: Range<usize>, args: Vec<Node>, end: &In) -> Node {
+    let span = name_span.start..offset(end);
+    node(NodeKind::Call(name.to_string(), name_span, args), span)
 }
 
 /// `` `any name` ``: a field whose name is not a plain word.
@@ -301,8 +465,26 @@ fn number(i: In) -> PResult<Node> {
         .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
     match text.parse::<f64>() {
         Ok(x) if numeric && x.is_finite() => Ok((j, node(NodeKind::Float(x), span))),
-        _ => failure(PErr::message(span, format!("`{text}` is not a number"))),
+        _ => match duration_ms(text) {
+            Some(ms) => Ok((j, node(NodeKind::Duration(ms), span))),
+            None => failure(PErr::message(span, format!("`{text}` is not a number"))),
+        },
     }
+}
+
+/// A duration literal (`250ms`, `1s`, `5m`, `1h`, `1d`) in milliseconds.
+pub(super) fn duration_ms(text: &str) -> Option<i64> {
+    let digits = text.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = text.split_at(digits);
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.parse::<i64>().ok()?.checked_mul(scale)
 }
 
 /// A string literal: double-quoted with escapes, or single-quoted (`''` for a quote).
@@ -417,6 +599,17 @@ mod tests {
         assert!(shown(&chain).contains("more than 1000 `and` in a row"));
         let ok = vec!["a == 1"; 500].join(" or ");
         assert!(parse(&ok).is_ok());
+        // Chains inside chains: bounded as a whole, however they nest.
+        let mut nested = "x".to_string();
+        for _ in 0..60 {
+            nested = format!("({nested}{})", " + 1".repeat(999));
+        }
+        assert!(shown(&nested).contains("more than 5000 parts"));
+        let mut nested = "x".to_string();
+        for _ in 0..6 {
+            nested = format!("({nested}{})", " + 1".repeat(99));
+        }
+        assert!(shown(&nested).contains("nested more than 512 levels deep"));
         // The depth counter is released after an error.
         assert!(parse("((a))").is_ok());
     }

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 mod args;
 mod bounds;
+mod map;
 mod outputs;
+mod types;
 
 pub use args::argument_names;
 mod streams;
@@ -79,12 +81,20 @@ pub fn validate(
     for s in &streams {
         first_input.entry(s.to.as_str()).or_insert(s);
     }
+    let field_types = types::resolve(ctx.text, &components, &streams);
     for (c, rc) in &components {
-        // The fields arriving on its first input stream, once known.
+        // The fields arriving on its first input stream, once known, and their types.
         let stream = first_input.get(c.id.as_str());
         let input = stream.and_then(|s| by_id.get(s.from.as_str())?.outputs.get(&s.stream));
+        let input_types: &[crate::expr::Type] = stream
+            .filter(|s| s.stream == DEFAULT_STREAM)
+            .and_then(|s| field_types.get(&s.from))
+            .map_or(&[], Vec::as_slice);
         if c.ctype == ComponentType::Filter {
-            v.filter_expression(rc, input.map(Vec::as_slice));
+            v.filter_expression(rc, input.map(Vec::as_slice), input_types);
+        }
+        if c.ctype == ComponentType::Map {
+            v.map_args(rc, c, input.map(|f| (f.as_slice(), input_types)));
         }
         if let (Some(s), Some(fields)) = (stream, input) {
             v.field_args(rc, c.ctype, s, fields);

@@ -5,7 +5,7 @@ use crate::nesting::Level;
 use nom::branch::alt;
 use nom::bytes::complete::take_while1;
 use nom::character::complete::char;
-use nom::Parser;
+use nom::{Input, Parser};
 
 use super::error::SyntaxError;
 use super::lexeme::{
@@ -218,12 +218,87 @@ fn map(i: In) -> PResult<Spanned<RawValue>> {
         let (j, _) = ws(j)?;
         let (j, _) = commit(expect("`:`", char(':'))(j))?;
         let (j, _) = wsnl(j)?;
-        let (j, v) = commit(value(j))?;
+        let (j, v) = commit(entry_value(j))?;
         entries.push((k, v));
         let (j, _) = wsnl(j)?;
         let (j, _) = nom::combinator::opt(char(',')).parse(j)?;
         i = j;
     }
+}
+
+/// A map entry's value: any value, or an unquoted expression running to the next `,`, `}`
+/// or line end outside brackets and quotes, as in `set={total: price * qty}`.
+fn entry_value(i: In) -> PResult<Spanned<RawValue>> {
+    let starts_plain = !i.fragment().starts_with(['"', '\'', '[', '{']);
+    match value(i) {
+        Ok((rest, _)) if starts_plain && continues_as_expression(rest.fragment()) => expression(i),
+        Err(nom::Err::Error(_)) if i.fragment().starts_with(['(', '-', '!', '`']) => expression(i),
+        other => other,
+    }
+}
+
+/// Whether more of the same entry follows a scalar: anything but a separator, a line end, a
+/// comment or the next `key:`.
+fn continues_as_expression(rest: &str) -> bool {
+    let text = rest.trim_start_matches([' ', '\t']);
+    let Some(c) = text.chars().next() else {
+        return false;
+    };
+    if matches!(c, ',' | '}' | '\n' | '\r' | '#') {
+        return false;
+    }
+    let key_len = text.find(|c: char| !is_bare_char(c)).unwrap_or(text.len());
+    let after_key = text[key_len..].trim_start_matches([' ', '\t']);
+    !(key_len > 0 && after_key.starts_with(':'))
+}
+
+/// The text up to the end of the entry, unquoted (`a + b`, `lower(x)`).
+fn expression(i: In) -> PResult<Spanned<RawValue>> {
+    let start = offset(&i);
+    let text: &str = i.fragment();
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut end = text.len();
+    for (k, c) in text.char_indices() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' && q == '"' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' | '`' => quote = Some(c),
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth > 0 => depth -= 1,
+            ',' | '}' | '\n' | '\r' if depth == 0 => {
+                end = k;
+                break;
+            }
+            ' ' | '\t' if depth == 0 && !continues_as_expression(&text[k..]) => {
+                end = k;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let body = text[..end].trim_end();
+    if body.is_empty() {
+        return Err(nom::Err::Error(SyntaxError::expected(start, "a value")));
+    }
+    let (rest, _) = i.take_split(body.len());
+    let raw = RawValue::Str {
+        text: body.to_string(),
+        quoted: false,
+    };
+    Ok((
+        rest,
+        Spanned::new(raw, Span::new(start, start + body.len())),
+    ))
 }
 
 #[cfg(test)]
@@ -277,6 +352,26 @@ mod tests {
         );
         let fields = v.value.get("fields").map(|f| f.span);
         assert_eq!(fields, Some(Span::new(9, 21)));
+    }
+
+    #[test]
+    fn map_values_may_be_unquoted_expressions() {
+        let v = parse_value(r#"{total: a + b, n: lower(w), s: split_part(l, ", ", 2) k: 1}"#)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            v.value.to_json(),
+            serde_json::json!({"total": "a + b", "n": "lower(w)", "s": "split_part(l, \", \", 2)", "k": 1})
+        );
+        let total = v.value.get("total").map(|t| t.span);
+        assert_eq!(total, Some(Span::new(8, 13)));
+        let v = parse_value("{x: (a) * -2}").unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(v.value.to_json(), serde_json::json!({"x": "(a) * -2"}));
+        // Plain values keep their types.
+        let v = parse_value("{a: 1 b: [x] c: \"q\"}").unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            v.value.to_json(),
+            serde_json::json!({"a": 1, "b": ["x"], "c": "q"})
+        );
     }
 
     #[test]

@@ -220,7 +220,12 @@ impl Validator<'_> {
 
     /// Parse `args.where` and check it against the input fields, mapping the expression's
     /// own spans back to the file.
-    pub(super) fn filter_expression(&mut self, rc: &RawComponent, input: Option<&[String]>) {
+    pub(super) fn filter_expression(
+        &mut self,
+        rc: &RawComponent,
+        input: Option<&[String]>,
+        types: &[crate::expr::Type],
+    ) {
         let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
         let Some(w) = rc.args.as_ref().and_then(|a| a.value.get("where")) else {
             self.error("filter without `args.where`", at).help =
@@ -238,7 +243,9 @@ impl Validator<'_> {
         };
         let errors = match crate::expr::parse(text) {
             Err(e) => vec![e],
-            Ok(expr) => input.map(|f| expr.check(f)).unwrap_or_default(),
+            Ok(expr) => input
+                .map(|f| expr.check_typed(Some(f), types))
+                .unwrap_or_default(),
         };
         for e in errors {
             let mut d = Diagnostic::error(
@@ -288,6 +295,8 @@ fn known_args(ctype: ComponentType) -> Vec<&'static Arg> {
 fn own_args(ctype: ComponentType) -> &'static [Arg] {
     use ArgShape::*;
     use ComponentType::*;
+    // Both have a `Map`: here it is the shape (the component type is written in full).
+    use ArgShape::Map;
     match ctype {
         Stdin | File | Parse => &[],
         Generate => &[
@@ -330,6 +339,12 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("watermark", Duration),
         ],
         Filter => &[("where", Text)],
+        ComponentType::Map => &[
+            ("set", Map),
+            ("rename", Map),
+            ("keep", Fields),
+            ("drop", Fields),
+        ],
         Chaos => &[
             ("fail", Fraction),
             ("drop", Fraction),

@@ -1,6 +1,7 @@
 //! Output fields resolution (Storm's `declareOutputFields`): what each component emits on which
 //! stream — built-in defaults, `fields:`/`streams:` as written, and for pass-through bolts
-//! (`filter`, `chaos`, `count` without `args.fields`) the fields of their input.
+//! (`filter`, `chaos`, `count` without `args.fields`) the fields of their input, changed by
+//! `map`'s steps for a `map`.
 
 use crate::topology::model::{Component, ComponentType, Stream, DEFAULT_STREAM};
 use crate::topology::raw::RawComponent;
@@ -68,6 +69,9 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             crate::components::aggregate::Spec::from_args(&c.args)
                 .map(|s| s.output_fields())
                 .unwrap_or_default(),
+        )),
+        Map => Some(Some(
+            crate::components::map::Spec::from_args(&c.args).output_fields(input?),
         )),
     }
 }

@@ -1,0 +1,238 @@
+//! Evaluation of expressions that compute a value (arithmetic, functions): what `map`'s `set`
+//! produces, and the operands of a filter that are more than a field or a literal.
+//!
+//! Arithmetic: integer with integer stays integer, with a float gives a float; integer
+//! overflow, division or remainder by zero, and any result that is not a finite number give
+//! null, as does an operand that is null or not a number. Integer division truncates toward
+//! zero.
+
+use regex::Regex;
+
+use super::ast::{ArithOp, CmpOp, Node, NodeKind};
+use super::eval::{compile_cond, compile_operand, Cond};
+use super::functions::{self as f, Func};
+use crate::tuple::Value;
+
+/// A value expression bound to field positions.
+#[derive(Debug, Clone)]
+pub(super) enum Calc {
+    Field(usize),
+    Literal(Value),
+    /// A condition used as a value: a boolean.
+    Cond(Box<Cond>),
+    Len(Box<Calc>),
+    Neg(Box<Calc>),
+    Arith(ArithOp, Box<Calc>, Box<Calc>),
+    Call(Func, Vec<Calc>),
+    Capture(Box<Calc>, Regex, String),
+    ParseTime(Box<Calc>, Option<String>),
+    FormatTime(Box<Calc>, String),
+    TruncTime(Box<Calc>, i64),
+}
+
+type Position<'p> = &'p dyn Fn(&str) -> Option<usize>;
+
+/// Bind a checked tree to field positions. `None` if it is not well formed (the checker
+/// reports why).
+pub(super) fn compile_calc(node: &Node, position: Position) -> Option<Calc> {
+    let sub = |n: &Node| compile_calc(n, position).map(Box::new);
+    Some(match &node.kind {
+        NodeKind::Field(name) => Calc::Field(position(name)?),
+        NodeKind::Str(s) => Calc::Literal(Value::str(s)),
+        NodeKind::Int(n) | NodeKind::Duration(n) => Calc::Literal(Value::Int(*n)),
+        NodeKind::Float(x) => Calc::Literal(Value::Float(*x)),
+        NodeKind::Bool(b) => Calc::Literal(Value::Bool(*b)),
+        NodeKind::Null => Calc::Literal(Value::Null),
+        NodeKind::Len(arg) => Calc::Len(sub(arg)?),
+        NodeKind::Neg(arg) => Calc::Neg(sub(arg)?),
+        NodeKind::Arith(op, _, l, r) => Calc::Arith(*op, sub(l)?, sub(r)?),
+        NodeKind::Call(name, _, args) => compile_call(Func::from_name(name)?, args, position)?,
+        NodeKind::Compare(..) | NodeKind::Not(_) | NodeKind::And(..) | NodeKind::Or(..) => {
+            Calc::Cond(Box::new(compile_cond(node, position)?))
+        }
+    })
+}
+
+fn literal_str(node: Option<&Node>) -> Option<&str> {
+    match &node?.kind {
+        NodeKind::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn compile_call(func: Func, args: &[Node], position: Position) -> Option<Calc> {
+    if !func.signature().arity.contains(&args.len()) {
+        return None;
+    }
+    let first = || compile_calc(args.first()?, position).map(Box::new);
+    Some(match func {
+        Func::StartsWith | Func::EndsWith | Func::Contains => {
+            let op = string_op(func);
+            let [a, b] = args else { return None };
+            Calc::Cond(Box::new(Cond::Compare(
+                op,
+                compile_operand(a, position)?,
+                compile_operand(b, position)?,
+            )))
+        }
+        Func::Capture => {
+            let re = Regex::new(literal_str(args.get(1))?).ok()?;
+            Calc::Capture(first()?, re, literal_str(args.get(2))?.to_string())
+        }
+        Func::ParseTime => {
+            let format = match args.get(1) {
+                Some(_) => Some(literal_str(args.get(1))?.to_string()),
+                None => None,
+            };
+            Calc::ParseTime(first()?, format)
+        }
+        Func::FormatTime => Calc::FormatTime(first()?, literal_str(args.get(1))?.to_string()),
+        Func::TruncTime => match args.get(1).map(|a| &a.kind) {
+            Some(NodeKind::Duration(ms)) if *ms > 0 => Calc::TruncTime(first()?, *ms),
+            _ => return None,
+        },
+        _ => Calc::Call(
+            func,
+            args.iter()
+                .map(|a| compile_calc(a, position))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+    })
+}
+
+/// The comparison operator a string function is the function form of.
+pub(super) fn string_op(func: Func) -> CmpOp {
+    match func {
+        Func::StartsWith => CmpOp::StartsWith,
+        Func::EndsWith => CmpOp::EndsWith,
+        _ => CmpOp::Contains,
+    }
+}
+
+impl Calc {
+    pub(super) fn eval(&self, values: &[Value]) -> Value {
+        match self {
+            Calc::Field(k) => values.get(*k).cloned().unwrap_or(Value::Null),
+            Calc::Literal(v) => v.clone(),
+            Calc::Cond(c) => Value::Bool(c.eval(values)),
+            Calc::Len(x) => length(&x.eval(values)),
+            Calc::Neg(x) => negate(&x.eval(values)),
+            Calc::Arith(op, l, r) => arith(*op, &l.eval(values), &r.eval(values)),
+            Calc::Call(func, args) => call(*func, args, values),
+            Calc::Capture(x, re, group) => capture(&x.eval(values), re, group),
+            Calc::ParseTime(x, format) => f::parse_time(&x.eval(values), format.as_deref()),
+            Calc::FormatTime(x, format) => f::format_time(&x.eval(values), format),
+            Calc::TruncTime(x, every) => f::trunc_time(&x.eval(values), *every),
+        }
+    }
+}
+
+fn length(v: &Value) -> Value {
+    let n = match v {
+        Value::Str(s) => s.chars().count(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.len(),
+        _ => return Value::Null,
+    };
+    i64::try_from(n).map_or(Value::Null, Value::Int)
+}
+
+fn negate(v: &Value) -> Value {
+    match v {
+        Value::Int(n) => n.checked_neg().map_or(Value::Null, Value::Int),
+        Value::Float(x) => Value::Float(-x),
+        _ => Value::Null,
+    }
+}
+
+/// `l OP r`, as the module comment says.
+pub(super) fn arith(op: ArithOp, l: &Value, r: &Value) -> Value {
+    match (l, r) {
+        (Value::Int(a), Value::Int(b)) => {
+            let result = match op {
+                ArithOp::Add => a.checked_add(*b),
+                ArithOp::Sub => a.checked_sub(*b),
+                ArithOp::Mul => a.checked_mul(*b),
+                ArithOp::Div => a.checked_div(*b),
+                ArithOp::Rem => a.checked_rem(*b),
+            };
+            result.map_or(Value::Null, Value::Int)
+        }
+        _ => match (l.as_f64(), r.as_f64()) {
+            (Some(a), Some(b)) if is_number(l) && is_number(r) => {
+                let x = match op {
+                    ArithOp::Add => a + b,
+                    ArithOp::Sub => a - b,
+                    ArithOp::Mul => a * b,
+                    ArithOp::Div => a / b,
+                    ArithOp::Rem => a % b,
+                };
+                if x.is_finite() {
+                    Value::Float(x)
+                } else {
+                    Value::Null
+                }
+            }
+            _ => Value::Null,
+        },
+    }
+}
+
+fn is_number(v: &Value) -> bool {
+    matches!(v, Value::Int(_) | Value::Float(_))
+}
+
+fn capture(v: &Value, re: &Regex, group: &str) -> Value {
+    let Some(s) = v.as_str() else {
+        return Value::Null;
+    };
+    re.captures(s)
+        .and_then(|c| c.name(group))
+        .map_or(Value::Null, |m| Value::str(m.as_str()))
+}
+
+/// The functions whose arguments are all values.
+fn call(func: Func, args: &[Calc], values: &[Value]) -> Value {
+    let arg = |k: usize| args.get(k).map_or(Value::Null, |a| a.eval(values));
+    match func {
+        Func::Lower | Func::Upper | Func::Trim => f::one_string(func, &arg(0)),
+        Func::Substr => {
+            let len = args.get(2).map(|a| a.eval(values));
+            f::substr(&arg(0), &arg(1), len.as_ref())
+        }
+        Func::Replace => f::replace(&arg(0), &arg(1), &arg(2)),
+        Func::SplitPart => f::split_part(&arg(0), &arg(1), &arg(2)),
+        Func::Concat => {
+            let mut out = String::new();
+            for a in args {
+                f::push_text(&a.eval(values), &mut out);
+            }
+            Value::Str(out.into())
+        }
+        Func::Int => f::to_int(&arg(0)),
+        Func::Float => f::to_float(&arg(0)),
+        Func::Str => f::to_str(&arg(0)),
+        Func::Bool => f::to_bool(&arg(0)),
+        Func::IsNull => Value::Bool(matches!(arg(0), Value::Null)),
+        Func::Coalesce => args
+            .iter()
+            .map(|a| a.eval(values))
+            .find(|v| !matches!(v, Value::Null))
+            .unwrap_or(Value::Null),
+        Func::If => {
+            if matches!(arg(0), Value::Bool(true)) {
+                arg(1)
+            } else {
+                arg(2)
+            }
+        }
+        // Compiled into their own forms by `compile_call`.
+        Func::StartsWith
+        | Func::EndsWith
+        | Func::Contains
+        | Func::Capture
+        | Func::ParseTime
+        | Func::FormatTime
+        | Func::TruncTime => Value::Null,
+    }
+}
