@@ -1,5 +1,5 @@
 //! Components: the spout and bolt interfaces the runtime drives (Storm's ISpout / IBolt), the
-//! collectors they emit through, and the built-ins (SPEC §4), one file each.
+//! collectors they emit through, and the built-ins, one file each.
 
 pub mod aggregate;
 pub mod catalog;
@@ -150,7 +150,7 @@ pub enum SpoutStatus {
     Busy,
     /// Nothing now: the executor backs off briefly before calling again.
     Idle,
-    /// No more input, ever (end of input, SPEC §5).
+    /// No more input, ever (end of input).
     Exhausted,
 }
 
@@ -252,7 +252,7 @@ pub trait Bolt: Send {
     ) -> anyhow::Result<()> {
         Ok(())
     }
-    /// All upstream tasks have finished (SPEC §5): emit what is left (`count` emits totals).
+    /// All upstream tasks have finished: emit what is left (`count` emits totals).
     /// May block until work handed elsewhere (a child process) is done.
     fn finish(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         Ok(())

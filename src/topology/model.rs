@@ -130,7 +130,7 @@ impl Grouping {
     }
 }
 
-/// The built-in component types (SPEC §4) and the Flux classes that map onto them.
+/// The built-in component types and the Flux classes that map onto them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ComponentType {
     Stdin,
@@ -256,7 +256,7 @@ impl ComponentType {
     }
 
     /// `stdin` spouts and `stdout` sinks: in a run across processes or hosts they stay in the
-    /// `storm run` process, so a shell pipeline behaves the same at any scale (SPEC §5).
+    /// `storm run` process, so a shell pipeline behaves the same at any scale.
     pub fn is_console(self) -> bool {
         matches!(self, ComponentType::Stdin | ComponentType::Stdout)
     }

@@ -1,5 +1,5 @@
 //! Validation: `RawTopology` → `model::Topology` in one pass that collects every error and
-//! warning, each located in the source (SPEC §3's checks, and every §2 configuration rule).
+//! warning, each located in the source (every check of the topology file, and every configuration rule).
 //! Flux checks these one at a time at submit time; we report them all at once.
 
 use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
