@@ -112,9 +112,22 @@ impl Spec {
             "`ops` must be a list such as [count, sum(latency)]",
         )?
         .unwrap_or_else(|| vec!["count".into()]);
+        let approx = match args.get("approx") {
+            None => false,
+            Some(serde_json::Value::Bool(b)) => *b,
+            Some(_) => return Err(("approx", "`approx` must be true or false".into())),
+        };
         let ops = written
             .iter()
             .map(|o| OpSpec::parse(o).map_err(|e| ("ops", e)))
+            .map(|o| {
+                o.map(|mut o| {
+                    if approx && o.kind == ops::Kind::CountDistinct {
+                        o.kind = ops::Kind::ApproxDistinct;
+                    }
+                    o
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let emit = match args.get("emit").and_then(|v| v.as_str()) {
             None | Some("end") => Emit::End,

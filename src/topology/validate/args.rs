@@ -333,6 +333,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("by", Fields),
             ("ops", List),
             ("emit", OneOf(crate::components::aggregate::EMITS)),
+            ("approx", Bool),
             ("window", Map),
             ("time", Text),
             ("lag", Duration),
