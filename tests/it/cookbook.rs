@@ -399,8 +399,37 @@ fn check_updates(out: &str, evs: &[Event]) {
     assert_eq!(seen, want);
 }
 
+/// Percentiles from a sketch: each within 2% of the value at its rank (the rank's floor or
+/// ceiling, as the sketch may land on either side of two equal neighbours).
+fn check_percentiles(out: &str, evs: &[Event]) {
+    let mut per: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for (i, e) in evs.iter().enumerate() {
+        let start = event_ms(i) / 60_000 * 60_000;
+        per.entry((e.endpoint.clone(), rfc3339(start)))
+            .or_default()
+            .push(e.latency_ms);
+    }
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), per.len(), "{out}");
+    for line in lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        let mut values = per[&(f[0].to_string(), f[1].to_string())].clone();
+        values.sort_by(f64::total_cmp);
+        for (q, got) in [(0.5, f[3]), (0.99, f[4])] {
+            let got: f64 = got.parse().expect("a number");
+            let rank = q * (values.len() - 1) as f64;
+            let near = [values[rank.floor() as usize], values[rank.ceil() as usize]];
+            assert!(
+                near.iter().any(|v| (got - v).abs() <= v * 0.02),
+                "{line}: p{q} {got} not near {near:?}"
+            );
+        }
+    }
+}
+
 fn check(id: &str, out: &str, evs: &[Event], via_yaml: bool) {
     match id {
+        "percentiles" => return check_percentiles(out, evs),
         "csv-columns" => return check_csv(out, evs),
         "live-errors" => return check_updates(out, evs),
         _ => {}

@@ -71,7 +71,11 @@ impl OpSpec {
             Some((n, rest)) => {
                 let inner = rest
                     .strip_suffix(')')
-                    .ok_or_else(|| format!("`{call}`: a `)` is missing"))?;
+                    .ok_or_else(|| {
+                        format!(
+                            "`{call}`: a `)` is missing (in a YAML list, quote an op that holds a comma: \"percentile(f, 0.99)\")"
+                        )
+                    })?;
                 (n.trim(), inner.split(',').map(str::trim).collect())
             }
         };
