@@ -53,6 +53,7 @@ fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
 
 /// Lets one kind of log message through at most once per period, counting the ones held back.
 /// A `static` per kind: `static REFUSED: Throttle = Throttle::new(Duration::from_secs(10));`.
+#[derive(Debug)]
 pub struct Throttle {
     period: Duration,
     last: Mutex<Option<Instant>>,

@@ -102,6 +102,14 @@ impl Value {
 
     /// Append this value as `stdout` prints it: strings as they are, numbers in decimal,
     /// null as empty, lists and maps as JSON.
+    /// The value as `stdout` writes it, on its own: the text keys match by in `lookup` and
+    /// `join` (a CSV cell `"42"` matches the integer `42`).
+    pub fn plain_text(&self) -> String {
+        let mut s = String::new();
+        self.write_plain(&mut s);
+        s
+    }
+
     pub fn write_plain(&self, out: &mut String) {
         match self {
             Value::Null => {}

@@ -60,6 +60,35 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
     })
 }
 
+/// Where each of `names` is among the fields of the first stream into the task's component;
+/// an error names the component and the missing field.
+pub fn input_positions<S: AsRef<str>>(
+    ctx: &TaskContext,
+    names: &[S],
+) -> anyhow::Result<Vec<usize>> {
+    let inputs = input_fields(ctx);
+    names
+        .iter()
+        .map(|n| {
+            let n = n.as_ref();
+            inputs
+                .iter()
+                .position(|f| f == n)
+                .ok_or_else(|| anyhow::anyhow!("{}: input has no field `{n}`", ctx.component))
+        })
+        .collect()
+}
+
+/// The id of the task's component's output stream `name`, when a stream from the component
+/// reads it (`errors` of `parse`, `late` of a windowed `aggregate`): unwired, nothing is sent.
+pub fn wired_stream(ctx: &TaskContext, name: &str) -> Option<crate::topology::plan::StreamId> {
+    ctx.topology
+        .outputs_of(&ctx.component)
+        .any(|s| s.stream == name)
+        .then(|| ctx.plan.stream_id(name))
+        .flatten()
+}
+
 /// The fields of the first stream into the task's component (what pass-through bolts emit and
 /// what `args.field`-style arguments name).
 pub fn input_fields(ctx: &TaskContext) -> Vec<String> {

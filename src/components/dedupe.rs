@@ -101,16 +101,7 @@ impl Dedupe {
 
 impl Bolt for Dedupe {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
-        let inputs = super::input_fields(ctx);
-        self.keys =
-            self.key_names
-                .iter()
-                .map(|k| {
-                    inputs.iter().position(|f| f == k).ok_or_else(|| {
-                        anyhow::anyhow!("{}: input has no field `{k}`", ctx.component)
-                    })
-                })
-                .collect::<anyhow::Result<_>>()?;
+        self.keys = super::input_positions(ctx, &self.key_names)?;
         Ok(())
     }
 

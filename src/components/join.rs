@@ -109,14 +109,6 @@ pub struct Join {
     plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
 }
 
-fn key_text(v: Option<&Value>) -> String {
-    let mut s = String::new();
-    if let Some(v) = v {
-        v.write_plain(&mut s);
-    }
-    s
-}
-
 impl Join {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Join> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("join: {e}"))?;
@@ -233,7 +225,11 @@ impl Bolt for Join {
         let Some(i) = self.component_of(input) else {
             return Ok(());
         };
-        let key = key_text(input.values.get(self.keys[i]));
+        let key = input
+            .values
+            .get(self.keys[i])
+            .map(Value::plain_text)
+            .unwrap_or_default();
         self.buffered[i]
             .entry(key)
             .or_default()

@@ -355,7 +355,7 @@ impl Spout for LineSpout {
         self.tracked = ctx.plan.ackers > 0;
         self.component = ctx.component.clone();
         if let Some(p) = self.parsing.as_mut() {
-            p.errors = super::parse::wired_errors_stream(ctx);
+            p.errors = super::wired_stream(ctx, super::parse::ERRORS_STREAM);
             p.warnings = super::parse::DropWarnings::new(&ctx.component);
         }
         self.replay.set_label(&ctx.component, ctx.task_id);

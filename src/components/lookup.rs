@@ -23,13 +23,6 @@ pub struct Lookup {
     component: String,
 }
 
-/// The text a key is matched by.
-fn key_text(v: &Value) -> String {
-    let mut s = String::new();
-    v.write_plain(&mut s);
-    s
-}
-
 impl Lookup {
     pub fn new(
         args: &serde_json::Map<String, serde_json::Value>,
@@ -107,7 +100,7 @@ impl Lookup {
                 .iter()
                 .map(|c| row.get(c).map_or(Value::Null, Value::from_json))
                 .collect();
-            table.insert(key_text(&Value::from_json(k)), selected);
+            table.insert(Value::from_json(k).plain_text(), selected);
         }
         Ok(table)
     }
@@ -122,10 +115,7 @@ impl Lookup {
 impl Bolt for Lookup {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.component = ctx.component.clone();
-        let inputs = super::input_fields(ctx);
-        self.on_at = inputs.iter().position(|f| *f == self.on).ok_or_else(|| {
-            anyhow::anyhow!("{}: input has no field `{}`", ctx.component, self.on)
-        })?;
+        self.on_at = super::input_positions(ctx, std::slice::from_ref(&self.on))?[0];
         self.modified = self.modified();
         self.table = self
             .load()
@@ -140,7 +130,7 @@ impl Bolt for Lookup {
         let key = input
             .values
             .get(self.on_at)
-            .map(key_text)
+            .map(Value::plain_text)
             .unwrap_or_default();
         let mut values = input.values.clone();
         match self.table.get(&key) {

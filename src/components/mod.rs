@@ -21,7 +21,7 @@ pub mod split;
 pub mod stdout;
 pub mod test_words;
 
-pub use catalog::input_fields;
+pub use catalog::{input_fields, input_positions, wired_stream};
 
 use crate::config::Config;
 use crate::topology::model::Topology;

@@ -7,7 +7,7 @@
 use crate::slots::Slots;
 use crate::tuple::Value;
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Failures of one tuple from which on its replays are logged.
 const REPEAT_FAILURES: u32 = 2;
@@ -33,8 +33,7 @@ pub struct Replay<T> {
     /// The spout, for the log (`spout "lines" task 1`).
     label: String,
     /// When a repeated failure was last logged, and how many went unlogged since.
-    repeat_logged: Option<Instant>,
-    repeats_unlogged: u64,
+    repeat_log: crate::logging::Throttle,
 }
 
 impl<T: Clone> Replay<T> {
@@ -46,8 +45,7 @@ impl<T: Clone> Replay<T> {
             max_retries,
             lost: 0,
             label: "spout".into(),
-            repeat_logged: None,
-            repeats_unlogged: 0,
+            repeat_log: crate::logging::Throttle::new(REPEAT_LOG_EVERY),
         }
     }
 
@@ -115,17 +113,8 @@ impl<T: Clone> Replay<T> {
         if retries < REPEAT_FAILURES {
             return;
         }
-        let now = Instant::now();
-        if self
-            .repeat_logged
-            .is_some_and(|t| now.duration_since(t) < REPEAT_LOG_EVERY)
-        {
-            self.repeats_unlogged += 1;
+        let Some(held) = self.repeat_log.allow() else {
             return;
-        }
-        let others = match std::mem::take(&mut self.repeats_unlogged) {
-            0 => String::new(),
-            n => format!(" ({n} more repeated failure(s) since the last report)"),
         };
         let limit = match self.max_retries {
             Some(m) => format!("it is given up after {m} retries (`max_retries`)"),
@@ -136,9 +125,9 @@ impl<T: Clone> Replay<T> {
         tracing::warn!(
             "{}: a tuple failed {retries} times (failed downstream, or slower than \
              topology.message.timeout.secs) and is replayed again; {limit}{others}",
-            self.label
+            self.label,
+            others = crate::logging::held_back(held)
         );
-        self.repeat_logged = Some(now);
     }
 
     pub fn lost(&self) -> u64 {

@@ -47,7 +47,8 @@ pub struct Stdout {
     /// Input field names, and the positions written.
     names: Vec<String>,
     picks: Option<Vec<usize>>,
-    line: String,
+    /// A CSV cell's text before quoting.
+    cell: String,
     pending: String,
 }
 
@@ -90,16 +91,16 @@ impl Stdout {
         })
     }
 
+    /// Append `input` as one line to what is pending (written in blocks).
     fn write_line(&mut self, input: &Tuple) {
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
+        let mut out = std::mem::take(&mut self.pending);
         match self.format {
             OutputFormat::Tsv => {
                 for (i, (_, v)) in self.cells(input).enumerate() {
                     if i > 0 {
-                        line.push('\t');
+                        out.push('\t');
                     }
-                    v.write_plain(&mut line);
+                    v.write_plain(&mut out);
                 }
             }
             OutputFormat::Json => {
@@ -107,23 +108,24 @@ impl Stdout {
                 for (name, v) in self.cells(input) {
                     obj.insert(name.to_string(), v.to_json());
                 }
-                line.push_str(&serde_json::Value::Object(obj).to_string());
+                out.push_str(&serde_json::Value::Object(obj).to_string());
             }
             OutputFormat::Csv => {
-                let mut cell = String::new();
+                // One cell's text at a time, in a buffer kept from line to line.
+                let mut cell = std::mem::take(&mut self.cell);
                 for (i, (_, v)) in self.cells(input).enumerate() {
                     if i > 0 {
-                        line.push(',');
+                        out.push(',');
                     }
                     cell.clear();
                     v.write_plain(&mut cell);
-                    push_csv_cell(&mut line, &cell);
+                    push_csv_cell(&mut out, &cell);
                 }
+                self.cell = cell;
             }
         }
-        line.push('\n');
-        self.pending.push_str(&line);
-        self.line = line;
+        out.push('\n');
+        self.pending = out;
     }
 
     fn write_header(&mut self) {
@@ -185,16 +187,7 @@ impl Bolt for Stdout {
     fn prepare(&mut self, ctx: &super::TaskContext) -> anyhow::Result<()> {
         self.names = super::input_fields(ctx);
         if !self.wanted.is_empty() {
-            let picks = self
-                .wanted
-                .iter()
-                .map(|w| {
-                    self.names.iter().position(|n| n == w).ok_or_else(|| {
-                        anyhow::anyhow!("{}: input has no field `{w}`", ctx.component)
-                    })
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            self.picks = Some(picks);
+            self.picks = Some(super::input_positions(ctx, &self.wanted)?);
         }
         if self.format == OutputFormat::Csv {
             self.write_header();
@@ -206,20 +199,7 @@ impl Bolt for Stdout {
         if input.is_tick() {
             return Ok(());
         }
-        if self.format == OutputFormat::Tsv && self.picks.is_none() {
-            // The common case, kept as lean as it was: values joined by TAB.
-            self.line.clear();
-            for (i, v) in input.values.iter().enumerate() {
-                if i > 0 {
-                    self.line.push('\t');
-                }
-                v.write_plain(&mut self.line);
-            }
-            self.line.push('\n');
-            self.pending.push_str(&self.line);
-        } else {
-            self.write_line(input);
-        }
+        self.write_line(input);
         if self.pending.len() >= 1 << 16 {
             self.write_pending(false)?;
         }

@@ -431,19 +431,8 @@ fn sort_by_key_text<T>(rows: &mut [T], key: impl Fn(&T) -> &Values) {
 
 impl Bolt for Aggregate {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
-        let inputs = super::input_fields(ctx);
-        let at = |f: &str| {
-            inputs
-                .iter()
-                .position(|x| x == f)
-                .ok_or_else(|| anyhow::anyhow!("{}: input has no field `{f}`", ctx.component))
-        };
-        self.keys = self
-            .spec
-            .by
-            .iter()
-            .map(|f| at(f))
-            .collect::<anyhow::Result<_>>()?;
+        let at = |f: &str| super::input_positions(ctx, &[f]).map(|p| p[0]);
+        self.keys = super::input_positions(ctx, &self.spec.by)?;
         self.fields = self
             .spec
             .ops
@@ -451,12 +440,7 @@ impl Bolt for Aggregate {
             .map(|o| o.field.as_deref().map(at).transpose())
             .collect::<anyhow::Result<_>>()?;
         self.time = self.spec.time.as_deref().map(at).transpose()?;
-        self.late = ctx
-            .topology
-            .outputs_of(&ctx.component)
-            .any(|s| s.stream == LATE_STREAM)
-            .then(|| ctx.plan.stream_id(LATE_STREAM))
-            .flatten();
+        self.late = super::wired_stream(ctx, LATE_STREAM);
         self.component = ctx.component.clone();
         Ok(())
     }

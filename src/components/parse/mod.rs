@@ -17,7 +17,7 @@ use super::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::{streams, StreamId};
 use crate::tuple::{Value, Values};
 use spec::{Format, Spec};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use types::FieldType;
 
 /// The stream unreadable lines go to, and its fields.
@@ -123,12 +123,11 @@ impl Parser {
     }
 }
 
-/// Warnings about dropped lines: the first few, then one summary line per period.
+/// Warnings about dropped lines: the first few, then one line per period with how many more.
 pub struct DropWarnings {
     component: String,
     shown: u32,
-    since_last: u64,
-    last: Option<Instant>,
+    later: crate::logging::Throttle,
 }
 
 impl DropWarnings {
@@ -139,29 +138,26 @@ impl DropWarnings {
         DropWarnings {
             component: component.to_string(),
             shown: 0,
-            since_last: 0,
-            last: None,
+            later: crate::logging::Throttle::new(Self::PERIOD),
         }
     }
 
     pub fn dropped(&mut self, line: &str, reason: &str) {
-        self.since_last += 1;
-        let due = self.last.is_none_or(|t| t.elapsed() >= Self::PERIOD);
-        if self.shown < Self::FIRST || due {
-            let preview: String = line.chars().take(120).collect();
-            let more = if self.since_last > 1 {
-                format!(" ({} dropped since the last warning)", self.since_last)
-            } else {
-                String::new()
-            };
-            tracing::warn!(
-                "{}: dropped a line it cannot read: {reason}: {preview:?}{more}; wire its `errors` stream to keep such lines",
-                self.component
-            );
+        let held = if self.shown < Self::FIRST {
             self.shown += 1;
-            self.since_last = 0;
-            self.last = Some(Instant::now());
-        }
+            0
+        } else {
+            match self.later.allow() {
+                Some(held) => held,
+                None => return,
+            }
+        };
+        let preview: String = line.chars().take(120).collect();
+        tracing::warn!(
+            "{}: dropped a line it cannot read: {reason}: {preview:?}{}; wire its `errors` stream to keep such lines",
+            self.component,
+            crate::logging::held_back(held)
+        );
     }
 }
 
@@ -211,28 +207,15 @@ impl Parse {
     }
 }
 
-/// The stream id of `errors` when the component's `errors` stream is wired to something.
-pub fn wired_errors_stream(ctx: &TaskContext) -> Option<StreamId> {
-    ctx.topology
-        .outputs_of(&ctx.component)
-        .any(|s| s.stream == ERRORS_STREAM)
-        .then(|| ctx.plan.stream_id(ERRORS_STREAM))
-        .flatten()
-}
-
 impl Bolt for Parse {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
-        let inputs = super::input_fields(ctx);
         self.field = match &self.spec.field {
-            Some(f) => inputs
-                .iter()
-                .position(|x| x == f)
-                .ok_or_else(|| anyhow::anyhow!("{}: input has no field `{f}`", ctx.component))?,
+            Some(f) => super::input_positions(ctx, std::slice::from_ref(f))?[0],
             None => 0,
         };
         self.parser =
             Some(Parser::new(&self.spec).map_err(|e| anyhow::anyhow!("{}: {e}", ctx.component))?);
-        self.errors = wired_errors_stream(ctx);
+        self.errors = super::wired_stream(ctx, ERRORS_STREAM);
         self.warnings = DropWarnings::new(&ctx.component);
         Ok(())
     }

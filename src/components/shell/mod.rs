@@ -23,7 +23,7 @@ use crate::topology::plan::{StreamId, SYSTEM_TASK};
 use protocol::{Emit, LogLevel};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The child's working directory: `cwd` as validation resolved it (already joined to the
 /// topology file's folder), else `base_dir`.
@@ -96,48 +96,26 @@ const UNKNOWN_NAMES: usize = 32;
 /// time, then at most once per [`UNKNOWN_LOG_EVERY`] with how many came meanwhile.
 #[derive(Debug, Default)]
 pub struct UnknownCommands {
-    seen: HashMap<String, Unlogged>,
-}
-
-#[derive(Debug)]
-struct Unlogged {
-    count: u64,
-    logged_at: Instant,
+    seen: HashMap<String, crate::logging::Throttle>,
 }
 
 impl UnknownCommands {
     /// The child sent the unknown command `name`.
     pub fn note(&mut self, label: &str, name: &str) {
-        let now = Instant::now();
         let key = if self.seen.contains_key(name) || self.seen.len() < UNKNOWN_NAMES {
             name
         } else {
             "…"
         };
-        match self.seen.get_mut(key) {
-            None => {
-                tracing::warn!(
-                    "{label}: ignoring the unknown multilang command `{key}` (logged once a minute at most)"
-                );
-                self.seen.insert(
-                    key.to_string(),
-                    Unlogged {
-                        count: 0,
-                        logged_at: now,
-                    },
-                );
-            }
-            Some(u) => {
-                u.count += 1;
-                if now.duration_since(u.logged_at) >= UNKNOWN_LOG_EVERY {
-                    tracing::warn!(
-                        "{label}: ignored the unknown multilang command `{key}` {} more time(s)",
-                        u.count
-                    );
-                    u.count = 0;
-                    u.logged_at = now;
-                }
-            }
+        let throttle = self
+            .seen
+            .entry(key.to_string())
+            .or_insert_with(|| crate::logging::Throttle::new(UNKNOWN_LOG_EVERY));
+        if let Some(held) = throttle.allow() {
+            tracing::warn!(
+                "{label}: ignoring the unknown multilang command `{key}` (logged once a minute at most){}",
+                crate::logging::held_back(held)
+            );
         }
     }
 }
