@@ -211,8 +211,8 @@ impl ComponentType {
     pub fn summary(self) -> &'static str {
         use ComponentType::*;
         match self {
-            Stdin => "spout: one `line` per line of standard input",
-            File => "spout: one `line` per line of a file (`path`)",
+            Stdin => "spout: one `line` per line of standard input, or its fields with `format`",
+            File => "spout: one `line` per line of a file (`path`), or its fields with `format`",
             Generate => "spout: `count` tuples of `values` or random words, at `rate`/s",
             Split => "bolt: one `word` per piece of a string `field`, on whitespace or `separator`",
             Count => {
@@ -230,7 +230,7 @@ impl ComponentType {
             Filter => "bolt: keeps the tuples for which the expression `where` holds",
             Parse => "bolt: fields out of a line: json, csv, tsv, regex, logfmt, kv, combined",
             Map => "bolt: computes (`set`), renames, keeps or drops fields of each tuple",
-            Stdout => "bolt: writes each tuple as a tab-separated line on standard output",
+            Stdout => "bolt: writes each tuple as a line on standard output: tsv, json or csv",
             Log => "bolt: writes each tuple with its component and task to stderr",
             Discard => "bolt: acks and drops every tuple",
             Chaos => "bolt: passes tuples on, failing `fail`, dropping `drop`, delaying `delay`",
