@@ -169,6 +169,15 @@ pub fn cluster_config(overrides: &[String]) -> Result<Config, Vec<String>> {
 mod tests {
     use super::*;
 
+    /// Every key of the built-in defaults that has a type has a rule, and its default obeys it.
+    #[test]
+    fn every_default_key_has_a_rule_it_obeys() {
+        for (key, entry) in &defaults().entries {
+            assert!(rules::rule_of(key).is_some(), "`{key}` has no rule");
+            assert_eq!(rules::check_value(key, &entry.value), Ok(()), "{key}");
+        }
+    }
+
     #[test]
     fn defaults_parse_and_pass_every_rule() {
         let d = defaults();

@@ -13,16 +13,16 @@
 //! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/expressions.md`.
 
 pub mod ast;
-mod calc;
 mod check;
 mod eval;
 mod functions;
 mod location;
 mod parser;
 mod syntax_error;
+mod types;
 
-pub use check::Type;
 pub use location::{diagnostics, source_span};
+pub use types::Type;
 
 use crate::tuple::Value;
 use std::ops::Range;
@@ -123,7 +123,7 @@ impl Expr {
             let k = fields.iter().position(|f| f == name)?;
             slots.get(k).copied()
         };
-        calc::compile_calc(&self.root, &position)
+        eval::compile_calc(&self.root, &position)
             .map(|calc| CompiledValue { calc })
             .ok_or_else(|| self.not_evaluable())
     }
@@ -151,7 +151,7 @@ impl Expr {
 /// An expression bound to the input fields, computing a value per tuple.
 #[derive(Debug, Clone)]
 pub struct CompiledValue {
-    calc: calc::Calc,
+    calc: eval::Calc,
 }
 
 impl CompiledValue {

@@ -7,10 +7,13 @@ use std::cmp::Ordering;
 
 use regex::Regex;
 
+mod calc;
+
 use super::ast::{CmpOp, Node, NodeKind};
-use super::calc::{compile_calc, string_op, Calc};
 use super::functions::Func;
 use crate::tuple::Value;
+use calc::string_op;
+pub(super) use calc::{compile_calc, Calc};
 
 /// A condition, ready to evaluate.
 #[derive(Debug, Clone)]
