@@ -116,9 +116,10 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// Worker processes of a topology, found by their command line (`storm worker ... --topology
-/// ID --slot HOST:PORT`), with their slot.
-fn workers_of(id: &str) -> Vec<(u32, String)> {
+/// Worker processes of a topology in one of `slots` (this test's own: topology ids repeat
+/// across tests started in the same second), found by their command line (`storm worker ...
+/// --topology ID --slot HOST:PORT`), with their slot.
+fn workers_of(id: &str, slots: &[String]) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
@@ -142,7 +143,9 @@ fn workers_of(id: &str) -> Vec<(u32, String)> {
         let topo = args.windows(2).any(|w| w[0] == "--topology" && w[1] == id);
         if is_worker && topo {
             if let Some(w) = args.windows(2).find(|w| w[0] == "--slot") {
-                out.push((pid, w[1].clone()));
+                if slots.contains(&w[1]) {
+                    out.push((pid, w[1].clone()));
+                }
             }
         }
     }
@@ -194,8 +197,11 @@ fn nimbus_and_two_supervisors_run_a_topology_through_a_killed_worker_and_a_resta
     let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
     start_nimbus(&mut daemons, &addr, &data);
+    let mut our_slots = Vec::new();
     for (i, host) in two_hosts().into_iter().enumerate() {
-        let slots = format!("{},{}", free_port(host), free_port(host));
+        let ports = [free_port(host), free_port(host)];
+        our_slots.extend(ports.iter().map(|port| format!("{host}:{port}")));
+        let slots = format!("{},{}", ports[0], ports[1]);
         daemons.spawn(
             if i == 0 {
                 "supervisor-a"
@@ -252,12 +258,12 @@ fn nimbus_and_two_supervisors_run_a_topology_through_a_killed_worker_and_a_resta
 
     // SIGKILL one worker mid-run: its supervisor starts it again and the run still completes.
     let (victim, slot) = eventually("two worker processes", || {
-        let w = workers_of(&id);
+        let w = workers_of(&id, &our_slots);
         (w.len() == 2).then(|| w[0].clone())
     });
     signal(victim, "-KILL");
     eventually("the worker restarted", || {
-        workers_of(&id)
+        workers_of(&id, &our_slots)
             .iter()
             .any(|(pid, s)| *s == slot && *pid != victim)
             .then_some(())
