@@ -277,7 +277,10 @@ impl Nimbus {
 
     /// Answer one request from the RPC edge: the typed method it names, its answer as JSON.
     fn handle(&self, request: Request) -> Result<Value, String> {
-        self.answer(request).map_err(|e| format!("{e:#}"))
+        let r = self.answer(request).map_err(|e| format!("{e:#}"));
+        // After any request, the next monitor round saves the tree (with its own changes too).
+        self.changed();
+        r
     }
 
     /// The typed method a request names, and its result as JSON.
@@ -779,5 +782,68 @@ impl Nimbus {
         id: &str,
     ) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
         self.state().task_heartbeats(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::rpc::Client;
+
+    fn with_secret() -> Config {
+        let mut config = crate::config::layers::defaults();
+        config.set(
+            "storm.cluster.secret",
+            "s3cret".into(),
+            crate::config::Origin::Default,
+        );
+        config
+    }
+
+    /// The rows of `storm list`, without the uptime (the two answers may straddle a second).
+    fn rows(list: Vec<TopologySummary>) -> Vec<(String, String, String, usize)> {
+        list.into_iter()
+            .map(|t| (t.name, t.id, t.status, t.workers))
+            .collect()
+    }
+
+    #[test]
+    fn requests_over_rpc_answer_what_the_typed_methods_return() {
+        let dir = tempfile::tempdir().unwrap();
+        let nimbus = Nimbus::open(dir.path(), with_secret()).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let threads = nimbus.serve(listener).unwrap();
+        let id = nimbus
+            .submit(Submission {
+                path: "<-e>".into(),
+                text: "stdin | stdout".into(),
+                overrides: Vec::new(),
+                home: None,
+            })
+            .unwrap();
+
+        let client = Client::new(&addr, Secret::from_config(&with_secret()));
+        let listed: Vec<TopologySummary> = client.call(&Request::List).unwrap();
+        assert_eq!(rows(listed.clone()), rows(nimbus.list().unwrap()));
+        assert_eq!(listed[0].id, id);
+        let dump: String = client.call(&Request::Dump { json: false }).unwrap();
+        assert_eq!(dump, nimbus.dump(false).unwrap());
+        // A client that does not prove the secret gets nothing.
+        let stranger = Client::new(&addr, None);
+        assert!(stranger
+            .call::<Vec<TopologySummary>>(&Request::List)
+            .is_err());
+        let kill = Request::Kill {
+            name: listed[0].name.clone(),
+            wait_secs: Some(3600),
+        };
+        assert_eq!(client.call::<String>(&kill).unwrap(), id);
+        assert_eq!(nimbus.list().unwrap()[0].status, "killed");
+
+        nimbus.stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 }

@@ -548,6 +548,14 @@ mod tests {
     }
 
     #[test]
+    fn a_client_never_prints_its_secret() {
+        let client = Client::new("127.0.0.1:6627", Some(Secret::new("hunter2")));
+        let shown = format!("{client:?} {client}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("127.0.0.1:6627"), "{shown}");
+    }
+
+    #[test]
     fn messages_round_trip_and_oversized_lengths_are_refused() {
         let mut buf = Vec::new();
         write_message(
