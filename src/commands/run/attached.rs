@@ -40,6 +40,7 @@ impl Drop for Attached {
     }
 }
 
+/// Run the topology on the cluster of nimbus at `addr` until its input ends or it is stopped.
 pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
     let (loaded, overrides) = match load_for_run(&args) {
         Ok(l) => l,

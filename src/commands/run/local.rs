@@ -9,6 +9,7 @@ use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Run the topology in this process until its input ends or it is stopped.
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     let (loaded, _) = match load_for_run(&args) {
         Ok(l) => l,

@@ -90,6 +90,7 @@ fn sweep_stale_run_dirs(tmp: &std::path::Path) {
     }
 }
 
+/// Run the topology over worker processes until its input ends or it is stopped.
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     let (loaded, overrides) = match load_for_run(&args) {
         Ok(l) => l,
