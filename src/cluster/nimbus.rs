@@ -2,7 +2,9 @@
 //! under its data folder so a restarted nimbus carries on), accepts submissions (kept under
 //! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
-//! component errors, and kills topologies. Requests arrive over [`super::rpc`].
+//! component errors, and kills topologies. It is driven through typed methods: requests that
+//! arrive over [`super::rpc`] are translated to them, and `storm run --processes` calls them
+//! directly.
 //!
 //! Under faults it stays bounded: at most `MAX_CONNECTIONS` connections at once, accept
 //! failures backed off, refusals logged at a bounded rate, submissions over the cluster bounds
@@ -13,7 +15,7 @@ use super::layout::{NodePort, SupervisorInfo, TaskError, TaskHeartbeat, Topology
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
 use super::scheduler::{Dead, ScheduleError};
-use super::store::CoordinationStore;
+use super::store::{CoordinationStore, SessionId};
 use super::submission::home_assign;
 pub use super::submission::load_submission;
 use super::tree::{SharedTree, Tree};
@@ -273,106 +275,174 @@ impl Nimbus {
         }
     }
 
-    /// Answer one request.
-    pub fn handle(&self, request: Request) -> Result<Value, String> {
-        let r = self.dispatch(request).map_err(|e| format!("{e:#}"));
-        self.dirty.store(true, Ordering::Relaxed);
+    /// Answer one request from the RPC edge: the typed method it names, its answer as JSON.
+    fn handle(&self, request: Request) -> Result<Value, String> {
+        let r = self.answer(request).map_err(|e| format!("{e:#}"));
+        // After any request, the next monitor round saves the tree (with its own changes too).
+        self.changed();
         r
     }
 
-    fn dispatch(&self, request: Request) -> anyhow::Result<Value> {
-        match request {
-            Request::Submit(sub) => Ok(json!(self.submit(sub)?)),
-            Request::List => Ok(serde_json::to_value(self.list()?)?),
-            Request::Kill { name, wait_secs } => Ok(json!(self.kill(&name, wait_secs)?)),
-            Request::Dump { json } => {
-                let state = self.state();
-                let root = state.layout().root().to_string();
-                Ok(if json {
-                    let doc = super::dump::to_json(&self.tree, &root)?;
-                    json!(serde_json::to_string_pretty(&doc)? + "\n")
-                } else {
-                    json!(super::dump::to_text(&self.tree, &root)?)
-                })
+    /// The typed method a request names, and its result as JSON.
+    fn answer(&self, request: Request) -> anyhow::Result<Value> {
+        Ok(match request {
+            Request::Submit(sub) => json!(self.submit(sub)?),
+            Request::List => serde_json::to_value(self.list()?)?,
+            Request::Kill { name, wait_secs } => json!(self.kill(&name, wait_secs)?),
+            Request::Dump { json } => json!(self.dump(json)?),
+            Request::OpenSession { timeout_ms } => {
+                json!(self.open_session(Duration::from_millis(timeout_ms)))
             }
-            Request::OpenSession { timeout_ms } => Ok(json!(self
-                .tree
-                .open_session(Duration::from_millis(timeout_ms.max(1000))))),
             Request::CloseSession { session } => {
-                let _ = self.tree.close_session(session);
-                Ok(Value::Null)
+                self.close_session(session);
+                Value::Null
             }
             Request::SupervisorBeat { session, id, info } => {
-                self.tree.touch_session(session)?;
-                let state = self.state();
-                if let Some(clash) = slot_clash(&state.supervisors()?, &id, &info) {
-                    anyhow::bail!("{clash}");
-                }
-                state.supervisor_heartbeat(session, &id, &info)?;
-                Ok(serde_json::to_value(self.work_of(&state, &id)?)?)
+                serde_json::to_value(self.supervisor_beat(session, &id, &info)?)?
             }
-            Request::Topology { id } => {
-                let known = self.known(&id)?;
-                let state = self.state();
-                let status = state
-                    .storm_base(&id)?
-                    .map_or(TopologyStatus::Killed, |b| b.status);
-                Ok(serde_json::to_value(TopologyWork {
-                    submission: known.submission.clone(),
-                    assignment: state.assignment(&id)?,
-                    status,
-                })?)
-            }
+            Request::Topology { id } => serde_json::to_value(self.topology_work(&id)?)?,
             Request::TaskBeats { id, slot, beats } => {
-                let state = self.state();
-                let Some(base) = state.storm_base(&id)? else {
-                    return Ok(serde_json::to_value(BeatReply {
-                        assigned: false,
-                        active: false,
-                    })?);
-                };
-                let assigned = state
-                    .assignment(&id)?
-                    .is_some_and(|a| a.task_to_node_port.values().any(|s| *s == slot));
-                if assigned {
-                    for (task, beat) in &beats {
-                        state.task_heartbeat(&id, *task, beat)?;
-                    }
-                }
-                Ok(serde_json::to_value(BeatReply {
-                    assigned,
-                    active: base.status == TopologyStatus::Active,
-                })?)
+                serde_json::to_value(self.task_beats(&id, &slot, &beats)?)?
             }
             Request::Heartbeats { id } => {
                 let beats: Vec<(u32, TaskHeartbeat)> =
-                    self.state().task_heartbeats(&id)?.into_iter().collect();
-                Ok(serde_json::to_value(beats)?)
+                    self.task_heartbeats(&id)?.into_iter().collect();
+                serde_json::to_value(beats)?
             }
             Request::Finished { id, slot } => {
-                tracing::info!("nimbus: {id}: the worker on {slot} finished");
-                self.finished_lock().entry(id).or_default().insert(slot);
-                Ok(Value::Null)
+                self.worker_finished(id, slot);
+                Value::Null
             }
             Request::SlotFailing { id, slot, error } => {
                 self.slot_failing(&id, &slot, &error)?;
-                Ok(Value::Null)
+                Value::Null
             }
             Request::ReportError { id, task, error } => {
-                let err = TaskError {
-                    error,
-                    time_secs: now_secs(),
-                };
-                self.state().report_error(&id, task, &err)?;
-                Ok(Value::Null)
+                self.report_error(&id, task, error)?;
+                Value::Null
+            }
+        })
+    }
+
+    /// Mark the tree as changed, so the monitor saves it.
+    fn changed(&self) {
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// The coordination tree as text lines, or as one pretty JSON document.
+    pub(crate) fn dump(&self, json: bool) -> anyhow::Result<String> {
+        let state = self.state();
+        let root = state.layout().root().to_string();
+        Ok(if json {
+            let doc = super::dump::to_json(&self.tree, &root)?;
+            serde_json::to_string_pretty(&doc)? + "\n"
+        } else {
+            super::dump::to_text(&self.tree, &root)?
+        })
+    }
+
+    /// A supervisor session that expires `timeout` (at least a second) after its last heartbeat.
+    pub(crate) fn open_session(&self, timeout: Duration) -> SessionId {
+        self.changed();
+        self.tree.open_session(timeout.max(Duration::from_secs(1)))
+    }
+
+    /// End a session (its ephemeral nodes go); an unknown one is already gone.
+    pub(crate) fn close_session(&self, session: SessionId) {
+        self.changed();
+        let _ = self.tree.close_session(session);
+    }
+
+    /// A supervisor's heartbeat, refused when another live supervisor claims one of its slots;
+    /// answered with the slots assigned to it.
+    pub(crate) fn supervisor_beat(
+        &self,
+        session: SessionId,
+        id: &str,
+        info: &SupervisorInfo,
+    ) -> anyhow::Result<Vec<SlotWork>> {
+        self.changed();
+        self.tree.touch_session(session)?;
+        let state = self.state();
+        if let Some(clash) = slot_clash(&state.supervisors()?, id, info) {
+            anyhow::bail!("{clash}");
+        }
+        state.supervisor_heartbeat(session, id, info)?;
+        Ok(self.work_of(&state, id)?)
+    }
+
+    /// What a worker of topology `id` needs to start.
+    pub(crate) fn topology_work(&self, id: &str) -> anyhow::Result<TopologyWork> {
+        let known = self.known(id)?;
+        let state = self.state();
+        let status = state
+            .storm_base(id)?
+            .map_or(TopologyStatus::Killed, |b| b.status);
+        Ok(TopologyWork {
+            submission: known.submission.clone(),
+            assignment: state.assignment(id)?,
+            status,
+        })
+    }
+
+    /// A worker's task heartbeats (recorded while its slot is assigned), answered with whether
+    /// it is still assigned and whether the topology is active.
+    pub(crate) fn task_beats(
+        &self,
+        id: &str,
+        slot: &NodePort,
+        beats: &[(u32, TaskHeartbeat)],
+    ) -> anyhow::Result<BeatReply> {
+        self.changed();
+        let state = self.state();
+        let Some(base) = state.storm_base(id)? else {
+            return Ok(BeatReply {
+                assigned: false,
+                active: false,
+            });
+        };
+        let assigned = state
+            .assignment(id)?
+            .is_some_and(|a| a.task_to_node_port.values().any(|s| s == slot));
+        if assigned {
+            for (task, beat) in beats {
+                state.task_heartbeat(id, *task, beat)?;
             }
         }
+        Ok(BeatReply {
+            assigned,
+            active: base.status == TopologyStatus::Active,
+        })
+    }
+
+    /// The worker on `slot` finished its executors (end of input).
+    pub(crate) fn worker_finished(&self, id: String, slot: NodePort) {
+        self.changed();
+        tracing::info!("nimbus: {id}: the worker on {slot} finished");
+        self.finished_lock().entry(id).or_default().insert(slot);
+    }
+
+    /// Record a component error under `/taskerrors` (Storm's `report-error`).
+    pub(crate) fn report_error(&self, id: &str, task: u32, error: String) -> anyhow::Result<()> {
+        self.changed();
+        let err = TaskError {
+            error,
+            time_secs: now_secs(),
+        };
+        self.state().report_error(id, task, &err)?;
+        Ok(())
     }
 
     /// A supervisor reports that the worker on `slot` keeps dying: the slot's tasks get the
     /// error under `/taskerrors`, and the slot is avoided (its work moved at the next monitor
     /// round) for [`FAILING_FOR`].
-    fn slot_failing(&self, id: &str, slot: &NodePort, error: &str) -> anyhow::Result<()> {
+    pub(crate) fn slot_failing(
+        &self,
+        id: &str,
+        slot: &NodePort,
+        error: &str,
+    ) -> anyhow::Result<()> {
+        self.changed();
         tracing::warn!("nimbus: {id}: the worker on {slot} keeps failing: {error}");
         let state = self.state();
         let tasks = state
@@ -433,8 +503,8 @@ impl Nimbus {
         self.stormdist.join(id)
     }
 
-    /// Seed 002: validate, submit, schedule, activate.
-    fn submit(&self, sub: Submission) -> anyhow::Result<String> {
+    /// Validate a submission, store it, schedule it and activate it; answered with its id.
+    pub(crate) fn submit(&self, sub: Submission) -> anyhow::Result<String> {
         let topology = load_submission(&sub).map_err(|e| anyhow::anyhow!("{e}"))?;
         let plan = Plan::new(&topology);
         let mut state = self.state();
@@ -494,7 +564,7 @@ impl Nimbus {
         }
     }
 
-    fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
+    pub(crate) fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
         let state = self.state();
         let failing = self.failing_slots();
         let finished = self.finished_lock();
@@ -533,7 +603,7 @@ impl Nimbus {
 
     /// Storm's kill: deactivate (status `killed`, spouts stop), wait the message timeout so
     /// tuples in flight finish, then remove the assignment and every node of the topology.
-    fn kill(self: &Nimbus, name: &str, wait_secs: Option<u64>) -> anyhow::Result<String> {
+    pub(crate) fn kill(&self, name: &str, wait_secs: Option<u64>) -> anyhow::Result<String> {
         let state = self.state();
         let mut found = None;
         for id in state.topology_ids()? {
@@ -672,12 +742,12 @@ impl Nimbus {
     }
 
     /// The tree's store, for in-process users (`storm run --processes`).
-    pub fn store(&self) -> &SharedTree {
+    pub(crate) fn store(&self) -> &SharedTree {
         &self.tree
     }
 
     /// Whether every worker of a topology has finished, and how many there are.
-    pub fn finished(&self, id: &str) -> anyhow::Result<(bool, usize)> {
+    pub(crate) fn finished(&self, id: &str) -> anyhow::Result<(bool, usize)> {
         let slots: BTreeSet<NodePort> = self
             .state()
             .assignment(id)?
@@ -693,7 +763,7 @@ impl Nimbus {
     /// The slots of a topology whose tasks have all missed their heartbeats for
     /// `nimbus.task.timeout.secs`, finished slots aside (`storm run --processes` kills and
     /// restarts their workers, since its slots are pinned).
-    pub fn dead_slots(&self, id: &str) -> anyhow::Result<Vec<NodePort>> {
+    pub(crate) fn dead_slots(&self, id: &str) -> anyhow::Result<Vec<NodePort>> {
         let timeout = self.config.nimbus_task_timeout().as_secs().max(1);
         let finished = self.finished_lock().get(id).cloned().unwrap_or_default();
         let dead = self.state().dead_slots(id, now_secs(), timeout)?;
@@ -707,7 +777,73 @@ impl Nimbus {
     }
 
     /// The latest heartbeat of every task of a topology.
-    pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
+    pub(crate) fn task_heartbeats(
+        &self,
+        id: &str,
+    ) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
         self.state().task_heartbeats(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::rpc::Client;
+
+    fn with_secret() -> Config {
+        let mut config = crate::config::layers::defaults();
+        config.set(
+            "storm.cluster.secret",
+            "s3cret".into(),
+            crate::config::Origin::Default,
+        );
+        config
+    }
+
+    /// The rows of `storm list`, without the uptime (the two answers may straddle a second).
+    fn rows(list: Vec<TopologySummary>) -> Vec<(String, String, String, usize)> {
+        list.into_iter()
+            .map(|t| (t.name, t.id, t.status, t.workers))
+            .collect()
+    }
+
+    #[test]
+    fn requests_over_rpc_answer_what_the_typed_methods_return() {
+        let dir = tempfile::tempdir().unwrap();
+        let nimbus = Nimbus::open(dir.path(), with_secret()).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let threads = nimbus.serve(listener).unwrap();
+        let id = nimbus
+            .submit(Submission {
+                path: "<-e>".into(),
+                text: "stdin | stdout".into(),
+                overrides: Vec::new(),
+                home: None,
+            })
+            .unwrap();
+
+        let client = Client::new(&addr, Secret::from_config(&with_secret()));
+        let listed: Vec<TopologySummary> = client.call(&Request::List).unwrap();
+        assert_eq!(rows(listed.clone()), rows(nimbus.list().unwrap()));
+        assert_eq!(listed[0].id, id);
+        let dump: String = client.call(&Request::Dump { json: false }).unwrap();
+        assert_eq!(dump, nimbus.dump(false).unwrap());
+        // A client that does not prove the secret gets nothing.
+        let stranger = Client::new(&addr, None);
+        assert!(stranger
+            .call::<Vec<TopologySummary>>(&Request::List)
+            .is_err());
+        let kill = Request::Kill {
+            name: listed[0].name.clone(),
+            wait_secs: Some(3600),
+        };
+        assert_eq!(client.call::<String>(&kill).unwrap(), id);
+        assert_eq!(nimbus.list().unwrap()[0].status, "killed");
+
+        nimbus.stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Nimbus's client/server protocol (the part of Storm's Thrift `Nimbus` service and ZooKeeper
 //! traffic we need): one request and one response per TCP connection, each a length-prefixed
 //! JSON document (a 4-byte big-endian length, then the JSON). Every daemon and command talks to
-//! nimbus through [`call`]; nimbus answers with [`serve_connection`]. With a cluster secret, both
+//! nimbus through a [`Client`]; nimbus answers with [`serve_connection`]. With a cluster secret, both
 //! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
 use super::layout::{AssignmentInfo, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus};
@@ -12,29 +12,10 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 /// The handshake context of nimbus connections (workers' links use another).
 pub const AUTH_CONTEXT: &str = "nimbus";
-
-/// The secret this process proves when it calls nimbus (set once from its configuration).
-static CLIENT_SECRET: RwLock<Option<Secret>> = RwLock::new(None);
-
-/// Prove `secret` on every later [`call`] from this process.
-pub fn use_secret(secret: Option<Secret>) {
-    match CLIENT_SECRET.write() {
-        Ok(mut s) => *s = secret,
-        Err(p) => *p.into_inner() = secret,
-    }
-}
-
-fn client_secret() -> Option<Secret> {
-    match CLIENT_SECRET.read() {
-        Ok(s) => s.clone(),
-        Err(p) => p.into_inner().clone(),
-    }
-}
 
 /// Requests and responses larger than this are refused (a topology file is a few kilobytes).
 pub const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
@@ -365,37 +346,83 @@ impl Write for Deadline<'_> {
     }
 }
 
-/// Send one request to nimbus at `addr` and decode its answer.
-pub fn call<T: DeserializeOwned>(addr: &str, request: &Request) -> anyhow::Result<T> {
-    let target = addr
-        .to_socket_addrs()
-        .map_err(|e| anyhow::anyhow!("nimbus address `{addr}`: {e}"))?
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("nimbus address `{addr}` resolves to nothing"))?;
-    let mut stream = TcpStream::connect_timeout(&target, CALL_TIMEOUT)
-        .map_err(|e| anyhow::anyhow!("cannot reach nimbus at {addr}: {e}"))?;
-    stream.set_read_timeout(Some(CALL_TIMEOUT))?;
-    stream.set_write_timeout(Some(CALL_TIMEOUT))?;
-    let secret = client_secret();
-    if let Some(secret) = &secret {
-        auth::client(&mut stream, secret, AUTH_CONTEXT).map_err(|e| {
-            anyhow::anyhow!("nimbus at {addr} did not accept our cluster secret: {e}")
-        })?;
+/// Nimbus at one address, and the cluster secret this process proves when it calls it
+/// (`None`: the cluster has none).
+#[derive(Clone)]
+pub struct Client {
+    addr: String,
+    secret: Option<Secret>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret itself is never printed.
+        f.debug_struct("Client")
+            .field("addr", &self.addr)
+            .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .finish()
     }
-    write_message(&mut stream, request)
-        .map_err(|e| anyhow::anyhow!("sending to nimbus at {addr}: {e}"))?;
-    let response: Response = read_message(&mut stream).map_err(|e| {
-        let hint = if secret.is_none() {
-            " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"
-        } else {
-            ""
-        };
-        anyhow::anyhow!("reading nimbus's answer from {addr}: {e}{hint}")
-    })?;
-    match response {
-        Response::Ok(v) => serde_json::from_value(v)
-            .map_err(|e| anyhow::anyhow!("nimbus at {addr} answered something unexpected: {e}")),
-        Response::Error(msg) => Err(anyhow::anyhow!("{msg}")),
+}
+
+impl Client {
+    pub fn new(addr: impl Into<String>, secret: Option<Secret>) -> Client {
+        Client {
+            addr: addr.into(),
+            secret,
+        }
+    }
+
+    /// Nimbus's address, as given.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Send one request to nimbus and decode its answer.
+    pub fn call<T: DeserializeOwned>(&self, request: &Request) -> anyhow::Result<T> {
+        let addr = &self.addr;
+        let mut stream = self.connect()?;
+        if let Some(secret) = &self.secret {
+            auth::client(&mut stream, secret, AUTH_CONTEXT).map_err(|e| {
+                anyhow::anyhow!("nimbus at {addr} did not accept our cluster secret: {e}")
+            })?;
+        }
+        write_message(&mut stream, request)
+            .map_err(|e| anyhow::anyhow!("sending to nimbus at {addr}: {e}"))?;
+        let response: Response = read_message(&mut stream).map_err(|e| {
+            let hint = if self.secret.is_none() {
+                " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("reading nimbus's answer from {addr}: {e}{hint}")
+        })?;
+        match response {
+            Response::Ok(v) => serde_json::from_value(v).map_err(|e| {
+                anyhow::anyhow!("nimbus at {addr} answered something unexpected: {e}")
+            }),
+            Response::Error(msg) => Err(anyhow::anyhow!("{msg}")),
+        }
+    }
+
+    /// A connection to nimbus, with [`CALL_TIMEOUT`] on its reads and writes.
+    fn connect(&self) -> anyhow::Result<TcpStream> {
+        let addr = &self.addr;
+        let target = addr
+            .to_socket_addrs()
+            .map_err(|e| anyhow::anyhow!("nimbus address `{addr}`: {e}"))?
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("nimbus address `{addr}` resolves to nothing"))?;
+        let stream = TcpStream::connect_timeout(&target, CALL_TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("cannot reach nimbus at {addr}: {e}"))?;
+        stream.set_read_timeout(Some(CALL_TIMEOUT))?;
+        stream.set_write_timeout(Some(CALL_TIMEOUT))?;
+        Ok(stream)
+    }
+}
+
+impl std::fmt::Display for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.addr)
     }
 }
 
@@ -518,6 +545,14 @@ mod tests {
         assert!(!Reserved::default().grow(MAX_IN_FLIGHT_BYTES + READ_STEP + 1));
         drop(big);
         drop(small);
+    }
+
+    #[test]
+    fn a_client_never_prints_its_secret() {
+        let client = Client::new("127.0.0.1:6627", Some(Secret::new("hunter2")));
+        let shown = format!("{client:?} {client}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("127.0.0.1:6627"), "{shown}");
     }
 
     #[test]

@@ -30,7 +30,8 @@ const NIMBUS_RETRY_MAX: Duration = Duration::from_secs(5);
 /// What a supervisor is and where it reports.
 #[derive(Debug, Clone)]
 pub struct SupervisorOptions {
-    pub nimbus: String,
+    /// Nimbus, called with the cluster secret.
+    pub nimbus: rpc::Client,
     /// Its id in `/supervisors` (unique per supervisor process, as Storm's UUIDs are).
     pub id: String,
     /// The host workers bind to and peers connect to.
@@ -184,7 +185,9 @@ pub fn run(
         kill(slot, *port);
     }
     if let Some(s) = session {
-        let _ = rpc::call::<serde_json::Value>(&opts.nimbus, &Request::CloseSession { session: s });
+        let _ = opts
+            .nimbus
+            .call::<serde_json::Value>(&Request::CloseSession { session: s });
     }
     Ok(())
 }
@@ -253,7 +256,7 @@ fn report_failing(opts: &SupervisorOptions, port: u16, slot: &Slot, status: Exit
             opts.host, slot.deaths
         ),
     };
-    if let Err(e) = rpc::call::<serde_json::Value>(&opts.nimbus, &request) {
+    if let Err(e) = opts.nimbus.call::<serde_json::Value>(&request) {
         tracing::warn!("supervisor: cannot report failing slot {port} to nimbus: {e:#}");
     }
 }
@@ -272,7 +275,7 @@ fn heartbeat(
             let open = Request::OpenSession {
                 timeout_ms: u64::try_from(opts.session_timeout.as_millis()).unwrap_or(u64::MAX),
             };
-            match rpc::call::<u64>(&opts.nimbus, &open) {
+            match opts.nimbus.call::<u64>(&open) {
                 Ok(s) => {
                     *session = Some(s);
                     s
@@ -294,7 +297,7 @@ fn heartbeat(
             ports: opts.ports.clone(),
         },
     };
-    match rpc::call::<Vec<SlotWork>>(&opts.nimbus, &beat) {
+    match opts.nimbus.call::<Vec<SlotWork>>(&beat) {
         Ok(work) => Beat::Work(work),
         Err(e) => {
             let text = e.to_string();
@@ -343,7 +346,13 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
     let slot = format!("{}:{port}", opts.host);
     let mut command = Command::new(&opts.exe);
     command
-        .args(["worker", "--nimbus", &opts.nimbus, "--topology", topology])
+        .args([
+            "worker",
+            "--nimbus",
+            opts.nimbus.addr(),
+            "--topology",
+            topology,
+        ])
         .args(["--slot", &slot])
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null());
@@ -404,9 +413,13 @@ pub fn default_id(host: &str) -> String {
 }
 
 /// The options of a supervisor with the current executable.
-pub fn options(nimbus: &str, host: &str, ports: Vec<u16>) -> anyhow::Result<SupervisorOptions> {
+pub fn options(
+    nimbus: rpc::Client,
+    host: &str,
+    ports: Vec<u16>,
+) -> anyhow::Result<SupervisorOptions> {
     Ok(SupervisorOptions {
-        nimbus: nimbus.to_string(),
+        nimbus,
         id: default_id(host),
         host: host.to_string(),
         ports,

@@ -70,10 +70,10 @@ fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// Fetch the topology, waiting (briefly) for its assignment to name this slot.
-fn fetch(nimbus: &str, id: &str) -> anyhow::Result<(TopologyWork, AssignmentInfo)> {
+fn fetch(nimbus: &rpc::Client, id: &str) -> anyhow::Result<(TopologyWork, AssignmentInfo)> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let work: TopologyWork = rpc::call(nimbus, &Request::Topology { id: id.into() })?;
+        let work: TopologyWork = nimbus.call(&Request::Topology { id: id.into() })?;
         if let Some(a) = work.assignment.clone() {
             return Ok((work, a));
         }
@@ -87,7 +87,12 @@ fn fetch(nimbus: &str, id: &str) -> anyhow::Result<(TopologyWork, AssignmentInfo
 
 /// Run the worker of slot `slot` (`host:port`) of topology `id` until it finishes, its slot is
 /// unassigned, or `stop` is set (then it drains).
-pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow::Result<WorkerEnd> {
+pub fn run(
+    nimbus: &rpc::Client,
+    id: &str,
+    slot: &str,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<WorkerEnd> {
     let (work, assignment) = fetch(nimbus, id)?;
     // A killed topology keeps its assignment while it drains (Storm's kill wait): a worker
     // restarted then runs too, its spouts inactive (the first heartbeat says so), so its
@@ -152,7 +157,7 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
             slot: my_slot.clone(),
             beats,
         };
-        match rpc::call::<BeatReply>(nimbus, &request) {
+        match nimbus.call::<BeatReply>(&request) {
             Ok(reply) => {
                 last_contact = Instant::now();
                 if !reply.assigned {
@@ -180,12 +185,12 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
                 slot: my_slot.clone(),
                 beats: beats_of(&stats, started),
             };
-            let _ = rpc::call::<BeatReply>(nimbus, &last);
+            let _ = nimbus.call::<BeatReply>(&last);
             let finished = Request::Finished {
                 id: id.into(),
                 slot: my_slot,
             };
-            if let Err(e) = rpc::call::<serde_json::Value>(nimbus, &finished) {
+            if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
                 tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
             }
             Ok(WorkerEnd::Finished(report))
@@ -198,7 +203,7 @@ pub fn run(nimbus: &str, id: &str, slot: &str, stop: Arc<AtomicBool>) -> anyhow:
                     task: *task,
                     error: format!("{e:#}"),
                 };
-                let _ = rpc::call::<serde_json::Value>(nimbus, &report);
+                let _ = nimbus.call::<serde_json::Value>(&report);
             }
             Err(e)
         }

@@ -26,11 +26,11 @@ fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
     })
 }
 
-/// Make this process prove the cluster secret (`storm.cluster.secret` from `storm.yaml` and
-/// `-c`, or `STORM_CLUSTER_SECRET`) when it calls nimbus.
-pub fn use_cluster_secret(overrides: &[String]) {
+/// Nimbus at `addr`, called with the cluster secret (`storm.cluster.secret` from `storm.yaml`
+/// and `-c`, or `STORM_CLUSTER_SECRET`).
+pub(crate) fn nimbus_client(addr: &str, overrides: &[String]) -> rpc::Client {
     let config = layers::cluster_config(overrides).unwrap_or_else(|_| layers::defaults());
-    rpc::use_secret(Secret::from_config(&config));
+    rpc::Client::new(addr, Secret::from_config(&config))
 }
 
 /// SIGINT/SIGTERM set the returned flag (the daemons then stop cleanly).
@@ -99,9 +99,9 @@ pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
         crate::stderr_println!("error: the supervisor has no worker slots (--slots PORT,...)");
         return Ok(Status::Usage);
     }
-    rpc::use_secret(Secret::from_config(&config));
+    let nimbus = rpc::Client::new(&a.nimbus, Secret::from_config(&config));
     let stop = stop_flag()?;
-    let mut opts = supervisor::options(&a.nimbus, &a.host, ports)?;
+    let mut opts = supervisor::options(nimbus, &a.host, ports)?;
     opts.env = secret_env(&config);
     crate::stderr_println!("supervisor {}: started", opts.id);
     supervisor::run(&opts, &stop, None)?;
@@ -151,9 +151,9 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
-    use_cluster_secret(&a.config.overrides);
+    let nimbus = nimbus_client(&a.nimbus, &a.config.overrides);
     let sub = submission(&a.source, &a.config.overrides, None)?;
-    let id: String = rpc::call(&a.nimbus, &Request::Submit(sub))?;
+    let id: String = nimbus.call(&Request::Submit(sub))?;
     crate::stderr_println!("submitted {} as {id}", loaded.topology.name);
     println!("{id}");
     Ok(Status::Success)
@@ -194,8 +194,7 @@ pub fn render_list(rows: &[TopologySummary]) -> String {
 }
 
 pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
-    use_cluster_secret(&[]);
-    let rows: Vec<TopologySummary> = rpc::call(&a.nimbus, &Request::List)?;
+    let rows: Vec<TopologySummary> = nimbus_client(&a.nimbus, &[]).call(&Request::List)?;
     if rows.is_empty() {
         crate::stderr_println!("no topologies");
         return Ok(Status::Success);
@@ -209,8 +208,7 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
         name: a.name.clone(),
         wait_secs: a.wait,
     };
-    use_cluster_secret(&[]);
-    let id: String = rpc::call(&a.nimbus, &request)?;
+    let id: String = nimbus_client(&a.nimbus, &[]).call(&request)?;
     crate::stderr_println!(
         "killed {} ({id}): deactivated; removed after the wait",
         a.name
@@ -219,9 +217,9 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
 }
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
-    use_cluster_secret(&[]);
+    let nimbus = nimbus_client(&a.nimbus, &[]);
     let stop = stop_flag()?;
-    match worker::run(&a.nimbus, &a.topology, &a.slot, stop)? {
+    match worker::run(&nimbus, &a.topology, &a.slot, stop)? {
         worker::WorkerEnd::Finished(_) | worker::WorkerEnd::Unassigned => Ok(Status::Success),
     }
 }

@@ -4,16 +4,14 @@
 use crate::cli::{Cli, Command, ZkCommand};
 use std::process::ExitCode;
 
-pub mod cluster;
+pub(crate) mod cluster;
 pub mod completions;
-pub mod config;
-pub mod graph;
-pub mod progress;
-pub mod run;
-pub mod run_attached;
-pub mod run_processes;
-pub mod validate;
-pub mod zk;
+pub(crate) mod config;
+pub(crate) mod graph;
+pub(crate) mod progress;
+pub(crate) mod run;
+pub(crate) mod validate;
+pub(crate) mod zk;
 
 /// The exit status of a command that ran to its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +54,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
 /// Load the topology a command names (a file, or `-e` DSL text). On failure the reason is
 /// printed on stderr (diagnostics rendered against the source) and the exit status returned;
 /// on success its warnings are printed on stderr when `show_warnings`.
-pub fn load_topology(
+pub(crate) fn load_topology(
     file: Option<&std::path::Path>,
     expr: Option<&str>,
     opts: &crate::topology::LoadOptions,

@@ -17,8 +17,8 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
         let request = crate::cluster::rpc::Request::Dump {
             json: args.format == TreeFormat::Json,
         };
-        super::cluster::use_cluster_secret(&args.config.overrides);
-        let text: String = crate::cluster::rpc::call(addr, &request)?;
+        let nimbus = super::cluster::nimbus_client(addr, &args.config.overrides);
+        let text: String = nimbus.call(&request)?;
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes())
             .and_then(|()| out.flush())

@@ -4,14 +4,16 @@
 //! `stdin` spouts and `stdout` sinks, which it runs in one extra worker of its own, so a shell
 //! pipeline behaves as in local mode.
 
-use super::Status;
+use super::{finish, load_for_run, run_home, spread_report, Scope, StopWatcher, StopWhen};
 use crate::cli::RunArgs;
 use crate::cluster::layout::SupervisorInfo;
 use crate::cluster::nimbus::{now_secs, Nimbus};
-use crate::cluster::rpc::Request;
-use crate::cluster::{supervisor, worker, CoordinationStore};
+use crate::cluster::rpc::Client;
+use crate::cluster::{supervisor, CoordinationStore};
+use crate::commands::cluster::{secret_env, submission};
+use crate::commands::Status;
+use crate::config::Config;
 use crate::net::auth::Secret;
-use crate::runtime::RunReport;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,8 +90,9 @@ fn sweep_stale_run_dirs(tmp: &std::path::Path) {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<Status> {
-    let (loaded, overrides) = match super::run::load_for_run(&args) {
+/// Run the topology over worker processes until its input ends or it is stopped.
+pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
+    let (loaded, overrides) = match load_for_run(&args) {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
@@ -106,49 +109,98 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         supervisor_stop: Arc::new(AtomicBool::new(false)),
         supervisor: None,
     };
-    crate::cluster::rpc::use_secret(Secret::from_config(&topology.config));
-    let nimbus = Nimbus::open(&dir, topology.config.clone())?;
-    cleanup.nimbus = Some(nimbus.clone());
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?.to_string();
-    nimbus.serve(listener)?;
+    let (nimbus, client) = start_nimbus(&mut cleanup, &topology.config)?;
 
     let ports = free_ports(workers + 1)?;
     let home_port = ports[workers];
     if has_home {
-        // The home slot is this process's: its session lasts as long as the run.
-        let session: u64 = serde_json::from_value(
-            nimbus
-                .handle(Request::OpenSession {
-                    timeout_ms: 86_400_000,
-                })
-                .map_err(anyhow::Error::msg)?,
-        )?;
-        let info = SupervisorInfo {
-            hostname: "127.0.0.1".into(),
-            time_secs: now_secs(),
-            uptime_secs: 0,
-            ports: vec![home_port],
-        };
-        nimbus
-            .handle(Request::SupervisorBeat {
-                session,
-                id: HOME.into(),
-                info,
-            })
-            .map_err(anyhow::Error::msg)?;
+        register_home(&nimbus, home_port)?;
     }
-    let mut sup = supervisor::options(&addr, "127.0.0.1", ports[..workers].to_vec())?;
+    let workers = start_supervisor(&mut cleanup, &client, &topology.config, &ports[..workers])?;
+    await_supervisor(&nimbus, &topology.config)?;
+    let sub = submission(&args.source, &overrides, Some(HOME.into()))?;
+    let started = Instant::now();
+    let id = nimbus.submit(sub)?;
+
+    // Signals and --duration deactivate the topology: every worker's spouts stop and it drains.
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = StopWatcher::spawn(
+        StopWhen::new(interrupted, args.duration),
+        deactivate(&nimbus, &topology.name, stop.clone()),
+        None,
+    )?;
+    watch_heartbeats(
+        nimbus.clone(),
+        id.clone(),
+        topology.config.nimbus_task_timeout(),
+        workers.kill,
+        cleanup.supervisor_stop.clone(),
+    )?;
+    fail_with_workers(workers.exits, workers.done, &cleanup)?;
+    let slot = has_home.then(|| format!("127.0.0.1:{home_port}"));
+    let home = run_home(&client, &id, slot, stop.clone())?;
+    // The other workers end once their executors have (end of input propagates to them).
+    while !nimbus.finished(&id)?.0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let beats = nimbus.task_heartbeats(&id)?;
+    let report = spread_report(home, &topology, &beats, started.elapsed());
+    drop(watcher);
+    drop(cleanup);
+    finish(&args, &report, Scope::Spread)
+}
+
+/// Open nimbus in the run's folder (stopped by `cleanup`) and serve it on a loopback port.
+/// Returns it, and a client of it for the workers (proving the topology's cluster secret).
+fn start_nimbus(cleanup: &mut Cleanup, config: &Config) -> anyhow::Result<(Arc<Nimbus>, Client)> {
+    let nimbus = Nimbus::open(&cleanup.dir, config.clone())?;
+    cleanup.nimbus = Some(nimbus.clone());
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?.to_string();
+    nimbus.serve(listener)?;
+    Ok((nimbus, Client::new(addr, Secret::from_config(config))))
+}
+
+/// Register the home slot, `home_port`, as this process's: its session lasts as long as the run.
+fn register_home(nimbus: &Nimbus, home_port: u16) -> anyhow::Result<()> {
+    let session = nimbus.open_session(Duration::from_secs(86_400));
+    let info = SupervisorInfo {
+        hostname: "127.0.0.1".into(),
+        time_secs: now_secs(),
+        uptime_secs: 0,
+        ports: vec![home_port],
+    };
+    nimbus.supervisor_beat(session, HOME, &info)?;
+    Ok(())
+}
+
+/// The in-process supervisor's channels: ports whose worker to kill, the ends of its workers,
+/// and whether it has ended.
+struct Workers {
+    kill: crossbeam_channel::Sender<u16>,
+    exits: crossbeam_channel::Receiver<supervisor::WorkerExit>,
+    done: Arc<AtomicBool>,
+}
+
+/// Start the supervisor of the worker processes (on `ports`) on a thread of its own, stopped
+/// and joined by `cleanup`.
+fn start_supervisor(
+    cleanup: &mut Cleanup,
+    nimbus: &Client,
+    config: &Config,
+    ports: &[u16],
+) -> anyhow::Result<Workers> {
+    let mut sup = supervisor::options(nimbus.clone(), "127.0.0.1", ports.to_vec())?;
     sup.id = WORKERS.into();
-    sup.env = super::cluster::secret_env(&topology.config);
+    sup.env = secret_env(config);
     sup.die_with_parent = true;
-    let (kill_tx, kill_rx) = crossbeam_channel::unbounded();
+    let (kill, kill_rx) = crossbeam_channel::unbounded();
     sup.kill_requests = Some(kill_rx);
     let (exit_tx, exits) = crossbeam_channel::unbounded();
-    let supervisor_done = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
     cleanup.supervisor = Some({
         let stop = cleanup.supervisor_stop.clone();
-        let done = supervisor_done.clone();
+        let done = done.clone();
         std::thread::Builder::new()
             .name("supervisor".into())
             .spawn(move || {
@@ -157,8 +209,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
                 r
             })?
     });
-    // Submit once the supervisor is registered, so the work is spread over its slots.
-    let supervisors = format!("{}/supervisors/processes", topology.config.zookeeper_root());
+    Ok(Workers { kill, exits, done })
+}
+
+/// Wait until the worker supervisor is registered, so the work is spread over its slots.
+fn await_supervisor(nimbus: &Nimbus, config: &Config) -> anyhow::Result<()> {
+    let supervisors = format!("{}/supervisors/{WORKERS}", config.zookeeper_root());
     let deadline = Instant::now() + Duration::from_secs(10);
     while nimbus.store().exists(&supervisors, None)?.is_none() {
         anyhow::ensure!(
@@ -167,100 +223,52 @@ pub fn run(args: RunArgs) -> anyhow::Result<Status> {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let sub = super::cluster::submission(&args.source, &overrides, Some(HOME.into()))?;
-    let started = Instant::now();
-    let id: String = serde_json::from_value(
-        nimbus
-            .handle(Request::Submit(sub))
-            .map_err(anyhow::Error::msg)?,
-    )?;
+    Ok(())
+}
 
-    // Signals and --duration deactivate the topology: every worker's spouts stop and it drains.
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let nimbus = nimbus.clone();
-        let name = topology.name.clone();
-        let deadline = args.duration.map(|d| Instant::now() + d);
-        let interrupted = interrupted.clone();
-        std::thread::Builder::new()
-            .name("run-stop".into())
-            .spawn(move || loop {
-                std::thread::sleep(Duration::from_millis(50));
-                if interrupted.load(Ordering::Relaxed)
-                    || deadline.is_some_and(|d| Instant::now() >= d)
-                {
-                    stop.store(true, Ordering::Relaxed);
-                    let _ = nimbus.handle(Request::Kill {
-                        name,
-                        wait_secs: Some(3600),
-                    });
-                    return;
-                }
-            })?;
+/// What the stop watcher does: stop the home worker, and kill the topology (deactivated; the
+/// run's folder goes with this process, so the removal wait does not matter).
+fn deactivate(nimbus: &Arc<Nimbus>, name: &str, stop: Arc<AtomicBool>) -> impl FnOnce() + Send {
+    let nimbus = nimbus.clone();
+    let name = name.to_string();
+    move || {
+        stop.store(true, Ordering::Relaxed);
+        let _ = nimbus.kill(&name, Some(3600));
     }
-    watch_heartbeats(
-        nimbus.clone(),
-        id.clone(),
-        topology.config.nimbus_task_timeout(),
-        kill_tx,
-        cleanup.supervisor_stop.clone(),
-    )?;
-    // A worker process that fails (exits with an error) fails the run at once, as a failing
-    // executor does in local mode: the supervisor ends the other workers, then this process
-    // exits. A worker ended by a signal (killed, or stopped and then killed for its missing
-    // heartbeats) is restarted by the supervisor instead, and acking replays what it held.
-    {
-        let supervisor_stop = cleanup.supervisor_stop.clone();
-        let dir = dir.clone();
-        std::thread::Builder::new()
-            .name("run-workers".into())
-            .spawn(move || {
-                let failed = |e: &supervisor::WorkerExit| e.status.code().is_some_and(|c| c != 0);
-                let Some(exit) = exits.iter().find(failed) else {
-                    return;
-                };
-                crate::stderr_println!(
-                    "error: the worker process on port {} failed ({}); see its messages above",
-                    exit.port,
-                    exit.status
-                );
-                supervisor_stop.store(true, Ordering::Relaxed);
-                let deadline = Instant::now() + Duration::from_secs(15);
-                while !supervisor_done.load(Ordering::Relaxed) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                remove_run_dir(&dir);
-                std::process::exit(1);
-            })?;
-    }
-    let report = if has_home {
-        let slot = format!("127.0.0.1:{home_port}");
-        match worker::run(&addr, &id, &slot, stop.clone())? {
-            worker::WorkerEnd::Finished(r) => Some(r),
-            worker::WorkerEnd::Unassigned => None,
-        }
-    } else {
-        None
-    };
-    // The other workers end once their executors have (end of input propagates to them).
-    while !nimbus.finished(&id)?.0 {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let beats = nimbus.task_heartbeats(&id)?;
-    let report = match report {
-        Some(mut r) => {
-            worker::merge_heartbeats(&mut r, &beats);
-            r
-        }
-        None => worker::report_from_heartbeats(
-            &crate::topology::plan::Plan::new(&topology),
-            &beats,
-            started.elapsed(),
-        ),
-    };
-    drop(cleanup);
-    finish_report(&args, &report)
+}
+
+/// A worker process that fails (exits with an error) fails the run at once, as a failing
+/// executor does in local mode: the supervisor ends the other workers, then this process
+/// exits. A worker ended by a signal (killed, or stopped and then killed for its missing
+/// heartbeats) is restarted by the supervisor instead, and acking replays what it held.
+fn fail_with_workers(
+    exits: crossbeam_channel::Receiver<supervisor::WorkerExit>,
+    supervisor_done: Arc<AtomicBool>,
+    cleanup: &Cleanup,
+) -> anyhow::Result<()> {
+    let supervisor_stop = cleanup.supervisor_stop.clone();
+    let dir = cleanup.dir.clone();
+    std::thread::Builder::new()
+        .name("run-workers".into())
+        .spawn(move || {
+            let failed = |e: &supervisor::WorkerExit| e.status.code().is_some_and(|c| c != 0);
+            let Some(exit) = exits.iter().find(failed) else {
+                return;
+            };
+            crate::stderr_println!(
+                "error: the worker process on port {} failed ({}); see its messages above",
+                exit.port,
+                exit.status
+            );
+            supervisor_stop.store(true, Ordering::Relaxed);
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while !supervisor_done.load(Ordering::Relaxed) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            remove_run_dir(&dir);
+            std::process::exit(1);
+        })?;
+    Ok(())
 }
 
 /// First SIGINT/SIGTERM sets the returned flag (stop the spouts and drain); a second one while
@@ -325,27 +333,4 @@ fn watch_heartbeats(
             }
         })?;
     Ok(())
-}
-
-/// The end of a run spread over processes: `--stats`, the summary, and the exit status.
-pub fn finish_report(args: &RunArgs, report: &RunReport) -> anyhow::Result<Status> {
-    if let Some(path) = &args.stats {
-        let json = serde_json::json!({
-            "elapsed_secs": report.elapsed.as_secs_f64(),
-            "acking": report.acking,
-            "lost": report.lost,
-            "components": report.components,
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
-            .map_err(|e| anyhow::anyhow!("cannot write --stats file {}: {e}", path.display()))?;
-    }
-    super::run::print_summary(args, report);
-    if report.lost > 0 {
-        crate::stderr_println!(
-            "error: {} tuple(s) were given up on after their retries and are lost",
-            report.lost
-        );
-        return Ok(Status::Failure);
-    }
-    Ok(Status::Success)
 }

@@ -1,0 +1,167 @@
+//! `storm run FILE --nimbus ADDR`: run a topology attached on a running cluster. This
+//! process registers a one-slot supervisor of its own and runs there the worker holding the
+//! `stdin` spouts and `stdout` sinks; the cluster's supervisors run the rest. When
+//! every worker has finished, the topology is killed so its slots are free again.
+
+use super::{drain_on_signals, finish, load_for_run, run_home, spread_report};
+use super::{Scope, StopWatcher, StopWhen};
+use crate::cli::RunArgs;
+use crate::cluster::layout::{SupervisorInfo, TaskHeartbeat};
+use crate::cluster::nimbus::now_secs;
+use crate::cluster::rpc::{Client, Request, TopologySummary};
+use crate::commands::cluster::{nimbus_client, submission};
+use crate::commands::Status;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Ends the run's presence on the cluster however the run ends: the topology is killed and
+/// the home supervisor's session closed.
+struct Attached {
+    nimbus: Client,
+    name: String,
+    session: u64,
+    beating: Arc<AtomicBool>,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        self.beating.store(false, Ordering::Relaxed);
+        let kill = Request::Kill {
+            name: self.name.clone(),
+            wait_secs: Some(0),
+        };
+        let _ = self.nimbus.call::<String>(&kill);
+        let close = Request::CloseSession {
+            session: self.session,
+        };
+        let _ = self.nimbus.call::<serde_json::Value>(&close);
+    }
+}
+
+/// Run the topology on the cluster of nimbus at `addr` until its input ends or it is stopped.
+pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
+    let (loaded, overrides) = match load_for_run(&args) {
+        Ok(l) => l,
+        Err(status) => return Ok(status),
+    };
+    let topology = loaded.topology;
+    let nimbus = nimbus_client(addr, &overrides);
+    let has_home = topology.components.iter().any(|c| c.ctype.is_console());
+
+    let interrupted = drain_on_signals()?;
+    let home_port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let (attached, home_id) = attach(&nimbus, &topology.name, has_home.then_some(home_port))?;
+    let sub = submission(&args.source, &overrides, Some(home_id))?;
+    let started = Instant::now();
+    let id: String = nimbus.call(&Request::Submit(sub))?;
+    crate::stderr_println!("submitted {} as {id}", topology.name);
+
+    // Signals and --duration deactivate the topology: spouts stop everywhere, it drains.
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = StopWatcher::spawn(
+        StopWhen::new(interrupted, args.duration),
+        deactivate(&nimbus, &topology, stop.clone()),
+        None,
+    )?;
+    let slot = has_home.then(|| format!("127.0.0.1:{home_port}"));
+    let home = run_home(&nimbus, &id, slot, stop.clone())?;
+    wait_until_finished(&nimbus, &id, &stop, has_home)?;
+    // The figures of every task: this process's, and the others' last heartbeats.
+    let beats: Vec<(u32, TaskHeartbeat)> = nimbus.call(&Request::Heartbeats { id })?;
+    let beats = beats.into_iter().collect();
+    drop(watcher);
+    drop(attached);
+    let report = spread_report(home, &topology, &beats, started.elapsed());
+    finish(&args, &report, Scope::Spread)
+}
+
+/// Register this process as a supervisor with one slot (`home_port`, when the topology has
+/// `stdin` or `stdout` components) or none, kept alive by a heartbeat thread until the run
+/// ends. Returns the guard of the run's presence on the cluster and the supervisor's id.
+fn attach(
+    nimbus: &Client,
+    name: &str,
+    home_port: Option<u16>,
+) -> anyhow::Result<(Attached, String)> {
+    let home_id = format!("run-{}", std::process::id());
+    let session: u64 = nimbus.call(&Request::OpenSession { timeout_ms: 10_000 })?;
+    let beat = {
+        let home_id = home_id.clone();
+        let started = Instant::now();
+        move || Request::SupervisorBeat {
+            session,
+            id: home_id.clone(),
+            info: SupervisorInfo {
+                hostname: "127.0.0.1".into(),
+                time_secs: now_secs(),
+                uptime_secs: started.elapsed().as_secs(),
+                ports: home_port.into_iter().collect(),
+            },
+        }
+    };
+    nimbus.call::<serde_json::Value>(&beat())?;
+    let attached = Attached {
+        nimbus: nimbus.clone(),
+        name: name.to_string(),
+        session,
+        beating: Arc::new(AtomicBool::new(true)),
+    };
+    let beating = attached.beating.clone();
+    let nimbus = nimbus.clone();
+    std::thread::Builder::new()
+        .name("run-home-beat".into())
+        .spawn(move || {
+            while beating.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                if let Err(e) = nimbus.call::<serde_json::Value>(&beat()) {
+                    tracing::warn!("home supervisor heartbeat: {e:#}");
+                }
+            }
+        })?;
+    Ok((attached, home_id))
+}
+
+/// What the stop watcher does: stop the home worker, and kill the topology (deactivated, its
+/// tuples in flight given the message timeout to drain).
+fn deactivate(
+    nimbus: &Client,
+    topology: &crate::topology::model::Topology,
+    stop: Arc<AtomicBool>,
+) -> impl FnOnce() + Send + 'static {
+    let kill = Request::Kill {
+        name: topology.name.clone(),
+        wait_secs: Some(topology.config.message_timeout().as_secs()),
+    };
+    let nimbus = nimbus.clone();
+    move || {
+        stop.store(true, Ordering::Relaxed);
+        if let Err(e) = nimbus.call::<String>(&kill) {
+            tracing::warn!("deactivating the topology: {e:#}");
+        }
+    }
+}
+
+/// Wait until nimbus says every worker of topology `id` has finished (or, once stopped, until
+/// it is gone, or at once when nothing runs here).
+fn wait_until_finished(
+    nimbus: &Client,
+    id: &str,
+    stop: &AtomicBool,
+    has_home: bool,
+) -> anyhow::Result<()> {
+    loop {
+        let list: Vec<TopologySummary> = nimbus.call(&Request::List)?;
+        match list.iter().find(|t| t.id == id) {
+            Some(t) if t.status == "finished" => return Ok(()),
+            Some(_) => {}
+            None if stop.load(Ordering::Relaxed) => return Ok(()),
+            None => anyhow::bail!("topology {id} was removed from the cluster before it finished"),
+        }
+        if stop.load(Ordering::Relaxed) && !has_home {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,41 @@
+//! `storm run` in local mode: the whole topology runs in this process, its workers as
+//! threads, with the progress line while it runs.
+
+use super::{drain_on_signals, finish, load_for_run, Scope, StopWatcher, StopWhen};
+use crate::cli::{ProgressMode, RunArgs};
+use crate::commands::Status;
+use crate::runtime;
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Run the topology in this process until its input ends or it is stopped.
+pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
+    let (loaded, _) = match load_for_run(&args) {
+        Ok(l) => l,
+        Err(status) => return Ok(status),
+    };
+    let signalled = drain_on_signals()?;
+
+    let running = runtime::start_local(Arc::new(loaded.topology))?;
+    let progress = show_progress(&args).then(|| running.stats.clone());
+    let control = running.control.clone();
+    let watcher = StopWatcher::spawn(
+        StopWhen::new(signalled, args.duration),
+        move || control.stop.store(true, Ordering::Relaxed),
+        progress,
+    )?;
+    let result = running.wait();
+    drop(watcher);
+    finish(&args, &result?, Scope::Local)
+}
+
+/// Whether the progress line is drawn: `--progress`, or by default when stderr is a terminal
+/// and the run is not `--quiet`.
+fn show_progress(args: &RunArgs) -> bool {
+    match args.progress {
+        ProgressMode::Always => true,
+        ProgressMode::Never => false,
+        ProgressMode::Auto => std::io::stderr().is_terminal() && !args.quiet,
+    }
+}

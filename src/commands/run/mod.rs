@@ -1,0 +1,304 @@
+//! `storm run`: load and validate a topology, run it, stop it gracefully on SIGINT/SIGTERM or
+//! `--duration`, and end with `--stats`, the summary and the exit status. Three modes share
+//! this module's helpers: `local` (one process, threads), `processes` (`--processes`: worker
+//! processes on loopback under an in-process nimbus) and `attached` (`--nimbus ADDR`: a
+//! running cluster runs the topology, this process its `stdin` and `stdout` components).
+
+mod attached;
+mod local;
+mod processes;
+
+use super::{load_topology, Status};
+use crate::cli::RunArgs;
+use crate::cluster::layout::TaskHeartbeat;
+use crate::cluster::rpc::Client;
+use crate::cluster::worker;
+use crate::runtime::metrics::TaskStats;
+use crate::runtime::{self, RunReport};
+use crate::topology::model::Topology;
+use crate::topology::{LoadOptions, Loaded};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Run the topology `args` names, in the mode they ask for.
+pub fn run(args: RunArgs) -> anyhow::Result<Status> {
+    if let Some(addr) = args.nimbus.clone() {
+        return attached::run(args, &addr);
+    }
+    if args.processes {
+        return processes::run(args);
+    }
+    local::run(args)
+}
+
+/// The topology of a run in any mode, with the `-c` overrides it was loaded with (`--workers N`
+/// is `topology.workers=N`). Warnings are printed unless `--quiet`.
+fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
+    let mut overrides = args.config.overrides.clone();
+    if let Some(w) = args.workers {
+        overrides.push(format!("topology.workers={w}"));
+    }
+    let opts = LoadOptions {
+        overrides: overrides.clone(),
+        filter: args.source.filter.clone(),
+    };
+    let loaded = load_topology(
+        args.source.file.as_deref(),
+        args.source.expr.as_deref(),
+        &opts,
+        !args.quiet,
+    )?;
+    Ok((loaded, overrides))
+}
+
+/// First SIGINT/SIGTERM sets the flag (stop the spouts and drain); a second one while draining
+/// erases the progress line and exits 130 at once.
+fn drain_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let signalled = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let flag = signalled.clone();
+        let action = move || {
+            if flag.swap(true, Ordering::SeqCst) {
+                crate::logging::clear_status_line();
+                signal_hook::low_level::exit(130);
+            }
+        };
+        // SAFETY: the action is async-signal-safe: atomics, one write(2), and _exit.
+        unsafe { signal_hook::low_level::register(sig, action) }?;
+    }
+    Ok(signalled)
+}
+
+/// When a run is to stop: at the first SIGINT/SIGTERM, or once `--duration` has passed.
+struct StopWhen {
+    signalled: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+}
+
+impl StopWhen {
+    /// `signalled` is set by the first signal; `duration` counts from now.
+    fn new(signalled: Arc<AtomicBool>, duration: Option<Duration>) -> StopWhen {
+        StopWhen {
+            signalled,
+            deadline: duration.map(|d| Instant::now() + d),
+        }
+    }
+
+    fn due(&self) -> bool {
+        self.signalled.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// The live counters a progress line is drawn from.
+type LiveStats = BTreeMap<u32, (String, Arc<TaskStats>)>;
+
+/// How often the stop watcher looks (and redraws the progress line).
+const WATCH_EVERY: Duration = Duration::from_millis(50);
+
+/// A thread that looks every [`WATCH_EVERY`] whether the run is to stop, and then calls its
+/// `on_stop` once; with live counters, it also draws the progress line. Dropping it ends the
+/// thread at once (a sleeping watcher would add up to one period to every run) and erases the
+/// progress line.
+struct StopWatcher {
+    /// Dropped to end the thread.
+    finished: Option<crossbeam_channel::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StopWatcher {
+    fn spawn(
+        when: StopWhen,
+        on_stop: impl FnOnce() + Send + 'static,
+        progress: Option<LiveStats>,
+    ) -> anyhow::Result<StopWatcher> {
+        let (finished, ended) = crossbeam_channel::bounded::<()>(0);
+        let thread = std::thread::Builder::new()
+            .name("run-stop".into())
+            .spawn(move || watch(&ended, &when, on_stop, progress))?;
+        Ok(StopWatcher {
+            finished: Some(finished),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for StopWatcher {
+    fn drop(&mut self) {
+        drop(self.finished.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The stop watcher's loop, until `ended` is closed.
+fn watch(
+    ended: &crossbeam_channel::Receiver<()>,
+    when: &StopWhen,
+    on_stop: impl FnOnce(),
+    progress: Option<LiveStats>,
+) {
+    let bar = progress.map(|stats| (super::progress::Progress::new(), stats));
+    let mut on_stop = Some(on_stop);
+    while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ended.recv_timeout(WATCH_EVERY) {
+        if when.due() {
+            if let Some(stop) = on_stop.take() {
+                stop();
+            }
+        }
+        if let Some((b, stats)) = &bar {
+            b.update(stats);
+        }
+    }
+    if let Some((b, _)) = bar {
+        b.finish();
+    }
+}
+
+/// The worker of the `stdin` and `stdout` components, run in this process on its `slot`
+/// (`None` when the topology has none there, or the slot was taken away).
+fn run_home(
+    nimbus: &Client,
+    id: &str,
+    slot: Option<String>,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<Option<RunReport>> {
+    let Some(slot) = slot else {
+        return Ok(None);
+    };
+    Ok(match worker::run(nimbus, id, &slot, stop)? {
+        worker::WorkerEnd::Finished(r) => Some(r),
+        worker::WorkerEnd::Unassigned => None,
+    })
+}
+
+/// The report of a run spread over workers: the home worker's own, completed by the others'
+/// last heartbeats, or only those when there was no home worker.
+fn spread_report(
+    home: Option<RunReport>,
+    topology: &Topology,
+    beats: &BTreeMap<u32, TaskHeartbeat>,
+    elapsed: Duration,
+) -> RunReport {
+    match home {
+        Some(mut r) => {
+            worker::merge_heartbeats(&mut r, beats);
+            r
+        }
+        None => worker::report_from_heartbeats(
+            &crate::topology::plan::Plan::new(topology),
+            beats,
+            elapsed,
+        ),
+    }
+}
+
+/// Where a run's tasks ran, which decides what its end can vouch for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every task ran in this process: its CPU time is the run's, and the tuples bolts failed
+    /// with acking off are known to be lost.
+    Local,
+    /// Tasks ran in other processes too.
+    Spread,
+}
+
+/// The end of a run in any mode: `--stats`, the summary, and the exit status (a failure when
+/// tuples were lost).
+fn finish(args: &RunArgs, report: &RunReport, scope: Scope) -> anyhow::Result<Status> {
+    if let Some(path) = &args.stats {
+        write_stats(path, report, scope)?;
+    }
+    print_summary(args, report);
+    if report.lost > 0 {
+        crate::stderr_println!(
+            "error: {} tuple(s) were given up on after their retries and are lost",
+            report.lost
+        );
+        return Ok(Status::Failure);
+    }
+    if scope == Scope::Local && !report.acking && !args.quiet {
+        warn_unreplayed(report);
+    }
+    Ok(Status::Success)
+}
+
+/// With acking off, the tuples bolts failed were not replayed: say how many.
+fn warn_unreplayed(report: &RunReport) {
+    let failed: u64 = report
+        .components
+        .iter()
+        .filter(|c| c.kind == "bolt")
+        .map(|c| c.failed)
+        .sum();
+    if failed > 0 {
+        crate::stderr_println!(
+            "warning: acking is off (topology.acker.executors: 0): {failed} failed tuple(s) were not replayed and are lost"
+        );
+    }
+}
+
+/// The per-component table at the end of a run: drawn when stderr is a terminal (so a run
+/// inside `| sort | head` stays quiet) or with `--summary`, never with `--quiet`; system
+/// components only with `--system`.
+fn print_summary(args: &RunArgs, report: &RunReport) {
+    let wanted = args.summary || std::io::stderr().is_terminal();
+    if args.quiet || !wanted {
+        return;
+    }
+    let shown: Vec<_> = report
+        .components
+        .iter()
+        .filter(|c| args.system || !c.id.starts_with("__"))
+        .cloned()
+        .collect();
+    crate::stderr_println!(
+        "{}",
+        runtime::metrics::render_table(&shown, report.elapsed.as_secs_f64())
+    );
+}
+
+/// `--stats FILE`: the run's figures as JSON (with this process's CPU time when it ran
+/// everything).
+fn write_stats(path: &std::path::Path, report: &RunReport, scope: Scope) -> anyhow::Result<()> {
+    let mut json = serde_json::Map::new();
+    json.insert("elapsed_secs".into(), report.elapsed.as_secs_f64().into());
+    if scope == Scope::Local {
+        let (cpu_self, cpu_children) = process_cpu_secs();
+        json.insert(
+            "cpu_secs".into(),
+            serde_json::json!({ "storm": cpu_self, "children": cpu_children }),
+        );
+    }
+    json.insert("acking".into(), report.acking.into());
+    json.insert("lost".into(), report.lost.into());
+    json.insert(
+        "components".into(),
+        serde_json::to_value(&report.components)?,
+    );
+    let text = serde_json::to_string_pretty(&json)?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| anyhow::anyhow!("cannot write --stats file {}: {e}", path.display()))
+}
+
+/// CPU seconds used by this process and by its ended children (shell components), from
+/// `/proc/self/stat` (Linux; zeros elsewhere).
+fn process_cpu_secs() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    // utime, stime, cutime, cstime are fields 14-17 of the whole line: 11-14 after `)`.
+    let tick = 100.0; // USER_HZ on Linux
+    let at = |i: usize| f.get(i).copied().unwrap_or(0.0) / tick;
+    (at(11) + at(12), at(13) + at(14))
+}
