@@ -6,9 +6,8 @@
 //! Decoding never panics and never allocates more than the bytes it was given justify: every
 //! count is checked against what remains before anything is reserved.
 
-use crate::components::{Anchor, Tuple};
 use crate::runtime::message::Acks;
-use crate::tuple::Value;
+use crate::tuple::{Anchor, Tuple, Value};
 use compact_str::CompactString;
 
 pub const HEADER_LEN: usize = 9;
@@ -117,7 +116,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
                 let source_task = r.u32()?;
                 let stream = r.u16()?;
                 let na = r.count(16)?;
-                let mut anchors = crate::components::Anchors::with_capacity(na);
+                let mut anchors = crate::tuple::Anchors::with_capacity(na);
                 for _ in 0..na {
                     anchors.push(Anchor::new(r.u64()?, r.u64()?));
                 }

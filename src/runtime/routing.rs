@@ -3,12 +3,11 @@
 //! worker's transfer queue for tasks in other workers (Storm's executor send queue).
 
 use super::message::{Acks, Message, Transfer, BATCH};
-use crate::components::Tuple;
 use crate::grouping::{Choice, Grouper};
 use crate::java_hash;
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, StreamId, ACKER_ID};
-use crate::tuple::Value;
+use crate::tuple::{Tuple, Value};
 use crossbeam_channel::{select, Receiver, Sender};
 use std::collections::VecDeque;
 

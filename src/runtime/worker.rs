@@ -151,7 +151,7 @@ struct Receiving {
     inboxes: Vec<Sender<Message>>,
     inbox_of_task: Vec<Option<usize>>,
     /// The batch under way for each executor: its task and tuples.
-    per_exec: Vec<(u32, Vec<crate::components::Tuple>)>,
+    per_exec: Vec<(u32, Vec<crate::tuple::Tuple>)>,
     backlog: Vec<VecDeque<Message>>,
     batch_size: usize,
 }
@@ -281,7 +281,7 @@ impl Receiving {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::components::Tuple;
+    use crate::tuple::Tuple;
     use crate::tuple::Value;
 
     fn tuples(n: i64) -> Vec<Tuple> {
