@@ -14,7 +14,7 @@
 //! The acceptor side is sans-IO ([`ServerHandshake`]) so a mio loop can drive it; [`client`] and
 //! [`server`] run either side to completion on a blocking stream.
 
-use super::frame::{self, Frame, HEADER_LEN};
+use super::frame::{self, RawFrame, HEADER_LEN};
 use crate::config::Config;
 use hmac::{Hmac, Mac};
 use rand::RngCore;
@@ -122,7 +122,14 @@ fn nonce() -> [u8; NONCE_LEN] {
 
 fn control(kind: u8, body: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
-    frame::encode(&Frame::Control { kind, body }, &mut out);
+    frame::encode_raw(
+        &RawFrame {
+            kind,
+            dest: 0,
+            body,
+        },
+        &mut out,
+    );
     out
 }
 
@@ -149,10 +156,11 @@ impl ServerHandshake {
     }
 
     /// Check the connector's proof; on success, the encoded frame proving our side.
-    pub fn answer(&self, reply: &Frame) -> Result<Vec<u8>, AuthError> {
-        let Frame::Control {
+    pub fn answer(&self, reply: &RawFrame) -> Result<Vec<u8>, AuthError> {
+        let RawFrame {
             kind: KIND_PROOF,
             body,
+            ..
         } = reply
         else {
             return Err(AuthError::Protocol(
@@ -177,7 +185,7 @@ impl ServerHandshake {
 }
 
 /// Read one handshake frame from a blocking stream, refusing anything longer than a handshake.
-fn read_small_frame(stream: &mut impl Read) -> Result<Frame, AuthError> {
+fn read_small_frame(stream: &mut impl Read) -> Result<RawFrame, AuthError> {
     let mut buf = vec![0u8; HEADER_LEN];
     stream.read_exact(&mut buf)?;
     let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
@@ -186,7 +194,7 @@ fn read_small_frame(stream: &mut impl Read) -> Result<Frame, AuthError> {
     }
     buf.resize(HEADER_LEN + len, 0);
     stream.read_exact(&mut buf[HEADER_LEN..])?;
-    match frame::decode(&buf) {
+    match frame::decode_raw(&buf) {
         Ok(Some((f, _))) => Ok(f),
         _ => Err(AuthError::Protocol("undecodable handshake frame")),
     }
@@ -199,9 +207,10 @@ pub fn client<S: Read + Write>(
     secret: &Secret,
     context: &str,
 ) -> Result<(), AuthError> {
-    let Frame::Control {
+    let RawFrame {
         kind: KIND_CHALLENGE,
         body: their_nonce,
+        ..
     } = read_small_frame(stream)?
     else {
         return Err(AuthError::Protocol("expected a challenge"));
@@ -215,11 +224,12 @@ pub fn client<S: Read + Write>(
     stream.write_all(&control(KIND_PROOF, body))?;
     stream.flush()?;
     match read_small_frame(stream)? {
-        Frame::Control {
+        RawFrame {
             kind: KIND_ACCEPTED,
             body,
+            ..
         } if secret.verify("server", context, &ours, &body) => Ok(()),
-        Frame::Control {
+        RawFrame {
             kind: KIND_ACCEPTED,
             ..
         } => Err(AuthError::BadProof),
@@ -309,8 +319,9 @@ mod tests {
         let hs = ServerHandshake::new(s.clone(), "nimbus");
         let mut body = s.prove("client", "worker", &hs.nonce);
         body.extend_from_slice(&[0; NONCE_LEN]);
-        let got = hs.answer(&Frame::Control {
+        let got = hs.answer(&RawFrame {
             kind: KIND_PROOF,
+            dest: 0,
             body,
         });
         assert!(matches!(got, Err(AuthError::BadProof)));
@@ -324,8 +335,9 @@ mod tests {
         body.extend_from_slice(&[7; NONCE_LEN]);
         let proof = control(KIND_PROOF, body.clone());
         let accepted = hs
-            .answer(&Frame::Control {
+            .answer(&RawFrame {
                 kind: KIND_PROOF,
+                dest: 0,
                 body,
             })
             .unwrap();

@@ -1,6 +1,6 @@
 //! A link carries encoded frames from one worker's transfer thread to another worker's receive
-//! thread. The runtime does not care what is behind it: an in-memory channel in local mode, a
-//! socket between processes or hosts.
+//! thread; a network makes links and listens for them. The runtime does not care what is
+//! behind them: an in-memory channel in local mode, a socket between processes or hosts.
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -15,6 +15,14 @@ pub trait Link: Send {
     fn send_lasting(&self, frames: Vec<u8>) -> anyhow::Result<()> {
         self.send(frames)
     }
+}
+
+/// How workers in other processes are reached. Local mode has none.
+pub trait Network {
+    /// Deliver frames that other processes send to local worker `worker` into `into`.
+    fn listen(&self, worker: usize, into: Sender<Vec<u8>>) -> anyhow::Result<()>;
+    /// A link from local worker `from` to worker `to`, which runs in another process.
+    fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>>;
 }
 
 /// In-memory link (local mode): a bounded channel of frame buffers.

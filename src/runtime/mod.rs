@@ -9,10 +9,14 @@ pub mod message;
 pub mod metrics;
 pub mod open_trees;
 pub mod routing;
+pub mod tcp;
+pub mod wire;
 pub mod worker;
 
+pub use tcp::TcpNetwork;
+
 use crate::components::{catalog, Bolt, Spout, TaskContext, Waker};
-use crate::net::link::Link;
+use crate::net::link::{Link, Network};
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, ACKER_ID};
 use collector::Emitter;
@@ -76,15 +80,6 @@ impl Placement {
             workers,
         }
     }
-}
-
-/// How workers in other processes are reached. Local mode has none.
-pub trait Network {
-    /// Deliver frames that other processes send to local worker `worker` into `into`.
-    fn listen(&self, worker: usize, into: crossbeam_channel::Sender<Vec<u8>>)
-        -> anyhow::Result<()>;
-    /// A link from local worker `from` to worker `to`, which runs in another process.
-    fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>>;
 }
 
 /// Local mode: every worker is in this process.
