@@ -154,6 +154,20 @@ pub struct TaskSlot<C: ?Sized> {
     pub finished: bool,
 }
 
+impl<C: ?Sized> TaskSlot<C> {
+    /// A task that finishes once `eos_expected` upstream tasks have said end of input.
+    pub fn new(ctx: TaskContext, component: Box<C>, emitter: Emitter, eos_expected: u32) -> Self {
+        TaskSlot {
+            ctx,
+            component,
+            emitter,
+            eos_expected,
+            eos_seen: BTreeSet::new(),
+            finished: false,
+        }
+    }
+}
+
 pub struct BoltExecutor {
     pub inbox: Receiver<Message>,
     pub outbox: Outbox,
