@@ -5,12 +5,14 @@
 
 use super::acker::Acker;
 use super::collector::Emitter;
-use super::executor::{BoltExecutor, ExecutorReport, RunControl, SpoutExecutor, TaskSlot};
+use super::executor::{
+    BoltExecutor, ExecutorReport, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
+};
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
 use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
 use super::{task_seed, worker, Placement, Running, DEFAULT_MAX_PENDING};
-use crate::components::{catalog, Bolt, Spout, TaskContext, Waker};
+use crate::components::{catalog, Bolt, TaskContext, Waker};
 use crate::config::{Config, Origin};
 use crate::net::link::{Link, MemoryLink, Network};
 use crate::topology::model::{Component, Topology};
@@ -397,7 +399,7 @@ impl<'a> Wiring<'a> {
         parts: ExecutorParts,
         spec: &Component,
     ) -> anyhow::Result<SpoutExecutor> {
-        let mut tasks: Vec<TaskSlot<dyn Spout>> = Vec::new();
+        let mut tasks: Vec<SpoutSlot> = Vec::new();
         for task in parts.tasks.clone() {
             let (ctx, emitter) = self.task_parts(&parts, task);
             let index = task - parts.first;
