@@ -24,13 +24,13 @@ use std::io::{Read, Write};
 type HmacSha256 = Hmac<Sha256>;
 
 /// Control frame kinds of the handshake.
-pub const KIND_CHALLENGE: u8 = 16;
-pub const KIND_PROOF: u8 = 17;
-pub const KIND_ACCEPTED: u8 = 18;
+pub(crate) const KIND_CHALLENGE: u8 = 16;
+pub(crate) const KIND_PROOF: u8 = 17;
+pub(crate) const KIND_ACCEPTED: u8 = 18;
 const NONCE_LEN: usize = 32;
 const MAC_LEN: usize = 32;
 /// No handshake frame is longer than this: larger headers are refused before any buffering.
-pub const MAX_HANDSHAKE_FRAME: usize = HEADER_LEN + MAC_LEN + NONCE_LEN;
+pub(crate) const MAX_HANDSHAKE_FRAME: usize = HEADER_LEN + MAC_LEN + NONCE_LEN;
 
 /// The shared cluster secret. Its `Debug` never shows it.
 #[derive(Clone)]
@@ -49,7 +49,7 @@ impl Secret {
 
     /// `storm.cluster.secret` from the configuration, else `STORM_CLUSTER_SECRET`; an empty
     /// value counts as unset.
-    pub fn from_config(config: &Config) -> Option<Secret> {
+    pub(crate) fn from_config(config: &Config) -> Option<Secret> {
         let configured = config
             .get("storm.cluster.secret")
             .and_then(|v| v.as_str())
@@ -86,7 +86,11 @@ impl Secret {
 }
 
 /// The loud warning for a service listening beyond loopback without a secret.
-pub fn warn_if_exposed(what: &str, addr: std::net::SocketAddr, secret: Option<&Secret>) -> bool {
+pub(crate) fn warn_if_exposed(
+    what: &str,
+    addr: std::net::SocketAddr,
+    secret: Option<&Secret>,
+) -> bool {
     let exposed = secret.is_none() && !addr.ip().is_loopback();
     if exposed {
         tracing::warn!(
@@ -105,7 +109,7 @@ fn unreachable_key() -> ! {
 
 /// Why a handshake failed.
 #[derive(Debug, thiserror::Error)]
-pub enum AuthError {
+pub(crate) enum AuthError {
     #[error("the peer did not prove the cluster secret")]
     BadProof,
     #[error("unexpected handshake message: {0}")]
@@ -135,14 +139,14 @@ fn control(kind: u8, body: Vec<u8>) -> Vec<u8> {
 
 /// The acceptor's side, sans-IO: send [`ServerHandshake::challenge`], feed the connector's first
 /// frame to [`ServerHandshake::answer`], send back what it returns.
-pub struct ServerHandshake {
+pub(crate) struct ServerHandshake {
     secret: Secret,
     context: String,
     nonce: [u8; NONCE_LEN],
 }
 
 impl ServerHandshake {
-    pub fn new(secret: Secret, context: &str) -> ServerHandshake {
+    pub(crate) fn new(secret: Secret, context: &str) -> ServerHandshake {
         ServerHandshake {
             secret,
             context: context.to_string(),
@@ -151,12 +155,12 @@ impl ServerHandshake {
     }
 
     /// The encoded challenge frame to send first.
-    pub fn challenge(&self) -> Vec<u8> {
+    pub(crate) fn challenge(&self) -> Vec<u8> {
         control(KIND_CHALLENGE, self.nonce.to_vec())
     }
 
     /// Check the connector's proof; on success, the encoded frame proving our side.
-    pub fn answer(&self, reply: &RawFrame) -> Result<Vec<u8>, AuthError> {
+    pub(crate) fn answer(&self, reply: &RawFrame) -> Result<Vec<u8>, AuthError> {
         let RawFrame {
             kind: KIND_PROOF,
             body,
@@ -202,7 +206,7 @@ fn read_small_frame(stream: &mut impl Read) -> Result<RawFrame, AuthError> {
 
 /// The connector's side on a blocking stream: answer the challenge, then check the acceptor's
 /// proof. Set a read timeout on the stream first so a silent peer cannot hold it forever.
-pub fn client<S: Read + Write>(
+pub(crate) fn client<S: Read + Write>(
     stream: &mut S,
     secret: &Secret,
     context: &str,
@@ -238,7 +242,7 @@ pub fn client<S: Read + Write>(
 }
 
 /// The acceptor's side on a blocking stream (nimbus, supervisors): challenge, check, prove.
-pub fn server<S: Read + Write>(
+pub(crate) fn server<S: Read + Write>(
     stream: &mut S,
     secret: &Secret,
     context: &str,

@@ -29,7 +29,7 @@ pub type Check = fn(kind: u8, body: &[u8]) -> Result<(), DecodeError>;
 
 /// One frame at the front of a buffer, its payload still in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Split<'a> {
+pub(crate) struct Split<'a> {
     pub kind: u8,
     pub dest: u32,
     pub body: &'a [u8],
@@ -39,7 +39,7 @@ pub struct Split<'a> {
 
 /// A frame of any kind with its payload copied out (handshakes, tests).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawFrame {
+pub(crate) struct RawFrame {
     pub kind: u8,
     pub dest: u32,
     pub body: Vec<u8>,
@@ -48,7 +48,7 @@ pub struct RawFrame {
 /// Start a frame at the end of `out`: room for its header, filled in by [`end`]. Returns where
 /// the frame starts.
 #[inline]
-pub fn begin(out: &mut Vec<u8>) -> usize {
+pub(crate) fn begin(out: &mut Vec<u8>) -> usize {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER_LEN]);
     start
@@ -56,7 +56,7 @@ pub fn begin(out: &mut Vec<u8>) -> usize {
 
 /// End the frame begun at `start`: its payload is everything appended since.
 #[inline]
-pub fn end(out: &mut [u8], start: usize, kind: u8, dest: u32) {
+pub(crate) fn end(out: &mut [u8], start: usize, kind: u8, dest: u32) {
     let len = (out.len() - start - HEADER_LEN) as u32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
     out[start + 4] = kind;
@@ -65,7 +65,7 @@ pub fn end(out: &mut [u8], start: usize, kind: u8, dest: u32) {
 
 /// The frame at the front of `buf`, by its header alone. `Ok(None)` means more bytes are needed.
 #[inline]
-pub fn split(buf: &[u8]) -> Result<Option<Split<'_>>, DecodeError> {
+pub(crate) fn split(buf: &[u8]) -> Result<Option<Split<'_>>, DecodeError> {
     if buf.len() < HEADER_LEN {
         return Ok(None);
     }
@@ -86,7 +86,7 @@ pub fn split(buf: &[u8]) -> Result<Option<Split<'_>>, DecodeError> {
 
 /// Check the frame at the front of `buf`: its header, and a data frame's payload with `check`.
 /// `Ok(None)` means more bytes are needed; otherwise the bytes the frame takes.
-pub fn validate(buf: &[u8], check: Check) -> Result<Option<usize>, DecodeError> {
+pub(crate) fn validate(buf: &[u8], check: Check) -> Result<Option<usize>, DecodeError> {
     let Some(f) = split(buf)? else {
         return Ok(None);
     };
@@ -97,14 +97,14 @@ pub fn validate(buf: &[u8], check: Check) -> Result<Option<usize>, DecodeError> 
 }
 
 /// Append one frame of any kind to `out`.
-pub fn encode_raw(frame: &RawFrame, out: &mut Vec<u8>) {
+pub(crate) fn encode_raw(frame: &RawFrame, out: &mut Vec<u8>) {
     let start = begin(out);
     out.extend_from_slice(&frame.body);
     end(out, start, frame.kind, frame.dest);
 }
 
 /// The frame at the front of `buf`, its payload copied out and not looked at.
-pub fn decode_raw(buf: &[u8]) -> Result<Option<(RawFrame, usize)>, DecodeError> {
+pub(crate) fn decode_raw(buf: &[u8]) -> Result<Option<(RawFrame, usize)>, DecodeError> {
     Ok(split(buf)?.map(|f| {
         let frame = RawFrame {
             kind: f.kind,

@@ -39,7 +39,7 @@ const MAX_CONNECTIONS: usize = 1024;
 const READ_CHUNK: usize = 128 << 10;
 /// Memory all connections' partial frames may hold together; the connection whose frame would
 /// go past it is closed.
-pub const MAX_BUFFERED: usize = 128 << 20;
+pub(crate) const MAX_BUFFERED: usize = 128 << 20;
 /// A connection must deliver its first whole frame within this many handshake timeouts.
 const FIRST_FRAME_MARGIN: u32 = 4;
 /// A partial frame that receives no byte for this long closes its connection.
@@ -55,11 +55,11 @@ static LOG_CLOSED: Throttle = Throttle::new(LOG_EVERY);
 static LOG_EVICTED: Throttle = Throttle::new(LOG_EVERY);
 static LOG_ACCEPT: Throttle = Throttle::new(LOG_EVERY);
 /// Context string proving a connection is a worker link.
-pub const AUTH_CONTEXT: &str = "worker";
+pub(crate) const AUTH_CONTEXT: &str = "worker";
 
 /// A running listener: stop it with [`ListenerHandle::shutdown`] (also on drop).
 pub struct ListenerHandle {
-    pub worker: usize,
+    pub(crate) worker: usize,
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
@@ -68,7 +68,7 @@ pub struct ListenerHandle {
 
 impl ListenerHandle {
     /// Stop accepting and reading, and join the thread (it never blocks for long).
-    pub fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.waker.wake();
         if let Some(t) = self.thread.take() {

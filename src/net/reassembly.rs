@@ -63,7 +63,7 @@ impl Reassembly {
     }
 
     /// Bytes of memory held for this connection (what the buffer has room for).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.pending.capacity()
     }
 
@@ -92,7 +92,7 @@ impl Reassembly {
 
     /// Take the first whole frame only, its payload unchecked (handshakes: what follows it stays
     /// pending).
-    pub fn next_frame(&mut self) -> Result<Option<RawFrame>, DecodeError> {
+    pub(crate) fn next_frame(&mut self) -> Result<Option<RawFrame>, DecodeError> {
         if self.pending.len() >= 4 {
             let p = &self.pending;
             let len = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize;
@@ -110,12 +110,12 @@ impl Reassembly {
     }
 
     /// Append bytes without looking at them (see `next_frame`).
-    pub fn extend(&mut self, bytes: &[u8]) {
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
         self.pending.extend_from_slice(bytes);
     }
 
     /// Change the frame limit (after a handshake, from its small limit to the full one).
-    pub fn set_limit(&mut self, limit: usize) {
+    pub(crate) fn set_limit(&mut self, limit: usize) {
         self.limit = limit.min(frame::HEADER_LEN + frame::MAX_FRAME);
     }
 }

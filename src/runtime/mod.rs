@@ -4,15 +4,15 @@
 
 pub mod acker;
 mod builder;
-pub mod collector;
-pub mod executor;
-pub mod message;
+pub(crate) mod collector;
+pub(crate) mod executor;
+pub(crate) mod message;
 pub mod metrics;
-pub mod open_trees;
-pub mod routing;
-pub mod tcp;
+pub(crate) mod open_trees;
+pub(crate) mod routing;
+mod tcp;
 pub mod wire;
-pub mod worker;
+pub(crate) mod worker;
 
 pub use tcp::TcpNetwork;
 
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 /// Default `topology.max.spout.pending` when acking is on and none is set: bounds the lines a
 /// replaying spout keeps, and so memory.
-pub const DEFAULT_MAX_PENDING: u64 = 4096;
+pub(crate) const DEFAULT_MAX_PENDING: u64 = 4096;
 
 /// What a finished run reports.
 #[derive(Debug)]
@@ -45,8 +45,8 @@ pub struct RunReport {
 
 /// A running topology: stats readable while it runs, a stop switch, and the final join.
 pub struct Running {
-    pub control: Arc<RunControl>,
-    pub stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
+    pub(crate) control: Arc<RunControl>,
+    pub(crate) stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
     handles: Vec<ExecutorHandle>,
     /// Transfer threads: joined at the end so every frame for other workers is sent.
     plumbing: Vec<JoinHandle<()>>,
@@ -75,7 +75,7 @@ impl Placement {
 }
 
 /// Local mode: every worker is in this process.
-pub struct InProcess;
+pub(crate) struct InProcess;
 
 impl Network for InProcess {
     fn listen(
@@ -91,7 +91,7 @@ impl Network for InProcess {
 }
 
 /// Start a topology in local mode: `topology.workers` workers, all in this process.
-pub fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
+pub(crate) fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
     let plan = Plan::new(&topology);
     let placement = Placement::round_robin(&plan, topology.config.workers() as usize);
     let all: Vec<usize> = (0..placement.workers).collect();

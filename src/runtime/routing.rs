@@ -212,15 +212,6 @@ pub struct Router {
     downstream: Vec<u32>,
 }
 
-/// Emitting on a stream nobody declared, or direct-emitting to a task that does not subscribe.
-#[derive(Debug, thiserror::Error)]
-pub enum RouteError {
-    #[error("stream `{0}` is not declared by this component")]
-    UnknownStream(String),
-    #[error("task {task} does not subscribe to stream `{stream}` of this component with a direct grouping")]
-    NotDirectTarget { task: u32, stream: String },
-}
-
 fn acker_tasks(plan: &Plan) -> Vec<u32> {
     plan.component(ACKER_ID)
         .map(|c| c.tasks.clone().collect())

@@ -41,15 +41,6 @@ impl TcpNetwork {
         }
     }
 
-    /// As `new`, with the secret of `storm.cluster.secret` or `STORM_CLUSTER_SECRET` if set.
-    pub fn from_config(
-        addrs: BTreeMap<usize, SocketAddr>,
-        local: impl IntoIterator<Item = usize>,
-        config: &crate::config::Config,
-    ) -> TcpNetwork {
-        TcpNetwork::new(addrs, local, Secret::from_config(config))
-    }
-
     /// Override link tunables (tests shorten the linger time).
     pub fn with_options(mut self, options: LinkOptions) -> TcpNetwork {
         self.options = options;
@@ -65,7 +56,7 @@ impl TcpNetwork {
     }
 
     /// Stop every listener and join its thread (also done on drop).
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         let taken = match self.listeners.lock() {
             Ok(mut l) => std::mem::take(&mut *l),
             Err(p) => std::mem::take(&mut *p.into_inner()),
