@@ -64,7 +64,7 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// Seed 002's round-robin: executors in task order over the workers.
+    /// Round-robin: executors in task order over the workers.
     pub fn round_robin(plan: &Plan, workers: usize) -> Placement {
         let workers = workers.max(1);
         Placement {
