@@ -11,12 +11,12 @@ use super::executor::{
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
 use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
-use super::{task_seed, worker, Placement, Running, DEFAULT_MAX_PENDING};
+use super::{task_seed, worker, Placement, Role, Running, DEFAULT_MAX_PENDING};
 use crate::components::{catalog, Bolt, TaskContext, Waker};
 use crate::config::{Config, Origin};
 use crate::net::link::{Link, MemoryLink, Network};
 use crate::topology::model::{Component, Topology};
-use crate::topology::plan::{Plan, ACKER_ID};
+use crate::topology::plan::Plan;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
@@ -29,36 +29,6 @@ type Channel<T> = (Sender<T>, Receiver<T>);
 
 /// The thread of one executor, named by its component.
 pub(crate) type ExecutorHandle = (String, JoinHandle<anyhow::Result<ExecutorReport>>);
-
-/// What a component of the plan is to the runtime.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Role<'t> {
-    Spout(&'t Component),
-    Bolt(&'t Component),
-    /// The acker: a system component with no spec in the topology; the runtime supplies it.
-    Acker,
-}
-
-impl<'t> Role<'t> {
-    /// The role of plan component `id`; `None` for an id the plan cannot hold.
-    pub(crate) fn of(topology: &'t Topology, id: &str) -> Option<Role<'t>> {
-        match topology.component(id) {
-            Some(c) if c.is_spout() => Some(Role::Spout(c)),
-            Some(c) => Some(Role::Bolt(c)),
-            None if id == ACKER_ID => Some(Role::Acker),
-            None => None,
-        }
-    }
-
-    /// The kind the run report shows.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Role::Spout(_) => "spout",
-            Role::Bolt(_) => "bolt",
-            Role::Acker => "acker",
-        }
-    }
-}
 
 /// How trees are tracked, the same for every executor of a run.
 #[derive(Debug, Clone, Copy)]

@@ -17,9 +17,9 @@ pub(crate) mod worker;
 pub use tcp::TcpNetwork;
 
 use crate::net::link::{Link, Network};
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
-use builder::{ExecutorHandle, Role, Wiring};
+use crate::topology::model::{Component, Topology};
+use crate::topology::plan::{Plan, ACKER_ID};
+use builder::{ExecutorHandle, Wiring};
 use executor::RunControl;
 use metrics::{ComponentReport, Histogram, LatencyReport, TaskReport, TaskStats};
 use std::collections::BTreeMap;
@@ -70,6 +70,36 @@ impl Placement {
         Placement {
             worker_of_exec: (0..plan.executors().len()).map(|i| i % workers).collect(),
             workers,
+        }
+    }
+}
+
+/// What a component of the plan is to the runtime.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Role<'t> {
+    Spout(&'t Component),
+    Bolt(&'t Component),
+    /// The acker: a system component with no spec in the topology; the runtime supplies it.
+    Acker,
+}
+
+impl<'t> Role<'t> {
+    /// The role of plan component `id`; `None` for an id the plan cannot hold.
+    pub(crate) fn of(topology: &'t Topology, id: &str) -> Option<Role<'t>> {
+        match topology.component(id) {
+            Some(c) if c.is_spout() => Some(Role::Spout(c)),
+            Some(c) => Some(Role::Bolt(c)),
+            None if id == ACKER_ID => Some(Role::Acker),
+            None => None,
+        }
+    }
+
+    /// The kind the run report shows.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Role::Spout(_) => "spout",
+            Role::Bolt(_) => "bolt",
+            Role::Acker => "acker",
         }
     }
 }

@@ -3,6 +3,7 @@
 //! worker's transfer queue for tasks in other workers (Storm's executor send queue).
 
 use super::message::{Acks, Message, Transfer, BATCH};
+use super::Role;
 use crate::grouping::{Choice, Grouper};
 use crate::java_hash;
 use crate::topology::model::Topology;
@@ -227,7 +228,7 @@ pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str) -> Ve
         .filter_map(|s| plan.component(&s.to))
         .flat_map(|c| c.tasks.clone())
         .collect();
-    if component != ACKER_ID {
+    if !matches!(Role::of(topology, component), Some(Role::Acker)) {
         tasks.extend(acker_tasks(plan));
     }
     tasks.sort_unstable();
