@@ -307,11 +307,15 @@ mod tests {
 
     /// The first ids task 2 of a word count draws, started as the runtime starts it.
     fn first_ids_of_a_start() -> Vec<u64> {
-        let topology = crate::cluster::simulation::tests::wordcount(&[]);
+        let text = "stdin | split x4 | count(word) x2 | stdout";
+        let topology = crate::topology::load_inline(text, &Default::default())
+            .expect("the README's word count")
+            .topology;
         let plan = Plan::new(&topology);
-        let router = Router::new(&topology, &plan, "count", 2, &[2]);
+        let component = plan.component_of_task(2).to_string();
+        let router = Router::new(&topology, &plan, &component, 2, &[2]);
         let stats = Arc::new(TaskStats::default());
-        let mut em = Emitter::new(2, router, stats, "count".into(), task_seed(2));
+        let mut em = Emitter::new(2, router, stats, component, task_seed(2));
         (0..4).map(|_| em.rng.next_u64()).collect()
     }
 
