@@ -266,35 +266,43 @@ impl Running {
                     .max()
                     .unwrap_or(0),
                 complete_latency_ms: latency.get(&c.id).and_then(LatencyReport::of),
-                metrics: {
-                    let mut total = metrics::UserMetrics::default();
-                    for (_, s) in &tasks {
-                        total.merge(&s.user.lock().unwrap_or_else(|e| e.into_inner()));
-                    }
-                    if total.dropped > 0 {
-                        tracing::warn!(
-                            "{}: {} update(s) of user metrics beyond the first {} names were dropped",
-                            c.id,
-                            total.dropped,
-                            metrics::MAX_USER_METRICS
-                        );
-                    }
-                    total.by_name
-                },
-                per_task: tasks
-                    .iter()
-                    .map(|(t, s)| TaskReport {
-                        task: *t,
-                        emitted: s.emitted.load(Ordering::Relaxed),
-                        transferred: s.transferred.load(Ordering::Relaxed),
-                        executed: s.executed.load(Ordering::Relaxed),
-                        acked: s.acked.load(Ordering::Relaxed),
-                        failed: s.failed.load(Ordering::Relaxed),
-                    })
-                    .collect(),
+                metrics: user_metrics(&c.id, &tasks),
+                per_task: tasks.iter().map(|(t, s)| task_report(*t, s)).collect(),
             });
         }
         out
+    }
+}
+
+/// The user metrics of a component's tasks, merged (a warning says how many were dropped).
+fn user_metrics(
+    component: &str,
+    tasks: &[(u32, &Arc<TaskStats>)],
+) -> BTreeMap<String, metrics::UserMetric> {
+    let mut total = metrics::UserMetrics::default();
+    for (_, s) in tasks {
+        total.merge(&s.user.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+    if total.dropped > 0 {
+        tracing::warn!(
+            "{}: {} update(s) of user metrics beyond the first {} names were dropped",
+            component,
+            total.dropped,
+            metrics::MAX_USER_METRICS
+        );
+    }
+    total.by_name
+}
+
+/// One task's figures for `--stats`.
+fn task_report(task: u32, s: &TaskStats) -> TaskReport {
+    TaskReport {
+        task,
+        emitted: s.emitted.load(Ordering::Relaxed),
+        transferred: s.transferred.load(Ordering::Relaxed),
+        executed: s.executed.load(Ordering::Relaxed),
+        acked: s.acked.load(Ordering::Relaxed),
+        failed: s.failed.load(Ordering::Relaxed),
     }
 }
 
