@@ -6,14 +6,13 @@
 use crossbeam_channel::bounded;
 use crossbeam_queue::ArrayQueue;
 use divan::{black_box, Bencher};
-use storm::components::{Anchor, Tuple};
 use storm::components::{Bolt, BoltCollector};
 use storm::grouping::Grouper;
-use storm::net::frame::{self, Frame};
 use storm::runtime::acker::Acker;
+use storm::runtime::wire::{self as frame, Frame};
 use storm::topology::model::Grouping;
 use storm::topology::plan::{streams, StreamId};
-use storm::tuple::Value;
+use storm::tuple::{Anchor, Tuple, Value};
 
 fn main() {
     divan::main();

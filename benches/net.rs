@@ -8,11 +8,10 @@ use divan::Bencher;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use storm::components::Tuple;
-use storm::net::frame::{self, Frame};
-use storm::net::TcpNetwork;
-use storm::runtime::Network;
-use storm::tuple::Value;
+use storm::net::Network;
+use storm::runtime::wire::{self as frame, Frame};
+use storm::runtime::TcpNetwork;
+use storm::tuple::{Tuple, Value};
 
 fn main() {
     divan::main();

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storm::net::frame;
+use storm::runtime::wire as frame;
 use storm::net::reassembly::Reassembly;
 
 fuzz_target!(|data: &[u8]| {
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // The same bytes fed in pieces whose sizes come from the first byte.
     let step = usize::from(data.first().copied().unwrap_or(1)).max(1);
-    let mut r = Reassembly::new(1 << 16);
+    let mut r = Reassembly::new(1 << 16, frame::check);
     for piece in data.chunks(step) {
         match r.push(piece) {
             Ok(whole) => {

@@ -2,7 +2,7 @@
 //! `dump`), Storm's layout of it (`layout`), Nimbus's scheduler (`scheduler`) and its
 //! reading and writing of the state (`nimbus_state`), and the simulated cluster behind
 //! `storm zk dump` (`simulation`). The daemons: `nimbus` (serving `rpc`), `supervisor`, and
-//! `worker` processes (tuples between workers over `net::transport`).
+//! `worker` processes (tuples between workers over `runtime::tcp`).
 
 pub mod dump;
 pub mod layout;

@@ -3,8 +3,9 @@
 //! `args.delay` (humantime or seconds). Deterministic with `args.seed`. For the runtime's own
 //! fault tests, `args.panic_after: N` panics on the tuple after the first N.
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
+use crate::tuple::Tuple;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;

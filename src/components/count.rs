@@ -4,9 +4,9 @@
 //! the end (a streaming dedupe: `count(line, emit=update) | filter("count == 1")`). Keys are emitted in
 //! sorted order, so output is deterministic per task.
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
-use crate::tuple::Value;
+use crate::tuple::{Tuple, Value};
 use compact_str::CompactString;
 
 /// foldhash: fast on short strings with good spread (Fx hashing of words collided enough to

@@ -4,9 +4,9 @@
 //! (`cache: N`: at most N keys, the least recently seen forgotten first — a key seen again is
 //! fresh again — so memory stays bounded on an unbounded stream).
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
-use crate::tuple::{Value, Values};
+use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashSet;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};

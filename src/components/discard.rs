@@ -1,6 +1,7 @@
 //! The `discard` bolt: acks and drops every tuple (Storm's DevNullBolt), for benchmarks.
 
-use super::{Bolt, BoltCollector, Tuple};
+use super::{Bolt, BoltCollector};
+use crate::tuple::Tuple;
 
 #[derive(Default)]
 pub struct Discard;

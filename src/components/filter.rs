@@ -1,9 +1,10 @@
 //! The `filter` bolt: keeps the tuples for which `args.where` holds (the expression language of
 //! `crate::expr`, checked at validate time and compiled once here).
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::expr::Compiled;
 use crate::topology::plan::streams;
+use crate::tuple::Tuple;
 
 pub struct Filter {
     source: String,

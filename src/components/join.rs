@@ -5,9 +5,9 @@
 //! `window: {tumbling: D}` (processing time) or `{tumbling: N}` (tuples) each window's tuples
 //! are joined when it closes. Keys match by their text form, as `lookup` does.
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
-use crate::tuple::{Value, Values};
+use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,8 @@
 //! The `log` bolt (and Flux's `LogInfoBolt`): writes each tuple with its component and task to
 //! standard error.
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
+use crate::tuple::Tuple;
 use std::io::Write;
 
 #[derive(Default)]

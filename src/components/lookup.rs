@@ -4,9 +4,9 @@
 //! row whose `key` column equals its `on` field, by text form (a CSV cell `"42"` matches the
 //! integer `42`), or nulls when no row matches. A reload that fails keeps the old table.
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
-use crate::tuple::{Value, Values};
+use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

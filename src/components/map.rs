@@ -4,10 +4,10 @@
 //! fields as the entries before it left them. The same steps give the output fields at
 //! validate time (`Spec::apply`), so they are resolved once, in one place.
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::expr::CompiledValue;
 use crate::topology::plan::streams;
-use crate::tuple::{Value, Values};
+use crate::tuple::{Tuple, Value, Values};
 
 /// The arguments of a `map`, read from `args` (shapes are checked by the validator; anything
 /// malformed is left out here).

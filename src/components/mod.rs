@@ -26,7 +26,7 @@ pub use catalog::{input_fields, input_positions, wired_stream};
 use crate::config::Config;
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, StreamId};
-use crate::tuple::{Value, Values};
+use crate::tuple::{Tuple, Value, Values};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,65 +35,6 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct FatalError(pub String);
-
-/// A tuple as a bolt receives it.
-///
-/// Exactly one cache line (checked below): tuples are what executors hand each other, and on
-/// the way from one core to another every line a tuple touches is a transfer. The target task
-/// travels with the batch (`Message::Tuples`), not with each tuple.
-#[derive(Debug, Clone, PartialEq)]
-#[repr(align(64))]
-pub struct Tuple {
-    pub values: Values,
-    /// Emitting task (`plan::SYSTEM_TASK` for ticks).
-    pub source_task: u32,
-    /// Stream on the emitting component.
-    pub stream: StreamId,
-    /// Storm's MessageId: the trees this tuple belongs to. Empty for untracked tuples.
-    pub anchors: Anchors,
-}
-
-const _: () = assert!(std::mem::size_of::<Tuple>() == 64);
-
-/// One tree a tuple belongs to (an entry of Storm's `MessageId.anchorsToIds`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Anchor {
-    /// The root id: the spout tuple's tree, which also picks the acker task.
-    pub root: u64,
-    /// What acking this tuple sends for `root`: its own edge id, XORed with the edge id of
-    /// every tuple since emitted anchored to it. Storm keeps the second part apart, as one
-    /// `ackVal` per tuple, and XORs it in at the ack; folding it in here as each edge is
-    /// made is the same XOR, and keeps the tuple within a cache line. The receiving
-    /// executor alone changes it; on the wire it is the bare edge id.
-    pub ack: std::cell::Cell<u64>,
-}
-
-impl Anchor {
-    pub fn new(root: u64, edge: u64) -> Anchor {
-        Anchor {
-            root,
-            ack: std::cell::Cell::new(edge),
-        }
-    }
-}
-
-/// The trees of one tuple: almost always zero or one.
-pub type Anchors = smallvec::SmallVec<[Anchor; 1]>;
-
-impl Tuple {
-    pub fn new(values: Values, source_task: u32, stream: StreamId) -> Tuple {
-        Tuple {
-            values,
-            source_task,
-            stream,
-            anchors: Anchors::new(),
-        }
-    }
-
-    pub fn is_tick(&self) -> bool {
-        self.stream == crate::topology::plan::streams::TICK
-    }
-}
 
 /// What a task knows about where it runs (Storm's TopologyContext).
 #[derive(Clone)]

@@ -1,9 +1,9 @@
 //! The `split` bolt: splits one string field (`args.field`, default the first) on whitespace, or
 //! on `args.separator`, emitting one `word` tuple per non-empty piece, anchored to its input.
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
-use crate::tuple::Value;
+use crate::tuple::{Tuple, Value};
 
 #[derive(Default)]
 pub struct Split {

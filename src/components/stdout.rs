@@ -4,8 +4,8 @@
 //! standard output stops the run quietly; any other failed write (a full disk) fails the run
 //! with one error, since the output would be lost.
 
-use super::{Bolt, BoltCollector, FatalError, Tuple};
-use crate::tuple::Value;
+use super::{Bolt, BoltCollector, FatalError};
+use crate::tuple::{Tuple, Value};
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 

@@ -3,9 +3,9 @@
 //! and `TestWordCounter` (counts words, emitting `word, count` on every update).
 
 use super::generate::WORDS;
-use super::{Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus, Tuple};
+use super::{Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus};
 use crate::topology::plan::streams;
-use crate::tuple::Value;
+use crate::tuple::{Tuple, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;

@@ -14,7 +14,7 @@
 //! The acceptor side is sans-IO ([`ServerHandshake`]) so a mio loop can drive it; [`client`] and
 //! [`server`] run either side to completion on a blocking stream.
 
-use super::frame::{self, Frame, HEADER_LEN};
+use super::frame::{self, RawFrame, HEADER_LEN};
 use crate::config::Config;
 use hmac::{Hmac, Mac};
 use rand::RngCore;
@@ -24,13 +24,13 @@ use std::io::{Read, Write};
 type HmacSha256 = Hmac<Sha256>;
 
 /// Control frame kinds of the handshake.
-pub const KIND_CHALLENGE: u8 = 16;
-pub const KIND_PROOF: u8 = 17;
-pub const KIND_ACCEPTED: u8 = 18;
+pub(crate) const KIND_CHALLENGE: u8 = 16;
+pub(crate) const KIND_PROOF: u8 = 17;
+pub(crate) const KIND_ACCEPTED: u8 = 18;
 const NONCE_LEN: usize = 32;
 const MAC_LEN: usize = 32;
 /// No handshake frame is longer than this: larger headers are refused before any buffering.
-pub const MAX_HANDSHAKE_FRAME: usize = HEADER_LEN + MAC_LEN + NONCE_LEN;
+pub(crate) const MAX_HANDSHAKE_FRAME: usize = HEADER_LEN + MAC_LEN + NONCE_LEN;
 
 /// The shared cluster secret. Its `Debug` never shows it.
 #[derive(Clone)]
@@ -49,7 +49,7 @@ impl Secret {
 
     /// `storm.cluster.secret` from the configuration, else `STORM_CLUSTER_SECRET`; an empty
     /// value counts as unset.
-    pub fn from_config(config: &Config) -> Option<Secret> {
+    pub(crate) fn from_config(config: &Config) -> Option<Secret> {
         let configured = config
             .get("storm.cluster.secret")
             .and_then(|v| v.as_str())
@@ -86,7 +86,11 @@ impl Secret {
 }
 
 /// The loud warning for a service listening beyond loopback without a secret.
-pub fn warn_if_exposed(what: &str, addr: std::net::SocketAddr, secret: Option<&Secret>) -> bool {
+pub(crate) fn warn_if_exposed(
+    what: &str,
+    addr: std::net::SocketAddr,
+    secret: Option<&Secret>,
+) -> bool {
     let exposed = secret.is_none() && !addr.ip().is_loopback();
     if exposed {
         tracing::warn!(
@@ -105,7 +109,7 @@ fn unreachable_key() -> ! {
 
 /// Why a handshake failed.
 #[derive(Debug, thiserror::Error)]
-pub enum AuthError {
+pub(crate) enum AuthError {
     #[error("the peer did not prove the cluster secret")]
     BadProof,
     #[error("unexpected handshake message: {0}")]
@@ -122,20 +126,27 @@ fn nonce() -> [u8; NONCE_LEN] {
 
 fn control(kind: u8, body: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
-    frame::encode(&Frame::Control { kind, body }, &mut out);
+    frame::encode_raw(
+        &RawFrame {
+            kind,
+            dest: 0,
+            body,
+        },
+        &mut out,
+    );
     out
 }
 
 /// The acceptor's side, sans-IO: send [`ServerHandshake::challenge`], feed the connector's first
 /// frame to [`ServerHandshake::answer`], send back what it returns.
-pub struct ServerHandshake {
+pub(crate) struct ServerHandshake {
     secret: Secret,
     context: String,
     nonce: [u8; NONCE_LEN],
 }
 
 impl ServerHandshake {
-    pub fn new(secret: Secret, context: &str) -> ServerHandshake {
+    pub(crate) fn new(secret: Secret, context: &str) -> ServerHandshake {
         ServerHandshake {
             secret,
             context: context.to_string(),
@@ -144,15 +155,16 @@ impl ServerHandshake {
     }
 
     /// The encoded challenge frame to send first.
-    pub fn challenge(&self) -> Vec<u8> {
+    pub(crate) fn challenge(&self) -> Vec<u8> {
         control(KIND_CHALLENGE, self.nonce.to_vec())
     }
 
     /// Check the connector's proof; on success, the encoded frame proving our side.
-    pub fn answer(&self, reply: &Frame) -> Result<Vec<u8>, AuthError> {
-        let Frame::Control {
+    pub(crate) fn answer(&self, reply: &RawFrame) -> Result<Vec<u8>, AuthError> {
+        let RawFrame {
             kind: KIND_PROOF,
             body,
+            ..
         } = reply
         else {
             return Err(AuthError::Protocol(
@@ -177,7 +189,7 @@ impl ServerHandshake {
 }
 
 /// Read one handshake frame from a blocking stream, refusing anything longer than a handshake.
-fn read_small_frame(stream: &mut impl Read) -> Result<Frame, AuthError> {
+fn read_small_frame(stream: &mut impl Read) -> Result<RawFrame, AuthError> {
     let mut buf = vec![0u8; HEADER_LEN];
     stream.read_exact(&mut buf)?;
     let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
@@ -186,7 +198,7 @@ fn read_small_frame(stream: &mut impl Read) -> Result<Frame, AuthError> {
     }
     buf.resize(HEADER_LEN + len, 0);
     stream.read_exact(&mut buf[HEADER_LEN..])?;
-    match frame::decode(&buf) {
+    match frame::decode_raw(&buf) {
         Ok(Some((f, _))) => Ok(f),
         _ => Err(AuthError::Protocol("undecodable handshake frame")),
     }
@@ -194,14 +206,15 @@ fn read_small_frame(stream: &mut impl Read) -> Result<Frame, AuthError> {
 
 /// The connector's side on a blocking stream: answer the challenge, then check the acceptor's
 /// proof. Set a read timeout on the stream first so a silent peer cannot hold it forever.
-pub fn client<S: Read + Write>(
+pub(crate) fn client<S: Read + Write>(
     stream: &mut S,
     secret: &Secret,
     context: &str,
 ) -> Result<(), AuthError> {
-    let Frame::Control {
+    let RawFrame {
         kind: KIND_CHALLENGE,
         body: their_nonce,
+        ..
     } = read_small_frame(stream)?
     else {
         return Err(AuthError::Protocol("expected a challenge"));
@@ -215,11 +228,12 @@ pub fn client<S: Read + Write>(
     stream.write_all(&control(KIND_PROOF, body))?;
     stream.flush()?;
     match read_small_frame(stream)? {
-        Frame::Control {
+        RawFrame {
             kind: KIND_ACCEPTED,
             body,
+            ..
         } if secret.verify("server", context, &ours, &body) => Ok(()),
-        Frame::Control {
+        RawFrame {
             kind: KIND_ACCEPTED,
             ..
         } => Err(AuthError::BadProof),
@@ -228,7 +242,7 @@ pub fn client<S: Read + Write>(
 }
 
 /// The acceptor's side on a blocking stream (nimbus, supervisors): challenge, check, prove.
-pub fn server<S: Read + Write>(
+pub(crate) fn server<S: Read + Write>(
     stream: &mut S,
     secret: &Secret,
     context: &str,
@@ -309,8 +323,9 @@ mod tests {
         let hs = ServerHandshake::new(s.clone(), "nimbus");
         let mut body = s.prove("client", "worker", &hs.nonce);
         body.extend_from_slice(&[0; NONCE_LEN]);
-        let got = hs.answer(&Frame::Control {
+        let got = hs.answer(&RawFrame {
             kind: KIND_PROOF,
+            dest: 0,
             body,
         });
         assert!(matches!(got, Err(AuthError::BadProof)));
@@ -324,8 +339,9 @@ mod tests {
         body.extend_from_slice(&[7; NONCE_LEN]);
         let proof = control(KIND_PROOF, body.clone());
         let accepted = hs
-            .answer(&Frame::Control {
+            .answer(&RawFrame {
                 kind: KIND_PROOF,
+                dest: 0,
                 body,
             })
             .unwrap();

@@ -1,8 +1,8 @@
 //! A link carries encoded frames from one worker's transfer thread to another worker's receive
-//! thread. The runtime does not care what is behind it: an in-memory channel in local mode, a
-//! socket between processes or hosts.
+//! thread; a network makes links and listens for them. The runtime does not care what is
+//! behind them: an in-memory channel in local mode, a socket between processes or hosts.
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 
 /// The sending end of a link.
 pub trait Link: Send {
@@ -17,8 +17,16 @@ pub trait Link: Send {
     }
 }
 
+/// How workers in other processes are reached. Local mode has none.
+pub trait Network {
+    /// Deliver frames that other processes send to local worker `worker` into `into`.
+    fn listen(&self, worker: usize, into: Sender<Vec<u8>>) -> anyhow::Result<()>;
+    /// A link from local worker `from` to worker `to`, which runs in another process.
+    fn connect(&self, from: usize, to: usize) -> anyhow::Result<Box<dyn Link>>;
+}
+
 /// In-memory link (local mode): a bounded channel of frame buffers.
-pub struct MemoryLink(pub Sender<Vec<u8>>);
+pub(crate) struct MemoryLink(pub(crate) Sender<Vec<u8>>);
 
 impl Link for MemoryLink {
     fn send(&self, frames: Vec<u8>) -> anyhow::Result<()> {
@@ -29,7 +37,8 @@ impl Link for MemoryLink {
 }
 
 /// A bounded in-memory link and its receiving end.
-pub fn memory(capacity: usize) -> (MemoryLink, Receiver<Vec<u8>>) {
+#[cfg(test)]
+pub(crate) fn memory(capacity: usize) -> (MemoryLink, crossbeam_channel::Receiver<Vec<u8>>) {
     let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
     (MemoryLink(tx), rx)
 }

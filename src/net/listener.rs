@@ -16,7 +16,7 @@
 //! every kind of refusal is logged at a bounded rate.
 
 use super::auth::{self, Secret, ServerHandshake};
-use super::frame::{self, HEADER_LEN};
+use super::frame::{self, Check, HEADER_LEN};
 use super::reassembly::Reassembly;
 use crate::logging::{held_back, Throttle};
 use crossbeam_channel::{Sender, TrySendError};
@@ -39,7 +39,7 @@ const MAX_CONNECTIONS: usize = 1024;
 const READ_CHUNK: usize = 128 << 10;
 /// Memory all connections' partial frames may hold together; the connection whose frame would
 /// go past it is closed.
-pub const MAX_BUFFERED: usize = 128 << 20;
+pub(crate) const MAX_BUFFERED: usize = 128 << 20;
 /// A connection must deliver its first whole frame within this many handshake timeouts.
 const FIRST_FRAME_MARGIN: u32 = 4;
 /// A partial frame that receives no byte for this long closes its connection.
@@ -55,11 +55,11 @@ static LOG_CLOSED: Throttle = Throttle::new(LOG_EVERY);
 static LOG_EVICTED: Throttle = Throttle::new(LOG_EVERY);
 static LOG_ACCEPT: Throttle = Throttle::new(LOG_EVERY);
 /// Context string proving a connection is a worker link.
-pub const AUTH_CONTEXT: &str = "worker";
+pub(crate) const AUTH_CONTEXT: &str = "worker";
 
 /// A running listener: stop it with [`ListenerHandle::shutdown`] (also on drop).
 pub struct ListenerHandle {
-    pub worker: usize,
+    pub(crate) worker: usize,
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
@@ -68,7 +68,7 @@ pub struct ListenerHandle {
 
 impl ListenerHandle {
     /// Stop accepting and reading, and join the thread (it never blocks for long).
-    pub fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         let _ = self.waker.wake();
         if let Some(t) = self.thread.take() {
@@ -83,12 +83,14 @@ impl Drop for ListenerHandle {
     }
 }
 
-/// Bind `addr` and serve it on a thread named `worker-{worker}-listen`.
+/// Bind `addr` and serve it on a thread named `worker-{worker}-listen`, handing on frames that
+/// pass `check` into `into`.
 pub fn spawn(
     worker: usize,
     addr: SocketAddr,
     secret: Option<Secret>,
     handshake_timeout: Duration,
+    check: Check,
     into: Sender<Vec<u8>>,
 ) -> anyhow::Result<ListenerHandle> {
     spawn_with_cap(
@@ -96,6 +98,7 @@ pub fn spawn(
         addr,
         secret,
         handshake_timeout,
+        check,
         into,
         MAX_CONNECTIONS,
     )
@@ -107,6 +110,7 @@ fn spawn_with_cap(
     addr: SocketAddr,
     secret: Option<Secret>,
     handshake_timeout: Duration,
+    check: Check,
     into: Sender<Vec<u8>>,
     max_connections: usize,
 ) -> anyhow::Result<ListenerHandle> {
@@ -123,6 +127,7 @@ fn spawn_with_cap(
         listener,
         secret,
         handshake_timeout,
+        check,
         into,
         conns: HashMap::new(),
         next_token: FIRST_CONN,
@@ -202,6 +207,8 @@ struct Loop {
     listener: TcpListener,
     secret: Option<Secret>,
     handshake_timeout: Duration,
+    /// The payload check of data frames.
+    check: Check,
     into: Sender<Vec<u8>>,
     conns: HashMap<Token, Conn>,
     next_token: usize,
@@ -350,7 +357,7 @@ impl Loop {
                         Conn {
                             stream,
                             peer,
-                            frames: Reassembly::new(limit),
+                            frames: Reassembly::new(limit, self.check),
                             handshake,
                             out,
                             held: None,
@@ -554,9 +561,16 @@ mod tests {
     fn at_the_cap_the_least_recently_active_connection_makes_room() {
         let (tx, rx) = crossbeam_channel::bounded(16);
         let addr = "127.0.0.1:0".parse().unwrap();
-        let handle = spawn_with_cap(0, addr, None, Duration::from_secs(5), tx, 3).unwrap();
+        let any = |_: u8, _: &[u8]| Ok(());
+        let handle = spawn_with_cap(0, addr, None, Duration::from_secs(5), any, tx, 3).unwrap();
+        // A data frame as the runtime's end-of-input marker from task 1 to task 2.
         let mut eos = Vec::new();
-        frame::encode(&frame::Frame::Eos { from: 1, to: 2 }, &mut eos);
+        let marker = frame::RawFrame {
+            kind: 2,
+            dest: 2,
+            body: vec![0, 0, 0, 1],
+        };
+        frame::encode_raw(&marker, &mut eos);
         // Three peers, each heard from in turn: the first is then the least recently active.
         let mut peers: Vec<std::net::TcpStream> = (0..3)
             .map(|_| {

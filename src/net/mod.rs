@@ -1,5 +1,7 @@
-//! Moving tuples between workers: the pure frame codec and the links frames travel on
-//! (in memory for local mode; TCP for processes and hosts), with the cluster-secret handshake.
+//! Moving bytes between workers: frames (a header and a payload this layer does not read), the
+//! links frames travel on (in memory for local mode; TCP for processes and hosts), stream
+//! reassembly, and the cluster-secret handshake. What the payloads mean is the runtime's
+//! (`runtime::wire`); nothing here names a tuple.
 
 pub mod auth;
 pub mod frame;
@@ -7,6 +9,5 @@ pub mod link;
 pub mod listener;
 pub mod outbound;
 pub mod reassembly;
-pub mod transport;
 
-pub use transport::TcpNetwork;
+pub use link::{Link, Network};

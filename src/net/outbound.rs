@@ -55,7 +55,7 @@ const IDLE_CHECK: Duration = Duration::from_millis(200);
 /// Set (to anything) in a worker's environment, each link of that worker loses its first
 /// lasting buffer together with its connection, as a connection that breaks just then would:
 /// the fault tests of end-of-input use it on a real run.
-pub const LOSE_FIRST_LASTING_ENV: &str = "STORM_TEST_LOSE_FIRST_EOS";
+pub(crate) const LOSE_FIRST_LASTING_ENV: &str = "STORM_TEST_LOSE_FIRST_EOS";
 
 /// One buffer for the writer, and whether it is lasting.
 struct Outgoing {
@@ -64,7 +64,7 @@ struct Outgoing {
 }
 
 /// A link to a worker in another process or on another host.
-pub struct TcpLink {
+pub(crate) struct TcpLink {
     tx: Option<Sender<Outgoing>>,
     closing: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -72,7 +72,7 @@ pub struct TcpLink {
 
 impl TcpLink {
     /// Start the writer thread `worker-{from}-to-{to}`; nothing connects until the first send.
-    pub fn open(
+    pub(crate) fn open(
         from: usize,
         to: usize,
         addr: SocketAddr,

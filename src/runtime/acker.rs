@@ -3,8 +3,9 @@
 //! tree is told `fail`. A tree untouched for a whole tick (one message timeout) is forgotten, so
 //! a lost one is dropped after one to two timeouts, as Storm's rotating buckets do.
 
-use crate::components::{Bolt, BoltCollector, Tuple};
+use crate::components::{Bolt, BoltCollector};
 use crate::topology::plan::streams;
+use crate::tuple::Tuple;
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default, Clone, Copy)]

@@ -4,9 +4,9 @@
 use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
 use super::routing::{Outbox, Router};
-use crate::components::{Anchor, BoltCollector, SpoutCollector, Tuple};
+use crate::components::{BoltCollector, SpoutCollector};
 use crate::topology::plan::{streams, StreamId};
-use crate::tuple::{Value, Values};
+use crate::tuple::{Anchor, Tuple, Value, Values};
 use rand::rngs::SmallRng;
 use rand::RngCore;
 use std::sync::Arc;

@@ -10,9 +10,9 @@ use super::message::Message;
 use super::metrics::{Histogram, TaskStats};
 use super::open_trees::OpenTrees;
 use super::routing::Outbox;
-use crate::components::{Bolt, FatalError, Spout, SpoutStatus, TaskContext, Tuple};
+use crate::components::{Bolt, FatalError, Spout, SpoutStatus, TaskContext};
 use crate::topology::plan::{streams, SYSTEM_TASK};
-use crate::tuple::Value;
+use crate::tuple::{Tuple, Value};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,17 +141,34 @@ pub struct ExecutorReport {
     pub complete_latency: Histogram,
 }
 
-/// One task of an executor: its component instance, collector state, end-of-input bookkeeping.
-pub struct TaskSlot<C: ?Sized> {
+/// One task of an executor: its component instance, collector state, end-of-input bookkeeping,
+/// and what the executor keeps per task beside them (`state`: a spout's trees and phase).
+pub struct TaskSlot<C: ?Sized, S = ()> {
     pub ctx: TaskContext,
     pub component: Box<C>,
     pub emitter: Emitter,
+    pub state: S,
     /// Upstream tasks that must say end-of-input before this task finishes.
     pub eos_expected: u32,
     /// The upstream tasks that have said it: a marker sent again after a link reconnected
     /// counts once.
     pub eos_seen: BTreeSet<u32>,
     pub finished: bool,
+}
+
+impl<C: ?Sized, S: Default> TaskSlot<C, S> {
+    /// A task that finishes once `eos_expected` upstream tasks have said end of input.
+    pub fn new(ctx: TaskContext, component: Box<C>, emitter: Emitter, eos_expected: u32) -> Self {
+        TaskSlot {
+            ctx,
+            component,
+            emitter,
+            state: S::default(),
+            eos_expected,
+            eos_seen: BTreeSet::new(),
+            finished: false,
+        }
+    }
 }
 
 pub struct BoltExecutor {
@@ -161,6 +178,24 @@ pub struct BoltExecutor {
     pub tasks: Vec<TaskSlot<dyn Bolt>>,
     pub first_task: u32,
     pub tick: Option<Duration>,
+}
+
+/// A bolt executor's timers: ticks, polls, and the last flush of its outbox.
+struct BoltTimers {
+    next_tick: Option<Instant>,
+    poll_every: Option<Duration>,
+    next_poll: Option<Instant>,
+    last_flush: Instant,
+}
+
+impl BoltTimers {
+    /// The next tick or poll, whichever is first.
+    fn deadline(&self) -> Option<Instant> {
+        match (self.next_tick, self.next_poll) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 impl BoltExecutor {
@@ -173,9 +208,12 @@ impl BoltExecutor {
             .iter()
             .filter_map(|t| t.component.poll_interval())
             .min();
-        let mut last_flush = Instant::now();
-        let mut next_tick = self.tick.map(|d| Instant::now() + d);
-        let mut next_poll = poll_every.map(|d| Instant::now() + d);
+        let mut timers = BoltTimers {
+            next_tick: self.tick.map(|d| Instant::now() + d),
+            poll_every,
+            next_poll: poll_every.map(|d| Instant::now() + d),
+            last_flush: Instant::now(),
+        };
         // Tasks with no upstream at all finish at once.
         for i in 0..self.tasks.len() {
             if self.tasks[i].eos_expected == 0 {
@@ -183,61 +221,26 @@ impl BoltExecutor {
             }
         }
         while self.tasks.iter().any(|t| !t.finished) {
-            let deadline = match (next_tick, next_poll) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let msg = match deadline {
-                Some(d) => self.inbox.recv_deadline(d),
-                None => self
-                    .inbox
-                    .recv()
-                    .map_err(|_| RecvTimeoutError::Disconnected),
-            };
-            match msg {
-                Ok(m) => {
-                    self.handle(m)?;
-                    // Whatever else is queued now is handled before the timers and flushes
-                    // below: the acker gets many small messages, and each pass of this loop
-                    // reads the clock.
-                    for _ in 0..DRAIN {
-                        match self.inbox.try_recv() {
-                            Ok(m) => self.handle(m)?,
-                            Err(_) => break,
-                        }
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+            let deadline = timers.deadline();
+            if !self.receive(deadline)? {
+                break;
             }
             // The clock is read only when there are timers (it costs a sixth of a fast pipeline).
             if deadline.is_some() {
-                let now = Instant::now();
-                if let (Some(t), Some(every)) = (next_tick, self.tick) {
-                    if now >= t {
-                        self.tick_all()?;
-                        next_tick = Some(now + every);
-                    }
-                }
-                if let (Some(p), Some(every)) = (next_poll, poll_every) {
-                    if now >= p {
-                        self.poll_all()?;
-                        next_poll = Some(now + every);
-                    }
-                }
+                self.fire_timers(&mut timers)?;
             }
             if self.inbox.is_empty() {
                 // Idle: let components flush (stdout) and send partial batches on.
                 self.poll_all()?;
                 self.flush_acks();
                 self.outbox.flush();
-                last_flush = Instant::now();
-            } else if last_flush.elapsed() >= FLUSH_EVERY {
+                timers.last_flush = Instant::now();
+            } else if timers.last_flush.elapsed() >= FLUSH_EVERY {
                 // Busy for a while: partial batches and acks still leave within a millisecond
                 // or so (acks also leave once ACK_PAIRS of them are waiting).
                 self.flush_acks();
                 self.outbox.flush();
-                last_flush = Instant::now();
+                timers.last_flush = Instant::now();
             }
         }
         self.flush_acks();
@@ -246,6 +249,53 @@ impl BoltExecutor {
             t.component.cleanup();
         }
         Ok(ExecutorReport::default())
+    }
+
+    /// Wait for a message until `deadline` (or for ever) and handle it, with whatever else is
+    /// queued by then. Returns false when the queue is gone.
+    #[inline]
+    fn receive(&mut self, deadline: Option<Instant>) -> anyhow::Result<bool> {
+        let msg = match deadline {
+            Some(d) => self.inbox.recv_deadline(d),
+            None => self
+                .inbox
+                .recv()
+                .map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match msg {
+            Ok(m) => {
+                self.handle(m)?;
+                // Whatever else is queued now is handled before the timers and flushes: the
+                // acker gets many small messages, and each pass of the run loop reads the clock.
+                for _ in 0..DRAIN {
+                    match self.inbox.try_recv() {
+                        Ok(m) => self.handle(m)?,
+                        Err(_) => break,
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Tick and poll the tasks whose time has come.
+    fn fire_timers(&mut self, timers: &mut BoltTimers) -> anyhow::Result<()> {
+        let now = Instant::now();
+        if let (Some(t), Some(every)) = (timers.next_tick, self.tick) {
+            if now >= t {
+                self.tick_all()?;
+                timers.next_tick = Some(now + every);
+            }
+        }
+        if let (Some(p), Some(every)) = (timers.next_poll, timers.poll_every) {
+            if now >= p {
+                self.poll_all()?;
+                timers.next_poll = Some(now + every);
+            }
+        }
+        Ok(())
     }
 
     fn flush_acks(&mut self) {
@@ -387,10 +437,35 @@ impl BoltExecutor {
     }
 }
 
+/// Where a spout task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// `next_tuple` is called every round.
+    #[default]
+    Active,
+    /// At `topology.max.spout.pending`: waits for [`resume_room`] free slots.
+    Throttled,
+    /// Stopping (Storm's deactivate): no more `next_tuple`; open trees still complete.
+    Deactivated,
+    /// The spout's last `next_tuple` said so. It is still called (it replays what fails
+    /// later); it finishes once every tree it started is complete.
+    Exhausted,
+}
+
+/// What a spout task keeps beside its component: its open trees and its phase.
+#[derive(Debug, Default)]
+pub struct SpoutState {
+    pub trees: OpenTrees,
+    pub phase: Phase,
+}
+
+/// One task of a spout executor.
+pub type SpoutSlot = TaskSlot<dyn Spout, SpoutState>;
+
 pub struct SpoutExecutor {
     pub inbox: Receiver<Message>,
     pub outbox: Outbox,
-    pub tasks: Vec<TaskSlot<dyn Spout>>,
+    pub tasks: Vec<SpoutSlot>,
     pub first_task: u32,
     pub max_pending: Option<usize>,
     /// `Some(timeout)` when message timeouts are on and acking is on.
@@ -403,169 +478,104 @@ pub struct SpoutExecutor {
     pub clock: Instant,
 }
 
-/// Trees open across a spout executor's tasks.
-fn open_trees(pending: &[OpenTrees]) -> usize {
-    pending.iter().map(OpenTrees::len).sum()
+/// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
+struct Pacing {
+    throttle: Throttle,
+    /// Free slots a throttled task waits for.
+    room: usize,
+    /// `max_pending` over all the executor's tasks.
+    window: usize,
+    /// When open trees are next checked against the message timeout.
+    next_rotate: Option<Instant>,
+    /// The wait on the receive queue while idle, doubled while nothing comes.
+    backoff: Duration,
+    last_flush: Instant,
+}
+
+/// The shortest idle wait of a spout executor, and where it starts again once busy.
+const BACKOFF_MIN: Duration = Duration::from_micros(50);
+/// The longest idle wait of a spout executor.
+const BACKOFF_MAX: Duration = Duration::from_millis(5);
+
+impl Pacing {
+    /// `wait`, cut short at the next timeout rotation.
+    fn until_rotate(&self, wait: Duration) -> Duration {
+        match self.next_rotate {
+            Some(at) => wait.min(at.saturating_duration_since(Instant::now())),
+            None => wait,
+        }
+    }
+}
+
+/// The collector a call into spout task `slot` emits through, and the spout to call: the one
+/// way the executor calls a spout.
+#[inline]
+fn spout_call<'a>(
+    slot: &'a mut SpoutSlot,
+    outbox: &'a mut Outbox,
+    ack_now: &'a mut Vec<Value>,
+    now: Instant,
+) -> (&'a mut dyn Spout, SpoutOut<'a>) {
+    let out = SpoutOut {
+        em: &mut slot.emitter,
+        outbox,
+        trees: &mut slot.state.trees,
+        now,
+        ack_now,
+    };
+    (&mut *slot.component, out)
 }
 
 impl SpoutExecutor {
     pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
         let mut report = ExecutorReport::default();
+        self.open_all()?;
+        let mut pacing = Pacing {
+            throttle: Throttle::new(),
+            room: self.max_pending.map_or(1, resume_room),
+            window: self.max_pending.unwrap_or(0) * self.tasks.len(),
+            next_rotate: self.timeout.map(|t| Instant::now() + t),
+            backoff: BACKOFF_MIN,
+            last_flush: Instant::now(),
+        };
+        while self.tasks.iter().any(|t| !t.finished) {
+            self.clock = Instant::now();
+            // Acks and fails from the acker first.
+            let handled = self.drain_acks(&mut report)?;
+            let open = self.open_trees();
+            pacing.throttle.adapt(open, pacing.window, pacing.room);
+            self.expire_due(&mut pacing)?;
+            let busy = self.run_round(pacing.room)?;
+            self.announce();
+            if busy || handled {
+                pacing.backoff = BACKOFF_MIN;
+                if pacing.last_flush.elapsed() >= FLUSH_EVERY {
+                    self.outbox.flush();
+                    pacing.last_flush = Instant::now();
+                }
+                continue;
+            }
+            if !self.idle_wait(&mut pacing, &mut report)? {
+                break;
+            }
+        }
+        self.close_all();
+        Ok(report)
+    }
+
+    /// Open and activate every task.
+    fn open_all(&mut self) -> anyhow::Result<()> {
         self.outbox.drain_while_blocked(self.inbox.clone());
-        let mut pending: Vec<OpenTrees> = self.tasks.iter().map(|_| OpenTrees::default()).collect();
-        // Exhausted: the spout's last `next_tuple` said so (it still replays what fails later).
-        let mut exhausted = vec![false; self.tasks.len()];
-        let mut deactivated = vec![false; self.tasks.len()];
         for t in &mut self.tasks {
             t.emitter.stats.is_spout.store(true, Ordering::Relaxed);
             t.component.open(&t.ctx)?;
             t.component.activate()?;
         }
-        // Throttled: the task reached max pending and waits for `room` free slots.
-        let mut throttled = vec![false; self.tasks.len()];
-        let room = self.max_pending.map_or(1, resume_room);
-        let window = self.max_pending.unwrap_or(0) * self.tasks.len();
-        let mut throttle = Throttle::new();
-        let mut next_rotate = self.timeout.map(|t| Instant::now() + t);
-        let mut backoff = Duration::from_micros(50);
-        let mut last_flush = Instant::now();
-        while self.tasks.iter().any(|t| !t.finished) {
-            self.clock = Instant::now();
-            // Acks and fails from the acker first.
-            let mut handled = false;
-            while let Some(m) = self
-                .outbox
-                .take_drained()
-                .or_else(|| self.inbox.try_recv().ok())
-            {
-                handled = true;
-                self.on_message(m, &mut pending, &mut report)?;
-            }
-            throttle.adapt(open_trees(&pending), window, room);
-            if let (Some(at), Some(every)) = (next_rotate, self.timeout) {
-                if self.clock >= at {
-                    self.expire(&mut pending)?;
-                    next_rotate = Some(Instant::now() + every);
-                }
-            }
-            let stopping = self.control.stop.load(Ordering::Relaxed);
-            let mut busy = false;
-            for i in 0..self.tasks.len() {
-                if self.tasks[i].finished {
-                    continue;
-                }
-                if stopping && !deactivated[i] {
-                    // Storm's deactivate: no more next_tuple; open trees still complete.
-                    deactivated[i] = true;
-                    self.tasks[i].component.deactivate()?;
-                }
-                if deactivated[i] {
-                    if pending[i].is_empty() {
-                        self.finish_task(i);
-                    }
-                    continue;
-                }
-                if throttled[i] {
-                    let open = pending[i].len();
-                    throttled[i] = self.max_pending.is_some_and(|max| open + room > max);
-                    if throttled[i] {
-                        continue;
-                    }
-                }
-                let round = Instant::now();
-                self.clock = round;
-                for call in 0..super::message::BATCH {
-                    if self.max_pending.is_some_and(|max| pending[i].len() >= max) {
-                        throttled[i] = true;
-                        break;
-                    }
-                    // A slow spout (a child process, say) gets one call per round, so acks
-                    // and fails are not kept waiting behind a whole batch of calls.
-                    if call == 1 && round.elapsed() > SLOW_CALL {
-                        break;
-                    }
-                    let slot = &mut self.tasks[i];
-                    let mut out = SpoutOut {
-                        em: &mut slot.emitter,
-                        outbox: &mut self.outbox,
-                        trees: &mut pending[i],
-                        now: self.clock,
-                        ack_now: &mut self.ack_now,
-                    };
-                    let status = match slot.component.next_tuple(&mut out) {
-                        Ok(s) => s,
-                        Err(e) if e.is::<FatalError>() => return Err(e),
-                        Err(e) => {
-                            crate::components::SpoutCollector::report_error(
-                                &mut out,
-                                &format!("{e:#}"),
-                            );
-                            SpoutStatus::Idle
-                        }
-                    };
-                    self.settle(i, &mut pending[i])?;
-                    exhausted[i] = status == SpoutStatus::Exhausted;
-                    match status {
-                        SpoutStatus::Busy => busy = true,
-                        SpoutStatus::Idle | SpoutStatus::Exhausted => break,
-                    }
-                }
-                // Finished only when the spout has nothing more (not even a replay) and every
-                // tree it started is complete.
-                if exhausted[i] && pending[i].is_empty() {
-                    self.finish_task(i);
-                }
-            }
-            // Announce the trees started this round to the acker (one message per acker).
-            for t in &mut self.tasks {
-                t.emitter.flush_acks(&mut self.outbox);
-            }
-            for t in &self.tasks {
-                if let Some((done, total)) = t.component.progress() {
-                    t.emitter.stats.progress_done.store(done, Ordering::Relaxed);
-                    t.emitter
-                        .stats
-                        .progress_total
-                        .store(total, Ordering::Relaxed);
-                }
-            }
-            if busy || handled {
-                backoff = Duration::from_micros(50);
-                if last_flush.elapsed() >= FLUSH_EVERY {
-                    self.outbox.flush();
-                    last_flush = Instant::now();
-                }
-                continue;
-            }
-            // Nothing to do right now: send partial batches, then wait for acks or a moment.
-            self.outbox.flush();
-            last_flush = Instant::now();
-            let until_rotate = |wait: Duration| match next_rotate {
-                Some(at) => wait.min(at.saturating_duration_since(Instant::now())),
-                None => wait,
-            };
-            let at_max = (0..self.tasks.len())
-                .any(|i| throttled[i] && !self.tasks[i].finished && !deactivated[i]);
-            let wait = if at_max {
-                // Let the acks gather (see `Throttle`).
-                throttle.begin(open_trees(&pending));
-                if !throttle.pause.is_zero() {
-                    std::thread::sleep(until_rotate(throttle.pause));
-                    continue;
-                }
-                THROTTLE_MAX
-            } else {
-                backoff
-            };
-            match self.inbox.recv_timeout(until_rotate(wait)) {
-                Ok(m) => self.on_message(m, &mut pending, &mut report)?,
-                Err(RecvTimeoutError::Timeout) if !at_max => {
-                    backoff = (backoff * 2).min(Duration::from_millis(5))
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
+        Ok(())
+    }
+
+    /// Close every task and settle its counts of lost and replayed tuples.
+    fn close_all(&mut self) {
         self.outbox.flush();
         for t in &mut self.tasks {
             t.component.close();
@@ -578,22 +588,197 @@ impl SpoutExecutor {
                 .replayed
                 .store(failed.saturating_sub(lost), Ordering::Relaxed);
         }
-        Ok(report)
     }
 
-    fn on_message(
+    /// Trees open across the executor's tasks.
+    fn open_trees(&self) -> usize {
+        self.tasks.iter().map(|t| t.state.trees.len()).sum()
+    }
+
+    /// Handle every acker answer queued (or held back while the outbox was blocked). Returns
+    /// whether there was any.
+    fn drain_acks(&mut self, report: &mut ExecutorReport) -> anyhow::Result<bool> {
+        let mut handled = false;
+        while let Some(m) = self
+            .outbox
+            .take_drained()
+            .or_else(|| self.inbox.try_recv().ok())
+        {
+            handled = true;
+            self.on_message(m, report)?;
+        }
+        Ok(handled)
+    }
+
+    /// Fail the trees past the message timeout, when their rotation is due.
+    fn expire_due(&mut self, pacing: &mut Pacing) -> anyhow::Result<()> {
+        if let (Some(at), Some(every)) = (pacing.next_rotate, self.timeout) {
+            if self.clock >= at {
+                self.expire()?;
+                pacing.next_rotate = Some(Instant::now() + every);
+            }
+        }
+        Ok(())
+    }
+
+    /// One round over the tasks: each active one gets up to a batch of `next_tuple` calls.
+    /// Returns whether any spout said it was busy.
+    fn run_round(&mut self, room: usize) -> anyhow::Result<bool> {
+        let stopping = self.control.stop.load(Ordering::Relaxed);
+        let mut busy = false;
+        for i in 0..self.tasks.len() {
+            busy |= self.task_round(i, stopping, room)?;
+        }
+        Ok(busy)
+    }
+
+    /// Task `i`'s part of a round.
+    fn task_round(&mut self, i: usize, stopping: bool, room: usize) -> anyhow::Result<bool> {
+        let slot = &mut self.tasks[i];
+        if slot.finished {
+            return Ok(false);
+        }
+        if stopping && slot.state.phase != Phase::Deactivated {
+            slot.state.phase = Phase::Deactivated;
+            slot.component.deactivate()?;
+        }
+        match slot.state.phase {
+            Phase::Deactivated => {
+                if slot.state.trees.is_empty() {
+                    self.finish_task(i);
+                }
+                return Ok(false);
+            }
+            Phase::Throttled => {
+                let open = slot.state.trees.len();
+                if self.max_pending.is_some_and(|max| open + room > max) {
+                    return Ok(false);
+                }
+                slot.state.phase = Phase::Active;
+            }
+            Phase::Active | Phase::Exhausted => {}
+        }
+        let busy = self.call_batch(i)?;
+        // Finished only when the spout has nothing more (not even a replay) and every tree it
+        // started is complete.
+        let state = &self.tasks[i].state;
+        if state.phase == Phase::Exhausted && state.trees.is_empty() {
+            self.finish_task(i);
+        }
+        Ok(busy)
+    }
+
+    /// Up to a batch of `next_tuple` calls into task `i`, while it is under max pending and
+    /// says it is busy. Returns whether it did.
+    fn call_batch(&mut self, i: usize) -> anyhow::Result<bool> {
+        let round = Instant::now();
+        self.clock = round;
+        let mut busy = false;
+        for call in 0..super::message::BATCH {
+            let open = self.tasks[i].state.trees.len();
+            if self.max_pending.is_some_and(|max| open >= max) {
+                self.tasks[i].state.phase = Phase::Throttled;
+                break;
+            }
+            // A slow spout (a child process, say) gets one call per round, so acks and fails
+            // are not kept waiting behind a whole batch of calls.
+            if call == 1 && round.elapsed() > SLOW_CALL {
+                break;
+            }
+            let status = self.next_tuple(i)?;
+            self.settle(i)?;
+            self.tasks[i].state.phase = match status {
+                SpoutStatus::Exhausted => Phase::Exhausted,
+                SpoutStatus::Busy | SpoutStatus::Idle => Phase::Active,
+            };
+            match status {
+                SpoutStatus::Busy => busy = true,
+                SpoutStatus::Idle | SpoutStatus::Exhausted => break,
+            }
+        }
+        Ok(busy)
+    }
+
+    /// One `next_tuple` call into task `i`; an error that is not fatal is reported and counts
+    /// as idle.
+    #[inline]
+    fn next_tuple(&mut self, i: usize) -> anyhow::Result<SpoutStatus> {
+        let (spout, mut out) = spout_call(
+            &mut self.tasks[i],
+            &mut self.outbox,
+            &mut self.ack_now,
+            self.clock,
+        );
+        match spout.next_tuple(&mut out) {
+            Ok(s) => Ok(s),
+            Err(e) if e.is::<FatalError>() => Err(e),
+            Err(e) => {
+                crate::components::SpoutCollector::report_error(&mut out, &format!("{e:#}"));
+                Ok(SpoutStatus::Idle)
+            }
+        }
+    }
+
+    /// After a round: announce the trees started to the acker (one message per acker), and
+    /// publish each task's progress.
+    fn announce(&mut self) {
+        for t in &mut self.tasks {
+            t.emitter.flush_acks(&mut self.outbox);
+        }
+        for t in &self.tasks {
+            if let Some((done, total)) = t.component.progress() {
+                t.emitter.stats.progress_done.store(done, Ordering::Relaxed);
+                t.emitter
+                    .stats
+                    .progress_total
+                    .store(total, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Nothing to do right now: send partial batches on, then wait for acks or a moment.
+    /// Returns false when the receive queue is gone (the run is over).
+    fn idle_wait(
         &mut self,
-        msg: Message,
-        pending: &mut [OpenTrees],
+        pacing: &mut Pacing,
         report: &mut ExecutorReport,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<bool> {
+        self.outbox.flush();
+        pacing.last_flush = Instant::now();
+        let at_max = self
+            .tasks
+            .iter()
+            .any(|t| t.state.phase == Phase::Throttled && !t.finished);
+        let wait = if at_max {
+            // Let the acks gather (see `Throttle`).
+            pacing.throttle.begin(self.open_trees());
+            if !pacing.throttle.pause.is_zero() {
+                std::thread::sleep(pacing.until_rotate(pacing.throttle.pause));
+                return Ok(true);
+            }
+            THROTTLE_MAX
+        } else {
+            pacing.backoff
+        };
+        match self.inbox.recv_timeout(pacing.until_rotate(wait)) {
+            Ok(m) => self.on_message(m, report)?,
+            Err(RecvTimeoutError::Timeout) if !at_max => {
+                pacing.backoff = (pacing.backoff * 2).min(BACKOFF_MAX)
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn on_message(&mut self, msg: Message, report: &mut ExecutorReport) -> anyhow::Result<()> {
         // Spouts receive only the acker's answers.
         let Message::Acks(a) = msg else {
             return Ok(());
         };
         let i = a.task.wrapping_sub(self.first_task) as usize;
         for (root, _) in a.pairs {
-            self.on_outcome(i, root, a.stream, pending, report)?;
+            self.on_outcome(i, root, a.stream, report)?;
         }
         Ok(())
     }
@@ -604,22 +789,15 @@ impl SpoutExecutor {
         i: usize,
         root: u64,
         stream: crate::topology::plan::StreamId,
-        pending: &mut [OpenTrees],
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
-        let (Some(slot), Some(p)) = (self.tasks.get_mut(i), pending.get_mut(i)) else {
+        let Some(slot) = self.tasks.get_mut(i) else {
             return Ok(());
         };
-        let Some((id, started)) = p.close(root) else {
+        let Some((id, started)) = slot.state.trees.close(root) else {
             return Ok(());
         };
-        let mut out = SpoutOut {
-            em: &mut slot.emitter,
-            outbox: &mut self.outbox,
-            trees: p,
-            now: self.clock,
-            ack_now: &mut self.ack_now,
-        };
+        let (spout, mut out) = spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
         if stream == streams::ACK_ACK {
             TaskStats::add(&out.em.stats.acked, 1);
             // Complete latency is sampled, one tree in eight (a root's high half is random),
@@ -630,33 +808,28 @@ impl SpoutExecutor {
                     .complete_latency
                     .record(started.elapsed().as_micros() as u64);
             }
-            slot.component.ack(id, &mut out)?;
+            spout.ack(id, &mut out)?;
         } else {
             TaskStats::add(&out.em.stats.failed, 1);
-            slot.component.fail(id, &mut out)?;
+            spout.fail(id, &mut out)?;
         }
-        self.settle(i, p)
+        self.settle(i)
     }
 
     /// Trees older than the message timeout fail (Storm: the pending map rotates on ticks).
-    fn expire(&mut self, pending: &mut [OpenTrees]) -> anyhow::Result<()> {
+    fn expire(&mut self) -> anyhow::Result<()> {
         let Some(timeout) = self.timeout else {
             return Ok(());
         };
-        for (i, p) in pending.iter_mut().enumerate() {
-            for id in p.expire(self.clock, timeout) {
+        for i in 0..self.tasks.len() {
+            for id in self.tasks[i].state.trees.expire(self.clock, timeout) {
                 let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.timed_out, 1);
                 TaskStats::add(&slot.emitter.stats.failed, 1);
-                let mut out = SpoutOut {
-                    em: &mut slot.emitter,
-                    outbox: &mut self.outbox,
-                    trees: p,
-                    now: self.clock,
-                    ack_now: &mut self.ack_now,
-                };
-                slot.component.fail(id, &mut out)?;
-                self.settle(i, p)?;
+                let (spout, mut out) =
+                    spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
+                spout.fail(id, &mut out)?;
+                self.settle(i)?;
             }
         }
         Ok(())
@@ -665,10 +838,10 @@ impl SpoutExecutor {
     /// After a call into spout task `i`: note the peak of open trees for `--stats`, and ack at
     /// once the ids that need no tracking (acking off, or nobody received the tuple), as Storm
     /// does — including what those acks emit in turn.
-    fn settle(&mut self, i: usize, p: &mut OpenTrees) -> anyhow::Result<()> {
-        let slot = &mut self.tasks[i];
+    fn settle(&mut self, i: usize) -> anyhow::Result<()> {
         loop {
-            let open = p.len() as u64;
+            let slot = &mut self.tasks[i];
+            let open = slot.state.trees.len() as u64;
             let peak = &slot.emitter.stats.pending_peak;
             if open > peak.load(Ordering::Relaxed) {
                 peak.store(open, Ordering::Relaxed);
@@ -677,15 +850,11 @@ impl SpoutExecutor {
                 return Ok(());
             }
             for id in std::mem::take(&mut self.ack_now) {
+                let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.acked, 1);
-                let mut out = SpoutOut {
-                    em: &mut slot.emitter,
-                    outbox: &mut self.outbox,
-                    trees: p,
-                    now: self.clock,
-                    ack_now: &mut self.ack_now,
-                };
-                slot.component.ack(id, &mut out)?;
+                let (spout, mut out) =
+                    spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
+                spout.ack(id, &mut out)?;
             }
         }
     }

@@ -1,7 +1,7 @@
 //! What travels on executor receive queues and worker transfer queues.
 
-use crate::components::Tuple;
 use crate::topology::plan::StreamId;
+use crate::tuple::Tuple;
 
 /// Tuples per batch: an executor's outgoing batch to one destination is sent when it reaches
 /// this size, or when the executor goes idle (Storm's batching of the disruptor queues).

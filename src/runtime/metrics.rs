@@ -31,17 +31,17 @@ pub struct TaskStats {
     /// Spouts: most trees open at once (bounded by `topology.max.spout.pending`).
     pub pending_peak: AtomicU64,
     /// User metrics by name (rarely updated: a lock is cheap enough).
-    pub user: Mutex<UserMetrics>,
+    pub(crate) user: Mutex<UserMetrics>,
 }
 
 impl TaskStats {
     #[inline]
-    pub fn add(counter: &AtomicU64, n: u64) {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.store(counter.load(Relaxed) + n, Relaxed);
     }
 
     /// A user metric was updated to `value`.
-    pub fn user_metric(&self, name: &str, value: &serde_json::Value) {
+    pub(crate) fn user_metric(&self, name: &str, value: &serde_json::Value) {
         let mut user = self.user.lock().unwrap_or_else(|e| e.into_inner());
         user.update(name, value);
     }
@@ -49,11 +49,11 @@ impl TaskStats {
 
 /// Most distinct user metric names kept per task: a child inventing names cannot make the
 /// table grow without bound (later names are counted as dropped).
-pub const MAX_USER_METRICS: usize = 256;
+pub(crate) const MAX_USER_METRICS: usize = 256;
 
 /// A task's user metrics, and a sequence that orders their updates across tasks.
 #[derive(Debug, Default)]
-pub struct UserMetrics {
+pub(crate) struct UserMetrics {
     pub by_name: BTreeMap<String, UserMetric>,
     /// Updates of names beyond [`MAX_USER_METRICS`].
     pub dropped: u64,
@@ -103,7 +103,7 @@ impl UserMetrics {
 
 /// Latency samples in log-spaced buckets (microseconds), for p50 / p99 without storing each.
 #[derive(Debug, Clone, Default)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     buckets: Vec<u64>,
     count: u64,
     sum_us: u64,
@@ -228,7 +228,7 @@ pub struct LatencyReport {
 }
 
 impl LatencyReport {
-    pub fn of(h: &Histogram) -> Option<LatencyReport> {
+    pub(crate) fn of(h: &Histogram) -> Option<LatencyReport> {
         (h.count() > 0).then(|| LatencyReport {
             mean: h.mean_ms(),
             p50: h.quantile_ms(0.5),
@@ -238,7 +238,7 @@ impl LatencyReport {
 }
 
 /// The compact end-of-run table for stderr.
-pub fn render_table(reports: &[ComponentReport], elapsed_secs: f64) -> String {
+pub(crate) fn render_table(reports: &[ComponentReport], elapsed_secs: f64) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(

@@ -3,12 +3,12 @@
 //! worker's transfer queue for tasks in other workers (Storm's executor send queue).
 
 use super::message::{Acks, Message, Transfer, BATCH};
-use crate::components::Tuple;
+use super::Role;
 use crate::grouping::{Choice, Grouper};
 use crate::java_hash;
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, StreamId, ACKER_ID};
-use crate::tuple::Value;
+use crate::tuple::{Tuple, Value};
 use crossbeam_channel::{select, Receiver, Sender};
 use std::collections::VecDeque;
 
@@ -213,15 +213,6 @@ pub struct Router {
     downstream: Vec<u32>,
 }
 
-/// Emitting on a stream nobody declared, or direct-emitting to a task that does not subscribe.
-#[derive(Debug, thiserror::Error)]
-pub enum RouteError {
-    #[error("stream `{0}` is not declared by this component")]
-    UnknownStream(String),
-    #[error("task {task} does not subscribe to stream `{stream}` of this component with a direct grouping")]
-    NotDirectTarget { task: u32, stream: String },
-}
-
 fn acker_tasks(plan: &Plan) -> Vec<u32> {
     plan.component(ACKER_ID)
         .map(|c| c.tasks.clone().collect())
@@ -237,7 +228,7 @@ pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str) -> Ve
         .filter_map(|s| plan.component(&s.to))
         .flat_map(|c| c.tasks.clone())
         .collect();
-    if component != ACKER_ID {
+    if !matches!(Role::of(topology, component), Some(Role::Acker)) {
         tasks.extend(acker_tasks(plan));
     }
     tasks.sort_unstable();

@@ -4,7 +4,7 @@
 //! the links are in-memory channels; the path is the one the network will take.
 
 use super::message::{Message, Transfer};
-use crate::net::frame::{self, Frame};
+use super::wire::{self, Frame};
 use crate::net::link::Link;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::collections::VecDeque;
@@ -86,9 +86,9 @@ fn send_taken(
 
 fn encode_message(msg: Message, buf: &mut Vec<u8>) {
     match msg {
-        Message::Tuples { task, tuples } => frame::encode(&Frame::Tuples { task, tuples }, buf),
-        Message::Acks(a) => frame::encode(&Frame::Acks(a), buf),
-        Message::Eos { from, to } => frame::encode(&Frame::Eos { from, to }, buf),
+        Message::Tuples { task, tuples } => wire::encode(&Frame::Tuples { task, tuples }, buf),
+        Message::Acks(a) => wire::encode(&Frame::Acks(a), buf),
+        Message::Eos { from, to } => wire::encode(&Frame::Eos { from, to }, buf),
         Message::Wake => {}
     }
 }
@@ -151,7 +151,7 @@ struct Receiving {
     inboxes: Vec<Sender<Message>>,
     inbox_of_task: Vec<Option<usize>>,
     /// The batch under way for each executor: its task and tuples.
-    per_exec: Vec<(u32, Vec<crate::components::Tuple>)>,
+    per_exec: Vec<(u32, Vec<crate::tuple::Tuple>)>,
     backlog: Vec<VecDeque<Message>>,
     batch_size: usize,
 }
@@ -160,7 +160,7 @@ impl Receiving {
     fn frames(&mut self, worker: usize, buf: &[u8]) {
         let mut at = 0;
         while at < buf.len() {
-            match frame::decode(&buf[at..]) {
+            match wire::decode(&buf[at..]) {
                 Ok(Some((f, used))) => {
                     at += used;
                     self.dispatch(f);
@@ -281,7 +281,7 @@ impl Receiving {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::components::Tuple;
+    use crate::tuple::Tuple;
     use crate::tuple::Value;
 
     fn tuples(n: i64) -> Vec<Tuple> {
@@ -299,7 +299,7 @@ mod tests {
         let (link, frames) = crate::net::link::memory(100_000);
         // 20 000 batches of 64 tuples: about 20 MB encoded, queued before the thread starts.
         let mut one = Vec::new();
-        frame::encode(
+        wire::encode(
             &Frame::Tuples {
                 task: 2,
                 tuples: tuples(64),
@@ -338,7 +338,7 @@ mod tests {
             );
         }
         let mut eos = Vec::new();
-        frame::encode(&Frame::Eos { from: 1, to: 2 }, &mut eos);
+        wire::encode(&Frame::Eos { from: 1, to: 2 }, &mut eos);
         assert_eq!(buffers.last(), Some(&eos));
     }
 
@@ -352,21 +352,21 @@ mod tests {
         let inbox_of_task = vec![None, None, None, Some(0), Some(0)];
         let handle = spawn_receive(0, frames_rx, inbox_of_task, vec![inbox_tx], 2);
         let mut buf = Vec::new();
-        frame::encode(
+        wire::encode(
             &Frame::Tuples {
                 task: 3,
                 tuples: tuples(5),
             },
             &mut buf,
         );
-        frame::encode(
+        wire::encode(
             &Frame::Tuples {
                 task: 4,
                 tuples: tuples(3),
             },
             &mut buf,
         );
-        frame::encode(&Frame::Eos { from: 1, to: 4 }, &mut buf);
+        wire::encode(&Frame::Eos { from: 1, to: 4 }, &mut buf);
         frames_tx.send(buf).expect("receive thread");
         drop(frames_tx);
         handle.expect("spawn").join().expect("receive thread ends");

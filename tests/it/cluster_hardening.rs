@@ -450,7 +450,8 @@ fn worker_listener(
 ) {
     let (tx, rx) = crossbeam_channel::bounded(64);
     let addr = "127.0.0.1:0".parse().expect("addr");
-    let handle = storm::net::listener::spawn(0, addr, None, handshake, tx).expect("listen");
+    let check = storm::runtime::wire::check;
+    let handle = storm::net::listener::spawn(0, addr, None, handshake, check, tx).expect("listen");
     (handle, rx)
 }
 
@@ -514,7 +515,10 @@ fn a_worker_bounds_the_memory_of_partial_frames_and_keeps_serving() {
     // A well-behaved peer still gets through.
     let mut good = TcpStream::connect(addr).expect("connect");
     let mut eos = Vec::new();
-    storm::net::frame::encode(&storm::net::frame::Frame::Eos { from: 1, to: 2 }, &mut eos);
+    storm::runtime::wire::encode(
+        &storm::runtime::wire::Frame::Eos { from: 1, to: 2 },
+        &mut eos,
+    );
     good.write_all(&eos).expect("send");
     let got = rx.recv_timeout(WAIT).expect("the frame arrives");
     assert_eq!(got, eos);

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storm::components::shell::{context::context_json, ShellBolt, ShellSpout};
 use storm::components::{
-    Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus, TaskContext, Tuple, Waker,
+    Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus, TaskContext, Waker,
 };
 use storm::config::{Config, Origin};
 use storm::topology::model::{Component, ComponentKind, ComponentType, Grouping, Stream, Topology};
 use storm::topology::plan::{streams, Plan, StreamId, SYSTEM_TASK};
-use storm::tuple::{Value, Values};
+use storm::tuple::{Tuple, Value, Values};
 
 /// What a component did through its collector.
 #[derive(Default, Debug)]

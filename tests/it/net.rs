@@ -9,10 +9,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 use storm::net::auth::Secret;
-use storm::net::frame::{self, Frame};
 use storm::net::outbound::LinkOptions;
-use storm::net::TcpNetwork;
-use storm::runtime::{self, Network, Placement};
+use storm::net::Network;
+use storm::runtime::wire::{self as frame, Frame};
+use storm::runtime::{self, Placement, TcpNetwork};
 
 const WAIT: Duration = Duration::from_secs(10);
 

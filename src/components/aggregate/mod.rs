@@ -8,9 +8,9 @@
 pub mod ops;
 pub mod window;
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
-use crate::tuple::{Value, Values};
+use crate::tuple::{Tuple, Value, Values};
 use ops::{OpSpec, State};
 use std::collections::HashMap;
 

@@ -13,9 +13,9 @@ mod pattern;
 pub mod spec;
 pub mod types;
 
-use super::{Bolt, BoltCollector, TaskContext, Tuple};
+use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::{streams, StreamId};
-use crate::tuple::{Value, Values};
+use crate::tuple::{Tuple, Value, Values};
 use spec::{Format, Spec};
 use std::time::Duration;
 use types::FieldType;

@@ -1,15 +1,17 @@
 //! `TcpNetwork`: the runtime's `Network` over TCP, for workers in other processes or on other
 //! hosts (Storm's Netty messaging layer). Each local worker listens on its own address
-//! (a mio receive loop, `listener`); each (local worker, remote worker) pair gets a lazily
-//! connected `TcpLink` (`outbound`). With a cluster secret every connection is authenticated.
+//! (a mio receive loop, `net::listener`), which checks every data frame with this runtime's
+//! wire codec before handing it on; each (local worker, remote worker) pair gets a lazily
+//! connected `TcpLink` (`net::outbound`). With a cluster secret every connection is
+//! authenticated.
 //!
 //! Dropping the network stops its listeners (and so lets the workers' receive threads end).
 
-use super::auth::Secret;
-use super::link::Link;
-use super::listener::{self, ListenerHandle};
-use super::outbound::{LinkOptions, TcpLink};
-use crate::runtime::Network;
+use super::wire;
+use crate::net::auth::Secret;
+use crate::net::link::{Link, Network};
+use crate::net::listener::{self, ListenerHandle};
+use crate::net::outbound::{LinkOptions, TcpLink};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -39,15 +41,6 @@ impl TcpNetwork {
         }
     }
 
-    /// As `new`, with the secret of `storm.cluster.secret` or `STORM_CLUSTER_SECRET` if set.
-    pub fn from_config(
-        addrs: BTreeMap<usize, SocketAddr>,
-        local: impl IntoIterator<Item = usize>,
-        config: &crate::config::Config,
-    ) -> TcpNetwork {
-        TcpNetwork::new(addrs, local, Secret::from_config(config))
-    }
-
     /// Override link tunables (tests shorten the linger time).
     pub fn with_options(mut self, options: LinkOptions) -> TcpNetwork {
         self.options = options;
@@ -63,7 +56,7 @@ impl TcpNetwork {
     }
 
     /// Stop every listener and join its thread (also done on drop).
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         let taken = match self.listeners.lock() {
             Ok(mut l) => std::mem::take(&mut *l),
             Err(p) => std::mem::take(&mut *p.into_inner()),
@@ -103,6 +96,7 @@ impl Network for TcpNetwork {
             addr,
             self.secret.clone(),
             self.options.handshake_timeout,
+            wire::check,
             into,
         )?;
         match self.listeners.lock() {

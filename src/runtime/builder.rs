@@ -1,0 +1,463 @@
+//! Building a running topology for some workers of a placement, one named step at a time: the
+//! executors' queues ([`Wiring::new`]), each worker's route table ([`Wiring::route_tables`]),
+//! the worker threads that move frames between workers ([`Wiring::spawn_workers`]), and the
+//! executors themselves, spouts, bolts and the acker ([`Wiring::spawn_executors`]).
+
+use super::acker::Acker;
+use super::collector::Emitter;
+use super::executor::{
+    BoltExecutor, ExecutorReport, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
+};
+use super::message::{Message, Transfer};
+use super::metrics::TaskStats;
+use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
+use super::{task_seed, worker, Placement, Role, Running, DEFAULT_MAX_PENDING};
+use crate::components::{catalog, Bolt, TaskContext, Waker};
+use crate::config::{Config, Origin};
+use crate::net::link::{Link, MemoryLink, Network};
+use crate::topology::model::{Component, Topology};
+use crate::topology::plan::Plan;
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Both ends of a bounded channel.
+type Channel<T> = (Sender<T>, Receiver<T>);
+
+/// The thread of one executor, named by its component.
+pub(crate) type ExecutorHandle = (String, JoinHandle<anyhow::Result<ExecutorReport>>);
+
+/// How trees are tracked, the same for every executor of a run.
+#[derive(Debug, Clone, Copy)]
+struct Tracking {
+    /// `topology.max.spout.pending`, or the default when acking is on.
+    max_pending: Option<usize>,
+    /// The message timeout, when acking and timeouts are on.
+    timeout: Option<Duration>,
+}
+
+impl Tracking {
+    fn of(plan: &Plan, config: &Config) -> Tracking {
+        let acking = plan.ackers > 0;
+        Tracking {
+            max_pending: config
+                .max_spout_pending()
+                .or(acking.then_some(DEFAULT_MAX_PENDING))
+                .map(|v| v as usize),
+            timeout: (acking && config.message_timeouts_enabled())
+                .then(|| config.message_timeout()),
+        }
+    }
+}
+
+/// One executor while it is built: what its tasks share.
+struct ExecutorParts<'t> {
+    component: &'t str,
+    tasks: RangeInclusive<u32>,
+    /// The component's first task (task indexes count from it).
+    first: u32,
+    /// The tasks of this executor's worker (local routing prefers them).
+    local_tasks: Vec<u32>,
+    /// Topology config merged with the component's own.
+    config: Arc<Config>,
+    inbox: Channel<Message>,
+    outbox: Outbox,
+}
+
+/// The queues of the executors of a placement, and what is built from them.
+pub(crate) struct Wiring<'a> {
+    topology: Arc<Topology>,
+    plan: Arc<Plan>,
+    placement: &'a Placement,
+    /// The workers run in this process.
+    local: &'a [usize],
+    /// The executor of each task id (`None`: an id no executor has, the system task's).
+    exec_of_task: Vec<Option<usize>>,
+    /// Receive queues, one per executor (indexed like `Plan::executors()`).
+    inboxes: Vec<Channel<Message>>,
+    /// Transfer queues, one per worker.
+    transfers: Vec<Channel<Transfer>>,
+    tracking: Tracking,
+    control: Arc<RunControl>,
+    stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
+    handles: Vec<ExecutorHandle>,
+    done: Channel<()>,
+}
+
+impl<'a> Wiring<'a> {
+    /// Check the placement against the plan and make every executor's and worker's queue.
+    pub(crate) fn new(
+        topology: Arc<Topology>,
+        placement: &'a Placement,
+        local: &'a [usize],
+    ) -> anyhow::Result<Wiring<'a>> {
+        let plan = Arc::new(Plan::new(&topology));
+        let executors = plan.executors();
+        let workers = placement.workers.max(1);
+        anyhow::ensure!(
+            placement.worker_of_exec.len() == executors.len()
+                && placement.worker_of_exec.iter().all(|&w| w < workers),
+            "placement does not match the topology's {} executors",
+            executors.len()
+        );
+        let config = &topology.config;
+        let receive_size = config.executor_receive_buffer_size().max(2);
+        let transfer_size = config.transfer_buffer_size().max(2);
+        let mut exec_of_task = vec![None; plan.total_tasks() as usize + 1];
+        for (i, (_, r)) in executors.iter().enumerate() {
+            for t in r.clone() {
+                exec_of_task[t as usize] = Some(i);
+            }
+        }
+        Ok(Wiring {
+            inboxes: executors
+                .iter()
+                .map(|_| crossbeam_channel::bounded(receive_size))
+                .collect(),
+            transfers: (0..workers)
+                .map(|_| crossbeam_channel::bounded(transfer_size))
+                .collect(),
+            tracking: Tracking::of(&plan, config),
+            control: Arc::new(RunControl {
+                stop: Default::default(),
+            }),
+            stats: BTreeMap::new(),
+            handles: Vec::new(),
+            done: crossbeam_channel::bounded(executors.len().max(1)),
+            exec_of_task,
+            topology,
+            plan,
+            placement,
+            local,
+        })
+    }
+
+    fn workers(&self) -> usize {
+        self.placement.workers.max(1)
+    }
+
+    fn worker_of_exec(&self, exec: usize) -> usize {
+        self.placement.worker_of_exec[exec]
+    }
+
+    /// Per-worker route tables: executors of the worker directly, other workers through its
+    /// transfer queue.
+    pub(crate) fn route_tables(&self) -> Vec<RouteTable> {
+        (0..self.workers()).map(|w| self.route_table(w)).collect()
+    }
+
+    fn route_table(&self, w: usize) -> RouteTable {
+        let mut sinks = Vec::new();
+        let mut sink_of_exec = vec![0usize; self.inboxes.len()];
+        for (i, sink) in sink_of_exec.iter_mut().enumerate() {
+            if self.worker_of_exec(i) == w {
+                *sink = sinks.len();
+                sinks.push(SinkSpec::Local(self.inboxes[i].0.clone()));
+            }
+        }
+        let mut sink_of_worker = vec![0usize; self.workers()];
+        for (other, sink) in sink_of_worker.iter_mut().enumerate() {
+            if other != w {
+                *sink = sinks.len();
+                sinks.push(SinkSpec::Remote {
+                    worker: other,
+                    transfer: self.transfers[w].0.clone(),
+                });
+            }
+        }
+        let task_sink = self
+            .exec_of_task
+            .iter()
+            .map(|e| match *e {
+                None => 0,
+                Some(e) if self.worker_of_exec(e) == w => sink_of_exec[e],
+                Some(e) => sink_of_worker[self.worker_of_exec(e)],
+            })
+            .collect();
+        RouteTable { task_sink, sinks }
+    }
+
+    /// Listen for the local workers, link them to every other worker, and spawn each one's
+    /// transfer and receive threads. Returns the transfer threads (joined at the end so every
+    /// frame for other workers is sent).
+    pub(crate) fn spawn_workers(&self, net: &dyn Network) -> anyhow::Result<Vec<JoinHandle<()>>> {
+        let mut incoming: BTreeMap<usize, Channel<Vec<u8>>> = BTreeMap::new();
+        for &w in self.local {
+            let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(worker::LINK_BUFFERS);
+            net.listen(w, tx.clone())?;
+            incoming.insert(w, (tx, rx));
+        }
+        let mut plumbing = Vec::new();
+        for &w in self.local {
+            let links = self.links_of(w, &incoming, net)?;
+            plumbing.push(worker::spawn_transfer(
+                w,
+                self.transfers[w].1.clone(),
+                links,
+            )?);
+            let rx = incoming
+                .get(&w)
+                .map(|(_, rx)| rx.clone())
+                .ok_or_else(|| anyhow::anyhow!("worker {w} has no receive channel"))?;
+            // Receive threads end when every link into them is gone; they are not joined, since
+            // a network listener may hold a link until the process exits.
+            drop(worker::spawn_receive(
+                w,
+                rx,
+                self.inbox_of_task(w),
+                self.inboxes.iter().map(|(tx, _)| tx.clone()).collect(),
+                self.topology.config.receiver_buffer_size(),
+            )?);
+        }
+        Ok(plumbing)
+    }
+
+    /// The links of worker `w` to every worker (none to itself): in memory to the workers of
+    /// this process, through `net` to the others.
+    fn links_of(
+        &self,
+        w: usize,
+        incoming: &BTreeMap<usize, Channel<Vec<u8>>>,
+        net: &dyn Network,
+    ) -> anyhow::Result<Vec<Option<Box<dyn Link>>>> {
+        let mut links: Vec<Option<Box<dyn Link>>> = Vec::new();
+        for to in 0..self.workers() {
+            links.push(if to == w {
+                None
+            } else if let Some((tx, _)) = incoming.get(&to) {
+                Some(Box::new(MemoryLink(tx.clone())))
+            } else {
+                Some(net.connect(w, to)?)
+            });
+        }
+        Ok(links)
+    }
+
+    /// The executor queue of each task id that runs on worker `w`.
+    fn inbox_of_task(&self, w: usize) -> Vec<Option<usize>> {
+        self.exec_of_task
+            .iter()
+            .map(|e| e.filter(|&e| self.worker_of_exec(e) == w))
+            .collect()
+    }
+
+    /// Upstream task counts for end of input: every task of a component says it to each of
+    /// its downstream tasks.
+    fn eos_expected(&self) -> Vec<u32> {
+        let mut expected = vec![0u32; self.exec_of_task.len()];
+        for c in &self.plan.components {
+            let senders = c.tasks.end() - c.tasks.start() + 1;
+            for d in routing::downstream_tasks(&self.topology, &self.plan, &c.id) {
+                if let Some(e) = expected.get_mut(d as usize) {
+                    *e += senders;
+                }
+            }
+        }
+        expected
+    }
+
+    /// Spawn the executors of the local workers, each on its own thread.
+    pub(crate) fn spawn_executors(&mut self, tables: &[RouteTable]) -> anyhow::Result<()> {
+        // Owned here: the roles and parts borrow from them while `self` is changed.
+        let (plan, topology) = (self.plan.clone(), self.topology.clone());
+        let eos_expected = self.eos_expected();
+        for (i, (component, tasks)) in plan.executors().into_iter().enumerate() {
+            let w = self.worker_of_exec(i);
+            if !self.local.contains(&w) {
+                continue;
+            }
+            let role = Role::of(&topology, component).ok_or_else(|| {
+                anyhow::anyhow!("component `{component}` of the plan is not in the topology")
+            })?;
+            let parts = self.executor_parts(i, component, tasks, Outbox::new(tables[w].clone()));
+            let name = format!("{component}-{}", parts.tasks.start());
+            let done = self.done.0.clone();
+            let handle = match role {
+                Role::Spout(spec) => {
+                    let exec = self.spout_executor(parts, spec)?;
+                    spawn_named(name, done, move || exec.run())?
+                }
+                Role::Bolt(_) | Role::Acker => {
+                    let exec = self.bolt_executor(parts, role, &eos_expected)?;
+                    spawn_named(name, done, move || exec.run())?
+                }
+            };
+            self.handles.push((component.to_string(), handle));
+        }
+        Ok(())
+    }
+
+    /// What the tasks of executor `i` share.
+    fn executor_parts<'t>(
+        &self,
+        i: usize,
+        component: &'t str,
+        tasks: RangeInclusive<u32>,
+        outbox: Outbox,
+    ) -> ExecutorParts<'t> {
+        let w = self.worker_of_exec(i);
+        let local_tasks = self
+            .exec_of_task
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.is_some_and(|e| self.worker_of_exec(e) == w))
+            .map(|(t, _)| t as u32)
+            .collect();
+        let first = self
+            .plan
+            .component(component)
+            .map_or(1, |c| *c.tasks.start());
+        ExecutorParts {
+            component,
+            tasks,
+            first,
+            local_tasks,
+            config: Arc::new(self.component_config(component)),
+            inbox: self.inboxes[i].clone(),
+            outbox,
+        }
+    }
+
+    /// The topology config with the component's own `config` on top.
+    fn component_config(&self, component: &str) -> Config {
+        let mut cfg = self.topology.config.clone();
+        if let Some(spec) = self.topology.component(component) {
+            for (k, v) in &spec.config {
+                let origin = Origin::Topology {
+                    path: self.topology.base_dir.clone(),
+                    line: 0,
+                };
+                cfg.set(k.clone(), v.clone(), origin);
+            }
+        }
+        cfg
+    }
+
+    /// The context and collector state of one task, its stats recorded for the run.
+    fn task_parts(&mut self, parts: &ExecutorParts, task: u32) -> (TaskContext, Emitter) {
+        let stats = Arc::new(TaskStats::default());
+        let component = parts.component.to_string();
+        self.stats.insert(task, (component.clone(), stats.clone()));
+        let wake = parts.inbox.0.clone();
+        let ctx = TaskContext {
+            topology: self.topology.clone(),
+            plan: self.plan.clone(),
+            component: component.clone(),
+            task_id: task,
+            task_index: task - parts.first,
+            config: parts.config.clone(),
+            waker: Waker::new(move || {
+                let _ = wake.try_send(Message::Wake);
+            }),
+        };
+        let router = Router::new(
+            &self.topology,
+            &self.plan,
+            parts.component,
+            task,
+            &parts.local_tasks,
+        );
+        let emitter = Emitter::new(task, router, stats, component, task_seed(task));
+        (ctx, emitter)
+    }
+
+    fn spout_executor(
+        &mut self,
+        parts: ExecutorParts,
+        spec: &Component,
+    ) -> anyhow::Result<SpoutExecutor> {
+        let mut tasks: Vec<SpoutSlot> = Vec::new();
+        for task in parts.tasks.clone() {
+            let (ctx, emitter) = self.task_parts(&parts, task);
+            let index = task - parts.first;
+            let component = catalog::spout(spec, index, &self.topology.base_dir)?;
+            tasks.push(TaskSlot::new(ctx, component, emitter, 0));
+        }
+        Ok(SpoutExecutor {
+            inbox: parts.inbox.1,
+            outbox: parts.outbox,
+            tasks,
+            first_task: *parts.tasks.start(),
+            max_pending: self.tracking.max_pending,
+            timeout: self.tracking.timeout,
+            control: self.control.clone(),
+            ack_now: Vec::new(),
+            clock: Instant::now(),
+        })
+    }
+
+    /// A bolt executor; the acker's ticks at the message timeout, which expires its trees.
+    fn bolt_executor(
+        &mut self,
+        parts: ExecutorParts,
+        role: Role,
+        eos_expected: &[u32],
+    ) -> anyhow::Result<BoltExecutor> {
+        let mut tasks: Vec<TaskSlot<dyn Bolt>> = Vec::new();
+        for task in parts.tasks.clone() {
+            let (ctx, emitter) = self.task_parts(&parts, task);
+            let component: Box<dyn Bolt> = match role {
+                Role::Bolt(spec) | Role::Spout(spec) => {
+                    catalog::bolt(spec, &self.topology.base_dir)?
+                }
+                Role::Acker => Box::new(Acker::default()),
+            };
+            let expected = eos_expected[task as usize];
+            tasks.push(TaskSlot::new(ctx, component, emitter, expected));
+        }
+        let tick = match role {
+            Role::Acker => self.tracking.timeout,
+            Role::Bolt(spec) | Role::Spout(spec) => {
+                spec.tick.or_else(|| self.topology.config.tick_freq())
+            }
+        };
+        Ok(BoltExecutor {
+            inbox: parts.inbox.1,
+            outbox: parts.outbox,
+            tasks,
+            first_task: *parts.tasks.start(),
+            tick,
+        })
+    }
+
+    /// The running topology; the wiring's own ends of the queues are dropped, so each queue
+    /// closes when the last of its users ends.
+    pub(crate) fn running(self, plumbing: Vec<JoinHandle<()>>) -> Running {
+        Running {
+            control: self.control,
+            stats: self.stats,
+            handles: self.handles,
+            plumbing,
+            plan: self.plan,
+            topology: self.topology,
+            started: Instant::now(),
+            done: self.done.1,
+        }
+    }
+}
+
+/// Run an executor on a thread of its own, named `name`, that signals `done` however it ends.
+fn spawn_named(
+    name: String,
+    done: Sender<()>,
+    f: impl FnOnce() -> anyhow::Result<ExecutorReport> + Send + 'static,
+) -> std::io::Result<JoinHandle<anyhow::Result<ExecutorReport>>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        // Signals on the way out even when `f` panics: `wait` then joins the thread and fails
+        // the run instead of waiting for a signal that never comes.
+        let _signal = SignalOnExit(done);
+        f()
+    })
+}
+
+/// Tells `Running::wait` that an executor thread is ending, however it ends.
+struct SignalOnExit(Sender<()>);
+
+impl Drop for SignalOnExit {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
