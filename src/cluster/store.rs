@@ -1,7 +1,7 @@
 //! The coordination-store interface: what nimbus, supervisors and workers may ask of the tree
 //! that holds the cluster state. It mirrors ZooKeeper's client API (create / get / set / delete /
 //! children / exists, versions, sequential and ephemeral nodes, one-shot watches, sessions), so
-//! the in-memory tree of `tree.rs` could one day be swapped for a real ZooKeeper ensemble.
+//! the in-memory tree (`tree.rs`) and a real ZooKeeper ensemble (`zookeeper.rs`) both implement it.
 
 use crossbeam_channel::{Receiver, Sender};
 use std::time::Duration;
@@ -277,19 +277,6 @@ impl<T: CoordinationStore + ?Sized> CoordinationStore for std::sync::Arc<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::tree::SharedTree;
-
-    #[test]
-    fn store_helpers_make_parents_overwrite_and_delete_subtrees() {
-        let store = SharedTree::new();
-        store.put("/x/y/z", b"1").unwrap();
-        store.put("/x/y/z", b"2").unwrap();
-        assert_eq!(store.get_data("/x/y/z", None).unwrap().0, b"2");
-        store.create_all("/x/y/w").unwrap();
-        store.delete_all("/x").unwrap();
-        assert_eq!(store.children("/", None).unwrap(), Vec::<String>::new());
-        store.delete_all("/x").unwrap();
-    }
 
     #[test]
     fn parents_of_paths() {

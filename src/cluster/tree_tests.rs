@@ -268,3 +268,16 @@ mod invariants {
         }
     }
 }
+
+/// The trait's helpers (`put`, `create_all`, `delete_all`), through the shared tree.
+#[test]
+fn store_helpers_make_parents_overwrite_and_delete_subtrees() {
+    let store = SharedTree::new();
+    store.put("/x/y/z", b"1").unwrap();
+    store.put("/x/y/z", b"2").unwrap();
+    assert_eq!(store.get_data("/x/y/z", None).unwrap().0, b"2");
+    store.create_all("/x/y/w").unwrap();
+    store.delete_all("/x").unwrap();
+    assert_eq!(store.children("/", None).unwrap(), Vec::<String>::new());
+    store.delete_all("/x").unwrap();
+}
