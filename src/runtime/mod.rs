@@ -13,6 +13,7 @@ pub mod worker;
 
 use crate::components::{catalog, Bolt, Spout, TaskContext, Waker};
 use crate::net::link::Link;
+use crate::placement::Placement;
 use crate::topology::model::Topology;
 use crate::topology::plan::{Plan, ACKER_ID};
 use collector::Emitter;
@@ -58,24 +59,6 @@ pub struct Running {
     topology: Arc<Topology>,
     started: Instant,
     done: crossbeam_channel::Receiver<()>,
-}
-
-/// Which worker runs each executor (indexed like `Plan::executors()`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
-    pub worker_of_exec: Vec<usize>,
-    pub workers: usize,
-}
-
-impl Placement {
-    /// Seed 002's round-robin: executors in task order over the workers.
-    pub fn round_robin(plan: &Plan, workers: usize) -> Placement {
-        let workers = workers.max(1);
-        Placement {
-            worker_of_exec: (0..plan.executors().len()).map(|i| i % workers).collect(),
-            workers,
-        }
-    }
 }
 
 /// How workers in other processes are reached. Local mode has none.

@@ -12,7 +12,8 @@ use storm::net::auth::Secret;
 use storm::net::frame::{self, Frame};
 use storm::net::outbound::LinkOptions;
 use storm::net::TcpNetwork;
-use storm::runtime::{self, Network, Placement};
+use storm::placement::Placement;
+use storm::runtime::{self, Network};
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -1,12 +1,96 @@
-//! Nimbus's even scheduler (Storm 0.x `compute-new-task->node+port`): a pure function
-//! from the plan's executors, the free slots and the current placement to a new placement.
-//! Slots are grouped by supervisor, the supervisors with the most free slots first, and
-//! interleaved across supervisors (Storm's `sortSlots`), the first `topology.workers` are used, and executors go round-robin over them in task-id order.
-//! Re-assignment keeps healthy slots whose load fits an even spread and moves the rest.
+//! Where executors run: every placement algorithm, pure, below both the runtime and the
+//! cluster that use them.
+//!
+//! - [`Placement::round_robin`]: local mode and in-process workers, executors in task order
+//!   over the workers.
+//! - [`schedule`] / [`reassign`]: Nimbus's even scheduler (Storm 0.x
+//!   `compute-new-task->node+port`), from the plan's executors, the free slots and the current
+//!   placement to a new placement. Slots are grouped by supervisor, the supervisors with the
+//!   most free slots first, and interleaved across supervisors (Storm's `sortSlots`); the first
+//!   `topology.workers` are used, and executors go round-robin over them in task-id order.
+//!   Re-assignment keeps healthy slots whose load fits an even spread and moves the rest.
+//! - [`place_with_home`]: runs with a home worker (`storm run --processes`, `--nimbus`), whose
+//!   console executors stay in the `storm run` process.
 
-use super::layout::NodePort;
 use crate::topology::plan::Plan;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A worker slot: a supervisor (by id) and one of its ports (Storm's `node+port`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodePort {
+    pub node: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for NodePort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.node, self.port)
+    }
+}
+
+impl std::str::FromStr for NodePort {
+    type Err = String;
+    fn from_str(s: &str) -> Result<NodePort, String> {
+        let (node, port) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("`{s}` is not NODE:PORT"))?;
+        let port = port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("`{s}`: `{port}` is not a port (1-65535)"))?;
+        if node.is_empty() {
+            return Err(format!("`{s}`: the node is empty"));
+        }
+        Ok(NodePort {
+            node: node.to_string(),
+            port,
+        })
+    }
+}
+
+impl Serialize for NodePort {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for NodePort {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NodePort, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Which worker runs each executor (indexed like `Plan::executors()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub worker_of_exec: Vec<usize>,
+    pub workers: usize,
+}
+
+impl Placement {
+    /// Executors in task order, round-robin over the workers (at least one).
+    pub fn round_robin(plan: &Plan, workers: usize) -> Placement {
+        let workers: Vec<usize> = (0..workers.max(1)).collect();
+        Placement {
+            worker_of_exec: round_robin(plan.executors().len(), &workers)
+                .copied()
+                .collect(),
+            workers: workers.len(),
+        }
+    }
+}
+
+/// Round-robin: the targets of `items` items in turn, item `i` getting `targets[i % len]`
+/// (nothing when there are no targets).
+pub fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
+    targets
+        .iter()
+        .cycle()
+        .take(if targets.is_empty() { 0 } else { items })
+}
 
 /// A slot offered by a live supervisor: its id, host and one of its ports.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -250,8 +334,8 @@ pub fn schedule_executors(
         .filter(|e| !placed.executors.contains_key(e))
         .copied()
         .collect();
-    for (e, slot) in moving.into_iter().zip(targets.iter().cycle()) {
-        placed.executors.insert(e, slot.clone());
+    for (e, slot) in moving.iter().zip(round_robin(moving.len(), &targets)) {
+        placed.executors.insert(*e, slot.clone());
     }
     Ok(placed)
 }
@@ -280,6 +364,37 @@ pub fn reassign(
             .collect(),
     };
     schedule(plan, &live, workers, &healthy)
+}
+
+/// Placement for a run with a home worker: executors that `pinned` names (the console ones,
+/// `stdin` spouts and `stdout` sinks) go to `home`'s slot, the others round-robin (in the
+/// [`sort_slots`] order) over the first `workers` slots of the other supervisors; with no
+/// other slot, everything goes home, and with no home slot, everything goes to the others.
+/// `None` when some executor has no slot at all.
+pub fn place_with_home(
+    executors: &[Executor],
+    pinned: impl Fn(&Executor) -> bool,
+    slots: &[Slot],
+    home: &str,
+    workers: usize,
+) -> Option<Vec<(Executor, Slot)>> {
+    let slots = sort_slots(slots);
+    let home_slot = slots.iter().find(|s| s.node == home);
+    let others: Vec<&Slot> = slots
+        .iter()
+        .filter(|s| s.node != home)
+        .take(workers.max(1))
+        .collect();
+    let mut away = round_robin(executors.len(), &others);
+    let mut placed = Vec::with_capacity(executors.len());
+    for e in executors {
+        let slot = match home_slot {
+            Some(h) if pinned(e) || others.is_empty() => h,
+            _ => *away.next()?,
+        };
+        placed.push((*e, slot.clone()));
+    }
+    Some(placed)
 }
 
 #[cfg(test)]
@@ -397,7 +512,7 @@ mod tests {
     /// (tests/fixtures/java/SortSlotsVectors.java): `IN -> OUT`.
     #[test]
     fn slot_order_matches_storms_sort_slots() {
-        let text = include_str!("../../tests/fixtures/java/sort_slots_vectors.txt");
+        let text = include_str!("../tests/fixtures/java/sort_slots_vectors.txt");
         let parse = |list: &str| -> Vec<Slot> {
             list.split(',')
                 .map(|s| {
