@@ -1,7 +1,26 @@
 //! Located diagnostics: errors and warnings with a span in a named source, rendered like a
 //! compiler's (`FILE:LINE:COL: error: MESSAGE`, the line, a caret, `help:`), or as JSON.
 
-use crate::topology::raw::Span;
+/// A byte range in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    /// The smallest span covering both.
+    pub fn join(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -2,26 +2,7 @@
 //! front-ends all produce a `RawTopology`; `validate` turns it into the model and reports
 //! every mistake at its place. Nothing beyond validation sees these types.
 
-/// A byte range in the source text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
-}
-
-impl Span {
-    pub fn new(start: usize, end: usize) -> Span {
-        Span { start, end }
-    }
-
-    /// The smallest span covering both.
-    pub fn join(self, other: Span) -> Span {
-        Span {
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
-    }
-}
+pub use crate::diag::Span;
 
 /// A value with the place it was written.
 #[derive(Debug, Clone, PartialEq)]

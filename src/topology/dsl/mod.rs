@@ -14,7 +14,12 @@ mod lexeme;
 mod value;
 
 use crate::topology::raw::{RawTopology, Span, Spanned};
-use lexeme::{advance, wsnl, In};
+use lexeme::{advance, wsnl};
+use nom_locate::LocatedSpan;
+
+/// Parser input: the text with its byte offset (shared by the lexemes, the grammar and the
+/// syntax errors).
+type In<'a> = LocatedSpan<&'a str>;
 
 /// The topology name when the text has no `name` statement.
 pub const DEFAULT_NAME: &str = "inline";
