@@ -433,7 +433,7 @@ impl Nimbus {
         self.stormdist.join(id)
     }
 
-    /// Seed 002: validate, submit, schedule, activate.
+    /// A submission: validate, submit, schedule, activate.
     fn submit(&self, sub: Submission) -> anyhow::Result<String> {
         let topology = load_submission(&sub).map_err(|e| anyhow::anyhow!("{e}"))?;
         let plan = Plan::new(&topology);
