@@ -85,7 +85,7 @@ impl Placement {
 
 /// Round-robin: the targets of `items` items in turn, item `i` getting `targets[i % len]`
 /// (nothing when there are no targets).
-pub fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
+pub(crate) fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
     targets
         .iter()
         .cycle()
@@ -111,19 +111,19 @@ impl Slot {
 
 /// An executor: a contiguous range of task ids (Storm's `[start-task end-task]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Executor {
+pub(crate) struct Executor {
     pub first: u32,
     pub last: u32,
 }
 
 impl Executor {
-    pub fn tasks(self) -> std::ops::RangeInclusive<u32> {
+    pub(crate) fn tasks(self) -> std::ops::RangeInclusive<u32> {
         self.first..=self.last
     }
 }
 
 /// Every executor of a plan, in task-id order.
-pub fn executors_of(plan: &Plan) -> Vec<Executor> {
+pub(crate) fn executors_of(plan: &Plan) -> Vec<Executor> {
     plan.executors()
         .into_iter()
         .map(|(_, r)| Executor {
@@ -135,13 +135,13 @@ pub fn executors_of(plan: &Plan) -> Vec<Executor> {
 
 /// Where each executor runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     pub executors: BTreeMap<Executor, NodePort>,
 }
 
 impl Schedule {
     /// The placement per task (what `/assignments/{id}` records).
-    pub fn task_to_node_port(&self) -> BTreeMap<u32, NodePort> {
+    pub(crate) fn task_to_node_port(&self) -> BTreeMap<u32, NodePort> {
         self.executors
             .iter()
             .flat_map(|(e, slot)| e.tasks().map(move |t| (t, slot.clone())))
@@ -150,7 +150,7 @@ impl Schedule {
 
     /// Rebuild a placement from a per-task one: an executor is placed when all its tasks are
     /// on one slot.
-    pub fn from_tasks(executors: &[Executor], tasks: &BTreeMap<u32, NodePort>) -> Schedule {
+    pub(crate) fn from_tasks(executors: &[Executor], tasks: &BTreeMap<u32, NodePort>) -> Schedule {
         let executors = executors
             .iter()
             .filter_map(|e| {
@@ -164,7 +164,7 @@ impl Schedule {
     }
 
     /// The slots in use.
-    pub fn slots(&self) -> BTreeSet<NodePort> {
+    pub(crate) fn slots(&self) -> BTreeSet<NodePort> {
         self.executors.values().cloned().collect()
     }
 
@@ -204,7 +204,7 @@ impl Dead {
 /// staying in id order (Storm's stable sort over a `TreeMap`); then interleave the groups, so
 /// consecutive slots are on different supervisors: `[h1:p1 h2:p1 h1:p2 h2:p2]` for two
 /// supervisors with two slots each, `[h2:p1 h1:p1 h2:p2 h1:p2 h2:p3]` when `h2` has three.
-pub fn sort_slots(slots: &[Slot]) -> Vec<Slot> {
+pub(crate) fn sort_slots(slots: &[Slot]) -> Vec<Slot> {
     let mut groups: BTreeMap<&str, Vec<&Slot>> = BTreeMap::new();
     for s in slots {
         groups.entry(s.node.as_str()).or_default().push(s);
@@ -252,7 +252,7 @@ fn even_sizes(n: usize, k: usize) -> BTreeMap<usize, usize> {
 
 /// Place the executors of `plan` on the `slots` offered (free slots plus the ones this topology
 /// already uses), keeping what `existing` placed where it can.
-pub fn schedule(
+pub(crate) fn schedule(
     plan: &Plan,
     slots: &[Slot],
     workers: u32,
@@ -262,7 +262,7 @@ pub fn schedule(
 }
 
 /// [`schedule`] over an explicit executor list (sorted by first task).
-pub fn schedule_executors(
+pub(crate) fn schedule_executors(
     executors: &[Executor],
     slots: &[Slot],
     workers: u32,
@@ -342,7 +342,7 @@ pub fn schedule_executors(
 
 /// Re-assignment after failures (Storm's nimbus reacting to missed heartbeats): the dead slots
 /// and supervisors are withdrawn, the executors they ran move, the others stay.
-pub fn reassign(
+pub(crate) fn reassign(
     plan: &Plan,
     slots: &[Slot],
     workers: u32,
@@ -371,7 +371,7 @@ pub fn reassign(
 /// [`sort_slots`] order) over the first `workers` slots of the other supervisors; with no
 /// other slot, everything goes home, and with no home slot, everything goes to the others.
 /// `None` when some executor has no slot at all.
-pub fn place_with_home(
+pub(crate) fn place_with_home(
     executors: &[Executor],
     pinned: impl Fn(&Executor) -> bool,
     slots: &[Slot],

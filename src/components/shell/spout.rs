@@ -78,16 +78,6 @@ impl ShellSpout {
         }
     }
 
-    /// `error` commands the child sent so far.
-    pub fn error_count(&self) -> u64 {
-        self.errors
-    }
-
-    /// The running child's process id.
-    pub fn child_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.pid())
-    }
-
     fn label(&self) -> &str {
         self.task
             .as_ref()

@@ -133,7 +133,7 @@ pub struct ProtocolError {
 }
 
 impl ProtocolError {
-    pub fn new(problem: impl Into<String>, text: &str) -> ProtocolError {
+    pub(crate) fn new(problem: impl Into<String>, text: &str) -> ProtocolError {
         ProtocolError {
             problem: problem.into(),
             text: excerpt(text),
