@@ -9,7 +9,7 @@ use jiff::fmt::strtime;
 use jiff::tz::Offset;
 use jiff::Timestamp;
 
-use super::check::Type;
+use super::types::Type;
 use crate::tuple::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,9 +20,10 @@ mod functions;
 mod location;
 mod parser;
 mod syntax_error;
+mod types;
 
-pub use check::Type;
 pub use location::{diagnostics, source_span};
+pub use types::Type;
 
 use crate::tuple::Value;
 use nom_locate::LocatedSpan;
