@@ -1131,3 +1131,50 @@ fn drain_stderr(stderr: impl Read, tail: Arc<Mutex<VecDeque<String>>>, label: St
         t.push_back(protocol::excerpt(text));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A started `sleep` under a guard with a fresh pid directory.
+    fn guarded_sleep(dir: &Path) -> (SpawnGuard, u32) {
+        let pid_dir = dir.join("pids");
+        std::fs::create_dir(&pid_dir).expect("pid dir");
+        let mut guard = SpawnGuard::new(pid_dir);
+        let child = Spawn::new("sleep").arg("30").spawn().expect("sleep starts");
+        let pid = guard.adopt(child).id();
+        (guard, pid)
+    }
+
+    #[test]
+    fn a_dropped_spawn_guard_kills_and_reaps_the_child_and_removes_the_pid_dir() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (guard, pid) = guarded_sleep(dir.path());
+        drop(guard);
+        assert!(!dir.path().join("pids").exists());
+        // Reaped: the kernel has forgotten the process.
+        assert!(!Path::new(&format!("/proc/{pid}")).exists());
+    }
+
+    #[test]
+    fn a_defused_spawn_guard_hands_the_child_and_the_pid_dir_over_untouched() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (guard, pid) = guarded_sleep(dir.path());
+        let (mut child, pid_dir) = guard.defuse().expect("a child was adopted");
+        assert_eq!(child.id(), pid);
+        assert_eq!(pid_dir, dir.path().join("pids"));
+        assert!(pid_dir.exists());
+        assert!(matches!(child.try_wait(), Ok(None)), "the child still runs");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn a_guard_without_a_child_cannot_be_defused_and_still_removes_the_pid_dir() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pid_dir = dir.path().join("pids");
+        std::fs::create_dir(&pid_dir).expect("pid dir");
+        assert!(SpawnGuard::new(pid_dir.clone()).defuse().is_err());
+        assert!(!pid_dir.exists());
+    }
+}
