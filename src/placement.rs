@@ -608,6 +608,15 @@ mod tests {
         assert_eq!(Schedule::from_tasks(&execs, &split).executors.len(), 2);
     }
 
+    #[test]
+    fn a_home_run_without_other_slots_runs_home_and_without_any_slot_fails() {
+        let execs = executors_of(&plan(3, 3));
+        let home = [slot("home", 7000)];
+        let placed = place_with_home(&execs, |_| false, &home, "home", 2).unwrap();
+        assert!(placed.iter().all(|(_, s)| s == &home[0]));
+        assert_eq!(place_with_home(&execs, |_| true, &[], "home", 2), None);
+    }
+
     proptest! {
         #[test]
         fn even_and_complete(
@@ -638,6 +647,44 @@ mod tests {
             // Scheduling again over the same slots changes nothing.
             let again = schedule(&p, &slots, workers, &s).unwrap();
             prop_assert_eq!(again, s);
+        }
+
+        /// A run with a home worker: pinned executors on the home slot, the others spread
+        /// evenly, in executor order, over the first `workers` other slots in `sort_slots` order
+        /// (home only when there is no other slot); every executor placed once.
+        #[test]
+        fn home_runs_pin_console_executors_and_spread_the_rest(
+            ports in proptest::collection::vec(1usize..4, 1..4),
+            home_ports in 0usize..2,
+            executors in 1u32..30,
+            pinned_every in 1u32..5,
+            workers in 1usize..6,
+        ) {
+            let mut slots: Vec<Slot> = ports
+                .iter()
+                .enumerate()
+                .flat_map(|(h, n)| (0..*n).map(move |p| slot(&format!("h{h}"), 6700 + p as u16)))
+                .collect();
+            slots.extend((0..home_ports).map(|p| slot("home", 6700 + p as u16)));
+            let execs = executors_of(&plan(executors, executors));
+            let pinned = |e: &Executor| e.first % pinned_every == 0;
+            let placed = place_with_home(&execs, pinned, &slots, "home", workers)
+                .expect("there are slots");
+            let others: Vec<Slot> = sort_slots(&slots)
+                .into_iter()
+                .filter(|s| s.node != "home")
+                .take(workers)
+                .collect();
+            prop_assert_eq!(placed.iter().map(|(e, _)| *e).collect::<Vec<_>>(), execs);
+            let mut k = 0;
+            for (e, s) in &placed {
+                if home_ports > 0 && pinned(e) {
+                    prop_assert_eq!(&s.node, "home");
+                } else {
+                    prop_assert_eq!(s, &others[k % others.len()]);
+                    k += 1;
+                }
+            }
         }
     }
 }
