@@ -3,13 +3,13 @@
 //!
 //! - [`Placement::round_robin`]: local mode and in-process workers, executors in task order
 //!   over the workers.
-//! - [`schedule`] / [`reassign`]: Nimbus's even scheduler (Storm 0.x
+//! - `schedule` / `reassign`: Nimbus's even scheduler (Storm 0.x
 //!   `compute-new-task->node+port`), from the plan's executors, the free slots and the current
 //!   placement to a new placement. Slots are grouped by supervisor, the supervisors with the
 //!   most free slots first, and interleaved across supervisors (Storm's `sortSlots`); the first
 //!   `topology.workers` are used, and executors go round-robin over them in task-id order.
 //!   Re-assignment keeps healthy slots whose load fits an even spread and moves the rest.
-//! - [`place_with_home`]: runs with a home worker (`storm run --processes`, `--nimbus`), whose
+//! - `place_with_home`: runs with a home worker (`storm run --processes`, `--nimbus`), whose
 //!   console executors stay in the `storm run` process.
 
 use crate::topology::plan::Plan;

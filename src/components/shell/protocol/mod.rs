@@ -8,8 +8,8 @@
 //! the output buffer, and the common commands are deserialized into typed fields, falling back
 //! to the general parser (which names the problem) for anything unusual.
 //!
-//! [`framing`] splits a child's output into message texts, [`parse`] turns one into a
-//! [`ChildMessage`], and [`write`] writes the parent's messages; the types both sides share
+//! `framing` splits a child's output into message texts, `parse` turns one into a
+//! [`ChildMessage`], and `write` writes the parent's messages; the types both sides share
 //! live here.
 
 use crate::tuple::{Value as TupleValue, Values};
