@@ -66,8 +66,8 @@ impl<'de> Deserialize<'de> for NodePort {
 /// Which worker runs each executor (indexed like `Plan::executors()`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
-    pub worker_of_exec: Vec<usize>,
-    pub workers: usize,
+    pub(crate) worker_of_exec: Vec<usize>,
+    pub(crate) workers: usize,
 }
 
 impl Placement {

@@ -68,7 +68,7 @@ pub fn within_cluster_bounds(topology: &Topology) -> Result<(), String> {
 /// `storm run --processes`: the executors of `stdin` spouts and `stdout` sinks go to
 /// the home supervisor's slot, the others round-robin over the first `topology.workers` slots
 /// of the other supervisors (`placement::place_with_home`).
-pub fn home_assign(
+pub(crate) fn home_assign(
     state: &ClusterState<SharedTree>,
     id: &str,
     topology: &Topology,
