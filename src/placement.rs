@@ -439,7 +439,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_example_more_tasks_than_slots_alternates_hosts() {
+    fn example_more_tasks_than_slots_alternates_hosts() {
         let slots = [slot("host1", 1), slot("host2", 1)];
         let s = schedule(&plan(4, 4), &slots, 2, &Schedule::default()).unwrap();
         assert_eq!(
@@ -455,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_example_fewer_tasks_than_slots_uses_one_slot_per_host() {
+    fn example_fewer_tasks_than_slots_uses_one_slot_per_host() {
         let slots = [
             slot("host2", 2),
             slot("host1", 2),
