@@ -13,7 +13,6 @@
 //! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/expressions.md`.
 
 pub mod ast;
-mod calc;
 mod check;
 mod eval;
 mod functions;
@@ -128,7 +127,7 @@ impl Expr {
             let k = fields.iter().position(|f| f == name)?;
             slots.get(k).copied()
         };
-        calc::compile_calc(&self.root, &position)
+        eval::compile_calc(&self.root, &position)
             .map(|calc| CompiledValue { calc })
             .ok_or_else(|| self.not_evaluable())
     }
@@ -156,7 +155,7 @@ impl Expr {
 /// An expression bound to the input fields, computing a value per tuple.
 #[derive(Debug, Clone)]
 pub struct CompiledValue {
-    calc: calc::Calc,
+    calc: eval::Calc,
 }
 
 impl CompiledValue {

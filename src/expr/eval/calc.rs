@@ -8,14 +8,14 @@
 
 use regex::Regex;
 
-use super::ast::{ArithOp, CmpOp, Node, NodeKind};
-use super::eval::{compile_cond, compile_operand, Cond};
-use super::functions::{self as f, Func};
+use super::{compile_cond, compile_operand, Cond};
+use crate::expr::ast::{ArithOp, CmpOp, Node, NodeKind};
+use crate::expr::functions::{self as f, Func};
 use crate::tuple::Value;
 
 /// A value expression bound to field positions.
 #[derive(Debug, Clone)]
-pub(super) enum Calc {
+pub(in crate::expr) enum Calc {
     Field(usize),
     Literal(Value),
     /// A condition used as a value: a boolean.
@@ -34,7 +34,7 @@ type Position<'p> = &'p dyn Fn(&str) -> Option<usize>;
 
 /// Bind a checked tree to field positions. `None` if it is not well formed (the checker
 /// reports why).
-pub(super) fn compile_calc(node: &Node, position: Position) -> Option<Calc> {
+pub(in crate::expr) fn compile_calc(node: &Node, position: Position) -> Option<Calc> {
     let sub = |n: &Node| compile_calc(n, position).map(Box::new);
     Some(match &node.kind {
         NodeKind::Field(name) => Calc::Field(position(name)?),
@@ -101,7 +101,7 @@ fn compile_call(func: Func, args: &[Node], position: Position) -> Option<Calc> {
 }
 
 /// The comparison operator a string function is the function form of.
-pub(super) fn string_op(func: Func) -> CmpOp {
+pub(in crate::expr) fn string_op(func: Func) -> CmpOp {
     match func {
         Func::StartsWith => CmpOp::StartsWith,
         Func::EndsWith => CmpOp::EndsWith,
@@ -110,7 +110,7 @@ pub(super) fn string_op(func: Func) -> CmpOp {
 }
 
 impl Calc {
-    pub(super) fn eval(&self, values: &[Value]) -> Value {
+    pub(in crate::expr) fn eval(&self, values: &[Value]) -> Value {
         match self {
             Calc::Field(k) => values.get(*k).cloned().unwrap_or(Value::Null),
             Calc::Literal(v) => v.clone(),
@@ -146,7 +146,7 @@ fn negate(v: &Value) -> Value {
 }
 
 /// `l OP r`, as the module comment says.
-pub(super) fn arith(op: ArithOp, l: &Value, r: &Value) -> Value {
+pub(in crate::expr) fn arith(op: ArithOp, l: &Value, r: &Value) -> Value {
     match (l, r) {
         (Value::Int(a), Value::Int(b)) => {
             let result = match op {

@@ -1,16 +1,20 @@
 //! Evaluation of conditions: an expression bound to field positions, evaluated per tuple
-//! without allocating as long as its operands are fields, literals and `len` (computed
-//! operands, e.g. `lower(word)`, are evaluated by `calc`). Values of different kinds never
-//! match (a string is not less than a number); integers and floats compare by value.
+//! without allocating as long as its operands are fields, literals and `len`. Computed
+//! operands (e.g. `lower(word)`) are evaluated by the submodule `calc`, whose values may in
+//! turn hold conditions. Values of different kinds never match (a string is not less than a
+//! number); integers and floats compare by value.
 
 use std::cmp::Ordering;
 
 use regex::Regex;
 
 use super::ast::{CmpOp, Node, NodeKind};
-use super::calc::{compile_calc, string_op, Calc};
 use super::functions::Func;
 use crate::tuple::Value;
+use calc::string_op;
+pub(super) use calc::{compile_calc, Calc};
+
+mod calc;
 
 /// A condition, ready to evaluate.
 #[derive(Debug, Clone)]
