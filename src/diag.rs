@@ -1,7 +1,26 @@
 //! Located diagnostics: errors and warnings with a span in a named source, rendered like a
 //! compiler's (`FILE:LINE:COL: error: MESSAGE`, the line, a caret, `help:`), or as JSON.
 
-use crate::topology::raw::Span;
+/// A byte range in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub(crate) fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    /// The smallest span covering both.
+    pub(crate) fn join(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -22,7 +41,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn error(message: impl Into<String>, span: Span) -> Diagnostic {
+    pub(crate) fn error(message: impl Into<String>, span: Span) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             message: message.into(),
@@ -31,7 +50,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn warning(message: impl Into<String>, span: Span) -> Diagnostic {
+    pub(crate) fn warning(message: impl Into<String>, span: Span) -> Diagnostic {
         Diagnostic {
             severity: Severity::Warning,
             message: message.into(),
@@ -40,7 +59,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
     }
@@ -60,25 +79,25 @@ pub struct Source {
 
 /// 1-based line and column (in characters) of a byte offset; offsets past the end or inside a
 /// character are clamped. For many lookups in one text, use a `LineIndex`.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     LineIndex::new(text).line_col(text, offset)
 }
 
 /// Where each line of a text starts, for fast offset → line/column lookups.
 #[derive(Debug, Clone)]
-pub struct LineIndex {
+pub(crate) struct LineIndex {
     starts: Vec<usize>,
 }
 
 impl LineIndex {
-    pub fn new(text: &str) -> LineIndex {
+    pub(crate) fn new(text: &str) -> LineIndex {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         LineIndex { starts }
     }
 
     /// 1-based line and column (in characters) of a byte offset in `text` (the indexed text).
-    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+    pub(crate) fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
         let mut offset = offset.min(text.len());
         while !text.is_char_boundary(offset) {
             offset -= 1;
@@ -89,7 +108,7 @@ impl LineIndex {
     }
 
     /// The text of a 1-based line, without its line break.
-    pub fn line<'t>(&self, text: &'t str, line: usize) -> &'t str {
+    pub(crate) fn line<'t>(&self, text: &'t str, line: usize) -> &'t str {
         let start = self
             .starts
             .get(line.wrapping_sub(1))
@@ -108,7 +127,7 @@ impl LineIndex {
 
 impl Diagnostic {
     /// A problem about the file as a whole (no place in it).
-    pub fn unlocated(severity: Severity, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn unlocated(severity: Severity, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity,
             message: message.into(),
@@ -183,11 +202,7 @@ impl Diagnostic {
         out
     }
 
-    /// The JSON form: `{file, line, column, severity, message, help}`.
-    pub fn to_json(&self, source: &Source) -> serde_json::Value {
-        self.to_json_with(source, &LineIndex::new(&source.text))
-    }
-
+    /// The JSON form: `{file, line, column, severity, message, help}`, lines found with `index`.
     fn to_json_with(&self, source: &Source, index: &LineIndex) -> serde_json::Value {
         let (line, column) = match self.span {
             Some(s) => {
@@ -209,11 +224,11 @@ impl Diagnostic {
 
 /// The most characters of a source line shown under a diagnostic: a longer line is cut to a
 /// window around the column (a minified file must not repeat its whole text per error).
-pub const MAX_EXCERPT_CHARS: usize = 120;
+pub(crate) const MAX_EXCERPT_CHARS: usize = 120;
 /// How far before the column the window of a long line starts.
 const EXCERPT_LEAD: usize = 40;
 /// The most diagnostics rendered for one source; the rest are counted in one last line.
-pub const MAX_REPORTED: usize = 100;
+pub(crate) const MAX_REPORTED: usize = 100;
 
 /// The part of a source line shown under a diagnostic.
 struct Excerpt {
@@ -288,7 +303,8 @@ pub fn render_all(diagnostics: &[Diagnostic], source: &Source) -> String {
     out
 }
 
-/// The JSON form of diagnostics of one source (see `Diagnostic::to_json`).
+/// The JSON form of diagnostics of one source: `{file, line, column, severity, message, help}`
+/// each.
 pub fn json_all(diagnostics: &[Diagnostic], source: &Source) -> Vec<serde_json::Value> {
     let index = LineIndex::new(&source.text);
     let shown = diagnostics.len().min(MAX_REPORTED);

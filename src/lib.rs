@@ -35,6 +35,7 @@ pub mod java_random;
 pub mod logging;
 pub mod nesting;
 pub mod net;
+pub mod placement;
 pub mod runtime;
 pub mod short_str;
 pub mod slots;

@@ -1,6 +1,7 @@
 //! Storm's ZooKeeper layout (`cluster.clj`): where each piece of cluster state lives
 //! under `storm.zookeeper.root`, and the JSON each node holds. See docs/coordination.md.
 
+pub use crate::placement::NodePort;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -104,53 +105,6 @@ impl Layout {
     /// [`TaskError`].
     pub fn task_errors(&self, id: &str, task: u32) -> String {
         format!("{}/{id}/{task}", self.taskerrors())
-    }
-}
-
-/// A worker slot: a supervisor (by id) and one of its ports (Storm's `node+port`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodePort {
-    pub node: String,
-    pub port: u16,
-}
-
-impl std::fmt::Display for NodePort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.node, self.port)
-    }
-}
-
-impl std::str::FromStr for NodePort {
-    type Err = String;
-    fn from_str(s: &str) -> Result<NodePort, String> {
-        let (node, port) = s
-            .rsplit_once(':')
-            .ok_or_else(|| format!("`{s}` is not NODE:PORT"))?;
-        let port = port
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("`{s}`: `{port}` is not a port (1-65535)"))?;
-        if node.is_empty() {
-            return Err(format!("`{s}`: the node is empty"));
-        }
-        Ok(NodePort {
-            node: node.to_string(),
-            port,
-        })
-    }
-}
-
-impl Serialize for NodePort {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for NodePort {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NodePort, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The cluster's coordination state: a ZooKeeper-shaped tree (`store`, `tree`, `snapshot`,
-//! `dump`), Storm's layout of it (`layout`), Nimbus's scheduler (`scheduler`) and its
-//! reading and writing of the state (`nimbus_state`), and the simulated cluster behind
+//! `dump`), Storm's layout of it (`layout`), Nimbus's reading and
+//! writing of the state (`nimbus_state`, which places executors with `crate::placement`), the simulated cluster behind
 //! `storm zk dump` (`simulation`). The daemons: `nimbus` (serving `rpc`), `supervisor`, and
 //! `worker` processes (tuples between workers over `runtime::tcp`).
 
@@ -9,7 +9,6 @@ pub mod layout;
 pub mod nimbus;
 pub mod nimbus_state;
 pub mod rpc;
-pub mod scheduler;
 pub mod simulation;
 pub mod snapshot;
 pub mod store;

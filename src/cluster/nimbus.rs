@@ -14,7 +14,6 @@
 use super::layout::{NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus};
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
-use super::scheduler::{Dead, ScheduleError};
 use super::store::{CoordinationStore, SessionId};
 use super::submission::home_assign;
 pub use super::submission::load_submission;
@@ -22,6 +21,7 @@ use super::tree::{SharedTree, Tree};
 use crate::config::Config;
 use crate::logging::{held_back, Throttle};
 use crate::net::auth::Secret;
+use crate::placement::{Dead, ScheduleError};
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use serde_json::{json, Value};

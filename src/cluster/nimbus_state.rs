@@ -7,8 +7,8 @@ use super::layout::{
     AssignmentInfo, Layout, NodePort, StormBase, SupervisorInfo, TaskError, TaskHeartbeat,
     TaskInfo, TopologyStatus, KEPT_ERRORS, SUBTREES,
 };
-use super::scheduler::{self, executors_of, Dead, Schedule, ScheduleError, Slot};
 use super::store::{child_path, CoordinationStore, CreateMode, SessionId, StoreError};
+use crate::placement::{self, executors_of, Dead, Schedule, ScheduleError, Slot};
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use serde::de::DeserializeOwned;
@@ -236,7 +236,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         let existing = self.assignment(id)?.unwrap_or_default();
         let current = Schedule::from_tasks(&executors_of(plan), &existing.task_to_node_port);
         let slots = self.available_slots(id)?;
-        let placed = scheduler::reassign(plan, &slots, workers, &current, dead)?;
+        let placed = placement::reassign(plan, &slots, workers, &current, dead)?;
         let task_to_node_port = placed.task_to_node_port();
         let task_to_start_time = task_to_node_port
             .iter()

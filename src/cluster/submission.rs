@@ -5,9 +5,9 @@
 use super::layout::AssignmentInfo;
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::Submission;
-use super::scheduler::executors_of;
 use super::store::{CoordinationStore, StoreError};
 use super::tree::SharedTree;
+use crate::placement::{executors_of, place_with_home, Executor};
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
@@ -66,9 +66,9 @@ pub fn within_cluster_bounds(topology: &Topology) -> Result<(), String> {
 }
 
 /// `storm run --processes`: the executors of `stdin` spouts and `stdout` sinks go to
-/// the home supervisor's slot, the others round-robin (the scheduler's slot order) over the first
-/// `topology.workers` slots of the other supervisors.
-pub fn home_assign(
+/// the home supervisor's slot, the others round-robin over the first `topology.workers` slots
+/// of the other supervisors (`placement::place_with_home`).
+pub(crate) fn home_assign(
     state: &ClusterState<SharedTree>,
     id: &str,
     topology: &Topology,
@@ -79,34 +79,25 @@ pub fn home_assign(
     if state.assignment(id)?.is_some() {
         return Ok(false);
     }
-    let slots = super::scheduler::sort_slots(&state.available_slots(id)?);
-    let home_slot = slots.iter().find(|s| s.node == home).cloned();
-    let others: Vec<_> = slots
-        .iter()
-        .filter(|s| s.node != home)
-        .take(topology.config.workers().max(1) as usize)
-        .cloned()
-        .collect();
+    let pinned = |e: &Executor| {
+        topology
+            .component(plan.component_of_task(e.first))
+            .is_some_and(|c| c.ctype.is_console())
+    };
+    let workers = topology.config.workers().max(1) as usize;
+    let placed = place_with_home(
+        &executors_of(plan),
+        pinned,
+        &state.available_slots(id)?,
+        home,
+        workers,
+    )
+    .ok_or_else(|| StoreError::BadArguments("no worker slots for the run".into()))?;
     let mut info = AssignmentInfo {
         master_code_dir: format!("{}/nimbus/stormdist/{id}", state.local_dir),
         ..Default::default()
     };
-    let mut next = 0usize;
-    for exec in executors_of(plan) {
-        let component = plan.component_of_task(exec.first);
-        let pinned = topology
-            .component(component)
-            .is_some_and(|c| c.ctype.is_console());
-        let slot = match (&home_slot, pinned, others.is_empty()) {
-            (Some(h), true, _) | (Some(h), false, true) => h.clone(),
-            (_, _, false) => {
-                next += 1;
-                others[(next - 1) % others.len()].clone()
-            }
-            (None, _, true) => {
-                return Err(StoreError::BadArguments("no worker slots for the run".into()).into())
-            }
-        };
+    for (exec, slot) in placed {
         info.node_host.insert(slot.node.clone(), slot.host.clone());
         for task in exec.tasks() {
             info.task_to_node_port.insert(task, slot.node_port());

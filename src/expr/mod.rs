@@ -25,7 +25,11 @@ pub use location::{diagnostics, source_span};
 pub use types::Type;
 
 use crate::tuple::Value;
+use nom_locate::LocatedSpan;
 use std::ops::Range;
+
+/// Parser input: the text with its byte offset (shared by the parser and its syntax errors).
+type In<'a> = LocatedSpan<&'a str>;
 
 /// A problem inside an expression, located by byte range within the expression text.
 #[derive(Debug, Clone, PartialEq)]

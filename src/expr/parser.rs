@@ -8,14 +8,13 @@ use nom::bytes::complete::{tag, take_while, take_while1};
 use nom::character::complete::{char, satisfy};
 use nom::combinator::{not, recognize};
 use nom::{IResult, Input, Parser};
-use nom_locate::LocatedSpan;
 use std::ops::Range;
 
 use super::ast::{ArithOp, CmpOp, Node, NodeKind, KEYWORDS};
 use super::syntax_error::PErr;
 use super::ExprError;
+use super::In;
 
-pub(super) type In<'a> = LocatedSpan<&'a str>;
 type PResult<'a, T> = IResult<In<'a>, T, PErr>;
 
 fn offset(i: &In) -> usize {

@@ -5,8 +5,8 @@ use nom::error::{ErrorKind, ParseError};
 use std::ops::Range;
 
 use super::ast::KEYWORDS;
-use super::parser::In;
 use super::ExprError;
+use super::In;
 
 /// The furthest failure, with what would have been accepted there.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,5 @@
-//! The static types of the expression language: what a field or an expression is known to be
-//! before any tuple arrives.
+//! The static types of the expression language: what a value is known to be before any tuple
+//! arrives, shared by the checker and the function table.
 
 /// What a value is known to be before any tuple arrives: a field's declared type, or what an
 /// expression yields. Any value may also be null at run time.

@@ -11,10 +11,11 @@ use super::executor::{
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
 use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
-use super::{task_seed, worker, Placement, Role, Running, DEFAULT_MAX_PENDING};
+use super::{task_seed, worker, Role, Running, DEFAULT_MAX_PENDING};
 use crate::components::{catalog, Bolt, TaskContext, Waker};
 use crate::config::{Config, Origin};
 use crate::net::link::{Link, MemoryLink, Network};
+use crate::placement::Placement;
 use crate::topology::model::{Component, Topology};
 use crate::topology::plan::Plan;
 use crossbeam_channel::{Receiver, Sender};

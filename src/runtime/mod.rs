@@ -17,6 +17,7 @@ pub(crate) mod worker;
 pub use tcp::TcpNetwork;
 
 use crate::net::link::{Link, Network};
+use crate::placement::Placement;
 use crate::topology::model::{Component, Topology};
 use crate::topology::plan::{Plan, ACKER_ID};
 use builder::{ExecutorHandle, Wiring};
@@ -54,24 +55,6 @@ pub struct Running {
     topology: Arc<Topology>,
     started: Instant,
     done: crossbeam_channel::Receiver<()>,
-}
-
-/// Which worker runs each executor (indexed like `Plan::executors()`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
-    pub worker_of_exec: Vec<usize>,
-    pub workers: usize,
-}
-
-impl Placement {
-    /// Round-robin: executors in task order over the workers.
-    pub fn round_robin(plan: &Plan, workers: usize) -> Placement {
-        let workers = workers.max(1);
-        Placement {
-            worker_of_exec: (0..plan.executors().len()).map(|i| i % workers).collect(),
-            workers,
-        }
-    }
 }
 
 /// What a component of the plan is to the runtime.

@@ -1,4 +1,4 @@
-//! Apache Storm Flux files (shared/spec/flux.md): Flux's shell wrappers, LogInfoBolt and the
+//! Apache Storm Flux files (`docs/flux.md`): Flux's shell wrappers, LogInfoBolt and the
 //! testing spout/counter map onto built-ins; `${ENV-NAME}` and `--filter` `${key}` substitution;
 //! `includes` one level deep; anything that needs a JVM class is rejected where it is written.
 

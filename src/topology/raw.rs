@@ -2,26 +2,7 @@
 //! front-ends all produce a `RawTopology`; `validate` turns it into the model and reports
 //! every mistake at its place. Nothing beyond validation sees these types.
 
-/// A byte range in the source text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
-}
-
-impl Span {
-    pub fn new(start: usize, end: usize) -> Span {
-        Span { start, end }
-    }
-
-    /// The smallest span covering both.
-    pub fn join(self, other: Span) -> Span {
-        Span {
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
-    }
-}
+pub use crate::diag::Span;
 
 /// A value with the place it was written.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +12,7 @@ pub struct Spanned<T> {
 }
 
 impl<T> Spanned<T> {
-    pub fn new(value: T, span: Span) -> Spanned<T> {
+    pub(crate) fn new(value: T, span: Span) -> Spanned<T> {
         Spanned { value, span }
     }
 }
@@ -54,7 +35,7 @@ pub enum RawValue {
 
 impl RawValue {
     /// Plain JSON, spans dropped.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         match self {
             RawValue::Null => serde_json::Value::Null,
             RawValue::Bool(b) => serde_json::Value::Bool(*b),
@@ -74,7 +55,7 @@ impl RawValue {
         }
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             RawValue::Str { text, .. } => Some(text),
             _ => None,
@@ -82,7 +63,7 @@ impl RawValue {
     }
 
     /// Look a key up in a map value.
-    pub fn get(&self, key: &str) -> Option<&Spanned<RawValue>> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Spanned<RawValue>> {
         match self {
             RawValue::Map(m) => m.iter().find(|(k, _)| k.value == key).map(|(_, v)| v),
             _ => None,

@@ -156,7 +156,8 @@ impl Validator<'_> {
         Some(name.value.clone())
     }
 
-    /// Layer the configuration and check every §2 rule, locating what the file wrote.
+    /// Layer the configuration (defaults, `storm.yaml`, the topology's `config:`, `-c`) and check
+    /// every configuration key and value, locating what the file wrote.
     fn config(&mut self, raw: &RawTopology) -> Config {
         let mut config = layers::defaults();
         if let Err(e) = layers::apply_user_file(&mut config) {

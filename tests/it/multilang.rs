@@ -1223,7 +1223,7 @@ streams:
 }
 
 /// Ctrl-C at a terminal signals the whole foreground process group. Storm drains on it
-/// (SPEC §5), so its children must not get the signal too: they finish the tuples in flight
+/// (`docs/reliability.md`), so its children must not get the signal too: they finish the tuples in flight
 /// instead of dying with a KeyboardInterrupt and being restarted mid-drain.
 #[test]
 fn ctrl_c_to_the_process_group_drains_python_bolts_instead_of_killing_them() {

@@ -11,8 +11,9 @@ use std::time::Duration;
 use storm::net::auth::Secret;
 use storm::net::outbound::LinkOptions;
 use storm::net::Network;
+use storm::placement::Placement;
 use storm::runtime::wire::{self as frame, Frame};
-use storm::runtime::{self, Placement, TcpNetwork};
+use storm::runtime::{self, TcpNetwork};
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -1,4 +1,4 @@
-//! `storm validate`: every SPEC §3 check has a fixture under `tests/fixtures/invalid/` whose
+//! `storm validate`: every validation check has a fixture under `tests/fixtures/invalid/` whose
 //! rendered diagnostics are snapshotted; bad inputs give one line; the loader never panics.
 
 use assert_cmd::Command;

@@ -1,4 +1,4 @@
-//! `storm zk dump`: the coordination tree of a simulated cluster (SPEC §6).
+//! `storm zk dump`: the coordination tree of a simulated cluster (`docs/coordination.md`).
 
 use assert_cmd::Command;
 

@@ -5,9 +5,9 @@
 //! `finish`, and for at most 1 ms at a time while answering a child that asks for task ids
 //! (`converse`).
 
+use super::lifecycle::{self, RestartPolicy, Settings};
 use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit};
-use super::supervisor::{self, RestartPolicy, Settings};
 use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::slots::Slots;
@@ -51,8 +51,8 @@ pub struct ShellBolt {
 
 /// The end-of-input extension: after its last input a shell bolt with `finish: true` gets one
 /// tuple on this stream from this component, and the end of the run waits for its answer.
-pub const FINISH_STREAM: &str = "__finish";
-pub const FINISH_COMPONENT: &str = "__system";
+pub(crate) const FINISH_STREAM: &str = "__finish";
+pub(crate) const FINISH_COMPONENT: &str = "__system";
 
 /// The longest [`ShellBolt::poll`] stays answering a child that asks for task ids.
 const CONVERSE_FOR: Duration = Duration::from_millis(1);
@@ -192,13 +192,13 @@ impl ShellBolt {
         let Some(p) = &self.task else {
             return Err("shell bolt used before prepare".into());
         };
-        let child = supervisor::start(
+        let child = lifecycle::start(
             &self.command,
             &self.cwd,
             &p.ctx,
             &p.label,
             &p.settings,
-            supervisor::Kind::Bolt,
+            lifecycle::Kind::Bolt,
         )?;
         let now = Instant::now();
         self.child = Some(child);
@@ -277,7 +277,7 @@ impl ShellBolt {
             }
             ChildEvent::Message(Err(e)) => format!("protocol error: {e}"),
             ChildEvent::Eof => match self.child.as_mut() {
-                Some(child) => supervisor::death_reason(child, "unexpectedly"),
+                Some(child) => lifecycle::death_reason(child, "unexpectedly"),
                 None => return Ok(()),
             },
         };
@@ -518,7 +518,7 @@ fn tick_values(ctx: &TaskContext) -> Vec<crate::tuple::Value> {
 impl Bolt for ShellBolt {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         let settings = Settings::from_config(&ctx.config);
-        let label = supervisor::label("bolt", ctx);
+        let label = lifecycle::label("bolt", ctx);
         if self.command.is_empty() {
             return Err(FatalError(format!("{label}: no `command` to run")).into());
         }

@@ -13,17 +13,17 @@ use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 
 /// The environment variable that may carry the cluster secret: never passed on to a child.
-pub const SECRET_ENV: &str = "STORM_CLUSTER_SECRET";
+pub(crate) const SECRET_ENV: &str = "STORM_CLUSTER_SECRET";
 
 /// Configuration keys that hold secrets (`storm.cluster.secret`, any `*.password`): they are
 /// never given to user code, as `storm config` never prints them.
-pub fn is_secret_key(key: &str) -> bool {
+pub(crate) fn is_secret_key(key: &str) -> bool {
     key.ends_with(".secret") || key.ends_with(".password")
 }
 
 /// The handshake's `conf`: every configuration key but the secrets, plus what Storm's worker
 /// adds to the topology configuration: `topology.name` and `storm.id`.
-pub fn handshake_conf(ctx: &TaskContext) -> Value {
+pub(crate) fn handshake_conf(ctx: &TaskContext) -> Value {
     let mut conf: Map<String, Value> = ctx
         .config
         .entries
@@ -59,7 +59,7 @@ fn storm_id(ctx: &TaskContext) -> String {
 /// The variables `topology.environment` (Storm's key: a map of name to value) sets in every
 /// child's environment, as Storm's `ShellProcess` does. Values that are not strings are
 /// written as JSON (`8`, `true`); the cluster secret's variable is never set this way.
-pub fn child_environment(config: &Config) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn child_environment(config: &Config) -> Result<Vec<(String, String)>, String> {
     const KEY: &str = "topology.environment";
     let Some(value) = config.get(KEY) else {
         return Ok(Vec::new());
@@ -113,7 +113,7 @@ fn system_streams(is_spout: bool, config: &Config) -> Vec<(&'static str, &'stati
 /// Storm's `groupingToJSONableMap`: the Thrift union's field name upper-cased as `type`, plus
 /// `fields` for fields groupings. Storm models a global grouping as a fields grouping on no
 /// fields, and a partial-key grouping as a custom serialized one.
-pub fn grouping_json(g: &Grouping) -> Value {
+pub(crate) fn grouping_json(g: &Grouping) -> Value {
     match g {
         Grouping::Shuffle => json!({ "type": "SHUFFLE" }),
         Grouping::Fields(f) => json!({ "type": "FIELDS", "fields": f }),

@@ -3,17 +3,17 @@
 //! Apache Storm in Python, Ruby, Node.js … run unmodified. See `docs/multilang.md`.
 //!
 //! `protocol` is the pure wire format, `process` one child and its threads, `context` the
-//! handshake's topology context, `supervisor` settings, start-up and restarts, and `bolt` /
+//! handshake's topology context, `lifecycle` a child's settings, start-up and restart policy, and `bolt` /
 //! `spout` Storm's `ShellBolt` / `ShellSpout`, `python_compat` the shim that lets Apache Storm's
 //! Python 2-era `storm.py` emit under Python 3.
 
 mod bolt;
 pub mod context;
-pub mod process;
+mod lifecycle;
+mod process;
 pub mod protocol;
 mod python_compat;
 mod spout;
-pub mod supervisor;
 
 pub use bolt::ShellBolt;
 pub use spout::ShellSpout;
@@ -95,13 +95,13 @@ const UNKNOWN_NAMES: usize = 32;
 /// (a newer adapter may send what this runner does not know): each name is logged the first
 /// time, then at most once per [`UNKNOWN_LOG_EVERY`] with how many came meanwhile.
 #[derive(Debug, Default)]
-pub struct UnknownCommands {
+pub(crate) struct UnknownCommands {
     seen: HashMap<String, crate::logging::Throttle>,
 }
 
 impl UnknownCommands {
     /// The child sent the unknown command `name`.
-    pub fn note(&mut self, label: &str, name: &str) {
+    pub(crate) fn note(&mut self, label: &str, name: &str) {
         let key = if self.seen.contains_key(name) || self.seen.len() < UNKNOWN_NAMES {
             name
         } else {

@@ -33,7 +33,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as Spawn, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, Command as Spawn, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -262,6 +262,21 @@ impl InputState {
 }
 
 impl Input {
+    /// The child's stdin, nothing pending yet.
+    fn new(stdin: pipe::Sender, wake_writer: mio::Waker) -> Input {
+        Input {
+            state: Mutex::new(InputState {
+                pipe: Some(stdin),
+                pending: Vec::new(),
+                start: 0,
+                marks: VecDeque::new(),
+                closed: false,
+            }),
+            unwritten: AtomicUsize::new(0),
+            wake_writer,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, InputState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -306,6 +321,178 @@ fn os_error(what: &str, e: io::Error) -> String {
     format!("cannot {what}: {e}")
 }
 
+/// Undoes a half-done [`ShellProcess::spawn`] when dropped: kills and reaps the child, if one
+/// was started, and removes the pid directory. [`SpawnGuard::defuse`] hands both over once the
+/// process can look after them itself.
+struct SpawnGuard {
+    pid_dir: PathBuf,
+    child: Option<Child>,
+    defused: bool,
+}
+
+impl SpawnGuard {
+    fn new(pid_dir: PathBuf) -> SpawnGuard {
+        SpawnGuard {
+            pid_dir,
+            child: None,
+            defused: false,
+        }
+    }
+
+    /// Take charge of the started child too.
+    fn adopt(&mut self, child: Child) -> &mut Child {
+        self.child.insert(child)
+    }
+
+    /// Hand the child and the pid directory over, leaving nothing to clean up.
+    fn defuse(mut self) -> Result<(Child, PathBuf), String> {
+        let child = self.child.take().ok_or("no child was started")?;
+        self.defused = true;
+        Ok((child, std::mem::take(&mut self.pid_dir)))
+    }
+}
+
+impl Drop for SpawnGuard {
+    fn drop(&mut self) {
+        if self.defused {
+            return;
+        }
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.pid_dir);
+    }
+}
+
+/// A fresh pid directory for one child, in the temporary folder.
+fn create_pid_dir() -> Result<PathBuf, String> {
+    let pid_dir = std::env::temp_dir().join(format!(
+        "storm-shell-{}-{}",
+        std::process::id(),
+        PID_DIRS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&pid_dir)
+        .map_err(|e| format!("cannot create pid dir {}: {e}", pid_dir.display()))?;
+    Ok(pid_dir)
+}
+
+/// The child's PYTHONPATH: the shim's folder (installed into `pid_dir`) before the PYTHONPATH
+/// the child would otherwise have, the one `topology.environment` sets, else ours.
+fn python_path(launch: &Launch<'_>, pid_dir: &Path) -> Result<std::ffi::OsString, String> {
+    let inherited = launch
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PYTHONPATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PYTHONPATH"));
+    super::python_compat::install(pid_dir, inherited)
+        .map_err(|e| format!("cannot prepare pid dir {}: {e}", pid_dir.display()))
+}
+
+/// Start the child program with piped stdio.
+fn start_child(
+    program: &str,
+    args: &[String],
+    launch: &Launch<'_>,
+    python_path: std::ffi::OsString,
+) -> Result<Child, String> {
+    // The child gets a process group of its own, so Ctrl-C at a terminal (or any signal to
+    // storm's group) reaches storm alone: storm drains, and its children finish the tuples
+    // in flight instead of dying with it and being restarted mid-drain. A child still ends
+    // with storm: storm stops it at the end, and its stdin closes if storm dies.
+    Spawn::new(program)
+        .args(args)
+        // Our environment, but never the cluster secret: user code has no business with it.
+        .env_remove(super::context::SECRET_ENV)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .env("PYTHONPATH", python_path)
+        .current_dir(launch.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot start `{}` in {}: {e}",
+                launch.command.join(" "),
+                launch.cwd.display()
+            )
+        })
+}
+
+/// A started child's pipes, non-blocking and watched, with the wakers of their threads.
+struct Pipes {
+    stdin: pipe::Sender,
+    stdout: pipe::Receiver,
+    stderr: ChildStderr,
+    write_poll: Poll,
+    read_poll: Poll,
+    wake_writer: mio::Waker,
+    wake_reader: mio::Waker,
+}
+
+impl Pipes {
+    /// Take the child's pipes and set them up for the writer and reader threads.
+    fn open(child: &mut Child) -> Result<Pipes, String> {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("the child's pipes could not be opened".to_string());
+        };
+        let mut stdin = pipe::Sender::from(stdin);
+        let mut stdout = pipe::Receiver::from(stdout);
+        stdin
+            .set_nonblocking(true)
+            .and_then(|()| stdout.set_nonblocking(true))
+            .map_err(|e| os_error("make the child's pipes non-blocking", e))?;
+        let write_poll = Poll::new().map_err(|e| os_error("create a poller", e))?;
+        let read_poll = Poll::new().map_err(|e| os_error("create a poller", e))?;
+        write_poll
+            .registry()
+            .register(&mut stdin, WRITE, Interest::WRITABLE)
+            .and_then(|()| {
+                read_poll
+                    .registry()
+                    .register(&mut stdout, READ, Interest::READABLE)
+            })
+            .map_err(|e| os_error("watch the child's pipes", e))?;
+        let (wake_writer, wake_reader) = mio::Waker::new(write_poll.registry(), WAKE)
+            .and_then(|w| Ok((w, mio::Waker::new(read_poll.registry(), WAKE)?)))
+            .map_err(|e| os_error("create a waker", e))?;
+        Ok(Pipes {
+            stdin,
+            stdout,
+            stderr,
+            write_poll,
+            read_poll,
+            wake_writer,
+            wake_reader,
+        })
+    }
+}
+
+/// A poller on the child's output for the executor, while it reads the output itself.
+fn watch_output(stdout: &pipe::Receiver) -> Result<Poll, String> {
+    Poll::new()
+        .and_then(|p| {
+            p.registry()
+                .register(&mut SourceFd(&stdout.as_raw_fd()), READ, Interest::READABLE)
+                .map(|()| p)
+        })
+        .map_err(|e| os_error("watch the child's output", e))
+}
+
+/// Start a named thread.
+fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .map_err(|e| format!("cannot start a thread: {e}"))
+}
+
 impl ShellProcess {
     /// Spawn the child and its three threads (no handshake yet).
     pub fn spawn(launch: &Launch<'_>) -> Result<ShellProcess, String> {
@@ -313,148 +500,78 @@ impl ShellProcess {
             .command
             .split_first()
             .ok_or_else(|| "the shell command is empty".to_string())?;
-        let pid_dir = std::env::temp_dir().join(format!(
-            "storm-shell-{}-{}",
-            std::process::id(),
-            PID_DIRS.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&pid_dir)
-            .map_err(|e| format!("cannot create pid dir {}: {e}", pid_dir.display()))?;
-        // The shim's folder goes before the PYTHONPATH the child would otherwise have: the
-        // one `topology.environment` sets, else ours.
-        let inherited = launch
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PYTHONPATH")
-            .map(|(_, v)| std::ffi::OsString::from(v))
-            .or_else(|| std::env::var_os("PYTHONPATH"));
-        let python_path = super::python_compat::install(&pid_dir, inherited)
-            .map_err(|e| format!("cannot prepare pid dir {}: {e}", pid_dir.display()))?;
-        // The child gets a process group of its own, so Ctrl-C at a terminal (or any signal to
-        // storm's group) reaches storm alone: storm drains, and its children finish the tuples
-        // in flight instead of dying with it and being restarted mid-drain. A child still ends
-        // with storm: storm stops it at the end, and its stdin closes if storm dies.
-        let spawned = Spawn::new(program)
-            .args(args)
-            // Our environment, but never the cluster secret: user code has no business with it.
-            .env_remove(super::context::SECRET_ENV)
-            .envs(launch.env.iter().map(|(k, v)| (k, v)))
-            .env("PYTHONPATH", python_path)
-            .current_dir(launch.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn();
-        let mut child = match spawned {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&pid_dir);
-                return Err(format!(
-                    "cannot start `{}` in {}: {e}",
-                    launch.command.join(" "),
-                    launch.cwd.display()
-                ));
-            }
-        };
-        let pid = child.id();
-        let io = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-            (Some(i), Some(o), Some(e)) => Ok((i, o, e)),
-            _ => Err("the child's pipes could not be opened".to_string()),
-        }
-        .and_then(|(stdin, stdout, stderr)| {
-            let mut stdin = pipe::Sender::from(stdin);
-            let mut stdout = pipe::Receiver::from(stdout);
-            stdin
-                .set_nonblocking(true)
-                .and_then(|()| stdout.set_nonblocking(true))
-                .map_err(|e| os_error("make the child's pipes non-blocking", e))?;
-            let write_poll = Poll::new().map_err(|e| os_error("create a poller", e))?;
-            let read_poll = Poll::new().map_err(|e| os_error("create a poller", e))?;
-            write_poll
-                .registry()
-                .register(&mut stdin, WRITE, Interest::WRITABLE)
-                .and_then(|()| {
-                    read_poll
-                        .registry()
-                        .register(&mut stdout, READ, Interest::READABLE)
-                })
-                .map_err(|e| os_error("watch the child's pipes", e))?;
-            let wake_writer = mio::Waker::new(write_poll.registry(), WAKE)
-                .and_then(|w| Ok((w, mio::Waker::new(read_poll.registry(), WAKE)?)))
-                .map_err(|e| os_error("create a waker", e))?;
-            Ok((stdin, stdout, stderr, write_poll, read_poll, wake_writer))
-        });
-        let (stdin, stdout, stderr, write_poll, read_poll, (wake_writer, wake_reader)) = match io {
-            Ok(io) => io,
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = std::fs::remove_dir_all(&pid_dir);
-                return Err(e);
-            }
-        };
-        let input = Arc::new(Input {
-            state: Mutex::new(InputState {
-                pipe: Some(stdin),
-                pending: Vec::new(),
-                start: 0,
-                marks: VecDeque::new(),
-                closed: false,
-            }),
-            unwritten: AtomicUsize::new(0),
+        let mut guard = SpawnGuard::new(create_pid_dir()?);
+        let python_path = python_path(launch, &guard.pid_dir)?;
+        let child = guard.adopt(start_child(program, args, launch, python_path)?);
+        let pipes = Pipes::open(child)?;
+        let direct_poll = watch_output(&pipes.stdout)?;
+        let (child, pid_dir) = guard.defuse()?;
+        ShellProcess::assemble(launch, child, pid_dir, pipes, direct_poll)
+    }
+
+    /// The process around a started child and its pipes, with its three threads running.
+    /// Dropped on an error, it shuts the child down.
+    fn assemble(
+        launch: &Launch<'_>,
+        child: Child,
+        pid_dir: PathBuf,
+        pipes: Pipes,
+        direct_poll: Poll,
+    ) -> Result<ShellProcess, String> {
+        let Pipes {
+            stdin,
+            stdout,
+            stderr,
+            write_poll,
+            read_poll,
             wake_writer,
-        });
-        let notify = Arc::new(Notify {
-            waker: launch.waker.clone(),
-            pending: AtomicBool::new(false),
-        });
-        let direct_poll = match Poll::new().and_then(|p| {
-            p.registry()
-                .register(&mut SourceFd(&stdout.as_raw_fd()), READ, Interest::READABLE)
-                .map(|()| p)
-        }) {
-            Ok(p) => p,
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = std::fs::remove_dir_all(&pid_dir);
-                return Err(os_error("watch the child's output", e));
-            }
-        };
-        let stdout = Arc::new(Stdout {
-            state: Mutex::new(StdoutState {
-                pipe: stdout,
-                framer: Framer::default(),
-                batch: Vec::new(),
-                hold_until: None,
-                last_urgent: None,
-                gather: GATHER_MIN,
-                gathering: false,
-                executor_reads: false,
-                stop: false,
-                eof: false,
-                hung_up: false,
+            wake_reader,
+        } = pipes;
+        let mut process = ShellProcess {
+            pid: child.id(),
+            child,
+            events: Arc::new(Received::default()),
+            received: VecDeque::new(),
+            notify: Arc::new(Notify {
+                waker: launch.waker.clone(),
+                pending: AtomicBool::new(false),
             }),
-            released: Condvar::new(),
-        });
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let stderr_done = Arc::new(AtomicBool::new(false));
-        let events = Arc::new(Received::default());
-        let spawn_thread = |name: String, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name)
-                .spawn(f)
-                .map_err(|e| format!("cannot start a thread: {e}"))
+            output: Output::default(),
+            write_batch: launch.write_batch.max(1),
+            input: Arc::new(Input::new(stdin, wake_writer)),
+            stdout: Arc::new(Stdout::new(stdout)),
+            wake_reader,
+            direct_poll,
+            direct_ready: Events::with_capacity(4),
+            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            stderr_done: Arc::new(AtomicBool::new(false)),
+            pid_dir,
+            threads: Vec::new(),
+            exit: None,
         };
+        process.start_threads(launch, read_poll, write_poll, stderr)?;
+        Ok(process)
+    }
+
+    /// Start the reader, writer and stderr threads.
+    fn start_threads(
+        &mut self,
+        launch: &Launch<'_>,
+        read_poll: Poll,
+        write_poll: Poll,
+        stderr: ChildStderr,
+    ) -> Result<(), String> {
         let reader = Reader {
-            stdout: stdout.clone(),
+            stdout: self.stdout.clone(),
             poll: read_poll,
-            events: events.clone(),
-            notify: notify.clone(),
+            events: self.events.clone(),
+            notify: self.notify.clone(),
             gather: launch.gather,
         };
+        let input = self.input.clone();
+        let tail = self.stderr_tail.clone();
+        let done = self.stderr_done.clone();
+        let label = launch.label.to_string();
         let started = [
             spawn_thread(
                 format!("shell-read {}", launch.label),
@@ -462,53 +579,20 @@ impl ShellProcess {
             ),
             spawn_thread(
                 format!("shell-write {}", launch.label),
-                Box::new({
-                    let input = input.clone();
-                    move || write_loop(write_poll, &input)
-                }),
+                Box::new(move || write_loop(write_poll, &input)),
             ),
             spawn_thread(
                 format!("shell-stderr {}", launch.label),
-                Box::new({
-                    let tail = stderr_tail.clone();
-                    let done = stderr_done.clone();
-                    let label = launch.label.to_string();
-                    move || {
-                        drain_stderr(stderr, tail, label);
-                        done.store(true, Ordering::SeqCst);
-                    }
+                Box::new(move || {
+                    drain_stderr(stderr, tail, label);
+                    done.store(true, Ordering::SeqCst);
                 }),
             ),
         ];
-        let mut process = ShellProcess {
-            child,
-            pid,
-            events,
-            received: VecDeque::new(),
-            notify,
-            output: Output::default(),
-            write_batch: launch.write_batch.max(1),
-            input,
-            stdout,
-            wake_reader,
-            direct_poll,
-            direct_ready: Events::with_capacity(4),
-            stderr_tail,
-            stderr_done,
-            pid_dir,
-            threads: Vec::new(),
-            exit: None,
-        };
         for t in started {
-            match t {
-                Ok(handle) => process.threads.push(handle),
-                Err(e) => {
-                    process.shutdown();
-                    return Err(e);
-                }
-            }
+            self.threads.push(t?);
         }
-        Ok(process)
+        Ok(())
     }
 
     pub fn pid(&self) -> u32 {
@@ -823,6 +907,26 @@ struct StdoutState {
 }
 
 impl Stdout {
+    /// The child's stdout, nothing read yet.
+    fn new(pipe: pipe::Receiver) -> Stdout {
+        Stdout {
+            state: Mutex::new(StdoutState {
+                pipe,
+                framer: Framer::default(),
+                batch: Vec::new(),
+                hold_until: None,
+                last_urgent: None,
+                gather: GATHER_MIN,
+                gathering: false,
+                executor_reads: false,
+                stop: false,
+                eof: false,
+                hung_up: false,
+            }),
+            released: Condvar::new(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, StdoutState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -1025,5 +1129,52 @@ fn drain_stderr(stderr: impl Read, tail: Arc<Mutex<VecDeque<String>>>, label: St
             t.pop_front();
         }
         t.push_back(protocol::excerpt(text));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A started `sleep` under a guard with a fresh pid directory.
+    fn guarded_sleep(dir: &Path) -> (SpawnGuard, u32) {
+        let pid_dir = dir.join("pids");
+        std::fs::create_dir(&pid_dir).expect("pid dir");
+        let mut guard = SpawnGuard::new(pid_dir);
+        let child = Spawn::new("sleep").arg("30").spawn().expect("sleep starts");
+        let pid = guard.adopt(child).id();
+        (guard, pid)
+    }
+
+    #[test]
+    fn a_dropped_spawn_guard_kills_and_reaps_the_child_and_removes_the_pid_dir() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (guard, pid) = guarded_sleep(dir.path());
+        drop(guard);
+        assert!(!dir.path().join("pids").exists());
+        // Reaped: the kernel has forgotten the process.
+        assert!(!Path::new(&format!("/proc/{pid}")).exists());
+    }
+
+    #[test]
+    fn a_defused_spawn_guard_hands_the_child_and_the_pid_dir_over_untouched() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (guard, pid) = guarded_sleep(dir.path());
+        let (mut child, pid_dir) = guard.defuse().expect("a child was adopted");
+        assert_eq!(child.id(), pid);
+        assert_eq!(pid_dir, dir.path().join("pids"));
+        assert!(pid_dir.exists());
+        assert!(matches!(child.try_wait(), Ok(None)), "the child still runs");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    #[test]
+    fn a_guard_without_a_child_cannot_be_defused_and_still_removes_the_pid_dir() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pid_dir = dir.path().join("pids");
+        std::fs::create_dir(&pid_dir).expect("pid dir");
+        assert!(SpawnGuard::new(pid_dir.clone()).defuse().is_err());
+        assert!(!pid_dir.exists());
     }
 }

@@ -3,9 +3,9 @@
 //! metrics, ended by `sync`. A child that exits cleanly has no more input: the spout is
 //! exhausted, so a finite shell spout ends the run.
 
+use super::lifecycle::{self, RestartPolicy, Settings};
 use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit, SpoutCommand};
-use super::supervisor::{self, RestartPolicy, Settings};
 use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::topology::model::{Component, DEFAULT_STREAM};
@@ -78,16 +78,6 @@ impl ShellSpout {
         }
     }
 
-    /// `error` commands the child sent so far.
-    pub fn error_count(&self) -> u64 {
-        self.errors
-    }
-
-    /// The running child's process id.
-    pub fn child_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.pid())
-    }
-
     fn label(&self) -> &str {
         self.task
             .as_ref()
@@ -114,13 +104,13 @@ impl ShellSpout {
             if !self.policy.take_restart(block) {
                 return Ok(false);
             }
-            match supervisor::start(
+            match lifecycle::start(
                 &self.command,
                 &self.cwd,
                 &p.ctx,
                 &p.label,
                 &p.settings,
-                supervisor::Kind::Spout,
+                lifecycle::Kind::Spout,
             ) {
                 Ok(child) => {
                     tracing::warn!("{}: child restarted", p.label);
@@ -183,93 +173,122 @@ impl ShellSpout {
         loop {
             // Any message counts as life; silence for the whole timeout is a hang.
             let wait = if grace { ACTIVATION_GRACE } else { timeout };
-            let event = self.child.as_mut().and_then(|c| c.recv_timeout(wait));
             let in_grace = std::mem::take(&mut grace);
-            let command = match event {
-                None if in_grace => {
-                    tracing::info!(
-                        "{}: the child does not answer `{}`; going on without waiting for it",
-                        self.label(),
-                        cmd.name()
-                    );
-                    self.silent_activation = true;
-                    return TurnEnd::Synced { emitted: 0 };
-                }
-                None => {
-                    return TurnEnd::Fault(format!(
-                        "the child hangs: no answer to `{}` within {} (topology.subprocess.timeout.secs)",
-                        cmd.name(),
-                        humantime::format_duration(timeout)
-                    ))
-                }
-                Some(ChildEvent::Message(Ok(ChildMessage::Command(c)))) => c,
-                Some(ChildEvent::Message(Ok(ChildMessage::Pid(pid)))) => {
-                    return TurnEnd::Fault(format!(
-                        "protocol error: unexpected pid message {{\"pid\": {pid}}} after the handshake"
-                    ))
-                }
-                Some(ChildEvent::Message(Err(e))) => {
-                    return TurnEnd::Fault(format!("protocol error: {e}"))
-                }
-                Some(ChildEvent::Eof) => {
-                    let Some(child) = self.child.as_mut() else {
-                        return TurnEnd::Fault("no child process".into());
-                    };
-                    if child
-                        .wait_exit(std::time::Duration::from_secs(1))
-                        .is_some_and(|s| s.success())
-                    {
-                        return TurnEnd::Exited;
-                    }
-                    return TurnEnd::Fault(supervisor::death_reason(child, "unexpectedly"));
-                }
+            let command = match self.next_command(&cmd, wait, in_grace) {
+                Ok(Command::Sync) => return TurnEnd::Synced { emitted },
+                Ok(command) => command,
+                Err(end) => return end,
             };
-            match command {
-                Command::Sync => return TurnEnd::Synced { emitted },
-                Command::Emit(emit) => match reborrow(&mut out) {
-                    Some(o) => match self.emit(emit, o) {
-                        Ok(()) => emitted += 1,
-                        Err(problem) => return TurnEnd::Fault(problem),
-                    },
-                    None => {
-                        // No collector in activate/deactivate: emit at the next turn; the
-                        // task-id answer, if wanted, is an empty list.
-                        if emit.need_task_ids && emit.task.is_none() {
-                            if let Some(c) = &mut self.child {
-                                c.send_task_ids(&[]);
-                            }
-                        }
-                        self.deferred.push(emit);
-                    }
-                },
-                Command::Ack { id } | Command::Fail { id } => {
-                    return TurnEnd::Fault(format!(
-                        "protocol error: a spout cannot ack or fail (id \"{}\")",
-                        protocol::excerpt(&id)
-                    ))
-                }
-                Command::Log { msg, level } => log_child_message(self.label(), level, &msg),
-                Command::Error { msg } => {
-                    self.errors += 1;
-                    let msg = format!("{}: {msg}", self.label());
-                    match reborrow(&mut out) {
-                        Some(o) => o.report_error(&msg),
-                        None => self.deferred_errors.push(msg),
-                    }
-                }
-                Command::Metrics { name, params } => match reborrow(&mut out) {
-                    Some(o) => o.metric(&name, &params),
-                    None => self.deferred_metrics.push((name, params)),
-                },
-                Command::Unknown { name } => {
-                    let label = self
-                        .task
-                        .as_ref()
-                        .map_or("shell spout", |p| p.label.as_str());
-                    self.unknown.note(label, &name);
-                }
+            match self.apply(command, reborrow(&mut out)) {
+                Ok(n) => emitted += n,
+                Err(problem) => return TurnEnd::Fault(problem),
             }
         }
+    }
+
+    /// The child's next command in the turn for `cmd`, waiting up to `wait` (a grace period
+    /// when `in_grace`, else the timeout), or how the turn ends without one.
+    fn next_command(
+        &mut self,
+        cmd: &SpoutCommand,
+        wait: std::time::Duration,
+        in_grace: bool,
+    ) -> Result<Command, TurnEnd> {
+        let event = self.child.as_mut().and_then(|c| c.recv_timeout(wait));
+        match event {
+            None if in_grace => {
+                tracing::info!(
+                    "{}: the child does not answer `{}`; going on without waiting for it",
+                    self.label(),
+                    cmd.name()
+                );
+                self.silent_activation = true;
+                Err(TurnEnd::Synced { emitted: 0 })
+            }
+            None => Err(TurnEnd::Fault(format!(
+                "the child hangs: no answer to `{}` within {} (topology.subprocess.timeout.secs)",
+                cmd.name(),
+                humantime::format_duration(wait)
+            ))),
+            Some(ChildEvent::Message(Ok(ChildMessage::Command(c)))) => Ok(c),
+            Some(ChildEvent::Message(Ok(ChildMessage::Pid(pid)))) => Err(TurnEnd::Fault(format!(
+                "protocol error: unexpected pid message {{\"pid\": {pid}}} after the handshake"
+            ))),
+            Some(ChildEvent::Message(Err(e))) => {
+                Err(TurnEnd::Fault(format!("protocol error: {e}")))
+            }
+            Some(ChildEvent::Eof) => Err(self.ended()),
+        }
+    }
+
+    /// How the turn ends when the child closed its output: it exited with status 0, or it died.
+    fn ended(&mut self) -> TurnEnd {
+        let Some(child) = self.child.as_mut() else {
+            return TurnEnd::Fault("no child process".into());
+        };
+        if child
+            .wait_exit(std::time::Duration::from_secs(1))
+            .is_some_and(|s| s.success())
+        {
+            return TurnEnd::Exited;
+        }
+        TurnEnd::Fault(lifecycle::death_reason(child, "unexpectedly"))
+    }
+
+    /// Apply one command of the child other than `sync`: how many tuples it emitted, or the
+    /// protocol error that ends the turn. Without a collector (activate/deactivate), what
+    /// needs one waits for the next turn.
+    fn apply(
+        &mut self,
+        command: Command,
+        out: Option<&mut dyn SpoutCollector>,
+    ) -> Result<usize, String> {
+        match command {
+            Command::Sync => {}
+            Command::Emit(emit) => match out {
+                Some(o) => {
+                    self.emit(emit, o)?;
+                    return Ok(1);
+                }
+                None => {
+                    // No collector in activate/deactivate: emit at the next turn; the
+                    // task-id answer, if wanted, is an empty list.
+                    if emit.need_task_ids && emit.task.is_none() {
+                        if let Some(c) = &mut self.child {
+                            c.send_task_ids(&[]);
+                        }
+                    }
+                    self.deferred.push(emit);
+                }
+            },
+            Command::Ack { id } | Command::Fail { id } => {
+                return Err(format!(
+                    "protocol error: a spout cannot ack or fail (id \"{}\")",
+                    protocol::excerpt(&id)
+                ))
+            }
+            Command::Log { msg, level } => log_child_message(self.label(), level, &msg),
+            Command::Error { msg } => {
+                self.errors += 1;
+                let msg = format!("{}: {msg}", self.label());
+                match out {
+                    Some(o) => o.report_error(&msg),
+                    None => self.deferred_errors.push(msg),
+                }
+            }
+            Command::Metrics { name, params } => match out {
+                Some(o) => o.metric(&name, &params),
+                None => self.deferred_metrics.push((name, params)),
+            },
+            Command::Unknown { name } => {
+                let label = self
+                    .task
+                    .as_ref()
+                    .map_or("shell spout", |p| p.label.as_str());
+                self.unknown.note(label, &name);
+            }
+        }
+        Ok(0)
     }
 
     fn emit(&mut self, emit: Emit, out: &mut dyn SpoutCollector) -> Result<(), String> {
@@ -374,17 +393,17 @@ fn reborrow<'a>(
 impl Spout for ShellSpout {
     fn open(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         let settings = Settings::from_config(&ctx.config);
-        let label = supervisor::label("spout", ctx);
+        let label = lifecycle::label("spout", ctx);
         if self.command.is_empty() {
             return Err(FatalError(format!("{label}: no `command` to run")).into());
         }
-        let child = supervisor::start(
+        let child = lifecycle::start(
             &self.command,
             &self.cwd,
             ctx,
             &label,
             &settings,
-            supervisor::Kind::Spout,
+            lifecycle::Kind::Spout,
         )
         .map_err(|e| FatalError(format!("{label}: {e}")))?;
         self.child = Some(child);

@@ -1,7 +1,8 @@
 //! Evaluation of conditions: an expression bound to field positions, evaluated per tuple
-//! without allocating as long as its operands are fields, literals and `len` (computed
-//! operands, e.g. `lower(word)`, are evaluated by `calc`). Values of different kinds never
-//! match (a string is not less than a number); integers and floats compare by value.
+//! without allocating as long as its operands are fields, literals and `len`. Computed
+//! operands (e.g. `lower(word)`) are evaluated by the submodule `calc`, whose values may in
+//! turn hold conditions. Values of different kinds never match (a string is not less than a
+//! number); integers and floats compare by value.
 
 use std::cmp::Ordering;
 

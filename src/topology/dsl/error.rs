@@ -5,7 +5,7 @@ use crate::diag::Diagnostic;
 use crate::topology::raw::Span;
 use nom::error::{ErrorKind, ParseError};
 
-use super::lexeme::In;
+use super::In;
 
 /// What went wrong at one offset.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,9 +8,10 @@ use nom::Parser;
 use super::error::{SyntaxError, AFTER_ELEMENT, ARGUMENT};
 use super::lexeme::{
     advance, commit, expect, fail, failure, ident, is_bare_char, is_ident_char, key, offset,
-    span_from, string, ws, wsnl, In, PResult,
+    span_from, string, ws, wsnl, PResult,
 };
 use super::value::value;
+use super::In;
 use crate::topology::raw::{RawValue, Span, Spanned};
 
 /// `key=value`.

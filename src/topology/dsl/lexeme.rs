@@ -7,13 +7,11 @@ use nom::character::complete::{char, satisfy};
 use nom::combinator::recognize;
 use nom::multi::many0;
 use nom::{IResult, Input, Parser};
-use nom_locate::LocatedSpan;
 
 use super::error::SyntaxError;
+use super::In;
 use crate::topology::raw::{Span, Spanned};
 
-/// Parser input: the text with its byte offset.
-pub(super) type In<'a> = LocatedSpan<&'a str>;
 pub(super) type PResult<'a, T> = IResult<In<'a>, T, SyntaxError>;
 
 pub(super) fn offset(i: &In) -> usize {

@@ -14,10 +14,15 @@ mod lexeme;
 mod value;
 
 use crate::topology::raw::{RawTopology, Span, Spanned};
-use lexeme::{advance, wsnl, In};
+use lexeme::{advance, wsnl};
+use nom_locate::LocatedSpan;
+
+/// Parser input: the text with its byte offset (shared by the lexemes, the grammar and the
+/// syntax errors).
+type In<'a> = LocatedSpan<&'a str>;
 
 /// The topology name when the text has no `name` statement.
-pub const DEFAULT_NAME: &str = "inline";
+pub(crate) const DEFAULT_NAME: &str = "inline";
 
 /// Parse DSL text. Syntax errors are reported in `RawTopology::diagnostics`, located by byte
 /// offset in `text`; never panics. Without a `name` statement the name is `inline`.
@@ -27,7 +32,7 @@ pub fn parse(text: &str) -> RawTopology {
 
 /// As `parse`, naming the topology `default_name` (spanned empty at offset 0) when the text
 /// does not name it; a loader may pass the file stem.
-pub fn parse_named(text: &str, default_name: &str) -> RawTopology {
+pub(crate) fn parse_named(text: &str, default_name: &str) -> RawTopology {
     let mut diagnostics = Vec::new();
     let mut statements = Vec::new();
     let mut i = In::new(text);

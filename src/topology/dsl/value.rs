@@ -8,9 +8,8 @@ use nom::character::complete::char;
 use nom::{Input, Parser};
 
 use super::error::SyntaxError;
-use super::lexeme::{
-    commit, expect, is_bare_char, offset, span_from, string, ws, wsnl, In, PResult,
-};
+use super::lexeme::{commit, expect, is_bare_char, offset, span_from, string, ws, wsnl, PResult};
+use super::In;
 use crate::topology::raw::{RawValue, Span, Spanned};
 
 /// Read an unquoted scalar as YAML's core schema would: null, booleans, numbers, else text.

@@ -184,15 +184,6 @@ impl RestartPolicy {
         self.in_a_row = 0;
     }
 
-    /// When the pending restart is due (`None`: no restart pending).
-    pub fn restart_at(&self) -> Option<Instant> {
-        self.restart_at
-    }
-
-    pub fn restarted(&mut self) {
-        self.restart_at = None;
-    }
-
     /// Whether a restart may happen now: waits out the back-off when `block`, else says no
     /// while it runs. Marks the pending restart as taken when it answers yes.
     pub fn take_restart(&mut self, block: bool) -> bool {
@@ -204,7 +195,7 @@ impl RestartPolicy {
             }
             std::thread::sleep(due - now);
         }
-        self.restarted();
+        self.restart_at = None;
         true
     }
 }

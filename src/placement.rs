@@ -1,12 +1,96 @@
-//! Nimbus's even scheduler (Storm 0.x `compute-new-task->node+port`): a pure function
-//! from the plan's executors, the free slots and the current placement to a new placement.
-//! Slots are grouped by supervisor, the supervisors with the most free slots first, and
-//! interleaved across supervisors (Storm's `sortSlots`), the first `topology.workers` are used, and executors go round-robin over them in task-id order.
-//! Re-assignment keeps healthy slots whose load fits an even spread and moves the rest.
+//! Where executors run: every placement algorithm, pure, below both the runtime and the
+//! cluster that use them.
+//!
+//! - [`Placement::round_robin`]: local mode and in-process workers, executors in task order
+//!   over the workers.
+//! - `schedule` / `reassign`: Nimbus's even scheduler (Storm 0.x
+//!   `compute-new-task->node+port`), from the plan's executors, the free slots and the current
+//!   placement to a new placement. Slots are grouped by supervisor, the supervisors with the
+//!   most free slots first, and interleaved across supervisors (Storm's `sortSlots`); the first
+//!   `topology.workers` are used, and executors go round-robin over them in task-id order.
+//!   Re-assignment keeps healthy slots whose load fits an even spread and moves the rest.
+//! - `place_with_home`: runs with a home worker (`storm run --processes`, `--nimbus`), whose
+//!   console executors stay in the `storm run` process.
 
-use super::layout::NodePort;
 use crate::topology::plan::Plan;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A worker slot: a supervisor (by id) and one of its ports (Storm's `node+port`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodePort {
+    pub node: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for NodePort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.node, self.port)
+    }
+}
+
+impl std::str::FromStr for NodePort {
+    type Err = String;
+    fn from_str(s: &str) -> Result<NodePort, String> {
+        let (node, port) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("`{s}` is not NODE:PORT"))?;
+        let port = port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("`{s}`: `{port}` is not a port (1-65535)"))?;
+        if node.is_empty() {
+            return Err(format!("`{s}`: the node is empty"));
+        }
+        Ok(NodePort {
+            node: node.to_string(),
+            port,
+        })
+    }
+}
+
+impl Serialize for NodePort {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for NodePort {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NodePort, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Which worker runs each executor (indexed like `Plan::executors()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub(crate) worker_of_exec: Vec<usize>,
+    pub(crate) workers: usize,
+}
+
+impl Placement {
+    /// Executors in task order, round-robin over the workers (at least one).
+    pub fn round_robin(plan: &Plan, workers: usize) -> Placement {
+        let workers: Vec<usize> = (0..workers.max(1)).collect();
+        Placement {
+            worker_of_exec: round_robin(plan.executors().len(), &workers)
+                .copied()
+                .collect(),
+            workers: workers.len(),
+        }
+    }
+}
+
+/// Round-robin: the targets of `items` items in turn, item `i` getting `targets[i % len]`
+/// (nothing when there are no targets).
+pub(crate) fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
+    targets
+        .iter()
+        .cycle()
+        .take(if targets.is_empty() { 0 } else { items })
+}
 
 /// A slot offered by a live supervisor: its id, host and one of its ports.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,19 +111,19 @@ impl Slot {
 
 /// An executor: a contiguous range of task ids (Storm's `[start-task end-task]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Executor {
+pub(crate) struct Executor {
     pub first: u32,
     pub last: u32,
 }
 
 impl Executor {
-    pub fn tasks(self) -> std::ops::RangeInclusive<u32> {
+    pub(crate) fn tasks(self) -> std::ops::RangeInclusive<u32> {
         self.first..=self.last
     }
 }
 
 /// Every executor of a plan, in task-id order.
-pub fn executors_of(plan: &Plan) -> Vec<Executor> {
+pub(crate) fn executors_of(plan: &Plan) -> Vec<Executor> {
     plan.executors()
         .into_iter()
         .map(|(_, r)| Executor {
@@ -51,13 +135,13 @@ pub fn executors_of(plan: &Plan) -> Vec<Executor> {
 
 /// Where each executor runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     pub executors: BTreeMap<Executor, NodePort>,
 }
 
 impl Schedule {
     /// The placement per task (what `/assignments/{id}` records).
-    pub fn task_to_node_port(&self) -> BTreeMap<u32, NodePort> {
+    pub(crate) fn task_to_node_port(&self) -> BTreeMap<u32, NodePort> {
         self.executors
             .iter()
             .flat_map(|(e, slot)| e.tasks().map(move |t| (t, slot.clone())))
@@ -66,7 +150,7 @@ impl Schedule {
 
     /// Rebuild a placement from a per-task one: an executor is placed when all its tasks are
     /// on one slot.
-    pub fn from_tasks(executors: &[Executor], tasks: &BTreeMap<u32, NodePort>) -> Schedule {
+    pub(crate) fn from_tasks(executors: &[Executor], tasks: &BTreeMap<u32, NodePort>) -> Schedule {
         let executors = executors
             .iter()
             .filter_map(|e| {
@@ -80,7 +164,7 @@ impl Schedule {
     }
 
     /// The slots in use.
-    pub fn slots(&self) -> BTreeSet<NodePort> {
+    pub(crate) fn slots(&self) -> BTreeSet<NodePort> {
         self.executors.values().cloned().collect()
     }
 
@@ -120,7 +204,7 @@ impl Dead {
 /// staying in id order (Storm's stable sort over a `TreeMap`); then interleave the groups, so
 /// consecutive slots are on different supervisors: `[h1:p1 h2:p1 h1:p2 h2:p2]` for two
 /// supervisors with two slots each, `[h2:p1 h1:p1 h2:p2 h1:p2 h2:p3]` when `h2` has three.
-pub fn sort_slots(slots: &[Slot]) -> Vec<Slot> {
+pub(crate) fn sort_slots(slots: &[Slot]) -> Vec<Slot> {
     let mut groups: BTreeMap<&str, Vec<&Slot>> = BTreeMap::new();
     for s in slots {
         groups.entry(s.node.as_str()).or_default().push(s);
@@ -168,7 +252,7 @@ fn even_sizes(n: usize, k: usize) -> BTreeMap<usize, usize> {
 
 /// Place the executors of `plan` on the `slots` offered (free slots plus the ones this topology
 /// already uses), keeping what `existing` placed where it can.
-pub fn schedule(
+pub(crate) fn schedule(
     plan: &Plan,
     slots: &[Slot],
     workers: u32,
@@ -178,7 +262,7 @@ pub fn schedule(
 }
 
 /// [`schedule`] over an explicit executor list (sorted by first task).
-pub fn schedule_executors(
+pub(crate) fn schedule_executors(
     executors: &[Executor],
     slots: &[Slot],
     workers: u32,
@@ -250,15 +334,15 @@ pub fn schedule_executors(
         .filter(|e| !placed.executors.contains_key(e))
         .copied()
         .collect();
-    for (e, slot) in moving.into_iter().zip(targets.iter().cycle()) {
-        placed.executors.insert(e, slot.clone());
+    for (e, slot) in moving.iter().zip(round_robin(moving.len(), &targets)) {
+        placed.executors.insert(*e, slot.clone());
     }
     Ok(placed)
 }
 
 /// Re-assignment after failures (Storm's nimbus reacting to missed heartbeats): the dead slots
 /// and supervisors are withdrawn, the executors they ran move, the others stay.
-pub fn reassign(
+pub(crate) fn reassign(
     plan: &Plan,
     slots: &[Slot],
     workers: u32,
@@ -280,6 +364,37 @@ pub fn reassign(
             .collect(),
     };
     schedule(plan, &live, workers, &healthy)
+}
+
+/// Placement for a run with a home worker: executors that `pinned` names (the console ones,
+/// `stdin` spouts and `stdout` sinks) go to `home`'s slot, the others round-robin (in the
+/// [`sort_slots`] order) over the first `workers` slots of the other supervisors; with no
+/// other slot, everything goes home, and with no home slot, everything goes to the others.
+/// `None` when some executor has no slot at all.
+pub(crate) fn place_with_home(
+    executors: &[Executor],
+    pinned: impl Fn(&Executor) -> bool,
+    slots: &[Slot],
+    home: &str,
+    workers: usize,
+) -> Option<Vec<(Executor, Slot)>> {
+    let slots = sort_slots(slots);
+    let home_slot = slots.iter().find(|s| s.node == home);
+    let others: Vec<&Slot> = slots
+        .iter()
+        .filter(|s| s.node != home)
+        .take(workers.max(1))
+        .collect();
+    let mut away = round_robin(executors.len(), &others);
+    let mut placed = Vec::with_capacity(executors.len());
+    for e in executors {
+        let slot = match home_slot {
+            Some(h) if pinned(e) || others.is_empty() => h,
+            _ => *away.next()?,
+        };
+        placed.push((*e, slot.clone()));
+    }
+    Some(placed)
 }
 
 #[cfg(test)]
@@ -324,7 +439,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_example_more_tasks_than_slots_alternates_hosts() {
+    fn example_more_tasks_than_slots_alternates_hosts() {
         let slots = [slot("host1", 1), slot("host2", 1)];
         let s = schedule(&plan(4, 4), &slots, 2, &Schedule::default()).unwrap();
         assert_eq!(
@@ -340,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_example_fewer_tasks_than_slots_uses_one_slot_per_host() {
+    fn example_fewer_tasks_than_slots_uses_one_slot_per_host() {
         let slots = [
             slot("host2", 2),
             slot("host1", 2),
@@ -397,7 +512,7 @@ mod tests {
     /// (tests/fixtures/java/SortSlotsVectors.java): `IN -> OUT`.
     #[test]
     fn slot_order_matches_storms_sort_slots() {
-        let text = include_str!("../../tests/fixtures/java/sort_slots_vectors.txt");
+        let text = include_str!("../tests/fixtures/java/sort_slots_vectors.txt");
         let parse = |list: &str| -> Vec<Slot> {
             list.split(',')
                 .map(|s| {
@@ -493,6 +608,15 @@ mod tests {
         assert_eq!(Schedule::from_tasks(&execs, &split).executors.len(), 2);
     }
 
+    #[test]
+    fn a_home_run_without_other_slots_runs_home_and_without_any_slot_fails() {
+        let execs = executors_of(&plan(3, 3));
+        let home = [slot("home", 7000)];
+        let placed = place_with_home(&execs, |_| false, &home, "home", 2).unwrap();
+        assert!(placed.iter().all(|(_, s)| s == &home[0]));
+        assert_eq!(place_with_home(&execs, |_| true, &[], "home", 2), None);
+    }
+
     proptest! {
         #[test]
         fn even_and_complete(
@@ -523,6 +647,44 @@ mod tests {
             // Scheduling again over the same slots changes nothing.
             let again = schedule(&p, &slots, workers, &s).unwrap();
             prop_assert_eq!(again, s);
+        }
+
+        /// A run with a home worker: pinned executors on the home slot, the others spread
+        /// evenly, in executor order, over the first `workers` other slots in `sort_slots` order
+        /// (home only when there is no other slot); every executor placed once.
+        #[test]
+        fn home_runs_pin_console_executors_and_spread_the_rest(
+            ports in proptest::collection::vec(1usize..4, 1..4),
+            home_ports in 0usize..2,
+            executors in 1u32..30,
+            pinned_every in 1u32..5,
+            workers in 1usize..6,
+        ) {
+            let mut slots: Vec<Slot> = ports
+                .iter()
+                .enumerate()
+                .flat_map(|(h, n)| (0..*n).map(move |p| slot(&format!("h{h}"), 6700 + p as u16)))
+                .collect();
+            slots.extend((0..home_ports).map(|p| slot("home", 6700 + p as u16)));
+            let execs = executors_of(&plan(executors, executors));
+            let pinned = |e: &Executor| e.first % pinned_every == 0;
+            let placed = place_with_home(&execs, pinned, &slots, "home", workers)
+                .expect("there are slots");
+            let others: Vec<Slot> = sort_slots(&slots)
+                .into_iter()
+                .filter(|s| s.node != "home")
+                .take(workers)
+                .collect();
+            prop_assert_eq!(placed.iter().map(|(e, _)| *e).collect::<Vec<_>>(), execs);
+            let mut k = 0;
+            for (e, s) in &placed {
+                if home_ports > 0 && pinned(e) {
+                    prop_assert_eq!(&s.node, "home");
+                } else {
+                    prop_assert_eq!(s, &others[k % others.len()]);
+                    k += 1;
+                }
+            }
         }
     }
 }
