@@ -8,6 +8,7 @@ mod config;
 mod cookbook;
 mod flux;
 mod input_limits;
+mod layering;
 mod map;
 mod multilang;
 mod multilang_runs;
