@@ -227,9 +227,15 @@ fn import_graph() -> BTreeMap<ModPath, BTreeSet<ModPath>> {
         let text = std::fs::read_to_string(file).expect("a readable source file");
         let mut targets = BTreeSet::new();
         let (code, tests) = code_of(&text);
-        let inside_tests: ModPath = module.iter().cloned().chain(["tests".to_string()]).collect();
+        let inside_tests: ModPath = module
+            .iter()
+            .cloned()
+            .chain(["tests".to_string()])
+            .collect();
         let named = named_paths(&code).into_iter().map(|path| (module, path));
-        let named_in_tests = named_paths(&tests).into_iter().map(|path| (&inside_tests, path));
+        let named_in_tests = named_paths(&tests)
+            .into_iter()
+            .map(|path| (&inside_tests, path));
         for (from, path) in named.chain(named_in_tests) {
             let target = resolve(from, &path, &modules);
             if !target.starts_with(module) && !module.starts_with(&target) {
