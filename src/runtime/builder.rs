@@ -122,9 +122,7 @@ impl<'a> Wiring<'a> {
                 .map(|_| crossbeam_channel::bounded(transfer_size))
                 .collect(),
             tracking: Tracking::of(&plan, config),
-            control: Arc::new(RunControl {
-                stop: Default::default(),
-            }),
+            control: Arc::new(RunControl::default()),
             stats: BTreeMap::new(),
             handles: Vec::new(),
             done: crossbeam_channel::bounded(executors.len().max(1)),
@@ -387,6 +385,7 @@ impl<'a> Wiring<'a> {
             control: self.control.clone(),
             ack_now: Vec::new(),
             clock: Instant::now(),
+            inactive: false,
         })
     }
 

@@ -154,7 +154,7 @@ impl Emitter {
     }
 
     fn report(&self, msg: &str) {
-        TaskStats::add(&self.stats.errors, 1);
+        self.stats.record_error(msg);
         tracing::error!(component = %self.component, task = self.task, "{msg}");
     }
 }
