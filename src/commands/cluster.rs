@@ -57,7 +57,8 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
     let stop = stop_flag()?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| anyhow::anyhow!("nimbus cannot listen on {}: {e}", a.listen))?;
-    let nimbus = Nimbus::open(&data, config)?;
+    let nimbus = Nimbus::open(&data, config.clone())?;
+    let ui = super::ui::serve_nimbus(&nimbus, &config);
     crate::stderr_println!(
         "nimbus: listening on {} (data in {})",
         listener.local_addr()?,
@@ -68,6 +69,7 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
         std::thread::sleep(Duration::from_millis(100));
     }
     nimbus.stop.store(true, Ordering::Relaxed);
+    drop(ui);
     for t in threads {
         let _ = t.join();
     }

@@ -1,0 +1,108 @@
+//! The UI's side of the commands: serving it for a local run (`storm run --ui`) and for nimbus
+//! (`ui.port`), and `storm activate|deactivate` through nimbus or a UI.
+
+use super::Status;
+use crate::cli::OperationArgs;
+use crate::cluster::nimbus::Nimbus;
+use crate::cluster::rpc::Request;
+use crate::config::Config;
+use crate::runtime::Running;
+use crate::topology::model::Topology;
+use crate::ui::server::{self, UiServer};
+use std::sync::Arc;
+
+/// The token that guards the UI's POSTs: `ui.token`, else the cluster secret.
+pub fn ui_token(config: &Config) -> Option<String> {
+    ["ui.token", "storm.cluster.secret"]
+        .iter()
+        .filter_map(|k| config.get(k).and_then(|v| v.as_str()))
+        .find(|s| !s.is_empty())
+        .map(str::to_string)
+        .or_else(|| {
+            std::env::var("STORM_CLUSTER_SECRET")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+}
+
+/// Serve the UI of a local run at `addr`; says where on stderr.
+pub fn serve_local(
+    addr: &str,
+    topology: Arc<Topology>,
+    running: &Running,
+) -> anyhow::Result<UiServer> {
+    let token = ui_token(&topology.config);
+    let source =
+        crate::ui::local::LocalRun::new(topology, running.stats.clone(), running.control.clone());
+    let ui = server::start(addr, Arc::new(source), token)?;
+    crate::stderr_println!("ui: http://{}/", ui.addr);
+    Ok(ui)
+}
+
+/// Serve the UI of a cluster at `addr` (the worker processes of `storm run --processes`).
+pub fn serve_cluster(
+    nimbus: &Arc<Nimbus>,
+    addr: &str,
+    config: &Config,
+) -> anyhow::Result<UiServer> {
+    let source = crate::ui::cluster::ClusterUi(nimbus.clone());
+    let ui = server::start(addr, Arc::new(source), ui_token(config))?;
+    crate::stderr_println!("ui: http://{}/", ui.addr);
+    Ok(ui)
+}
+
+/// Serve nimbus's UI at `ui.host:ui.port` (default 127.0.0.1:8080). Nimbus runs on without it
+/// when the port is taken (a warning says so).
+pub fn serve_nimbus(nimbus: &Arc<Nimbus>, config: &Config) -> Option<UiServer> {
+    let host = config
+        .get("ui.host")
+        .and_then(|v| v.as_str())
+        .unwrap_or("127.0.0.1");
+    let port = config
+        .get_u64("ui.port")
+        .unwrap_or(crate::ui::DEFAULT_PORT as u64);
+    let addr = format!("{host}:{port}");
+    let source = crate::ui::cluster::ClusterUi(nimbus.clone());
+    match server::start(&addr, Arc::new(source), ui_token(config)) {
+        Ok(ui) => {
+            crate::stderr_println!("nimbus: ui on http://{}/", ui.addr);
+            Some(ui)
+        }
+        Err(e) => {
+            tracing::warn!("nimbus: {e:#}; running without the UI (set ui.port)");
+            None
+        }
+    }
+}
+
+/// `storm activate NAME` / `storm deactivate NAME`.
+pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
+    let verb = if active { "activate" } else { "deactivate" };
+    let id = if let Some(ui) = &a.target.ui {
+        let path = format!("/api/v1/topology/{}/{verb}", encode(&a.name));
+        let answer = crate::ui::client::post_json(ui, &path, a.target.token.as_deref())?;
+        answer["topologyId"].as_str().unwrap_or(&a.name).to_string()
+    } else {
+        let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
+        let request = Request::SetActive {
+            name: a.name.clone(),
+            active,
+        };
+        super::cluster::nimbus_client(nimbus, &[]).call::<String>(&request)?
+    };
+    crate::stderr_println!("{verb}d {} ({id})", a.name);
+    Ok(Status::Success)
+}
+
+/// A path segment with the characters a URL path cannot hold escaped.
+pub fn encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
