@@ -39,6 +39,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('activate', 'activate', [CompletionResultType]::ParameterValue, 'Activate a deactivated topology: its spouts emit again')
             [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
+            [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -227,6 +228,16 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'storm;tap' {
+            [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Only the tuples of this stream')
+            [CompletionResult]::new('--sample', '--sample', [CompletionResultType]::ParameterName, 'Show this share of the tuples (0 < R <= 1: one in round(1/R))')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of the run (`storm run FILE --ui ADDR`)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'storm;worker' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
             [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology id')
@@ -252,6 +263,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('activate', 'activate', [CompletionResultType]::ParameterValue, 'Activate a deactivated topology: its spouts emit again')
             [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
+            [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -300,6 +312,9 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;top' {
+            break
+        }
+        'storm;help;tap' {
             break
         }
         'storm;help;worker' {

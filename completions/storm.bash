@@ -52,6 +52,9 @@ _storm() {
             storm,supervisor)
                 cmd="storm__subcmd__supervisor"
                 ;;
+            storm,tap)
+                cmd="storm__subcmd__tap"
+                ;;
             storm,top)
                 cmd="storm__subcmd__top"
                 ;;
@@ -100,6 +103,9 @@ _storm() {
             storm__subcmd__help,supervisor)
                 cmd="storm__subcmd__help__subcmd__supervisor"
                 ;;
+            storm__subcmd__help,tap)
+                cmd="storm__subcmd__help__subcmd__tap"
+                ;;
             storm__subcmd__help,top)
                 cmd="storm__subcmd__help__subcmd__top"
                 ;;
@@ -134,7 +140,7 @@ _storm() {
 
     case "${cmd}" in
         storm)
-            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top worker help"
+            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -270,7 +276,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help)
-            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top worker help"
+            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -438,6 +444,20 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__supervisor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__tap)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -711,6 +731,32 @@ _storm() {
                     return 0
                     ;;
                 -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__tap)
+            opts="-h -V --stream --sample --ui --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --stream)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sample)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -36,6 +36,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand activate 'Activate a deactivated topology: its spouts emit again'
             cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
+            cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -205,6 +206,15 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;tap'= {
+            cand --stream 'Only the tuples of this stream'
+            cand --sample 'Show this share of the tuples (0 < R <= 1: one in round(1/R))'
+            cand --ui 'The UI of the run (`storm run FILE --ui ADDR`)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -229,6 +239,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand activate 'Activate a deactivated topology: its spouts emit again'
             cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
+            cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -262,6 +273,8 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;deactivate'= {
         }
         &'storm;help;top'= {
+        }
+        &'storm;help;tap'= {
         }
         &'storm;help;worker'= {
         }

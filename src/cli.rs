@@ -51,6 +51,8 @@ pub enum Command {
     Deactivate(OperationArgs),
     /// A live terminal view of a running topology's components (from its UI or nimbus)
     Top(TopArgs),
+    /// Print the tuples a component emits, live, as JSON lines (from a run's UI)
+    Tap(TapArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -377,4 +379,21 @@ pub struct TopArgs {
     /// Seconds between refreshes
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub interval: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct TapArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// The component whose emits are shown
+    pub component: String,
+    /// Only the tuples of this stream
+    #[arg(long, value_name = "STREAM")]
+    pub stream: Option<String>,
+    /// Show this share of the tuples (0 < R <= 1: one in round(1/R))
+    #[arg(long, value_name = "R", default_value_t = 1.0)]
+    pub sample: f64,
+    /// The UI of the run (`storm run FILE --ui ADDR`)
+    #[arg(long, value_name = "ADDR")]
+    pub ui: String,
 }

@@ -53,6 +53,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Activate(a) => ui::set_active(a, true),
         Command::Deactivate(a) => ui::set_active(a, false),
         Command::Top(a) => top::run(a),
+        Command::Tap(a) => ui::tap(a),
     }
 }
 

@@ -2,7 +2,7 @@
 //! (`ui.port`), and `storm activate|deactivate` through nimbus or a UI.
 
 use super::Status;
-use crate::cli::OperationArgs;
+use crate::cli::{OperationArgs, TapArgs};
 use crate::cluster::nimbus::Nimbus;
 use crate::cluster::rpc::Request;
 use crate::config::Config;
@@ -105,4 +105,32 @@ pub fn encode(segment: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// `storm tap NAME COMPONENT`: the component's emits as JSON lines on stdout, until the run
+/// ends (or the reader of stdout goes away).
+pub fn tap(a: TapArgs) -> anyhow::Result<Status> {
+    anyhow::ensure!(
+        a.sample > 0.0 && a.sample <= 1.0,
+        "--sample must be above 0 and at most 1 (got {})",
+        a.sample
+    );
+    let mut path = format!(
+        "/api/v1/topology/{}/tap/{}?sample={}",
+        encode(&a.name),
+        encode(&a.component),
+        a.sample
+    );
+    if let Some(s) = &a.stream {
+        path += &format!("&stream={}", encode(s));
+    }
+    let mut out = std::io::stdout().lock();
+    let mut closed = false;
+    crate::ui::client::stream_lines(&a.ui, &path, |line| {
+        use std::io::Write;
+        if !closed && writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            closed = true;
+        }
+    })?;
+    Ok(Status::Success)
 }

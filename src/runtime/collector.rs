@@ -79,6 +79,9 @@ impl Emitter {
             None => values.route(&mut self.router, stream, &mut self.targets),
         }
         let n = self.targets.len();
+        if self.stats.taps.on() {
+            self.stats.taps.publish(self.task, stream, &values.copy());
+        }
         TaskStats::add(&self.stats.emitted, 1);
         TaskStats::add(&self.stats.transferred, n as u64);
         let Some((&last, others)) = self.targets.split_last() else {

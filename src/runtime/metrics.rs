@@ -34,6 +34,8 @@ pub struct TaskStats {
     pub(crate) user: Mutex<UserMetrics>,
     /// The last few errors reported, with when (Unix seconds), oldest first: the UI shows them.
     pub recent_errors: Mutex<VecDeque<(String, u64)>>,
+    /// Listeners to this task's emits (`storm tap`, `topology.debug`).
+    pub taps: super::tap::Taps,
 }
 
 /// Errors kept per task for the UI.

@@ -62,3 +62,49 @@ fn request(addr: &str, method: &str, path: &str, token: Option<&str>) -> anyhow:
     }
     Ok(value)
 }
+
+/// GET a stream of lines (a tap) and hand each non-empty one to `each` as it comes; returns
+/// when the server ends the answer (the run ended).
+pub fn stream_lines(addr: &str, path: &str, mut each: impl FnMut(&str)) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    let hp = host_port(addr);
+    let mut stream =
+        TcpStream::connect(hp).map_err(|e| anyhow::anyhow!("cannot reach the UI at {hp}: {e}"))?;
+    stream.set_write_timeout(Some(TIMEOUT))?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {hp}\r\n\r\n")?;
+    let mut reader = std::io::BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line)?;
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("{hp} did not answer in HTTP"))?;
+    // The headers end at the first empty line.
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 || line.trim_end().is_empty() {
+            break;
+        }
+    }
+    if status != 200 {
+        let mut body = String::new();
+        reader.take(MAX_ANSWER).read_to_string(&mut body)?;
+        let message = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|v| v["errorMessage"].as_str().map(str::to_string))
+            .unwrap_or(body);
+        anyhow::bail!("{message}");
+    }
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let text = line.trim_end();
+        if !text.is_empty() {
+            each(text);
+        }
+    }
+}

@@ -112,7 +112,63 @@ pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
     }
 }
 
+/// Lines a tap holds for a slow reader before it drops new ones.
+const TAP_BUFFER: usize = 10_000;
+
+/// Listen to the emits of `component` (every task of it): JSON lines on the returned channel,
+/// which ends when the run does. `stream` must be one the component declares.
+pub fn tap(
+    plan: &Plan,
+    stats: &BTreeMap<u32, (String, Arc<TaskStats>)>,
+    component: &str,
+    stream: Option<&str>,
+    every: u64,
+) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
+    let Some(c) = plan.component(component) else {
+        let ids: Vec<&str> = plan.components.iter().map(|c| c.id.as_str()).collect();
+        let hint = crate::topology::yaml::suggest(component, ids.iter().copied())
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        anyhow::bail!("no component `{component}`{hint}");
+    };
+    let names: Vec<String> = plan.stream_names.clone();
+    let stream_id = match stream {
+        None => None,
+        Some(s) => Some(plan.stream_id(s).ok_or_else(|| {
+            let hint = crate::topology::yaml::suggest(s, names.iter().map(String::as_str))
+                .map(|x| format!("; did you mean `{x}`?"))
+                .unwrap_or_default();
+            anyhow::anyhow!("no stream `{s}` in this topology{hint}")
+        })?),
+    };
+    let names = Arc::new(names);
+    let (tx, rx) = crossbeam_channel::bounded(TAP_BUFFER);
+    for task in c.tasks.clone() {
+        if let Some((_, st)) = stats.get(&task) {
+            st.taps.add(crate::runtime::tap::Listener {
+                stream: stream_id,
+                stream_names: names.clone(),
+                component: component.to_string(),
+                every: every.max(1),
+                seen: 0,
+                tx: tx.clone(),
+            });
+        }
+    }
+    Ok(rx)
+}
+
 impl Source for LocalRun {
+    fn tap(
+        &self,
+        _id: &str,
+        component: &str,
+        stream: Option<&str>,
+        every: u64,
+    ) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
+        tap(&self.plan, &self.stats, component, stream, every)
+    }
+
     fn supervisors(&self) -> Vec<SupervisorView> {
         vec![SupervisorView {
             id: "local".into(),

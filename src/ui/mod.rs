@@ -28,6 +28,17 @@ pub trait Source: Send + Sync + 'static {
     fn topologies(&self) -> Vec<TopologyView>;
     /// Carry out an operation on topology `id`.
     fn act(&self, id: &str, action: &Action) -> anyhow::Result<()>;
+    /// Listen to what `component` of topology `id` emits: JSON lines, on `stream` only when
+    /// given, one in `every` (the sample rate's inverse).
+    fn tap(
+        &self,
+        _id: &str,
+        _component: &str,
+        _stream: Option<&str>,
+        _every: u64,
+    ) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
+        anyhow::bail!("tap is served by the UI of a local run (`storm run FILE --ui`)")
+    }
 }
 
 /// An operation of the REST API's POSTs (and of `storm activate|deactivate|kill`).

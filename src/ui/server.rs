@@ -79,11 +79,12 @@ pub fn start(
     Ok(UiServer { server, addr })
 }
 
-/// An answer: status, content type and body.
+/// An answer: status, content type and body; or a stream of lines (a tap).
 struct Reply {
     status: u16,
     content_type: &'static str,
     body: String,
+    lines: Option<crossbeam_channel::Receiver<String>>,
 }
 
 impl Reply {
@@ -92,6 +93,7 @@ impl Reply {
             status,
             content_type: "application/json",
             body: v.to_string(),
+            lines: None,
         }
     }
 
@@ -114,12 +116,23 @@ impl Reply {
             status: 200,
             content_type,
             body: body.to_string(),
+            lines: None,
         }
     }
 }
 
 fn answer(shared: &Shared, mut request: Request) {
-    let reply = route(shared, &mut request);
+    let mut reply = route(shared, &mut request);
+    if let Some(lines) = reply.lines.take() {
+        // A tap lasts as long as its reader: its own thread, not one of the answering ones.
+        let spawned = std::thread::Builder::new()
+            .name("ui-tap".into())
+            .spawn(move || stream_lines(request, lines));
+        if let Err(e) = spawned {
+            tracing::warn!("ui: cannot start a tap: {e}");
+        }
+        return;
+    }
     let header = Header::from_bytes("Content-Type", reply.content_type)
         .unwrap_or_else(|_| Header::from_bytes("Content-Type", "text/plain").expect("static"));
     let no_cache = Header::from_bytes("Cache-Control", "no-store").expect("static header");
@@ -129,6 +142,67 @@ fn answer(shared: &Shared, mut request: Request) {
         .with_header(no_cache);
     if let Err(e) = request.respond(response) {
         tracing::debug!("ui: cannot answer a request: {e}");
+    }
+}
+
+/// How often a quiet tap writes an empty line, to find out whether its reader is still there.
+const TAP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Write a tap's lines to its reader as they come (HTTP/1.0, no length: the end of the
+/// connection ends the answer), until the run ends or the reader goes away.
+fn stream_lines(request: Request, lines: crossbeam_channel::Receiver<String>) {
+    use crossbeam_channel::RecvTimeoutError;
+    use std::io::Write;
+    let mut w = request.into_writer();
+    let head = "HTTP/1.0 200 OK\r\nContent-Type: application/x-ndjson\r\n\
+                Cache-Control: no-store\r\n\r\n";
+    if w.write_all(head.as_bytes())
+        .and_then(|()| w.flush())
+        .is_err()
+    {
+        return;
+    }
+    loop {
+        let chunk = match lines.recv_timeout(TAP_KEEPALIVE) {
+            Ok(line) => line + "\n",
+            Err(RecvTimeoutError::Timeout) => "\n".to_string(),
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        if w.write_all(chunk.as_bytes())
+            .and_then(|()| w.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The value of `key` in a query string, decoded.
+fn query_value(query: &str, key: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| percent_decode(&v.replace('+', " ")))
+}
+
+/// A tap's answer: `?stream=S` (all streams when absent) and `?sample=R` (0 < R ≤ 1).
+fn tap(shared: &Shared, id: &str, component: &str, query: &str) -> Reply {
+    let sample = match query_value(query, "sample").map(|s| s.parse::<f64>()) {
+        None => 1.0,
+        Some(Ok(r)) if r > 0.0 && r <= 1.0 => r,
+        Some(_) => return Reply::error(400, "sample must be a number above 0 and at most 1"),
+    };
+    let every = (1.0 / sample).round().max(1.0) as u64;
+    let stream = query_value(query, "stream");
+    match shared.source.tap(id, component, stream.as_deref(), every) {
+        Ok(lines) => Reply {
+            status: 200,
+            content_type: "application/x-ndjson",
+            body: String::new(),
+            lines: Some(lines),
+        },
+        Err(e) => Reply::error(404, format!("{e:#}")),
     }
 }
 
@@ -187,6 +261,14 @@ fn route(shared: &Shared, request: &mut Request) -> Reply {
                 status: 200,
                 content_type: super::prometheus::CONTENT_TYPE,
                 body: text,
+                lines: None,
+            }
+        }
+        (Method::Get, ["api", "v1", "topology", id, "tap", component]) => {
+            let tops = shared.source.topologies();
+            match find(&tops, id) {
+                Ok(t) => tap(shared, &t.id, component, query),
+                Err(r) => r,
             }
         }
         (Method::Get, ["api", "v1", rest @ ..]) => get_api(shared, rest, wants_sys(query)),

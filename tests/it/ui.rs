@@ -73,9 +73,13 @@ impl Drop for UiRun {
 /// Start the endless topology with `--ui 127.0.0.1:0` (and `extra` arguments); the address
 /// comes from the `ui: http://ADDR/` line on stderr.
 fn start_ui_run(extra: &[&str]) -> UiRun {
+    start_ui_run_of(TOPOLOGY, extra)
+}
+
+fn start_ui_run_of(topology: &str, extra: &[&str]) -> UiRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("uitest.yaml");
-    std::fs::write(&file, TOPOLOGY).expect("write the topology");
+    std::fs::write(&file, topology).expect("write the topology");
     let mut child = storm()
         .arg("run")
         .arg(&file)
@@ -849,4 +853,112 @@ fn spawn_daemon(cmd: &mut Command) -> UiRun {
         addr: String::new(),
         _dir: tempfile::tempdir().expect("tempdir"),
     }
+}
+
+/// JSON lines parsed, one error in three lines: `parse` emits on `default` and on `errors`.
+const TAP_TOPOLOGY: &str = r#"
+name: taptest
+spouts:
+  - id: lines
+    type: generate
+    args: { rate: 300, values: ['{"n": 1}', 'oops', '{"n": 2}'], fields: [line] }
+bolts:
+  - id: parse
+    type: parse
+    args: { format: json, fields: [n] }
+  - id: good
+    type: discard
+  - id: bad
+    type: discard
+streams:
+  - { from: lines, to: parse, grouping: shuffle }
+  - { from: parse, to: good, grouping: shuffle }
+  - { from: parse, to: bad, stream: errors, grouping: shuffle }
+"#;
+
+/// The first `n` lines `storm tap` prints with these arguments.
+fn tap_lines(addr: &str, args: &[&str], n: usize) -> Vec<Value> {
+    let mut child = storm()
+        .args(["tap", "taptest", "parse", "--ui", addr])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start storm tap");
+    let stdout = child.stdout.take().expect("stdout piped");
+    let lines: Vec<Value> = BufReader::new(stdout)
+        .lines()
+        .take(n)
+        .map(|l| serde_json::from_str(&l.expect("a line")).expect("a JSON line"))
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    lines
+}
+
+#[test]
+fn tap_shows_the_tuples_of_the_chosen_stream() {
+    let run = start_ui_run_of(TAP_TOPOLOGY, &[]);
+    let errors = tap_lines(&run.addr, &["--stream", "errors"], 5);
+    assert_eq!(errors.len(), 5);
+    for e in &errors {
+        assert_eq!(e["component"], "parse", "{e}");
+        assert_eq!(e["stream"], "errors", "{e}");
+        assert_eq!(e["values"][0], "oops", "the unreadable line: {e}");
+    }
+    let good = tap_lines(&run.addr, &["--stream", "default", "--sample", "0.5"], 5);
+    assert_eq!(good.len(), 5);
+    for g in &good {
+        assert_eq!(g["stream"], "default", "{g}");
+        assert!(
+            g["values"] == serde_json::json!([1]) || g["values"] == serde_json::json!([2]),
+            "{g}"
+        );
+    }
+    // A stream the topology does not have: a clear error, with the near name.
+    let out = storm()
+        .args([
+            "tap", "taptest", "parse", "--ui", &run.addr, "--stream", "error",
+        ])
+        .output()
+        .expect("run storm tap");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no stream `error`") && err.contains("did you mean `errors`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn topology_debug_prints_every_emit_as_a_json_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("debug.yaml");
+    std::fs::write(
+        &file,
+        "name: debugged\nconfig: { topology.debug: true }\nspouts:\n  - id: words\n    type: generate\n    args: { count: 3, values: [a, b, c] }\nbolts:\n  - id: sink\n    type: discard\nstreams:\n  - { from: words, to: sink, grouping: shuffle }\n",
+    )
+    .expect("write the topology");
+    let out = storm()
+        .arg("run")
+        .arg(&file)
+        .args(["--progress", "never"])
+        .output()
+        .expect("run storm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let mut words: Vec<String> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("debug: "))
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|v| v["component"] == "words")
+        .map(|v| v["values"][0].as_str().unwrap_or("?").to_string())
+        .collect();
+    words.sort();
+    assert_eq!(words, ["a", "b", "c"], "{err}");
 }

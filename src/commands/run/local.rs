@@ -31,6 +31,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
         progress,
     )?;
     let result = running.wait();
+    runtime::tap::flush_debug();
     drop(ui);
     drop(watcher);
     finish(&args, &result?, Scope::Local)
