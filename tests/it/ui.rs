@@ -93,16 +93,26 @@ fn start_ui_run_of(topology: &str, extra: &[&str]) -> UiRun {
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        // Keep reading so the child never blocks on a full pipe.
+        // Keep reading so the child never blocks on a full pipe; what it said before its
+        // address goes back if it never gives one.
+        let mut said = String::new();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(rest) = line.strip_prefix("ui: http://") {
-                let _ = tx.send(rest.trim_end_matches('/').to_string());
+                let _ = tx.send(Ok(rest.trim_end_matches('/').to_string()));
+            } else {
+                said += &line;
+                said += "\n";
             }
         }
+        let _ = tx.send(Err(said));
     });
-    let addr = rx
+    let addr = match rx
         .recv_timeout(WAIT)
-        .expect("the run prints its UI address");
+        .expect("the run prints its UI address")
+    {
+        Ok(addr) => addr,
+        Err(stderr) => panic!("the run ended without serving its UI:\n{stderr}"),
+    };
     UiRun {
         child,
         addr,
@@ -961,4 +971,42 @@ fn topology_debug_prints_every_emit_as_a_json_line() {
         .collect();
     words.sort();
     assert_eq!(words, ["a", "b", "c"], "{err}");
+}
+
+#[test]
+fn a_multilang_bolts_metrics_command_shows_in_prometheus_text() {
+    let adapter = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("multilang/python");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("bolt.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import sys\nsys.path.insert(0, {:?})\nimport storm\n\
+             class B(storm.BasicBolt):\n    def process(self, t):\n        \
+             storm.rpcMetrics('rows', 7)\nB().run()\n",
+            adapter.display().to_string()
+        ),
+    )
+    .expect("write the bolt");
+    let topology = format!(
+        "name: uitest\nspouts:\n  - id: gen\n    type: generate\n    args: {{ rate: 50, values: [x] }}\n\
+         bolts:\n  - id: py\n    type: shell\n    command: [python3, {:?}]\n    fields: [out]\n\
+         streams:\n  - {{ from: gen, to: py, grouping: shuffle }}\n",
+        script.display().to_string()
+    );
+    let run = start_ui_run_of(&topology, &[]);
+    let rows = eventually("the bolt's metric", || {
+        let (_, body) = http(&run.addr, "GET", "/metrics", &[]);
+        let scrape =
+            prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).ok()?;
+        scrape
+            .samples
+            .into_iter()
+            .find(|s| s.metric == "storm_user_metric" && s.labels.get("name") == Some("rows"))
+    });
+    assert_eq!(rows.labels.get("component"), Some("py"));
+    assert!(
+        matches!(rows.value, prometheus_parse::Value::Gauge(v) if v == 7.0),
+        "{rows:?}"
+    );
 }
