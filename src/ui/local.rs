@@ -210,7 +210,6 @@ impl Source for LocalRun {
                     .spawn(move || {
                         std::thread::sleep(wait);
                         control.stop.store(true, Relaxed);
-                        control.paused.store(false, Relaxed);
                     })?;
             }
         }
