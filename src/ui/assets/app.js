@@ -88,7 +88,7 @@ function layout(vis) {
   ids.forEach(id => (cols[depth[id]] = cols[depth[id]] || []).push(id));
   const pos = {};
   for (const [d, members] of Object.entries(cols)) {
-    members.forEach((id, i) => (pos[id] = { x: 20 + d * 190, y: 20 + i * 70 }));
+    members.forEach((id, i) => (pos[id] = { x: 20 + d * 240, y: 20 + i * 70 }));
   }
   return pos;
 }
@@ -112,7 +112,7 @@ function drawGraph(vis) {
       const to = pos[id];
       const line = el("line", { x1: from.x + 150, y1: from.y + 25, x2: to.x, y2: to.y + 25,
         stroke: "#555", "marker-end": "url(#arrow)" });
-      const label = el("text", { x: (from.x + 150 + to.x) / 2, y: (from.y + to.y) / 2 + 20 });
+      const label = el("text", { x: from.x + 156, y: (from.y + to.y) / 2 + 20 });
       label.textContent = i[":stream"];
       kids.push(line, label);
     }
@@ -132,7 +132,10 @@ function drawGraph(vis) {
   }
   const width = Math.max(...Object.values(pos).map(p => p.x)) + 190;
   const height = Math.max(...Object.values(pos).map(p => p.y)) + 80;
+  // Drawn at its own size (text stays legible), scaled down only when wider than the page.
   svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
   svg.replaceChildren(...kids);
 }
 
