@@ -1010,3 +1010,28 @@ fn a_multilang_bolts_metrics_command_shows_in_prometheus_text() {
         "{rows:?}"
     );
 }
+
+#[test]
+fn processes_mode_serves_the_ui_of_its_worker_processes() {
+    let run = start_ui_run(&["--processes"]);
+    let a = run.addr.as_str();
+    let summary = eventually("the topology", || {
+        let list = get(a, "/api/v1/topology/summary");
+        list["topologies"].as_array()?.first().cloned()
+    });
+    has_fields(&summary, storm_fields::TOPOLOGY_SUMMARY, "topology summary");
+    let id = summary["id"].as_str().expect("an id").to_string();
+    // Figures arrive with the workers' heartbeats.
+    let t = eventually("counts from the worker processes", || {
+        let t = get(a, &format!("/api/v1/topology/{id}"));
+        (bolt(&t, "count")["executed"].as_u64()? > 0).then_some(t)
+    });
+    assert_eq!(t["workersTotal"], 2, "{t}");
+    let ports: std::collections::BTreeSet<u64> = t["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .filter_map(|w| w["port"].as_u64())
+        .collect();
+    assert_eq!(ports.len(), 2, "two worker processes: {t}");
+}
