@@ -338,7 +338,12 @@ impl<'a> Wiring<'a> {
     /// The context and collector state of one task, its stats recorded for the run.
     fn task_parts(&mut self, parts: &ExecutorParts, task: u32) -> (TaskContext, Emitter) {
         let stats = Arc::new(TaskStats::default());
-        super::tap::debug(parts.config.debug(), &self.plan, parts.component, &stats.taps);
+        super::tap::debug(
+            parts.config.debug(),
+            &self.plan,
+            parts.component,
+            &stats.taps,
+        );
         let component = parts.component.to_string();
         self.stats.insert(task, (component.clone(), stats.clone()));
         let wake = parts.inbox.0.clone();

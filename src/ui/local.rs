@@ -4,9 +4,9 @@
 use super::{
     components_of, Action, ErrorView, Source, SupervisorView, TaskFigures, TaskView, TopologyView,
 };
+use crate::placement::Placement;
 use crate::runtime::executor::RunControl;
 use crate::runtime::metrics::TaskStats;
-use crate::placement::Placement;
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use std::collections::BTreeMap;
