@@ -50,8 +50,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::List(a) => cluster::list(a),
         Command::Kill(a) => cluster::kill(a),
         Command::Worker(a) => cluster::worker(a),
-        Command::Activate(a) => ui::set_active(a, true),
-        Command::Deactivate(a) => ui::set_active(a, false),
+        Command::Activate(a) => cluster::set_active(a, true),
+        Command::Deactivate(a) => cluster::set_active(a, false),
         Command::Top(a) => top::run(a),
         Command::Tap(a) => ui::tap(a),
     }

@@ -1,10 +1,9 @@
 //! The UI's side of the commands: serving it for a local run (`storm run --ui`) and for nimbus
-//! (`ui.port`), and `storm activate|deactivate` through nimbus or a UI.
+//! (`ui.port`), and `storm tap`.
 
 use super::Status;
-use crate::cli::{OperationArgs, TapArgs};
+use crate::cli::TapArgs;
 use crate::cluster::nimbus::Nimbus;
-use crate::cluster::rpc::Request;
 use crate::config::Config;
 use crate::runtime::Running;
 use crate::topology::model::Topology;
@@ -73,25 +72,6 @@ pub fn serve_nimbus(nimbus: &Arc<Nimbus>, config: &Config) -> Option<UiServer> {
             None
         }
     }
-}
-
-/// `storm activate NAME` / `storm deactivate NAME`.
-pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
-    let verb = if active { "activate" } else { "deactivate" };
-    let id = if let Some(ui) = &a.target.ui {
-        let path = format!("/api/v1/topology/{}/{verb}", encode(&a.name));
-        let answer = crate::ui::client::post_json(ui, &path, a.target.token.as_deref())?;
-        answer["topologyId"].as_str().unwrap_or(&a.name).to_string()
-    } else {
-        let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
-        let request = Request::SetActive {
-            name: a.name.clone(),
-            active,
-        };
-        super::cluster::nimbus_client(nimbus, &[]).call::<String>(&request)?
-    };
-    crate::stderr_println!("{verb}d {} ({id})", a.name);
-    Ok(Status::Success)
 }
 
 /// A path segment with the characters a URL path cannot hold escaped.
