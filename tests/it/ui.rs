@@ -708,16 +708,21 @@ fn storm_top_draws_the_components_in_a_terminal() {
         storm_bin.display(),
         run.addr
     );
-    let mut child = Command::new("script")
-        .args(["-q", "-e", "-c", &command])
-        .arg(&typescript)
-        .env("TERM", "xterm")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script(1) is installed");
-    let mut stdin = child.stdin.take().expect("stdin");
+    // Ended by the guard even when an assertion fails (its pseudo-terminal closing ends top).
+    let mut top = UiRun {
+        child: Command::new("script")
+            .args(["-q", "-e", "-c", &command])
+            .arg(&typescript)
+            .env("TERM", "xterm")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("script(1) is installed"),
+        addr: String::new(),
+        _dir: tempfile::tempdir().expect("tempdir"),
+    };
+    let mut stdin = top.child.stdin.take().expect("stdin");
     // What a terminal shows after the bytes written so far (vt100 plays them).
     let screen = || {
         let bytes = std::fs::read(&typescript).unwrap_or_default();
@@ -740,9 +745,9 @@ fn storm_top_draws_the_components_in_a_terminal() {
     });
     stdin.write_all(b"q").expect("send q");
     drop(stdin);
-    let status = eventually("top to quit", || child.try_wait().ok().flatten());
+    let status = eventually("top to quit", || top.child.try_wait().ok().flatten());
     let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
+    if let Some(mut e) = top.child.stderr.take() {
         let _ = e.read_to_string(&mut err);
     }
     assert!(status.success(), "storm top failed: {err}");
@@ -888,23 +893,25 @@ streams:
 
 /// The first `n` lines `storm tap` prints with these arguments.
 fn tap_lines(addr: &str, args: &[&str], n: usize) -> Vec<Value> {
-    let mut child = storm()
-        .args(["tap", "taptest", "parse", "--ui", addr])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start storm tap");
-    let stdout = child.stdout.take().expect("stdout piped");
-    let lines: Vec<Value> = BufReader::new(stdout)
+    // Ended by the guard once the lines are read (or an assertion fails).
+    let mut tap = UiRun {
+        child: storm()
+            .args(["tap", "taptest", "parse", "--ui", addr])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start storm tap"),
+        addr: String::new(),
+        _dir: tempfile::tempdir().expect("tempdir"),
+    };
+    let stdout = tap.child.stdout.take().expect("stdout piped");
+    BufReader::new(stdout)
         .lines()
         .take(n)
         .map(|l| serde_json::from_str(&l.expect("a line")).expect("a JSON line"))
-        .collect();
-    let _ = child.kill();
-    let _ = child.wait();
-    lines
+        .collect()
 }
 
 #[test]
