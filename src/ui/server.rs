@@ -133,13 +133,15 @@ fn answer(shared: &Shared, mut request: Request) {
         }
         return;
     }
-    let header = Header::from_bytes("Content-Type", reply.content_type)
-        .unwrap_or_else(|_| Header::from_bytes("Content-Type", "text/plain").expect("static"));
-    let no_cache = Header::from_bytes("Cache-Control", "no-store").expect("static header");
-    let response = Response::from_string(reply.body)
-        .with_status_code(reply.status)
-        .with_header(header)
-        .with_header(no_cache);
+    let mut response = Response::from_string(reply.body).with_status_code(reply.status);
+    for (name, value) in [
+        ("Content-Type", reply.content_type),
+        ("Cache-Control", "no-store"),
+    ] {
+        if let Ok(h) = Header::from_bytes(name, value) {
+            response.add_header(h);
+        }
+    }
     if let Err(e) = request.respond(response) {
         tracing::debug!("ui: cannot answer a request: {e}");
     }
