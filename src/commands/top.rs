@@ -89,14 +89,19 @@ fn sort_rows(rows: &mut [RowData], by: usize) {
     }
 }
 
-/// The UI address to read: `--ui`, or nimbus's UI (its `ui.port` on nimbus's host).
+/// The UI address to read: `--ui`, or nimbus's UI: `ui.port` (as `conf/storm.yaml` sets it,
+/// default 8080) on nimbus's host.
 fn ui_address(a: &TopArgs) -> anyhow::Result<String> {
     if let Some(ui) = &a.target.ui {
         return Ok(ui.clone());
     }
     let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
     let host = nimbus.rsplit_once(':').map_or(nimbus, |(h, _)| h);
-    Ok(format!("{host}:{}", crate::ui::DEFAULT_PORT))
+    let port = crate::config::layers::cluster_config(&[])
+        .ok()
+        .and_then(|c| c.get_u64("ui.port"))
+        .unwrap_or(u64::from(crate::ui::DEFAULT_PORT));
+    Ok(format!("{host}:{port}"))
 }
 
 /// The id of the topology to show: `--topology` (name or id), else the first.

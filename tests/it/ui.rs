@@ -696,61 +696,89 @@ fn the_page_shows_components_and_their_counts_change_in_chromium() {
     assert!(page > 4 * blank, "page {page} bytes, blank {blank} bytes");
 }
 
-#[test]
-fn storm_top_draws_the_components_in_a_terminal() {
-    let run = start_ui_run(&[]);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let typescript = dir.path().join("top.out");
-    let storm_bin = assert_cmd::cargo::cargo_bin("storm");
-    // script(1) gives storm top a pseudo-terminal; `q` arrives after a few refreshes.
-    let command = format!(
-        "stty rows 30 cols 140; {} top --ui {} --interval 0.2",
-        storm_bin.display(),
-        run.addr
-    );
-    // Ended by the guard even when an assertion fails (its pseudo-terminal closing ends top).
-    let mut top = UiRun {
-        child: Command::new("script")
+/// `storm top ARGS` in a pseudo-terminal (script(1)), with `envs`; ended by the guard even
+/// when an assertion fails (its pseudo-terminal closing ends top).
+struct Top {
+    run: UiRun,
+    typescript: std::path::PathBuf,
+    stdin: std::process::ChildStdin,
+}
+
+impl Top {
+    fn start(args: &str, envs: &[(&str, &Path)]) -> Top {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let typescript = dir.path().join("top.out");
+        let storm_bin = assert_cmd::cargo::cargo_bin("storm");
+        let command = format!(
+            "stty rows 30 cols 140; {} top {args} --interval 0.2",
+            storm_bin.display()
+        );
+        let mut script = Command::new("script");
+        script
             .args(["-q", "-e", "-c", &command])
             .arg(&typescript)
             .env("TERM", "xterm")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("script(1) is installed"),
-        addr: String::new(),
-        _dir: tempfile::tempdir().expect("tempdir"),
-    };
-    let mut stdin = top.child.stdin.take().expect("stdin");
-    // What a terminal shows after the bytes written so far (vt100 plays them).
-    let screen = || {
-        let bytes = std::fs::read(&typescript).unwrap_or_default();
+            .stderr(Stdio::piped());
+        for (k, v) in envs {
+            script.env(k, v);
+        }
+        let mut child = script.spawn().expect("script(1) is installed");
+        let stdin = child.stdin.take().expect("stdin");
+        Top {
+            run: UiRun {
+                child,
+                addr: String::new(),
+                _dir: dir,
+            },
+            typescript,
+            stdin,
+        }
+    }
+
+    /// What a terminal shows after the bytes written so far (vt100 plays them).
+    fn screen(&self) -> String {
+        let bytes = std::fs::read(&self.typescript).unwrap_or_default();
         let mut term = vt100::Parser::new(30, 140, 0);
         term.process(&bytes);
         term.screen().contents()
-    };
-    let seen = eventually("top to draw the components", || {
-        let text = screen();
-        ["words", "count", "sink", "capacity", "sorted by id"]
-            .iter()
-            .all(|w| text.contains(w))
-            .then_some(text)
-    });
-    assert!(seen.contains("uitest"), "the topology's name:\n{seen}");
-    stdin.write_all(b"s").expect("send s");
-    stdin.flush().expect("flush");
-    eventually("the sort to change", || {
-        screen().contains("sorted by rate").then_some(())
-    });
-    stdin.write_all(b"q").expect("send q");
-    drop(stdin);
-    let status = eventually("top to quit", || top.child.try_wait().ok().flatten());
-    let mut err = String::new();
-    if let Some(mut e) = top.child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
     }
-    assert!(status.success(), "storm top failed: {err}");
+
+    /// Wait until the screen shows every one of `words`; the screen.
+    fn wait_for(&self, words: &[&str]) -> String {
+        eventually(&format!("top to show {words:?}"), || {
+            let text = self.screen();
+            words.iter().all(|w| text.contains(w)).then_some(text)
+        })
+    }
+
+    fn key(&mut self, k: &[u8]) {
+        self.stdin.write_all(k).expect("send a key");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// `q`, then top must end well.
+    fn quit(mut self) {
+        self.key(b"q");
+        let status = eventually("top to quit", || self.run.child.try_wait().ok().flatten());
+        let mut err = String::new();
+        if let Some(mut e) = self.run.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        assert!(status.success(), "storm top failed: {err}");
+    }
+}
+
+#[test]
+fn storm_top_draws_the_components_in_a_terminal() {
+    let run = start_ui_run(&[]);
+    let mut top = Top::start(&format!("--ui {}", run.addr), &[]);
+    let seen = top.wait_for(&["words", "count", "sink", "capacity", "sorted by id"]);
+    assert!(seen.contains("uitest"), "the topology's name:\n{seen}");
+    top.key(b"s");
+    top.wait_for(&["sorted by rate"]);
+    top.quit();
 }
 
 /// A port free right now on loopback.
@@ -847,6 +875,19 @@ fn nimbus_serves_the_ui_of_the_cluster_and_storm_deactivate_pauses_it() {
         get(&ui, &format!("/api/v1/topology/{id}"))["status"],
         "ACTIVE"
     );
+    // storm top --nimbus finds nimbus's UI at the ui.port of conf/storm.yaml.
+    let conf = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        conf.path().join("storm.yaml"),
+        format!("ui.port: {ui_port}\n"),
+    )
+    .expect("write storm.yaml");
+    let top = Top::start(
+        &format!("--nimbus {nimbus_addr}"),
+        &[("STORM_CONF_DIR", conf.path())],
+    );
+    top.wait_for(&["uitest", "count", "words"]);
+    top.quit();
     // The workers still run (paused and resumed, not stopped): the spout's count grows.
     let emitted = |t: &Value| t["spouts"][0]["emitted"].as_u64().unwrap_or(0);
     let now = emitted(&get(&ui, &format!("/api/v1/topology/{id}")));
