@@ -36,6 +36,10 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Submit a topology to a running cluster')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the topologies of a running cluster')
             [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill a topology on a running cluster')
+            [CompletionResult]::new('activate', 'activate', [CompletionResultType]::ParameterValue, 'Activate a deactivated topology: its spouts emit again')
+            [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
+            [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -64,6 +68,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop (gracefully, draining) after this long: `30s`, `2m`')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Progress display on stderr')
             [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Write the full run figures as JSON to FILE')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]')
             [CompletionResult]::new('--processes', '--processes', [CompletionResultType]::ParameterName, 'Run each worker as its own process, talking over loopback TCP')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
@@ -191,6 +196,48 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'storm;activate' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;deactivate' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;top' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
+            [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology name or id (default: the first one)')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Seconds between refreshes')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;tap' {
+            [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Only the tuples of this stream')
+            [CompletionResult]::new('--sample', '--sample', [CompletionResultType]::ParameterName, 'Show this share of the tuples (0 < R <= 1: one in round(1/R))')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of the run (`storm run FILE --ui ADDR`)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'storm;worker' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
             [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology id')
@@ -213,6 +260,10 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Submit a topology to a running cluster')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the topologies of a running cluster')
             [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill a topology on a running cluster')
+            [CompletionResult]::new('activate', 'activate', [CompletionResultType]::ParameterValue, 'Activate a deactivated topology: its spouts emit again')
+            [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
+            [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -252,6 +303,18 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;kill' {
+            break
+        }
+        'storm;help;activate' {
+            break
+        }
+        'storm;help;deactivate' {
+            break
+        }
+        'storm;help;top' {
+            break
+        }
+        'storm;help;tap' {
             break
         }
         'storm;help;worker' {

@@ -16,11 +16,17 @@ _storm() {
             ",$1")
                 cmd="storm"
                 ;;
+            storm,activate)
+                cmd="storm__subcmd__activate"
+                ;;
             storm,completions)
                 cmd="storm__subcmd__completions"
                 ;;
             storm,config)
                 cmd="storm__subcmd__config"
+                ;;
+            storm,deactivate)
+                cmd="storm__subcmd__deactivate"
                 ;;
             storm,graph)
                 cmd="storm__subcmd__graph"
@@ -46,6 +52,12 @@ _storm() {
             storm,supervisor)
                 cmd="storm__subcmd__supervisor"
                 ;;
+            storm,tap)
+                cmd="storm__subcmd__tap"
+                ;;
+            storm,top)
+                cmd="storm__subcmd__top"
+                ;;
             storm,validate)
                 cmd="storm__subcmd__validate"
                 ;;
@@ -55,11 +67,17 @@ _storm() {
             storm,zk)
                 cmd="storm__subcmd__zk"
                 ;;
+            storm__subcmd__help,activate)
+                cmd="storm__subcmd__help__subcmd__activate"
+                ;;
             storm__subcmd__help,completions)
                 cmd="storm__subcmd__help__subcmd__completions"
                 ;;
             storm__subcmd__help,config)
                 cmd="storm__subcmd__help__subcmd__config"
+                ;;
+            storm__subcmd__help,deactivate)
+                cmd="storm__subcmd__help__subcmd__deactivate"
                 ;;
             storm__subcmd__help,graph)
                 cmd="storm__subcmd__help__subcmd__graph"
@@ -84,6 +102,12 @@ _storm() {
                 ;;
             storm__subcmd__help,supervisor)
                 cmd="storm__subcmd__help__subcmd__supervisor"
+                ;;
+            storm__subcmd__help,tap)
+                cmd="storm__subcmd__help__subcmd__tap"
+                ;;
+            storm__subcmd__help,top)
+                cmd="storm__subcmd__help__subcmd__top"
                 ;;
             storm__subcmd__help,validate)
                 cmd="storm__subcmd__help__subcmd__validate"
@@ -116,12 +140,38 @@ _storm() {
 
     case "${cmd}" in
         storm)
-            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill worker help"
+            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__activate)
+            opts="-h -V --nimbus --ui --token --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -169,6 +219,32 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__deactivate)
+            opts="-h -V --nimbus --ui --token --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__graph)
             opts="-e -h -V --expr --filter --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -200,8 +276,22 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help)
-            opts="validate run zk graph config completions nimbus supervisor submit list kill worker help"
+            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__activate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -228,6 +318,20 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__config)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__deactivate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -340,6 +444,34 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__supervisor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__tap)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -480,7 +612,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__run)
-            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --progress --quiet --summary --system --stats --help --version"
+            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --progress --quiet --summary --system --stats --ui --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -523,6 +655,10 @@ _storm() {
                     return 0
                     ;;
                 --stats)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -595,6 +731,66 @@ _storm() {
                     return 0
                     ;;
                 -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__tap)
+            opts="-h -V --stream --sample --ui --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --stream)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sample)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__top)
+            opts="-h -V --nimbus --ui --token --topology --interval --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topology)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -33,6 +33,10 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand submit 'Submit a topology to a running cluster'
             cand list 'List the topologies of a running cluster'
             cand kill 'Kill a topology on a running cluster'
+            cand activate 'Activate a deactivated topology: its spouts emit again'
+            cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
+            cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
+            cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -59,6 +63,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --duration 'Stop (gracefully, draining) after this long: `30s`, `2m`'
             cand --progress 'Progress display on stderr'
             cand --stats 'Write the full run figures as JSON to FILE'
+            cand --ui 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]'
             cand --processes 'Run each worker as its own process, talking over loopback TCP'
             cand -q 'Print nothing on stderr but errors (no summary)'
             cand --quiet 'Print nothing on stderr but errors (no summary)'
@@ -172,6 +177,44 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;activate'= {
+            cand --nimbus 'Nimbus address'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;deactivate'= {
+            cand --nimbus 'Nimbus address'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;top'= {
+            cand --nimbus 'Nimbus address'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand --topology 'Topology name or id (default: the first one)'
+            cand --interval 'Seconds between refreshes'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;tap'= {
+            cand --stream 'Only the tuples of this stream'
+            cand --sample 'Show this share of the tuples (0 < R <= 1: one in round(1/R))'
+            cand --ui 'The UI of the run (`storm run FILE --ui ADDR`)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -193,6 +236,10 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand submit 'Submit a topology to a running cluster'
             cand list 'List the topologies of a running cluster'
             cand kill 'Kill a topology on a running cluster'
+            cand activate 'Activate a deactivated topology: its spouts emit again'
+            cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
+            cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
+            cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -220,6 +267,14 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;list'= {
         }
         &'storm;help;kill'= {
+        }
+        &'storm;help;activate'= {
+        }
+        &'storm;help;deactivate'= {
+        }
+        &'storm;help;top'= {
+        }
+        &'storm;help;tap'= {
         }
         &'storm;help;worker'= {
         }

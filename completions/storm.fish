@@ -37,6 +37,10 @@ complete -c storm -n "__fish_storm_needs_command" -f -a "supervisor" -d 'Run a s
 complete -c storm -n "__fish_storm_needs_command" -f -a "submit" -d 'Submit a topology to a running cluster'
 complete -c storm -n "__fish_storm_needs_command" -f -a "list" -d 'List the topologies of a running cluster'
 complete -c storm -n "__fish_storm_needs_command" -f -a "kill" -d 'Kill a topology on a running cluster'
+complete -c storm -n "__fish_storm_needs_command" -f -a "activate" -d 'Activate a deactivated topology: its spouts emit again'
+complete -c storm -n "__fish_storm_needs_command" -f -a "deactivate" -d 'Deactivate a topology: its spouts pause, tuples in flight complete'
+complete -c storm -n "__fish_storm_needs_command" -f -a "top" -d 'A live terminal view of a running topology\'s components (from its UI or nimbus)'
+complete -c storm -n "__fish_storm_needs_command" -f -a "tap" -d 'Print the tuples a component emits, live, as JSON lines (from a run\'s UI)'
 complete -c storm -n "__fish_storm_needs_command" -f -a "worker" -d 'Internal: one worker process (started by a supervisor)'
 complete -c storm -n "__fish_storm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c storm -n "__fish_storm_using_subcommand validate" -s e -l expr -d 'A topology inline, in the DSL' -r
@@ -56,6 +60,7 @@ complete -c storm -n "__fish_storm_using_subcommand run" -l progress -d 'Progres
 never\t''
 always\t''"
 complete -c storm -n "__fish_storm_using_subcommand run" -l stats -d 'Write the full run figures as JSON to FILE' -r -F
+complete -c storm -n "__fish_storm_using_subcommand run" -l ui -d 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]' -r
 complete -c storm -n "__fish_storm_using_subcommand run" -l processes -d 'Run each worker as its own process, talking over loopback TCP'
 complete -c storm -n "__fish_storm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors (no summary)'
 complete -c storm -n "__fish_storm_using_subcommand run" -l summary -d 'Print the per-component summary at the end even when stderr is not a terminal'
@@ -113,22 +118,48 @@ complete -c storm -n "__fish_storm_using_subcommand kill" -l nimbus -d 'Nimbus a
 complete -c storm -n "__fish_storm_using_subcommand kill" -l wait -d 'Seconds to wait between deactivating and removing (default: the topology\'s topology.message.timeout.secs)' -r
 complete -c storm -n "__fish_storm_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand kill" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand activate" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand activate" -l ui -d 'The UI of a run or of nimbus (`storm run --ui`, nimbus\'s ui.port)' -r
+complete -c storm -n "__fish_storm_using_subcommand activate" -l token -d 'The UI\'s token (ui.token or storm.cluster.secret), for operations through --ui' -r
+complete -c storm -n "__fish_storm_using_subcommand activate" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand activate" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand deactivate" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand deactivate" -l ui -d 'The UI of a run or of nimbus (`storm run --ui`, nimbus\'s ui.port)' -r
+complete -c storm -n "__fish_storm_using_subcommand deactivate" -l token -d 'The UI\'s token (ui.token or storm.cluster.secret), for operations through --ui' -r
+complete -c storm -n "__fish_storm_using_subcommand deactivate" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand deactivate" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand top" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand top" -l ui -d 'The UI of a run or of nimbus (`storm run --ui`, nimbus\'s ui.port)' -r
+complete -c storm -n "__fish_storm_using_subcommand top" -l token -d 'The UI\'s token (ui.token or storm.cluster.secret), for operations through --ui' -r
+complete -c storm -n "__fish_storm_using_subcommand top" -l topology -d 'Topology name or id (default: the first one)' -r
+complete -c storm -n "__fish_storm_using_subcommand top" -l interval -d 'Seconds between refreshes' -r
+complete -c storm -n "__fish_storm_using_subcommand top" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand top" -s V -l version -d 'Print version'
+complete -c storm -n "__fish_storm_using_subcommand tap" -l stream -d 'Only the tuples of this stream' -r
+complete -c storm -n "__fish_storm_using_subcommand tap" -l sample -d 'Show this share of the tuples (0 < R <= 1: one in round(1/R))' -r
+complete -c storm -n "__fish_storm_using_subcommand tap" -l ui -d 'The UI of the run (`storm run FILE --ui ADDR`)' -r
+complete -c storm -n "__fish_storm_using_subcommand tap" -s h -l help -d 'Print help'
+complete -c storm -n "__fish_storm_using_subcommand tap" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand worker" -l nimbus -d 'Nimbus address' -r
 complete -c storm -n "__fish_storm_using_subcommand worker" -l topology -d 'Topology id' -r
 complete -c storm -n "__fish_storm_using_subcommand worker" -l slot -d 'Host and port of this worker\'s slot' -r
 complete -c storm -n "__fish_storm_using_subcommand worker" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand worker" -s V -l version -d 'Print version'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "validate" -d 'Parse and check topology files; print `ok: FILE` lines or located errors'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "run" -d 'Run a topology (a shell filter when it reads stdin)'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "zk" -d 'The coordination tree Storm would keep in ZooKeeper'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "graph" -d 'Print the topology as a graph (Graphviz dot or Mermaid)'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "config" -d 'Print the effective configuration, each key with where its value came from'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "completions" -d 'Print a shell completion script'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "nimbus" -d 'Run the cluster\'s master: holds the coordination tree, schedules topologies'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "supervisor" -d 'Run a supervisor: starts a worker process for each slot assigned to it'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "submit" -d 'Submit a topology to a running cluster'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "list" -d 'List the topologies of a running cluster'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "kill" -d 'Kill a topology on a running cluster'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "worker" -d 'Internal: one worker process (started by a supervisor)'
-complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "validate" -d 'Parse and check topology files; print `ok: FILE` lines or located errors'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "run" -d 'Run a topology (a shell filter when it reads stdin)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "zk" -d 'The coordination tree Storm would keep in ZooKeeper'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "graph" -d 'Print the topology as a graph (Graphviz dot or Mermaid)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "config" -d 'Print the effective configuration, each key with where its value came from'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "completions" -d 'Print a shell completion script'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "nimbus" -d 'Run the cluster\'s master: holds the coordination tree, schedules topologies'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "supervisor" -d 'Run a supervisor: starts a worker process for each slot assigned to it'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "submit" -d 'Submit a topology to a running cluster'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "list" -d 'List the topologies of a running cluster'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "kill" -d 'Kill a topology on a running cluster'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "activate" -d 'Activate a deactivated topology: its spouts emit again'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "deactivate" -d 'Deactivate a topology: its spouts pause, tuples in flight complete'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "top" -d 'A live terminal view of a running topology\'s components (from its UI or nimbus)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "tap" -d 'Print the tuples a component emits, live, as JSON lines (from a run\'s UI)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "worker" -d 'Internal: one worker process (started by a supervisor)'
+complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c storm -n "__fish_storm_using_subcommand help; and __fish_seen_subcommand_from zk" -f -a "dump" -d 'Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)'

@@ -45,6 +45,14 @@ pub enum Command {
     List(NimbusAddrArgs),
     /// Kill a topology on a running cluster
     Kill(KillArgs),
+    /// Activate a deactivated topology: its spouts emit again
+    Activate(OperationArgs),
+    /// Deactivate a topology: its spouts pause, tuples in flight complete
+    Deactivate(OperationArgs),
+    /// A live terminal view of a running topology's components (from its UI or nimbus)
+    Top(TopArgs),
+    /// Print the tuples a component emits, live, as JSON lines (from a run's UI)
+    Tap(TapArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -165,6 +173,24 @@ pub struct RunArgs {
     /// Write the full run figures as JSON to FILE
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
+    /// Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR:
+    /// 127.0.0.1:8080; port 0 picks a free one]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1,
+          default_missing_value = crate::ui::DEFAULT_ADDR, value_parser = ui_addr)]
+    pub ui: Option<String>,
+}
+
+/// `--ui` takes `HOST:PORT` (a file name there means the option swallowed the topology).
+fn ui_addr(text: &str) -> Result<String, String> {
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            Ok(text.to_string())
+        }
+        _ => Err(format!(
+            "expected HOST:PORT, e.g. `--ui 127.0.0.1:8080` (to use the default address, put              `--ui` after the topology file, or write `--ui={}`)",
+            crate::ui::DEFAULT_ADDR
+        )),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -313,4 +339,61 @@ pub struct WorkerArgs {
     /// Host and port of this worker's slot
     #[arg(long, value_name = "HOST:PORT")]
     pub slot: String,
+}
+
+/// Where an operation or a view reaches the topology: nimbus, or the UI of a run.
+#[derive(Debug, Args, Clone)]
+#[command(group = clap::ArgGroup::new("target").required(true).args(["nimbus", "ui"]))]
+pub struct TargetArgs {
+    /// Nimbus address
+    #[arg(long, value_name = "ADDR")]
+    pub nimbus: Option<String>,
+    /// The UI of a run or of nimbus (`storm run --ui`, nimbus's ui.port)
+    #[arg(long, value_name = "ADDR")]
+    pub ui: Option<String>,
+    /// The UI's token (ui.token or storm.cluster.secret), for operations through --ui
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "STORM_UI_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct OperationArgs {
+    /// Topology name (or id)
+    pub name: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Topology name or id (default: the first one)
+    #[arg(long, value_name = "NAME")]
+    pub topology: Option<String>,
+    /// Seconds between refreshes
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct TapArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// The component whose emits are shown
+    pub component: String,
+    /// Only the tuples of this stream
+    #[arg(long, value_name = "STREAM")]
+    pub stream: Option<String>,
+    /// Show this share of the tuples (0 < R <= 1: one in round(1/R))
+    #[arg(long, value_name = "R", default_value_t = 1.0)]
+    pub sample: f64,
+    /// The UI of the run (`storm run FILE --ui ADDR`)
+    #[arg(long, value_name = "ADDR")]
+    pub ui: String,
 }

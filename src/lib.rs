@@ -41,3 +41,4 @@ pub mod short_str;
 pub mod slots;
 pub mod topology;
 pub mod tuple;
+pub mod ui;

@@ -71,10 +71,10 @@ static NO_THREAD: Throttle = Throttle::new(LOG_EVERY);
 static UNLOADABLE: Throttle = Throttle::new(LOG_EVERY);
 
 /// A topology nimbus has validated, with its plan.
-struct Known {
+pub(crate) struct Known {
     submission: Submission,
-    topology: Topology,
-    plan: Plan,
+    pub(crate) topology: Topology,
+    pub(crate) plan: Plan,
 }
 
 /// The nimbus daemon's state, shared by its connection threads and its monitor.
@@ -169,7 +169,7 @@ impl Nimbus {
         Ok(nimbus)
     }
 
-    fn state(&self) -> MutexGuard<'_, ClusterState<SharedTree>> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState<SharedTree>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -289,6 +289,7 @@ impl Nimbus {
             Request::Submit(sub) => json!(self.submit(sub)?),
             Request::List => serde_json::to_value(self.list()?)?,
             Request::Kill { name, wait_secs } => json!(self.kill(&name, wait_secs)?),
+            Request::SetActive { name, active } => json!(self.set_active(&name, active)?),
             Request::Dump { json } => json!(self.dump(json)?),
             Request::OpenSession { timeout_ms } => {
                 json!(self.open_session(Duration::from_millis(timeout_ms)))
@@ -399,6 +400,7 @@ impl Nimbus {
             return Ok(BeatReply {
                 assigned: false,
                 active: false,
+                paused: false,
             });
         };
         let assigned = state
@@ -412,6 +414,7 @@ impl Nimbus {
         Ok(BeatReply {
             assigned,
             active: base.status == TopologyStatus::Active,
+            paused: base.status == TopologyStatus::Inactive,
         })
     }
 
@@ -477,7 +480,7 @@ impl Nimbus {
     }
 
     /// A topology's submission, validated (read back from `stormdist` after a restart).
-    fn known(&self, id: &str) -> anyhow::Result<Arc<Known>> {
+    pub(crate) fn known(&self, id: &str) -> anyhow::Result<Arc<Known>> {
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(k) = known.get(id) {
             return Ok(k.clone());
@@ -599,6 +602,30 @@ impl Nimbus {
             });
         }
         Ok(out)
+    }
+
+    /// Storm's activate / deactivate of the live topology named `name` (or with that id):
+    /// its spouts are paused or resumed at the workers' next heartbeat. Returns its id.
+    pub(crate) fn set_active(&self, name: &str, active: bool) -> anyhow::Result<String> {
+        let state = self.state();
+        let mut found = None;
+        for id in state.topology_ids()? {
+            if state.storm_base(&id)?.is_some_and(|b| {
+                (b.name == name || id == name) && b.status != TopologyStatus::Killed
+            }) {
+                found = Some(id);
+            }
+        }
+        let id = found.ok_or_else(|| anyhow::anyhow!("no running topology named `{name}`"))?;
+        let status = if active {
+            TopologyStatus::Active
+        } else {
+            TopologyStatus::Inactive
+        };
+        state.set_status(&id, status)?;
+        drop(state);
+        self.save()?;
+        Ok(id)
     }
 
     /// Storm's kill: deactivate (status `killed`, spouts stop), wait the message timeout so

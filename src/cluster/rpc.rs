@@ -82,8 +82,11 @@ pub struct TopologySummary {
 pub struct BeatReply {
     /// The worker's slot is still in the topology's assignment.
     pub assigned: bool,
-    /// The topology is active (a killed or deactivated one stops its spouts).
+    /// The topology is active (a killed one stops its spouts and drains).
     pub active: bool,
+    /// The topology is deactivated: its spouts pause until it is activated again.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +101,8 @@ pub enum Request {
         name: String,
         wait_secs: Option<u64>,
     },
+    /// Activate or deactivate a topology (by name or id) -> topology id
+    SetActive { name: String, active: bool },
     /// -> the tree as text (or pretty JSON)
     Dump { json: bool },
     /// -> session id

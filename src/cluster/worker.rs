@@ -165,8 +165,10 @@ pub fn run(
                     tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
                     return Ok(WorkerEnd::Unassigned);
                 }
-                if !reply.active {
-                    // A killed or deactivated topology: spouts stop, tuples in flight drain.
+                // A deactivated topology pauses its spouts; a killed one stops them and
+                // drains the tuples in flight.
+                control.paused.store(reply.paused, Ordering::Relaxed);
+                if !reply.active && !reply.paused {
                     control.stop.store(true, Ordering::Relaxed);
                 }
             }
@@ -221,6 +223,9 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
             m.insert("component".into(), component.clone().into());
             for (name, counter) in [
                 ("emitted", &st.emitted),
+                ("transferred", &st.transferred),
+                ("execute_ns", &st.execute_ns),
+                ("errors", &st.errors),
                 ("executed", &st.executed),
                 ("acked", &st.acked),
                 ("failed", &st.failed),

@@ -3,7 +3,9 @@
 
 use super::{load_topology, Status};
 use crate::cli::{ConfigOverrides, TopologySource};
-use crate::cli::{KillArgs, NimbusAddrArgs, NimbusArgs, SubmitArgs, SupervisorArgs, WorkerArgs};
+use crate::cli::{
+    KillArgs, NimbusAddrArgs, NimbusArgs, OperationArgs, SubmitArgs, SupervisorArgs, WorkerArgs,
+};
 use crate::cluster::nimbus::Nimbus;
 use crate::cluster::rpc::{self, Request, Submission, TopologySummary};
 use crate::cluster::{supervisor, worker};
@@ -57,7 +59,8 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
     let stop = stop_flag()?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| anyhow::anyhow!("nimbus cannot listen on {}: {e}", a.listen))?;
-    let nimbus = Nimbus::open(&data, config)?;
+    let nimbus = Nimbus::open(&data, config.clone())?;
+    let ui = super::ui::serve_nimbus(&nimbus, &config);
     crate::stderr_println!(
         "nimbus: listening on {} (data in {})",
         listener.local_addr()?,
@@ -68,6 +71,7 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
         std::thread::sleep(Duration::from_millis(100));
     }
     nimbus.stop.store(true, Ordering::Relaxed);
+    drop(ui);
     for t in threads {
         let _ = t.join();
     }
@@ -213,6 +217,25 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
         "killed {} ({id}): deactivated; removed after the wait",
         a.name
     );
+    Ok(Status::Success)
+}
+
+/// `storm activate NAME` / `storm deactivate NAME`, through nimbus or a UI.
+pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
+    let verb = if active { "activate" } else { "deactivate" };
+    let id = if let Some(ui) = &a.target.ui {
+        let path = format!("/api/v1/topology/{}/{verb}", super::ui::encode(&a.name));
+        let answer = crate::ui::client::post_json(ui, &path, a.target.token.as_deref())?;
+        answer["topologyId"].as_str().unwrap_or(&a.name).to_string()
+    } else {
+        let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
+        let request = Request::SetActive {
+            name: a.name.clone(),
+            active,
+        };
+        nimbus_client(nimbus, &[]).call::<String>(&request)?
+    };
+    crate::stderr_println!("{verb}d {} ({id})", a.name);
     Ok(Status::Success)
 }
 

@@ -10,6 +10,8 @@ pub(crate) mod config;
 pub(crate) mod graph;
 pub(crate) mod progress;
 pub(crate) mod run;
+pub(crate) mod top;
+pub(crate) mod ui;
 pub(crate) mod validate;
 pub(crate) mod zk;
 
@@ -48,6 +50,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::List(a) => cluster::list(a),
         Command::Kill(a) => cluster::kill(a),
         Command::Worker(a) => cluster::worker(a),
+        Command::Activate(a) => cluster::set_active(a, true),
+        Command::Deactivate(a) => cluster::set_active(a, false),
+        Command::Top(a) => top::run(a),
+        Command::Tap(a) => ui::tap(a),
     }
 }
 

@@ -132,6 +132,10 @@ pub const RULES: &[(&str, Rule)] = &[
         Rule::Duration { nullable: false },
     ),
     ("nimbus.thrift.port", Rule::Port),
+    // Nimbus's UI (Storm's `ui.port`); `ui.host` and `ui.token` are ours.
+    ("ui.port", Rule::Port),
+    ("ui.host", Rule::String),
+    ("ui.token", Rule::OptionalString),
 ];
 
 pub fn rule_of(key: &str) -> Option<Rule> {
@@ -380,6 +384,7 @@ mod tests {
             ("topology.stats.sample.rate", json!("often"), "a number"),
             ("topology.stats.sample.rate", json!(1.5), "between 0 and 1"),
             ("nimbus.thrift.port", json!(70000), "a port number"),
+            ("ui.port", json!("eighty"), "a port number"),
             ("worker.heartbeat.frequency.secs", json!([1]), "a duration"),
             (
                 "topology.sleep.spout.wait.strategy.time.ms",

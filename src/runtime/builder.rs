@@ -122,9 +122,7 @@ impl<'a> Wiring<'a> {
                 .map(|_| crossbeam_channel::bounded(transfer_size))
                 .collect(),
             tracking: Tracking::of(&plan, config),
-            control: Arc::new(RunControl {
-                stop: Default::default(),
-            }),
+            control: Arc::new(RunControl::default()),
             stats: BTreeMap::new(),
             handles: Vec::new(),
             done: crossbeam_channel::bounded(executors.len().max(1)),
@@ -340,6 +338,12 @@ impl<'a> Wiring<'a> {
     /// The context and collector state of one task, its stats recorded for the run.
     fn task_parts(&mut self, parts: &ExecutorParts, task: u32) -> (TaskContext, Emitter) {
         let stats = Arc::new(TaskStats::default());
+        super::tap::debug(
+            parts.config.debug(),
+            &self.plan,
+            parts.component,
+            &stats.taps,
+        );
         let component = parts.component.to_string();
         self.stats.insert(task, (component.clone(), stats.clone()));
         let wake = parts.inbox.0.clone();
@@ -387,6 +391,7 @@ impl<'a> Wiring<'a> {
             control: self.control.clone(),
             ack_now: Vec::new(),
             clock: Instant::now(),
+            inactive: false,
         })
     }
 

@@ -79,6 +79,9 @@ impl Emitter {
             None => values.route(&mut self.router, stream, &mut self.targets),
         }
         let n = self.targets.len();
+        if self.stats.taps.on() {
+            self.stats.taps.publish(self.task, stream, &values.copy());
+        }
         TaskStats::add(&self.stats.emitted, 1);
         TaskStats::add(&self.stats.transferred, n as u64);
         let Some((&last, others)) = self.targets.split_last() else {
@@ -154,7 +157,7 @@ impl Emitter {
     }
 
     fn report(&self, msg: &str) {
-        TaskStats::add(&self.stats.errors, 1);
+        self.stats.record_error(msg);
         tracing::error!(component = %self.component, task = self.task, "{msg}");
     }
 }

@@ -130,9 +130,13 @@ fn prefetch_all(tuples: &[Tuple]) {
 }
 
 /// Run-wide switches every executor watches.
+#[derive(Debug, Default)]
 pub struct RunControl {
     /// Stop the spouts and drain (signal, `--duration`, closed output).
     pub stop: AtomicBool,
+    /// Storm's deactivated topology (`storm deactivate`, the UI): spouts are not asked for
+    /// tuples until it is cleared; acks and replays go on.
+    pub paused: AtomicBool,
 }
 
 /// What an executor hands back when it ends.
@@ -476,6 +480,8 @@ pub struct SpoutExecutor {
     /// The clock as read at the start of the current round (the start time of trees opened
     /// during it).
     pub clock: Instant,
+    /// Paused by the operator (see `RunControl::paused`), as last seen.
+    pub inactive: bool,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -625,6 +631,11 @@ impl SpoutExecutor {
     /// Returns whether any spout said it was busy.
     fn run_round(&mut self, room: usize) -> anyhow::Result<bool> {
         let stopping = self.control.stop.load(Ordering::Relaxed);
+        let paused = self.control.paused.load(Ordering::Relaxed);
+        if paused != self.inactive && !stopping {
+            self.inactive = paused;
+            self.switch_activation(paused)?;
+        }
         let mut busy = false;
         for i in 0..self.tasks.len() {
             busy |= self.task_round(i, stopping, room)?;
@@ -640,7 +651,10 @@ impl SpoutExecutor {
         }
         if stopping && slot.state.phase != Phase::Deactivated {
             slot.state.phase = Phase::Deactivated;
-            slot.component.deactivate()?;
+            // A paused spout was told already.
+            if !self.inactive {
+                slot.component.deactivate()?;
+            }
         }
         match slot.state.phase {
             Phase::Deactivated => {
@@ -649,6 +663,7 @@ impl SpoutExecutor {
                 }
                 return Ok(false);
             }
+            _ if self.inactive => return Ok(false),
             Phase::Throttled => {
                 let open = slot.state.trees.len();
                 if self.max_pending.is_some_and(|max| open + room > max) {
@@ -857,6 +872,22 @@ impl SpoutExecutor {
                 spout.ack(id, &mut out)?;
             }
         }
+    }
+
+    /// Tell the running spouts they were deactivated (`paused`) or activated again.
+    fn switch_activation(&mut self, paused: bool) -> anyhow::Result<()> {
+        let running = self
+            .tasks
+            .iter_mut()
+            .filter(|t| !t.finished && t.state.phase != Phase::Deactivated);
+        for t in running {
+            if paused {
+                t.component.deactivate()?;
+            } else {
+                t.component.activate()?;
+            }
+        }
+        Ok(())
     }
 
     fn finish_task(&mut self, i: usize) {

@@ -4,7 +4,7 @@
 //! metrics (a multilang child's `metrics` command) are kept by name beside them.
 
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
@@ -32,12 +32,32 @@ pub struct TaskStats {
     pub pending_peak: AtomicU64,
     /// User metrics by name (rarely updated: a lock is cheap enough).
     pub(crate) user: Mutex<UserMetrics>,
+    /// The last few errors reported, with when (Unix seconds), oldest first: the UI shows them.
+    pub recent_errors: Mutex<VecDeque<(String, u64)>>,
+    /// Listeners to this task's emits (`storm tap`, `topology.debug`).
+    pub taps: super::tap::Taps,
 }
+
+/// Errors kept per task for the UI.
+pub const RECENT_ERRORS: usize = 10;
 
 impl TaskStats {
     #[inline]
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.store(counter.load(Relaxed) + n, Relaxed);
+    }
+
+    /// An error was reported: counted, and kept among the recent ones.
+    pub fn record_error(&self, msg: &str) {
+        Self::add(&self.errors, 1);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut recent = self.recent_errors.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() >= RECENT_ERRORS {
+            recent.pop_front();
+        }
+        recent.push_back((msg.to_string(), now));
     }
 
     /// A user metric was updated to `value`.

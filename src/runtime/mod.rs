@@ -10,6 +10,7 @@ pub(crate) mod message;
 pub mod metrics;
 pub(crate) mod open_trees;
 pub(crate) mod routing;
+pub(crate) mod tap;
 mod tcp;
 pub mod wire;
 pub(crate) mod worker;

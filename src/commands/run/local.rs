@@ -17,7 +17,12 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     };
     let signalled = drain_on_signals()?;
 
-    let running = runtime::start_local(Arc::new(loaded.topology))?;
+    let topology = Arc::new(loaded.topology);
+    let running = runtime::start_local(topology.clone())?;
+    let ui = match &args.ui {
+        Some(addr) => Some(crate::commands::ui::serve_local(addr, topology, &running)?),
+        None => None,
+    };
     let progress = show_progress(&args).then(|| running.stats.clone());
     let control = running.control.clone();
     let watcher = StopWatcher::spawn(
@@ -26,6 +31,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
         progress,
     )?;
     let result = running.wait();
+    runtime::tap::flush_debug();
+    drop(ui);
     drop(watcher);
     finish(&args, &result?, Scope::Local)
 }

@@ -27,6 +27,12 @@ use std::time::{Duration, Instant};
 /// Run the topology `args` names, in the mode they ask for.
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
     if let Some(addr) = args.nimbus.clone() {
+        if args.ui.is_some() {
+            crate::stderr_println!(
+                "error: `--ui` serves a run in this process; a cluster's UI is nimbus's (ui.port)"
+            );
+            return Ok(Status::Usage);
+        }
         return attached::run(args, &addr);
     }
     if args.processes {

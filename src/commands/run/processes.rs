@@ -110,6 +110,15 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
         supervisor: None,
     };
     let (nimbus, client) = start_nimbus(&mut cleanup, &topology.config)?;
+    // `--ui`: this process's nimbus serves the UI of the worker processes.
+    let _ui = match &args.ui {
+        Some(ui_addr) => Some(crate::commands::ui::serve_cluster(
+            &nimbus,
+            ui_addr,
+            &topology.config,
+        )?),
+        None => None,
+    };
 
     let ports = free_ports(workers + 1)?;
     let home_port = ports[workers];

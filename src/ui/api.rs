@@ -1,0 +1,541 @@
+//! Storm's UI REST API documents, field names as Storm's UI REST API spells them, built from
+//! [`TopologyView`]s. Figures are all-time (`window` is `:all-time`) except capacity, which is
+//! over the time since an earlier request (up to [`CAPACITY_WINDOW`]), as live as the reader.
+
+use super::{pretty_uptime, Action, ComponentView, SupervisorView, TopologyView};
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// How far back capacity looks (Storm's UI uses its 10-minute window).
+pub const CAPACITY_WINDOW: Duration = Duration::from_secs(600);
+/// Samples closer together than this are not kept (one a second at most per component).
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// The version reported as `stormVersion`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Execute-time samples taken when a request reads the figures: capacity is the share of
+/// the time between the oldest kept sample and now that the executors spent executing.
+#[derive(Debug, Default)]
+pub struct CapacityWindow {
+    samples: HashMap<(String, String), VecDeque<(Instant, u64)>>,
+}
+
+impl CapacityWindow {
+    /// Capacity of component `c` of topology `t` now (Storm: executed × execute latency over
+    /// the window, per executor). Before a second sample, over the topology's uptime.
+    pub fn capacity(&mut self, t: &TopologyView, c: &ComponentView, now: Instant) -> f64 {
+        let exec_ns = c.sum(|x| x.execute_ns);
+        let executors = c.executors.max(1) as f64;
+        let q = self
+            .samples
+            .entry((t.id.clone(), c.id.clone()))
+            .or_default();
+        while q
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > CAPACITY_WINDOW)
+        {
+            q.pop_front();
+        }
+        // A counter that went back (a restarted worker): start the window again.
+        if q.back().is_some_and(|(_, ns)| *ns > exec_ns) {
+            q.clear();
+        }
+        let value = match q.front() {
+            Some((at, ns)) if now.duration_since(*at) >= SAMPLE_EVERY => {
+                (exec_ns - ns) as f64 / (now.duration_since(*at).as_nanos() as f64 * executors)
+            }
+            _ => exec_ns as f64 / (t.uptime.as_nanos().max(1) as f64 * executors),
+        };
+        if q.back()
+            .is_none_or(|(at, _)| now.duration_since(*at) >= SAMPLE_EVERY)
+        {
+            q.push_back((now, exec_ns));
+        }
+        value
+    }
+}
+
+/// A latency or capacity as Storm writes it: a string with three decimals.
+fn fixed3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+/// Storm's upper-case status names.
+fn spout_or_bolt(c: &ComponentView) -> &'static str {
+    if c.spout {
+        "spout"
+    } else {
+        "bolt"
+    }
+}
+
+/// `/api/v1/cluster/summary`.
+pub fn cluster_summary(sups: &[SupervisorView], tops: &[TopologyView]) -> Value {
+    let total: usize = sups.iter().map(|s| s.slots_total).sum();
+    let used: usize = sups.iter().map(|s| s.slots_used).sum();
+    json!({
+        "stormVersion": VERSION,
+        "supervisors": sups.len(),
+        "topologies": tops.len(),
+        "slotsTotal": total,
+        "slotsUsed": used,
+        "slotsFree": total.saturating_sub(used),
+        "executorsTotal": tops.iter().map(TopologyView::executors).sum::<usize>(),
+        "tasksTotal": tops.iter().map(TopologyView::tasks).sum::<usize>(),
+        // No resource-aware scheduling here: Storm's resource fields are zero.
+        "schedulerDisplayResource": false,
+        "totalMem": 0.0,
+        "totalCpu": 0.0,
+        "availMem": 0.0,
+        "availCpu": 0.0,
+        "memAssignedPercentUtil": 0.0,
+        "cpuAssignedPercentUtil": 0.0,
+    })
+}
+
+/// `/api/v1/supervisor/summary`.
+pub fn supervisor_summary(sups: &[SupervisorView]) -> Value {
+    let list: Vec<Value> = sups
+        .iter()
+        .map(|s| {
+            json!({
+                "id": s.id,
+                "host": s.host,
+                "uptime": pretty_uptime(s.uptime_secs),
+                "uptimeSeconds": s.uptime_secs,
+                "slotsTotal": s.slots_total,
+                "slotsUsed": s.slots_used,
+                "totalMem": 0.0,
+                "totalCpu": 0.0,
+                "usedMem": 0.0,
+                "usedCpu": 0.0,
+            })
+        })
+        .collect();
+    json!({ "supervisors": list, "schedulerDisplayResource": false })
+}
+
+/// The fields a topology's summary and its page share.
+fn topology_head(t: &TopologyView) -> serde_json::Map<String, Value> {
+    let secs = t.uptime.as_secs();
+    let v = json!({
+        "id": t.id,
+        "encodedId": t.id,
+        "name": t.name,
+        "status": t.status,
+        "uptime": pretty_uptime(secs),
+        "uptimeSeconds": secs,
+        "tasksTotal": t.tasks(),
+        "workersTotal": t.workers,
+        "executorsTotal": t.executors(),
+        "replicationCount": 1,
+        "schedulerDisplayResource": false,
+        "requestedMemOnHeap": 0.0,
+        "requestedMemOffHeap": 0.0,
+        "requestedTotalMem": 0.0,
+        "requestedCpu": 0.0,
+        "assignedMemOnHeap": 0.0,
+        "assignedMemOffHeap": 0.0,
+        "assignedTotalMem": 0.0,
+        "assignedCpu": 0.0,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// `/api/v1/topology/summary`.
+pub fn topology_summary(tops: &[TopologyView]) -> Value {
+    let list: Vec<Value> = tops
+        .iter()
+        .map(|t| Value::Object(topology_head(t)))
+        .collect();
+    json!({ "topologies": list, "schedulerDisplayResource": false })
+}
+
+/// The last error of a component, in Storm's `lastError`/`error*` fields.
+fn last_error_fields(c: &ComponentView, now_secs: u64) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    let last = c.errors.last();
+    let (host, port) = last
+        .and_then(|e| e.worker.rsplit_once(':'))
+        .map(|(h, p)| (json!(h), p.parse::<u16>().map_or(Value::Null, |p| json!(p))))
+        .unwrap_or((json!(""), Value::Null));
+    m.insert("lastError".into(), json!(last.map_or("", |e| &e.error)));
+    m.insert("errorHost".into(), host);
+    m.insert("errorPort".into(), port);
+    m.insert("errorWorkerLogLink".into(), json!(""));
+    m.insert(
+        "errorTime".into(),
+        last.map_or(Value::Null, |e| json!(e.time_secs)),
+    );
+    m.insert(
+        "errorLapsedSecs".into(),
+        last.map_or(Value::Null, |e| json!(now_secs.saturating_sub(e.time_secs))),
+    );
+    m
+}
+
+/// One row of a topology's `spouts` table.
+fn spout_row(c: &ComponentView, now_secs: u64) -> Value {
+    let mut m = last_error_fields(c, now_secs);
+    for (k, v) in [
+        ("spoutId", json!(c.id)),
+        ("encodedSpoutId", json!(c.id)),
+        ("executors", json!(c.executors)),
+        ("tasks", json!(c.tasks.len())),
+        ("emitted", json!(c.sum(|t| t.emitted))),
+        ("transferred", json!(c.sum(|t| t.transferred))),
+        ("acked", json!(c.sum(|t| t.acked))),
+        ("failed", json!(c.sum(|t| t.failed))),
+        // Complete latency is measured at the acker only at the end of a run (nothing per
+        // tuple is added for the UI): not known while it runs.
+        ("completeLatency", json!("0.000")),
+        ("requestedMemOnHeap", json!(0.0)),
+        ("requestedMemOffHeap", json!(0.0)),
+        ("requestedCpu", json!(0.0)),
+    ] {
+        m.insert(k.into(), v);
+    }
+    Value::Object(m)
+}
+
+/// One row of a topology's `bolts` table.
+fn bolt_row(c: &ComponentView, capacity: f64, now_secs: u64) -> Value {
+    let mut m = last_error_fields(c, now_secs);
+    let latency = fixed3(c.execute_latency_ms());
+    for (k, v) in [
+        ("boltId", json!(c.id)),
+        ("encodedBoltId", json!(c.id)),
+        ("executors", json!(c.executors)),
+        ("tasks", json!(c.tasks.len())),
+        ("emitted", json!(c.sum(|t| t.emitted))),
+        ("transferred", json!(c.sum(|t| t.transferred))),
+        ("executed", json!(c.sum(|t| t.executed))),
+        ("acked", json!(c.sum(|t| t.acked))),
+        ("failed", json!(c.sum(|t| t.failed))),
+        ("capacity", json!(fixed3(capacity))),
+        ("executeLatency", json!(latency)),
+        // A bolt here acks within `execute`: processing ends when executing does.
+        ("processLatency", json!(latency)),
+        ("requestedMemOnHeap", json!(0.0)),
+        ("requestedMemOffHeap", json!(0.0)),
+        ("requestedCpu", json!(0.0)),
+    ] {
+        m.insert(k.into(), v);
+    }
+    Value::Object(m)
+}
+
+/// The workers of a topology, with how many tasks of each component they run.
+fn workers(t: &TopologyView) -> Vec<Value> {
+    let mut by_worker: std::collections::BTreeMap<&str, std::collections::BTreeMap<&str, usize>> =
+        Default::default();
+    for c in &t.components {
+        for task in &c.tasks {
+            *by_worker
+                .entry(&task.worker)
+                .or_default()
+                .entry(&c.id)
+                .or_default() += 1;
+        }
+    }
+    by_worker
+        .into_iter()
+        .map(|(w, tasks)| {
+            let (host, port) = w.rsplit_once(':').unwrap_or((w, "0"));
+            json!({
+                "topologyId": t.id,
+                "topologyName": t.name,
+                "supervisorId": host,
+                "host": host,
+                "port": port.parse::<u16>().unwrap_or(0),
+                "executorsTotal": tasks.values().sum::<usize>(),
+                "componentNumTasks": tasks,
+                "uptime": pretty_uptime(t.uptime.as_secs()),
+                "uptimeSeconds": t.uptime.as_secs(),
+                "assignedMemOnHeap": 0.0,
+                "assignedMemOffHeap": 0.0,
+                "assignedCpu": 0.0,
+                "workerLogLink": "",
+            })
+        })
+        .collect()
+}
+
+/// `/api/v1/topology/:id` (`sys` adds the system components, as Storm's `?sys=1`).
+pub fn topology(t: &TopologyView, sys: bool, window: &mut CapacityWindow, now: Instant) -> Value {
+    let now_secs = crate::cluster::nimbus::now_secs();
+    let mut m = topology_head(t);
+    let spouts: Vec<&ComponentView> = t.user_components(sys).filter(|c| c.spout).collect();
+    let stats = json!([{
+        "windowPretty": "All time",
+        "window": ":all-time",
+        "emitted": t.user_components(sys).map(|c| c.sum(|x| x.emitted)).sum::<u64>(),
+        "transferred": t.user_components(sys).map(|c| c.sum(|x| x.transferred)).sum::<u64>(),
+        "completeLatency": "0.000",
+        "acked": spouts.iter().map(|c| c.sum(|x| x.acked)).sum::<u64>(),
+        "failed": spouts.iter().map(|c| c.sum(|x| x.failed)).sum::<u64>(),
+    }]);
+    let bolts: Vec<Value> = t
+        .user_components(sys)
+        .filter(|c| !c.spout)
+        .map(|c| bolt_row(c, window.capacity(t, c, now), now_secs))
+        .collect();
+    for (k, v) in [
+        ("msgTimeout", json!(t.msg_timeout_secs)),
+        ("window", json!(":all-time")),
+        ("windowHint", json!("All time")),
+        ("debug", json!(t.debug)),
+        ("samplingPct", json!(if t.debug { 100.0 } else { 0.0 })),
+        ("topologyStats", stats),
+        ("workers", json!(workers(t))),
+        (
+            "spouts",
+            json!(spouts
+                .iter()
+                .map(|c| spout_row(c, now_secs))
+                .collect::<Vec<_>>()),
+        ),
+        ("bolts", json!(bolts)),
+    ] {
+        m.insert(k.into(), v);
+    }
+    Value::Object(m)
+}
+
+/// `/api/v1/topology/:id/component/:component`.
+pub fn component(
+    t: &TopologyView,
+    c: &ComponentView,
+    window: &mut CapacityWindow,
+    now: Instant,
+) -> Value {
+    let now_secs = crate::cluster::nimbus::now_secs();
+    let capacity = window.capacity(t, c, now);
+    let errors: Vec<Value> = c
+        .errors
+        .iter()
+        .map(|e| {
+            let (host, port) = e.worker.rsplit_once(':').unwrap_or((&e.worker, ""));
+            json!({
+                "error": e.error,
+                "errorTime": e.time_secs * 1000,
+                "errorHost": host,
+                "errorPort": port,
+                "errorLapsedSecs": now_secs.saturating_sub(e.time_secs),
+                "errorWorkerLogLink": "",
+            })
+        })
+        .collect();
+    let summary = json!([{
+        "windowPretty": "All time",
+        "window": ":all-time",
+        "emitted": c.sum(|x| x.emitted),
+        "transferred": c.sum(|x| x.transferred),
+        "executed": c.sum(|x| x.executed),
+        "acked": c.sum(|x| x.acked),
+        "failed": c.sum(|x| x.failed),
+        "completeLatency": "0.000",
+        "executeLatency": fixed3(c.execute_latency_ms()),
+        "processLatency": fixed3(c.execute_latency_ms()),
+    }]);
+    let executors: Vec<Value> = c.tasks.iter().map(|x| executor_row(t, c, x)).collect();
+    let mut m = json!({
+        "id": c.id,
+        "encodedId": c.id,
+        "name": t.name,
+        "user": "",
+        "topologyId": t.id,
+        "encodedTopologyId": t.id,
+        "topologyStatus": t.status,
+        "componentType": spout_or_bolt(c),
+        "executors": c.executors,
+        "tasks": c.tasks.len(),
+        "window": ":all-time",
+        "windowHint": "All time",
+        "debug": t.debug,
+        "samplingPct": if t.debug { 100.0 } else { 0.0 },
+        "eventLogLink": "",
+        "profilingAndDebuggingCapable": false,
+        "profileActionEnabled": false,
+        "profilerActive": [],
+        "requestedMemOnHeap": 0.0,
+        "requestedMemOffHeap": 0.0,
+        "requestedCpu": 0.0,
+        "schedulerDisplayResource": false,
+        "capacity": fixed3(capacity),
+        "componentErrors": errors,
+        // Counted per component, not per stream: one row for all output streams.
+        "outputStats": [{
+            "stream": ":all",
+            "emitted": c.sum(|x| x.emitted),
+            "transferred": c.sum(|x| x.transferred),
+        }],
+        "executorStats": executors,
+    });
+    if let Some(obj) = m.as_object_mut() {
+        if c.spout {
+            obj.insert("spoutSummary".into(), summary);
+        } else {
+            obj.insert("boltStats".into(), summary);
+            obj.insert("inputStats".into(), json!(input_stats(c)));
+        }
+    }
+    m
+}
+
+/// A bolt's `inputStats`: one row per subscription. Counters are kept per component, so they
+/// are given only when there is a single input (they are all of it).
+fn input_stats(c: &ComponentView) -> Vec<Value> {
+    let single = c.inputs.len() == 1;
+    let figure = |v: u64| if single { json!(v) } else { Value::Null };
+    c.inputs
+        .iter()
+        .map(|i| {
+            json!({
+                "component": i.component,
+                "encodedComponentId": i.component,
+                "stream": i.stream,
+                "grouping": i.grouping,
+                "executed": figure(c.sum(|x| x.executed)),
+                "acked": figure(c.sum(|x| x.acked)),
+                "failed": figure(c.sum(|x| x.failed)),
+                "executeLatency": if single { json!(fixed3(c.execute_latency_ms())) } else { Value::Null },
+                "processLatency": if single { json!(fixed3(c.execute_latency_ms())) } else { Value::Null },
+            })
+        })
+        .collect()
+}
+
+/// One row of `executorStats` (a task: figures are kept per task).
+fn executor_row(t: &TopologyView, c: &ComponentView, x: &super::TaskView) -> Value {
+    let (host, port) = x.worker.rsplit_once(':').unwrap_or((&x.worker, "0"));
+    let latency = if x.executed == 0 {
+        0.0
+    } else {
+        x.execute_ns as f64 / x.executed as f64 / 1e6
+    };
+    let uptime = t.uptime.as_secs_f64().max(1e-9);
+    let executors_per_task = c.executors.max(1) as f64 / c.tasks.len().max(1) as f64;
+    json!({
+        "id": format!("[{}-{}]", x.task, x.task),
+        "encodedId": format!("[{}-{}]", x.task, x.task),
+        "host": host,
+        "port": port.parse::<u16>().unwrap_or(0),
+        "uptime": pretty_uptime(t.uptime.as_secs()),
+        "uptimeSeconds": t.uptime.as_secs(),
+        "emitted": x.emitted,
+        "transferred": x.transferred,
+        "executed": x.executed,
+        "acked": x.acked,
+        "failed": x.failed,
+        "capacity": fixed3(x.execute_ns as f64 / 1e9 / uptime * executors_per_task),
+        "executeLatency": fixed3(latency),
+        "processLatency": fixed3(latency),
+        "completeLatency": "0.000",
+        "workerLogLink": "",
+    })
+}
+
+/// `/api/v1/topology/:id/visualization`: each component with its type, capacity, latency,
+/// transferred count and inputs (the shape Storm's UI draws its graph from).
+pub fn visualization(
+    t: &TopologyView,
+    sys: bool,
+    window: &mut CapacityWindow,
+    now: Instant,
+) -> Value {
+    let mut m = serde_json::Map::new();
+    for c in t.user_components(sys) {
+        let inputs: Vec<Value> = c
+            .inputs
+            .iter()
+            .filter(|i| sys || !i.component.starts_with("__"))
+            .map(|i| {
+                json!({
+                    ":component": i.component,
+                    ":stream": i.stream,
+                    ":sani-stream": sanitize(&i.stream),
+                    ":grouping": i.grouping,
+                })
+            })
+            .collect();
+        let capacity = if c.spout {
+            0.0
+        } else {
+            window.capacity(t, c, now)
+        };
+        m.insert(
+            c.id.clone(),
+            json!({
+                ":type": spout_or_bolt(c),
+                ":capacity": capacity,
+                ":latency": c.execute_latency_ms(),
+                ":transferred": c.sum(|x| x.transferred),
+                ":emitted": c.sum(|x| x.emitted),
+                ":executed": c.sum(|x| x.executed),
+                ":link": format!("/api/v1/topology/{}/component/{}", t.id, c.id),
+                ":inputs": inputs,
+            }),
+        );
+    }
+    Value::Object(m)
+}
+
+/// A stream name usable as an identifier (Storm's `sani-stream`).
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// The answer to a POST operation.
+pub fn operation(id: &str, action: &Action) -> Value {
+    json!({ "topologyOperation": action.name(), "topologyId": id, "status": "success" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::TaskView;
+
+    fn topo(exec_ns: u64, uptime: Duration) -> TopologyView {
+        TopologyView {
+            id: "t-1".into(),
+            name: "t".into(),
+            status: "ACTIVE".into(),
+            uptime,
+            workers: 1,
+            msg_timeout_secs: 30,
+            debug: false,
+            components: vec![ComponentView {
+                id: "b".into(),
+                executors: 2,
+                tasks: vec![TaskView {
+                    execute_ns: exec_ns,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn capacity_is_over_the_time_since_an_earlier_request() {
+        let mut w = CapacityWindow::default();
+        let t0 = Instant::now();
+        // First look: over the uptime (10 s of two executors, 5 s busy).
+        let first = topo(5_000_000_000, Duration::from_secs(10));
+        let c = &first.components[0];
+        assert!((w.capacity(&first, c, t0) - 0.25).abs() < 1e-9);
+        // Two seconds later 4 s more execute time on two executors: fully busy since.
+        let later = topo(9_000_000_000, Duration::from_secs(12));
+        let c = &later.components[0];
+        let cap = w.capacity(&later, c, t0 + Duration::from_secs(2));
+        assert!((cap - 1.0).abs() < 1e-9, "{cap}");
+    }
+}

@@ -1,0 +1,149 @@
+//! The UI's view of a cluster, served by nimbus (`ui.port`): every topology in the
+//! coordination tree, its figures from the tasks' latest heartbeats, its errors from
+//! `/taskerrors`; activate, deactivate and kill go through nimbus as `storm` commands do.
+
+use super::{
+    components_of, Action, ErrorView, Source, SupervisorView, TaskFigures, TaskView, TopologyView,
+};
+use crate::cluster::layout::{TaskHeartbeat, TopologyStatus};
+use crate::cluster::nimbus::{now_secs, Nimbus};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Nimbus, seen by the UI.
+pub struct ClusterUi(pub Arc<Nimbus>);
+
+/// A counter of a task's heartbeat (0 when the worker does not report it).
+fn stat(beat: &TaskHeartbeat, key: &str) -> u64 {
+    beat.stats.get(key).and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+/// One task's figures from its heartbeat.
+fn task_view(task: u32, worker: String, beat: &TaskHeartbeat) -> TaskView {
+    TaskView {
+        task,
+        worker,
+        emitted: stat(beat, "emitted"),
+        transferred: stat(beat, "transferred"),
+        executed: stat(beat, "executed"),
+        acked: stat(beat, "acked"),
+        failed: stat(beat, "failed"),
+        execute_ns: stat(beat, "execute_ns"),
+        errors: stat(beat, "errors"),
+        dropped: stat(beat, "dropped"),
+    }
+}
+
+impl ClusterUi {
+    /// The view of topology `id`, or why it cannot be read.
+    fn topology(&self, id: &str) -> anyhow::Result<Option<TopologyView>> {
+        let known = self.0.known(id)?;
+        let state = self.0.state();
+        let Some(base) = state.storm_base(id)? else {
+            return Ok(None);
+        };
+        let assignment = state.assignment(id)?;
+        let beats = state.task_heartbeats(id)?;
+        let mut figures = TaskFigures::default();
+        for c in &known.plan.components {
+            for task in c.tasks.clone() {
+                let worker = assignment
+                    .as_ref()
+                    .and_then(|a| a.task_address(task))
+                    .unwrap_or_default();
+                if let Some(beat) = beats.get(&task) {
+                    figures
+                        .tasks
+                        .insert(task, task_view(task, worker.clone(), beat));
+                }
+                let errors = state.task_errors(id, task)?;
+                figures.errors.insert(
+                    task,
+                    errors
+                        .into_iter()
+                        .map(|e| ErrorView {
+                            error: e.error,
+                            time_secs: e.time_secs,
+                            worker: worker.clone(),
+                        })
+                        .collect(),
+                );
+            }
+        }
+        let slots: BTreeSet<_> = assignment
+            .iter()
+            .flat_map(|a| a.task_to_node_port.values().cloned())
+            .collect();
+        let status = match base.status {
+            TopologyStatus::Active => "ACTIVE",
+            TopologyStatus::Inactive => "INACTIVE",
+            TopologyStatus::Killed => "KILLED",
+        };
+        Ok(Some(TopologyView {
+            id: id.to_string(),
+            name: base.name,
+            status: status.into(),
+            uptime: Duration::from_secs(now_secs().saturating_sub(base.launch_time_secs)),
+            workers: slots.len(),
+            msg_timeout_secs: known.topology.config.message_timeout().as_secs(),
+            debug: known.topology.config.debug(),
+            components: components_of(&known.topology, &known.plan, &figures),
+        }))
+    }
+}
+
+impl Source for ClusterUi {
+    fn supervisors(&self) -> Vec<SupervisorView> {
+        let state = self.0.state();
+        let Ok(sups) = state.supervisors() else {
+            return Vec::new();
+        };
+        let mut used: std::collections::BTreeMap<String, BTreeSet<u16>> = Default::default();
+        for id in state.topology_ids().unwrap_or_default() {
+            if let Ok(Some(a)) = state.assignment(&id) {
+                for np in a.task_to_node_port.values() {
+                    used.entry(np.node.clone()).or_default().insert(np.port);
+                }
+            }
+        }
+        sups.into_iter()
+            .map(|(id, info)| SupervisorView {
+                slots_used: used.get(&id).map_or(0, BTreeSet::len),
+                id,
+                host: info.hostname,
+                uptime_secs: info.uptime_secs,
+                slots_total: info.ports.len(),
+            })
+            .collect()
+    }
+
+    fn topologies(&self) -> Vec<TopologyView> {
+        let ids = self.0.state().topology_ids().unwrap_or_default();
+        ids.iter()
+            .filter_map(|id| match self.topology(id) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::debug!("ui: cannot read topology {id}: {e:#}");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn act(&self, id: &str, action: &Action) -> anyhow::Result<()> {
+        match action {
+            Action::Activate => self.0.set_active(id, true).map(drop),
+            Action::Deactivate => self.0.set_active(id, false).map(drop),
+            Action::Kill { wait_secs } => {
+                let name = self
+                    .0
+                    .state()
+                    .storm_base(id)?
+                    .map(|b| b.name)
+                    .ok_or_else(|| anyhow::anyhow!("no topology {id}"))?;
+                self.0.kill(&name, Some(*wait_secs)).map(drop)
+            }
+        }
+    }
+}

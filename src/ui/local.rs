@@ -1,0 +1,218 @@
+//! The UI's view of a local run (`storm run --ui`): one topology, read straight from its
+//! tasks' counters; activate and deactivate pause the spouts, kill drains and ends the run.
+
+use super::{
+    components_of, Action, ErrorView, Source, SupervisorView, TaskFigures, TaskView, TopologyView,
+};
+use crate::placement::Placement;
+use crate::runtime::executor::RunControl;
+use crate::runtime::metrics::TaskStats;
+use crate::topology::model::Topology;
+use crate::topology::plan::Plan;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A running local topology as the UI sees it.
+pub struct LocalRun {
+    id: String,
+    topology: Arc<Topology>,
+    plan: Plan,
+    stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
+    control: Arc<RunControl>,
+    started: Instant,
+    /// The worker (index) of each task.
+    worker_of_task: BTreeMap<u32, usize>,
+    workers: usize,
+}
+
+impl LocalRun {
+    pub fn new(
+        topology: Arc<Topology>,
+        stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
+        control: Arc<RunControl>,
+    ) -> LocalRun {
+        let plan = Plan::new(&topology);
+        let placement = Placement::round_robin(&plan, topology.config.workers() as usize);
+        let mut worker_of_task = BTreeMap::new();
+        for ((_, range), w) in plan.executors().iter().zip(&placement.worker_of_exec) {
+            for t in range.clone() {
+                worker_of_task.insert(t, *w);
+            }
+        }
+        // Storm's ids are `name-counter-launchtime`; one local topology is counter 1.
+        let id = format!("{}-1-{}", topology.name, crate::cluster::nimbus::now_secs());
+        LocalRun {
+            id,
+            topology,
+            plan,
+            stats,
+            control,
+            started: Instant::now(),
+            worker_of_task,
+            workers: placement.workers,
+        }
+    }
+
+    /// The figures of every task, read now.
+    fn figures(&self) -> TaskFigures {
+        let mut f = TaskFigures::default();
+        for (task, (_, st)) in &self.stats {
+            let worker = format!(
+                "local:{}",
+                self.worker_of_task.get(task).copied().unwrap_or(0)
+            );
+            f.tasks.insert(*task, task_view(*task, &worker, st));
+            let recent = st.recent_errors.lock().unwrap_or_else(|e| e.into_inner());
+            f.errors.insert(
+                *task,
+                recent
+                    .iter()
+                    .map(|(error, time_secs)| ErrorView {
+                        error: error.clone(),
+                        time_secs: *time_secs,
+                        worker: worker.clone(),
+                    })
+                    .collect(),
+            );
+            drop(recent);
+            let user = st.user.lock().unwrap_or_else(|e| e.into_inner());
+            let mut copy = crate::runtime::metrics::UserMetrics::default();
+            copy.merge(&user);
+            f.metrics.insert(*task, copy);
+        }
+        f
+    }
+
+    fn status(&self) -> &'static str {
+        if self.control.stop.load(Relaxed) {
+            "KILLED"
+        } else if self.control.paused.load(Relaxed) {
+            "INACTIVE"
+        } else {
+            "ACTIVE"
+        }
+    }
+}
+
+/// One task's counters as they are now.
+pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
+    TaskView {
+        task,
+        worker: worker.to_string(),
+        emitted: st.emitted.load(Relaxed),
+        transferred: st.transferred.load(Relaxed),
+        executed: st.executed.load(Relaxed),
+        acked: st.acked.load(Relaxed),
+        failed: st.failed.load(Relaxed),
+        execute_ns: st.execute_ns.load(Relaxed),
+        errors: st.errors.load(Relaxed),
+        dropped: st.dropped.load(Relaxed),
+    }
+}
+
+/// Lines a tap holds for a slow reader before it drops new ones.
+const TAP_BUFFER: usize = 10_000;
+
+/// Listen to the emits of `component` (every task of it): JSON lines on the returned channel,
+/// which ends when the run does. `stream` must be one the component declares.
+pub fn tap(
+    plan: &Plan,
+    stats: &BTreeMap<u32, (String, Arc<TaskStats>)>,
+    component: &str,
+    stream: Option<&str>,
+    every: u64,
+) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
+    let Some(c) = plan.component(component) else {
+        let ids: Vec<&str> = plan.components.iter().map(|c| c.id.as_str()).collect();
+        let hint = crate::topology::yaml::suggest(component, ids.iter().copied())
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        anyhow::bail!("no component `{component}`{hint}");
+    };
+    let names: Vec<String> = plan.stream_names.clone();
+    let stream_id = match stream {
+        None => None,
+        Some(s) => Some(plan.stream_id(s).ok_or_else(|| {
+            let hint = crate::topology::yaml::suggest(s, names.iter().map(String::as_str))
+                .map(|x| format!("; did you mean `{x}`?"))
+                .unwrap_or_default();
+            anyhow::anyhow!("no stream `{s}` in this topology{hint}")
+        })?),
+    };
+    let names = Arc::new(names);
+    let (tx, rx) = crossbeam_channel::bounded(TAP_BUFFER);
+    for task in c.tasks.clone() {
+        if let Some((_, st)) = stats.get(&task) {
+            st.taps.add(crate::runtime::tap::Listener {
+                stream: stream_id,
+                stream_names: names.clone(),
+                component: component.to_string(),
+                every: every.max(1),
+                seen: 0,
+                tx: tx.clone(),
+            });
+        }
+    }
+    Ok(rx)
+}
+
+impl Source for LocalRun {
+    fn tap(
+        &self,
+        _id: &str,
+        component: &str,
+        stream: Option<&str>,
+        every: u64,
+    ) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
+        tap(&self.plan, &self.stats, component, stream, every)
+    }
+
+    fn supervisors(&self) -> Vec<SupervisorView> {
+        vec![SupervisorView {
+            id: "local".into(),
+            host: "local".into(),
+            uptime_secs: self.started.elapsed().as_secs(),
+            slots_total: self.workers,
+            slots_used: self.workers,
+        }]
+    }
+
+    fn topologies(&self) -> Vec<TopologyView> {
+        vec![TopologyView {
+            id: self.id.clone(),
+            name: self.topology.name.clone(),
+            status: self.status().into(),
+            uptime: self.started.elapsed(),
+            workers: self.workers,
+            msg_timeout_secs: self.topology.config.message_timeout().as_secs(),
+            debug: self.topology.config.debug(),
+            components: components_of(&self.topology, &self.plan, &self.figures()),
+        }]
+    }
+
+    fn act(&self, _id: &str, action: &Action) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.control.stop.load(Relaxed),
+            "the topology is being killed"
+        );
+        match action {
+            Action::Activate => self.control.paused.store(false, Relaxed),
+            Action::Deactivate => self.control.paused.store(true, Relaxed),
+            Action::Kill { wait_secs } => {
+                // Storm's kill: deactivate, wait, then end (here: drain and end the run).
+                self.control.paused.store(true, Relaxed);
+                let control = self.control.clone();
+                let wait = Duration::from_secs(*wait_secs);
+                std::thread::Builder::new()
+                    .name("ui-kill".into())
+                    .spawn(move || {
+                        std::thread::sleep(wait);
+                        control.stop.store(true, Relaxed);
+                    })?;
+            }
+        }
+        Ok(())
+    }
+}

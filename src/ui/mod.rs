@@ -1,0 +1,259 @@
+//! The operator's view of running topologies: Storm's UI REST API under `/api/v1/`, Prometheus
+//! text at `/metrics`, and the web page at `/`, served by `storm run --ui` and by nimbus.
+//!
+//! A [`Source`] (a local run, or nimbus) hands out [`TopologyView`]s built from the counters
+//! the executors already keep; nothing is computed until a request comes, so the UI costs
+//! nothing while nobody looks.
+
+pub mod api;
+pub mod client;
+pub mod cluster;
+pub mod local;
+pub mod prometheus;
+pub mod server;
+
+use crate::runtime::metrics::UserMetric;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Where the UI listens when `--ui` names no address, and nimbus's default `ui.port`.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+pub const DEFAULT_PORT: u16 = 8080;
+
+/// What the UI can read and steer: a local run or a cluster.
+pub trait Source: Send + Sync + 'static {
+    /// The supervisors (a local run has one, this process).
+    fn supervisors(&self) -> Vec<SupervisorView>;
+    /// Every topology known, with its figures as of now.
+    fn topologies(&self) -> Vec<TopologyView>;
+    /// Carry out an operation on topology `id`.
+    fn act(&self, id: &str, action: &Action) -> anyhow::Result<()>;
+    /// Listen to what `component` of topology `id` emits: JSON lines, on `stream` only when
+    /// given, one in `every` (the sample rate's inverse).
+    fn tap(
+        &self,
+        _id: &str,
+        _component: &str,
+        _stream: Option<&str>,
+        _every: u64,
+    ) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
+        anyhow::bail!("tap is served by the UI of a local run (`storm run FILE --ui`)")
+    }
+}
+
+/// An operation of the REST API's POSTs (and of `storm activate|deactivate|kill`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Activate,
+    Deactivate,
+    Kill { wait_secs: u64 },
+}
+
+impl Action {
+    /// The name Storm's REST API gives the operation (`topologyOperation`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Activate => "activate",
+            Action::Deactivate => "deactivate",
+            Action::Kill { .. } => "kill",
+        }
+    }
+}
+
+/// One supervisor, as the cluster summary shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SupervisorView {
+    pub id: String,
+    pub host: String,
+    pub uptime_secs: u64,
+    pub slots_total: usize,
+    pub slots_used: usize,
+}
+
+/// A topology and its components' figures at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopologyView {
+    pub id: String,
+    pub name: String,
+    /// Storm's status names: `ACTIVE`, `INACTIVE`, `KILLED`.
+    pub status: String,
+    pub uptime: Duration,
+    pub workers: usize,
+    pub msg_timeout_secs: u64,
+    pub debug: bool,
+    pub components: Vec<ComponentView>,
+}
+
+/// One component (spout or bolt) with its tasks' counters.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ComponentView {
+    pub id: String,
+    pub spout: bool,
+    /// A system component (`__acker`): shown only when asked (`?sys=1`).
+    pub system: bool,
+    pub executors: usize,
+    pub tasks: Vec<TaskView>,
+    /// The components and streams it reads, with the grouping.
+    pub inputs: Vec<InputView>,
+    /// Reported errors, oldest first (at most a few).
+    pub errors: Vec<ErrorView>,
+    /// User metrics (a multilang child's `metrics` command), over its tasks.
+    pub metrics: BTreeMap<String, UserMetric>,
+}
+
+/// One task's counters since it started.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskView {
+    pub task: u32,
+    /// `host:port` of its worker.
+    pub worker: String,
+    pub emitted: u64,
+    pub transferred: u64,
+    pub executed: u64,
+    pub acked: u64,
+    pub failed: u64,
+    pub execute_ns: u64,
+    pub errors: u64,
+    pub dropped: u64,
+}
+
+/// A subscription of a component: whom it reads, which stream, how grouped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputView {
+    pub component: String,
+    pub stream: String,
+    pub grouping: String,
+}
+
+/// A reported error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorView {
+    pub error: String,
+    pub time_secs: u64,
+    pub worker: String,
+}
+
+impl ComponentView {
+    /// The sum of one counter over the component's tasks.
+    pub fn sum(&self, f: impl Fn(&TaskView) -> u64) -> u64 {
+        self.tasks.iter().map(f).sum()
+    }
+
+    /// Mean execute latency in ms (0 before anything ran).
+    pub fn execute_latency_ms(&self) -> f64 {
+        let executed = self.sum(|t| t.executed);
+        if executed == 0 {
+            0.0
+        } else {
+            self.sum(|t| t.execute_ns) as f64 / executed as f64 / 1e6
+        }
+    }
+}
+
+impl TopologyView {
+    pub fn executors(&self) -> usize {
+        self.user_components(true).map(|c| c.executors).sum()
+    }
+
+    pub fn tasks(&self) -> usize {
+        self.user_components(true).map(|c| c.tasks.len()).sum()
+    }
+
+    /// The components, system ones only with `sys`.
+    pub fn user_components(&self, sys: bool) -> impl Iterator<Item = &ComponentView> {
+        self.components.iter().filter(move |c| sys || !c.system)
+    }
+
+    pub fn component(&self, id: &str) -> Option<&ComponentView> {
+        self.components.iter().find(|c| c.id == id)
+    }
+}
+
+/// Storm's way of showing a duration: `1d 2h 3m 4s`, leading zero units left out.
+pub fn pretty_uptime(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}d {h}h {m}m {s}s")
+    } else if h > 0 {
+        format!("{h}h {m}m {s}s")
+    } else if m > 0 {
+        format!("{m}m {s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uptime_reads_as_storms() {
+        assert_eq!(pretty_uptime(0), "0s");
+        assert_eq!(pretty_uptime(365), "6m 5s");
+        assert_eq!(pretty_uptime(3600 * 3), "3h 0m 0s");
+        assert_eq!(pretty_uptime(86400 + 61), "1d 0h 1m 1s");
+    }
+}
+
+/// What a source knows of each task, to be laid out per component by [`components_of`].
+#[derive(Debug, Default)]
+pub(crate) struct TaskFigures {
+    pub tasks: BTreeMap<u32, TaskView>,
+    pub errors: BTreeMap<u32, Vec<ErrorView>>,
+    pub metrics: BTreeMap<u32, crate::runtime::metrics::UserMetrics>,
+}
+
+/// The components of a topology with the figures of their tasks (tasks not reported are left
+/// out), in the plan's order, and their inputs from the topology's streams.
+pub(crate) fn components_of(
+    topology: &crate::topology::model::Topology,
+    plan: &crate::topology::plan::Plan,
+    figures: &TaskFigures,
+) -> Vec<ComponentView> {
+    plan.components
+        .iter()
+        .map(|c| {
+            let tasks: Vec<TaskView> = c
+                .tasks
+                .clone()
+                .filter_map(|t| figures.tasks.get(&t).cloned())
+                .collect();
+            let mut errors: Vec<ErrorView> = c
+                .tasks
+                .clone()
+                .flat_map(|t| figures.errors.get(&t).cloned().unwrap_or_default())
+                .collect();
+            errors.sort_by_key(|e| e.time_secs);
+            let keep = errors
+                .len()
+                .saturating_sub(crate::runtime::metrics::RECENT_ERRORS);
+            errors.drain(..keep);
+            let mut metrics = crate::runtime::metrics::UserMetrics::default();
+            for t in c.tasks.clone() {
+                if let Some(m) = figures.metrics.get(&t) {
+                    metrics.merge(m);
+                }
+            }
+            ComponentView {
+                id: c.id.clone(),
+                spout: topology.component(&c.id).is_some_and(|s| s.is_spout()),
+                system: c.id.starts_with("__"),
+                executors: c.executors.len(),
+                tasks,
+                inputs: topology
+                    .streams
+                    .iter()
+                    .filter(|s| s.to == c.id)
+                    .map(|s| InputView {
+                        component: s.from.clone(),
+                        stream: s.stream.clone(),
+                        grouping: s.grouping.name().to_string(),
+                    })
+                    .collect(),
+                errors,
+                metrics: metrics.by_name,
+            }
+        })
+        .collect()
+}
