@@ -44,6 +44,9 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
         ComponentType::Aggregate => Box::new(super::aggregate::Aggregate::new(&c.args)?),
         ComponentType::Join => Box::new(super::join::Join::new(&c.args)?),
+        ComponentType::Top if is_total_ranking(c) => {
+            Box::new(super::aggregate::ranking::TotalRanking::new(&c.args)?)
+        }
         ComponentType::Top => Box::new(super::aggregate::Aggregate::top(&c.args)?),
         ComponentType::Dedupe => Box::new(super::dedupe::Dedupe::new(&c.args)?),
         ComponentType::Lookup => Box::new(super::lookup::Lookup::new(&c.args, base_dir)?),
@@ -58,6 +61,12 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Shell => Box::new(super::shell::ShellBolt::new(c, base_dir)),
         other => anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, other.name()),
     })
+}
+
+/// The total ranking of a `top` that runs as more than one task.
+fn is_total_ranking(c: &Component) -> bool {
+    use crate::topology::expand::{RANKING_ARG, TOTAL};
+    c.args.get(RANKING_ARG).and_then(|v| v.as_str()) == Some(TOTAL)
 }
 
 /// Where each of `names` is among the fields of the first stream into the task's component;

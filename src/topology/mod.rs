@@ -1,6 +1,7 @@
 //! Topology files: reading (YAML, Flux, DSL), validating into the model, and the graph view.
 
 pub mod dsl;
+pub mod expand;
 pub mod flux;
 pub mod graph;
 pub mod model;

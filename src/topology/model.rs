@@ -218,7 +218,9 @@ impl ComponentType {
             Count => {
                 "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
             }
-            Aggregate => "bolt: count, sum, avg, min, max, distinct, percentile… per key of `by`",
+            Aggregate => {
+                "bolt: count, sum, avg, min, max, distinct, percentile, top… per key of `by`"
+            }
             Join => "bolt: joins two or more inputs on a key (inner or left), whole or per window",
             Top => "bolt: the `n` keys of `by` with the highest `score`, per window or overall",
             Dedupe => {

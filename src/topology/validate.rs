@@ -104,6 +104,7 @@ pub fn validate(
         }
     }
     v.sinks(&components, &streams);
+    v.ranking_splits(&components);
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
     if !errors.is_empty() {
         let mut all = errors;
@@ -111,13 +112,14 @@ pub fn validate(
         all.sort_by_key(|d| d.span.map_or(0, |s| s.start));
         return Err(all);
     }
-    let topology = Topology {
+    let mut topology = Topology {
         name: name.unwrap_or_default(),
         config,
         components: components.into_iter().map(|(c, _)| c).collect(),
         streams,
         base_dir: ctx.base_dir.clone(),
     };
+    super::expand::split_rankings(&mut topology);
     Ok((topology, warnings))
 }
 
@@ -311,7 +313,7 @@ impl Validator<'_> {
             }
         }
         if ctype == Some(ComponentType::Top) {
-            self.top_spec(rc, parallelism);
+            self.top_spec(rc);
         }
         if ctype == Some(ComponentType::Lookup) {
             self.lookup_table(rc);

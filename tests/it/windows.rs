@@ -137,42 +137,140 @@ fn count_windows_and_the_end_of_input_flush() {
     assert_eq!(got, ["0\t10\t10\t45", "10\t20\t10\t145", "20\t30\t5\t110"]);
 }
 
-/// `top`: per sliding window, the n best keys by count, ranked; and overall by a summed score.
-#[test]
-fn top_n_per_sliding_window_and_overall() {
-    let evs = events();
-    let dsl = "stdin(format=json, fields=[ts, k]) | top(n=2, by=[k], window={sliding: 2m, every: 1m}, time=ts, lag=5s) | stdout";
-    let got = run(dsl, &as_json(&evs, true), &[]);
-    // Brute force: counts per (window, key), the two best of each window (ties by key).
+/// Brute force for `top`: counts per (window, key), the `n` best of each window (ties in key
+/// order), as `stdout` prints them.
+fn top_expected(evs: &[(i64, &str)], n: usize, size: i64, every: i64) -> Vec<String> {
     let mut per: BTreeMap<i64, BTreeMap<&str, u64>> = BTreeMap::new();
-    for (t, k) in &evs {
-        let mut s = t.div_euclid(60_000) * 60_000;
-        while s > t - 120_000 {
+    for (t, k) in evs {
+        let mut s = t.div_euclid(every) * every;
+        while s > t - size {
             *per.entry(s).or_default().entry(k).or_default() += 1;
-            s -= 60_000;
+            s -= every;
         }
     }
     let mut want: Vec<String> = Vec::new();
     for (s, counts) in &per {
         let mut ranked: Vec<(&&str, &u64)> = counts.iter().collect();
         ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        for (i, (k, n)) in ranked.iter().take(2).enumerate() {
+        for (i, (k, c)) in ranked.iter().take(n).enumerate() {
             want.push(format!(
-                "{}\t{}\t{}\t{k}\t{n}",
+                "{}\t{}\t{}\t{k}\t{c}",
                 rfc3339(*s),
-                rfc3339(s + 120_000),
+                rfc3339(s + size),
                 i + 1
             ));
         }
     }
     want.sort();
-    assert_eq!(got, want);
+    want
+}
+
+/// Events over many keys of skewed frequency (a few keys lead, many trail), some out of order
+/// by up to 4 s.
+fn skewed_events() -> Vec<(i64, &'static str)> {
+    const KEYS: [&str; 12] = [
+        "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11",
+    ];
+    let base = 1_793_606_400_000i64;
+    (0..3000i64)
+        .map(|i| {
+            let jitter = if i % 7 == 3 { -4000 } else { 0 };
+            // A small linear congruential mix, folded so low keys come more often.
+            let r = (i * 7919 + 13) % 144;
+            let key = KEYS[(r as f64).sqrt() as usize % 12];
+            (base + i * 170 + jitter, key)
+        })
+        .collect()
+}
+
+/// `top`: per sliding window, the n best keys by count, ranked; and overall by a summed score.
+#[test]
+fn top_n_per_sliding_window_and_overall() {
+    let evs = events();
+    let dsl = "stdin(format=json, fields=[ts, k]) | top(n=2, by=[k], window={sliding: 2m, every: 1m}, time=ts, lag=5s) | stdout";
+    let got = run(dsl, &as_json(&evs, true), &[]);
+    assert_eq!(got, top_expected(&evs, 2, 120_000, 60_000));
     let got = run(
         "stdin | parse(format=csv, columns=[k, v], types={v: int}) | top(n=2, by=[k], score=v) | stdout",
         "a,5\nb,7\na,4\nc,1\n",
         &[],
     );
     assert_eq!(got, ["1\ta\t9", "2\tb\t7"]);
+}
+
+/// `top` with three tasks runs as partial rankings (fields-grouped on the key) merged by one
+/// total ranking: the same rows as one task, in one process and over three workers.
+#[test]
+fn top_n_with_parallelism_ranks_as_one_task_would() {
+    let evs = skewed_events();
+    let want = top_expected(&evs, 3, 120_000, 60_000);
+    let dsl = "stdin(format=json, fields=[ts, k]) | top(n=3, by=[k], window={sliding: 2m, every: 1m}, time=ts, lag=5s) x3 | stdout";
+    assert_eq!(run(dsl, &as_json(&evs, false), &[]), want);
+    assert_eq!(
+        run(dsl, &as_json(&evs, true), &["-c", "topology.workers=3"]),
+        want
+    );
+    assert_eq!(
+        run(
+            dsl,
+            &as_json(&evs, false),
+            &["--processes", "-c", "topology.workers=3"]
+        ),
+        want
+    );
+    // Overall, by a summed score, at parallelism 4.
+    let input: String = (0..200)
+        .map(|i| format!("k{},{}\n", i % 17, i % 5))
+        .collect();
+    let mut sums: BTreeMap<String, i64> = BTreeMap::new();
+    for i in 0..200 {
+        *sums.entry(format!("k{}", i % 17)).or_default() += i % 5;
+    }
+    let mut ranked: Vec<(&String, &i64)> = sums.iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut want: Vec<String> = ranked
+        .iter()
+        .take(4)
+        .enumerate()
+        .map(|(i, (k, v))| format!("{}\t{k}\t{v}", i + 1))
+        .collect();
+    want.sort();
+    let got = run(
+        "stdin | parse(format=csv, columns=[k, v], types={v: int}) | top(n=4, by=[k], score=v) x4 | stdout",
+        &input,
+        &["-c", "topology.workers=3"],
+    );
+    assert_eq!(got, want);
+}
+
+/// A split `top` shows as its two halves: `validate` counts them, `graph` draws the partial
+/// rankings grouped by the key into the one total task.
+#[test]
+fn a_split_top_shows_its_partial_and_total_rankings() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let dsl = "stdin(format=json, fields=[ts, k]) | top(n=3, by=[k], window={tumbling: 1m}, time=ts) x3 | stdout";
+    storm(conf.path())
+        .args(["validate", "-e", dsl])
+        .assert()
+        .success()
+        .stdout("ok: <-e> (1 spouts, 3 bolts, 6 executors, 6 tasks)\n");
+    let out = storm(conf.path())
+        .args(["graph", "-e", dsl])
+        .output()
+        .expect("runs");
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout));
+    // Windows of tuples are counted by each task: refused, at the parallelism.
+    storm(conf.path())
+        .args([
+            "validate",
+            "-e",
+            "stdin | top(n=3, by=[line], window={tumbling: 10}) x3 | stdout",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "1:52: error: a `top` with windows of tuples runs as one task",
+        ));
 }
 
 /// `join`: inner and left joins of two inputs on a key, against the rows computed here; and

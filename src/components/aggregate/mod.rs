@@ -6,6 +6,7 @@
 //! the name given with `as`).
 
 pub mod ops;
+pub mod ranking;
 pub mod window;
 
 use super::{Bolt, BoltCollector, TaskContext};
@@ -229,6 +230,8 @@ pub struct Aggregate {
     component: String,
     /// The `top` bolt: rank the keys by their one op and keep the best `n`.
     top: Option<usize>,
+    /// The partial rankings of a `top` that runs as more than one task.
+    partial: Option<ranking::Partial>,
 }
 
 impl Aggregate {
@@ -247,6 +250,7 @@ impl Aggregate {
             unusable: 0,
             component: String::new(),
             top: None,
+            partial: None,
         })
     }
 
@@ -258,6 +262,13 @@ impl Aggregate {
         a.windows = spec.window.map(window::Windows::new);
         a.spec = spec;
         a.top = Some(n);
+        if args
+            .get(crate::topology::expand::RANKING_ARG)
+            .and_then(|v| v.as_str())
+            == Some(crate::topology::expand::PARTIAL)
+        {
+            a.partial = Some(ranking::Partial::new(&a.spec.by));
+        }
         Ok(a)
     }
 
@@ -275,7 +286,14 @@ impl Aggregate {
         if let Some(n) = self.top {
             let ranked = rank(rows.iter().map(|(k, s)| (*k, s[0].value())), n);
             for row in ranked {
+                let row = match &self.partial {
+                    Some(_) => ranking::candidate(i64::MAX, None, row),
+                    None => row,
+                };
                 out.send(streams::DEFAULT, &[], row);
+            }
+            if let Some(p) = &self.partial {
+                out.send(streams::DEFAULT, &[], ranking::progress(i64::MAX, p.width));
             }
             return;
         }
@@ -284,8 +302,19 @@ impl Aggregate {
         }
     }
 
-    /// Emit the windows that end at or before `watermark`.
+    /// Emit the windows that end at or before `watermark` (and, as partial rankings, how far
+    /// they have closed, once per window step).
     fn close_windows(&mut self, watermark: i64, out: &mut dyn BoltCollector) {
+        self.close_windows_to(watermark, out);
+        let every = self.spec.window.map_or(1, |w| w.every);
+        if let Some(p) = self.partial.as_mut() {
+            if p.due(watermark, every) {
+                out.send(streams::DEFAULT, &[], ranking::progress(watermark, p.width));
+            }
+        }
+    }
+
+    fn close_windows_to(&mut self, watermark: i64, out: &mut dyn BoltCollector) {
         let Some(w) = self.windows.as_mut() else {
             return;
         };
@@ -303,10 +332,15 @@ impl Aggregate {
             if let Some(n) = self.top {
                 let scores = closed.rows.iter().map(|(k, s)| (k, s[0].value()));
                 for ranked in rank(scores, n) {
-                    let row = [start.clone(), end.clone()]
-                        .into_iter()
-                        .chain(ranked)
-                        .collect();
+                    let row = match self.partial {
+                        Some(_) => {
+                            ranking::candidate(watermark, Some((closed.start, closed.end)), ranked)
+                        }
+                        None => [start.clone(), end.clone()]
+                            .into_iter()
+                            .chain(ranked)
+                            .collect(),
+                    };
                     out.send(streams::DEFAULT, &[], row);
                 }
                 continue;
@@ -388,7 +422,7 @@ impl Aggregate {
 }
 
 /// The `n` best keys by score, highest first (ties in key order): `rank, key..., score` rows.
-fn rank<'a>(scores: impl Iterator<Item = (&'a Values, Value)>, n: usize) -> Vec<Values> {
+pub(crate) fn rank<'a>(scores: impl Iterator<Item = (&'a Values, Value)>, n: usize) -> Vec<Values> {
     let mut all: Vec<(&Values, Value)> = scores.collect();
     // A stable sort keeps the key order of equal scores.
     all.sort_by(|a, b| {
@@ -417,7 +451,7 @@ fn now_millis() -> i64 {
 }
 
 /// Sort rows by the text of their key values (keys of mixed types still get one order).
-fn sort_by_key_text<T>(rows: &mut [T], key: impl Fn(&T) -> &Values) {
+pub(crate) fn sort_by_key_text<T>(rows: &mut [T], key: impl Fn(&T) -> &Values) {
     let text = |k: &Values| {
         let mut s = String::new();
         for v in k {

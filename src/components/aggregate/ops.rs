@@ -2,6 +2,9 @@
 //! as p99]`): how an op is written and named, and its running state per key. Nulls are skipped
 //! (as SQL skips them); a value an op cannot use (a string summed) is skipped and counted, so the
 //! bolt can warn about it.
+//!
+//! `top(n, f)` gives the `n` most frequent values of `f` as a list of `[value, count]` pairs,
+//! most frequent first, ties in the values' text order: `[["/a", 3], ["/b", 2]]`.
 
 use crate::tuple::Value;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
@@ -15,7 +18,7 @@ type Hll = HyperLogLogPlus<
 
 /// Precision 14: 16 Ki registers (about 12 KiB), a standard error of about 0.8%.
 const HLL_PRECISION: u8 = 14;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// One op as written: its kind, the field it reads, and its output name.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +41,8 @@ pub enum Kind {
     First,
     Last,
     Percentile(f64),
+    /// The `n` most frequent values.
+    Top(usize),
 }
 
 /// The op names, for help and did-you-mean.
@@ -51,6 +56,7 @@ pub const OPS: &[&str] = &[
     "first",
     "last",
     "percentile",
+    "top",
 ];
 
 impl OpSpec {
@@ -102,6 +108,14 @@ impl OpSpec {
                     .ok_or_else(|| "`percentile(FIELD, P)` needs P between 0 and 1".to_string())?;
                 (Kind::Percentile(p), Some(field(0)?), 2)
             }
+            "top" => {
+                let n: usize = args
+                    .first()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| "`top(N, FIELD)` needs N, a whole number ≥ 1".to_string())?;
+                (Kind::Top(n), Some(field(1)?), 2)
+            }
             other => {
                 let close = OPS.iter().find(|o| strsim::jaro_winkler(o, other) > 0.8);
                 let hint = close
@@ -140,6 +154,7 @@ fn default_name(kind: Kind, field: Option<&str>) -> String {
             let pct = (p * 1000.0).round() / 10.0;
             format!("p{pct}_{f}")
         }
+        Kind::Top(_) => format!("top_{f}"),
     }
 }
 
@@ -169,6 +184,11 @@ pub enum State {
     Percentile {
         sketch: Box<DDSketch>,
         p: f64,
+    },
+    /// How often each value came, for `top(n, f)`.
+    Frequent {
+        counts: HashMap<Value, i64>,
+        n: usize,
     },
 }
 
@@ -202,6 +222,10 @@ impl State {
             Kind::Percentile(p) => State::Percentile {
                 sketch: Box::new(DDSketch::new(Config::defaults())),
                 p,
+            },
+            Kind::Top(n) => State::Frequent {
+                counts: HashMap::new(),
+                n,
             },
         }
     }
@@ -297,6 +321,15 @@ impl State {
                 }
                 _ => false,
             },
+            State::Frequent { counts, .. } => {
+                match counts.get_mut(v) {
+                    Some(c) => *c += 1,
+                    None => {
+                        counts.insert(v.clone(), 1);
+                    }
+                }
+                true
+            }
         }
     }
 
@@ -351,6 +384,11 @@ impl State {
             (State::Percentile { sketch, .. }, State::Percentile { sketch: s2, .. }) => {
                 let _ = sketch.merge(s2);
             }
+            (State::Frequent { counts, .. }, State::Frequent { counts: c2, .. }) => {
+                for (v, c) in c2 {
+                    *counts.entry(v.clone()).or_default() += c;
+                }
+            }
             _ => {}
         }
     }
@@ -377,8 +415,25 @@ impl State {
                 Ok(Some(q)) => Value::Float(q),
                 _ => Value::Null,
             },
+            State::Frequent { counts, n } => most_frequent(counts, *n),
         }
     }
+}
+
+/// The `n` most frequent values as `[value, count]` pairs, most frequent first, ties in the
+/// values' text order.
+fn most_frequent(counts: &HashMap<Value, i64>, n: usize) -> Value {
+    let mut all: Vec<(String, &Value, i64)> = counts
+        .iter()
+        .map(|(v, c)| (v.plain_text(), v, *c))
+        .collect();
+    all.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    let pairs = all
+        .into_iter()
+        .take(n)
+        .map(|(_, v, c)| Value::List(Box::new(vec![v.clone(), Value::Int(c)])))
+        .collect();
+    Value::List(Box::new(pairs))
 }
 
 /// Order of two values of comparable kinds: numbers by value, strings by bytes, booleans.
@@ -459,6 +514,32 @@ mod tests {
             panic!("an integer")
         };
         assert!((n - 90_000).abs() < 1_800, "{n}");
+    }
+
+    #[test]
+    fn top_gives_the_most_frequent_values_with_their_counts_and_merges() {
+        let op = OpSpec::parse("top(2, path)").expect("ok");
+        assert_eq!((op.kind, op.name.as_str()), (Kind::Top(2), "top_path"));
+        assert!(OpSpec::parse("top(path)").is_err());
+        assert!(OpSpec::parse("top(0, path)").is_err());
+        let mut a = State::new(Kind::Top(2));
+        let mut b = State::new(Kind::Top(2));
+        for v in ["/a", "/b", "/a", "/c"] {
+            a.add(Some(&Value::str(v)));
+        }
+        for v in ["/c", "/c", "/b"] {
+            b.add(Some(&Value::str(v)));
+        }
+        let pair = |v: &str, c: i64| Value::List(Box::new(vec![Value::str(v), Value::Int(c)]));
+        assert_eq!(
+            a.value(),
+            Value::List(Box::new(vec![pair("/a", 2), pair("/b", 1)]))
+        );
+        a.merge(&b);
+        assert_eq!(
+            a.value(),
+            Value::List(Box::new(vec![pair("/c", 3), pair("/a", 2)]))
+        );
     }
 
     #[test]

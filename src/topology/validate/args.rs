@@ -128,8 +128,8 @@ impl Validator<'_> {
         }
     }
 
-    /// A `top` ranks every key of its input, so it runs as one task.
-    pub(super) fn top_spec(&mut self, rc: &RawComponent, parallelism: u32) {
+    /// A `top`'s arguments, as the runtime reads them.
+    pub(super) fn top_spec(&mut self, rc: &RawComponent) {
         let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
         let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
             Some(serde_json::Value::Object(m)) => m,
@@ -143,13 +143,39 @@ impl Validator<'_> {
                 .map_or(at, |v| v.span);
             self.error(message, span);
         }
-        if parallelism > 1 {
-            let span = rc.parallelism.as_ref().map_or(at, |p| p.span);
-            self.error("`top` ranks all keys together: it runs as one task", span)
-                .help = Some(
-                "it keeps one number per key and window; put the parallelism on the work before it"
-                    .into(),
-            );
+    }
+
+    /// A `top` with more than one task runs as its partial rankings and their total: it needs
+    /// windows by time (a count of tuples is one task's count), and the id of its partial
+    /// rankings free.
+    pub(super) fn ranking_splits(&mut self, components: &[(Component, &RawComponent)]) {
+        for (c, rc) in components {
+            if !crate::topology::expand::splits(c) {
+                continue;
+            }
+            let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+            let by_count = crate::components::aggregate::top_spec(&c.args).is_ok_and(|(s, _)| {
+                s.window.is_some_and(|w| {
+                    w.measure == crate::components::aggregate::window::Measure::Count
+                })
+            });
+            if by_count {
+                let span = rc.parallelism.as_ref().map_or(at, |p| p.span);
+                self.error(
+                    "a `top` with windows of tuples runs as one task: each task would count its own tuples",
+                    span,
+                )
+                .help = Some("use a window by time (`{tumbling: 1m}`), or parallelism 1".into());
+            }
+            let partial = crate::topology::expand::partial_id(&c.id);
+            if self.declared.contains_key(&partial) {
+                let span = rc.id.as_ref().map_or(at, |i| i.span);
+                self.error(
+                    format!("`{}` runs as `{partial}` and `{}` with more than one task, and `{partial}` is taken", c.id, c.id),
+                    span,
+                )
+                .help = Some(format!("rename `{partial}`"));
+            }
         }
     }
 

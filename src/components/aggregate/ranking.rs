@@ -1,0 +1,212 @@
+//! The two halves of a `top` with more than one task (storm-starter's
+//! IntermediateRankingsBolt and TotalRankingsBolt). Each partial task scores the keys it is
+//! sent (all of a key's tuples go to one task), and when a window closes sends the best `n` of
+//! its share, then how far its windows have closed (its watermark). The one total task keeps
+//! the candidates per window and ranks a window once every partial task has closed past its
+//! end; since each key's score is whole in one task, and every task orders keys as one task
+//! would, the final ranking equals the ranking of a single task.
+
+use super::{rank, sort_by_key_text, window};
+use crate::components::{Bolt, BoltCollector, TaskContext, Tuple};
+use crate::topology::plan::streams;
+use crate::tuple::{Value, Values};
+use std::collections::{BTreeMap, HashMap};
+
+/// The first field of a partial row: a candidate, or only a watermark.
+const CANDIDATE: &str = "rank";
+const PROGRESS: &str = "watermark";
+
+/// The fields a partial task sends: `kind` (`rank` or `watermark`), `watermark`, the window
+/// bounds in epoch milliseconds (null without windows), the key fields, `score`.
+pub fn partial_fields(by: &[String]) -> Vec<String> {
+    ["kind", "watermark", "window_start", "window_end"]
+        .into_iter()
+        .map(String::from)
+        .chain(by.iter().cloned())
+        .chain(["score".to_string()])
+        .collect()
+}
+
+/// A candidate of a partial task: `ranked` is a `rank, key..., score` row.
+pub fn candidate(watermark: i64, bounds: Option<(i64, i64)>, ranked: Values) -> Values {
+    let (start, end) = match bounds {
+        Some((s, e)) => (Value::Int(s), Value::Int(e)),
+        None => (Value::Null, Value::Null),
+    };
+    [Value::str(CANDIDATE), Value::Int(watermark), start, end]
+        .into_iter()
+        .chain(ranked.into_iter().skip(1))
+        .collect()
+}
+
+/// A partial task's progress alone: every window ending at or before `watermark` is sent.
+pub fn progress(watermark: i64, width: usize) -> Values {
+    [Value::str(PROGRESS), Value::Int(watermark)]
+        .into_iter()
+        .chain(std::iter::repeat_n(Value::Null, width - 2))
+        .collect()
+}
+
+/// What a partial task keeps to send its progress once per window step, not per tuple.
+#[derive(Debug)]
+pub struct Partial {
+    /// The last watermark sent.
+    sent: Option<i64>,
+    pub width: usize,
+}
+
+impl Partial {
+    pub fn new(by: &[String]) -> Partial {
+        Partial {
+            sent: None,
+            width: partial_fields(by).len(),
+        }
+    }
+
+    /// Whether `watermark` reached a window step (`every` ms) the last one sent had not.
+    pub fn due(&mut self, watermark: i64, every: i64) -> bool {
+        let step = |w: i64| w.div_euclid(every.max(1));
+        let due = match self.sent {
+            None => true,
+            Some(s) => watermark == i64::MAX && s != i64::MAX || step(watermark) > step(s),
+        };
+        if due {
+            self.sent = Some(watermark);
+        }
+        due
+    }
+}
+
+/// The total ranking: candidates per window, and each partial task's watermark.
+pub struct TotalRanking {
+    n: usize,
+    /// Key fields' positions in a partial row.
+    key_width: usize,
+    windowed: bool,
+    candidates: BTreeMap<Option<(i64, i64)>, Vec<(Values, Value)>>,
+    watermarks: HashMap<u32, i64>,
+}
+
+impl TotalRanking {
+    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<TotalRanking> {
+        let (spec, n) = super::top_spec(args).map_err(|(_, e)| anyhow::anyhow!("top: {e}"))?;
+        Ok(TotalRanking {
+            n,
+            key_width: spec.by.len(),
+            windowed: spec.window.is_some(),
+            candidates: BTreeMap::new(),
+            watermarks: HashMap::new(),
+        })
+    }
+
+    /// The lowest watermark of all partial tasks: every window ending by then is complete.
+    fn complete_to(&self) -> i64 {
+        self.watermarks.values().copied().min().unwrap_or(i64::MIN)
+    }
+
+    /// Rank and send every window complete by `to`, oldest first.
+    fn emit(&mut self, to: i64, out: &mut dyn BoltCollector) {
+        while let Some(entry) = self.candidates.first_entry() {
+            let end = entry.key().map_or(i64::MAX, |(_, e)| e);
+            if end > to {
+                break;
+            }
+            let (bounds, mut rows) = entry.remove_entry();
+            sort_by_key_text(&mut rows, |r| &r.0);
+            let ranked = rank(rows.iter().map(|(k, s)| (k, s.clone())), self.n);
+            let shown = bounds
+                .map(|(s, e)| vec![window::time_value(s), window::time_value(e)])
+                .unwrap_or_default();
+            for row in ranked {
+                let row: Values = shown.iter().cloned().chain(row).collect();
+                out.send(streams::DEFAULT, &[], row);
+            }
+        }
+    }
+}
+
+impl Bolt for TotalRanking {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        // Every task of the partial rankings starts with no window closed.
+        for stream in ctx.topology.inputs_of(&ctx.component) {
+            if let Some(tasks) = ctx.plan.component(&stream.from) {
+                self.watermarks
+                    .extend(tasks.tasks.clone().map(|t| (t, i64::MIN)));
+            }
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let v = &input.values;
+        let (Some(kind), Some(Value::Int(watermark))) = (v.first(), v.get(1)) else {
+            return Ok(());
+        };
+        if kind.as_str() == Some(CANDIDATE) && v.len() == 4 + self.key_width + 1 {
+            let bounds = match (&v[2], &v[3]) {
+                (Value::Int(s), Value::Int(e)) if self.windowed => Some((*s, *e)),
+                _ => None,
+            };
+            let key: Values = v[4..4 + self.key_width].iter().cloned().collect();
+            let score = v[4 + self.key_width].clone();
+            self.candidates
+                .entry(bounds)
+                .or_default()
+                .push((key, score));
+        }
+        // A candidate's watermark is where its batch ends: windows after this one in the same
+        // batch are still on the way, so only a progress row moves the task's watermark.
+        if kind.as_str() == Some(PROGRESS) {
+            let seen = self.watermarks.entry(input.source_task).or_insert(i64::MIN);
+            *seen = (*seen).max(*watermark);
+            let to = self.complete_to();
+            if self.windowed {
+                self.emit(to, out);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        // End of input: every partial task has sent all it had.
+        self.emit(i64::MAX, out);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_due_once_per_window_step_and_at_the_end() {
+        let mut p = Partial::new(&[]);
+        assert!(p.due(5, 10));
+        assert!(!p.due(9, 10));
+        assert!(p.due(10, 10));
+        assert!(!p.due(19, 10));
+        assert!(p.due(i64::MAX, 10));
+        assert!(!p.due(i64::MAX, 10));
+    }
+
+    #[test]
+    fn rows_carry_the_key_between_the_bounds_and_the_score() {
+        let by = vec!["k".to_string()];
+        assert_eq!(
+            partial_fields(&by),
+            [
+                "kind",
+                "watermark",
+                "window_start",
+                "window_end",
+                "k",
+                "score"
+            ]
+        );
+        let ranked: Values = smallvec::smallvec![Value::Int(1), Value::str("a"), Value::Int(3)];
+        let row = candidate(7, Some((0, 10)), ranked);
+        assert_eq!(row.len(), 6);
+        assert_eq!(row[4], Value::str("a"));
+        assert_eq!(progress(7, 6).len(), 6);
+    }
+}
