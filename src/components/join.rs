@@ -1,15 +1,18 @@
 //! The `join` bolt (Storm's JoinBolt): tuples of two or more input components, joined on a key
 //! each names, the first input being the left side and each later one joined to it with
 //! `kind: inner` (default) or `left`; `select` picks `COMPONENT.FIELD`s for the output, named by
-//! their field part. Without a window the whole input is joined at its end; with
-//! `window: {tumbling: D}` (processing time) or `{tumbling: N}` (tuples) each window's tuples
-//! are joined when it closes. Keys match by their text form, as `lookup` does.
+//! their field part. Without a window the whole input is joined at its end; with a window
+//! (tumbling or sliding, by duration or by count, as `aggregate`'s: processing time, or event
+//! time from the field `time` every input has, with `lag`) each window's tuples are joined
+//! when it closes. The tuples are kept per pane of the window's step, so a sliding window
+//! joins the panes it spans. Keys match by their text form, as `lookup` does.
 
+use super::aggregate::window::{self, Measure, Panes, WindowSpec};
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One input as configured.
 #[derive(Debug, Clone)]
@@ -25,7 +28,11 @@ pub struct Spec {
     pub inputs: Vec<Input>,
     /// (component, field) pairs.
     pub select: Vec<(String, String)>,
-    pub window: Option<super::aggregate::window::WindowSpec>,
+    pub window: Option<WindowSpec>,
+    /// Event time: the field of every input holding its time (epoch ms or RFC 3339).
+    pub time: Option<String>,
+    /// How late (ms) an event-time tuple may come before its windows close.
+    pub lag: i64,
 }
 
 impl Spec {
@@ -76,16 +83,41 @@ impl Spec {
             .collect::<Result<Vec<_>, _>>()?;
         let window = args
             .get("window")
-            .map(super::aggregate::window::WindowSpec::from_json)
+            .map(WindowSpec::from_json)
             .transpose()
             .map_err(|e| ("window", e))?;
-        if window.is_some_and(|w| w.size != w.every) {
-            return Err(("window", "`join` takes tumbling windows".into()));
+        let time = match args.get("time") {
+            None => None,
+            Some(t) => Some(
+                t.as_str()
+                    .ok_or(("time", "`time` must be a field name".to_string()))?
+                    .to_string(),
+            ),
+        };
+        let lag = match args.get("lag") {
+            None => 0,
+            Some(l) => crate::config::duration_of(l)
+                .ok_or(("lag", "`lag` must be a duration (`5s`)".to_string()))?
+                .as_millis() as i64,
+        };
+        match window {
+            None if time.is_some() || args.contains_key("lag") => {
+                return Err(("time", "`time` and `lag` need a `window`".into()))
+            }
+            Some(w) if time.is_some() && w.measure == Measure::Count => {
+                return Err((
+                    "time",
+                    "`time` goes with windows by duration, not by count".into(),
+                ))
+            }
+            _ => {}
         }
         Ok(Spec {
             inputs,
             select,
             window,
+            time,
+            lag,
         })
     }
 
@@ -94,17 +126,27 @@ impl Spec {
     }
 }
 
+/// The tuples of one pane (or of the whole input), per input, by key text.
+type Buffered = Vec<HashMap<String, Vec<Values>>>;
+
 pub struct Join {
     spec: Spec,
     /// Per input: key position, and the positions of its selected fields' (output index, field).
     keys: Vec<usize>,
     picks: Vec<Vec<(usize, usize)>>,
+    /// Per input: where its event time is.
+    times: Vec<Option<usize>>,
     /// Input index of each source component.
     input_of: HashMap<String, usize>,
-    /// The window's tuples per input, by key text.
-    buffered: Vec<HashMap<String, Vec<Values>>>,
-    window_started: Instant,
-    seen: i64,
+    /// Without a window: every tuple so far.
+    whole: Buffered,
+    /// With a window: the tuples per pane.
+    panes: Option<Panes<Buffered>>,
+    /// Event time: the latest time seen; count windows: tuples seen.
+    clock: i64,
+    late: u64,
+    unusable: u64,
+    component: String,
     /// The plan, to know a tuple's component from its source task.
     plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
 }
@@ -114,46 +156,60 @@ impl Join {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("join: {e}"))?;
         let n = spec.inputs.len();
         Ok(Join {
+            panes: spec.window.map(Panes::new),
             spec,
             keys: Vec::new(),
             picks: vec![Vec::new(); n],
+            times: vec![None; n],
             input_of: HashMap::new(),
-            buffered: vec![HashMap::new(); n],
-            window_started: Instant::now(),
-            seen: 0,
+            whole: vec![HashMap::new(); n],
+            clock: i64::MIN,
+            late: 0,
+            unusable: 0,
+            component: String::new(),
             plan: None,
         })
     }
 
-    /// Join what is buffered and emit it, then start afresh.
-    fn flush(&mut self, out: &mut dyn BoltCollector) {
+    /// Join the tuples of `parts` (panes, oldest first, or the whole input) and emit the rows.
+    fn join<'a>(
+        &self,
+        parts: impl Iterator<Item = &'a Buffered> + Clone,
+        out: &mut dyn BoltCollector,
+    ) {
         let width = self.spec.select.len();
-        let mut rows: Vec<Values> = Vec::new();
-        let mut left_keys: Vec<&String> = self.buffered[0].keys().collect();
+        // The tuples of input `i` with `key`, in the order they came.
+        let of = |i: usize, key: &str| -> Vec<&'a Values> {
+            parts
+                .clone()
+                .filter_map(|p| p[i].get(key))
+                .flatten()
+                .collect()
+        };
+        let mut left_keys: Vec<&String> = parts.clone().flat_map(|p| p[0].keys()).collect();
         left_keys.sort();
+        left_keys.dedup();
         for key in left_keys {
             // Partial rows, widened input by input.
-            let mut partial: Vec<Values> = self.buffered[0][key]
-                .iter()
+            let mut partial: Vec<Values> = of(0, key)
+                .into_iter()
                 .map(|t| self.fill(&smallvec::smallvec![Value::Null; width], 0, Some(t)))
                 .collect();
             for i in 1..self.spec.inputs.len() {
-                let matches = self.buffered[i].get(key);
-                partial = match (matches, self.spec.inputs[i].left) {
-                    (Some(m), _) => partial
+                let matches = of(i, key);
+                partial = match (matches.is_empty(), self.spec.inputs[i].left) {
+                    (false, _) => partial
                         .iter()
-                        .flat_map(|p| m.iter().map(|t| self.fill(p, i, Some(t))))
+                        .flat_map(|p| matches.iter().map(|t| self.fill(p, i, Some(t))))
                         .collect(),
-                    (None, true) => partial.iter().map(|p| self.fill(p, i, None)).collect(),
-                    (None, false) => Vec::new(),
+                    (true, true) => partial.iter().map(|p| self.fill(p, i, None)).collect(),
+                    (true, false) => Vec::new(),
                 };
             }
-            rows.extend(partial);
+            for row in partial {
+                out.send(streams::DEFAULT, &[], row);
+            }
         }
-        for row in rows {
-            out.send(streams::DEFAULT, &[], row);
-        }
-        self.buffered.iter_mut().for_each(HashMap::clear);
     }
 
     /// `row` with input `i`'s selected fields taken from `tuple` (null without one).
@@ -167,14 +223,77 @@ impl Join {
         row
     }
 
-    fn window_over(&self) -> bool {
-        use super::aggregate::window::Measure;
-        match self.spec.window {
-            None => false,
-            Some(w) if w.measure == Measure::Count => self.seen >= w.size,
-            Some(w) => self.window_started.elapsed() >= Duration::from_millis(w.size as u64),
+    /// Join and emit every window that ends at or before `watermark`, oldest first.
+    fn close(&mut self, watermark: i64, out: &mut dyn BoltCollector) {
+        let Some(panes) = self.panes.as_mut() else {
+            return;
+        };
+        let starts = panes.due(watermark);
+        if let Some(panes) = self.panes.as_ref() {
+            for start in starts {
+                self.join(panes.window(start), out);
+            }
+        }
+        if let Some(panes) = self.panes.as_mut() {
+            panes.retire();
         }
     }
+
+    /// The time of input `i`'s tuple in its window's measure; `None` when it has no usable
+    /// event time.
+    fn time_of(&mut self, i: usize, input: &Tuple) -> Option<i64> {
+        let spec = self.spec.window?;
+        if spec.measure == Measure::Count {
+            self.clock = self.clock.max(-1) + 1;
+            return Some(self.clock);
+        }
+        match self.times[i] {
+            Some(at) => input.values.get(at).and_then(window::event_time),
+            None => Some(now_millis()),
+        }
+    }
+
+    /// Keep a tuple in its window's pane, then close what its time closes.
+    fn windowed(&mut self, i: usize, key: String, input: &Tuple, out: &mut dyn BoltCollector) {
+        let Some(t) = self.time_of(i, input) else {
+            self.unusable += 1;
+            out.dropped(1);
+            return;
+        };
+        let Some(panes) = self.panes.as_mut() else {
+            return;
+        };
+        if panes.is_late(t) {
+            if self.late == 0 {
+                tracing::warn!(
+                    "{}: a tuple came later than its windows and was left out",
+                    self.component
+                );
+            }
+            self.late += 1;
+            out.dropped(1);
+            return;
+        }
+        let pane = panes.pane(t);
+        if pane.is_empty() {
+            pane.resize_with(self.spec.inputs.len(), HashMap::new);
+        }
+        pane[i].entry(key).or_default().push(input.values.clone());
+        match panes.spec().measure {
+            Measure::Count => self.close(self.clock + 1, out),
+            Measure::Millis if self.spec.time.is_some() => {
+                self.clock = self.clock.max(t);
+                self.close(self.clock.saturating_sub(self.spec.lag), out);
+            }
+            Measure::Millis => {}
+        }
+    }
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Bolt for Join {
@@ -205,9 +324,11 @@ impl Bolt for Join {
                     self.picks[i].push((out_at, at(f)?));
                 }
             }
+            self.times[i] = self.spec.time.as_deref().map(at).transpose()?;
             self.input_of.insert(input.from.clone(), i);
         }
         self.plan = Some(ctx.plan.clone());
+        self.component = ctx.component.clone();
         Ok(())
     }
 
@@ -215,12 +336,6 @@ impl Bolt for Join {
         if input.is_tick() {
             return Ok(());
         }
-        if self.window_over() {
-            self.flush(out);
-            self.window_started = Instant::now();
-            self.seen = 0;
-        }
-        self.seen += 1;
         // The input a tuple belongs to is known by the component of its source task.
         let Some(i) = self.component_of(input) else {
             return Ok(());
@@ -230,35 +345,150 @@ impl Bolt for Join {
             .get(self.keys[i])
             .map(Value::plain_text)
             .unwrap_or_default();
-        self.buffered[i]
-            .entry(key)
-            .or_default()
-            .push(input.values.clone());
+        if self.panes.is_some() {
+            self.windowed(i, key, input, out);
+        } else {
+            self.whole[i]
+                .entry(key)
+                .or_default()
+                .push(input.values.clone());
+        }
         Ok(())
     }
 
+    /// Processing-time windows close by the clock, input or not.
     fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        if self.window_over() {
-            self.flush(out);
-            self.window_started = Instant::now();
-            self.seen = 0;
+        if self.by_clock() {
+            self.close(now_millis(), out);
         }
         Ok(())
     }
 
     fn poll_interval(&self) -> Option<Duration> {
-        self.spec.window.map(|_| Duration::from_millis(20))
+        self.by_clock().then_some(Duration::from_millis(20))
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        self.flush(out);
+        if self.panes.is_some() {
+            // End of input: every open window is joined.
+            self.close(i64::MAX, out);
+        } else {
+            self.join(std::iter::once(&self.whole), out);
+        }
+        if self.unusable + self.late > 0 {
+            tracing::warn!(
+                "{}: {} tuple(s) without a usable event time and {} later than their windows were left out",
+                self.component,
+                self.unusable,
+                self.late
+            );
+        }
         Ok(())
     }
 }
 
 impl Join {
+    /// Whether windows close by the clock (processing time, by duration).
+    fn by_clock(&self) -> bool {
+        self.spec.time.is_none()
+            && self
+                .spec
+                .window
+                .is_some_and(|w| w.measure == Measure::Millis)
+    }
+
     fn component_of(&self, input: &Tuple) -> Option<usize> {
         let name = self.plan.as_ref()?.component_of_task(input.source_task);
         self.input_of.get(name).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keeps what the bolt sends.
+    #[derive(Default)]
+    struct Rows(Vec<Values>);
+
+    impl BoltCollector for Rows {
+        fn emit(
+            &mut self,
+            _: crate::topology::plan::StreamId,
+            _: &[&Tuple],
+            v: Values,
+        ) -> Vec<u32> {
+            self.0.push(v);
+            Vec::new()
+        }
+        fn emit_direct(
+            &mut self,
+            _: u32,
+            _: crate::topology::plan::StreamId,
+            _: &[&Tuple],
+            _: Values,
+        ) {
+        }
+        fn ack(&mut self, _: &Tuple) {}
+        fn fail(&mut self, _: &Tuple) {}
+        fn report_error(&mut self, _: &str) {}
+    }
+
+    /// A join of input 0 `(key, a)` with input 1 `(key, b)`, selecting `a` and `b`.
+    fn join(window: serde_json::Value, left: bool) -> Join {
+        let kind = if left { "left" } else { "inner" };
+        let args = serde_json::json!({
+            "inputs": [{"from": "x", "key": "k"}, {"from": "y", "key": "k", "kind": kind}],
+            "select": ["x.a", "y.b"],
+            "window": window,
+        });
+        let mut j = Join::new(args.as_object().expect("an object")).expect("valid");
+        j.keys = vec![0, 0];
+        j.picks = vec![vec![(0, 1)], vec![(1, 1)]];
+        j
+    }
+
+    fn feed(j: &mut Join, input: &[(usize, &str, i64)]) -> Vec<String> {
+        let mut out = Rows::default();
+        for &(i, k, v) in input {
+            let values: Values = smallvec::smallvec![Value::str(k), Value::Int(v)];
+            let t = Tuple::new(values, 1, streams::DEFAULT);
+            j.windowed(i, k.to_string(), &t, &mut out);
+        }
+        j.finish(&mut out).expect("finish");
+        out.0
+            .iter()
+            .map(|r| format!("{}/{}", r[0].plain_text(), r[1].plain_text()))
+            .collect()
+    }
+
+    /// Sliding windows of 4 tuples every 2: tuples 0..4, 2..6, 4..8 (and the flushed tail
+    /// windows holding tuples), each joined on its own.
+    #[test]
+    fn sliding_count_windows_join_the_tuples_of_each_window() {
+        let input = [
+            (0, "a", 1),
+            (1, "a", 10),
+            (0, "b", 2),
+            (1, "c", 30),
+            (0, "c", 3),
+            (1, "b", 20),
+            (1, "a", 11),
+            (0, "a", 4),
+        ];
+        let w = serde_json::json!({"sliding": 4, "every": 2});
+        // Windows by tuple position: [-2,2): 0,1; [0,4): 0..3; [2,6): 2..5; [4,8): 4..7;
+        // [6,10): 6,7.
+        let want = [
+            "1/10", // [-2, 2)
+            "1/10", "2/", // [0, 4): a joins a; b has no b yet
+            "2/20", "3/30", // [2, 6)
+            "4/11", "3/",   // [4, 8): a with tuple 6; c without its c (tuple 3 left)
+            "4/11", // [6, 10)
+        ];
+        let got = feed(&mut join(w.clone(), true), &input);
+        assert_eq!(got, want);
+        let inner: Vec<&str> = want.iter().copied().filter(|r| !r.ends_with('/')).collect();
+        assert_eq!(feed(&mut join(w, false), &input), inner);
     }
 }

@@ -93,6 +93,16 @@ fn sliding_event_time_windows() {
         run(dsl, &as_json(&evs, true), &[]),
         expected(&evs, 120_000, 30_000)
     );
+    // Three tasks over three workers, as processes: the same.
+    let dsl = "stdin(format=json, fields=[ts, k]) | aggregate(by=[k], window={sliding: 2m, every: 30s}, time=ts, lag=5s) x3 | stdout";
+    assert_eq!(
+        run(
+            dsl,
+            &as_json(&evs, false),
+            &["--processes", "-c", "topology.workers=3"]
+        ),
+        expected(&evs, 120_000, 30_000)
+    );
 }
 
 #[test]
@@ -106,6 +116,12 @@ fn tuples_beyond_the_lag_go_to_the_late_stream() {
     ];
     let dsl = "stdin(format=json, fields=[ts, k]) | w = aggregate(by=[k], window={tumbling: 1m}, time=ts, lag=1s) | stdout\nw | [stream=late] l = stdout(format=json)";
     let got = run(dsl, &as_json(&evs, false), &[]);
+    // Two tasks over three workers: the one key is windowed by one task, which sees the same.
+    let dsl2 = "stdin(format=json, fields=[ts, k]) | w = aggregate(by=[k], window={tumbling: 1m}, time=ts, lag=1s) x2 | stdout\nw | [stream=late] l = stdout(format=json)";
+    assert_eq!(
+        run(dsl2, &as_json(&evs, false), &["-c", "topology.workers=3"]),
+        got
+    );
     let late = format!("{{\"ts\":{},\"k\":\"a\"}}", base + 1_000);
     let want = {
         let mut v = vec![
@@ -338,4 +354,290 @@ fn inner_and_left_joins() {
     }
     want.sort();
     assert_eq!(got, want);
+}
+
+/// Brute force for a windowed join of orders `(t, user, amount)` with logins `(t, user, name)`:
+/// for every window of `size` every `every` ms holding an order, each order with each login of
+/// its user in the same window (`left`: an order without one kept with an empty name).
+fn join_expected(
+    orders: &[(i64, u32, u32)],
+    logins: &[(i64, u32, String)],
+    size: i64,
+    every: i64,
+    left: bool,
+) -> Vec<String> {
+    let windows_of = |t: i64| {
+        let last = t.div_euclid(every) * every;
+        (0..size / every).map(move |i| last - i * every)
+    };
+    let mut want = Vec::new();
+    for &(t, user, amount) in orders {
+        for s in windows_of(t) {
+            let names: Vec<&String> = logins
+                .iter()
+                .filter(|(lt, u, _)| *u == user && *lt >= s && *lt < s + size)
+                .map(|(_, _, n)| n)
+                .collect();
+            if names.is_empty() && left {
+                want.push(format!("{amount}\t"));
+            }
+            want.extend(names.iter().map(|n| format!("{amount}\t{n}")));
+        }
+    }
+    want.sort();
+    want
+}
+
+/// `join` on sliding event-time windows: inner and left, against the rows computed here; and
+/// the same at parallelism 3 (each input grouped by the key) over three workers.
+#[test]
+fn inner_and_left_joins_on_sliding_windows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = 1_793_606_400_000i64;
+    let orders: Vec<(i64, u32, u32)> = (0..120)
+        .map(|i| (base + i64::from(i) * 7_300, (i * 7) % 11, i))
+        .collect();
+    let logins: Vec<(i64, u32, String)> = (0..50)
+        .map(|i| (base + i64::from(i) * 17_900, (i * 3) % 13, format!("n{i}")))
+        .collect();
+    let o: String = orders
+        .iter()
+        .map(|(t, u, a)| format!("{{\"ts\":{t},\"user\":{u},\"amount\":{a}}}\n"))
+        .collect();
+    let l: String = logins
+        .iter()
+        .map(|(t, u, n)| {
+            format!(
+                "{{\"ts\":\"{}\",\"user\":{u},\"name\":\"{n}\"}}\n",
+                rfc3339(*t)
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("orders.jsonl"), o).expect("write");
+    std::fs::write(dir.path().join("logins.jsonl"), l).expect("write");
+    let topology = |kind: &str, tasks: u32| {
+        format!(
+            "o = file(path={}, format=json, fields=[ts, user, amount])\n\
+             l = file(path={}, format=json, fields=[ts, user, name])\n\
+             o | [fields user] j = join(inputs=[{{from: o, key: user}}, {{from: l, key: user, kind: {kind}}}], \
+             select=[o.amount, l.name], window={{sliding: 2m, every: 30s}}, time=ts, lag=1h) x{tasks} | stdout\n\
+             l | [fields user] j",
+            dir.path().join("orders.jsonl").display(),
+            dir.path().join("logins.jsonl").display()
+        )
+    };
+    for (kind, left) in [("inner", false), ("left", true)] {
+        let want = join_expected(&orders, &logins, 120_000, 30_000, left);
+        assert!(want.len() > orders.len(), "windows overlap: {}", want.len());
+        assert_eq!(run(&topology(kind, 1), "", &[]), want, "{kind}");
+        assert_eq!(
+            run(&topology(kind, 3), "", &["-c", "topology.workers=3"]),
+            want,
+            "{kind} x3"
+        );
+    }
+}
+
+/// Random timestamped events: a rising clock, each event up to `lag` ms behind it (so none is
+/// late), over three keys with a value; with a window of `steps` × `every` ms and the tasks.
+fn random_runs() -> impl Strategy<Value = (Vec<(i64, u8, i64)>, i64, i64, i64, u32)> {
+    (1i64..5, 1i64..4, 0i64..3, 1u32..=4)
+        .prop_flat_map(|(steps, every_s, lag_s, tasks)| {
+            let (every, lag) = (every_s * 1000, lag_s * 1000);
+            let ev = proptest::collection::vec((0i64..1500, 0u8..3, 0i64..=lag, -5i64..50), 1..80);
+            (ev, Just(every * steps), Just(every), Just(lag), Just(tasks))
+        })
+        .prop_map(|(raw, size, every, lag, tasks)| {
+            let base = 1_793_606_400_000i64;
+            let mut clock = base;
+            let events = raw
+                .into_iter()
+                .map(|(step, key, behind, v)| {
+                    clock += step;
+                    (clock - behind, key, v)
+                })
+                .collect();
+            (events, size, every, lag, tasks)
+        })
+}
+
+/// Brute force: per window holding an event and per key, the count and the sum of `v`.
+fn count_and_sum(events: &[(i64, u8, i64)], size: i64, every: i64) -> Vec<String> {
+    let mut m: BTreeMap<(i64, u8), (u64, i64)> = BTreeMap::new();
+    for &(t, k, v) in events {
+        let mut s = t.div_euclid(every) * every;
+        while s > t - size {
+            let e = m.entry((s, k)).or_default();
+            e.0 += 1;
+            e.1 += v;
+            s -= every;
+        }
+    }
+    let mut rows: Vec<String> = m
+        .iter()
+        .map(|((s, k), (n, sum))| {
+            format!("k{k}\t{}\t{}\t{n}\t{sum}", rfc3339(*s), rfc3339(s + size))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+use proptest::prelude::*;
+
+proptest! {
+    // Each case runs the binary: few cases, each a fraction of a second.
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// The runtime's windowed aggregation, at a random parallelism over as many workers, equals
+    /// brute force on random streams, window sizes, slides and lags.
+    #[test]
+    fn windowed_aggregation_at_any_parallelism_equals_brute_force(
+        (events, size, every, lag, tasks) in random_runs()
+    ) {
+        let input: String = events
+            .iter()
+            .map(|(t, k, v)| format!("{{\"ts\":{t},\"k\":\"k{k}\",\"v\":{v}}}\n"))
+            .collect();
+        let window = if size == every {
+            format!("{{tumbling: {size}ms}}")
+        } else {
+            format!("{{sliding: {size}ms, every: {every}ms}}")
+        };
+        let dsl = format!(
+            "stdin(format=json, fields=[ts, k, v]) | aggregate(by=[k], ops=[count, sum(v)], window={window}, time=ts, lag={lag}ms) x{tasks} | stdout"
+        );
+        let workers = format!("topology.workers={tasks}");
+        let got = run(&dsl, &input, &["-c", &workers]);
+        prop_assert_eq!(got, count_and_sum(&events, size, every));
+    }
+}
+
+/// `dedupe` over three tasks and three workers: exact (each key grouped to one task), and with a
+/// bounded cache (every tuple grouped to one task by a constant field, whose cache forgets the
+/// least recently seen key first) — against the first-seen rule computed here.
+#[test]
+fn dedupe_exact_and_cached_at_parallelism_over_three_workers() {
+    let keys: Vec<u32> = (0..300).map(|i| (i * i + 3 * i) % 37).collect();
+    let input: String = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| format!("k{k},{i},g\n"))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut want: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| seen.insert(**k))
+        .map(|(i, _)| i.to_string())
+        .collect();
+    want.sort();
+    let dsl = "stdin | parse(format=csv, columns=[k, i, g]) | [fields k] dedupe(key=[k]) x3 | stdout(fields=[i])";
+    assert_eq!(run(dsl, &input, &["-c", "topology.workers=3"]), want);
+    // A least-recently-seen cache of 5 keys.
+    let mut cache: Vec<u32> = Vec::new();
+    let mut want: Vec<String> = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        match cache.iter().position(|c| c == k) {
+            Some(at) => {
+                cache.remove(at);
+            }
+            None => {
+                want.push(i.to_string());
+                if cache.len() == 5 {
+                    cache.remove(0);
+                }
+            }
+        }
+        cache.push(*k);
+    }
+    want.sort();
+    let dsl = "stdin | parse(format=csv, columns=[k, i, g]) | [fields g] dedupe(key=[k], cache=5) x3 | stdout(fields=[i])";
+    assert_eq!(run(dsl, &input, &["-c", "topology.workers=3"]), want);
+}
+
+/// `lookup` over two tasks and three workers: every task reads the table again when it changes.
+#[test]
+fn lookup_tasks_over_three_workers_reload_a_changed_table() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("users.csv");
+    std::fs::write(&table, "id,name\n1,ann\n2,bob\n").expect("write");
+    let dsl = format!(
+        "stdin(format=json, fields=[user]) | lookup(path={}, key=id, on=user, select=[name]) x2 | stdout",
+        table.display()
+    );
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
+        .args(["run", "-c", "topology.workers=3", "-e", &dsl])
+        .env("STORM_CONF_DIR", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("storm runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Shuffled over both tasks: enough tuples that each task sees some, before and after.
+    for _ in 0..20 {
+        writeln!(stdin, "{{\"user\":1}}").expect("write");
+    }
+    stdin.flush().expect("flush");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::fs::write(&table, "id,name\n1,anna\n").expect("rewrite");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    for _ in 0..20 {
+        writeln!(stdin, "{{\"user\":1}}").expect("write");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("ends");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 40);
+    assert!(lines[..20].iter().all(|l| *l == "1\tann"), "{text}");
+    assert!(lines[20..].iter().all(|l| *l == "1\tanna"), "{text}");
+}
+
+/// `finish: true` on a Python bolt of two tasks over three workers: each task is told of the
+/// end of its input and emits its own total; together they are the whole count.
+#[test]
+fn a_python_bolt_with_finish_at_parallelism_over_three_workers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let adapter = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("multilang/python");
+    std::fs::write(
+        dir.path().join("total.py"),
+        format!(
+            "import sys\nsys.path.insert(0, {:?})\nimport storm\n\n\
+             class Total(storm.BasicBolt):\n    n = 0\n    def process(self, tup):\n        self.n += len(tup.values[0].split())\n\
+             \x20   def finish(self):\n        storm.emit([self.n])\n\nTotal().run()\n",
+            adapter.display().to_string()
+        ),
+    )
+    .expect("write bolt");
+    let path = dir.path().join("total.yaml");
+    std::fs::write(
+        &path,
+        "name: total\nspouts:\n  - { id: lines, type: stdin }\nbolts:\n  - { id: total, type: shell, command: [python3, total.py], fields: [words], finish: true, parallelism: 2 }\n  - { id: print, type: stdout }\nstreams:\n  - { from: lines, to: total, grouping: shuffle }\n  - { from: total, to: print }\n",
+    )
+    .expect("write topology");
+    let text: String = (0..200).map(|i| "w ".repeat(i % 5) + "\n").collect();
+    let out = storm(dir.path())
+        .current_dir(dir.path())
+        .args(["run", "-q", "-c", "topology.workers=3"])
+        .arg(&path)
+        .write_stdin(text.clone())
+        .output()
+        .expect("storm runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let totals: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().expect("a number"))
+        .collect();
+    assert_eq!(totals.len(), 2, "one total per task");
+    assert_eq!(
+        totals.iter().sum::<usize>(),
+        text.split_whitespace().count()
+    );
 }

@@ -13,7 +13,6 @@ use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use ops::{OpSpec, State};
-use std::collections::HashMap;
 
 /// When rows are emitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +219,7 @@ pub struct Aggregate {
     keys: Vec<usize>,
     fields: Vec<Option<usize>>,
     time: Option<usize>,
-    groups: HashMap<Values, Vec<State>>,
+    groups: window::KeyMap<Vec<State>>,
     windows: Option<window::Windows>,
     /// Event time: the latest time seen; count windows: tuples seen.
     clock: i64,
@@ -243,7 +242,7 @@ impl Aggregate {
             keys: Vec::new(),
             fields: Vec::new(),
             time: None,
-            groups: HashMap::new(),
+            groups: window::KeyMap::default(),
             clock: i64::MIN,
             late: None,
             late_dropped: 0,

@@ -2,7 +2,8 @@
 //! from a field with a `lag`) or by tuple count. State is kept per pane (the `every` step, or
 //! the whole window when tumbling) as partial aggregates, never as tuples, and a window is the
 //! merge of its panes when it closes: a one-hour window sliding every minute keeps sixty panes
-//! of partial results per key, whatever the input rate.
+//! of partial results per key, whatever the input rate. The panes themselves ([`Panes`]) hold
+//! whatever a component keeps per pane (`join` keeps the tuples it must join).
 
 use super::ops::State;
 use crate::tuple::{Value, Values};
@@ -85,12 +86,95 @@ fn measure_of(v: &serde_json::Value) -> Result<(Measure, i64), String> {
     }
 }
 
-/// Partial aggregates per pane, and how far windows have been closed.
-pub struct Windows {
+/// Panes of the `every` step (the whole window when tumbling), each holding `T`, and how far
+/// windows have been closed: the bookkeeping every windowed component shares (`aggregate`
+/// keeps partial aggregates in a pane, `join` the tuples).
+pub struct Panes<T> {
     spec: WindowSpec,
-    panes: BTreeMap<i64, HashMap<Values, Vec<State>>>,
+    panes: BTreeMap<i64, T>,
     /// Every window ending at or before this has been closed (emitted, or passed empty).
     closed_to: i64,
+}
+
+impl<T: Default> Panes<T> {
+    pub fn new(spec: WindowSpec) -> Panes<T> {
+        Panes {
+            spec,
+            panes: BTreeMap::new(),
+            closed_to: i64::MIN,
+        }
+    }
+
+    /// Whether every window a tuple at `t` falls into has closed already.
+    pub fn is_late(&self, t: i64) -> bool {
+        floor_to(t, self.spec.every).saturating_add(self.spec.size) <= self.closed_to
+    }
+
+    /// The pane of `t`, made empty the first time.
+    pub fn pane(&mut self, t: i64) -> &mut T {
+        self.panes.entry(floor_to(t, self.spec.every)).or_default()
+    }
+
+    /// The starts of every window that holds data and ends at or before `watermark`, oldest
+    /// first (all of them when `watermark` is `i64::MAX`: the end of input), now closed. Read
+    /// each with [`Panes::window`], then [`Panes::retire`] the panes they no longer need.
+    pub fn due(&mut self, watermark: i64) -> Vec<i64> {
+        let mut out = Vec::new();
+        if watermark <= self.closed_to {
+            return out;
+        }
+        // Most calls (one per tuple with event time) close nothing: the oldest pane's first
+        // open window does not end yet.
+        let (size, every) = (self.spec.size, self.spec.every);
+        let first_open = match self.closed_to {
+            i64::MIN => i64::MIN,
+            c => floor_to(c - size, every) + every,
+        };
+        let oldest = self.panes.range(first_open..).next().map(|(p, _)| *p);
+        if oldest.is_none_or(|p| first_open.max(p - size + every).saturating_add(size) > watermark)
+        {
+            self.closed_to = watermark;
+            return out;
+        }
+        // The first window not closed yet: it ends after `closed_to`.
+        let mut start = first_open;
+        while let Some(pane) = self.panes.range(start..).next().map(|(p, _)| *p) {
+            // The earliest window holding that pane (windows holding no pane are skipped).
+            start = start.max(pane - size + every);
+            if start.saturating_add(size) > watermark {
+                break;
+            }
+            out.push(start);
+            start += every;
+        }
+        self.closed_to = watermark;
+        out
+    }
+
+    /// The panes of the window starting at `start`, oldest first.
+    pub fn window(&self, start: i64) -> impl Iterator<Item = &T> + Clone {
+        self.panes
+            .range(start..start.saturating_add(self.spec.size))
+            .map(|(_, p)| p)
+    }
+
+    /// Drop the panes whose every window has closed.
+    pub fn retire(&mut self) {
+        let (size, closed) = (self.spec.size, self.closed_to);
+        self.panes.retain(|p, _| p.saturating_add(size) > closed);
+    }
+
+    pub fn spec(&self) -> WindowSpec {
+        self.spec
+    }
+}
+
+/// A map by key values, hashed with foldhash (fast on the short strings keys mostly are).
+pub type KeyMap<V> = HashMap<Values, V, foldhash::fast::FixedState>;
+
+/// Partial aggregates per pane, and how far windows have been closed.
+pub struct Windows {
+    panes: Panes<KeyMap<Vec<State>>>,
 }
 
 /// One closed window: its bounds and each key's merged states.
@@ -107,15 +191,13 @@ fn floor_to(t: i64, step: i64) -> i64 {
 impl Windows {
     pub fn new(spec: WindowSpec) -> Windows {
         Windows {
-            spec,
-            panes: BTreeMap::new(),
-            closed_to: i64::MIN,
+            panes: Panes::new(spec),
         }
     }
 
     /// Whether every window a tuple at `t` falls into has closed already.
     pub fn is_late(&self, t: i64) -> bool {
-        floor_to(t, self.spec.every).saturating_add(self.spec.size) <= self.closed_to
+        self.panes.is_late(t)
     }
 
     /// The states of `key` in the pane of `t`, made with `fresh` the first time.
@@ -125,45 +207,31 @@ impl Windows {
         key: &Values,
         fresh: impl FnOnce() -> Vec<State>,
     ) -> &mut Vec<State> {
-        self.panes
-            .entry(floor_to(t, self.spec.every))
-            .or_default()
-            .entry(key.clone())
-            .or_insert_with(fresh)
+        let pane = self.panes.pane(t);
+        // Look up before inserting: the key is cloned only the first time it is seen.
+        if !pane.contains_key(key) {
+            pane.insert(key.clone(), fresh());
+        }
+        pane.get_mut(key).expect("inserted above")
     }
 
     /// Every window that holds data and ends at or before `watermark`, oldest first (all of
     /// them when `watermark` is `i64::MAX`: the end of input).
     pub fn close(&mut self, watermark: i64) -> Vec<Closed> {
-        let mut out = Vec::new();
-        if watermark <= self.closed_to {
-            return out;
+        let starts = self.panes.due(watermark);
+        if starts.is_empty() {
+            // A pane is done only once its last window closed, and that window holds it.
+            return Vec::new();
         }
-        let (size, every) = (self.spec.size, self.spec.every);
-        // The first window not closed yet: it ends after `closed_to`.
-        let mut start = match self.closed_to {
-            i64::MIN => i64::MIN,
-            c => floor_to(c - size, every) + every,
-        };
-        while let Some(pane) = self.panes.range(start..).next().map(|(p, _)| *p) {
-            // The earliest window holding that pane (windows holding no pane are skipped).
-            start = start.max(pane - size + every);
-            if start.saturating_add(size) > watermark {
-                break;
-            }
-            out.push(self.merge(start));
-            start += every;
-        }
-        // Panes whose every window has closed are done.
-        self.panes.retain(|p, _| p.saturating_add(size) > watermark);
-        self.closed_to = watermark;
+        let out = starts.into_iter().map(|s| self.merge(s)).collect();
+        self.panes.retire();
         out
     }
 
     fn merge(&self, start: i64) -> Closed {
-        let end = start + self.spec.size;
-        let mut merged: HashMap<Values, Vec<State>> = HashMap::new();
-        for (_, pane) in self.panes.range(start..end) {
+        let end = start + self.panes.spec().size;
+        let mut merged: KeyMap<Vec<State>> = KeyMap::default();
+        for pane in self.panes.window(start) {
             for (key, states) in pane {
                 match merged.get_mut(key) {
                     Some(into) => into.iter_mut().zip(states).for_each(|(a, b)| a.merge(b)),
@@ -181,7 +249,7 @@ impl Windows {
     }
 
     pub fn measure(&self) -> Measure {
-        self.spec.measure
+        self.panes.spec().measure
     }
 }
 
@@ -196,12 +264,50 @@ pub fn event_time(v: &Value) -> Option<i64> {
     match v {
         Value::Int(ms) => Some(*ms),
         Value::Float(f) if f.is_finite() => Some(*f as i64),
-        Value::Str(s) => {
+        Value::Str(s) => utc_millis(s.as_bytes()).or_else(|| {
             let t = humantime::parse_rfc3339_weak(s.trim()).ok()?;
             Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
-        }
+        }),
         _ => None,
     }
+}
+
+/// The common shape of an event time, `2026-11-02T08:00:00.123Z` (milliseconds optional), read
+/// straight into epoch milliseconds; `None` for anything else, which the general parser reads.
+fn utc_millis(b: &[u8]) -> Option<i64> {
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+        b.get(r)?.iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let shaped = at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':');
+    let millis = match b.len() {
+        20 if at(19, b'Z') => 0,
+        24 if at(19, b'.') && at(23, b'Z') => digits(20..23)?,
+        _ => return None,
+    };
+    if !shaped {
+        return None;
+    }
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (h, m, sec) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 59 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    Some(((days * 24 + h) * 60 + m) * 60_000 + sec * 1000 + millis)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
@@ -292,6 +398,33 @@ mod tests {
     }
 
     use proptest::prelude::*;
+
+    proptest! {
+        /// The fast reading of `...T..:..:..(.mmm)Z` agrees with the general RFC 3339 parser.
+        #[test]
+        fn fast_event_times_equal_the_general_parser(ms in 0i64..7_258_118_400_000, whole in any::<bool>()) {
+            let ms = if whole { ms / 1000 * 1000 } else { ms };
+            let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
+            let text = if whole {
+                humantime::format_rfc3339_seconds(t).to_string()
+            } else {
+                humantime::format_rfc3339_millis(t).to_string()
+            };
+            prop_assert_eq!(utc_millis(text.as_bytes()), Some(ms));
+            prop_assert_eq!(event_time(&Value::str(&text)), Some(ms));
+        }
+    }
+
+    #[test]
+    fn other_time_shapes_go_to_the_general_parser() {
+        assert_eq!(utc_millis(b"2026-11-02T08:00:00+01:00"), None);
+        assert_eq!(utc_millis(b"2026-13-02T08:00:00Z"), None);
+        assert_eq!(
+            event_time(&Value::str("2026-11-02T08:00:00.5Z")),
+            Some(1_793_606_400_500)
+        );
+        assert_eq!(event_time(&Value::str("yesterday")), None);
+    }
 
     /// Events whose times are out of order by at most `lag`, so none is late.
     fn within_lag() -> impl Strategy<Value = (Vec<(i64, u8)>, i64, i64, i64)> {

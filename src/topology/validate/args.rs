@@ -115,6 +115,9 @@ impl Validator<'_> {
             .map(|i| (i.from.as_str(), i.key.as_str()))
             .collect();
         wanted.extend(spec.select.iter().map(|(c, f)| (c.as_str(), f.as_str())));
+        if let Some(time) = &spec.time {
+            wanted.extend(spec.inputs.iter().map(|i| (i.from.as_str(), time.as_str())));
+        }
         for (from, field) in wanted {
             let Some(fields) = fields_of(from) else {
                 self.error(format!("`{from}` sends no stream to `{}`", c.id), at)
@@ -339,7 +342,13 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("emit", OneOf(&["end", "tick", "update"])),
         ],
         Dedupe => &[("key", Fields), ("window", Duration), ("cache", Number)],
-        Join => &[("inputs", List), ("select", List), ("window", Map)],
+        Join => &[
+            ("inputs", List),
+            ("select", List),
+            ("window", Map),
+            ("time", Text),
+            ("lag", Duration),
+        ],
         Top => &[
             ("n", Number),
             ("by", Fields),
