@@ -28,6 +28,26 @@ measure() {
   printf '%-44s median %6.2f s   peak RSS %6d KB   (runs: %s)\n' "$name" "$med" "$rss" "${times[*]}"
 }
 
+# Two commands run in turns (A B A B ...), RUNS rounds: median wall seconds, median CPU seconds
+# (user + sys, what a machine shared with other work measures best) and peak RSS of each.
+versus() {
+  local na=$1 ca=$2 nb=$3 cb=$4
+  local wa=() wb=() ua=() ub=() ra=0 rb=0 w u m
+  for _ in $(seq "$RUNS"); do
+    for side in a b; do
+      local cmd=$ca; [ "$side" = b ] && cmd=$cb
+      /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" bash -c "$cmd" > /dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; }
+      read -r w us sy m < "$WORK/t"
+      u=$(echo "$us + $sy" | bc)
+      if [ "$side" = a ]; then wa+=("$w"); ua+=("$u"); (( m > ra )) && ra=$m
+      else wb+=("$w"); ub+=("$u"); (( m > rb )) && rb=$m; fi
+    done
+  done
+  med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+  printf '%-44s wall %6.2f s   cpu %6.2f s   peak RSS %6d KB\n' "$na" "$(med "${wa[@]}")" "$(med "${ua[@]}")" "$ra"
+  printf '%-44s wall %6.2f s   cpu %6.2f s   peak RSS %6d KB\n' "$nb" "$(med "${wb[@]}")" "$(med "${ub[@]}")" "$rb"
+}
+
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem/{print $2}') GiB; corpus: 50 MB (gen_corpus.py 50 3)"
 measure "storm wordcount.yaml (acking on)"   "$STORM run -q topologies/wordcount.yaml < $WORK/words-50.txt"
 measure "storm wordcount.yaml (acking off)"  "$STORM run -q -c topology.acker.executors=0 topologies/wordcount.yaml < $WORK/words-50.txt"
@@ -76,9 +96,20 @@ if [ -f "$EVGEN" ]; then
   measure "storm errors per service (JSON, parse x2)" "$STORM run -q -e 'stdin | parse(format=json, fields=[level, service]) x2 | $ERR' < $WORK/events.jsonl"
   measure "storm errors per service (CSV)" "$STORM run -q -e 'stdin(format=csv, header=true, fields=[level, service]) | $ERR' < $WORK/events.csv"
   measure "storm requests per status (access log)" "$STORM run -q -e 'stdin(format=combined, fields=[status]) | count(status) | stdout' < $WORK/access.log"
-  measure "storm per-minute count/avg/max per endpoint (event time)" "$STORM run -q -e 'stdin(format=json, fields=[ts, endpoint, latency_ms]) | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, ops=[count, avg(latency_ms), max(latency_ms)]) | stdout' < $WORK/events.jsonl"
+  PER_MINUTE="$STORM run -q -e 'stdin(format=json, fields=[ts, endpoint, latency_ms]) | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, ops=[count, avg(latency_ms), max(latency_ms)]) | stdout' < $WORK/events.jsonl"
+  SLIDING_TOP="$STORM run -q -e 'stdin(format=json, fields=[ts, endpoint]) | top(n=10, by=[endpoint], window={sliding: 5m, every: 1m}, time=ts) | stdout' < $WORK/events.jsonl"
   if python3 -c 'import duckdb' 2>/dev/null; then
-    measure "duckdb per-minute per endpoint (time_bucket)" "python3 -c \"import duckdb; duckdb.sql(\\\"select endpoint, time_bucket(interval 1 minute, ts::timestamp) b, count(*), avg(latency_ms), max(latency_ms) from read_json('$WORK/events.jsonl') group by endpoint, b\\\").fetchall()\""
+    # The same answers from DuckDB: per minute with time_bucket; the sliding top-10 as minute
+    # panes, each counted into the five windows that hold it, ranked per window.
+    DUCK_PER_MINUTE="python3 -c \"import duckdb; duckdb.sql(\\\"select endpoint, time_bucket(interval 1 minute, ts::timestamp) b, count(*), avg(latency_ms), max(latency_ms) from read_json('$WORK/events.jsonl') group by endpoint, b\\\").fetchall()\""
+    DUCK_SLIDING_TOP="python3 -c \"import duckdb; duckdb.sql(\\\"with p as (select endpoint, time_bucket(interval 1 minute, ts::timestamp) m, count(*) c from read_json('$WORK/events.jsonl') group by all), w as (select m - to_minutes(i) s, endpoint, sum(c) n from p, range(5) t(i) group by all) select * from (select s, endpoint, n, row_number() over (partition by s order by n desc, endpoint) r from w) where r <= 10\\\").fetchall()\""
+    versus "storm per-minute count/avg/max per endpoint" "$PER_MINUTE" "duckdb per-minute per endpoint (time_bucket)" "$DUCK_PER_MINUTE"
+    versus "storm sliding 5m/1m top-10 endpoints" "$SLIDING_TOP" "duckdb sliding 5m/1m top-10 endpoints" "$DUCK_SLIDING_TOP"
+  else
+    measure "storm per-minute count/avg/max per endpoint (event time)" "$PER_MINUTE"
+    measure "storm sliding 5m/1m top-10 endpoints (event time)" "$SLIDING_TOP"
+  fi
+  if python3 -c 'import duckdb' 2>/dev/null; then
     measure "duckdb errors per service (read_json)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_json('$WORK/events.jsonl') where level = 'error' group by service\\\").fetchall()\""
     measure "duckdb errors per service (read_csv)" "python3 -c \"import duckdb; duckdb.sql(\\\"select service, count(*) from read_csv('$WORK/events.csv') where level = 'error' group by service\\\").fetchall()\""
   fi

@@ -76,6 +76,22 @@ fn rfc3339(ms: i64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// A time as an access log writes it (whole seconds): `02/Nov/2026:08:01:07 +0000`.
+fn access_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000) - 1_793_606_400; // since 2026-11-02T08:00:00Z
+    format!(
+        "02/Nov/2026:{:02}:{:02}:{:02} +0000",
+        8 + secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// The path of the i-th event's access log line.
+fn access_path(e: &Event) -> String {
+    format!("{}?u={}", e.endpoint, e.user)
+}
+
 /// The team of a user in `users.csv`: users below 30 have one.
 fn team_of(user: u32) -> Option<&'static str> {
     (user < 30).then(|| ["red", "green", "blue"][(user % 3) as usize])
@@ -103,8 +119,14 @@ fn write_inputs(dir: &Path, evs: &[Event]) {
         ])
         .expect("csv");
         access += &format!(
-            "{} - - [02/Nov/2026:08:00:00 +0000] \"{} {}?u={} HTTP/1.1\" {} {} \"-\" \"agent\"\n",
-            e.ip, e.method, e.endpoint, e.user, e.status, i
+            "{} - - [{}] \"{} {}?u={} HTTP/1.1\" {} {} \"-\" \"agent\"\n",
+            e.ip,
+            access_time(event_ms(i)),
+            e.method,
+            e.endpoint,
+            e.user,
+            e.status,
+            i
         );
         if i % 500 == 0 {
             access += "garbage that is no access log line\n";
@@ -327,6 +349,41 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
                 }
             }
             (v, true)
+        }
+        "access-per-minute" => {
+            let per = counted((0..evs.len()).map(|i| event_ms(i) / 60_000 * 60_000));
+            let v = per
+                .iter()
+                .map(|(s, n)| format!("{}\t{}\t{n}", rfc3339(*s), rfc3339(s + 60_000)))
+                .collect();
+            (v, true)
+        }
+        "sliding-top-paths" => {
+            let mut per: BTreeMap<i64, BTreeMap<String, u64>> = BTreeMap::new();
+            for (i, e) in evs.iter().enumerate() {
+                // The log keeps whole seconds.
+                let t = event_ms(i) / 1000 * 1000;
+                let mut s = t / 60_000 * 60_000;
+                while s > t - 300_000 {
+                    *per.entry(s).or_default().entry(access_path(e)).or_default() += 1;
+                    s -= 60_000;
+                }
+            }
+            let mut v = Vec::new();
+            for (s, counts) in &per {
+                let mut ranked: Vec<(&String, &u64)> = counts.iter().collect();
+                ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                for (i, (k, n)) in ranked.iter().take(10).enumerate() {
+                    v.push(format!(
+                        "{}\t{}\t{}\t{k}\t{n}",
+                        rfc3339(*s),
+                        rfc3339(s + 300_000),
+                        i + 1
+                    ));
+                }
+            }
+            v.sort();
+            (v, false)
         }
         "enrich" => (
             tsv(&counted(
