@@ -8,6 +8,7 @@
 mod combined;
 mod delimited;
 mod json;
+mod json_flat;
 mod pairs;
 mod pattern;
 pub mod spec;

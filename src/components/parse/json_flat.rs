@@ -1,0 +1,240 @@
+//! The fast path of JSON lines for the usual line: one flat object whose wanted keys hold
+//! strings without escapes, numbers, booleans or null. It reads and checks the whole line
+//! against the JSON grammar for what it accepts, and gives up (`None`: the general reader then
+//! answers, its error messages included) at anything else: a nested value, a `\u` escape, an
+//! escape in a wanted string, a wanted key with wanted keys under it, anything malformed. So
+//! what it returns is what the general reader returns for the same line.
+
+use crate::tuple::Value;
+
+/// What a key of the line is to the caller.
+pub enum Wanted<'a> {
+    /// Skip its value.
+    No,
+    /// Its value goes to these slots.
+    Into(&'a [usize]),
+    /// Wanted keys are under it: only the general reader handles that.
+    Deeper,
+}
+
+/// The wanted values of `line` into `out` (a later key of the same name replaces an earlier
+/// one), or `None` when the general reader must read the line.
+pub fn extract<'k>(
+    line: &str,
+    wanted: impl Fn(&str) -> Wanted<'k>,
+    out: &mut [Value],
+) -> Option<()> {
+    let mut s = Scan {
+        b: line.as_bytes(),
+        i: 0,
+    };
+    s.ws();
+    s.eat(b'{')?;
+    s.ws();
+    if s.eat(b'}').is_none() {
+        loop {
+            s.eat(b'"')?;
+            let (key, escaped) = s.string()?;
+            if escaped {
+                return None;
+            }
+            let key = line.get(key.0..key.1)?;
+            s.ws();
+            s.eat(b':')?;
+            s.ws();
+            match wanted(key) {
+                Wanted::No => s.skip()?,
+                Wanted::Into(slots) => {
+                    let v = s.value(line)?;
+                    for &at in slots {
+                        *out.get_mut(at)? = v.clone();
+                    }
+                }
+                Wanted::Deeper => return None,
+            }
+            s.ws();
+            match s.next()? {
+                b',' => s.ws(),
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    s.ws();
+    (s.i == s.b.len()).then_some(())
+}
+
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Scan<'_> {
+    fn ws(&mut self) {
+        while matches!(self.b.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let c = *self.b.get(self.i)?;
+        self.i += 1;
+        Some(c)
+    }
+
+    /// A string after its opening quote: the byte range of its contents and whether it holds
+    /// (valid, undecoded) escapes. Control characters are errors, `\u` is left to the general
+    /// reader.
+    fn string(&mut self) -> Option<((usize, usize), bool)> {
+        let start = self.i;
+        let mut escaped = false;
+        loop {
+            let rest = self.b.get(self.i..)?;
+            let at = memchr::memchr2(b'"', b'\\', rest)?;
+            if rest[..at].iter().any(|&c| c < 0x20) {
+                return None;
+            }
+            self.i += at;
+            if self.b[self.i] == b'"' {
+                self.i += 1;
+                return Some(((start, self.i - 1), escaped));
+            }
+            match self.b.get(self.i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
+                _ => return None,
+            }
+            escaped = true;
+        }
+    }
+
+    /// Digits, at least one.
+    fn digits(&mut self) -> Option<()> {
+        let start = self.i;
+        while matches!(self.b.get(self.i), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        (self.i > start).then_some(())
+    }
+
+    /// A number: its text and whether it has a fraction or an exponent.
+    fn number(&mut self) -> Option<(usize, usize, bool)> {
+        let start = self.i;
+        let _ = self.eat(b'-');
+        match self.b.get(self.i)? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => self.digits()?,
+            _ => return None,
+        }
+        let mut float = false;
+        if self.eat(b'.').is_some() {
+            self.digits()?;
+            float = true;
+        }
+        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            self.digits()?;
+            float = true;
+        }
+        Some((start, self.i, float))
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i + word.len();
+        (self.b.get(self.i..end)? == word).then(|| self.i = end)
+    }
+
+    /// Skip a scalar value, checking it.
+    fn skip(&mut self) -> Option<()> {
+        match self.b.get(self.i)? {
+            b'"' => {
+                self.i += 1;
+                self.string().map(|_| ())
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number().map(|_| ()),
+        }
+    }
+
+    /// Read a scalar value as the general reader builds it.
+    fn value(&mut self, line: &str) -> Option<Value> {
+        match self.b.get(self.i)? {
+            b'"' => {
+                self.i += 1;
+                match self.string()? {
+                    ((s, e), false) => Some(Value::str(line.get(s..e)?)),
+                    (_, true) => None,
+                }
+            }
+            b't' => self.literal(b"true").map(|()| Value::Bool(true)),
+            b'f' => self.literal(b"false").map(|()| Value::Bool(false)),
+            b'n' => self.literal(b"null").map(|()| Value::Null),
+            _ => {
+                let (s, e, float) = self.number()?;
+                let text = line.get(s..e)?;
+                match float {
+                    // An integer beyond i64 is the general reader's (it makes it a float), and
+                    // so is `-0`, whose sign only it knows what to do with.
+                    false if text == "-0" => None,
+                    false => text.parse::<i64>().ok().map(Value::Int),
+                    // serde_json's own float reading, so the value is the same to the bit.
+                    true => serde_json::from_str::<f64>(text).ok().map(Value::Float),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(line: &str) -> Option<Vec<Value>> {
+        let mut out = vec![Value::Null; 2];
+        let wanted = |k: &str| match k {
+            "a" => Wanted::Into(&[0]),
+            "b" => Wanted::Into(&[1]),
+            "deep" => Wanted::Deeper,
+            _ => Wanted::No,
+        };
+        extract(line, wanted, &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn flat_lines_are_read_and_others_left_to_the_general_reader() {
+        assert_eq!(
+            take(r#" {"a":"x","z":"q\"uote\\d","b":-12} "#),
+            Some(vec![Value::str("x"), Value::Int(-12)])
+        );
+        assert_eq!(
+            take(r#"{"b":2.5e1,"a":true,"c":null,"a":false}"#),
+            Some(vec![Value::Bool(false), Value::Float(25.0)])
+        );
+        assert_eq!(take("{}"), Some(vec![Value::Null, Value::Null]));
+        for other in [
+            r#"{"a":"esc\"aped"}"#,
+            r#"{"z":"\u00e9"}"#,
+            r#"{"z":[1]}"#,
+            r#"{"deep":1}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1} x"#,
+            r#"{"a":-}"#,
+            r#"{"a":1."#,
+            "{\"a\":\"tab\there\"}",
+            r#"{"a":99999999999999999999}"#,
+            "[1]",
+            "",
+        ] {
+            assert_eq!(take(other), None, "{other}");
+        }
+    }
+}
