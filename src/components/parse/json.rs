@@ -394,7 +394,7 @@ mod tests {
         fn the_flat_path_agrees_with_the_general_reader(
             doc in proptest::collection::btree_map("[abc]", json_value(), 0..5),
             at in 0usize..200,
-            byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b'}'), Just(b'0'), Just(b'.'), Just(b' '), Just(b'e'), Just(b'-')],
+            byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b'}'), Just(b'0'), Just(b'.'), Just(b' '), Just(b'e'), Just(b'-'), Just(b'\x01'), Just(b'\t')],
             how in 0u8..3,
         ) {
             let mut line = serde_json::Value::Object(doc.into_iter().collect()).to_string().into_bytes();

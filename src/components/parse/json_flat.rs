@@ -46,8 +46,11 @@ pub fn extract<'k>(
                 Wanted::No => s.skip()?,
                 Wanted::Into(slots) => {
                     let v = s.value(line)?;
-                    for &at in slots {
-                        *out.get_mut(at)? = v.clone();
+                    if let Some((&last, rest)) = slots.split_last() {
+                        for &at in rest {
+                            *out.get_mut(at)? = v.clone();
+                        }
+                        *out.get_mut(last)? = v;
                     }
                 }
                 Wanted::Deeper => return None,
@@ -62,6 +65,33 @@ pub fn extract<'k>(
     }
     s.ws();
     (s.i == s.b.len()).then_some(())
+}
+
+/// How many bytes of `b` come before the first quote, backslash or control character (`None`
+/// when there is none): eight bytes at a time while none of them is one.
+fn plain_run(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Whether any byte of `x` is zero (exact as a yes/no).
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS != 0;
+    let mut at = 0;
+    while let Some(chunk) = b.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_ne_bytes(word);
+        // A byte below 0x20 is one whose top three bits are zero.
+        let special = has_zero(x ^ (ONES * u64::from(b'"')))
+            || has_zero(x ^ (ONES * u64::from(b'\\')))
+            || has_zero(x & (ONES * 0xe0));
+        if special {
+            break;
+        }
+        at += 8;
+    }
+    b[at..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map(|p| at + p)
 }
 
 struct Scan<'a> {
@@ -93,12 +123,10 @@ impl Scan<'_> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            let rest = self.b.get(self.i..)?;
-            let at = memchr::memchr2(b'"', b'\\', rest)?;
-            if rest[..at].iter().any(|&c| c < 0x20) {
+            self.i += plain_run(self.b.get(self.i..)?)?;
+            if self.b[self.i] < 0x20 {
                 return None;
             }
-            self.i += at;
             if self.b[self.i] == b'"' {
                 self.i += 1;
                 return Some(((start, self.i - 1), escaped));
@@ -206,6 +234,15 @@ mod tests {
             _ => Wanted::No,
         };
         extract(line, wanted, &mut out).map(|()| out)
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time search finds what a byte-by-byte search finds.
+        #[test]
+        fn plain_runs_end_where_a_byte_search_says(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)) {
+            let want = b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+            proptest::prop_assert_eq!(plain_run(&b), want);
+        }
     }
 
     #[test]
