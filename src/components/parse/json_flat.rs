@@ -69,6 +69,7 @@ pub fn extract<'k>(
 
 /// How many bytes of `b` come before the first quote, backslash or control character (`None`
 /// when there is none): eight bytes at a time while none of them is one.
+#[inline]
 fn plain_run(b: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
@@ -100,16 +101,19 @@ struct Scan<'a> {
 }
 
 impl Scan<'_> {
+    #[inline]
     fn ws(&mut self) {
         while matches!(self.b.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.i += 1;
         }
     }
 
+    #[inline]
     fn eat(&mut self, c: u8) -> Option<()> {
         (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
     }
 
+    #[inline]
     fn next(&mut self) -> Option<u8> {
         let c = *self.b.get(self.i)?;
         self.i += 1;
@@ -119,6 +123,7 @@ impl Scan<'_> {
     /// A string after its opening quote: the byte range of its contents and whether it holds
     /// (valid, undecoded) escapes. Control characters are errors, `\u` is left to the general
     /// reader.
+    #[inline]
     fn string(&mut self) -> Option<((usize, usize), bool)> {
         let start = self.i;
         let mut escaped = false;
@@ -140,6 +145,7 @@ impl Scan<'_> {
     }
 
     /// Digits, at least one.
+    #[inline]
     fn digits(&mut self) -> Option<()> {
         let start = self.i;
         while matches!(self.b.get(self.i), Some(b'0'..=b'9')) {
@@ -149,6 +155,7 @@ impl Scan<'_> {
     }
 
     /// A number: its text and whether it has a fraction or an exponent.
+    #[inline]
     fn number(&mut self) -> Option<(usize, usize, bool)> {
         let start = self.i;
         let _ = self.eat(b'-');
@@ -173,12 +180,14 @@ impl Scan<'_> {
         Some((start, self.i, float))
     }
 
+    #[inline]
     fn literal(&mut self, word: &[u8]) -> Option<()> {
         let end = self.i + word.len();
         (self.b.get(self.i..end)? == word).then(|| self.i = end)
     }
 
     /// Skip a scalar value, checking it.
+    #[inline]
     fn skip(&mut self) -> Option<()> {
         match self.b.get(self.i)? {
             b'"' => {
@@ -193,6 +202,7 @@ impl Scan<'_> {
     }
 
     /// Read a scalar value as the general reader builds it.
+    #[inline]
     fn value(&mut self, line: &str) -> Option<Value> {
         match self.b.get(self.i)? {
             b'"' => {
