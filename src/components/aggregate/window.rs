@@ -207,12 +207,11 @@ impl Windows {
         key: &Values,
         fresh: impl FnOnce() -> Vec<State>,
     ) -> &mut Vec<State> {
-        let pane = self.panes.pane(t);
-        // Look up before inserting: the key is cloned only the first time it is seen.
-        if !pane.contains_key(key) {
-            pane.insert(key.clone(), fresh());
-        }
-        pane.get_mut(key).expect("inserted above")
+        // One lookup, for a clone of the key (no allocation for one number or short string).
+        self.panes
+            .pane(t)
+            .entry(key.clone())
+            .or_insert_with(fresh)
     }
 
     /// Every window that holds data and ends at or before `watermark`, oldest first (all of
