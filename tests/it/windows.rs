@@ -438,9 +438,12 @@ fn inner_and_left_joins_on_sliding_windows() {
     }
 }
 
+/// Events as (time, key, value), a window's size and step, the lag (all ms), and the tasks.
+type Run = (Vec<(i64, u8, i64)>, i64, i64, i64, u32);
+
 /// Random timestamped events: a rising clock, each event up to `lag` ms behind it (so none is
 /// late), over three keys with a value; with a window of `steps` × `every` ms and the tasks.
-fn random_runs() -> impl Strategy<Value = (Vec<(i64, u8, i64)>, i64, i64, i64, u32)> {
+fn random_runs() -> impl Strategy<Value = Run> {
     (1i64..5, 1i64..4, 0i64..3, 1u32..=4)
         .prop_flat_map(|(steps, every_s, lag_s, tasks)| {
             let (every, lag) = (every_s * 1000, lag_s * 1000);

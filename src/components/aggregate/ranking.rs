@@ -77,13 +77,16 @@ impl Partial {
     }
 }
 
+/// A key of a partial ranking and its score.
+type Candidate = (Values, Value);
+
 /// The total ranking: candidates per window, and each partial task's watermark.
 pub struct TotalRanking {
     n: usize,
     /// Key fields' positions in a partial row.
     key_width: usize,
     windowed: bool,
-    candidates: BTreeMap<Option<(i64, i64)>, Vec<(Values, Value)>>,
+    candidates: BTreeMap<Option<(i64, i64)>, Vec<Candidate>>,
     watermarks: HashMap<u32, i64>,
 }
 

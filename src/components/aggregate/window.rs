@@ -208,10 +208,7 @@ impl Windows {
         fresh: impl FnOnce() -> Vec<State>,
     ) -> &mut Vec<State> {
         // One lookup, for a clone of the key (no allocation for one number or short string).
-        self.panes
-            .pane(t)
-            .entry(key.clone())
-            .or_insert_with(fresh)
+        self.panes.pane(t).entry(key.clone()).or_insert_with(fresh)
     }
 
     /// Every window that holds data and ends at or before `watermark`, oldest first (all of
