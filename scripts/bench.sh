@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 cargo build --release --quiet
-STORM=target/release/storm
+STORM=${CARGO_TARGET_DIR:-target}/release/storm
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 GEN=../shared/bench/gen_corpus.py
