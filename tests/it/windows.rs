@@ -644,3 +644,50 @@ fn a_python_bolt_with_finish_at_parallelism_over_three_workers() {
         text.split_whitespace().count()
     );
 }
+
+/// `aggregate`'s `top(N, F)`: per key and tumbling window, the N most frequent values with
+/// their counts (ties in text order), at parallelism 2 over three workers, against counts
+/// computed here.
+#[test]
+fn aggregate_top_values_per_key_and_window() {
+    let base = 1_793_606_400_000i64;
+    let events: Vec<(i64, String, String)> = (0..400i64)
+        .map(|i| {
+            let path = format!("/p{}", (i * i) % 7);
+            (base + i * 900, format!("k{}", i % 3), path)
+        })
+        .collect();
+    let input: String = events
+        .iter()
+        .map(|(t, k, p)| format!("{{\"ts\":{t},\"k\":\"{k}\",\"path\":\"{p}\"}}\n"))
+        .collect();
+    let mut per: BTreeMap<(String, i64), BTreeMap<&str, i64>> = BTreeMap::new();
+    for (t, k, p) in &events {
+        let start = t.div_euclid(60_000) * 60_000;
+        *per.entry((k.clone(), start))
+            .or_default()
+            .entry(p)
+            .or_default() += 1;
+    }
+    let mut want: Vec<String> = per
+        .iter()
+        .map(|((k, s), counts)| {
+            let mut ranked: Vec<(&&str, &i64)> = counts.iter().collect();
+            ranked.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let pairs: Vec<String> = ranked
+                .iter()
+                .take(2)
+                .map(|(p, n)| format!("[\"{p}\",{n}]"))
+                .collect();
+            format!(
+                "{k}\t{}\t{}\t[{}]",
+                rfc3339(*s),
+                rfc3339(s + 60_000),
+                pairs.join(",")
+            )
+        })
+        .collect();
+    want.sort();
+    let dsl = "stdin(format=json, fields=[ts, k, path]) | aggregate(by=[k], window={tumbling: 1m}, time=ts, ops=[\"top(2, path)\"]) x2 | stdout";
+    assert_eq!(run(dsl, &input, &["-c", "topology.workers=3"]), want);
+}
