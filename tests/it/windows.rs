@@ -151,6 +151,20 @@ fn count_windows_and_the_end_of_input_flush() {
     let got = run(dsl, &input, &[]);
     // Windows of tuples [0,10), [10,20), and the last, open one flushed at the end.
     assert_eq!(got, ["0\t10\t10\t45", "10\t20\t10\t145", "20\t30\t5\t110"]);
+    // Sliding by count, three tasks over three workers: without `by` every tuple goes to one
+    // task (a global grouping), which counts as a single task would.
+    let dsl = "stdin | parse(format=regex, pattern=\"(?P<n>\\\\d+)\", types={n: int}) | aggregate(window={sliding: 10, every: 5}, ops=[count, sum(n)]) x3 | stdout";
+    let got = run(dsl, &input, &["-c", "topology.workers=3"]);
+    // Brute force: windows [s, s + 10) of tuple positions, s a multiple of 5, holding a tuple.
+    let mut want: Vec<String> = (-5..25)
+        .step_by(5)
+        .map(|s: i64| {
+            let ns: Vec<i64> = (s.max(0)..(s + 10).min(25)).collect();
+            format!("{s}\t{}\t{}\t{}", s + 10, ns.len(), ns.iter().sum::<i64>())
+        })
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
 }
 
 /// Brute force for `top`: counts per (window, key), the `n` best of each window (ties in key
