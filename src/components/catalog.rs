@@ -65,7 +65,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
 
 /// The total ranking of a `top` that runs as more than one task.
 fn is_total_ranking(c: &Component) -> bool {
-    use crate::topology::expand::{RANKING_ARG, TOTAL};
+    use super::aggregate::ranking::{RANKING_ARG, TOTAL};
     c.args.get(RANKING_ARG).and_then(|v| v.as_str()) == Some(TOTAL)
 }
 

@@ -7,11 +7,7 @@
 
 use super::model::{Component, ComponentType, Grouping, Stream, Topology, DEFAULT_STREAM};
 
-/// The argument that tells the two halves of a split `top` apart (ids starting with `__` are
-/// reserved, so no written argument has this name).
-pub const RANKING_ARG: &str = "__ranking";
-pub const PARTIAL: &str = "partial";
-pub const TOTAL: &str = "total";
+use crate::components::aggregate::ranking::{PARTIAL, RANKING_ARG, TOTAL};
 
 /// The id of the partial rankings of a split `top`.
 pub fn partial_id(top: &str) -> String {

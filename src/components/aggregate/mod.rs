@@ -261,11 +261,7 @@ impl Aggregate {
         a.windows = spec.window.map(window::Windows::new);
         a.spec = spec;
         a.top = Some(n);
-        if args
-            .get(crate::topology::expand::RANKING_ARG)
-            .and_then(|v| v.as_str())
-            == Some(crate::topology::expand::PARTIAL)
-        {
+        if args.get(ranking::RANKING_ARG).and_then(|v| v.as_str()) == Some(ranking::PARTIAL) {
             a.partial = Some(ranking::Partial::new(&a.spec.by));
         }
         Ok(a)

@@ -12,6 +12,12 @@ use crate::topology::plan::streams;
 use crate::tuple::{Value, Values};
 use std::collections::{BTreeMap, HashMap};
 
+/// The argument that tells the two halves of a split `top` apart in the validated topology
+/// (an argument starting with `__` cannot be written, so it is never a user's).
+pub const RANKING_ARG: &str = "__ranking";
+pub const PARTIAL: &str = "partial";
+pub const TOTAL: &str = "total";
+
 /// The first field of a partial row: a candidate, or only a watermark.
 const CANDIDATE: &str = "rank";
 const PROGRESS: &str = "watermark";
