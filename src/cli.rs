@@ -209,7 +209,10 @@ pub enum TreeFormat {
 #[derive(Debug, Args)]
 pub struct ZkDumpArgs {
     /// Topology file
-    #[arg(value_name = "FILE", required_unless_present_any = ["nimbus", "expr"])]
+    #[arg(
+        value_name = "FILE",
+        required_unless_present_any = ["nimbus", "expr", "zookeeper"]
+    )]
     pub file: Option<PathBuf>,
     /// A topology inline, in the DSL
     #[arg(
@@ -225,6 +228,13 @@ pub struct ZkDumpArgs {
     /// Print the live tree of a running cluster instead
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["file", "expr", "slots"])]
     pub nimbus: Option<String>,
+    /// Print the live tree held by a ZooKeeper ensemble (under storm.zookeeper.root)
+    #[arg(
+        long,
+        value_name = "HOST:PORT,...",
+        conflicts_with_all = ["file", "expr", "slots", "nimbus", "fixed_time"]
+    )]
+    pub zookeeper: Option<String>,
     /// Output format
     #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
     pub format: TreeFormat,

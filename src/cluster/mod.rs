@@ -2,10 +2,13 @@
 //! `dump`), Storm's layout of it (`layout`), Nimbus's reading and
 //! writing of the state (`nimbus_state`, which places executors with `crate::placement`), the simulated cluster behind
 //! `storm zk dump` (`simulation`). The daemons: `nimbus` (serving `rpc`), `supervisor`, and
-//! `worker` processes (tuples between workers over `runtime::tcp`).
+//! `worker` processes (tuples between workers over `runtime::tcp`). `zookeeper` keeps the
+//! tree in a ZooKeeper ensemble instead; `leader` and `ha` let several nimbuses share it.
 
 pub mod dump;
+pub mod ha;
 pub mod layout;
+pub mod leader;
 pub mod nimbus;
 pub mod nimbus_state;
 pub mod rpc;
@@ -16,6 +19,7 @@ pub mod submission;
 pub mod supervisor;
 pub mod tree;
 pub mod worker;
+pub mod zookeeper;
 
 pub use nimbus_state::{ClusterError, ClusterState};
 pub use store::{CoordinationStore, CreateMode, SessionId, StoreError};

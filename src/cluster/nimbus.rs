@@ -18,6 +18,7 @@ use super::store::{CoordinationStore, SessionId};
 use super::submission::home_assign;
 pub use super::submission::load_submission;
 use super::tree::{SharedTree, Tree};
+use super::ha::{self, Coordination, Leadership};
 use crate::config::Config;
 use crate::logging::{held_back, Throttle};
 use crate::net::auth::Secret;
@@ -70,6 +71,9 @@ static TOO_MANY: Throttle = Throttle::new(LOG_EVERY);
 static NO_THREAD: Throttle = Throttle::new(LOG_EVERY);
 static UNLOADABLE: Throttle = Throttle::new(LOG_EVERY);
 
+/// The store nimbus's cluster state is kept in.
+type Shared = Arc<dyn CoordinationStore>;
+
 /// A topology nimbus has validated, with its plan.
 pub(crate) struct Known {
     submission: Submission,
@@ -79,8 +83,13 @@ pub(crate) struct Known {
 
 /// The nimbus daemon's state, shared by its connection threads and its monitor.
 pub struct Nimbus {
+    /// The embedded tree (empty and unused when the tree is in ZooKeeper).
     tree: SharedTree,
-    state: Mutex<ClusterState<SharedTree>>,
+    /// Where the tree is: the embedded one, or a ZooKeeper ensemble.
+    store: Arc<dyn CoordinationStore>,
+    /// With ZooKeeper: the ensemble, and this nimbus's place in the leader election.
+    zk: Option<Coordination>,
+    state: Mutex<ClusterState<Shared>>,
     data: PathBuf,
     /// Slots reported failing (by their supervisor), with when: avoided by the scheduler.
     failing: Mutex<BTreeMap<NodePort, u64>>,
@@ -142,18 +151,27 @@ impl Nimbus {
         let stormdist = local_dir.join("nimbus").join("stormdist");
         std::fs::create_dir_all(&stormdist)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", stormdist.display()))?;
+        let zk = Coordination::from_config(&config)?;
         let file = data.join("tree.json");
-        let tree = if file.exists() {
+        let tree = if zk.is_some() {
+            SharedTree::new()
+        } else if file.exists() {
             SharedTree::from_tree(Tree::load(&file)?)
         } else {
             warn_orphans(&file, &stormdist);
             SharedTree::new()
         };
-        let mut state = ClusterState::new(tree.clone(), &config.zookeeper_root())?;
+        let store: Shared = match &zk {
+            Some(c) => c.store(),
+            None => Arc::new(tree.clone()),
+        };
+        let mut state = ClusterState::new(store.clone(), &config.zookeeper_root())?;
         state.local_dir = local_dir.display().to_string();
         let secret = Secret::from_config(&config);
         let nimbus = Arc::new(Nimbus {
             tree,
+            store,
+            zk,
             state: Mutex::new(state),
             data: data.to_path_buf(),
             stormdist,
@@ -169,13 +187,17 @@ impl Nimbus {
         Ok(nimbus)
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState<SharedTree>> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState<Shared>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Save the tree (Storm relies on ZooKeeper's own persistence; ours is this file).
+    /// With ZooKeeper there is nothing to save: the ensemble keeps the tree.
     pub fn save(&self) -> anyhow::Result<()> {
         self.dirty.store(false, Ordering::Relaxed);
+        if self.zk.is_some() {
+            return Ok(());
+        }
         let _guard = self.state();
         self.tree.lock().save(&self.data.join("tree.json"))?;
         Ok(())
@@ -277,6 +299,12 @@ impl Nimbus {
 
     /// Answer one request from the RPC edge: the typed method it names, its answer as JSON.
     fn handle(&self, request: Request) -> Result<Value, String> {
+        // With ZooKeeper, only the leader answers; a standby names it.
+        if let Some(zk) = &self.zk {
+            if !self.lead(zk) {
+                return Err(zk.standby_answer());
+            }
+        }
         let r = self.answer(request).map_err(|e| format!("{e:#}"));
         // After any request, the next monitor round saves the tree (with its own changes too).
         self.changed();
@@ -335,23 +363,23 @@ impl Nimbus {
         let state = self.state();
         let root = state.layout().root().to_string();
         Ok(if json {
-            let doc = super::dump::to_json(&self.tree, &root)?;
+            let doc = super::dump::to_json(&*self.store, &root)?;
             serde_json::to_string_pretty(&doc)? + "\n"
         } else {
-            super::dump::to_text(&self.tree, &root)?
+            super::dump::to_text(&*self.store, &root)?
         })
     }
 
     /// A supervisor session that expires `timeout` (at least a second) after its last heartbeat.
     pub(crate) fn open_session(&self, timeout: Duration) -> SessionId {
         self.changed();
-        self.tree.open_session(timeout.max(Duration::from_secs(1)))
+        self.store.open_session(timeout.max(Duration::from_secs(1)))
     }
 
     /// End a session (its ephemeral nodes go); an unknown one is already gone.
     pub(crate) fn close_session(&self, session: SessionId) {
         self.changed();
-        let _ = self.tree.close_session(session);
+        let _ = self.store.close_session(session);
     }
 
     /// A supervisor's heartbeat, refused when another live supervisor claims one of its slots;
@@ -363,7 +391,7 @@ impl Nimbus {
         info: &SupervisorInfo,
     ) -> anyhow::Result<Vec<SlotWork>> {
         self.changed();
-        self.tree.touch_session(session)?;
+        self.store.touch_session(session)?;
         let state = self.state();
         if let Some(clash) = slot_clash(&state.supervisors()?, id, info) {
             anyhow::bail!("{clash}");
@@ -486,6 +514,10 @@ impl Nimbus {
             return Ok(k.clone());
         }
         let file = self.stormdist(id).join("submission.json");
+        if let Some(zk) = &self.zk {
+            // Submitted through another nimbus: its copy in ZooKeeper.
+            zk.fetch_submission(&self.config.zookeeper_root(), id, &file)?;
+        }
         let text = std::fs::read_to_string(&file)
             .map_err(|e| anyhow::anyhow!("no topology {id} ({}: {e})", file.display()))?;
         let submission: Submission = serde_json::from_str(&text)
@@ -527,6 +559,9 @@ impl Nimbus {
         std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::write(dir.join("submission.json"), serde_json::to_vec(&sub)?))
             .map_err(|e| anyhow::anyhow!("cannot store {id} under {}: {e}", dir.display()))?;
+        if let Some(zk) = &self.zk {
+            zk.keep_submission(&self.config.zookeeper_root(), &id, &sub)?;
+        }
         let known = Arc::new(Known {
             submission: sub,
             topology,
@@ -553,7 +588,7 @@ impl Nimbus {
     /// Schedule (or re-schedule around `dead`) one topology.
     fn place(
         &self,
-        state: &ClusterState<SharedTree>,
+        state: &ClusterState<Shared>,
         id: &str,
         known: &Known,
         dead: &[Dead],
@@ -653,6 +688,8 @@ impl Nimbus {
         drop(state);
         self.save()?;
         let tree = self.tree.clone();
+        let store = self.store.clone();
+        let embedded = self.zk.is_none();
         let root = self.config.zookeeper_root();
         let dir = self.stormdist(&id);
         let data = self.data.clone();
@@ -661,12 +698,17 @@ impl Nimbus {
             .name("nimbus-kill".into())
             .spawn(move || {
                 std::thread::sleep(wait);
-                let result = ClusterState::new(tree.clone(), &root)
+                let result = ClusterState::new(store.clone(), &root)
                     .and_then(|s| s.remove_topology(&removed));
                 if let Err(e) = result {
                     tracing::warn!("nimbus: removing {removed}: {e}");
                 }
+                let _ = store.delete_all(&ha::submission_path(&root, &removed));
                 let _ = std::fs::remove_dir_all(&dir);
+                if !embedded {
+                    tracing::info!("nimbus: removed {removed}");
+                    return;
+                }
                 if let Err(e) = tree.lock().save(&data.join("tree.json")) {
                     tracing::warn!("nimbus: cannot save the tree: {e}");
                 }
@@ -678,7 +720,7 @@ impl Nimbus {
     /// The slots assigned to one supervisor.
     fn work_of(
         &self,
-        state: &ClusterState<SharedTree>,
+        state: &ClusterState<Shared>,
         supervisor: &str,
     ) -> Result<Vec<SlotWork>, ClusterError> {
         let mut out = Vec::new();
@@ -704,9 +746,17 @@ impl Nimbus {
     /// One monitor round (Storm's `monitor-topology`): expire supervisor sessions, schedule
     /// topologies still waiting for slots, and move the work of dead slots.
     fn monitor(&self) -> anyhow::Result<()> {
-        let expired = self.tree.expire_sessions();
+        if let Some(zk) = &self.zk {
+            if !self.lead(zk) {
+                return Ok(());
+            }
+        }
+        let expired = self.store.expire_sessions();
         if !expired.is_empty() {
             tracing::info!("nimbus: supervisor session(s) {expired:?} expired");
+        }
+        if self.zk.as_ref().is_some_and(Coordination::settling) {
+            return Ok(());
         }
         let timeout = self.config.nimbus_task_timeout().as_secs().max(1);
         let state = self.state();
@@ -766,6 +816,35 @@ impl Nimbus {
             self.save()?;
         }
         Ok(())
+    }
+
+    /// Whether this nimbus leads (asked of ZooKeeper); on becoming leader it reads the
+    /// cluster state afresh, since another nimbus changed it meanwhile.
+    fn lead(&self, zk: &Coordination) -> bool {
+        let leadership = zk.check();
+        if leadership == Leadership::TookOver {
+            match ClusterState::new(self.store.clone(), &self.config.zookeeper_root()) {
+                Ok(mut fresh) => {
+                    let mut state = self.state();
+                    fresh.local_dir = state.local_dir.clone();
+                    *state = fresh;
+                }
+                Err(e) => {
+                    tracing::warn!("nimbus: cannot read the cluster state: {e}");
+                    zk.step_down();
+                    return false;
+                }
+            }
+        }
+        leadership != Leadership::Standby
+    }
+
+    /// Enter the leader election as `address` (with ZooKeeper; a lone nimbus leads anyway).
+    pub fn elect_as(&self, address: &str) -> anyhow::Result<()> {
+        match &self.zk {
+            Some(zk) => zk.elect_as(&self.config.zookeeper_root(), address),
+            None => Ok(()),
+        }
     }
 
     /// The tree's store, for in-process users (`storm run --processes`).

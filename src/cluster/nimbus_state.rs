@@ -105,12 +105,32 @@ impl<S: CoordinationStore> ClusterState<S> {
             .create(&path, &data, CreateMode::Ephemeral(session))
         {
             Ok(_) => Ok(()),
-            Err(StoreError::NodeExists(_)) => {
-                self.store.set_data(&path, &data, None)?;
-                Ok(())
-            }
+            Err(StoreError::NodeExists(_)) => self.refresh_supervisor(session, &path, &data),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Update a supervisor's node; one left by an earlier session of the supervisor (held
+    /// by a nimbus that died) is replaced by one of `session`, so it does not vanish when that
+    /// old session ends.
+    fn refresh_supervisor(
+        &self,
+        session: SessionId,
+        path: &str,
+        data: &[u8],
+    ) -> Result<(), ClusterError> {
+        let (_, stat) = self.store.get_data(path, None)?;
+        if stat.ephemeral_owner == Some(session) {
+            self.store.set_data(path, data, None)?;
+            return Ok(());
+        }
+        match self.store.delete(path, Some(stat.version)) {
+            Ok(()) | Err(StoreError::NoNode(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.store
+            .create(path, data, CreateMode::Ephemeral(session))?;
+        Ok(())
     }
 
     pub fn supervisors(&self) -> Result<BTreeMap<String, SupervisorInfo>, ClusterError> {

@@ -351,8 +351,12 @@ impl Write for Deadline<'_> {
     }
 }
 
-/// Nimbus at one address, and the cluster secret this process proves when it calls it
-/// (`None`: the cluster has none).
+/// What a standby nimbus's refusals contain, so a client tries the next address it knows.
+pub const NOT_LEADER: &str = "is not the leader nimbus";
+
+/// Nimbus at one address, or the leader among several (a comma-separated list, as
+/// `nimbus.seeds`), and the cluster secret this process proves when it calls it (`None`: the
+/// cluster has none).
 #[derive(Clone)]
 pub struct Client {
     addr: String,
@@ -369,6 +373,21 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// Why one nimbus did not answer a request: an answer to give the caller, or a reason to try
+/// the next address (unreachable, or a standby).
+enum Failure {
+    Answered(anyhow::Error),
+    PassOver(anyhow::Error),
+}
+
+impl Failure {
+    fn into_error(self) -> anyhow::Error {
+        match self {
+            Failure::Answered(e) | Failure::PassOver(e) => e,
+        }
+    }
+}
+
 impl Client {
     pub fn new(addr: impl Into<String>, secret: Option<Secret>) -> Client {
         Client {
@@ -377,52 +396,85 @@ impl Client {
         }
     }
 
-    /// Nimbus's address, as given.
+    /// Nimbus's address (or addresses), as given.
     pub fn addr(&self) -> &str {
         &self.addr
     }
 
-    /// Send one request to nimbus and decode its answer.
+    /// Send one request to the leading nimbus and decode its answer. With several
+    /// addresses they are tried in turn, passing over those that cannot be reached and
+    /// standbys that answer they do not lead.
     pub fn call<T: DeserializeOwned>(&self, request: &Request) -> anyhow::Result<T> {
-        let addr = &self.addr;
-        let mut stream = self.connect()?;
+        let list: Vec<&str> = self
+            .addr
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .collect();
+        if list.len() <= 1 {
+            let addr = list.first().copied().unwrap_or(&self.addr);
+            return self.call_at(addr, request).map_err(Failure::into_error);
+        }
+        let mut tried = Vec::new();
+        for addr in &list {
+            match self.call_at(addr, request) {
+                Ok(v) => return Ok(v),
+                Err(Failure::Answered(e)) => return Err(e),
+                Err(Failure::PassOver(e)) => tried.push(format!("{e:#}")),
+            }
+        }
+        anyhow::bail!("no leading nimbus among {}: {}", self.addr, tried.join("; "))
+    }
+
+    /// One request to the nimbus at `addr`.
+    fn call_at<T: DeserializeOwned>(&self, addr: &str, request: &Request) -> Result<T, Failure> {
+        let mut stream = connect(addr).map_err(Failure::PassOver)?;
         if let Some(secret) = &self.secret {
             auth::client(&mut stream, secret, AUTH_CONTEXT).map_err(|e| {
-                anyhow::anyhow!("nimbus at {addr} did not accept our cluster secret: {e}")
+                Failure::Answered(anyhow::anyhow!(
+                    "nimbus at {addr} did not accept our cluster secret: {e}"
+                ))
             })?;
         }
-        write_message(&mut stream, request)
-            .map_err(|e| anyhow::anyhow!("sending to nimbus at {addr}: {e}"))?;
+        write_message(&mut stream, request).map_err(|e| {
+            Failure::PassOver(anyhow::anyhow!("sending to nimbus at {addr}: {e}"))
+        })?;
         let response: Response = read_message(&mut stream).map_err(|e| {
             let hint = if self.secret.is_none() {
                 " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"
             } else {
                 ""
             };
-            anyhow::anyhow!("reading nimbus's answer from {addr}: {e}{hint}")
+            Failure::Answered(anyhow::anyhow!(
+                "reading nimbus's answer from {addr}: {e}{hint}"
+            ))
         })?;
         match response {
             Response::Ok(v) => serde_json::from_value(v).map_err(|e| {
-                anyhow::anyhow!("nimbus at {addr} answered something unexpected: {e}")
+                Failure::Answered(anyhow::anyhow!(
+                    "nimbus at {addr} answered something unexpected: {e}"
+                ))
             }),
-            Response::Error(msg) => Err(anyhow::anyhow!("{msg}")),
+            Response::Error(msg) if msg.contains(NOT_LEADER) => {
+                Err(Failure::PassOver(anyhow::anyhow!("{msg}")))
+            }
+            Response::Error(msg) => Err(Failure::Answered(anyhow::anyhow!("{msg}"))),
         }
     }
+}
 
-    /// A connection to nimbus, with [`CALL_TIMEOUT`] on its reads and writes.
-    fn connect(&self) -> anyhow::Result<TcpStream> {
-        let addr = &self.addr;
-        let target = addr
-            .to_socket_addrs()
-            .map_err(|e| anyhow::anyhow!("nimbus address `{addr}`: {e}"))?
-            .next()
-            .ok_or_else(|| anyhow::anyhow!("nimbus address `{addr}` resolves to nothing"))?;
-        let stream = TcpStream::connect_timeout(&target, CALL_TIMEOUT)
-            .map_err(|e| anyhow::anyhow!("cannot reach nimbus at {addr}: {e}"))?;
-        stream.set_read_timeout(Some(CALL_TIMEOUT))?;
-        stream.set_write_timeout(Some(CALL_TIMEOUT))?;
-        Ok(stream)
-    }
+/// A connection to the nimbus at `addr`, with [`CALL_TIMEOUT`] on its reads and writes.
+fn connect(addr: &str) -> anyhow::Result<TcpStream> {
+    let target = addr
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("nimbus address `{addr}`: {e}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("nimbus address `{addr}` resolves to nothing"))?;
+    let stream = TcpStream::connect_timeout(&target, CALL_TIMEOUT)
+        .map_err(|e| anyhow::anyhow!("cannot reach nimbus at {addr}: {e}"))?;
+    stream.set_read_timeout(Some(CALL_TIMEOUT))?;
+    stream.set_write_timeout(Some(CALL_TIMEOUT))?;
+    Ok(stream)
 }
 
 impl std::fmt::Display for Client {

@@ -32,6 +32,9 @@ pub enum StoreError {
     SessionExpired(SessionId),
     #[error("{0}")]
     BadArguments(String),
+    /// The store could not be reached or did not answer in time (a ZooKeeper ensemble).
+    #[error("coordination store unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// How a node is created (ZooKeeper's `CreateMode`).

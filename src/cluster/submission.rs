@@ -6,7 +6,6 @@ use super::layout::AssignmentInfo;
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::Submission;
 use super::store::{CoordinationStore, StoreError};
-use super::tree::SharedTree;
 use crate::placement::{executors_of, place_with_home, Executor};
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
@@ -68,8 +67,8 @@ pub fn within_cluster_bounds(topology: &Topology) -> Result<(), String> {
 /// `storm run --processes`: the executors of `stdin` spouts and `stdout` sinks go to
 /// the home supervisor's slot, the others round-robin over the first `topology.workers` slots
 /// of the other supervisors (`placement::place_with_home`).
-pub(crate) fn home_assign(
-    state: &ClusterState<SharedTree>,
+pub(crate) fn home_assign<S: CoordinationStore>(
+    state: &ClusterState<S>,
     id: &str,
     topology: &Topology,
     plan: &Plan,
@@ -114,6 +113,7 @@ pub(crate) fn home_assign(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::tree::SharedTree;
     use crate::cluster::layout::{NodePort, SupervisorInfo};
     use crate::cluster::simulation::tests::wordcount;
     use std::time::Duration;

@@ -60,6 +60,8 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| anyhow::anyhow!("nimbus cannot listen on {}: {e}", a.listen))?;
     let nimbus = Nimbus::open(&data, config.clone())?;
+    // With ZooKeeper: register and stand for leader under the address clients use.
+    nimbus.elect_as(&listener.local_addr()?.to_string())?;
     let ui = super::ui::serve_nimbus(&nimbus, &config);
     crate::stderr_println!(
         "nimbus: listening on {} (data in {})",

@@ -5,7 +5,8 @@ use super::Status;
 use crate::cli::{TreeFormat, ZkDumpArgs};
 use crate::cluster::dump;
 use crate::cluster::simulation::{default_supervisors, parse_slots, simulate, SimSupervisor};
-use crate::cluster::ClusterError;
+use crate::cluster::zookeeper::{ZkSettings, ZkStore};
+use crate::cluster::{ClusterError, CoordinationStore, StoreError};
 use crate::topology::model::Topology;
 use crate::topology::LoadOptions;
 use anyhow::Context;
@@ -24,6 +25,9 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
             .and_then(|()| out.flush())
             .context("writing the tree")?;
         return Ok(Status::Success);
+    }
+    if let Some(ensemble) = &args.zookeeper {
+        return dump_ensemble(ensemble, &args.config.overrides, args.format);
     }
     let supervisors = match parse_slots(&args.slots) {
         Ok(s) => s,
@@ -61,6 +65,64 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     Ok(Status::Success)
 }
 
+/// Print the tree an ensemble holds under `storm.zookeeper.root`, read live.
+fn dump_ensemble(ensemble: &str, overrides: &[String], format: TreeFormat) -> anyhow::Result<Status> {
+    let config = match crate::config::layers::cluster_config(overrides) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in errors {
+                crate::stderr_println!("error: {e}");
+            }
+            return Ok(Status::Failure);
+        }
+    };
+    let root = config.zookeeper_root();
+    let store = match ZkStore::connect(ZkSettings::new(ensemble.to_string(), &config)) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::stderr_println!("error: --zookeeper {ensemble}: {e}");
+            return Ok(Status::Failure);
+        }
+    };
+    let text = match tree_text(&store, &root, format) {
+        Ok(t) => t,
+        Err(StoreError::NoNode(_)) => {
+            crate::stderr_println!(
+                "error: ZooKeeper at {ensemble} has no {root}: no storm cluster keeps its \
+                 state there (see storm.zookeeper.root)"
+            );
+            return Ok(Status::Failure);
+        }
+        Err(e) => {
+            crate::stderr_println!("error: reading the tree from ZooKeeper at {ensemble}: {e}");
+            return Ok(Status::Failure);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the tree")?;
+    Ok(Status::Success)
+}
+
+/// The tree under `root` in `format`.
+fn tree_text(
+    store: &dyn CoordinationStore,
+    root: &str,
+    format: TreeFormat,
+) -> Result<String, StoreError> {
+    Ok(match format {
+        TreeFormat::Text => dump::to_text(store, root)?,
+        TreeFormat::Json => {
+            let doc = dump::to_json(store, root)?;
+            // A JSON value of plain data always serialises.
+            let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    })
+}
+
 /// Simulate the cluster at `fixed_time` (or now) and print its tree in `format`.
 pub fn render(
     topology: &Topology,
@@ -77,16 +139,7 @@ pub fn render(
     };
     let sim = simulate(topology, supervisors, now)?;
     let root = sim.state.layout().root().to_string();
-    Ok(match format {
-        TreeFormat::Text => dump::to_text(sim.state.store(), &root)?,
-        TreeFormat::Json => {
-            let doc = dump::to_json(sim.state.store(), &root)?;
-            // A JSON value of plain data always serialises.
-            let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
-            s.push('\n');
-            s
-        }
-    })
+    Ok(tree_text(sim.state.store(), &root, format)?)
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ pub enum Rule {
     Port,
     /// Environment variables: a map of names to strings, numbers or booleans, or null.
     Environment,
+    /// A list of host names (or `host:port`), or null.
+    Hosts,
 }
 
 /// The rule of every key that has one.
@@ -105,6 +107,23 @@ pub const RULES: &[(&str, Rule)] = &[
     ("topology.tuple.compression.enable", Rule::Bool),
     ("topology.environment", Rule::Environment),
     ("storm.zookeeper.root", Rule::AbsolutePath),
+    ("storm.zookeeper.servers", Rule::Hosts),
+    ("storm.zookeeper.port", Rule::Port),
+    (
+        "storm.zookeeper.session.timeout",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
+    (
+        "storm.zookeeper.connection.timeout",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
+    ("nimbus.seeds", Rule::Hosts),
     ("storm.cluster.secret", Rule::OptionalString),
     ("supervisor.slots.ports", Rule::Ports),
     (
@@ -161,6 +180,7 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         | Rule::Duration { nullable: true }
         | Rule::OptionalString
         | Rule::Environment
+        | Rule::Hosts
             if value.is_null() =>
         {
             Ok(())
@@ -230,7 +250,24 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         },
         Rule::Ports => check_ports(value),
         Rule::Environment => check_environment(value),
+        Rule::Hosts => check_hosts(value),
     }
+}
+
+fn check_hosts(value: &Value) -> Result<(), String> {
+    let hosts = value.as_array().ok_or_else(|| {
+        format!(
+            "must be a list of host names like `[zk1, zk2]` (got {})",
+            show(value)
+        )
+    })?;
+    for h in hosts {
+        match h.as_str() {
+            Some(s) if !s.trim().is_empty() => {}
+            _ => return Err(format!("must list host names as strings (got {})", show(h))),
+        }
+    }
+    Ok(())
 }
 
 fn check_environment(value: &Value) -> Result<(), String> {

@@ -10,23 +10,23 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-fn storm() -> Command {
+pub(crate) fn storm() -> Command {
     let mut c = Command::cargo_bin("storm").expect("the storm binary");
     c.env_remove("STORM_CLUSTER_SECRET");
     c
 }
 
 /// A port free right now on `host`.
-fn free_port(host: &str) -> u16 {
+pub(crate) fn free_port(host: &str) -> u16 {
     let l = TcpListener::bind((host, 0)).expect("bind a free port");
     l.local_addr().expect("local address").port()
 }
 
 /// Loopback hosts for two supervisors: 127.0.0.2 and 127.0.0.3 where they can be bound
 /// (Linux), else 127.0.0.1 twice.
-fn two_hosts() -> [&'static str; 2] {
+pub(crate) fn two_hosts() -> [&'static str; 2] {
     let ok = ["127.0.0.2", "127.0.0.3"]
         .iter()
         .all(|h| TcpListener::bind((*h, 0)).is_ok());
@@ -40,12 +40,12 @@ fn two_hosts() -> [&'static str; 2] {
 /// Processes started by a test: SIGTERM (supervisors then end their workers), a bounded wait,
 /// then SIGKILL, when the guard goes away.
 #[derive(Default)]
-struct Daemons {
+pub(crate) struct Daemons {
     children: Vec<(&'static str, Child)>,
 }
 
 impl Daemons {
-    fn spawn(&mut self, name: &'static str, cmd: &mut Command) -> u32 {
+    pub(crate) fn spawn(&mut self, name: &'static str, cmd: &mut Command) -> u32 {
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -57,6 +57,15 @@ impl Daemons {
         pid
     }
 
+    /// SIGKILL one daemon and reap it.
+    pub(crate) fn kill(&mut self, name: &str) {
+        if let Some(i) = self.children.iter().position(|(n, _)| *n == name) {
+            let (_, mut child) = self.children.remove(i);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Stop one daemon gracefully and wait for it.
     fn stop(&mut self, name: &str) {
         if let Some(i) = self.children.iter().position(|(n, _)| *n == name) {
@@ -66,7 +75,7 @@ impl Daemons {
     }
 }
 
-fn signal(pid: u32, sig: &str) {
+pub(crate) fn signal(pid: u32, sig: &str) {
     let _ = Command::new("kill")
         .args([sig, &pid.to_string()])
         .stderr(Stdio::null())
@@ -97,7 +106,7 @@ impl Drop for Daemons {
 }
 
 /// Run a client command; its stdout when it succeeds.
-fn client(args: &[&str]) -> Option<String> {
+pub(crate) fn client(args: &[&str]) -> Option<String> {
     let out = storm().args(args).output().ok()?;
     out.status
         .success()
@@ -105,7 +114,7 @@ fn client(args: &[&str]) -> Option<String> {
 }
 
 /// Poll `f` until it gives a value or the wait is over.
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + WAIT;
     loop {
         if let Some(v) = f() {
@@ -119,7 +128,7 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 /// Worker processes of a topology in one of `slots` (this test's own: topology ids repeat
 /// across tests started in the same second), found by their command line (`storm worker ...
 /// --topology ID --slot HOST:PORT`), with their slot.
-fn workers_of(id: &str, slots: &[String]) -> Vec<(u32, String)> {
+pub(crate) fn workers_of(id: &str, slots: &[String]) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
@@ -152,7 +161,7 @@ fn workers_of(id: &str, slots: &[String]) -> Vec<(u32, String)> {
     out
 }
 
-const SUBMITTED: &str = "\
+pub(crate) const SUBMITTED: &str = "\
 name: cluster-count
 config:
   topology.workers: 2

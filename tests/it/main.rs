@@ -21,3 +21,4 @@ mod ui;
 mod validate;
 mod windows;
 mod zk;
+mod zookeeper;

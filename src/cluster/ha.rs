@@ -1,0 +1,148 @@
+//! Nimbus on a ZooKeeper ensemble: the store it keeps the cluster state in, its place in the
+//! leader election (several nimbuses, one leading, the others standing by and answering
+//! clients with where the leader is), and submissions kept in the ensemble under
+//! `{root}/blobstore/{id}` so that whichever nimbus leads can serve a topology another one
+//! took.
+
+use super::leader::Election;
+use super::rpc::{Submission, NOT_LEADER};
+use super::store::CoordinationStore;
+use super::zookeeper::{ZkSettings, ZkStore};
+use crate::config::Config;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// After taking over, a new leader leaves the assignments alone this long (a supervisor's
+/// session timeout): supervisors' nodes, held in sessions of the nimbus that died, vanish
+/// meanwhile and come back as each supervisor registers with the new leader.
+const SETTLE: Duration = Duration::from_secs(10);
+
+
+/// Where a submission is kept in the ensemble.
+pub fn submission_path(root: &str, id: &str) -> String {
+    format!("{}/blobstore/{id}", root.trim_end_matches('/'))
+}
+
+/// This nimbus's standing, as of one look at ZooKeeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leadership {
+    Standby,
+    Leads,
+    /// Leads, and did not at the previous look.
+    TookOver,
+}
+
+/// A nimbus's connection to the ensemble.
+pub struct Coordination {
+    store: Arc<ZkStore>,
+    election: OnceLock<Election>,
+    leading: AtomicBool,
+    took_over: Mutex<Option<Instant>>,
+}
+
+impl Coordination {
+    /// Connect when `storm.zookeeper.servers` is set; `None` keeps the embedded tree.
+    pub fn from_config(config: &Config) -> anyhow::Result<Option<Coordination>> {
+        let Some(settings) = ZkSettings::from_config(config) else {
+            return Ok(None);
+        };
+        let store = ZkStore::connect(settings)
+            .map_err(|e| anyhow::anyhow!("storm.zookeeper.servers: {e}"))?;
+        tracing::info!("nimbus: the coordination tree is in ZooKeeper at {}", store.address());
+        Ok(Some(Coordination {
+            store: Arc::new(store),
+            election: OnceLock::new(),
+            leading: AtomicBool::new(false),
+            took_over: Mutex::new(None),
+        }))
+    }
+
+    pub fn store(&self) -> Arc<dyn CoordinationStore> {
+        self.store.clone()
+    }
+
+    /// Register as `address` and enter the leader election.
+    pub fn elect_as(&self, root: &str, address: &str) -> anyhow::Result<()> {
+        let election = self
+            .election
+            .get_or_init(|| Election::new(self.store.clone(), root, address));
+        election
+            .join()
+            .map_err(|e| anyhow::anyhow!("cannot enter the leader election: {e}"))
+    }
+
+    /// Look at ZooKeeper: does this nimbus lead? A nimbus outside any election (one started
+    /// in-process) leads alone.
+    pub fn check(&self) -> Leadership {
+        let leads = self.election.get().is_none_or(Election::leads);
+        let before = self.leading.swap(leads, Ordering::AcqRel);
+        match (leads, before) {
+            (false, true) => {
+                tracing::warn!("nimbus: no longer the leader; standing by");
+                Leadership::Standby
+            }
+            (false, false) => Leadership::Standby,
+            (true, false) => {
+                tracing::info!("nimbus: leading");
+                if self.election.get().is_some() {
+                    *self.took_over.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(Instant::now());
+                }
+                Leadership::TookOver
+            }
+            (true, true) => Leadership::Leads,
+        }
+    }
+
+    /// Whether this nimbus took over from another one so recently that supervisors may not
+    /// have registered with it yet: it must not take their absence for death.
+    pub fn settling(&self) -> bool {
+        self.took_over
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < SETTLE)
+    }
+
+    /// Forget leading, so the next look takes over again from scratch.
+    pub fn step_down(&self) {
+        self.leading.store(false, Ordering::Release);
+    }
+
+    /// A standby's answer to a request: who leads, if anyone does.
+    pub fn standby_answer(&self) -> String {
+        let me = self.election.get().map_or("?", Election::me);
+        match self.election.get().and_then(Election::leader) {
+            Some(leader) if leader != me => {
+                format!("nimbus at {me} {NOT_LEADER}; the leader is at {leader}")
+            }
+            _ => format!("nimbus at {me} {NOT_LEADER}; no leader is elected yet"),
+        }
+    }
+
+    /// Keep a submission in the ensemble.
+    pub fn keep_submission(&self, root: &str, id: &str, sub: &Submission) -> anyhow::Result<()> {
+        let data = serde_json::to_vec(sub)?;
+        self.store
+            .put(&submission_path(root, id), &data)
+            .map_err(|e| anyhow::anyhow!("cannot keep {id} in ZooKeeper: {e}"))
+    }
+
+    /// Copy a submission kept in the ensemble to `file`, unless the file is there already.
+    pub fn fetch_submission(&self, root: &str, id: &str, file: &Path) -> anyhow::Result<()> {
+        if file.is_file() {
+            return Ok(());
+        }
+        let (data, _) = self
+            .store
+            .get_data(&submission_path(root, id), None)
+            .map_err(|e| anyhow::anyhow!("no topology {id} in ZooKeeper: {e}"))?;
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        }
+        std::fs::write(file, data)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))
+    }
+}

@@ -1,0 +1,321 @@
+//! The cluster on real ZooKeeper servers (Debian's `zookeeper` package, which `.ci/run`
+//! installs): each test starts its own servers on free loopback ports, a standalone one or a
+//! three-server ensemble, and the nimbus, supervisors and workers of a cluster keeping its
+//! tree there. Checked against ZooKeeper's own view (`zkCli.sh ls -R`), and through SIGKILLed
+//! supervisors, nimbuses and ZooKeeper servers.
+
+use crate::cluster::{
+    client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons, WAIT,
+};
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The server's jar (its manifest names the jars it needs) and ZooKeeper's shell client.
+const ZK_JAR: &str = "/usr/share/java/zookeeper.jar";
+const ZK_CLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";
+
+/// A topology that runs until killed (slowly, so the machine stays free).
+const ENDLESS: &str = "\
+name: endless
+config:
+  topology.workers: 2
+  topology.acker.executors: 0
+spouts:
+  - id: gen
+    type: generate
+    args: { count: 100000000, rate: 50, values: [[a], [b], [c]] }
+bolts:
+  - id: count
+    type: count
+    args: { fields: [word] }
+    parallelism: 2
+streams:
+  - from: gen
+    to: count
+    grouping: { type: fields, args: [word] }
+";
+
+/// ZooKeeper servers started by a test, SIGKILLed when it ends.
+struct Ensemble {
+    servers: Vec<Option<Child>>,
+    ports: Vec<u16>,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Ensemble {
+    fn drop(&mut self) {
+        for child in self.servers.iter_mut().flatten() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Ensemble {
+    /// Start `n` servers (standalone for one) and wait until each serves.
+    fn start(n: usize) -> Ensemble {
+        assert!(
+            Path::new(ZK_JAR).is_file(),
+            "{ZK_JAR} is missing: install Debian's zookeeper package (.ci/run does)"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ports: Vec<u16> = (0..n).map(|_| free_port("127.0.0.1")).collect();
+        let quorum: Vec<String> = (1..=n)
+            .map(|i| {
+                let (peer, election) = (free_port("127.0.0.1"), free_port("127.0.0.1"));
+                format!("server.{i}=127.0.0.1:{peer}:{election}\n")
+            })
+            .collect();
+        let mut servers = Vec::new();
+        for (i, port) in ports.iter().enumerate() {
+            let conf = server_dir(dir.path(), i + 1, *port, if n > 1 { &quorum } else { &[] });
+            servers.push(Some(start_server(&conf)));
+        }
+        let ensemble = Ensemble {
+            servers,
+            ports,
+            dir,
+        };
+        for port in &ensemble.ports {
+            eventually("a ZooKeeper server to serve", || {
+                let mode = four_letters(*port, "srvr")?;
+                mode.contains("Mode: ").then_some(())
+            });
+        }
+        ensemble
+    }
+
+    /// The connect string: `127.0.0.1:P,127.0.0.1:Q,...`.
+    fn connect(&self) -> String {
+        self.ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// `-c` options that put a cluster's tree in this ensemble, with short timeouts.
+    fn storm_options(&self) -> Vec<String> {
+        let servers: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("\"127.0.0.1:{p}\""))
+            .collect();
+        [
+            format!("storm.zookeeper.servers=[{}]", servers.join(",")),
+            "storm.zookeeper.session.timeout=2000".into(),
+            "storm.zookeeper.connection.timeout=3000".into(),
+        ]
+        .into_iter()
+        .flat_map(|kv| ["-c".to_string(), kv])
+        .collect()
+    }
+
+    fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.servers[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The paths under `/storm` as ZooKeeper's own client lists them.
+    fn zkcli_paths(&self) -> Option<BTreeSet<String>> {
+        let out = Command::new(ZK_CLI)
+            .args(["-server", &self.connect(), "ls", "-R", "/storm"])
+            .env("ZOO_LOG_DIR", self.dir.path())
+            .env("ZOO_LOG4J_PROP", "ERROR,CONSOLE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run zkCli.sh");
+        out.status.success().then(|| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.starts_with("/storm"))
+                .map(str::to_string)
+                .collect()
+        })
+    }
+}
+
+/// One server's folder (`myid`, data) and its `zoo.cfg`; returns the `zoo.cfg` path.
+fn server_dir(root: &Path, id: usize, port: u16, quorum: &[String]) -> PathBuf {
+    let dir = root.join(format!("zk{id}"));
+    std::fs::create_dir_all(dir.join("data")).expect("a server folder");
+    std::fs::write(dir.join("data").join("myid"), format!("{id}\n")).expect("myid");
+    // Short ticks so sessions can be short (2 s here; at most 20 ticks).
+    let mut conf = format!(
+        "tickTime=200\ninitLimit=50\nsyncLimit=25\ndataDir={}\nclientPort={port}\n\
+         clientPortAddress=127.0.0.1\nminSessionTimeout=400\nmaxSessionTimeout=4000\n\
+         admin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\n",
+        dir.join("data").display()
+    );
+    for line in quorum {
+        conf.push_str(line);
+    }
+    let file = dir.join("zoo.cfg");
+    std::fs::write(&file, conf).expect("zoo.cfg");
+    file
+}
+
+fn start_server(conf: &Path) -> Child {
+    let dir = conf.parent().expect("a folder");
+    let log = std::fs::File::create(dir.join("server.log")).expect("a log file");
+    Command::new("java")
+        .args(["-cp", ZK_JAR, "-Dzookeeper.admin.enableServer=false"])
+        .arg(format!("-Dzookeeper.log.dir={}", dir.display()))
+        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+        .arg(conf)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("java (Debian's zookeeper package depends on it)")
+}
+
+/// A ZooKeeper four-letter command's answer.
+fn four_letters(port: u16, word: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(word.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// A `storm` client command with the ensemble's options; its stdout when it succeeds.
+fn client_with(args: &[&str], zk: &[String]) -> Option<String> {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(zk.iter().map(String::as_str));
+    client(&all)
+}
+
+/// The paths of a dump (`PATH` or `PATH = DATA` lines).
+fn paths_of(dump: &str) -> BTreeSet<String> {
+    dump.lines()
+        .map(|l| l.split(" = ").next().unwrap_or(l).to_string())
+        .collect()
+}
+
+fn start_nimbus(daemons: &mut Daemons, name: &'static str, addr: &str, zk: &[String]) {
+    let data = tempfile::tempdir().expect("tempdir").keep();
+    daemons.spawn(
+        name,
+        storm()
+            .args(["nimbus", "--listen", addr, "--data"])
+            .arg(&data)
+            .args(["-c", "nimbus.task.timeout.secs=10"])
+            .args(zk),
+    );
+}
+
+/// Start a supervisor, adding its slots (`HOST:PORT`) to `ours`; its id (`HOST-PID`).
+fn start_supervisor(
+    daemons: &mut Daemons,
+    name: &'static str,
+    nimbus: &str,
+    host: &str,
+    ours: &mut Vec<String>,
+) -> String {
+    let ports = [free_port(host), free_port(host)];
+    ours.extend(ports.iter().map(|p| format!("{host}:{p}")));
+    let slots = format!("{},{}", ports[0], ports[1]);
+    let pid = daemons.spawn(
+        name,
+        storm().args([
+            "supervisor",
+            "--nimbus",
+            nimbus,
+            "--host",
+            host,
+            "--slots",
+            &slots,
+        ]),
+    );
+    format!("{host}-{pid}")
+}
+
+/// SIGKILL whatever workers of topology `.0` on this test's slots `.1` are left (a
+/// SIGKILLed supervisor leaves its own).
+struct Workers(String, Vec<String>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for (pid, _) in workers_of(&self.0, &self.1) {
+            signal(pid, "-KILL");
+        }
+    }
+}
+
+/// Submit `text` through `nimbus`; the topology id.
+fn submit(dir: &Path, text: &str, nimbus: &str) -> String {
+    let file = dir.join("endless.yaml");
+    std::fs::write(&file, text).expect("write the topology");
+    let id = eventually("a submission", || {
+        client(&["submit", file.to_str()?, "--nimbus", nimbus])
+    });
+    id.trim().to_string()
+}
+
+#[test]
+fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
+    let ensemble = Ensemble::start(1);
+    let zk = ensemble.storm_options();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    let [host_a, host_b] = two_hosts();
+    let mut slots = Vec::new();
+    let victim = start_supervisor(&mut daemons, "supervisor-a", &addr, host_a, &mut slots);
+    let survivor = start_supervisor(&mut daemons, "supervisor-b", &addr, host_b, &mut slots);
+    let ensemble_addr = ensemble.connect();
+    let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
+    eventually("both supervisors in ZooKeeper", || {
+        let tree = dump()?;
+        (tree.matches("/storm/supervisors/").count() == 2).then_some(())
+    });
+
+    let id = submit(dir.path(), ENDLESS, &addr);
+    let _workers = Workers(id.clone(), slots);
+    eventually("task heartbeats in ZooKeeper", || {
+        dump()?.contains(&format!("/storm/taskbeats/{id}/")).then_some(())
+    });
+
+    // The ensemble's tree as ZooKeeper's own client lists it, and as nimbus dumps it, is the
+    // tree `storm zk dump --zookeeper` prints (read until two reads agree: nodes come and go).
+    eventually("zkCli.sh and storm zk dump to list the same nodes", || {
+        let ours = paths_of(&dump()?);
+        let theirs = ensemble.zkcli_paths()?;
+        let nimbus = paths_of(&client(&["zk", "dump", "--nimbus", &addr])?);
+        (ours == theirs && ours == nimbus).then_some(())
+    });
+    let tree = dump().expect("dump");
+    for node in ["assignments", "storms", "supervisors", "tasks", "taskbeats"] {
+        assert!(tree.contains(&format!("/storm/{node}/")), "{tree}");
+    }
+    assert!(
+        tree.contains(&format!(
+            "/storm/storms/{id} = {{\"name\":\"endless\",\"status\":\"active\""
+        )),
+        "{tree}"
+    );
+
+    // SIGKILL the first supervisor: its ephemeral node goes, and its work moves to the other.
+    assert!(tree.contains(&format!("\"{victim}\"")), "{tree}");
+    daemons.kill("supervisor-a");
+    let assignment = eventually("the work re-assigned to the other supervisor", || {
+        let tree = dump()?;
+        let gone = !tree.contains(&format!("/storm/supervisors/{victim}"));
+        let line = tree
+            .lines()
+            .find(|l| l.starts_with(&format!("/storm/assignments/{id} = ")))?
+            .to_string();
+        (gone && !line.contains(&format!("\"{victim}\""))).then_some(line)
+    });
+    assert!(assignment.contains(&format!("\"{survivor}\"")), "{assignment}");
+}
