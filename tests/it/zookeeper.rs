@@ -4,9 +4,7 @@
 //! tree there. Checked against ZooKeeper's own view (`zkCli.sh ls -R`), and through SIGKILLed
 //! supervisors, nimbuses and ZooKeeper servers.
 
-use crate::cluster::{
-    client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons, WAIT,
-};
+use crate::cluster::{client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -186,13 +184,6 @@ fn four_letters(port: u16, word: &str) -> Option<String> {
     Some(out)
 }
 
-/// A `storm` client command with the ensemble's options; its stdout when it succeeds.
-fn client_with(args: &[&str], zk: &[String]) -> Option<String> {
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(zk.iter().map(String::as_str));
-    client(&all)
-}
-
 /// The paths of a dump (`PATH` or `PATH = DATA` lines).
 fn paths_of(dump: &str) -> BTreeSet<String> {
     dump.lines()
@@ -212,17 +203,20 @@ fn start_nimbus(daemons: &mut Daemons, name: &'static str, addr: &str, zk: &[Str
     );
 }
 
-/// Start a supervisor, adding its slots (`HOST:PORT`) to `ours`; its id (`HOST-PID`).
+/// Start a supervisor with `n` slots, adding them (`HOST:PORT`) to `ours`; its id
+/// (`HOST-PID`).
 fn start_supervisor(
     daemons: &mut Daemons,
     name: &'static str,
     nimbus: &str,
     host: &str,
+    n: usize,
     ours: &mut Vec<String>,
 ) -> String {
-    let ports = [free_port(host), free_port(host)];
+    let ports: Vec<u16> = (0..n).map(|_| free_port(host)).collect();
     ours.extend(ports.iter().map(|p| format!("{host}:{p}")));
-    let slots = format!("{},{}", ports[0], ports[1]);
+    let slots: Vec<String> = ports.iter().map(u16::to_string).collect();
+    let slots = slots.join(",");
     let pid = daemons.spawn(
         name,
         storm().args([
@@ -271,8 +265,8 @@ fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let [host_a, host_b] = two_hosts();
     let mut slots = Vec::new();
-    let victim = start_supervisor(&mut daemons, "supervisor-a", &addr, host_a, &mut slots);
-    let survivor = start_supervisor(&mut daemons, "supervisor-b", &addr, host_b, &mut slots);
+    let victim = start_supervisor(&mut daemons, "supervisor-a", &addr, host_a, 2, &mut slots);
+    let survivor = start_supervisor(&mut daemons, "supervisor-b", &addr, host_b, 2, &mut slots);
     let ensemble_addr = ensemble.connect();
     let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
     eventually("both supervisors in ZooKeeper", || {
@@ -318,4 +312,78 @@ fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
         (gone && !line.contains(&format!("\"{victim}\""))).then_some(line)
     });
     assert!(assignment.contains(&format!("\"{survivor}\"")), "{assignment}");
+}
+
+#[test]
+fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() {
+    let mut ensemble = Ensemble::start(3);
+    let zk = ensemble.storm_options();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let b = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let both = format!("{a},{b}");
+    let mut daemons = Daemons::default();
+    start_nimbus(&mut daemons, "nimbus-a", &a, &zk);
+    eventually("nimbus A to lead", || client(&["list", "--nimbus", &a]));
+    start_nimbus(&mut daemons, "nimbus-b", &b, &zk);
+    let ensemble_addr = ensemble.connect();
+    let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
+    eventually("nimbus B registered", || {
+        dump()?.contains(&format!("/storm/nimbuses/{b}")).then_some(())
+    });
+    // B stands by, and says who leads.
+    let refused = storm()
+        .args(["list", "--nimbus", &b])
+        .output()
+        .expect("storm list");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("not the leader") && said.contains(&a),
+        "{said}"
+    );
+    let mut slots = Vec::new();
+    start_supervisor(&mut daemons, "supervisor", &both, "127.0.0.1", 4, &mut slots);
+
+    let id = submit(dir.path(), ENDLESS, &a);
+    let _workers = Workers(id.clone(), slots.clone());
+    let running = eventually("two workers beating", || {
+        let w = workers_of(&id, &slots);
+        let beats = dump()?.contains(&format!("/storm/taskbeats/{id}/"));
+        (w.len() == 2 && beats).then_some(w)
+    });
+
+    // SIGKILL the leader: B leads within nimbus.task.timeout.secs (10 s here), and the
+    // topology it never saw submitted is still listed and its workers never stopped.
+    daemons.kill("nimbus-a");
+    let killed = Instant::now();
+    let listed = eventually("nimbus B to lead", || client(&["list", "--nimbus", &both]));
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(10), "fail-over took {took:?}");
+    assert!(listed.contains(&id) && listed.contains("active"), "{listed}");
+    let tree = dump().expect("dump");
+    assert!(!tree.contains(&format!("/storm/nimbuses/{a}")), "{tree}");
+
+    // A new submission through the list reaches B, and runs.
+    let second = submit(dir.path(), &ENDLESS.replace("name: endless", "name: second"), &both);
+    let _second_workers = Workers(second.clone(), slots.clone());
+    eventually("the second topology's heartbeats", || {
+        dump()?.contains(&format!("/storm/taskbeats/{second}/")).then_some(())
+    });
+    let still: Vec<(u32, String)> = workers_of(&id, &slots);
+    assert_eq!(still, running, "the first topology's workers were restarted");
+
+    // One of the three ZooKeeper servers dies: the cluster keeps working.
+    ensemble.kill(0);
+    let listed = eventually("a listing after losing a server", || {
+        client(&["list", "--nimbus", &both])
+    });
+    assert!(listed.contains(&id) && listed.contains(&second), "{listed}");
+    eventually("kill to go through", || {
+        client(&["kill", "second", "--wait", "0", "--nimbus", &both])
+    });
+    eventually("the second topology removed", || {
+        let tree = client(&["zk", "dump", "--nimbus", &both])?;
+        (!tree.contains(&second) && tree.contains(&id)).then_some(())
+    });
 }
