@@ -65,6 +65,7 @@ impl Election {
 
     /// Register and enter the race on the current session, unless already done on it.
     pub fn join(&self) -> Result<(), StoreError> {
+        self.store.renew()?;
         let mut joined = self.lock_joined();
         let epoch = self.store.epoch();
         if joined.latch.is_some() && joined.epoch == epoch {
@@ -97,7 +98,7 @@ impl Election {
     /// Whether this nimbus leads now: connected, in the race on the current session, and
     /// first in line.
     pub fn leads(&self) -> bool {
-        if !self.store.connected() || self.join().is_err() {
+        if self.join().is_err() || !self.store.connected() {
             return false;
         }
         let ours = self.lock_joined().latch.clone();

@@ -184,6 +184,11 @@ impl ZkStore {
         self.lock_own().state() == zk::SessionState::SyncConnected
     }
 
+    /// Make sure the store's own session is usable: a new one replaces one that ended.
+    pub fn renew(&self) -> Result<(), StoreError> {
+        self.own_client().map(|_| ())
+    }
+
     fn lock_own(&self) -> MutexGuard<'_, zk::Client> {
         self.own.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -387,3 +387,44 @@ fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() 
         (!tree.contains(&second) && tree.contains(&id)).then_some(())
     });
 }
+
+#[test]
+fn a_nimbus_whose_session_expired_comes_back_as_a_standby() {
+    let ensemble = Ensemble::start(1);
+    let zk = ensemble.storm_options();
+    let a = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let b = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    let pid_a = daemons.spawn(
+        "nimbus-a",
+        storm()
+            .args(["nimbus", "--listen", &a, "--data"])
+            .arg(tempfile::tempdir().expect("tempdir").keep())
+            .args(&zk),
+    );
+    eventually("nimbus A to lead", || client(&["list", "--nimbus", &a]));
+    start_nimbus(&mut daemons, "nimbus-b", &b, &zk);
+    let ensemble_addr = ensemble.connect();
+    let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
+    eventually("nimbus B registered", || {
+        dump()?.contains(&format!("/storm/nimbuses/{b}")).then_some(())
+    });
+
+    // Freeze A past its session timeout: ZooKeeper expires its session, B leads.
+    signal(pid_a, "-STOP");
+    eventually("nimbus B to lead", || client(&["list", "--nimbus", &b]));
+    signal(pid_a, "-CONT");
+
+    // A wakes up on an expired session: it does not act as leader, registers again on a new
+    // session (its ephemeral nodes are back) and stands by, naming B.
+    eventually("nimbus A registered again", || {
+        dump()?.contains(&format!("/storm/nimbuses/{a}")).then_some(())
+    });
+    let said = eventually("A to answer as a standby", || {
+        let out = storm().args(["list", "--nimbus", &a]).output().ok()?;
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        (!out.status.success() && said.contains("not the leader")).then_some(said)
+    });
+    assert!(said.contains(&b), "{said}");
+    assert!(client(&["list", "--nimbus", &format!("{a},{b}")]).is_some());
+}
