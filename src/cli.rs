@@ -294,9 +294,9 @@ pub struct NimbusArgs {
 
 #[derive(Debug, Args)]
 pub struct SupervisorArgs {
-    /// Nimbus address
-    #[arg(long, value_name = "ADDR")]
-    pub nimbus: String,
+    /// Nimbus address, or several comma-separated (default: nimbus.seeds)
+    #[arg(long, value_name = "ADDR,...")]
+    pub nimbus: Option<String>,
     /// This supervisor's host name (what workers bind to and peers connect to)
     #[arg(long, default_value = "127.0.0.1", value_name = "NAME")]
     pub host: String,
@@ -311,27 +311,27 @@ pub struct SupervisorArgs {
 pub struct SubmitArgs {
     #[command(flatten)]
     pub source: TopologySource,
-    /// Nimbus address
-    #[arg(long, value_name = "ADDR")]
-    pub nimbus: String,
+    /// Nimbus address, or several comma-separated (default: nimbus.seeds)
+    #[arg(long, value_name = "ADDR,...")]
+    pub nimbus: Option<String>,
     #[command(flatten)]
     pub config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct NimbusAddrArgs {
-    /// Nimbus address
-    #[arg(long, value_name = "ADDR")]
-    pub nimbus: String,
+    /// Nimbus address, or several comma-separated (default: nimbus.seeds)
+    #[arg(long, value_name = "ADDR,...")]
+    pub nimbus: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// Topology name
     pub name: String,
-    /// Nimbus address
-    #[arg(long, value_name = "ADDR")]
-    pub nimbus: String,
+    /// Nimbus address, or several comma-separated (default: nimbus.seeds)
+    #[arg(long, value_name = "ADDR,...")]
+    pub nimbus: Option<String>,
     /// Seconds to wait between deactivating and removing (default: the topology's
     /// topology.message.timeout.secs)
     #[arg(long, value_name = "SECS")]

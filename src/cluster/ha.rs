@@ -6,7 +6,7 @@
 
 use super::leader::Election;
 use super::rpc::{Submission, NOT_LEADER};
-use super::store::CoordinationStore;
+use super::store::{CoordinationStore, StoreError};
 use super::zookeeper::{ZkSettings, ZkStore};
 use crate::config::Config;
 use std::path::Path;
@@ -23,6 +23,22 @@ const SETTLE: Duration = Duration::from_secs(10);
 /// Where a submission is kept in the ensemble.
 pub fn submission_path(root: &str, id: &str) -> String {
     format!("{}/blobstore/{id}", root.trim_end_matches('/'))
+}
+
+/// The addresses of the nimbuses registered in the ensemble of `storm.zookeeper.servers`
+/// (leader first); `None` without an ensemble.
+pub fn registered_nimbuses(config: &Config) -> Option<Result<Vec<String>, StoreError>> {
+    let settings = ZkSettings::from_config(config)?;
+    let root = config.zookeeper_root();
+    Some(ZkStore::connect(settings).and_then(|store| {
+        let leader = Election::leader_in(&store, &root);
+        let mut all = store.children(&format!("{}/nimbuses", root.trim_end_matches('/')), None)?;
+        if let Some(l) = leader {
+            all.retain(|a| *a != l);
+            all.insert(0, l);
+        }
+        Ok(all)
+    }))
 }
 
 /// This nimbus's standing, as of one look at ZooKeeper.

@@ -39,6 +39,13 @@ fn in_line(mut latches: Vec<String>) -> Vec<String> {
     latches
 }
 
+/// The address in the first latch under `lock`.
+fn leader_at(store: &dyn CoordinationStore, lock: &str) -> Option<String> {
+    let latches = in_line(store.children(lock, None).ok()?);
+    let (data, _) = store.get_data(&child_path(lock, latches.first()?), None).ok()?;
+    String::from_utf8(data).ok()
+}
+
 /// The sequence number ZooKeeper appended to a latch name.
 fn sequence_of(name: &str) -> u64 {
     name.rsplit('-')
@@ -110,12 +117,12 @@ impl Election {
 
     /// The leader's address, as its latch says.
     pub fn leader(&self) -> Option<String> {
-        let latches = in_line(self.store.children(&self.lock, None).ok()?);
-        let (data, _) = self
-            .store
-            .get_data(&child_path(&self.lock, latches.first()?), None)
-            .ok()?;
-        String::from_utf8(data).ok()
+        leader_at(&*self.store, &self.lock)
+    }
+
+    /// The leader's address in the tree under `root` of `store`.
+    pub fn leader_in(store: &dyn CoordinationStore, root: &str) -> Option<String> {
+        leader_at(store, &format!("{}/leader-lock", root.trim_end_matches('/')))
     }
 
     /// This nimbus's address.

@@ -28,6 +28,61 @@ fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
     })
 }
 
+/// The nimbus addresses to try: `--nimbus`, else `nimbus.seeds` (hosts without a port on
+/// `nimbus.thrift.port`), else the nimbuses registered in ZooKeeper (`storm.zookeeper.servers`),
+/// as one comma-separated list.
+fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<String, Status> {
+    if let Some(given) = given {
+        return Ok(given.to_string());
+    }
+    let port = config.get_u64("nimbus.thrift.port").unwrap_or(6627);
+    let seeds: Vec<String> = config
+        .get("nimbus.seeds")
+        .and_then(|v| v.as_array())
+        .map(|hosts| {
+            hosts
+                .iter()
+                .filter_map(|h| h.as_str())
+                .map(|h| match h.rsplit_once(':') {
+                    Some((_, p)) if p.parse::<u16>().is_ok() => h.to_string(),
+                    _ => format!("{h}:{port}"),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if !seeds.is_empty() {
+        return Ok(seeds.join(","));
+    }
+    match crate::cluster::ha::registered_nimbuses(config) {
+        Some(Ok(found)) if !found.is_empty() => Ok(found.join(",")),
+        Some(Ok(_)) => {
+            crate::stderr_println!("error: no nimbus is registered in ZooKeeper");
+            Err(Status::Failure)
+        }
+        Some(Err(e)) => {
+            crate::stderr_println!("error: finding nimbus in ZooKeeper: {e}");
+            Err(Status::Failure)
+        }
+        None => {
+            crate::stderr_println!(
+                "error: no nimbus to talk to: give --nimbus ADDR[,ADDR...], or set nimbus.seeds \
+                 or storm.zookeeper.servers"
+            );
+            Err(Status::Usage)
+        }
+    }
+}
+
+/// Nimbus for a client command without `-c` options (`storm.yaml` only): `--nimbus`, else
+/// as [`nimbus_addrs`] finds it.
+fn client_nimbus(given: Option<&str>) -> Result<rpc::Client, Status> {
+    let addrs = match given {
+        Some(g) => g.to_string(),
+        None => nimbus_addrs(None, &daemon_config(&ConfigOverrides::default())?)?,
+    };
+    Ok(nimbus_client(&addrs, &[]))
+}
+
 /// Nimbus at `addr`, called with the cluster secret (`storm.cluster.secret` from `storm.yaml`
 /// and `-c`, or `STORM_CLUSTER_SECRET`).
 pub(crate) fn nimbus_client(addr: &str, overrides: &[String]) -> rpc::Client {
@@ -105,7 +160,10 @@ pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
         crate::stderr_println!("error: the supervisor has no worker slots (--slots PORT,...)");
         return Ok(Status::Usage);
     }
-    let nimbus = rpc::Client::new(&a.nimbus, Secret::from_config(&config));
+    let nimbus = match nimbus_addrs(a.nimbus.as_deref(), &config) {
+        Ok(n) => rpc::Client::new(n, Secret::from_config(&config)),
+        Err(s) => return Ok(s),
+    };
     let stop = stop_flag()?;
     let mut opts = supervisor::options(nimbus, &a.host, ports)?;
     opts.env = secret_env(&config);
@@ -157,7 +215,10 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         Ok(l) => l,
         Err(status) => return Ok(status),
     };
-    let nimbus = nimbus_client(&a.nimbus, &a.config.overrides);
+    let nimbus = match nimbus_addrs(a.nimbus.as_deref(), &loaded.topology.config) {
+        Ok(n) => nimbus_client(&n, &a.config.overrides),
+        Err(s) => return Ok(s),
+    };
     let sub = submission(&a.source, &a.config.overrides, None)?;
     let id: String = nimbus.call(&Request::Submit(sub))?;
     crate::stderr_println!("submitted {} as {id}", loaded.topology.name);
@@ -200,7 +261,11 @@ pub fn render_list(rows: &[TopologySummary]) -> String {
 }
 
 pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
-    let rows: Vec<TopologySummary> = nimbus_client(&a.nimbus, &[]).call(&Request::List)?;
+    let nimbus = match client_nimbus(a.nimbus.as_deref()) {
+        Ok(n) => n,
+        Err(s) => return Ok(s),
+    };
+    let rows: Vec<TopologySummary> = nimbus.call(&Request::List)?;
     if rows.is_empty() {
         crate::stderr_println!("no topologies");
         return Ok(Status::Success);
@@ -214,7 +279,11 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
         name: a.name.clone(),
         wait_secs: a.wait,
     };
-    let id: String = nimbus_client(&a.nimbus, &[]).call(&request)?;
+    let nimbus = match client_nimbus(a.nimbus.as_deref()) {
+        Ok(n) => n,
+        Err(s) => return Ok(s),
+    };
+    let id: String = nimbus.call(&request)?;
     crate::stderr_println!(
         "killed {} ({id}): deactivated; removed after the wait",
         a.name

@@ -427,4 +427,23 @@ fn a_nimbus_whose_session_expired_comes_back_as_a_standby() {
     });
     assert!(said.contains(&b), "{said}");
     assert!(client(&["list", "--nimbus", &format!("{a},{b}")]).is_some());
+
+    // Without --nimbus, clients find the leader from nimbus.seeds, or from ZooKeeper.
+    for conf in [
+        format!("nimbus.seeds: [\"{a}\", \"{b}\"]\n"),
+        format!("storm.zookeeper.servers: [\"{ensemble_addr}\"]\n"),
+    ] {
+        let conf_dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(conf_dir.path().join("storm.yaml"), &conf).expect("storm.yaml");
+        let out = storm()
+            .arg("list")
+            .env("STORM_CONF_DIR", conf_dir.path())
+            .output()
+            .expect("storm list");
+        assert!(
+            out.status.success(),
+            "{conf}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
