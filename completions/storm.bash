@@ -880,7 +880,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__zk__subcmd__dump)
-            opts="-e -c -h -V --expr --slots --nimbus --format --fixed-time --config --help --version"
+            opts="-e -c -h -V --expr --slots --nimbus --zookeeper --format --fixed-time --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -899,6 +899,10 @@ _storm() {
                     return 0
                     ;;
                 --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --zookeeper)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -87,6 +87,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --expr 'A topology inline, in the DSL'
             cand --slots 'Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)'
             cand --nimbus 'Print the live tree of a running cluster instead'
+            cand --zookeeper 'Print the live tree held by a ZooKeeper ensemble (under storm.zookeeper.root)'
             cand --format 'Output format'
             cand --fixed-time 'Use this Unix time (seconds) instead of the clock, for reproducible dumps'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
@@ -140,7 +141,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --version 'Print version'
         }
         &'storm;supervisor'= {
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand --host 'This supervisor''s host name (what workers bind to and peers connect to)'
             cand --slots 'Worker slot ports (default: supervisor.slots.ports)'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
@@ -154,7 +155,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -e 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
             cand --expr 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
             cand --filter 'Properties file for Flux `${key}` substitution'
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand -h 'Print help'
@@ -163,14 +164,14 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --version 'Print version'
         }
         &'storm;list'= {
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'storm;kill'= {
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand --wait 'Seconds to wait between deactivating and removing (default: the topology''s topology.message.timeout.secs)'
             cand -h 'Print help'
             cand --help 'Print help'

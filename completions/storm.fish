@@ -74,6 +74,7 @@ complete -c storm -n "__fish_storm_using_subcommand zk; and not __fish_seen_subc
 complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -s e -l expr -d 'A topology inline, in the DSL' -r
 complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l slots -d 'Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)' -r
 complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l nimbus -d 'Print the live tree of a running cluster instead' -r
+complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l zookeeper -d 'Print the live tree held by a ZooKeeper ensemble (under storm.zookeeper.root)' -r
 complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l format -d 'Output format' -r -f -a "text\t''
 json\t''"
 complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from dump" -l fixed-time -d 'Use this Unix time (seconds) instead of the clock, for reproducible dumps' -r
@@ -99,7 +100,7 @@ complete -c storm -n "__fish_storm_using_subcommand nimbus" -l data -d 'Folder w
 complete -c storm -n "__fish_storm_using_subcommand nimbus" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
 complete -c storm -n "__fish_storm_using_subcommand nimbus" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand nimbus" -s V -l version -d 'Print version'
-complete -c storm -n "__fish_storm_using_subcommand supervisor" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand supervisor" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand supervisor" -l host -d 'This supervisor\'s host name (what workers bind to and peers connect to)' -r
 complete -c storm -n "__fish_storm_using_subcommand supervisor" -l slots -d 'Worker slot ports (default: supervisor.slots.ports)' -r
 complete -c storm -n "__fish_storm_using_subcommand supervisor" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
@@ -107,14 +108,14 @@ complete -c storm -n "__fish_storm_using_subcommand supervisor" -s h -l help -d 
 complete -c storm -n "__fish_storm_using_subcommand supervisor" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand submit" -s e -l expr -d 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)' -r
 complete -c storm -n "__fish_storm_using_subcommand submit" -l filter -d 'Properties file for Flux `${key}` substitution' -r -F
-complete -c storm -n "__fish_storm_using_subcommand submit" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand submit" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand submit" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
 complete -c storm -n "__fish_storm_using_subcommand submit" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand submit" -s V -l version -d 'Print version'
-complete -c storm -n "__fish_storm_using_subcommand list" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand list" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand list" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand list" -s V -l version -d 'Print version'
-complete -c storm -n "__fish_storm_using_subcommand kill" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand kill" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand kill" -l wait -d 'Seconds to wait between deactivating and removing (default: the topology\'s topology.message.timeout.secs)' -r
 complete -c storm -n "__fish_storm_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand kill" -s V -l version -d 'Print version'

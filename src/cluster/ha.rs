@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 /// meanwhile and come back as each supervisor registers with the new leader.
 const SETTLE: Duration = Duration::from_secs(10);
 
-
 /// Where a submission is kept in the ensemble.
 pub fn submission_path(root: &str, id: &str) -> String {
     format!("{}/blobstore/{id}", root.trim_end_matches('/'))
@@ -66,7 +65,10 @@ impl Coordination {
         };
         let store = ZkStore::connect(settings)
             .map_err(|e| anyhow::anyhow!("storm.zookeeper.servers: {e}"))?;
-        tracing::info!("nimbus: the coordination tree is in ZooKeeper at {}", store.address());
+        tracing::info!(
+            "nimbus: the coordination tree is in ZooKeeper at {}",
+            store.address()
+        );
         Ok(Some(Coordination {
             store: Arc::new(store),
             election: OnceLock::new(),

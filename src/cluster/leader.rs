@@ -42,7 +42,9 @@ fn in_line(mut latches: Vec<String>) -> Vec<String> {
 /// The address in the first latch under `lock`.
 fn leader_at(store: &dyn CoordinationStore, lock: &str) -> Option<String> {
     let latches = in_line(store.children(lock, None).ok()?);
-    let (data, _) = store.get_data(&child_path(lock, latches.first()?), None).ok()?;
+    let (data, _) = store
+        .get_data(&child_path(lock, latches.first()?), None)
+        .ok()?;
     String::from_utf8(data).ok()
 }
 
@@ -110,7 +112,9 @@ impl Election {
         }
         let ours = self.lock_joined().latch.clone();
         match self.store.children(&self.lock, None) {
-            Ok(latches) => in_line(latches).first().is_some_and(|first| Some(first) == ours.as_ref()),
+            Ok(latches) => in_line(latches)
+                .first()
+                .is_some_and(|first| Some(first) == ours.as_ref()),
             Err(_) => false,
         }
     }
@@ -122,7 +126,10 @@ impl Election {
 
     /// The leader's address in the tree under `root` of `store`.
     pub fn leader_in(store: &dyn CoordinationStore, root: &str) -> Option<String> {
-        leader_at(store, &format!("{}/leader-lock", root.trim_end_matches('/')))
+        leader_at(
+            store,
+            &format!("{}/leader-lock", root.trim_end_matches('/')),
+        )
     }
 
     /// This nimbus's address.

@@ -11,6 +11,7 @@
 //! refused (`submission::within_cluster_bounds`), a supervisor claiming another's slots
 //! refused, and slots whose workers keep dying avoided for `FAILING_FOR`.
 
+use super::ha::{self, Coordination, Leadership};
 use super::layout::{NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus};
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
@@ -18,7 +19,6 @@ use super::store::{CoordinationStore, SessionId};
 use super::submission::home_assign;
 pub use super::submission::load_submission;
 use super::tree::{SharedTree, Tree};
-use super::ha::{self, Coordination, Leadership};
 use crate::config::Config;
 use crate::logging::{held_back, Throttle};
 use crate::net::auth::Secret;

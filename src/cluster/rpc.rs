@@ -423,7 +423,11 @@ impl Client {
                 Err(Failure::PassOver(e)) => tried.push(format!("{e:#}")),
             }
         }
-        anyhow::bail!("no leading nimbus among {}: {}", self.addr, tried.join("; "))
+        anyhow::bail!(
+            "no leading nimbus among {}: {}",
+            self.addr,
+            tried.join("; ")
+        )
     }
 
     /// One request to the nimbus at `addr`.
@@ -436,9 +440,8 @@ impl Client {
                 ))
             })?;
         }
-        write_message(&mut stream, request).map_err(|e| {
-            Failure::PassOver(anyhow::anyhow!("sending to nimbus at {addr}: {e}"))
-        })?;
+        write_message(&mut stream, request)
+            .map_err(|e| Failure::PassOver(anyhow::anyhow!("sending to nimbus at {addr}: {e}")))?;
         let response: Response = read_message(&mut stream).map_err(|e| {
             let hint = if self.secret.is_none() {
                 " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"

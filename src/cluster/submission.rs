@@ -113,9 +113,9 @@ pub(crate) fn home_assign<S: CoordinationStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::tree::SharedTree;
     use crate::cluster::layout::{NodePort, SupervisorInfo};
     use crate::cluster::simulation::tests::wordcount;
+    use crate::cluster::tree::SharedTree;
     use std::time::Duration;
 
     #[test]

@@ -105,7 +105,10 @@ pub struct ZkStore {
 }
 
 /// Run `fut` to completion on this thread, or fail with `Timeout` after `limit`.
-fn wait<T>(limit: Duration, fut: impl Future<Output = Result<T, zk::Error>>) -> Result<T, zk::Error> {
+fn wait<T>(
+    limit: Duration,
+    fut: impl Future<Output = Result<T, zk::Error>>,
+) -> Result<T, zk::Error> {
     futures_lite::future::block_on(futures_lite::future::or(fut, async move {
         async_io::Timer::after(limit).await;
         Err(zk::Error::Timeout)
@@ -142,12 +145,8 @@ fn store_error(e: zk::Error, path: &str, session: SessionId) -> StoreError {
             actual: -1,
         },
         zk::Error::NotEmpty => StoreError::NotEmpty(path.to_string()),
-        zk::Error::NoChildrenForEphemerals => {
-            StoreError::NoChildrenForEphemerals(path.to_string())
-        }
-        zk::Error::SessionExpired | zk::Error::ClientClosed => {
-            StoreError::SessionExpired(session)
-        }
+        zk::Error::NoChildrenForEphemerals => StoreError::NoChildrenForEphemerals(path.to_string()),
+        zk::Error::SessionExpired | zk::Error::ClientClosed => StoreError::SessionExpired(session),
         other => StoreError::Unavailable(format!("{path}: {other}")),
     }
 }
@@ -156,7 +155,10 @@ impl ZkStore {
     /// Connect to the ensemble; fails when no server answers within the connection timeout.
     pub fn connect(settings: ZkSettings) -> Result<ZkStore, StoreError> {
         let client = connect(&settings, settings.session_timeout).map_err(|e| {
-            StoreError::Unavailable(format!("cannot reach ZooKeeper at {}: {e}", settings.connect))
+            StoreError::Unavailable(format!(
+                "cannot reach ZooKeeper at {}: {e}",
+                settings.connect
+            ))
         })?;
         Ok(ZkStore {
             settings,
@@ -355,7 +357,9 @@ impl CoordinationStore for ZkStore {
         let mut kids = match watch {
             None => self.wait(client.list_children(path)).map_err(err)?,
             Some(to) => {
-                let (kids, w) = self.wait(client.list_and_watch_children(path)).map_err(err)?;
+                let (kids, w) = self
+                    .wait(client.list_and_watch_children(path))
+                    .map_err(err)?;
                 forward(w, to, path.to_string(), EventKind::NodeChildrenChanged);
                 kids
             }

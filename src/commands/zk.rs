@@ -66,7 +66,11 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
 }
 
 /// Print the tree an ensemble holds under `storm.zookeeper.root`, read live.
-fn dump_ensemble(ensemble: &str, overrides: &[String], format: TreeFormat) -> anyhow::Result<Status> {
+fn dump_ensemble(
+    ensemble: &str,
+    overrides: &[String],
+    format: TreeFormat,
+) -> anyhow::Result<Status> {
     let config = match crate::config::layers::cluster_config(overrides) {
         Ok(c) => c,
         Err(errors) => {

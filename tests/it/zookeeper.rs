@@ -4,7 +4,9 @@
 //! tree there. Checked against ZooKeeper's own view (`zkCli.sh ls -R`), and through SIGKILLed
 //! supervisors, nimbuses and ZooKeeper servers.
 
-use crate::cluster::{client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons};
+use crate::cluster::{
+    client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons,
+};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -277,7 +279,9 @@ fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
     let id = submit(dir.path(), ENDLESS, &addr);
     let _workers = Workers(id.clone(), slots);
     eventually("task heartbeats in ZooKeeper", || {
-        dump()?.contains(&format!("/storm/taskbeats/{id}/")).then_some(())
+        dump()?
+            .contains(&format!("/storm/taskbeats/{id}/"))
+            .then_some(())
     });
 
     // The ensemble's tree as ZooKeeper's own client lists it, and as nimbus dumps it, is the
@@ -311,7 +315,10 @@ fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
             .to_string();
         (gone && !line.contains(&format!("\"{victim}\""))).then_some(line)
     });
-    assert!(assignment.contains(&format!("\"{survivor}\"")), "{assignment}");
+    assert!(
+        assignment.contains(&format!("\"{survivor}\"")),
+        "{assignment}"
+    );
 }
 
 #[test]
@@ -329,7 +336,9 @@ fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() 
     let ensemble_addr = ensemble.connect();
     let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
     eventually("nimbus B registered", || {
-        dump()?.contains(&format!("/storm/nimbuses/{b}")).then_some(())
+        dump()?
+            .contains(&format!("/storm/nimbuses/{b}"))
+            .then_some(())
     });
     // B stands by, and says who leads.
     let refused = storm()
@@ -343,7 +352,14 @@ fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() 
         "{said}"
     );
     let mut slots = Vec::new();
-    start_supervisor(&mut daemons, "supervisor", &both, "127.0.0.1", 4, &mut slots);
+    start_supervisor(
+        &mut daemons,
+        "supervisor",
+        &both,
+        "127.0.0.1",
+        4,
+        &mut slots,
+    );
 
     let id = submit(dir.path(), ENDLESS, &a);
     let _workers = Workers(id.clone(), slots.clone());
@@ -360,18 +376,30 @@ fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() 
     let listed = eventually("nimbus B to lead", || client(&["list", "--nimbus", &both]));
     let took = killed.elapsed();
     assert!(took < Duration::from_secs(10), "fail-over took {took:?}");
-    assert!(listed.contains(&id) && listed.contains("active"), "{listed}");
+    assert!(
+        listed.contains(&id) && listed.contains("active"),
+        "{listed}"
+    );
     let tree = dump().expect("dump");
     assert!(!tree.contains(&format!("/storm/nimbuses/{a}")), "{tree}");
 
     // A new submission through the list reaches B, and runs.
-    let second = submit(dir.path(), &ENDLESS.replace("name: endless", "name: second"), &both);
+    let second = submit(
+        dir.path(),
+        &ENDLESS.replace("name: endless", "name: second"),
+        &both,
+    );
     let _second_workers = Workers(second.clone(), slots.clone());
     eventually("the second topology's heartbeats", || {
-        dump()?.contains(&format!("/storm/taskbeats/{second}/")).then_some(())
+        dump()?
+            .contains(&format!("/storm/taskbeats/{second}/"))
+            .then_some(())
     });
     let still: Vec<(u32, String)> = workers_of(&id, &slots);
-    assert_eq!(still, running, "the first topology's workers were restarted");
+    assert_eq!(
+        still, running,
+        "the first topology's workers were restarted"
+    );
 
     // One of the three ZooKeeper servers dies: the cluster keeps working.
     ensemble.kill(0);
@@ -407,7 +435,9 @@ fn a_nimbus_whose_session_expired_comes_back_as_a_standby() {
     let ensemble_addr = ensemble.connect();
     let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
     eventually("nimbus B registered", || {
-        dump()?.contains(&format!("/storm/nimbuses/{b}")).then_some(())
+        dump()?
+            .contains(&format!("/storm/nimbuses/{b}"))
+            .then_some(())
     });
 
     // Freeze A past its session timeout: ZooKeeper expires its session, B leads.
@@ -418,7 +448,9 @@ fn a_nimbus_whose_session_expired_comes_back_as_a_standby() {
     // A wakes up on an expired session: it does not act as leader, registers again on a new
     // session (its ephemeral nodes are back) and stands by, naming B.
     eventually("nimbus A registered again", || {
-        dump()?.contains(&format!("/storm/nimbuses/{a}")).then_some(())
+        dump()?
+            .contains(&format!("/storm/nimbuses/{a}"))
+            .then_some(())
     });
     let said = eventually("A to answer as a standby", || {
         let out = storm().args(["list", "--nimbus", &a]).output().ok()?;
