@@ -94,7 +94,7 @@ impl Coordination {
     /// Look at ZooKeeper: does this nimbus lead? A nimbus outside any election (one started
     /// in-process) leads alone.
     pub fn check(&self) -> Leadership {
-        let leads = self.election.get().is_none_or(Election::leads);
+        let leads = self.leads_now();
         let before = self.leading.swap(leads, Ordering::AcqRel);
         match (leads, before) {
             (false, true) => {
@@ -121,6 +121,11 @@ impl Coordination {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some_and(|at| at.elapsed() < SETTLE)
+    }
+
+    /// Whether this nimbus leads, asked of ZooKeeper now (without noting a take-over).
+    pub fn leads_now(&self) -> bool {
+        self.election.get().is_none_or(Election::leads)
     }
 
     /// Forget leading, so the next look takes over again from scratch.

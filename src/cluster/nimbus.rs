@@ -88,7 +88,7 @@ pub struct Nimbus {
     /// Where the tree is: the embedded one, or a ZooKeeper ensemble.
     store: Arc<dyn CoordinationStore>,
     /// With ZooKeeper: the ensemble, and this nimbus's place in the leader election.
-    zk: Option<Coordination>,
+    zk: Option<Arc<Coordination>>,
     state: Mutex<ClusterState<Shared>>,
     data: PathBuf,
     /// Slots reported failing (by their supervisor), with when: avoided by the scheduler.
@@ -151,7 +151,7 @@ impl Nimbus {
         let stormdist = local_dir.join("nimbus").join("stormdist");
         std::fs::create_dir_all(&stormdist)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", stormdist.display()))?;
-        let zk = Coordination::from_config(&config)?;
+        let zk = Coordination::from_config(&config)?.map(Arc::new);
         let file = data.join("tree.json");
         let tree = if zk.is_some() {
             SharedTree::new()
@@ -690,6 +690,7 @@ impl Nimbus {
         let tree = self.tree.clone();
         let store = self.store.clone();
         let embedded = self.zk.is_none();
+        let zk = self.zk.clone();
         let root = self.config.zookeeper_root();
         let dir = self.stormdist(&id);
         let data = self.data.clone();
@@ -698,6 +699,11 @@ impl Nimbus {
             .name("nimbus-kill".into())
             .spawn(move || {
                 std::thread::sleep(wait);
+                if zk.as_ref().is_some_and(|zk| !zk.leads_now()) {
+                    // The nimbus leading now removes it (it finishes kills when it takes over).
+                    tracing::warn!("nimbus: no longer leading; {removed} is left to the leader");
+                    return;
+                }
                 let result = ClusterState::new(store.clone(), &root)
                     .and_then(|s| s.remove_topology(&removed));
                 if let Err(e) = result {
@@ -755,7 +761,7 @@ impl Nimbus {
         if !expired.is_empty() {
             tracing::info!("nimbus: supervisor session(s) {expired:?} expired");
         }
-        if self.zk.as_ref().is_some_and(Coordination::settling) {
+        if self.zk.as_ref().is_some_and(|zk| zk.settling()) {
             return Ok(());
         }
         let timeout = self.config.nimbus_task_timeout().as_secs().max(1);
@@ -828,6 +834,7 @@ impl Nimbus {
                     let mut state = self.state();
                     fresh.local_dir = state.local_dir.clone();
                     *state = fresh;
+                    self.finish_kills(&state);
                 }
                 Err(e) => {
                     tracing::warn!("nimbus: cannot read the cluster state: {e}");
@@ -837,6 +844,25 @@ impl Nimbus {
             }
         }
         leadership != Leadership::Standby
+    }
+
+    /// Remove the topologies a previous leader killed but did not live to remove.
+    fn finish_kills(&self, state: &ClusterState<Shared>) {
+        let root = self.config.zookeeper_root();
+        let ids = state.topology_ids().unwrap_or_default();
+        for id in ids {
+            let killed =
+                matches!(state.storm_base(&id), Ok(Some(b)) if b.status == TopologyStatus::Killed);
+            if !killed {
+                continue;
+            }
+            if let Err(e) = state.remove_topology(&id) {
+                tracing::warn!("nimbus: removing {id}: {e}");
+                continue;
+            }
+            let _ = self.store.delete_all(&ha::submission_path(&root, &id));
+            tracing::info!("nimbus: removed {id}, killed under the previous leader");
+        }
     }
 
     /// Enter the leader election as `address` (with ZooKeeper; a lone nimbus leads anyway).

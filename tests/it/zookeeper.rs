@@ -440,9 +440,22 @@ fn a_nimbus_whose_session_expired_comes_back_as_a_standby() {
             .then_some(())
     });
 
-    // Freeze A past its session timeout: ZooKeeper expires its session, B leads.
+    // A topology killed through A, with a long wait before its removal (it waits for slots:
+    // there is no supervisor).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = submit(dir.path(), ENDLESS, &a);
+    client(&["kill", "endless", "--wait", "600", "--nimbus", &a]).expect("kill");
+    assert!(dump()
+        .expect("dump")
+        .contains(&format!("/storm/storms/{id} = ")));
+
+    // Freeze A past its session timeout: ZooKeeper expires its session, B leads, and finishes
+    // the kill A had started.
     signal(pid_a, "-STOP");
     eventually("nimbus B to lead", || client(&["list", "--nimbus", &b]));
+    eventually("the killed topology removed by B", || {
+        (!dump()?.contains(&id)).then_some(())
+    });
     signal(pid_a, "-CONT");
 
     // A wakes up on an expired session: it does not act as leader, registers again on a new
