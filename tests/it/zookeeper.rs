@@ -5,7 +5,7 @@
 //! supervisors, nimbuses and ZooKeeper servers.
 
 use crate::cluster::{
-    client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons,
+    client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons, WAIT,
 };
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -491,4 +491,183 @@ fn a_nimbus_whose_session_expired_comes_back_as_a_standby() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// One operation of the differential test, on paths under a case's own root.
+#[derive(Debug, Clone)]
+enum Op {
+    Create(usize, u8, u8),
+    Set(usize, u8, Option<i32>),
+    Delete(usize, Option<i32>),
+    Get(usize),
+    Exists(usize),
+    Children(usize),
+    CloseSession,
+}
+
+/// The paths the operations touch (relative to the case's root): parents and children, so
+/// missing parents, ephemeral parents and non-empty deletes all happen.
+const PATHS: [&str; 6] = ["/a", "/b", "/a/x", "/a/y", "/b/x", "/a/x/z"];
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let path = 0..PATHS.len();
+    let version = proptest::option::of(0..3i32);
+    prop_oneof![
+        3 => (path.clone(), any::<u8>(), 0..4u8).prop_map(|(p, d, m)| Op::Create(p, d, m)),
+        2 => (path.clone(), any::<u8>(), version.clone()).prop_map(|(p, d, v)| Op::Set(p, d, v)),
+        2 => (path.clone(), version).prop_map(|(p, v)| Op::Delete(p, v)),
+        1 => path.clone().prop_map(Op::Get),
+        1 => path.clone().prop_map(Op::Exists),
+        1 => path.prop_map(Op::Children),
+        1 => Just(Op::CloseSession),
+    ]
+}
+
+/// What one store answered, comparable across stores: error kinds (not their texts, which
+/// name different paths or versions), and stats without transaction ids.
+fn outcome(
+    store: &dyn storm::cluster::CoordinationStore,
+    root: &str,
+    session: &mut Option<u64>,
+    op: &Op,
+) -> String {
+    use storm::cluster::store::Stat;
+    use storm::cluster::CreateMode;
+    let stat = |s: &Stat, session: &Option<u64>| {
+        let owned = s.ephemeral_owner.is_some() && s.ephemeral_owner == *session;
+        format!(
+            "v{} cv{} n{} len{} eph{} ours{owned}",
+            s.version,
+            s.cversion,
+            s.num_children,
+            s.data_length,
+            s.ephemeral_owner.is_some()
+        )
+    };
+    let kind = |e: storm::cluster::StoreError| {
+        format!("{e:?}")
+            .split(['(', ' '])
+            .next()
+            .unwrap_or("?")
+            .to_string()
+    };
+    let at = |p: usize| format!("{root}{}", PATHS[p]);
+    match op {
+        Op::Create(p, d, m) => {
+            let s = *session.get_or_insert_with(|| store.open_session(Duration::from_secs(30)));
+            let mode = match m {
+                0 => CreateMode::Persistent,
+                1 => CreateMode::PersistentSequential,
+                2 => CreateMode::Ephemeral(s),
+                _ => CreateMode::EphemeralSequential(s),
+            };
+            match store.create(&at(*p), &[*d], mode) {
+                Ok(path) => format!("created {}", &path[root.len()..]),
+                Err(e) => kind(e),
+            }
+        }
+        Op::Set(p, d, v) => match store.set_data(&at(*p), &[*d, *d], *v) {
+            Ok(s) => stat(&s, session),
+            Err(e) => kind(e),
+        },
+        Op::Delete(p, v) => match store.delete(&at(*p), *v) {
+            Ok(()) => "deleted".into(),
+            Err(e) => kind(e),
+        },
+        Op::Get(p) => match store.get_data(&at(*p), None) {
+            Ok((data, s)) => format!("{data:?} {}", stat(&s, session)),
+            Err(e) => kind(e),
+        },
+        Op::Exists(p) => match store.exists(&at(*p), None) {
+            Ok(s) => format!("{:?}", s.map(|s| stat(&s, session))),
+            Err(e) => kind(e),
+        },
+        Op::Children(p) => format!("{:?}", store.children(&at(*p), None).map_err(kind)),
+        Op::CloseSession => match session.take() {
+            Some(s) => format!("{:?}", store.close_session(s).map_err(kind)),
+            None => "no session".into(),
+        },
+    }
+}
+
+/// The embedded tree is the oracle: the ZooKeeper store answers every sequence of operations
+/// as it does (same nodes, sequential names, versions, ephemeral owners, errors).
+#[test]
+fn the_zookeeper_store_answers_as_the_embedded_tree() {
+    use proptest::test_runner::{Config, TestRunner};
+    use storm::cluster::zookeeper::{ZkSettings, ZkStore};
+    use storm::cluster::{CoordinationStore, SharedTree};
+    let ensemble = Ensemble::start(1);
+    let config = storm::config::layers::defaults();
+    let zk = ZkStore::connect(ZkSettings::new(ensemble.connect(), &config)).expect("connect");
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let ops = proptest::collection::vec(op(), 1..30);
+    runner
+        .run(&ops, |ops| {
+            let n = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let root = format!("/case{n}");
+            let tree = SharedTree::new();
+            tree.create_all(&root).expect("root");
+            zk.create_all(&root).expect("root");
+            let (mut ts, mut zs) = (None, None);
+            // Sequential suffixes are compared as digits only: ZooKeeper numbers by children
+            // created, the embedded tree by its child version, which counts deletions too
+            // (both increase, so the order of names is the same).
+            let digits = regex::Regex::new("[0-9]{10}").expect("a regex");
+            for op in &ops {
+                let want = outcome(&tree, &root, &mut ts, op);
+                let got = outcome(&zk, &root, &mut zs, op);
+                let want = digits.replace_all(&want, "N");
+                let got = digits.replace_all(&got, "N");
+                proptest::prop_assert_eq!(&got, &want, "{:?} in {:?}", op, ops);
+            }
+            Ok(())
+        })
+        .expect("the same answers");
+}
+
+/// Watches fire as ZooKeeper's do, and closing a session removes its ephemeral nodes.
+#[test]
+fn zookeeper_watches_and_sessions() {
+    use storm::cluster::store::{watcher, EventKind};
+    use storm::cluster::zookeeper::{ZkSettings, ZkStore};
+    use storm::cluster::{CoordinationStore, CreateMode};
+    let ensemble = Ensemble::start(1);
+    let config = storm::config::layers::defaults();
+    let zk = ZkStore::connect(ZkSettings::new(ensemble.connect(), &config)).expect("connect");
+    zk.create_all("/w").expect("root");
+    let (tx, rx) = watcher();
+    zk.exists("/w/n", Some(tx.clone())).expect("exists");
+    zk.create("/w/n", b"1", CreateMode::Persistent)
+        .expect("create");
+    let event = rx.recv_timeout(WAIT).expect("an event");
+    assert_eq!(
+        (event.kind, event.path.as_str()),
+        (EventKind::NodeCreated, "/w/n")
+    );
+    zk.get_data("/w/n", Some(tx.clone())).expect("get");
+    zk.set_data("/w/n", b"2", Some(0)).expect("set");
+    let event = rx.recv_timeout(WAIT).expect("an event");
+    assert_eq!(event.kind, EventKind::NodeDataChanged);
+
+    let session = zk.open_session(Duration::from_secs(10));
+    zk.create("/w/e", b"", CreateMode::Ephemeral(session))
+        .expect("ephemeral");
+    let (_, stat) = zk.get_data("/w/e", None).expect("get");
+    assert_eq!(stat.ephemeral_owner, Some(session));
+    zk.children("/w", Some(tx)).expect("children");
+    zk.close_session(session).expect("close");
+    let event = rx.recv_timeout(WAIT).expect("an event");
+    assert_eq!(
+        (event.kind, event.path.as_str()),
+        (EventKind::NodeChildrenChanged, "/w")
+    );
+    assert_eq!(zk.children("/w", None).expect("children"), ["n"]);
+    assert!(zk.touch_session(session).is_err());
 }
