@@ -20,12 +20,26 @@ use std::time::Duration;
 
 /// The daemons' configuration (defaults, `storm.yaml`, `-c`), or the reasons it is wrong.
 fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
-    layers::cluster_config(&c.overrides).map_err(|errors| {
+    let config = layers::cluster_config(&c.overrides).map_err(|errors| {
         for e in errors {
             crate::stderr_println!("error: {e}");
         }
         Status::Failure
-    })
+    })?;
+    warn_misspelt_keys(&config);
+    Ok(config)
+}
+
+/// Say so when a ZooKeeper or nimbus key is close to a known one (`storm.zookeeper.server`):
+/// Storm's other keys under those names are accepted without a word, as Storm accepts them.
+fn warn_misspelt_keys(config: &Config) {
+    for prefix in ["storm.zookeeper.", "nimbus."] {
+        for (key, suggestion) in layers::unknown_keys(config, prefix) {
+            if let Some(s) = suggestion {
+                crate::stderr_println!("warning: unknown key `{key}`; did you mean `{s}`?");
+            }
+        }
+    }
 }
 
 /// The nimbus addresses to try: `--nimbus`, else `nimbus.seeds` (hosts without a port on

@@ -129,11 +129,16 @@ pub fn describe(origin: &Origin) -> String {
 
 /// Unknown `topology.*` keys (warnings in Storm's spirit), each with a close known key if any.
 pub fn unknown_topology_keys(config: &Config) -> Vec<(String, Option<String>)> {
+    unknown_keys(config, "topology.")
+}
+
+/// Unknown keys starting with `prefix`, each with a close known key if any.
+pub fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String>)> {
     let known = known_keys();
     config
         .entries
         .keys()
-        .filter(|k| k.starts_with("topology.") && !known.contains(k))
+        .filter(|k| k.starts_with(prefix) && !known.contains(k))
         .map(|k| {
             let s = yaml::suggest(k, known.iter().map(String::as_str)).map(str::to_string);
             (k.clone(), s)

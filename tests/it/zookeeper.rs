@@ -671,3 +671,80 @@ fn zookeeper_watches_and_sessions() {
     assert_eq!(zk.children("/w", None).expect("children"), ["n"]);
     assert!(zk.touch_session(session).is_err());
 }
+
+/// Mistakes get located errors and a failing exit, never a hang or a panic.
+#[test]
+fn zookeeper_mistakes_are_clear_errors() {
+    let closed = free_port("127.0.0.1");
+    let data = tempfile::tempdir().expect("tempdir");
+    let data = data.path().to_str().expect("utf-8 path");
+    let nimbus = ["nimbus", "--listen", "127.0.0.1:0", "--data", data, "-c"];
+    let unreachable = format!("storm.zookeeper.servers=[\"127.0.0.1:{closed}\"]");
+    let dump = ["zk", "dump", "--zookeeper", &format!("127.0.0.1:{closed}")].map(String::from);
+    let cases = [
+        (
+            dump.to_vec(),
+            format!(
+                "error: --zookeeper 127.0.0.1:{closed}: coordination store unavailable: \
+                 cannot reach ZooKeeper at 127.0.0.1:{closed}"
+            ),
+        ),
+        (
+            owned(&[&nimbus[..], &[unreachable.as_str()]].concat()),
+            format!(
+                "error: storm.zookeeper.servers: coordination store unavailable: \
+                 cannot reach ZooKeeper at 127.0.0.1:{closed}"
+            ),
+        ),
+        (
+            owned(&[&nimbus[..], &["storm.zookeeper.servers=zk1"]].concat()),
+            "error: `storm.zookeeper.servers` (-c): must be a list of host names like \
+             `[zk1, zk2]` (got \"zk1\")"
+                .to_string(),
+        ),
+    ];
+    for (args, said) in cases {
+        let out = storm()
+            .args(&args)
+            .args(["-c", "storm.zookeeper.connection.timeout=1000"])
+            .output()
+            .expect("storm");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(&said), "{args:?}: {stderr}");
+    }
+
+    // A live server without the tree.
+    let ensemble = Ensemble::start(1);
+    let out = storm()
+        .args(["zk", "dump", "--zookeeper", &ensemble.connect()])
+        .args(["-c", "storm.zookeeper.root=/elsewhere"])
+        .output()
+        .expect("storm");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = format!(
+        "error: ZooKeeper at {} has no /elsewhere: no storm cluster keeps its state there",
+        ensemble.connect()
+    );
+    assert!(stderr.contains(&said), "{stderr}");
+
+    // A misspelt key is pointed out (this nimbus then fails to listen on a port out of range).
+    let out = storm()
+        .args(["nimbus", "--listen", "127.0.0.1:99999", "--data", data])
+        .args(["-c", "storm.zookeeper.server=zk1"])
+        .output()
+        .expect("storm");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "warning: unknown key `storm.zookeeper.server`; did you mean `storm.zookeeper.servers`?"
+        ),
+        "{stderr}"
+    );
+}
+
+/// Owned strings from borrowed ones.
+fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
