@@ -258,6 +258,20 @@ impl ZkStore {
             .unwrap_or(zk_id as u64)
     }
 
+    /// End a proxy session. Dropping its last client closes it on the servers, which then
+    /// delete its ephemeral nodes, but later; they are deleted here first, so the session's
+    /// nodes are gone when this returns, as the trait promises.
+    fn end(&self, client: zk::Client) {
+        if is_over(client.state()) {
+            return;
+        }
+        if let Ok(paths) = self.wait(client.list_ephemerals("/")) {
+            for path in paths {
+                let _ = self.wait(client.delete(&path, None));
+            }
+        }
+    }
+
     fn wait<T>(&self, fut: impl Future<Output = Result<T, zk::Error>>) -> Result<T, zk::Error> {
         wait(self.settings.connection_timeout, fut)
     }
@@ -409,11 +423,13 @@ impl CoordinationStore for ZkStore {
         }
     }
 
-    /// Close a session: dropping its last client closes it on the servers, which delete its
-    /// ephemeral nodes.
     fn close_session(&self, session: SessionId) -> Result<(), StoreError> {
-        match self.lock_proxies().remove(&session) {
-            Some(_) => Ok(()),
+        let proxy = self.lock_proxies().remove(&session);
+        match proxy {
+            Some(p) => {
+                self.end(p.client);
+                Ok(())
+            }
             None => Err(StoreError::SessionExpired(session)),
         }
     }
@@ -428,8 +444,14 @@ impl CoordinationStore for ZkStore {
             })
             .map(|(id, _)| *id)
             .collect();
-        for id in &over {
-            proxies.remove(id);
+        let ended: Vec<zk::Client> = over
+            .iter()
+            .filter_map(|id| proxies.remove(id))
+            .map(|p| p.client)
+            .collect();
+        drop(proxies);
+        for client in ended {
+            self.end(client);
         }
         over
     }
