@@ -141,7 +141,24 @@ pub fn now_secs() -> u64 {
 
 impl Nimbus {
     /// Open nimbus's state under `data`: the saved tree if there is one, else a fresh one.
+    /// Always the embedded tree (`storm run --processes` keeps its run to itself, whatever
+    /// `storm.zookeeper.servers` says); the `storm nimbus` daemon uses [`Nimbus::open_daemon`].
     pub fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
+        Nimbus::open_with(data, config, None)
+    }
+
+    /// Open the `storm nimbus` daemon's state: in the ZooKeeper ensemble of
+    /// `storm.zookeeper.servers` when it is set, else as [`Nimbus::open`].
+    pub fn open_daemon(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
+        let zk = Coordination::from_config(&config)?.map(Arc::new);
+        Nimbus::open_with(data, config, zk)
+    }
+
+    fn open_with(
+        data: &Path,
+        config: Config,
+        zk: Option<Arc<Coordination>>,
+    ) -> anyhow::Result<Arc<Nimbus>> {
         // `storm.local.dir`: the data folder's parent when it is `.../nimbus` (the default
         // `storm-local/nimbus`), else the data folder itself.
         let local_dir = match data.file_name() {
@@ -151,7 +168,6 @@ impl Nimbus {
         let stormdist = local_dir.join("nimbus").join("stormdist");
         std::fs::create_dir_all(&stormdist)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", stormdist.display()))?;
-        let zk = Coordination::from_config(&config)?.map(Arc::new);
         let file = data.join("tree.json");
         let tree = if zk.is_some() {
             SharedTree::new()

@@ -128,7 +128,7 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
     let stop = stop_flag()?;
     let listener = TcpListener::bind(&a.listen)
         .map_err(|e| anyhow::anyhow!("nimbus cannot listen on {}: {e}", a.listen))?;
-    let nimbus = Nimbus::open(&data, config.clone())?;
+    let nimbus = Nimbus::open_daemon(&data, config.clone())?;
     // With ZooKeeper: register and stand for leader under the address clients use.
     nimbus.elect_as(&listener.local_addr()?.to_string())?;
     let ui = super::ui::serve_nimbus(&nimbus, &config);
