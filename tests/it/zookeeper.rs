@@ -122,6 +122,23 @@ impl Ensemble {
         }
     }
 
+    /// SIGKILL server `i` and start it again with an empty data folder: its sessions and
+    /// nodes are forgotten.
+    fn restart_empty(&mut self, i: usize) {
+        self.kill(i);
+        let dir = self.dir.path().join(format!("zk{}", i + 1));
+        let data = dir.join("data");
+        let myid = std::fs::read(data.join("myid")).expect("myid");
+        std::fs::remove_dir_all(&data).expect("remove the data");
+        std::fs::create_dir_all(&data).expect("a data folder");
+        std::fs::write(data.join("myid"), myid).expect("myid");
+        self.servers[i] = Some(start_server(&dir.join("zoo.cfg")));
+        let port = self.ports[i];
+        eventually("the server to serve again", || {
+            four_letters(port, "srvr")?.contains("Mode: ").then_some(())
+        });
+    }
+
     /// The paths under `/storm` as ZooKeeper's own client lists them.
     fn zkcli_paths(&self) -> Option<BTreeSet<String>> {
         let out = Command::new(ZK_CLI)
@@ -747,4 +764,30 @@ fn zookeeper_mistakes_are_clear_errors() {
 /// Owned strings from borrowed ones.
 fn owned(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| a.to_string()).collect()
+}
+
+/// When the store's own session ends under it (here: the server restarts with no memory of
+/// it), a watch set on it fires once (so its owner reads again), and the next call carries on
+/// in a new session, counted by the epoch.
+#[test]
+fn the_store_recovers_from_its_session_ending() {
+    use storm::cluster::store::watcher;
+    use storm::cluster::zookeeper::{ZkSettings, ZkStore};
+    use storm::cluster::{CoordinationStore, CreateMode};
+    let mut ensemble = Ensemble::start(1);
+    let config = storm::config::layers::defaults();
+    let store = ZkStore::connect(ZkSettings::new(ensemble.connect(), &config)).expect("connect");
+    store
+        .create("/x", b"1", CreateMode::Persistent)
+        .expect("create");
+    let (tx, rx) = watcher();
+    store.get_data("/x", Some(tx)).expect("watch");
+    let epoch = store.epoch();
+
+    ensemble.restart_empty(0);
+    let event = rx.recv_timeout(WAIT).expect("the cut watch fires");
+    assert_eq!(event.path, "/x");
+    let after = eventually("a call on a new session", || store.exists("/x", None).ok());
+    assert_eq!(after, None, "the restarted server holds nothing");
+    assert!(store.epoch() > epoch);
 }
