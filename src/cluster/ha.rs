@@ -136,6 +136,13 @@ impl Coordination {
     /// A standby's answer to a request: who leads, if anyone does.
     pub fn standby_answer(&self) -> String {
         let me = self.election.get().map_or("?", Election::me);
+        if !self.store.connected() {
+            // Asking the ensemble would only wait out the connection timeout.
+            return format!(
+                "nimbus at {me} {NOT_LEADER}: it has lost ZooKeeper at {}",
+                self.store.address()
+            );
+        }
         match self.election.get().and_then(Election::leader) {
             Some(leader) if leader != me => {
                 format!("nimbus at {me} {NOT_LEADER}; the leader is at {leader}")

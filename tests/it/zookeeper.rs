@@ -122,16 +122,18 @@ impl Ensemble {
         }
     }
 
-    /// SIGKILL server `i` and start it again with an empty data folder: its sessions and
-    /// nodes are forgotten.
-    fn restart_empty(&mut self, i: usize) {
+    /// SIGKILL server `i` and start it again; with `wipe`, with an empty data folder (its
+    /// sessions and nodes forgotten).
+    fn restart(&mut self, i: usize, wipe: bool) {
         self.kill(i);
         let dir = self.dir.path().join(format!("zk{}", i + 1));
-        let data = dir.join("data");
-        let myid = std::fs::read(data.join("myid")).expect("myid");
-        std::fs::remove_dir_all(&data).expect("remove the data");
-        std::fs::create_dir_all(&data).expect("a data folder");
-        std::fs::write(data.join("myid"), myid).expect("myid");
+        if wipe {
+            let data = dir.join("data");
+            let myid = std::fs::read(data.join("myid")).expect("myid");
+            std::fs::remove_dir_all(&data).expect("remove the data");
+            std::fs::create_dir_all(&data).expect("a data folder");
+            std::fs::write(data.join("myid"), myid).expect("myid");
+        }
         self.servers[i] = Some(start_server(&dir.join("zoo.cfg")));
         let port = self.ports[i];
         eventually("the server to serve again", || {
@@ -784,10 +786,40 @@ fn the_store_recovers_from_its_session_ending() {
     store.get_data("/x", Some(tx)).expect("watch");
     let epoch = store.epoch();
 
-    ensemble.restart_empty(0);
+    ensemble.restart(0, true);
     let event = rx.recv_timeout(WAIT).expect("the cut watch fires");
     assert_eq!(event.path, "/x");
     let after = eventually("a call on a new session", || store.exists("/x", None).ok());
     assert_eq!(after, None, "the restarted server holds nothing");
     assert!(store.epoch() > epoch);
+}
+
+/// A nimbus that loses its ZooKeeper stops leading at once (and says why), and leads again
+/// when the server comes back.
+#[test]
+fn a_nimbus_without_zookeeper_stops_leading_until_it_returns() {
+    let mut ensemble = Ensemble::start(1);
+    let zk = ensemble.storm_options();
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    eventually("nimbus to lead", || client(&["list", "--nimbus", &addr]));
+
+    ensemble.kill(0);
+    let said = eventually("nimbus to stand by", || {
+        let out = storm().args(["list", "--nimbus", &addr]).output().ok()?;
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        (!out.status.success()).then_some(said)
+    });
+    assert!(
+        said.contains("not the leader nimbus: it has lost ZooKeeper at 127.0.0.1:"),
+        "{said}"
+    );
+
+    ensemble.restart(0, false);
+    eventually("nimbus to lead again", || {
+        client(&["list", "--nimbus", &addr])
+    });
+    let tree = client(&["zk", "dump", "--zookeeper", &ensemble.connect()]).expect("dump");
+    assert!(tree.contains(&format!("/storm/nimbuses/{addr}")), "{tree}");
 }
