@@ -114,15 +114,8 @@ pub(crate) fn client(args: &[&str]) -> Option<String> {
 }
 
 /// Poll `f` until it gives a value or the wait is over.
-pub(crate) fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+pub(crate) fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    crate::support::poll_until(what, WAIT, Duration::from_millis(200), f)
 }
 
 /// Worker processes of a topology in one of `slots` (this test's own: topology ids repeat

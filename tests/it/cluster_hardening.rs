@@ -93,15 +93,8 @@ impl Drop for Daemons {
     }
 }
 
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    crate::support::poll_until(what, WAIT, Duration::from_millis(100), f)
 }
 
 fn client(args: &[&str]) -> Option<String> {

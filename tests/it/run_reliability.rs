@@ -8,7 +8,7 @@ use assert_cmd::cargo::CommandCargoExt;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Generous bound on every wait: a hang fails the test instead of blocking it.
 const WAIT: Duration = Duration::from_secs(90);
@@ -31,15 +31,8 @@ fn signal(pid: u32, sig: &str) {
 }
 
 /// Poll `f` until it gives a value; fails the test after `WAIT`.
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    crate::support::poll_until(what, WAIT, Duration::from_millis(50), f)
 }
 
 /// The `storm worker` children of process `parent`, with their `--slot`.

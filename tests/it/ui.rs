@@ -153,15 +153,8 @@ fn post(addr: &str, path: &str, headers: &[&str]) -> (u16, Value) {
 }
 
 /// Poll `f` until it gives a value or the wait is over.
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    crate::support::poll_until(what, WAIT, Duration::from_millis(200), f)
 }
 
 /// Every named field is in the object (Storm's documented names).
