@@ -14,6 +14,12 @@ use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
 use std::time::Duration;
 
+/// The stream tuples later than their windows go to, when wired: `from` (the input component)
+/// and `late_tuple` (the tuple as a map of its fields), since the inputs' fields differ.
+pub const LATE_STREAM: &str = "late";
+/// The fields of the `late` stream.
+pub const LATE_FIELDS: [&str; 2] = ["from", "late_tuple"];
+
 /// One input as configured.
 #[derive(Debug, Clone)]
 pub struct Input {
@@ -145,6 +151,10 @@ pub struct Join {
     /// Event time: the latest time seen; count windows: tuples seen.
     clock: i64,
     late: u64,
+    /// The `late` stream, when wired.
+    late_stream: Option<crate::topology::plan::StreamId>,
+    /// Each input's field names, to describe a late tuple.
+    input_fields: Vec<Vec<String>>,
     unusable: u64,
     component: String,
     /// The plan, to know a tuple's component from its source task.
@@ -165,6 +175,8 @@ impl Join {
             whole: vec![HashMap::new(); n],
             clock: i64::MIN,
             late: 0,
+            late_stream: None,
+            input_fields: vec![Vec::new(); n],
             unusable: 0,
             component: String::new(),
             plan: None,
@@ -264,14 +276,7 @@ impl Join {
             return;
         };
         if panes.is_late(t) {
-            if self.late == 0 {
-                tracing::warn!(
-                    "{}: a tuple came later than its windows and was left out",
-                    self.component
-                );
-            }
-            self.late += 1;
-            out.dropped(1);
+            self.left_late(i, input, out);
             return;
         }
         let pane = panes.pane(t);
@@ -287,6 +292,33 @@ impl Join {
             }
             Measure::Millis => {}
         }
+    }
+}
+
+impl Join {
+    /// A tuple later than its windows: onto the `late` stream when wired, else counted.
+    fn left_late(&mut self, i: usize, input: &Tuple, out: &mut dyn BoltCollector) {
+        let Some(stream) = self.late_stream else {
+            if self.late == 0 {
+                tracing::warn!(
+                    "{}: a tuple came later than its windows and was left out (wire the `late` stream to keep such tuples)",
+                    self.component
+                );
+            }
+            self.late += 1;
+            out.dropped(1);
+            return;
+        };
+        let fields = self.input_fields[i].iter().cloned();
+        let tuple: std::collections::BTreeMap<String, Value> =
+            fields.zip(input.values.iter().cloned()).collect();
+        let row: Values = [
+            Value::Str(self.spec.inputs[i].from.as_str().into()),
+            Value::Map(Box::new(tuple)),
+        ]
+        .into_iter()
+        .collect();
+        out.send(stream, &[input], row);
     }
 }
 
@@ -326,8 +358,10 @@ impl Bolt for Join {
             }
             self.times[i] = self.spec.time.as_deref().map(at).transpose()?;
             self.input_of.insert(input.from.clone(), i);
+            self.input_fields[i] = fields;
         }
         self.plan = Some(ctx.plan.clone());
+        self.late_stream = super::wired_stream(ctx, LATE_STREAM);
         self.component = ctx.component.clone();
         Ok(())
     }

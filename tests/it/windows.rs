@@ -144,6 +144,47 @@ fn tuples_beyond_the_lag_go_to_the_late_stream() {
     assert_eq!(got, want);
 }
 
+/// A join's tuple later than its windows goes to the `late` stream with the input it came
+/// from; the others still join. One stdin feeds both sides, so the late tuple follows, on its
+/// own path, the tuple that moved the clock past its window.
+#[test]
+fn a_joins_late_tuples_go_to_the_late_stream_with_their_input() {
+    let base = 1_793_606_400_000i64;
+    let line = |t: i64, user: u32, side: &str, v: &str| {
+        format!("{{\"ts\":{t},\"user\":{user},\"side\":\"{side}\",\"v\":\"{v}\"}}\n")
+    };
+    // One key, so every task count joins it in one task; the `l` tuple may come before or
+    // after the `o` ones, and either way only `c` is behind a closed window.
+    let input = [
+        line(base + 125_000, 1, "l", "p"),
+        line(base + 130_000, 1, "o", "b"),
+        line(base + 1_000, 1, "o", "c"),
+    ]
+    .concat();
+    let dsl = |tasks: u32| {
+        format!(
+            "s = stdin(format=json, fields=[ts, user, side, v])\n\
+             s | o = filter(\"side == \\\"o\\\"\")\n\
+             s | l = filter(\"side == \\\"l\\\"\")\n\
+             o | [fields user] j = join(inputs=[{{from: o, key: user}}, {{from: l, key: user}}], \
+             select=[o.ts, l.v], window={{tumbling: 1m}}, time=ts, lag=1s) x{tasks} | stdout\n\
+             l | [fields user] j\n\
+             j | [stream=late] late = stdout(format=json)"
+        )
+    };
+    let late = serde_json::json!({
+        "from": "o",
+        "late_tuple": {"ts": base + 1_000, "user": 1, "side": "o", "v": "c"},
+    });
+    for (tasks, extra) in [(1, &[][..]), (3, &["-c", "topology.workers=3"][..])] {
+        let got = run(&dsl(tasks), &input, extra);
+        assert_eq!(got.len(), 2, "x{tasks}: {got:?}");
+        assert_eq!(got[0], format!("{}\tp", base + 130_000), "x{tasks}");
+        let got_late: serde_json::Value = serde_json::from_str(&got[1]).expect("a JSON line");
+        assert_eq!(got_late, late, "x{tasks}");
+    }
+}
+
 #[test]
 fn count_windows_and_the_end_of_input_flush() {
     let input: String = (0..25).map(|i| format!("{i}\n")).collect();

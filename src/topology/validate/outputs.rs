@@ -99,6 +99,14 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
             input.map(<[String]>::to_vec).unwrap_or_default(),
         );
     }
+    if c.ctype == ComponentType::Join && c.args.contains_key("window") {
+        // Tuples later than their windows, each with the input it came from.
+        let fields = crate::components::join::LATE_FIELDS;
+        out.insert(
+            crate::components::join::LATE_STREAM.into(),
+            fields.iter().map(|f| f.to_string()).collect(),
+        );
+    }
     let parses = c.ctype == ComponentType::Parse
         || (matches!(c.ctype, ComponentType::Stdin | ComponentType::File)
             && c.args.contains_key("format"));
