@@ -1,0 +1,229 @@
+//! A supervisor's own ZooKeeper session, used when `storm.zookeeper.servers` is set (as
+//! Storm's supervisors do): the supervisor creates its ephemeral `/supervisors/{id}` node on
+//! its own session (so the node lives and dies with the supervisor, not with a nimbus), and
+//! learns its work by watching `/assignments` (its children, and each assignment's data).
+//!
+//! Watches are one-shot: each one that fires is registered again by the read that follows it.
+//! When the session expires the store opens a new one (its epoch moves): the node is created
+//! again and every watch registered again on the new session.
+
+use super::layout::{AssignmentInfo, SupervisorInfo};
+use super::nimbus_state::ClusterState;
+use super::rpc::{self, SlotWork};
+use super::store::{child_path, watcher, CoordinationStore, StoreError, WatchedEvent, Watcher};
+use super::zookeeper::{ZkSettings, ZkStore, OWN_SESSION};
+use crossbeam_channel::Receiver;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often the supervisor rewrites its node (its uptime and time, Storm's
+/// `supervisor.heartbeat.frequency.secs`), and re-creates it should it be gone.
+const REFRESH: Duration = Duration::from_secs(3);
+
+/// Where a supervisor finds the ensemble.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkSupervisorSettings {
+    pub settings: ZkSettings,
+    /// `storm.zookeeper.root`.
+    pub root: String,
+}
+
+/// A supervisor's session with the ensemble: its registration and its assignment watches.
+pub struct ZkSupervisor {
+    store: Arc<ZkStore>,
+    state: ClusterState<Arc<ZkStore>>,
+    id: String,
+    /// The store epoch and time of the last registration.
+    registered: Option<(u64, Instant)>,
+    watch: AssignmentWatch,
+}
+
+impl ZkSupervisor {
+    /// Connect to the ensemble; fails when no server answers within the connection timeout.
+    pub fn connect(zk: &ZkSupervisorSettings, id: &str) -> anyhow::Result<ZkSupervisor> {
+        let store = Arc::new(
+            ZkStore::connect(zk.settings.clone())
+                .map_err(|e| anyhow::anyhow!("storm.zookeeper.servers: {e}"))?,
+        );
+        let state = ClusterState::new(store.clone(), &zk.root)?;
+        let watch = AssignmentWatch::new(state.layout().assignments());
+        Ok(ZkSupervisor {
+            store,
+            state,
+            id: id.to_string(),
+            registered: None,
+            watch,
+        })
+    }
+
+    /// Register (when due) and read the assignments that changed: the slots assigned to this
+    /// supervisor. An error leaves the workers as they are; the caller tries again later.
+    pub fn beat(&mut self, info: &SupervisorInfo) -> Result<Vec<SlotWork>, String> {
+        self.store.renew().map_err(|e| e.to_string())?;
+        self.register(info)?;
+        self.watch.sync(&*self.store).map_err(|e| e.to_string())?;
+        Ok(self.watch.work_of(&self.id))
+    }
+
+    /// Create or refresh `/supervisors/{id}` on this supervisor's session: at once on a new
+    /// session, else every [`REFRESH`]. Refused while another live supervisor claims one of
+    /// its slots.
+    fn register(&mut self, info: &SupervisorInfo) -> Result<(), String> {
+        let epoch = self.store.epoch();
+        let due = match self.registered {
+            Some((e, at)) => e != epoch || at.elapsed() >= REFRESH,
+            None => true,
+        };
+        if !due {
+            return Ok(());
+        }
+        let live = self.state.supervisors().map_err(|e| e.to_string())?;
+        if let Some(clash) = super::nimbus::slot_clash(&live, &self.id, info) {
+            self.registered = None;
+            return Err(clash);
+        }
+        self.state
+            .supervisor_heartbeat(OWN_SESSION, &self.id, info)
+            .map_err(|e| e.to_string())?;
+        if self.registered.is_none_or(|(e, _)| e != epoch) {
+            tracing::info!(
+                "supervisor {}: registered in ZooKeeper at {}",
+                self.id,
+                self.store.address()
+            );
+        }
+        self.registered = Some((epoch, Instant::now()));
+        Ok(())
+    }
+
+    /// Remove the supervisor's node (its session closes when the store is dropped).
+    pub fn unregister(&self) {
+        let path = self.state.layout().supervisor(&self.id);
+        let _ = self.store.delete(&path, None);
+    }
+}
+
+/// The assignments as last read, kept current by watches on `/assignments` and on each
+/// assignment.
+struct AssignmentWatch {
+    dir: String,
+    /// The store epoch the watches were registered on.
+    epoch: Option<u64>,
+    watcher: Watcher,
+    events: Receiver<WatchedEvent>,
+    /// Topology id → its assignment (`None` when it does not parse).
+    known: BTreeMap<String, Option<AssignmentInfo>>,
+    /// The children are to be listed again (and watched).
+    list: bool,
+    /// Assignments to read again (and watch).
+    stale: BTreeSet<String>,
+}
+
+impl AssignmentWatch {
+    fn new(dir: String) -> AssignmentWatch {
+        let (watcher, events) = watcher();
+        AssignmentWatch {
+            dir,
+            epoch: None,
+            watcher,
+            events,
+            known: BTreeMap::new(),
+            list: true,
+            stale: BTreeSet::new(),
+        }
+    }
+
+    /// Start over on a new session: a new channel (events of the old session's watches are
+    /// dropped with it), everything read and watched again.
+    fn reset(&mut self, epoch: u64) {
+        let (watcher, events) = watcher();
+        self.watcher = watcher;
+        self.events = events;
+        self.epoch = Some(epoch);
+        self.known.clear();
+        self.stale.clear();
+        self.list = true;
+    }
+
+    /// Read again what the fired watches name, registering each watch again.
+    fn sync(&mut self, store: &ZkStore) -> Result<(), StoreError> {
+        let epoch = store.epoch();
+        if self.epoch != Some(epoch) {
+            self.reset(epoch);
+        }
+        for event in self.events.try_iter() {
+            if event.path == self.dir {
+                self.list = true;
+            } else if let Some(name) = event.path.rsplit('/').next() {
+                self.stale.insert(name.to_string());
+            }
+        }
+        if self.list {
+            self.list_children(store)?;
+        }
+        while let Some(name) = self.stale.first().cloned() {
+            self.read(store, &name)?;
+            self.stale.remove(&name);
+        }
+        Ok(())
+    }
+
+    /// List `/assignments` with a watch: new children are to be read, gone ones forgotten.
+    fn list_children(&mut self, store: &ZkStore) -> Result<(), StoreError> {
+        let kids: BTreeSet<String> = store
+            .children(&self.dir, Some(self.watcher.clone()))?
+            .into_iter()
+            .collect();
+        self.list = false;
+        self.known.retain(|id, _| kids.contains(id));
+        self.stale.retain(|id| kids.contains(id));
+        let new: Vec<String> = kids
+            .into_iter()
+            .filter(|id| !self.known.contains_key(id))
+            .collect();
+        self.stale.extend(new);
+        Ok(())
+    }
+
+    /// Read one assignment with a watch on its data.
+    fn read(&mut self, store: &ZkStore, id: &str) -> Result<(), StoreError> {
+        let path = child_path(&self.dir, id);
+        match store.get_data(&path, Some(self.watcher.clone())) {
+            Ok((data, _)) => {
+                let parsed = serde_json::from_slice(&data).ok();
+                if parsed.is_none() {
+                    tracing::warn!("supervisor: {path} does not hold an assignment; ignored");
+                }
+                self.known.insert(id.to_string(), parsed);
+                Ok(())
+            }
+            Err(StoreError::NoNode(_)) => {
+                self.known.remove(id);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The slots the known assignments give `supervisor`.
+    fn work_of(&self, supervisor: &str) -> Vec<SlotWork> {
+        let mut out = Vec::new();
+        for (id, a) in &self.known {
+            let Some(a) = a else { continue };
+            let ports: BTreeSet<u16> = a
+                .task_to_node_port
+                .values()
+                .filter(|np| np.node == supervisor)
+                .map(|np| np.port)
+                .collect();
+            let version = rpc::assignment_version(a);
+            out.extend(ports.into_iter().map(|port| SlotWork {
+                topology: id.clone(),
+                port,
+                version,
+            }));
+        }
+        out
+    }
+}
