@@ -62,7 +62,10 @@ impl ZkSupervisor {
     pub fn beat(&mut self, info: &SupervisorInfo) -> Result<Vec<SlotWork>, String> {
         self.store.renew().map_err(|e| e.to_string())?;
         self.register(info)?;
-        self.watch.sync(&*self.store).map_err(|e| e.to_string())?;
+        let epoch = self.store.epoch();
+        self.watch
+            .sync(&*self.store, epoch)
+            .map_err(|e| e.to_string())?;
         Ok(self.watch.work_of(&self.id))
     }
 
@@ -146,9 +149,9 @@ impl AssignmentWatch {
         self.list = true;
     }
 
-    /// Read again what the fired watches name, registering each watch again.
-    fn sync(&mut self, store: &ZkStore) -> Result<(), StoreError> {
-        let epoch = store.epoch();
+    /// Read again what the fired watches name, registering each watch again; everything
+    /// when `epoch` (the session the store is on) moved.
+    fn sync(&mut self, store: &dyn CoordinationStore, epoch: u64) -> Result<(), StoreError> {
         if self.epoch != Some(epoch) {
             self.reset(epoch);
         }
@@ -170,7 +173,7 @@ impl AssignmentWatch {
     }
 
     /// List `/assignments` with a watch: new children are to be read, gone ones forgotten.
-    fn list_children(&mut self, store: &ZkStore) -> Result<(), StoreError> {
+    fn list_children(&mut self, store: &dyn CoordinationStore) -> Result<(), StoreError> {
         let kids: BTreeSet<String> = store
             .children(&self.dir, Some(self.watcher.clone()))?
             .into_iter()
@@ -187,7 +190,7 @@ impl AssignmentWatch {
     }
 
     /// Read one assignment with a watch on its data.
-    fn read(&mut self, store: &ZkStore, id: &str) -> Result<(), StoreError> {
+    fn read(&mut self, store: &dyn CoordinationStore, id: &str) -> Result<(), StoreError> {
         let path = child_path(&self.dir, id);
         match store.get_data(&path, Some(self.watcher.clone())) {
             Ok((data, _)) => {
@@ -225,5 +228,72 @@ impl AssignmentWatch {
             }));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::layout::NodePort;
+    use crate::cluster::tree::SharedTree;
+
+    fn assignment(slots: &[(u32, &str, u16)]) -> Vec<u8> {
+        let mut a = AssignmentInfo::default();
+        for (task, node, port) in slots {
+            a.node_host.insert(node.to_string(), "127.0.0.1".into());
+            let np = NodePort {
+                node: node.to_string(),
+                port: *port,
+            };
+            a.task_to_node_port.insert(*task, np);
+        }
+        serde_json::to_vec(&a).unwrap()
+    }
+
+    fn ports(watch: &AssignmentWatch, node: &str) -> Vec<(String, u16)> {
+        let work = watch.work_of(node);
+        work.into_iter().map(|w| (w.topology, w.port)).collect()
+    }
+
+    /// Each change reaches the watch by the event it fires (the embedded tree's watches, which
+    /// fire as ZooKeeper's do); without an event nothing is read again, except on a new session.
+    #[test]
+    fn the_assignments_follow_the_watches() {
+        let tree = SharedTree::new();
+        tree.create_all("/storm/assignments").unwrap();
+        let put = |id: &str, data: &[u8]| tree.put(&format!("/storm/assignments/{id}"), data);
+        put("t1", &assignment(&[(1, "s1", 6700), (2, "s2", 6700)])).unwrap();
+        let mut watch = AssignmentWatch::new("/storm/assignments".into());
+        watch.sync(&tree, 1).unwrap();
+        assert_eq!(ports(&watch, "s1"), [("t1".to_string(), 6700)]);
+
+        // A new topology, a changed one, a removed one.
+        put("t2", &assignment(&[(1, "s1", 6701)])).unwrap();
+        watch.sync(&tree, 1).unwrap();
+        assert_eq!(
+            ports(&watch, "s1"),
+            [("t1".to_string(), 6700), ("t2".to_string(), 6701)]
+        );
+        put("t1", &assignment(&[(1, "s2", 6700), (2, "s2", 6701)])).unwrap();
+        watch.sync(&tree, 1).unwrap();
+        assert_eq!(ports(&watch, "s1"), [("t2".to_string(), 6701)]);
+        tree.delete("/storm/assignments/t2", None).unwrap();
+        watch.sync(&tree, 1).unwrap();
+        assert_eq!(ports(&watch, "s1"), []);
+        assert_eq!(
+            ports(&watch, "s2"),
+            [("t1".to_string(), 6700), ("t1".to_string(), 6701)]
+        );
+
+        // Nothing fired: nothing is read again (a stale entry stays stale) ...
+        watch.known.insert("t1".into(), None);
+        watch.sync(&tree, 1).unwrap();
+        assert_eq!(ports(&watch, "s2"), [], "read again without an event");
+        // ... until the session is new: then everything is read, and watched, again.
+        watch.sync(&tree, 2).unwrap();
+        assert_eq!(ports(&watch, "s2").len(), 2);
+        put("t1", &assignment(&[(1, "s1", 6702)])).unwrap();
+        watch.sync(&tree, 2).unwrap();
+        assert_eq!(ports(&watch, "s1"), [("t1".to_string(), 6702)]);
     }
 }

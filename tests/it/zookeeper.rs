@@ -843,6 +843,15 @@ fn zookeeper_mistakes_are_clear_errors() {
     let data = data.path().to_str().expect("utf-8 path");
     let nimbus = ["nimbus", "--listen", "127.0.0.1:0", "--data", data, "-c"];
     let unreachable = format!("storm.zookeeper.servers=[\"127.0.0.1:{closed}\"]");
+    let slot = free_port("127.0.0.1").to_string();
+    let supervisor = [
+        "supervisor",
+        "--nimbus",
+        "127.0.0.1:1",
+        "--slots",
+        &slot,
+        "-c",
+    ];
     let dump = ["zk", "dump", "--zookeeper", &format!("127.0.0.1:{closed}")].map(String::from);
     let cases = [
         (
@@ -854,6 +863,13 @@ fn zookeeper_mistakes_are_clear_errors() {
         ),
         (
             owned(&[&nimbus[..], &[unreachable.as_str()]].concat()),
+            format!(
+                "error: storm.zookeeper.servers: coordination store unavailable: \
+                 cannot reach ZooKeeper at 127.0.0.1:{closed}"
+            ),
+        ),
+        (
+            owned(&[&supervisor[..], &[unreachable.as_str()]].concat()),
             format!(
                 "error: storm.zookeeper.servers: coordination store unavailable: \
                  cannot reach ZooKeeper at 127.0.0.1:{closed}"
