@@ -340,10 +340,7 @@ fn zk_beat(
     match zk.beat(&info(opts, started)) {
         Ok(work) => Beat::Work(work),
         Err(e) => {
-            tracing::warn!(
-                "supervisor {}: ZooKeeper: {e}; retrying in {retry:?}",
-                opts.id
-            );
+            tracing::warn!("supervisor {}: {e}; retrying in {retry:?}", opts.id);
             Beat::Retry
         }
     }

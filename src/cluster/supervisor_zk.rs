@@ -59,13 +59,21 @@ impl ZkSupervisor {
 
     /// Register (when due) and read the assignments that changed: the slots assigned to this
     /// supervisor. An error leaves the workers as they are; the caller tries again later.
+    /// While disconnected it fails at once rather than wait out the connection timeout, so
+    /// the workers stay supervised.
     pub fn beat(&mut self, info: &SupervisorInfo) -> Result<Vec<SlotWork>, String> {
-        self.store.renew().map_err(|e| e.to_string())?;
+        self.store.renew().map_err(|e| self.said(e))?;
+        if !self.store.connected() {
+            return Err(format!(
+                "disconnected from ZooKeeper at {}",
+                self.store.address()
+            ));
+        }
         self.register(info)?;
         let epoch = self.store.epoch();
         self.watch
             .sync(&*self.store, epoch)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| self.said(e))?;
         Ok(self.watch.work_of(&self.id))
     }
 
@@ -81,14 +89,14 @@ impl ZkSupervisor {
         if !due {
             return Ok(());
         }
-        let live = self.state.supervisors().map_err(|e| e.to_string())?;
+        let live = self.state.supervisors().map_err(|e| self.said(e))?;
         if let Some(clash) = super::nimbus::slot_clash(&live, &self.id, info) {
             self.registered = None;
-            return Err(clash);
+            return Err(format!("not registered (it gets no work): {clash}"));
         }
         self.state
             .supervisor_heartbeat(OWN_SESSION, &self.id, info)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| self.said(e))?;
         if self.registered.is_none_or(|(e, _)| e != epoch) {
             tracing::info!(
                 "supervisor {}: registered in ZooKeeper at {}",
@@ -98,6 +106,11 @@ impl ZkSupervisor {
         }
         self.registered = Some((epoch, Instant::now()));
         Ok(())
+    }
+
+    /// An error of the ensemble, naming it.
+    fn said(&self, e: impl std::fmt::Display) -> String {
+        format!("ZooKeeper at {}: {e}", self.store.address())
     }
 
     /// Remove the supervisor's node (its session closes when the store is dropped).
