@@ -111,7 +111,7 @@ def submit_to_running(root, options):
     nimbus = f"127.0.0.1:{free_port()}"
     n = daemon("nimbus", "--listen", nimbus, "--data", tempfile.mkdtemp(dir=root), *options)
     until(lambda: storm("list", "--nimbus", nimbus).returncode == 0)
-    s = daemon("supervisor", "--nimbus", nimbus, "--slots", str(free_port()))
+    s = daemon("supervisor", "--nimbus", nimbus, "--slots", str(free_port()), *options)
     until(lambda: "/storm/supervisors/" in storm("zk", "dump", "--nimbus", nimbus).stdout)
     file = os.path.join(root, "figures.yaml")
     with open(file, "w") as f:

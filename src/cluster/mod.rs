@@ -3,7 +3,8 @@
 //! writing of the state (`nimbus_state`, which places executors with `crate::placement`), the simulated cluster behind
 //! `storm zk dump` (`simulation`). The daemons: `nimbus` (serving `rpc`), `supervisor`, and
 //! `worker` processes (tuples between workers over `runtime::tcp`). `zookeeper` keeps the
-//! tree in a ZooKeeper ensemble instead; `leader` and `ha` let several nimbuses share it.
+//! tree in a ZooKeeper ensemble instead; `leader` and `ha` let several nimbuses share it;
+//! `supervisor_zk` is a supervisor's own session with the ensemble.
 
 pub mod dump;
 pub mod ha;
@@ -17,6 +18,7 @@ pub mod snapshot;
 pub mod store;
 pub mod submission;
 pub mod supervisor;
+pub mod supervisor_zk;
 pub mod tree;
 pub mod worker;
 pub mod zookeeper;

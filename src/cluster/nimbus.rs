@@ -38,7 +38,7 @@ const FAILING_FOR: Duration = Duration::from_secs(300);
 
 /// Why a supervisor's heartbeat is refused: another live supervisor (another id) already
 /// claims one of its host:port slots, and two workers cannot listen on one port.
-fn slot_clash(
+pub(crate) fn slot_clash(
     live: &BTreeMap<String, SupervisorInfo>,
     id: &str,
     info: &SupervisorInfo,

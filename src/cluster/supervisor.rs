@@ -1,11 +1,14 @@
-//! A supervisor (Storm's `supervisor.clj`): registers itself with nimbus under an ephemeral
-//! `/supervisors/{id}` node kept alive by its session's heartbeat, polls its assignments,
+//! A supervisor (Storm's `supervisor.clj`): registers itself under an ephemeral
+//! `/supervisors/{id}` node and learns its assignments (through nimbus, which holds the node
+//! on a session kept alive by the supervisor's heartbeats and answers them with its work; or,
+//! with ZooKeeper configured, on its own session, watching `/assignments`: `supervisor_zk`),
 //! launches one worker process per assigned slot, restarts workers that die, kills workers
 //! whose slot is no longer assigned, and ends its workers when it stops.
 
 use super::layout::{NodePort, SupervisorInfo};
 use super::nimbus::now_secs;
 use super::rpc::{self, Request, SlotWork};
+use super::supervisor_zk::{ZkSupervisor, ZkSupervisorSettings};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
@@ -49,6 +52,8 @@ pub struct SupervisorOptions {
     /// Ports whose worker is to be killed (SIGKILL, which also ends a stopped process); it is
     /// then restarted like any dead worker.
     pub kill_requests: Option<crossbeam_channel::Receiver<u16>>,
+    /// With ZooKeeper: the supervisor registers and watches its assignments there itself.
+    pub zookeeper: Option<ZkSupervisorSettings>,
 }
 
 /// A worker process that ended on its own.
@@ -144,6 +149,10 @@ pub fn run(
     exits: Option<crossbeam_channel::Sender<WorkerExit>>,
 ) -> anyhow::Result<()> {
     check_slots(&opts.host, &opts.ports)?;
+    let mut zk = match &opts.zookeeper {
+        Some(settings) => Some(ZkSupervisor::connect(settings, &opts.id)?),
+        None => None,
+    };
     let started = Instant::now();
     let mut session: Option<u64> = None;
     let mut slots: BTreeMap<u16, Slot> = BTreeMap::new();
@@ -158,7 +167,11 @@ pub fn run(
     );
     while !stop.load(Ordering::Relaxed) {
         if Instant::now() >= next_beat {
-            match heartbeat(opts, &mut session, started, retry) {
+            let beat = match zk.as_mut() {
+                Some(zk) => zk_beat(opts, zk, started, retry),
+                None => heartbeat(opts, &mut session, started, retry),
+            };
+            match beat {
                 Beat::Work(work) => {
                     reconcile(opts, &mut slots, &work);
                     retry = NIMBUS_RETRY_MIN;
@@ -183,6 +196,9 @@ pub fn run(
     }
     for (port, slot) in slots.iter_mut() {
         kill(slot, *port);
+    }
+    if let Some(zk) = &zk {
+        zk.unregister();
     }
     if let Some(s) = session {
         let _ = opts
@@ -290,12 +306,7 @@ fn heartbeat(
     let beat = Request::SupervisorBeat {
         session: s,
         id: opts.id.clone(),
-        info: SupervisorInfo {
-            hostname: opts.host.clone(),
-            time_secs: now_secs(),
-            uptime_secs: started.elapsed().as_secs(),
-            ports: opts.ports.clone(),
-        },
+        info: info(opts, started),
     };
     match opts.nimbus.call::<Vec<SlotWork>>(&beat) {
         Ok(work) => Beat::Work(work),
@@ -316,6 +327,32 @@ fn heartbeat(
             tracing::warn!("supervisor: heartbeat: {e:#}; retrying in {retry:?}");
             Beat::Retry
         }
+    }
+}
+
+/// The ZooKeeper beat: register, and read the assignments whose watches fired.
+fn zk_beat(
+    opts: &SupervisorOptions,
+    zk: &mut ZkSupervisor,
+    started: Instant,
+    retry: Duration,
+) -> Beat {
+    match zk.beat(&info(opts, started)) {
+        Ok(work) => Beat::Work(work),
+        Err(e) => {
+            tracing::warn!("supervisor {}: {e}; retrying in {retry:?}", opts.id);
+            Beat::Retry
+        }
+    }
+}
+
+/// What the supervisor's node says of it.
+fn info(opts: &SupervisorOptions, started: Instant) -> SupervisorInfo {
+    SupervisorInfo {
+        hostname: opts.host.clone(),
+        time_secs: now_secs(),
+        uptime_secs: started.elapsed().as_secs(),
+        ports: opts.ports.clone(),
     }
 }
 
@@ -428,6 +465,7 @@ pub fn options(
         env: Vec::new(),
         die_with_parent: false,
         kill_requests: None,
+        zookeeper: None,
     })
 }
 

@@ -3,11 +3,13 @@
 //! embedded tree; ephemeral, sequential nodes and one-shot watches are ZooKeeper's own.
 //!
 //! Sessions: the store's own ZooKeeper session ([`OWN_SESSION`]) holds the ephemeral nodes of
-//! the process that opened it (a nimbus's registration and leader latch). When that session
+//! the process that opened it (a nimbus's registration and leader latch, a supervisor's node).
+//! When that session
 //! expires the store connects a new one at the next call and counts a new [`ZkStore::epoch`],
 //! so owners re-create their ephemeral nodes; a watch cut by the expiry fires once, so its
 //! owner re-reads and watches again on the new session. Sessions opened with
-//! `open_session` (supervisors registering through nimbus) are ZooKeeper sessions of their own:
+//! `open_session` (supervisors that register through nimbus, not knowing the ensemble
+//! themselves) are ZooKeeper sessions of their own:
 //! their ephemeral nodes vanish when they are closed, expired for want of heartbeats, or when
 //! the nimbus holding them dies.
 //!

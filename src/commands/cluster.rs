@@ -8,6 +8,8 @@ use crate::cli::{
 };
 use crate::cluster::nimbus::Nimbus;
 use crate::cluster::rpc::{self, Request, Submission, TopologySummary};
+use crate::cluster::supervisor_zk::ZkSupervisorSettings;
+use crate::cluster::zookeeper::ZkSettings;
 use crate::cluster::{supervisor, worker};
 use crate::config::{layers, Config};
 use crate::net::auth::Secret;
@@ -181,6 +183,10 @@ pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
     let stop = stop_flag()?;
     let mut opts = supervisor::options(nimbus, &a.host, ports)?;
     opts.env = secret_env(&config);
+    opts.zookeeper = ZkSettings::from_config(&config).map(|settings| ZkSupervisorSettings {
+        settings,
+        root: config.zookeeper_root(),
+    });
     crate::stderr_println!("supervisor {}: started", opts.id);
     supervisor::run(&opts, &stop, None)?;
     Ok(Status::Success)

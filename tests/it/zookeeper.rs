@@ -143,20 +143,40 @@ impl Ensemble {
 
     /// The paths under `/storm` as ZooKeeper's own client lists them.
     fn zkcli_paths(&self) -> Option<BTreeSet<String>> {
+        let out = self.zkcli(&["ls", "-R", "/storm"])?;
+        Some(
+            out.lines()
+                .filter(|l| l.starts_with("/storm"))
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    /// The stdout of one ZooKeeper shell command, when it succeeds.
+    fn zkcli(&self, command: &[&str]) -> Option<String> {
         let out = Command::new(ZK_CLI)
-            .args(["-server", &self.connect(), "ls", "-R", "/storm"])
+            .args(["-server", &self.connect()])
+            .args(command)
             .env("ZOO_LOG_DIR", self.dir.path())
             .env("ZOO_LOG4J_PROP", "ERROR,CONSOLE")
             .stdin(Stdio::null())
             .output()
             .expect("run zkCli.sh");
-        out.status.success().then(|| {
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter(|l| l.starts_with("/storm"))
-                .map(str::to_string)
-                .collect()
-        })
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The session owning an ephemeral node, as `zkCli.sh stat` shows it (`0x...`); `None`
+    /// when the node is missing.
+    fn ephemeral_owner(&self, path: &str) -> Option<String> {
+        let out = self.zkcli(&["stat", path])?;
+        let owner = out
+            .lines()
+            .find_map(|l| l.strip_prefix("ephemeralOwner = "))?
+            .trim()
+            .to_string();
+        Some(owner)
     }
 }
 
@@ -212,7 +232,8 @@ fn paths_of(dump: &str) -> BTreeSet<String> {
         .collect()
 }
 
-fn start_nimbus(daemons: &mut Daemons, name: &'static str, addr: &str, zk: &[String]) {
+/// Start a nimbus; its pid.
+fn start_nimbus(daemons: &mut Daemons, name: &'static str, addr: &str, zk: &[String]) -> u32 {
     let data = tempfile::tempdir().expect("tempdir").keep();
     daemons.spawn(
         name,
@@ -221,18 +242,18 @@ fn start_nimbus(daemons: &mut Daemons, name: &'static str, addr: &str, zk: &[Str
             .arg(&data)
             .args(["-c", "nimbus.task.timeout.secs=10"])
             .args(zk),
-    );
+    )
 }
 
-/// Start a supervisor with `n` slots, adding them (`HOST:PORT`) to `ours`; its id
-/// (`HOST-PID`).
+/// Start a supervisor with `n` slots, adding them (`HOST:PORT`) to `ours`, with the options
+/// `zk` (which put it on ZooKeeper itself); its id (`HOST-PID`).
 fn start_supervisor(
     daemons: &mut Daemons,
     name: &'static str,
     nimbus: &str,
-    host: &str,
-    n: usize,
+    (host, n): (&str, usize),
     ours: &mut Vec<String>,
+    zk: &[String],
 ) -> String {
     let ports: Vec<u16> = (0..n).map(|_| free_port(host)).collect();
     ours.extend(ports.iter().map(|p| format!("{host}:{p}")));
@@ -240,15 +261,17 @@ fn start_supervisor(
     let slots = slots.join(",");
     let pid = daemons.spawn(
         name,
-        storm().args([
-            "supervisor",
-            "--nimbus",
-            nimbus,
-            "--host",
-            host,
-            "--slots",
-            &slots,
-        ]),
+        storm()
+            .args([
+                "supervisor",
+                "--nimbus",
+                nimbus,
+                "--host",
+                host,
+                "--slots",
+                &slots,
+            ])
+            .args(zk),
     );
     format!("{host}-{pid}")
 }
@@ -286,8 +309,22 @@ fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let [host_a, host_b] = two_hosts();
     let mut slots = Vec::new();
-    let victim = start_supervisor(&mut daemons, "supervisor-a", &addr, host_a, 2, &mut slots);
-    let survivor = start_supervisor(&mut daemons, "supervisor-b", &addr, host_b, 2, &mut slots);
+    let victim = start_supervisor(
+        &mut daemons,
+        "supervisor-a",
+        &addr,
+        (host_a, 2),
+        &mut slots,
+        &zk,
+    );
+    let survivor = start_supervisor(
+        &mut daemons,
+        "supervisor-b",
+        &addr,
+        (host_b, 2),
+        &mut slots,
+        &zk,
+    );
     let ensemble_addr = ensemble.connect();
     let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
     eventually("both supervisors in ZooKeeper", || {
@@ -340,6 +377,113 @@ fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
     );
 }
 
+/// A supervisor given the ensemble is a ZooKeeper client itself: its node belongs to its own
+/// session (not nimbus's, and outlives it), and its work reaches it through its watches on
+/// `/assignments`: with nimbus frozen (SIGSTOP), so that it can answer nothing, an assignment
+/// changed in ZooKeeper by its own shell moves a worker to the slot it names. Frozen past its
+/// own session, it registers and watches again on a new one.
+#[test]
+fn a_supervisor_registers_on_its_own_session_and_watches_its_assignments() {
+    let ensemble = Ensemble::start(1);
+    let zk = ensemble.storm_options();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    let nimbus = start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    let mut slots = Vec::new();
+    let host = "127.0.0.1";
+    let sup = start_supervisor(
+        &mut daemons,
+        "supervisor",
+        &addr,
+        (host, 3),
+        &mut slots,
+        &zk,
+    );
+    let sup_node = format!("/storm/supervisors/{sup}");
+    let nimbus_node = format!("/storm/nimbuses/{addr}");
+    let (owner, nimbus_owner) = eventually("both ephemeral nodes", || {
+        Some((
+            ensemble.ephemeral_owner(&sup_node)?,
+            ensemble.ephemeral_owner(&nimbus_node)?,
+        ))
+    });
+    assert_ne!(owner, "0x0", "{sup_node} is not ephemeral");
+    assert_ne!(owner, nimbus_owner, "the supervisor's node is nimbus's");
+
+    let id = submit(dir.path(), ENDLESS, &addr);
+    let _workers = Workers(id.clone(), slots.clone());
+    let running = eventually("two workers", || {
+        let w = workers_of(&id, &slots);
+        (w.len() == 2).then_some(w)
+    });
+    let used: Vec<&String> = running.iter().map(|(_, slot)| slot).collect();
+    let free = slots
+        .iter()
+        .find(|s| !used.contains(s))
+        .expect("a free slot")
+        .clone();
+    let port = |slot: &str| slot.rsplit(':').next().unwrap_or_default().to_string();
+
+    // Freeze nimbus, then move the first worker's tasks to the free slot in ZooKeeper.
+    signal(nimbus, "-STOP");
+    let path = format!("/storm/assignments/{id}");
+    let before = ensemble
+        .zkcli(&["get", &path])
+        .and_then(|out| out.lines().find(|l| l.starts_with('{')).map(str::to_string))
+        .expect("the assignment, read by zkCli.sh");
+    let moved = before.replace(
+        &format!("\"{sup}:{}\"", port(used[0])),
+        &format!("\"{sup}:{}\"", port(&free)),
+    );
+    assert_ne!(moved, before, "{before}");
+    ensemble
+        .zkcli(&["set", &path, &moved])
+        .expect("zkCli.sh set");
+    eventually("a worker on the slot the new assignment names", || {
+        workers_of(&id, &slots)
+            .iter()
+            .any(|(_, slot)| *slot == free)
+            .then_some(())
+    });
+
+    // Nimbus's session expires while it is frozen; the supervisor's node stays, still owned
+    // by the supervisor's session.
+    eventually("nimbus's node to go with its session", || {
+        ensemble
+            .zkcli(&["ls", "/storm/nimbuses"])
+            .filter(|out| out.lines().any(|l| l.trim() == "[]"))
+    });
+    assert_eq!(ensemble.ephemeral_owner(&sup_node).as_ref(), Some(&owner));
+
+    // The supervisor frozen past its own session: its node goes; woken, it registers again
+    // on a new session and watches again there (the assignment set back reaches it).
+    let supervisor = sup.rsplit('-').next().and_then(|p| p.parse().ok());
+    let supervisor: u32 = supervisor.expect("the supervisor's pid");
+    signal(supervisor, "-STOP");
+    eventually("the frozen supervisor's node to go", || {
+        ensemble
+            .zkcli(&["ls", "/storm/supervisors"])
+            .filter(|out| out.lines().any(|l| l.trim() == "[]"))
+    });
+    signal(supervisor, "-CONT");
+    let again = eventually("the supervisor registered again", || {
+        ensemble.ephemeral_owner(&sup_node)
+    });
+    assert_ne!(again, owner, "registered again on the expired session");
+    ensemble
+        .zkcli(&["set", &path, &before])
+        .expect("zkCli.sh set");
+    eventually("a worker on the slot the assignment names again", || {
+        workers_of(&id, &slots)
+            .iter()
+            .any(|(_, slot)| slot == used[0])
+            .then_some(())
+    });
+    signal(nimbus, "-CONT");
+}
+
 #[test]
 fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() {
     let mut ensemble = Ensemble::start(3);
@@ -375,9 +519,9 @@ fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() 
         &mut daemons,
         "supervisor",
         &both,
-        "127.0.0.1",
-        4,
+        ("127.0.0.1", 4),
         &mut slots,
+        &zk,
     );
 
     let id = submit(dir.path(), ENDLESS, &a);
@@ -699,6 +843,15 @@ fn zookeeper_mistakes_are_clear_errors() {
     let data = data.path().to_str().expect("utf-8 path");
     let nimbus = ["nimbus", "--listen", "127.0.0.1:0", "--data", data, "-c"];
     let unreachable = format!("storm.zookeeper.servers=[\"127.0.0.1:{closed}\"]");
+    let slot = free_port("127.0.0.1").to_string();
+    let supervisor = [
+        "supervisor",
+        "--nimbus",
+        "127.0.0.1:1",
+        "--slots",
+        &slot,
+        "-c",
+    ];
     let dump = ["zk", "dump", "--zookeeper", &format!("127.0.0.1:{closed}")].map(String::from);
     let cases = [
         (
@@ -710,6 +863,13 @@ fn zookeeper_mistakes_are_clear_errors() {
         ),
         (
             owned(&[&nimbus[..], &[unreachable.as_str()]].concat()),
+            format!(
+                "error: storm.zookeeper.servers: coordination store unavailable: \
+                 cannot reach ZooKeeper at 127.0.0.1:{closed}"
+            ),
+        ),
+        (
+            owned(&[&supervisor[..], &[unreachable.as_str()]].concat()),
             format!(
                 "error: storm.zookeeper.servers: coordination store unavailable: \
                  cannot reach ZooKeeper at 127.0.0.1:{closed}"
