@@ -148,8 +148,10 @@ pub struct Join {
     whole: Buffered,
     /// With a window: the tuples per pane.
     panes: Option<Panes<Buffered>>,
-    /// Event time: the latest time seen; count windows: tuples seen.
+    /// Count windows: tuples seen.
     clock: i64,
+    /// Event time: the latest time seen on each input (`i64::MIN` before its first tuple).
+    latest: Vec<i64>,
     late: u64,
     /// The `late` stream, when wired.
     late_stream: Option<crate::topology::plan::StreamId>,
@@ -174,6 +176,7 @@ impl Join {
             input_of: HashMap::new(),
             whole: vec![HashMap::new(); n],
             clock: i64::MIN,
+            latest: vec![i64::MIN; n],
             late: 0,
             late_stream: None,
             input_fields: vec![Vec::new(); n],
@@ -287,8 +290,9 @@ impl Join {
         match panes.spec().measure {
             Measure::Count => self.close(self.clock + 1, out),
             Measure::Millis if self.spec.time.is_some() => {
-                self.clock = self.clock.max(t);
-                self.close(self.clock.saturating_sub(self.spec.lag), out);
+                self.latest[i] = self.latest[i].max(t);
+                let watermark = self.watermark();
+                self.close(watermark, out);
             }
             Measure::Millis => {}
         }
@@ -296,6 +300,14 @@ impl Join {
 }
 
 impl Join {
+    /// Event time: the lowest of the inputs' latest times, less the lag, once every input has
+    /// delivered a tuple (as Storm's watermark generator takes the lowest over its input
+    /// streams), so a slower input holds windows open instead of making its tuples late.
+    fn watermark(&self) -> i64 {
+        let lowest = self.latest.iter().copied().min().unwrap_or(i64::MIN);
+        lowest.saturating_sub(self.spec.lag)
+    }
+
     /// A tuple later than its windows: onto the `late` stream when wired, else counted.
     fn left_late(&mut self, i: usize, input: &Tuple, out: &mut dyn BoltCollector) {
         let Some(stream) = self.late_stream else {

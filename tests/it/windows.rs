@@ -144,21 +144,29 @@ fn tuples_beyond_the_lag_go_to_the_late_stream() {
     assert_eq!(got, want);
 }
 
-/// A join's tuple later than its windows goes to the `late` stream with the input it came
-/// from; the others still join. One stdin feeds both sides, so the late tuple follows, on its
-/// own path, the tuple that moved the clock past its window.
+/// A join's event time is the lowest of its inputs' latest times (less the lag), as Storm's
+/// watermark is the lowest over the input streams: a slower input holds windows open instead
+/// of making its tuples late. A tuple behind a window that closed goes to the `late` stream,
+/// with the input it came from. One stdin feeds both sides; `max.spout.pending` 1 makes each
+/// tuple's whole tree finish before the next is read, so the order below is the order joined.
 #[test]
-fn a_joins_late_tuples_go_to_the_late_stream_with_their_input() {
+fn a_join_waits_for_its_slowest_input_and_sends_late_tuples_to_the_late_stream() {
     let base = 1_793_606_400_000i64;
-    let line = |t: i64, user: u32, side: &str, v: &str| {
-        format!("{{\"ts\":{t},\"user\":{user},\"side\":\"{side}\",\"v\":\"{v}\"}}\n")
+    let line = |t: i64, side: &str, v: &str| {
+        format!(
+            "{{\"ts\":{},\"user\":1,\"side\":\"{side}\",\"v\":\"{v}\"}}\n",
+            base + t
+        )
     };
-    // One key, so every task count joins it in one task; the `l` tuple may come before or
-    // after the `o` ones, and either way only `c` is behind a closed window.
     let input = [
-        line(base + 125_000, 1, "l", "p"),
-        line(base + 130_000, 1, "o", "b"),
-        line(base + 1_000, 1, "o", "c"),
+        line(130_000, "o", "b"),
+        // Not late: `l` has not been heard from, so nothing has closed.
+        line(5_000, "o", "a"),
+        line(10_000, "l", "q"),
+        // Both inputs past the first minute: it closes, joining `a` with `q`.
+        line(125_000, "l", "p"),
+        // Behind the closed first minute.
+        line(1_000, "o", "c"),
     ]
     .concat();
     let dsl = |tasks: u32| {
@@ -176,11 +184,19 @@ fn a_joins_late_tuples_go_to_the_late_stream_with_their_input() {
         "from": "o",
         "late_tuple": {"ts": base + 1_000, "user": 1, "side": "o", "v": "c"},
     });
-    for (tasks, extra) in [(1, &[][..]), (3, &["-c", "topology.workers=3"][..])] {
+    let one_at_a_time = ["-c", "topology.max.spout.pending=1"];
+    let over_three = [
+        "-c",
+        "topology.max.spout.pending=1",
+        "-c",
+        "topology.workers=3",
+    ];
+    for (tasks, extra) in [(1, &one_at_a_time[..]), (3, &over_three[..])] {
         let got = run(&dsl(tasks), &input, extra);
-        assert_eq!(got.len(), 2, "x{tasks}: {got:?}");
-        assert_eq!(got[0], format!("{}\tp", base + 130_000), "x{tasks}");
-        let got_late: serde_json::Value = serde_json::from_str(&got[1]).expect("a JSON line");
+        assert_eq!(got.len(), 3, "x{tasks}: {got:?}");
+        assert_eq!(got[0], format!("{}\tq", base + 5_000), "x{tasks}");
+        assert_eq!(got[1], format!("{}\tp", base + 130_000), "x{tasks}");
+        let got_late: serde_json::Value = serde_json::from_str(&got[2]).expect("a JSON line");
         assert_eq!(got_late, late, "x{tasks}");
     }
 }
