@@ -201,6 +201,41 @@ fn a_join_waits_for_its_slowest_input_and_sends_late_tuples_to_the_late_stream()
     }
 }
 
+/// With two input components, an aggregate's event time is the lowest of their latest times
+/// (less the lag): `b`'s first tuple, far behind `a`'s, is not late, since nothing closed
+/// before `b` was heard from. `max.spout.pending` 1 makes the order read the order aggregated.
+#[test]
+fn an_aggregate_over_two_inputs_waits_for_the_slower_one() {
+    let base = 1_793_606_400_000i64;
+    let line =
+        |t: i64, side: &str| format!("{{\"ts\":{},\"k\":\"x\",\"side\":\"{side}\"}}\n", base + t);
+    let input = [
+        line(130_000, "a"),
+        line(5_000, "b"),
+        line(125_000, "b"),
+        line(1_000, "a"),
+    ]
+    .concat();
+    let dsl = "s = stdin(format=json, fields=[ts, k, side])\n\
+               s | a = filter(\"side == \\\"a\\\"\")\n\
+               s | b = filter(\"side == \\\"b\\\"\")\n\
+               a | w = aggregate(by=[k], window={tumbling: 1m}, time=ts, lag=1s) | stdout\n\
+               b | w\n\
+               w | [stream=late] late = stdout(format=json)";
+    let got = run(dsl, &input, &["-c", "topology.max.spout.pending=1"]);
+    let mut want = vec![
+        format!("x\t{}\t{}\t1", rfc3339(base), rfc3339(base + 60_000)),
+        format!(
+            "x\t{}\t{}\t2",
+            rfc3339(base + 120_000),
+            rfc3339(base + 180_000)
+        ),
+        format!("{{\"ts\":{},\"k\":\"x\",\"side\":\"a\"}}", base + 1_000),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn count_windows_and_the_end_of_input_flush() {
     let input: String = (0..25).map(|i| format!("{i}\n")).collect();

@@ -221,8 +221,13 @@ pub struct Aggregate {
     time: Option<usize>,
     groups: window::KeyMap<Vec<State>>,
     windows: Option<window::Windows>,
-    /// Event time: the latest time seen; count windows: tuples seen.
+    /// Count windows: tuples seen.
     clock: i64,
+    /// Event time, per input component: the latest time seen (`i64::MIN` before its first).
+    latest: Vec<i64>,
+    /// The input components, when more than one (to tell a tuple's input by its task).
+    inputs: Vec<String>,
+    plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
     late: Option<crate::topology::plan::StreamId>,
     late_dropped: u64,
     unusable: u64,
@@ -244,6 +249,9 @@ impl Aggregate {
             time: None,
             groups: window::KeyMap::default(),
             clock: i64::MIN,
+            latest: vec![i64::MIN],
+            inputs: Vec::new(),
+            plan: None,
             late: None,
             late_dropped: 0,
             unusable: 0,
@@ -403,8 +411,7 @@ impl Aggregate {
             self.unusable += 1;
         }
         if self.time.is_some() {
-            self.clock = self.clock.max(t);
-            let watermark = self.clock.saturating_sub(self.spec.lag);
+            let watermark = self.see(input, t);
             self.close_windows(watermark, out);
         } else if self
             .windows
@@ -413,6 +420,24 @@ impl Aggregate {
         {
             self.close_windows(self.clock + 1, out);
         }
+    }
+}
+
+impl Aggregate {
+    /// Record event time `t` on the tuple's input; the watermark: the lowest of the inputs'
+    /// latest times, less the lag (as Storm's watermark is the lowest over the input streams),
+    /// so a slower input holds windows open instead of having its tuples come late.
+    fn see(&mut self, input: &Tuple, t: i64) -> i64 {
+        let at = match (&self.plan, self.inputs.len()) {
+            (Some(plan), 2..) => {
+                let from = plan.component_of_task(input.source_task);
+                self.inputs.iter().position(|c| c == from).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        self.latest[at] = self.latest[at].max(t);
+        let lowest = self.latest.iter().copied().min().unwrap_or(i64::MIN);
+        lowest.saturating_sub(self.spec.lag)
     }
 }
 
@@ -471,6 +496,15 @@ impl Bolt for Aggregate {
         self.time = self.spec.time.as_deref().map(at).transpose()?;
         self.late = super::wired_stream(ctx, LATE_STREAM);
         self.component = ctx.component.clone();
+        let mut inputs: Vec<String> = Vec::new();
+        for stream in ctx.topology.inputs_of(&ctx.component) {
+            if !inputs.contains(&stream.from) {
+                inputs.push(stream.from.clone());
+            }
+        }
+        self.latest = vec![i64::MIN; inputs.len().max(1)];
+        self.inputs = inputs;
+        self.plan = Some(ctx.plan.clone());
         Ok(())
     }
 
