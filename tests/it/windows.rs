@@ -236,6 +236,37 @@ fn an_aggregate_over_two_inputs_waits_for_the_slower_one() {
     assert_eq!(got, want);
 }
 
+/// With a `watermark` interval the watermark moves only that often (Storm's
+/// `withWatermarkInterval`): a tuple is late only behind the last watermark, not behind the
+/// newest event time. An hour-long interval never moves within this run, so the tuple the
+/// lag alone makes late is counted in its window; without the interval it is late.
+#[test]
+fn a_watermark_interval_moves_the_watermark_only_that_often() {
+    let base = 1_793_606_400_000i64;
+    let evs = [
+        (base, "a"),
+        (base + 70_000, "a"),
+        (base + 1_000, "a"),
+        (base + 130_000, "a"),
+    ];
+    let dsl = |extra: &str| {
+        format!(
+            "stdin(format=json, fields=[ts, k]) | w = aggregate(by=[k], window={{tumbling: 1m}}, \
+             time=ts, lag=1s{extra}) | stdout\nw | [stream=late] l = stdout(format=json)"
+        )
+    };
+    let minute = |m: i64, n: u32| {
+        let start = base + m * 60_000;
+        format!("a\t{}\t{}\t{n}", rfc3339(start), rfc3339(start + 60_000))
+    };
+    let got = run(&dsl(", watermark=1h"), &as_json(&evs, false), &[]);
+    assert_eq!(got, [minute(0, 2), minute(1, 1), minute(2, 1)]);
+    let late = format!("{{\"ts\":{},\"k\":\"a\"}}", base + 1_000);
+    let mut without = vec![minute(0, 1), minute(1, 1), minute(2, 1), late];
+    without.sort();
+    assert_eq!(run(&dsl(""), &as_json(&evs, false), &[]), without);
+}
+
 #[test]
 fn count_windows_and_the_end_of_input_flush() {
     let input: String = (0..25).map(|i| format!("{i}\n")).collect();

@@ -35,6 +35,9 @@ pub struct Spec {
     pub time: Option<String>,
     /// How late (ms) an event-time tuple may arrive before its windows close.
     pub lag: i64,
+    /// Event time: how often (ms) the watermark moves (Storm's `withWatermarkInterval`);
+    /// `None`: with every tuple.
+    pub watermark: Option<i64>,
 }
 
 /// The stream tuples later than their windows go to, when wired.
@@ -159,6 +162,23 @@ impl Spec {
                 .ok_or(("lag", "`lag` must be a duration (`5s`)".to_string()))?
                 .as_millis() as i64,
         };
+        let watermark = match args.get("watermark") {
+            None => None,
+            Some(w) => Some(
+                crate::config::duration_of(w)
+                    .ok_or((
+                        "watermark",
+                        "`watermark` must be a duration (`1s`)".to_string(),
+                    ))?
+                    .as_millis() as i64,
+            ),
+        };
+        if watermark.is_some() && time.is_none() {
+            return Err((
+                "watermark",
+                "`watermark` goes with event time: name the `time` field".into(),
+            ));
+        }
         if let Some(w) = &window {
             if emit != Emit::End {
                 return Err((
@@ -183,6 +203,7 @@ impl Spec {
             window,
             time,
             lag,
+            watermark,
         };
         let names = spec.output_fields();
         for (i, n) in names.iter().enumerate() {
@@ -228,6 +249,10 @@ pub struct Aggregate {
     /// The input components, when more than one (to tell a tuple's input by its task).
     inputs: Vec<String>,
     plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
+    /// With a `watermark` interval: the watermark the tuples so far allow, and when the
+    /// windows last closed by it.
+    pending_watermark: i64,
+    watermark_moved: std::time::Instant,
     late: Option<crate::topology::plan::StreamId>,
     late_dropped: u64,
     unusable: u64,
@@ -252,6 +277,8 @@ impl Aggregate {
             latest: vec![i64::MIN],
             inputs: Vec::new(),
             plan: None,
+            pending_watermark: i64::MIN,
+            watermark_moved: std::time::Instant::now(),
             late: None,
             late_dropped: 0,
             unusable: 0,
@@ -411,8 +438,8 @@ impl Aggregate {
             self.unusable += 1;
         }
         if self.time.is_some() {
-            let watermark = self.see(input, t);
-            self.close_windows(watermark, out);
+            self.pending_watermark = self.see(input, t);
+            self.move_watermark(out);
         } else if self
             .windows
             .as_ref()
@@ -424,6 +451,20 @@ impl Aggregate {
 }
 
 impl Aggregate {
+    /// Close the windows the watermark has passed: at once, or with a `watermark` interval
+    /// once that much time has gone by since the last move (as Storm's watermark generator
+    /// runs periodically; a tuple behind the last watermark is late, not one behind the
+    /// newest event time).
+    fn move_watermark(&mut self, out: &mut dyn BoltCollector) {
+        if let Some(every) = self.spec.watermark {
+            if self.watermark_moved.elapsed().as_millis() < every as u128 {
+                return;
+            }
+            self.watermark_moved = std::time::Instant::now();
+        }
+        self.close_windows(self.pending_watermark, out);
+    }
+
     /// Record event time `t` on the tuple's input; the watermark: the lowest of the inputs'
     /// latest times, less the lag (as Storm's watermark is the lowest over the input streams),
     /// so a slower input holds windows open instead of having its tuples come late.
@@ -505,6 +546,7 @@ impl Bolt for Aggregate {
         self.latest = vec![i64::MIN; inputs.len().max(1)];
         self.inputs = inputs;
         self.plan = Some(ctx.plan.clone());
+        self.watermark_moved = std::time::Instant::now();
         Ok(())
     }
 
@@ -549,6 +591,8 @@ impl Bolt for Aggregate {
                 .is_some_and(|w| w.measure() == window::Measure::Millis);
         if by_clock {
             self.close_windows(now_millis(), out);
+        } else if self.spec.watermark.is_some() && self.pending_watermark > i64::MIN {
+            self.move_watermark(out);
         }
         Ok(())
     }
@@ -559,7 +603,10 @@ impl Bolt for Aggregate {
                 .spec
                 .window
                 .is_some_and(|w| w.measure == window::Measure::Millis);
-        by_clock.then_some(std::time::Duration::from_millis(20))
+        let every = self.spec.watermark.map(|w| w.clamp(1, 100) as u64);
+        by_clock
+            .then_some(std::time::Duration::from_millis(20))
+            .or(every.map(std::time::Duration::from_millis))
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
