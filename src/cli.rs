@@ -349,6 +349,34 @@ pub struct WorkerArgs {
     /// Host and port of this worker's slot
     #[arg(long, value_name = "HOST:PORT")]
     pub slot: String,
+    /// The ZooKeeper ensemble (`host:port,...`) to write task heartbeats and errors to
+    /// (instead of sending them to nimbus)
+    #[arg(long, value_name = "HOST:PORT,...")]
+    pub zookeeper: Option<String>,
+    /// `storm.zookeeper.root`
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "/storm",
+        requires = "zookeeper"
+    )]
+    pub zookeeper_root: String,
+    /// `storm.zookeeper.session.timeout`, in milliseconds
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 20_000,
+        requires = "zookeeper"
+    )]
+    pub zookeeper_session_ms: u64,
+    /// `storm.zookeeper.connection.timeout`, in milliseconds
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 15_000,
+        requires = "zookeeper"
+    )]
+    pub zookeeper_connection_ms: u64,
 }
 
 /// Where an operation or a view reaches the topology: nimbus, or the UI of a run.

@@ -439,27 +439,7 @@ impl Nimbus {
         beats: &[(u32, TaskHeartbeat)],
     ) -> anyhow::Result<BeatReply> {
         self.changed();
-        let state = self.state();
-        let Some(base) = state.storm_base(id)? else {
-            return Ok(BeatReply {
-                assigned: false,
-                active: false,
-                paused: false,
-            });
-        };
-        let assigned = state
-            .assignment(id)?
-            .is_some_and(|a| a.task_to_node_port.values().any(|s| s == slot));
-        if assigned {
-            for (task, beat) in beats {
-                state.task_heartbeat(id, *task, beat)?;
-            }
-        }
-        Ok(BeatReply {
-            assigned,
-            active: base.status == TopologyStatus::Active,
-            paused: base.status == TopologyStatus::Inactive,
-        })
+        Ok(super::worker::record_beats(&self.state(), id, slot, beats)?)
     }
 
     /// The worker on `slot` finished its executors (end of input).

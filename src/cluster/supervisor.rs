@@ -391,6 +391,7 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
             topology,
         ])
         .args(["--slot", &slot])
+        .args(zookeeper_args(opts.zookeeper.as_ref()))
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null());
     if opts.die_with_parent {
@@ -410,6 +411,24 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
             None
         }
     }
+}
+
+/// What a worker needs to write its heartbeats into the supervisor's ensemble itself.
+fn zookeeper_args(zk: Option<&ZkSupervisorSettings>) -> Vec<String> {
+    let Some(zk) = zk else {
+        return Vec::new();
+    };
+    let ms = |d: Duration| d.as_millis().to_string();
+    vec![
+        "--zookeeper".into(),
+        zk.settings.connect.clone(),
+        "--zookeeper-root".into(),
+        zk.root.clone(),
+        "--zookeeper-session-ms".into(),
+        ms(zk.settings.session_timeout),
+        "--zookeeper-connection-ms".into(),
+        ms(zk.settings.connection_timeout),
+    ]
 }
 
 /// The child gets SIGKILL when the launching thread ends (Linux's parent-death signal); a

@@ -3,10 +3,18 @@
 //! address of every slot, run the executors assigned to this slot with the runtime, heartbeat
 //! its tasks to `/taskbeats`, report component errors to `/taskerrors`, and end when its
 //! executors have finished (end of input) or its slot is no longer assigned.
+//!
+//! Heartbeats and errors go to nimbus, which writes them into the tree; given the ZooKeeper
+//! ensemble (as Storm's workers are), the worker writes them there itself on its own session,
+//! and reads its topology's status and assignment there, so they need no nimbus.
 
-use super::layout::{AssignmentInfo, NodePort, TaskHeartbeat, TopologyStatus};
+use super::layout::{AssignmentInfo, NodePort, TaskError, TaskHeartbeat, TopologyStatus};
 use super::nimbus::{load_submission, now_secs};
+use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, TopologyWork};
+use super::store::CoordinationStore;
+use super::supervisor_zk::ZkSupervisorSettings;
+use super::zookeeper::ZkStore;
 use crate::net::auth::Secret;
 use crate::placement::Placement;
 use crate::runtime::metrics::{ComponentReport, TaskReport, TaskStats};
@@ -21,7 +29,8 @@ use std::time::{Duration, Instant};
 
 /// How often a worker heartbeats (Storm's `worker.heartbeat.frequency.secs`, shortened).
 const BEAT_EVERY: Duration = Duration::from_secs(1);
-/// A worker that cannot reach nimbus for this long gives up (an orphan must not run forever).
+/// A worker whose heartbeats fail for this long (nimbus, or with ZooKeeper the ensemble,
+/// unreachable) gives up (an orphan must not run forever).
 const NIMBUS_LOST_AFTER: Duration = Duration::from_secs(60);
 
 /// How a worker ended.
@@ -86,15 +95,121 @@ fn fetch(nimbus: &rpc::Client, id: &str) -> anyhow::Result<(TopologyWork, Assign
     }
 }
 
+/// Record a worker's task heartbeats in the tree while its slot is assigned, and answer
+/// whether it is still assigned and whether the topology is active (what nimbus answers a
+/// worker's heartbeat, and what a worker on ZooKeeper reads there itself).
+pub(crate) fn record_beats<S: CoordinationStore>(
+    state: &ClusterState<S>,
+    id: &str,
+    slot: &NodePort,
+    beats: &[(u32, TaskHeartbeat)],
+) -> Result<BeatReply, ClusterError> {
+    let Some(base) = state.storm_base(id)? else {
+        return Ok(BeatReply {
+            assigned: false,
+            active: false,
+            paused: false,
+        });
+    };
+    let assigned = state
+        .assignment(id)?
+        .is_some_and(|a| a.task_to_node_port.values().any(|s| s == slot));
+    if assigned {
+        for (task, beat) in beats {
+            state.task_heartbeat(id, *task, beat)?;
+        }
+    }
+    Ok(BeatReply {
+        assigned,
+        active: base.status == TopologyStatus::Active,
+        paused: base.status == TopologyStatus::Inactive,
+    })
+}
+
+/// Where a worker's heartbeats and errors go: to nimbus, or into the ZooKeeper tree directly.
+enum Beats<'a> {
+    Nimbus(&'a rpc::Client),
+    Tree(ClusterState<Arc<ZkStore>>),
+}
+
+impl Beats<'_> {
+    /// On the ensemble when one is given (its own session), else through nimbus.
+    fn open<'a>(
+        nimbus: &'a rpc::Client,
+        zk: Option<&ZkSupervisorSettings>,
+    ) -> anyhow::Result<Beats<'a>> {
+        let Some(zk) = zk else {
+            return Ok(Beats::Nimbus(nimbus));
+        };
+        let store = ZkStore::connect(zk.settings.clone())
+            .map_err(|e| anyhow::anyhow!("storm.zookeeper.servers: {e}"))?;
+        Ok(Beats::Tree(ClusterState::new(Arc::new(store), &zk.root)?))
+    }
+
+    /// Send (or write) one round of heartbeats; the answer says whether to go on.
+    fn beat(
+        &self,
+        id: &str,
+        slot: &NodePort,
+        beats: Vec<(u32, TaskHeartbeat)>,
+    ) -> anyhow::Result<BeatReply> {
+        match self {
+            Beats::Nimbus(nimbus) => nimbus.call(&Request::TaskBeats {
+                id: id.into(),
+                slot: slot.clone(),
+                beats,
+            }),
+            Beats::Tree(state) => {
+                // A session that expired is replaced by a new one (heartbeat nodes are
+                // persistent, so nothing needs creating again); while disconnected the beat
+                // fails at once rather than wait out the connection timeout.
+                let store = state.store();
+                store.renew()?;
+                anyhow::ensure!(
+                    store.connected(),
+                    "disconnected from ZooKeeper at {}",
+                    store.address()
+                );
+                Ok(record_beats(state, id, slot, &beats)?)
+            }
+        }
+    }
+
+    /// Storm's `report-error`: the error lands under `/taskerrors` of `task`.
+    fn report_error(&self, id: &str, task: u32, error: String) -> anyhow::Result<()> {
+        match self {
+            Beats::Nimbus(nimbus) => {
+                let report = Request::ReportError {
+                    id: id.into(),
+                    task,
+                    error,
+                };
+                nimbus.call::<serde_json::Value>(&report)?;
+            }
+            Beats::Tree(state) => {
+                let error = TaskError {
+                    error,
+                    time_secs: now_secs(),
+                };
+                state.report_error(id, task, &error)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Run the worker of slot `slot` (`host:port`) of topology `id` until it finishes, its slot is
-/// unassigned, or `stop` is set (then it drains).
+/// unassigned, or `stop` is set (then it drains). With `zk`, heartbeats and errors are written
+/// into that ensemble instead of sent to nimbus.
 pub fn run(
     nimbus: &rpc::Client,
+    zk: Option<&ZkSupervisorSettings>,
     id: &str,
     slot: &str,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<WorkerEnd> {
     let (work, assignment) = fetch(nimbus, id)?;
+    let sink = Beats::open(nimbus, zk)?;
     // A killed topology keeps its assignment while it drains (Storm's kill wait): a worker
     // restarted then runs too, its spouts inactive (the first heartbeat says so), so its
     // bolts finish and the drain can end.
@@ -152,13 +267,7 @@ pub fn run(
             continue;
         }
         next_beat = Instant::now() + BEAT_EVERY;
-        let beats = beats_of(&stats, started);
-        let request = Request::TaskBeats {
-            id: id.into(),
-            slot: my_slot.clone(),
-            beats,
-        };
-        match nimbus.call::<BeatReply>(&request) {
+        match sink.beat(id, &my_slot, beats_of(&stats, started)) {
             Ok(reply) => {
                 last_contact = Instant::now();
                 if !reply.assigned {
@@ -173,7 +282,7 @@ pub fn run(
                 }
             }
             Err(e) if last_contact.elapsed() > NIMBUS_LOST_AFTER => {
-                tracing::warn!("worker {slot}: nimbus unreachable ({e:#}); stopping");
+                tracing::warn!("worker {slot}: heartbeats failing ({e:#}); stopping");
                 return Ok(WorkerEnd::Unassigned);
             }
             Err(e) => tracing::debug!("worker {slot}: heartbeat failed: {e:#}"),
@@ -183,12 +292,7 @@ pub fn run(
     match result {
         Ok(report) => {
             // A last heartbeat with the final figures, then the end of input.
-            let last = Request::TaskBeats {
-                id: id.into(),
-                slot: my_slot.clone(),
-                beats: beats_of(&stats, started),
-            };
-            let _ = nimbus.call::<BeatReply>(&last);
+            let _ = sink.beat(id, &my_slot, beats_of(&stats, started));
             let finished = Request::Finished {
                 id: id.into(),
                 slot: my_slot,
@@ -201,12 +305,9 @@ pub fn run(
         Err(e) => {
             // Storm's `report-error`: the error lands under /taskerrors of a task of this worker.
             if let Some(task) = stats.keys().next() {
-                let report = Request::ReportError {
-                    id: id.into(),
-                    task: *task,
-                    error: format!("{e:#}"),
-                };
-                let _ = nimbus.call::<serde_json::Value>(&report);
+                if let Err(report) = sink.report_error(id, *task, format!("{e:#}")) {
+                    tracing::warn!("worker {slot}: cannot report its error: {report:#}");
+                }
             }
             Err(e)
         }

@@ -332,8 +332,16 @@ pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
     let nimbus = nimbus_client(&a.nimbus, &[]);
+    let zk = a.zookeeper.map(|connect| ZkSupervisorSettings {
+        settings: ZkSettings {
+            connect,
+            session_timeout: Duration::from_millis(a.zookeeper_session_ms),
+            connection_timeout: Duration::from_millis(a.zookeeper_connection_ms),
+        },
+        root: a.zookeeper_root,
+    });
     let stop = stop_flag()?;
-    match worker::run(&nimbus, &a.topology, &a.slot, stop)? {
+    match worker::run(&nimbus, zk.as_ref(), &a.topology, &a.slot, stop)? {
         worker::WorkerEnd::Finished(_) | worker::WorkerEnd::Unassigned => Ok(Status::Success),
     }
 }

@@ -484,6 +484,74 @@ fn a_supervisor_registers_on_its_own_session_and_watches_its_assignments() {
     signal(nimbus, "-CONT");
 }
 
+/// Workers given the ensemble write their task heartbeats there themselves: with nimbus frozen
+/// (SIGSTOP, so that it can receive and write nothing; its ZooKeeper node goes with its
+/// session), the heartbeat nodes `storm zk dump --zookeeper` prints keep changing; woken,
+/// nimbus reads them from the tree and lists the topology active, its workers untouched.
+#[test]
+fn workers_write_their_own_heartbeats_into_zookeeper() {
+    let ensemble = Ensemble::start(1);
+    let zk = ensemble.storm_options();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    let nimbus = start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    let mut slots = Vec::new();
+    let host = "127.0.0.1";
+    start_supervisor(
+        &mut daemons,
+        "supervisor",
+        &addr,
+        (host, 2),
+        &mut slots,
+        &zk,
+    );
+    let id = submit(dir.path(), ENDLESS, &addr);
+    let _workers = Workers(id.clone(), slots.clone());
+    let ensemble_addr = ensemble.connect();
+    let prefix = format!("/storm/taskbeats/{id}/");
+    let beats = || -> Option<BTreeSet<String>> {
+        let tree = client(&["zk", "dump", "--zookeeper", &ensemble_addr])?;
+        let lines: BTreeSet<String> = tree
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .map(str::to_string)
+            .collect();
+        (!lines.is_empty()).then_some(lines)
+    };
+    let sorted = |mut w: Vec<(u32, String)>| {
+        w.sort();
+        w
+    };
+    let running = eventually("two workers heart-beating in ZooKeeper", || {
+        let w = sorted(workers_of(&id, &slots));
+        (w.len() == 2 && beats().is_some()).then_some(w)
+    });
+
+    signal(nimbus, "-STOP");
+    eventually("nimbus's node to go with its session", || {
+        ensemble
+            .zkcli(&["ls", "/storm/nimbuses"])
+            .filter(|out| out.lines().any(|l| l.trim() == "[]"))
+    });
+    let frozen = beats().expect("the heartbeats, read with nimbus frozen");
+    eventually("the heartbeats to change while nimbus is frozen", || {
+        (beats()? != frozen).then_some(())
+    });
+    signal(nimbus, "-CONT");
+
+    let listed = eventually("nimbus to list the topology active again", || {
+        let list = client(&["list", "--nimbus", &addr])?;
+        list.lines()
+            .any(|l| l.contains(&id) && l.contains(" active"))
+            .then_some(list)
+    });
+    assert!(listed.contains("endless"), "{listed}");
+    let now = sorted(workers_of(&id, &slots));
+    assert_eq!(now, running, "the workers were replaced");
+}
+
 #[test]
 fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() {
     let mut ensemble = Ensemble::start(3);

@@ -176,7 +176,7 @@ fn run_home(
     let Some(slot) = slot else {
         return Ok(None);
     };
-    Ok(match worker::run(nimbus, id, &slot, stop)? {
+    Ok(match worker::run(nimbus, None, id, &slot, stop)? {
         worker::WorkerEnd::Finished(r) => Some(r),
         worker::WorkerEnd::Unassigned => None,
     })
