@@ -478,6 +478,55 @@ mod tests {
         assert_eq!(report.lost, 1);
     }
 
+    /// What nimbus answers a worker's heartbeat, and a worker on ZooKeeper works out itself:
+    /// beats land only while the slot is assigned; the status says run, pause or stop.
+    #[test]
+    fn beats_are_recorded_only_for_an_assigned_slot() {
+        let store = crate::cluster::tree::SharedTree::new();
+        let mut state = ClusterState::new(store.clone(), "/storm").unwrap();
+        let info = crate::cluster::layout::SupervisorInfo {
+            hostname: "h".into(),
+            time_secs: 1,
+            uptime_secs: 0,
+            ports: vec![6700],
+        };
+        let session = store.open_session(Duration::from_secs(30));
+        state.supervisor_heartbeat(session, "s", &info).unwrap();
+        let topo = crate::cluster::simulation::tests::wordcount(&[]);
+        let plan = Plan::new(&topo);
+        let id = state.submit(&topo, &plan, 100).unwrap();
+        state.assign(&id, &plan, 1, 100).unwrap();
+        let beat = TaskHeartbeat {
+            time_secs: 7,
+            uptime_secs: 1,
+            stats: serde_json::Map::new(),
+        };
+        let beats = vec![(1, beat)];
+        let ours = NodePort {
+            node: "s".into(),
+            port: 6700,
+        };
+        let other = NodePort {
+            node: "s".into(),
+            port: 6701,
+        };
+
+        let reply = record_beats(&state, &id, &other, &beats).unwrap();
+        assert!(!reply.assigned);
+        assert!(state.task_heartbeats(&id).unwrap().is_empty());
+        let reply = record_beats(&state, &id, &ours, &beats).unwrap();
+        assert!(reply.assigned && !reply.active && reply.paused);
+        assert_eq!(state.task_heartbeats(&id).unwrap()[&1].time_secs, 7);
+        state.activate(&id).unwrap();
+        let reply = record_beats(&state, &id, &ours, &beats).unwrap();
+        assert!(reply.active && !reply.paused);
+        state.set_status(&id, TopologyStatus::Killed).unwrap();
+        let reply = record_beats(&state, &id, &ours, &beats).unwrap();
+        assert!(!reply.active && !reply.paused);
+        let reply = record_beats(&state, "gone-1-1", &ours, &beats).unwrap();
+        assert!(!reply.assigned);
+    }
+
     #[test]
     fn placement_follows_the_distinct_slots_of_the_assignment() {
         let topo = crate::cluster::simulation::tests::wordcount(&[]);
