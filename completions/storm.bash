@@ -840,7 +840,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__worker)
-            opts="-h -V --nimbus --topology --slot --help --version"
+            opts="-h -V --nimbus --topology --slot --zookeeper --zookeeper-root --zookeeper-session-ms --zookeeper-connection-ms --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -855,6 +855,22 @@ _storm() {
                     return 0
                     ;;
                 --slot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --zookeeper)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --zookeeper-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --zookeeper-session-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --zookeeper-connection-ms)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -144,6 +144,10 @@ complete -c storm -n "__fish_storm_using_subcommand tap" -s V -l version -d 'Pri
 complete -c storm -n "__fish_storm_using_subcommand worker" -l nimbus -d 'Nimbus address' -r
 complete -c storm -n "__fish_storm_using_subcommand worker" -l topology -d 'Topology id' -r
 complete -c storm -n "__fish_storm_using_subcommand worker" -l slot -d 'Host and port of this worker\'s slot' -r
+complete -c storm -n "__fish_storm_using_subcommand worker" -l zookeeper -d 'The ZooKeeper ensemble (`host:port,...`) to write task heartbeats and errors to (instead of sending them to nimbus)' -r
+complete -c storm -n "__fish_storm_using_subcommand worker" -l zookeeper-root -d '`storm.zookeeper.root`' -r
+complete -c storm -n "__fish_storm_using_subcommand worker" -l zookeeper-session-ms -d '`storm.zookeeper.session.timeout`, in milliseconds' -r
+complete -c storm -n "__fish_storm_using_subcommand worker" -l zookeeper-connection-ms -d '`storm.zookeeper.connection.timeout`, in milliseconds' -r
 complete -c storm -n "__fish_storm_using_subcommand worker" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand worker" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand help; and not __fish_seen_subcommand_from validate run zk graph config completions nimbus supervisor submit list kill activate deactivate top tap worker help" -f -a "validate" -d 'Parse and check topology files; print `ok: FILE` lines or located errors'

@@ -139,6 +139,37 @@ pub fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
+/// Record a worker's task heartbeats in the tree while its slot is assigned, and answer
+/// whether it is still assigned and whether the topology is active (what nimbus answers a
+/// worker's heartbeat, and what a worker on ZooKeeper reads there itself).
+pub(crate) fn record_beats<S: CoordinationStore>(
+    state: &ClusterState<S>,
+    id: &str,
+    slot: &NodePort,
+    beats: &[(u32, TaskHeartbeat)],
+) -> Result<BeatReply, ClusterError> {
+    let Some(base) = state.storm_base(id)? else {
+        return Ok(BeatReply {
+            assigned: false,
+            active: false,
+            paused: false,
+        });
+    };
+    let assigned = state
+        .assignment(id)?
+        .is_some_and(|a| a.task_to_node_port.values().any(|s| s == slot));
+    if assigned {
+        for (task, beat) in beats {
+            state.task_heartbeat(id, *task, beat)?;
+        }
+    }
+    Ok(BeatReply {
+        assigned,
+        active: base.status == TopologyStatus::Active,
+        paused: base.status == TopologyStatus::Inactive,
+    })
+}
+
 impl Nimbus {
     /// Open nimbus's state under `data`: the saved tree if there is one, else a fresh one.
     /// Always the embedded tree (`storm run --processes` keeps its run to itself, whatever
@@ -439,7 +470,7 @@ impl Nimbus {
         beats: &[(u32, TaskHeartbeat)],
     ) -> anyhow::Result<BeatReply> {
         self.changed();
-        Ok(super::worker::record_beats(&self.state(), id, slot, beats)?)
+        Ok(record_beats(&self.state(), id, slot, beats)?)
     }
 
     /// The worker on `slot` finished its executors (end of input).

@@ -9,10 +9,9 @@
 //! and reads its topology's status and assignment there, so they need no nimbus.
 
 use super::layout::{AssignmentInfo, NodePort, TaskError, TaskHeartbeat, TopologyStatus};
-use super::nimbus::{load_submission, now_secs};
-use super::nimbus_state::{ClusterError, ClusterState};
+use super::nimbus::{load_submission, now_secs, record_beats};
+use super::nimbus_state::ClusterState;
 use super::rpc::{self, BeatReply, Request, TopologyWork};
-use super::store::CoordinationStore;
 use super::supervisor_zk::ZkSupervisorSettings;
 use super::zookeeper::ZkStore;
 use crate::net::auth::Secret;
@@ -93,37 +92,6 @@ fn fetch(nimbus: &rpc::Client, id: &str) -> anyhow::Result<(TopologyWork, Assign
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-/// Record a worker's task heartbeats in the tree while its slot is assigned, and answer
-/// whether it is still assigned and whether the topology is active (what nimbus answers a
-/// worker's heartbeat, and what a worker on ZooKeeper reads there itself).
-pub(crate) fn record_beats<S: CoordinationStore>(
-    state: &ClusterState<S>,
-    id: &str,
-    slot: &NodePort,
-    beats: &[(u32, TaskHeartbeat)],
-) -> Result<BeatReply, ClusterError> {
-    let Some(base) = state.storm_base(id)? else {
-        return Ok(BeatReply {
-            assigned: false,
-            active: false,
-            paused: false,
-        });
-    };
-    let assigned = state
-        .assignment(id)?
-        .is_some_and(|a| a.task_to_node_port.values().any(|s| s == slot));
-    if assigned {
-        for (task, beat) in beats {
-            state.task_heartbeat(id, *task, beat)?;
-        }
-    }
-    Ok(BeatReply {
-        assigned,
-        active: base.status == TopologyStatus::Active,
-        paused: base.status == TopologyStatus::Inactive,
-    })
 }
 
 /// Where a worker's heartbeats and errors go: to nimbus, or into the ZooKeeper tree directly.
@@ -422,6 +390,7 @@ pub fn report_from_heartbeats(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::store::CoordinationStore;
 
     fn component(id: &str, tasks: &[u32]) -> crate::runtime::metrics::ComponentReport {
         crate::runtime::metrics::ComponentReport {
