@@ -87,25 +87,7 @@ impl Spec {
                     .ok_or(("select", format!("`{s}` is not COMPONENT.FIELD")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let window = args
-            .get("window")
-            .map(WindowSpec::from_json)
-            .transpose()
-            .map_err(|e| ("window", e))?;
-        let time = match args.get("time") {
-            None => None,
-            Some(t) => Some(
-                t.as_str()
-                    .ok_or(("time", "`time` must be a field name".to_string()))?
-                    .to_string(),
-            ),
-        };
-        let lag = match args.get("lag") {
-            None => 0,
-            Some(l) => crate::config::duration_of(l)
-                .ok_or(("lag", "`lag` must be a duration (`5s`)".to_string()))?
-                .as_millis() as i64,
-        };
+        let (window, time, lag) = window::window_args(args)?;
         match window {
             None if time.is_some() || args.contains_key("lag") => {
                 return Err(("time", "`time` and `lag` need a `window`".into()))

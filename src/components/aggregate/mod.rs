@@ -143,25 +143,7 @@ impl Spec {
                 ))
             }
         };
-        let window = args
-            .get("window")
-            .map(window::WindowSpec::from_json)
-            .transpose()
-            .map_err(|e| ("window", e))?;
-        let time = match args.get("time") {
-            None => None,
-            Some(t) => Some(
-                t.as_str()
-                    .ok_or(("time", "`time` must be a field name".to_string()))?
-                    .to_string(),
-            ),
-        };
-        let lag = match args.get("lag") {
-            None => 0,
-            Some(l) => crate::config::duration_of(l)
-                .ok_or(("lag", "`lag` must be a duration (`5s`)".to_string()))?
-                .as_millis() as i64,
-        };
+        let (window, time, lag) = window::window_args(args)?;
         let watermark = match args.get("watermark") {
             None => None,
             Some(w) => Some(

@@ -249,6 +249,36 @@ impl Windows {
     }
 }
 
+/// `window`, the event-time field `time`, and `lag` in ms, as read from the arguments.
+pub type WindowArgs = (Option<WindowSpec>, Option<String>, i64);
+
+/// The windowing arguments `aggregate`, `top` and `join` share: `window`, the event-time field
+/// `time`, and how late (ms) a tuple may come, `lag`. An error names the argument.
+pub fn window_args(
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Result<WindowArgs, (&'static str, String)> {
+    let window = args
+        .get("window")
+        .map(WindowSpec::from_json)
+        .transpose()
+        .map_err(|e| ("window", e))?;
+    let time = match args.get("time") {
+        None => None,
+        Some(t) => Some(
+            t.as_str()
+                .ok_or(("time", "`time` must be a field name".to_string()))?
+                .to_string(),
+        ),
+    };
+    let lag = match args.get("lag") {
+        None => 0,
+        Some(l) => crate::config::duration_of(l)
+            .ok_or(("lag", "`lag` must be a duration (`5s`)".to_string()))?
+            .as_millis() as i64,
+    };
+    Ok((window, time, lag))
+}
+
 /// A time bound as `stdout` shows it: RFC 3339, UTC, milliseconds.
 pub fn time_value(ms: i64) -> Value {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
