@@ -759,18 +759,7 @@ impl Nimbus {
         let mut out = Vec::new();
         for id in state.topology_ids()? {
             if let Some(a) = state.assignment(&id)? {
-                let ports: BTreeSet<u16> = a
-                    .task_to_node_port
-                    .values()
-                    .filter(|np| np.node == supervisor)
-                    .map(|np| np.port)
-                    .collect();
-                let version = rpc::assignment_version(&a);
-                out.extend(ports.into_iter().map(|port| SlotWork {
-                    topology: id.clone(),
-                    port,
-                    version,
-                }));
+                out.extend(rpc::slot_work(&id, &a, supervisor));
             }
         }
         Ok(out)

@@ -59,6 +59,25 @@ pub struct SlotWork {
     pub version: u64,
 }
 
+/// The slots topology `id`'s assignment gives `supervisor`, one `SlotWork` per port.
+pub fn slot_work(id: &str, a: &AssignmentInfo, supervisor: &str) -> Vec<SlotWork> {
+    let ports: std::collections::BTreeSet<u16> = a
+        .task_to_node_port
+        .values()
+        .filter(|np| np.node == supervisor)
+        .map(|np| np.port)
+        .collect();
+    let version = assignment_version(a);
+    ports
+        .into_iter()
+        .map(|port| SlotWork {
+            topology: id.to_string(),
+            port,
+            version,
+        })
+        .collect()
+}
+
 /// A stable digest of an assignment (FNV-1a over its placement), for [`SlotWork::version`].
 pub fn assignment_version(a: &AssignmentInfo) -> u64 {
     let text = serde_json::to_string(&(&a.node_host, &a.task_to_node_port)).unwrap_or_default();

@@ -227,18 +227,7 @@ impl AssignmentWatch {
         let mut out = Vec::new();
         for (id, a) in &self.known {
             let Some(a) = a else { continue };
-            let ports: BTreeSet<u16> = a
-                .task_to_node_port
-                .values()
-                .filter(|np| np.node == supervisor)
-                .map(|np| np.port)
-                .collect();
-            let version = rpc::assignment_version(a);
-            out.extend(ports.into_iter().map(|port| SlotWork {
-                topology: id.clone(),
-                port,
-                version,
-            }));
+            out.extend(rpc::slot_work(id, a, supervisor));
         }
         out
     }

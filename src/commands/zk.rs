@@ -58,11 +58,7 @@ pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
             return Ok(Status::Failure);
         }
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .context("writing the tree")?;
-    Ok(Status::Success)
+    print_tree(&text)
 }
 
 /// Print the tree an ensemble holds under `storm.zookeeper.root`, read live.
@@ -102,11 +98,7 @@ fn dump_ensemble(
             return Ok(Status::Failure);
         }
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .context("writing the tree")?;
-    Ok(Status::Success)
+    print_tree(&text)
 }
 
 /// The tree under `root` in `format`.
@@ -144,6 +136,15 @@ pub fn render(
     let sim = simulate(topology, supervisors, now)?;
     let root = sim.state.layout().root().to_string();
     Ok(tree_text(sim.state.store(), &root, format)?)
+}
+
+/// Write the tree to stdout.
+fn print_tree(text: &str) -> anyhow::Result<Status> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the tree")?;
+    Ok(Status::Success)
 }
 
 #[cfg(test)]
