@@ -39,6 +39,7 @@ pub mod placement;
 pub mod runtime;
 pub mod short_str;
 pub mod slots;
+pub mod state;
 pub mod topology;
 pub mod tuple;
 pub mod ui;

@@ -169,7 +169,29 @@ pub trait Spout: Send {
     fn lost(&self) -> u64 {
         0
     }
+    /// Where the spout is, for a checkpoint: enough for [`Spout::restore`] to go on exactly from
+    /// here, emitting again every message it has not been told is acked (those still in
+    /// flight, failed and waiting for a replay). `None`: this spout cannot resume (it starts
+    /// from its beginning on a restore).
+    fn position(&mut self) -> Option<Value> {
+        None
+    }
+    /// Go on from a [`Spout::position`] of an earlier run (called after `open`, before the
+    /// first `next_tuple`).
+    fn restore(&mut self, _position: Value) -> anyhow::Result<()> {
+        Ok(())
+    }
     fn close(&mut self) {}
+}
+
+/// The state of a stateful bolt (`stateful: true`): key/value pairs of typed values, saved at
+/// each checkpoint and given back when a run resumes (Storm's `KeyValueState`).
+pub trait BoltState {
+    /// Append the entries changed since the last call (`None`: removed) to `out`; with `all`,
+    /// every entry (the first checkpoint of a run). Clears the record of changes.
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>);
+    /// Start from these entries (the last committed checkpoint), replacing what is held.
+    fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()>;
 }
 
 /// A tuple processor (Storm's IBolt).
@@ -208,6 +230,10 @@ pub trait Bolt: Send {
     /// Storm's BasicBolt: the executor acks each input after `execute` returns.
     fn auto_ack(&self) -> bool {
         true
+    }
+    /// The bolt's state, when it keeps one that checkpoints save (`stateful: true`).
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        None
     }
     fn cleanup(&mut self) {}
 }

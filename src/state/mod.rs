@@ -1,0 +1,35 @@
+//! State kept across failures and restarts: the store a worker writes checkpoints into
+//! (`store.rs`, an embedded ACID database or memory), the record of which checkpoint is
+//! committed (`commits.rs`), the compact encoding of typed values in both (`codec.rs`), and what
+//! a state dir holds (`dir.rs`, for `storm state ls|dump|clear`).
+
+pub mod codec;
+pub mod commits;
+pub mod dir;
+pub mod store;
+
+pub use commits::Commits;
+pub use store::Store;
+
+/// Names a task's state across runs: its component and its index within the component (task
+/// ids may differ between runs; a component's tasks keep their order).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskKey {
+    pub component: String,
+    pub index: u32,
+}
+
+impl std::fmt::Display for TaskKey {
+    fn fmt(&self, f2: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f2, "{}[{}]", self.component, self.index)
+    }
+}
+
+/// Where a topology's state is kept (`topology.state.provider`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Provider {
+    /// In this process only: checkpoints run, nothing survives the process.
+    Memory,
+    /// One crash-safe database per worker under this dir, and the commit record beside them.
+    Embedded(std::path::PathBuf),
+}
