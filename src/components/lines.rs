@@ -2,6 +2,11 @@
 //! thread reads ahead in chunks so `next_tuple` never blocks; invalid UTF-8 is replaced and
 //! counted. With acking on, each line is kept until its tree is acked and re-emitted on fail:
 //! kept as a range of the chunk it came in (no copy), and copied out only if it fails.
+//! A checkpoint's position (`position.rs`) is the raw input offset after the last line emitted
+//! plus the lines still kept; a restored spout emits those first, then reads on from the offset
+//! (the reader thread starts at the first `next_tuple`, so a restore can say where).
+
+mod position;
 
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
@@ -19,12 +24,14 @@ use std::sync::Arc;
 const CHUNK_LINES: usize = 1024;
 const CHUNK_BYTES: usize = 256 * 1024;
 
-/// Lines the reader thread sends on together: their text end to end in one string, and where
-/// each one ends in it.
+/// Lines the reader thread sends on together: their text end to end in one string, where
+/// each one ends in it, and where each ends in the raw input (the byte after its `\n`: what a
+/// checkpoint's position records).
 #[derive(Debug, Default)]
 struct LineChunk {
     text: Arc<String>,
     ends: Vec<usize>,
+    raw_ends: Vec<u64>,
 }
 
 /// What the reader thread sends: a chunk of lines, or why reading stopped.
@@ -94,8 +101,28 @@ pub enum Input {
     File(PathBuf),
 }
 
+impl Input {
+    /// Its name in a position.
+    fn kind(&self) -> &'static str {
+        match self {
+            Input::Stdin => "stdin",
+            Input::File(_) => "file",
+        }
+    }
+}
+
 pub struct LineSpout {
+    /// Until the reader thread starts (at the first `next_tuple`, after any `restore`).
     input: Option<Input>,
+    /// `stdin` or `file`, for positions.
+    kind: &'static str,
+    /// Where reading starts in the raw input (a restored position's offset).
+    start: u64,
+    /// The raw input offset after the last line emitted (and, with `format:`, after the last
+    /// record finished: a record over several lines is resumed from its first).
+    offset: u64,
+    /// Lines a restored position kept, emitted before reading goes on.
+    restored: std::collections::VecDeque<KeptLine>,
     chunks: Option<Receiver<ChunkResult>>,
     /// The chunk being emitted, and how many of its lines have been.
     current: LineChunk,
@@ -122,7 +149,11 @@ struct Parsing {
 impl LineSpout {
     pub fn new(input: Input, max_retries: Option<u32>) -> LineSpout {
         LineSpout {
+            kind: input.kind(),
             input: Some(input),
+            start: 0,
+            offset: 0,
+            restored: std::collections::VecDeque::new(),
             chunks: None,
             current: LineChunk::default(),
             emitted: 0,
@@ -172,6 +203,7 @@ impl LineSpout {
             0 => 0,
             i => self.current.ends[i - 1],
         };
+        let raw_end = self.current.raw_ends.get(self.emitted).copied();
         self.emitted += 1;
         let text = &self.current.text;
         let line = text.get(start..end).unwrap_or_default();
@@ -182,38 +214,101 @@ impl LineSpout {
         };
         let replay = self.tracked.then_some(&mut self.replay);
         emit_line(self.parsing.as_mut(), replay, line, keep, out);
+        let pending = self.parsing.as_ref().is_some_and(|p| p.parser.pending());
+        if let (Some(raw_end), false) = (raw_end, pending) {
+            self.offset = raw_end;
+        }
         true
+    }
+
+    /// Emit the next line a restored position kept, if one is left: as a new tracked tuple.
+    fn emit_restored(&mut self, out: &mut dyn SpoutCollector) -> bool {
+        let Some(kept) = self.restored.pop_front() else {
+            return false;
+        };
+        let values = kept.values();
+        let msg_id = self
+            .tracked
+            .then(|| Value::Int(self.replay.track(kept) as i64));
+        out.send(streams::DEFAULT, values, msg_id);
+        true
+    }
+
+    /// Start the reader thread (at the first `next_tuple`, so a `restore` can set where).
+    fn start_reader(&mut self) -> anyhow::Result<()> {
+        let Some(input) = self.input.take() else {
+            return Ok(());
+        };
+        let (tx, rx) = crossbeam_channel::bounded(4);
+        let (read, invalid) = (self.read_bytes.clone(), self.invalid.clone());
+        read.store(self.start, Ordering::Relaxed);
+        let start = self.start;
+        std::thread::Builder::new()
+            .name(format!("{}-reader", self.component))
+            .spawn(move || reader_thread(input, start, tx, read, invalid))?;
+        self.chunks = Some(rx);
+        Ok(())
     }
 }
 
+/// Read `input` from raw offset `start` (a file seeks there; stdin skips that many bytes).
 fn reader_thread(
     input: Input,
+    start: u64,
     tx: crossbeam_channel::Sender<ChunkResult>,
     read_bytes: Arc<AtomicU64>,
     invalid: Arc<AtomicU64>,
 ) -> std::io::Result<()> {
-    let source: Box<dyn Read + Send> = match &input {
-        Input::Stdin => Box::new(std::io::stdin()),
-        Input::File(p) => match std::fs::File::open(p) {
-            Ok(f) => Box::new(f),
-            Err(e) => {
-                let _ = tx.send(Err(format!("cannot open {}: {e}", p.display())));
-                return Ok(());
-            }
-        },
+    let source = match open_at(&input, start) {
+        Ok(source) => source,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return Ok(());
+        }
     };
-    read_lines(
-        BufReader::with_capacity(256 * 1024, source),
-        &tx,
-        &read_bytes,
-        &invalid,
-    );
+    read_lines(source, start, &tx, &read_bytes, &invalid);
     Ok(())
 }
 
-/// Read `reader` to its end, sending its lines on `tx` in chunks (or an error).
+/// `input`, read from raw offset `start`.
+fn open_at(input: &Input, start: u64) -> Result<BufReader<Box<dyn Read + Send>>, String> {
+    use std::io::{Seek, SeekFrom};
+    let source: Box<dyn Read + Send> = match input {
+        Input::Stdin => Box::new(std::io::stdin()),
+        Input::File(p) => {
+            let mut f =
+                std::fs::File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display()))?;
+            f.seek(SeekFrom::Start(start))
+                .map_err(|e| format!("cannot seek {} to byte {start}: {e}", p.display()))?;
+            Box::new(f)
+        }
+    };
+    let mut reader = BufReader::with_capacity(256 * 1024, source);
+    if let Input::Stdin = input {
+        // The same input given again: skip what the position says was read.
+        skip(&mut reader, start)?;
+    }
+    Ok(reader)
+}
+
+/// Read and drop the first `n` bytes of stdin (an error if it has fewer).
+fn skip(reader: &mut impl Read, n: u64) -> Result<(), String> {
+    let skipped = std::io::copy(&mut reader.take(n), &mut std::io::sink())
+        .map_err(|e| format!("skipping {n} bytes of stdin: {e}"))?;
+    if skipped < n {
+        return Err(format!(
+            "stdin ended at byte {skipped}, before the restored position's offset {n} \
+             (give the run the same input again)"
+        ));
+    }
+    Ok(())
+}
+
+/// Read `reader` to its end, sending its lines on `tx` in chunks (or an error); its first byte
+/// is byte `start` of the input.
 fn read_lines(
     mut reader: impl BufRead,
+    start: u64,
     tx: &crossbeam_channel::Sender<ChunkResult>,
     read_bytes: &AtomicU64,
     invalid: &AtomicU64,
@@ -222,10 +317,13 @@ fn read_lines(
         tx,
         text: String::new(),
         ends: Vec::with_capacity(CHUNK_LINES),
+        raw_ends: Vec::with_capacity(CHUNK_LINES),
         carry: Vec::new(),
         invalid,
         closed: false,
     };
+    // The raw offset of the read buffer's first byte.
+    let mut at = start;
     loop {
         let data = match reader.fill_buf() {
             Ok(d) => d,
@@ -241,13 +339,14 @@ fn read_lines(
         let n = data.len();
         // Whole lines are taken straight from the read buffer; a line cut by the buffer's end
         // waits in `carry` for the rest.
-        let mut rest = data;
+        let (mut rest, mut rest_at) = (data, at);
         if !lines.carry.is_empty() {
             match memchr::memchr(b'\n', rest) {
                 Some(i) => {
                     lines.carry.extend_from_slice(&rest[..=i]);
                     let line = std::mem::take(&mut lines.carry);
-                    lines.push_run(&line);
+                    rest_at += i as u64 + 1;
+                    lines.push_run(&line, rest_at - line.len() as u64);
                     rest = &rest[i + 1..];
                 }
                 None => {
@@ -257,12 +356,13 @@ fn read_lines(
             }
         }
         if let Some(last) = memchr::memrchr(b'\n', rest) {
-            lines.push_run(&rest[..=last]);
+            lines.push_run(&rest[..=last], rest_at);
             lines.carry.extend_from_slice(&rest[last + 1..]);
         } else {
             lines.carry.extend_from_slice(rest);
         }
         reader.consume(n);
+        at += n as u64;
         read_bytes.fetch_add(n as u64, Ordering::Relaxed);
         // Send what this read gave before the next read may block (interactive input).
         lines.send();
@@ -272,7 +372,7 @@ fn read_lines(
     }
     if !lines.carry.is_empty() {
         let last = std::mem::take(&mut lines.carry);
-        lines.push_line(&last);
+        lines.push_line(&last, at);
     }
     lines.send();
 }
@@ -283,6 +383,7 @@ struct LineBuilder<'a> {
     /// The chunk being gathered: its lines end to end, and where each ends.
     text: String,
     ends: Vec<usize>,
+    raw_ends: Vec<u64>,
     /// The start of a line the read buffer cut off.
     carry: Vec<u8>,
     invalid: &'a AtomicU64,
@@ -291,9 +392,10 @@ struct LineBuilder<'a> {
 }
 
 impl LineBuilder<'_> {
-    fn add(&mut self, line: &str) {
+    fn add(&mut self, line: &str, raw_end: u64) {
         self.text.push_str(line);
         self.ends.push(self.text.len());
+        self.raw_ends.push(raw_end);
         if self.ends.len() >= CHUNK_LINES || self.text.len() >= CHUNK_BYTES {
             self.send();
         }
@@ -308,38 +410,43 @@ impl LineBuilder<'_> {
         let chunk = LineChunk {
             text: Arc::new(std::mem::replace(&mut self.text, next)),
             ends: std::mem::replace(&mut self.ends, Vec::with_capacity(CHUNK_LINES)),
+            raw_ends: std::mem::replace(&mut self.raw_ends, Vec::with_capacity(CHUNK_LINES)),
         };
         self.closed = self.tx.send(Ok(chunk)).is_err();
     }
 
-    /// A run of whole lines, each ending in `\n`: validated as UTF-8 in one pass (line ends
-    /// are character boundaries), one line at a time only when that fails.
-    fn push_run(&mut self, run: &[u8]) {
+    /// A run of whole lines, each ending in `\n`, starting at raw offset `run_at`: validated
+    /// as UTF-8 in one pass (line ends are character boundaries), one line at a time only when
+    /// that fails.
+    fn push_run(&mut self, run: &[u8], run_at: u64) {
         match simdutf8::basic::from_utf8(run) {
             Ok(text) => {
                 let mut start = 0;
                 for end in memchr::memchr_iter(b'\n', run) {
-                    self.add(trim_eol_str(&text[start..end]));
+                    self.add(trim_eol_str(&text[start..end]), run_at + end as u64 + 1);
                     start = end + 1;
                 }
             }
             Err(_) => {
+                let mut raw_end = run_at;
                 for line in run.split_inclusive(|&b| b == b'\n') {
-                    self.push_line(line);
+                    raw_end += line.len() as u64;
+                    self.push_line(line, raw_end);
                 }
             }
         }
     }
 
-    /// One line, with or without its `\n`; invalid UTF-8 is replaced and counted.
-    fn push_line(&mut self, line: &[u8]) {
+    /// One line, with or without its `\n`, ending at raw offset `raw_end`; invalid UTF-8 is
+    /// replaced and counted.
+    fn push_line(&mut self, line: &[u8], raw_end: u64) {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         match std::str::from_utf8(line) {
-            Ok(s) => self.add(s),
+            Ok(s) => self.add(s, raw_end),
             Err(_) => {
                 self.invalid.fetch_add(1, Ordering::Relaxed);
-                self.add(&String::from_utf8_lossy(line));
+                self.add(&String::from_utf8_lossy(line), raw_end);
             }
         }
     }
@@ -359,18 +466,9 @@ impl Spout for LineSpout {
             p.warnings = super::parse::DropWarnings::new(&ctx.component);
         }
         self.replay.set_label(&ctx.component, ctx.task_id);
-        let Some(input) = self.input.take() else {
-            return Ok(());
-        };
-        if let Input::File(p) = &input {
+        if let Some(Input::File(p)) = &self.input {
             self.total_bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         }
-        let (tx, rx) = crossbeam_channel::bounded(4);
-        let (read, invalid) = (self.read_bytes.clone(), self.invalid.clone());
-        std::thread::Builder::new()
-            .name(format!("{}-reader", ctx.component))
-            .spawn(move || reader_thread(input, tx, read, invalid))?;
-        self.chunks = Some(rx);
         Ok(())
     }
 
@@ -383,11 +481,14 @@ impl Spout for LineSpout {
             );
             return Ok(SpoutStatus::Busy);
         }
-        if self.emit_next(out) {
+        if self.emit_restored(out) || self.emit_next(out) {
             return Ok(SpoutStatus::Busy);
         }
         if self.done {
             return Ok(SpoutStatus::Exhausted);
+        }
+        if self.input.is_some() {
+            self.start_reader()?;
         }
         let Some(rx) = &self.chunks else {
             self.done = true;
@@ -433,6 +534,15 @@ impl Spout for LineSpout {
         Ok(())
     }
 
+    fn position(&mut self) -> Option<Value> {
+        Some(position::of(self))
+    }
+
+    fn restore(&mut self, position: Value) -> anyhow::Result<()> {
+        position::restore(self, position)
+            .map_err(|e| anyhow::anyhow!("{}: cannot resume: {e}", self.component))
+    }
+
     fn progress(&self) -> Option<(u64, u64)> {
         Some((self.read_bytes.load(Ordering::Relaxed), self.total_bytes))
     }
@@ -458,20 +568,29 @@ mod tests {
 
     /// Every line `read_lines` sends for `input` read through a buffer of `capacity` bytes.
     fn lines(input: &[u8], capacity: usize) -> (Vec<String>, u64) {
+        let (lines, _, invalid) = lines_and_ends(input, capacity, 0);
+        (lines, invalid)
+    }
+
+    /// Every line `read_lines` sends for `input` (byte `start` of a larger input) read through
+    /// a buffer of `capacity` bytes, with each line's raw end.
+    fn lines_and_ends(input: &[u8], capacity: usize, start: u64) -> (Vec<String>, Vec<u64>, u64) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let (read, invalid) = (AtomicU64::new(0), AtomicU64::new(0));
         read_lines(
             BufReader::with_capacity(capacity, input),
+            start,
             &tx,
             &read,
             &invalid,
         );
         drop(tx);
         assert_eq!(read.load(Ordering::Relaxed), input.len() as u64);
-        let all = rx
-            .iter()
+        let chunks: Vec<LineChunk> = rx.iter().map(|c| c.unwrap_or_default()).collect();
+        let raw_ends = chunks.iter().flat_map(|c| c.raw_ends.clone()).collect();
+        let all = chunks
+            .into_iter()
             .flat_map(|chunk| {
-                let chunk = chunk.unwrap_or_default();
                 let mut start = 0;
                 chunk
                     .ends
@@ -484,7 +603,7 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        (all, invalid.load(Ordering::Relaxed))
+        (all, raw_ends, invalid.load(Ordering::Relaxed))
     }
 
     #[test]
@@ -533,6 +652,7 @@ mod tests {
         spout.current = LineChunk {
             text: text.clone(),
             ends: vec![3, 6, 11],
+            ..LineChunk::default()
         };
         let mut out = Emitted::default();
         while spout.emit_next(&mut out) {}
@@ -566,6 +686,22 @@ mod tests {
         spout.ack(id(1), &mut out).unwrap_or_default();
         spout.ack(id(2), &mut out).unwrap_or_default();
         assert_eq!(Arc::strong_count(&text), 1);
+    }
+
+    #[test]
+    fn raw_ends_count_input_bytes_before_replacement_and_trimming() {
+        let input = b"one\r\nbad \xff\xfe\n\nfine \xc3\xa9\r\nlast";
+        // The oracle: each `\n`'s offset plus one, and the end for the unfinished last line.
+        let mut expected: Vec<u64> = (0..input.len())
+            .filter(|&i| input[i] == b'\n')
+            .map(|i| 1000 + i as u64 + 1)
+            .collect();
+        expected.push(1000 + input.len() as u64);
+        for capacity in [1, 2, 3, 5, 8, 1024] {
+            let (got, ends, _) = lines_and_ends(input, capacity, 1000);
+            assert_eq!(got.len(), 5);
+            assert_eq!(ends, expected, "read {capacity} bytes at a time");
+        }
     }
 
     #[test]

@@ -76,6 +76,16 @@ impl<T: Clone> Replay<T> {
         Some(&mut kept.value)
     }
 
+    /// Every tuple still kept (in flight, or failed and waiting to be emitted again), oldest
+    /// first (ids count up in their high half; after 2^32 tuples the order restarts).
+    pub fn kept(&self) -> Vec<&T> {
+        let mut ids = self.inflight.ids_where(|_| true);
+        ids.sort_by_key(|id| id >> 32);
+        ids.iter()
+            .filter_map(|&id| self.inflight.get(id).map(|k| &k.value))
+            .collect()
+    }
+
     /// Its tree completed (`msg_id` as the spout emitted it): forget it.
     pub fn ack(&mut self, msg_id: &Value) {
         if let Some(id) = id_of(msg_id) {
@@ -169,6 +179,20 @@ mod tests {
         assert_eq!(r.lost(), 1);
         r.fail(&id(b));
         assert_eq!(r.lost(), 1, "an acked tuple failing late is ignored");
+    }
+
+    #[test]
+    fn kept_lists_tuples_in_flight_and_failed_oldest_first() {
+        let mut r = Replay::new(None);
+        let id = |seq: u64| Value::Int(seq as i64);
+        let a = r.track("a");
+        let b = r.track("b");
+        r.ack(&id(a));
+        let c = r.track("c"); // takes a's slot, before b's
+        r.fail(&id(b));
+        assert_eq!(r.kept(), [&"b", &"c"]);
+        r.ack(&id(c));
+        assert_eq!(r.kept(), [&"b"]);
     }
 
     #[test]

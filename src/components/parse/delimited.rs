@@ -19,6 +19,8 @@ pub struct Delimited {
     /// Bytes of the record so far (for the size bound), and its lines (for an error's `line`).
     pending: String,
     header: bool,
+    /// The header was read (or restored): a resumed run skips it.
+    header_read: bool,
     /// Column names (from `columns`, or the header once read).
     columns: Vec<String>,
     keep: Vec<String>,
@@ -46,6 +48,7 @@ impl Delimited {
             used: (0, 0),
             pending: String::new(),
             header,
+            header_read: false,
             columns,
             keep,
             picks: None,
@@ -76,6 +79,30 @@ impl Delimited {
         let result = self.finish_record(out);
         self.reset();
         result
+    }
+
+    /// A record is under way (a quoted cell went on past the last line fed).
+    pub fn is_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The column names, once a header was read (what a resumed run needs in its place).
+    pub fn header_columns(&self) -> Option<&[String]> {
+        self.header_read.then_some(self.columns.as_slice())
+    }
+
+    /// Take `columns` as the header a run before this one read: the input goes on after it.
+    pub fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
+        if !self.header {
+            return Err("a header was given, but this reader reads none".into());
+        }
+        self.header = false;
+        self.header_read = true;
+        if self.columns.is_empty() {
+            self.columns = columns;
+        }
+        self.picks = self.resolve_picks()?;
+        Ok(())
     }
 
     /// The text of an unfinished record, for an error at the end of input.
@@ -123,6 +150,7 @@ impl Delimited {
         let n = self.used.1;
         if self.header {
             self.header = false;
+            self.header_read = true;
             if self.columns.is_empty() {
                 self.columns = (0..n)
                     .map(|i| self.cell(i).map(str::to_string))

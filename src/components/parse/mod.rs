@@ -110,6 +110,27 @@ impl Parser {
         Ok(Some(values))
     }
 
+    /// A record is under way over several lines (fed in part).
+    pub fn pending(&self) -> bool {
+        matches!(&self.reader, Reader::Delimited(d) if d.is_pending())
+    }
+
+    /// The columns a header named, once one was read.
+    pub fn header_columns(&self) -> Option<Vec<String>> {
+        match &self.reader {
+            Reader::Delimited(d) => d.header_columns().map(<[String]>::to_vec),
+            _ => None,
+        }
+    }
+
+    /// Go on after a header an earlier run read (the input is read from after it).
+    pub fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
+        match &mut self.reader {
+            Reader::Delimited(d) => d.restore_header(columns),
+            _ => Err("a header was given, but this format reads none".into()),
+        }
+    }
+
     /// At the end of input: a record left unfinished (an unclosed quote), as (text, reason).
     pub fn unfinished(&mut self) -> Option<(String, String)> {
         match &mut self.reader {

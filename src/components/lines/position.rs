@@ -1,0 +1,332 @@
+//! A line spout's position in a checkpoint, and going on from one: a map of
+//! - `input`: `"file"` or `"stdin"` (a position only restores the same kind),
+//! - `offset`: the raw input byte after the last line emitted (before any UTF-8 replacement
+//!   or `\r\n` trimming; with `format:`, after the last record finished),
+//! - `kept`: the lines not yet acked (in flight, or failed and not re-emitted), oldest first:
+//!   strings, or with `format:` the list of values each gave,
+//! - `header` (with a CSV/TSV header read): its column names, so the resumed reader, which
+//!   starts after it, knows them.
+
+use super::{Input, KeptLine, LineSpout};
+use crate::tuple::Value;
+use std::collections::BTreeMap;
+
+/// Where `spout` is.
+pub(super) fn of(spout: &LineSpout) -> Value {
+    let item = |k: &KeptLine| match k {
+        KeptLine::Parsed(values) => Value::List(Box::new(values.to_vec())),
+        other => Value::str(other.text()),
+    };
+    let mut kept: Vec<Value> = spout.replay.kept().into_iter().map(item).collect();
+    kept.extend(spout.restored.iter().map(item));
+    let mut map = BTreeMap::new();
+    map.insert("input".to_string(), Value::str(spout.kind));
+    map.insert("offset".to_string(), Value::Int(spout.offset as i64));
+    map.insert("kept".to_string(), Value::List(Box::new(kept)));
+    let header = spout
+        .parsing
+        .as_ref()
+        .and_then(|p| p.parser.header_columns());
+    if let Some(columns) = header {
+        let names = columns.iter().map(|c| Value::str(c)).collect();
+        map.insert("header".to_string(), Value::List(Box::new(names)));
+    }
+    Value::Map(Box::new(map))
+}
+
+/// Go on from `position` (before reading started).
+pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), String> {
+    let Value::Map(map) = position else {
+        return Err("the position is not a map".into());
+    };
+    let kind = map.get("input").and_then(Value::as_str);
+    if kind != Some(spout.kind) {
+        let kind = kind.unwrap_or("(none)");
+        return Err(format!(
+            "the position is of a `{kind}` spout, this one reads {}",
+            spout.kind
+        ));
+    }
+    let offset = match map.get("offset") {
+        Some(Value::Int(n)) if *n >= 0 => *n as u64,
+        other => {
+            return Err(format!(
+                "the position's offset is not a byte count: {other:?}"
+            ))
+        }
+    };
+    let Some(input) = &spout.input else {
+        return Err("reading had already begun".into());
+    };
+    if let Input::File(path) = input {
+        let len = std::fs::metadata(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .len();
+        if offset > len {
+            return Err(format!(
+                "the position's offset {offset} is past the end of {} ({len} bytes): \
+                 is it the same file?",
+                path.display()
+            ));
+        }
+    }
+    if let Some(header) = map.get("header") {
+        restore_header(spout, header)?;
+    }
+    spout.restored = kept_lines(spout, map.get("kept"))?.into();
+    spout.start = offset;
+    spout.offset = offset;
+    Ok(())
+}
+
+fn restore_header(spout: &mut LineSpout, header: &Value) -> Result<(), String> {
+    let Some(parsing) = spout.parsing.as_mut() else {
+        return Err("the position has a header, but this spout reads no `format`".into());
+    };
+    let Value::List(names) = header else {
+        return Err("the position's header is not a list".into());
+    };
+    let names: Option<Vec<String>> = names.iter().map(|n| n.as_str().map(String::from)).collect();
+    let names = names.ok_or("the position's header has a name that is not a string")?;
+    parsing.parser.restore_header(names)
+}
+
+/// The lines a position kept, as this spout keeps them.
+fn kept_lines(spout: &LineSpout, kept: Option<&Value>) -> Result<Vec<KeptLine>, String> {
+    let items = match kept {
+        None => return Ok(Vec::new()),
+        Some(Value::List(items)) => items,
+        Some(_) => return Err("the position's kept lines are not a list".into()),
+    };
+    let parsed = spout.parsing.is_some();
+    items
+        .iter()
+        .map(|item| match (item, parsed) {
+            (Value::Str(s), false) => Ok(KeptLine::Own(s.clone())),
+            (Value::List(values), true) => Ok(KeptLine::Parsed(values.iter().cloned().collect())),
+            _ if parsed => Err("a kept line is not a list of values (this spout has `format`)"),
+            _ => Err("a kept line is not a string (this spout has no `format`)"),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(String::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{skip, Input, LineSpout, CHUNK_LINES};
+    use crate::components::{Spout, SpoutCollector, SpoutStatus};
+    use crate::tuple::{Value, Values};
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    /// What a spout emitted: each tuple's values and message id.
+    #[derive(Default)]
+    struct Emitted(Vec<(Values, Option<Value>)>);
+
+    impl SpoutCollector for Emitted {
+        fn emit(
+            &mut self,
+            _: crate::topology::plan::StreamId,
+            values: Values,
+            msg_id: Option<Value>,
+        ) -> Vec<u32> {
+            self.0.push((values, msg_id));
+            Vec::new()
+        }
+        fn emit_direct(
+            &mut self,
+            _: u32,
+            _: crate::topology::plan::StreamId,
+            _: Values,
+            _: Option<Value>,
+        ) {
+        }
+        fn report_error(&mut self, _: &str) {}
+    }
+
+    impl Emitted {
+        fn lines(&self) -> Vec<String> {
+            let text = |v: &Values| v.first().and_then(Value::as_str).unwrap_or("?").to_string();
+            self.0.iter().map(|(v, _)| text(v)).collect()
+        }
+    }
+
+    /// The oracle: `bytes` split at `\n`, a `\r` before it cut, invalid UTF-8 replaced.
+    fn oracle_lines(bytes: &[u8]) -> Vec<String> {
+        let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+        if lines.last().is_some_and(|l| l.is_empty()) {
+            lines.pop();
+        }
+        let trim = |l: &[u8]| l.strip_suffix(b"\r").unwrap_or(l).to_vec();
+        let text = |l: &[u8]| String::from_utf8_lossy(&trim(l)).into_owned();
+        lines.into_iter().map(text).collect()
+    }
+
+    fn file_spout(path: &Path) -> LineSpout {
+        let mut spout = LineSpout::new(Input::File(path.to_path_buf()), None);
+        spout.tracked = true;
+        spout.component = "lines".into();
+        spout
+    }
+
+    /// Call `next_tuple` until `n` tuples were emitted in all, or the input is exhausted.
+    fn run(spout: &mut LineSpout, out: &mut Emitted, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while out.0.len() < n {
+            match spout.next_tuple(out) {
+                Ok(SpoutStatus::Exhausted) => return,
+                Ok(SpoutStatus::Idle) => std::thread::sleep(Duration::from_millis(1)),
+                Ok(SpoutStatus::Busy) => {}
+                Err(e) => panic!("{e:#}"),
+            }
+            assert!(Instant::now() < deadline, "the spout is stuck");
+        }
+    }
+
+    /// 2,500 lines (over two chunk boundaries) of varied lengths, some ending in `\r\n`, some
+    /// with invalid UTF-8, the last without a newline.
+    fn input() -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for i in 0..2500 {
+            bytes.extend_from_slice(format!("line {i} {}", "x".repeat(i % 37)).as_bytes());
+            if i % 11 == 0 {
+                bytes.extend_from_slice(b" bad \xff\xfe");
+            }
+            match (i % 5, i) {
+                (_, 2499) => {}
+                (0, _) => bytes.extend_from_slice(b"\r\n"),
+                _ => bytes.push(b'\n'),
+            }
+        }
+        bytes
+    }
+
+    #[test]
+    fn a_file_spout_resumes_after_its_position_with_kept_lines_first() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("in.txt");
+        let bytes = input();
+        std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        let all = oracle_lines(&bytes);
+        assert_eq!(all.len(), 2500);
+        for cut in [
+            0,
+            1,
+            CHUNK_LINES - 1,
+            CHUNK_LINES,
+            CHUNK_LINES + 1,
+            2000,
+            2500,
+        ] {
+            let mut first = file_spout(&path);
+            let mut out = Emitted::default();
+            run(&mut first, &mut out, cut);
+            assert_eq!(out.lines(), all[..cut], "cut {cut}: the first run's lines");
+            // Ack all but a few; one of those failed (waiting for its replay).
+            let unacked: Vec<usize> = [3, 700, CHUNK_LINES, cut.saturating_sub(1)]
+                .into_iter()
+                .filter(|&i| i < cut)
+                .collect();
+            for (i, (_, id)) in out.0.iter().enumerate() {
+                let id = id.clone().unwrap_or(Value::Null);
+                let r = match (unacked.contains(&i), i == 700) {
+                    (false, _) => first.ack(id, &mut Emitted::default()),
+                    (true, true) => first.fail(id, &mut Emitted::default()),
+                    (true, false) => Ok(()),
+                };
+                r.unwrap_or_else(|e| panic!("{e:#}"));
+            }
+            let position = first.position().unwrap_or(Value::Null);
+            let mut second = file_spout(&path);
+            second.restore(position).unwrap_or_else(|e| panic!("{e:#}"));
+            let mut resumed = Emitted::default();
+            run(&mut second, &mut resumed, usize::MAX);
+            let mut expected: Vec<String> = unacked.iter().map(|&i| all[i].clone()).collect();
+            expected.dedup();
+            expected.extend_from_slice(&all[cut..]);
+            assert_eq!(
+                resumed.lines(),
+                expected,
+                "cut {cut}: kept lines, then the rest"
+            );
+            assert!(
+                resumed.0.iter().all(|(_, id)| id.is_some()),
+                "tracked again"
+            );
+        }
+    }
+
+    #[test]
+    fn a_position_of_another_input_or_past_the_end_is_refused() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("in.txt");
+        std::fs::write(&path, b"one\ntwo\n").unwrap_or_else(|e| panic!("{e}"));
+        let stdin = LineSpout::new(Input::Stdin, None).position();
+        let err = |p: Option<Value>| {
+            let r = file_spout(&path).restore(p.unwrap_or(Value::Null));
+            r.err().map(|e| format!("{e:#}")).unwrap_or_default()
+        };
+        assert!(err(stdin).contains("the position is of a `stdin` spout, this one reads file"));
+        let mut spout = file_spout(&path);
+        spout.offset = 9;
+        let far = err(spout.position());
+        assert!(far.contains("offset 9 is past the end of"), "{far}");
+        assert!(far.contains("in.txt (8 bytes)"), "{far}");
+        assert!(err(Some(Value::Int(3))).contains("not a map"));
+    }
+
+    #[test]
+    fn stdin_skips_the_bytes_a_position_read() {
+        let mut input: &[u8] = b"one\ntwo\n";
+        assert_eq!(skip(&mut input, 4), Ok(()));
+        assert_eq!(input, b"two\n");
+        let mut short: &[u8] = b"one\n";
+        let err = skip(&mut short, 9).err().unwrap_or_default();
+        assert!(err.contains("stdin ended at byte 4, before the restored position's offset 9"));
+    }
+
+    /// A CSV spout with a header: the resumed spout starts after the header (the position
+    /// names its columns) and, with a record over two lines under way, from that record.
+    #[test]
+    fn a_csv_spout_resumes_after_its_header_and_from_a_record_under_way() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("in.csv");
+        let text = "name,n\na,1\n\"b\nb\",2\nc,3\n";
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        let args = serde_json::json!({"format": "csv", "header": true, "fields": ["name", "n"], "types": {"n": "int"}});
+        let spec = crate::components::parse::spec::Spec::from_args(
+            args.as_object().unwrap_or(&serde_json::Map::new()),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let csv_spout = || {
+            file_spout(&path)
+                .parsing(&spec)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let record = |name: &str, n: i64| vec![Value::str(name), Value::Int(n)];
+        let mut first = csv_spout();
+        let mut out = Emitted::default();
+        run(&mut first, &mut out, 1);
+        assert_eq!(first.offset, 11, "after the header and `a,1`");
+        // Feed the next line, `"b`: a record under way, not yet a tuple.
+        assert!(first.emit_next(&mut out));
+        assert!(first.parsing.as_ref().is_some_and(|p| p.parser.pending()));
+        assert_eq!(
+            first.offset, 11,
+            "a record under way is resumed from its start"
+        );
+        assert_eq!(out.0.len(), 1);
+        let id = out.0[0].1.clone().unwrap_or(Value::Null);
+        first.ack(id, &mut out).unwrap_or_else(|e| panic!("{e:#}"));
+        let position = first.position().unwrap_or(Value::Null);
+        let header = Value::List(Box::new(vec![Value::str("name"), Value::str("n")]));
+        assert!(matches!(&position, Value::Map(m) if m.get("header") == Some(&header)));
+        assert!(matches!(&position, Value::Map(m) if m.get("offset") == Some(&Value::Int(11))));
+        let mut second = csv_spout();
+        second.restore(position).unwrap_or_else(|e| panic!("{e:#}"));
+        let mut resumed = Emitted::default();
+        run(&mut second, &mut resumed, usize::MAX);
+        let got: Vec<Vec<Value>> = resumed.0.iter().map(|(v, _)| v.to_vec()).collect();
+        assert_eq!(got, vec![record("b\nb", 2), record("c", 3)]);
+    }
+}
