@@ -6,7 +6,7 @@
 //! | 0 | Null | nothing |
 //! | 1, 2 | false, true | nothing |
 //! | 3 | Int | its zigzag varint (small magnitudes take one byte) |
-//! | 4 | Float | its 8 bytes, little-endian |
+//! | 4 | Float | its bits, 8 bytes little-endian (as `Value`'s hash takes them: `-0.0` and `0.0` differ) |
 //! | 5 | Str | byte length (varint), UTF-8 bytes |
 //! | 6 | List | item count (varint), the items |
 //! | 7 | Map | entry count (varint), each key (length, bytes) then value, keys in order |

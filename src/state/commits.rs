@@ -32,8 +32,10 @@ pub struct Commits {
 }
 
 impl Commits {
-    /// Open (creating it if missing) the commit record in `dir`.
+    /// Open (creating it, and `dir`, if missing) the commit record in `dir`.
     pub fn open(dir: &Path) -> anyhow::Result<Commits> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
         let path = super::dir::commits_path(dir);
         let name = path.display().to_string();
         let db =

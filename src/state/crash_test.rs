@@ -105,7 +105,7 @@ fn committed_state_survives_sigkill() {
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("{e}"));
-        std::thread::sleep(Duration::from_millis(rng.random_range(150..600)));
+        std::thread::sleep(Duration::from_millis(rng.random_range(200..800)));
         let status = child.try_wait().unwrap_or_else(|e| panic!("{e}"));
         assert!(
             status.is_none(),

@@ -49,6 +49,10 @@ fn prepared(txid: u64) -> (String, String) {
     )
 }
 
+/// One task's part of a checkpoint: its changes (`None`: removed) and, for a spout, its
+/// position.
+pub type TaskChanges<'a> = (&'a TaskKey, &'a [(Value, Option<Value>)], Option<&'a Value>);
+
 pub struct Store {
     db: Database,
     /// The file, or "memory", for errors.
@@ -56,9 +60,13 @@ pub struct Store {
 }
 
 impl Store {
-    /// Open (creating it if missing) the store of a worker at `path`.
+    /// Open (creating it, and its dir, if missing) the store of a worker at `path`.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         let name = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
+        }
         let db = Database::create(path).with_context(|| format!("cannot open store {name}"))?;
         Store::with_tables(db, name)
     }
@@ -103,28 +111,36 @@ impl Store {
         changes: &[(Value, Option<Value>)],
         position: Option<&Value>,
     ) -> anyhow::Result<()> {
-        let (component, index) = (task.component.as_str(), task.index);
+        self.prepare_all(txid, &[(task, changes, position)])
+            .with_context(|| format!("preparing checkpoint {txid} of {task}"))
+    }
+
+    /// [`Store::prepare`] for several tasks (a worker's) in one transaction: one fsync for all.
+    pub fn prepare_all(&self, txid: u64, tasks: &[TaskChanges<'_>]) -> anyhow::Result<()> {
         let (changes_table, position_table) = prepared(txid);
         self.write(Durability::Immediate, |tx| {
             let mut table = tx.open_table(Prepared::new(&changes_table))?;
+            let mut positions = tx.open_table(Positions::new(&position_table))?;
             let (mut key, mut value) = (Vec::new(), Vec::new());
-            for (k, v) in changes {
-                key.clear();
-                codec::encode(k, &mut key);
-                let v = v.as_ref().map(|v| {
-                    value.clear();
-                    codec::encode(v, &mut value);
-                    value.as_slice()
-                });
-                table.insert((component, index, key.as_slice()), v)?;
-            }
-            if let Some(p) = position {
-                let mut table = tx.open_table(Positions::new(&position_table))?;
-                table.insert((component, index), codec::to_bytes(p).as_slice())?;
+            for (task, changes, position) in tasks {
+                let (component, index) = (task.component.as_str(), task.index);
+                for (k, v) in changes.iter() {
+                    key.clear();
+                    codec::encode(k, &mut key);
+                    let v = v.as_ref().map(|v| {
+                        value.clear();
+                        codec::encode(v, &mut value);
+                        value.as_slice()
+                    });
+                    table.insert((component, index, key.as_slice()), v)?;
+                }
+                if let Some(p) = position {
+                    positions.insert((component, index), codec::to_bytes(p).as_slice())?;
+                }
             }
             Ok(())
         })
-        .with_context(|| format!("preparing checkpoint {txid} of {task}"))
+        .with_context(|| format!("preparing checkpoint {txid}"))
     }
 
     /// Fold what every txid up to `txid` prepared into the committed entries, oldest first, in
@@ -332,6 +348,19 @@ mod tests {
         assert_eq!(store.tasks().ok(), Some(vec![a0, a1, sp.clone()]));
         ok(store.fold(2));
         assert_eq!(store.position(&sp).ok(), Some(Some(Value::Int(20))));
+    }
+
+    #[test]
+    fn prepare_all_writes_every_task_in_one_checkpoint() {
+        let store = Store::memory().unwrap_or_else(|e| panic!("{e:#}"));
+        let (a, sp) = (task("count", 0), task("lines", 0));
+        let changes = [set("x", 1)];
+        let position = Value::Int(5);
+        let tasks = [(&a, &changes[..], None), (&sp, &[][..], Some(&position))];
+        ok(store.prepare_all(1, &tasks));
+        ok(store.fold(1));
+        assert_eq!(entries(&store, &a), vec![(s("x"), Value::Int(1))]);
+        assert_eq!(store.position(&sp).ok(), Some(Some(position)));
     }
 
     #[test]
