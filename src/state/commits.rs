@@ -38,8 +38,8 @@ impl Commits {
             .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
         let path = super::dir::commits_path(dir);
         let name = path.display().to_string();
-        let db =
-            Database::create(&path).with_context(|| format!("cannot open commit record {name}"))?;
+        let db = Database::create(&path)
+            .map_err(|e| super::store::open_error("commit record", &name, e))?;
         Commits::with_table(db, name)
     }
 

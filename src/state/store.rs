@@ -67,7 +67,7 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
         }
-        let db = Database::create(path).with_context(|| format!("cannot open store {name}"))?;
+        let db = Database::create(path).map_err(|e| open_error("store", &name, e))?;
         Store::with_tables(db, name)
     }
 
@@ -270,6 +270,15 @@ fn prepared_txids(names: impl Iterator<Item = String>) -> std::collections::BTre
             txid.parse().ok()
         })
         .collect()
+}
+
+/// Why a database file did not open, naming it (and, when locked, what holds it).
+pub(super) fn open_error(what: &str, name: &str, e: redb::DatabaseError) -> anyhow::Error {
+    let hint = match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => " (a run using this state dir holds it)",
+        _ => "",
+    };
+    anyhow::anyhow!("cannot open {what} {name}: {e}{hint}")
 }
 
 fn task_key(component: &str, index: u32) -> TaskKey {
