@@ -382,6 +382,7 @@ pub fn report_from_heartbeats(
         elapsed,
         lost: 0,
         acking: plan.ackers > 0,
+        checkpoints: None,
     };
     merge_heartbeats(&mut report, beats);
     report

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
 mod acking;
+mod checkpoints;
 mod cli;
 mod cluster;
 mod cluster_hardening;
