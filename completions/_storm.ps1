@@ -40,6 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
             [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
+            [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -239,6 +240,60 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'storm;state' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'The topology, its last committed checkpoint, each task''s entries and position, the files')
+            [CompletionResult]::new('dump', 'dump', [CompletionResultType]::ParameterValue, 'Every committed entry, one a line: `component[index]  key  value` (JSON), or JSON lines')
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove a state dir and its checkpoints (only a dir holding checkpoint.redb)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'storm;state;ls' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;state;dump' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'format')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;state;clear' {
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask (needed when standard input is not a terminal)')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask (needed when standard input is not a terminal)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;state;help' {
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'The topology, its last committed checkpoint, each task''s entries and position, the files')
+            [CompletionResult]::new('dump', 'dump', [CompletionResultType]::ParameterValue, 'Every committed entry, one a line: `component[index]  key  value` (JSON), or JSON lines')
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove a state dir and its checkpoints (only a dir holding checkpoint.redb)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'storm;state;help;ls' {
+            break
+        }
+        'storm;state;help;dump' {
+            break
+        }
+        'storm;state;help;clear' {
+            break
+        }
+        'storm;state;help;help' {
+            break
+        }
         'storm;worker' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
             [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology id')
@@ -269,6 +324,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
             [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
+            [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -320,6 +376,21 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;tap' {
+            break
+        }
+        'storm;help;state' {
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'The topology, its last committed checkpoint, each task''s entries and position, the files')
+            [CompletionResult]::new('dump', 'dump', [CompletionResultType]::ParameterValue, 'Every committed entry, one a line: `component[index]  key  value` (JSON), or JSON lines')
+            [CompletionResult]::new('clear', 'clear', [CompletionResultType]::ParameterValue, 'Remove a state dir and its checkpoints (only a dir holding checkpoint.redb)')
+            break
+        }
+        'storm;help;state;ls' {
+            break
+        }
+        'storm;help;state;dump' {
+            break
+        }
+        'storm;help;state;clear' {
             break
         }
         'storm;help;worker' {

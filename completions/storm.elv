@@ -37,6 +37,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
             cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
+            cand state 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -216,6 +217,51 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;state'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand ls 'The topology, its last committed checkpoint, each task''s entries and position, the files'
+            cand dump 'Every committed entry, one a line: `component[index]  key  value` (JSON), or JSON lines'
+            cand clear 'Remove a state dir and its checkpoints (only a dir holding checkpoint.redb)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'storm;state;ls'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;state;dump'= {
+            cand --format 'format'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;state;clear'= {
+            cand -y 'Do not ask (needed when standard input is not a terminal)'
+            cand --yes 'Do not ask (needed when standard input is not a terminal)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;state;help'= {
+            cand ls 'The topology, its last committed checkpoint, each task''s entries and position, the files'
+            cand dump 'Every committed entry, one a line: `component[index]  key  value` (JSON), or JSON lines'
+            cand clear 'Remove a state dir and its checkpoints (only a dir holding checkpoint.redb)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'storm;state;help;ls'= {
+        }
+        &'storm;state;help;dump'= {
+        }
+        &'storm;state;help;clear'= {
+        }
+        &'storm;state;help;help'= {
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -245,6 +291,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
             cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
+            cand state 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -280,6 +327,17 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;top'= {
         }
         &'storm;help;tap'= {
+        }
+        &'storm;help;state'= {
+            cand ls 'The topology, its last committed checkpoint, each task''s entries and position, the files'
+            cand dump 'Every committed entry, one a line: `component[index]  key  value` (JSON), or JSON lines'
+            cand clear 'Remove a state dir and its checkpoints (only a dir holding checkpoint.redb)'
+        }
+        &'storm;help;state;ls'= {
+        }
+        &'storm;help;state;dump'= {
+        }
+        &'storm;help;state;clear'= {
         }
         &'storm;help;worker'= {
         }

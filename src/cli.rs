@@ -53,6 +53,9 @@ pub enum Command {
     Top(TopArgs),
     /// Print the tuples a component emits, live, as JSON lines (from a run's UI)
     Tap(TapArgs),
+    /// Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)
+    #[command(subcommand)]
+    State(StateCommand),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -201,6 +204,42 @@ fn ui_addr(text: &str) -> Result<String, String> {
 pub enum ZkCommand {
     /// Submit to a simulated cluster and print the coordination tree (or a live one with --nimbus)
     Dump(ZkDumpArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// The topology, its last committed checkpoint, each task's entries and position, the files
+    Ls(StateDirArgs),
+    /// Every committed entry, one a line: `component[index]  key  value` (JSON), or JSON lines
+    Dump(StateDumpArgs),
+    /// Remove a state dir and its checkpoints (only a dir holding checkpoint.redb)
+    Clear(StateClearArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StateDirArgs {
+    /// The state dir (`--state-dir`, `topology.state.dir`)
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct StateDumpArgs {
+    /// The state dir (`--state-dir`, `topology.state.dir`)
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
+    pub format: TreeFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct StateClearArgs {
+    /// The state dir (`--state-dir`, `topology.state.dir`)
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Do not ask (needed when standard input is not a terminal)
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]

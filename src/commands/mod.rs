@@ -1,7 +1,7 @@
 //! One module per subcommand: orchestration only. Each returns the exit status it wants
 //! (0 success, 1 invalid topology or failed run, 2 usage, 130 interrupted).
 
-use crate::cli::{Cli, Command, ZkCommand};
+use crate::cli::{Cli, Command, StateCommand, ZkCommand};
 use std::process::ExitCode;
 
 pub(crate) mod cluster;
@@ -10,6 +10,7 @@ pub(crate) mod config;
 pub(crate) mod graph;
 pub(crate) mod progress;
 pub(crate) mod run;
+pub(crate) mod state;
 pub(crate) mod top;
 pub(crate) mod ui;
 pub(crate) mod validate;
@@ -54,6 +55,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Deactivate(a) => cluster::set_active(a, false),
         Command::Top(a) => top::run(a),
         Command::Tap(a) => ui::tap(a),
+        Command::State(StateCommand::Ls(a)) => state::ls(a),
+        Command::State(StateCommand::Dump(a)) => state::dump(a),
+        Command::State(StateCommand::Clear(a)) => state::clear(a),
     }
 }
 

@@ -2,8 +2,17 @@
 //! prepared it), with the topology's name and each component's parallelism so a resumed run
 //! can check it matches. One small crash-safe database beside the workers' stores; a commit is
 //! one transaction.
+//!
+//! One table, `record`: `txid` and `at_ms` (u64, little-endian) and `shape` (the name and the
+//! parallelisms as one [`super::codec`] list: `[name, [component, parallelism], …]`).
 
+use super::codec;
+use crate::tuple::Value;
+use anyhow::{bail, Context};
+use redb::{Database, ReadableTable, TableDefinition};
 use std::path::Path;
+
+const RECORD: TableDefinition<&str, &[u8]> = TableDefinition::new("record");
 
 /// What the commit record holds about the last committed checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,41 +22,178 @@ pub struct Committed {
     pub at_ms: u64,
 }
 
+/// A topology's name and each component's parallelism.
+pub type Shape = (String, Vec<(String, u32)>);
+
 pub struct Commits {
-    // filled in by the implementation
+    db: Database,
+    /// The file, or "memory", for errors.
+    name: String,
 }
 
 impl Commits {
     /// Open (creating it if missing) the commit record in `dir`.
     pub fn open(dir: &Path) -> anyhow::Result<Commits> {
-        let _ = dir;
-        todo!()
+        let path = super::dir::commits_path(dir);
+        let name = path.display().to_string();
+        let db =
+            Database::create(&path).with_context(|| format!("cannot open commit record {name}"))?;
+        Commits::with_table(db, name)
     }
 
     /// A commit record in memory.
     pub fn memory() -> anyhow::Result<Commits> {
-        todo!()
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .context("cannot make a commit record in memory")?;
+        Commits::with_table(db, "memory".into())
+    }
+
+    fn with_table(db: Database, name: String) -> anyhow::Result<Commits> {
+        let tx = db.begin_write().with_context(|| name.clone())?;
+        tx.open_table(RECORD).with_context(|| name.clone())?;
+        tx.commit().with_context(|| name.clone())?;
+        Ok(Commits { db, name })
+    }
+
+    /// The bytes under `key`, if any.
+    fn get(&self, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        let read = || -> anyhow::Result<Option<Vec<u8>>> {
+            let tx = self.db.begin_read()?;
+            let table = tx.open_table(RECORD)?;
+            Ok(table.get(key)?.map(|v| v.value().to_vec()))
+        };
+        read().with_context(|| format!("reading {key} in {}", self.name))
+    }
+
+    fn get_u64(&self, key: &str) -> anyhow::Result<Option<u64>> {
+        let Some(bytes) = self.get(key)? else {
+            return Ok(None);
+        };
+        match <[u8; 8]>::try_from(bytes.as_slice()) {
+            Ok(eight) => Ok(Some(u64::from_le_bytes(eight))),
+            Err(_) => bail!("{}: {key} is {} bytes, not 8", self.name, bytes.len()),
+        }
     }
 
     /// The last committed checkpoint, if any.
     pub fn committed(&self) -> anyhow::Result<Option<Committed>> {
-        todo!()
+        let Some(txid) = self.get_u64("txid")? else {
+            return Ok(None);
+        };
+        let at_ms = self.get_u64("at_ms")?.unwrap_or(0);
+        Ok(Some(Committed { txid, at_ms }))
     }
 
     /// Record `txid` as committed (durably). A txid at or below the one recorded is ignored.
     pub fn commit(&self, txid: u64) -> anyhow::Result<()> {
-        let _ = txid;
-        todo!()
+        let write = || -> anyhow::Result<()> {
+            let tx = self.db.begin_write()?;
+            {
+                let mut table = tx.open_table(RECORD)?;
+                let last = table.get("txid")?.map(|v| v.value().to_vec());
+                let last = last.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok());
+                if last.is_some_and(|b| u64::from_le_bytes(b) >= txid) {
+                    return Ok(());
+                }
+                table.insert("txid", txid.to_le_bytes().as_slice())?;
+                table.insert("at_ms", now_ms().to_le_bytes().as_slice())?;
+            }
+            tx.commit()?;
+            Ok(())
+        };
+        write().with_context(|| format!("committing checkpoint {txid} in {}", self.name))
     }
 
     /// The topology's name and each component's parallelism, as the first run recorded them.
-    pub fn shape(&self) -> anyhow::Result<Option<(String, Vec<(String, u32)>)>> {
-        todo!()
+    pub fn shape(&self) -> anyhow::Result<Option<Shape>> {
+        let Some(bytes) = self.get("shape")? else {
+            return Ok(None);
+        };
+        let value = codec::from_bytes(&bytes)
+            .and_then(|v| shape_of(&v))
+            .with_context(|| format!("{}: the recorded topology shape", self.name))?;
+        Ok(Some(value))
     }
 
     /// Record the topology's name and parallelism (the first run of a state dir).
     pub fn set_shape(&self, name: &str, components: &[(String, u32)]) -> anyhow::Result<()> {
-        let _ = (name, components);
-        todo!()
+        let mut items = vec![Value::str(name)];
+        items.extend(
+            components.iter().map(|(c, n)| {
+                Value::List(Box::new(vec![Value::str(c), Value::Int(i64::from(*n))]))
+            }),
+        );
+        let bytes = codec::to_bytes(&Value::List(Box::new(items)));
+        let write = || -> anyhow::Result<()> {
+            let tx = self.db.begin_write()?;
+            tx.open_table(RECORD)?.insert("shape", bytes.as_slice())?;
+            tx.commit()?;
+            Ok(())
+        };
+        write().with_context(|| format!("recording the topology's shape in {}", self.name))
+    }
+}
+
+/// The name and parallelisms out of a recorded shape value.
+fn shape_of(v: &Value) -> anyhow::Result<Shape> {
+    let Value::List(items) = v else {
+        bail!("not a list");
+    };
+    let Some((Value::Str(name), rest)) = items.split_first() else {
+        bail!("no topology name");
+    };
+    let mut components = Vec::new();
+    for item in rest {
+        match item {
+            Value::List(pair) => match pair.as_slice() {
+                [Value::Str(c), Value::Int(n)] => {
+                    let n = u32::try_from(*n).context("a parallelism out of range")?;
+                    components.push((c.to_string(), n));
+                }
+                _ => bail!("a component is not [name, parallelism]"),
+            },
+            _ => bail!("a component is not [name, parallelism]"),
+        }
+    }
+    Ok((name.to_string(), components))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn older_txids_are_ignored() {
+        let c = Commits::memory().unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(c.committed().ok(), Some(None));
+        for txid in [3, 2, 3, 5, 4] {
+            c.commit(txid).unwrap_or_else(|e| panic!("{e:#}"));
+        }
+        assert_eq!(c.committed().ok().flatten().map(|c| c.txid), Some(5));
+    }
+
+    #[test]
+    fn the_record_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let shape = vec![("lines".to_string(), 1), ("count".to_string(), 4)];
+        let before = now_ms();
+        {
+            let c = Commits::open(dir.path()).unwrap_or_else(|e| panic!("{e:#}"));
+            c.set_shape("wc", &shape)
+                .unwrap_or_else(|e| panic!("{e:#}"));
+            c.commit(7).unwrap_or_else(|e| panic!("{e:#}"));
+        }
+        let c = Commits::open(dir.path()).unwrap_or_else(|e| panic!("{e:#}"));
+        let committed = c.committed().ok().flatten();
+        assert_eq!(committed.as_ref().map(|c| c.txid), Some(7));
+        assert!(committed.is_some_and(|c| c.at_ms >= before && c.at_ms <= now_ms()));
+        assert_eq!(c.shape().ok(), Some(Some(("wc".to_string(), shape))));
     }
 }

@@ -8,6 +8,9 @@ pub mod commits;
 pub mod dir;
 pub mod store;
 
+#[cfg(test)]
+mod crash_test;
+
 pub use commits::Commits;
 pub use store::Store;
 

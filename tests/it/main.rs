@@ -18,6 +18,7 @@ mod newcomer;
 mod records;
 mod run;
 mod run_reliability;
+mod state;
 mod support;
 mod ui;
 mod validate;
