@@ -170,7 +170,13 @@ fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
     for commits in [2, 3, 4] {
         kill_after_commits(conf.path(), &args, commits);
     }
-    let out = storm(conf.path()).args(&args).output().expect("runs");
+    let stats_path = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .args(&args)
+        .arg("--stats")
+        .arg(&stats_path)
+        .output()
+        .expect("runs");
     assert!(
         out.status.success(),
         "{}",
@@ -182,4 +188,19 @@ fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
         "{stderr}"
     );
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
+    // It went on from where it was, not from the start of the file.
+    let s = stats(&stats_path);
+    let emitted = s["components"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == "lines"))
+        .and_then(|c| c["emitted"].as_u64())
+        .expect("the spout's figures");
+    let total = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count() as u64;
+    assert!(
+        emitted < total,
+        "the last run read {emitted} of {total} lines: it started over"
+    );
 }

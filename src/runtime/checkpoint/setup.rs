@@ -5,7 +5,7 @@
 use super::coordinator::{CheckpointReport, Coordinator};
 use super::{ratio_for, Checkpointing, Report};
 use crate::state::{dir, Commits, Store};
-use crate::topology::model::{Component, ComponentType, Topology};
+use crate::topology::model::{Component, Topology};
 use crate::topology::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -13,30 +13,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The built-ins that keep state.
-const STATEFUL: [ComponentType; 5] = [
-    ComponentType::Count,
-    ComponentType::Aggregate,
-    ComponentType::Top,
-    ComponentType::Join,
-    ComponentType::Dedupe,
-];
-
-/// Whether component `c` keeps its state in checkpoints.
-pub fn stateful(topology: &Topology, c: &Component) -> bool {
-    let asked = match c.args.get("stateful").and_then(|v| v.as_bool()) {
-        Some(b) => b,
-        None => topology
-            .config
-            .get_bool("topology.stateful")
-            .unwrap_or(false),
-    };
-    asked && STATEFUL.contains(&c.ctype)
+/// Whether component `c` keeps its state in checkpoints (resolved by validation).
+pub fn stateful(_topology: &Topology, c: &Component) -> bool {
+    c.stateful
 }
 
 /// Whether any component keeps state: then the run takes checkpoints.
 pub fn has_state(topology: &Topology) -> bool {
-    topology.components.iter().any(|c| stateful(topology, c))
+    topology.is_stateful()
 }
 
 /// The tasks that save checkpoints: every spout task and every stateful bolt task.
