@@ -204,3 +204,82 @@ fn check_shape(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::TaskKey;
+    use crate::tuple::Value;
+
+    fn topology(dsl: &str, dir: &std::path::Path) -> Topology {
+        let opts = crate::topology::LoadOptions {
+            overrides: vec![
+                "topology.state.provider=embedded".into(),
+                format!("topology.state.dir={:?}", dir.display().to_string()),
+            ],
+            filter: None,
+        };
+        crate::topology::load_inline(dsl, &opts)
+            .expect("a valid topology")
+            .topology
+    }
+
+    const COUNT: &str = "name wc\nstdin | split | count(word) stateful=true | stdout";
+
+    /// A crash after a checkpoint was prepared and before it committed (a rollback during
+    /// prepare): the next run starts from the last commit, the prepared changes gone.
+    #[test]
+    fn what_was_only_prepared_is_rolled_back_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = topology(COUNT, dir.path());
+        let key = TaskKey {
+            component: "count".into(),
+            index: 0,
+        };
+        {
+            let setup = Setup::open(&t, &[0], true)
+                .expect("opens")
+                .expect("stateful");
+            let store = &setup.stores[&0];
+            store
+                .prepare(1, &key, &[(Value::str("a"), Some(Value::Int(1)))], None)
+                .expect("prepared");
+            setup.commits.commit(1).expect("committed");
+            store
+                .prepare(2, &key, &[(Value::str("a"), Some(Value::Int(5)))], None)
+                .expect("prepared, never committed");
+        }
+        let setup = Setup::open(&t, &[0], true)
+            .expect("opens")
+            .expect("stateful");
+        assert_eq!(setup.base, 1);
+        let entries = setup.stores[&0].entries(&key).expect("entries");
+        assert_eq!(entries, vec![(Value::str("a"), Value::Int(1))]);
+    }
+
+    #[test]
+    fn a_state_dir_of_other_task_counts_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Setup::open(&topology(COUNT, dir.path()), &[0], true).expect("opens"));
+        let wider = "name wc\nstdin | split | count(word) stateful=true x2 | stdout";
+        let err = Setup::open(&topology(wider, dir.path()), &[0], true)
+            .err()
+            .expect("refused");
+        assert!(
+            format!("{err}").contains("1 task(s) of `count`; this run has 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_state_dir_is_refused_when_workers_run_in_other_processes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = Setup::open(&topology(COUNT, dir.path()), &[0], false)
+            .err()
+            .expect("refused");
+        assert!(
+            format!("{err}").contains("kept by a run in one process"),
+            "{err}"
+        );
+    }
+}
