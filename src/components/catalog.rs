@@ -41,7 +41,7 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
 pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
     Ok(match c.ctype {
         ComponentType::Split => Box::new(super::split::Split::new(&c.args)),
-        ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
+        ComponentType::Count => Box::new(super::count::Count::new(&c.args).with_state(c.stateful)),
         ComponentType::Aggregate => Box::new(super::aggregate::Aggregate::new(&c.args)?),
         ComponentType::Join => Box::new(super::join::Join::new(&c.args)?),
         ComponentType::Top if is_total_ranking(c) => {
