@@ -7,6 +7,7 @@
 
 pub mod ops;
 pub mod ranking;
+pub mod saved;
 pub mod window;
 
 use super::{Bolt, BoltCollector, TaskContext};
