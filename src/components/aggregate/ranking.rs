@@ -57,7 +57,7 @@ pub fn progress(watermark: i64, width: usize) -> Values {
 #[derive(Debug)]
 pub struct Partial {
     /// The last watermark sent.
-    sent: Option<i64>,
+    pub sent: Option<i64>,
     pub width: usize,
 }
 
