@@ -47,7 +47,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         }
         ComponentType::Join => Box::new(super::join::Join::new(&c.args)?),
         ComponentType::Top if is_total_ranking(c) => {
-            Box::new(super::aggregate::ranking::TotalRanking::new(&c.args)?)
+            Box::new(super::aggregate::ranking::TotalRanking::new(&c.args)?.with_state(c.stateful))
         }
         ComponentType::Top => {
             Box::new(super::aggregate::Aggregate::top(&c.args)?.with_state(c.stateful))
