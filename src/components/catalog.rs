@@ -52,7 +52,9 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Top => {
             Box::new(super::aggregate::Aggregate::top(&c.args)?.with_state(c.stateful))
         }
-        ComponentType::Dedupe => Box::new(super::dedupe::Dedupe::new(&c.args)?),
+        ComponentType::Dedupe => {
+            Box::new(super::dedupe::Dedupe::new(&c.args)?.with_state(c.stateful))
+        }
         ComponentType::Lookup => Box::new(super::lookup::Lookup::new(&c.args, base_dir)?),
         ComponentType::Filter => Box::new(super::filter::Filter::new(&c.args)),
         ComponentType::Parse => Box::new(super::parse::Parse::new(&c.args)?),
