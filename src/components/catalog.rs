@@ -45,7 +45,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Aggregate => {
             Box::new(super::aggregate::Aggregate::new(&c.args)?.with_state(c.stateful))
         }
-        ComponentType::Join => Box::new(super::join::Join::new(&c.args)?),
+        ComponentType::Join => Box::new(super::join::Join::new(&c.args)?.with_state(c.stateful)),
         ComponentType::Top if is_total_ranking(c) => {
             Box::new(super::aggregate::ranking::TotalRanking::new(&c.args)?.with_state(c.stateful))
         }

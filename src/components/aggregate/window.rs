@@ -110,6 +110,11 @@ impl<T: Default> Panes<T> {
         floor_to(t, self.spec.every).saturating_add(self.spec.size) <= self.closed_to
     }
 
+    /// The start of the pane of `t`.
+    pub fn pane_start(&self, t: i64) -> i64 {
+        floor_to(t, self.spec.every)
+    }
+
     /// The pane of `t`, made empty the first time.
     pub fn pane(&mut self, t: i64) -> &mut T {
         self.panes.entry(floor_to(t, self.spec.every)).or_default()
@@ -192,6 +197,16 @@ impl<T: Default> Panes<T> {
             ));
         }
         Ok(self.panes.entry(start).or_default())
+    }
+
+    /// Every pane, oldest first.
+    pub fn all(&self) -> impl Iterator<Item = (&i64, &T)> {
+        self.panes.iter()
+    }
+
+    /// The pane starting at `start`, if it holds anything.
+    pub fn get(&self, start: i64) -> Option<&T> {
+        self.panes.get(&start)
     }
 
     /// Every pane, oldest first.
