@@ -71,8 +71,8 @@ pub fn decode(kind: Kind, v: &Value) -> Result<State, String> {
         }
         (State::Distinct(set), Value::List(l)) => set.extend(l.iter().cloned()),
         (State::Distinct(_), _) => return Err(bad("a list of values")),
-        (State::Approx(h), v) => *h = Box::new(deserialized::<Hll>(v)?),
-        (State::Percentile { sketch, .. }, v) => *sketch = Box::new(deserialized::<DDSketch>(v)?),
+        (State::Approx(h), v) => **h = deserialized::<Hll>(v)?,
+        (State::Percentile { sketch, .. }, v) => **sketch = deserialized::<DDSketch>(v)?,
         (State::Frequent { counts, .. }, Value::List(l)) => {
             for pair in l.iter() {
                 match pair {
