@@ -12,6 +12,9 @@ use std::collections::{BTreeMap, HashMap};
 /// Where a kept tuple is: its pane (`None`: the whole input), input, key and position.
 pub type At = (Option<i64>, usize, String, usize);
 
+/// One input's buffer of one key in a pane (`None`: the whole input).
+type Buffer = (Option<i64>, usize, String);
+
 /// Tuples kept, and dropped with their panes, since the last checkpoint.
 #[derive(Default)]
 pub struct Changed {
@@ -76,8 +79,7 @@ impl BoltState for Join {
             .spec
             .window
             .map(crate::components::aggregate::window::Panes::new);
-        let mut rows: BTreeMap<(Option<i64>, usize, String), Vec<(usize, Values)>> =
-            BTreeMap::new();
+        let mut rows: BTreeMap<Buffer, Vec<(usize, Values)>> = BTreeMap::new();
         for (key, value) in entries {
             let bad = |e: String| {
                 anyhow::anyhow!(
