@@ -19,6 +19,7 @@ mod records;
 mod run;
 mod run_reliability;
 mod state;
+mod stateful;
 mod support;
 mod ui;
 mod validate;
