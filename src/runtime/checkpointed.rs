@@ -141,6 +141,9 @@ impl SpoutExecutor {
 
     /// Task `i` ended: the coordinator counts it for later checkpoints.
     pub(crate) fn report_ended(&self, i: usize) {
+        if let Some(side) = &self.tasks[i].state.side {
+            tracing::debug!("{}: at most {} ack(s) held at once", self.tasks[i].ctx.component, side.peak);
+        }
         if let Some(cp) = &self.checkpoints {
             let task = self.tasks[i].emitter.task;
             let _ = cp.reports.send(Report::Finished { task });
@@ -286,6 +289,12 @@ impl BoltExecutor {
         self.apply_held(i, u64::MAX)?;
         let slot = &self.tasks[i];
         if let Some(gate) = slot.state.as_ref().and_then(|s| s.gate.as_ref()) {
+            tracing::debug!(
+                "{}: at most {} input(s) held at once, {} dropped",
+                slot.ctx.component,
+                gate.peak,
+                gate.dropped
+            );
             if gate.held() > 0 {
                 tracing::warn!(
                     "{}: {} input(s) of trees never reported over were not applied",

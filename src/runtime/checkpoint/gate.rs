@@ -28,6 +28,8 @@ pub struct Gate {
     failed: FxHashSet<u64>,
     /// Inputs dropped because their tree failed.
     pub dropped: u64,
+    /// The most inputs held at once.
+    pub peak: usize,
 }
 
 impl Gate {
@@ -61,6 +63,7 @@ impl Gate {
     /// `out`; drop those of failed trees. The failures learnt are forgotten after: every input
     /// of a tree that failed before a round's marker arrived before it.
     pub fn release(&mut self, complete: u64, out: &mut Vec<Tuple>) {
+        self.peak = self.peak.max(self.held.len());
         let mut keep = VecDeque::with_capacity(self.held.len().min(1024));
         for (round, input) in self.held.drain(..) {
             match fate_of(&self.low, &self.failed, round, &input, complete) {

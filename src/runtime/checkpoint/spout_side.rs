@@ -17,6 +17,8 @@ pub struct SpoutSide {
     failed: Vec<u64>,
     /// (tree number, message id) of completed trees whose ack the spout has not been given.
     held: Vec<(u64, Value)>,
+    /// The most acks held at once.
+    pub peak: usize,
 }
 
 impl SpoutSide {
@@ -26,6 +28,7 @@ impl SpoutSide {
             next_at: now + super::ROUND,
             failed: Vec::new(),
             held: Vec::new(),
+            peak: 0,
         }
     }
 
@@ -41,6 +44,7 @@ impl SpoutSide {
 
     /// The acks the spout may be given now that every tree below `low` is over.
     pub fn release(&mut self, low: u64) -> Vec<Value> {
+        self.peak = self.peak.max(self.held.len());
         let mut out = Vec::new();
         self.held.retain_mut(|(seq, id)| {
             if *seq < low {
