@@ -1,5 +1,5 @@
 //! Micro-benchmarks of the engine's hot paths: groupings, Java hashing, the frame codec, the
-//! acker's XOR bookkeeping, the `split` bolt, and the queue candidates for executor receive
+//! acker's XOR bookkeeping, the `split` and `count` bolts, and the queue candidates for executor receive
 //! queues.
 //! Run: `cargo bench --bench engine`.
 
@@ -178,6 +178,38 @@ fn split_64_lines(bencher: Bencher) {
                 let _ = split.execute(line, &mut out);
             }
             black_box(out.0.len())
+        });
+}
+
+/// The `count` bolt on words of a 100 000-word vocabulary, stateless and stateful (tracking
+/// the keys that change, with a checkpoint taking the changes after every 64 × 4 096 words,
+/// most of the vocabulary by then): what keeping state costs per counted word.
+#[divan::bench(args = [false, true], sample_count = 400)]
+fn count_4096_words(bencher: Bencher, stateful: bool) {
+    let mut count = storm::components::count::Count::new(&Default::default()).with_state(stateful);
+    let vocabulary = 100_000;
+    let words: Vec<Tuple> = (0..vocabulary)
+        .map(|i| {
+            let w = format!("w{}", (i * 7919) % vocabulary);
+            Tuple::new(smallvec::smallvec![Value::str(&w)], 1, streams::DEFAULT)
+        })
+        .collect();
+    let mut out = Emitted(Vec::new());
+    let mut changes = Vec::new();
+    let (mut at, mut batches) = (0, 0u32);
+    bencher
+        .counter(divan::counter::ItemsCount::new(4096usize))
+        .bench_local(|| {
+            for _ in 0..4096 {
+                let _ = count.execute(&words[at], &mut out);
+                at = (at + 1) % words.len();
+            }
+            batches += 1;
+            if let (0, Some(state)) = (batches % 64, count.state()) {
+                changes.clear();
+                state.changes(false, &mut changes);
+            }
+            black_box(changes.len())
         });
 }
 

@@ -67,6 +67,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Number of workers (overrides topology.workers)')
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Run attached on a running cluster')
             [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop (gracefully, draining) after this long: `30s`, `2m`')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep checkpointed state in DIR (an embedded database per worker), and resume from what DIR holds (sets topology.state.dir and topology.state.provider=embedded)')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Progress display on stderr')
             [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Write the full run figures as JSON to FILE')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]')

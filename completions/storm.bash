@@ -707,7 +707,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__run)
-            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --progress --quiet --summary --system --stats --ui --help --version"
+            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --state-dir --progress --quiet --summary --system --stats --ui --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -742,6 +742,10 @@ _storm() {
                     return 0
                     ;;
                 --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

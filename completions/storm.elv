@@ -62,6 +62,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --workers 'Number of workers (overrides topology.workers)'
             cand --nimbus 'Run attached on a running cluster'
             cand --duration 'Stop (gracefully, draining) after this long: `30s`, `2m`'
+            cand --state-dir 'Keep checkpointed state in DIR (an embedded database per worker), and resume from what DIR holds (sets topology.state.dir and topology.state.provider=embedded)'
             cand --progress 'Progress display on stderr'
             cand --stats 'Write the full run figures as JSON to FILE'
             cand --ui 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]'

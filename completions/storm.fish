@@ -57,6 +57,7 @@ complete -c storm -n "__fish_storm_using_subcommand run" -s c -l config -d 'Over
 complete -c storm -n "__fish_storm_using_subcommand run" -l workers -d 'Number of workers (overrides topology.workers)' -r
 complete -c storm -n "__fish_storm_using_subcommand run" -l nimbus -d 'Run attached on a running cluster' -r
 complete -c storm -n "__fish_storm_using_subcommand run" -l duration -d 'Stop (gracefully, draining) after this long: `30s`, `2m`' -r
+complete -c storm -n "__fish_storm_using_subcommand run" -l state-dir -d 'Keep checkpointed state in DIR (an embedded database per worker), and resume from what DIR holds (sets topology.state.dir and topology.state.provider=embedded)' -r -F
 complete -c storm -n "__fish_storm_using_subcommand run" -l progress -d 'Progress display on stderr' -r -f -a "auto\t''
 never\t''
 always\t''"

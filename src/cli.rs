@@ -161,6 +161,10 @@ pub struct RunArgs {
     /// Stop (gracefully, draining) after this long: `30s`, `2m`
     #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
     pub duration: Option<std::time::Duration>,
+    /// Keep checkpointed state in DIR (an embedded database per worker), and resume from what
+    /// DIR holds (sets topology.state.dir and topology.state.provider=embedded)
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Progress display on stderr
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,

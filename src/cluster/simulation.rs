@@ -143,6 +143,7 @@ pub(crate) mod tests {
             cwd: None,
             tick: None,
             finish: false,
+            stateful: false,
             config: std::collections::BTreeMap::new(),
         }
     }

@@ -382,6 +382,7 @@ pub fn report_from_heartbeats(
         elapsed,
         lost: 0,
         acking: plan.ackers > 0,
+        checkpoints: None,
     };
     merge_heartbeats(&mut report, beats);
     report
@@ -422,6 +423,7 @@ mod tests {
             elapsed: Duration::from_secs(1),
             lost: 0,
             acking: false,
+            checkpoints: None,
         };
         let beat = |component: &str, emitted: u64| {
             let v = serde_json::json!({"component": component, "emitted": emitted, "executed": 7, "lost": 1});

@@ -41,14 +41,20 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
 pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
     Ok(match c.ctype {
         ComponentType::Split => Box::new(super::split::Split::new(&c.args)),
-        ComponentType::Count => Box::new(super::count::Count::new(&c.args)),
-        ComponentType::Aggregate => Box::new(super::aggregate::Aggregate::new(&c.args)?),
-        ComponentType::Join => Box::new(super::join::Join::new(&c.args)?),
-        ComponentType::Top if is_total_ranking(c) => {
-            Box::new(super::aggregate::ranking::TotalRanking::new(&c.args)?)
+        ComponentType::Count => Box::new(super::count::Count::new(&c.args).with_state(c.stateful)),
+        ComponentType::Aggregate => {
+            Box::new(super::aggregate::Aggregate::new(&c.args)?.with_state(c.stateful))
         }
-        ComponentType::Top => Box::new(super::aggregate::Aggregate::top(&c.args)?),
-        ComponentType::Dedupe => Box::new(super::dedupe::Dedupe::new(&c.args)?),
+        ComponentType::Join => Box::new(super::join::Join::new(&c.args)?.with_state(c.stateful)),
+        ComponentType::Top if is_total_ranking(c) => {
+            Box::new(super::aggregate::ranking::TotalRanking::new(&c.args)?.with_state(c.stateful))
+        }
+        ComponentType::Top => {
+            Box::new(super::aggregate::Aggregate::top(&c.args)?.with_state(c.stateful))
+        }
+        ComponentType::Dedupe => {
+            Box::new(super::dedupe::Dedupe::new(&c.args)?.with_state(c.stateful))
+        }
         ComponentType::Lookup => Box::new(super::lookup::Lookup::new(&c.args, base_dir)?),
         ComponentType::Filter => Box::new(super::filter::Filter::new(&c.args)),
         ComponentType::Parse => Box::new(super::parse::Parse::new(&c.args)?),

@@ -3,15 +3,35 @@
 //! with `args.emit: tick`; with `args.emit: update`, each change as it happens and nothing again at
 //! the end (a streaming dedupe: `count(line, emit=update) | filter("count == 1")`). Keys are emitted in
 //! sorted order, so output is deterministic per task.
+//!
+//! Stateful (`stateful: true`), each key is an entry of its checkpoints: the key (its value, or
+//! the list of its values with several `fields`) → its count. A key whose count changed is
+//! marked in its slot and listed once, so a checkpoint writes only the keys counted since the
+//! last one.
 
-use super::{Bolt, BoltCollector, TaskContext};
+use super::{Bolt, BoltCollector, BoltState, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value};
 use compact_str::CompactString;
 
 /// foldhash: fast on short strings with good spread (Fx hashing of words collided enough to
 /// cost a fifth of a word count).
-type Map<K> = std::collections::HashMap<K, i64, foldhash::fast::FixedState>;
+type Map<K> = std::collections::HashMap<K, Slot, foldhash::fast::FixedState>;
+
+/// A key's count, and whether it changed since the last checkpoint took the changes.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    n: i64,
+    dirty: bool,
+}
+
+/// The keys whose counts changed since the last checkpoint, each listed once.
+#[derive(Default)]
+struct Dirty {
+    strings: Vec<CompactString>,
+    single: Vec<Value>,
+    multi: Vec<Vec<Value>>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EmitMode {
@@ -30,6 +50,8 @@ pub struct Count {
     /// Single-field keys of other types.
     single: Map<Value>,
     multi: Map<Vec<Value>>,
+    /// Stateful: the keys changed since the last checkpoint (`None`: stateless).
+    dirty: Option<Dirty>,
 }
 
 impl Count {
@@ -55,7 +77,14 @@ impl Count {
             strings: Map::default(),
             single: Map::default(),
             multi: Map::default(),
+            dirty: None,
         }
+    }
+
+    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    pub fn with_state(mut self, stateful: bool) -> Count {
+        self.dirty = stateful.then(Dirty::default);
+        self
     }
 
     fn emit_all(&self, out: &mut dyn BoltCollector) {
@@ -63,15 +92,15 @@ impl Count {
             let mut all: Vec<(Value, i64)> = self
                 .strings
                 .iter()
-                .map(|(k, n)| (Value::Str(k.clone()), *n))
-                .chain(self.single.iter().map(|(k, n)| (k.clone(), *n)))
+                .map(|(k, s)| (Value::Str(k.clone()), s.n))
+                .chain(self.single.iter().map(|(k, s)| (k.clone(), s.n)))
                 .collect();
             all.sort_by(|a, b| cmp_values(&a.0, &b.0));
             for (k, n) in all {
                 out.send(streams::DEFAULT, &[], smallvec::smallvec![k, Value::Int(n)]);
             }
         } else {
-            let mut all: Vec<(&Vec<Value>, &i64)> = self.multi.iter().collect();
+            let mut all: Vec<(&Vec<Value>, &Slot)> = self.multi.iter().collect();
             all.sort_by(|a, b| {
                 a.0.iter()
                     .zip(b.0.iter())
@@ -79,9 +108,9 @@ impl Count {
                     .find(|o| o.is_ne())
                     .unwrap_or(std::cmp::Ordering::Equal)
             });
-            for (k, n) in all {
+            for (k, s) in all {
                 let mut v = k.clone();
-                v.push(Value::Int(*n));
+                v.push(Value::Int(s.n));
                 out.send(streams::DEFAULT, &[], v.into());
             }
         }
@@ -89,19 +118,33 @@ impl Count {
 }
 
 /// Add one to `key`'s count (`owned` makes the key when it is new); returns the new count.
+/// With `dirty` (stateful), a key that turns dirty is listed there.
 #[inline]
-fn bump<K, Q>(map: &mut Map<K>, key: &Q, owned: impl FnOnce() -> K) -> i64
+fn bump<K, Q>(map: &mut Map<K>, key: &Q, owned: impl Fn() -> K, dirty: Option<&mut Vec<K>>) -> i64
 where
     K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
     Q: std::hash::Hash + Eq + ?Sized,
 {
     match map.get_mut(key) {
-        Some(n) => {
-            *n += 1;
-            *n
+        Some(s) => {
+            s.n += 1;
+            if let Some(d) = dirty {
+                if !s.dirty {
+                    s.dirty = true;
+                    d.push(owned());
+                }
+            }
+            s.n
         }
         None => {
-            map.insert(owned(), 1);
+            let tracked = dirty.map(|d| d.push(owned())).is_some();
+            map.insert(
+                owned(),
+                Slot {
+                    n: 1,
+                    dirty: tracked,
+                },
+            );
             1
         }
     }
@@ -138,9 +181,11 @@ impl Bolt for Count {
         let total = if self.keys.len() == 1 {
             let key = input.values.get(self.keys[0]).unwrap_or(&Value::Null);
             if let Value::Str(word) = key {
-                bump(&mut self.strings, word.as_str(), || word.clone())
+                let dirty = self.dirty.as_mut().map(|d| &mut d.strings);
+                bump(&mut self.strings, word.as_str(), || word.clone(), dirty)
             } else {
-                bump(&mut self.single, key, || key.clone())
+                let dirty = self.dirty.as_mut().map(|d| &mut d.single);
+                bump(&mut self.single, key, || key.clone(), dirty)
             }
         } else {
             let key: Vec<Value> = self
@@ -148,9 +193,8 @@ impl Bolt for Count {
                 .iter()
                 .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
                 .collect();
-            let n = self.multi.entry(key).or_insert(0);
-            *n += 1;
-            *n
+            let dirty = self.dirty.as_mut().map(|d| &mut d.multi);
+            bump(&mut self.multi, key.as_slice(), || key.clone(), dirty)
         };
         if self.mode == EmitMode::Update {
             let mut v: Vec<Value> = self
@@ -170,5 +214,168 @@ impl Bolt for Count {
             self.emit_all(out);
         }
         Ok(())
+    }
+
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        match self.dirty {
+            Some(_) => Some(self),
+            None => None,
+        }
+    }
+}
+
+/// Append `map`'s entries to `out` (all, or those listed in `dirty`) and mark them clean.
+fn take_changes<K: std::hash::Hash + Eq>(
+    map: &mut Map<K>,
+    dirty: &mut Vec<K>,
+    all: bool,
+    key: impl Fn(&K) -> Value,
+    out: &mut Vec<(Value, Option<Value>)>,
+) {
+    if all {
+        for (k, s) in map.iter_mut() {
+            s.dirty = false;
+            out.push((key(k), Some(Value::Int(s.n))));
+        }
+    } else {
+        for k in dirty.iter() {
+            if let Some(s) = map.get_mut(k) {
+                s.dirty = false;
+                out.push((key(k), Some(Value::Int(s.n))));
+            }
+        }
+    }
+    dirty.clear();
+}
+
+impl BoltState for Count {
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) {
+        let Some(d) = self.dirty.as_mut() else {
+            return;
+        };
+        let list = |k: &Vec<Value>| Value::List(Box::new(k.clone()));
+        take_changes(
+            &mut self.strings,
+            &mut d.strings,
+            all,
+            |k| Value::Str(k.clone()),
+            out,
+        );
+        take_changes(&mut self.single, &mut d.single, all, Value::clone, out);
+        take_changes(&mut self.multi, &mut d.multi, all, list, out);
+    }
+
+    fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
+        self.strings.clear();
+        self.single.clear();
+        self.multi.clear();
+        self.dirty = Some(Dirty::default());
+        let width = self.keys.len();
+        for (key, count) in entries {
+            let n = match count {
+                Value::Int(n) if n >= 1 => n,
+                other => anyhow::bail!(
+                    "count: the saved count of key {} is {}, not a whole number ≥ 1",
+                    key.plain_text(),
+                    other.plain_text()
+                ),
+            };
+            let slot = Slot { n, dirty: false };
+            match key {
+                Value::Str(s) if width == 1 => drop(self.strings.insert(s, slot)),
+                k if width == 1 => drop(self.single.insert(k, slot)),
+                Value::List(l) if l.len() == width => drop(self.multi.insert(*l, slot)),
+                k => anyhow::bail!(
+                    "count: a saved key, {}, is not a list of {width} values (one per field of `fields`)",
+                    k.plain_text()
+                ),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::state_check::{cuts, resumed, straight, tick, tuple};
+    use proptest::prelude::*;
+
+    /// A stateful count of `fields` (positions `keys`) emitting by `mode`.
+    fn count(mode: &str, keys: Vec<usize>) -> Count {
+        let args = serde_json::json!({"emit": mode});
+        let mut c = Count::new(args.as_object().expect("an object")).with_state(true);
+        c.keys = keys;
+        c
+    }
+
+    /// Tuples of (word, number), with a tick now and then: keys of strings and of integers.
+    fn inputs() -> impl Strategy<Value = Vec<Tuple>> {
+        let one = (0u8..6, 0i64..3, 0u8..12).prop_map(|(w, n, t)| match t {
+            0 => tick(),
+            1 => tuple(smallvec::smallvec![Value::Int(n), Value::str("x")]),
+            _ => tuple(smallvec::smallvec![
+                Value::str(&format!("w{w}")),
+                Value::Int(n)
+            ]),
+        });
+        proptest::collection::vec(one, 0..80)
+    }
+
+    proptest! {
+        /// Checkpointed at random cuts and resumed from the last, a count emits what one
+        /// counting straight through emits: single keys and pairs, in every emit mode.
+        #[test]
+        fn resumed_counts_equal_uninterrupted(
+            input in inputs(),
+            cut in cuts(80),
+            mode in prop::sample::select(vec!["end", "tick", "update"]),
+            pair in any::<bool>(),
+        ) {
+            let keys = if pair { vec![0, 1] } else { vec![0] };
+            let make = || count(mode, keys.clone());
+            prop_assert_eq!(resumed(&make, &input, &cut), straight(&make, &input));
+        }
+    }
+
+    #[test]
+    fn changes_list_only_the_keys_counted_since_the_last_checkpoint() {
+        let mut c = count("end", vec![0]);
+        let mut out = crate::components::state_check::Rows::default();
+        for w in ["a", "b", "a"] {
+            let t = tuple(smallvec::smallvec![Value::str(w)]);
+            c.execute(&t, &mut out).expect("execute");
+        }
+        let mut changes = Vec::new();
+        c.changes(true, &mut changes);
+        changes.sort_by_key(|(k, _)| k.plain_text());
+        let entry = |k: &str, n: i64| (Value::str(k), Some(Value::Int(n)));
+        assert_eq!(changes, [entry("a", 2), entry("b", 1)]);
+        changes.clear();
+        c.changes(false, &mut changes);
+        assert_eq!(changes, []);
+        for w in ["b", "b", "c"] {
+            let t = tuple(smallvec::smallvec![Value::str(w)]);
+            c.execute(&t, &mut out).expect("execute");
+        }
+        c.changes(false, &mut changes);
+        changes.sort_by_key(|(k, _)| k.plain_text());
+        assert_eq!(changes, [entry("b", 3), entry("c", 1)]);
+    }
+
+    #[test]
+    fn restore_rejects_entries_it_cannot_read() {
+        let err = |keys: Vec<usize>, k: Value, v: Value| {
+            count("end", keys)
+                .restore(vec![(k, v)])
+                .expect_err("unreadable")
+                .to_string()
+        };
+        assert_eq!(
+            err(vec![0], Value::str("a"), Value::str("x")),
+            "count: the saved count of key a is x, not a whole number ≥ 1"
+        );
+        assert!(err(vec![0, 1], Value::str("a"), Value::Int(1)).contains("not a list of 2"));
+        assert!(Count::new(&serde_json::Map::new()).state().is_none());
     }
 }

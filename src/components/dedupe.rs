@@ -3,8 +3,13 @@
 //! forgotten when a tumbling window of processing time or of tuples ends), or bounded
 //! (`cache: N`: at most N keys, the least recently seen forgotten first — a key seen again is
 //! fresh again — so memory stays bounded on an unbounded stream).
+//!
+//! Stateful (`stateful: true`), each remembered key is an entry of its checkpoints:
+//! `[key values]` → `true`, or with a `cache` → when it was last seen (a count of tuples, so a
+//! resumed cache forgets in the same order), and `"window"` → `{seen, seq}` (tuples in the
+//! current window, tuples so far). A window of processing time starts again when a run resumes.
 
-use super::{Bolt, BoltCollector, TaskContext};
+use super::{Bolt, BoltCollector, BoltState, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashSet;
@@ -14,7 +19,21 @@ use std::time::{Duration, Instant};
 /// When remembered keys are forgotten.
 enum Memory {
     Exact(HashSet<Values>),
-    Cache(lru::LruCache<Values, ()>),
+    Cache(lru::LruCache<Values, Seen>),
+}
+
+/// When a cached key was last seen, and whether that changed since the last checkpoint.
+#[derive(Clone, Copy)]
+struct Seen {
+    at: u64,
+    dirty: bool,
+}
+
+/// Stateful: keys remembered (or seen again) and keys forgotten since the last checkpoint.
+#[derive(Default)]
+struct Changed {
+    dirty: Vec<Values>,
+    removed: Vec<Values>,
 }
 
 /// A tumbling window after which every key is forgotten.
@@ -32,6 +51,10 @@ pub struct Dedupe {
     window: Option<Window>,
     window_started: Instant,
     seen_in_window: u64,
+    /// Tuples so far (orders a cache's keys by when they were last seen).
+    seq: u64,
+    /// Stateful: what changed since the last checkpoint (`None`: stateless).
+    changed: Option<Changed>,
 }
 
 impl Dedupe {
@@ -70,7 +93,15 @@ impl Dedupe {
             window,
             window_started: Instant::now(),
             seen_in_window: 0,
+            seq: 0,
+            changed: None,
         })
+    }
+
+    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    pub fn with_state(mut self, stateful: bool) -> Dedupe {
+        self.changed = stateful.then(Changed::default);
+        self
     }
 
     /// Forget every key when the window has ended.
@@ -81,9 +112,16 @@ impl Dedupe {
             Some(Window::Count(n)) => self.seen_in_window >= n,
         };
         if ended {
-            match &mut self.memory {
-                Memory::Exact(set) => set.clear(),
-                Memory::Cache(c) => c.clear(),
+            let removed = self.changed.as_mut().map(|c| &mut c.removed);
+            match (&mut self.memory, removed) {
+                (Memory::Exact(set), Some(r)) => r.extend(set.drain()),
+                (Memory::Cache(c), Some(r)) => r.extend(
+                    std::mem::replace(c, lru::LruCache::new(c.cap()))
+                        .into_iter()
+                        .map(|(k, _)| k),
+                ),
+                (Memory::Exact(set), None) => set.clear(),
+                (Memory::Cache(c), None) => c.clear(),
             }
             self.window_started = Instant::now();
             self.seen_in_window = 0;
@@ -92,9 +130,34 @@ impl Dedupe {
 
     /// Remember `key`; `true` when it is new.
     fn first_time(&mut self, key: Values) -> bool {
-        match &mut self.memory {
-            Memory::Exact(set) => set.insert(key),
-            Memory::Cache(c) => c.put(key, ()).is_none(),
+        self.seq += 1;
+        let (at, changed) = (self.seq, self.changed.as_mut());
+        match (&mut self.memory, changed) {
+            (Memory::Exact(set), None) => set.insert(key),
+            (Memory::Exact(set), Some(c)) => {
+                let new = set.insert(key.clone());
+                if new {
+                    c.dirty.push(key);
+                }
+                new
+            }
+            (Memory::Cache(cache), c) => {
+                if let Some(seen) = cache.get_mut(&key) {
+                    seen.at = at;
+                    if let (Some(c), false) = (c, seen.dirty) {
+                        seen.dirty = true;
+                        c.dirty.push(key);
+                    }
+                    return false;
+                }
+                let dirty = c.is_some();
+                let evicted = cache.push(key.clone(), Seen { at, dirty });
+                if let Some(c) = c {
+                    c.dirty.push(key);
+                    c.removed.extend(evicted.map(|(k, _)| k));
+                }
+                true
+            }
         }
     }
 }
@@ -123,5 +186,180 @@ impl Bolt for Dedupe {
             out.send(streams::DEFAULT, &[input], input.values.clone());
         }
         Ok(())
+    }
+
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        match self.changed {
+            Some(_) => Some(self),
+            None => None,
+        }
+    }
+}
+
+/// The key of the entry of the window's progress.
+const WINDOW: &str = "window";
+
+fn key_value(k: &Values) -> Value {
+    Value::List(Box::new(k.to_vec()))
+}
+
+impl BoltState for Dedupe {
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) {
+        let changed = std::mem::take(self.changed.get_or_insert_with(Changed::default));
+        let present: Vec<(Values, Value)> = match (&mut self.memory, all) {
+            (Memory::Exact(set), true) => {
+                set.iter().map(|k| (k.clone(), Value::Bool(true))).collect()
+            }
+            (Memory::Exact(set), false) => changed
+                .dirty
+                .into_iter()
+                .filter(|k| set.contains(k))
+                .map(|k| (k, Value::Bool(true)))
+                .collect(),
+            (Memory::Cache(c), true) => c
+                .iter_mut()
+                .map(|(k, s)| {
+                    s.dirty = false;
+                    (k.clone(), Value::Int(s.at as i64))
+                })
+                .collect(),
+            (Memory::Cache(c), false) => changed
+                .dirty
+                .into_iter()
+                .filter_map(|k| {
+                    let s = c.peek_mut(&k)?;
+                    s.dirty = false;
+                    let at = Value::Int(s.at as i64);
+                    Some((k, at))
+                })
+                .collect(),
+        };
+        if !all {
+            out.extend(changed.removed.iter().map(|k| (key_value(k), None)));
+        }
+        out.extend(present.into_iter().map(|(k, v)| (key_value(&k), Some(v))));
+        let progress = [("seen", self.seen_in_window), ("seq", self.seq)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Value::Int(v as i64)))
+            .collect();
+        out.push((Value::str(WINDOW), Some(Value::Map(Box::new(progress)))));
+    }
+
+    fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
+        self.changed = Some(Changed::default());
+        let mut keys: Vec<(Values, u64)> = Vec::new();
+        for (key, value) in entries {
+            let bad = |e: &str| {
+                anyhow::anyhow!(
+                    "dedupe: cannot restore the saved entry {}: {e}",
+                    key.to_json()
+                )
+            };
+            match (&key, &value) {
+                (Value::Str(s), Value::Map(m)) if s == WINDOW => {
+                    let int = |n: &str| match m.get(n) {
+                        Some(Value::Int(i)) if *i >= 0 => Ok(*i as u64),
+                        _ => Err(bad(&format!("the window has no count `{n}`"))),
+                    };
+                    (self.seen_in_window, self.seq) = (int("seen")?, int("seq")?);
+                }
+                (Value::List(k), Value::Bool(true)) => keys.push((k.iter().cloned().collect(), 0)),
+                (Value::List(k), Value::Int(at)) if *at >= 0 => {
+                    keys.push((k.iter().cloned().collect(), *at as u64))
+                }
+                _ => {
+                    return Err(bad(
+                        "a key is [key values] → true, or when it was last seen",
+                    ))
+                }
+            }
+        }
+        // The least recently seen first, so a cache forgets them first again.
+        keys.sort_by_key(|(_, at)| *at);
+        match &mut self.memory {
+            Memory::Exact(set) => *set = keys.into_iter().map(|(k, _)| k).collect(),
+            Memory::Cache(c) => {
+                c.clear();
+                for (k, at) in keys {
+                    c.push(k, Seen { at, dirty: false });
+                }
+            }
+        }
+        self.window_started = Instant::now();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::state_check::{cuts, resumed, straight, tuple};
+    use proptest::prelude::*;
+
+    /// A stateful dedupe on the first field, exact or with a cache, with a count window or not.
+    fn dedupe(cache: Option<u64>, window: Option<u64>) -> Dedupe {
+        let mut args = serde_json::json!({});
+        if let Some(n) = cache {
+            args["cache"] = n.into();
+        }
+        if let Some(n) = window {
+            args["window"] = n.into();
+        }
+        let mut d = Dedupe::new(args.as_object().expect("an object"))
+            .expect("valid")
+            .with_state(true);
+        d.keys = vec![0];
+        d
+    }
+
+    fn inputs() -> impl Strategy<Value = Vec<Tuple>> {
+        let one = (0u8..8, 0i64..3).prop_map(|(k, n)| {
+            tuple(smallvec::smallvec![
+                Value::str(&format!("k{k}")),
+                Value::Int(n)
+            ])
+        });
+        proptest::collection::vec(one, 0..80)
+    }
+
+    proptest! {
+        /// Checkpointed at random cuts and resumed, a dedupe passes what one run straight
+        /// through passes: exact, with a cache that forgets, per count window.
+        #[test]
+        fn resumed_dedupes_equal_uninterrupted(
+            input in inputs(),
+            cut in cuts(80),
+            cache in proptest::option::of(1u64..5),
+            window in proptest::option::of(1u64..12),
+        ) {
+            let make = || dedupe(cache, window);
+            prop_assert_eq!(resumed(&make, &input, &cut), straight(&make, &input));
+        }
+    }
+
+    #[test]
+    fn forgotten_keys_are_removed_from_the_checkpoint() {
+        let mut d = dedupe(Some(2), None);
+        let mut out = crate::components::state_check::Rows::default();
+        let mut store = crate::components::state_check::Folded::new();
+        for k in ["a", "b", "c"] {
+            d.execute(&tuple(smallvec::smallvec![Value::str(k)]), &mut out)
+                .expect("execute");
+            crate::components::state_check::checkpoint(&mut d, k == "a", &mut store);
+        }
+        let mut keys: Vec<String> = store.keys().map(|k| k.to_json().to_string()).collect();
+        keys.sort();
+        assert_eq!(keys, [r#""window""#, r#"["b"]"#, r#"["c"]"#]);
+    }
+
+    #[test]
+    fn restore_rejects_entries_it_cannot_read() {
+        let e = dedupe(None, None)
+            .restore(vec![(Value::str("a"), Value::Bool(true))])
+            .expect_err("a key is a list");
+        assert_eq!(
+            e.to_string(),
+            "dedupe: cannot restore the saved entry \"a\": a key is [key values] → true, or when it was last seen"
+        );
     }
 }

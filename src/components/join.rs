@@ -6,6 +6,11 @@
 //! time from the field `time` every input has, with `lag`) each window's tuples are joined
 //! when it closes. The tuples are kept per pane of the window's step, so a sliding window
 //! joins the panes it spans. Keys match by their text form, as `lookup` does.
+//!
+//! Stateful (`stateful: true`), every tuple it keeps is an entry of its checkpoints (see
+//! `join/state.rs`).
+
+mod state;
 
 use super::aggregate::window::{self, Measure, Panes, WindowSpec};
 use super::{Bolt, BoltCollector, TaskContext};
@@ -143,6 +148,8 @@ pub struct Join {
     component: String,
     /// The plan, to know a tuple's component from its source task.
     plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
+    /// Stateful: tuples kept and dropped since the last checkpoint (`None`: stateless).
+    changed: Option<state::Changed>,
 }
 
 impl Join {
@@ -165,7 +172,35 @@ impl Join {
             unusable: 0,
             component: String::new(),
             plan: None,
+            changed: None,
         })
+    }
+
+    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    pub fn with_state(mut self, stateful: bool) -> Join {
+        self.changed = stateful.then(Default::default);
+        self
+    }
+
+    /// Keep a tuple of input `i` (and join what its time closes).
+    fn execute_input(&mut self, i: usize, input: &Tuple, out: &mut dyn BoltCollector) {
+        let key = input
+            .values
+            .get(self.keys[i])
+            .map(Value::plain_text)
+            .unwrap_or_default();
+        if self.panes.is_some() {
+            self.windowed(i, key, input, out);
+        } else {
+            keep(
+                &mut self.whole[i],
+                key,
+                input,
+                None,
+                i,
+                self.changed.as_mut(),
+            );
+        }
     }
 
     /// Join the tuples of `parts` (panes, oldest first, or the whole input) and emit the rows.
@@ -232,7 +267,10 @@ impl Join {
             }
         }
         if let Some(panes) = self.panes.as_mut() {
-            panes.retire();
+            let retired = panes.retire();
+            if let Some(changed) = self.changed.as_mut() {
+                changed.retired(retired);
+            }
         }
     }
 
@@ -264,11 +302,19 @@ impl Join {
             self.left_late(i, input, out);
             return;
         }
+        let start = panes.pane_start(t);
         let pane = panes.pane(t);
         if pane.is_empty() {
             pane.resize_with(self.spec.inputs.len(), HashMap::new);
         }
-        pane[i].entry(key).or_default().push(input.values.clone());
+        keep(
+            &mut pane[i],
+            key,
+            input,
+            Some(start),
+            i,
+            self.changed.as_mut(),
+        );
         match panes.spec().measure {
             Measure::Count => self.close(self.clock + 1, out),
             Measure::Millis if self.spec.time.is_some() => {
@@ -313,6 +359,26 @@ impl Join {
         .into_iter()
         .collect();
         out.send(stream, &[input], row);
+    }
+}
+
+/// Keep input `i`'s tuple under `key` (in the pane starting at `pane`, or the whole input),
+/// listed in `changed` when stateful.
+fn keep(
+    rows: &mut HashMap<String, Vec<Values>>,
+    key: String,
+    input: &Tuple,
+    pane: Option<i64>,
+    i: usize,
+    changed: Option<&mut state::Changed>,
+) {
+    match changed {
+        None => rows.entry(key).or_default().push(input.values.clone()),
+        Some(c) => {
+            let kept = rows.entry(key.clone()).or_default();
+            kept.push(input.values.clone());
+            c.kept.push((pane, i, key, kept.len() - 1));
+        }
     }
 }
 
@@ -368,20 +434,15 @@ impl Bolt for Join {
         let Some(i) = self.component_of(input) else {
             return Ok(());
         };
-        let key = input
-            .values
-            .get(self.keys[i])
-            .map(Value::plain_text)
-            .unwrap_or_default();
-        if self.panes.is_some() {
-            self.windowed(i, key, input, out);
-        } else {
-            self.whole[i]
-                .entry(key)
-                .or_default()
-                .push(input.values.clone());
-        }
+        self.execute_input(i, input, out);
         Ok(())
+    }
+
+    fn state(&mut self) -> Option<&mut dyn super::BoltState> {
+        match self.changed {
+            Some(_) => Some(self),
+            None => None,
+        }
     }
 
     /// Processing-time windows close by the clock, input or not.

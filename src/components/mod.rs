@@ -18,6 +18,8 @@ pub mod parse;
 pub mod replay;
 pub mod shell;
 pub mod split;
+#[cfg(test)]
+pub(crate) mod state_check;
 pub mod stdout;
 pub mod test_words;
 

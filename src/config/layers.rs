@@ -196,6 +196,30 @@ mod tests {
     }
 
     #[test]
+    fn state_defaults_read_as_documented() {
+        let mut d = defaults();
+        assert!(!d.stateful());
+        assert_eq!(d.state_provider(), "memory");
+        assert_eq!(d.state_dir("wc"), std::path::Path::new("storm-state/wc"));
+        assert_eq!(d.checkpoint_interval(), std::time::Duration::from_secs(1));
+        d.set(
+            "topology.state.dir",
+            serde_json::json!("/s"),
+            Origin::CommandLine,
+        );
+        d.set(
+            "topology.state.checkpoint.interval.ms",
+            serde_json::json!(50),
+            Origin::CommandLine,
+        );
+        assert_eq!(d.state_dir("wc"), std::path::Path::new("/s"));
+        assert_eq!(
+            d.checkpoint_interval(),
+            std::time::Duration::from_millis(50)
+        );
+    }
+
+    #[test]
     fn overrides_read_yaml_values() {
         assert_eq!(
             parse_override("topology.workers=2"),

@@ -118,6 +118,35 @@ impl Config {
         self.get_bool("topology.debug").unwrap_or(false)
     }
 
+    /// `topology.stateful`: every stateful built-in keeps state unless it says otherwise.
+    pub fn stateful(&self) -> bool {
+        self.get_bool("topology.stateful").unwrap_or(false)
+    }
+
+    /// `topology.state.provider`: `memory` (the default) or `embedded`.
+    pub fn state_provider(&self) -> &str {
+        self.get("topology.state.provider")
+            .and_then(|v| v.as_str())
+            .unwrap_or("memory")
+    }
+
+    /// `topology.state.dir`, or `./storm-state/NAME` when unset.
+    pub fn state_dir(&self, topology: &str) -> PathBuf {
+        match self.get("topology.state.dir").and_then(|v| v.as_str()) {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from("storm-state").join(topology),
+        }
+    }
+
+    /// `topology.state.checkpoint.interval.ms` (Storm's default: one second).
+    pub fn checkpoint_interval(&self) -> Duration {
+        Duration::from_millis(
+            self.get_u64("topology.state.checkpoint.interval.ms")
+                .unwrap_or(1000)
+                .max(1),
+        )
+    }
+
     pub fn zookeeper_root(&self) -> String {
         self.get("storm.zookeeper.root")
             .and_then(|v| v.as_str())

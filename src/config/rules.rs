@@ -32,6 +32,8 @@ pub enum Rule {
     Fraction,
     /// A TCP port, 1–65535.
     Port,
+    /// One of a fixed set of strings.
+    OneOf(&'static [&'static str]),
     /// Environment variables: a map of names to strings, numbers or booleans, or null.
     Environment,
     /// A list of host names (or `host:port`), or null.
@@ -106,6 +108,17 @@ pub const RULES: &[(&str, Rule)] = &[
     // that sets it wrongly is rejected as Storm would reject it.
     ("topology.tuple.compression.enable", Rule::Bool),
     ("topology.environment", Rule::Environment),
+    // Checkpointed state (stateful bolts, resumable runs).
+    ("topology.stateful", Rule::Bool),
+    ("topology.state.provider", Rule::OneOf(STATE_PROVIDERS)),
+    ("topology.state.dir", Rule::OptionalString),
+    (
+        "topology.state.checkpoint.interval.ms",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
     ("storm.zookeeper.root", Rule::AbsolutePath),
     ("storm.zookeeper.servers", Rule::Hosts),
     ("storm.zookeeper.port", Rule::Port),
@@ -156,6 +169,10 @@ pub const RULES: &[(&str, Rule)] = &[
     ("ui.host", Rule::String),
     ("ui.token", Rule::OptionalString),
 ];
+
+/// The values of `topology.state.provider`: state in this process only, or in an embedded
+/// crash-safe database under `topology.state.dir`.
+pub const STATE_PROVIDERS: &[&str] = &["memory", "embedded"];
 
 pub fn rule_of(key: &str) -> Option<Rule> {
     RULES.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
@@ -245,6 +262,14 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
             Some(1..=65535) => Ok(()),
             _ => Err(format!(
                 "must be a port number, 1–65535 (got {})",
+                show(value)
+            )),
+        },
+        Rule::OneOf(names) => match value.as_str() {
+            Some(s) if names.contains(&s) => Ok(()),
+            _ => Err(format!(
+                "must be one of: {} (got {})",
+                names.join(", "),
                 show(value)
             )),
         },
@@ -378,6 +403,28 @@ mod tests {
             env(serde_json::json!({"A": [1]})),
             Err("sets A to [1]: a value must be a string, a number or a boolean".into())
         );
+    }
+
+    #[test]
+    fn state_keys_have_their_rules() {
+        assert!(check_value("topology.stateful", &json!(true)).is_ok());
+        assert_eq!(
+            check_value("topology.stateful", &json!("yes")),
+            Err("must be a boolean, true or false (got \"yes\")".into())
+        );
+        assert!(check_value("topology.state.provider", &json!("embedded")).is_ok());
+        assert!(check_value("topology.state.provider", &json!("memory")).is_ok());
+        assert_eq!(
+            check_value("topology.state.provider", &json!("redis")),
+            Err("must be one of: memory, embedded (got \"redis\")".into())
+        );
+        assert!(check_value("topology.state.dir", &Value::Null).is_ok());
+        assert!(check_value("topology.state.dir", &json!("/tmp/s")).is_ok());
+        assert!(check_value("topology.state.dir", &json!(3)).is_err());
+        let interval = |v: Value| check_value("topology.state.checkpoint.interval.ms", &v);
+        assert!(interval(json!(1)).is_ok());
+        assert_eq!(interval(json!(0)), Err("must be ≥ 1 (got 0)".into()));
+        assert!(interval(Value::Null).is_err());
     }
 
     #[test]

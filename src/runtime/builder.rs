@@ -4,12 +4,18 @@
 //! executors themselves, spouts, bolts and the acker ([`Wiring::spawn_executors`]).
 
 use super::acker::Acker;
+use super::checkpoint::coordinator::CheckpointReport;
+use super::checkpoint::setup::{self, Setup};
+use super::checkpoint::spout_side::SpoutSide;
+use super::checkpoint::{Checkpointing, Report};
+use super::checkpointed::BoltSide;
 use super::collector::Emitter;
 use super::executor::{
-    BoltExecutor, ExecutorReport, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
+    BoltExecutor, BoltSlot, ExecutorReport, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
 };
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
+use super::open_trees::OpenTrees;
 use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
 use super::{task_seed, worker, Role, Running, DEFAULT_MAX_PENDING};
 use crate::components::{catalog, Bolt, TaskContext, Waker};
@@ -86,6 +92,16 @@ pub(crate) struct Wiring<'a> {
     stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
     handles: Vec<ExecutorHandle>,
     done: Channel<()>,
+    /// Checkpoints, when a component keeps state: the stores, the coordinator's channel and
+    /// thread.
+    checkpoints: Option<CheckpointParts>,
+}
+
+/// A run's checkpoints while it is built.
+struct CheckpointParts {
+    setup: Setup,
+    reports: Sender<Report>,
+    coordinator: JoinHandle<anyhow::Result<CheckpointReport>>,
 }
 
 impl<'a> Wiring<'a> {
@@ -113,7 +129,31 @@ impl<'a> Wiring<'a> {
                 exec_of_task[t as usize] = Some(i);
             }
         }
+        let checkpoints = match Setup::open(
+            &topology,
+            local,
+            placement.workers < 2 || local.len() == workers,
+        )? {
+            Some(setup) => {
+                // Tasks of other processes commit with their own coordinator.
+                let expected = setup::saving_tasks(&topology, &plan)
+                    .into_iter()
+                    .filter(|&t| {
+                        exec_of_task[t as usize]
+                            .is_some_and(|e| local.contains(&placement.worker_of_exec[e]))
+                    })
+                    .collect();
+                let (reports, coordinator) = setup.spawn_coordinator(expected)?;
+                Some(CheckpointParts {
+                    setup,
+                    reports,
+                    coordinator,
+                })
+            }
+            None => None,
+        };
         Ok(Wiring {
+            checkpoints,
             inboxes: executors
                 .iter()
                 .map(|_| crossbeam_channel::bounded(receive_size))
@@ -274,13 +314,14 @@ impl<'a> Wiring<'a> {
             let parts = self.executor_parts(i, component, tasks, Outbox::new(tables[w].clone()));
             let name = format!("{component}-{}", parts.tasks.start());
             let done = self.done.0.clone();
+            let cp = self.checkpointing(w);
             let handle = match role {
                 Role::Spout(spec) => {
-                    let exec = self.spout_executor(parts, spec)?;
+                    let exec = self.spout_executor(parts, spec, cp)?;
                     spawn_named(name, done, move || exec.run())?
                 }
                 Role::Bolt(_) | Role::Acker => {
-                    let exec = self.bolt_executor(parts, role, &eos_expected)?;
+                    let exec = self.bolt_executor(parts, role, &eos_expected, cp)?;
                     spawn_named(name, done, move || exec.run())?
                 }
             };
@@ -369,17 +410,29 @@ impl<'a> Wiring<'a> {
         (ctx, emitter)
     }
 
+    /// What the executors of worker `w` take part in checkpoints with.
+    fn checkpointing(&self, w: usize) -> Option<Checkpointing> {
+        let cp = self.checkpoints.as_ref()?;
+        cp.setup.for_worker(w, &cp.reports)
+    }
+
     fn spout_executor(
         &mut self,
         parts: ExecutorParts,
         spec: &Component,
+        checkpoints: Option<Checkpointing>,
     ) -> anyhow::Result<SpoutExecutor> {
         let mut tasks: Vec<SpoutSlot> = Vec::new();
         for task in parts.tasks.clone() {
             let (ctx, emitter) = self.task_parts(&parts, task);
             let index = task - parts.first;
             let component = catalog::spout(spec, index, &self.topology.base_dir)?;
-            tasks.push(TaskSlot::new(ctx, component, emitter, 0));
+            let mut slot: SpoutSlot = TaskSlot::new(ctx, component, emitter, 0);
+            if checkpoints.is_some() {
+                slot.state.trees = OpenTrees::numbered(task, &mut slot.emitter.rng);
+                slot.state.side = Some(SpoutSide::new(Instant::now()));
+            }
+            tasks.push(slot);
         }
         Ok(SpoutExecutor {
             inbox: parts.inbox.1,
@@ -392,6 +445,7 @@ impl<'a> Wiring<'a> {
             ack_now: Vec::new(),
             clock: Instant::now(),
             inactive: false,
+            checkpoints,
         })
     }
 
@@ -401,18 +455,25 @@ impl<'a> Wiring<'a> {
         parts: ExecutorParts,
         role: Role,
         eos_expected: &[u32],
+        checkpoints: Option<Checkpointing>,
     ) -> anyhow::Result<BoltExecutor> {
-        let mut tasks: Vec<TaskSlot<dyn Bolt>> = Vec::new();
+        let mut tasks: Vec<BoltSlot> = Vec::new();
         for task in parts.tasks.clone() {
             let (ctx, emitter) = self.task_parts(&parts, task);
-            let component: Box<dyn Bolt> = match role {
-                Role::Bolt(spec) | Role::Spout(spec) => {
-                    catalog::bolt(spec, &self.topology.base_dir)?
-                }
-                Role::Acker => Box::new(Acker::default()),
+            let (component, stateful): (Box<dyn Bolt>, bool) = match role {
+                Role::Bolt(spec) | Role::Spout(spec) => (
+                    catalog::bolt(spec, &self.topology.base_dir)?,
+                    setup::stateful(&self.topology, spec),
+                ),
+                Role::Acker => (Box::new(Acker::default()), false),
             };
             let expected = eos_expected[task as usize];
-            tasks.push(TaskSlot::new(ctx, component, emitter, expected));
+            let mut slot = TaskSlot::new(ctx, component, emitter, expected);
+            if checkpoints.is_some() && !matches!(role, Role::Acker) {
+                let side = BoltSide::new(expected, stateful, parts.component, task - parts.first);
+                slot.state = Some(Box::new(side));
+            }
+            tasks.push(slot);
         }
         let tick = match role {
             Role::Acker => self.tracking.timeout,
@@ -426,13 +487,17 @@ impl<'a> Wiring<'a> {
             tasks,
             first_task: *parts.tasks.start(),
             tick,
+            checkpoints,
         })
     }
 
     /// The running topology; the wiring's own ends of the queues are dropped, so each queue
     /// closes when the last of its users ends.
     pub(crate) fn running(self, plumbing: Vec<JoinHandle<()>>) -> Running {
+        // The coordinator's thread ends once the executors' report channels are all gone.
+        let checkpoints = self.checkpoints.map(|cp| cp.coordinator);
         Running {
+            checkpoints,
             control: self.control,
             stats: self.stats,
             handles: self.handles,

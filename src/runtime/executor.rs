@@ -5,6 +5,9 @@
 //! batch's worth of room is free: [`Throttle`]), tracks trees, and replays on fail or timeout.
 //! Both run their tasks' `finish` and pass end of input on.
 
+use super::checkpoint::spout_side::SpoutSide;
+use super::checkpoint::Checkpointing;
+use super::checkpointed::BoltSide;
 use super::collector::{BoltOut, Emitter, SpoutOut};
 use super::message::Message;
 use super::metrics::{Histogram, TaskStats};
@@ -175,13 +178,17 @@ impl<C: ?Sized, S: Default> TaskSlot<C, S> {
     }
 }
 
+/// One task of a bolt executor, with its part in checkpoints when the run takes them.
+pub type BoltSlot = TaskSlot<dyn Bolt, Option<Box<BoltSide>>>;
+
 pub struct BoltExecutor {
     pub inbox: Receiver<Message>,
     pub outbox: Outbox,
     /// Tasks in ascending id order, contiguous from `first_task`.
-    pub tasks: Vec<TaskSlot<dyn Bolt>>,
+    pub tasks: Vec<BoltSlot>,
     pub first_task: u32,
     pub tick: Option<Duration>,
+    pub checkpoints: Option<Checkpointing>,
 }
 
 /// A bolt executor's timers: ticks, polls, and the last flush of its outbox.
@@ -207,6 +214,7 @@ impl BoltExecutor {
         for t in &mut self.tasks {
             t.component.prepare(&t.ctx)?;
         }
+        self.restore_states()?;
         let poll_every = self
             .tasks
             .iter()
@@ -322,6 +330,10 @@ impl BoltExecutor {
                 if i >= self.tasks.len() {
                     return Ok(());
                 }
+                let mut tuples = tuples;
+                if self.hold(i, &mut tuples) {
+                    return Ok(());
+                }
                 prefetch_all(&tuples);
                 // Latency is timed per batch (a clock read per tuple costs more than a split).
                 let start = Instant::now();
@@ -360,11 +372,20 @@ impl BoltExecutor {
             }
             Message::Eos { from, to } => {
                 let i = to.wrapping_sub(self.first_task) as usize;
-                if let Some(t) = self.tasks.get_mut(i) {
-                    t.eos_seen.insert(from);
-                    if t.eos_seen.len() >= t.eos_expected as usize && !t.finished {
-                        self.finish_task(i)?;
-                    }
+                if i >= self.tasks.len() {
+                    return Ok(());
+                }
+                self.on_ended(i, from)?;
+                let t = &mut self.tasks[i];
+                t.eos_seen.insert(from);
+                if t.eos_seen.len() >= t.eos_expected as usize && !t.finished {
+                    self.finish_task(i)?;
+                }
+            }
+            Message::Marker { from, to, marker } => {
+                let i = to.wrapping_sub(self.first_task) as usize;
+                if i < self.tasks.len() {
+                    self.on_marker(i, from, &marker)?;
                 }
             }
             Message::Wake => self.poll_all()?,
@@ -425,6 +446,7 @@ impl BoltExecutor {
 
     /// Every upstream task has finished: run `finish`, then tell downstream.
     fn finish_task(&mut self, i: usize) -> anyhow::Result<()> {
+        self.drain_gate(i)?;
         let slot = &mut self.tasks[i];
         let mut out = BoltOut {
             em: &mut slot.emitter,
@@ -437,6 +459,7 @@ impl BoltExecutor {
         for &to in slot.emitter.router.downstream() {
             self.outbox.eos(from, to);
         }
+        self.report_ended(i);
         Ok(())
     }
 }
@@ -461,6 +484,8 @@ pub enum Phase {
 pub struct SpoutState {
     pub trees: OpenTrees,
     pub phase: Phase,
+    /// Its part in checkpoints, when the run takes them.
+    pub side: Option<SpoutSide>,
 }
 
 /// One task of a spout executor.
@@ -482,6 +507,7 @@ pub struct SpoutExecutor {
     pub clock: Instant,
     /// Paused by the operator (see `RunControl::paused`), as last seen.
     pub inactive: bool,
+    pub checkpoints: Option<Checkpointing>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -553,6 +579,7 @@ impl SpoutExecutor {
             self.expire_due(&mut pacing)?;
             let busy = self.run_round(pacing.room)?;
             self.announce();
+            self.markers_due()?;
             if busy || handled {
                 pacing.backoff = BACKOFF_MIN;
                 if pacing.last_flush.elapsed() >= FLUSH_EVERY {
@@ -575,6 +602,9 @@ impl SpoutExecutor {
         for t in &mut self.tasks {
             t.emitter.stats.is_spout.store(true, Ordering::Relaxed);
             t.component.open(&t.ctx)?;
+        }
+        self.restore_positions()?;
+        for t in &mut self.tasks {
             t.component.activate()?;
         }
         Ok(())
@@ -659,7 +689,7 @@ impl SpoutExecutor {
         match slot.state.phase {
             Phase::Deactivated => {
                 if slot.state.trees.is_empty() {
-                    self.finish_task(i);
+                    self.finish_task(i)?;
                 }
                 return Ok(false);
             }
@@ -678,7 +708,7 @@ impl SpoutExecutor {
         // started is complete.
         let state = &self.tasks[i].state;
         if state.phase == Phase::Exhausted && state.trees.is_empty() {
-            self.finish_task(i);
+            self.finish_task(i)?;
         }
         Ok(busy)
     }
@@ -812,13 +842,18 @@ impl SpoutExecutor {
         let Some((id, started)) = slot.state.trees.close(root) else {
             return Ok(());
         };
+        if self.tree_over(i, root, stream == streams::ACK_ACK, &id) {
+            TaskStats::add(&self.tasks[i].emitter.stats.acked, 1);
+            return Ok(());
+        }
+        let slot = &mut self.tasks[i];
         let (spout, mut out) = spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
         if stream == streams::ACK_ACK {
             TaskStats::add(&out.em.stats.acked, 1);
-            // Complete latency is sampled, one tree in eight (a root's high half is random),
-            // as Storm samples its statistics (topology.stats.sample.rate): a clock read per
-            // tree was a sixth of the spout's time.
-            if (root >> 32) % 8 == 0 {
+            // Complete latency is sampled, one tree in eight (by a hash of the root: random
+            // roots and numbered ones alike), as Storm samples its statistics
+            // (topology.stats.sample.rate): a clock read per tree was a sixth of the spout's time.
+            if root.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61 == 0 {
                 report
                     .complete_latency
                     .record(started.elapsed().as_micros() as u64);
@@ -837,7 +872,8 @@ impl SpoutExecutor {
             return Ok(());
         };
         for i in 0..self.tasks.len() {
-            for id in self.tasks[i].state.trees.expire(self.clock, timeout) {
+            for (root, id) in self.tasks[i].state.trees.expire(self.clock, timeout) {
+                self.tree_over(i, root, false, &id);
                 let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.timed_out, 1);
                 TaskStats::add(&slot.emitter.stats.failed, 1);
@@ -853,7 +889,7 @@ impl SpoutExecutor {
     /// After a call into spout task `i`: note the peak of open trees for `--stats`, and ack at
     /// once the ids that need no tracking (acking off, or nobody received the tuple), as Storm
     /// does — including what those acks emit in turn.
-    fn settle(&mut self, i: usize) -> anyhow::Result<()> {
+    pub(crate) fn settle(&mut self, i: usize) -> anyhow::Result<()> {
         loop {
             let slot = &mut self.tasks[i];
             let open = slot.state.trees.len() as u64;
@@ -890,13 +926,16 @@ impl SpoutExecutor {
         Ok(())
     }
 
-    fn finish_task(&mut self, i: usize) {
+    fn finish_task(&mut self, i: usize) -> anyhow::Result<()> {
+        self.last_marker(i)?;
         let slot = &mut self.tasks[i];
         slot.finished = true;
         let from = slot.emitter.task;
         for &to in slot.emitter.router.downstream() {
             self.outbox.eos(from, to);
         }
+        self.report_ended(i);
+        Ok(())
     }
 }
 

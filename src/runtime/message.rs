@@ -16,6 +16,13 @@ pub enum Message {
     Acks(Acks),
     /// Task `from` has finished and will send no more to task `to`.
     Eos { from: u32, to: u32 },
+    /// A checkpoint round's marker from task `from` to task `to`, after the tuples it sent
+    /// before it (see `checkpoint`).
+    Marker {
+        from: u32,
+        to: u32,
+        marker: std::sync::Arc<super::checkpoint::Marker>,
+    },
     /// Something outside asked the executor to look at its component (`Waker`).
     Wake,
 }

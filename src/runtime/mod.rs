@@ -4,6 +4,8 @@
 
 pub mod acker;
 mod builder;
+pub mod checkpoint;
+mod checkpointed;
 pub(crate) mod collector;
 pub(crate) mod executor;
 pub(crate) mod message;
@@ -43,6 +45,8 @@ pub struct RunReport {
     pub lost: u64,
     /// Whether acking was on.
     pub acking: bool,
+    /// What checkpoints did, when the run took them.
+    pub checkpoints: Option<checkpoint::coordinator::CheckpointReport>,
 }
 
 /// A running topology: stats readable while it runs, a stop switch, and the final join.
@@ -56,6 +60,8 @@ pub struct Running {
     topology: Arc<Topology>,
     started: Instant,
     done: crossbeam_channel::Receiver<()>,
+    /// The checkpoint coordinator's thread, when the run takes checkpoints.
+    checkpoints: Option<JoinHandle<anyhow::Result<checkpoint::coordinator::CheckpointReport>>>,
 }
 
 /// What a component of the plan is to the runtime.
@@ -193,6 +199,12 @@ impl Running {
         for h in self.plumbing.drain(..) {
             let _ = h.join();
         }
+        let checkpoints = match self.checkpoints.take() {
+            Some(h) => Some(h.join().map_err(|p| {
+                anyhow::anyhow!("checkpoints crashed: {}", panic_message(p.as_ref()))
+            })??),
+            None => None,
+        };
         let elapsed = self.started.elapsed();
         for (_, st) in self.stats.values() {
             lost += st.lost.load(Ordering::Relaxed);
@@ -202,6 +214,7 @@ impl Running {
             elapsed,
             lost,
             acking: self.plan.ackers > 0,
+            checkpoints,
         })
     }
 

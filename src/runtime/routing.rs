@@ -122,6 +122,18 @@ impl Outbox {
         self.send(sink, Message::Eos { from, to });
     }
 
+    /// A checkpoint round's marker from `from` to `to`, after everything batched for `to`.
+    pub fn marker(
+        &mut self,
+        from: u32,
+        to: u32,
+        marker: std::sync::Arc<super::checkpoint::Marker>,
+    ) {
+        self.send_pending(to);
+        let sink = self.table.task_sink[to as usize];
+        self.send(sink, Message::Marker { from, to, marker });
+    }
+
     /// Send the batch gathered for `task`, if any; the next one starts sized for a whole batch.
     #[inline(never)]
     fn send_pending(&mut self, task: u32) {

@@ -6,6 +6,7 @@
 //! Decoding never panics and never allocates more than the bytes it was given justify: every
 //! count is checked against what remains before anything is reserved.
 
+use super::checkpoint::{Marker, Verdict};
 use super::message::Acks;
 use crate::net::frame::{self as net_frame, DecodeError, FIRST_CONTROL};
 use crate::tuple::{Anchor, Anchors, Tuple, Value, Values};
@@ -20,6 +21,8 @@ pub enum Frame {
     Acks(Acks),
     /// End of input from task `from` to task `to`.
     Eos { from: u32, to: u32 },
+    /// A checkpoint round's marker from task `from` to task `to`.
+    Marker { from: u32, to: u32, marker: Marker },
     /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
     Control { kind: u8, body: Vec<u8> },
 }
@@ -29,6 +32,11 @@ const KIND_TUPLES: u8 = 1;
 const TUPLE_MIN: usize = 4 + 2 + 4 + 4;
 const KIND_EOS: u8 = 2;
 const KIND_ACKS: u8 = 3;
+const KIND_MARKER: u8 = 4;
+/// The fewest bytes a marker takes: source task, round, txid flag and value, verdict count.
+const MARKER_MIN: usize = 4 + 8 + 1 + 8 + 4;
+/// The fewest bytes a verdict takes: spout task, low, failure count.
+const VERDICT_MIN: usize = 4 + 8 + 4;
 
 /// Append one encoded frame to `out`.
 pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
@@ -52,12 +60,32 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
             put_u32(out, *from);
             (KIND_EOS, *to)
         }
+        Frame::Marker { from, to, marker } => {
+            put_marker(out, *from, marker);
+            (KIND_MARKER, *to)
+        }
         Frame::Control { kind, body } => {
             out.extend_from_slice(body);
             (*kind, 0)
         }
     };
     net_frame::end(out, start, kind, dest);
+}
+
+fn put_marker(out: &mut Vec<u8>, from: u32, m: &Marker) {
+    put_u32(out, from);
+    out.extend_from_slice(&m.round.to_be_bytes());
+    out.push(u8::from(m.txid.is_some()));
+    out.extend_from_slice(&m.txid.unwrap_or(0).to_be_bytes());
+    put_u32(out, m.verdicts.len() as u32);
+    for v in &m.verdicts {
+        put_u32(out, v.spout);
+        out.extend_from_slice(&v.low.to_be_bytes());
+        put_u32(out, v.failed.len() as u32);
+        for f in &v.failed {
+            out.extend_from_slice(&f.to_be_bytes());
+        }
+    }
 }
 
 fn put_tuples(out: &mut Vec<u8>, tuples: &[Tuple]) {
@@ -108,6 +136,14 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
             from: r.u32()?,
             to: f.dest,
         },
+        KIND_MARKER => {
+            let (from, marker) = r.marker()?;
+            Frame::Marker {
+                from,
+                to: f.dest,
+                marker,
+            }
+        }
         k if k >= FIRST_CONTROL => Frame::Control {
             kind: k,
             body: r.buf.to_vec(),
@@ -149,6 +185,9 @@ pub fn check(kind: u8, body: &[u8]) -> Result<(), DecodeError> {
         }
         KIND_EOS => {
             r.u32()?;
+        }
+        KIND_MARKER => {
+            r.marker()?;
         }
         k => return Err(DecodeError::UnknownKind(k)),
     }
@@ -232,6 +271,34 @@ impl<'a> Reader<'a> {
             });
         }
         Ok(tuples)
+    }
+    /// A marker's source task and the marker: the payload of a marker frame.
+    fn marker(&mut self) -> Result<(u32, Marker), DecodeError> {
+        if self.buf.len() < MARKER_MIN {
+            return Err(DecodeError::Malformed("truncated"));
+        }
+        let from = self.u32()?;
+        let round = self.u64()?;
+        let has_txid = self.take(1)?[0];
+        let txid = self.u64()?;
+        let n = self.count(VERDICT_MIN)?;
+        let mut verdicts = Vec::with_capacity(n);
+        for _ in 0..n {
+            let spout = self.u32()?;
+            let low = self.u64()?;
+            let nf = self.count(8)?;
+            let mut failed = Vec::with_capacity(nf);
+            for _ in 0..nf {
+                failed.push(self.u64()?);
+            }
+            verdicts.push(Verdict { spout, low, failed });
+        }
+        let marker = Marker {
+            round,
+            txid: (has_txid != 0).then_some(txid),
+            verdicts,
+        };
+        Ok((from, marker))
     }
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.buf.len() < n {
@@ -385,6 +452,32 @@ mod tests {
                     pairs
                 })),
             (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
+            (
+                any::<u32>(),
+                any::<u32>(),
+                any::<u64>(),
+                any::<Option<u64>>(),
+                proptest::collection::vec(
+                    (
+                        any::<u32>(),
+                        any::<u64>(),
+                        proptest::collection::vec(any::<u64>(), 0..4)
+                    ),
+                    0..3
+                )
+            )
+                .prop_map(|(from, to, round, txid, vs)| Frame::Marker {
+                    from,
+                    to,
+                    marker: Marker {
+                        round,
+                        txid,
+                        verdicts: vs
+                            .into_iter()
+                            .map(|(spout, low, failed)| Verdict { spout, low, failed })
+                            .collect(),
+                    },
+                }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..20))
                 .prop_map(|(kind, body)| Frame::Control { kind, body }),
         ]

@@ -89,6 +89,10 @@ fn encode_message(msg: Message, buf: &mut Vec<u8>) {
         Message::Tuples { task, tuples } => wire::encode(&Frame::Tuples { task, tuples }, buf),
         Message::Acks(a) => wire::encode(&Frame::Acks(a), buf),
         Message::Eos { from, to } => wire::encode(&Frame::Eos { from, to }, buf),
+        Message::Marker { from, to, marker } => {
+            let marker = std::sync::Arc::unwrap_or_clone(marker);
+            wire::encode(&Frame::Marker { from, to, marker }, buf)
+        }
         Message::Wake => {}
     }
 }
@@ -213,6 +217,14 @@ impl Receiving {
                     // Keep order: tuples before the end-of-input marker.
                     self.hand_over(i);
                     self.deliver(i, Message::Eos { from, to });
+                }
+            }
+            Frame::Marker { from, to, marker } => {
+                if let Some(i) = self.inbox_of_task.get(to as usize).copied().flatten() {
+                    // Keep order: tuples before the marker.
+                    self.hand_over(i);
+                    let marker = std::sync::Arc::new(marker);
+                    self.deliver(i, Message::Marker { from, to, marker });
                 }
             }
             Frame::Control { .. } => {}

@@ -49,6 +49,10 @@ pub struct Component {
     pub tick: Option<Duration>,
     /// A shell bolt gets one tuple on stream `__finish` after its last input (`finish: true`).
     pub finish: bool,
+    /// The component keeps checkpointed state (resolved: its `stateful:` key, else
+    /// `topology.stateful` for the built-ins that keep state). Only types for which
+    /// [`ComponentType::keeps_state`] holds are ever stateful.
+    pub stateful: bool,
     /// Per-component configuration (Flux `config:` on a component).
     pub config: BTreeMap<String, serde_json::Value>,
 }
@@ -263,6 +267,21 @@ impl ComponentType {
         matches!(self, ComponentType::Stdin | ComponentType::Stdout)
     }
 
+    /// The built-ins that keep state a checkpoint can save (`stateful: true`).
+    pub fn keeps_state(self) -> bool {
+        use ComponentType::*;
+        matches!(self, Count | Aggregate | Top | Join | Dedupe)
+    }
+
+    /// The names of the types that keep state, for messages.
+    pub fn stateful_names() -> Vec<&'static str> {
+        ComponentType::ALL
+            .iter()
+            .filter(|t| t.keeps_state())
+            .map(|t| t.name())
+            .collect()
+    }
+
     /// Whether this type can be a spout, a bolt, or (shell) both.
     pub fn can_be(self, kind: ComponentKind) -> bool {
         use ComponentType::*;
@@ -295,6 +314,11 @@ impl Topology {
 
     pub fn bolts(&self) -> impl Iterator<Item = &Component> {
         self.components.iter().filter(|c| !c.is_spout())
+    }
+
+    /// Whether any component keeps checkpointed state (the run then checkpoints).
+    pub fn is_stateful(&self) -> bool {
+        self.components.iter().any(|c| c.stateful)
     }
 
     /// Total executors and tasks of user components.

@@ -106,6 +106,9 @@ pub struct RawComponent {
     pub tick: Option<Spanned<RawValue>>,
     /// `finish: true`: a shell bolt is told of the end of its input.
     pub finish: Option<Spanned<RawValue>>,
+    /// `stateful: true|false`: the component keeps checkpointed state (or not, whatever
+    /// `topology.stateful` says).
+    pub stateful: Option<Spanned<RawValue>>,
     /// Per-component `config:`.
     pub config: Vec<(Spanned<String>, Spanned<RawValue>)>,
 }

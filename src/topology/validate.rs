@@ -17,6 +17,7 @@ mod args;
 mod bounds;
 mod map;
 mod outputs;
+mod stateful;
 mod types;
 
 pub use args::argument_names;
@@ -46,6 +47,7 @@ pub fn validate(
         diags: raw.diagnostics.clone(),
         ctx,
         declared: HashMap::new(),
+        stateful_default: false,
     };
     let name = v.name(&raw);
     if raw.spouts.is_empty() && raw.bolts.is_empty() {
@@ -55,6 +57,7 @@ pub fn validate(
             Some("a topology needs at least one spout (`spouts:`)".into());
     }
     let config = v.config(&raw);
+    v.stateful_default = config.get_bool("topology.stateful").unwrap_or(false);
     let mut components = Vec::new();
     for (kind, list) in [
         (ComponentKind::Spout, &raw.spouts),
@@ -128,6 +131,8 @@ struct Validator<'a> {
     ctx: &'a Context<'a>,
     /// Every id written, valid component or not, so one mistake does not cascade.
     declared: HashMap<String, ComponentKind>,
+    /// `topology.stateful`: the stateful built-ins keep state unless they say otherwise.
+    stateful_default: bool,
 }
 
 impl Validator<'_> {
@@ -338,6 +343,7 @@ impl Validator<'_> {
                 .filter(|d| *d >= Duration::from_secs(1))
         });
         let finish = self.finish_flag(rc, ctype, kind);
+        let stateful = self.stateful_flag(rc, ctype);
         let (id, ctype) = (id?, ctype?);
         let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
             Some(serde_json::Value::Object(m)) => m,
@@ -358,6 +364,7 @@ impl Validator<'_> {
             cwd: rc.cwd.as_ref().map(|c| self.ctx.base_dir.join(&c.value)),
             tick,
             finish,
+            stateful,
             config: rc
                 .config
                 .iter()

@@ -134,6 +134,7 @@ const COMPONENT_KEYS: &[&str] = &[
     "command",
     "cwd",
     "finish",
+    "stateful",
     "tick",
     "config",
 ];
@@ -227,6 +228,7 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
             "cwd" => c.cwd = r.string(&value, "`cwd`"),
             "tick" => c.tick = Some(value.clone()),
             "finish" => c.finish = Some(value.clone()),
+            "stateful" => c.stateful = Some(value.clone()),
             "config" => c.config = r.map(&value, "`config`").to_vec(),
             _ => r.unknown_key(&key, COMPONENT_KEYS, "a component"),
         }

@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
 mod acking;
+mod checkpoints;
 mod cli;
 mod cluster;
 mod cluster_hardening;
@@ -18,6 +19,7 @@ mod records;
 mod run;
 mod run_reliability;
 mod state;
+mod stateful;
 mod support;
 mod ui;
 mod validate;

@@ -104,6 +104,7 @@ fn component(
         cwd: None,
         tick: None,
         finish: false,
+        stateful: false,
         config: Default::default(),
     }
 }

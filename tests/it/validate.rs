@@ -390,3 +390,48 @@ fn a_yaml_file_and_its_dsl_twin_give_the_same_model() {
     };
     assert_eq!(values(&yaml), values(&dsl));
 }
+
+/// `stateful:` decides for its component; without it `topology.stateful` makes the built-ins
+/// that keep state stateful and leaves the others stateless.
+#[test]
+fn stateful_resolves_from_the_key_then_the_topology_config() {
+    let opts = storm::topology::LoadOptions::default();
+    let load = |text: &str| match storm::topology::load_inline(text, &opts) {
+        Ok(l) => l.topology,
+        Err(e) => panic!("{text}: {e:?}"),
+    };
+    let flags = |t: &storm::topology::model::Topology| {
+        t.components
+            .iter()
+            .map(|c| (c.id.clone(), c.stateful))
+            .collect::<Vec<_>>()
+    };
+    let plain = load("stdin | split | count(word) | stdout");
+    assert!(!plain.is_stateful());
+    assert!(flags(&plain).iter().all(|(_, s)| !s));
+    let one = load("stdin | split | count(word) stateful=true | dedupe | stdout");
+    assert_eq!(
+        flags(&one),
+        [
+            ("stdin".to_string(), false),
+            ("split".into(), false),
+            ("count".into(), true),
+            ("dedupe".into(), false),
+            ("stdout".into(), false)
+        ]
+    );
+    assert!(one.is_stateful());
+    let all = load(
+        "config topology.stateful=true\nstdin | split | count(word) | dedupe stateful=false | stdout",
+    );
+    assert_eq!(
+        flags(&all),
+        [
+            ("stdin".to_string(), false),
+            ("split".into(), false),
+            ("count".into(), true),
+            ("dedupe".into(), false),
+            ("stdout".into(), false)
+        ]
+    );
+}

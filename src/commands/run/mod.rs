@@ -48,6 +48,13 @@ fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
     if let Some(w) = args.workers {
         overrides.push(format!("topology.workers={w}"));
     }
+    if let Some(dir) = &args.state_dir {
+        // Absolute: worker processes and a later resume may start elsewhere.
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        let quoted = serde_json::Value::from(dir.to_string_lossy().into_owned()).to_string();
+        overrides.push(format!("topology.state.dir={quoted}"));
+        overrides.push("topology.state.provider=embedded".to_string());
+    }
     let opts = LoadOptions {
         overrides: overrides.clone(),
         filter: args.source.filter.clone(),
@@ -266,6 +273,9 @@ fn print_summary(args: &RunArgs, report: &RunReport) {
         "{}",
         runtime::metrics::render_table(&shown, report.elapsed.as_secs_f64())
     );
+    if let Some(cp) = &report.checkpoints {
+        crate::stderr_println!("{}", cp.line());
+    }
 }
 
 /// `--stats FILE`: the run's figures as JSON (with this process's CPU time when it ran
@@ -282,6 +292,9 @@ fn write_stats(path: &std::path::Path, report: &RunReport, scope: Scope) -> anyh
     }
     json.insert("acking".into(), report.acking.into());
     json.insert("lost".into(), report.lost.into());
+    if let Some(cp) = &report.checkpoints {
+        json.insert("checkpoints".into(), cp.to_json());
+    }
     json.insert(
         "components".into(),
         serde_json::to_value(&report.components)?,

@@ -4,9 +4,14 @@
 //! every change (`update`: the key's new row, once per change, nothing again at the end).
 //! Output: the `by` fields, then one field per op (`count`, `sum_latency`, `p99_latency`, or
 //! the name given with `as`).
+//!
+//! Stateful (`stateful: true`), its groups, or its windows' open panes, are the entries of its
+//! checkpoints (see `state.rs`).
 
 pub mod ops;
 pub mod ranking;
+pub mod saved;
+mod state;
 pub mod window;
 
 use super::{Bolt, BoltCollector, TaskContext};
@@ -222,7 +227,10 @@ pub struct Aggregate {
     keys: Vec<usize>,
     fields: Vec<Option<usize>>,
     time: Option<usize>,
-    groups: window::KeyMap<Vec<State>>,
+    groups: window::KeyMap<window::Group>,
+    /// Stateful: the groups changed since the last checkpoint, each listed once (`None`:
+    /// stateless).
+    dirty: Option<Vec<Values>>,
     windows: Option<window::Windows>,
     /// Count windows: tuples seen.
     clock: i64,
@@ -255,6 +263,7 @@ impl Aggregate {
             fields: Vec::new(),
             time: None,
             groups: window::KeyMap::default(),
+            dirty: None,
             clock: i64::MIN,
             latest: vec![i64::MIN],
             inputs: Vec::new(),
@@ -268,6 +277,15 @@ impl Aggregate {
             top: None,
             partial: None,
         })
+    }
+
+    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    pub fn with_state(mut self, stateful: bool) -> Aggregate {
+        self.dirty = stateful.then(Vec::new);
+        if let Some(w) = self.windows.as_mut() {
+            w.tracked = stateful.then(window::Tracked::default);
+        }
+        self
     }
 
     /// The `top` bolt: per window (or for the whole input), the `n` keys of `by` with the
@@ -293,7 +311,8 @@ impl Aggregate {
 
     /// Every key's row, in key order (deterministic output).
     fn emit_all(&self, out: &mut dyn BoltCollector) {
-        let mut rows: Vec<(&Values, &Vec<State>)> = self.groups.iter().collect();
+        let mut rows: Vec<(&Values, &Vec<State>)> =
+            self.groups.iter().map(|(k, g)| (k, &g.states)).collect();
         sort_by_key_text(&mut rows, |r| r.0);
         if let Some(n) = self.top {
             let ranked = rank(rows.iter().map(|(k, s)| (*k, s[0].value())), n);
@@ -388,7 +407,20 @@ impl Aggregate {
         let states = match (self.windows.as_mut(), t) {
             (Some(w), Some(t)) => w.states(t, key, fresh),
             (Some(_), None) => return false,
-            (None, _) => self.groups.entry(key.clone()).or_insert_with(fresh),
+            (None, _) => {
+                let group = self
+                    .groups
+                    .entry(key.clone())
+                    .or_insert_with(|| window::Group {
+                        states: fresh(),
+                        dirty: false,
+                    });
+                if let (Some(dirty), false) = (self.dirty.as_mut(), group.dirty) {
+                    group.dirty = true;
+                    dirty.push(key.clone());
+                }
+                &mut group.states
+            }
         };
         let mut all_used = true;
         for (state, field) in states.iter_mut().zip(&self.fields) {
@@ -558,7 +590,7 @@ impl Bolt for Aggregate {
             self.unusable += 1;
         }
         if self.spec.emit == Emit::Update {
-            let row = self.row(&key, &self.groups[&key]);
+            let row = self.row(&key, &self.groups[&key].states);
             out.send(streams::DEFAULT, &[input], row);
         }
         Ok(())
@@ -589,6 +621,13 @@ impl Bolt for Aggregate {
         by_clock
             .then_some(std::time::Duration::from_millis(20))
             .or(every.map(std::time::Duration::from_millis))
+    }
+
+    fn state(&mut self) -> Option<&mut dyn super::BoltState> {
+        match self.dirty {
+            Some(_) => Some(self),
+            None => None,
+        }
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {

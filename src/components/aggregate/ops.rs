@@ -10,11 +10,21 @@ use crate::tuple::Value;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use sketches_ddsketch::{Config, DDSketch};
 
-/// A HyperLogLog++ sketch of values; one fixed hasher, so the sketches of panes merge.
-type Hll = HyperLogLogPlus<
-    Value,
-    std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>,
->;
+/// A HyperLogLog++ sketch of values; one fixed hasher, so the sketches of panes merge (and a
+/// sketch saved by one run goes on in the next).
+pub type Hll = HyperLogLogPlus<Value, FixedSip>;
+
+/// Builds the standard library's SipHash with fixed keys (as `BuildHasherDefault` does); a
+/// unit type serde can write, so a sketch can be saved.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct FixedSip;
+
+impl std::hash::BuildHasher for FixedSip {
+    type Hasher = std::collections::hash_map::DefaultHasher;
+    fn build_hasher(&self) -> Self::Hasher {
+        std::collections::hash_map::DefaultHasher::new()
+    }
+}
 
 /// Precision 14: 16 Ki registers (about 12 KiB), a standard error of about 0.8%.
 const HLL_PRECISION: u8 = 14;

@@ -5,12 +5,16 @@
 //! the candidates per window and ranks a window once every partial task has closed past its
 //! end; since each key's score is whole in one task, and every task orders keys as one task
 //! would, the final ranking equals the ranking of a single task.
+//!
+//! Stateful, the total ranking's checkpoint entries are each window's candidates,
+//! `[start, end]` (or `"whole"` without windows) → `[[key values], score]` pairs, and
+//! `"watermarks"` → each partial task's watermark, in task order.
 
 use super::{rank, sort_by_key_text, window};
 use crate::components::{Bolt, BoltCollector, TaskContext, Tuple};
 use crate::topology::plan::streams;
 use crate::tuple::{Value, Values};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The argument that tells the two halves of a split `top` apart in the validated topology
 /// (an argument starting with `__` cannot be written, so it is never a user's).
@@ -57,7 +61,7 @@ pub fn progress(watermark: i64, width: usize) -> Values {
 #[derive(Debug)]
 pub struct Partial {
     /// The last watermark sent.
-    sent: Option<i64>,
+    pub sent: Option<i64>,
     pub width: usize,
 }
 
@@ -92,9 +96,15 @@ pub struct TotalRanking {
     /// Key fields' positions in a partial row.
     key_width: usize,
     windowed: bool,
-    candidates: BTreeMap<Option<(i64, i64)>, Vec<Candidate>>,
+    candidates: BTreeMap<Bounds, Vec<Candidate>>,
     watermarks: HashMap<u32, i64>,
+    /// Stateful: the windows whose candidates changed, or were ranked and dropped, since the
+    /// last checkpoint (`None`: stateless).
+    touched: Option<BTreeSet<Bounds>>,
 }
+
+/// A window's bounds (`None`: the whole input).
+type Bounds = Option<(i64, i64)>;
 
 impl TotalRanking {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<TotalRanking> {
@@ -105,7 +115,14 @@ impl TotalRanking {
             windowed: spec.window.is_some(),
             candidates: BTreeMap::new(),
             watermarks: HashMap::new(),
+            touched: None,
         })
+    }
+
+    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    pub fn with_state(mut self, stateful: bool) -> TotalRanking {
+        self.touched = stateful.then(BTreeSet::new);
+        self
     }
 
     /// The lowest watermark of all partial tasks: every window ending by then is complete.
@@ -121,6 +138,9 @@ impl TotalRanking {
                 break;
             }
             let (bounds, mut rows) = entry.remove_entry();
+            if let Some(t) = self.touched.as_mut() {
+                t.insert(bounds);
+            }
             sort_by_key_text(&mut rows, |r| &r.0);
             let ranked = rank(rows.iter().map(|(k, s)| (k, s.clone())), self.n);
             let shown = bounds
@@ -162,6 +182,9 @@ impl Bolt for TotalRanking {
                 .entry(bounds)
                 .or_default()
                 .push((key, score));
+            if let Some(t) = self.touched.as_mut() {
+                t.insert(bounds);
+            }
         }
         // A candidate's watermark is where its batch ends: windows after this one in the same
         // batch are still on the way, so only a progress row moves the task's watermark.
@@ -181,11 +204,187 @@ impl Bolt for TotalRanking {
         self.emit(i64::MAX, out);
         Ok(())
     }
+
+    fn state(&mut self) -> Option<&mut dyn crate::components::BoltState> {
+        match self.touched {
+            Some(_) => Some(self),
+            None => None,
+        }
+    }
+}
+
+const WHOLE: &str = "whole";
+const WATERMARKS: &str = "watermarks";
+
+fn bounds_key(b: Bounds) -> Value {
+    match b {
+        Some((s, e)) => Value::List(Box::new(vec![Value::Int(s), Value::Int(e)])),
+        None => Value::str(WHOLE),
+    }
+}
+
+impl crate::components::BoltState for TotalRanking {
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) {
+        let touched = std::mem::take(self.touched.get_or_insert_with(BTreeSet::new));
+        let windows: Vec<Bounds> = match all {
+            true => self.candidates.keys().copied().collect(),
+            false => touched.into_iter().collect(),
+        };
+        for b in windows {
+            let saved = self.candidates.get(&b).map(|rows| {
+                let pair = |(k, s): &Candidate| {
+                    Value::List(Box::new(vec![Value::List(Box::new(k.to_vec())), s.clone()]))
+                };
+                Value::List(Box::new(rows.iter().map(pair).collect()))
+            });
+            out.push((bounds_key(b), saved));
+        }
+        let mut tasks: Vec<(&u32, &i64)> = self.watermarks.iter().collect();
+        tasks.sort();
+        let marks = tasks.into_iter().map(|(_, w)| Value::Int(*w)).collect();
+        out.push((Value::str(WATERMARKS), Some(Value::List(Box::new(marks)))));
+    }
+
+    fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
+        self.candidates.clear();
+        self.touched = Some(BTreeSet::new());
+        for (key, value) in entries {
+            self.restore_entry(&key, &value).map_err(|e| {
+                anyhow::anyhow!("top: cannot restore the saved entry {}: {e}", key.to_json())
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl TotalRanking {
+    fn restore_entry(&mut self, key: &Value, value: &Value) -> Result<(), String> {
+        let bounds = match key {
+            Value::Str(s) if s == WATERMARKS => return self.restore_watermarks(value),
+            Value::Str(s) if s == WHOLE => None,
+            Value::List(l) => match l.as_slice() {
+                [Value::Int(s), Value::Int(e)] => Some((*s, *e)),
+                _ => return Err("a window is [start, end]".into()),
+            },
+            _ => return Err("not an entry of a total ranking".into()),
+        };
+        let Value::List(rows) = value else {
+            return Err("the candidates are a list".into());
+        };
+        let width = self.key_width;
+        let rows = rows.iter().map(|r| match r {
+            Value::List(p) => match p.as_slice() {
+                [Value::List(k), score] if k.len() == width => {
+                    Ok((k.iter().cloned().collect(), score.clone()))
+                }
+                _ => Err(format!("a candidate is [[{width} key value(s)], score]")),
+            },
+            _ => Err(format!("a candidate is [[{width} key value(s)], score]")),
+        });
+        let rows = rows.collect::<Result<Vec<Candidate>, String>>()?;
+        self.candidates.insert(bounds, rows);
+        Ok(())
+    }
+
+    /// Each partial task's watermark, in task order (tasks keep their order across runs).
+    fn restore_watermarks(&mut self, value: &Value) -> Result<(), String> {
+        let mut tasks: Vec<u32> = self.watermarks.keys().copied().collect();
+        tasks.sort_unstable();
+        let marks: Option<Vec<i64>> = match value {
+            Value::List(l) => l
+                .iter()
+                .map(|v| match v {
+                    Value::Int(i) => Some(*i),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        };
+        match marks {
+            Some(m) if m.len() == tasks.len() => {
+                self.watermarks = tasks.into_iter().zip(m).collect();
+                Ok(())
+            }
+            _ => Err(format!(
+                "the watermarks are a list of {} integer(s), one per partial task",
+                tasks.len()
+            )),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::components::state_check::{cuts, resumed, straight};
+    use proptest::prelude::*;
+
+    /// A stateful total ranking of the best 2 by one key field, fed by partial tasks 7 and 9.
+    fn total(windowed: bool) -> TotalRanking {
+        let mut args = serde_json::json!({"by": "k", "n": 2});
+        if windowed {
+            args["window"] = serde_json::json!({"tumbling": "10ms"});
+        }
+        let mut t = TotalRanking::new(args.as_object().expect("an object"))
+            .expect("valid")
+            .with_state(true);
+        t.watermarks = [(7, i64::MIN), (9, i64::MIN)].into_iter().collect();
+        t
+    }
+
+    /// Rows of partial tasks 7 and 9: candidates of windows and progress.
+    fn rows() -> impl Strategy<Value = Vec<Tuple>> {
+        let one = (any::<bool>(), 0u8..3, 0i64..100, 0i64..10, 0u8..4, 0i64..9);
+        proptest::collection::vec(one, 0..50).prop_map(|raw| {
+            raw.into_iter()
+                .map(|(first, kind, wm, w, k, score)| {
+                    let task = if first { 7 } else { 9 };
+                    let values = match kind {
+                        0 => progress(wm, 6),
+                        _ => {
+                            let ranked: Values = smallvec::smallvec![
+                                Value::Int(1),
+                                Value::str(&format!("k{k}")),
+                                Value::Int(score)
+                            ];
+                            candidate(wm, Some((w * 10, w * 10 + 10)), ranked)
+                        }
+                    };
+                    Tuple::new(values, task, streams::DEFAULT)
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// Checkpointed at random cuts and resumed, the total ranking emits what one run
+        /// straight through emits.
+        #[test]
+        fn resumed_total_rankings_equal_uninterrupted(
+            input in rows(),
+            cut in cuts(50),
+            windowed in any::<bool>(),
+        ) {
+            let make = || total(windowed);
+            prop_assert_eq!(resumed(&make, &input, &cut), straight(&make, &input));
+        }
+    }
+
+    #[test]
+    fn restore_checks_the_watermarks_and_candidates() {
+        use crate::components::BoltState;
+        let list = |v: Vec<Value>| Value::List(Box::new(v));
+        let e = total(true)
+            .restore(vec![(Value::str("watermarks"), list(vec![Value::Int(1)]))])
+            .expect_err("two tasks");
+        assert_eq!(
+            e.to_string(),
+            "top: cannot restore the saved entry \"watermarks\": the watermarks are a list of 2 integer(s), one per partial task"
+        );
+        let window = list(vec![Value::Int(0), Value::Int(10)]);
+        let bad = list(vec![list(vec![Value::str("a")])]);
+        assert!(total(true).restore(vec![(window, bad)]).is_err());
+    }
 
     #[test]
     fn progress_is_due_once_per_window_step_and_at_the_end() {

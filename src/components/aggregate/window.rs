@@ -110,6 +110,11 @@ impl<T: Default> Panes<T> {
         floor_to(t, self.spec.every).saturating_add(self.spec.size) <= self.closed_to
     }
 
+    /// The start of the pane of `t`.
+    pub fn pane_start(&self, t: i64) -> i64 {
+        floor_to(t, self.spec.every)
+    }
+
     /// The pane of `t`, made empty the first time.
     pub fn pane(&mut self, t: i64) -> &mut T {
         self.panes.entry(floor_to(t, self.spec.every)).or_default()
@@ -158,10 +163,60 @@ impl<T: Default> Panes<T> {
             .map(|(_, p)| p)
     }
 
-    /// Drop the panes whose every window has closed.
-    pub fn retire(&mut self) {
+    /// Drop the panes whose every window has closed; returns them, oldest first.
+    pub fn retire(&mut self) -> Vec<(i64, T)> {
         let (size, closed) = (self.spec.size, self.closed_to);
-        self.panes.retain(|p, _| p.saturating_add(size) > closed);
+        let done: Vec<i64> = self
+            .panes
+            .keys()
+            .take_while(|p| p.saturating_add(size) <= closed)
+            .copied()
+            .collect();
+        done.into_iter()
+            .filter_map(|p| self.panes.remove_entry(&p))
+            .collect()
+    }
+
+    /// Every window ending at or before this has been closed.
+    pub fn closed_to(&self) -> i64 {
+        self.closed_to
+    }
+
+    /// Go on from a saved state: windows closed to `closed_to`.
+    pub fn set_closed_to(&mut self, closed_to: i64) {
+        self.closed_to = closed_to;
+    }
+
+    /// The pane starting at `start` (a saved pane), made empty the first time; an error when
+    /// `start` is not the start of a pane.
+    pub fn pane_at(&mut self, start: i64) -> Result<&mut T, String> {
+        if floor_to(start, self.spec.every) != start {
+            return Err(format!(
+                "{start} is not the start of a pane (a multiple of {})",
+                self.spec.every
+            ));
+        }
+        Ok(self.panes.entry(start).or_default())
+    }
+
+    /// Every pane, oldest first.
+    pub fn all(&self) -> impl Iterator<Item = (&i64, &T)> {
+        self.panes.iter()
+    }
+
+    /// The pane starting at `start`, if it holds anything.
+    pub fn get(&self, start: i64) -> Option<&T> {
+        self.panes.get(&start)
+    }
+
+    /// Every pane, oldest first.
+    pub fn panes_mut(&mut self) -> impl Iterator<Item = (&i64, &mut T)> {
+        self.panes.iter_mut()
+    }
+
+    /// The pane starting at `start`, if it holds anything.
+    pub fn get_mut(&mut self, start: i64) -> Option<&mut T> {
+        self.panes.get_mut(&start)
     }
 
     pub fn spec(&self) -> WindowSpec {
@@ -172,9 +227,26 @@ impl<T: Default> Panes<T> {
 /// A map by key values, hashed with foldhash (fast on the short strings keys mostly are).
 pub type KeyMap<V> = HashMap<Values, V, foldhash::fast::FixedState>;
 
+/// One key's states in a group or pane, and whether they changed since the last checkpoint.
+#[derive(Clone)]
+pub struct Group {
+    pub states: Vec<State>,
+    pub dirty: bool,
+}
+
+/// Stateful windows: the (pane, key) entries changed since the last checkpoint, each listed
+/// once, and those of panes retired since.
+#[derive(Default)]
+pub struct Tracked {
+    pub dirty: Vec<(i64, Values)>,
+    pub removed: Vec<(i64, Values)>,
+}
+
 /// Partial aggregates per pane, and how far windows have been closed.
 pub struct Windows {
-    panes: Panes<KeyMap<Vec<State>>>,
+    pub panes: Panes<KeyMap<Group>>,
+    /// Stateful: what changed since the last checkpoint (`None`: stateless).
+    pub tracked: Option<Tracked>,
 }
 
 /// One closed window: its bounds and each key's merged states.
@@ -192,6 +264,7 @@ impl Windows {
     pub fn new(spec: WindowSpec) -> Windows {
         Windows {
             panes: Panes::new(spec),
+            tracked: None,
         }
     }
 
@@ -208,7 +281,20 @@ impl Windows {
         fresh: impl FnOnce() -> Vec<State>,
     ) -> &mut Vec<State> {
         // One lookup, for a clone of the key (no allocation for one number or short string).
-        self.panes.pane(t).entry(key.clone()).or_insert_with(fresh)
+        let start = floor_to(t, self.panes.spec.every);
+        let group = self
+            .panes
+            .pane(t)
+            .entry(key.clone())
+            .or_insert_with(|| Group {
+                states: fresh(),
+                dirty: false,
+            });
+        if let (Some(tracked), false) = (self.tracked.as_mut(), group.dirty) {
+            group.dirty = true;
+            tracked.dirty.push((start, key.clone()));
+        }
+        &mut group.states
     }
 
     /// Every window that holds data and ends at or before `watermark`, oldest first (all of
@@ -220,7 +306,12 @@ impl Windows {
             return Vec::new();
         }
         let out = starts.into_iter().map(|s| self.merge(s)).collect();
-        self.panes.retire();
+        let retired = self.panes.retire();
+        if let Some(tracked) = self.tracked.as_mut() {
+            for (start, pane) in retired {
+                tracked.removed.extend(pane.into_keys().map(|k| (start, k)));
+            }
+        }
         out
     }
 
@@ -228,7 +319,7 @@ impl Windows {
         let end = start + self.panes.spec().size;
         let mut merged: KeyMap<Vec<State>> = KeyMap::default();
         for pane in self.panes.window(start) {
-            for (key, states) in pane {
+            for (key, Group { states, .. }) in pane {
                 match merged.get_mut(key) {
                     Some(into) => into.iter_mut().zip(states).for_each(|(a, b)| a.merge(b)),
                     None => {

@@ -16,6 +16,7 @@ const OPTIONS: &[&str] = &[
     "command",
     "cwd",
     "finish",
+    "stateful",
     "tick",
     "config",
     "args",
@@ -253,6 +254,7 @@ fn component_option(s: &Setting, c: &mut RawComponent, diags: &mut Vec<Diagnosti
         },
         "tick" => set_once(&mut c.tick, v.clone(), key, diags),
         "finish" => set_once(&mut c.finish, v.clone(), key, diags),
+        "stateful" => set_once(&mut c.stateful, v.clone(), key, diags),
         "config" => c.config.extend(map_entries(v, "config", diags)),
         "args" => {
             if c.args.is_some() {

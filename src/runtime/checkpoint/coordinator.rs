@@ -1,0 +1,201 @@
+//! The checkpoint coordinator: counts which tasks saved which checkpoint, and commits a
+//! checkpoint once every task saved it (a task that ended counts for every later one: its last
+//! checkpoint holds its final state). A commit is one write of the commit record; then each
+//! store folds what the checkpoint prepared into its committed entries. A checkpoint some task
+//! never saved (it was slow, or the round was skipped) is passed over by a later one.
+
+use super::Report;
+use crate::state::{Commits, Store};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the coordinator did over a run.
+#[derive(Debug, Default, Clone)]
+pub struct CheckpointReport {
+    pub committed: u64,
+    /// The last committed txid (0: none).
+    pub last: u64,
+    /// From the first task saving a checkpoint to its commit, per commit.
+    pub latencies: Vec<Duration>,
+}
+
+impl CheckpointReport {
+    /// The `q` quantile (0..=1) of commit latency, in milliseconds.
+    pub fn latency_ms(&self, q: f64) -> Option<f64> {
+        let mut ms: Vec<f64> = self
+            .latencies
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        let last = ms.len().checked_sub(1)?;
+        ms.get(((last as f64) * q).round() as usize).copied()
+    }
+
+    /// One line for the end of a run.
+    pub fn line(&self) -> String {
+        let lat = |q| {
+            self.latency_ms(q)
+                .map_or("-".into(), |v| format!("{v:.1} ms"))
+        };
+        format!(
+            "checkpoints: {} committed (last txid {}); commit latency p50 {}, p99 {}",
+            self.committed,
+            self.last,
+            lat(0.5),
+            lat(0.99)
+        )
+    }
+
+    /// The figures for `--stats`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "committed": self.committed,
+            "last_txid": self.last,
+            "commit_latency_ms": {
+                "p50": self.latency_ms(0.5),
+                "p99": self.latency_ms(0.99),
+                "max": self.latency_ms(1.0),
+            },
+        })
+    }
+}
+
+pub struct Coordinator {
+    commits: Arc<Commits>,
+    stores: Vec<Arc<Store>>,
+    /// The tasks that save checkpoints: every spout task and every stateful bolt task.
+    expected: BTreeSet<u32>,
+    prepared: BTreeMap<u64, (Instant, BTreeSet<u32>)>,
+    finished: BTreeSet<u32>,
+    pub report: CheckpointReport,
+}
+
+impl Coordinator {
+    pub fn new(
+        commits: Arc<Commits>,
+        stores: Vec<Arc<Store>>,
+        expected: BTreeSet<u32>,
+        committed: u64,
+    ) -> Coordinator {
+        Coordinator {
+            commits,
+            stores,
+            expected,
+            prepared: BTreeMap::new(),
+            finished: BTreeSet::new(),
+            report: CheckpointReport {
+                last: committed,
+                ..CheckpointReport::default()
+            },
+        }
+    }
+
+    /// Take one report; commits what it completes. Returns the txid committed, if any.
+    pub fn on(&mut self, report: Report) -> anyhow::Result<Option<u64>> {
+        match report {
+            Report::Prepared { txid, task } => {
+                if txid <= self.report.last {
+                    return Ok(None);
+                }
+                self.prepared
+                    .entry(txid)
+                    .or_insert_with(|| (Instant::now(), BTreeSet::new()))
+                    .1
+                    .insert(task);
+            }
+            Report::Finished { task } => {
+                self.finished.insert(task);
+            }
+        }
+        self.commit_ready()
+    }
+
+    /// Whether every task saved `txid` or ended.
+    fn ready(&self, saved: &BTreeSet<u32>) -> bool {
+        self.expected
+            .iter()
+            .all(|t| saved.contains(t) || self.finished.contains(t))
+    }
+
+    fn commit_ready(&mut self) -> anyhow::Result<Option<u64>> {
+        let Some((&txid, &(since, _))) = self
+            .prepared
+            .iter()
+            .rev()
+            .find(|(_, (_, saved))| self.ready(saved))
+        else {
+            return Ok(None);
+        };
+        self.commits.commit(txid)?;
+        for s in &self.stores {
+            s.fold(txid)?;
+        }
+        self.prepared = self.prepared.split_off(&(txid + 1));
+        self.report.committed += 1;
+        self.report.last = txid;
+        self.report.latencies.push(since.elapsed());
+        tracing::debug!(txid, "checkpoint committed");
+        Ok(Some(txid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn coordinator(tasks: &[u32]) -> Coordinator {
+        let commits = Arc::new(Commits::memory().expect("memory commits"));
+        let store = Arc::new(Store::memory().expect("memory store"));
+        Coordinator::new(commits, vec![store], tasks.iter().copied().collect(), 0)
+    }
+
+    fn prepared(txid: u64, task: u32) -> Report {
+        Report::Prepared { txid, task }
+    }
+
+    #[test]
+    fn a_checkpoint_commits_once_every_task_saved_it() {
+        let mut c = coordinator(&[1, 2, 3]);
+        assert_eq!(c.on(prepared(1, 1)).ok().flatten(), None);
+        assert_eq!(c.on(prepared(1, 2)).ok().flatten(), None);
+        assert_eq!(c.on(prepared(1, 3)).ok().flatten(), Some(1));
+        assert_eq!(
+            c.commits.committed().ok().flatten().map(|c| c.txid),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_duplicate_or_late_report_commits_nothing_again() {
+        let mut c = coordinator(&[1, 2]);
+        c.on(prepared(1, 1)).ok();
+        assert_eq!(c.on(prepared(1, 1)).ok().flatten(), None, "a duplicate");
+        assert_eq!(c.on(prepared(1, 2)).ok().flatten(), Some(1));
+        assert_eq!(c.on(prepared(1, 2)).ok().flatten(), None, "late, committed");
+        assert_eq!(c.report.committed, 1);
+    }
+
+    #[test]
+    fn a_checkpoint_one_task_missed_is_passed_over_by_a_later_one() {
+        let mut c = coordinator(&[1, 2]);
+        c.on(prepared(1, 1)).ok();
+        c.on(prepared(2, 1)).ok();
+        assert_eq!(c.on(prepared(2, 2)).ok().flatten(), Some(2));
+        assert_eq!(
+            c.on(prepared(1, 2)).ok().flatten(),
+            None,
+            "older than committed"
+        );
+        assert_eq!(c.report.last, 2);
+    }
+
+    #[test]
+    fn an_ended_task_counts_for_every_later_checkpoint() {
+        let mut c = coordinator(&[1, 2]);
+        c.on(prepared(1, 1)).ok();
+        assert_eq!(c.on(Report::Finished { task: 1 }).ok().flatten(), None);
+        assert_eq!(c.on(prepared(3, 2)).ok().flatten(), Some(3));
+    }
+}

@@ -1,0 +1,285 @@
+//! Setting checkpoints up for a run: which components keep state, where it is kept
+//! (`topology.state.provider`, `topology.state.dir`), the stores of this process's workers with
+//! what the last run committed restored in them, and the coordinator's thread.
+
+use super::coordinator::{CheckpointReport, Coordinator};
+use super::{ratio_for, Checkpointing, Report};
+use crate::state::{dir, Commits, Store};
+use crate::topology::model::{Component, Topology};
+use crate::topology::plan::Plan;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Whether component `c` keeps its state in checkpoints (resolved by validation).
+pub fn stateful(_topology: &Topology, c: &Component) -> bool {
+    c.stateful
+}
+
+/// Whether any component keeps state: then the run takes checkpoints.
+pub fn has_state(topology: &Topology) -> bool {
+    topology.is_stateful()
+}
+
+/// The tasks that save checkpoints: every spout task and every stateful bolt task.
+pub fn saving_tasks(topology: &Topology, plan: &Plan) -> BTreeSet<u32> {
+    topology
+        .components
+        .iter()
+        .filter(|c| c.is_spout() || stateful(topology, c))
+        .filter_map(|c| plan.component(&c.id))
+        .flat_map(|c| c.tasks.clone())
+        .collect()
+}
+
+/// The state dir a topology's config names, when its provider is `embedded`.
+pub fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
+    let provider = topology
+        .config
+        .get("topology.state.provider")
+        .and_then(|v| v.as_str())
+        .unwrap_or("memory");
+    match provider {
+        "memory" => Ok(None),
+        "embedded" => Ok(Some(
+            match topology
+                .config
+                .get("topology.state.dir")
+                .and_then(|v| v.as_str())
+            {
+                Some(d) => PathBuf::from(d),
+                None => PathBuf::from("storm-state").join(&topology.name),
+            },
+        )),
+        other => anyhow::bail!(
+            "topology.state.provider: `{other}` is not a state provider (memory or embedded)"
+        ),
+    }
+}
+
+/// Checkpoints set up for the workers of this process.
+pub struct Setup {
+    pub commits: Arc<Commits>,
+    pub stores: BTreeMap<usize, Arc<Store>>,
+    /// The last committed txid (0: none).
+    pub base: u64,
+    pub ratio: u64,
+}
+
+impl Setup {
+    /// Open the commit record and the stores of workers `local`; fold what the last run
+    /// committed, drop what it did not. `None` when no component keeps state. `whole`: this
+    /// process runs every worker (a state dir is kept only then).
+    pub fn open(
+        topology: &Topology,
+        local: &[usize],
+        whole: bool,
+    ) -> anyhow::Result<Option<Setup>> {
+        if !has_state(topology) {
+            return Ok(None);
+        }
+        let dir = state_dir(topology)?;
+        anyhow::ensure!(
+            whole || dir.is_none(),
+            "a state dir (topology.state.dir, --state-dir) is kept by a run in one process: \
+             with --processes or on a cluster, stateful components keep their state in memory \
+             (topology.state.provider: memory), exact through failures but not across restarts"
+        );
+        let interval = topology
+            .config
+            .get_u64("topology.state.checkpoint.interval.ms")
+            .unwrap_or(1000);
+        let (commits, mut stores) = (open_commits(dir.as_ref())?, BTreeMap::new());
+        for &w in local {
+            let store = match &dir {
+                Some(d) => Store::open(&dir::worker_path(d, w))?,
+                None => Store::memory()?,
+            };
+            stores.insert(w, Arc::new(store));
+        }
+        let base = commits.committed()?.map_or(0, |c| c.txid);
+        check_shape(&commits, topology, dir.as_ref())?;
+        for store in stores.values() {
+            store.fold(base)?;
+            store.discard_after(base)?;
+        }
+        if base > 0 {
+            if let Some(d) = &dir {
+                crate::stderr_println!(
+                    "resuming `{}` from checkpoint {base} in {} (`storm state clear {}` starts over)",
+                    topology.name,
+                    d.display(),
+                    d.display()
+                );
+            }
+        }
+        Ok(Some(Setup {
+            commits: Arc::new(commits),
+            stores,
+            base,
+            ratio: ratio_for(Duration::from_millis(interval.max(1))),
+        }))
+    }
+
+    /// What the executors of worker `w` take part in checkpoints with.
+    pub fn for_worker(
+        &self,
+        w: usize,
+        reports: &crossbeam_channel::Sender<Report>,
+    ) -> Option<Checkpointing> {
+        Some(Checkpointing {
+            store: self.stores.get(&w)?.clone(),
+            reports: reports.clone(),
+            base: self.base,
+            ratio: self.ratio,
+            resuming: self.base > 0,
+        })
+    }
+
+    /// Start the coordinator for `expected` tasks: the channel tasks report on, and its
+    /// thread, which ends once every sender is gone.
+    pub fn spawn_coordinator(
+        &self,
+        expected: BTreeSet<u32>,
+    ) -> anyhow::Result<(
+        crossbeam_channel::Sender<Report>,
+        JoinHandle<anyhow::Result<CheckpointReport>>,
+    )> {
+        let (tx, rx) = crossbeam_channel::unbounded::<Report>();
+        let stores = self.stores.values().cloned().collect();
+        let mut c = Coordinator::new(self.commits.clone(), stores, expected, self.base);
+        let handle = std::thread::Builder::new()
+            .name("checkpoints".into())
+            .spawn(move || {
+                for report in rx {
+                    c.on(report)?;
+                }
+                Ok(c.report)
+            })?;
+        Ok((tx, handle))
+    }
+}
+
+fn open_commits(dir: Option<&PathBuf>) -> anyhow::Result<Commits> {
+    match dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| anyhow::anyhow!("cannot create state dir {}: {e}", d.display()))?;
+            Commits::open(d)
+        }
+        None => Commits::memory(),
+    }
+}
+
+/// A state dir holds one topology's state, for the parallelism it ran with: a resumed run
+/// must have the same name and the same tasks per component.
+fn check_shape(
+    commits: &Commits,
+    topology: &Topology,
+    dir: Option<&PathBuf>,
+) -> anyhow::Result<()> {
+    let now: Vec<(String, u32)> = topology
+        .components
+        .iter()
+        .map(|c| (c.id.clone(), c.tasks))
+        .collect();
+    let Some((name, before)) = commits.shape()? else {
+        return commits.set_shape(&topology.name, &now);
+    };
+    let shown = dir.map_or_else(|| "memory".to_string(), |d| d.display().to_string());
+    anyhow::ensure!(
+        name == topology.name,
+        "state dir {shown} holds topology `{name}`, not `{}` (use another --state-dir, or `storm state clear {shown}`)",
+        topology.name
+    );
+    for (id, tasks) in &now {
+        if let Some((_, was)) = before.iter().find(|(b, _)| b == id) {
+            anyhow::ensure!(
+                was == tasks,
+                "state dir {shown} was written with {was} task(s) of `{id}`; this run has {tasks}: state is kept per task, so the task counts must match"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::TaskKey;
+    use crate::tuple::Value;
+
+    fn topology(dsl: &str, dir: &std::path::Path) -> Topology {
+        let opts = crate::topology::LoadOptions {
+            overrides: vec![
+                "topology.state.provider=embedded".into(),
+                format!("topology.state.dir={:?}", dir.display().to_string()),
+            ],
+            filter: None,
+        };
+        crate::topology::load_inline(dsl, &opts)
+            .expect("a valid topology")
+            .topology
+    }
+
+    const COUNT: &str = "name wc\nstdin | split | count(word) stateful=true | stdout";
+
+    /// A crash after a checkpoint was prepared and before it committed (a rollback during
+    /// prepare): the next run starts from the last commit, the prepared changes gone.
+    #[test]
+    fn what_was_only_prepared_is_rolled_back_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = topology(COUNT, dir.path());
+        let key = TaskKey {
+            component: "count".into(),
+            index: 0,
+        };
+        {
+            let setup = Setup::open(&t, &[0], true)
+                .expect("opens")
+                .expect("stateful");
+            let store = &setup.stores[&0];
+            store
+                .prepare(1, &key, &[(Value::str("a"), Some(Value::Int(1)))], None)
+                .expect("prepared");
+            setup.commits.commit(1).expect("committed");
+            store
+                .prepare(2, &key, &[(Value::str("a"), Some(Value::Int(5)))], None)
+                .expect("prepared, never committed");
+        }
+        let setup = Setup::open(&t, &[0], true)
+            .expect("opens")
+            .expect("stateful");
+        assert_eq!(setup.base, 1);
+        let entries = setup.stores[&0].entries(&key).expect("entries");
+        assert_eq!(entries, vec![(Value::str("a"), Value::Int(1))]);
+    }
+
+    #[test]
+    fn a_state_dir_of_other_task_counts_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Setup::open(&topology(COUNT, dir.path()), &[0], true).expect("opens"));
+        let wider = "name wc\nstdin | split | count(word) stateful=true x2 | stdout";
+        let err = Setup::open(&topology(wider, dir.path()), &[0], true)
+            .err()
+            .expect("refused");
+        assert!(
+            format!("{err}").contains("1 task(s) of `count`; this run has 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_state_dir_is_refused_when_workers_run_in_other_processes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = Setup::open(&topology(COUNT, dir.path()), &[0], false)
+            .err()
+            .expect("refused");
+        assert!(
+            format!("{err}").contains("kept by a run in one process"),
+            "{err}"
+        );
+    }
+}

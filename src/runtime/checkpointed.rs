@@ -1,0 +1,318 @@
+//! The executors' part in checkpoints (see `checkpoint`): spouts send each round's marker and
+//! save their position at a checkpoint; bolts forward a round once every upstream task sent
+//! it, and a stateful bolt holds its inputs in its gate, applies them as the verdicts allow and
+//! saves its state at a checkpoint. Restores, at the start of a resumed run, are here too.
+
+use super::checkpoint::gate::{Gate, Unanchored};
+use super::checkpoint::rounds::Rounds;
+use super::checkpoint::{split_root, task_key, Marker, Report, ROUND};
+use super::collector::{BoltOut, SpoutOut};
+use super::executor::{BoltExecutor, SpoutExecutor};
+use super::metrics::TaskStats;
+use crate::components::{BoltCollector, FatalError};
+use crate::state::TaskKey;
+use crate::tuple::{Tuple, Value};
+use std::sync::Arc;
+
+/// A bolt task's part in checkpoints.
+#[derive(Debug)]
+pub struct BoltSide {
+    pub rounds: Rounds,
+    /// Stateful tasks only.
+    pub gate: Option<Gate>,
+    pub key: TaskKey,
+    /// Whether a checkpoint of this run saved the state yet (the first saves all of it).
+    pub saved: bool,
+}
+
+impl BoltSide {
+    pub fn new(upstream: u32, stateful: bool, component: &str, index: u32) -> BoltSide {
+        BoltSide {
+            rounds: Rounds::new(upstream),
+            gate: stateful.then(Gate::default),
+            key: task_key(component, index),
+            saved: false,
+        }
+    }
+}
+
+impl SpoutExecutor {
+    /// On a resumed run: give each spout task the position its last committed checkpoint saved.
+    pub(crate) fn restore_positions(&mut self) -> anyhow::Result<()> {
+        let Some(cp) = self.checkpoints.as_ref().filter(|c| c.resuming) else {
+            return Ok(());
+        };
+        for t in &mut self.tasks {
+            let key = task_key(&t.ctx.component, t.ctx.task_index);
+            match cp.store.position(&key)? {
+                Some(position) => t.component.restore(position)?,
+                None => tracing::warn!("{key}: no position saved; the spout starts over"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Send the marker of every task whose round is due.
+    pub(crate) fn markers_due(&mut self) -> anyhow::Result<()> {
+        if self.checkpoints.is_none() {
+            return Ok(());
+        }
+        for i in 0..self.tasks.len() {
+            let due = self.tasks[i]
+                .state
+                .side
+                .as_ref()
+                .is_some_and(|s| self.clock >= s.next_at);
+            if due && !self.tasks[i].finished {
+                self.send_marker(i, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Send task `i`'s next marker (with `last`, its final one: the next checkpoint round),
+    /// after giving the spout the acks the verdict allows; at a checkpoint, save its position.
+    pub(crate) fn send_marker(&mut self, i: usize, last: bool) -> anyhow::Result<()> {
+        let Some(cp) = self.checkpoints.clone() else {
+            return Ok(());
+        };
+        let slot = &mut self.tasks[i];
+        let Some(side) = slot.state.side.as_mut() else {
+            return Ok(());
+        };
+        let low = slot.state.trees.low().unwrap_or(0);
+        let round = if last {
+            cp.next_checkpoint_round(side.round)
+        } else {
+            side.round + 1
+        };
+        side.next_at = self.clock + ROUND;
+        let acks = side.release(low);
+        let txid = cp.txid_of(round);
+        let marker = Arc::new(side.marker(slot.emitter.task, round, txid, low));
+        for id in acks {
+            let mut out = SpoutOut {
+                em: &mut slot.emitter,
+                outbox: &mut self.outbox,
+                trees: &mut slot.state.trees,
+                now: self.clock,
+                ack_now: &mut self.ack_now,
+            };
+            slot.component.ack(id, &mut out)?;
+        }
+        if let Some(txid) = txid {
+            let key = task_key(&slot.ctx.component, slot.ctx.task_index);
+            let position = slot.component.position();
+            cp.store.prepare(txid, &key, &[], position.as_ref())?;
+            let task = slot.emitter.task;
+            let _ = cp.reports.send(Report::Prepared { txid, task });
+        }
+        let from = slot.emitter.task;
+        for &to in slot.emitter.router.downstream() {
+            self.outbox.marker(from, to, marker.clone());
+        }
+        self.settle(i)
+    }
+
+    /// Tree `root` of task `i` is over. Under checkpoints a completed tree's ack waits for
+    /// the verdict (returns true: handled); a failed one is noted for the next marker and
+    /// failed as usual (returns false).
+    pub(crate) fn tree_over(&mut self, i: usize, root: u64, completed: bool, id: &Value) -> bool {
+        let Some(side) = self.tasks[i].state.side.as_mut() else {
+            return false;
+        };
+        let seq = split_root(root).1;
+        if completed {
+            side.completed(seq, id.clone());
+            true
+        } else {
+            side.failed(seq);
+            false
+        }
+    }
+
+    /// Task `i` ends: its final marker (the next checkpoint, holding where it stopped).
+    pub(crate) fn last_marker(&mut self, i: usize) -> anyhow::Result<()> {
+        if self.tasks[i].state.side.is_some() {
+            self.send_marker(i, true)?;
+        }
+        Ok(())
+    }
+
+    /// Task `i` ended: the coordinator counts it for later checkpoints.
+    pub(crate) fn report_ended(&self, i: usize) {
+        if let Some(side) = &self.tasks[i].state.side {
+            tracing::debug!("{}: at most {} ack(s) held at once", self.tasks[i].ctx.component, side.peak);
+        }
+        if let Some(cp) = &self.checkpoints {
+            let task = self.tasks[i].emitter.task;
+            let _ = cp.reports.send(Report::Finished { task });
+        }
+    }
+}
+
+impl BoltExecutor {
+    /// On a resumed run: give each stateful task the state its last committed checkpoint saved.
+    pub(crate) fn restore_states(&mut self) -> anyhow::Result<()> {
+        let Some(cp) = self.checkpoints.as_ref().filter(|c| c.resuming) else {
+            return Ok(());
+        };
+        for t in &mut self.tasks {
+            let Some(side) = t.state.as_ref().filter(|s| s.gate.is_some()) else {
+                continue;
+            };
+            let entries = cp.store.entries(&side.key)?;
+            if let Some(state) = t.component.state() {
+                state
+                    .restore(entries)
+                    .map_err(|e| e.context(format!("restoring {}", side.key)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tuples for stateful task `i`: acked now, held in its gate. Returns false (nothing
+    /// done) for a task without a gate.
+    pub(crate) fn hold(&mut self, i: usize, tuples: &mut Vec<Tuple>) -> bool {
+        let slot = &mut self.tasks[i];
+        let Some(side) = slot.state.as_deref_mut() else {
+            return false;
+        };
+        let Some(gate) = side.gate.as_mut() else {
+            return false;
+        };
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+        };
+        for t in tuples.drain(..) {
+            out.ack(&t);
+            gate.hold(side.rounds.tag(t.source_task), t);
+        }
+        true
+    }
+
+    /// A marker from `from` for task `i`: the rounds it completes are applied and forwarded.
+    pub(crate) fn on_marker(&mut self, i: usize, from: u32, marker: &Marker) -> anyhow::Result<()> {
+        let done = match self.tasks[i].state.as_deref_mut() {
+            Some(side) => side.rounds.marker(from, marker),
+            None => return Ok(()),
+        };
+        for m in done {
+            self.complete_round(i, m)?;
+        }
+        Ok(())
+    }
+
+    /// Upstream task `from` of task `i` ended: the rounds that completes.
+    pub(crate) fn on_ended(&mut self, i: usize, from: u32) -> anyhow::Result<()> {
+        let done = match self.tasks[i].state.as_deref_mut() {
+            Some(side) => side.rounds.ended(from),
+            None => return Ok(()),
+        };
+        for m in done {
+            self.complete_round(i, m)?;
+        }
+        Ok(())
+    }
+
+    /// Round `m` is complete for task `i`: apply what its verdicts allow, save at a
+    /// checkpoint, and pass the round on.
+    fn complete_round(&mut self, i: usize, m: Marker) -> anyhow::Result<()> {
+        let stateful = self.tasks[i]
+            .state
+            .as_ref()
+            .is_some_and(|s| s.gate.is_some());
+        if stateful {
+            if let Some(gate) = self.tasks[i].state.as_mut().and_then(|s| s.gate.as_mut()) {
+                gate.learn(&m);
+            }
+            self.apply_held(i, m.round)?;
+            if let Some(txid) = m.txid {
+                self.save(i, txid)?;
+            }
+        }
+        let slot = &self.tasks[i];
+        let from = slot.emitter.task;
+        let marker = Arc::new(m);
+        for &to in slot.emitter.router.downstream() {
+            self.outbox.marker(from, to, marker.clone());
+        }
+        Ok(())
+    }
+
+    /// Apply the held inputs of task `i` the verdicts allow, rounds up to `complete` done.
+    pub(crate) fn apply_held(&mut self, i: usize, complete: u64) -> anyhow::Result<()> {
+        let mut ready = Vec::new();
+        if let Some(gate) = self.tasks[i].state.as_mut().and_then(|s| s.gate.as_mut()) {
+            gate.release(complete, &mut ready);
+        }
+        let slot = &mut self.tasks[i];
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+        };
+        for input in &ready {
+            match slot.component.execute(input, &mut Unanchored(&mut out)) {
+                Ok(()) => {}
+                Err(e) if e.is::<FatalError>() => return Err(e),
+                Err(e) => out.report_error(&format!("{e:#}")),
+            }
+        }
+        TaskStats::add(&slot.emitter.stats.executed, ready.len() as u64);
+        Ok(())
+    }
+
+    /// Save task `i`'s state under `txid` and tell the coordinator.
+    fn save(&mut self, i: usize, txid: u64) -> anyhow::Result<()> {
+        let Some(cp) = self.checkpoints.clone() else {
+            return Ok(());
+        };
+        let slot = &mut self.tasks[i];
+        let Some(side) = slot.state.as_deref_mut() else {
+            return Ok(());
+        };
+        let mut changes = Vec::new();
+        if let Some(state) = slot.component.state() {
+            state.changes(!side.saved, &mut changes);
+        }
+        side.saved = true;
+        cp.store.prepare(txid, &side.key, &changes, None)?;
+        let task = slot.emitter.task;
+        let _ = cp.reports.send(Report::Prepared { txid, task });
+        Ok(())
+    }
+
+    /// Task `i` is about to finish: apply what its gate still holds (every tree is over by
+    /// now), and tell the coordinator it ended once it has.
+    pub(crate) fn drain_gate(&mut self, i: usize) -> anyhow::Result<()> {
+        self.apply_held(i, u64::MAX)?;
+        let slot = &self.tasks[i];
+        if let Some(gate) = slot.state.as_ref().and_then(|s| s.gate.as_ref()) {
+            tracing::debug!(
+                "{}: at most {} input(s) held at once, {} dropped",
+                slot.ctx.component,
+                gate.peak,
+                gate.dropped
+            );
+            if gate.held() > 0 {
+                tracing::warn!(
+                    "{}: {} input(s) of trees never reported over were not applied",
+                    slot.ctx.component,
+                    gate.held()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Task `i` ended.
+    pub(crate) fn report_ended(&self, i: usize) {
+        let slot = &self.tasks[i];
+        let stateful = slot.state.as_ref().is_some_and(|s| s.gate.is_some());
+        if let (Some(cp), true) = (&self.checkpoints, stateful) {
+            let task = slot.emitter.task;
+            let _ = cp.reports.send(Report::Finished { task });
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Exactly-once state end to end: a checkpointed word count comes out exact through failures
+//! and drops between split and count, and through SIGKILLs of the whole run followed by a
+//! restart on the same state dir — the oracle is the word count of the input computed here.
+
+use super::run::{expected_counts, messy_text, parse_counts};
+use assert_cmd::Command;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+fn storm(conf_dir: &Path) -> Command {
+    let mut cmd = super::run::storm(conf_dir);
+    cmd.timeout(Duration::from_secs(240));
+    cmd
+}
+
+/// The word count with a chaos bolt failing 10% and dropping 5% between split and count.
+fn chaotic(seed: u64, fail: f64, drop: f64) -> String {
+    format!(
+        "name chaos
+lines = stdin
+  | split x2
+  | chaos(fail={fail}, drop={drop}, seed={seed}) x2
+  | count(word) x2
+  | stdout"
+    )
+}
+
+fn stats(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("stats written")).expect("JSON")
+}
+
+fn run_chaotic(
+    text: Vec<u8>,
+    seed: u64,
+    fail: f64,
+    drop: f64,
+) -> (BTreeMap<String, u64>, serde_json::Value) {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .args(["run", "-e", &chaotic(seed, fail, drop)])
+        .args(["-c", "topology.stateful=true"])
+        .args(["-c", "topology.message.timeout.secs=1"])
+        .args(["-c", "topology.state.checkpoint.interval.ms=200"])
+        .arg("--stats")
+        .arg(&stats_path)
+        .write_stdin(text)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (parse_counts(&out.stdout), stats(&stats_path))
+}
+
+#[test]
+fn a_stateful_count_is_exact_through_failures_and_drops() {
+    let text = messy_text(40_000, 11);
+    let expected = expected_counts(&text);
+    let (got, s) = run_chaotic(text, 7, 0.1, 0.05);
+    assert_eq!(got, expected, "exactly once, not at least once");
+    let lines = s["components"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == "lines"))
+        .expect("the spout's figures");
+    assert!(
+        lines["replayed"].as_u64().unwrap_or(0) > 0,
+        "failures happened: {lines}"
+    );
+    assert!(
+        lines["timed_out"].as_u64().unwrap_or(0) > 0,
+        "drops happened: {lines}"
+    );
+    assert!(
+        s["checkpoints"]["committed"].as_u64().unwrap_or(0) >= 1,
+        "{s}"
+    );
+}
+
+mod fault_schedules {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 6, failure_persistence: None, ..ProptestConfig::default() })]
+        /// Whatever fails and drops where, the stateful count is the true count.
+        #[test]
+        fn random_fault_schedules_end_in_the_exact_count(
+            seed in 0u64..1000,
+            fail in 0.0f64..0.3,
+            drop in 0.0f64..0.1,
+            text_seed in 0u64..1000,
+        ) {
+            let text = messy_text(6_000, text_seed);
+            let expected = expected_counts(&text);
+            let (got, _) = run_chaotic(text, seed, fail, drop);
+            prop_assert_eq!(got, expected);
+        }
+    }
+}
+
+/// A word count over a file with its state in `dir`, checkpointing every 50 ms, and each tree
+/// slowed a little so a run lasts long enough to be killed in the middle.
+fn file_count(file: &Path, dir: &Path) -> Vec<String> {
+    let topology = format!(
+        "name resumable\nlines = file(path={})\n  | split x2\n  | count(word) x2\n  | stdout",
+        file.display()
+    );
+    vec![
+        "run".into(),
+        "-e".into(),
+        topology,
+        "--state-dir".into(),
+        dir.display().to_string(),
+        "-c".into(),
+        "topology.stateful=true".into(),
+        "-c".into(),
+        "topology.state.checkpoint.interval.ms=50".into(),
+        "-c".into(),
+        "topology.max.spout.pending=4".into(),
+    ]
+}
+
+/// Start the file count and SIGKILL it once `commits` checkpoints were committed (seen in its
+/// debug log), while it still runs.
+fn kill_after_commits(conf: &Path, args: &[String], commits: usize) {
+    let bin = assert_cmd::cargo::cargo_bin("storm");
+    let mut child: Child = std::process::Command::new(bin)
+        .args(args)
+        .env("STORM_CONF_DIR", conf)
+        .env("STORM_LOG", "storm::runtime::checkpoint=debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut seen = 0;
+    for line in BufReader::new(stderr).lines() {
+        let line = line.expect("stderr is text");
+        if line.contains("checkpoint committed") {
+            seen += 1;
+            if seen == commits {
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, commits, "the run ended before {commits} commits");
+    assert!(
+        child.try_wait().expect("waits").is_none(),
+        "the run must still be going when it is killed"
+    );
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let file = conf.path().join("input.txt");
+    let text = messy_text(120_000, 5);
+    std::fs::write(&file, &text).expect("input written");
+    let dir = conf.path().join("state");
+    let args = file_count(&file, &dir);
+    // Killed three times, each after a few more commits, then left to finish.
+    for commits in [2, 3, 4] {
+        kill_after_commits(conf.path(), &args, commits);
+    }
+    let stats_path = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .args(&args)
+        .arg("--stats")
+        .arg(&stats_path)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("resuming `resumable` from checkpoint"),
+        "{stderr}"
+    );
+    assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
+    // It went on from where it was, not from the start of the file.
+    let s = stats(&stats_path);
+    let emitted = s["components"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == "lines"))
+        .and_then(|c| c["emitted"].as_u64())
+        .expect("the spout's figures");
+    let total = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count() as u64;
+    assert!(
+        emitted < total,
+        "the last run read {emitted} of {total} lines: it started over"
+    );
+}
