@@ -142,7 +142,11 @@ impl SpoutExecutor {
     /// Task `i` ended: the coordinator counts it for later checkpoints.
     pub(crate) fn report_ended(&self, i: usize) {
         if let Some(side) = &self.tasks[i].state.side {
-            tracing::debug!("{}: at most {} ack(s) held at once", self.tasks[i].ctx.component, side.peak);
+            tracing::debug!(
+                "{}: at most {} ack(s) held at once",
+                self.tasks[i].ctx.component,
+                side.peak
+            );
         }
         if let Some(cp) = &self.checkpoints {
             let task = self.tasks[i].emitter.task;
@@ -171,25 +175,43 @@ impl BoltExecutor {
         Ok(())
     }
 
-    /// Tuples for stateful task `i`: acked now, held in its gate. Returns false (nothing
-    /// done) for a task without a gate.
-    pub(crate) fn hold(&mut self, i: usize, tuples: &mut Vec<Tuple>) -> bool {
+    /// Tuples for stateful task `i`: acked now, held in its gate, batched by the upstream
+    /// task they came from. Hands them back for a task without a gate.
+    pub(crate) fn hold(&mut self, i: usize, tuples: Vec<Tuple>) -> Option<Vec<Tuple>> {
         let slot = &mut self.tasks[i];
         let Some(side) = slot.state.as_deref_mut() else {
-            return false;
+            return Some(tuples);
         };
         let Some(gate) = side.gate.as_mut() else {
-            return false;
+            return Some(tuples);
         };
         let mut out = BoltOut {
             em: &mut slot.emitter,
             outbox: &mut self.outbox,
         };
-        for t in tuples.drain(..) {
-            out.ack(&t);
-            gate.hold(side.rounds.tag(t.source_task), t);
+        for t in &tuples {
+            out.ack(t);
         }
-        true
+        let Some(first) = tuples.first().map(|t| t.source_task) else {
+            return None;
+        };
+        if tuples.iter().all(|t| t.source_task == first) {
+            gate.hold(side.rounds.tag(first), tuples);
+            return None;
+        }
+        // A batch from an executor of several tasks: held per run of one source.
+        let mut run: Vec<Tuple> = Vec::new();
+        for t in tuples {
+            if run.last().is_some_and(|l| l.source_task != t.source_task) {
+                let source = run[0].source_task;
+                gate.hold(side.rounds.tag(source), std::mem::take(&mut run));
+            }
+            run.push(t);
+        }
+        if let Some(source) = run.first().map(|t| t.source_task) {
+            gate.hold(side.rounds.tag(source), run);
+        }
+        None
     }
 
     /// A marker from `from` for task `i`: the rounds it completes are applied and forwarded.
@@ -243,24 +265,32 @@ impl BoltExecutor {
 
     /// Apply the held inputs of task `i` the verdicts allow, rounds up to `complete` done.
     pub(crate) fn apply_held(&mut self, i: usize, complete: u64) -> anyhow::Result<()> {
-        let mut ready = Vec::new();
-        if let Some(gate) = self.tasks[i].state.as_mut().and_then(|s| s.gate.as_mut()) {
-            gate.release(complete, &mut ready);
-        }
         let slot = &mut self.tasks[i];
+        let Some(mut gate) = slot.state.as_mut().and_then(|s| s.gate.take()) else {
+            return Ok(());
+        };
         let mut out = BoltOut {
             em: &mut slot.emitter,
             outbox: &mut self.outbox,
         };
-        for input in &ready {
-            match slot.component.execute(input, &mut Unanchored(&mut out)) {
-                Ok(()) => {}
-                Err(e) if e.is::<FatalError>() => return Err(e),
-                Err(e) => out.report_error(&format!("{e:#}")),
+        let component = &mut slot.component;
+        let mut applied = 0u64;
+        let result = gate.release(complete, |batch| {
+            for input in batch {
+                match component.execute(input, &mut Unanchored(&mut out)) {
+                    Ok(()) => {}
+                    Err(e) if e.is::<FatalError>() => return Err(e),
+                    Err(e) => out.report_error(&format!("{e:#}")),
+                }
             }
+            applied += batch.len() as u64;
+            Ok(())
+        });
+        TaskStats::add(&slot.emitter.stats.executed, applied);
+        if let Some(side) = slot.state.as_mut() {
+            side.gate = Some(gate);
         }
-        TaskStats::add(&slot.emitter.stats.executed, ready.len() as u64);
-        Ok(())
+        result
     }
 
     /// Save task `i`'s state under `txid` and tell the coordinator.

@@ -330,10 +330,9 @@ impl BoltExecutor {
                 if i >= self.tasks.len() {
                     return Ok(());
                 }
-                let mut tuples = tuples;
-                if self.hold(i, &mut tuples) {
+                let Some(tuples) = self.hold(i, tuples) else {
                     return Ok(());
-                }
+                };
                 prefetch_all(&tuples);
                 // Latency is timed per batch (a clock read per tuple costs more than a split).
                 let start = Instant::now();

@@ -257,7 +257,7 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
                 true,
             )
         }
-        "errors-per-service" | "live-errors" => {
+        "errors-per-service" | "live-errors" | "exact-errors" => {
             (tsv(&counted(errors.map(|e| e.service.clone()))), false)
         }
         "server-errors" => {

@@ -7,7 +7,7 @@ use super::{split_root, Marker};
 use crate::components::BoltCollector;
 use crate::topology::plan::StreamId;
 use crate::tuple::{Tuple, Value, Values};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::collections::VecDeque;
 
 /// What to do with a held input now.
@@ -20,10 +20,13 @@ pub enum Fate {
 
 #[derive(Debug, Default)]
 pub struct Gate {
-    /// (round, input), in arrival order.
-    held: VecDeque<(u64, Tuple)>,
-    /// Per spout task: every tree numbered below is over.
-    low: FxHashMap<u32, u64>,
+    /// (round, inputs from one upstream task), in arrival order: batches are held as they
+    /// came, and applied where they lie.
+    held: VecDeque<(u64, Vec<Tuple>)>,
+    /// Inputs held.
+    count: usize,
+    /// Per spout task: every tree numbered below is over (a list: few spouts feed a bolt).
+    low: Vec<(u32, u64)>,
     /// Roots of trees that failed, learnt from the rounds being applied.
     failed: FxHashSet<u64>,
     /// Inputs dropped because their tree failed.
@@ -33,72 +36,86 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Hold `input`, of round `round`.
+    /// Hold `inputs`, of round `round`.
     #[inline]
-    pub fn hold(&mut self, round: u64, input: Tuple) {
-        self.held.push_back((round, input));
+    pub fn hold(&mut self, round: u64, inputs: Vec<Tuple>) {
+        self.count += inputs.len();
+        self.peak = self.peak.max(self.count);
+        self.held.push_back((round, inputs));
     }
 
     pub fn held(&self) -> usize {
-        self.held.len()
+        self.count
     }
 
     /// Learn a complete round's verdicts.
     pub fn learn(&mut self, marker: &Marker) {
         for v in &marker.verdicts {
-            let low = self.low.entry(v.spout).or_insert(0);
-            *low = (*low).max(v.low);
+            match self.low.iter_mut().find(|(s, _)| *s == v.spout) {
+                Some((_, low)) => *low = (*low).max(v.low),
+                None => self.low.push((v.spout, v.low)),
+            }
             self.failed
                 .extend(v.failed.iter().map(|&seq| super::make_root(v.spout, seq)));
         }
     }
 
-    /// What to do with `input` of round `round` once rounds up to `complete` are.
-    #[cfg(test)]
-    pub fn fate(&self, round: u64, input: &Tuple, complete: u64) -> Fate {
-        fate_of(&self.low, &self.failed, round, input, complete)
+    /// What to do with `input` of a complete round.
+    #[inline]
+    pub fn fate(&self, input: &Tuple) -> Fate {
+        if !self.failed.is_empty() && input.anchors.iter().any(|a| self.failed.contains(&a.root)) {
+            return Fate::Drop;
+        }
+        let done = input.anchors.iter().all(|a| {
+            let (spout, seq) = split_root(a.root);
+            self.low
+                .iter()
+                .find(|(s, _)| *s == spout)
+                .is_some_and(|&(_, low)| seq < low)
+        });
+        if done {
+            Fate::Apply
+        } else {
+            Fate::Wait
+        }
     }
 
-    /// Take the inputs to apply now that rounds up to `complete` are, in arrival order, into
-    /// `out`; drop those of failed trees. The failures learnt are forgotten after: every input
-    /// of a tree that failed before a round's marker arrived before it.
-    pub fn release(&mut self, complete: u64, out: &mut Vec<Tuple>) {
-        self.peak = self.peak.max(self.held.len());
-        let mut keep = VecDeque::with_capacity(self.held.len().min(1024));
-        for (round, input) in self.held.drain(..) {
-            match fate_of(&self.low, &self.failed, round, &input, complete) {
-                Fate::Apply => out.push(input),
-                Fate::Drop => self.dropped += 1,
-                Fate::Wait => keep.push_back((round, input)),
+    /// Apply, through `apply`, the inputs that rounds up to `complete` allow, in arrival
+    /// order; drop those of failed trees; keep the rest. The failures learnt are forgotten
+    /// after: every input of a tree that failed before a round's marker arrived before it.
+    pub fn release(
+        &mut self,
+        complete: u64,
+        mut apply: impl FnMut(&[Tuple]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut keep = VecDeque::new();
+        while let Some((round, batch)) = self.held.pop_front() {
+            if round > complete {
+                keep.push_back((round, batch));
+                continue;
+            }
+            self.count -= batch.len();
+            if batch.iter().all(|t| self.fate(t) == Fate::Apply) {
+                apply(&batch)?;
+                continue;
+            }
+            let (mut ready, mut waiting) = (Vec::new(), Vec::new());
+            for t in batch {
+                match self.fate(&t) {
+                    Fate::Apply => ready.push(t),
+                    Fate::Drop => self.dropped += 1,
+                    Fate::Wait => waiting.push(t),
+                }
+            }
+            apply(&ready)?;
+            if !waiting.is_empty() {
+                self.count += waiting.len();
+                keep.push_back((round, waiting));
             }
         }
         self.held = keep;
         self.failed.clear();
-    }
-}
-
-/// [`Gate::fate`] over the gate's parts (so `release` can drain while reading them).
-fn fate_of(
-    low: &FxHashMap<u32, u64>,
-    failed: &FxHashSet<u64>,
-    round: u64,
-    input: &Tuple,
-    complete: u64,
-) -> Fate {
-    if !failed.is_empty() && input.anchors.iter().any(|a| failed.contains(&a.root)) {
-        return Fate::Drop;
-    }
-    if round > complete {
-        return Fate::Wait;
-    }
-    let done = input.anchors.iter().all(|a| {
-        let (spout, seq) = split_root(a.root);
-        low.get(&spout).is_some_and(|&l| seq < l)
-    });
-    if done {
-        Fate::Apply
-    } else {
-        Fate::Wait
+        Ok(())
     }
 }
 
@@ -162,16 +179,31 @@ mod tests {
         }
     }
 
+    /// The tree numbers of what `release` applies.
+    fn released(g: &mut Gate, complete: u64) -> Vec<u64> {
+        let mut seqs = Vec::new();
+        g.release(complete, |batch| {
+            seqs.extend(batch.iter().map(|t| split_root(t.anchors[0].root).1));
+            Ok(())
+        })
+        .expect("applies");
+        seqs
+    }
+
     #[test]
-    fn an_input_waits_for_its_round_and_its_tree() {
+    fn an_input_waits_for_its_tree() {
         let mut g = Gate::default();
         g.learn(&verdict(3, 10, &[]));
-        let t = input(&[make_root(3, 9)]);
-        assert_eq!(g.fate(2, &t, 1), Fate::Wait, "its round is not complete");
-        assert_eq!(g.fate(1, &t, 1), Fate::Apply);
-        assert_eq!(g.fate(1, &input(&[make_root(3, 10)]), 1), Fate::Wait);
-        assert_eq!(g.fate(1, &input(&[make_root(4, 1)]), 1), Fate::Wait);
-        assert_eq!(g.fate(1, &input(&[]), 1), Fate::Apply, "untracked");
+        assert_eq!(g.fate(&input(&[make_root(3, 9)])), Fate::Apply);
+        assert_eq!(g.fate(&input(&[make_root(3, 10)])), Fate::Wait);
+        assert_eq!(
+            g.fate(&input(&[make_root(4, 1)])),
+            Fate::Wait,
+            "unknown spout"
+        );
+        assert_eq!(g.fate(&input(&[])), Fate::Apply, "untracked");
+        let both = input(&[make_root(3, 2), make_root(3, 12)]);
+        assert_eq!(g.fate(&both), Fate::Wait, "every tree must be over");
     }
 
     #[test]
@@ -179,35 +211,42 @@ mod tests {
         let mut g = Gate::default();
         g.learn(&verdict(3, 5, &[7]));
         let t = input(&[make_root(3, 2), make_root(3, 7)]);
-        assert_eq!(g.fate(9, &t, 1), Fate::Drop);
+        assert_eq!(g.fate(&t), Fate::Drop);
+    }
+
+    #[test]
+    fn an_input_waits_for_its_round() {
+        let mut g = Gate::default();
+        g.hold(2, vec![input(&[])]);
+        g.learn(&verdict(3, 5, &[]));
+        assert!(released(&mut g, 1).is_empty());
+        assert_eq!(g.held(), 1);
+        g.release(2, |b| {
+            assert_eq!(b.len(), 1);
+            Ok(())
+        })
+        .expect("applies");
+        assert_eq!(g.held(), 0);
     }
 
     #[test]
     fn release_applies_in_arrival_order_drops_failed_and_keeps_the_rest() {
         let mut g = Gate::default();
-        g.hold(1, input(&[make_root(3, 1)]));
-        g.hold(1, input(&[make_root(3, 2)]));
-        g.hold(1, input(&[make_root(3, 6)]));
-        g.hold(2, input(&[make_root(3, 3)]));
-        g.hold(1, input(&[make_root(3, 4)]));
+        g.hold(
+            1,
+            vec![input(&[make_root(3, 1)]), input(&[make_root(3, 2)])],
+        );
+        g.hold(1, vec![input(&[make_root(3, 6)])]);
+        g.hold(2, vec![input(&[make_root(3, 3)])]);
+        g.hold(1, vec![input(&[make_root(3, 4)])]);
         g.learn(&verdict(3, 5, &[2]));
-        let mut out = Vec::new();
-        g.release(1, &mut out);
-        let seqs: Vec<u64> = out
-            .iter()
-            .map(|t| split_root(t.anchors[0].root).1)
-            .collect();
-        assert_eq!(seqs, [1, 4]);
+        assert_eq!(released(&mut g, 1), [1, 4]);
         assert_eq!(g.dropped, 1);
         assert_eq!(g.held(), 2);
+        assert_eq!(g.peak, 5);
         // The failure is forgotten; the next round applies what waited.
         g.learn(&verdict(3, 7, &[]));
-        out.clear();
-        g.release(2, &mut out);
-        let seqs: Vec<u64> = out
-            .iter()
-            .map(|t| split_root(t.anchors[0].root).1)
-            .collect();
-        assert_eq!(seqs, [6, 3]);
+        assert_eq!(released(&mut g, 2), [6, 3]);
+        assert_eq!(g.held(), 0);
     }
 }
