@@ -162,7 +162,7 @@ fn kill_after_commits(conf: &Path, args: &[String], commits: usize) {
 fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
     let conf = tempfile::tempdir().expect("tempdir");
     let file = conf.path().join("input.txt");
-    let text = messy_text(120_000, 5);
+    let text = messy_text(2_000_000, 5);
     std::fs::write(&file, &text).expect("input written");
     let dir = conf.path().join("state");
     let args = file_count(&file, &dir);
