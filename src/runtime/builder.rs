@@ -4,11 +4,11 @@
 //! executors themselves, spouts, bolts and the acker ([`Wiring::spawn_executors`]).
 
 use super::acker::Acker;
+use super::checkpoint::bolt_side::BoltSide;
 use super::checkpoint::coordinator::CheckpointReport;
 use super::checkpoint::setup::{self, Setup};
 use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::{Checkpointing, Report};
-use super::checkpointed::BoltSide;
 use super::collector::Emitter;
 use super::executor::{
     BoltExecutor, BoltSlot, ExecutorReport, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,

@@ -3,38 +3,14 @@
 //! it, and a stateful bolt holds its inputs in its gate, applies them as the verdicts allow and
 //! saves its state at a checkpoint. Restores, at the start of a resumed run, are here too.
 
-use super::checkpoint::gate::{Gate, Unanchored};
-use super::checkpoint::rounds::Rounds;
+use super::checkpoint::gate::Unanchored;
 use super::checkpoint::{split_root, task_key, Marker, Report, ROUND};
 use super::collector::{BoltOut, SpoutOut};
 use super::executor::{BoltExecutor, SpoutExecutor};
 use super::metrics::TaskStats;
 use crate::components::{BoltCollector, FatalError};
-use crate::state::TaskKey;
 use crate::tuple::{Tuple, Value};
 use std::sync::Arc;
-
-/// A bolt task's part in checkpoints.
-#[derive(Debug)]
-pub struct BoltSide {
-    pub rounds: Rounds,
-    /// Stateful tasks only.
-    pub gate: Option<Gate>,
-    pub key: TaskKey,
-    /// Whether a checkpoint of this run saved the state yet (the first saves all of it).
-    pub saved: bool,
-}
-
-impl BoltSide {
-    pub fn new(upstream: u32, stateful: bool, component: &str, index: u32) -> BoltSide {
-        BoltSide {
-            rounds: Rounds::new(upstream),
-            gate: stateful.then(Gate::default),
-            key: task_key(component, index),
-            saved: false,
-        }
-    }
-}
 
 impl SpoutExecutor {
     /// On a resumed run: give each spout task the position its last committed checkpoint saved.
@@ -192,9 +168,7 @@ impl BoltExecutor {
         for t in &tuples {
             out.ack(t);
         }
-        let Some(first) = tuples.first().map(|t| t.source_task) else {
-            return None;
-        };
+        let first = tuples.first()?.source_task;
         if tuples.iter().all(|t| t.source_task == first) {
             gate.hold(side.rounds.tag(first), tuples);
             return None;

@@ -5,9 +5,9 @@
 //! batch's worth of room is free: [`Throttle`]), tracks trees, and replays on fail or timeout.
 //! Both run their tasks' `finish` and pass end of input on.
 
+use super::checkpoint::bolt_side::BoltSide;
 use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::Checkpointing;
-use super::checkpointed::BoltSide;
 use super::collector::{BoltOut, Emitter, SpoutOut};
 use super::message::Message;
 use super::metrics::{Histogram, TaskStats};

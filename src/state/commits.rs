@@ -36,7 +36,7 @@ impl Commits {
     pub fn open(dir: &Path) -> anyhow::Result<Commits> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
-        let path = super::dir::commits_path(dir);
+        let path = super::paths::commits_path(dir);
         let name = path.display().to_string();
         let db = Database::create(&path)
             .map_err(|e| super::store::open_error("commit record", &name, e))?;

@@ -7,18 +7,7 @@ use crate::tuple::Value;
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 
-/// The commit record's file name: a dir holding one is a state dir.
-pub const COMMITS_FILE: &str = "checkpoint.redb";
-
-/// The commit record's file in `dir`.
-pub fn commits_path(dir: &Path) -> PathBuf {
-    dir.join(COMMITS_FILE)
-}
-
-/// Worker `worker`'s store in `dir`.
-pub fn worker_path(dir: &Path, worker: usize) -> PathBuf {
-    dir.join(format!("worker-{worker}.redb"))
-}
+pub use super::paths::{commits_path, worker_path, COMMITS_FILE};
 
 /// A worker's store file found in a state dir.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,6 +17,7 @@
 //! its tree is below `low` (`spout_side.rs`): what a spout keeps for replay is what the state
 //! does not hold yet.
 
+pub(crate) mod bolt_side;
 pub(crate) mod coordinator;
 pub(crate) mod gate;
 pub(crate) mod rounds;

@@ -1,0 +1,29 @@
+//! A bolt task's part in checkpoints: its view of the rounds, and, for a stateful task, the
+//! gate its inputs wait in.
+
+use super::gate::Gate;
+use super::rounds::Rounds;
+use super::task_key;
+use crate::state::TaskKey;
+
+/// A bolt task's part in checkpoints.
+#[derive(Debug)]
+pub struct BoltSide {
+    pub rounds: Rounds,
+    /// Stateful tasks only.
+    pub gate: Option<Gate>,
+    pub key: TaskKey,
+    /// Whether a checkpoint of this run saved the state yet (the first saves all of it).
+    pub saved: bool,
+}
+
+impl BoltSide {
+    pub fn new(upstream: u32, stateful: bool, component: &str, index: u32) -> BoltSide {
+        BoltSide {
+            rounds: Rounds::new(upstream),
+            gate: stateful.then(Gate::default),
+            key: task_key(component, index),
+            saved: false,
+        }
+    }
+}
