@@ -44,6 +44,20 @@ impl std::hash::Hash for Value {
 }
 
 impl Value {
+    /// A list of integers as one (saved state reads its times this way); `None` for anything
+    /// else.
+    pub fn int_list(&self) -> Option<Vec<i64>> {
+        let Value::List(l) = self else {
+            return None;
+        };
+        l.iter()
+            .map(|v| match v {
+                Value::Int(i) => Some(*i),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn str(s: &str) -> Value {
         Value::Str(CompactString::new(s))
     }

@@ -290,16 +290,7 @@ impl TotalRanking {
     fn restore_watermarks(&mut self, value: &Value) -> Result<(), String> {
         let mut tasks: Vec<u32> = self.watermarks.keys().copied().collect();
         tasks.sort_unstable();
-        let marks: Option<Vec<i64>> = match value {
-            Value::List(l) => l
-                .iter()
-                .map(|v| match v {
-                    Value::Int(i) => Some(*i),
-                    _ => None,
-                })
-                .collect(),
-            _ => None,
-        };
+        let marks: Option<Vec<i64>> = value.int_list();
         match marks {
             Some(m) if m.len() == tasks.len() => {
                 self.watermarks = tasks.into_iter().zip(m).collect();

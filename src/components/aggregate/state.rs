@@ -220,16 +220,7 @@ impl Aggregate {
         self.pending_watermark = int("pending_watermark")?;
         self.late_dropped = int("late_dropped")?.max(0) as u64;
         self.unusable = int("unusable")?.max(0) as u64;
-        let latest: Option<Vec<i64>> = match m.get("latest") {
-            Some(Value::List(l)) => l
-                .iter()
-                .map(|v| match v {
-                    Value::Int(i) => Some(*i),
-                    _ => None,
-                })
-                .collect(),
-            _ => None,
-        };
+        let latest: Option<Vec<i64>> = m.get("latest").and_then(Value::int_list);
         match latest {
             Some(l) if l.len() == self.latest.len() => self.latest = l,
             _ => {
