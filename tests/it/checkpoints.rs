@@ -104,13 +104,12 @@ mod fault_schedules {
     }
 }
 
-/// A word count over a file with its state in `dir`, checkpointing every 50 ms, and each tree
-/// slowed a little so a run lasts long enough to be killed in the middle.
-fn file_count(file: &Path, dir: &Path) -> Vec<String> {
-    let topology = format!(
-        "name resumable\nlines = file(path={})\n  | split x2\n  | count(word) x2\n  | stdout",
-        file.display()
-    );
+/// A word count reading `spout` (`file(path=…)` or `stdin`) with its state in `dir`,
+/// checkpointing every 50 ms, with few trees in flight so a run lasts long enough to be
+/// killed in the middle.
+fn count_args(spout: &str, dir: &Path) -> Vec<String> {
+    let topology =
+        format!("name resumable\nlines = {spout}\n  | split x2\n  | count(word) x2\n  | stdout");
     vec![
         "run".into(),
         "-e".into(),
@@ -126,14 +125,19 @@ fn file_count(file: &Path, dir: &Path) -> Vec<String> {
     ]
 }
 
-/// Start the file count and SIGKILL it once `commits` checkpoints were committed (seen in its
-/// debug log), while it still runs.
-fn kill_after_commits(conf: &Path, args: &[String], commits: usize) {
+/// Start the count (`input` on its standard input, if given) and SIGKILL it once `commits`
+/// checkpoints were committed (seen in its debug log), while it still runs.
+fn kill_after_commits(conf: &Path, args: &[String], commits: usize, input: Option<&Path>) {
     let bin = assert_cmd::cargo::cargo_bin("storm");
+    let stdin = match input {
+        Some(f) => Stdio::from(std::fs::File::open(f).expect("input opens")),
+        None => Stdio::null(),
+    };
     let mut child: Child = std::process::Command::new(bin)
         .args(args)
         .env("STORM_CONF_DIR", conf)
         .env("STORM_LOG", "storm::runtime::checkpoint=debug")
+        .stdin(stdin)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -158,25 +162,30 @@ fn kill_after_commits(conf: &Path, args: &[String], commits: usize) {
     child.wait().expect("reaped");
 }
 
-#[test]
-fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
+/// Kill the count three times, each after a few more commits, then let it finish: its totals
+/// are the true ones, and the last run went on from where it was, not from the start.
+fn killed_runs_resume_exactly(from_stdin: bool) {
     let conf = tempfile::tempdir().expect("tempdir");
     let file = conf.path().join("input.txt");
     let text = messy_text(2_000_000, 5);
     std::fs::write(&file, &text).expect("input written");
     let dir = conf.path().join("state");
-    let args = file_count(&file, &dir);
-    // Killed three times, each after a few more commits, then left to finish.
+    let spout = match from_stdin {
+        true => "stdin".to_string(),
+        false => format!("file(path={})", file.display()),
+    };
+    let args = count_args(&spout, &dir);
+    let input = from_stdin.then_some(file.as_path());
     for commits in [2, 3, 4] {
-        kill_after_commits(conf.path(), &args, commits);
+        kill_after_commits(conf.path(), &args, commits, input);
     }
     let stats_path = conf.path().join("stats.json");
-    let out = storm(conf.path())
-        .args(&args)
-        .arg("--stats")
-        .arg(&stats_path)
-        .output()
-        .expect("runs");
+    let mut last = storm(conf.path());
+    last.args(&args).arg("--stats").arg(&stats_path);
+    if from_stdin {
+        last.pipe_stdin(&file).expect("input opens");
+    }
+    let out = last.output().expect("runs");
     assert!(
         out.status.success(),
         "{}",
@@ -188,7 +197,6 @@ fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
         "{stderr}"
     );
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
-    // It went on from where it was, not from the start of the file.
     let s = stats(&stats_path);
     let emitted = s["components"]
         .as_array()
@@ -203,4 +211,41 @@ fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
         emitted < total,
         "the last run read {emitted} of {total} lines: it started over"
     );
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
+    killed_runs_resume_exactly(false);
+}
+
+#[test]
+fn a_stdin_run_killed_mid_way_resumes_on_the_same_input_with_exact_totals() {
+    killed_runs_resume_exactly(true);
+}
+
+#[test]
+fn a_stateful_count_is_exact_through_failures_across_worker_processes() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let text = messy_text(20_000, 3);
+    let expected = expected_counts(&text);
+    let out = storm(conf.path())
+        .args([
+            "run",
+            "--processes",
+            "--workers",
+            "2",
+            "-e",
+            &chaotic(5, 0.1, 0.05),
+        ])
+        .args(["-c", "topology.stateful=true"])
+        .args(["-c", "topology.message.timeout.secs=1"])
+        .write_stdin(text)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(parse_counts(&out.stdout), expected);
 }
