@@ -243,6 +243,34 @@ fn a_sigkilled_worker_process_is_replaced_and_every_word_is_counted() {
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
 }
 
+/// With checkpointed state, a lost worker process cannot be rolled back together with the
+/// others across processes: the run stops with an error instead of printing wrong totals.
+#[test]
+fn a_lost_worker_of_a_stateful_run_fails_the_run_instead_of_wrong_totals() {
+    let mut run = Run::start(
+        &[
+            "run",
+            WORDCOUNT,
+            "--processes",
+            "--workers",
+            "3",
+            "-c",
+            "topology.stateful=true",
+        ],
+        true,
+    );
+    let (victim, _) = run.workers(3)[0].clone();
+    run.write(&messy_text(20_000, 4));
+    signal(victim, "-KILL");
+    let out = run.finish();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("was lost") && stderr.contains("checkpointed state"),
+        "{stderr}"
+    );
+}
+
 /// A worker process SIGKILLed, or SIGSTOPped (then killed for its missing heartbeats), with
 /// tuples in flight: what it held times out and is replayed, so every input word reaches the
 /// output (at least once: acking is at-least-once).
