@@ -199,7 +199,18 @@ impl Scan<'_> {
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
-            _ => self.number().map(|_| ()),
+            _ => {
+                let (s, e, float) = self.number()?;
+                // A number beyond a float's range (`1e400`, or hundreds of digits) is an error
+                // to the general reader: such a line is left to it.
+                let text = self.b.get(s..e)?;
+                let exponent = float && text.iter().any(|b| matches!(b, b'e' | b'E'));
+                if exponent || text.len() > 18 {
+                    let text = std::str::from_utf8(text).ok()?;
+                    serde_json::from_str::<f64>(text).ok()?;
+                }
+                Some(())
+            }
         }
     }
 
@@ -292,5 +303,13 @@ mod tests {
         ] {
             assert_eq!(take(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_skipped_number_beyond_a_float_is_left_to_the_general_reader() {
+        assert_eq!(take(r#"{"a":1,"c":1e400}"#), None);
+        assert_eq!(take(&format!(r#"{{"a":1,"c":{}}}"#, "9".repeat(400))), None);
+        let small = take(r#"{"a":1,"c":1e300,"d":123456789012345678901}"#);
+        assert_eq!(small, Some(vec![Value::Int(1), Value::Null]));
     }
 }
