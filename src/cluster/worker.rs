@@ -176,7 +176,9 @@ pub fn run(
     slot: &str,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<WorkerEnd> {
-    let (work, assignment) = fetch(nimbus, id)?;
+    let (mut work, assignment) = fetch(nimbus, id)?;
+    // Shipped scripts, unpacked for this worker; the folder goes when the worker ends.
+    let _resources = super::resources::for_worker(&mut work.submission, id, slot)?;
     let sink = Beats::open(nimbus, zk)?;
     // A killed topology keeps its assignment while it drains (Storm's kill wait): a worker
     // restarted then runs too, its spouts inactive (the first heartbeat says so), so its

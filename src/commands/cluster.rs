@@ -217,6 +217,7 @@ pub fn submission(
         text,
         overrides: overrides.to_vec(),
         home,
+        resources: String::new(),
     })
 }
 
@@ -239,7 +240,12 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         Ok(n) => nimbus_client(&n, &a.config.overrides),
         Err(s) => return Ok(s),
     };
-    let sub = submission(&a.source, &a.config.overrides, None)?;
+    let mut sub = submission(&a.source, &a.config.overrides, None)?;
+    // Shell components' scripts travel with the topology, so any worker can run them.
+    if a.source.file.is_some() {
+        let resources = crate::cluster::resources::collect(&loaded.topology)?;
+        sub.resources = crate::cluster::resources::pack(&resources);
+    }
     let id: String = nimbus.call(&Request::Submit(sub))?;
     crate::stderr_println!("submitted {} as {id}", loaded.topology.name);
     println!("{id}");

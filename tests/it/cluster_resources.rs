@@ -1,0 +1,127 @@
+//! Multilang resources travel with a submission: a python3 shell bolt whose topology file and
+//! scripts are deleted as soon as `storm submit` returns still runs on a nimbus + supervisor
+//! cluster, from the copy its worker unpacked.
+
+use crate::cluster::{client, eventually, free_port, storm, Daemons};
+use std::path::Path;
+
+/// Records each input's first value, upper-cased, one line each, in the file named by its
+/// argument; it imports the adapter from `../python`, as `multilang/examples/split.py` does.
+const RECORD_PY: &str = r#"import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import storm  # noqa: E402
+
+
+class Record(storm.BasicBolt):
+    def initialize(self, conf, context):
+        self.out = open(sys.argv[1], "a")
+
+    def process(self, tup):
+        self.out.write(str(tup.values[0]).upper() + "\n")
+        self.out.flush()
+
+
+Record().run()
+"#;
+
+const INPUTS: usize = 300;
+
+fn topology(out: &Path) -> String {
+    format!(
+        "name: shipped-scripts
+config:
+  topology.workers: 1
+  topology.acker.executors: 0
+spouts:
+  - id: gen
+    type: generate
+    args: {{ count: {INPUTS}, rate: 1000, values: [[a], [b], [c]] }}
+bolts:
+  - id: record
+    type: shell
+    command: [python3, record.py, {}]
+    cwd: multilang/examples
+    fields: [word]
+streams:
+  - from: gen
+    to: record
+    grouping: shuffle
+",
+        out.display()
+    )
+}
+
+/// The topology folder: the file, the script and our adapter (copied from the repository).
+fn write_sources(dir: &Path, out: &Path) {
+    let examples = dir.join("multilang/examples");
+    let python = dir.join("multilang/python");
+    std::fs::create_dir_all(&examples).expect("create multilang/examples");
+    std::fs::create_dir_all(&python).expect("create multilang/python");
+    std::fs::write(examples.join("record.py"), RECORD_PY).expect("write record.py");
+    let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("multilang/python/storm.py");
+    std::fs::copy(&adapter, python.join("storm.py")).expect("copy storm.py");
+    std::fs::write(dir.join("shipped.yaml"), topology(out)).expect("write the topology");
+}
+
+#[test]
+fn a_shell_bolt_runs_on_the_cluster_after_its_submitted_folder_is_deleted() {
+    let keep = tempfile::tempdir().expect("tempdir");
+    let out = keep.path().join("recorded.txt");
+    let data = keep.path().join("nimbus");
+    let sources = tempfile::tempdir().expect("tempdir");
+    write_sources(sources.path(), &out);
+
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let mut daemons = Daemons::default();
+    daemons.spawn(
+        "nimbus",
+        storm()
+            .args(["nimbus", "--listen", &addr, "--data"])
+            .arg(&data),
+    );
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    let port = free_port("127.0.0.1").to_string();
+    daemons.spawn(
+        "supervisor",
+        storm().args([
+            "supervisor",
+            "--nimbus",
+            &addr,
+            "--host",
+            "127.0.0.1",
+            "--slots",
+            &port,
+        ]),
+    );
+    eventually("the supervisor", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        tree.contains("/storm/supervisors/").then_some(())
+    });
+
+    let file = sources.path().join("shipped.yaml");
+    let submitted = client(&["submit", file.to_str().expect("utf-8"), "--nimbus", &addr]);
+    let id = submitted.expect("submit succeeds").trim().to_string();
+    // Gone before any worker starts: only the shipped copy can run the bolt.
+    let gone = sources.path().to_path_buf();
+    sources.close().expect("delete the topology's folder");
+    assert!(!gone.exists());
+
+    let stored = data.join("stormdist").join(&id).join("submission.json");
+    let stored = std::fs::read_to_string(&stored).expect("nimbus keeps the submission");
+    assert!(stored.contains("\"resources\""), "{stored}");
+
+    let lines = eventually("every input recorded by the python bolt", || {
+        let text = std::fs::read_to_string(&out).ok()?;
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        (lines.len() >= INPUTS).then_some(lines)
+    });
+    assert_eq!(lines.len(), INPUTS, "each input recorded once");
+    assert!(
+        lines.iter().all(|l| ["A", "B", "C"].contains(&l.as_str())),
+        "{lines:?}"
+    );
+    let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("dump");
+    assert!(tree.contains(&format!("/storm/taskbeats/{id}/")), "{tree}");
+}
