@@ -3,10 +3,11 @@
 //! cluster, from the copy its worker unpacked.
 
 use crate::cluster::{client, eventually, free_port, storm, Daemons};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Records each input's first value, upper-cased, one line each, in the file named by its
-/// argument; it imports the adapter from `../python`, as `multilang/examples/split.py` does.
+/// Records each input's first value, upper-cased, and the pid of the worker that runs it, one
+/// line each, in the file named by its argument; it imports the adapter from `../python`, as
+/// `multilang/examples/split.py` does.
 const RECORD_PY: &str = r#"import os
 import sys
 
@@ -19,7 +20,7 @@ class Record(storm.BasicBolt):
         self.out = open(sys.argv[1], "a")
 
     def process(self, tup):
-        self.out.write(str(tup.values[0]).upper() + "\n")
+        self.out.write("%s %d\n" % (str(tup.values[0]).upper(), os.getppid()))
         self.out.flush()
 
 
@@ -28,7 +29,8 @@ Record().run()
 
 const INPUTS: usize = 300;
 
-fn topology(out: &Path) -> String {
+/// `count` inputs at `rate` a second into the python bolt, which records them in `out`.
+pub(crate) fn topology(out: &Path, count: u64, rate: u64) -> String {
     format!(
         "name: shipped-scripts
 config:
@@ -37,7 +39,7 @@ config:
 spouts:
   - id: gen
     type: generate
-    args: {{ count: {INPUTS}, rate: 1000, values: [[a], [b], [c]] }}
+    args: {{ count: {count}, rate: {rate}, values: [[a], [b], [c]] }}
 bolts:
   - id: record
     type: shell
@@ -53,8 +55,9 @@ streams:
     )
 }
 
-/// The topology folder: the file, the script and our adapter (copied from the repository).
-fn write_sources(dir: &Path, out: &Path) {
+/// The topology folder: `shipped.yaml` (`text`), the script and our adapter (copied from the
+/// repository); the topology file's path.
+pub(crate) fn write_sources(dir: &Path, text: &str) -> PathBuf {
     let examples = dir.join("multilang/examples");
     let python = dir.join("multilang/python");
     std::fs::create_dir_all(&examples).expect("create multilang/examples");
@@ -62,7 +65,9 @@ fn write_sources(dir: &Path, out: &Path) {
     std::fs::write(examples.join("record.py"), RECORD_PY).expect("write record.py");
     let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("multilang/python/storm.py");
     std::fs::copy(&adapter, python.join("storm.py")).expect("copy storm.py");
-    std::fs::write(dir.join("shipped.yaml"), topology(out)).expect("write the topology");
+    let file = dir.join("shipped.yaml");
+    std::fs::write(&file, text).expect("write the topology");
+    file
 }
 
 #[test]
@@ -71,7 +76,7 @@ fn a_shell_bolt_runs_on_the_cluster_after_its_submitted_folder_is_deleted() {
     let out = keep.path().join("recorded.txt");
     let data = keep.path().join("nimbus");
     let sources = tempfile::tempdir().expect("tempdir");
-    write_sources(sources.path(), &out);
+    let file = write_sources(sources.path(), &topology(&out, INPUTS as u64, 1000));
 
     let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
@@ -100,7 +105,6 @@ fn a_shell_bolt_runs_on_the_cluster_after_its_submitted_folder_is_deleted() {
         tree.contains("/storm/supervisors/").then_some(())
     });
 
-    let file = sources.path().join("shipped.yaml");
     let submitted = client(&["submit", file.to_str().expect("utf-8"), "--nimbus", &addr]);
     let id = submitted.expect("submit succeeds").trim().to_string();
     // Gone before any worker starts: only the shipped copy can run the bolt.
@@ -119,7 +123,9 @@ fn a_shell_bolt_runs_on_the_cluster_after_its_submitted_folder_is_deleted() {
     });
     assert_eq!(lines.len(), INPUTS, "each input recorded once");
     assert!(
-        lines.iter().all(|l| ["A", "B", "C"].contains(&l.as_str())),
+        lines
+            .iter()
+            .all(|l| ["A", "B", "C"].contains(&l.split(' ').next().unwrap_or(""))),
         "{lines:?}"
     );
     let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("dump");
