@@ -10,8 +10,8 @@
 //! the topology file, so `../multilang/examples` still points at the same files once unpacked.
 //! They are packed into one length-prefixed byte string, hex-encoded into the submission
 //! (which nimbus keeps in its data folder and, with ZooKeeper, in the ensemble). A worker
-//! unpacks them into a folder of its own, removed when the worker ends, and loads the topology
-//! as if its file were in that folder, so shell components run from there.
+//! unpacks them into a folder of its own, removed when the worker ends, and points those shell
+//! components' working folders into it; every other path stays as submitted.
 
 use super::rpc::Submission;
 use crate::topology::model::{ComponentType, Topology};
@@ -321,10 +321,16 @@ impl Drop for Unpacked {
 }
 
 /// A worker's copy of `sub`'s resources, in a folder of its own under the system's temporary
-/// folder (`storm-resources/ID-SLOT-PID`); `sub.path` then names the topology file as if it
-/// were in that copy, so shell components resolve there. `None` when nothing was shipped
-/// (the topology runs from its path as submitted).
-pub fn for_worker(sub: &mut Submission, id: &str, slot: &str) -> anyhow::Result<Option<Unpacked>> {
+/// folder (`storm-resources/ID-SLOT-PID`); the shell components of `topology` (loaded from
+/// `sub`) whose working folder was shipped then run from the copy. Nothing else changes: other
+/// paths (`file` spouts, `lookup` tables) still resolve from the topology's folder as
+/// submitted. `None` when nothing was shipped.
+pub fn for_worker(
+    sub: &Submission,
+    topology: &mut Topology,
+    id: &str,
+    slot: &str,
+) -> anyhow::Result<Option<Unpacked>> {
     let r = unpack(&sub.resources).map_err(|e| anyhow::anyhow!("topology {id}: {e:#}"))?;
     if r.files.is_empty() || sub.path == "<-e>" {
         return Ok(None);
@@ -333,16 +339,51 @@ pub fn for_worker(sub: &mut Submission, id: &str, slot: &str) -> anyhow::Result<
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let dir = std::env::temp_dir()
-        .join("storm-resources")
-        .join(format!("{id}-{slot}-{}", std::process::id()));
+    let root = std::env::temp_dir().join("storm-resources");
+    sweep(&root);
+    let dir = root.join(format!("{id}-{slot}-{}", std::process::id()));
     let unpacked = Unpacked::write(&r, &dir)?;
-    let name = Path::new(&sub.path)
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_else(|| "topology.yaml".into());
-    sub.path = unpacked.topology_dir.join(name).display().to_string();
+    relocate(topology, &unpacked.topology_dir);
     Ok(Some(unpacked))
+}
+
+/// Remove the copies under `root` left by workers that are gone (a SIGKILLed worker cannot
+/// remove its own): each folder's name ends with its worker's pid. Only where `/proc` lists
+/// the live processes; elsewhere copies of killed workers stay.
+pub fn sweep(root: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.rsplit('-').next());
+        if let Some(pid) = pid.filter(|p| p.parse::<u32>().is_ok()) {
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+/// Point the shell components whose working folder [`collect`] shipped (the topology's folder
+/// or one relative to it) at the same place under `copy`, the unpacked topology folder.
+pub fn relocate(topology: &mut Topology, copy: &Path) {
+    let base = topology.base_dir.clone();
+    for c in &mut topology.components {
+        if c.ctype != ComponentType::Shell {
+            continue;
+        }
+        c.cwd = match c.cwd.take() {
+            None => Some(copy.to_path_buf()),
+            Some(cwd) => match cwd.strip_prefix(&base) {
+                Ok(rel) => Some(copy.join(rel)),
+                Err(_) => Some(cwd),
+            },
+        };
+    }
 }
 
 #[cfg(test)]

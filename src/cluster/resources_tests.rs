@@ -52,6 +52,17 @@ fn the_named_script_and_the_multilang_folder_are_collected_and_round_trip() {
     let text = std::fs::read_to_string(copy.join("scripts/split.py")).unwrap();
     assert_eq!(text, "print('split')\n");
     assert!(copy.join("multilang/python/storm.py").is_file());
+    let mut moved = topology.clone();
+    relocate(&mut moved, &unpacked.topology_dir);
+    let cwd = moved
+        .component("split")
+        .and_then(|c| c.cwd.clone())
+        .unwrap();
+    assert!(cwd.join("split.py").is_file(), "{}", cwd.display());
+    assert_eq!(
+        moved.base_dir, topology.base_dir,
+        "other paths stay as submitted"
+    );
     drop(unpacked);
     assert!(!copy.exists(), "the copy is removed when the worker ends");
 }
@@ -70,13 +81,28 @@ fn a_working_folder_above_the_topology_keeps_its_place() {
                 type: shell\n    command: [python3, split.py]\n    cwd: ../multilang/examples\n    \
                 fields: [word]\nstreams:\n  - from: lines\n    to: split\n    grouping: shuffle\n";
     write("topologies/up.yaml", topo);
-    let r = collect(&loaded(&dir.path().join("topologies/up.yaml"))).unwrap();
+    let mut topology = loaded(&dir.path().join("topologies/up.yaml"));
+    let r = collect(&topology).unwrap();
     assert_eq!(r.base, "topologies");
     let names: Vec<&str> = r.files.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(
         names,
         ["multilang/examples/split.py", "multilang/python/storm.py"]
     );
+    let out = tempfile::tempdir().unwrap();
+    let unpacked = Unpacked::write(&r, &out.path().join("copy")).unwrap();
+    relocate(&mut topology, &unpacked.topology_dir);
+    let cwd = topology
+        .component("split")
+        .and_then(|c| c.cwd.clone())
+        .unwrap();
+    assert!(cwd.join("split.py").is_file(), "{}", cwd.display());
+    assert!(
+        cwd.join("../python/storm.py").is_file(),
+        "{}",
+        cwd.display()
+    );
+    assert!(cwd.starts_with(out.path()), "{}", cwd.display());
 }
 
 #[test]
@@ -124,4 +150,19 @@ fn damaged_or_escaping_packs_are_refused() {
     });
     assert!(unpack(&good[..good.len() - 2]).is_err());
     assert!(unpack("zz").is_err());
+}
+
+#[test]
+fn copies_of_workers_that_are_gone_are_swept_and_live_ones_kept() {
+    let root = tempfile::tempdir().unwrap();
+    let gone = root.path().join("t-1-127_0_0_1_7000-4294967295");
+    let live = root
+        .path()
+        .join(format!("t-1-127_0_0_1_7001-{}", std::process::id()));
+    let other = root.path().join("not-a-copy");
+    for d in [&gone, &live, &other] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    sweep(root.path());
+    assert!(!gone.exists() && live.exists() && other.exists());
 }

@@ -176,9 +176,7 @@ pub fn run(
     slot: &str,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<WorkerEnd> {
-    let (mut work, assignment) = fetch(nimbus, id)?;
-    // Shipped scripts, unpacked for this worker; the folder goes when the worker ends.
-    let _resources = super::resources::for_worker(&mut work.submission, id, slot)?;
+    let (work, assignment) = fetch(nimbus, id)?;
     let sink = Beats::open(nimbus, zk)?;
     // A killed topology keeps its assignment while it drains (Storm's kill wait): a worker
     // restarted then runs too, its spouts inactive (the first heartbeat says so), so its
@@ -188,6 +186,8 @@ pub fn run(
     }
     let mut topology = load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
+    // Shipped scripts, unpacked for this worker; the folder goes when the worker ends.
+    let _resources = super::resources::for_worker(&work.submission, &mut topology, id, slot)?;
     // Storm's workers know their topology's id as `storm.id` (multilang children are told it).
     topology
         .config

@@ -221,6 +221,20 @@ pub fn submission(
     })
 }
 
+/// Pack the multilang resources of a topology read from a file into its submission, so any
+/// worker can run its shell components (`cluster::resources`); `-e` topologies ship nothing.
+pub fn ship_resources(
+    sub: &mut Submission,
+    source: &TopologySource,
+    topology: &crate::topology::model::Topology,
+) -> anyhow::Result<()> {
+    if source.file.is_some() {
+        let resources = crate::cluster::resources::collect(topology)?;
+        sub.resources = crate::cluster::resources::pack(&resources);
+    }
+    Ok(())
+}
+
 pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
     let opts = LoadOptions {
         overrides: a.config.overrides.clone(),
@@ -241,11 +255,7 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         Err(s) => return Ok(s),
     };
     let mut sub = submission(&a.source, &a.config.overrides, None)?;
-    // Shell components' scripts travel with the topology, so any worker can run them.
-    if a.source.file.is_some() {
-        let resources = crate::cluster::resources::collect(&loaded.topology)?;
-        sub.resources = crate::cluster::resources::pack(&resources);
-    }
+    ship_resources(&mut sub, &a.source, &loaded.topology)?;
     let id: String = nimbus.call(&Request::Submit(sub))?;
     crate::stderr_println!("submitted {} as {id}", loaded.topology.name);
     println!("{id}");

@@ -5,8 +5,8 @@
 use crate::cluster::{client, eventually, free_port, storm, Daemons};
 use std::path::{Path, PathBuf};
 
-/// Records each input's first value, upper-cased, and the pid of the worker that runs it, one
-/// line each, in the file named by its argument; it imports the adapter from `../python`, as
+/// Records each input's first value, upper-cased, the pid of the worker that runs it and its
+/// working folder, one line each, in the file named by its argument; it imports the adapter from `../python`, as
 /// `multilang/examples/split.py` does.
 const RECORD_PY: &str = r#"import os
 import sys
@@ -20,7 +20,8 @@ class Record(storm.BasicBolt):
         self.out = open(sys.argv[1], "a")
 
     def process(self, tup):
-        self.out.write("%s %d\n" % (str(tup.values[0]).upper(), os.getppid()))
+        line = (str(tup.values[0]).upper(), os.getppid(), os.getcwd())
+        self.out.write("%s %d %s\n" % line)
         self.out.flush()
 
 
@@ -130,4 +131,21 @@ fn a_shell_bolt_runs_on_the_cluster_after_its_submitted_folder_is_deleted() {
     );
     let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("dump");
     assert!(tree.contains(&format!("/storm/taskbeats/{id}/")), "{tree}");
+
+    // The bolt ran from the worker's unpacked copy, which goes when the worker ends.
+    let copies = std::env::temp_dir().join("storm-resources");
+    let cwd = lines[0].split(' ').nth(2).unwrap_or("").to_string();
+    let copy = copies.to_string_lossy().to_string();
+    assert!(
+        cwd.starts_with(&format!("{copy}/{id}-")) && cwd.ends_with("multilang/examples"),
+        "{cwd}"
+    );
+    let ours = |name: &str| name.starts_with(&format!("{id}-"));
+    eventually("the worker's copy removed", || {
+        let left = std::fs::read_dir(&copies)
+            .ok()?
+            .flatten()
+            .any(|e| ours(&e.file_name().to_string_lossy()));
+        (!left).then_some(())
+    });
 }
