@@ -17,6 +17,21 @@ use std::time::{Duration, Instant};
 /// After taking over, a new leader leaves the assignments alone this long (a supervisor's
 /// session timeout): supervisors' nodes, held in sessions of the nimbus that died, vanish
 /// meanwhile and come back as each supervisor registers with the new leader.
+/// The most bytes a submission kept in ZooKeeper may take (the server's default node limit,
+/// `jute.maxbuffer`, is 1 MB; some room is left for the request around it).
+pub const ZK_NODE_LIMIT: usize = 1000 * 1000;
+
+/// Refuse a submission too large for one ZooKeeper node, before anything is stored.
+pub fn fits_in_a_node(id: &str, sub: &Submission) -> anyhow::Result<()> {
+    let len = serde_json::to_vec(sub)?.len();
+    anyhow::ensure!(
+        len <= ZK_NODE_LIMIT,
+        "topology {id} with its multilang resources is {len} bytes; a ZooKeeper node holds at \
+         most {ZK_NODE_LIMIT} (ship fewer or smaller files)"
+    );
+    Ok(())
+}
+
 const SETTLE: Duration = Duration::from_secs(10);
 
 /// Where a submission is kept in the ensemble.
@@ -153,6 +168,7 @@ impl Coordination {
 
     /// Keep a submission in the ensemble.
     pub fn keep_submission(&self, root: &str, id: &str, sub: &Submission) -> anyhow::Result<()> {
+        fits_in_a_node(id, sub)?;
         let data = serde_json::to_vec(sub)?;
         self.store
             .put(&submission_path(root, id), &data)

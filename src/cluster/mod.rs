@@ -12,6 +12,7 @@ pub mod layout;
 pub mod leader;
 pub mod nimbus;
 pub mod nimbus_state;
+pub mod resources;
 pub mod rpc;
 pub mod simulation;
 pub mod snapshot;

@@ -568,6 +568,12 @@ impl Nimbus {
     /// Validate a submission, store it, schedule it and activate it; answered with its id.
     pub(crate) fn submit(&self, sub: Submission) -> anyhow::Result<String> {
         let topology = load_submission(&sub).map_err(|e| anyhow::anyhow!("{e}"))?;
+        // Refuse damaged or oversized resources now rather than in every worker.
+        super::resources::unpack(&sub.resources)
+            .map_err(|e| anyhow::anyhow!("the submission's multilang resources: {e:#}"))?;
+        if self.zk.is_some() {
+            super::ha::fits_in_a_node(&topology.name, &sub)?;
+        }
         let plan = Plan::new(&topology);
         let mut state = self.state();
         for other in state.topology_ids()? {
@@ -968,6 +974,7 @@ mod tests {
                 text: "stdin | stdout".into(),
                 overrides: Vec::new(),
                 home: None,
+                resources: String::new(),
             })
             .unwrap();
 

@@ -38,6 +38,9 @@ pub struct Submission {
     /// `stdout` executors (they run in the `storm run` process).
     #[serde(default)]
     pub home: Option<String>,
+    /// Multilang resources shipped with the topology (`resources::pack`); empty when none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resources: String,
 }
 
 /// What a worker needs to start: the submission, its assignment and the topology's status.

@@ -125,6 +125,7 @@ mod tests {
             text: text.into(),
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             home: None,
+            resources: String::new(),
         };
         // Validation states the limit (the nimbus bound behind it is the second line of defence).
         let err =

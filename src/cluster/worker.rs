@@ -186,6 +186,8 @@ pub fn run(
     }
     let mut topology = load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
+    // Shipped scripts, unpacked for this worker; the folder goes when the worker ends.
+    let _resources = super::resources::for_worker(&work.submission, &mut topology, id, slot)?;
     // Storm's workers know their topology's id as `storm.id` (multilang children are told it).
     topology
         .config

@@ -217,7 +217,22 @@ pub fn submission(
         text,
         overrides: overrides.to_vec(),
         home,
+        resources: String::new(),
     })
+}
+
+/// Pack the multilang resources of a topology read from a file into its submission, so any
+/// worker can run its shell components (`cluster::resources`); `-e` topologies ship nothing.
+pub fn ship_resources(
+    sub: &mut Submission,
+    source: &TopologySource,
+    topology: &crate::topology::model::Topology,
+) -> anyhow::Result<()> {
+    if source.file.is_some() {
+        let resources = crate::cluster::resources::collect(topology)?;
+        sub.resources = crate::cluster::resources::pack(&resources);
+    }
+    Ok(())
 }
 
 pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
@@ -239,7 +254,8 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         Ok(n) => nimbus_client(&n, &a.config.overrides),
         Err(s) => return Ok(s),
     };
-    let sub = submission(&a.source, &a.config.overrides, None)?;
+    let mut sub = submission(&a.source, &a.config.overrides, None)?;
+    ship_resources(&mut sub, &a.source, &loaded.topology)?;
     let id: String = nimbus.call(&Request::Submit(sub))?;
     crate::stderr_println!("submitted {} as {id}", loaded.topology.name);
     println!("{id}");

@@ -5,6 +5,7 @@ mod checkpoints;
 mod cli;
 mod cluster;
 mod cluster_hardening;
+pub(crate) mod cluster_resources;
 mod config;
 mod cookbook;
 mod flux;

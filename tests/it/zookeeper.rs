@@ -2,7 +2,8 @@
 //! installs): each test starts its own servers on free loopback ports, a standalone one or a
 //! three-server ensemble, and the nimbus, supervisors and workers of a cluster keeping its
 //! tree there. Checked against ZooKeeper's own view (`zkCli.sh ls -R`), and through SIGKILLed
-//! supervisors, nimbuses and ZooKeeper servers.
+//! supervisors, nimbuses and ZooKeeper servers; shipped multilang scripts outlive the nimbus
+//! that took them.
 
 use crate::cluster::{
     client, eventually, free_port, signal, storm, two_hosts, workers_of, Daemons, WAIT,
@@ -1050,4 +1051,53 @@ fn a_nimbus_without_zookeeper_stops_leading_until_it_returns() {
     });
     let tree = client(&["zk", "dump", "--zookeeper", &ensemble.connect()]).expect("dump");
     assert!(tree.contains(&format!("/storm/nimbuses/{addr}")), "{tree}");
+}
+
+/// Lines a python bolt of `cluster_resources` recorded while run by worker `pid`.
+fn recorded_by(out: &Path, pid: u32) -> usize {
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    let pid = pid.to_string();
+    text.lines()
+        .filter(|l| l.split(' ').nth(1) == Some(pid.as_str()))
+        .count()
+}
+
+#[test]
+fn shipped_scripts_survive_the_nimbus_that_took_them_and_their_deleted_folder() {
+    let ensemble = Ensemble::start(1);
+    let zk = ensemble.storm_options();
+    let keep = tempfile::tempdir().expect("tempdir");
+    let out = keep.path().join("recorded.txt");
+    let a = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let b = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let both = format!("{a},{b}");
+    let mut daemons = Daemons::default();
+    start_nimbus(&mut daemons, "nimbus-a", &a, &zk);
+    eventually("nimbus A to lead", || client(&["list", "--nimbus", &a]));
+    start_nimbus(&mut daemons, "nimbus-b", &b, &zk);
+    let mut slots = Vec::new();
+    let host = ("127.0.0.1", 1);
+    start_supervisor(&mut daemons, "supervisor", &both, host, &mut slots, &zk);
+
+    let sources = tempfile::tempdir().expect("tempdir");
+    let text = crate::cluster_resources::topology(&out, 100_000_000, 50);
+    let file = crate::cluster_resources::write_sources(sources.path(), &text);
+    let submitted = client(&["submit", file.to_str().expect("utf-8"), "--nimbus", &a]);
+    let id = submitted.expect("submit through A").trim().to_string();
+    sources.close().expect("delete the topology's folder");
+    let _workers = Workers(id.clone(), slots.clone());
+    let (first, _) = eventually("the python bolt recording", || {
+        let w = workers_of(&id, &slots).first().cloned()?;
+        (recorded_by(&out, w.0) > 0).then_some(w)
+    });
+
+    // A dies; its worker is SIGKILLed too, so the new one fetches the submission, scripts
+    // included, from B, which never saw it submitted and reads it from ZooKeeper.
+    daemons.kill("nimbus-a");
+    eventually("nimbus B to lead", || client(&["list", "--nimbus", &b]));
+    signal(first, "-KILL");
+    eventually("the restarted worker's bolt recording", || {
+        let (pid, _) = workers_of(&id, &slots).into_iter().find(|w| w.0 != first)?;
+        (recorded_by(&out, pid) > 0).then_some(())
+    });
 }

@@ -9,7 +9,7 @@ use crate::cli::RunArgs;
 use crate::cluster::layout::{SupervisorInfo, TaskHeartbeat};
 use crate::cluster::nimbus::now_secs;
 use crate::cluster::rpc::{Client, Request, TopologySummary};
-use crate::commands::cluster::{nimbus_client, submission};
+use crate::commands::cluster::{nimbus_client, ship_resources, submission};
 use crate::commands::Status;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,7 +53,8 @@ pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
     let interrupted = drain_on_signals()?;
     let home_port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let (attached, home_id) = attach(&nimbus, &topology.name, has_home.then_some(home_port))?;
-    let sub = submission(&args.source, &overrides, Some(home_id))?;
+    let mut sub = submission(&args.source, &overrides, Some(home_id))?;
+    ship_resources(&mut sub, &args.source, &topology)?;
     let started = Instant::now();
     let id: String = nimbus.call(&Request::Submit(sub))?;
     crate::stderr_println!("submitted {} as {id}", topology.name);
