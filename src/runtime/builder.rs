@@ -461,10 +461,9 @@ impl<'a> Wiring<'a> {
         for task in parts.tasks.clone() {
             let (ctx, emitter) = self.task_parts(&parts, task);
             let (component, stateful): (Box<dyn Bolt>, bool) = match role {
-                Role::Bolt(spec) | Role::Spout(spec) => (
-                    catalog::bolt(spec, &self.topology.base_dir)?,
-                    setup::stateful(&self.topology, spec),
-                ),
+                Role::Bolt(spec) | Role::Spout(spec) => {
+                    (catalog::bolt(spec, &self.topology.base_dir)?, spec.stateful)
+                }
                 Role::Acker => (Box::new(Acker::default()), false),
             };
             let expected = eos_expected[task as usize];

@@ -4,9 +4,10 @@
 //! saves its state at a checkpoint. Restores, at the start of a resumed run, are here too.
 
 use super::checkpoint::gate::Unanchored;
+use super::checkpoint::rounds::Rounds;
 use super::checkpoint::{split_root, task_key, Marker, Report, ROUND};
-use super::collector::{BoltOut, SpoutOut};
-use super::executor::{BoltExecutor, SpoutExecutor};
+use super::collector::BoltOut;
+use super::executor::{spout_call, BoltExecutor, SpoutExecutor};
 use super::metrics::TaskStats;
 use crate::components::{BoltCollector, FatalError};
 use crate::tuple::{Tuple, Value};
@@ -49,10 +50,9 @@ impl SpoutExecutor {
     /// Send task `i`'s next marker (with `last`, its final one: the next checkpoint round),
     /// after giving the spout the acks the verdict allows; at a checkpoint, save its position.
     pub(crate) fn send_marker(&mut self, i: usize, last: bool) -> anyhow::Result<()> {
-        let Some(cp) = self.checkpoints.clone() else {
+        let (Some(cp), slot) = (&self.checkpoints, &mut self.tasks[i]) else {
             return Ok(());
         };
-        let slot = &mut self.tasks[i];
         let Some(side) = slot.state.side.as_mut() else {
             return Ok(());
         };
@@ -67,14 +67,9 @@ impl SpoutExecutor {
         let txid = cp.txid_of(round);
         let marker = Arc::new(side.marker(slot.emitter.task, round, txid, low));
         for id in acks {
-            let mut out = SpoutOut {
-                em: &mut slot.emitter,
-                outbox: &mut self.outbox,
-                trees: &mut slot.state.trees,
-                now: self.clock,
-                ack_now: &mut self.ack_now,
-            };
-            slot.component.ack(id, &mut out)?;
+            let (spout, mut out) =
+                spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
+            spout.ack(id, &mut out)?;
         }
         if let Some(txid) = txid {
             let key = task_key(&slot.ctx.component, slot.ctx.task_index);
@@ -91,19 +86,25 @@ impl SpoutExecutor {
     }
 
     /// Tree `root` of task `i` is over. Under checkpoints a completed tree's ack waits for
-    /// the verdict (returns true: handled); a failed one is noted for the next marker and
-    /// failed as usual (returns false).
-    pub(crate) fn tree_over(&mut self, i: usize, root: u64, completed: bool, id: &Value) -> bool {
+    /// the verdict (`None`: taken); a failed one is noted for the next marker, and its message
+    /// id handed back to be failed as usual.
+    pub(crate) fn tree_over(
+        &mut self,
+        i: usize,
+        root: u64,
+        completed: bool,
+        id: Value,
+    ) -> Option<Value> {
         let Some(side) = self.tasks[i].state.side.as_mut() else {
-            return false;
+            return Some(id);
         };
         let seq = split_root(root).1;
         if completed {
-            side.completed(seq, id.clone());
-            true
+            side.completed(seq, id);
+            None
         } else {
             side.failed(seq);
-            false
+            Some(id)
         }
     }
 
@@ -190,23 +191,24 @@ impl BoltExecutor {
 
     /// A marker from `from` for task `i`: the rounds it completes are applied and forwarded.
     pub(crate) fn on_marker(&mut self, i: usize, from: u32, marker: &Marker) -> anyhow::Result<()> {
-        let done = match self.tasks[i].state.as_deref_mut() {
-            Some(side) => side.rounds.marker(from, marker),
-            None => return Ok(()),
-        };
-        for m in done {
-            self.complete_round(i, m)?;
-        }
-        Ok(())
+        self.complete_rounds(i, |rounds| rounds.marker(from, marker))
     }
 
     /// Upstream task `from` of task `i` ended: the rounds that completes.
     pub(crate) fn on_ended(&mut self, i: usize, from: u32) -> anyhow::Result<()> {
-        let done = match self.tasks[i].state.as_deref_mut() {
-            Some(side) => side.rounds.ended(from),
-            None => return Ok(()),
+        self.complete_rounds(i, |rounds| rounds.ended(from))
+    }
+
+    /// Complete the rounds that `news` says task `i` now has from every upstream task.
+    fn complete_rounds(
+        &mut self,
+        i: usize,
+        news: impl FnOnce(&mut Rounds) -> Vec<Marker>,
+    ) -> anyhow::Result<()> {
+        let Some(side) = self.tasks[i].state.as_deref_mut() else {
+            return Ok(());
         };
-        for m in done {
+        for m in news(&mut side.rounds) {
             self.complete_round(i, m)?;
         }
         Ok(())
@@ -215,14 +217,9 @@ impl BoltExecutor {
     /// Round `m` is complete for task `i`: apply what its verdicts allow, save at a
     /// checkpoint, and pass the round on.
     fn complete_round(&mut self, i: usize, m: Marker) -> anyhow::Result<()> {
-        let stateful = self.tasks[i]
-            .state
-            .as_ref()
-            .is_some_and(|s| s.gate.is_some());
-        if stateful {
-            if let Some(gate) = self.tasks[i].state.as_mut().and_then(|s| s.gate.as_mut()) {
-                gate.learn(&m);
-            }
+        let gate = self.tasks[i].state.as_mut().and_then(|s| s.gate.as_mut());
+        if let Some(gate) = gate {
+            gate.learn(&m);
             self.apply_held(i, m.round)?;
             if let Some(txid) = m.txid {
                 self.save(i, txid)?;
@@ -269,10 +266,9 @@ impl BoltExecutor {
 
     /// Save task `i`'s state under `txid` and tell the coordinator.
     fn save(&mut self, i: usize, txid: u64) -> anyhow::Result<()> {
-        let Some(cp) = self.checkpoints.clone() else {
+        let (Some(cp), slot) = (&self.checkpoints, &mut self.tasks[i]) else {
             return Ok(());
         };
-        let slot = &mut self.tasks[i];
         let Some(side) = slot.state.as_deref_mut() else {
             return Ok(());
         };
@@ -288,7 +284,7 @@ impl BoltExecutor {
     }
 
     /// Task `i` is about to finish: apply what its gate still holds (every tree is over by
-    /// now), and tell the coordinator it ended once it has.
+    /// now).
     pub(crate) fn drain_gate(&mut self, i: usize) -> anyhow::Result<()> {
         self.apply_held(i, u64::MAX)?;
         let slot = &self.tasks[i];

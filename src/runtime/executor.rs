@@ -541,7 +541,7 @@ impl Pacing {
 /// The collector a call into spout task `slot` emits through, and the spout to call: the one
 /// way the executor calls a spout.
 #[inline]
-fn spout_call<'a>(
+pub(crate) fn spout_call<'a>(
     slot: &'a mut SpoutSlot,
     outbox: &'a mut Outbox,
     ack_now: &'a mut Vec<Value>,
@@ -841,10 +841,10 @@ impl SpoutExecutor {
         let Some((id, started)) = slot.state.trees.close(root) else {
             return Ok(());
         };
-        if self.tree_over(i, root, stream == streams::ACK_ACK, &id) {
+        let Some(id) = self.tree_over(i, root, stream == streams::ACK_ACK, id) else {
             TaskStats::add(&self.tasks[i].emitter.stats.acked, 1);
             return Ok(());
-        }
+        };
         let slot = &mut self.tasks[i];
         let (spout, mut out) = spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
         if stream == streams::ACK_ACK {
@@ -872,7 +872,9 @@ impl SpoutExecutor {
         };
         for i in 0..self.tasks.len() {
             for (root, id) in self.tasks[i].state.trees.expire(self.clock, timeout) {
-                self.tree_over(i, root, false, &id);
+                let Some(id) = self.tree_over(i, root, false, id) else {
+                    continue;
+                };
                 let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.timed_out, 1);
                 TaskStats::add(&slot.emitter.stats.failed, 1);

@@ -117,9 +117,7 @@ impl Outbox {
 
     /// End of input from `from` to `to`, after everything batched for `to` so far.
     pub fn eos(&mut self, from: u32, to: u32) {
-        self.send_pending(to);
-        let sink = self.table.task_sink[to as usize];
-        self.send(sink, Message::Eos { from, to });
+        self.send_after_batch(to, Message::Eos { from, to });
     }
 
     /// A checkpoint round's marker from `from` to `to`, after everything batched for `to`.
@@ -129,9 +127,15 @@ impl Outbox {
         to: u32,
         marker: std::sync::Arc<super::checkpoint::Marker>,
     ) {
+        self.send_after_batch(to, Message::Marker { from, to, marker });
+    }
+
+    /// Send `msg` to task `to` behind the batch gathered for it: markers keep their place
+    /// among the tuples.
+    fn send_after_batch(&mut self, to: u32, msg: Message) {
         self.send_pending(to);
         let sink = self.table.task_sink[to as usize];
-        self.send(sink, Message::Marker { from, to, marker });
+        self.send(sink, msg);
     }
 
     /// Send the batch gathered for `task`, if any; the next one starts sized for a whole batch.

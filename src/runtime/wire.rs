@@ -21,8 +21,13 @@ pub enum Frame {
     Acks(Acks),
     /// End of input from task `from` to task `to`.
     Eos { from: u32, to: u32 },
-    /// A checkpoint round's marker from task `from` to task `to`.
-    Marker { from: u32, to: u32, marker: Marker },
+    /// A checkpoint round's marker from task `from` to task `to` (shared by the destinations
+    /// it is sent to).
+    Marker {
+        from: u32,
+        to: u32,
+        marker: std::sync::Arc<Marker>,
+    },
     /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
     Control { kind: u8, body: Vec<u8> },
 }
@@ -141,7 +146,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
             Frame::Marker {
                 from,
                 to: f.dest,
-                marker,
+                marker: std::sync::Arc::new(marker),
             }
         }
         k if k >= FIRST_CONTROL => Frame::Control {
@@ -469,14 +474,14 @@ mod tests {
                 .prop_map(|(from, to, round, txid, vs)| Frame::Marker {
                     from,
                     to,
-                    marker: Marker {
+                    marker: std::sync::Arc::new(Marker {
                         round,
                         txid,
                         verdicts: vs
                             .into_iter()
                             .map(|(spout, low, failed)| Verdict { spout, low, failed })
                             .collect(),
-                    },
+                    }),
                 }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..20))
                 .prop_map(|(kind, body)| Frame::Control { kind, body }),

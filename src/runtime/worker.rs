@@ -90,7 +90,6 @@ fn encode_message(msg: Message, buf: &mut Vec<u8>) {
         Message::Acks(a) => wire::encode(&Frame::Acks(a), buf),
         Message::Eos { from, to } => wire::encode(&Frame::Eos { from, to }, buf),
         Message::Marker { from, to, marker } => {
-            let marker = std::sync::Arc::unwrap_or_clone(marker);
             wire::encode(&Frame::Marker { from, to, marker }, buf)
         }
         Message::Wake => {}
@@ -223,7 +222,6 @@ impl Receiving {
                 if let Some(i) = self.inbox_of_task.get(to as usize).copied().flatten() {
                     // Keep order: tuples before the marker.
                     self.hand_over(i);
-                    let marker = std::sync::Arc::new(marker);
                     self.deliver(i, Message::Marker { from, to, marker });
                 }
             }

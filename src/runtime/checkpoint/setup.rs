@@ -5,54 +5,30 @@
 use super::coordinator::{CheckpointReport, Coordinator};
 use super::{ratio_for, Checkpointing, Report};
 use crate::state::{dir, Commits, Store};
-use crate::topology::model::{Component, Topology};
+use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-/// Whether component `c` keeps its state in checkpoints (resolved by validation).
-pub fn stateful(_topology: &Topology, c: &Component) -> bool {
-    c.stateful
-}
-
-/// Whether any component keeps state: then the run takes checkpoints.
-pub fn has_state(topology: &Topology) -> bool {
-    topology.is_stateful()
-}
 
 /// The tasks that save checkpoints: every spout task and every stateful bolt task.
 pub fn saving_tasks(topology: &Topology, plan: &Plan) -> BTreeSet<u32> {
     topology
         .components
         .iter()
-        .filter(|c| c.is_spout() || stateful(topology, c))
+        .filter(|c| c.is_spout() || c.stateful)
         .filter_map(|c| plan.component(&c.id))
         .flat_map(|c| c.tasks.clone())
         .collect()
 }
 
 /// The state dir a topology's config names, when its provider is `embedded`.
-pub fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
-    let provider = topology
-        .config
-        .get("topology.state.provider")
-        .and_then(|v| v.as_str())
-        .unwrap_or("memory");
-    match provider {
+fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
+    let config = &topology.config;
+    match config.state_provider() {
         "memory" => Ok(None),
-        "embedded" => Ok(Some(
-            match topology
-                .config
-                .get("topology.state.dir")
-                .and_then(|v| v.as_str())
-            {
-                Some(d) => PathBuf::from(d),
-                None => PathBuf::from("storm-state").join(&topology.name),
-            },
-        )),
+        "embedded" => Ok(Some(config.state_dir(&topology.name))),
         other => anyhow::bail!(
             "topology.state.provider: `{other}` is not a state provider (memory or embedded)"
         ),
@@ -77,7 +53,7 @@ impl Setup {
         local: &[usize],
         whole: bool,
     ) -> anyhow::Result<Option<Setup>> {
-        if !has_state(topology) {
+        if !topology.is_stateful() {
             return Ok(None);
         }
         let dir = state_dir(topology)?;
@@ -87,11 +63,11 @@ impl Setup {
              with --processes or on a cluster, stateful components keep their state in memory \
              (topology.state.provider: memory), exact through failures but not across restarts"
         );
-        let interval = topology
-            .config
-            .get_u64("topology.state.checkpoint.interval.ms")
-            .unwrap_or(1000);
-        let (commits, mut stores) = (open_commits(dir.as_ref())?, BTreeMap::new());
+        let commits = match &dir {
+            Some(d) => Commits::open(d)?,
+            None => Commits::memory()?,
+        };
+        let mut stores = BTreeMap::new();
         for &w in local {
             let store = match &dir {
                 Some(d) => Store::open(&dir::worker_path(d, w))?,
@@ -119,7 +95,7 @@ impl Setup {
             commits: Arc::new(commits),
             stores,
             base,
-            ratio: ratio_for(Duration::from_millis(interval.max(1))),
+            ratio: ratio_for(topology.config.checkpoint_interval()),
         }))
     }
 
@@ -159,17 +135,6 @@ impl Setup {
                 Ok(c.report)
             })?;
         Ok((tx, handle))
-    }
-}
-
-fn open_commits(dir: Option<&PathBuf>) -> anyhow::Result<Commits> {
-    match dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)
-                .map_err(|e| anyhow::anyhow!("cannot create state dir {}: {e}", d.display()))?;
-            Commits::open(d)
-        }
-        None => Commits::memory(),
     }
 }
 
