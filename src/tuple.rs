@@ -58,6 +58,22 @@ impl Value {
             .collect()
     }
 
+    /// A list value.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Box::new(items))
+    }
+
+    /// The integer field `name` of a map value (saved state reads its progress this way).
+    pub fn int_field(&self, name: &str) -> Result<i64, String> {
+        match self {
+            Value::Map(m) => match m.get(name) {
+                Some(Value::Int(i)) => Ok(*i),
+                _ => Err(format!("the progress has no integer `{name}`")),
+            },
+            _ => Err("the progress is a map".into()),
+        }
+    }
+
     pub fn str(s: &str) -> Value {
         Value::Str(CompactString::new(s))
     }

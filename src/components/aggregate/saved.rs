@@ -20,14 +20,14 @@ pub fn encode(state: &State) -> Value {
             ..
         } => Value::Int(*int),
         State::Sum { float, .. } => Value::Float(*float),
-        State::Avg { sum, n } => list(vec![Value::Float(*sum), Value::Int(*n as i64)]),
+        State::Avg { sum, n } => Value::list(vec![Value::Float(*sum), Value::Int(*n as i64)]),
         State::Extreme { best: v, .. } | State::First(v) | State::Last(v) => {
             v.clone().unwrap_or(Value::Null)
         }
         State::Distinct(set) => {
             let mut all: Vec<Value> = set.iter().cloned().collect();
             all.sort_by_cached_key(Value::plain_text);
-            list(all)
+            Value::list(all)
         }
         State::Approx(h) => sorted_tmpset(serialized(h.as_ref())),
         State::Percentile { sketch, .. } if sketch.count() == 0 => Value::Null,
@@ -35,10 +35,10 @@ pub fn encode(state: &State) -> Value {
         State::Frequent { counts, .. } => {
             let mut all: Vec<Value> = counts
                 .iter()
-                .map(|(v, c)| list(vec![v.clone(), Value::Int(*c)]))
+                .map(|(v, c)| Value::list(vec![v.clone(), Value::Int(*c)]))
                 .collect();
             all.sort_by_cached_key(Value::plain_text);
-            list(all)
+            Value::list(all)
         }
     }
 }
@@ -88,10 +88,6 @@ pub fn decode(kind: Kind, v: &Value) -> Result<State, String> {
         (State::Frequent { .. }, _) => return Err(bad("[value, count] pairs")),
     }
     Ok(state)
-}
-
-fn list(v: Vec<Value>) -> Value {
-    Value::List(Box::new(v))
 }
 
 /// A value for messages, cut short.

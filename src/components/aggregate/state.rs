@@ -16,20 +16,16 @@ const PROGRESS: &str = "progress";
 
 type Out = Vec<(Value, Option<Value>)>;
 
-fn list(v: Vec<Value>) -> Value {
-    Value::List(Box::new(v))
-}
-
 fn key_value(key: &Values) -> Value {
-    list(key.to_vec())
+    Value::list(key.to_vec())
 }
 
 fn pane_key(start: i64, key: &Values) -> Value {
-    list(vec![key_value(key), Value::Int(start)])
+    Value::list(vec![key_value(key), Value::Int(start)])
 }
 
 fn states_value(states: &[super::State]) -> Value {
-    list(states.iter().map(saved::encode).collect())
+    Value::list(states.iter().map(saved::encode).collect())
 }
 
 impl BoltState for Aggregate {
@@ -131,7 +127,7 @@ impl Aggregate {
             ("clock", int(self.clock)),
             (
                 "latest",
-                list(self.latest.iter().copied().map(int).collect()),
+                Value::list(self.latest.iter().copied().map(int).collect()),
             ),
             ("pending_watermark", int(self.pending_watermark)),
             ("sent", sent.map_or(Value::Null, int)),
@@ -209,10 +205,7 @@ impl Aggregate {
         let Value::Map(m) = v else {
             return Err("the progress is a map".into());
         };
-        let int = |name: &str| match m.get(name) {
-            Some(Value::Int(i)) => Ok(*i),
-            _ => Err(format!("the progress has no integer `{name}`")),
-        };
+        let int = |name: &str| v.int_field(name);
         if let Some(w) = self.windows.as_mut() {
             w.panes.set_closed_to(int("closed_to")?);
         }
@@ -375,7 +368,9 @@ mod tests {
         };
         a.execute(&t("a"), &mut out).expect("execute");
         crate::components::state_check::checkpoint(&mut a, true, &mut store);
-        let pane = |k: &str, start: i64| list(vec![list(vec![Value::str(k)]), Value::Int(start)]);
+        let pane = |k: &str, start: i64| {
+            Value::list(vec![Value::list(vec![Value::str(k)]), Value::Int(start)])
+        };
         assert!(store.contains_key(&pane("a", 0)));
         a.execute(&t("b"), &mut out).expect("execute");
         a.execute(&t("c"), &mut out).expect("execute");
@@ -391,9 +386,9 @@ mod tests {
             serde_json::json!({"by": "k", "ops": ["count", "avg(v)"]}),
             false,
         );
-        let entry = |k: Value, v: Value| vec![(list(vec![k]), v)];
+        let entry = |k: Value, v: Value| vec![(Value::list(vec![k]), v)];
         let e = a
-            .restore(entry(Value::str("x"), list(vec![Value::Int(1)])))
+            .restore(entry(Value::str("x"), Value::list(vec![Value::Int(1)])))
             .expect_err("one state for two ops");
         assert_eq!(
             e.to_string(),
@@ -402,7 +397,7 @@ mod tests {
         let e = a
             .restore(entry(
                 Value::str("x"),
-                list(vec![Value::Int(1), Value::Int(2)]),
+                Value::list(vec![Value::Int(1), Value::Int(2)]),
             ))
             .expect_err("avg is a pair");
         assert!(

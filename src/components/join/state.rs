@@ -39,13 +39,9 @@ impl Changed {
 const WHOLE: &str = "whole";
 const PROGRESS: &str = "progress";
 
-fn list(v: Vec<Value>) -> Value {
-    Value::List(Box::new(v))
-}
-
 fn entry_key((pane, i, key, pos): &At) -> Value {
     let pane = pane.map_or(Value::str(WHOLE), Value::Int);
-    list(vec![
+    Value::list(vec![
         pane,
         Value::Int(*i as i64),
         Value::str(key),
@@ -65,7 +61,7 @@ impl BoltState for Join {
         };
         for at in kept {
             if let Some(row) = self.tuple_at(&at) {
-                let row = list(row.to_vec());
+                let row = Value::list(row.to_vec());
                 out.push((entry_key(&at), Some(row)));
             }
         }
@@ -189,7 +185,7 @@ impl Join {
             ("clock", int(self.clock)),
             (
                 "latest",
-                list(self.latest.iter().copied().map(int).collect()),
+                Value::list(self.latest.iter().copied().map(int).collect()),
             ),
             ("late", int(self.late as i64)),
             ("unusable", int(self.unusable as i64)),
@@ -205,10 +201,7 @@ impl Join {
         let Value::Map(m) = v else {
             return Err("the progress is a map".into());
         };
-        let int = |name: &str| match m.get(name) {
-            Some(Value::Int(i)) => Ok(*i),
-            _ => Err(format!("the progress has no integer `{name}`")),
-        };
+        let int = |name: &str| v.int_field(name);
         if let Some(p) = self.panes.as_mut() {
             p.set_closed_to(int("closed_to")?);
         }
@@ -324,14 +317,14 @@ mod tests {
     #[test]
     fn restore_rejects_gaps_and_unknown_inputs() {
         let at = |i: i64, pos: i64| {
-            list(vec![
+            Value::list(vec![
                 Value::str(WHOLE),
                 Value::Int(i),
                 Value::str("k"),
                 Value::Int(pos),
             ])
         };
-        let row = list(vec![Value::str("k"), Value::Int(1)]);
+        let row = Value::list(vec![Value::str("k"), Value::Int(1)]);
         let e = join(None, false)
             .0
             .restore(vec![(at(0, 1), row.clone())])
