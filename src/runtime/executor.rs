@@ -942,11 +942,12 @@ impl SpoutExecutor {
 
 #[cfg(test)]
 mod tests {
+    use super::super::message::BATCH;
     use super::*;
 
     #[test]
     fn a_throttled_task_waits_for_a_batch_or_a_quarter_of_a_small_window() {
-        assert_eq!(resume_room(4096), super::super::message::BATCH);
+        assert_eq!(resume_room(4096), BATCH);
         assert_eq!(resume_room(100), 25);
         assert_eq!(resume_room(7), 1);
         assert_eq!(resume_room(1), 1);
@@ -978,7 +979,7 @@ mod tests {
         let mut t = Throttle::new();
         wait(&mut t, 4096, 4090, 4096);
         let pause = t.pause;
-        wait(&mut t, 4096, 4000, 4096);
+        wait(&mut t, 4096, 4096 - BATCH, 4096);
         assert_eq!(t.pause, pause);
     }
 
@@ -1017,13 +1018,13 @@ mod tests {
     #[test]
     fn a_fast_pipeline_is_waited_for_on_the_queue() {
         let mut t = Throttle::new();
-        wait(&mut t, 4096, 4096 - 2 * 64, 4096);
+        wait(&mut t, 4096, 4096 - 2 * BATCH, 4096);
         assert_eq!(
             t.pause,
             Duration::ZERO,
             "the shortest sleep freed two batches: sleeping only adds delay"
         );
-        wait(&mut t, 4096, 4000, 4096);
+        wait(&mut t, 4096, 4096 - BATCH, 4096);
         assert_eq!(
             t.pause,
             Duration::ZERO,
@@ -1034,7 +1035,7 @@ mod tests {
     #[test]
     fn only_a_throttled_wait_adapts_the_pause() {
         let mut t = Throttle::new();
-        t.adapt(0, 4096, 64);
+        t.adapt(0, 4096, BATCH);
         assert_eq!(t.pause, THROTTLE_MIN);
     }
 }

@@ -5,7 +5,7 @@ use crate::tuple::Tuple;
 
 /// Tuples per batch: an executor's outgoing batch to one destination is sent when it reaches
 /// this size, or when the executor goes idle (Storm's batching of the disruptor queues).
-pub const BATCH: usize = 64;
+pub const BATCH: usize = 256;
 
 /// One element of an executor's receive queue (elements are batches, as in Storm's disruptor queues).
 #[derive(Debug)]
