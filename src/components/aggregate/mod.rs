@@ -526,14 +526,31 @@ fn now_millis() -> i64 {
 }
 
 /// Sort rows by the text of their key values (keys of mixed types still get one order).
+/// A fixed order of the value types, for ties of equal text.
+fn type_rank(v: &Value) -> u8 {
+    match v {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Int(_) => 2,
+        Value::Float(_) => 3,
+        Value::Str(_) => 4,
+        Value::List(_) => 5,
+        Value::Map(_) => 6,
+    }
+}
+
 pub(crate) fn sort_by_key_text<T>(rows: &mut [T], key: impl Fn(&T) -> &Values) {
+    // The text, then each value's type: keys of the same text (`1` and `1.0` print alike)
+    // still sort the same way every run, whatever order a hash map gave them in.
     let text = |k: &Values| {
         let mut s = String::new();
+        let mut types = Vec::with_capacity(k.len());
         for v in k {
             v.write_plain(&mut s);
             s.push('\u{1f}');
+            types.push(type_rank(v));
         }
-        s
+        (s, types)
     };
     rows.sort_by_cached_key(|r| text(key(r)));
 }

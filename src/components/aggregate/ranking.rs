@@ -310,6 +310,31 @@ mod tests {
     use crate::components::state_check::{cuts, resumed, straight};
     use proptest::prelude::*;
 
+    /// Keys of the same text but different types tie in one order, whichever came first.
+    #[test]
+    fn equal_text_keys_of_different_types_rank_in_a_fixed_order() {
+        use crate::tuple::Value;
+        let keys = |a: Value, b: Value| {
+            let mut rows: Vec<(Values, i64)> = vec![
+                ([a].into_iter().collect(), 5),
+                ([b].into_iter().collect(), 5),
+            ];
+            sort_by_key_text(&mut rows, |r| &r.0);
+            let ranked = rank(rows.iter().map(|(k, s)| (k, Value::Int(*s))), 2);
+            ranked.into_iter().map(|r| r[1].clone()).collect::<Vec<_>>()
+        };
+        let one_way = keys(Value::Float(1.0), Value::Int(1));
+        let other_way = keys(Value::Int(1), Value::Float(1.0));
+        assert_eq!(one_way, vec![Value::Int(1), Value::Float(1.0)]);
+        assert_eq!(
+            one_way.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>(),
+            other_way
+                .iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+        );
+    }
+
     /// A stateful total ranking of the best 2 by one key field, fed by partial tasks 7 and 9.
     fn total(windowed: bool) -> TotalRanking {
         let mut args = serde_json::json!({"by": "k", "n": 2});
