@@ -46,6 +46,26 @@ pub struct Spec {
     pub lag: i64,
 }
 
+/// The keys an entry of `inputs` may have.
+const INPUT_KEYS: [&str; 3] = ["from", "key", "kind"];
+
+/// An entry of `inputs` is a map of known keys (a misspelt `kind` would quietly make a left
+/// join an inner one).
+fn input_keys(entry: &serde_json::Value) -> Result<(), String> {
+    let Some(map) = entry.as_object() else {
+        return Err("each input is a map: {from: COMPONENT, key: FIELD}".into());
+    };
+    for k in map.keys() {
+        if !INPUT_KEYS.contains(&k.as_str()) {
+            let hint = crate::topology::yaml::suggest(k, INPUT_KEYS.iter().copied())
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err(format!("an input has no key `{k}` (from, key, kind){hint}"));
+        }
+    }
+    Ok(())
+}
+
 impl Spec {
     pub fn from_args(
         args: &serde_json::Map<String, serde_json::Value>,
@@ -58,6 +78,7 @@ impl Spec {
         let inputs = list
             .iter()
             .map(|i| {
+                input_keys(i).map_err(|m| bad(&m))?;
                 let text = |k: &str| i.get(k).and_then(|v| v.as_str()).map(String::from);
                 let left = match text("kind").as_deref() {
                     None | Some("inner") => false,
@@ -92,6 +113,14 @@ impl Spec {
                     .ok_or(("select", format!("`{s}` is not COMPONENT.FIELD")))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        for (i, (_, f)) in select.iter().enumerate() {
+            if select[..i].iter().any(|(_, g)| g == f) {
+                return Err((
+                    "select",
+                    format!("two selected fields are named `{f}`: an output field has one name"),
+                ));
+            }
+        }
         let (window, time, lag) = window::window_args(args)?;
         match window {
             None if time.is_some() || args.contains_key("lag") => {

@@ -66,6 +66,8 @@ impl Lookup {
         let rows: Vec<serde_json::Map<String, serde_json::Value>> = if is_csv {
             let mut r = csv::Reader::from_reader(text.as_bytes());
             let headers = r.headers()?.clone();
+            let columns: Vec<&str> = headers.iter().collect();
+            self.columns_named(&columns, |c| columns.contains(&c))?;
             r.records()
                 .map(|rec| {
                     let rec = rec?;
@@ -86,6 +88,16 @@ impl Lookup {
                 })
                 .collect::<anyhow::Result<_>>()?
         };
+        if !is_csv && !rows.is_empty() {
+            // JSON rows may each lack a column; one that no row has is a misspelt name.
+            let mut seen: Vec<&str> = rows
+                .iter()
+                .flat_map(|r| r.keys().map(String::as_str))
+                .collect();
+            seen.sort_unstable();
+            seen.dedup();
+            self.columns_named(&seen, |c| rows.iter().any(|r| r.contains_key(c)))?;
+        }
         let mut table = HashMap::new();
         for row in rows {
             let Some(k) = row.get(&self.key) else {
@@ -105,6 +117,24 @@ impl Lookup {
         Ok(table)
     }
 
+    /// The key column and every selected column are among the table's `columns`.
+    fn columns_named(&self, columns: &[&str], has: impl Fn(&str) -> bool) -> anyhow::Result<()> {
+        let wanted = std::iter::once(&self.key).chain(&self.select);
+        for c in wanted {
+            if !has(c) {
+                let hint = crate::topology::yaml::suggest(c, columns.iter().copied())
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                anyhow::bail!(
+                    "{}: the table has no column `{c}` (its columns: {}){hint}",
+                    self.path.display(),
+                    columns.join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
+
     fn modified(&self) -> Option<SystemTime> {
         std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
@@ -117,9 +147,7 @@ impl Bolt for Lookup {
         self.component = ctx.component.clone();
         self.on_at = super::input_positions(ctx, std::slice::from_ref(&self.on))?[0];
         self.modified = self.modified();
-        self.table = self
-            .load()
-            .map_err(|e| anyhow::anyhow!("{}: {e:#}", ctx.component))?;
+        self.table = self.load()?;
         Ok(())
     }
 

@@ -285,6 +285,7 @@ impl Validator<'_> {
         }
         if let Some(t) = ctype {
             self.args_shape(rc, t);
+            self.single_reader(rc, t, tasks);
         }
         let reads_format = matches!(ctype, Some(ComponentType::Stdin | ComponentType::File))
             && rc

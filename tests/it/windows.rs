@@ -828,3 +828,103 @@ fn aggregate_top_values_per_key_and_window() {
     let dsl = "stdin(format=json, fields=[ts, k, path]) | aggregate(by=[k], window={tumbling: 1m}, time=ts, ops=[\"top(2, path)\"]) x2 | stdout";
     assert_eq!(run(dsl, &input, &["-c", "topology.workers=3"]), want);
 }
+
+/// A windowed aggregate declares its fields in the order of its rows: `by`, `window_start`,
+/// `window_end`, then the ops. So JSON output, a CSV header and `stdout(fields=...)` name
+/// each value by what it is.
+#[test]
+fn windowed_aggregate_rows_are_named_by_their_fields() {
+    let input = "a,0\na,9999\na,10000\na,19999\n";
+    let agg = "stdin(format=csv, columns=[k, t], types={t: int}) | aggregate(by=[k], ops=[count], window={tumbling: 10s}, time=t)";
+    let json = run(&format!("{agg} | stdout(format=json)"), input, &[]);
+    assert_eq!(
+        json,
+        [
+            r#"{"k":"a","window_start":"1970-01-01T00:00:00.000Z","window_end":"1970-01-01T00:00:10.000Z","count":2}"#,
+            r#"{"k":"a","window_start":"1970-01-01T00:00:10.000Z","window_end":"1970-01-01T00:00:20.000Z","count":2}"#,
+        ]
+    );
+    let picked = run(
+        &format!("{agg} | stdout(fields=[window_end, count])"),
+        input,
+        &[],
+    );
+    assert_eq!(
+        picked,
+        ["1970-01-01T00:00:10.000Z\t2", "1970-01-01T00:00:20.000Z\t2"]
+    );
+    let by_count = run(
+        "stdin | aggregate(by=[line], ops=[count], window={tumbling: 2}) | stdout(format=csv, header=true)",
+        "x\nx\nx\n",
+        &[],
+    );
+    assert_eq!(by_count[0].split(',').count(), 4, "{by_count:?}");
+    assert!(
+        by_count.contains(&"line,window_start,window_end,count".to_string()),
+        "{by_count:?}"
+    );
+}
+
+/// A `lookup` whose `select` or `key` names a column the table does not have fails at start,
+/// naming the columns it has (a misspelt column would otherwise be nulls on every row).
+#[test]
+fn lookup_of_a_column_the_table_lacks_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, "id,name\n1,ann\n").expect("write");
+    let json = dir.path().join("t.jsonl");
+    std::fs::write(&json, "{\"id\":1,\"name\":\"ann\"}\n{\"id\":2}\n").expect("write");
+    for (table, key, select, missing) in [
+        (&csv, "id", "nme", "nme"),
+        (&csv, "uid", "name", "uid"),
+        (&json, "id", "nam", "nam"),
+    ] {
+        let dsl = format!(
+            "stdin | lookup(path={}, key={key}, on=line, select=[{select}]) | stdout",
+            table.display()
+        );
+        let out = storm(dir.path())
+            .args(["run", "-e", &dsl])
+            .write_stdin("1\n")
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{dsl}: {err}");
+        assert!(
+            err.contains(&format!("the table has no column `{missing}`")),
+            "{dsl}: {err}"
+        );
+    }
+    // A JSON row may lack a column another row has: that is a null, not an error.
+    let dsl = format!(
+        "stdin | lookup(path={}, key=id, on=line, select=[name]) | stdout",
+        json.display()
+    );
+    assert_eq!(run(&dsl, "1\n2\n", &[]), ["1\tann", "2\t"]);
+}
+
+/// `emit: update` sends a key's row when it changes, and not when a tuple leaves it as it was.
+#[test]
+fn update_rows_are_sent_only_when_they_change() {
+    let out = run(
+        "stdin(format=csv, columns=[k, v], types={v: int}) | aggregate(by=[k], ops=[max(v)], emit=update) | stdout",
+        "a,1\nb,2\na,3\na,3\nb,5\na,2\n",
+        &[],
+    );
+    assert_eq!(out, ["a\t1", "a\t3", "b\t2", "b\t5"]);
+}
+
+/// Event times with offsets are moved to UTC, with or without a fraction of a second.
+#[test]
+fn event_times_with_offsets_fall_in_their_utc_windows() {
+    let input = "{\"k\":\"a\",\"ts\":\"2026-11-02T10:00:05.000+02:00\"}\n{\"k\":\"a\",\"ts\":\"2026-11-02T03:00:06-05:00\"}\n{\"k\":\"a\",\"ts\":\"2026-11-02T08:00:07Z\"}\n";
+    let out = run(
+        "stdin(format=json, fields=[k, ts]) | aggregate(by=[k], ops=[count], window={tumbling: 10s}, time=ts) | stdout",
+        input,
+        &[],
+    );
+    assert_eq!(
+        out,
+        ["a\t2026-11-02T08:00:00.000Z\t2026-11-02T08:00:10.000Z\t3"]
+    );
+}

@@ -204,10 +204,20 @@ impl Spec {
         Ok(spec)
     }
 
+    /// The `by` fields, then `window_start` and `window_end` when windowed, then one field
+    /// per op: the order of the rows it emits.
     pub fn output_fields(&self) -> Vec<String> {
+        let bounds = ["window_start", "window_end"].map(String::from);
         self.by
             .iter()
             .cloned()
+            .chain(
+                self.window
+                    .is_some()
+                    .then_some(bounds)
+                    .into_iter()
+                    .flatten(),
+            )
             .chain(self.ops.iter().map(|o| o.name.clone()))
             .collect()
     }
@@ -251,6 +261,9 @@ pub struct Aggregate {
     top: Option<usize>,
     /// The partial rankings of a `top` that runs as more than one task.
     partial: Option<ranking::Partial>,
+    /// `emit: update`: the row last sent per key, so a tuple that leaves a row as it was
+    /// sends nothing.
+    sent: window::KeyMap<Values>,
 }
 
 impl Aggregate {
@@ -276,6 +289,7 @@ impl Aggregate {
             component: String::new(),
             top: None,
             partial: None,
+            sent: window::KeyMap::default(),
         })
     }
 
@@ -608,7 +622,10 @@ impl Bolt for Aggregate {
         }
         if self.spec.emit == Emit::Update {
             let row = self.row(&key, &self.groups[&key].states);
-            out.send(streams::DEFAULT, &[input], row);
+            if self.sent.get(&key) != Some(&row) {
+                self.sent.insert(key, row.clone());
+                out.send(streams::DEFAULT, &[input], row);
+            }
         }
         Ok(())
     }

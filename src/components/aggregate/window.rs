@@ -371,22 +371,42 @@ pub fn window_args(
 }
 
 /// A time bound as `stdout` shows it: RFC 3339, UTC, milliseconds.
+/// Times before 1970 print as such; a bound past what a timestamp can hold (a window that
+/// ends after the year 9999) stays the number of milliseconds it is.
 pub fn time_value(ms: i64) -> Value {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    Value::str(&humantime::format_rfc3339_millis(t).to_string())
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(t) => Value::str(&t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()),
+        Err(_) => Value::Int(ms),
+    }
 }
 
 /// An event time: epoch milliseconds, or an RFC 3339 string in UTC.
 pub fn event_time(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(ms) => Some(*ms),
-        Value::Float(f) if f.is_finite() => Some(*f as i64),
-        Value::Str(s) => utc_millis(s.as_bytes()).or_else(|| {
-            let t = humantime::parse_rfc3339_weak(s.trim()).ok()?;
-            Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
-        }),
-        _ => None,
+    let ms = match v {
+        Value::Int(ms) => *ms,
+        Value::Float(f) if f.is_finite() => *f as i64,
+        Value::Str(s) => utc_millis(s.as_bytes()).or_else(|| offset_millis(s.trim()))?,
+        _ => return None,
+    };
+    // Times a timestamp can print (years -9999 to 9999): beyond them a window's bounds could
+    // not be written, and its arithmetic would overflow.
+    let range = jiff::Timestamp::MIN.as_millisecond()..=jiff::Timestamp::MAX.as_millisecond();
+    range.contains(&ms).then_some(ms)
+}
+
+/// Any other RFC 3339 time: with an offset (`+02:00`, `-05:00`, `z`) it is read as that
+/// offset says; without one (`2026-11-02 08:00:05`), as UTC.
+fn offset_millis(s: &str) -> Option<i64> {
+    if let Ok(t) = s.parse::<jiff::Timestamp>() {
+        return Some(t.as_millisecond());
     }
+    // No offset after the time of day: UTC. (An offset the parser refused is not ignored.)
+    let time_of_day = s.get(11..)?;
+    if time_of_day.contains(['+', '-', 'Z', 'z']) {
+        return None;
+    }
+    let t = humantime::parse_rfc3339_weak(s).ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64)
 }
 
 /// The common shape of an event time, `2026-11-02T08:00:00.123Z` (milliseconds optional), read
@@ -541,6 +561,46 @@ mod tests {
             Some(1_793_606_400_500)
         );
         assert_eq!(event_time(&Value::str("yesterday")), None);
+    }
+
+    /// An offset moves the time to UTC, with or without a fraction; lower-case `t` and `z`
+    /// are RFC 3339 too; a time without an offset is UTC.
+    #[test]
+    fn offsets_are_applied() {
+        let at_8 = 1_793_606_405_000; // 2026-11-02T08:00:05Z
+        for text in [
+            "2026-11-02T10:00:05.000+02:00",
+            "2026-11-02T10:00:05+02:00",
+            "2026-11-02T03:00:05-05:00",
+            "2026-11-02T08:30:05+00:30",
+            "2026-11-02T08:00:05.000-00:00",
+            "2026-11-02t08:00:05z",
+            "2026-11-02 08:00:05",
+        ] {
+            assert_eq!(event_time(&Value::str(text)), Some(at_8), "{text}");
+        }
+        assert_eq!(event_time(&Value::str("2026-11-02T08:00:05+99:00")), None);
+    }
+
+    /// Times a timestamp cannot print are not event times (their windows could not be
+    /// written), and the i64 limits never reach the window arithmetic.
+    #[test]
+    fn bounds_print_before_1970_and_never_fail() {
+        assert_eq!(time_value(-500), Value::str("1969-12-31T23:59:59.500Z"));
+        assert_eq!(
+            time_value(1_793_606_405_000),
+            Value::str("2026-11-02T08:00:05.000Z")
+        );
+        assert_eq!(time_value(i64::MAX), Value::Int(i64::MAX));
+    }
+
+    #[test]
+    fn event_times_stay_within_printable_years() {
+        assert_eq!(event_time(&Value::Int(-500)), Some(-500));
+        assert_eq!(event_time(&Value::Int(253_402_299_000_000)), None);
+        assert_eq!(event_time(&Value::Int(i64::MAX)), None);
+        assert_eq!(event_time(&Value::Int(i64::MIN)), None);
+        assert_eq!(event_time(&Value::Float(1e300)), None);
     }
 
     /// Events whose times are out of order by at most `lag`, so none is late.

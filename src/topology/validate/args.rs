@@ -210,6 +210,31 @@ impl Validator<'_> {
         }
     }
 
+    /// `stdin` and `file` read one stream each: a second task would read the same input
+    /// again (`file`) or take lines from under the first one (`stdin`).
+    pub(super) fn single_reader(&mut self, rc: &RawComponent, ctype: ComponentType, tasks: u32) {
+        let name = match ctype {
+            ComponentType::Stdin => "stdin",
+            ComponentType::File => "file",
+            _ => return,
+        };
+        if tasks <= 1 {
+            return;
+        }
+        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        let span = rc
+            .tasks
+            .as_ref()
+            .map(|t| t.span)
+            .or(rc.parallelism.as_ref().map(|p| p.span))
+            .unwrap_or(at);
+        self.error(
+            format!("a `{name}` spout reads its input once, in one task: it cannot have {tasks} tasks"),
+            span,
+        )
+        .help = Some("give the work after it more tasks instead (`| parse(...) x4`, `parallelism: 4` on the bolts)".into());
+    }
+
     /// A `parse` component's format and options must make sense together: checked as the
     /// runtime reads them, each problem located at the argument it is about.
     pub(super) fn parse_spec(&mut self, rc: &RawComponent, parallelism: u32) {
@@ -341,7 +366,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("fields", Fields),
             ("emit", OneOf(&["end", "tick", "update"])),
         ],
-        Dedupe => &[("key", Fields), ("window", Duration), ("cache", Number)],
+        Dedupe => &[("key", Fields), ("window", Duration), ("cache", WholeCount)],
         Join => &[
             ("inputs", List),
             ("select", List),
@@ -460,6 +485,8 @@ enum ArgShape {
     Fields,
     Text,
     Number,
+    /// A whole number ≥ 1.
+    WholeCount,
     Fraction,
     Duration,
     List,
@@ -482,6 +509,7 @@ impl ArgShape {
                 matches!(v, RawValue::Int(n) if *n >= 0)
                     || matches!(v, RawValue::Float(f) if *f >= 0.0)
             }
+            ArgShape::WholeCount => matches!(v, RawValue::Int(n) if *n >= 1),
             ArgShape::Fraction => match v {
                 RawValue::Int(n) => (0..=1).contains(n),
                 RawValue::Float(f) => (0.0..=1.0).contains(f),
@@ -500,6 +528,7 @@ impl ArgShape {
             ArgShape::Fields => "must be a non-empty list of field names".into(),
             ArgShape::Text => "must be a string".into(),
             ArgShape::Number => "must be a number ≥ 0".into(),
+            ArgShape::WholeCount => "must be a whole number ≥ 1".into(),
             ArgShape::Fraction => "must be a fraction between 0 and 1".into(),
             ArgShape::Duration => "must be a duration (`100ms`, `1s`, or seconds)".into(),
             ArgShape::List => "must be a list".into(),
