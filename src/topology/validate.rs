@@ -38,6 +38,22 @@ pub struct Context<'a> {
     pub default_name: Option<String>,
 }
 
+/// Errors with each span once: an argument refused by its shape and again by its component's
+/// own reading keeps the later, more particular message (`n` must be ≥ 1, not just ≥ 0).
+fn one_error_per_span(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut kept: Vec<Diagnostic> = Vec::with_capacity(errors.len());
+    for d in errors {
+        match kept
+            .iter_mut()
+            .find(|k| k.span.is_some() && k.span == d.span)
+        {
+            Some(earlier) => *earlier = d,
+            None => kept.push(d),
+        }
+    }
+    kept
+}
+
 /// A validated topology and its warnings, or every diagnostic (at least one error).
 pub fn validate(
     raw: RawTopology,
@@ -110,7 +126,7 @@ pub fn validate(
     v.ranking_splits(&components);
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
     if !errors.is_empty() {
-        let mut all = errors;
+        let mut all = one_error_per_span(errors);
         all.extend(warnings);
         all.sort_by_key(|d| d.span.map_or(0, |s| s.start));
         return Err(all);

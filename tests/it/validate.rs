@@ -435,3 +435,29 @@ fn stateful_resolves_from_the_key_then_the_topology_config() {
         ]
     );
 }
+
+/// An argument refused both by its shape and by its component's own reading is reported once,
+/// with the more particular message.
+#[test]
+fn one_bad_argument_is_one_error() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    for (dsl, message) in [
+        (
+            "stdin | top(n=-2, by=[line]) | stdout",
+            "`n` must be a whole number ≥ 1",
+        ),
+        (
+            "stdin | aggregate(ops=[count], emit=never) | stdout",
+            "(got `never`)",
+        ),
+    ] {
+        let out = storm(conf.path())
+            .args(["validate", "-e", dsl])
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{dsl}");
+        assert_eq!(err.matches("error:").count(), 1, "{dsl}: {err}");
+        assert!(err.contains(message), "{dsl}: {err}");
+    }
+}
