@@ -277,6 +277,7 @@ impl BoltExecutor {
             state.changes(!side.saved, &mut changes);
         }
         side.saved = true;
+        side.last_txid = Some(txid);
         cp.store.prepare(txid, &side.key, &changes, None)?;
         let task = slot.emitter.task;
         let _ = cp.reports.send(Report::Prepared { txid, task });
@@ -304,6 +305,21 @@ impl BoltExecutor {
             }
         }
         Ok(())
+    }
+
+    /// Task `i` has run its finish step (a window bolt emitted its open windows there): save
+    /// what that left as the checkpoint after its last one, so a run resumed from this state
+    /// dir does not emit those windows again. It commits once every task saved it or ended.
+    pub(crate) fn save_final(&mut self, i: usize) -> anyhow::Result<()> {
+        let last = self.tasks[i]
+            .state
+            .as_ref()
+            .filter(|s| s.gate.is_some())
+            .and_then(|s| s.last_txid);
+        match last {
+            Some(txid) => self.save(i, txid + 1),
+            None => Ok(()),
+        }
     }
 
     /// Task `i` ended.

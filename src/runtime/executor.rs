@@ -458,6 +458,7 @@ impl BoltExecutor {
         for &to in slot.emitter.router.downstream() {
             self.outbox.eos(from, to);
         }
+        self.save_final(i)?;
         self.report_ended(i);
         Ok(())
     }

@@ -86,7 +86,7 @@ fn bad_parse_arguments_are_located_errors() {
     for (dsl, says) in [
         (
             "stdin | parse(format=xml) | stdout",
-            "must be one of: json, csv",
+            "unknown format `xml`; formats: json, csv",
         ),
         ("stdin | parse(format=json) | stdout", "needs `fields`"),
         (

@@ -95,3 +95,46 @@ fn stateful_built_ins_print_what_they_print_stateless_and_save_their_entries() {
         );
     }
 }
+
+/// A run that ends cleanly commits what its finish step left (the windows it emitted at the
+/// end of input are closed in the saved state): run again on the same state dir with more
+/// input, it emits only the windows the new lines make, never the old ones again.
+#[test]
+fn a_finished_run_commits_its_end_of_input_flush() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let csv = conf.path().join("in.csv");
+    let state = conf.path().join("state");
+    // Windows of 10 s: [0, 10) closes when 12000 comes; [10, 20) only at the end of input.
+    std::fs::write(&csv, "a,1000\na,5000\nb,12000\nb,15000\n").expect("input written");
+    let topology = format!(
+        "file(path={}, format=csv, columns=[k, t], types={{t: int}}) | aggregate(by=[k], ops=[count], window={{tumbling: 10s}}, time=t) | stdout",
+        csv.display()
+    );
+    let extra = [
+        "--state-dir",
+        state.to_str().expect("utf-8 path"),
+        "-c",
+        "topology.stateful=true",
+        "-c",
+        "topology.state.checkpoint.interval.ms=1",
+    ];
+    let (first, _) = run(conf.path(), &topology, &extra);
+    assert_eq!(
+        first,
+        [
+            "a\t1970-01-01T00:00:00.000Z\t1970-01-01T00:00:10.000Z\t2",
+            "b\t1970-01-01T00:00:10.000Z\t1970-01-01T00:00:20.000Z\t2",
+        ]
+    );
+    let mut more = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&csv)
+        .expect("input opened");
+    std::io::Write::write_all(&mut more, b"c,25000\n").expect("appended");
+    let (second, stderr) = run(conf.path(), &topology, &extra);
+    assert!(stderr.contains("resuming"), "{stderr}");
+    assert_eq!(
+        second,
+        ["c\t1970-01-01T00:00:20.000Z\t1970-01-01T00:00:30.000Z\t1"]
+    );
+}

@@ -138,7 +138,9 @@ impl<T: Default> Panes<T> {
         let oldest = self.panes.range(first_open..).next().map(|(p, _)| *p);
         if oldest.is_none_or(|p| first_open.max(p - size + every).saturating_add(size) > watermark)
         {
-            self.closed_to = watermark;
+            if watermark < i64::MAX {
+                self.closed_to = watermark;
+            }
             return out;
         }
         // The first window not closed yet: it ends after `closed_to`.
@@ -152,7 +154,13 @@ impl<T: Default> Panes<T> {
             out.push(start);
             start += every;
         }
-        self.closed_to = watermark;
+        self.closed_to = match (watermark, out.last()) {
+            // The end of input closes the windows that hold data, no more: a run resumed
+            // from the state this leaves goes on with the windows after them.
+            (i64::MAX, Some(&last)) => last.saturating_add(size),
+            (i64::MAX, None) => self.closed_to,
+            _ => watermark,
+        };
         out
     }
 

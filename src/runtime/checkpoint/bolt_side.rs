@@ -15,6 +15,8 @@ pub struct BoltSide {
     pub key: TaskKey,
     /// Whether a checkpoint of this run saved the state yet (the first saves all of it).
     pub saved: bool,
+    /// The last checkpoint it saved in this run.
+    pub last_txid: Option<u64>,
 }
 
 impl BoltSide {
@@ -24,6 +26,7 @@ impl BoltSide {
             gate: stateful.then(Gate::default),
             key: task_key(component, index),
             saved: false,
+            last_txid: None,
         }
     }
 }
