@@ -70,15 +70,16 @@ pub const OPS: &[&str] = &[
 ];
 
 impl OpSpec {
-    /// Read `count`, `sum(f)`, `percentile(f, 0.99)`, each optionally followed by `as NAME`.
+    /// Read `count`, `sum(f)`, `percentile(f, 0.99)`, each optionally followed by `as NAME`
+    /// (`as` in any case).
     pub fn parse(text: &str) -> Result<OpSpec, String> {
         let text = text.trim();
-        let (call, alias) = match text.split_once(" as ") {
-            Some((c, a)) => (c.trim(), Some(a.trim())),
-            None => (text, None),
-        };
+        let (call, alias) = split_alias(text);
         if let Some(a) = alias {
-            if a.is_empty() || !a.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            if a.is_empty() {
+                return Err(format!("`{text}`: `as` needs a name after it"));
+            }
+            if !a.chars().all(|c| c.is_alphanumeric() || c == '_') {
                 return Err(format!("`{a}` is not a field name (letters, digits, `_`)"));
             }
         }
@@ -258,7 +259,9 @@ impl State {
                 is_float,
                 seen,
             } => {
-                *seen = true;
+                // Seen once a number is added: a sum of no numbers is null, as an average is.
+                let number = matches!(v, Value::Int(_)) || v.as_f64().is_some();
+                *seen |= number;
                 match v {
                     Value::Int(i) if !*is_float => match int.checked_add(*i) {
                         Some(s) => *int = s,
@@ -432,6 +435,24 @@ impl State {
     }
 }
 
+/// An op's call and its `as` name: the last word `as` (any case) after the call's `)` or
+/// name, `sum(x) as` giving an empty name (an error the caller reports).
+fn split_alias(text: &str) -> (&str, Option<&str>) {
+    let words: Vec<(usize, &str)> = text
+        .split_whitespace()
+        .map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
+        .collect();
+    let Some(at) = words
+        .iter()
+        .skip(1)
+        .rposition(|(_, w)| w.eq_ignore_ascii_case("as"))
+        .map(|i| words[i + 1].0)
+    else {
+        return (text, None);
+    };
+    (text[..at].trim(), Some(text[at + 2..].trim()))
+}
+
 /// The quantile to ask the sketch for, so that it answers with the value at the nearest rank
 /// (`ceil(p·n)`, counting from 1) of `n` values: the sketch itself takes rank
 /// `floor(q·(n − 1))` counting from 0, which for a small `n` or a high `p` is a rank or two
@@ -531,6 +552,12 @@ mod tests {
         assert_eq!(OpSpec::parse("count").expect("ok").name, "count");
         assert!(OpSpec::parse("sum").is_err());
         assert!(OpSpec::parse("percentile(x, 2)").is_err());
+        assert_eq!(
+            OpSpec::parse("sum(line) AS total").expect("ok").name,
+            "total"
+        );
+        let e = OpSpec::parse("sum(line) as").expect_err("no name");
+        assert!(e.contains("`as` needs a name"), "{e}");
         let e = OpSpec::parse("averge(x)").expect_err("unknown");
         assert!(e.contains("did you mean `avg`"), "{e}");
     }
@@ -545,6 +572,9 @@ mod tests {
         assert!(s.add(Some(&Value::Float(0.5))));
         assert_eq!(s.value(), Value::Float(5.5));
         assert!(!s.add(Some(&Value::str("x"))));
+        let mut none = State::new(Kind::Sum);
+        assert!(!none.add(Some(&Value::str("x"))));
+        assert_eq!(none.value(), Value::Null, "a sum of no numbers is null");
         let mut s = State::new(Kind::Sum);
         s.add(Some(&Value::Int(i64::MAX)));
         s.add(Some(&Value::Int(1)));

@@ -32,7 +32,10 @@ impl WindowSpec {
         let (kind, size) = match (m.get("tumbling"), m.get("sliding")) {
             (Some(s), None) => ("tumbling", s),
             (None, Some(s)) => ("sliding", s),
-            _ => return Err("`window` needs one of `tumbling` or `sliding`".into()),
+            (Some(_), Some(_)) => {
+                return Err("`window` is `tumbling` or `sliding`, not both".into())
+            }
+            (None, None) => return Err("`window` needs one of `tumbling` or `sliding`".into()),
         };
         if let Some(k) = m
             .keys()
