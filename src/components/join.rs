@@ -47,7 +47,7 @@ pub struct Spec {
 }
 
 /// The keys an entry of `inputs` may have.
-const INPUT_KEYS: [&str; 3] = ["from", "key", "kind"];
+pub const INPUT_KEYS: [&str; 3] = ["from", "key", "kind"];
 
 /// An entry of `inputs` is a map of known keys (a misspelt `kind` would quietly make a left
 /// join an inner one).

@@ -38,6 +38,20 @@ pub struct Context<'a> {
     pub default_name: Option<String>,
 }
 
+/// Where a join's `inputs` has a key an input does not take (its name), if it has one.
+fn unknown_input_key(inputs: &crate::topology::raw::Spanned<RawValue>) -> Option<Span> {
+    let RawValue::List(entries) = &inputs.value else {
+        return None;
+    };
+    entries.iter().find_map(|e| match &e.value {
+        RawValue::Map(pairs) => pairs
+            .iter()
+            .find(|(k, _)| !crate::components::join::INPUT_KEYS.contains(&k.value.as_str()))
+            .map(|(k, _)| k.span),
+        _ => None,
+    })
+}
+
 /// Errors with each span once: an argument refused by its shape and again by its component's
 /// own reading keeps the later, more particular message (`n` must be ≥ 1, not just ≥ 0).
 fn one_error_per_span(errors: Vec<Diagnostic>) -> Vec<Diagnostic> {
@@ -326,11 +340,11 @@ impl Validator<'_> {
                 .and_then(|j| j.as_object().cloned())
                 .map(|m| crate::components::join::Spec::from_args(&m))
             {
-                let at = rc
-                    .args
-                    .as_ref()
-                    .and_then(|a| a.value.get(arg))
-                    .map_or(rc.span, |v| v.span);
+                let value = rc.args.as_ref().and_then(|a| a.value.get(arg));
+                let at = value
+                    .and_then(unknown_input_key)
+                    .or(value.map(|v| v.span))
+                    .unwrap_or(rc.span);
                 self.error(message, at);
             }
         }
