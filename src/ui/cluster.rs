@@ -144,6 +144,12 @@ impl Source for ClusterUi {
                     .ok_or_else(|| anyhow::anyhow!("no topology {id}"))?;
                 self.0.kill(&name, Some(*wait_secs)).map(drop)
             }
+            Action::Rebalance { .. } => Err(crate::topology::rebalance::Unsupported(
+                "a cluster cannot rebalance yet: kill and submit again with the new \
+                 topology.workers and parallelism (a local run's UI rebalances)"
+                    .into(),
+            )
+            .into()),
         }
     }
 }
