@@ -16,6 +16,7 @@ mod multilang;
 mod multilang_runs;
 mod net;
 mod newcomer;
+mod rebalance;
 mod records;
 mod run;
 mod run_reliability;

@@ -1,0 +1,388 @@
+//! `storm rebalance` and `POST /api/v1/topology/:id/rebalance/:wait-time`, through real
+//! processes and sockets: a word count rebalanced from one worker to three and back ends with
+//! the totals the test computes from the same text; the REST answers to good and bad bodies;
+//! the command's usage errors.
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(90);
+const JSON: &str = "Content-Type: application/json";
+
+fn storm() -> Command {
+    let mut c = Command::cargo_bin("storm").expect("the storm binary");
+    c.env_remove("STORM_CLUSTER_SECRET")
+        .env_remove("STORM_UI_TOKEN");
+    c
+}
+
+/// A `storm run --ui 127.0.0.1:0` child with its stdout in a file; killed when dropped.
+struct Run {
+    child: Child,
+    addr: String,
+    stdout: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(topology: &str, extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.yaml");
+    std::fs::write(&file, topology).expect("write the topology");
+    let stdout = dir.path().join("stdout.txt");
+    let out = std::fs::File::create(&stdout).expect("create the stdout file");
+    let mut child = storm()
+        .arg("run")
+        .arg(&file)
+        .args(["--ui", "127.0.0.1:0", "--progress", "never"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start storm run --ui");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut said = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("ui: http://") {
+                let _ = tx.send(Ok(rest.trim_end_matches('/').to_string()));
+            } else {
+                said += &line;
+                said += "\n";
+            }
+        }
+        let _ = tx.send(Err(said));
+    });
+    let addr = match rx
+        .recv_timeout(WAIT)
+        .expect("the run prints its UI address")
+    {
+        Ok(addr) => addr,
+        Err(stderr) => panic!("the run ended without serving its UI:\n{stderr}"),
+    };
+    Run {
+        child,
+        addr,
+        stdout,
+        _dir: dir,
+    }
+}
+
+/// One HTTP/1.0 request with a body; the status and the answer as JSON.
+fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).expect("connect to the UI");
+    let mut req = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for h in headers {
+        req += h;
+        req += "\r\n";
+    }
+    req += "\r\n";
+    req += body;
+    s.write_all(req.as_bytes()).expect("send the request");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
+    (status, serde_json::from_str(body).expect("a JSON answer"))
+}
+
+fn get(addr: &str, path: &str) -> Value {
+    let (status, v) = http(addr, "GET", path, &[], "");
+    assert_eq!(status, 200, "GET {path}: {v}");
+    v
+}
+
+fn summary(addr: &str) -> Value {
+    get(addr, "/api/v1/topology/summary")["topologies"][0].clone()
+}
+
+fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    crate::support::poll_until(what, WAIT, Duration::from_millis(100), f)
+}
+
+fn rebalance(args: &[&str]) -> Output {
+    storm()
+        .arg("rebalance")
+        .args(args)
+        .output()
+        .expect("run storm rebalance")
+}
+
+fn emitted(addr: &str) -> u64 {
+    get(addr, "/api/v1/topology/wc")["spouts"][0]["emitted"]
+        .as_u64()
+        .expect("the spout's emitted count")
+}
+
+/// Lines of words made up by a small generator, the same every time.
+fn lines() -> Vec<String> {
+    const SYLLABLES: &[&str] = &["ka", "lo", "mi", "su", "te", "ron", "vi", "pa"];
+    let mut x: u64 = 7;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) as usize
+    };
+    (0..13)
+        .map(|_| {
+            (0..3 + next() % 5)
+                .map(|_| {
+                    (0..1 + next() % 3)
+                        .map(|_| SYLLABLES[next() % SYLLABLES.len()])
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn a_word_count_rebalanced_to_three_workers_and_back_keeps_exact_totals() {
+    const COUNT: usize = 24_000;
+    let lines = lines();
+    let values: Vec<Value> = lines.iter().map(|l| Value::from(vec![l.clone()])).collect();
+    let topology = format!(
+        "name: wc\nconfig:\n  topology.workers: 1\nspouts:\n  - id: text\n    type: generate\n    \
+         args: {{ count: {COUNT}, rate: 2000, values: {} }}\nbolts:\n  - id: split\n    type: split\n    \
+         tasks: 4\n  - id: count\n    type: count\n    args: {{ fields: [word] }}\n    tasks: 4\n  \
+         - id: out\n    type: stdout\nstreams:\n  - {{ from: text, to: split, grouping: shuffle }}\n  \
+         - {{ from: split, to: count, grouping: {{ type: fields, args: [word] }} }}\n  \
+         - {{ from: count, to: out, grouping: shuffle }}\n",
+        Value::from(values)
+    );
+    // The oracle: the same lines in turn, their words counted here.
+    let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+    for i in 0..COUNT {
+        for w in lines[i % lines.len()].split_whitespace() {
+            *expected.entry(w.to_string()).or_default() += 1;
+        }
+    }
+    let mut run = start(&topology, &[]);
+    let a = run.addr.clone();
+    eventually("the spout to emit", || (emitted(&a) > 0).then_some(()));
+    assert_eq!(summary(&a)["workersTotal"], 1);
+    let out = rebalance(&[
+        "wc", "--ui", &a, "-n", "3", "-e", "count=3", "-e", "split=2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = eventually("three workers", || {
+        let s = summary(&a);
+        (s["workersTotal"] == 3 && s["status"] == "ACTIVE").then_some(s)
+    });
+    // 1 spout + 2 split + 3 count + 1 out + 1 acker (its count is fixed).
+    assert_eq!(after["executorsTotal"], 8, "{after}");
+    assert_eq!(after["tasksTotal"], 11, "{after}");
+    let at_second = emitted(&a);
+    assert!(
+        at_second < COUNT as u64,
+        "the run must still be going at the second rebalance ({at_second} emitted)"
+    );
+    let out = rebalance(&[
+        "wc", "--ui", &a, "-w", "30", "-n", "1", "-e", "count=1", "-e", "split=1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("one worker again", || {
+        let s = summary(&a);
+        (s["workersTotal"] == 1 && s["executorsTotal"] == 5).then_some(())
+    });
+    let status = run.child.wait().expect("the run ends");
+    assert!(status.success(), "the run failed: {status}");
+    let text = std::fs::read_to_string(&run.stdout).expect("read the run's stdout");
+    let mut got: BTreeMap<String, u64> = BTreeMap::new();
+    for line in text.lines() {
+        let (w, n) = line.split_once('\t').expect("word TAB count");
+        let n: u64 = n.parse().expect("a count");
+        assert!(
+            got.insert(w.to_string(), n).is_none(),
+            "`{w}` counted twice"
+        );
+    }
+    assert_eq!(got, expected);
+}
+
+/// An endless rate-limited word count; acking off, so a rebalance waits its whole wait.
+const ENDLESS: &str = "\
+name: endless
+config:
+  topology.workers: 1
+  topology.acker.executors: 0
+spouts:
+  - id: words
+    type: generate
+    args: { rate: 200, values: [[apple], [pear], [plum]] }
+bolts:
+  - id: count
+    type: count
+    args: { fields: [word] }
+    tasks: 3
+  - id: sink
+    type: discard
+streams:
+  - { from: words, to: count, grouping: { type: fields, args: [word] } }
+  - { from: count, to: sink, grouping: shuffle }
+";
+
+#[test]
+fn the_rest_api_rebalances_and_refuses_bad_bodies() {
+    let run = start(ENDLESS, &["-c", "ui.token=s3cret"]);
+    let a = run.addr.as_str();
+    let auth = "Authorization: Bearer s3cret";
+    let path = "/api/v1/topology/endless/rebalance/3";
+    let bad = |body: &str| {
+        let (status, v) = http(a, "POST", path, &[JSON, auth], body);
+        assert_eq!(status, 400, "{body}: {v}");
+        v["errorMessage"]
+            .as_str()
+            .expect("an errorMessage")
+            .to_string()
+    };
+    assert!(bad("{").contains("not JSON"));
+    let e = bad(r#"{"rebalanceOptions": {"numWorker": 2}}"#);
+    assert!(e.contains("did you mean `numWorkers`"), "{e}");
+    let e = bad(r#"{"rebalanceOptions": {"executors": {"cuont": 2}}}"#);
+    assert!(
+        e.contains("no component `cuont`") && e.contains("did you mean `count`"),
+        "{e}"
+    );
+    let e = bad(r#"{"rebalanceOptions": {"executors": {"count": 4}}}"#);
+    assert!(e.contains("1 to 3"), "{e}");
+    let e = bad(r#"{"rebalanceOptions": {"numWorkers": 0}}"#);
+    assert!(e.contains("at least 1"), "{e}");
+    let (status, v) = http(
+        a,
+        "POST",
+        "/api/v1/topology/endless/rebalance/soon",
+        &[JSON, auth],
+        "",
+    );
+    assert_eq!(status, 400, "{v}");
+    // No token: refused as the other operations are.
+    let good = r#"{"rebalanceOptions": {"numWorkers": 2, "executors": {"count": 3}}}"#;
+    let (status, v) = http(a, "POST", path, &[JSON], good);
+    assert_eq!(status, 403, "{v}");
+    assert_eq!(summary(a)["workersTotal"], 1);
+
+    let (status, v) = http(a, "POST", path, &[JSON, auth], good);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["topologyOperation"], "rebalance");
+    assert_eq!(v["status"], "success");
+    assert!(v["topologyId"]
+        .as_str()
+        .is_some_and(|id| id.starts_with("endless-")));
+    // Acking off: nothing says the tuples are done, so the spouts stay deactivated the whole
+    // wait (3 s), and the status says so meanwhile.
+    assert_eq!(summary(a)["status"], "REBALANCING");
+    let (status, v) = http(a, "POST", path, &[JSON, auth], good);
+    assert_eq!(
+        status, 400,
+        "a second rebalance while one is under way: {v}"
+    );
+    let s = eventually("the rebalance to end", || {
+        let s = summary(a);
+        (s["status"] == "ACTIVE").then_some(s)
+    });
+    assert_eq!(s["workersTotal"], 2, "{s}");
+    assert_eq!(s["executorsTotal"], 5, "{s}");
+    let count = &get(a, "/api/v1/topology/endless")["bolts"]
+        .as_array()
+        .expect("bolts")
+        .iter()
+        .find(|b| b["boltId"] == "count")
+        .cloned()
+        .expect("the count bolt");
+    assert_eq!(count["executors"], 3, "{count}");
+    // A deactivated topology stays deactivated after a rebalance.
+    let (status, _) = http(
+        a,
+        "POST",
+        "/api/v1/topology/endless/deactivate",
+        &[JSON, auth],
+        "",
+    );
+    assert_eq!(status, 200);
+    let (status, v) = http(
+        a,
+        "POST",
+        "/api/v1/topology/endless/rebalance/0",
+        &[JSON, auth],
+        "",
+    );
+    assert_eq!(status, 200, "{v}");
+    let s = eventually("the rebalance to end", || {
+        let s = summary(a);
+        (s["status"] != "REBALANCING").then_some(s)
+    });
+    assert_eq!(s["status"], "INACTIVE", "{s}");
+}
+
+#[test]
+fn storm_rebalance_says_what_is_wrong() {
+    let usage = |args: &[&str], needle: &str| {
+        let out = rebalance(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    };
+    usage(
+        &["t", "--ui", "127.0.0.1:1", "-e", "count"],
+        "COMPONENT=PARALLELISM",
+    );
+    usage(
+        &["t", "--ui", "127.0.0.1:1", "-e", "count=many"],
+        "not a whole number",
+    );
+    usage(&["t", "--ui", "127.0.0.1:1", "-n", "0"], "-n");
+    let out = rebalance(&["t", "--nimbus", "127.0.0.1:1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ui"));
+
+    let run = start(ENDLESS, &[]);
+    let a = run.addr.as_str();
+    let failing = |args: &[&str], needle: &str| {
+        let out = rebalance(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    };
+    failing(&["nosuch", "--ui", a, "-w", "0"], "no topology `nosuch`");
+    failing(
+        &["endless", "--ui", a, "-w", "0", "-e", "cont=2"],
+        "did you mean `count`",
+    );
+    failing(
+        &["endless", "--ui", a, "-w", "0", "-e", "count=9"],
+        "1 to 3",
+    );
+    assert_eq!(summary(a)["status"], "ACTIVE");
+}
