@@ -219,6 +219,7 @@ pub fn submission(
         overrides: overrides.to_vec(),
         home,
         resources: String::new(),
+        parallelism: Default::default(),
     })
 }
 
@@ -347,17 +348,24 @@ pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
     Ok(Status::Success)
 }
 
-/// `storm rebalance NAME [-w SECS] [-n N] [-e COMPONENT=PARALLELISM]...`, through a UI (a
-/// local run's, `storm run --ui`). Without `-w` the wait is the topology's message timeout,
-/// read from its UI page.
+/// `storm rebalance NAME [-w SECS] [-n N] [-e COMPONENT=PARALLELISM]...`, through nimbus or
+/// a UI (a local run's, `storm run --ui`, or nimbus's). Without `-w` the wait is the
+/// topology's message timeout.
 pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
     let Some(ui) = &a.target.ui else {
+        let request = Request::Rebalance {
+            name: a.name.clone(),
+            wait_secs: a.wait,
+            workers: a.num_workers,
+            executors: a.executors.iter().cloned().collect(),
+        };
+        let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
+        let id: String = nimbus_client(nimbus, &[]).call(&request)?;
         crate::stderr_println!(
-            "error: storm rebalance works through the UI of a local run for now: \
-             `storm run FILE --ui ADDR`, then `storm rebalance NAME --ui ADDR` \
-             (a cluster cannot rebalance yet)"
+            "rebalancing {} ({id}): deactivated for the wait, then assigned afresh",
+            a.name
         );
-        return Ok(Status::Failure);
+        return Ok(Status::Success);
     };
     let name = super::ui::encode(&a.name);
     let wait = match a.wait {

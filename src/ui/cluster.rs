@@ -79,6 +79,7 @@ impl ClusterUi {
             TopologyStatus::Active => "ACTIVE",
             TopologyStatus::Inactive => "INACTIVE",
             TopologyStatus::Killed => "KILLED",
+            TopologyStatus::Rebalancing => "REBALANCING",
         };
         Ok(Some(TopologyView {
             id: id.to_string(),
@@ -144,12 +145,9 @@ impl Source for ClusterUi {
                     .ok_or_else(|| anyhow::anyhow!("no topology {id}"))?;
                 self.0.kill(&name, Some(*wait_secs)).map(drop)
             }
-            Action::Rebalance { .. } => Err(crate::topology::rebalance::Unsupported(
-                "a cluster cannot rebalance yet: kill and submit again with the new \
-                 topology.workers and parallelism (a local run's UI rebalances)"
-                    .into(),
-            )
-            .into()),
+            Action::Rebalance { wait_secs, options } => {
+                self.0.rebalance(id, Some(*wait_secs), options).map(drop)
+            }
         }
     }
 }

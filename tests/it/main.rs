@@ -3,7 +3,7 @@
 mod acking;
 mod checkpoints;
 mod cli;
-mod cluster;
+pub(crate) mod cluster;
 mod cluster_hardening;
 pub(crate) mod cluster_resources;
 mod config;

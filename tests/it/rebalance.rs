@@ -365,7 +365,7 @@ fn storm_rebalance_says_what_is_wrong() {
     usage(&["t", "--ui", "127.0.0.1:1", "-n", "0"], "-n");
     let out = rebalance(&["t", "--nimbus", "127.0.0.1:1"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--ui"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:1"));
 
     let run = start(ENDLESS, &[]);
     let a = run.addr.as_str();
@@ -385,4 +385,144 @@ fn storm_rebalance_says_what_is_wrong() {
         "1 to 3",
     );
     assert_eq!(summary(a)["status"], "ACTIVE");
+}
+
+/// An endless topology for the cluster: one worker at first, `count` on two tasks.
+const CLUSTER: &str = "\
+name: rebal-cluster
+config:
+  topology.workers: 1
+spouts:
+  - id: words
+    type: generate
+    args: { rate: 300, values: [[apple], [pear], [plum]] }
+bolts:
+  - id: count
+    type: count
+    args: { fields: [word] }
+    tasks: 2
+  - id: sink
+    type: discard
+streams:
+  - { from: words, to: count, grouping: { type: fields, args: [word] } }
+  - { from: count, to: sink, grouping: shuffle }
+";
+
+/// The distinct slots of topology `id`'s assignment, as the tree shows it.
+fn assigned_slots(addr: &str, id: &str) -> Option<std::collections::BTreeSet<String>> {
+    let tree = crate::cluster::client(&["zk", "dump", "--nimbus", addr])?;
+    let prefix = format!("/storm/assignments/{id} = ");
+    let line = tree.lines().find_map(|l| l.strip_prefix(&prefix))?;
+    let a: Value = serde_json::from_str(line).ok()?;
+    Some(
+        a["task_to_node_port"]
+            .as_object()?
+            .values()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+    )
+}
+
+#[test]
+fn a_cluster_rebalance_writes_the_new_assignment_and_the_topology_runs_on() {
+    use crate::cluster::{client, free_port, storm as cluster_storm, workers_of, Daemons};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.yaml");
+    std::fs::write(&file, CLUSTER).expect("write the topology");
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let ui = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let ui_port = ui
+        .rsplit_once(':')
+        .map(|(_, p)| p.to_string())
+        .expect("a port");
+    let mut daemons = Daemons::default();
+    daemons.spawn(
+        "nimbus",
+        cluster_storm()
+            .args(["nimbus", "--listen", &addr, "--data"])
+            .arg(dir.path().join("nimbus"))
+            .args(["-c", &format!("ui.port={ui_port}")]),
+    );
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    let ports = [free_port("127.0.0.1"), free_port("127.0.0.1")];
+    let slots: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    daemons.spawn(
+        "supervisor",
+        cluster_storm().args([
+            "supervisor",
+            "--nimbus",
+            &addr,
+            "--host",
+            "127.0.0.1",
+            "--slots",
+            &format!("{},{}", ports[0], ports[1]),
+        ]),
+    );
+    let id = client(&[
+        "submit",
+        file.to_str().expect("utf-8 path"),
+        "--nimbus",
+        &addr,
+    ])
+    .expect("submit succeeds")
+    .trim()
+    .to_string();
+    let before = eventually("one assigned slot", || {
+        assigned_slots(&addr, &id).filter(|s| s.len() == 1)
+    });
+    let old = eventually("one worker process", || {
+        let w = workers_of(&id, &slots);
+        (w.len() == 1).then(|| w[0].0)
+    });
+
+    let out = rebalance(&[
+        "rebal-cluster",
+        "--nimbus",
+        &addr,
+        "-w",
+        "1",
+        "-n",
+        "2",
+        "-e",
+        "count=2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = eventually("two assigned slots", || {
+        assigned_slots(&addr, &id).filter(|s| s.len() == 2)
+    });
+    assert_ne!(after, before);
+    let listed = eventually("active over two workers", || {
+        let l = client(&["list", "--nimbus", &addr])?;
+        l.lines()
+            .any(|r| r.contains(&id) && r.contains(" active ") && r.contains(" 2 "))
+            .then_some(l)
+    });
+    assert!(listed.contains(&id), "{listed}");
+    eventually("two new worker processes", || {
+        let w = workers_of(&id, &slots);
+        (w.len() == 2 && w.iter().all(|(pid, _)| *pid != old)).then_some(())
+    });
+    // Nimbus's UI shows the new counts, and the spout's figures move on.
+    let page = |path: &str| {
+        let (status, v) = http(&ui, "GET", path, &[], "");
+        (status == 200).then_some(v)
+    };
+    let count = eventually("count on two executors", || {
+        let t = page(&format!("/api/v1/topology/{id}"))?;
+        let c = t["bolts"]
+            .as_array()?
+            .iter()
+            .find(|b| b["boltId"] == "count")?
+            .clone();
+        (t["workersTotal"] == 2 && c["executors"] == 2).then_some(c)
+    });
+    assert_eq!(count["tasks"], 2, "{count}");
+    let emitted =
+        || page(&format!("/api/v1/topology/{id}")).and_then(|t| t["spouts"][0]["emitted"].as_u64());
+    let first = eventually("the spout to report", || emitted().filter(|e| *e > 0));
+    eventually("the spout to emit on", || emitted().filter(|e| *e > first));
 }
