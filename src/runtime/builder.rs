@@ -625,7 +625,7 @@ impl<'a> Wiring<'a> {
     pub(crate) fn running(self, plumbing: Vec<JoinHandle<()>>) -> Running {
         // The coordinator's thread ends once the executors' report channels are all gone.
         let checkpoints = self.checkpoints.map(|cp| cp.coordinator);
-        let layout = super::rebalance::Layout {
+        let layout = super::Layout {
             topology: self.topology.clone(),
             plan: self.plan.clone(),
             placement: self.placement.clone(),

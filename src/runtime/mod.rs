@@ -37,6 +37,17 @@ use std::time::{Duration, Instant};
 /// replaying spout keeps, and so memory.
 pub(crate) const DEFAULT_MAX_PENDING: u64 = 4096;
 
+/// How a run is laid out now (a local run's changes with each rebalance): what its UI shows.
+#[derive(Debug)]
+pub struct Layout {
+    pub topology: Arc<Topology>,
+    pub plan: Arc<Plan>,
+    pub placement: Placement,
+}
+
+/// The layout, replaced whole by each rebalance.
+pub(crate) type SharedLayout = Arc<std::sync::Mutex<Arc<Layout>>>;
+
 /// What a finished run reports.
 #[derive(Debug)]
 pub struct RunReport {
@@ -74,7 +85,7 @@ pub struct Running {
     ended: Vec<executor::Parked>,
     /// Complete latencies of the executors joined so far.
     latency: BTreeMap<String, Histogram>,
-    layout: rebalance::SharedLayout,
+    layout: SharedLayout,
 }
 
 /// What a component of the plan is to the runtime.

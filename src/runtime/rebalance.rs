@@ -12,7 +12,7 @@ use super::builder::{self, Wiring};
 use super::executor::{Parked, RunControl};
 use super::message::Message;
 use super::metrics::TaskStats;
-use super::{panic_message, InProcess, Running};
+use super::{panic_message, InProcess, Layout, Running, SharedLayout};
 use crate::placement::Placement;
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
@@ -20,19 +20,8 @@ use crate::topology::rebalance::{Invalid, Rebalance};
 use crossbeam_channel::Sender;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How a local run is laid out now: what its UI shows.
-#[derive(Debug)]
-pub struct Layout {
-    pub topology: Arc<Topology>,
-    pub plan: Arc<Plan>,
-    pub placement: Placement,
-}
-
-/// The layout, replaced whole by each rebalance.
-pub(crate) type SharedLayout = Arc<Mutex<Arc<Layout>>>;
 
 /// A switch to a new layout, asked of the run's thread; the answer comes back on `reply`.
 pub(crate) struct Switch {
