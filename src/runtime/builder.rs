@@ -542,7 +542,7 @@ impl<'a> Wiring<'a> {
         slot.ctx.topology = self.topology.clone();
         slot.ctx.plan = self.plan.clone();
         let wake = parts.inbox.0.clone();
-        slot.ctx.waker = Waker::new(move || {
+        slot.ctx.waker.retarget(move || {
             let _ = wake.try_send(Message::Wake);
         });
         slot.emitter.router = Router::new(
