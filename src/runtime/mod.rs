@@ -256,7 +256,10 @@ impl Running {
                         .entry(component)
                         .or_default()
                         .merge(&report.complete_latency);
-                    self.ended.extend(report.tasks);
+                    // Kept only where a rebalance may place them again (a local run).
+                    if !self.wake.is_empty() {
+                        self.ended.extend(report.tasks);
+                    }
                 }
                 Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
                 Err(p) => anyhow::bail!(

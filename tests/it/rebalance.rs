@@ -480,7 +480,7 @@ fn a_cluster_rebalance_writes_the_new_assignment_and_the_topology_runs_on() {
         "--nimbus",
         &addr,
         "-w",
-        "1",
+        "4",
         "-n",
         "2",
         "-e",
@@ -491,6 +491,9 @@ fn a_cluster_rebalance_writes_the_new_assignment_and_the_topology_runs_on() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // During the wait `storm list` says so.
+    let listed = client(&["list", "--nimbus", &addr]).expect("storm list");
+    assert!(listed.contains(" rebalancing "), "{listed}");
     let after = eventually("two assigned slots", || {
         assigned_slots(&addr, &id).filter(|s| s.len() == 2)
     });
@@ -525,4 +528,25 @@ fn a_cluster_rebalance_writes_the_new_assignment_and_the_topology_runs_on() {
         || page(&format!("/api/v1/topology/{id}")).and_then(|t| t["spouts"][0]["emitted"].as_u64());
     let first = eventually("the spout to report", || emitted().filter(|e| *e > 0));
     eventually("the spout to emit on", || emitted().filter(|e| *e > first));
+
+    // Back to one worker through nimbus's UI (Storm's REST body); a bad one is refused.
+    let path = format!("/api/v1/topology/{id}/rebalance/0");
+    let (status, v) = http(
+        &ui,
+        "POST",
+        &path,
+        &[JSON],
+        r#"{"rebalanceOptions": {"executors": {"cnt": 1}}}"#,
+    );
+    assert_eq!(status, 400, "{v}");
+    let body = r#"{"rebalanceOptions": {"numWorkers": 1, "executors": {"count": 1}}}"#;
+    let (status, v) = http(&ui, "POST", &path, &[JSON], body);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["topologyOperation"], "rebalance");
+    eventually("one assigned slot again", || {
+        assigned_slots(&addr, &id).filter(|s| s.len() == 1)
+    });
+    eventually("one worker process again", || {
+        (workers_of(&id, &slots).len() == 1).then_some(())
+    });
 }
