@@ -153,6 +153,9 @@ pub struct ExecutorReport {
     pub complete_latency: Histogram,
     /// Its tasks, whole: moved into new executors when the run is rebalanced.
     pub tasks: Option<Parked>,
+    /// A parked executor's receive queue: what is still queued or on its way is handed to the
+    /// tasks' new executors.
+    pub inbox: Option<Receiver<Message>>,
 }
 
 /// The tasks of an executor that ended or parked.
@@ -297,15 +300,19 @@ impl BoltExecutor {
             t.component.cleanup();
             t.closed = true;
         }
-        Ok(self.park())
+        let mut report = self.park();
+        // Ended: nothing more is read from the queue, so it must close.
+        report.inbox = None;
+        Ok(report)
     }
 
-    /// Send what is waiting and hand the tasks back.
+    /// Send what is waiting and hand the tasks and the receive queue back.
     fn park(&mut self) -> ExecutorReport {
         self.flush_acks();
         self.outbox.flush();
         ExecutorReport {
             tasks: Some(Parked::Bolts(std::mem::take(&mut self.tasks))),
+            inbox: Some(self.inbox.clone()),
             ..Default::default()
         }
     }
@@ -624,9 +631,13 @@ impl SpoutExecutor {
         };
         while self.tasks.iter().any(|t| !t.finished) {
             if self.control.park.load(Ordering::Relaxed) {
+                // Acker answers already queued are taken now; later ones follow the tasks.
+                self.drain_acks(&mut report)?;
                 self.announce();
                 self.outbox.flush();
-                return Ok(self.parked(report));
+                let mut report = self.parked(report);
+                report.inbox = Some(self.inbox.clone());
+                return Ok(report);
             }
             self.clock = Instant::now();
             // Acks and fails from the acker first.

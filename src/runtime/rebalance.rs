@@ -2,8 +2,9 @@
 //! until no tree is open (or the wait is over), then every executor parks and hands its tasks
 //! back whole, and the run's thread starts a new layout (new worker and executor counts,
 //! placed by the same round-robin as at the start) with those same tasks: their components'
-//! state, their spouts' open trees and their counters carry over. The spouts are then active
-//! again, unless they were deactivated before.
+//! state, their spouts' open trees and their counters carry over, and what was still queued
+//! for them (or on its way between workers) follows them to their new queues. The spouts are
+//! then active again, unless they were deactivated before.
 //!
 //! A [`Rebalancer`] (held by the UI) asks; [`Running::wait`] carries the switch out between
 //! its waits for executors, since it owns their threads.
@@ -17,7 +18,7 @@ use crate::placement::Placement;
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use crate::topology::rebalance::{Invalid, Rebalance};
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -148,9 +149,10 @@ impl Running {
         }
     }
 
-    /// Park every executor, then start the new layout of `topology` with their tasks.
+    /// Park every executor, then start the new layout of `topology` with their tasks, and
+    /// hand it what was still queued for them.
     fn switch_to(&mut self, topology: Topology) -> anyhow::Result<()> {
-        let parked = self.park_all()?;
+        let (parked, old_inboxes, mut leftovers) = self.park_all()?;
         // Every executor is parked: the new ones must not be.
         self.control.park.store(false, Relaxed);
         let topology = Arc::new(topology);
@@ -161,9 +163,15 @@ impl Running {
             Wiring::new(topology.clone(), &placement, &all)?.with_control(self.control.clone());
         let tables = wiring.route_tables();
         let plumbing = wiring.spawn_workers(&InProcess)?;
+        // Taking the tasks over points their wakers at the new queues, the last users of the
+        // old ones but the receive threads, which end once the old transfer threads have.
         wiring.spawn_resumed(&tables, builder::pool(parked))?;
         let wake = wiring.wakers();
         let next = wiring.running(plumbing);
+        for rx in &old_inboxes {
+            take_rest(rx, &mut leftovers);
+        }
+        redeliver(leftovers, &next.plan, &wake);
         self.handles = next.handles;
         self.plumbing = next.plumbing;
         self.done = next.done;
@@ -179,35 +187,101 @@ impl Running {
         Ok(())
     }
 
-    /// Ask every executor to park, join them all and the transfer threads, and return every
-    /// task (those of executors that had ended before included).
-    fn park_all(&mut self) -> anyhow::Result<Vec<Parked>> {
+    /// Ask every executor to park and join them all, emptying the queues of the parked ones
+    /// meanwhile (an executor still flushing to one must not block); then join the transfer
+    /// threads. Returns every task (those of executors that had ended before included), the
+    /// parked executors' queues, and what was taken from them.
+    fn park_all(&mut self) -> anyhow::Result<(Vec<Parked>, Vec<Receiver<Message>>, Vec<Message>)> {
         self.control.park.store(true, Relaxed);
-        for w in &self.wake {
+        for w in std::mem::take(&mut self.wake) {
             // A full queue means a busy executor, which sees the switch after its message.
             let _ = w.try_send(Message::Wake);
         }
         let mut parked = std::mem::take(&mut self.ended);
-        for (component, h) in self.handles.drain(..) {
-            match h.join() {
-                Ok(Ok(report)) => {
-                    self.latency
-                        .entry(component)
-                        .or_default()
-                        .merge(&report.complete_latency);
-                    parked.extend(report.tasks);
-                }
-                Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
-                Err(p) => anyhow::bail!(
-                    "component `{component}` crashed: {}",
-                    panic_message(p.as_ref())
-                ),
+        let (mut inboxes, mut leftovers) = (Vec::new(), Vec::new());
+        while !self.handles.is_empty() {
+            let mut joined = false;
+            while let Some(i) = self.handles.iter().position(|(_, h)| h.is_finished()) {
+                let (component, h) = self.handles.swap_remove(i);
+                let report = self.joined(component, h)?;
+                parked.extend(report.tasks);
+                inboxes.extend(report.inbox);
+                joined = true;
+            }
+            for rx in &inboxes {
+                leftovers.extend(rx.try_iter());
+            }
+            if !joined {
+                std::thread::sleep(Duration::from_millis(1));
             }
         }
         while self.done.try_recv().is_ok() {}
         for h in self.plumbing.drain(..) {
             let _ = h.join();
         }
-        Ok(parked)
+        Ok((parked, inboxes, leftovers))
+    }
+
+    /// The report of an executor that ended; its latency counted.
+    fn joined(
+        &mut self,
+        component: String,
+        h: std::thread::JoinHandle<anyhow::Result<super::executor::ExecutorReport>>,
+    ) -> anyhow::Result<super::executor::ExecutorReport> {
+        match h.join() {
+            Ok(Ok(report)) => {
+                self.latency
+                    .entry(component)
+                    .or_default()
+                    .merge(&report.complete_latency);
+                Ok(report)
+            }
+            Ok(Err(e)) => Err(e.context(format!("component `{component}`"))),
+            Err(p) => anyhow::bail!(
+                "component `{component}` crashed: {}",
+                panic_message(p.as_ref())
+            ),
+        }
+    }
+}
+
+/// The longest wait for the last message on its way to an old queue (the receive threads end
+/// right after the transfer threads, already joined; this only bounds a surprise).
+const LAST_MESSAGES: Duration = Duration::from_secs(5);
+
+/// Everything still queued or on its way to an old queue, until its last sender is gone.
+fn take_rest(rx: &Receiver<Message>, into: &mut Vec<Message>) {
+    loop {
+        match rx.recv_timeout(LAST_MESSAGES) {
+            Ok(m) => into.push(m),
+            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {
+                tracing::warn!("rebalance: an old queue is still open; going on without it");
+                return;
+            }
+        }
+    }
+}
+
+/// Send each message to the queue of its task's new executor, in the order taken (the
+/// messages of one task all come from one old queue, so their order is kept).
+fn redeliver(messages: Vec<Message>, plan: &Plan, queues: &[Sender<Message>]) {
+    let mut exec_of_task = BTreeMap::new();
+    for (i, (_, tasks)) in plan.executors().into_iter().enumerate() {
+        for t in tasks {
+            exec_of_task.insert(t, i);
+        }
+    }
+    for m in messages {
+        let task = match &m {
+            Message::Tuples { task, .. } => *task,
+            Message::Acks(a) => a.task,
+            Message::Eos { to, .. } | Message::Marker { to, .. } => *to,
+            Message::Wake => continue,
+        };
+        if let Some(q) = exec_of_task.get(&task).and_then(|&i| queues.get(i)) {
+            // The new executors run: a full queue empties.
+            let _ = q.send(m);
+        }
     }
 }

@@ -216,7 +216,7 @@ fn a_word_count_rebalanced_to_three_workers_and_back_keeps_exact_totals() {
         let s = summary(&a);
         (s["workersTotal"] == 1 && s["executorsTotal"] == 5).then_some(())
     });
-    let status = run.child.wait().expect("the run ends");
+    let status = eventually("the run to end", || run.child.try_wait().ok().flatten());
     assert!(status.success(), "the run failed: {status}");
     let text = std::fs::read_to_string(&run.stdout).expect("read the run's stdout");
     let mut got: BTreeMap<String, u64> = BTreeMap::new();
@@ -549,4 +549,61 @@ fn a_cluster_rebalance_writes_the_new_assignment_and_the_topology_runs_on() {
     eventually("one worker process again", || {
         (workers_of(&id, &slots).len() == 1).then_some(())
     });
+}
+
+/// A spout that is done at once, a slow bolt with a backlog; acking off.
+const BACKLOG: &str = "\
+name: backlog
+config:
+  topology.acker.executors: 0
+spouts:
+  - id: g
+    type: generate
+    args: { count: 400, rate: 100000, values: [[a], [b]] }
+bolts:
+  - id: slow
+    type: chaos
+    args: { delay: 10ms }
+    tasks: 2
+  - id: count
+    type: count
+  - id: print
+    type: stdout
+streams:
+  - { from: g, to: slow, grouping: shuffle }
+  - { from: slow, to: count, grouping: shuffle }
+  - { from: count, to: print, grouping: shuffle }
+";
+
+#[test]
+fn a_rebalance_without_a_wait_hands_queued_tuples_to_the_new_executors() {
+    let mut run = start(BACKLOG, &[]);
+    let a = run.addr.clone();
+    let executed = |id: &str| {
+        get(&a, "/api/v1/topology/backlog")["bolts"]
+            .as_array()
+            .and_then(|b| b.iter().find(|b| b["boltId"] == id).cloned())
+            .and_then(|b| b["executed"].as_u64())
+            .expect("the bolt's executed count")
+    };
+    let emitted = || get(&a, "/api/v1/topology/backlog")["spouts"][0]["emitted"].as_u64();
+    eventually("the spout to be done", || {
+        (emitted() == Some(400)).then_some(())
+    });
+    // 400 tuples at 10 ms each on one executor: most are still queued.
+    let before = executed("slow");
+    assert!(before < 400, "the backlog is there ({before} executed)");
+    let out = rebalance(&["backlog", "--ui", &a, "-w", "0", "-n", "2", "-e", "slow=2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The spout's end of input was queued behind the tuples: the run ends only if it moved too.
+    let status = eventually("the run to end", || run.child.try_wait().ok().flatten());
+    assert!(status.success(), "the run failed: {status}");
+    let text = std::fs::read_to_string(&run.stdout).expect("read the run's stdout");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["a\t200", "b\t200"]);
 }
