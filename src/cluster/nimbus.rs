@@ -700,6 +700,15 @@ impl Nimbus {
             }
         }
         let id = found.ok_or_else(|| anyhow::anyhow!("no running topology named `{name}`"))?;
+        if state
+            .storm_base(&id)?
+            .is_some_and(|b| b.status == TopologyStatus::Rebalancing)
+        {
+            return Err(crate::topology::rebalance::Invalid(format!(
+                "{id} is rebalancing: it returns to its status before when the rebalance ends"
+            ))
+            .into());
+        }
         let status = if active {
             TopologyStatus::Active
         } else {

@@ -200,6 +200,16 @@ impl Source for LocalRun {
             !self.control.stop.load(Relaxed),
             "the topology is being killed"
         );
+        if matches!(action, Action::Activate | Action::Deactivate)
+            && self.control.rebalancing.load(Relaxed)
+        {
+            return Err(crate::topology::rebalance::Invalid(
+                "the topology is rebalancing: it returns to its status before when the \
+                 rebalance ends"
+                    .into(),
+            )
+            .into());
+        }
         match action {
             Action::Activate => self.control.paused.store(false, Relaxed),
             Action::Deactivate => self.control.paused.store(true, Relaxed),

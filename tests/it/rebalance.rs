@@ -308,6 +308,9 @@ fn the_rest_api_rebalances_and_refuses_bad_bodies() {
         status, 400,
         "a second rebalance while one is under way: {v}"
     );
+    let deactivate = "/api/v1/topology/endless/deactivate";
+    let (status, v) = http(a, "POST", deactivate, &[JSON, auth], "");
+    assert_eq!(status, 400, "deactivate while rebalancing: {v}");
     let s = eventually("the rebalance to end", || {
         let s = summary(a);
         (s["status"] == "ACTIVE").then_some(s)
@@ -323,13 +326,7 @@ fn the_rest_api_rebalances_and_refuses_bad_bodies() {
         .expect("the count bolt");
     assert_eq!(count["executors"], 3, "{count}");
     // A deactivated topology stays deactivated after a rebalance.
-    let (status, _) = http(
-        a,
-        "POST",
-        "/api/v1/topology/endless/deactivate",
-        &[JSON, auth],
-        "",
-    );
+    let (status, _) = http(a, "POST", deactivate, &[JSON, auth], "");
     assert_eq!(status, 200);
     let (status, v) = http(
         a,

@@ -101,8 +101,17 @@ impl Nimbus {
         Ok(())
     }
 
-    /// Store the new submission, assign afresh, and put the status back.
+    /// Store the new submission, assign afresh, and put the status back (unless the topology
+    /// was killed meanwhile).
     fn switch(&self, id: &str, p: Pending) -> anyhow::Result<()> {
+        let rebalancing = self
+            .state()
+            .storm_base(id)?
+            .is_some_and(|b| b.status == TopologyStatus::Rebalancing);
+        if !rebalancing {
+            tracing::info!("nimbus: {id} is no longer rebalancing; the rebalance is dropped");
+            return Ok(());
+        }
         let topology = crate::cluster::submission::load_submission(&p.submission)
             .map_err(|e| anyhow::anyhow!("the rebalanced topology does not validate: {e}"))?;
         let plan = Plan::new(&topology);
