@@ -30,6 +30,16 @@ pub(crate) struct Switch {
     reply: Sender<anyhow::Result<()>>,
 }
 
+/// What parking every executor gives back.
+struct Parking {
+    /// Every task, those of executors that had ended before included.
+    tasks: Vec<Parked>,
+    /// The parked executors' receive queues.
+    inboxes: Vec<Receiver<Message>>,
+    /// What was taken from them while the others parked.
+    leftovers: Vec<Message>,
+}
+
 /// How often the wait looks at the spouts' open trees.
 const DRAIN_POLL: Duration = Duration::from_millis(20);
 /// Polls in a row that must see no open tree before the wait ends early (a spout may be in
@@ -152,7 +162,11 @@ impl Running {
     /// Park every executor, then start the new layout of `topology` with their tasks, and
     /// hand it what was still queued for them.
     fn switch_to(&mut self, topology: Topology) -> anyhow::Result<()> {
-        let (parked, old_inboxes, mut leftovers) = self.park_all()?;
+        let Parking {
+            tasks: parked,
+            inboxes: old_inboxes,
+            mut leftovers,
+        } = self.park_all()?;
         // Every executor is parked: the new ones must not be.
         self.control.park.store(false, Relaxed);
         let topology = Arc::new(topology);
@@ -191,7 +205,7 @@ impl Running {
     /// meanwhile (an executor still flushing to one must not block); then join the transfer
     /// threads. Returns every task (those of executors that had ended before included), the
     /// parked executors' queues, and what was taken from them.
-    fn park_all(&mut self) -> anyhow::Result<(Vec<Parked>, Vec<Receiver<Message>>, Vec<Message>)> {
+    fn park_all(&mut self) -> anyhow::Result<Parking> {
         self.control.park.store(true, Relaxed);
         for w in std::mem::take(&mut self.wake) {
             // A full queue means a busy executor, which sees the switch after its message.
@@ -219,7 +233,11 @@ impl Running {
         for h in self.plumbing.drain(..) {
             let _ = h.join();
         }
-        Ok((parked, inboxes, leftovers))
+        Ok(Parking {
+            tasks: parked,
+            inboxes,
+            leftovers,
+        })
     }
 
     /// The report of an executor that ended; its latency counted.

@@ -2,7 +2,7 @@
 //! `rebalancing` (its workers pause their spouts at their next heartbeat), and once the wait is
 //! over the monitor stores the new counts in the submission (so every worker loads the same
 //! plan), writes a fresh assignment, and puts the status back. Supervisors restart the
-//! workers whose assignment changed; the state bolts kept in memory in those processes is
+//! workers whose assignment changed; the state bolts keep in memory in those processes is
 //! lost, as in Storm.
 
 use super::{now_secs, Known, Nimbus};
