@@ -604,3 +604,50 @@ fn a_rebalance_without_a_wait_hands_queued_tuples_to_the_new_executors() {
     lines.sort();
     assert_eq!(lines, ["a\t200", "b\t200"]);
 }
+
+#[test]
+fn a_shell_bolt_rebalanced_to_two_executors_keeps_its_child_and_the_totals() {
+    const COUNT: usize = 3000;
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("multilang/examples");
+    let topology = format!(
+        "name: shell\nconfig:\n  topology.shellbolt.max.pending: 100\nspouts:\n  - id: text\n    \
+         type: generate\n    args: {{ count: {COUNT}, rate: 600, values: [[\"the dog barks\"], \
+         [\"the cat\"]] }}\nbolts:\n  - id: split\n    type: shell\n    command: [python3, split.py]\n    \
+         cwd: {}\n    fields: [word]\n    tasks: 2\n  - id: count\n    type: count\n    \
+         args: {{ fields: [word] }}\n  - id: out\n    type: stdout\nstreams:\n  \
+         - {{ from: text, to: split, grouping: shuffle }}\n  \
+         - {{ from: split, to: count, grouping: {{ type: fields, args: [word] }} }}\n  \
+         - {{ from: count, to: out, grouping: global }}\n",
+        examples.display()
+    );
+    let mut run = start(&topology, &[]);
+    let a = run.addr.clone();
+    let emitted = || get(&a, "/api/v1/topology/shell")["spouts"][0]["emitted"].as_u64();
+    eventually("the spout to emit", || emitted().filter(|e| *e > 0));
+    let out = rebalance(&["shell", "--ui", &a, "-n", "2", "-e", "split=2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("two workers", || {
+        (summary(&a)["workersTotal"] == 2).then_some(())
+    });
+    assert!(
+        emitted().is_some_and(|e| e < COUNT as u64),
+        "the run must still be going after the rebalance"
+    );
+    let status = eventually("the run to end", || run.child.try_wait().ok().flatten());
+    assert!(status.success(), "the run failed: {status}");
+    let text = std::fs::read_to_string(&run.stdout).expect("read the run's stdout");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    let half = COUNT / 2;
+    let expected = [
+        format!("barks\t{half}"),
+        format!("cat\t{half}"),
+        format!("dog\t{half}"),
+        format!("the\t{COUNT}"),
+    ];
+    assert_eq!(lines, expected);
+}
