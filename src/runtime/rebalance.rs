@@ -182,8 +182,9 @@ impl Running {
         wiring.spawn_resumed(&tables, builder::pool(parked))?;
         let wake = wiring.wakers();
         let next = wiring.running(plumbing);
+        let deadline = Instant::now() + LAST_MESSAGES;
         for rx in &old_inboxes {
-            take_rest(rx, &mut leftovers);
+            take_rest(rx, deadline, &mut leftovers);
         }
         redeliver(leftovers, &next.plan, &wake);
         self.handles = next.handles;
@@ -263,17 +264,20 @@ impl Running {
     }
 }
 
-/// The longest wait for the last message on its way to an old queue (the receive threads end
-/// right after the transfer threads, already joined; this only bounds a surprise).
+/// The longest wait, over all old queues, for the last messages on their way to them (the
+/// receive threads end right after the transfer threads, already joined; this only bounds a
+/// surprise).
 const LAST_MESSAGES: Duration = Duration::from_secs(5);
 
-/// Everything still queued or on its way to an old queue, until its last sender is gone.
-fn take_rest(rx: &Receiver<Message>, into: &mut Vec<Message>) {
+/// Everything still queued or on its way to an old queue, until its last sender is gone (or
+/// `deadline`: what is queued by then is taken all the same).
+fn take_rest(rx: &Receiver<Message>, deadline: Instant, into: &mut Vec<Message>) {
     loop {
-        match rx.recv_timeout(LAST_MESSAGES) {
+        match rx.recv_deadline(deadline) {
             Ok(m) => into.push(m),
             Err(RecvTimeoutError::Disconnected) => return,
             Err(RecvTimeoutError::Timeout) => {
+                into.extend(rx.try_iter());
                 tracing::warn!("rebalance: an old queue is still open; going on without it");
                 return;
             }
