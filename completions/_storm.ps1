@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill a topology on a running cluster')
             [CompletionResult]::new('activate', 'activate', [CompletionResultType]::ParameterValue, 'Activate a deactivated topology: its spouts emit again')
             [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
+            [CompletionResult]::new('rebalance', 'rebalance', [CompletionResultType]::ParameterValue, 'Re-place a running topology with new worker and executor counts (tasks are fixed)')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
             [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)')
@@ -219,6 +220,22 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'storm;rebalance' {
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The new number of workers')
+            [CompletionResult]::new('--num-workers', '--num-workers', [CompletionResultType]::ParameterName, 'The new number of workers')
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'A component''s new number of executors, 1 to its task count (repeatable)')
+            [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'A component''s new number of executors, 1 to its task count (repeatable)')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'storm;top' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
@@ -323,6 +340,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('kill', 'kill', [CompletionResultType]::ParameterValue, 'Kill a topology on a running cluster')
             [CompletionResult]::new('activate', 'activate', [CompletionResultType]::ParameterValue, 'Activate a deactivated topology: its spouts emit again')
             [CompletionResult]::new('deactivate', 'deactivate', [CompletionResultType]::ParameterValue, 'Deactivate a topology: its spouts pause, tuples in flight complete')
+            [CompletionResult]::new('rebalance', 'rebalance', [CompletionResultType]::ParameterValue, 'Re-place a running topology with new worker and executor counts (tasks are fixed)')
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
             [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)')
@@ -371,6 +389,9 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;deactivate' {
+            break
+        }
+        'storm;help;rebalance' {
             break
         }
         'storm;help;top' {

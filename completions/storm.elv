@@ -35,6 +35,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand kill 'Kill a topology on a running cluster'
             cand activate 'Activate a deactivated topology: its spouts emit again'
             cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
+            cand rebalance 'Re-place a running topology with new worker and executor counts (tasks are fixed)'
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
             cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand state 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)'
@@ -198,6 +199,21 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;rebalance'= {
+            cand -w 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)'
+            cand --wait 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)'
+            cand -n 'The new number of workers'
+            cand --num-workers 'The new number of workers'
+            cand -e 'A component''s new number of executors, 1 to its task count (repeatable)'
+            cand --executor 'A component''s new number of executors, 1 to its task count (repeatable)'
+            cand --nimbus 'Nimbus address'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;top'= {
             cand --nimbus 'Nimbus address'
             cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
@@ -290,6 +306,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand kill 'Kill a topology on a running cluster'
             cand activate 'Activate a deactivated topology: its spouts emit again'
             cand deactivate 'Deactivate a topology: its spouts pause, tuples in flight complete'
+            cand rebalance 'Re-place a running topology with new worker and executor counts (tasks are fixed)'
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
             cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand state 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)'
@@ -324,6 +341,8 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;activate'= {
         }
         &'storm;help;deactivate'= {
+        }
+        &'storm;help;rebalance'= {
         }
         &'storm;help;top'= {
         }

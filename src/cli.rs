@@ -49,6 +49,8 @@ pub enum Command {
     Activate(OperationArgs),
     /// Deactivate a topology: its spouts pause, tuples in flight complete
     Deactivate(OperationArgs),
+    /// Re-place a running topology with new worker and executor counts (tasks are fixed)
+    Rebalance(RebalanceArgs),
     /// A live terminal view of a running topology's components (from its UI or nimbus)
     Top(TopArgs),
     /// Print the tuples a component emits, live, as JSON lines (from a run's UI)
@@ -446,6 +448,26 @@ pub struct TargetArgs {
 pub struct OperationArgs {
     /// Topology name (or id)
     pub name: String,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RebalanceArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// Seconds the spouts stay deactivated before the switch, at most (default: the topology's
+    /// message timeout; the switch comes sooner once no tuple tree is pending)
+    #[arg(short = 'w', long = "wait", value_name = "SECS")]
+    pub wait: Option<u64>,
+    /// The new number of workers
+    #[arg(short = 'n', long = "num-workers", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub num_workers: Option<u32>,
+    /// A component's new number of executors, 1 to its task count (repeatable)
+    #[arg(short = 'e', long = "executor", value_name = "COMPONENT=PARALLELISM",
+          value_parser = crate::topology::rebalance::parse_executor)]
+    pub executors: Vec<(String, u32)>,
     #[command(flatten)]
     pub target: TargetArgs,
 }

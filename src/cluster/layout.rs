@@ -137,13 +137,15 @@ impl AssignmentInfo {
     }
 }
 
-/// A topology's status (Storm's `:active`, `:inactive`, `:killed`).
+/// A topology's status (Storm's `:active`, `:inactive`, `:killed`, `:rebalancing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TopologyStatus {
     Active,
     Inactive,
     Killed,
+    /// Spouts deactivated until the rebalance's wait is over and its assignment written.
+    Rebalancing,
 }
 
 /// `/storms/{id}` (Storm's `StormBase`).

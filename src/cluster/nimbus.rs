@@ -99,6 +99,8 @@ pub struct Nimbus {
     known: Mutex<HashMap<String, Arc<Known>>>,
     /// Slots whose worker finished its executors (end of input), per topology.
     finished: Mutex<BTreeMap<String, BTreeSet<NodePort>>>,
+    /// Rebalances waiting for their wait to be over, per topology (the monitor ends them).
+    rebalances: Mutex<BTreeMap<String, rebalance::Pending>>,
     dirty: AtomicBool,
     /// `storm.cluster.secret`: clients must prove it.
     secret: Option<Secret>,
@@ -166,7 +168,10 @@ pub(crate) fn record_beats<S: CoordinationStore>(
     Ok(BeatReply {
         assigned,
         active: base.status == TopologyStatus::Active,
-        paused: base.status == TopologyStatus::Inactive,
+        paused: matches!(
+            base.status,
+            TopologyStatus::Inactive | TopologyStatus::Rebalancing
+        ),
     })
 }
 
@@ -225,6 +230,7 @@ impl Nimbus {
             config,
             known: Mutex::new(HashMap::new()),
             finished: Mutex::new(BTreeMap::new()),
+            rebalances: Mutex::new(BTreeMap::new()),
             failing: Mutex::new(BTreeMap::new()),
             dirty: AtomicBool::new(true),
             secret,
@@ -365,6 +371,15 @@ impl Nimbus {
             Request::List => serde_json::to_value(self.list()?)?,
             Request::Kill { name, wait_secs } => json!(self.kill(&name, wait_secs)?),
             Request::SetActive { name, active } => json!(self.set_active(&name, active)?),
+            Request::Rebalance {
+                name,
+                wait_secs,
+                workers,
+                executors,
+            } => {
+                let request = crate::topology::rebalance::Rebalance { workers, executors };
+                json!(self.rebalance(&name, wait_secs, &request)?)
+            }
             Request::Dump { json } => json!(self.dump(json)?),
             Request::OpenSession { timeout_ms } => {
                 json!(self.open_session(Duration::from_millis(timeout_ms)))
@@ -685,6 +700,15 @@ impl Nimbus {
             }
         }
         let id = found.ok_or_else(|| anyhow::anyhow!("no running topology named `{name}`"))?;
+        if state
+            .storm_base(&id)?
+            .is_some_and(|b| b.status == TopologyStatus::Rebalancing)
+        {
+            return Err(crate::topology::rebalance::Invalid(format!(
+                "{id} is rebalancing: it returns to its status before when the rebalance ends"
+            ))
+            .into());
+        }
         let status = if active {
             TopologyStatus::Active
         } else {
@@ -786,6 +810,7 @@ impl Nimbus {
         if self.zk.as_ref().is_some_and(|zk| zk.settling()) {
             return Ok(());
         }
+        self.finish_rebalances()?;
         let timeout = self.config.nimbus_task_timeout().as_secs().max(1);
         let state = self.state();
         let supervisors = state.supervisors()?;
@@ -939,6 +964,8 @@ impl Nimbus {
     }
 }
 
+mod rebalance;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -975,6 +1002,7 @@ mod tests {
                 overrides: Vec::new(),
                 home: None,
                 resources: String::new(),
+                parallelism: Default::default(),
             })
             .unwrap();
 

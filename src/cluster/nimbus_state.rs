@@ -287,6 +287,38 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(true)
     }
 
+    /// A rebalance's assignment: `plan`'s executors scheduled afresh over `workers` slots
+    /// (the topology's own slots count as free), and the worker count in `/storms/{id}`.
+    pub fn rebalance_assign(
+        &self,
+        id: &str,
+        plan: &Plan,
+        workers: u32,
+        now_secs: u64,
+    ) -> Result<(), ClusterError> {
+        let slots = self.available_slots(id)?;
+        let placed = placement::schedule(plan, &slots, workers, &Schedule::default())?;
+        let task_to_node_port = placed.task_to_node_port();
+        let node_host = slots
+            .iter()
+            .filter(|s| placed.slots().iter().any(|np| np.node == s.node))
+            .map(|s| (s.node.clone(), s.host.clone()))
+            .collect();
+        let info = AssignmentInfo {
+            master_code_dir: format!("{}/nimbus/stormdist/{id}", self.local_dir),
+            node_host,
+            task_to_start_time: task_to_node_port.keys().map(|t| (*t, now_secs)).collect(),
+            task_to_node_port,
+        };
+        self.write(&self.layout.assignment(id), &info)?;
+        let path = self.layout.storm(id);
+        let mut base: StormBase = self
+            .read(&path)?
+            .ok_or_else(|| ClusterError::NoTopology(id.to_string()))?;
+        base.num_workers = workers;
+        self.write(&path, &base)
+    }
+
     /// Set a topology's status in `/storms/{id}`.
     pub fn set_status(&self, id: &str, status: TopologyStatus) -> Result<(), ClusterError> {
         let path = self.layout.storm(id);

@@ -9,6 +9,7 @@ use crate::logging::{held_back, Throttle};
 use crate::net::auth::{self, Secret};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,6 +42,9 @@ pub struct Submission {
     /// Multilang resources shipped with the topology (`resources::pack`); empty when none.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resources: String,
+    /// Executor counts set by rebalances, by component id (over the file's `parallelism`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parallelism: BTreeMap<String, u32>,
 }
 
 /// What a worker needs to start: the submission, its assignment and the topology's status.
@@ -125,6 +129,14 @@ pub enum Request {
     },
     /// Activate or deactivate a topology (by name or id) -> topology id
     SetActive { name: String, active: bool },
+    /// Rebalance a topology (by name or id): deactivate, wait (default: its message
+    /// timeout), re-assign with the new counts, restore its status -> topology id
+    Rebalance {
+        name: String,
+        wait_secs: Option<u64>,
+        workers: Option<u32>,
+        executors: BTreeMap<String, u32>,
+    },
     /// -> the tree as text (or pretty JSON)
     Dump { json: bool },
     /// -> session id

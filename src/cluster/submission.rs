@@ -24,7 +24,26 @@ pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
         load_text(sub.text.clone(), Path::new(&sub.path), &opts)
     };
     match loaded {
-        Ok(l) => within_cluster_bounds(&l.topology).map(|()| l.topology),
+        Ok(mut l) => {
+            for (id, &n) in &sub.parallelism {
+                let c = l
+                    .topology
+                    .components
+                    .iter_mut()
+                    .find(|c| c.id == *id)
+                    .ok_or_else(|| {
+                        format!("a rebalance names component `{id}`, not in the file")
+                    })?;
+                if n == 0 || n > c.tasks {
+                    return Err(format!(
+                        "a rebalance gives `{id}` {n} executors, for {} task(s)",
+                        c.tasks
+                    ));
+                }
+                c.parallelism = n;
+            }
+            within_cluster_bounds(&l.topology).map(|()| l.topology)
+        }
         Err(LoadError::Unreadable(reason)) => Err(reason),
         Err(LoadError::Invalid {
             source,
@@ -126,6 +145,7 @@ mod tests {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             home: None,
             resources: String::new(),
+            parallelism: Default::default(),
         };
         // Validation states the limit (the nimbus bound behind it is the second line of defence).
         let err =

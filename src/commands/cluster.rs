@@ -4,7 +4,8 @@
 use super::{load_topology, Status};
 use crate::cli::{ConfigOverrides, TopologySource};
 use crate::cli::{
-    KillArgs, NimbusAddrArgs, NimbusArgs, OperationArgs, SubmitArgs, SupervisorArgs, WorkerArgs,
+    KillArgs, NimbusAddrArgs, NimbusArgs, OperationArgs, RebalanceArgs, SubmitArgs, SupervisorArgs,
+    WorkerArgs,
 };
 use crate::cluster::nimbus::Nimbus;
 use crate::cluster::rpc::{self, Request, Submission, TopologySummary};
@@ -218,6 +219,7 @@ pub fn submission(
         overrides: overrides.to_vec(),
         home,
         resources: String::new(),
+        parallelism: Default::default(),
     })
 }
 
@@ -343,6 +345,56 @@ pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
         nimbus_client(nimbus, &[]).call::<String>(&request)?
     };
     crate::stderr_println!("{verb}d {} ({id})", a.name);
+    Ok(Status::Success)
+}
+
+/// `storm rebalance NAME [-w SECS] [-n N] [-e COMPONENT=PARALLELISM]...`, through nimbus or
+/// a UI (a local run's, `storm run --ui`, or nimbus's). Without `-w` the wait is the
+/// topology's message timeout.
+pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
+    let Some(ui) = &a.target.ui else {
+        let request = Request::Rebalance {
+            name: a.name.clone(),
+            wait_secs: a.wait,
+            workers: a.num_workers,
+            executors: a.executors.iter().cloned().collect(),
+        };
+        let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
+        let id: String = nimbus_client(nimbus, &[]).call(&request)?;
+        crate::stderr_println!(
+            "rebalancing {} ({id}): deactivated for the wait, then assigned afresh",
+            a.name
+        );
+        return Ok(Status::Success);
+    };
+    let name = super::ui::encode(&a.name);
+    let wait = match a.wait {
+        Some(w) => w,
+        None => {
+            let page = crate::ui::client::get_json(ui, &format!("/api/v1/topology/{name}"))?;
+            page["msgTimeout"].as_u64().unwrap_or(30)
+        }
+    };
+    let mut options = serde_json::Map::new();
+    if let Some(n) = a.num_workers {
+        options.insert("numWorkers".into(), n.into());
+    }
+    if !a.executors.is_empty() {
+        let executors: serde_json::Map<String, serde_json::Value> = a
+            .executors
+            .iter()
+            .map(|(c, n)| (c.clone(), (*n).into()))
+            .collect();
+        options.insert("executors".into(), executors.into());
+    }
+    let body = serde_json::json!({ "rebalanceOptions": options }).to_string();
+    let path = format!("/api/v1/topology/{name}/rebalance/{wait}");
+    let answer = crate::ui::client::post_body(ui, &path, a.target.token.as_deref(), &body)?;
+    let id = answer["topologyId"].as_str().unwrap_or(&a.name);
+    crate::stderr_println!(
+        "rebalancing {} ({id}): deactivated for at most {wait}s, then re-placed",
+        a.name
+    );
     Ok(Status::Success)
 }
 

@@ -53,6 +53,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Worker(a) => cluster::worker(a),
         Command::Activate(a) => cluster::set_active(a, true),
         Command::Deactivate(a) => cluster::set_active(a, false),
+        Command::Rebalance(a) => cluster::rebalance(a),
         Command::Top(a) => top::run(a),
         Command::Tap(a) => ui::tap(a),
         Command::State(StateCommand::Ls(a)) => state::ls(a),

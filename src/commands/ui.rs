@@ -31,8 +31,11 @@ pub fn serve_local(
     running: &Running,
 ) -> anyhow::Result<UiServer> {
     let token = ui_token(&topology.config);
-    let source =
-        crate::ui::local::LocalRun::new(topology, running.stats.clone(), running.control.clone());
+    let source = crate::ui::local::LocalRun::new(
+        running.stats.clone(),
+        running.control.clone(),
+        running.rebalancer(),
+    );
     let ui = server::start(addr, Arc::new(source), token)?;
     crate::stderr_println!("ui: http://{}/", ui.addr);
     Ok(ui)

@@ -67,13 +67,23 @@ impl TaskContext {
     }
 }
 
-/// Wakes an executor from another thread (a shell component's reader, say).
+/// The function a waker calls.
+type WakeFn = Arc<dyn Fn() + Send + Sync>;
+
+/// Wakes an executor from another thread (a shell component's reader, say). Clones share their
+/// target, so a task moved to another executor (a rebalance) is woken there through every
+/// clone its component kept.
 #[derive(Clone)]
-pub struct Waker(Arc<dyn Fn() + Send + Sync>);
+pub struct Waker(Arc<std::sync::RwLock<WakeFn>>);
 
 impl Waker {
     pub fn new(f: impl Fn() + Send + Sync + 'static) -> Waker {
-        Waker(Arc::new(f))
+        Waker(Arc::new(std::sync::RwLock::new(Arc::new(f))))
+    }
+
+    /// Make this waker and every clone of it call `f` from now on.
+    pub fn retarget(&self, f: impl Fn() + Send + Sync + 'static) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(f);
     }
 
     /// A waker that does nothing (tests).
@@ -82,7 +92,8 @@ impl Waker {
     }
 
     pub fn wake(&self) {
-        (self.0)()
+        let f = self.0.read().unwrap_or_else(|e| e.into_inner()).clone();
+        f()
     }
 }
 

@@ -11,7 +11,7 @@ use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::{Checkpointing, Report};
 use super::collector::Emitter;
 use super::executor::{
-    BoltExecutor, BoltSlot, ExecutorReport, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
+    BoltExecutor, BoltSlot, ExecutorReport, Parked, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
 };
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
@@ -172,6 +172,17 @@ impl<'a> Wiring<'a> {
             placement,
             local,
         })
+    }
+
+    /// Share `control` with a run already going (a rebalance builds its new layout with it).
+    pub(crate) fn with_control(mut self, control: Arc<RunControl>) -> Wiring<'a> {
+        self.control = control;
+        self
+    }
+
+    /// The executors' receive queues, to wake them (a rebalance asks them to park).
+    pub(crate) fn wakers(&self) -> Vec<Sender<Message>> {
+        self.inboxes.iter().map(|(tx, _)| tx.clone()).collect()
     }
 
     fn workers(&self) -> usize {
@@ -446,6 +457,7 @@ impl<'a> Wiring<'a> {
             clock: Instant::now(),
             inactive: false,
             checkpoints,
+            resumed: false,
         })
     }
 
@@ -487,6 +499,124 @@ impl<'a> Wiring<'a> {
             first_task: *parts.tasks.start(),
             tick,
             checkpoints,
+            control: self.control.clone(),
+            resumed: false,
+        })
+    }
+
+    /// Spawn the executors of every worker again with the tasks of a run before a rebalance
+    /// (`pool`, by task id), as they were: state, open trees and counters move with them; the
+    /// routing, the waker and the executor around them are new.
+    pub(crate) fn spawn_resumed(
+        &mut self,
+        tables: &[RouteTable],
+        mut pool: BTreeMap<u32, Pooled>,
+    ) -> anyhow::Result<()> {
+        let (plan, topology) = (self.plan.clone(), self.topology.clone());
+        for (i, (component, tasks)) in plan.executors().into_iter().enumerate() {
+            let w = self.worker_of_exec(i);
+            let role = Role::of(&topology, component).ok_or_else(|| {
+                anyhow::anyhow!("component `{component}` of the plan is not in the topology")
+            })?;
+            let parts = self.executor_parts(i, component, tasks, Outbox::new(tables[w].clone()));
+            let name = format!("{component}-{}", parts.tasks.start());
+            let done = self.done.0.clone();
+            let handle = match role {
+                Role::Spout(_) => {
+                    let exec = self.resumed_spout(parts, &mut pool)?;
+                    spawn_named(name, done, move || exec.run())?
+                }
+                Role::Bolt(_) | Role::Acker => {
+                    let exec = self.resumed_bolt(parts, role, &mut pool)?;
+                    spawn_named(name, done, move || exec.run())?
+                }
+            };
+            self.handles.push((component.to_string(), handle));
+        }
+        Ok(())
+    }
+
+    /// Point a task taken over from an earlier layout at its new executor and worker.
+    fn refit<C: ?Sized, S>(&mut self, parts: &ExecutorParts, slot: &mut TaskSlot<C, S>) {
+        let task = slot.ctx.task_id;
+        slot.ctx.topology = self.topology.clone();
+        slot.ctx.plan = self.plan.clone();
+        let wake = parts.inbox.0.clone();
+        slot.ctx.waker.retarget(move || {
+            let _ = wake.try_send(Message::Wake);
+        });
+        slot.emitter.router = Router::new(
+            &self.topology,
+            &self.plan,
+            parts.component,
+            task,
+            &parts.local_tasks,
+        );
+        let stats = slot.emitter.stats.clone();
+        self.stats
+            .insert(task, (parts.component.to_string(), stats));
+    }
+
+    fn resumed_spout(
+        &mut self,
+        parts: ExecutorParts,
+        pool: &mut BTreeMap<u32, Pooled>,
+    ) -> anyhow::Result<SpoutExecutor> {
+        let mut tasks = Vec::new();
+        let mut inactive = false;
+        for task in parts.tasks.clone() {
+            let Some(Pooled::Spout(mut slot, was_inactive)) = pool.remove(&task) else {
+                anyhow::bail!("rebalance: spout task {task} was not handed back");
+            };
+            self.refit(&parts, &mut slot);
+            inactive |= was_inactive;
+            tasks.push(slot);
+        }
+        Ok(SpoutExecutor {
+            inbox: parts.inbox.1,
+            outbox: parts.outbox,
+            tasks,
+            first_task: *parts.tasks.start(),
+            max_pending: self.tracking.max_pending,
+            timeout: self.tracking.timeout,
+            control: self.control.clone(),
+            ack_now: Vec::new(),
+            clock: Instant::now(),
+            inactive,
+            checkpoints: None,
+            resumed: true,
+        })
+    }
+
+    fn resumed_bolt(
+        &mut self,
+        parts: ExecutorParts,
+        role: Role,
+        pool: &mut BTreeMap<u32, Pooled>,
+    ) -> anyhow::Result<BoltExecutor> {
+        let mut tasks = Vec::new();
+        for task in parts.tasks.clone() {
+            let Some(Pooled::Bolt(mut slot)) = pool.remove(&task) else {
+                anyhow::bail!("rebalance: bolt task {task} was not handed back");
+            };
+            self.refit(&parts, &mut slot);
+            tasks.push(slot);
+        }
+        let tick = match role {
+            Role::Acker => self.tracking.timeout,
+            Role::Bolt(spec) | Role::Spout(spec) => {
+                spec.tick.or_else(|| self.topology.config.tick_freq())
+            }
+        };
+        Ok(BoltExecutor {
+            inbox: parts.inbox.1,
+            outbox: parts.outbox,
+            tasks,
+            first_task: *parts.tasks.start(),
+            tick,
+            checkpoints: None,
+            control: self.control.clone(),
+            resumed: true,
         })
     }
 
@@ -495,6 +625,11 @@ impl<'a> Wiring<'a> {
     pub(crate) fn running(self, plumbing: Vec<JoinHandle<()>>) -> Running {
         // The coordinator's thread ends once the executors' report channels are all gone.
         let checkpoints = self.checkpoints.map(|cp| cp.coordinator);
+        let layout = super::Layout {
+            topology: self.topology.clone(),
+            plan: self.plan.clone(),
+            placement: self.placement.clone(),
+        };
         Running {
             checkpoints,
             control: self.control,
@@ -505,8 +640,40 @@ impl<'a> Wiring<'a> {
             topology: self.topology,
             started: Instant::now(),
             done: self.done.1,
+            switches: crossbeam_channel::unbounded(),
+            wake: Vec::new(),
+            ended: Vec::new(),
+            latency: BTreeMap::new(),
+            layout: Arc::new(std::sync::Mutex::new(Arc::new(layout))),
         }
     }
+}
+
+/// One task handed back by its executor, waiting for its place in a new layout.
+pub(crate) enum Pooled {
+    /// A spout task, and whether it had been told it was deactivated.
+    Spout(SpoutSlot, bool),
+    Bolt(BoltSlot),
+}
+
+/// Every task of the executors' reports, by task id.
+pub(crate) fn pool(parked: Vec<Parked>) -> BTreeMap<u32, Pooled> {
+    let mut pool = BTreeMap::new();
+    for p in parked {
+        match p {
+            Parked::Spouts { tasks, inactive } => {
+                for slot in tasks {
+                    pool.insert(slot.ctx.task_id, Pooled::Spout(slot, inactive));
+                }
+            }
+            Parked::Bolts(tasks) => {
+                for slot in tasks {
+                    pool.insert(slot.ctx.task_id, Pooled::Bolt(slot));
+                }
+            }
+        }
+    }
+    pool
 }
 
 /// Run an executor on a thread of its own, named `name`, that signals `done` however it ends.

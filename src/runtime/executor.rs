@@ -140,12 +140,41 @@ pub struct RunControl {
     /// Storm's deactivated topology (`storm deactivate`, the UI): spouts are not asked for
     /// tuples until it is cleared; acks and replays go on.
     pub paused: AtomicBool,
+    /// A rebalance is under way (Storm's `REBALANCING` status).
+    pub rebalancing: AtomicBool,
+    /// Executors stop where they are and hand their tasks back, to be started again in a
+    /// new layout (a rebalance of a local run): nothing is closed or cleaned up.
+    pub park: AtomicBool,
 }
 
 /// What an executor hands back when it ends.
 #[derive(Debug, Default)]
 pub struct ExecutorReport {
     pub complete_latency: Histogram,
+    /// Its tasks, whole: moved into new executors when the run is rebalanced.
+    pub tasks: Option<Parked>,
+    /// A parked executor's receive queue: what is still queued or on its way is handed to the
+    /// tasks' new executors.
+    pub inbox: Option<Receiver<Message>>,
+}
+
+/// The tasks of an executor that ended or parked.
+pub enum Parked {
+    /// Spout tasks, and whether they had been told they were deactivated.
+    Spouts {
+        tasks: Vec<SpoutSlot>,
+        inactive: bool,
+    },
+    Bolts(Vec<BoltSlot>),
+}
+
+impl std::fmt::Debug for Parked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Parked::Spouts { tasks, .. } => write!(f, "Spouts({} tasks)", tasks.len()),
+            Parked::Bolts(tasks) => write!(f, "Bolts({} tasks)", tasks.len()),
+        }
+    }
 }
 
 /// One task of an executor: its component instance, collector state, end-of-input bookkeeping,
@@ -161,6 +190,9 @@ pub struct TaskSlot<C: ?Sized, S = ()> {
     /// counts once.
     pub eos_seen: BTreeSet<u32>,
     pub finished: bool,
+    /// Its component was closed (`cleanup`, `close`): an executor that takes the task over
+    /// after a rebalance does not close it again.
+    pub closed: bool,
 }
 
 impl<C: ?Sized, S: Default> TaskSlot<C, S> {
@@ -174,6 +206,7 @@ impl<C: ?Sized, S: Default> TaskSlot<C, S> {
             eos_expected,
             eos_seen: BTreeSet::new(),
             finished: false,
+            closed: false,
         }
     }
 }
@@ -189,6 +222,9 @@ pub struct BoltExecutor {
     pub first_task: u32,
     pub tick: Option<Duration>,
     pub checkpoints: Option<Checkpointing>,
+    pub control: Arc<RunControl>,
+    /// Its tasks were prepared by an executor before a rebalance: they go on as they were.
+    pub resumed: bool,
 }
 
 /// A bolt executor's timers: ticks, polls, and the last flush of its outbox.
@@ -211,10 +247,12 @@ impl BoltTimers {
 
 impl BoltExecutor {
     pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
-        for t in &mut self.tasks {
-            t.component.prepare(&t.ctx)?;
+        if !self.resumed {
+            for t in &mut self.tasks {
+                t.component.prepare(&t.ctx)?;
+            }
+            self.restore_states()?;
         }
-        self.restore_states()?;
         let poll_every = self
             .tasks
             .iter()
@@ -228,7 +266,7 @@ impl BoltExecutor {
         };
         // Tasks with no upstream at all finish at once.
         for i in 0..self.tasks.len() {
-            if self.tasks[i].eos_expected == 0 {
+            if self.tasks[i].eos_expected == 0 && !self.tasks[i].finished {
                 self.finish_task(i)?;
             }
         }
@@ -236,6 +274,9 @@ impl BoltExecutor {
             let deadline = timers.deadline();
             if !self.receive(deadline)? {
                 break;
+            }
+            if self.control.park.load(Ordering::Relaxed) {
+                return Ok(self.park());
             }
             // The clock is read only when there are timers (it costs a sixth of a fast pipeline).
             if deadline.is_some() {
@@ -255,12 +296,25 @@ impl BoltExecutor {
                 timers.last_flush = Instant::now();
             }
         }
+        for t in self.tasks.iter_mut().filter(|t| !t.closed) {
+            t.component.cleanup();
+            t.closed = true;
+        }
+        let mut report = self.park();
+        // Ended: nothing more is read from the queue, so it must close.
+        report.inbox = None;
+        Ok(report)
+    }
+
+    /// Send what is waiting and hand the tasks and the receive queue back.
+    fn park(&mut self) -> ExecutorReport {
         self.flush_acks();
         self.outbox.flush();
-        for t in &mut self.tasks {
-            t.component.cleanup();
+        ExecutorReport {
+            tasks: Some(Parked::Bolts(std::mem::take(&mut self.tasks))),
+            inbox: Some(self.inbox.clone()),
+            ..Default::default()
         }
-        Ok(ExecutorReport::default())
     }
 
     /// Wait for a message until `deadline` (or for ever) and handle it, with whatever else is
@@ -508,6 +562,8 @@ pub struct SpoutExecutor {
     /// Paused by the operator (see `RunControl::paused`), as last seen.
     pub inactive: bool,
     pub checkpoints: Option<Checkpointing>,
+    /// Its tasks were opened by an executor before a rebalance: they go on as they were.
+    pub resumed: bool,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -561,7 +617,11 @@ pub(crate) fn spout_call<'a>(
 impl SpoutExecutor {
     pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
         let mut report = ExecutorReport::default();
-        self.open_all()?;
+        if self.resumed {
+            self.outbox.drain_while_blocked(self.inbox.clone());
+        } else {
+            self.open_all()?;
+        }
         let mut pacing = Pacing {
             throttle: Throttle::new(),
             room: self.max_pending.map_or(1, resume_room),
@@ -571,6 +631,15 @@ impl SpoutExecutor {
             last_flush: Instant::now(),
         };
         while self.tasks.iter().any(|t| !t.finished) {
+            if self.control.park.load(Ordering::Relaxed) {
+                // Acker answers already queued are taken now; later ones follow the tasks.
+                self.drain_acks(&mut report)?;
+                self.announce();
+                self.outbox.flush();
+                let mut report = self.parked(report);
+                report.inbox = Some(self.inbox.clone());
+                return Ok(report);
+            }
             self.clock = Instant::now();
             // Acks and fails from the acker first.
             let handled = self.drain_acks(&mut report)?;
@@ -593,7 +662,18 @@ impl SpoutExecutor {
             }
         }
         self.close_all();
-        Ok(report)
+        Ok(self.parked(report))
+    }
+
+    /// The report with the tasks handed back.
+    fn parked(&mut self, report: ExecutorReport) -> ExecutorReport {
+        ExecutorReport {
+            tasks: Some(Parked::Spouts {
+                tasks: std::mem::take(&mut self.tasks),
+                inactive: self.inactive,
+            }),
+            ..report
+        }
     }
 
     /// Open and activate every task.
@@ -613,7 +693,8 @@ impl SpoutExecutor {
     /// Close every task and settle its counts of lost and replayed tuples.
     fn close_all(&mut self) {
         self.outbox.flush();
-        for t in &mut self.tasks {
+        for t in self.tasks.iter_mut().filter(|t| !t.closed) {
+            t.closed = true;
             t.component.close();
             // Fails that were not given up on were replayed.
             let stats = &t.emitter.stats;
@@ -895,6 +976,7 @@ impl SpoutExecutor {
         loop {
             let slot = &mut self.tasks[i];
             let open = slot.state.trees.len() as u64;
+            slot.emitter.stats.pending.store(open, Ordering::Relaxed);
             let peak = &slot.emitter.stats.pending_peak;
             if open > peak.load(Ordering::Relaxed) {
                 peak.store(open, Ordering::Relaxed);

@@ -28,6 +28,8 @@ pub struct TaskStats {
     pub progress_done: AtomicU64,
     pub progress_total: AtomicU64,
     pub is_spout: std::sync::atomic::AtomicBool,
+    /// Trees a spout task has open now (a rebalance waits for none).
+    pub pending: AtomicU64,
     /// Spouts: most trees open at once (bounded by `topology.max.spout.pending`).
     pub pending_peak: AtomicU64,
     /// User metrics by name (rarely updated: a lock is cheap enough).

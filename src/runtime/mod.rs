@@ -11,6 +11,7 @@ pub(crate) mod executor;
 pub(crate) mod message;
 pub mod metrics;
 pub(crate) mod open_trees;
+pub mod rebalance;
 pub(crate) mod routing;
 pub(crate) mod tap;
 mod tcp;
@@ -35,6 +36,17 @@ use std::time::{Duration, Instant};
 /// Default `topology.max.spout.pending` when acking is on and none is set: bounds the lines a
 /// replaying spout keeps, and so memory.
 pub(crate) const DEFAULT_MAX_PENDING: u64 = 4096;
+
+/// How a run is laid out now (a local run's changes with each rebalance): what its UI shows.
+#[derive(Debug)]
+pub struct Layout {
+    pub topology: Arc<Topology>,
+    pub plan: Arc<Plan>,
+    pub placement: Placement,
+}
+
+/// The layout, replaced whole by each rebalance.
+pub(crate) type SharedLayout = Arc<std::sync::Mutex<Arc<Layout>>>;
 
 /// What a finished run reports.
 #[derive(Debug)]
@@ -62,6 +74,18 @@ pub struct Running {
     done: crossbeam_channel::Receiver<()>,
     /// The checkpoint coordinator's thread, when the run takes checkpoints.
     checkpoints: Option<JoinHandle<anyhow::Result<checkpoint::coordinator::CheckpointReport>>>,
+    /// Rebalances asked by the UI of a local run, carried out by `wait`.
+    switches: (
+        crossbeam_channel::Sender<rebalance::Switch>,
+        crossbeam_channel::Receiver<rebalance::Switch>,
+    ),
+    /// The executors' receive queues (a local run's only), to wake them for a rebalance.
+    wake: Vec<crossbeam_channel::Sender<message::Message>>,
+    /// The tasks of executors that have ended, for a rebalance to place again.
+    ended: Vec<executor::Parked>,
+    /// Complete latencies of the executors joined so far.
+    latency: BTreeMap<String, Histogram>,
+    layout: SharedLayout,
 }
 
 /// What a component of the plan is to the runtime.
@@ -115,7 +139,14 @@ pub(crate) fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
     let plan = Plan::new(&topology);
     let placement = Placement::round_robin(&plan, topology.config.workers() as usize);
     let all: Vec<usize> = (0..placement.workers).collect();
-    start(topology, &placement, &all, &InProcess)
+    let mut wiring = Wiring::new(topology.clone(), &placement, &all)?;
+    let tables = wiring.route_tables();
+    let plumbing = wiring.spawn_workers(&InProcess)?;
+    wiring.spawn_executors(&tables)?;
+    let wake = wiring.wakers();
+    let mut running = wiring.running(plumbing);
+    running.wake = wake;
+    Ok(running)
 }
 
 /// Start the executors of the `local` workers of a placement; tuples for other workers go
@@ -156,45 +187,26 @@ impl Running {
         self.control.stop.store(true, Ordering::Relaxed);
     }
 
-    /// Wait until every executor has ended, or one has failed (returned at once).
+    /// Wait until every executor has ended, or one has failed (returned at once); rebalances
+    /// asked meanwhile are carried out between the waits.
     pub fn wait(mut self) -> anyhow::Result<RunReport> {
-        let mut latency: BTreeMap<String, Histogram> = BTreeMap::new();
-        let mut lost = 0;
-        let total = self.handles.len();
-        let mut signalled = 0;
-        while signalled < total {
-            let _ = self.done.recv();
-            signalled += 1;
-            // A thread signals just before it ends: wait until every signalled one is joinable,
-            // or a failing executor could be missed while the others wait forever.
-            while total - self.handles.len()
-                + self.handles.iter().filter(|(_, h)| h.is_finished()).count()
-                < signalled
-            {
-                std::thread::yield_now();
-            }
-            // Join whatever has finished; a failure ends the run at once.
-            let mut i = 0;
-            while i < self.handles.len() {
-                if self.handles[i].1.is_finished() {
-                    let (component, h) = self.handles.swap_remove(i);
-                    match h.join() {
-                        Ok(Ok(report)) => {
-                            latency
-                                .entry(component)
-                                .or_default()
-                                .merge(&report.complete_latency);
+        'layouts: loop {
+            let total = self.handles.len();
+            let mut signalled = 0;
+            while signalled < total {
+                crossbeam_channel::select! {
+                    recv(self.done) -> _ => {}
+                    recv(self.switches.1) -> switch => {
+                        if let Ok(switch) = switch {
+                            self.on_switch(switch)?;
+                            continue 'layouts;
                         }
-                        Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
-                        Err(p) => anyhow::bail!(
-                            "component `{component}` crashed: {}",
-                            panic_message(p.as_ref())
-                        ),
                     }
-                } else {
-                    i += 1;
                 }
+                signalled += 1;
+                self.join_finished(total, signalled)?;
             }
+            break;
         }
         for h in self.plumbing.drain(..) {
             let _ = h.join();
@@ -206,16 +218,57 @@ impl Running {
             None => None,
         };
         let elapsed = self.started.elapsed();
-        for (_, st) in self.stats.values() {
-            lost += st.lost.load(Ordering::Relaxed);
-        }
+        let lost = self
+            .stats
+            .values()
+            .map(|(_, st)| st.lost.load(Ordering::Relaxed))
+            .sum();
         Ok(RunReport {
-            components: self.reports(&latency, elapsed),
+            components: self.reports(&self.latency, elapsed),
             elapsed,
             lost,
             acking: self.plan.ackers > 0,
             checkpoints,
         })
+    }
+
+    /// `signalled` of the `total` executors of this layout have said they are ending: join
+    /// them (a failure ends the run at once), keeping their tasks for a later rebalance.
+    fn join_finished(&mut self, total: usize, signalled: usize) -> anyhow::Result<()> {
+        // A thread signals just before it ends: wait until every signalled one is joinable,
+        // or a failing executor could be missed while the others wait forever.
+        while total - self.handles.len()
+            + self.handles.iter().filter(|(_, h)| h.is_finished()).count()
+            < signalled
+        {
+            std::thread::yield_now();
+        }
+        let mut i = 0;
+        while i < self.handles.len() {
+            if !self.handles[i].1.is_finished() {
+                i += 1;
+                continue;
+            }
+            let (component, h) = self.handles.swap_remove(i);
+            match h.join() {
+                Ok(Ok(report)) => {
+                    self.latency
+                        .entry(component)
+                        .or_default()
+                        .merge(&report.complete_latency);
+                    // Kept only where a rebalance may place them again (a local run).
+                    if !self.wake.is_empty() {
+                        self.ended.extend(report.tasks);
+                    }
+                }
+                Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
+                Err(p) => anyhow::bail!(
+                    "component `{component}` crashed: {}",
+                    panic_message(p.as_ref())
+                ),
+            }
+        }
+        Ok(())
     }
 
     fn reports(

@@ -7,6 +7,7 @@ pub mod graph;
 pub mod model;
 pub mod plan;
 pub mod raw;
+pub mod rebalance;
 pub mod validate;
 pub mod yaml;
 

@@ -3,6 +3,7 @@
 //! over the time since an earlier request (up to [`CAPACITY_WINDOW`]), as live as the reader.
 
 use super::{pretty_uptime, Action, ComponentView, SupervisorView, TopologyView};
+use crate::topology::rebalance::Rebalance;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -498,9 +499,80 @@ pub fn operation(id: &str, action: &Action) -> Value {
     json!({ "topologyOperation": action.name(), "topologyId": id, "status": "success" })
 }
 
+/// The body of `POST /topology/:id/rebalance/:wait-time`, as Storm's UI takes it:
+/// `{"rebalanceOptions": {"numWorkers": N, "executors": {"component": n}}}`, every part
+/// optional (an empty body re-places the topology as it is). Unknown keys are errors.
+pub fn rebalance_options(body: &str) -> Result<Rebalance, String> {
+    if body.trim().is_empty() {
+        return Ok(Rebalance::default());
+    }
+    let v: Value = serde_json::from_str(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let top = object(&v, "the body", &["rebalanceOptions"])?;
+    let Some(opts) = top.get("rebalanceOptions") else {
+        return Ok(Rebalance::default());
+    };
+    let opts = object(opts, "rebalanceOptions", &["numWorkers", "executors"])?;
+    let count = |v: &Value, what: &str| {
+        v.as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("{what} must be a whole number, got {v}"))
+    };
+    let mut r = Rebalance::default();
+    if let Some(n) = opts.get("numWorkers") {
+        r.workers = Some(count(n, "numWorkers")?);
+    }
+    if let Some(e) = opts.get("executors") {
+        let e = e
+            .as_object()
+            .ok_or_else(|| "executors must be an object of component: parallelism".to_string())?;
+        for (id, n) in e {
+            r.executors
+                .insert(id.clone(), count(n, &format!("executors.{id}"))?);
+        }
+    }
+    Ok(r)
+}
+
+/// `v` as an object whose keys are all `known` (a suggestion for a misspelt one).
+fn object<'a>(
+    v: &'a Value,
+    what: &str,
+    known: &[&str],
+) -> Result<&'a serde_json::Map<String, Value>, String> {
+    let map = v
+        .as_object()
+        .ok_or_else(|| format!("{what} must be a JSON object"))?;
+    for k in map.keys() {
+        if !known.contains(&k.as_str()) {
+            let hint = crate::topology::yaml::suggest(k, known.iter().copied())
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err(format!(
+                "{what} has an unknown key `{k}` (known: {}){hint}",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(map)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rebalance_bodies_read_as_storms() {
+        let r =
+            rebalance_options(r#"{"rebalanceOptions":{"numWorkers":3,"executors":{"count":2}}}"#)
+                .expect("Storm's sample body");
+        assert_eq!(r.workers, Some(3));
+        assert_eq!(r.executors.get("count"), Some(&2));
+        assert_eq!(rebalance_options(""), Ok(Rebalance::default()));
+        let e = rebalance_options(r#"{"rebalanceOptions":{"numWorker":3}}"#).expect_err("typo");
+        assert!(e.contains("did you mean `numWorkers`"), "{e}");
+        assert!(rebalance_options("{").is_err());
+        assert!(rebalance_options(r#"{"rebalanceOptions":{"numWorkers":-1}}"#).is_err());
+    }
     use crate::ui::TaskView;
 
     fn topo(exec_ns: u64, uptime: Duration) -> TopologyView {

@@ -13,12 +13,17 @@ const MAX_ANSWER: u64 = 64 * 1024 * 1024;
 
 /// GET `path` from the UI at `addr` (`host:port`, or `http://host:port`) and parse the JSON.
 pub fn get_json(addr: &str, path: &str) -> anyhow::Result<Value> {
-    request(addr, "GET", path, None)
+    request(addr, "GET", path, None, "")
 }
 
 /// POST to `path` (Storm's operations), with the UI's token when there is one.
 pub fn post_json(addr: &str, path: &str, token: Option<&str>) -> anyhow::Result<Value> {
-    request(addr, "POST", path, token)
+    request(addr, "POST", path, token, "")
+}
+
+/// POST `body` (JSON) to `path`, with the UI's token when there is one.
+pub fn post_body(addr: &str, path: &str, token: Option<&str>, body: &str) -> anyhow::Result<Value> {
+    request(addr, "POST", path, token, body)
 }
 
 /// The `host:port` part of an address given with or without `http://` and a trailing `/`.
@@ -26,7 +31,13 @@ pub fn host_port(addr: &str) -> &str {
     addr.trim_start_matches("http://").trim_end_matches('/')
 }
 
-fn request(addr: &str, method: &str, path: &str, token: Option<&str>) -> anyhow::Result<Value> {
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> anyhow::Result<Value> {
     let hp = host_port(addr);
     let mut stream =
         TcpStream::connect(hp).map_err(|e| anyhow::anyhow!("cannot reach the UI at {hp}: {e}"))?;
@@ -38,7 +49,8 @@ fn request(addr: &str, method: &str, path: &str, token: Option<&str>) -> anyhow:
     write!(
         stream,
         "{method} {path} HTTP/1.0\r\nHost: {hp}\r\nAccept: application/json\r\n\
-         Content-Type: application/json\r\nContent-Length: 0\r\n{auth}\r\n"
+         Content-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+        body.len()
     )?;
     let mut raw = Vec::new();
     stream

@@ -79,6 +79,7 @@ impl ClusterUi {
             TopologyStatus::Active => "ACTIVE",
             TopologyStatus::Inactive => "INACTIVE",
             TopologyStatus::Killed => "KILLED",
+            TopologyStatus::Rebalancing => "REBALANCING",
         };
         Ok(Some(TopologyView {
             id: id.to_string(),
@@ -143,6 +144,9 @@ impl Source for ClusterUi {
                     .map(|b| b.name)
                     .ok_or_else(|| anyhow::anyhow!("no topology {id}"))?;
                 self.0.kill(&name, Some(*wait_secs)).map(drop)
+            }
+            Action::Rebalance { wait_secs, options } => {
+                self.0.rebalance(id, Some(*wait_secs), options).map(drop)
             }
         }
     }

@@ -1,13 +1,13 @@
 //! The UI's view of a local run (`storm run --ui`): one topology, read straight from its
-//! tasks' counters; activate and deactivate pause the spouts, kill drains and ends the run.
+//! tasks' counters; activate and deactivate pause the spouts, kill drains and ends the run,
+//! rebalance re-places its tasks (the runtime's `Rebalancer`).
 
 use super::{
     components_of, Action, ErrorView, Source, SupervisorView, TaskFigures, TaskView, TopologyView,
 };
-use crate::placement::Placement;
 use crate::runtime::executor::RunControl;
 use crate::runtime::metrics::TaskStats;
-use crate::topology::model::Topology;
+use crate::runtime::rebalance::Rebalancer;
 use crate::topology::plan::Plan;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -17,52 +17,44 @@ use std::time::{Duration, Instant};
 /// A running local topology as the UI sees it.
 pub struct LocalRun {
     id: String,
-    topology: Arc<Topology>,
-    plan: Plan,
     stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
     control: Arc<RunControl>,
     started: Instant,
-    /// The worker (index) of each task.
-    worker_of_task: BTreeMap<u32, usize>,
-    workers: usize,
+    /// The run's layout (it changes with each rebalance) and the way to rebalance it.
+    rebalancer: Rebalancer,
 }
 
 impl LocalRun {
     pub fn new(
-        topology: Arc<Topology>,
         stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
         control: Arc<RunControl>,
+        rebalancer: Rebalancer,
     ) -> LocalRun {
-        let plan = Plan::new(&topology);
-        let placement = Placement::round_robin(&plan, topology.config.workers() as usize);
-        let mut worker_of_task = BTreeMap::new();
-        for ((_, range), w) in plan.executors().iter().zip(&placement.worker_of_exec) {
-            for t in range.clone() {
-                worker_of_task.insert(t, *w);
-            }
-        }
         // Storm's ids are `name-counter-launchtime`; one local topology is counter 1.
-        let id = format!("{}-1-{}", topology.name, crate::cluster::nimbus::now_secs());
+        let name = &rebalancer.layout().topology.name;
+        let id = format!("{name}-1-{}", crate::cluster::nimbus::now_secs());
         LocalRun {
             id,
-            topology,
-            plan,
             stats,
             control,
             started: Instant::now(),
-            worker_of_task,
-            workers: placement.workers,
+            rebalancer,
         }
     }
 
     /// The figures of every task, read now.
     fn figures(&self) -> TaskFigures {
+        let layout = self.rebalancer.layout();
+        let mut worker_of_task = BTreeMap::new();
+        let executors = layout.plan.executors();
+        for ((_, range), w) in executors.iter().zip(&layout.placement.worker_of_exec) {
+            for t in range.clone() {
+                worker_of_task.insert(t, *w);
+            }
+        }
         let mut f = TaskFigures::default();
         for (task, (_, st)) in &self.stats {
-            let worker = format!(
-                "local:{}",
-                self.worker_of_task.get(task).copied().unwrap_or(0)
-            );
+            let worker = format!("local:{}", worker_of_task.get(task).copied().unwrap_or(0));
             f.tasks.insert(*task, task_view(*task, &worker, st));
             let recent = st.recent_errors.lock().unwrap_or_else(|e| e.into_inner());
             f.errors.insert(
@@ -88,6 +80,8 @@ impl LocalRun {
     fn status(&self) -> &'static str {
         if self.control.stop.load(Relaxed) {
             "KILLED"
+        } else if self.control.rebalancing.load(Relaxed) {
+            "REBALANCING"
         } else if self.control.paused.load(Relaxed) {
             "INACTIVE"
         } else {
@@ -166,29 +160,38 @@ impl Source for LocalRun {
         stream: Option<&str>,
         every: u64,
     ) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
-        tap(&self.plan, &self.stats, component, stream, every)
+        tap(
+            &self.rebalancer.layout().plan,
+            &self.stats,
+            component,
+            stream,
+            every,
+        )
     }
 
     fn supervisors(&self) -> Vec<SupervisorView> {
+        let workers = self.rebalancer.layout().placement.workers;
         vec![SupervisorView {
             id: "local".into(),
             host: "local".into(),
             uptime_secs: self.started.elapsed().as_secs(),
-            slots_total: self.workers,
-            slots_used: self.workers,
+            slots_total: workers,
+            slots_used: workers,
         }]
     }
 
     fn topologies(&self) -> Vec<TopologyView> {
+        let layout = self.rebalancer.layout();
+        let topology = &layout.topology;
         vec![TopologyView {
             id: self.id.clone(),
-            name: self.topology.name.clone(),
+            name: topology.name.clone(),
             status: self.status().into(),
             uptime: self.started.elapsed(),
-            workers: self.workers,
-            msg_timeout_secs: self.topology.config.message_timeout().as_secs(),
-            debug: self.topology.config.debug(),
-            components: components_of(&self.topology, &self.plan, &self.figures()),
+            workers: layout.placement.workers,
+            msg_timeout_secs: topology.config.message_timeout().as_secs(),
+            debug: topology.config.debug(),
+            components: components_of(topology, &layout.plan, &self.figures()),
         }]
     }
 
@@ -197,6 +200,16 @@ impl Source for LocalRun {
             !self.control.stop.load(Relaxed),
             "the topology is being killed"
         );
+        if matches!(action, Action::Activate | Action::Deactivate)
+            && self.control.rebalancing.load(Relaxed)
+        {
+            return Err(crate::topology::rebalance::Invalid(
+                "the topology is rebalancing: it returns to its status before when the \
+                 rebalance ends"
+                    .into(),
+            )
+            .into());
+        }
         match action {
             Action::Activate => self.control.paused.store(false, Relaxed),
             Action::Deactivate => self.control.paused.store(true, Relaxed),
@@ -211,6 +224,10 @@ impl Source for LocalRun {
                         std::thread::sleep(wait);
                         control.stop.store(true, Relaxed);
                     })?;
+            }
+            Action::Rebalance { wait_secs, options } => {
+                let wait = Duration::from_secs(*wait_secs);
+                self.rebalancer.start(options, wait)?;
             }
         }
         Ok(())

@@ -46,7 +46,15 @@ pub trait Source: Send + Sync + 'static {
 pub enum Action {
     Activate,
     Deactivate,
-    Kill { wait_secs: u64 },
+    Kill {
+        wait_secs: u64,
+    },
+    /// Deactivate, wait (at most `wait_secs`), re-place with new worker and executor counts,
+    /// and return to the status before.
+    Rebalance {
+        wait_secs: u64,
+        options: crate::topology::rebalance::Rebalance,
+    },
 }
 
 impl Action {
@@ -56,6 +64,7 @@ impl Action {
             Action::Activate => "activate",
             Action::Deactivate => "deactivate",
             Action::Kill { .. } => "kill",
+            Action::Rebalance { .. } => "rebalance",
         }
     }
 }
@@ -75,7 +84,7 @@ pub struct SupervisorView {
 pub struct TopologyView {
     pub id: String,
     pub name: String,
-    /// Storm's status names: `ACTIVE`, `INACTIVE`, `KILLED`.
+    /// Storm's status names: `ACTIVE`, `INACTIVE`, `REBALANCING`, `KILLED`.
     pub status: String,
     pub uptime: Duration,
     pub workers: usize,

@@ -412,9 +412,11 @@ fn post_api(shared: &Shared, request: &mut Request, id: &str, op: &[String]) -> 
             Ok(wait_secs) => Action::Kill { wait_secs },
             Err(r) => return r,
         },
-        ["rebalance", _] => {
-            return Reply::error(501, "rebalance is not supported by this version of storm")
-        }
+        ["rebalance", w] => match (wait(w), api::rebalance_options(&body)) {
+            (Ok(wait_secs), Ok(options)) => Action::Rebalance { wait_secs, options },
+            (Err(r), _) => return r,
+            (_, Err(e)) => return Reply::error(400, format!("rebalanceOptions: {e}")),
+        },
         _ => {
             let known = ["activate", "deactivate", "kill", "rebalance"];
             let first = ops.first().copied().unwrap_or("");
@@ -437,6 +439,12 @@ fn post_api(shared: &Shared, request: &mut Request, id: &str, op: &[String]) -> 
     };
     match shared.source.act(&t, &action) {
         Ok(()) => Reply::json(200, &api::operation(&t, &action)),
+        Err(e) if e.is::<crate::topology::rebalance::Invalid>() => {
+            Reply::error(400, format!("{e:#}"))
+        }
+        Err(e) if e.is::<crate::topology::rebalance::Unsupported>() => {
+            Reply::error(501, format!("{e:#}"))
+        }
         Err(e) => Reply::error(500, format!("{e:#}")),
     }
 }

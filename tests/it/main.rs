@@ -3,7 +3,7 @@
 mod acking;
 mod checkpoints;
 mod cli;
-mod cluster;
+pub(crate) mod cluster;
 mod cluster_hardening;
 pub(crate) mod cluster_resources;
 mod config;
@@ -16,6 +16,7 @@ mod multilang;
 mod multilang_runs;
 mod net;
 mod newcomer;
+mod rebalance;
 mod records;
 mod run;
 mod run_reliability;

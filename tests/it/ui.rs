@@ -496,8 +496,15 @@ fn deactivate_pauses_the_spouts_activate_resumes_and_kill_ends_the_run() {
         (spout_emitted(&a, &id) > paused_at).then_some(())
     });
 
+    // A rebalance with no options re-places the topology as it is, and it comes back active
+    // (the rebalance tests check the rest).
     let (status, body) = post(&a, &format!("/api/v1/topology/{id}/rebalance/0"), &[JSON]);
-    assert_eq!(status, 501, "{body}");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["topologyOperation"], "rebalance");
+    eventually("the topology to be active again", || {
+        let s = get(&a, "/api/v1/topology/summary");
+        (s["topologies"][0]["status"] == "ACTIVE").then_some(())
+    });
     let (status, body) = post(&a, &format!("/api/v1/topology/{id}/activat"), &[JSON]);
     assert_eq!(status, 404);
     assert!(body["errorMessage"]

@@ -1,0 +1,171 @@
+//! Nimbus's rebalance (Storm's `rebalance` transition): the topology's status becomes
+//! `rebalancing` (its workers pause their spouts at their next heartbeat), and once the wait is
+//! over the monitor stores the new counts in the submission (so every worker loads the same
+//! plan), writes a fresh assignment, and puts the status back. Supervisors restart the
+//! workers whose assignment changed; the state bolts keep in memory in those processes is
+//! lost, as in Storm.
+
+use super::{now_secs, Known, Nimbus};
+use crate::cluster::layout::TopologyStatus;
+use crate::cluster::rpc::Submission;
+use crate::topology::plan::Plan;
+use crate::topology::rebalance::{Invalid, Rebalance, Unsupported};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A rebalance waiting for its wait to be over.
+#[derive(Debug)]
+pub(super) struct Pending {
+    due: Instant,
+    /// The submission with the new counts.
+    submission: Submission,
+    /// The status to put back.
+    previous: TopologyStatus,
+}
+
+impl Nimbus {
+    /// Start rebalancing the live topology named `name` (or with that id); returns its id.
+    pub(crate) fn rebalance(
+        &self,
+        name: &str,
+        wait_secs: Option<u64>,
+        request: &Rebalance,
+    ) -> anyhow::Result<String> {
+        let state = self.state();
+        let mut found = None;
+        for id in state.topology_ids()? {
+            if let Some(b) = state.storm_base(&id)? {
+                if (b.name == name || id == name) && b.status != TopologyStatus::Killed {
+                    found = Some((id, b.status));
+                }
+            }
+        }
+        let (id, previous) =
+            found.ok_or_else(|| anyhow::anyhow!("no running topology named `{name}`"))?;
+        if previous == TopologyStatus::Rebalancing {
+            return Err(Invalid(format!("a rebalance of {id} is already under way")).into());
+        }
+        let known = self.known(&id)?;
+        let submission = rebalanced_submission(&known, request)?;
+        let wait = wait_secs
+            .map(Duration::from_secs)
+            .unwrap_or_else(|| known.topology.config.message_timeout());
+        state.set_status(&id, TopologyStatus::Rebalancing)?;
+        drop(state);
+        self.save()?;
+        let pending = Pending {
+            due: Instant::now() + wait,
+            submission,
+            previous,
+        };
+        self.rebalances
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), pending);
+        tracing::info!("nimbus: rebalancing {id} after {}s", wait.as_secs());
+        Ok(id)
+    }
+
+    /// End the rebalances whose wait is over (a monitor round). A topology left
+    /// `rebalancing` with nothing pending (its nimbus was replaced meanwhile) goes back to
+    /// active as it was.
+    pub(super) fn finish_rebalances(&self) -> anyhow::Result<()> {
+        let now = Instant::now();
+        let due: Vec<(String, Pending)> = {
+            let mut pending = self.rebalances.lock().unwrap_or_else(|e| e.into_inner());
+            let ids: Vec<String> = pending
+                .iter()
+                .filter(|(_, p)| p.due <= now)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id).map(|p| (id, p)))
+                .collect()
+        };
+        for (id, p) in due {
+            if let Err(e) = self.switch(&id, p) {
+                tracing::warn!("nimbus: rebalance of {id}: {e:#}");
+            }
+        }
+        let state = self.state();
+        let waiting = self.rebalances.lock().unwrap_or_else(|e| e.into_inner());
+        for id in state.topology_ids()? {
+            let stuck = state
+                .storm_base(&id)?
+                .is_some_and(|b| b.status == TopologyStatus::Rebalancing);
+            if stuck && !waiting.contains_key(&id) {
+                tracing::warn!("nimbus: {id} was left rebalancing; active again as it was");
+                state.set_status(&id, TopologyStatus::Active)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Store the new submission, assign afresh, and put the status back (unless the topology
+    /// was killed meanwhile).
+    fn switch(&self, id: &str, p: Pending) -> anyhow::Result<()> {
+        let rebalancing = self
+            .state()
+            .storm_base(id)?
+            .is_some_and(|b| b.status == TopologyStatus::Rebalancing);
+        if !rebalancing {
+            tracing::info!("nimbus: {id} is no longer rebalancing; the rebalance is dropped");
+            return Ok(());
+        }
+        let topology = crate::cluster::submission::load_submission(&p.submission)
+            .map_err(|e| anyhow::anyhow!("the rebalanced topology does not validate: {e}"))?;
+        let plan = Plan::new(&topology);
+        let state = self.state();
+        let dir = self.stormdist(id);
+        std::fs::write(
+            dir.join("submission.json"),
+            serde_json::to_vec(&p.submission)?,
+        )
+        .map_err(|e| anyhow::anyhow!("cannot store {id} under {}: {e}", dir.display()))?;
+        if let Some(zk) = &self.zk {
+            zk.keep_submission(&self.config.zookeeper_root(), id, &p.submission)?;
+        }
+        let workers = topology.config.workers();
+        let known = Arc::new(Known {
+            submission: p.submission,
+            topology,
+            plan,
+        });
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string(), known.clone());
+        let assigned = state.rebalance_assign(id, &known.plan, workers, now_secs());
+        state.set_status(id, p.previous)?;
+        drop(state);
+        self.save()?;
+        assigned?;
+        tracing::info!("nimbus: rebalanced {id} over {workers} worker(s)");
+        Ok(())
+    }
+}
+
+/// The submission of `known` with the counts of `request` (checked against it): the worker
+/// count and the acker's (pinned: tasks never change) as overrides, executors by component.
+fn rebalanced_submission(known: &Known, request: &Rebalance) -> anyhow::Result<Submission> {
+    if known.submission.home.is_some() {
+        return Err(Unsupported(
+            "a `storm run --processes` run cannot be rebalanced yet (its console executors \
+             run in the `storm run` process)"
+                .into(),
+        )
+        .into());
+    }
+    let topology = request
+        .apply(&known.topology, &known.plan)
+        .map_err(Invalid)?;
+    let mut sub = known.submission.clone();
+    sub.overrides
+        .push(format!("topology.workers={}", topology.config.workers()));
+    sub.overrides
+        .push(format!("topology.acker.executors={}", known.plan.ackers));
+    for (c, n) in &request.executors {
+        sub.parallelism.insert(c.clone(), *n);
+    }
+    Ok(sub)
+}
