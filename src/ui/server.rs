@@ -45,6 +45,9 @@ struct Shared {
     source: Arc<dyn Source>,
     token: Option<String>,
     window: Mutex<CapacityWindow>,
+    /// Listening on a loopback address: requests must name a local host (a page of another
+    /// site whose name was made to resolve to 127.0.0.1 does not).
+    loopback: bool,
 }
 
 /// Listen on `addr` and serve `source` until the returned server is dropped.
@@ -59,11 +62,18 @@ pub fn start(
         .server_addr()
         .to_ip()
         .ok_or_else(|| anyhow::anyhow!("the UI listens on {addr}, which is not an IP address"))?;
+    anyhow::ensure!(
+        addr.ip().is_loopback() || token.is_some(),
+        "the UI on {addr} would be reachable from other hosts without a token, and anyone \
+         reaching it could deactivate, rebalance or kill: set `ui.token` (or \
+         storm.cluster.secret), or listen on 127.0.0.1"
+    );
     let server = Arc::new(server);
     let shared = Arc::new(Shared {
         source,
         token,
         window: Mutex::new(CapacityWindow::default()),
+        loopback: addr.ip().is_loopback(),
     });
     for i in 0..THREADS {
         let server = server.clone();
@@ -122,7 +132,10 @@ impl Reply {
 }
 
 fn answer(shared: &Shared, mut request: Request) {
-    let mut reply = route(shared, &mut request);
+    let mut reply = match foreign_host(shared, &request) {
+        Some(refusal) => refusal,
+        None => route(shared, &mut request),
+    };
     if let Some(lines) = reply.lines.take() {
         // A tap lasts as long as its reader: its own thread, not one of the answering ones.
         let spawned = std::thread::Builder::new()
@@ -145,6 +158,43 @@ fn answer(shared: &Shared, mut request: Request) {
     if let Err(e) = request.respond(response) {
         tracing::debug!("ui: cannot answer a request: {e}");
     }
+}
+
+/// A loopback UI answers only requests whose `Host` (and `Origin`, when a browser sends one)
+/// is a local name: a foreign name is another site's page reaching it through its browser.
+fn foreign_host(shared: &Shared, request: &Request) -> Option<Reply> {
+    if !shared.loopback {
+        return None;
+    }
+    let header = |name: &str| {
+        request
+            .headers()
+            .iter()
+            .find(|h| h.field.to_string().eq_ignore_ascii_case(name))
+            .map(|h| h.value.as_str().to_string())
+    };
+    let host = header("Host");
+    let origin = header("Origin").map(|o| {
+        let o = o.trim();
+        o.split_once("://").map_or(o, |(_, rest)| rest).to_string()
+    });
+    let local = |h: &str| {
+        let name = match h.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => h.rsplit_once(':').map_or(h, |(n, _)| n),
+        };
+        name.eq_ignore_ascii_case("localhost")
+            || name
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    let bad = [host, origin].into_iter().flatten().find(|h| !local(h))?;
+    Some(Reply::error(
+        403,
+        format!(
+            "this UI listens on a loopback address and answers only to local names, not `{bad}`"
+        ),
+    ))
 }
 
 /// How often a quiet tap writes an empty line, to find out whether its reader is still there.

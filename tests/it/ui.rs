@@ -520,6 +520,54 @@ fn deactivate_pauses_the_spouts_activate_resumes_and_kill_ends_the_run() {
     );
 }
 
+/// A loopback UI answers only to local host names: a page of another site whose name was made
+/// to resolve to 127.0.0.1 (DNS rebinding) is refused, reading or operating. A UI reachable
+/// from other hosts needs a token to start at all.
+#[test]
+fn a_loopback_ui_refuses_foreign_hosts_and_an_open_one_needs_a_token() {
+    let run = start_ui_run(&[]);
+    let a = run.addr.as_str();
+    let raw = |head: &str| {
+        let mut s = TcpStream::connect(a).expect("connect to the UI");
+        s.write_all(head.as_bytes()).expect("send");
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).expect("read");
+        answer
+    };
+    let foreign = raw("GET /api/v1/topology/summary HTTP/1.0\r\nHost: evil.example:8080\r\n\r\n");
+    assert!(
+        foreign.starts_with("HTTP/1.0 403") || foreign.starts_with("HTTP/1.1 403"),
+        "{foreign}"
+    );
+    let rebound = raw(&format!(
+        "POST /api/v1/topology/uitest/deactivate HTTP/1.0\r\nHost: {a}\r\nOrigin: http://evil.example:8080\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n"
+    ));
+    assert!(rebound.contains(" 403 "), "{rebound}");
+    let local = raw(&format!(
+        "GET /api/v1/topology/summary HTTP/1.0\r\nHost: localhost:{}\r\n\r\n",
+        a.rsplit(':').next().unwrap_or_default()
+    ));
+    assert!(local.contains(" 200 "), "{local}");
+    assert_eq!(
+        get(a, "/api/v1/topology/summary")["topologies"][0]["status"],
+        "ACTIVE"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("open.yaml");
+    std::fs::write(&file, TOPOLOGY).expect("write the topology");
+    let out = storm()
+        .arg("run")
+        .arg(&file)
+        .args(["--ui", "0.0.0.0:0", "--progress", "never"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("without a token"), "{err}");
+}
+
 #[test]
 fn a_token_guards_the_operations() {
     let run = start_ui_run(&["-c", "ui.token=s3cret"]);
