@@ -18,7 +18,10 @@ pub struct Generate {
     values: Vec<Values>,
     rate: Option<f64>,
     emitted: u64,
+    /// The pace's origin: when it (re)started, and what had been emitted by then. Activation
+    /// restarts it, so a pause is not made up for with a burst.
     started: Option<Instant>,
+    emitted_before: u64,
     rng: SmallRng,
     tracked: bool,
     /// Acking on: tuples kept until acked, replayed on fail.
@@ -49,6 +52,7 @@ impl Generate {
                 .filter(|r| *r > 0.0),
             emitted: 0,
             started: None,
+            emitted_before: 0,
             rng: SmallRng::seed_from_u64(seed ^ u64::from(task_index)),
             tracked: false,
             replay: Replay::new(super::replay::max_retries(args)),
@@ -81,7 +85,7 @@ impl Spout for Generate {
         }
         if let Some(rate) = self.rate {
             let start = *self.started.get_or_insert_with(Instant::now);
-            let allowed = (start.elapsed().as_secs_f64() * rate) as u64 + 1;
+            let allowed = self.emitted_before + (start.elapsed().as_secs_f64() * rate) as u64 + 1;
             if self.emitted >= allowed {
                 return Ok(SpoutStatus::Idle);
             }
@@ -97,6 +101,12 @@ impl Spout for Generate {
         Ok(SpoutStatus::Busy)
     }
 
+    fn activate(&mut self) -> anyhow::Result<()> {
+        self.started = None;
+        self.emitted_before = self.emitted;
+        Ok(())
+    }
+
     fn ack(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
         self.replay.ack(&msg_id);
         Ok(())
@@ -109,5 +119,48 @@ impl Spout for Generate {
 
     fn lost(&self) -> u64 {
         self.replay.lost()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::plan::StreamId;
+
+    /// Counts what a spout emits.
+    #[derive(Default)]
+    struct Counted(u64);
+
+    impl SpoutCollector for Counted {
+        fn emit(&mut self, _: StreamId, _: Values, _: Option<Value>) -> Vec<u32> {
+            self.0 += 1;
+            Vec::new()
+        }
+        fn emit_direct(&mut self, _: u32, _: StreamId, _: Values, _: Option<Value>) {}
+        fn report_error(&mut self, _: &str) {}
+    }
+
+    /// Emit until the pace says idle; how many came.
+    fn burst(g: &mut Generate) -> u64 {
+        let mut out = Counted::default();
+        while let Ok(SpoutStatus::Busy) = g.next_tuple(&mut out) {}
+        out.0
+    }
+
+    /// After a pause (deactivated, then activated), the pace starts again: at most `rate` per
+    /// second from then on, not a burst making up for the pause.
+    #[test]
+    fn an_activated_spout_does_not_make_up_for_its_pause() {
+        let args = serde_json::json!({"rate": 50});
+        let mut g = Generate::new(args.as_object().expect("an object"), 0);
+        assert_eq!(burst(&mut g), 1, "the first tuple at once");
+        g.deactivate().expect("deactivates");
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        g.activate().expect("activates");
+        let after = burst(&mut g);
+        assert!(
+            after < 5,
+            "{after} at once: the pause's 20 were made up for"
+        );
     }
 }
