@@ -22,6 +22,8 @@ pub struct LocalRun {
     started: Instant,
     /// The run's layout (it changes with each rebalance) and the way to rebalance it.
     rebalancer: Rebalancer,
+    /// A kill is waiting its time: the topology shows KILLED and takes no other operation.
+    killing: std::sync::atomic::AtomicBool,
 }
 
 impl LocalRun {
@@ -39,6 +41,7 @@ impl LocalRun {
             control,
             started: Instant::now(),
             rebalancer,
+            killing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -78,7 +81,7 @@ impl LocalRun {
     }
 
     fn status(&self) -> &'static str {
-        if self.control.stop.load(Relaxed) {
+        if self.control.stop.load(Relaxed) || self.killing.load(Relaxed) {
             "KILLED"
         } else if self.control.rebalancing.load(Relaxed) {
             "REBALANCING"
@@ -196,10 +199,12 @@ impl Source for LocalRun {
     }
 
     fn act(&self, _id: &str, action: &Action) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            !self.control.stop.load(Relaxed),
-            "the topology is being killed"
-        );
+        if self.control.stop.load(Relaxed) || self.killing.load(Relaxed) {
+            return Err(crate::topology::rebalance::Invalid(
+                "the topology is being killed: it takes no other operation".into(),
+            )
+            .into());
+        }
         if matches!(action, Action::Activate | Action::Deactivate)
             && self.control.rebalancing.load(Relaxed)
         {
@@ -215,6 +220,7 @@ impl Source for LocalRun {
             Action::Deactivate => self.control.paused.store(true, Relaxed),
             Action::Kill { wait_secs } => {
                 // Storm's kill: deactivate, wait, then end (here: drain and end the run).
+                self.killing.store(true, Relaxed);
                 self.control.paused.store(true, Relaxed);
                 let control = self.control.clone();
                 let wait = Duration::from_secs(*wait_secs);

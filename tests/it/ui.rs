@@ -511,8 +511,15 @@ fn deactivate_pauses_the_spouts_activate_resumes_and_kill_ends_the_run() {
         .as_str()
         .is_some_and(|m| m.contains("did you mean `activate`")));
 
-    let (status, body) = post(&a, &format!("/api/v1/topology/{id}/kill/0"), &[JSON]);
+    // During a kill's wait the topology is KILLED and takes no other operation.
+    let (status, body) = post(&a, &format!("/api/v1/topology/{id}/kill/2"), &[JSON]);
     assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        get(&a, "/api/v1/topology/summary")["topologies"][0]["status"],
+        "KILLED"
+    );
+    let (status, body) = post(&a, &format!("/api/v1/topology/{id}/activate"), &[JSON]);
+    assert_eq!(status, 400, "{body}");
     let exit = eventually("the run to end", || run.child.try_wait().ok().flatten());
     assert!(
         exit.success(),
