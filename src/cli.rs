@@ -368,6 +368,8 @@ pub struct NimbusAddrArgs {
     /// Nimbus address, or several comma-separated (default: nimbus.seeds)
     #[arg(long, value_name = "ADDR,...")]
     pub nimbus: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
@@ -381,6 +383,8 @@ pub struct KillArgs {
     /// topology.message.timeout.secs)
     #[arg(long, value_name = "SECS")]
     pub wait: Option<u64>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
@@ -442,6 +446,8 @@ pub struct TargetArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]

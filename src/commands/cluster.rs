@@ -92,12 +92,25 @@ fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<String, Status> 
 
 /// Nimbus for a client command without `-c` options (`storm.yaml` only): `--nimbus`, else
 /// as [`nimbus_addrs`] finds it.
-fn client_nimbus(given: Option<&str>) -> Result<rpc::Client, Status> {
+fn client_nimbus(given: Option<&str>, config: &ConfigOverrides) -> Result<rpc::Client, Status> {
+    // Read (and check) the configuration even with an address given: a misspelt `-c` key
+    // is an error, not silently ignored.
+    let conf = daemon_config(config)?;
     let addrs = match given {
         Some(g) => g.to_string(),
-        None => nimbus_addrs(None, &daemon_config(&ConfigOverrides::default())?)?,
+        None => nimbus_addrs(None, &conf)?,
     };
-    Ok(nimbus_client(&addrs, &[]))
+    Ok(nimbus_client(&addrs, &config.overrides))
+}
+
+/// The token for operations through a UI: `--token`, else the `ui.token` or cluster secret
+/// that `-c`, `storm.yaml` or `STORM_CLUSTER_SECRET` give.
+fn operation_token(target: &crate::cli::TargetArgs) -> Option<String> {
+    target.token.clone().or_else(|| {
+        layers::cluster_config(&target.config.overrides)
+            .ok()
+            .and_then(|c| super::ui::ui_token(&c))
+    })
 }
 
 /// Nimbus at `addr`, called with the cluster secret (`storm.cluster.secret` from `storm.yaml`
@@ -299,7 +312,7 @@ pub fn render_list(rows: &[TopologySummary]) -> String {
 }
 
 pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
-    let nimbus = match client_nimbus(a.nimbus.as_deref()) {
+    let nimbus = match client_nimbus(a.nimbus.as_deref(), &a.config) {
         Ok(n) => n,
         Err(s) => return Ok(s),
     };
@@ -317,7 +330,7 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
         name: a.name.clone(),
         wait_secs: a.wait,
     };
-    let nimbus = match client_nimbus(a.nimbus.as_deref()) {
+    let nimbus = match client_nimbus(a.nimbus.as_deref(), &a.config) {
         Ok(n) => n,
         Err(s) => return Ok(s),
     };
@@ -334,7 +347,8 @@ pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
     let verb = if active { "activate" } else { "deactivate" };
     let id = if let Some(ui) = &a.target.ui {
         let path = format!("/api/v1/topology/{}/{verb}", super::ui::encode(&a.name));
-        let answer = crate::ui::client::post_json(ui, &path, a.target.token.as_deref())?;
+        let answer =
+            crate::ui::client::post_json(ui, &path, operation_token(&a.target).as_deref())?;
         answer["topologyId"].as_str().unwrap_or(&a.name).to_string()
     } else {
         let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
@@ -342,7 +356,7 @@ pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
             name: a.name.clone(),
             active,
         };
-        nimbus_client(nimbus, &[]).call::<String>(&request)?
+        nimbus_client(nimbus, &a.target.config.overrides).call::<String>(&request)?
     };
     crate::stderr_println!("{verb}d {} ({id})", a.name);
     Ok(Status::Success)
@@ -360,7 +374,7 @@ pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
             executors: a.executors.iter().cloned().collect(),
         };
         let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
-        let id: String = nimbus_client(nimbus, &[]).call(&request)?;
+        let id: String = nimbus_client(nimbus, &a.target.config.overrides).call(&request)?;
         crate::stderr_println!(
             "rebalancing {} ({id}): deactivated for the wait, then assigned afresh",
             a.name
@@ -389,7 +403,8 @@ pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
     }
     let body = serde_json::json!({ "rebalanceOptions": options }).to_string();
     let path = format!("/api/v1/topology/{name}/rebalance/{wait}");
-    let answer = crate::ui::client::post_body(ui, &path, a.target.token.as_deref(), &body)?;
+    let token = operation_token(&a.target);
+    let answer = crate::ui::client::post_body(ui, &path, token.as_deref(), &body)?;
     let id = answer["topologyId"].as_str().unwrap_or(&a.name);
     crate::stderr_println!(
         "rebalancing {} ({id}): deactivated for at most {wait}s, then re-placed",

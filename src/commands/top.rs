@@ -97,7 +97,7 @@ fn ui_address(a: &TopArgs) -> anyhow::Result<String> {
     }
     let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
     let host = nimbus.rsplit_once(':').map_or(nimbus, |(h, _)| h);
-    let port = crate::config::layers::cluster_config(&[])
+    let port = crate::config::layers::cluster_config(&a.target.config.overrides)
         .ok()
         .and_then(|c| c.get_u64("ui.port"))
         .unwrap_or(u64::from(crate::ui::DEFAULT_PORT));

@@ -482,4 +482,24 @@ fn nimbus_with_a_secret_answers_only_clients_that_know_it() {
     assert_eq!(wrong.status.code(), Some(1));
     let err = String::from_utf8_lossy(&wrong.stderr);
     assert!(err.contains("did not accept our cluster secret"), "{err}");
+    // Client commands take the secret with `-c` too, as the daemons do.
+    for args in [
+        vec!["list", "--nimbus", &addr],
+        vec!["kill", "nothing-here", "--nimbus", &addr],
+        vec!["activate", "nothing-here", "--nimbus", &addr],
+    ] {
+        let out = storm()
+            .args(&args)
+            .args(["-c", "storm.cluster.secret=s3cret"])
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("cluster secret") && !err.contains("unexpected argument"),
+            "{args:?}: {err}"
+        );
+        if args[0] == "list" {
+            assert!(out.status.success(), "{err}");
+        }
+    }
 }
