@@ -346,11 +346,19 @@ fn find<'a>(tops: &'a [TopologyView], id: &str) -> Result<&'a TopologyView, Repl
         .find(|t| t.id == id)
         .or_else(|| tops.iter().find(|t| t.name == id))
         .ok_or_else(|| {
-            let names: Vec<&str> = tops.iter().map(|t| t.id.as_str()).collect();
-            Reply::error(
-                404,
-                format!("no topology `{id}` (known: {})", names.join(", ")),
-            )
+            let ids: Vec<&str> = tops.iter().map(|t| t.id.as_str()).collect();
+            let names = tops
+                .iter()
+                .map(|t| t.name.as_str())
+                .chain(ids.iter().copied());
+            let hint = crate::topology::yaml::suggest(id, names)
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            let known = match ids.is_empty() {
+                true => "none is running".to_string(),
+                false => format!("known: {}", ids.join(", ")),
+            };
+            Reply::error(404, format!("no topology `{id}` ({known}){hint}"))
         })
 }
 

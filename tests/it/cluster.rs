@@ -500,6 +500,11 @@ fn nimbus_with_a_secret_answers_only_clients_that_know_it() {
         );
         if args[0] == "list" {
             assert!(out.status.success(), "{err}");
+        } else {
+            assert!(
+                err.contains("no running topology named `nothing-here` (none is running)"),
+                "{err}"
+            );
         }
     }
 }

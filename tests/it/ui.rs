@@ -555,6 +555,9 @@ fn a_loopback_ui_refuses_foreign_hosts_and_an_open_one_needs_a_token() {
         a.rsplit(':').next().unwrap_or_default()
     ));
     assert!(local.contains(" 200 "), "{local}");
+    let (status, body) = http(a, "GET", "/api/v1/topology/uitset", &[]);
+    assert_eq!(status, 404);
+    assert!(body.contains("did you mean `uitest`"), "{body}");
     assert_eq!(
         get(a, "/api/v1/topology/summary")["topologies"][0]["status"],
         "ACTIVE"
