@@ -970,6 +970,28 @@ impl Nimbus {
 
 mod rebalance;
 
+/// No live topology is named `name`: say which are, and the nearest name.
+fn no_running_topology(state: &ClusterState<Shared>, name: &str) -> anyhow::Error {
+    let mut names: Vec<String> = Vec::new();
+    for id in state.topology_ids().unwrap_or_default() {
+        if let Ok(Some(b)) = state.storm_base(&id) {
+            if b.status != TopologyStatus::Killed {
+                names.push(b.name);
+            }
+        }
+    }
+    let hint = crate::topology::yaml::suggest(name, names.iter().map(String::as_str))
+        .map(|s| format!("; did you mean `{s}`?"))
+        .unwrap_or_default();
+    match names.is_empty() {
+        true => anyhow::anyhow!("no running topology named `{name}` (none is running)"),
+        false => anyhow::anyhow!(
+            "no running topology named `{name}` (running: {}){hint}",
+            names.join(", ")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1032,27 +1054,5 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-    }
-}
-
-/// No live topology is named `name`: say which are, and the nearest name.
-fn no_running_topology(state: &ClusterState<Shared>, name: &str) -> anyhow::Error {
-    let mut names: Vec<String> = Vec::new();
-    for id in state.topology_ids().unwrap_or_default() {
-        if let Ok(Some(b)) = state.storm_base(&id) {
-            if b.status != TopologyStatus::Killed {
-                names.push(b.name);
-            }
-        }
-    }
-    let hint = crate::topology::yaml::suggest(name, names.iter().map(String::as_str))
-        .map(|s| format!("; did you mean `{s}`?"))
-        .unwrap_or_default();
-    match names.is_empty() {
-        true => anyhow::anyhow!("no running topology named `{name}` (none is running)"),
-        false => anyhow::anyhow!(
-            "no running topology named `{name}` (running: {}){hint}",
-            names.join(", ")
-        ),
     }
 }
