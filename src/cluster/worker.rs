@@ -273,9 +273,16 @@ pub fn run(
             Ok(WorkerEnd::Finished(report))
         }
         Err(e) => {
-            // Storm's `report-error`: the error lands under /taskerrors of a task of this worker.
-            if let Some(task) = stats.keys().next() {
-                if let Err(report) = sink.report_error(id, *task, format!("{e:#}")) {
+            // Storm's `report-error`: the error lands under /taskerrors of a task of the
+            // component it names (the runtime says which), else of a task of this worker.
+            let text = format!("{e:#}");
+            let named = stats
+                .iter()
+                .find(|(_, (component, _))| text.contains(&format!("component `{component}`")))
+                .or_else(|| stats.iter().next())
+                .map(|(task, _)| *task);
+            if let Some(task) = named {
+                if let Err(report) = sink.report_error(id, task, text) {
                     tracing::warn!("worker {slot}: cannot report its error: {report:#}");
                 }
             }

@@ -554,3 +554,62 @@ fn a_damaged_stored_submission_slows_its_workers_down_and_is_reported() {
     let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("dump");
     assert!(tree.contains("keeps failing"), "{tree}");
 }
+
+const CRASHING: &str = "\
+name: crashing
+config:
+  topology.workers: 1
+spouts:
+  - id: gen
+    type: generate
+    args: {rate: 200}
+bolts:
+  - id: boom
+    type: chaos
+    args: {panic_after: 20}
+  - id: sink
+    type: discard
+streams:
+  - {from: gen, to: boom}
+  - {from: boom, to: sink}
+";
+
+/// A component that crashes in a worker has its error filed under its own task in
+/// `/taskerrors` (where the UI's component page reads it), not under another task of the worker.
+#[test]
+fn a_crash_is_filed_under_the_crashing_components_task() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.yaml");
+    std::fs::write(&file, CRASHING).expect("write");
+    let mut daemons = Daemons::new(dir.path());
+    let (addr, _) = start_nimbus(&mut daemons, &dir.path().join("nimbus"));
+    let slot = free_port();
+    daemons.spawn(
+        "sup",
+        storm()
+            .env("STORM_LOG", "warn")
+            .args(["supervisor", "--nimbus", &addr, "--host", "127.0.0.1"])
+            .args(["--slots", &slot.to_string()]),
+    );
+    eventually("the supervisor to register", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        tree.contains("/storm/supervisors/").then_some(())
+    });
+    let file_arg = file.to_str().expect("utf-8 path");
+    client(&["submit", file_arg, "--nimbus", &addr]).expect("submit");
+    // Tasks go to components in the order of their ids: __acker 1, boom 2, gen 3, sink 4.
+    let (id, _) = eventually("the topology to be listed", || listed(&addr, "crashing"));
+    let filed = eventually("the crash under boom's task", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        let prefix = format!("/storm/taskerrors/{id}/2/");
+        tree.lines()
+            .find(|l| {
+                // The worker's own report, not the supervisor's "keeps failing" for the slot.
+                l.starts_with(&prefix)
+                    && l.contains("component `boom`")
+                    && !l.contains("keeps failing")
+            })
+            .map(str::to_string)
+    });
+    assert!(filed.contains("crashed"), "{filed}");
+}
