@@ -233,25 +233,29 @@ fn bolt_row(c: &ComponentView, capacity: f64, now_secs: u64) -> Value {
 
 /// The workers of a topology, with how many tasks of each component they run.
 fn workers(t: &TopologyView) -> Vec<Value> {
-    let mut by_worker: std::collections::BTreeMap<&str, std::collections::BTreeMap<&str, usize>> =
-        Default::default();
+    type Tasks<'a> = std::collections::BTreeMap<&'a str, usize>;
+    let mut by_worker: std::collections::BTreeMap<&str, (&str, Tasks)> = Default::default();
     for c in &t.components {
         for task in &c.tasks {
-            *by_worker
+            let (_, tasks) = by_worker
                 .entry(&task.worker)
-                .or_default()
-                .entry(&c.id)
-                .or_default() += 1;
+                .or_insert((&task.supervisor, Tasks::new()));
+            *tasks.entry(&c.id).or_default() += 1;
         }
     }
     by_worker
         .into_iter()
-        .map(|(w, tasks)| {
+        .map(|(w, (supervisor, tasks))| {
             let (host, port) = w.rsplit_once(':').unwrap_or((w, "0"));
+            let supervisor = if supervisor.is_empty() {
+                host
+            } else {
+                supervisor
+            };
             json!({
                 "topologyId": t.id,
                 "topologyName": t.name,
-                "supervisorId": host,
+                "supervisorId": supervisor,
                 "host": host,
                 "port": port.parse::<u16>().unwrap_or(0),
                 "executorsTotal": tasks.values().sum::<usize>(),

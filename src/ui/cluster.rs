@@ -20,10 +20,11 @@ fn stat(beat: &TaskHeartbeat, key: &str) -> u64 {
 }
 
 /// One task's figures from its heartbeat.
-fn task_view(task: u32, worker: String, beat: &TaskHeartbeat) -> TaskView {
+fn task_view(task: u32, (worker, supervisor): (String, String), beat: &TaskHeartbeat) -> TaskView {
     TaskView {
         task,
         worker,
+        supervisor,
         emitted: stat(beat, "emitted"),
         transferred: stat(beat, "transferred"),
         executed: stat(beat, "executed"),
@@ -52,10 +53,15 @@ impl ClusterUi {
                     .as_ref()
                     .and_then(|a| a.task_address(task))
                     .unwrap_or_default();
+                let supervisor = assignment
+                    .as_ref()
+                    .and_then(|a| a.task_to_node_port.get(&task))
+                    .map(|np| np.node.clone())
+                    .unwrap_or_default();
                 if let Some(beat) = beats.get(&task) {
                     figures
                         .tasks
-                        .insert(task, task_view(task, worker.clone(), beat));
+                        .insert(task, task_view(task, (worker.clone(), supervisor), beat));
                 }
                 let errors = state.task_errors(id, task)?;
                 figures.errors.insert(

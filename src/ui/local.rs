@@ -98,6 +98,7 @@ pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
     TaskView {
         task,
         worker: worker.to_string(),
+        supervisor: String::new(),
         emitted: st.emitted.load(Relaxed),
         transferred: st.transferred.load(Relaxed),
         executed: st.executed.load(Relaxed),

@@ -116,6 +116,8 @@ pub struct TaskView {
     pub task: u32,
     /// `host:port` of its worker.
     pub worker: String,
+    /// The id of the supervisor running its worker (empty in a local run).
+    pub supervisor: String,
     pub emitted: u64,
     pub transferred: u64,
     pub executed: u64,

@@ -898,6 +898,16 @@ fn nimbus_serves_the_ui_of_the_cluster_and_storm_deactivate_pauses_it() {
     has_fields(&t, storm_fields::TOPOLOGY, "topology");
     assert_eq!(t["status"], "ACTIVE");
     assert_eq!(t["name"], "uitest");
+    // A worker names its supervisor by the id the supervisor summary gives it.
+    let supervisor = get(&ui, "/api/v1/supervisor/summary")["supervisors"][0]["id"].clone();
+    assert!(supervisor.is_string(), "{supervisor}");
+    assert!(
+        t["workers"]
+            .as_array()
+            .is_some_and(|w| !w.is_empty() && w.iter().all(|w| w["supervisorId"] == supervisor)),
+        "{}",
+        t["workers"]
+    );
     let cluster = get(&ui, "/api/v1/cluster/summary");
     assert_eq!(
         (
