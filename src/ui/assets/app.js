@@ -139,10 +139,33 @@ function drawGraph(vis) {
   svg.replaceChildren(...kids);
 }
 
+// One POST, with the UI's token when one was given in this tab (kept for the session only).
+function post(path) {
+  const headers = { "Content-Type": "application/json" };
+  const token = sessionStorage.getItem("storm-ui-token");
+  if (token) headers["Authorization"] = "Bearer " + token;
+  return fetch(path, { method: "POST", headers });
+}
+
 async function operate(op) {
   const out = document.getElementById("op-result");
-  const r = await fetch("/api/v1/topology/" + encodeURIComponent(selected) + "/" + op,
-    { method: "POST", headers: { "Content-Type": "application/json" } });
+  if (op.startsWith("kill")) {
+    // As Storm's UI: confirm, and ask how long to wait before the topology is removed.
+    const wait = prompt("Kill " + selected + "? Seconds to wait (deactivated) before it is removed:", "30");
+    if (wait === null) return;
+    if (!/^[0-9]+$/.test(wait.trim())) { out.textContent = "the wait is a number of seconds"; return; }
+    op = "kill/" + wait.trim();
+  }
+  const path = "/api/v1/topology/" + encodeURIComponent(selected) + "/" + op;
+  let r = await post(path);
+  if (r.status === 403) {
+    // This UI has a token (ui.token or the cluster secret): ask for it once per tab.
+    const token = prompt("This UI needs its token (ui.token or storm.cluster.secret):");
+    if (token) {
+      sessionStorage.setItem("storm-ui-token", token);
+      r = await post(path);
+    }
+  }
   const body = await r.json();
   out.textContent = r.ok ? body.topologyOperation + ": " + body.status : body.errorMessage;
   refresh();
