@@ -138,7 +138,14 @@ pub fn run(a: TopArgs) -> anyhow::Result<Status> {
     );
     let ui = ui_address(&a)?;
     let id = pick_topology(&ui, a.topology.as_deref())?;
-    let mut terminal = ratatui::try_init()?;
+    use std::io::IsTerminal;
+    anyhow::ensure!(
+        std::io::stdout().is_terminal() && std::io::stdin().is_terminal(),
+        "storm top draws in a terminal: run it in one (for figures in a script, read \
+         http://{ui}/api/v1/topology/{id} or /metrics)"
+    );
+    let mut terminal = ratatui::try_init()
+        .map_err(|e| anyhow::anyhow!("storm top cannot take over the terminal: {e}"))?;
     let result = draw_loop(&mut terminal, &ui, &id, Duration::from_secs_f64(a.interval));
     ratatui::restore();
     result.map(|()| Status::Success)

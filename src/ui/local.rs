@@ -129,6 +129,10 @@ pub fn tap(
             .unwrap_or_default();
         anyhow::bail!("no component `{component}`{hint}");
     };
+    anyhow::ensure!(
+        !component.starts_with("__"),
+        "`{component}` is a system component: it emits no tuples of the topology to tap"
+    );
     let names: Vec<String> = plan.stream_names.clone();
     let stream_id = match stream {
         None => None,

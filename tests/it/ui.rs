@@ -1055,6 +1055,23 @@ fn tap_shows_the_tuples_of_the_chosen_stream() {
         err.contains("no stream `error`") && err.contains("did you mean `errors`"),
         "{err}"
     );
+    // A system component emits nothing of the topology's: said, not a silent wait.
+    let out = storm()
+        .args(["tap", "taptest", "__acker", "--ui", &run.addr])
+        .output()
+        .expect("run storm tap");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is a system component"), "{err}");
+    // storm top needs a terminal, and says so when it has none.
+    let out = storm()
+        .args(["top", "--ui", &run.addr])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run storm top");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("draws in a terminal"), "{err}");
 }
 
 #[test]
