@@ -100,6 +100,8 @@ pub struct ComponentView {
     pub spout: bool,
     /// A system component (`__acker`): shown only when asked (`?sys=1`).
     pub system: bool,
+    /// Its emits are logged (`topology.debug`, the topology's or its own `config`).
+    pub debug: bool,
     pub executors: usize,
     pub tasks: Vec<TaskView>,
     /// The components and streams it reads, with the grouping.
@@ -250,6 +252,11 @@ pub(crate) fn components_of(
                 id: c.id.clone(),
                 spout: topology.component(&c.id).is_some_and(|s| s.is_spout()),
                 system: c.id.starts_with("__"),
+                debug: topology
+                    .component(&c.id)
+                    .and_then(|s| s.config.get("topology.debug"))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or_else(|| topology.config.debug()),
                 executors: c.executors.len(),
                 tasks,
                 inputs: topology

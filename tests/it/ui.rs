@@ -1168,3 +1168,19 @@ fn processes_mode_serves_the_ui_of_its_worker_processes() {
         .collect();
     assert_eq!(ports.len(), 2, "two worker processes: {t}");
 }
+
+/// A component's page says whether its emits are logged: its own `topology.debug` first,
+/// else the topology's.
+#[test]
+fn a_components_debug_flag_is_its_own() {
+    let run = start_ui_run_of(
+        "name: dbg\nspouts:\n  - id: gen\n    type: generate\n    args: { rate: 50 }\nbolts:\n  - id: up\n    type: map\n    args: { set: { n: '1' } }\n    config: { topology.debug: true }\n  - id: sink\n    type: discard\nstreams:\n  - { from: gen, to: up }\n  - { from: up, to: sink }\n",
+        &[],
+    );
+    let a = run.addr.as_str();
+    let up = get(a, "/api/v1/topology/dbg/component/up");
+    assert_eq!(up["debug"], true, "{up}");
+    assert_eq!(up["samplingPct"], 100.0, "{up}");
+    let sink = get(a, "/api/v1/topology/dbg/component/sink");
+    assert_eq!(sink["debug"], false, "{sink}");
+}
