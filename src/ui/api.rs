@@ -163,8 +163,8 @@ fn last_error_fields(c: &ComponentView, now_secs: u64) -> serde_json::Map<String
     let last = c.errors.last();
     let (host, port) = last
         .and_then(|e| e.worker.rsplit_once(':'))
-        .map(|(h, p)| (json!(h), p.parse::<u16>().map_or(Value::Null, |p| json!(p))))
-        .unwrap_or((json!(""), Value::Null));
+        .map(|(h, p)| (json!(h), json!(p)))
+        .unwrap_or((json!(""), json!("")));
     m.insert("lastError".into(), json!(last.map_or("", |e| &e.error)));
     m.insert("errorHost".into(), host);
     m.insert("errorPort".into(), port);

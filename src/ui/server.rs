@@ -107,6 +107,15 @@ impl Reply {
         }
     }
 
+    /// A JSON answer as JSONP: `callback(...)`, JavaScript.
+    fn wrapped_in(mut self, callback: &str) -> Reply {
+        if self.content_type == "application/json" {
+            self.body = format!("{callback}({});", self.body);
+            self.content_type = "application/javascript";
+        }
+        self
+    }
+
     /// An error in the shape Storm's UI gives (`error`, `errorMessage`).
     fn error(status: u16, message: impl Into<String>) -> Reply {
         let message = message.into();
@@ -296,6 +305,20 @@ fn wants_sys(query: &str) -> bool {
         .any(|kv| matches!(kv, "sys=1" | "sys=true"))
 }
 
+/// Storm's JSONP: `?callback=NAME` wraps a JSON answer in a call of NAME (a plain
+/// JavaScript name, so nothing else can be injected into the page that loads it).
+fn jsonp_callback(query: &str) -> Option<&str> {
+    let name = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("callback="))?;
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.');
+    let first_ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| !c.is_ascii_digit() && c != '.');
+    (first_ok && name.len() <= 64 && name.chars().all(plain)).then_some(name)
+}
+
 fn route(shared: &Shared, request: &mut Request) -> Reply {
     let (segments, query) = split_url(request.url());
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
@@ -323,7 +346,21 @@ fn route(shared: &Shared, request: &mut Request) -> Reply {
                 Err(r) => r,
             }
         }
-        (Method::Get, ["api", "v1", rest @ ..]) => get_api(shared, rest, wants_sys(query)),
+        (Method::Get, ["api", "v1", "topology", _, op, ..])
+            if matches!(*op, "activate" | "deactivate" | "kill" | "rebalance") =>
+        {
+            Reply::error(
+                405,
+                format!("`{op}` is an operation: a POST request, not a GET"),
+            )
+        }
+        (Method::Get, ["api", "v1", rest @ ..]) => {
+            let reply = get_api(shared, rest, wants_sys(query));
+            match jsonp_callback(query) {
+                Some(callback) => reply.wrapped_in(callback),
+                None => reply,
+            }
+        }
         (Method::Post, ["api", "v1", "topology", id, op @ ..]) => {
             let id = id.to_string();
             let op: Vec<String> = op.iter().map(|s| s.to_string()).collect();

@@ -555,6 +555,17 @@ fn a_loopback_ui_refuses_foreign_hosts_and_an_open_one_needs_a_token() {
         a.rsplit(':').next().unwrap_or_default()
     ));
     assert!(local.contains(" 200 "), "{local}");
+    // Storm's JSONP: a plain callback name wraps the JSON; anything else is not echoed.
+    let (status, body) = http(a, "GET", "/api/v1/cluster/summary?callback=show_it", &[]);
+    assert_eq!(status, 200);
+    assert!(
+        body.starts_with("show_it({") && body.ends_with("});"),
+        "{body}"
+    );
+    let (_, body) = http(a, "GET", "/api/v1/cluster/summary?callback=alert(1)", &[]);
+    assert!(body.starts_with('{'), "{body}");
+    let (status, _) = http(a, "GET", "/api/v1/topology/uitest/deactivate", &[]);
+    assert_eq!(status, 405);
     let (status, body) = http(a, "GET", "/api/v1/topology/uitset", &[]);
     assert_eq!(status, 404);
     assert!(body.contains("did you mean `uitest`"), "{body}");
