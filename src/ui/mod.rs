@@ -37,7 +37,11 @@ pub trait Source: Send + Sync + 'static {
         _stream: Option<&str>,
         _every: u64,
     ) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
-        anyhow::bail!("tap is served by the UI of a local run (`storm run FILE --ui`)")
+        anyhow::bail!(
+            "tap is served by the UI of a run in one process (`storm run FILE --ui`, without \
+             --processes); on worker processes and clusters, `topology.debug: true` logs a \
+             component's emits"
+        )
     }
 }
 
