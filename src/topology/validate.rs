@@ -80,7 +80,9 @@ pub fn validate(
         stateful_default: false,
     };
     let name = v.name(&raw);
-    if raw.spouts.is_empty() && raw.bolts.is_empty() {
+    // (A text that did not parse has no components either: its syntax error says why.)
+    let unparsed = raw.diagnostics.iter().any(|d| d.is_error());
+    if raw.spouts.is_empty() && raw.bolts.is_empty() && !unparsed {
         // Nothing to run: say so where the topology is named (or at the top of the file).
         let at = raw.name.as_ref().map_or(Span::new(0, 0), |n| n.span);
         v.error("the topology has no spouts or bolts", at).help =

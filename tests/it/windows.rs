@@ -928,3 +928,29 @@ fn event_times_with_offsets_fall_in_their_utc_windows() {
         ["a\t2026-11-02T08:00:00.000Z\t2026-11-02T08:00:10.000Z\t3"]
     );
 }
+
+/// JSON lines as editors and tools write them: a byte-order mark before the first record and
+/// blank lines between records are not records; floats keep every digit; `count as n` names
+/// the count in the DSL as it does in YAML.
+#[test]
+fn json_lines_with_a_bom_blank_lines_and_exact_floats() {
+    let input = "\u{feff}{\"k\":\"a\",\"v\":-943305.0469559873}\n\n{\"k\":\"a\",\"v\":1.5e-300}\n";
+    let out = run(
+        "stdin(format=json, fields=[k, v]) | stdout(format=json)",
+        input,
+        &[],
+    );
+    assert_eq!(
+        out,
+        [
+            r#"{"k":"a","v":-943305.0469559873}"#,
+            r#"{"k":"a","v":1.5e-300}"#,
+        ]
+    );
+    let counted = run(
+        "stdin(format=json, fields=[k, v]) | aggregate(by=[k], ops=[count as n]) | stdout(format=json)",
+        input,
+        &[],
+    );
+    assert_eq!(counted, [r#"{"k":"a","n":2}"#]);
+}

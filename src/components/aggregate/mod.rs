@@ -255,6 +255,8 @@ pub struct Aggregate {
     watermark_moved: std::time::Instant,
     late: Option<crate::topology::plan::StreamId>,
     late_dropped: u64,
+    /// Of `late_dropped`, those a restored checkpoint counted (before this run).
+    late_restored: u64,
     unusable: u64,
     component: String,
     /// The `top` bolt: rank the keys by their one op and keep the best `n`.
@@ -285,6 +287,7 @@ impl Aggregate {
             watermark_moved: std::time::Instant::now(),
             late: None,
             late_dropped: 0,
+            late_restored: 0,
             unusable: 0,
             component: String::new(),
             top: None,
@@ -678,11 +681,15 @@ impl Bolt for Aggregate {
                 self.unusable
             );
         }
-        if self.late_dropped > 0 {
+        if self.late_dropped > self.late_restored {
+            let before = match self.late_restored {
+                0 => String::new(),
+                n => format!(" ({n} more before this run, counted in the state dir)"),
+            };
             tracing::warn!(
-                "{}: {} tuple(s) came later than their windows and were left out",
+                "{}: {} tuple(s) came later than their windows and were left out{before}",
                 self.component,
-                self.late_dropped
+                self.late_dropped - self.late_restored
             );
         }
         Ok(())

@@ -162,7 +162,9 @@ fn default_name(kind: Kind, field: Option<&str>) -> String {
         Kind::First => format!("first_{f}"),
         Kind::Last => format!("last_{f}"),
         Kind::Percentile(p) => {
-            let pct = (p * 1000.0).round() / 10.0;
+            // 100·P as written (`0.9999` → `99.99`), without the float's noise digits.
+            let pct = format!("{:.6}", p * 100.0);
+            let pct = pct.trim_end_matches('0').trim_end_matches('.');
             format!("p{pct}_{f}")
         }
         Kind::Top(_) => format!("top_{f}"),
@@ -556,6 +558,18 @@ mod tests {
             OpSpec::parse("sum(line) AS total").expect("ok").name,
             "total"
         );
+        for (p, name) in [
+            ("0.99", "p99_x"),
+            ("0.999", "p99.9_x"),
+            ("0.9999", "p99.99_x"),
+            ("0.123456", "p12.3456_x"),
+            ("0.00001", "p0.001_x"),
+            ("1", "p100_x"),
+            ("0.5", "p50_x"),
+        ] {
+            let op = OpSpec::parse(&format!("percentile(x, {p})")).expect("ok");
+            assert_eq!(op.name, name);
+        }
         let e = OpSpec::parse("sum(line) as").expect_err("no name");
         assert!(e.contains("`as` needs a name"), "{e}");
         let e = OpSpec::parse("averge(x)").expect_err("unknown");

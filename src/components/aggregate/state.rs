@@ -212,6 +212,7 @@ impl Aggregate {
         self.clock = int("clock")?;
         self.pending_watermark = int("pending_watermark")?;
         self.late_dropped = int("late_dropped")?.max(0) as u64;
+        self.late_restored = self.late_dropped;
         self.unusable = int("unusable")?.max(0) as u64;
         let latest: Option<Vec<i64>> = m.get("latest").and_then(Value::int_list);
         match latest {

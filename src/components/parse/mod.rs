@@ -88,7 +88,15 @@ impl Parser {
     pub fn parse(&mut self, line: &str) -> Result<Option<Values>, String> {
         self.scratch.clear();
         match &mut self.reader {
-            Reader::Json(j) => j.extract(line, &mut self.scratch)?,
+            Reader::Json(j) => {
+                // A byte-order mark (a file saved by some editors starts with one) is not part
+                // of the JSON; a blank line between records is no record (as jq reads them).
+                let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+                if line.trim().is_empty() {
+                    return Ok(None);
+                }
+                j.extract(line, &mut self.scratch)?
+            }
             Reader::Combined(keep) => combined::extract(line, keep.as_deref(), &mut self.scratch)?,
             Reader::Pattern(p) => p.extract(line, &mut self.scratch)?,
             Reader::Pairs(p) => p.extract(line, &mut self.scratch)?,

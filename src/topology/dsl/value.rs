@@ -78,11 +78,29 @@ fn call(i: In) -> PResult<Spanned<RawValue>> {
     let start = offset(&i);
     let (rest, name) = take_while1(is_bare_char)(i)?;
     let after = rest.fragment();
+    let named = |from: &str| {
+        from.strip_prefix(" as ")
+            .map(|a| a.len() - a.trim_start_matches(is_bare_char).len())
+            .filter(|n| *n > 0)
+            .map_or(0, |n| " as ".len() + n)
+    };
     if !after.starts_with('(') {
-        return Err(nom::Err::Error(SyntaxError::message(
-            Span::new(start, start + 1),
-            "not a call",
-        )));
+        // `count as n`: a call without arguments, named.
+        let alias = named(after);
+        if alias == 0 {
+            return Err(nom::Err::Error(SyntaxError::message(
+                Span::new(start, start + 1),
+                "not a call",
+            )));
+        }
+        let text = format!("{}{}", name.fragment(), &after[..alias]);
+        let (rest, _) = nom::bytes::complete::take(alias)(rest)?;
+        let span = Span::new(start, start + text.len());
+        let value = RawValue::Str {
+            text,
+            quoted: false,
+        };
+        return Ok((rest, Spanned::new(value, span)));
     }
     let mut depth = 0usize;
     let mut end = None;
@@ -107,12 +125,7 @@ fn call(i: In) -> PResult<Spanned<RawValue>> {
         )));
     };
     // `avg(latency) as mean`: the name given to the call's result belongs to it.
-    let alias = after[len..]
-        .strip_prefix(" as ")
-        .map(|a| a.len() - a.trim_start_matches(is_bare_char).len())
-        .filter(|n| *n > 0)
-        .map_or(0, |n| " as ".len() + n);
-    let len = len + alias;
+    let len = len + named(&after[len..]);
     let text = format!("{}{}", name.fragment(), &after[..len]);
     let (rest, _) = nom::bytes::complete::take(len)(rest)?;
     let span = Span::new(start, start + text.len());
