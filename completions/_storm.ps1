@@ -195,6 +195,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
         }
         'storm;kill' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Seconds to wait between deactivating and removing (default: the topology''s topology.message.timeout.secs)')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Seconds to wait between deactivating and removing (default: the topology''s topology.message.timeout.secs)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
@@ -231,8 +232,8 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
         'storm;rebalance' {
             [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The new number of workers')
-            [CompletionResult]::new('--num-workers', '--num-workers', [CompletionResultType]::ParameterName, 'The new number of workers')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The new number of workers (at most 256)')
+            [CompletionResult]::new('--num-workers', '--num-workers', [CompletionResultType]::ParameterName, 'The new number of workers (at most 256)')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'A component''s new number of executors, 1 to its task count (repeatable)')
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'A component''s new number of executors, 1 to its task count (repeatable)')
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')

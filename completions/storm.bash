@@ -673,7 +673,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__kill)
-            opts="-c -h -V --nimbus --wait --config --help --version"
+            opts="-w -c -h -V --nimbus --wait --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -684,6 +684,10 @@ _storm() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -w)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -177,6 +177,7 @@ set edit:completion:arg-completer[storm] = {|@words|
         }
         &'storm;kill'= {
             cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -w 'Seconds to wait between deactivating and removing (default: the topology''s topology.message.timeout.secs)'
             cand --wait 'Seconds to wait between deactivating and removing (default: the topology''s topology.message.timeout.secs)'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
@@ -210,8 +211,8 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;rebalance'= {
             cand -w 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)'
             cand --wait 'Seconds the spouts stay deactivated before the switch, at most (default: the topology''s message timeout; the switch comes sooner once no tuple tree is pending)'
-            cand -n 'The new number of workers'
-            cand --num-workers 'The new number of workers'
+            cand -n 'The new number of workers (at most 256)'
+            cand --num-workers 'The new number of workers (at most 256)'
             cand -e 'A component''s new number of executors, 1 to its task count (repeatable)'
             cand --executor 'A component''s new number of executors, 1 to its task count (repeatable)'
             cand --nimbus 'Nimbus address'

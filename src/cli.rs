@@ -381,7 +381,8 @@ pub struct KillArgs {
     pub nimbus: Option<String>,
     /// Seconds to wait between deactivating and removing (default: the topology's
     /// topology.message.timeout.secs)
-    #[arg(long, value_name = "SECS")]
+    #[arg(short = 'w', long, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(0..=crate::topology::rebalance::MAX_WAIT_SECS))]
     pub wait: Option<u64>,
     #[command(flatten)]
     pub config: ConfigOverrides,
@@ -464,11 +465,12 @@ pub struct RebalanceArgs {
     pub name: String,
     /// Seconds the spouts stay deactivated before the switch, at most (default: the topology's
     /// message timeout; the switch comes sooner once no tuple tree is pending)
-    #[arg(short = 'w', long = "wait", value_name = "SECS")]
+    #[arg(short = 'w', long = "wait", value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(0..=crate::topology::rebalance::MAX_WAIT_SECS))]
     pub wait: Option<u64>,
-    /// The new number of workers
+    /// The new number of workers (at most 256)
     #[arg(short = 'n', long = "num-workers", value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=crate::topology::validate::bounds::MAX_WORKERS as i64))]
     pub num_workers: Option<u32>,
     /// A component's new number of executors, 1 to its task count (repeatable)
     #[arg(short = 'e', long = "executor", value_name = "COMPONENT=PARALLELISM",

@@ -369,7 +369,10 @@ impl Nimbus {
         Ok(match request {
             Request::Submit(sub) => json!(self.submit(sub)?),
             Request::List => serde_json::to_value(self.list()?)?,
-            Request::Kill { name, wait_secs } => json!(self.kill(&name, wait_secs)?),
+            Request::Kill { name, wait_secs } => {
+                check_wait(wait_secs)?;
+                json!(self.kill(&name, wait_secs)?)
+            }
             Request::SetActive { name, active } => json!(self.set_active(&name, active)?),
             Request::Rebalance {
                 name,
@@ -377,6 +380,7 @@ impl Nimbus {
                 workers,
                 executors,
             } => {
+                check_wait(wait_secs)?;
                 let request = crate::topology::rebalance::Rebalance { workers, executors };
                 json!(self.rebalance(&name, wait_secs, &request)?)
             }
@@ -969,6 +973,14 @@ impl Nimbus {
 }
 
 mod rebalance;
+
+/// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).
+fn check_wait(wait_secs: Option<u64>) -> anyhow::Result<()> {
+    match wait_secs.map(crate::topology::rebalance::check_wait) {
+        Some(Err(e)) => Err(crate::topology::rebalance::Invalid(e).into()),
+        _ => Ok(()),
+    }
+}
 
 /// No live topology is named `name`: say which are, and the nearest name.
 fn no_running_topology(state: &ClusterState<Shared>, name: &str) -> anyhow::Error {

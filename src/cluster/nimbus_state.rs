@@ -180,16 +180,7 @@ impl<S: CoordinationStore> ClusterState<S> {
             status: TopologyStatus::Inactive,
             launch_time_secs: now_secs,
             num_workers: topology.config.workers(),
-            component_executors: plan
-                .components
-                .iter()
-                .map(|c| {
-                    (
-                        c.id.clone(),
-                        u32::try_from(c.executors.len()).unwrap_or(u32::MAX),
-                    )
-                })
-                .collect(),
+            component_executors: executor_counts(plan),
         };
         self.write(&self.layout.storm(&id), &base)?;
         Ok(id)
@@ -316,6 +307,7 @@ impl<S: CoordinationStore> ClusterState<S> {
             .read(&path)?
             .ok_or_else(|| ClusterError::NoTopology(id.to_string()))?;
         base.num_workers = workers;
+        base.component_executors = executor_counts(plan);
         self.write(&path, &base)
     }
 
@@ -467,6 +459,17 @@ impl<S: CoordinationStore> ClusterState<S> {
 fn json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
     // The layout types are plain data (string keys, numbers): serialising cannot fail.
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// Each component's executor count, as `/storms/{id}` records it.
+fn executor_counts(plan: &Plan) -> BTreeMap<String, u32> {
+    plan.components
+        .iter()
+        .map(|c| {
+            let n = u32::try_from(c.executors.len()).unwrap_or(u32::MAX);
+            (c.id.clone(), n)
+        })
+        .collect()
 }
 
 #[cfg(test)]

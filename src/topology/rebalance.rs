@@ -42,6 +42,20 @@ pub struct Rebalance {
     pub executors: BTreeMap<String, u32>,
 }
 
+/// The longest wait a kill or a rebalance takes (a week): a longer one is surely a mistake, and
+/// an unbounded one would overflow the clock.
+pub const MAX_WAIT_SECS: u64 = 7 * 24 * 3600;
+
+/// A kill's or a rebalance's wait, in seconds, within [`MAX_WAIT_SECS`].
+pub fn check_wait(secs: u64) -> Result<(), String> {
+    match secs <= MAX_WAIT_SECS {
+        true => Ok(()),
+        false => Err(format!(
+            "a wait of {secs} s is longer than a week ({MAX_WAIT_SECS} s), the most a kill or rebalance waits"
+        )),
+    }
+}
+
 impl Rebalance {
     /// Check the request against `topology` (whose plan is `plan`): a worker count of at least
     /// one; known user components (with a suggestion for a misspelt one), each given between 1
@@ -49,6 +63,10 @@ impl Rebalance {
     pub fn check(&self, topology: &Topology, plan: &Plan) -> Result<(), String> {
         if self.workers == Some(0) {
             return Err("the number of workers must be at least 1".into());
+        }
+        let most = super::validate::bounds::MAX_WORKERS;
+        if let Some(n) = self.workers.filter(|n| *n > most) {
+            return Err(format!("at most {most} workers can run (got {n})"));
         }
         for (id, &n) in &self.executors {
             let Some(c) = topology.component(id) else {

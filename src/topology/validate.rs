@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod args;
-mod bounds;
+pub(crate) mod bounds;
 mod map;
 mod outputs;
 mod stateful;

@@ -496,8 +496,11 @@ fn post_api(shared: &Shared, request: &mut Request, id: &str, op: &[String]) -> 
         return Reply::error(400, format!("cannot read the request body: {e}"));
     }
     let wait = |s: &str| {
-        s.parse::<u64>()
-            .map_err(|_| Reply::error(400, format!("wait-time `{s}` is not a number of seconds")))
+        let secs = s.parse::<u64>().map_err(|_| {
+            Reply::error(400, format!("wait-time `{s}` is not a number of seconds"))
+        })?;
+        crate::topology::rebalance::check_wait(secs).map_err(|e| Reply::error(400, e))?;
+        Ok(secs)
     };
     let ops: Vec<&str> = op.iter().map(String::as_str).collect();
     let action = match ops.as_slice() {

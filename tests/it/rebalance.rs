@@ -279,6 +279,24 @@ fn the_rest_api_rebalances_and_refuses_bad_bodies() {
     assert!(e.contains("1 to 3"), "{e}");
     let e = bad(r#"{"rebalanceOptions": {"numWorkers": 0}}"#);
     assert!(e.contains("at least 1"), "{e}");
+    // No more workers than a run may start with, and no wait beyond a week (the run would
+    // otherwise be stuck rebalancing, or run out of memory).
+    let e = bad(r#"{"rebalanceOptions": {"numWorkers": 100000}}"#);
+    assert!(e.contains("at most 256 workers"), "{e}");
+    let (status, v) = http(
+        a,
+        "POST",
+        "/api/v1/topology/endless/rebalance/18446744073709551615",
+        &[JSON, auth],
+        "",
+    );
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("longer than a week")),
+        "{v}"
+    );
     let (status, v) = http(
         a,
         "POST",
@@ -521,6 +539,16 @@ fn a_cluster_rebalance_writes_the_new_assignment_and_the_topology_runs_on() {
         (t["workersTotal"] == 2 && c["executors"] == 2).then_some(c)
     });
     assert_eq!(count["tasks"], 2, "{count}");
+    // The coordination tree records the new counts too.
+    let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("storm zk dump");
+    let storm = tree
+        .lines()
+        .find(|l| l.starts_with(&format!("/storm/storms/{id} = ")))
+        .unwrap_or_default();
+    assert!(
+        storm.contains("\"num_workers\":2") && storm.contains("\"count\":2"),
+        "{storm}"
+    );
     let emitted =
         || page(&format!("/api/v1/topology/{id}")).and_then(|t| t["spouts"][0]["emitted"].as_u64());
     let first = eventually("the spout to report", || emitted().filter(|e| *e > 0));

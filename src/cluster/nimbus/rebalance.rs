@@ -160,6 +160,10 @@ fn rebalanced_submission(known: &Known, request: &Rebalance) -> anyhow::Result<S
         .apply(&known.topology, &known.plan)
         .map_err(Invalid)?;
     let mut sub = known.submission.clone();
+    // The earlier rebalances' counts give way to these (the list stays as long as it was).
+    sub.overrides.retain(|o| {
+        !o.starts_with("topology.workers=") && !o.starts_with("topology.acker.executors=")
+    });
     sub.overrides
         .push(format!("topology.workers={}", topology.config.workers()));
     sub.overrides
