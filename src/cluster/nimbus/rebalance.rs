@@ -40,8 +40,9 @@ impl Nimbus {
                 }
             }
         }
-        let (id, previous) =
-            found.ok_or_else(|| anyhow::anyhow!("no running topology named `{name}`"))?;
+        let Some((id, previous)) = found else {
+            return Err(super::no_running_topology(&state, name));
+        };
         if previous == TopologyStatus::Rebalancing {
             return Err(Invalid(format!("a rebalance of {id} is already under way")).into());
         }
