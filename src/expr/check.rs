@@ -132,6 +132,12 @@ impl Checker<'_> {
                 format!("`{symbol}` works on numbers, not {}", t.describe()),
             );
             e.help = Some(match (t, &node.kind) {
+                // A window's bounds are times written out.
+                (Type::Str, NodeKind::Field(f)) if f.starts_with("window_") => {
+                    format!(
+                        "it is a time as text: `parse_time({node})` gives its epoch milliseconds"
+                    )
+                }
                 (Type::Str, NodeKind::Field(_)) => format!("convert it first: `int({node})`"),
                 (Type::Str, _) if symbol == "+" => "to join strings, use `concat(a, b)`".into(),
                 _ => "convert it first with `int(…)` or `float(…)`".into(),

@@ -954,3 +954,28 @@ fn json_lines_with_a_bom_blank_lines_and_exact_floats() {
     );
     assert_eq!(counted, [r#"{"k":"a","n":2}"#]);
 }
+
+/// Window bounds are times as text: arithmetic on them is refused at validate (with the way to
+/// do it), and `parse_time` turns them back into epoch milliseconds.
+#[test]
+fn window_bounds_are_text_to_the_type_checker() {
+    let agg = "stdin(format=csv, columns=[k, t], types={t: int}) | aggregate(by=[k], ops=[count], window={tumbling: 10s}, time=t)";
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .args([
+            "validate",
+            "-e",
+            &format!("{agg} | filter(\"window_end - window_start > 0\") | stdout"),
+        ])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("parse_time(window_end)"), "{err}");
+    let rows = run(
+        &format!("{agg} | map(set={{d: \"parse_time(window_end) - parse_time(window_start)\"}}) | stdout(fields=[k, d])"),
+        "a,1000\n",
+        &[],
+    );
+    assert_eq!(rows, ["a\t10000"]);
+}

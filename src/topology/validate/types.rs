@@ -106,6 +106,14 @@ fn of(
             let (out, _) = walk(source, rc, &c.args, Some(input?));
             out.into_iter().map(|(_, t)| t).collect()
         }
+        // A window's bounds are RFC 3339 text (`parse_time` makes them numbers again).
+        Aggregate | Top | Join => fields
+            .iter()
+            .map(|f| match f.as_str() {
+                "window_start" | "window_end" if c.ctype != Join => Type::Str,
+                _ => Type::Any,
+            })
+            .collect(),
         _ => any(),
     })
 }
