@@ -138,3 +138,33 @@ fn a_finished_run_commits_its_end_of_input_flush() {
         ["c\t1970-01-01T00:00:20.000Z\t1970-01-01T00:00:30.000Z\t1"]
     );
 }
+
+/// `topology.state.dir` written in a topology file is relative to the file's folder, as every
+/// path in it is (not to wherever `storm run` was started).
+#[test]
+fn a_state_dir_set_in_the_file_is_relative_to_the_file() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let sub = conf.path().join("jobs");
+    std::fs::create_dir(&sub).expect("mkdir");
+    std::fs::write(sub.join("in.txt"), "a\nb\na\n").expect("input");
+    std::fs::write(
+        sub.join("job.yaml"),
+        "name: job\nconfig:\n  topology.state.provider: embedded\n  topology.state.dir: kept\n  topology.stateful: true\nspouts:\n  - {id: lines, type: file, args: {path: in.txt}}\nbolts:\n  - {id: tally, type: count, args: {fields: [line]}}\n  - {id: out, type: stdout}\nstreams:\n  - {from: lines, to: tally, grouping: {type: fields, args: [line]}}\n  - {from: tally, to: out}\n",
+    )
+    .expect("topology");
+    let elsewhere = conf.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let out = storm(conf.path())
+        .current_dir(&elsewhere)
+        .arg("run")
+        .arg(sub.join("job.yaml"))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(sub.join("kept").is_dir(), "the state dir beside the file");
+    assert!(!elsewhere.join("kept").exists(), "not in the working dir");
+}
