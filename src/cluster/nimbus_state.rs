@@ -260,11 +260,7 @@ impl<S: CoordinationStore> ClusterState<S> {
                 (*task, start)
             })
             .collect();
-        let node_host = slots
-            .iter()
-            .filter(|s| placed.slots().iter().any(|np| np.node == s.node))
-            .map(|s| (s.node.clone(), s.host.clone()))
-            .collect();
+        let node_host = hosts_of(&slots, &placed.slots());
         let info = AssignmentInfo {
             master_code_dir: format!("{}/nimbus/stormdist/{id}", self.local_dir),
             node_host,
@@ -290,11 +286,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         let slots = self.available_slots(id)?;
         let placed = placement::schedule(plan, &slots, workers, &Schedule::default())?;
         let task_to_node_port = placed.task_to_node_port();
-        let node_host = slots
-            .iter()
-            .filter(|s| placed.slots().iter().any(|np| np.node == s.node))
-            .map(|s| (s.node.clone(), s.host.clone()))
-            .collect();
+        let node_host = hosts_of(&slots, &placed.slots());
         let info = AssignmentInfo {
             master_code_dir: format!("{}/nimbus/stormdist/{id}", self.local_dir),
             node_host,
@@ -459,6 +451,15 @@ impl<S: CoordinationStore> ClusterState<S> {
 fn json_bytes<T: Serialize>(value: &T) -> Vec<u8> {
     // The layout types are plain data (string keys, numbers): serialising cannot fail.
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// The host of each supervisor that `used` slots are on.
+fn hosts_of(slots: &[Slot], used: &BTreeSet<NodePort>) -> BTreeMap<String, String> {
+    slots
+        .iter()
+        .filter(|s| used.iter().any(|np| np.node == s.node))
+        .map(|s| (s.node.clone(), s.host.clone()))
+        .collect()
 }
 
 /// Each component's executor count, as `/storms/{id}` records it.

@@ -486,13 +486,26 @@ impl<'a> Wiring<'a> {
             }
             tasks.push(slot);
         }
+        Ok(self.assemble_bolt(parts, role, tasks, checkpoints, false))
+    }
+
+    /// A bolt executor of `tasks`; the acker's ticks at the message timeout, which expires
+    /// its trees.
+    fn assemble_bolt(
+        &self,
+        parts: ExecutorParts,
+        role: Role,
+        tasks: Vec<BoltSlot>,
+        checkpoints: Option<Checkpointing>,
+        resumed: bool,
+    ) -> BoltExecutor {
         let tick = match role {
             Role::Acker => self.tracking.timeout,
             Role::Bolt(spec) | Role::Spout(spec) => {
                 spec.tick.or_else(|| self.topology.config.tick_freq())
             }
         };
-        Ok(BoltExecutor {
+        BoltExecutor {
             inbox: parts.inbox.1,
             outbox: parts.outbox,
             tasks,
@@ -500,8 +513,8 @@ impl<'a> Wiring<'a> {
             tick,
             checkpoints,
             control: self.control.clone(),
-            resumed: false,
-        })
+            resumed,
+        }
     }
 
     /// Spawn the executors of every worker again with the tasks of a run before a rebalance
@@ -602,22 +615,7 @@ impl<'a> Wiring<'a> {
             self.refit(&parts, &mut slot);
             tasks.push(slot);
         }
-        let tick = match role {
-            Role::Acker => self.tracking.timeout,
-            Role::Bolt(spec) | Role::Spout(spec) => {
-                spec.tick.or_else(|| self.topology.config.tick_freq())
-            }
-        };
-        Ok(BoltExecutor {
-            inbox: parts.inbox.1,
-            outbox: parts.outbox,
-            tasks,
-            first_task: *parts.tasks.start(),
-            tick,
-            checkpoints: None,
-            control: self.control.clone(),
-            resumed: true,
-        })
+        Ok(self.assemble_bolt(parts, role, tasks, None, true))
     }
 
     /// The running topology; the wiring's own ends of the queues are dropped, so each queue
