@@ -31,7 +31,7 @@ use std::time::Duration;
 
 /// How often spouts send a marker: the most a stateful bolt holds an input before applying it,
 /// once its tree is complete.
-pub const ROUND: Duration = Duration::from_millis(5);
+pub const ROUND: Duration = Duration::from_millis(2);
 
 /// Bits of a tree number in a root id under checkpoints: the spout task's id above them.
 pub const SEQ_BITS: u32 = 40;
