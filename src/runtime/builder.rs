@@ -445,7 +445,19 @@ impl<'a> Wiring<'a> {
             }
             tasks.push(slot);
         }
-        Ok(SpoutExecutor {
+        Ok(self.assemble_spout(parts, tasks, checkpoints, false))
+    }
+
+    /// A spout executor of `tasks` (`resumed`: handed back by a rebalance, their `open`
+    /// already done).
+    fn assemble_spout(
+        &self,
+        parts: ExecutorParts,
+        tasks: Vec<SpoutSlot>,
+        checkpoints: Option<Checkpointing>,
+        resumed: bool,
+    ) -> SpoutExecutor {
+        SpoutExecutor {
             inbox: parts.inbox.1,
             outbox: parts.outbox,
             tasks,
@@ -457,8 +469,8 @@ impl<'a> Wiring<'a> {
             clock: Instant::now(),
             inactive: false,
             checkpoints,
-            resumed: false,
-        })
+            resumed,
+        }
     }
 
     /// A bolt executor; the acker's ticks at the message timeout, which expires its trees.
@@ -585,20 +597,9 @@ impl<'a> Wiring<'a> {
             inactive |= was_inactive;
             tasks.push(slot);
         }
-        Ok(SpoutExecutor {
-            inbox: parts.inbox.1,
-            outbox: parts.outbox,
-            tasks,
-            first_task: *parts.tasks.start(),
-            max_pending: self.tracking.max_pending,
-            timeout: self.tracking.timeout,
-            control: self.control.clone(),
-            ack_now: Vec::new(),
-            clock: Instant::now(),
-            inactive,
-            checkpoints: None,
-            resumed: true,
-        })
+        let mut executor = self.assemble_spout(parts, tasks, None, true);
+        executor.inactive = inactive;
+        Ok(executor)
     }
 
     fn resumed_bolt(

@@ -232,6 +232,28 @@ impl Running {
         })
     }
 
+    /// The report of an executor that ended; its latency counted.
+    fn joined(
+        &mut self,
+        component: String,
+        h: std::thread::JoinHandle<anyhow::Result<executor::ExecutorReport>>,
+    ) -> anyhow::Result<executor::ExecutorReport> {
+        match h.join() {
+            Ok(Ok(report)) => {
+                self.latency
+                    .entry(component)
+                    .or_default()
+                    .merge(&report.complete_latency);
+                Ok(report)
+            }
+            Ok(Err(e)) => Err(e.context(format!("component `{component}`"))),
+            Err(p) => anyhow::bail!(
+                "component `{component}` crashed: {}",
+                panic_message(p.as_ref())
+            ),
+        }
+    }
+
     /// `signalled` of the `total` executors of this layout have said they are ending: join
     /// them (a failure ends the run at once), keeping their tasks for a later rebalance.
     fn join_finished(&mut self, total: usize, signalled: usize) -> anyhow::Result<()> {
@@ -250,22 +272,10 @@ impl Running {
                 continue;
             }
             let (component, h) = self.handles.swap_remove(i);
-            match h.join() {
-                Ok(Ok(report)) => {
-                    self.latency
-                        .entry(component)
-                        .or_default()
-                        .merge(&report.complete_latency);
-                    // Kept only where a rebalance may place them again (a local run).
-                    if !self.wake.is_empty() {
-                        self.ended.extend(report.tasks);
-                    }
-                }
-                Ok(Err(e)) => return Err(e.context(format!("component `{component}`"))),
-                Err(p) => anyhow::bail!(
-                    "component `{component}` crashed: {}",
-                    panic_message(p.as_ref())
-                ),
+            let report = self.joined(component, h)?;
+            // Kept only where a rebalance may place them again (a local run).
+            if !self.wake.is_empty() {
+                self.ended.extend(report.tasks);
             }
         }
         Ok(())

@@ -13,7 +13,7 @@ use super::builder::{self, Wiring};
 use super::executor::{Parked, RunControl};
 use super::message::Message;
 use super::metrics::TaskStats;
-use super::{panic_message, InProcess, Layout, Running, SharedLayout};
+use super::{InProcess, Layout, Running, SharedLayout};
 use crate::placement::Placement;
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
@@ -239,28 +239,6 @@ impl Running {
             inboxes,
             leftovers,
         })
-    }
-
-    /// The report of an executor that ended; its latency counted.
-    fn joined(
-        &mut self,
-        component: String,
-        h: std::thread::JoinHandle<anyhow::Result<super::executor::ExecutorReport>>,
-    ) -> anyhow::Result<super::executor::ExecutorReport> {
-        match h.join() {
-            Ok(Ok(report)) => {
-                self.latency
-                    .entry(component)
-                    .or_default()
-                    .merge(&report.complete_latency);
-                Ok(report)
-            }
-            Ok(Err(e)) => Err(e.context(format!("component `{component}`"))),
-            Err(p) => anyhow::bail!(
-                "component `{component}` crashed: {}",
-                panic_message(p.as_ref())
-            ),
-        }
     }
 }
 

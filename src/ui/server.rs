@@ -169,21 +169,23 @@ fn answer(shared: &Shared, mut request: Request) {
     }
 }
 
+/// A request header's value, by its name in any case.
+fn header(request: &Request, name: &str) -> Option<String> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.to_string().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str().to_string())
+}
+
 /// A loopback UI answers only requests whose `Host` (and `Origin`, when a browser sends one)
 /// is a local name: a foreign name is another site's page reaching it through its browser.
 fn foreign_host(shared: &Shared, request: &Request) -> Option<Reply> {
     if !shared.loopback {
         return None;
     }
-    let header = |name: &str| {
-        request
-            .headers()
-            .iter()
-            .find(|h| h.field.to_string().eq_ignore_ascii_case(name))
-            .map(|h| h.value.as_str().to_string())
-    };
-    let host = header("Host");
-    let origin = header("Origin").map(|o| {
+    let host = header(request, "Host");
+    let origin = header(request, "Origin").map(|o| {
         let o = o.trim();
         o.split_once("://").map_or(o, |(_, rest)| rest).to_string()
     });
@@ -449,14 +451,7 @@ fn get_api(shared: &Shared, path: &[&str], sys: bool) -> Reply {
 
 /// Whether a POST may change things: JSON content type, and the token when one is set.
 fn authorized(shared: &Shared, request: &Request) -> Result<(), Reply> {
-    let header = |name: &str| {
-        request
-            .headers()
-            .iter()
-            .find(|h| h.field.to_string().eq_ignore_ascii_case(name))
-            .map(|h| h.value.as_str().to_string())
-    };
-    let json_type = header("Content-Type").is_some_and(|v| {
+    let json_type = header(request, "Content-Type").is_some_and(|v| {
         v.trim()
             .to_ascii_lowercase()
             .starts_with("application/json")
@@ -468,7 +463,7 @@ fn authorized(shared: &Shared, request: &Request) -> Result<(), Reply> {
         ));
     }
     if let Some(token) = &shared.token {
-        let given = header("Authorization")
+        let given = header(request, "Authorization")
             .and_then(|v| v.strip_prefix("Bearer ").map(|t| t.trim().to_string()));
         if !given.is_some_and(|g| same_secret(&g, token)) {
             return Err(Reply::error(

@@ -6,7 +6,7 @@
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -53,27 +53,7 @@ fn start(topology: &str, extra: &[&str]) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start storm run --ui");
-    let stderr = child.stderr.take().expect("stderr piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut said = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("ui: http://") {
-                let _ = tx.send(Ok(rest.trim_end_matches('/').to_string()));
-            } else {
-                said += &line;
-                said += "\n";
-            }
-        }
-        let _ = tx.send(Err(said));
-    });
-    let addr = match rx
-        .recv_timeout(WAIT)
-        .expect("the run prints its UI address")
-    {
-        Ok(addr) => addr,
-        Err(stderr) => panic!("the run ended without serving its UI:\n{stderr}"),
-    };
+    let addr = crate::support::ui_address(&mut child, WAIT);
     Run {
         child,
         addr,

@@ -90,29 +90,7 @@ fn start_ui_run_of(topology: &str, extra: &[&str]) -> UiRun {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start storm run --ui");
-    let stderr = child.stderr.take().expect("stderr piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        // Keep reading so the child never blocks on a full pipe; what it said before its
-        // address goes back if it never gives one.
-        let mut said = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("ui: http://") {
-                let _ = tx.send(Ok(rest.trim_end_matches('/').to_string()));
-            } else {
-                said += &line;
-                said += "\n";
-            }
-        }
-        let _ = tx.send(Err(said));
-    });
-    let addr = match rx
-        .recv_timeout(WAIT)
-        .expect("the run prints its UI address")
-    {
-        Ok(addr) => addr,
-        Err(stderr) => panic!("the run ended without serving its UI:\n{stderr}"),
-    };
+    let addr = crate::support::ui_address(&mut child, WAIT);
     UiRun {
         child,
         addr,

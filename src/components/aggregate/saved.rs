@@ -12,18 +12,13 @@ use sketches_ddsketch::DDSketch;
 /// `state` as a value.
 pub fn encode(state: &State) -> Value {
     match state {
-        State::Count(n) => Value::Int(*n),
-        State::Sum { seen: false, .. } => Value::Null,
-        State::Sum {
-            int,
-            is_float: false,
-            ..
-        } => Value::Int(*int),
-        State::Sum { float, .. } => Value::Float(*float),
+        // Their state is their result (null before a value).
+        State::Count(_)
+        | State::Sum { .. }
+        | State::Extreme { .. }
+        | State::First(_)
+        | State::Last(_) => state.value(),
         State::Avg { sum, n } => Value::list(vec![Value::Float(*sum), Value::Int(*n as i64)]),
-        State::Extreme { best: v, .. } | State::First(v) | State::Last(v) => {
-            v.clone().unwrap_or(Value::Null)
-        }
         State::Distinct(set) => {
             let mut all: Vec<Value> = set.iter().cloned().collect();
             all.sort_by_cached_key(Value::plain_text);
