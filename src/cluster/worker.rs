@@ -274,15 +274,15 @@ pub fn run(
         }
         Err(e) => {
             // Storm's `report-error`: the error lands under /taskerrors of a task of the
-            // component it names (the runtime says which), else of a task of this worker.
-            let text = format!("{e:#}");
+            // component it failed in, else of a task of this worker.
+            let failed = e.downcast_ref::<crate::runtime::ComponentFailed>();
             let named = stats
                 .iter()
-                .find(|(_, (component, _))| text.contains(&format!("component `{component}`")))
+                .find(|(_, (component, _))| failed.is_some_and(|f| &f.component == component))
                 .or_else(|| stats.iter().next())
                 .map(|(task, _)| *task);
             if let Some(task) = named {
-                if let Err(report) = sink.report_error(id, task, text) {
+                if let Err(report) = sink.report_error(id, task, format!("{e:#}")) {
                     tracing::warn!("worker {slot}: cannot report its error: {report:#}");
                 }
             }

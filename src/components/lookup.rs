@@ -67,7 +67,7 @@ impl Lookup {
             let mut r = csv::Reader::from_reader(text.as_bytes());
             let headers = r.headers()?.clone();
             let columns: Vec<&str> = headers.iter().collect();
-            self.columns_named(&columns, |c| columns.contains(&c))?;
+            self.columns_named(&columns)?;
             r.records()
                 .map(|rec| {
                     let rec = rec?;
@@ -96,7 +96,7 @@ impl Lookup {
                 .collect();
             seen.sort_unstable();
             seen.dedup();
-            self.columns_named(&seen, |c| rows.iter().any(|r| r.contains_key(c)))?;
+            self.columns_named(&seen)?;
         }
         let mut table = HashMap::new();
         for row in rows {
@@ -118,10 +118,10 @@ impl Lookup {
     }
 
     /// The key column and every selected column are among the table's `columns`.
-    fn columns_named(&self, columns: &[&str], has: impl Fn(&str) -> bool) -> anyhow::Result<()> {
+    fn columns_named(&self, columns: &[&str]) -> anyhow::Result<()> {
         let wanted = std::iter::once(&self.key).chain(&self.select);
         for c in wanted {
-            if !has(c) {
+            if !columns.contains(&c.as_str()) {
                 let hint = crate::topology::yaml::suggest(c, columns.iter().copied())
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();

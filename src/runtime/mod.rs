@@ -172,6 +172,26 @@ pub(crate) fn task_seed(task: u32) -> u64 {
     rand::random::<u64>() ^ u64::from(task)
 }
 
+/// The component a run failed in: the context of its error, or the error itself when its
+/// executor panicked. A worker files the error under that component's task by it.
+#[derive(Debug)]
+pub struct ComponentFailed {
+    pub component: String,
+    /// The panic's message, when the executor crashed.
+    pub crash: Option<String>,
+}
+
+impl std::fmt::Display for ComponentFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.crash {
+            None => write!(f, "component `{}`", self.component),
+            Some(m) => write!(f, "component `{}` crashed: {m}", self.component),
+        }
+    }
+}
+
+impl std::error::Error for ComponentFailed {}
+
 /// The message of a panic, as the executor thread's join hands it back.
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
     panic
@@ -246,11 +266,15 @@ impl Running {
                     .merge(&report.complete_latency);
                 Ok(report)
             }
-            Ok(Err(e)) => Err(e.context(format!("component `{component}`"))),
-            Err(p) => anyhow::bail!(
-                "component `{component}` crashed: {}",
-                panic_message(p.as_ref())
-            ),
+            Ok(Err(e)) => Err(e.context(ComponentFailed {
+                component,
+                crash: None,
+            })),
+            Err(p) => Err(ComponentFailed {
+                crash: Some(panic_message(p.as_ref()).to_string()),
+                component,
+            }
+            .into()),
         }
     }
 
