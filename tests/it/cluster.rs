@@ -179,7 +179,7 @@ streams:
     grouping: global
 ";
 
-fn start_nimbus(daemons: &mut Daemons, addr: &str, data: &Path) {
+pub(crate) fn start_nimbus(daemons: &mut Daemons, addr: &str, data: &Path) {
     daemons.spawn(
         "nimbus",
         storm()

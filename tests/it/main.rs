@@ -18,6 +18,7 @@ mod net;
 mod newcomer;
 mod rebalance;
 mod records;
+mod rollback;
 mod run;
 mod run_reliability;
 mod state;
