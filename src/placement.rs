@@ -191,7 +191,7 @@ pub enum Dead {
 }
 
 impl Dead {
-    fn covers(&self, slot: &NodePort) -> bool {
+    pub(crate) fn covers(&self, slot: &NodePort) -> bool {
         match self {
             Dead::Slot(s) => s == slot,
             Dead::Supervisor(node) => &slot.node == node,

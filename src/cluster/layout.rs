@@ -68,6 +68,14 @@ impl Layout {
     pub fn taskerrors(&self) -> String {
         self.sub("taskerrors")
     }
+    pub fn checkpoints(&self) -> String {
+        self.sub("checkpoints")
+    }
+    /// `/checkpoints/{id}`: a [`CheckpointRecord`] (checkpointed topologies only; the subtree
+    /// appears with the first, since Storm's layout has none).
+    pub fn checkpoint(&self, id: &str) -> String {
+        format!("{}/{id}", self.checkpoints())
+    }
 
     /// `/assignments/{id}`: an [`AssignmentInfo`].
     pub fn assignment(&self, id: &str) -> String {
@@ -146,6 +154,16 @@ pub enum TopologyStatus {
     Killed,
     /// Spouts deactivated until the rebalance's wait is over and its assignment written.
     Rebalancing,
+}
+
+/// `/checkpoints/{id}`: the last checkpoint committed across a topology's workers (what
+/// every worker restores after a rollback, and a moved executor's new worker restores), and
+/// the rollback generation (bumped when a worker is lost; workers of an older one roll back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    pub txid: u64,
+    pub generation: u64,
+    pub time_secs: u64,
 }
 
 /// `/storms/{id}` (Storm's `StormBase`).

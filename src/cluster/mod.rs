@@ -22,6 +22,7 @@ pub mod supervisor;
 pub mod supervisor_zk;
 pub mod tree;
 pub mod worker;
+pub mod worker_checkpoints;
 pub mod zookeeper;
 
 pub use nimbus_state::{ClusterError, ClusterState};

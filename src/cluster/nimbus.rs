@@ -16,8 +16,8 @@ use super::layout::{NodePort, SupervisorInfo, TaskError, TaskHeartbeat, Topology
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
 use super::store::{CoordinationStore, SessionId};
-use super::submission::home_assign;
 pub use super::submission::load_submission;
+use super::submission::{home_assign, home_reassign};
 use super::tree::{SharedTree, Tree};
 use crate::config::Config;
 use crate::logging::{held_back, Throttle};
@@ -99,6 +99,8 @@ pub struct Nimbus {
     known: Mutex<HashMap<String, Arc<Known>>>,
     /// Slots whose worker finished its executors (end of input), per topology.
     finished: Mutex<BTreeMap<String, BTreeSet<NodePort>>>,
+    /// The checkpoints of topologies whose workers run in several processes.
+    checkpoints: checkpoints::Keepers,
     /// Rebalances waiting for their wait to be over, per topology (the monitor ends them).
     rebalances: Mutex<BTreeMap<String, rebalance::Pending>>,
     dirty: AtomicBool,
@@ -152,6 +154,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
 ) -> Result<BeatReply, ClusterError> {
     let Some(base) = state.storm_base(id)? else {
         return Ok(BeatReply {
+            generation: 0,
             assigned: false,
             active: false,
             paused: false,
@@ -165,7 +168,9 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             state.task_heartbeat(id, *task, beat)?;
         }
     }
+    let generation = state.checkpoint_record(id)?.map_or(0, |r| r.generation);
     Ok(BeatReply {
+        generation,
         assigned,
         active: base.status == TopologyStatus::Active,
         paused: matches!(
@@ -230,6 +235,7 @@ impl Nimbus {
             config,
             known: Mutex::new(HashMap::new()),
             finished: Mutex::new(BTreeMap::new()),
+            checkpoints: Arc::default(),
             rebalances: Mutex::new(BTreeMap::new()),
             failing: Mutex::new(BTreeMap::new()),
             dirty: AtomicBool::new(true),
@@ -404,8 +410,14 @@ impl Nimbus {
                     self.task_heartbeats(&id)?.into_iter().collect();
                 serde_json::to_value(beats)?
             }
-            Request::Finished { id, slot } => {
-                self.worker_finished(id, slot);
+            Request::Finished {
+                id,
+                slot,
+                generation,
+            } => {
+                if self.current_generation(&id, generation)? {
+                    self.worker_finished(id, slot);
+                }
                 Value::Null
             }
             Request::SlotFailing { id, slot, error } => {
@@ -416,6 +428,23 @@ impl Nimbus {
                 self.report_error(&id, task, error)?;
                 Value::Null
             }
+            Request::CheckpointJoin {
+                id,
+                slot,
+                incarnation,
+            } => serde_json::to_value(self.checkpoint_join(&id, &slot, incarnation)?)?,
+            Request::CheckpointState {
+                id,
+                generation,
+                task,
+                from,
+            } => serde_json::to_value(self.checkpoint_state(&id, generation, &task, from)?)?,
+            Request::Checkpoint {
+                id,
+                generation,
+                news,
+            } => serde_json::to_value(self.checkpoint_news(&id, generation, news)?)?,
+            Request::CheckpointStatus { id } => serde_json::to_value(self.checkpoint_status(&id)?)?,
         })
     }
 
@@ -649,6 +678,11 @@ impl Nimbus {
         let mut dead = dead.to_vec();
         dead.extend(self.failing_slots().into_iter().map(Dead::Slot));
         match &known.submission.home {
+            // A run with a home worker keeps its home executors where they are; the work of
+            // its dead slots moves to free live ones.
+            Some(home) if state.assignment(id)?.is_some() => {
+                home_reassign(state, id, home, &dead, now_secs())
+            }
             Some(home) => home_assign(state, id, &known.topology, &known.plan, home, now_secs()),
             None => state.reassign(id, &known.plan, workers, &dead, now_secs()),
         }
@@ -760,6 +794,7 @@ impl Nimbus {
         let dir = self.stormdist(&id);
         let data = self.data.clone();
         let removed = id.clone();
+        let keepers = self.checkpoints.clone();
         std::thread::Builder::new()
             .name("nimbus-kill".into())
             .spawn(move || {
@@ -776,6 +811,8 @@ impl Nimbus {
                 }
                 let _ = store.delete_all(&ha::submission_path(&root, &removed));
                 let _ = std::fs::remove_dir_all(&dir);
+                Nimbus::forget_checkpoints(&keepers, &removed);
+                let _ = std::fs::remove_dir_all(checkpoints::keeper_dir(&data, &removed));
                 if !embedded {
                     tracing::info!("nimbus: removed {removed}");
                     return;
@@ -862,7 +899,10 @@ impl Nimbus {
                     }
                 }
             }
-            let pinned = known.submission.home.is_some();
+            // A run with a home worker moves work only when checkpointed: its workers, home
+            // included, then roll back and start again on the new assignment; other home
+            // workers would keep sending to the old addresses.
+            let pinned = known.submission.home.is_some() && !known.topology.is_stateful();
             if assignment.is_none() || (!dead.is_empty() && !pinned) {
                 match self.place(&state, &id, &known, &dead) {
                     Ok(true) => tracing::info!("nimbus: {id} re-assigned (dead: {dead:?})"),
@@ -972,6 +1012,7 @@ impl Nimbus {
     }
 }
 
+mod checkpoints;
 mod rebalance;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).

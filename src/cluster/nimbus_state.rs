@@ -4,8 +4,8 @@
 //! re-assigned after failures, and task heartbeats and errors.
 
 use super::layout::{
-    AssignmentInfo, Layout, NodePort, StormBase, SupervisorInfo, TaskError, TaskHeartbeat,
-    TaskInfo, TopologyStatus, KEPT_ERRORS, SUBTREES,
+    AssignmentInfo, CheckpointRecord, Layout, NodePort, StormBase, SupervisorInfo, TaskError,
+    TaskHeartbeat, TaskInfo, TopologyStatus, KEPT_ERRORS, SUBTREES,
 };
 use super::store::{child_path, CoordinationStore, CreateMode, SessionId, StoreError};
 use crate::placement::{self, executors_of, Dead, Schedule, ScheduleError, Slot};
@@ -154,6 +154,21 @@ impl<S: CoordinationStore> ClusterState<S> {
 
     pub fn assignment(&self, id: &str) -> Result<Option<AssignmentInfo>, ClusterError> {
         self.read(&self.layout.assignment(id))
+    }
+
+    pub fn checkpoint_record(&self, id: &str) -> Result<Option<CheckpointRecord>, ClusterError> {
+        self.read(&self.layout.checkpoint(id))
+    }
+
+    /// Write `/checkpoints/{id}`.
+    pub fn set_checkpoint_record(
+        &self,
+        id: &str,
+        record: &CheckpointRecord,
+    ) -> Result<(), ClusterError> {
+        self.store
+            .put(&self.layout.checkpoint(id), &json_bytes(record))?;
+        Ok(())
     }
 
     /// Submission as Nimbus does it (its steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
@@ -444,6 +459,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.store.delete_all(&self.layout.topology_errors(id))?;
         self.store.delete_all(&self.layout.assignment(id))?;
         self.store.delete_all(&self.layout.storm(id))?;
+        self.store.delete_all(&self.layout.checkpoint(id))?;
         Ok(())
     }
 }

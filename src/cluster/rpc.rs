@@ -113,6 +113,58 @@ pub struct BeatReply {
     /// The topology is deactivated: its spouts pause until it is activated again.
     #[serde(default)]
     pub paused: bool,
+    /// The topology's rollback generation (checkpointed topologies): a worker of an older one
+    /// rolls back.
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// What nimbus answers a worker joining a checkpointed topology's current generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinReply {
+    pub generation: u64,
+    /// Every worker of the assignment joined this generation: start.
+    pub ready: bool,
+    /// The last committed checkpoint (0: none), what the workers restore.
+    pub txid: u64,
+    /// The [`assignment_version`] the generation runs with: a worker that placed itself by
+    /// another fetches the assignment again.
+    pub assignment: u64,
+}
+
+/// One page of a task's committed state, packed (`state::packed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatePage {
+    pub state: String,
+    /// The row the next page starts at, if there is one.
+    pub next: Option<usize>,
+}
+
+/// What a worker tells nimbus about a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CheckpointNews {
+    /// A part of what task `task` prepared under `txid` (packed); the task has prepared it
+    /// once its `last` part arrived.
+    Prepared {
+        txid: u64,
+        task: u32,
+        key: crate::state::TaskKey,
+        part: String,
+        last: bool,
+    },
+    /// Task `task` ended: its last checkpoint holds its final state.
+    Finished { task: u32 },
+}
+
+/// What nimbus answers a worker about a checkpointed topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointReply {
+    pub generation: u64,
+    /// The last committed checkpoint (0: none).
+    pub committed: u64,
+    /// Every worker of the generation finished its executors.
+    pub all_finished: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -160,8 +212,14 @@ pub enum Request {
     },
     /// -> `Vec<(u32, TaskHeartbeat)>`: the latest heartbeat of every task of a topology.
     Heartbeats { id: String },
-    /// A worker whose executors all finished (end of input). -> ()
-    Finished { id: String, slot: NodePort },
+    /// A worker whose executors all finished (end of input); of a checkpointed topology, in
+    /// `generation` (news of an older one is stale). -> ()
+    Finished {
+        id: String,
+        slot: NodePort,
+        #[serde(default)]
+        generation: Option<u64>,
+    },
     /// A supervisor whose worker on `slot` keeps dying: nimbus records `error` for the slot's
     /// tasks and moves the slot's work elsewhere. -> ()
     SlotFailing {
@@ -175,6 +233,28 @@ pub enum Request {
         task: u32,
         error: String,
     },
+    /// A worker (`incarnation`: drawn at its start) of a checkpointed topology joins the
+    /// current generation, and asks again until it is ready. -> `JoinReply`
+    CheckpointJoin {
+        id: String,
+        slot: NodePort,
+        incarnation: u64,
+    },
+    /// A page of `task`'s committed state, from row `from`. -> `StatePage`
+    CheckpointState {
+        id: String,
+        generation: u64,
+        task: crate::state::TaskKey,
+        from: usize,
+    },
+    /// News of a checkpoint from a worker of `generation`. -> `CheckpointReply`
+    Checkpoint {
+        id: String,
+        generation: u64,
+        news: CheckpointNews,
+    },
+    /// -> `CheckpointReply`
+    CheckpointStatus { id: String },
 }
 
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.

@@ -6,7 +6,7 @@ use super::layout::AssignmentInfo;
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::Submission;
 use super::store::{CoordinationStore, StoreError};
-use crate::placement::{executors_of, place_with_home, Executor};
+use crate::placement::{executors_of, place_with_home, Dead, Executor};
 use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
@@ -129,6 +129,70 @@ pub(crate) fn home_assign<S: CoordinationStore>(
     Ok(true)
 }
 
+/// Move the work of dead slots of a run with a home worker: each dead slot's executors go
+/// together to one free live slot of another supervisor (a fresh worker); the home slot's stay
+/// where they are. Returns whether the assignment changed (nothing moves while no free slot is
+/// live).
+pub(crate) fn home_reassign<S: CoordinationStore>(
+    state: &ClusterState<S>,
+    id: &str,
+    home: &str,
+    dead: &[Dead],
+    now: u64,
+) -> Result<bool, ClusterError> {
+    let Some(mut info) = state.assignment(id)? else {
+        return Ok(false);
+    };
+    let used: std::collections::BTreeSet<_> = info.task_to_node_port.values().cloned().collect();
+    // A supervisor with a dead slot may be dead itself (its session not expired yet): its free
+    // slots come last.
+    let suspect = |node: &str| {
+        dead.iter().any(|d| match d {
+            Dead::Slot(s) => s.node == node,
+            Dead::Supervisor(n) => n == node,
+        })
+    };
+    let mut candidates: Vec<_> = crate::placement::sort_slots(&state.available_slots(id)?)
+        .into_iter()
+        .filter(|s| s.node != home && !used.contains(&s.node_port()))
+        .filter(|s| !dead.iter().any(|d| d.covers(&s.node_port())))
+        .collect();
+    candidates.sort_by_key(|s| suspect(&s.node));
+    let mut free = candidates.into_iter();
+    let mut moved = std::collections::BTreeMap::new();
+    for (task, slot) in info.task_to_node_port.iter_mut() {
+        if slot.node == home || !dead.iter().any(|d| d.covers(slot)) {
+            continue;
+        }
+        let to = match moved.get(slot) {
+            Some(to) => to,
+            None => match free.next() {
+                Some(s) => {
+                    info.node_host.insert(s.node.clone(), s.host.clone());
+                    moved.entry(slot.clone()).or_insert(s.node_port())
+                }
+                None => continue,
+            },
+        };
+        *slot = to.clone();
+        info.task_to_start_time.insert(*task, now);
+    }
+    if moved.is_empty() {
+        return Ok(false);
+    }
+    let live: std::collections::BTreeSet<String> = info
+        .task_to_node_port
+        .values()
+        .map(|s| s.node.clone())
+        .collect();
+    info.node_host.retain(|node, _| live.contains(node));
+    state.store().put(
+        &state.layout().assignment(id),
+        &serde_json::to_vec(&info).unwrap_or_default(),
+    )?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +269,61 @@ mod tests {
         let used: std::collections::BTreeSet<_> = a.task_to_node_port.values().collect();
         assert_eq!(used.len(), 3);
         assert_eq!(a.node_host["home"], "127.0.0.1");
+    }
+
+    /// A dead slot's executors move together to one free slot, preferably of a supervisor
+    /// with no dead slot; the home slot's and the live slot's stay.
+    #[test]
+    fn a_dead_slots_work_moves_whole_to_a_free_slot_of_a_sound_supervisor() {
+        let tree = SharedTree::new();
+        let mut state = ClusterState::new(tree.clone(), "/storm").unwrap();
+        for (id, ports) in [
+            ("home", vec![7000]),
+            ("a", vec![7001, 7002]),
+            ("b", vec![7003, 7004]),
+        ] {
+            let session = tree.open_session(Duration::from_secs(60));
+            let info = SupervisorInfo {
+                hostname: format!("host-{id}"),
+                time_secs: 0,
+                uptime_secs: 0,
+                ports,
+            };
+            state.supervisor_heartbeat(session, id, &info).unwrap();
+        }
+        let topo = wordcount(&[("topology.workers", 2.into())]);
+        let plan = Plan::new(&topo);
+        let id = state.submit(&topo, &plan, 5).unwrap();
+        assert!(home_assign(&state, &id, &topo, &plan, "home", 5).unwrap());
+        let before = state.assignment(&id).unwrap().unwrap();
+        let lost = before
+            .task_to_node_port
+            .values()
+            .find(|s| s.node == "a")
+            .cloned()
+            .expect("work on supervisor a");
+        let dead = [Dead::Slot(lost.clone())];
+        assert!(home_reassign(&state, &id, "home", &dead, 9).unwrap());
+        let after = state.assignment(&id).unwrap().unwrap();
+        let mut moved_to = std::collections::BTreeSet::new();
+        for (task, at) in &before.task_to_node_port {
+            let now = &after.task_to_node_port[task];
+            if *at == lost {
+                moved_to.insert(now.clone());
+                assert_eq!(after.task_to_start_time[task], 9);
+            } else {
+                assert_eq!(now, at, "task {task} stays");
+            }
+        }
+        assert_eq!(moved_to.len(), 1, "moved whole: {moved_to:?}");
+        let to = moved_to.into_iter().next().unwrap();
+        assert_eq!(to.node, "b", "not onto the suspect supervisor a");
+        assert!(
+            !before.task_to_node_port.values().any(|s| *s == to),
+            "a free slot"
+        );
+        assert_eq!(after.node_host["b"], "host-b");
+        // Nothing dead: nothing moves.
+        assert!(!home_reassign(&state, &id, "home", &[], 10).unwrap());
     }
 }

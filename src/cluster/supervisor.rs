@@ -56,6 +56,10 @@ pub struct SupervisorOptions {
     pub zookeeper: Option<ZkSupervisorSettings>,
 }
 
+/// The exit status of a worker that stopped to roll back with the other workers of its
+/// checkpointed topology (`EX_TEMPFAIL`): started again at once, not counted as a death.
+pub const ROLLED_BACK: i32 = 75;
+
 /// A worker process that ended on its own.
 #[derive(Debug, Clone)]
 pub struct WorkerExit {
@@ -240,6 +244,11 @@ fn supervise(
     if status.success() {
         slot.finished = true;
         tracing::info!("supervisor: worker {port} of {} finished", slot.topology);
+        return;
+    }
+    if status.code() == Some(ROLLED_BACK) {
+        // Not a death: the worker stopped to roll back with the others, and starts again now.
+        tracing::info!("supervisor: worker {port} of {} rolled back", slot.topology);
         return;
     }
     slot.deaths = if slot.started.elapsed() >= STABLE {

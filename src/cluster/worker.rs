@@ -13,6 +13,7 @@ use super::nimbus::{load_submission, now_secs, record_beats};
 use super::nimbus_state::ClusterState;
 use super::rpc::{self, BeatReply, Request, TopologyWork};
 use super::supervisor_zk::ZkSupervisorSettings;
+use super::worker_checkpoints::{self, Start};
 use super::zookeeper::ZkStore;
 use crate::net::auth::Secret;
 use crate::placement::Placement;
@@ -38,6 +39,9 @@ pub enum WorkerEnd {
     Finished(RunReport),
     /// The slot was taken away (kill, re-assignment) or nimbus was lost.
     Unassigned,
+    /// A worker of the checkpointed topology was lost: this one stopped where it was, and is
+    /// to be started again, restoring the last committed checkpoint.
+    RolledBack,
 }
 
 /// The placement an assignment describes: executors (in `Plan::executors()` order) to worker
@@ -193,27 +197,50 @@ pub fn run(
         .config
         .set("storm.id", id.into(), crate::config::Origin::Default);
     let plan = Plan::new(&topology);
-    let (placement, slots) = placement_of(&plan, &assignment)?;
-    let mut addresses = Vec::new();
-    for s in &slots {
-        let host = assignment.node_host.get(&s.node).ok_or_else(|| {
-            anyhow::anyhow!("supervisor {} has no host in the assignment", s.node)
-        })?;
-        addresses.push(resolve(&format!("{host}:{}", s.port))?);
-    }
-    let me_addr = resolve(slot)?;
-    let Some(me) = addresses.iter().position(|a| *a == me_addr) else {
-        tracing::info!("worker {slot}: not in the assignment of {id}; nothing to run");
-        return Ok(WorkerEnd::Unassigned);
+    let incarnation = rand::random();
+    let mut assignment = assignment;
+    // A checkpointed topology's worker joins its generation first, and restores its tasks;
+    // it heartbeats meanwhile, or it would be taken for hung. The generation may run with a
+    // newer assignment than the one fetched: then it places itself again.
+    let (located, remote, mut checkpoints) = loop {
+        let Some(located) = locate(&plan, &assignment, id, slot)? else {
+            return Ok(WorkerEnd::Unassigned);
+        };
+        if !topology.is_stateful() {
+            break (located, None, None);
+        }
+        let who = worker_checkpoints::Joining {
+            id,
+            slot: &located.slots[located.me],
+            incarnation,
+            assignment: rpc::assignment_version(&assignment),
+        };
+        let idle = idle_stats(&plan, &located.placement, located.me);
+        let beat = || {
+            let _ = sink.beat(id, who.slot, beats_of(&idle, Instant::now()));
+        };
+        let parts = (&topology, &plan, &located.placement, located.me);
+        match worker_checkpoints::start(nimbus, &who, parts, &stop, &beat)? {
+            Start::Started(remote, cps) => break (located, Some(remote), Some(cps)),
+            Start::Stopped => return Ok(WorkerEnd::Unassigned),
+            Start::Moved => assignment = fetch(nimbus, id)?.1,
+        }
     };
+    let Located {
+        placement,
+        slots,
+        addresses,
+        me,
+    } = located;
     let my_slot = slots[me].clone();
     let secret = Secret::from_config(&topology.config);
     let net = TcpNetwork::new(addresses.into_iter().enumerate().collect(), [me], secret);
-    let running = runtime::start(Arc::new(topology), &placement, &[me], &net)?;
+    let running = runtime::start_checkpointed(Arc::new(topology), &placement, &[me], &net, remote)?;
     tracing::info!(
         "worker {slot}: running {} task(s) of {id}",
         running.stats.len()
     );
+    let halter = running.halter();
 
     let control = running.control.clone();
     let stats = running.stats.clone();
@@ -230,6 +257,10 @@ pub fn run(
         if stop.load(Ordering::Relaxed) {
             control.stop.store(true, Ordering::Relaxed);
         }
+        if checkpoints.as_ref().is_some_and(|c| c.rolled_back()) {
+            net.sever();
+            return Ok(roll_back(slot, &halter, &done_rx, waiter));
+        }
         if let Ok(r) = done_rx.recv_timeout(Duration::from_millis(100)) {
             break r;
         }
@@ -240,6 +271,9 @@ pub fn run(
         match sink.beat(id, &my_slot, beats_of(&stats, started)) {
             Ok(reply) => {
                 last_contact = Instant::now();
+                if let Some(c) = &checkpoints {
+                    c.heard(reply.generation);
+                }
                 if !reply.assigned {
                     tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
                     return Ok(WorkerEnd::Unassigned);
@@ -261,14 +295,31 @@ pub fn run(
     let _ = waiter.join();
     match result {
         Ok(report) => {
+            if let Some(c) = checkpoints.as_mut() {
+                c.shipped();
+                if c.rolled_back() {
+                    return Ok(WorkerEnd::RolledBack);
+                }
+            }
             // A last heartbeat with the final figures, then the end of input.
             let _ = sink.beat(id, &my_slot, beats_of(&stats, started));
             let finished = Request::Finished {
                 id: id.into(),
-                slot: my_slot,
+                slot: my_slot.clone(),
+                generation: checkpoints.as_ref().map(|c| c.generation),
             };
             if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
                 tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+            }
+            if let Some(c) = &checkpoints {
+                // Until every worker finished, a lost one rolls this one back too (its spouts
+                // replay from the last commit).
+                let beat = || {
+                    let _ = sink.beat(id, &my_slot, beats_of(&stats, started));
+                };
+                if !all_finished(nimbus, id, c, &stop, &beat) {
+                    return Ok(WorkerEnd::RolledBack);
+                }
             }
             Ok(WorkerEnd::Finished(report))
         }
@@ -289,6 +340,121 @@ pub fn run(
             Err(e)
         }
     }
+}
+
+/// Where a worker is in an assignment: the placement, the slots, their addresses, and which
+/// one is this worker's.
+struct Located {
+    placement: Placement,
+    slots: Vec<NodePort>,
+    addresses: Vec<SocketAddr>,
+    me: usize,
+}
+
+/// Place worker `slot` (`host:port`) by `assignment`; `None` when it is not in it.
+fn locate(
+    plan: &Plan,
+    assignment: &AssignmentInfo,
+    id: &str,
+    slot: &str,
+) -> anyhow::Result<Option<Located>> {
+    let (placement, slots) = placement_of(plan, assignment)?;
+    let mut addresses = Vec::new();
+    for s in &slots {
+        let host = assignment.node_host.get(&s.node).ok_or_else(|| {
+            anyhow::anyhow!("supervisor {} has no host in the assignment", s.node)
+        })?;
+        addresses.push(resolve(&format!("{host}:{}", s.port))?);
+    }
+    let me_addr = resolve(slot)?;
+    let Some(me) = addresses.iter().position(|a| *a == me_addr) else {
+        tracing::info!("worker {slot}: not in the assignment of {id}; nothing to run");
+        return Ok(None);
+    };
+    Ok(Some(Located {
+        placement,
+        slots,
+        addresses,
+        me,
+    }))
+}
+
+/// Stop the run where it is (a rollback): every executor parks, and the stdin feed's readers
+/// of this run end. Waits a while for the executors; one still busy is left to end with the
+/// process.
+fn roll_back(
+    slot: &str,
+    halter: &runtime::Halter,
+    done: &crossbeam_channel::Receiver<anyhow::Result<RunReport>>,
+    waiter: std::thread::JoinHandle<()>,
+) -> WorkerEnd {
+    tracing::warn!("worker {slot}: a worker of the topology was lost; rolling back");
+    halter.halt();
+    if let Some(f) = crate::components::lines::feed::get() {
+        f.new_epoch();
+    }
+    match done.recv_timeout(HALT_WAIT) {
+        Ok(_) => {
+            let _ = waiter.join();
+        }
+        Err(_) => tracing::warn!("worker {slot}: executors still busy after the rollback"),
+    }
+    WorkerEnd::RolledBack
+}
+
+/// How long a rollback waits for the executors to stop.
+const HALT_WAIT: Duration = Duration::from_secs(10);
+
+/// Wait until every worker of the topology finished (true), or this one must roll back
+/// (false); `stop` ends the wait (true).
+fn all_finished(
+    nimbus: &rpc::Client,
+    id: &str,
+    checkpoints: &worker_checkpoints::WorkerCheckpoints,
+    stop: &AtomicBool,
+    beat: &dyn Fn(),
+) -> bool {
+    let status = Request::CheckpointStatus { id: id.into() };
+    let mut last_contact = Instant::now();
+    let mut next_beat = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        if Instant::now() >= next_beat {
+            beat();
+            next_beat = Instant::now() + BEAT_EVERY;
+        }
+        match nimbus.call::<rpc::CheckpointReply>(&status) {
+            Ok(reply) => {
+                last_contact = Instant::now();
+                checkpoints.heard(reply.generation);
+                if checkpoints.rolled_back() {
+                    return false;
+                }
+                if reply.all_finished {
+                    return true;
+                }
+            }
+            Err(e) if last_contact.elapsed() > NIMBUS_LOST_AFTER => {
+                tracing::warn!("worker: nimbus lost while waiting for the others ({e:#})");
+                return true;
+            }
+            Err(_) => {}
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    true
+}
+
+/// Zero counters for the tasks of worker `me`, for its heartbeats before it runs them.
+fn idle_stats(plan: &Plan, placement: &Placement, me: usize) -> TaskStatsMap {
+    let mut out = TaskStatsMap::new();
+    for (exec, (component, tasks)) in plan.executors().into_iter().enumerate() {
+        if placement.worker_of_exec.get(exec) == Some(&me) {
+            for t in tasks {
+                out.insert(t, (component.to_string(), Arc::default()));
+            }
+        }
+    }
+    out
 }
 
 /// The heartbeats of a worker's tasks: time, uptime and their counters.

@@ -426,6 +426,7 @@ pub fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
     let stop = stop_flag()?;
     match worker::run(&nimbus, zk.as_ref(), &a.topology, &a.slot, stop)? {
         worker::WorkerEnd::Finished(_) | worker::WorkerEnd::Unassigned => Ok(Status::Success),
+        worker::WorkerEnd::RolledBack => Ok(Status::RolledBack),
     }
 }
 

@@ -24,6 +24,8 @@ pub enum Status {
     Failure,
     Usage,
     Interrupted,
+    /// A worker rolled back: its supervisor starts it again at once.
+    RolledBack,
 }
 
 impl From<Status> for ExitCode {
@@ -33,6 +35,7 @@ impl From<Status> for ExitCode {
             Status::Failure => ExitCode::from(1),
             Status::Usage => ExitCode::from(2),
             Status::Interrupted => ExitCode::from(130),
+            Status::RolledBack => ExitCode::from(crate::cluster::supervisor::ROLLED_BACK as u8),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! plus the lines still kept; a restored spout emits those first, then reads on from the offset
 //! (the reader thread starts at the first `next_tuple`, so a restore can say where).
 
+pub mod feed;
 mod position;
 
 use super::replay::Replay;
@@ -274,6 +275,14 @@ fn reader_thread(
 fn open_at(input: &Input, start: u64) -> Result<BufReader<Box<dyn Read + Send>>, String> {
     use std::io::{Seek, SeekFrom};
     let source: Box<dyn Read + Send> = match input {
+        // Kept for a rollback: read from the position's offset, nothing to skip.
+        Input::Stdin if feed::get().is_some() => {
+            let feed = feed::get().ok_or("the stdin feed vanished")?;
+            return Ok(BufReader::with_capacity(
+                256 * 1024,
+                Box::new(feed.reader_from(start)?),
+            ));
+        }
         Input::Stdin => Box::new(std::io::stdin()),
         Input::File(p) => {
             let mut f =

@@ -67,6 +67,8 @@ struct Outgoing {
 pub(crate) struct TcpLink {
     tx: Option<Sender<Outgoing>>,
     closing: Arc<AtomicBool>,
+    /// Set when the run using the link is halted (a rollback): nothing more is sent.
+    severed: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -78,10 +80,12 @@ impl TcpLink {
         addr: SocketAddr,
         secret: Option<Secret>,
         options: LinkOptions,
+        severed: Arc<AtomicBool>,
     ) -> std::io::Result<TcpLink> {
         let (tx, rx) = crossbeam_channel::bounded(options.queue.max(1));
         let closing = Arc::new(AtomicBool::new(false));
         let writer = Writer {
+            severed: severed.clone(),
             from,
             to,
             addr,
@@ -99,6 +103,7 @@ impl TcpLink {
         Ok(TcpLink {
             tx: Some(tx),
             closing,
+            severed,
             thread: Some(thread),
         })
     }
@@ -106,10 +111,16 @@ impl TcpLink {
 
 impl TcpLink {
     fn queue(&self, out: Outgoing) -> anyhow::Result<()> {
+        if self.severed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         match &self.tx {
-            Some(tx) => tx
-                .send(out)
-                .map_err(|_| anyhow::anyhow!("the link has given up on its peer")),
+            Some(tx) => match tx.send(out) {
+                Ok(()) => Ok(()),
+                // A halted run's link drops what it was given.
+                Err(_) if self.severed.load(Ordering::Relaxed) => Ok(()),
+                Err(_) => Err(anyhow::anyhow!("the link has given up on its peer")),
+            },
             None => anyhow::bail!("the link is closed"),
         }
     }
@@ -142,6 +153,7 @@ impl Drop for TcpLink {
 }
 
 struct Writer {
+    severed: Arc<AtomicBool>,
     from: usize,
     to: usize,
     addr: SocketAddr,
@@ -194,6 +206,9 @@ enum WriteError {
 impl Writer {
     fn run(mut self, rx: Receiver<Outgoing>) {
         loop {
+            if self.severed.load(Ordering::Relaxed) {
+                return;
+            }
             match rx.recv_timeout(IDLE_CHECK) {
                 Ok(out) => {
                     if self.deliver(out).is_err() {
@@ -267,6 +282,9 @@ impl Writer {
         let mut backoff = self.options.backoff_min;
         let mut failures = 0u32;
         loop {
+            if self.severed.load(Ordering::Relaxed) {
+                return Err(GiveUp);
+            }
             if self.conn.as_ref().is_some_and(alive) {
                 return Ok(());
             }
@@ -327,6 +345,14 @@ impl Writer {
     }
 
     fn give_up(&self, buffers: usize) {
+        if self.severed.load(Ordering::Relaxed) {
+            tracing::debug!(
+                from = self.from,
+                to = self.to,
+                "severed; {buffers} frame buffers dropped"
+            );
+            return;
+        }
         tracing::warn!(
             from = self.from,
             to = self.to,

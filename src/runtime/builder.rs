@@ -8,7 +8,7 @@ use super::checkpoint::bolt_side::BoltSide;
 use super::checkpoint::coordinator::CheckpointReport;
 use super::checkpoint::setup::{self, Setup};
 use super::checkpoint::spout_side::SpoutSide;
-use super::checkpoint::{Checkpointing, Report};
+use super::checkpoint::{Checkpointing, RemoteCheckpoints, Report};
 use super::collector::Emitter;
 use super::executor::{
     BoltExecutor, BoltSlot, ExecutorReport, Parked, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
@@ -101,7 +101,8 @@ pub(crate) struct Wiring<'a> {
 struct CheckpointParts {
     setup: Setup,
     reports: Sender<Report>,
-    coordinator: JoinHandle<anyhow::Result<CheckpointReport>>,
+    /// The coordinator's thread: `None` when another process coordinates (nimbus).
+    coordinator: Option<JoinHandle<anyhow::Result<CheckpointReport>>>,
 }
 
 impl<'a> Wiring<'a> {
@@ -110,6 +111,17 @@ impl<'a> Wiring<'a> {
         topology: Arc<Topology>,
         placement: &'a Placement,
         local: &'a [usize],
+    ) -> anyhow::Result<Wiring<'a>> {
+        Wiring::with_checkpoints(topology, placement, local, None)
+    }
+
+    /// [`Wiring::new`]; with `remote`, checkpoints are coordinated elsewhere (nimbus) and the
+    /// local workers keep them in its store.
+    pub(crate) fn with_checkpoints(
+        topology: Arc<Topology>,
+        placement: &'a Placement,
+        local: &'a [usize],
+        remote: Option<RemoteCheckpoints>,
     ) -> anyhow::Result<Wiring<'a>> {
         let plan = Arc::new(Plan::new(&topology));
         let executors = plan.executors();
@@ -129,28 +141,13 @@ impl<'a> Wiring<'a> {
                 exec_of_task[t as usize] = Some(i);
             }
         }
-        let checkpoints = match Setup::open(
-            &topology,
-            local,
-            placement.workers < 2 || local.len() == workers,
-        )? {
-            Some(setup) => {
-                // Tasks of other processes commit with their own coordinator.
-                let expected = setup::saving_tasks(&topology, &plan)
-                    .into_iter()
-                    .filter(|&t| {
-                        exec_of_task[t as usize]
-                            .is_some_and(|e| local.contains(&placement.worker_of_exec[e]))
-                    })
-                    .collect();
-                let (reports, coordinator) = setup.spawn_coordinator(expected)?;
-                Some(CheckpointParts {
-                    setup,
-                    reports,
-                    coordinator,
-                })
-            }
-            None => None,
+        let checkpoints = match remote {
+            Some(remote) => Some(CheckpointParts {
+                setup: Setup::remote(local, remote.store, remote.base, &topology)?,
+                reports: remote.reports,
+                coordinator: None,
+            }),
+            None => Self::local_checkpoints(&topology, &plan, placement, local, &exec_of_task)?,
         };
         Ok(Wiring {
             checkpoints,
@@ -172,6 +169,34 @@ impl<'a> Wiring<'a> {
             placement,
             local,
         })
+    }
+
+    /// Checkpoints coordinated in this process: the stores of the `local` workers and the
+    /// coordinator's thread, when a component keeps state.
+    fn local_checkpoints(
+        topology: &Topology,
+        plan: &Plan,
+        placement: &Placement,
+        local: &[usize],
+        exec_of_task: &[Option<usize>],
+    ) -> anyhow::Result<Option<CheckpointParts>> {
+        let whole = placement.workers < 2 || local.len() == placement.workers;
+        let Some(setup) = Setup::open(topology, local, whole)? else {
+            return Ok(None);
+        };
+        let expected = setup::saving_tasks(topology, plan)
+            .into_iter()
+            .filter(|&t| {
+                exec_of_task[t as usize]
+                    .is_some_and(|e| local.contains(&placement.worker_of_exec[e]))
+            })
+            .collect();
+        let (reports, coordinator) = setup.spawn_coordinator(expected)?;
+        Ok(Some(CheckpointParts {
+            setup,
+            reports,
+            coordinator: Some(coordinator),
+        }))
     }
 
     /// Share `control` with a run already going (a rebalance builds its new layout with it).
@@ -623,7 +648,7 @@ impl<'a> Wiring<'a> {
     /// closes when the last of its users ends.
     pub(crate) fn running(self, plumbing: Vec<JoinHandle<()>>) -> Running {
         // The coordinator's thread ends once the executors' report channels are all gone.
-        let checkpoints = self.checkpoints.map(|cp| cp.coordinator);
+        let checkpoints = self.checkpoints.and_then(|cp| cp.coordinator);
         let layout = super::Layout {
             topology: self.topology.clone(),
             plan: self.plan.clone(),

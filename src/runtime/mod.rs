@@ -158,11 +158,25 @@ pub fn start(
     local: &[usize],
     net: &dyn Network,
 ) -> anyhow::Result<Running> {
-    let mut wiring = Wiring::new(topology, placement, local)?;
+    start_checkpointed(topology, placement, local, net, None)
+}
+
+/// [`start`], with checkpoints coordinated by another process when `remote` is given.
+pub fn start_checkpointed(
+    topology: Arc<Topology>,
+    placement: &Placement,
+    local: &[usize],
+    net: &dyn Network,
+    remote: Option<checkpoint::RemoteCheckpoints>,
+) -> anyhow::Result<Running> {
+    let mut wiring = Wiring::with_checkpoints(topology, placement, local, remote)?;
     let tables = wiring.route_tables();
     let plumbing = wiring.spawn_workers(net)?;
     wiring.spawn_executors(&tables)?;
-    Ok(wiring.running(plumbing))
+    let wake = wiring.wakers();
+    let mut running = wiring.running(plumbing);
+    running.wake = wake;
+    Ok(running)
 }
 
 /// The seed of a task's root and edge ids: fresh entropy on every start. Seeding from the task
@@ -201,7 +215,33 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
         .unwrap_or("no message")
 }
 
+/// Stops a run where it is, from another thread: every executor parks (nothing is drained or
+/// closed), so the run's `wait` returns soon after. What a rollback does to the old run.
+#[derive(Clone)]
+pub struct Halter {
+    control: Arc<RunControl>,
+    wake: Vec<crossbeam_channel::Sender<message::Message>>,
+}
+
+impl Halter {
+    pub fn halt(&self) {
+        self.control.park.store(true, Ordering::Relaxed);
+        for w in &self.wake {
+            // A full queue means a busy executor, which sees the flag after its message.
+            let _ = w.try_send(message::Message::Wake);
+        }
+    }
+}
+
 impl Running {
+    /// The handle that halts this run.
+    pub fn halter(&self) -> Halter {
+        Halter {
+            control: self.control.clone(),
+            wake: self.wake.clone(),
+        }
+    }
+
     /// Ask the spouts to stop and the topology to drain (signals, `--duration`).
     pub fn stop(&self) {
         self.control.stop.store(true, Ordering::Relaxed);
@@ -227,6 +267,11 @@ impl Running {
                 self.join_finished(total, signalled)?;
             }
             break;
+        }
+        if self.control.park.load(Ordering::Relaxed) {
+            // Halted: nothing is drained. The transfer threads end once the parked tasks,
+            // which still hold their queues, are dropped with this run.
+            anyhow::bail!("the run was halted");
         }
         for h in self.plumbing.drain(..) {
             let _ = h.join();

@@ -14,7 +14,8 @@ use crate::net::listener::{self, ListenerHandle};
 use crate::net::outbound::{LinkOptions, TcpLink};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Workers reached over TCP.
 pub struct TcpNetwork {
@@ -23,6 +24,8 @@ pub struct TcpNetwork {
     secret: Option<Secret>,
     options: LinkOptions,
     listeners: Mutex<Vec<ListenerHandle>>,
+    /// Set by [`TcpNetwork::sever`]: every link stops sending.
+    severed: Arc<AtomicBool>,
 }
 
 impl TcpNetwork {
@@ -38,6 +41,7 @@ impl TcpNetwork {
             secret,
             options: LinkOptions::default(),
             listeners: Mutex::new(Vec::new()),
+            severed: Arc::default(),
         }
     }
 
@@ -53,6 +57,12 @@ impl TcpNetwork {
             Ok(l) => l.iter().map(|h| (h.worker, h.addr)).collect::<Vec<_>>(),
             Err(_) => Vec::new(),
         }
+    }
+
+    /// Halt every link at once: what is queued is dropped and nothing more is sent (the run
+    /// is halted for a rollback; its tuples must not reach the workers of the next one).
+    pub fn sever(&self) {
+        self.severed.store(true, Ordering::Relaxed);
     }
 
     /// Stop every listener and join its thread (also done on drop).
@@ -118,6 +128,7 @@ impl Network for TcpNetwork {
             addr,
             self.secret.clone(),
             self.options.clone(),
+            self.severed.clone(),
         )?))
     }
 }

@@ -6,6 +6,7 @@
 pub mod codec;
 pub mod commits;
 pub mod dir;
+pub mod packed;
 pub mod paths;
 pub mod store;
 
@@ -13,11 +14,13 @@ pub mod store;
 mod crash_test;
 
 pub use commits::Commits;
-pub use store::Store;
+pub use store::{RawState, Store};
 
 /// Names a task's state across runs: its component and its index within the component (task
 /// ids may differ between runs; a component's tasks keep their order).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct TaskKey {
     pub component: String,
     pub index: u32,

@@ -53,6 +53,14 @@ fn prepared(txid: u64) -> (String, String) {
 /// position.
 pub type TaskChanges<'a> = (&'a TaskKey, &'a [(Value, Option<Value>)], Option<&'a Value>);
 
+/// One task's part of a checkpoint or its committed state, as the store encodes it: rows of
+/// (key, value, `None` for a removal) and a spout's position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawState {
+    pub rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    pub position: Option<Vec<u8>>,
+}
+
 pub struct Store {
     db: Database,
     /// The file, or "memory", for errors.
@@ -247,6 +255,121 @@ impl Store {
             Ok(tasks.into_iter().collect())
         };
         read().with_context(|| format!("listing the tasks in {}", self.name))
+    }
+
+    /// What `txid` prepared for `task`, as encoded in the store: its rows (key, value or
+    /// `None` for a removal) and its position. A worker ships these to nimbus, which keeps the
+    /// topology's checkpoints when its workers run in several processes.
+    pub fn prepared_rows(&self, txid: u64, task: &TaskKey) -> anyhow::Result<RawState> {
+        let read = || -> anyhow::Result<RawState> {
+            let tx = self.db.begin_read()?;
+            let (changes_table, position_table) = prepared(txid);
+            let (component, index) = (task.component.as_str(), task.index);
+            let mut raw = RawState::default();
+            match tx.open_table(Prepared::new(&changes_table)) {
+                Ok(table) => {
+                    for row in table.range((component, index, [].as_slice())..)? {
+                        let (k, v) = row?;
+                        let (c, i, key) = k.value();
+                        if (c, i) != (component, index) {
+                            break;
+                        }
+                        raw.rows.push((key.to_vec(), v.value().map(<[u8]>::to_vec)));
+                    }
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+            match tx.open_table(Positions::new(&position_table)) {
+                Ok(table) => {
+                    raw.position = table.get((component, index))?.map(|v| v.value().to_vec())
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(raw)
+        };
+        read().with_context(|| format!("reading checkpoint {txid} of {task} in {}", self.name))
+    }
+
+    /// Write rows and a position read with [`Store::prepared_rows`] as prepared under `txid`
+    /// (durably: a part of a checkpoint nimbus keeps).
+    pub fn prepare_rows(&self, txid: u64, task: &TaskKey, raw: &RawState) -> anyhow::Result<()> {
+        let (changes_table, position_table) = prepared(txid);
+        self.write(Durability::Immediate, |tx| {
+            let mut table = tx.open_table(Prepared::new(&changes_table))?;
+            let mut positions = tx.open_table(Positions::new(&position_table))?;
+            let (component, index) = (task.component.as_str(), task.index);
+            for (k, v) in &raw.rows {
+                table.insert((component, index, k.as_slice()), v.as_deref())?;
+            }
+            if let Some(p) = &raw.position {
+                positions.insert((component, index), p.as_slice())?;
+            }
+            Ok(())
+        })
+        .with_context(|| format!("preparing checkpoint {txid} of {task}"))
+    }
+
+    /// `task`'s committed entries and position, as encoded in the store.
+    pub fn committed_rows(&self, task: &TaskKey) -> anyhow::Result<RawState> {
+        let read = || -> anyhow::Result<RawState> {
+            let tx = self.db.begin_read()?;
+            let (component, index) = (task.component.as_str(), task.index);
+            let mut raw = RawState::default();
+            for row in tx
+                .open_table(COMMITTED)?
+                .range((component, index, [].as_slice())..)?
+            {
+                let (k, v) = row?;
+                let (c, i, key) = k.value();
+                if (c, i) != (component, index) {
+                    break;
+                }
+                raw.rows.push((key.to_vec(), Some(v.value().to_vec())));
+            }
+            raw.position = tx
+                .open_table(POSITIONS)?
+                .get((component, index))?
+                .map(|v| v.value().to_vec());
+            Ok(raw)
+        };
+        read().with_context(|| format!("reading the state of {task} in {}", self.name))
+    }
+
+    /// Make `raw` (from [`Store::committed_rows`] of another store) `task`'s committed state.
+    pub fn restore_rows(&self, task: &TaskKey, raw: &RawState) -> anyhow::Result<()> {
+        self.write(Durability::None, |tx| {
+            let mut committed = tx.open_table(COMMITTED)?;
+            let (component, index) = (task.component.as_str(), task.index);
+            for (k, v) in &raw.rows {
+                if let Some(v) = v {
+                    committed.insert((component, index, k.as_slice()), v.as_slice())?;
+                }
+            }
+            if let Some(p) = &raw.position {
+                tx.open_table(POSITIONS)?
+                    .insert((component, index), p.as_slice())?;
+            }
+            Ok(())
+        })
+        .with_context(|| format!("restoring the state of {task}"))
+    }
+
+    /// Drop what txids up to `txid` prepared (shipped elsewhere, so not needed here).
+    pub fn drop_prepared_upto(&self, txid: u64) -> anyhow::Result<()> {
+        self.write(Durability::None, |tx| {
+            for t in prepared_txids(tx.list_tables()?.map(|h| h.name().to_string())) {
+                if t > txid {
+                    break;
+                }
+                let (changes_table, position_table) = prepared(t);
+                tx.delete_table(Prepared::new(&changes_table))?;
+                tx.delete_table(Positions::new(&position_table))?;
+            }
+            Ok(())
+        })
+        .with_context(|| format!("dropping checkpoints up to {txid}"))
     }
 
     /// The txids with prepared changes or positions not yet folded, oldest first.

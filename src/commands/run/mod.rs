@@ -183,10 +183,16 @@ fn run_home(
     let Some(slot) = slot else {
         return Ok(None);
     };
-    Ok(match worker::run(nimbus, None, id, &slot, stop)? {
-        worker::WorkerEnd::Finished(r) => Some(r),
-        worker::WorkerEnd::Unassigned => None,
-    })
+    loop {
+        match worker::run(nimbus, None, id, &slot, stop.clone())? {
+            worker::WorkerEnd::Finished(r) => return Ok(Some(r)),
+            worker::WorkerEnd::Unassigned => return Ok(None),
+            // A worker was lost: this one starts again too, from the last commit.
+            worker::WorkerEnd::RolledBack => crate::stderr_println!(
+                "storm: a worker of {id} was lost; every worker rolls back to the last committed checkpoint and its spouts replay from there"
+            ),
+        }
+    }
 }
 
 /// The report of a run spread over workers: the home worker's own, completed by the others'

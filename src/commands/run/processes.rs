@@ -145,12 +145,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
         workers.kill,
         cleanup.supervisor_stop.clone(),
     )?;
-    fail_with_workers(
-        workers.exits,
-        workers.done,
-        &cleanup,
-        topology.is_stateful(),
-    )?;
+    fail_with_workers(workers.exits, workers.done, &cleanup)?;
     let slot = has_home.then(|| format!("127.0.0.1:{home_port}"));
     let home = run_home(&client, &id, slot, stop.clone())?;
     // The other workers end once their executors have (end of input propagates to them).
@@ -254,14 +249,14 @@ fn deactivate(nimbus: &Arc<Nimbus>, name: &str, stop: Arc<AtomicBool>) -> impl F
 /// A worker process that fails (exits with an error) fails the run at once, as a failing
 /// executor does in local mode: the supervisor ends the other workers, then this process
 /// exits. A worker ended by a signal (killed, or stopped and then killed for its missing
-/// heartbeats) is restarted by the supervisor instead, and acking replays what it held —
-/// unless the topology keeps checkpointed state: the lost worker's state cannot be rolled back
-/// with the others' across processes yet, so the run fails rather than end with wrong totals.
+/// heartbeats) is restarted by the supervisor instead, and acking replays what it held; with
+/// checkpointed state, every worker rolls back to the last commit (nimbus starts a new
+/// generation when the restarted worker joins), and a worker that stopped to roll back
+/// (`supervisor::ROLLED_BACK`) is restarted at once.
 fn fail_with_workers(
     exits: crossbeam_channel::Receiver<supervisor::WorkerExit>,
     supervisor_done: Arc<AtomicBool>,
     cleanup: &Cleanup,
-    stateful: bool,
 ) -> anyhow::Result<()> {
     let supervisor_stop = cleanup.supervisor_stop.clone();
     let dir = cleanup.dir.clone();
@@ -269,24 +264,18 @@ fn fail_with_workers(
         .name("run-workers".into())
         .spawn(move || {
             let failed = |e: &supervisor::WorkerExit| {
-                e.status.code().is_some_and(|c| c != 0) || (stateful && e.status.code().is_none())
+                e.status
+                    .code()
+                    .is_some_and(|c| c != 0 && c != supervisor::ROLLED_BACK)
             };
             let Some(exit) = exits.iter().find(failed) else {
                 return;
             };
-            if exit.status.code().is_none() {
-                crate::stderr_println!(
-                    "error: the worker process on port {} was lost ({}); its checkpointed state cannot be rolled back together with the other workers' across processes, so the run stops instead of printing wrong totals (run it in one process to resume from a --state-dir)",
-                    exit.port,
-                    exit.status
-                );
-            } else {
-                crate::stderr_println!(
-                    "error: the worker process on port {} failed ({}); see its messages above",
-                    exit.port,
-                    exit.status
-                );
-            }
+            crate::stderr_println!(
+                "error: the worker process on port {} failed ({}); see its messages above",
+                exit.port,
+                exit.status
+            );
             supervisor_stop.store(true, Ordering::Relaxed);
             let deadline = Instant::now() + Duration::from_secs(15);
             while !supervisor_done.load(Ordering::Relaxed) && Instant::now() < deadline {

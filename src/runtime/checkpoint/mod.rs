@@ -103,6 +103,15 @@ impl Checkpointing {
     }
 }
 
+/// Checkpoints coordinated by another process (nimbus, when a topology's workers run in
+/// several): this worker's store, already holding what its tasks restore, the last committed
+/// txid, and where its tasks' reports go (to be shipped on).
+pub struct RemoteCheckpoints {
+    pub store: Arc<Store>,
+    pub base: u64,
+    pub reports: Sender<Report>,
+}
+
 /// Rounds per checkpoint for a checkpoint interval.
 pub fn ratio_for(interval: Duration) -> u64 {
     (interval.as_millis() / ROUND.as_millis()).max(1) as u64

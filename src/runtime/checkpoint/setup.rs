@@ -75,6 +75,9 @@ impl Setup {
              with --processes or on a cluster, stateful components keep their state in memory \
              (topology.state.provider: memory), exact through failures but not across restarts"
         );
+        if let Some(d) = &dir {
+            check_workers(d, local.len())?;
+        }
         let commits = match &dir {
             Some(d) => Commits::open(d)?,
             None => Commits::memory()?,
@@ -109,6 +112,22 @@ impl Setup {
             base,
             ratio: ratio_for(topology.config.checkpoint_interval()),
         }))
+    }
+
+    /// Checkpoints coordinated elsewhere: every `local` worker keeps them in `store`, which
+    /// holds what the tasks restore from commit `base`.
+    pub fn remote(
+        local: &[usize],
+        store: Arc<Store>,
+        base: u64,
+        topology: &Topology,
+    ) -> anyhow::Result<Setup> {
+        Ok(Setup {
+            commits: Arc::new(Commits::memory()?),
+            stores: local.iter().map(|&w| (w, store.clone())).collect(),
+            base,
+            ratio: ratio_for(topology.config.checkpoint_interval()),
+        })
     }
 
     /// What the executors of worker `w` take part in checkpoints with.
@@ -148,6 +167,23 @@ impl Setup {
             })?;
         Ok((tx, handle))
     }
+}
+
+/// A state dir keeps each task's state in the store of the worker that ran it: a resumed run
+/// must have as many workers, so each task finds its state where it left it.
+fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let files = dir::worker_files(dir)?;
+    let before = files.iter().map(|f| f.worker + 1).max().unwrap_or(0);
+    anyhow::ensure!(
+        before == 0 || before == workers,
+        "state dir {} was written by a run with {before} worker(s); this run has {workers}: each task's state is kept by the worker that ran it, so run it with --workers {before} (or `storm state clear {}`)",
+        dir.display(),
+        dir.display()
+    );
+    Ok(())
 }
 
 /// A state dir holds one topology's state, for the parallelism it ran with: a resumed run
@@ -245,6 +281,22 @@ mod tests {
         assert!(
             format!("{err}").contains("1 task(s) of `count`; this run has 2"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_state_dir_of_another_worker_count_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = topology(COUNT, dir.path());
+        drop(Setup::open(&t, &[0, 1], true).expect("opens"));
+        let err = Setup::open(&t, &[0], true).err().expect("refused");
+        assert!(
+            format!("{err}").contains("written by a run with 2 worker(s); this run has 1"),
+            "{err}"
+        );
+        assert!(
+            Setup::open(&t, &[0, 1], true).is_ok(),
+            "the same count resumes"
         );
     }
 

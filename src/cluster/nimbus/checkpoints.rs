@@ -1,0 +1,494 @@
+//! Nimbus's part in the checkpoints of a topology whose workers run in several processes (a
+//! cluster, `storm run --processes`): it is the topology's one coordinator, keeps what every
+//! checkpoint prepared and what is committed in a store of its own (under its data folder, so
+//! a moved executor's new worker finds it), and records the last commit and the rollback
+//! generation in the coordination tree under `/checkpoints/{id}`.
+//!
+//! Workers run in generations. A worker joins the current one at its start and waits until
+//! every slot of the assignment joined it (so no worker of an older generation still sends
+//! tuples to it), then restores its tasks from the last commit. A worker that joins again
+//! (its process was restarted after it was lost) or a newcomer once the generation runs (its
+//! executors moved off a lost slot) starts a new generation: what the old one prepared is
+//! dropped, and every worker of the old one rolls back (it learns the generation from its
+//! heartbeats and from every checkpoint answer), its spouts going back to their committed
+//! positions.
+
+use super::{now_secs, Nimbus};
+use crate::cluster::layout::{CheckpointRecord, NodePort};
+use crate::cluster::rpc::{
+    assignment_version, CheckpointNews, CheckpointReply, JoinReply, StatePage,
+};
+use crate::runtime::checkpoint::coordinator::Coordinator;
+use crate::runtime::checkpoint::{setup::saving_tasks, Report};
+use crate::state::{packed, Commits, RawState, Store, TaskKey};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The most bytes of rows one page of restored state carries (a request is at most 16 MB).
+const PAGE_BYTES: usize = 4 << 20;
+
+/// One topology's checkpoints, as nimbus keeps them.
+pub(crate) struct Keeper {
+    commits: Arc<Commits>,
+    store: Arc<Store>,
+    expected: BTreeSet<u32>,
+    coordinator: Coordinator,
+    record: CheckpointRecord,
+    /// The slots that joined this generation, with the incarnation of their worker.
+    joined: BTreeMap<NodePort, u64>,
+    /// Every slot of the assignment joined: the generation runs.
+    sealed: bool,
+}
+
+/// The keepers of the topologies nimbus coordinates, by id.
+pub(crate) type Keepers = Arc<Mutex<BTreeMap<String, Keeper>>>;
+
+/// Where nimbus keeps topology `id`'s checkpoints.
+pub(crate) fn keeper_dir(data: &std::path::Path, id: &str) -> std::path::PathBuf {
+    data.join("checkpoints").join(id)
+}
+
+impl Nimbus {
+    fn keepers(&self) -> MutexGuard<'_, BTreeMap<String, Keeper>> {
+        self.checkpoints.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run `f` on topology `id`'s keeper, opened first if need be.
+    fn with_keeper<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&Nimbus, &mut Keeper) -> anyhow::Result<R>,
+    ) -> anyhow::Result<R> {
+        let mut keepers = self.keepers();
+        if !keepers.contains_key(id) {
+            let keeper = self.open_keeper(id)?;
+            keepers.insert(id.to_string(), keeper);
+        }
+        let keeper = keepers
+            .get_mut(id)
+            .ok_or_else(|| anyhow::anyhow!("no checkpoints of {id}"))?;
+        f(self, keeper)
+    }
+
+    /// Open topology `id`'s store and commit record, fold what was committed, drop the rest.
+    fn open_keeper(&self, id: &str) -> anyhow::Result<Keeper> {
+        anyhow::ensure!(
+            self.state().storm_base(id)?.is_some(),
+            "no topology {id} (killed or finished)"
+        );
+        let known = self.known(id)?;
+        anyhow::ensure!(
+            known.topology.is_stateful(),
+            "topology {id} keeps no checkpointed state"
+        );
+        let dir = keeper_dir(&self.data, id);
+        let commits = Arc::new(Commits::open(&dir)?);
+        let store = Arc::new(Store::open(&dir.join("state.redb"))?);
+        let txid = commits.committed()?.map_or(0, |c| c.txid);
+        store.fold(txid)?;
+        store.discard_after(txid)?;
+        let expected = saving_tasks(&known.topology, &known.plan);
+        // A generation already in the tree runs (this nimbus restarted): any join now is of a
+        // restarted or moved worker.
+        let (record, sealed) = match self.state().checkpoint_record(id)? {
+            Some(r) => (CheckpointRecord { txid, ..r }, true),
+            None => (
+                CheckpointRecord {
+                    txid,
+                    generation: 1,
+                    time_secs: now_secs(),
+                },
+                false,
+            ),
+        };
+        self.state().set_checkpoint_record(id, &record)?;
+        Ok(Keeper {
+            coordinator: Coordinator::new(
+                commits.clone(),
+                vec![store.clone()],
+                expected.clone(),
+                txid,
+            ),
+            commits,
+            store,
+            expected,
+            record,
+            joined: BTreeMap::new(),
+            sealed,
+        })
+    }
+
+    /// A worker joins (or asks again whether it may start).
+    pub(crate) fn checkpoint_join(
+        &self,
+        id: &str,
+        slot: &NodePort,
+        incarnation: u64,
+    ) -> anyhow::Result<JoinReply> {
+        let assignment = self.state().assignment(id)?.unwrap_or_default();
+        let version = assignment_version(&assignment);
+        let slots: BTreeSet<NodePort> = assignment.task_to_node_port.into_values().collect();
+        self.with_keeper(id, |nimbus, k| {
+            let again = match k.joined.get(slot) {
+                Some(&known) => known != incarnation,
+                None => k.sealed,
+            };
+            if again {
+                nimbus.roll_back(id, k, slot)?;
+            }
+            k.joined.insert(slot.clone(), incarnation);
+            if !k.sealed && !slots.is_empty() && slots.iter().all(|s| k.joined.contains_key(s)) {
+                k.sealed = true;
+                tracing::info!(
+                    "nimbus: {id}: generation {} starts from checkpoint {}",
+                    k.record.generation,
+                    k.record.txid
+                );
+            }
+            Ok(JoinReply {
+                generation: k.record.generation,
+                ready: k.sealed,
+                txid: k.record.txid,
+                assignment: version,
+            })
+        })
+    }
+
+    /// Start a new generation from the last commit: the worker on `slot` was lost.
+    fn roll_back(&self, id: &str, k: &mut Keeper, slot: &NodePort) -> anyhow::Result<()> {
+        k.record.generation += 1;
+        k.record.time_secs = now_secs();
+        k.store.discard_after(k.record.txid)?;
+        k.coordinator = Coordinator::new(
+            k.commits.clone(),
+            vec![k.store.clone()],
+            k.expected.clone(),
+            k.record.txid,
+        );
+        k.joined.clear();
+        k.sealed = false;
+        self.finished_lock().remove(id);
+        self.state().set_checkpoint_record(id, &k.record)?;
+        tracing::warn!(
+            "nimbus: {id}: the worker on {slot} was lost; every worker rolls back to checkpoint {} (generation {})",
+            k.record.txid,
+            k.record.generation
+        );
+        Ok(())
+    }
+
+    /// A page of `task`'s committed state, for a worker of `generation` restoring it.
+    pub(crate) fn checkpoint_state(
+        &self,
+        id: &str,
+        generation: u64,
+        task: &TaskKey,
+        from: usize,
+    ) -> anyhow::Result<StatePage> {
+        self.with_keeper(id, |_, k| {
+            anyhow::ensure!(
+                generation == k.record.generation,
+                "generation {generation} of {id} is over (now {})",
+                k.record.generation
+            );
+            let all = k.store.committed_rows(task)?;
+            Ok(page(all, from))
+        })
+    }
+
+    /// News of a checkpoint from a worker; what it commits is recorded in the tree.
+    pub(crate) fn checkpoint_news(
+        &self,
+        id: &str,
+        generation: u64,
+        news: CheckpointNews,
+    ) -> anyhow::Result<CheckpointReply> {
+        self.with_keeper(id, |nimbus, k| {
+            if generation == k.record.generation {
+                let report = match news {
+                    CheckpointNews::Prepared {
+                        txid,
+                        task,
+                        key,
+                        part,
+                        last,
+                    } => {
+                        if txid > k.record.txid {
+                            k.store.prepare_rows(txid, &key, &packed::unpack(&part)?)?;
+                        }
+                        last.then_some(Report::Prepared { txid, task })
+                    }
+                    CheckpointNews::Finished { task } => Some(Report::Finished { task }),
+                };
+                if let Some(txid) = report.map(|r| k.coordinator.on(r)).transpose()?.flatten() {
+                    k.record.txid = txid;
+                    k.record.time_secs = now_secs();
+                    nimbus.state().set_checkpoint_record(id, &k.record)?;
+                    tracing::debug!(target: "storm::runtime::checkpoint", txid, "checkpoint committed");
+                }
+            }
+            Ok(nimbus.checkpoint_reply(id, k))
+        })
+    }
+
+    /// Whether news from a worker of `generation` (`None`: not checkpointed) is of the
+    /// current generation of topology `id`.
+    pub(crate) fn current_generation(
+        &self,
+        id: &str,
+        generation: Option<u64>,
+    ) -> anyhow::Result<bool> {
+        let Some(generation) = generation else {
+            return Ok(true);
+        };
+        self.with_keeper(id, |_, k| Ok(k.record.generation == generation))
+    }
+
+    /// Where topology `id`'s checkpoints are.
+    pub(crate) fn checkpoint_status(&self, id: &str) -> anyhow::Result<CheckpointReply> {
+        self.with_keeper(id, |nimbus, k| Ok(nimbus.checkpoint_reply(id, k)))
+    }
+
+    fn checkpoint_reply(&self, id: &str, k: &Keeper) -> CheckpointReply {
+        CheckpointReply {
+            generation: k.record.generation,
+            committed: k.record.txid,
+            all_finished: k.sealed && self.finished(id).is_ok_and(|(done, _)| done),
+        }
+    }
+
+    /// Close topology `id`'s keeper (its store files are removed with the topology).
+    pub(crate) fn forget_checkpoints(keepers: &Keepers, id: &str) {
+        keepers.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
+}
+
+/// The rows of `all` from `from`, up to [`PAGE_BYTES`] (at least one), with its position.
+fn page(all: RawState, from: usize) -> StatePage {
+    let total = all.rows.len();
+    let mut size = 0;
+    let rows: Vec<_> = all
+        .rows
+        .into_iter()
+        .skip(from)
+        .take_while(|(k, v)| {
+            let fits = size < PAGE_BYTES;
+            size += k.len() + v.as_ref().map_or(0, Vec::len) + 8;
+            fits
+        })
+        .collect();
+    let end = from.saturating_add(rows.len());
+    let raw = RawState {
+        rows,
+        position: all.position,
+    };
+    StatePage {
+        next: (end < total).then_some(end),
+        state: packed::pack(&raw),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_cover_every_row_once_in_order() {
+        let rows: Vec<_> = (0..40u32)
+            .map(|i| (i.to_be_bytes().to_vec(), Some(vec![7; PAGE_BYTES / 9])))
+            .collect();
+        let all = RawState {
+            rows: rows.clone(),
+            position: Some(vec![1]),
+        };
+        let (mut got, mut from, mut pages) = (Vec::new(), Some(0), 0);
+        while let Some(f) = from {
+            let p = page(all.clone(), f);
+            let raw = packed::unpack(&p.state).expect("packed");
+            assert_eq!(raw.position, Some(vec![1]));
+            got.extend(raw.rows);
+            from = p.next;
+            pages += 1;
+        }
+        assert_eq!(got, rows);
+        assert!(pages > 1, "{pages}");
+        let empty = page(RawState::default(), 0);
+        assert_eq!(empty.next, None);
+    }
+}
+
+#[cfg(test)]
+mod generation_tests {
+    use super::*;
+    use crate::cluster::layout::SupervisorInfo;
+    use crate::cluster::rpc::Submission;
+    use crate::tuple::Value;
+    use std::time::Duration;
+
+    /// Nimbus with one supervisor of two slots, running a checkpointed count over both.
+    fn nimbus_with_count() -> (tempfile::TempDir, Arc<Nimbus>, String, Vec<NodePort>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let nimbus = Nimbus::open(dir.path(), crate::config::layers::defaults()).expect("nimbus");
+        let session = nimbus.open_session(Duration::from_secs(60));
+        let info = SupervisorInfo {
+            hostname: "127.0.0.1".into(),
+            time_secs: now_secs(),
+            uptime_secs: 0,
+            ports: vec![7001, 7002],
+        };
+        nimbus.supervisor_beat(session, "s", &info).expect("beat");
+        let id = nimbus
+            .submit(Submission {
+                path: "<-e>".into(),
+                text: "name wc\nstdin | split | count(word) stateful=true x2 | stdout".into(),
+                overrides: vec!["topology.workers=2".into()],
+                home: None,
+                resources: String::new(),
+                parallelism: Default::default(),
+            })
+            .expect("submitted");
+        let slots: BTreeSet<NodePort> = nimbus
+            .state()
+            .assignment(&id)
+            .expect("read")
+            .expect("assigned")
+            .task_to_node_port
+            .into_values()
+            .collect();
+        (dir, nimbus, id, slots.into_iter().collect())
+    }
+
+    fn prepared(txid: u64, task: u32, key: &TaskKey, word: &str) -> CheckpointNews {
+        let raw = RawState {
+            rows: vec![(
+                crate::state::codec::to_bytes(&Value::str(word)),
+                Some(crate::state::codec::to_bytes(&Value::Int(1))),
+            )],
+            position: None,
+        };
+        CheckpointNews::Prepared {
+            txid,
+            task,
+            key: key.clone(),
+            part: packed::pack(&raw),
+            last: true,
+        }
+    }
+
+    /// Every saving task of the topology prepares `txid` in generation `generation`.
+    fn prepare_all(n: &Nimbus, id: &str, generation: u64, txid: u64) -> CheckpointReply {
+        let known = n.known(id).expect("known");
+        let mut last = None;
+        for task in saving_tasks(&known.topology, &known.plan) {
+            let component = known.plan.component_of_task(task);
+            let first = *known
+                .plan
+                .component(component)
+                .expect("component")
+                .tasks
+                .start();
+            let key = crate::runtime::checkpoint::task_key(component, task - first);
+            let news = prepared(txid, task, &key, &format!("w{task}"));
+            last = Some(n.checkpoint_news(id, generation, news).expect("news"));
+        }
+        last.expect("saving tasks")
+    }
+
+    #[test]
+    fn a_generation_starts_once_every_slot_joined_and_a_rejoin_rolls_everyone_back() {
+        let (_dir, n, id, slots) = nimbus_with_count();
+        assert_eq!(slots.len(), 2);
+        let first = n.checkpoint_join(&id, &slots[0], 1).expect("join");
+        assert_eq!((first.generation, first.ready, first.txid), (1, false, 0));
+        assert!(n.checkpoint_join(&id, &slots[1], 2).expect("join").ready);
+        assert!(
+            n.checkpoint_join(&id, &slots[0], 1)
+                .expect("asks again")
+                .ready
+        );
+
+        let reply = prepare_all(&n, &id, 1, 1);
+        assert_eq!((reply.generation, reply.committed), (1, 1));
+        let record = n
+            .state()
+            .checkpoint_record(&id)
+            .expect("read")
+            .expect("record");
+        assert_eq!((record.txid, record.generation), (1, 1));
+        // Prepared, never committed: dropped by the rollback.
+        let known = n.known(&id).expect("known");
+        let count_task = *known.plan.component("count").expect("count").tasks.start();
+        let key = crate::runtime::checkpoint::task_key("count", 0);
+        let late = prepared(2, count_task, &key, "late");
+        n.checkpoint_news(&id, 1, late).expect("news");
+
+        // The worker of slot 0 restarted: generation 2, from checkpoint 1, nobody ready yet.
+        let again = n.checkpoint_join(&id, &slots[0], 3).expect("rejoin");
+        assert_eq!((again.generation, again.ready, again.txid), (2, false, 1));
+        let record = n
+            .state()
+            .checkpoint_record(&id)
+            .expect("read")
+            .expect("record");
+        assert_eq!(record.generation, 2);
+        // News of the old generation changes nothing and says it is over.
+        let stale = n
+            .checkpoint_news(&id, 1, prepared(2, count_task, &key, "x"))
+            .expect("news");
+        assert_eq!((stale.generation, stale.committed), (2, 1));
+        assert!(!n.current_generation(&id, Some(1)).expect("known"));
+        assert!(
+            n.checkpoint_state(&id, 1, &key, 0).is_err(),
+            "stale restore"
+        );
+        assert!(n.checkpoint_join(&id, &slots[1], 4).expect("join").ready);
+        let page = n.checkpoint_state(&id, 2, &key, 0).expect("restore");
+        let raw = packed::unpack(&page.state).expect("packed");
+        let words: Vec<Value> = raw
+            .rows
+            .iter()
+            .map(|(k, _)| crate::state::codec::from_bytes(k).expect("key"))
+            .collect();
+        assert_eq!(
+            words,
+            vec![Value::str(&format!("w{count_task}"))],
+            "not `late`"
+        );
+
+        // A newcomer once the generation runs (executors moved off a lost slot) rolls back too.
+        let newcomer = NodePort {
+            node: "s".into(),
+            port: 7003,
+        };
+        assert_eq!(
+            n.checkpoint_join(&id, &newcomer, 5)
+                .expect("join")
+                .generation,
+            3
+        );
+    }
+
+    #[test]
+    fn a_topology_that_keeps_no_state_or_is_gone_has_no_checkpoints() {
+        let (_dir, n, _id, slots) = nimbus_with_count();
+        let plain = n
+            .submit(Submission {
+                path: "<-e>".into(),
+                text: "name plain\nstdin | stdout".into(),
+                overrides: Vec::new(),
+                home: None,
+                resources: String::new(),
+                parallelism: Default::default(),
+            })
+            .expect("submitted");
+        let err = n
+            .checkpoint_join(&plain, &slots[0], 1)
+            .expect_err("refused");
+        assert!(
+            format!("{err}").contains("keeps no checkpointed state"),
+            "{err}"
+        );
+        let err = n.checkpoint_status("gone-1-1").expect_err("refused");
+        assert!(format!("{err}").contains("no topology gone-1-1"), "{err}");
+    }
+}

@@ -1,0 +1,246 @@
+//! Standard input kept for a rollback. When a checkpointed topology's workers run in several
+//! processes, a lost worker rolls every worker back to the last committed checkpoint, the
+//! `stdin` spout's home worker too, which starts again in this process from the position that
+//! checkpoint recorded. Standard input cannot be read twice, so this process reads it through
+//! one feed that keeps every byte from the committed position on (trimmed at each commit), and
+//! each incarnation of the spout reads the feed from its restored offset. Reading ahead stops
+//! at [`READ_AHEAD`] bytes past the furthest reader, so the feed holds at most what came since
+//! the last commit plus that.
+
+use std::io::Read;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+
+/// How far the feed reads ahead of its furthest reader.
+const READ_AHEAD: usize = 8 << 20;
+/// Bytes read from standard input at once.
+const READ_STEP: usize = 256 << 10;
+
+#[derive(Default)]
+struct Kept {
+    /// The input offset of `bytes[0]`.
+    base: u64,
+    bytes: Vec<u8>,
+    /// Standard input ended (or failed, with the error).
+    ended: bool,
+    error: Option<String>,
+    /// Bumped by a rollback: readers of an older epoch see the end of their input.
+    epoch: u64,
+    /// The furthest offset any reader has read to.
+    furthest: u64,
+}
+
+/// Standard input as every incarnation of the `stdin` spout reads it.
+#[derive(Default)]
+pub struct Feed {
+    kept: Mutex<Kept>,
+    changed: Condvar,
+}
+
+static FEED: OnceLock<Arc<Feed>> = OnceLock::new();
+
+/// Read standard input through the feed from now on (the first call starts its reader).
+pub fn enable() -> anyhow::Result<Arc<Feed>> {
+    if let Some(f) = FEED.get() {
+        return Ok(f.clone());
+    }
+    let feed = Arc::new(Feed::default());
+    if FEED.set(feed.clone()).is_err() {
+        return FEED
+            .get()
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("the stdin feed vanished"));
+    }
+    let pump = feed.clone();
+    std::thread::Builder::new()
+        .name("stdin-feed".into())
+        .spawn(move || pump.pump(std::io::stdin()))?;
+    Ok(feed)
+}
+
+/// The feed, when standard input is read through one.
+pub fn get() -> Option<Arc<Feed>> {
+    FEED.get().cloned()
+}
+
+impl Feed {
+    fn lock(&self) -> MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Read `input` into the feed to its end, never more than [`READ_AHEAD`] past the
+    /// furthest reader.
+    fn pump(&self, mut input: impl Read) {
+        let mut buf = vec![0; READ_STEP];
+        loop {
+            {
+                let mut kept = self.lock();
+                while kept.base + kept.bytes.len() as u64 > kept.furthest + READ_AHEAD as u64 {
+                    kept = self.changed.wait(kept).unwrap_or_else(|e| e.into_inner());
+                }
+            }
+            let read = input.read(&mut buf);
+            let mut kept = self.lock();
+            match read {
+                Ok(0) => kept.ended = true,
+                Ok(n) => kept.bytes.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    kept.error = Some(format!("read error: {e}"));
+                    kept.ended = true;
+                }
+            }
+            let ended = kept.ended;
+            drop(kept);
+            self.changed.notify_all();
+            if ended {
+                return;
+            }
+        }
+    }
+
+    /// A reader from input offset `start` (a restored position's), for this epoch.
+    pub fn reader_from(self: &Arc<Self>, start: u64) -> Result<FeedReader, String> {
+        let kept = self.lock();
+        if start < kept.base {
+            return Err(format!(
+                "stdin before byte {} is no longer kept; the restored position starts at {start}",
+                kept.base
+            ));
+        }
+        Ok(FeedReader {
+            feed: self.clone(),
+            at: start,
+            epoch: kept.epoch,
+        })
+    }
+
+    /// Forget what comes before input offset `offset` (committed: no rollback goes there).
+    pub fn trim(&self, offset: u64) {
+        let mut kept = self.lock();
+        let n = offset
+            .saturating_sub(kept.base)
+            .min(kept.bytes.len() as u64) as usize;
+        kept.bytes.drain(..n);
+        kept.base += n as u64;
+    }
+
+    /// A rollback: readers of the old run see the end of their input.
+    pub fn new_epoch(&self) {
+        self.lock().epoch += 1;
+        self.changed.notify_all();
+    }
+
+    #[cfg(test)]
+    fn from_input(input: impl Read + Send + 'static) -> Arc<Feed> {
+        let feed = Arc::new(Feed::default());
+        let pump = feed.clone();
+        std::thread::spawn(move || pump.pump(input));
+        feed
+    }
+}
+
+/// One incarnation's reader of the feed.
+pub struct FeedReader {
+    feed: Arc<Feed>,
+    at: u64,
+    epoch: u64,
+}
+
+impl Read for FeedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let feed = self.feed.clone();
+        let mut kept = feed.lock();
+        loop {
+            if kept.epoch != self.epoch {
+                return Ok(0);
+            }
+            if self.at < kept.base {
+                return Err(std::io::Error::other(format!(
+                    "stdin before byte {} is no longer kept",
+                    kept.base
+                )));
+            }
+            let from = (self.at - kept.base) as usize;
+            if from < kept.bytes.len() {
+                let n = buf.len().min(kept.bytes.len() - from);
+                buf[..n].copy_from_slice(&kept.bytes[from..from + n]);
+                self.at += n as u64;
+                kept.furthest = kept.furthest.max(self.at);
+                drop(kept);
+                feed.changed.notify_all();
+                return Ok(n);
+            }
+            if kept.ended {
+                return match &kept.error {
+                    Some(e) => Err(std::io::Error::other(e.clone())),
+                    None => Ok(0),
+                };
+            }
+            kept = feed.changed.wait(kept).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(mut r: FeedReader) -> Vec<u8> {
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).expect("reads");
+        out
+    }
+
+    #[test]
+    fn a_reader_from_an_offset_reads_the_input_from_there_to_its_end() {
+        let input: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let feed = Feed::from_input(std::io::Cursor::new(input.clone()));
+        assert_eq!(read_all(feed.reader_from(0).expect("kept")), input);
+        assert_eq!(
+            read_all(feed.reader_from(1234).expect("kept")),
+            input[1234..]
+        );
+    }
+
+    #[test]
+    fn trimmed_bytes_are_refused_and_the_rest_still_read() {
+        let input = b"one\ntwo\nthree\n".to_vec();
+        let feed = Feed::from_input(std::io::Cursor::new(input.clone()));
+        assert_eq!(read_all(feed.reader_from(0).expect("kept")), input);
+        feed.trim(4);
+        assert!(feed.reader_from(2).is_err());
+        assert_eq!(
+            read_all(feed.reader_from(4).expect("kept")),
+            b"two\nthree\n"
+        );
+    }
+
+    #[test]
+    fn a_new_epoch_ends_the_old_readers() {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        struct Pipe(std::sync::mpsc::Receiver<Vec<u8>>);
+        impl Read for Pipe {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                match self.0.recv() {
+                    Ok(b) => {
+                        buf[..b.len()].copy_from_slice(&b);
+                        Ok(b.len())
+                    }
+                    Err(_) => Ok(0),
+                }
+            }
+        }
+        let feed = Feed::from_input(Pipe(rx));
+        tx.send(b"a\n".to_vec()).expect("sent");
+        let mut old = feed.reader_from(0).expect("kept");
+        let mut buf = [0; 8];
+        assert_eq!(old.read(&mut buf).expect("reads"), 2);
+        let waiting = std::thread::spawn(move || old.read(&mut [0; 8]).expect("reads"));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        feed.new_epoch();
+        assert_eq!(waiting.join().expect("joined"), 0, "the old reader ends");
+        tx.send(b"b\n".to_vec()).expect("sent");
+        drop(tx);
+        assert_eq!(read_all(feed.reader_from(0).expect("kept")), b"a\nb\n");
+    }
+}
