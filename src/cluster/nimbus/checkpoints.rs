@@ -48,6 +48,37 @@ pub(crate) fn keeper_dir(data: &std::path::Path, id: &str) -> std::path::PathBuf
     data.join("checkpoints").join(id)
 }
 
+/// The commit record and the store of topology `id`'s checkpoints: in its state dir when its
+/// provider is `embedded` (a path on nimbus's host; one store, as a run with one worker keeps,
+/// so `storm state` reads it and a later run resumes from it), else under nimbus's data folder.
+fn open_stores(
+    data: &std::path::Path,
+    id: &str,
+    topology: &crate::topology::model::Topology,
+) -> anyhow::Result<(Arc<Commits>, Arc<Store>)> {
+    use crate::runtime::checkpoint::setup::{check_shape, check_workers, state_dir};
+    let Some(dir) = state_dir(topology)? else {
+        let dir = keeper_dir(data, id);
+        let commits = Commits::open(&dir)?;
+        let store = Store::open(&dir.join("state.redb"))?;
+        return Ok((Arc::new(commits), Arc::new(store)));
+    };
+    check_workers(&dir, 1)?;
+    let commits = Commits::open(&dir)?;
+    check_shape(&commits, topology, Some(&dir))?;
+    let store = Store::open(&crate::state::dir::worker_path(&dir, 0))?;
+    if let Some(c) = commits.committed()? {
+        crate::stderr_println!(
+            "resuming `{}` from checkpoint {} in {} (`storm state clear {}` starts over)",
+            topology.name,
+            c.txid,
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok((Arc::new(commits), Arc::new(store)))
+}
+
 impl Nimbus {
     fn keepers(&self) -> MutexGuard<'_, BTreeMap<String, Keeper>> {
         self.checkpoints.lock().unwrap_or_else(|e| e.into_inner())
@@ -81,9 +112,7 @@ impl Nimbus {
             known.topology.is_stateful(),
             "topology {id} keeps no checkpointed state"
         );
-        let dir = keeper_dir(&self.data, id);
-        let commits = Arc::new(Commits::open(&dir)?);
-        let store = Arc::new(Store::open(&dir.join("state.redb"))?);
+        let (commits, store) = open_stores(&self.data, id, &known.topology)?;
         let txid = commits.committed()?.map_or(0, |c| c.txid);
         store.fold(txid)?;
         store.discard_after(txid)?;

@@ -24,7 +24,7 @@ pub fn saving_tasks(topology: &Topology, plan: &Plan) -> BTreeSet<u32> {
 }
 
 /// The state dir a topology's config names, when its provider is `embedded`.
-fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
+pub fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
     let config = &topology.config;
     match config.state_provider() {
         "memory" => Ok(None),
@@ -71,9 +71,8 @@ impl Setup {
         let dir = state_dir(topology)?;
         anyhow::ensure!(
             whole || dir.is_none(),
-            "a state dir (topology.state.dir, --state-dir) is kept by a run in one process: \
-             with --processes or on a cluster, stateful components keep their state in memory \
-             (topology.state.provider: memory), exact through failures but not across restarts"
+            "a state dir (topology.state.dir, --state-dir) of workers in several processes is \
+             kept by nimbus, not by the workers"
         );
         if let Some(d) = &dir {
             check_workers(d, local.len())?;
@@ -171,7 +170,7 @@ impl Setup {
 
 /// A state dir keeps each task's state in the store of the worker that ran it: a resumed run
 /// must have as many workers, so each task finds its state where it left it.
-fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
+pub fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
     if !dir.exists() {
         return Ok(());
     }
@@ -188,7 +187,7 @@ fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
 
 /// A state dir holds one topology's state, for the parallelism it ran with: a resumed run
 /// must have the same name and the same tasks per component.
-fn check_shape(
+pub fn check_shape(
     commits: &Commits,
     topology: &Topology,
     dir: Option<&PathBuf>,
