@@ -120,6 +120,12 @@ impl Nimbus {
         // A generation already in the tree runs (this nimbus restarted): any join now is of a
         // restarted or moved worker.
         let (record, sealed) = match self.state().checkpoint_record(id)? {
+            // Recorded by a nimbus whose store this one does not have (a failover to another
+            // host): restoring nothing would silently start the counts over.
+            Some(r) if r.txid > txid => anyhow::bail!(
+                "checkpoint {} of {id} was committed by a nimbus whose store is not here (this one holds checkpoint {txid}); the state of a topology whose workers run in several processes is kept by the nimbus that leads",
+                r.txid
+            ),
             Some(r) => (CheckpointRecord { txid, ..r }, true),
             None => (
                 CheckpointRecord {
@@ -494,6 +500,25 @@ mod generation_tests {
                 .expect("join")
                 .generation,
             3
+        );
+    }
+
+    #[test]
+    fn a_nimbus_without_the_committed_store_refuses_rather_than_start_over() {
+        let (dir, n, id, slots) = nimbus_with_count();
+        n.checkpoint_join(&id, &slots[0], 1).expect("join");
+        n.checkpoint_join(&id, &slots[1], 2).expect("join");
+        assert_eq!(prepare_all(&n, &id, 1, 1).committed, 1);
+        n.save().expect("tree saved");
+        drop(n);
+        std::fs::remove_dir_all(keeper_dir(dir.path(), &id)).expect("store removed");
+        let other = Nimbus::open(dir.path(), crate::config::layers::defaults()).expect("nimbus");
+        let err = other
+            .checkpoint_join(&id, &slots[0], 3)
+            .expect_err("refused");
+        assert!(
+            format!("{err}").contains("committed by a nimbus whose store is not here"),
+            "{err}"
         );
     }
 
