@@ -240,104 +240,169 @@ pub fn run(
         "worker {slot}: running {} task(s) of {id}",
         running.stats.len()
     );
-    let halter = running.halter();
-
-    let control = running.control.clone();
     let stats = running.stats.clone();
-    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    let waiter = std::thread::Builder::new()
-        .name("worker-wait".into())
-        .spawn(move || {
-            let _ = done_tx.send(running.wait());
-        })?;
-    let started = Instant::now();
-    let mut last_contact = Instant::now();
-    let mut next_beat = Instant::now();
-    let result = loop {
-        if stop.load(Ordering::Relaxed) {
-            control.stop.store(true, Ordering::Relaxed);
-        }
-        if checkpoints.as_ref().is_some_and(|c| c.rolled_back()) {
-            net.sever();
-            return Ok(roll_back(slot, &halter, &done_rx, waiter));
-        }
-        if let Ok(r) = done_rx.recv_timeout(Duration::from_millis(100)) {
-            break r;
-        }
-        if Instant::now() < next_beat {
-            continue;
-        }
-        next_beat = Instant::now() + BEAT_EVERY;
-        match sink.beat(id, &my_slot, beats_of(&stats, started)) {
-            Ok(reply) => {
-                last_contact = Instant::now();
-                if let Some(c) = &checkpoints {
-                    c.heard(reply.generation);
-                }
-                if !reply.assigned {
-                    tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
-                    return Ok(WorkerEnd::Unassigned);
-                }
-                // A deactivated topology pauses its spouts; a killed one stops them and
-                // drains the tuples in flight.
-                control.paused.store(reply.paused, Ordering::Relaxed);
-                if !reply.active && !reply.paused {
-                    control.stop.store(true, Ordering::Relaxed);
-                }
-            }
-            Err(e) if last_contact.elapsed() > NIMBUS_LOST_AFTER => {
-                tracing::warn!("worker {slot}: heartbeats failing ({e:#}); stopping");
-                return Ok(WorkerEnd::Unassigned);
-            }
-            Err(e) => tracing::debug!("worker {slot}: heartbeat failed: {e:#}"),
-        }
+    let w = Watch {
+        nimbus,
+        sink: &sink,
+        id,
+        slot,
+        my_slot: &my_slot,
+        stats: &stats,
+        started: Instant::now(),
+        stop: &stop,
     };
-    let _ = waiter.join();
-    match result {
-        Ok(report) => {
-            if let Some(c) = checkpoints.as_mut() {
-                c.shipped();
-                if c.rolled_back() {
-                    return Ok(WorkerEnd::RolledBack);
-                }
-            }
-            // A last heartbeat with the final figures, then the end of input.
-            let _ = sink.beat(id, &my_slot, beats_of(&stats, started));
-            let finished = Request::Finished {
-                id: id.into(),
-                slot: my_slot.clone(),
-                generation: checkpoints.as_ref().map(|c| c.generation),
-            };
-            if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
-                tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
-            }
-            if let Some(c) = &checkpoints {
-                // Until every worker finished, a lost one rolls this one back too (its spouts
-                // replay from the last commit).
-                let beat = || {
-                    let _ = sink.beat(id, &my_slot, beats_of(&stats, started));
-                };
-                if !all_finished(nimbus, id, c, &stop, &beat) {
-                    return Ok(WorkerEnd::RolledBack);
-                }
-            }
-            Ok(WorkerEnd::Finished(report))
-        }
-        Err(e) => {
-            // Storm's `report-error`: the error lands under /taskerrors of a task of the
-            // component it failed in, else of a task of this worker.
-            let failed = e.downcast_ref::<crate::runtime::ComponentFailed>();
-            let named = stats
-                .iter()
-                .find(|(_, (component, _))| failed.is_some_and(|f| &f.component == component))
-                .or_else(|| stats.iter().next())
-                .map(|(task, _)| *task);
-            if let Some(task) = named {
-                if let Err(report) = sink.report_error(id, task, format!("{e:#}")) {
-                    tracing::warn!("worker {slot}: cannot report its error: {report:#}");
-                }
-            }
+    match w.watch(running, &net, checkpoints.as_ref())? {
+        Watched::Ended(end) => Ok(end),
+        Watched::Done(Ok(report)) => w.finished(report, checkpoints.as_mut()),
+        Watched::Done(Err(e)) => {
+            w.failed(&e);
             Err(e)
+        }
+    }
+}
+
+/// What watching a worker's run came to.
+enum Watched {
+    /// Its executors ended, well or not.
+    Done(anyhow::Result<RunReport>),
+    /// It was stopped first: unassigned, nimbus lost, or rolled back.
+    Ended(WorkerEnd),
+}
+
+/// A worker's run as it is watched: where it reports, and its figures.
+struct Watch<'a> {
+    nimbus: &'a rpc::Client,
+    sink: &'a Beats<'a>,
+    id: &'a str,
+    slot: &'a str,
+    my_slot: &'a NodePort,
+    stats: &'a TaskStatsMap,
+    started: Instant,
+    stop: &'a AtomicBool,
+}
+
+impl Watch<'_> {
+    fn beat(&self) -> anyhow::Result<BeatReply> {
+        self.sink
+            .beat(self.id, self.my_slot, beats_of(self.stats, self.started))
+    }
+
+    /// Heartbeat until the executors end, following what the answers say (pause, stop,
+    /// unassigned, a newer generation to roll back to).
+    fn watch(
+        &self,
+        running: runtime::Running,
+        net: &TcpNetwork,
+        checkpoints: Option<&worker_checkpoints::WorkerCheckpoints>,
+    ) -> anyhow::Result<Watched> {
+        let (id, slot) = (self.id, self.slot);
+        let halter = running.halter();
+        let control = running.control.clone();
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        let waiter = std::thread::Builder::new()
+            .name("worker-wait".into())
+            .spawn(move || {
+                let _ = done_tx.send(running.wait());
+            })?;
+        let mut last_contact = Instant::now();
+        let mut next_beat = Instant::now();
+        let result = loop {
+            if self.stop.load(Ordering::Relaxed) {
+                control.stop.store(true, Ordering::Relaxed);
+            }
+            if checkpoints.is_some_and(|c| c.rolled_back()) {
+                net.sever();
+                return Ok(Watched::Ended(roll_back(slot, &halter, &done_rx, waiter)));
+            }
+            if let Ok(r) = done_rx.recv_timeout(Duration::from_millis(100)) {
+                break r;
+            }
+            if Instant::now() < next_beat {
+                continue;
+            }
+            next_beat = Instant::now() + BEAT_EVERY;
+            match self.beat() {
+                Ok(reply) => {
+                    last_contact = Instant::now();
+                    if let Some(c) = checkpoints {
+                        c.heard(reply.generation);
+                    }
+                    if !reply.assigned {
+                        tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
+                        return Ok(Watched::Ended(WorkerEnd::Unassigned));
+                    }
+                    // A deactivated topology pauses its spouts; a killed one stops them and
+                    // drains the tuples in flight.
+                    control.paused.store(reply.paused, Ordering::Relaxed);
+                    if !reply.active && !reply.paused {
+                        control.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(e) if last_contact.elapsed() > NIMBUS_LOST_AFTER => {
+                    tracing::warn!("worker {slot}: heartbeats failing ({e:#}); stopping");
+                    return Ok(Watched::Ended(WorkerEnd::Unassigned));
+                }
+                Err(e) => tracing::debug!("worker {slot}: heartbeat failed: {e:#}"),
+            }
+        };
+        let _ = waiter.join();
+        Ok(Watched::Done(result))
+    }
+
+    /// The executors ended well: a last heartbeat with the final figures, then the end of
+    /// input; a checkpointed worker then waits until every worker finished.
+    fn finished(
+        &self,
+        report: RunReport,
+        checkpoints: Option<&mut worker_checkpoints::WorkerCheckpoints>,
+    ) -> anyhow::Result<WorkerEnd> {
+        // Everything the tasks prepared is shipped first.
+        let checkpoints = checkpoints.map(|c| {
+            c.shipped();
+            &*c
+        });
+        if checkpoints.is_some_and(|c| c.rolled_back()) {
+            return Ok(WorkerEnd::RolledBack);
+        }
+        let _ = self.beat();
+        let finished = Request::Finished {
+            id: self.id.into(),
+            slot: self.my_slot.clone(),
+            generation: checkpoints.map(|c| c.generation),
+        };
+        if let Err(e) = self.nimbus.call::<serde_json::Value>(&finished) {
+            tracing::warn!(
+                "worker {}: cannot tell nimbus it finished: {e:#}",
+                self.slot
+            );
+        }
+        if let Some(c) = checkpoints {
+            // Until every worker finished, a lost one rolls this one back too (its spouts
+            // replay from the last commit).
+            let beat = || {
+                let _ = self.beat();
+            };
+            if !all_finished(self.nimbus, self.id, c, self.stop, &beat) {
+                return Ok(WorkerEnd::RolledBack);
+            }
+        }
+        Ok(WorkerEnd::Finished(report))
+    }
+
+    /// Storm's `report-error`: the error lands under /taskerrors of a task of the component
+    /// it failed in, else of a task of this worker.
+    fn failed(&self, e: &anyhow::Error) {
+        let failed = e.downcast_ref::<crate::runtime::ComponentFailed>();
+        let named = self
+            .stats
+            .iter()
+            .find(|(_, (component, _))| failed.is_some_and(|f| &f.component == component))
+            .or_else(|| self.stats.iter().next())
+            .map(|(task, _)| *task);
+        if let Some(task) = named {
+            if let Err(report) = self.sink.report_error(self.id, task, format!("{e:#}")) {
+                tracing::warn!("worker {}: cannot report its error: {report:#}", self.slot);
+            }
         }
     }
 }

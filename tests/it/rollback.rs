@@ -363,15 +363,28 @@ fn a_stateful_count_is_exact_when_a_worker_process_is_killed() {
 
     let (status, stdout, stderr) = run.finish();
     assert_exact(status, &stdout, &stderr, &text);
+    assert_rolled_back(&stderr, &format!("worker {victim} was killed"));
+}
+
+/// The run says it rolled back after `what`.
+fn assert_rolled_back(stderr: &str, what: &str) {
     let rolled_back = stderr.lines().any(|l| {
         let l = l.to_lowercase();
         l.contains("roll") && !l.contains("cannot")
     });
     assert!(
         rolled_back,
-        "the run says it rolled back after worker {victim} was killed:\n{}",
-        quiet(&stderr)
+        "the run says it rolled back after {what}:\n{}",
+        quiet(stderr)
     );
+}
+
+/// The last checkpoint committed across the topology's workers, as the live tree says.
+fn committed_txid(addr: &str, id: &str) -> Option<u64> {
+    let line = checkpoint_node(addr, id)?;
+    let (_, value) = line.split_once(" = ")?;
+    let value: serde_json::Value = serde_json::from_str(value).ok()?;
+    value.get("txid")?.as_u64()
 }
 
 /// Nimbus (tasks time out after 3 s) and two supervisors on loopback with `slots` slots
@@ -477,8 +490,10 @@ fn a_stateful_cluster_run_is_exact_when_a_worker_is_killed() {
     let id = run.submitted_id("rbc");
     let checkpoints = CheckpointWatcher::start(&addr, &id);
 
+    // Under way: nimbus committed some checkpoints of this generation.
     let ((victim, slot), commits) = mid_way(&mut run, "a worker process", || {
-        workers_of(&id, &our_slots).first().cloned()
+        let txid = committed_txid(&addr, &id)?;
+        (txid >= 10).then(|| workers_of(&id, &our_slots).first().cloned())?
     });
     eprintln!("killing worker {victim} on {slot} after {commits} commits");
     kill_and_wait(victim);
@@ -491,6 +506,7 @@ fn a_stateful_cluster_run_is_exact_when_a_worker_is_killed() {
         seen.is_some(),
         "nimbus kept /storm/checkpoints/{id} (JSON with a txid) during the run; worker {victim} on {slot} was killed"
     );
+    assert_rolled_back(&stderr, &format!("worker {victim} was killed"));
 }
 
 #[test]
@@ -506,7 +522,8 @@ fn state_follows_executors_moved_off_a_lost_supervisor() {
 
     // The supervisor of the first worker found, with all of its workers, is lost.
     let (slot, commits) = mid_way(&mut run, "a supervisor", || {
-        workers_of(&id, &our_slots).first().map(|w| w.1.clone())
+        let txid = committed_txid(&addr, &id)?;
+        (txid >= 10).then(|| workers_of(&id, &our_slots).first().map(|w| w.1.clone()))?
     });
     let (lost, lost_slots) = supervisors
         .iter()
@@ -536,4 +553,5 @@ fn state_follows_executors_moved_off_a_lost_supervisor() {
 
     let (status, stdout, stderr) = run.finish();
     assert_exact(status, &stdout, &stderr, &text);
+    assert_rolled_back(&stderr, &format!("{lost} was lost"));
 }

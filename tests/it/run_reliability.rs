@@ -157,6 +157,33 @@ impl Run {
         })
     }
 
+    /// Wait until the run committed a checkpoint, as the tree nimbus saves in the run's
+    /// folder records it (`/storm/checkpoints/ID`): every worker runs by then.
+    fn committed(&self) {
+        let committed = |tree: &str| {
+            tree.match_indices("txid").any(|(i, _)| {
+                let digits: String = tree[i..]
+                    .chars()
+                    .skip_while(|c| !c.is_ascii_digit())
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse::<u64>().is_ok_and(|t| t > 0)
+            })
+        };
+        crate::support::poll_until(
+            "a committed checkpoint",
+            Duration::from_secs(60),
+            Duration::from_millis(50),
+            || {
+                let dirs = std::fs::read_dir(self.tmp.path()).ok()?;
+                dirs.flatten()
+                    .filter_map(|d| std::fs::read_to_string(d.path().join("tree.json")).ok())
+                    .any(|t| committed(&t))
+                    .then_some(())
+            },
+        );
+    }
+
     /// Write to its stdin (kept open).
     fn write(&mut self, bytes: &[u8]) {
         let stdin = self.child().stdin.as_mut().expect("stdin is piped");
@@ -268,6 +295,7 @@ fn a_hung_worker_of_a_stateful_run_is_rolled_back_with_exact_totals() {
     let text = messy_text(20_000, 4);
     let (first, rest) = text.split_at(text.len() / 2);
     run.write(first);
+    run.committed();
     signal(victim, "-STOP");
     run.write(rest);
     let out = run.finish();
