@@ -230,20 +230,27 @@ mod tests {
         assert!(load_submission(&sub("stdin | split tasks=1000 | stdout", &[])).is_ok());
     }
 
-    #[test]
-    fn home_runs_stdin_and_stdout_and_the_rest_round_robins_over_the_workers() {
+    /// A cluster state with these supervisors (id, ports), each on host `host-ID`.
+    fn with_supervisors(supervisors: &[(&str, Vec<u16>)]) -> ClusterState<SharedTree> {
         let tree = SharedTree::new();
-        let mut state = ClusterState::new(tree.clone(), "/storm").unwrap();
-        for (id, ports) in [("home", vec![7000]), ("procs", vec![7001, 7002, 7003])] {
+        let state = ClusterState::new(tree.clone(), "/storm").unwrap();
+        for (id, ports) in supervisors {
             let session = tree.open_session(Duration::from_secs(60));
             let info = SupervisorInfo {
-                hostname: "127.0.0.1".into(),
+                hostname: format!("host-{id}"),
                 time_secs: 0,
                 uptime_secs: 0,
-                ports,
+                ports: ports.clone(),
             };
             state.supervisor_heartbeat(session, id, &info).unwrap();
         }
+        state
+    }
+
+    #[test]
+    fn home_runs_stdin_and_stdout_and_the_rest_round_robins_over_the_workers() {
+        let mut state =
+            with_supervisors(&[("home", vec![7000]), ("procs", vec![7001, 7002, 7003])]);
         let topo = wordcount(&[("topology.workers", 2.into())]);
         let plan = Plan::new(&topo);
         let id = state.submit(&topo, &plan, 5).unwrap();
@@ -268,29 +275,18 @@ mod tests {
         }
         let used: std::collections::BTreeSet<_> = a.task_to_node_port.values().collect();
         assert_eq!(used.len(), 3);
-        assert_eq!(a.node_host["home"], "127.0.0.1");
+        assert_eq!(a.node_host["home"], "host-home");
     }
 
     /// A dead slot's executors move together to one free slot, preferably of a supervisor
     /// with no dead slot; the home slot's and the live slot's stay.
     #[test]
     fn a_dead_slots_work_moves_whole_to_a_free_slot_of_a_sound_supervisor() {
-        let tree = SharedTree::new();
-        let mut state = ClusterState::new(tree.clone(), "/storm").unwrap();
-        for (id, ports) in [
+        let mut state = with_supervisors(&[
             ("home", vec![7000]),
             ("a", vec![7001, 7002]),
             ("b", vec![7003, 7004]),
-        ] {
-            let session = tree.open_session(Duration::from_secs(60));
-            let info = SupervisorInfo {
-                hostname: format!("host-{id}"),
-                time_secs: 0,
-                uptime_secs: 0,
-                ports,
-            };
-            state.supervisor_heartbeat(session, id, &info).unwrap();
-        }
+        ]);
         let topo = wordcount(&[("topology.workers", 2.into())]);
         let plan = Plan::new(&topo);
         let id = state.submit(&topo, &plan, 5).unwrap();

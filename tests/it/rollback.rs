@@ -9,6 +9,7 @@ use super::cluster::{
     client, eventually, free_port, signal, start_nimbus, two_hosts, workers_of, Daemons,
 };
 use super::run::{expected_counts, messy_text, parse_counts};
+use super::run_reliability::{stat_of, workers_of as workers_of_run};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -243,47 +244,6 @@ impl Drop for Run {
     }
 }
 
-/// The worker processes `storm run --processes` (pid `parent`) launched: its children whose
-/// command line is `storm worker ...`.
-fn worker_children(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid != Some(parent) {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let is_worker = cmdline
-            .split(|b| *b == 0)
-            .nth(1)
-            .is_some_and(|a| a == b"worker");
-        if is_worker {
-            out.push(pid);
-        }
-    }
-    out.sort_unstable();
-    out
-}
-
 /// `stderr` without the debug lines of every committed checkpoint, for failure messages.
 fn quiet(stderr: &str) -> String {
     stderr
@@ -295,13 +255,7 @@ fn quiet(stderr: &str) -> String {
 
 fn alive(pid: u32) -> bool {
     // A zombie (killed, not yet reaped) is not alive.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-        })
-        .is_some_and(|state| state != "Z" && state != "X")
+    stat_of(pid).is_some_and(|(_, state)| state != 'Z' && state != 'X')
 }
 
 /// SIGKILL `pid`, and wait (bounded) until it is gone.
@@ -354,7 +308,7 @@ fn a_stateful_count_is_exact_when_a_worker_process_is_killed() {
     let parent = run.pid();
 
     let (workers, commits) = mid_way(&mut run, "a worker process", || {
-        let w = worker_children(parent);
+        let w: Vec<u32> = workers_of_run(parent).into_iter().map(|w| w.0).collect();
         (!w.is_empty()).then_some(w)
     });
     let victim = workers[0];

@@ -36,7 +36,7 @@ fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
 }
 
 /// The `storm worker` children of process `parent`, with their `--slot`.
-fn workers_of(parent: u32) -> Vec<(u32, String)> {
+pub(crate) fn workers_of(parent: u32) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
@@ -65,7 +65,7 @@ fn workers_of(parent: u32) -> Vec<(u32, String)> {
 }
 
 /// Parent pid and state letter of a process, from `/proc/PID/stat`.
-fn stat_of(pid: u32) -> Option<(u32, char)> {
+pub(crate) fn stat_of(pid: u32) -> Option<(u32, char)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let mut fields = rest.split_whitespace();
