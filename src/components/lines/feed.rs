@@ -17,9 +17,12 @@ const READ_STEP: usize = 256 << 10;
 
 #[derive(Default)]
 struct Kept {
-    /// The input offset of `bytes[0]`.
+    /// The input offset of the first kept byte.
     base: u64,
-    bytes: Vec<u8>,
+    /// The kept bytes, in the chunks they were read in (a trim frees whole chunks).
+    chunks: std::collections::VecDeque<Vec<u8>>,
+    /// Bytes kept in `chunks`.
+    len: usize,
     /// Standard input ended (or failed, with the error).
     ended: bool,
     error: Option<String>,
@@ -74,7 +77,7 @@ impl Feed {
         loop {
             {
                 let mut kept = self.lock();
-                while kept.base + kept.bytes.len() as u64 > kept.furthest + READ_AHEAD as u64 {
+                while kept.base + kept.len as u64 > kept.furthest + READ_AHEAD as u64 {
                     kept = self.changed.wait(kept).unwrap_or_else(|e| e.into_inner());
                 }
             }
@@ -82,7 +85,10 @@ impl Feed {
             let mut kept = self.lock();
             match read {
                 Ok(0) => kept.ended = true,
-                Ok(n) => kept.bytes.extend_from_slice(&buf[..n]),
+                Ok(n) => {
+                    kept.chunks.push_back(buf[..n].to_vec());
+                    kept.len += n;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     kept.error = Some(format!("read error: {e}"));
@@ -114,14 +120,18 @@ impl Feed {
         })
     }
 
-    /// Forget what comes before input offset `offset` (committed: no rollback goes there).
+    /// Forget the whole chunks before input offset `offset` (committed: no rollback goes
+    /// there).
     pub fn trim(&self, offset: u64) {
         let mut kept = self.lock();
-        let n = offset
-            .saturating_sub(kept.base)
-            .min(kept.bytes.len() as u64) as usize;
-        kept.bytes.drain(..n);
-        kept.base += n as u64;
+        while let Some(first) = kept.chunks.front().map(Vec::len) {
+            if kept.base + first as u64 > offset {
+                break;
+            }
+            kept.chunks.pop_front();
+            kept.base += first as u64;
+            kept.len -= first;
+        }
     }
 
     /// A rollback: readers of the old run see the end of their input.
@@ -161,9 +171,8 @@ impl Read for FeedReader {
                 )));
             }
             let from = (self.at - kept.base) as usize;
-            if from < kept.bytes.len() {
-                let n = buf.len().min(kept.bytes.len() - from);
-                buf[..n].copy_from_slice(&kept.bytes[from..from + n]);
+            if from < kept.len {
+                let n = copy_from(&kept.chunks, from, buf);
                 self.at += n as u64;
                 kept.furthest = kept.furthest.max(self.at);
                 drop(kept);
@@ -181,9 +190,42 @@ impl Read for FeedReader {
     }
 }
 
+/// Copy into `buf` what `chunks` hold from byte `from` on, up to the end of that chunk:
+/// the bytes copied.
+fn copy_from(
+    chunks: &std::collections::VecDeque<Vec<u8>>,
+    mut from: usize,
+    buf: &mut [u8],
+) -> usize {
+    for chunk in chunks {
+        if from < chunk.len() {
+            let n = buf.len().min(chunk.len() - from);
+            buf[..n].copy_from_slice(&chunk[from..from + n]);
+            return n;
+        }
+        from -= chunk.len();
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Input that arrives in the parts sent, as a pipe's does.
+    struct Pipe(std::sync::mpsc::Receiver<Vec<u8>>);
+
+    impl Read for Pipe {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match self.0.recv() {
+                Ok(b) => {
+                    buf[..b.len()].copy_from_slice(&b);
+                    Ok(b.len())
+                }
+                Err(_) => Ok(0),
+            }
+        }
+    }
 
     fn read_all(mut r: FeedReader) -> Vec<u8> {
         let mut out = Vec::new();
@@ -207,29 +249,35 @@ mod tests {
         let input = b"one\ntwo\nthree\n".to_vec();
         let feed = Feed::from_input(std::io::Cursor::new(input.clone()));
         assert_eq!(read_all(feed.reader_from(0).expect("kept")), input);
+        // Whole chunks only: the one chunk stays until an offset past its end.
         feed.trim(4);
-        assert!(feed.reader_from(2).is_err());
         assert_eq!(
-            read_all(feed.reader_from(4).expect("kept")),
-            b"two\nthree\n"
+            read_all(feed.reader_from(2).expect("kept")),
+            b"e\ntwo\nthree\n"
         );
+        feed.trim(input.len() as u64);
+        assert!(feed.reader_from(2).is_err());
+        let end = input.len() as u64;
+        assert_eq!(read_all(feed.reader_from(end).expect("kept")), b"");
+    }
+
+    #[test]
+    fn reads_across_chunks_and_trims_whole_chunks_only() {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let feed = Feed::from_input(Pipe(rx));
+        for part in [&b"ab"[..], b"cde", b"f\n"] {
+            tx.send(part.to_vec()).expect("sent");
+        }
+        drop(tx);
+        assert_eq!(read_all(feed.reader_from(1).expect("kept")), b"bcdef\n");
+        feed.trim(3);
+        assert!(feed.reader_from(1).is_err(), "the first chunk went");
+        assert_eq!(read_all(feed.reader_from(2).expect("kept")), b"cdef\n");
     }
 
     #[test]
     fn a_new_epoch_ends_the_old_readers() {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        struct Pipe(std::sync::mpsc::Receiver<Vec<u8>>);
-        impl Read for Pipe {
-            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                match self.0.recv() {
-                    Ok(b) => {
-                        buf[..b.len()].copy_from_slice(&b);
-                        Ok(b.len())
-                    }
-                    Err(_) => Ok(0),
-                }
-            }
-        }
         let feed = Feed::from_input(Pipe(rx));
         tx.send(b"a\n".to_vec()).expect("sent");
         let mut old = feed.reader_from(0).expect("kept");
