@@ -306,7 +306,7 @@ mod tests {
             .err()
             .expect("refused");
         assert!(
-            format!("{err}").contains("kept by a run in one process"),
+            format!("{err}").contains("is kept by nimbus, not by the workers"),
             "{err}"
         );
     }
