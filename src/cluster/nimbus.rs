@@ -155,6 +155,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
     let Some(base) = state.storm_base(id)? else {
         return Ok(BeatReply {
             generation: 0,
+            committed: 0,
             assigned: false,
             active: false,
             paused: false,
@@ -168,9 +169,10 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             state.task_heartbeat(id, *task, beat)?;
         }
     }
-    let generation = state.checkpoint_record(id)?.map_or(0, |r| r.generation);
+    let record = state.checkpoint_record(id)?.unwrap_or_default();
     Ok(BeatReply {
-        generation,
+        generation: record.generation,
+        committed: record.txid,
         assigned,
         active: base.status == TopologyStatus::Active,
         paused: matches!(

@@ -117,6 +117,9 @@ pub struct BeatReply {
     /// rolls back.
     #[serde(default)]
     pub generation: u64,
+    /// The last checkpoint committed in that generation.
+    #[serde(default)]
+    pub committed: u64,
 }
 
 /// What nimbus answers a worker joining a checkpointed topology's current generation.
@@ -130,6 +133,9 @@ pub struct JoinReply {
     /// The [`assignment_version`] the generation runs with: a worker that placed itself by
     /// another fetches the assignment again.
     pub assignment: u64,
+    /// The topology was killed (or its run stopped): a joining worker runs nothing.
+    #[serde(default)]
+    pub killed: bool,
 }
 
 /// One page of a task's committed state, packed (`state::packed`).

@@ -222,7 +222,19 @@ pub fn run(
         let parts = (&topology, &plan, &located.placement, located.me);
         match worker_checkpoints::start(nimbus, &who, parts, &stop, &beat)? {
             Start::Started(remote, cps) => break (located, Some(remote), Some(cps)),
-            Start::Stopped => return Ok(WorkerEnd::Unassigned),
+            Start::Stopped => {
+                // Stopped (killed, drained) before it ran anything: nothing to drain here,
+                // and the run must not wait for this slot.
+                let finished = Request::Finished {
+                    id: id.into(),
+                    slot: who.slot.clone(),
+                    generation: None,
+                };
+                if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
+                    tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+                }
+                return Ok(WorkerEnd::Unassigned);
+            }
             Start::Moved => assignment = fetch(nimbus, id)?.1,
         }
     };
@@ -312,7 +324,9 @@ impl Watch<'_> {
             }
             if checkpoints.is_some_and(|c| c.rolled_back()) {
                 net.sever();
-                return Ok(Watched::Ended(roll_back(slot, &halter, &done_rx, waiter)));
+                let end = roll_back(slot, &halter, &done_rx, waiter);
+                self.held_output_rolls_back();
+                return Ok(Watched::Ended(end));
             }
             if let Ok(r) = done_rx.recv_timeout(Duration::from_millis(100)) {
                 break r;
@@ -325,7 +339,7 @@ impl Watch<'_> {
                 Ok(reply) => {
                     last_contact = Instant::now();
                     if let Some(c) = checkpoints {
-                        c.heard(reply.generation);
+                        c.heard(reply.generation, reply.committed);
                     }
                     if !reply.assigned {
                         tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
@@ -383,10 +397,33 @@ impl Watch<'_> {
                 let _ = self.beat();
             };
             if !all_finished(self.nimbus, self.id, c, self.stop, &beat) {
+                self.held_output_rolls_back();
                 return Ok(WorkerEnd::RolledBack);
+            }
+            // No rollback can come now: what is held goes out.
+            if let Err(e) = crate::components::stdout::release_held(None) {
+                tracing::warn!("cannot write to standard output: {e}");
             }
         }
         Ok(WorkerEnd::Finished(report))
+    }
+
+    /// A rollback: the held output the last commit covers goes out (its producers will not
+    /// emit it again), the rest is dropped (it is produced again).
+    fn held_output_rolls_back(&self) {
+        let Some(gate) = crate::components::output_gate::get() else {
+            return;
+        };
+        let status = Request::CheckpointStatus { id: self.id.into() };
+        match self.nimbus.call::<rpc::CheckpointReply>(&status) {
+            Ok(reply) => {
+                if let Err(e) = crate::components::stdout::release_held(Some(reply.committed)) {
+                    tracing::warn!("cannot write to standard output: {e}");
+                }
+            }
+            Err(e) => tracing::warn!("worker {}: no last commit from nimbus: {e:#}", self.slot),
+        }
+        gate.discard();
     }
 
     /// Storm's `report-error`: the error lands under /taskerrors of a task of the component
@@ -458,6 +495,7 @@ fn roll_back(
     if let Some(f) = crate::components::lines::feed::get() {
         f.new_epoch();
     }
+
     match done.recv_timeout(HALT_WAIT) {
         Ok(_) => {
             let _ = waiter.join();
@@ -490,7 +528,7 @@ fn all_finished(
         match nimbus.call::<rpc::CheckpointReply>(&status) {
             Ok(reply) => {
                 last_contact = Instant::now();
-                checkpoints.heard(reply.generation);
+                checkpoints.heard(reply.generation, reply.committed);
                 if checkpoints.rolled_back() {
                     return false;
                 }

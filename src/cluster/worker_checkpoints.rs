@@ -45,9 +45,13 @@ impl WorkerCheckpoints {
         self.newest.load(Ordering::Relaxed) > self.generation || self.failed.load(Ordering::Relaxed)
     }
 
-    /// A generation heard of (in a heartbeat's answer).
-    pub fn heard(&self, generation: u64) {
+    /// What a heartbeat's answer says: the current generation, and the last commit in it
+    /// (what it covers of the held output goes out).
+    pub fn heard(&self, generation: u64, committed: u64) {
         self.newest.fetch_max(generation, Ordering::Relaxed);
+        if generation == self.generation {
+            release_output(committed);
+        }
     }
 
     /// Wait until everything the tasks reported is shipped (their report channel is closed
@@ -90,11 +94,14 @@ fn join(
             next_beat = Instant::now() + Duration::from_secs(1);
         }
         let reply: JoinReply = nimbus.call(&request)?;
+        // A stopped (killed, draining) topology's worker that starts again runs nothing once
+        // it joined (a restarted one rolls the others back: what they drain needs the tasks
+        // it lost).
+        if stop.load(Ordering::Relaxed) || reply.killed {
+            return Ok(None);
+        }
         if reply.ready {
             return Ok(Some(reply));
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Ok(None);
         }
         anyhow::ensure!(
             Instant::now() < deadline,
@@ -200,6 +207,10 @@ pub fn start(
     if stdin_task.is_some() {
         feed::enable()?;
     }
+    // Printed lines are not taken back: they wait for the commit after them.
+    if runs_stdout(topology, plan, placement, me) {
+        crate::components::output_gate::enable();
+    }
     let (reports, rx) = crossbeam_channel::unbounded();
     let newest = Arc::new(AtomicU64::new(joined.generation));
     let failed = Arc::new(AtomicBool::new(false));
@@ -222,6 +233,7 @@ pub fn start(
         store,
         base: joined.txid,
         reports,
+        rollback: joined.generation > 1,
     };
     let worker = WorkerCheckpoints {
         generation: joined.generation,
@@ -274,7 +286,10 @@ impl Shipper {
         for n in news {
             let reply = self.send(n)?;
             self.newest.fetch_max(reply.generation, Ordering::Relaxed);
-            self.committed(reply.committed);
+            if reply.generation == self.generation {
+                self.committed(reply.committed);
+                release_output(reply.committed);
+            }
         }
         // What every task here shipped is nimbus's now.
         if let Some(&low) = self.shipped.values().min() {
@@ -342,6 +357,26 @@ impl Shipper {
         }
         self.offsets = self.offsets.split_off(&(txid + 1));
     }
+}
+
+/// Write the held output checkpoint `committed` covers.
+fn release_output(committed: u64) {
+    if let Err(e) = crate::components::stdout::release_held(Some(committed)) {
+        tracing::warn!("cannot write to standard output: {e}");
+    }
+}
+
+/// Whether worker `me` runs a `stdout` sink.
+fn runs_stdout(topology: &Topology, plan: &Plan, placement: &Placement, me: usize) -> bool {
+    plan.executors()
+        .into_iter()
+        .enumerate()
+        .any(|(exec, (component, _))| {
+            placement.worker_of_exec.get(exec) == Some(&me)
+                && topology
+                    .component(component)
+                    .is_some_and(|c| c.ctype == ComponentType::Stdout)
+        })
 }
 
 /// `raw` in parts of at most [`PART_BYTES`] of rows (at least one part; the position goes with

@@ -14,6 +14,7 @@ pub mod lines;
 pub mod log;
 pub mod lookup;
 pub mod map;
+pub mod output_gate;
 pub mod parse;
 pub mod replay;
 pub mod shell;
@@ -247,6 +248,17 @@ pub trait Bolt: Send {
     /// The bolt's state, when it keeps one that checkpoints save (`stateful: true`).
     fn state(&mut self) -> Option<&mut dyn BoltState> {
         None
+    }
+    /// The inputs that follow belong to checkpoint round `round` (they came after the
+    /// previous round's marker from their upstream task): for a sink that holds its output
+    /// until the checkpoint covering it commits.
+    fn input_round(&mut self, _round: u64) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Round `round`, checkpoint `txid`, is complete for this task: every input of that round
+    /// or before has been executed.
+    fn checkpoint_marker(&mut self, _round: u64, _txid: u64) -> anyhow::Result<()> {
+        Ok(())
     }
     fn cleanup(&mut self) {}
 }

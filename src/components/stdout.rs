@@ -20,6 +20,19 @@ fn writer() -> &'static Mutex<std::io::BufWriter<std::io::Stdout>> {
     })
 }
 
+/// Write what the output gate holds for checkpoint `committed` and before (`None`: all of
+/// it, the run is over). Nothing when output is not held.
+pub fn release_held(committed: Option<u64>) -> std::io::Result<()> {
+    let Some(gate) = super::output_gate::get() else {
+        return Ok(());
+    };
+    let mut w = writer().lock().unwrap_or_else(|e| e.into_inner());
+    match committed {
+        Some(txid) => gate.release(txid, &mut *w),
+        None => gate.release_all(&mut *w),
+    }
+}
+
 /// How tuples are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
@@ -50,6 +63,10 @@ pub struct Stdout {
     /// A CSV cell's text before quoting.
     cell: String,
     pending: String,
+    /// Its task id, under which the output gate holds its lines.
+    task: u32,
+    /// The checkpoint round of the inputs being written (with the output gate).
+    round: u64,
 }
 
 impl Stdout {
@@ -158,6 +175,17 @@ impl Stdout {
         if self.pending.is_empty() && !flush {
             return Ok(());
         }
+        if let Some(gate) = super::output_gate::get() {
+            // Held until the checkpoint covering it commits (a rollback may replay it).
+            gate.write(self.task, self.round, &self.pending);
+            self.pending.clear();
+            return Ok(());
+        }
+        self.write_through(flush)
+    }
+
+    /// Write what is pending to standard output itself.
+    fn write_through(&mut self, flush: bool) -> anyhow::Result<()> {
         let mut w = match writer().lock() {
             Ok(w) => w,
             Err(p) => p.into_inner(),
@@ -186,11 +214,14 @@ fn push_csv_cell(line: &mut String, cell: &str) {
 impl Bolt for Stdout {
     fn prepare(&mut self, ctx: &super::TaskContext) -> anyhow::Result<()> {
         self.names = super::input_fields(ctx);
+        self.task = ctx.task_id;
         if !self.wanted.is_empty() {
             self.picks = Some(super::input_positions(ctx, &self.wanted)?);
         }
         if self.format == OutputFormat::Csv {
             self.write_header();
+            // Written once per process, never held: a rollback does not write it again.
+            self.write_through(true)?;
         }
         Ok(())
     }
@@ -212,6 +243,22 @@ impl Bolt for Stdout {
 
     fn finish(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         self.write_pending(true)
+    }
+
+    fn input_round(&mut self, round: u64) -> anyhow::Result<()> {
+        if round != self.round && super::output_gate::get().is_some() {
+            self.write_pending(false)?;
+            self.round = round;
+        }
+        Ok(())
+    }
+
+    fn checkpoint_marker(&mut self, round: u64, txid: u64) -> anyhow::Result<()> {
+        if let Some(gate) = super::output_gate::get() {
+            self.write_pending(false)?;
+            gate.mark(self.task, round, txid);
+        }
+        Ok(())
     }
 
     fn cleanup(&mut self) {

@@ -143,7 +143,7 @@ impl<'a> Wiring<'a> {
         }
         let checkpoints = match remote {
             Some(remote) => Some(CheckpointParts {
-                setup: Setup::remote(local, remote.store, remote.base, &topology)?,
+                setup: Setup::remote(local, &remote, &topology)?,
                 reports: remote.reports,
                 coordinator: None,
             }),

@@ -5,7 +5,7 @@
 
 use super::checkpoint::gate::Unanchored;
 use super::checkpoint::rounds::Rounds;
-use super::checkpoint::{split_root, task_key, Marker, Report, ROUND};
+use super::checkpoint::{split_root, task_key, Marker, Report, FINISHED, ROUND};
 use super::collector::BoltOut;
 use super::executor::{spout_call, BoltExecutor, SpoutExecutor};
 use super::metrics::TaskStats;
@@ -139,9 +139,13 @@ impl BoltExecutor {
             return Ok(());
         };
         for t in &mut self.tasks {
-            let Some(side) = t.state.as_ref().filter(|s| s.gate.is_some()) else {
+            let Some(side) = t.state.as_deref_mut().filter(|s| s.gate.is_some()) else {
                 continue;
             };
+            if cp.rollback {
+                let finished = Value::str(FINISHED);
+                side.flushed = cp.store.position(&side.key)?.as_ref() == Some(&finished);
+            }
             let entries = cp.store.entries(&side.key)?;
             if let Some(state) = t.component.state() {
                 state
@@ -150,6 +154,16 @@ impl BoltExecutor {
             }
         }
         Ok(())
+    }
+
+    /// The round inputs from `source` to task `i` now belong to, told to its component (a
+    /// sink holding its output until a commit).
+    pub(crate) fn input_round(&mut self, i: usize, source: u32) -> anyhow::Result<()> {
+        let slot = &mut self.tasks[i];
+        match slot.state.as_deref() {
+            Some(side) => slot.component.input_round(side.rounds.tag(source)),
+            None => Ok(()),
+        }
     }
 
     /// Tuples for stateful task `i`: acked now, held in its gate, batched by the upstream
@@ -222,8 +236,11 @@ impl BoltExecutor {
             gate.learn(&m);
             self.apply_held(i, m.round)?;
             if let Some(txid) = m.txid {
-                self.save(i, txid)?;
+                self.save(i, txid, None)?;
             }
+        }
+        if let Some(txid) = m.txid {
+            self.tasks[i].component.checkpoint_marker(m.round, txid)?;
         }
         let slot = &self.tasks[i];
         let from = slot.emitter.task;
@@ -264,8 +281,8 @@ impl BoltExecutor {
         result
     }
 
-    /// Save task `i`'s state under `txid` and tell the coordinator.
-    fn save(&mut self, i: usize, txid: u64) -> anyhow::Result<()> {
+    /// Save task `i`'s state under `txid` (with `position`) and tell the coordinator.
+    fn save(&mut self, i: usize, txid: u64, position: Option<&Value>) -> anyhow::Result<()> {
         let (Some(cp), slot) = (&self.checkpoints, &mut self.tasks[i]) else {
             return Ok(());
         };
@@ -278,7 +295,7 @@ impl BoltExecutor {
         }
         side.saved = true;
         side.last_txid = Some(txid);
-        cp.store.prepare(txid, &side.key, &changes, None)?;
+        cp.store.prepare(txid, &side.key, &changes, position)?;
         let task = slot.emitter.task;
         let _ = cp.reports.send(Report::Prepared { txid, task });
         Ok(())
@@ -310,16 +327,40 @@ impl BoltExecutor {
     /// Task `i` has run its finish step (a window bolt emitted its open windows there): save
     /// what that left as the checkpoint after its last one, so a run resumed from this state
     /// dir does not emit those windows again. It commits once every task saved it or ended.
+    ///
+    /// When nimbus coordinates, the state is saved as finished and the checkpoint's marker
+    /// follows the output downstream: a sink that holds its output until a commit then knows
+    /// that this output is part of that checkpoint, and a rollback to it does not emit the
+    /// output again.
     pub(crate) fn save_final(&mut self, i: usize) -> anyhow::Result<()> {
-        let last = self.tasks[i]
-            .state
-            .as_ref()
-            .filter(|s| s.gate.is_some())
-            .and_then(|s| s.last_txid);
-        match last {
-            Some(txid) => self.save(i, txid + 1),
-            None => Ok(()),
+        let Some(cp) = self.checkpoints.clone() else {
+            return Ok(());
+        };
+        let Some(side) = self.tasks[i].state.as_ref().filter(|s| s.gate.is_some()) else {
+            return Ok(());
+        };
+        let (last, marked) = (side.last_txid, side.rounds.last_marked());
+        if !cp.remote {
+            return match last {
+                Some(txid) => self.save(i, txid + 1, None),
+                None => Ok(()),
+            };
         }
+        let round = cp.next_checkpoint_round(marked);
+        let Some(txid) = cp.txid_of(round) else {
+            return Ok(());
+        };
+        self.save(i, txid, Some(&Value::str(FINISHED)))?;
+        let slot = &self.tasks[i];
+        let marker = Arc::new(Marker {
+            round,
+            txid: Some(txid),
+            verdicts: Vec::new(),
+        });
+        for &to in slot.emitter.router.downstream() {
+            self.outbox.marker(slot.emitter.task, to, marker.clone());
+        }
+        Ok(())
     }
 
     /// Task `i` ended.

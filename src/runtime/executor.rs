@@ -392,7 +392,12 @@ impl BoltExecutor {
                 let start = Instant::now();
                 // Tuples are executed where they lie in the batch: moving each out first costs
                 // a copy of a cache line that the CPU cannot forward from the copy before it.
+                let mut source = None;
                 for tuple in &tuples {
+                    if source != Some(tuple.source_task) {
+                        source = Some(tuple.source_task);
+                        self.input_round(i, tuple.source_task)?;
+                    }
                     self.execute(i, tuple)?;
                 }
                 drop(tuples);
@@ -505,14 +510,19 @@ impl BoltExecutor {
             em: &mut slot.emitter,
             outbox: &mut self.outbox,
         };
-        slot.component.finish(&mut out)?;
+        // Restored by a rollback from after its end-of-input output: emitted already.
+        if !slot.state.as_ref().is_some_and(|s| s.flushed) {
+            slot.component.finish(&mut out)?;
+        }
         slot.emitter.flush_acks(&mut self.outbox);
         slot.finished = true;
+        // Its final state (and, under nimbus, the checkpoint's marker) before end of input.
+        self.save_final(i)?;
+        let slot = &self.tasks[i];
         let from = slot.emitter.task;
         for &to in slot.emitter.router.downstream() {
             self.outbox.eos(from, to);
         }
-        self.save_final(i)?;
         self.report_ended(i);
         Ok(())
     }

@@ -305,6 +305,79 @@ fn a_hung_worker_of_a_stateful_run_is_rolled_back_with_exact_totals() {
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
 }
 
+/// A worker process lost right as the input ends, while the counts print their totals: the
+/// output waits for the commit after it, so the totals print once, exact (a rollback to a
+/// checkpoint taken after a count's totals does not print them again).
+#[test]
+fn a_worker_lost_as_the_input_ends_prints_the_totals_once() {
+    for round in 0..3u64 {
+        let mut run = Run::start(
+            &[
+                "run",
+                WORDCOUNT,
+                "--processes",
+                "--workers",
+                "2",
+                "-c",
+                "topology.stateful=true",
+                "-c",
+                "topology.state.checkpoint.interval.ms=50",
+            ],
+            true,
+        );
+        let (victim, _) = run.workers(2)[(round % 2) as usize].clone();
+        let text = messy_text(3_000, round);
+        run.write(&text);
+        run.committed();
+        drop(run.child().stdin.take());
+        std::thread::sleep(Duration::from_millis(10 * round));
+        signal(victim, "-KILL");
+        let out = run.finish();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        // `parse_counts` fails on a word printed twice.
+        assert_eq!(
+            parse_counts(&out.stdout),
+            expected_counts(&text),
+            "{stderr}"
+        );
+    }
+}
+
+/// SIGINT while the workers roll back: the run ends (it does not wait for a drain the lost
+/// worker's tasks can no longer do).
+#[test]
+fn an_interrupt_during_a_rollback_ends_the_run() {
+    let mut run = Run::start(
+        &[
+            "run",
+            WORDCOUNT,
+            "--processes",
+            "--workers",
+            "2",
+            "-c",
+            "topology.stateful=true",
+            "-c",
+            "topology.state.checkpoint.interval.ms=100",
+            "-c",
+            "topology.max.spout.pending=4",
+        ],
+        true,
+    );
+    let (victim, _) = run.workers(2)[0].clone();
+    run.write(&messy_text(200_000, 9));
+    run.committed();
+    signal(victim, "-KILL");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(run.pid(), "-INT");
+    let out = run.finish();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A worker process SIGKILLed, or SIGSTOPped (then killed for its missing heartbeats), with
 /// tuples in flight: what it held times out and is replayed, so every input word reaches the
 /// output (at least once: acking is at-least-once).

@@ -161,6 +161,10 @@ impl Nimbus {
         incarnation: u64,
     ) -> anyhow::Result<JoinReply> {
         let assignment = self.state().assignment(id)?.unwrap_or_default();
+        let killed = self
+            .state()
+            .storm_base(id)?
+            .is_some_and(|b| b.status == crate::cluster::layout::TopologyStatus::Killed);
         let version = assignment_version(&assignment);
         let slots: BTreeSet<NodePort> = assignment.task_to_node_port.into_values().collect();
         self.with_keeper(id, |nimbus, k| {
@@ -185,6 +189,7 @@ impl Nimbus {
                 ready: k.sealed,
                 txid: k.record.txid,
                 assignment: version,
+                killed,
             })
         })
     }

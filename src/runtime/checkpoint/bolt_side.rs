@@ -17,6 +17,9 @@ pub struct BoltSide {
     pub saved: bool,
     /// The last checkpoint it saved in this run.
     pub last_txid: Option<u64>,
+    /// Restored (by a rollback) from a state saved after its end-of-input output: not emitted
+    /// again.
+    pub flushed: bool,
 }
 
 impl BoltSide {
@@ -27,6 +30,7 @@ impl BoltSide {
             key: task_key(component, index),
             saved: false,
             last_txid: None,
+            flushed: false,
         }
     }
 }

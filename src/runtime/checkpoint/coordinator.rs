@@ -69,6 +69,8 @@ pub struct Coordinator {
     expected: BTreeSet<u32>,
     prepared: BTreeMap<u64, (Instant, BTreeSet<u32>)>,
     finished: BTreeSet<u32>,
+    /// The last txid each task saved.
+    last_saved: BTreeMap<u32, u64>,
     pub report: CheckpointReport,
 }
 
@@ -85,6 +87,7 @@ impl Coordinator {
             expected,
             prepared: BTreeMap::new(),
             finished: BTreeSet::new(),
+            last_saved: BTreeMap::new(),
             report: CheckpointReport {
                 last: committed,
                 ..CheckpointReport::default()
@@ -96,6 +99,8 @@ impl Coordinator {
     pub fn on(&mut self, report: Report) -> anyhow::Result<Option<u64>> {
         match report {
             Report::Prepared { txid, task } => {
+                let last = self.last_saved.entry(task).or_default();
+                *last = (*last).max(txid);
                 if txid <= self.report.last {
                     return Ok(None);
                 }
@@ -112,11 +117,15 @@ impl Coordinator {
         self.commit_ready()
     }
 
-    /// Whether every task saved `txid` or ended.
-    fn ready(&self, saved: &BTreeSet<u32>) -> bool {
-        self.expected
-            .iter()
-            .all(|t| saved.contains(t) || self.finished.contains(t))
+    /// Whether every task saved `txid`, or ended with its last save at or before it (its
+    /// final state, saved after its end-of-input output, must be in the commit that covers
+    /// that output).
+    fn ready(&self, txid: u64, saved: &BTreeSet<u32>) -> bool {
+        self.expected.iter().all(|t| {
+            saved.contains(t)
+                || (self.finished.contains(t)
+                    && self.last_saved.get(t).is_none_or(|&last| last <= txid))
+        })
     }
 
     fn commit_ready(&mut self) -> anyhow::Result<Option<u64>> {
@@ -124,7 +133,7 @@ impl Coordinator {
             .prepared
             .iter()
             .rev()
-            .find(|(_, (_, saved))| self.ready(saved))
+            .find(|(&txid, (_, saved))| self.ready(txid, saved))
         else {
             return Ok(None);
         };
@@ -189,6 +198,16 @@ mod tests {
             "older than committed"
         );
         assert_eq!(c.report.last, 2);
+    }
+
+    #[test]
+    fn an_ended_task_counts_only_from_its_last_save_on() {
+        let mut c = coordinator(&[1, 2]);
+        // Task 1 saved its final state under 5 and ended; 3 cannot commit without it.
+        c.on(prepared(5, 1)).ok();
+        c.on(Report::Finished { task: 1 }).ok();
+        assert_eq!(c.on(prepared(3, 2)).ok().flatten(), None);
+        assert_eq!(c.on(prepared(5, 2)).ok().flatten(), Some(5));
     }
 
     #[test]

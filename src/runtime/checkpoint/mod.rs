@@ -89,6 +89,12 @@ pub struct Checkpointing {
     pub ratio: u64,
     /// Whether the run resumes from a committed checkpoint.
     pub resuming: bool,
+    /// Coordinated by another process (nimbus): a rollback may restore a task's state saved
+    /// after its end-of-input output, so that state is marked as such.
+    pub remote: bool,
+    /// This start is a rollback within the run: a task restored from a state saved after its
+    /// end-of-input output does not emit it again.
+    pub rollback: bool,
 }
 
 impl Checkpointing {
@@ -110,7 +116,12 @@ pub struct RemoteCheckpoints {
     pub store: Arc<Store>,
     pub base: u64,
     pub reports: Sender<Report>,
+    /// The workers start again after a rollback within the run.
+    pub rollback: bool,
 }
+
+/// The position a bolt task's state is saved with once its end-of-input output was emitted.
+pub const FINISHED: &str = "finished";
 
 /// Rounds per checkpoint for a checkpoint interval.
 pub fn ratio_for(interval: Duration) -> u64 {

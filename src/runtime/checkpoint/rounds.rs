@@ -19,6 +19,9 @@ pub struct Rounds {
     pending: BTreeMap<u64, Marker>,
     /// Every round up to this one is complete.
     complete: u64,
+    /// The latest round a marker completed (upstream tasks that ended complete every round
+    /// without one).
+    last_marked: u64,
 }
 
 impl Rounds {
@@ -39,6 +42,11 @@ impl Rounds {
     #[cfg(test)]
     pub fn complete(&self) -> u64 {
         self.complete
+    }
+
+    /// The latest round a marker completed (0: none).
+    pub fn last_marked(&self) -> u64 {
+        self.last_marked
     }
 
     /// A marker from upstream task `from`: the rounds it completes, oldest first. A marker
@@ -85,9 +93,13 @@ impl Rounds {
             Some(next) => self.pending.split_off(&next),
             None => BTreeMap::new(),
         };
-        std::mem::replace(&mut self.pending, later)
+        let done: Vec<Marker> = std::mem::replace(&mut self.pending, later)
             .into_values()
-            .collect()
+            .collect();
+        if let Some(m) = done.last() {
+            self.last_marked = self.last_marked.max(m.round);
+        }
+        done
     }
 }
 
@@ -152,6 +164,17 @@ mod tests {
         assert!(!r.all_ended());
         assert!(r.ended(1).is_empty());
         assert!(r.all_ended());
+    }
+
+    #[test]
+    fn the_last_marked_round_ignores_upstream_tasks_that_ended() {
+        let mut r = Rounds::new(2);
+        r.marker(1, &m(3, 1, 1));
+        assert!(r.ended(2).iter().map(|m| m.round).eq([3]));
+        assert_eq!(r.last_marked(), 3);
+        r.ended(1);
+        assert_eq!(r.complete(), u64::MAX, "ended: every round");
+        assert_eq!(r.last_marked(), 3);
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub struct Setup {
     /// The last committed txid (0: none).
     pub base: u64,
     pub ratio: u64,
+    /// Coordinated by nimbus, and whether this start is a rollback within the run.
+    pub remote: Option<bool>,
 }
 
 impl Setup {
@@ -110,6 +112,7 @@ impl Setup {
             stores,
             base,
             ratio: ratio_for(topology.config.checkpoint_interval()),
+            remote: None,
         }))
     }
 
@@ -117,15 +120,15 @@ impl Setup {
     /// holds what the tasks restore from commit `base`.
     pub fn remote(
         local: &[usize],
-        store: Arc<Store>,
-        base: u64,
+        remote: &super::RemoteCheckpoints,
         topology: &Topology,
     ) -> anyhow::Result<Setup> {
         Ok(Setup {
             commits: Arc::new(Commits::memory()?),
-            stores: local.iter().map(|&w| (w, store.clone())).collect(),
-            base,
+            stores: local.iter().map(|&w| (w, remote.store.clone())).collect(),
+            base: remote.base,
             ratio: ratio_for(topology.config.checkpoint_interval()),
+            remote: Some(remote.rollback),
         })
     }
 
@@ -141,6 +144,8 @@ impl Setup {
             base: self.base,
             ratio: self.ratio,
             resuming: self.base > 0,
+            remote: self.remote.is_some(),
+            rollback: self.remote == Some(true),
         })
     }
 
