@@ -270,27 +270,33 @@ fn a_sigkilled_worker_process_is_replaced_and_every_word_is_counted() {
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
 }
 
+/// The word count over `workers` worker processes with checkpointed state, checkpoints every
+/// `interval_ms`, and `extra` config (`KEY=VALUE`).
+fn stateful_wordcount(workers: &str, interval_ms: u64, extra: &[&str]) -> Run {
+    let interval = format!("topology.state.checkpoint.interval.ms={interval_ms}");
+    let mut args = vec![
+        "run",
+        WORDCOUNT,
+        "--processes",
+        "--workers",
+        workers,
+        "-c",
+        "topology.stateful=true",
+        "-c",
+        &interval,
+    ];
+    for e in extra {
+        args.extend(["-c", e]);
+    }
+    Run::start(&args, true)
+}
+
 /// With checkpointed state, a worker process that hangs (SIGSTOP) while input arrives is
 /// killed for its missing heartbeats and restarted; every worker rolls back to the last
 /// committed checkpoint, the spouts replay from there, and the totals are exact.
 #[test]
 fn a_hung_worker_of_a_stateful_run_is_rolled_back_with_exact_totals() {
-    let mut run = Run::start(
-        &[
-            "run",
-            WORDCOUNT,
-            "--processes",
-            "--workers",
-            "3",
-            "-c",
-            "topology.stateful=true",
-            "-c",
-            "topology.state.checkpoint.interval.ms=100",
-            "-c",
-            "nimbus.task.timeout.secs=2",
-        ],
-        true,
-    );
+    let mut run = stateful_wordcount("3", 100, &["nimbus.task.timeout.secs=2"]);
     let (victim, _) = run.workers(3)[0].clone();
     let text = messy_text(20_000, 4);
     let (first, rest) = text.split_at(text.len() / 2);
@@ -311,20 +317,7 @@ fn a_hung_worker_of_a_stateful_run_is_rolled_back_with_exact_totals() {
 #[test]
 fn a_worker_lost_as_the_input_ends_prints_the_totals_once() {
     for round in 0..3u64 {
-        let mut run = Run::start(
-            &[
-                "run",
-                WORDCOUNT,
-                "--processes",
-                "--workers",
-                "2",
-                "-c",
-                "topology.stateful=true",
-                "-c",
-                "topology.state.checkpoint.interval.ms=50",
-            ],
-            true,
-        );
+        let mut run = stateful_wordcount("2", 50, &[]);
         let (victim, _) = run.workers(2)[(round % 2) as usize].clone();
         let text = messy_text(3_000, round);
         run.write(&text);
@@ -348,22 +341,7 @@ fn a_worker_lost_as_the_input_ends_prints_the_totals_once() {
 /// worker's tasks can no longer do).
 #[test]
 fn an_interrupt_during_a_rollback_ends_the_run() {
-    let mut run = Run::start(
-        &[
-            "run",
-            WORDCOUNT,
-            "--processes",
-            "--workers",
-            "2",
-            "-c",
-            "topology.stateful=true",
-            "-c",
-            "topology.state.checkpoint.interval.ms=100",
-            "-c",
-            "topology.max.spout.pending=4",
-        ],
-        true,
-    );
+    let mut run = stateful_wordcount("2", 100, &["topology.max.spout.pending=4"]);
     let (victim, _) = run.workers(2)[0].clone();
     run.write(&messy_text(200_000, 9));
     run.committed();
