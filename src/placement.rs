@@ -81,6 +81,19 @@ impl Placement {
             workers: workers.len(),
         }
     }
+
+    /// The executors (component, tasks) that worker `w` runs.
+    pub fn executors_of<'p>(
+        &self,
+        plan: &'p Plan,
+        w: usize,
+    ) -> impl Iterator<Item = (&'p str, std::ops::RangeInclusive<u32>)> + use<'_, 'p> {
+        plan.executors()
+            .into_iter()
+            .enumerate()
+            .filter(move |(exec, _)| self.worker_of_exec.get(*exec) == Some(&w))
+            .map(|(_, e)| e)
+    }
 }
 
 /// Round-robin: the targets of `items` items in turn, item `i` getting `targets[i % len]`

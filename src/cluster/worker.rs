@@ -225,14 +225,7 @@ pub fn run(
             Start::Stopped => {
                 // Stopped (killed, drained) before it ran anything: nothing to drain here,
                 // and the run must not wait for this slot.
-                let finished = Request::Finished {
-                    id: id.into(),
-                    slot: who.slot.clone(),
-                    generation: None,
-                };
-                if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
-                    tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
-                }
+                tell_finished(nimbus, (id, slot, who.slot), None);
                 return Ok(WorkerEnd::Unassigned);
             }
             Start::Moved => assignment = fetch(nimbus, id)?.1,
@@ -379,17 +372,8 @@ impl Watch<'_> {
             return Ok(WorkerEnd::RolledBack);
         }
         let _ = self.beat();
-        let finished = Request::Finished {
-            id: self.id.into(),
-            slot: self.my_slot.clone(),
-            generation: checkpoints.map(|c| c.generation),
-        };
-        if let Err(e) = self.nimbus.call::<serde_json::Value>(&finished) {
-            tracing::warn!(
-                "worker {}: cannot tell nimbus it finished: {e:#}",
-                self.slot
-            );
-        }
+        let generation = checkpoints.map(|c| c.generation);
+        tell_finished(self.nimbus, (self.id, self.slot, self.my_slot), generation);
         if let Some(c) = checkpoints {
             // Until every worker finished, a lost one rolls this one back too (its spouts
             // replay from the last commit).
@@ -547,14 +531,29 @@ fn all_finished(
     true
 }
 
+/// Tell nimbus the worker of `my_slot` (`slot`) of topology `id` finished its executors (in
+/// checkpoint `generation`).
+fn tell_finished(
+    nimbus: &rpc::Client,
+    (id, slot, my_slot): (&str, &str, &NodePort),
+    generation: Option<u64>,
+) {
+    let finished = Request::Finished {
+        id: id.into(),
+        slot: my_slot.clone(),
+        generation,
+    };
+    if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
+        tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+    }
+}
+
 /// Zero counters for the tasks of worker `me`, for its heartbeats before it runs them.
 fn idle_stats(plan: &Plan, placement: &Placement, me: usize) -> TaskStatsMap {
     let mut out = TaskStatsMap::new();
-    for (exec, (component, tasks)) in plan.executors().into_iter().enumerate() {
-        if placement.worker_of_exec.get(exec) == Some(&me) {
-            for t in tasks {
-                out.insert(t, (component.to_string(), Arc::default()));
-            }
+    for (component, tasks) in placement.executors_of(plan, me) {
+        for t in tasks {
+            out.insert(t, (component.to_string(), Arc::default()));
         }
     }
     out

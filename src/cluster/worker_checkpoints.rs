@@ -122,10 +122,7 @@ fn local_saving_tasks(
 ) -> BTreeMap<u32, TaskKey> {
     let saving = saving_tasks(topology, plan);
     let mut out = BTreeMap::new();
-    for (exec, (component, tasks)) in plan.executors().into_iter().enumerate() {
-        if placement.worker_of_exec.get(exec) != Some(&me) {
-            continue;
-        }
+    for (component, tasks) in placement.executors_of(plan, me) {
         let first = plan.component(component).map_or(0, |c| *c.tasks.start());
         for t in tasks.filter(|t| saving.contains(t)) {
             out.insert(t, task_key(component, t - first));
@@ -368,15 +365,11 @@ fn release_output(committed: u64) {
 
 /// Whether worker `me` runs a `stdout` sink.
 fn runs_stdout(topology: &Topology, plan: &Plan, placement: &Placement, me: usize) -> bool {
-    plan.executors()
-        .into_iter()
-        .enumerate()
-        .any(|(exec, (component, _))| {
-            placement.worker_of_exec.get(exec) == Some(&me)
-                && topology
-                    .component(component)
-                    .is_some_and(|c| c.ctype == ComponentType::Stdout)
-        })
+    placement.executors_of(plan, me).any(|(component, _)| {
+        topology
+            .component(component)
+            .is_some_and(|c| c.ctype == ComponentType::Stdout)
+    })
 }
 
 /// `raw` in parts of at most [`PART_BYTES`] of rows (at least one part; the position goes with

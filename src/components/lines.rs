@@ -275,15 +275,14 @@ fn reader_thread(
 fn open_at(input: &Input, start: u64) -> Result<BufReader<Box<dyn Read + Send>>, String> {
     use std::io::{Seek, SeekFrom};
     let source: Box<dyn Read + Send> = match input {
-        // Kept for a rollback: read from the position's offset, nothing to skip.
-        Input::Stdin if feed::get().is_some() => {
-            let feed = feed::get().ok_or("the stdin feed vanished")?;
-            return Ok(BufReader::with_capacity(
-                256 * 1024,
-                Box::new(feed.reader_from(start)?),
-            ));
-        }
-        Input::Stdin => Box::new(std::io::stdin()),
+        Input::Stdin => match feed::get() {
+            // Kept for a rollback: read from the position's offset, nothing to skip.
+            Some(feed) => {
+                let from = Box::new(feed.reader_from(start)?);
+                return Ok(BufReader::with_capacity(256 * 1024, from));
+            }
+            None => Box::new(std::io::stdin()),
+        },
         Input::File(p) => {
             let mut f =
                 std::fs::File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display()))?;

@@ -206,7 +206,7 @@ impl<'a> Wiring<'a> {
     }
 
     /// The executors' receive queues, to wake them (a rebalance asks them to park).
-    pub(crate) fn wakers(&self) -> Vec<Sender<Message>> {
+    fn wakers(&self) -> Vec<Sender<Message>> {
         self.inboxes.iter().map(|(tx, _)| tx.clone()).collect()
     }
 
@@ -648,6 +648,7 @@ impl<'a> Wiring<'a> {
     /// closes when the last of its users ends.
     pub(crate) fn running(self, plumbing: Vec<JoinHandle<()>>) -> Running {
         // The coordinator's thread ends once the executors' report channels are all gone.
+        let wake = self.wakers();
         let checkpoints = self.checkpoints.and_then(|cp| cp.coordinator);
         let layout = super::Layout {
             topology: self.topology.clone(),
@@ -665,7 +666,7 @@ impl<'a> Wiring<'a> {
             started: Instant::now(),
             done: self.done.1,
             switches: crossbeam_channel::unbounded(),
-            wake: Vec::new(),
+            wake,
             ended: Vec::new(),
             latency: BTreeMap::new(),
             layout: Arc::new(std::sync::Mutex::new(Arc::new(layout))),

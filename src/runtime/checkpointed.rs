@@ -333,20 +333,19 @@ impl BoltExecutor {
     /// that this output is part of that checkpoint, and a rollback to it does not emit the
     /// output again.
     pub(crate) fn save_final(&mut self, i: usize) -> anyhow::Result<()> {
-        let Some(cp) = self.checkpoints.clone() else {
+        let (Some(cp), slot) = (&self.checkpoints, &self.tasks[i]) else {
             return Ok(());
         };
-        let Some(side) = self.tasks[i].state.as_ref().filter(|s| s.gate.is_some()) else {
+        let Some(side) = slot.state.as_ref().filter(|s| s.gate.is_some()) else {
             return Ok(());
         };
-        let (last, marked) = (side.last_txid, side.rounds.last_marked());
         if !cp.remote {
-            return match last {
+            return match side.last_txid {
                 Some(txid) => self.save(i, txid + 1, None),
                 None => Ok(()),
             };
         }
-        let round = cp.next_checkpoint_round(marked);
+        let round = cp.next_checkpoint_round(side.rounds.last_marked());
         let Some(txid) = cp.txid_of(round) else {
             return Ok(());
         };

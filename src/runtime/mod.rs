@@ -143,10 +143,7 @@ pub(crate) fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
     let tables = wiring.route_tables();
     let plumbing = wiring.spawn_workers(&InProcess)?;
     wiring.spawn_executors(&tables)?;
-    let wake = wiring.wakers();
-    let mut running = wiring.running(plumbing);
-    running.wake = wake;
-    Ok(running)
+    Ok(wiring.running(plumbing))
 }
 
 /// Start the executors of the `local` workers of a placement; tuples for other workers go
@@ -173,10 +170,7 @@ pub fn start_checkpointed(
     let tables = wiring.route_tables();
     let plumbing = wiring.spawn_workers(net)?;
     wiring.spawn_executors(&tables)?;
-    let wake = wiring.wakers();
-    let mut running = wiring.running(plumbing);
-    running.wake = wake;
-    Ok(running)
+    Ok(wiring.running(plumbing))
 }
 
 /// The seed of a task's root and edge ids: fresh entropy on every start. Seeding from the task

@@ -180,19 +180,18 @@ impl Running {
         // Taking the tasks over points their wakers at the new queues, the last users of the
         // old ones but the receive threads, which end once the old transfer threads have.
         wiring.spawn_resumed(&tables, builder::pool(parked))?;
-        let wake = wiring.wakers();
         let next = wiring.running(plumbing);
         let deadline = Instant::now() + LAST_MESSAGES;
         for rx in &old_inboxes {
             take_rest(rx, deadline, &mut leftovers);
         }
-        redeliver(leftovers, &next.plan, &wake);
+        redeliver(leftovers, &next.plan, &next.wake);
         self.handles = next.handles;
         self.plumbing = next.plumbing;
         self.done = next.done;
         self.plan = next.plan;
         self.topology = topology;
-        self.wake = wake;
+        self.wake = next.wake;
         let layout = next
             .layout
             .lock()
@@ -207,11 +206,8 @@ impl Running {
     /// threads. Returns every task (those of executors that had ended before included), the
     /// parked executors' queues, and what was taken from them.
     fn park_all(&mut self) -> anyhow::Result<Parking> {
-        self.control.park.store(true, Relaxed);
-        for w in std::mem::take(&mut self.wake) {
-            // A full queue means a busy executor, which sees the switch after its message.
-            let _ = w.try_send(Message::Wake);
-        }
+        self.halter().halt();
+        self.wake.clear();
         let mut parked = std::mem::take(&mut self.ended);
         let (mut inboxes, mut leftovers) = (Vec::new(), Vec::new());
         while !self.handles.is_empty() {
