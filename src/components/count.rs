@@ -154,7 +154,10 @@ fn cmp_values(a: &Value, b: &Value) -> std::cmp::Ordering {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => x.cmp(y),
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
-        _ => format!("{a:?}").cmp(&format!("{b:?}")),
+        _ => match (a.as_num(), b.as_num()) {
+            (Some(x), Some(y)) => x.order(y),
+            _ => format!("{a:?}").cmp(&format!("{b:?}")),
+        },
     }
 }
 
