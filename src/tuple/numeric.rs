@@ -146,26 +146,41 @@ pub fn py_mod_int(a: i64, b: i64) -> Option<i64> {
 
 /// `a % b` on floats with the sign of `b` (Python's); `None` for a zero divisor.
 pub fn py_mod_float(a: f64, b: f64) -> Option<f64> {
-    if b == 0.0 {
-        return None;
-    }
-    let r = a % b;
-    Some(if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
-        r + b
-    } else if r == 0.0 {
-        // Python gives the zero the divisor's sign.
-        0.0f64.copysign(b)
-    } else {
-        r
-    })
+    float_divmod(a, b).map(|(_, m)| m)
 }
 
 /// `a // b` on floats: floored, as a float (Python's); `None` for a zero divisor.
 pub fn floor_div_float(a: f64, b: f64) -> Option<f64> {
-    let m = py_mod_float(a, b)?;
-    // (a - m) / b is integral up to rounding; flooring it as Python does.
-    let q = ((a - m) / b).round();
-    Some(if q == 0.0 { 0.0f64.copysign(a / b) } else { q })
+    float_divmod(a, b).map(|(q, _)| q)
+}
+
+/// Python's `divmod` of floats: the remainder from `fmod` moved to the divisor's sign (a zero
+/// one too), and the quotient `(a - remainder) / b` snapped to the whole number it is meant
+/// to be.
+fn float_divmod(a: f64, b: f64) -> Option<(f64, f64)> {
+    if b == 0.0 {
+        return None;
+    }
+    let mut m = a % b;
+    let mut div = (a - m) / b;
+    if m == 0.0 {
+        m = 0.0f64.copysign(b);
+    } else if (m < 0.0) != (b < 0.0) {
+        m += b;
+        div -= 1.0;
+    }
+    let q = if div == 0.0 {
+        0.0f64.copysign(a / b)
+    } else {
+        // `div` is whole but for rounding: take the nearest whole number.
+        let whole = div.floor();
+        if div - whole > 0.5 {
+            whole + 1.0
+        } else {
+            whole
+        }
+    };
+    Some((q, m))
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod stateful;
 mod support;
 mod ui;
 mod validate;
+mod values;
 mod windows;
 mod zk;
 mod zookeeper;

@@ -266,6 +266,9 @@ pub struct Aggregate {
     /// `emit: update`: the row last sent per key, so a tuple that leaves a row as it was
     /// sends nothing.
     sent: window::KeyMap<Values>,
+    /// The component's first task: the one a global grouping feeds, which answers for an
+    /// empty input (see `finish`).
+    first_task: bool,
 }
 
 impl Aggregate {
@@ -293,6 +296,7 @@ impl Aggregate {
             top: None,
             partial: None,
             sent: window::KeyMap::default(),
+            first_task: true,
         })
     }
 
@@ -347,6 +351,17 @@ impl Aggregate {
         }
         for (k, states) in rows {
             out.send(streams::DEFAULT, &[], self.row(k, states));
+        }
+    }
+
+    /// A global aggregate (no `by`, not windowed, not a `top`) over an empty input still has
+    /// its one row, as in SQL: `count` 0 (and `count_distinct` 0), every other op null. Sent
+    /// by the first task only (a global grouping's), so it is one row.
+    fn answer_empty_input(&self, out: &mut dyn BoltCollector) {
+        let global = self.spec.by.is_empty() && self.windows.is_none() && self.top.is_none();
+        if global && self.first_task && self.groups.is_empty() {
+            let states: Vec<State> = self.spec.ops.iter().map(|o| State::new(o.kind)).collect();
+            out.send(streams::DEFAULT, &[], self.row(&Values::new(), &states));
         }
     }
 
@@ -595,6 +610,7 @@ impl Bolt for Aggregate {
         self.inputs = inputs;
         self.plan = Some(ctx.plan.clone());
         self.watermark_moved = std::time::Instant::now();
+        self.first_task = ctx.task_index == 0;
         Ok(())
     }
 
@@ -674,6 +690,7 @@ impl Bolt for Aggregate {
         } else if self.spec.emit != Emit::Update {
             self.emit_all(out);
         }
+        self.answer_empty_input(out);
         if self.unusable > 0 {
             tracing::warn!(
                 "{}: {} value(s) could not be used (not numbers for a numeric op, or no usable event time) and were skipped",
