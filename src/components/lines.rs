@@ -72,25 +72,28 @@ impl KeptLine {
 }
 
 /// Emit one read line: as it is, or parsed into fields (an unreadable one to `errors`).
-/// `replay`: acking is on, so the tuple is kept until acked.
+/// `replay`: acking is on, so the tuple is kept until acked. An error ends the run (a header
+/// without a column asked for; any unreadable line with `topology.strict`).
 fn emit_line(
     parsing: Option<&mut Parsing>,
     replay: Option<&mut Replay<KeptLine>>,
     line: &str,
     keep: impl FnOnce() -> KeptLine,
     out: &mut dyn SpoutCollector,
-) {
+) -> Result<(), super::FatalError> {
     let Some(p) = parsing else {
         let msg_id = replay.map(|r| Value::Int(r.track(keep()) as i64));
         out.send(streams::DEFAULT, crate::tuple::one_str(line), msg_id);
-        return;
+        return Ok(());
     };
     match p.parser.parse(line) {
-        Ok(None) => {}
+        Ok(None) => Ok(()),
         Ok(Some(values)) => {
+            p.warnings.read();
             let msg_id =
                 replay.map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
             out.send(streams::DEFAULT, values, msg_id);
+            Ok(())
         }
         Err(reason) => LineSpout::reject(p, line, &reason, out),
     }
@@ -179,7 +182,15 @@ impl LineSpout {
         Ok(self)
     }
 
-    fn reject(p: &mut Parsing, line: &str, reason: &str, out: &mut dyn SpoutCollector) {
+    fn reject(
+        p: &mut Parsing,
+        line: &str,
+        reason: &str,
+        out: &mut dyn SpoutCollector,
+    ) -> Result<(), super::FatalError> {
+        if let Some(why) = p.parser.fatal() {
+            return Err(super::FatalError(why.to_string()));
+        }
         match p.errors {
             Some(stream) => {
                 out.send(
@@ -187,18 +198,19 @@ impl LineSpout {
                     smallvec::smallvec![Value::str(line), Value::str(reason)],
                     None,
                 );
+                Ok(())
             }
             None => {
                 out.dropped(1);
-                p.warnings.dropped(line, reason);
+                p.warnings.dropped(p.parser.line(), line, reason)
             }
         }
     }
 
     /// Emit the next line of the current chunk, if there is one left.
-    fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> bool {
+    fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> Result<bool, super::FatalError> {
         let Some(&end) = self.current.ends.get(self.emitted) else {
-            return false;
+            return Ok(false);
         };
         let start = match self.emitted {
             0 => 0,
@@ -214,12 +226,12 @@ impl LineSpout {
             end,
         };
         let replay = self.tracked.then_some(&mut self.replay);
-        emit_line(self.parsing.as_mut(), replay, line, keep, out);
+        emit_line(self.parsing.as_mut(), replay, line, keep, out)?;
         let pending = self.parsing.as_ref().is_some_and(|p| p.parser.pending());
         if let (Some(raw_end), false) = (raw_end, pending) {
             self.offset = raw_end;
         }
-        true
+        Ok(true)
     }
 
     /// Emit the next line a restored position kept, if one is left: as a new tracked tuple.
@@ -471,7 +483,11 @@ impl Spout for LineSpout {
         self.component = ctx.component.clone();
         if let Some(p) = self.parsing.as_mut() {
             p.errors = super::wired_stream(ctx, super::parse::ERRORS_STREAM);
-            p.warnings = super::parse::DropWarnings::new(&ctx.component);
+            p.warnings = super::parse::DropWarnings::for_task(ctx);
+            if let Some(max) = ctx.config.get_u64(super::parse::MAX_RECORD_KEY) {
+                p.parser
+                    .set_max_record(usize::try_from(max).unwrap_or(usize::MAX));
+            }
         }
         self.replay.set_label(&ctx.component, ctx.task_id);
         if let Some(Input::File(p)) = &self.input {
@@ -489,7 +505,7 @@ impl Spout for LineSpout {
             );
             return Ok(SpoutStatus::Busy);
         }
-        if self.emit_restored(out) || self.emit_next(out) {
+        if self.emit_restored(out) || self.emit_next(out)? {
             return Ok(SpoutStatus::Busy);
         }
         if self.done {
@@ -517,9 +533,11 @@ impl Spout for LineSpout {
                 self.done = true;
                 if let Some(p) = self.parsing.as_mut() {
                     if let Some((text, reason)) = p.parser.unfinished() {
-                        Self::reject(p, &text, &reason, out);
+                        Self::reject(p, &text, &reason, out)?;
+                        p.warnings.nothing_read()?;
                         return Ok(SpoutStatus::Busy);
                     }
+                    p.warnings.nothing_read()?;
                 }
                 Ok(SpoutStatus::Exhausted)
             }
@@ -663,7 +681,7 @@ mod tests {
             ..LineChunk::default()
         };
         let mut out = Emitted::default();
-        while spout.emit_next(&mut out) {}
+        while spout.emit_next(&mut out).unwrap_or(false) {}
         let lines: Vec<&str> = out.0.iter().map(|(l, _)| l.as_str()).collect();
         assert_eq!(lines, ["one", "two", "three"]);
         assert_eq!(

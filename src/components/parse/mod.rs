@@ -7,6 +7,8 @@
 
 mod combined;
 mod delimited;
+mod header;
+pub mod infer;
 mod json;
 mod json_flat;
 mod pairs;
@@ -14,7 +16,7 @@ mod pattern;
 pub mod spec;
 pub mod types;
 
-use super::{Bolt, BoltCollector, TaskContext};
+use super::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::topology::plan::{streams, StreamId};
 use crate::tuple::{Tuple, Value, Values};
 use spec::{Format, Spec};
@@ -31,6 +33,10 @@ pub struct Parser {
     types: Vec<Option<FieldType>>,
     names: Vec<String>,
     scratch: Vec<Value>,
+    /// A text format: cells that read as numbers are numbers, empty cells null.
+    infer: bool,
+    /// Lines fed so far (the number of the line being read).
+    line: u64,
 }
 
 enum Reader {
@@ -76,22 +82,60 @@ impl Parser {
             )),
         };
         Ok(Parser {
+            infer: !matches!(reader, Reader::Json(_)),
             reader,
             types: spec.outputs.iter().map(|(_, t)| *t).collect(),
             names: spec.field_names(),
             scratch: Vec::new(),
+            line: 0,
         })
+    }
+
+    /// Set the longest record read (csv/tsv), in bytes.
+    pub fn set_max_record(&mut self, bytes: usize) {
+        if let Reader::Delimited(d) = &mut self.reader {
+            d.set_max_record(bytes);
+        }
+    }
+
+    /// Whether a file's `first_line` (its header) has the columns `spec` asks for: the error
+    /// when it lacks one (`storm validate` reads a `file` spout's header this way).
+    pub fn check_header(spec: &Spec, first_line: &str) -> Result<(), String> {
+        let mut parser = Parser::new(spec)?;
+        let _ = parser.parse(first_line);
+        match parser.fatal() {
+            Some(why) => Err(why.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// The number of the line last fed (1 for the first).
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// Why nothing at all can be read (the header lacks a column asked for): the run must end.
+    pub fn fatal(&self) -> Option<&str> {
+        match &self.reader {
+            Reader::Delimited(d) => d.broken(),
+            _ => None,
+        }
     }
 
     /// The values of one line; `Ok(None)` when it gives none yet (a CSV header, or a record
     /// that goes on in the next line).
     pub fn parse(&mut self, line: &str) -> Result<Option<Values>, String> {
         self.scratch.clear();
+        self.line += 1;
+        // A byte-order mark (a file saved by some editors starts with one) is not part of the
+        // first record.
+        let line = match self.line {
+            1 => line.strip_prefix('\u{feff}').unwrap_or(line),
+            _ => line,
+        };
         match &mut self.reader {
             Reader::Json(j) => {
-                // A byte-order mark (a file saved by some editors starts with one) is not part
-                // of the JSON; a blank line between records is no record (as jq reads them).
-                let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+                // A blank line between records is no record (as jq reads them).
                 if line.trim().is_empty() {
                     return Ok(None);
                 }
@@ -107,11 +151,17 @@ impl Parser {
         }
         let mut values = Values::with_capacity(self.scratch.len());
         for (i, v) in self.scratch.drain(..).enumerate() {
-            let v = match self.types.get(i).copied().flatten() {
-                Some(t) => t
-                    .convert(v)
-                    .map_err(|e| format!("field `{}`: {e}", self.names[i]))?,
-                None => v,
+            let t = self.types.get(i).copied().flatten();
+            let v = match (t, v) {
+                (Some(FieldType::Str), v) => FieldType::Str.convert(v)?,
+                // An empty cell is no value: null, in a typed column and in an inferred one.
+                (_, Value::Str(s)) if s.is_empty() && (self.infer || t.is_some()) => Value::Null,
+                (Some(t), v) => t.convert(v).map_err(|e| {
+                    let name = self.names.get(i).map_or("?", String::as_str);
+                    format!("field `{name}`: {e}")
+                })?,
+                (None, v) if self.infer => infer::infer(v),
+                (None, v) => v,
             };
             values.push(v);
         }
@@ -153,11 +203,20 @@ impl Parser {
     }
 }
 
-/// Warnings about dropped lines: the first few, then one line per period with how many more.
+/// Warnings about dropped lines: the first few, then one line per period with how many more;
+/// with `topology.strict`, the first dropped line is an error that ends the run. Also the
+/// tally of what was read, for a run of which nothing could be.
 pub struct DropWarnings {
     component: String,
     shown: u32,
     later: crate::logging::Throttle,
+    strict: bool,
+    /// Records read, lines dropped, and the first reasons (with line numbers).
+    read: u64,
+    dropped: u64,
+    first: Vec<String>,
+    /// Whether lines dropped with none read is an error at the end of input.
+    pub judge_input: bool,
 }
 
 impl DropWarnings {
@@ -169,27 +228,78 @@ impl DropWarnings {
             component: component.to_string(),
             shown: 0,
             later: crate::logging::Throttle::new(Self::PERIOD),
+            strict: false,
+            read: 0,
+            dropped: 0,
+            first: Vec::new(),
+            judge_input: true,
         }
     }
 
-    pub fn dropped(&mut self, line: &str, reason: &str) {
+    /// For a task: strict when `topology.strict` is on.
+    pub fn for_task(ctx: &TaskContext) -> DropWarnings {
+        let mut w = DropWarnings::new(&ctx.component);
+        w.strict = ctx.config.get_bool(STRICT_KEY).unwrap_or(false);
+        w
+    }
+
+    /// A record was read.
+    #[inline]
+    pub fn read(&mut self) {
+        self.read += 1;
+    }
+
+    /// Line `at` was dropped for `reason`: warned about (bounded), or with `strict` the error
+    /// that ends the run.
+    pub fn dropped(&mut self, at: u64, line: &str, reason: &str) -> Result<(), FatalError> {
+        let preview: String = line.chars().take(120).collect();
+        self.dropped += 1;
+        if self.first.len() < Self::FIRST as usize {
+            self.first.push(format!("line {at}: {reason}"));
+        }
+        if self.strict {
+            return Err(FatalError(format!(
+                "line {at}: {reason}: {preview:?} (topology.strict: a line that cannot be read ends the run)"
+            )));
+        }
         let held = if self.shown < Self::FIRST {
             self.shown += 1;
             0
         } else {
             match self.later.allow() {
                 Some(held) => held,
-                None => return,
+                None => return Ok(()),
             }
         };
-        let preview: String = line.chars().take(120).collect();
         tracing::warn!(
-            "{}: dropped a line it cannot read: {reason}: {preview:?}{}; wire its `errors` stream to keep such lines",
+            "{}: dropped line {at}, which it cannot read: {reason}: {preview:?}{}; wire its `errors` stream to keep such lines",
             self.component,
             crate::logging::held_back(held)
         );
+        Ok(())
+    }
+
+    /// At the end of input: the error when lines came but none could be read.
+    pub fn nothing_read(&self) -> Result<(), FatalError> {
+        if self.read > 0 || self.dropped == 0 || !self.judge_input {
+            return Ok(());
+        }
+        Err(FatalError(format!(
+            "none of the {} line(s) of input could be read; first reasons: {}",
+            self.dropped,
+            self.first.join("; ")
+        )))
     }
 }
+
+/// The config key that makes a dropped line an error (`storm run --strict`).
+pub const STRICT_KEY: &str = "topology.strict";
+
+/// The longest record a reader takes unless `topology.record.max.bytes` says otherwise.
+pub const DEFAULT_MAX_RECORD: usize = delimited::MAX_RECORD_BYTES;
+
+/// The config key of the longest record a reader takes, in bytes.
+pub const MAX_RECORD_KEY: &str = "topology.record.max.bytes";
 
 pub struct Parse {
     spec: Spec,
@@ -222,16 +332,21 @@ impl Parse {
         reason: String,
         anchor: Option<&Tuple>,
         out: &mut dyn BoltCollector,
-    ) {
+    ) -> Result<(), FatalError> {
+        let at = self.parser.as_ref().map_or(0, Parser::line);
+        if let Some(why) = self.parser.as_ref().and_then(Parser::fatal) {
+            return Err(FatalError(why.to_string()));
+        }
         match self.errors {
             Some(stream) => {
                 let values: Values = smallvec::smallvec![Value::str(line), Value::str(&reason)];
                 let anchors: Vec<&Tuple> = anchor.into_iter().collect();
                 out.send(stream, &anchors, values);
+                Ok(())
             }
             None => {
                 out.dropped(1);
-                self.warnings.dropped(line, &reason);
+                self.warnings.dropped(at, line, &reason)
             }
         }
     }
@@ -245,8 +360,13 @@ impl Bolt for Parse {
         };
         self.parser =
             Some(Parser::new(&self.spec).map_err(|e| anyhow::anyhow!("{}: {e}", ctx.component))?);
+        if let (Some(p), Some(max)) = (self.parser.as_mut(), ctx.config.get_u64(MAX_RECORD_KEY)) {
+            p.set_max_record(usize::try_from(max).unwrap_or(usize::MAX));
+        }
         self.errors = super::wired_stream(ctx, ERRORS_STREAM);
-        self.warnings = DropWarnings::new(&ctx.component);
+        self.warnings = DropWarnings::for_task(ctx);
+        // Another task may read what this one could not: only a lone task judges the input.
+        self.warnings.judge_input = ctx.spec().is_some_and(|c| c.parallelism <= 1);
         Ok(())
     }
 
@@ -267,11 +387,14 @@ impl Bolt for Parse {
             None => "",
         };
         match parser.parse(line) {
-            Ok(Some(values)) => out.send(streams::DEFAULT, &[input], values),
+            Ok(Some(values)) => {
+                self.warnings.read();
+                out.send(streams::DEFAULT, &[input], values)
+            }
             Ok(None) => {}
             Err(reason) => {
                 let line = line.to_string();
-                self.reject(&line, reason, Some(input), out);
+                self.reject(&line, reason, Some(input), out)?;
             }
         }
         Ok(())
@@ -279,8 +402,9 @@ impl Bolt for Parse {
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if let Some((text, reason)) = self.parser.as_mut().and_then(Parser::unfinished) {
-            self.reject(&text, reason, None, out);
+            self.reject(&text, reason, None, out)?;
         }
+        self.warnings.nothing_read()?;
         Ok(())
     }
 }

@@ -1,0 +1,271 @@
+//! Readers and writers on real-world-shaped files: a header with a typo or a space after a
+//! comma, a byte-order mark, numbers in CSV cells, empty cells, leading-zero ids, values with
+//! tabs in TSV output, input of which nothing can be read, `--quiet` and `--strict`. Each test
+//! is named after the defect it keeps fixed; the fixtures are in `tests/fixtures/readers/`.
+
+use crate::run::storm;
+use std::path::Path;
+
+/// A fixture's bytes.
+fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new("tests/fixtures/readers").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `storm run [flags] -e dsl` over `input`: (exit code, stdout, stderr).
+fn run_with(flags: &[&str], dsl: &str, input: &[u8]) -> (Option<i32>, String, String) {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = storm(conf.path())
+        .arg("run")
+        .args(flags)
+        .args(["-e", dsl])
+        .write_stdin(input.to_vec())
+        .output()
+        .expect("runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A run that must succeed: its stdout.
+fn run_ok(dsl: &str, input: &[u8]) -> String {
+    let (code, out, err) = run_with(&[], dsl, input);
+    assert_eq!(code, Some(0), "{dsl}: {err}");
+    out
+}
+
+const WEATHER: &str =
+    "stdin(format=csv, header=true, fields=[date, precipitation, wind, station, note])";
+
+#[test]
+fn a_fields_name_the_header_lacks_is_an_error() {
+    let (code, out, err) = run_with(
+        &[],
+        "stdin(format=csv, header=true, fields=[date, wether]) | stdout",
+        b"date,weather,wind\n2024-01-01,sun,5\n",
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(out, "", "nothing is read by position");
+    assert!(err.contains("the header has no column `wether`"), "{err}");
+    assert!(err.contains("did you mean \"weather\"?"), "{err}");
+    assert!(err.contains("\"date\", \"weather\", \"wind\""), "{err}");
+}
+
+#[test]
+fn a_header_space_after_a_comma_is_shown_not_read_by_position() {
+    let (code, out, err) = run_with(
+        &[],
+        "stdin(format=csv, header=true, fields=[date, weather]) | stdout",
+        &fixture("spaced_header.csv"),
+    );
+    assert_eq!((code, out.as_str()), (Some(1), ""), "{err}");
+    assert!(
+        err.contains("\"·weather\" has a space in its name"),
+        "{err}"
+    );
+    // The name written with its space reads the column.
+    let out = run_ok(
+        "stdin(format=csv, header=true, fields=[date, ' weather']) | stdout",
+        &fixture("spaced_header.csv"),
+    );
+    assert_eq!(out, "2024-01-01\tsun\n2024-01-02\train\n");
+}
+
+#[test]
+fn validate_reads_the_header_of_a_file_spout() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let path = std::path::absolute("tests/fixtures/readers/spaced_header.csv").expect("path");
+    let dsl = format!(
+        "file(path=\"{}\", format=csv, header=true, fields=[date, wether]) | stdout",
+        path.display()
+    );
+    let out = storm(conf.path())
+        .args(["validate", "-e", &dsl])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no column `wether` (did you mean \"·weather\"?)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_column() {
+    let out = run_ok(
+        &format!("{WEATHER} | stdout(fields=[date])"),
+        &fixture("weather.csv"),
+    );
+    assert_eq!(out.lines().next(), Some("2024-01-01"));
+}
+
+#[test]
+fn csv_numbers_compare_as_numbers() {
+    let out = run_ok(
+        &format!(
+            "{WEATHER} | aggregate(ops=[max(precipitation), min(precipitation), sum(wind)]) | stdout(format=json)"
+        ),
+        &fixture("weather.csv"),
+    );
+    assert_eq!(
+        out,
+        "{\"max_precipitation\":54.1,\"min_precipitation\":0.5,\"sum_wind\":27.35}\n"
+    );
+    let out = run_ok(
+        &format!("{WEATHER} | filter(\"wind > 5\") | stdout(fields=[date])"),
+        &fixture("weather.csv"),
+    );
+    assert_eq!(out, "2024-01-01\n2024-01-02\n2024-01-04\n");
+}
+
+#[test]
+fn text_that_looks_numeric_prints_back_as_written() {
+    let out = run_ok(
+        &format!("{WEATHER} | stdout(format=json, fields=[station, wind, note])"),
+        &fixture("weather.csv"),
+    );
+    assert_eq!(
+        out,
+        concat!(
+            "{\"station\":\"02134\",\"wind\":5.1,\"note\":\"dry, calm\"}\n",
+            "{\"station\":\"02135\",\"wind\":12,\"note\":null}\n",
+            "{\"station\":\"+1\",\"wind\":3.0,\"note\":\"said \\\"wet\\\"\"}\n",
+            "{\"station\":\"1e5\",\"wind\":7.25,\"note\":\"ok\"}\n",
+        )
+    );
+    // `types: str` keeps a column text.
+    let out = run_ok(
+        "stdin(format=csv, header=true, fields=[wind], types={wind: str}) | stdout(format=json)",
+        &fixture("weather.csv"),
+    );
+    assert!(
+        out.starts_with("{\"wind\":\"5.1\"}\n{\"wind\":\"12\"}\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn empty_cell_in_typed_column_is_null_not_a_dropped_row() {
+    let out = run_ok(
+        "stdin(format=csv, header=true, fields=[hood, pop, area], types={pop: int, area: float}) | stdout(format=json)",
+        &fixture("hoods.csv"),
+    );
+    assert_eq!(
+        out,
+        concat!(
+            "{\"hood\":\"North\",\"pop\":1200,\"area\":3.5}\n",
+            "{\"hood\":\"South\",\"pop\":null,\"area\":2.0}\n",
+            "{\"hood\":\"East\",\"pop\":800,\"area\":null}\n",
+            "{\"hood\":\"West\",\"pop\":950,\"area\":1.25}\n",
+        )
+    );
+}
+
+#[test]
+fn a_failed_conversion_names_its_line_and_column() {
+    let (code, out, err) = run_with(
+        &[],
+        "stdin(format=csv, header=true, fields=[hood, pop], types={pop: int}) | stdout",
+        b"hood,pop\nNorth,12\nSouth,many\n",
+    );
+    assert_eq!((code, out.as_str()), (Some(0), "North\t12\n"), "{err}");
+    assert!(
+        err.contains("dropped line 3, which it cannot read: field `pop`: `many` is not an integer"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tsv_output_escapes_tabs_and_newlines() {
+    let input = br#"{"a":"tab\there","b":"two\nlines\r","c":"back\\slash","n":2}"#;
+    let out = run_ok("stdin(format=json, fields=[a, b, c, n]) | stdout", input);
+    assert_eq!(out, "tab\\there\ttwo\\nlines\\r\tback\\\\slash\t2\n");
+    // CSV and JSON stay exact.
+    let out = run_ok(
+        "stdin(format=json, fields=[a, b]) | stdout(format=csv)",
+        input,
+    );
+    assert_eq!(out, "tab\there,\"two\nlines\r\"\n");
+    let out = run_ok(
+        "stdin(format=json, fields=[a, b]) | stdout(format=json)",
+        input,
+    );
+    assert_eq!(out, "{\"a\":\"tab\\there\",\"b\":\"two\\nlines\\r\"}\n");
+}
+
+#[test]
+fn nothing_readable_exits_non_zero() {
+    let (code, out, err) = run_with(
+        &[],
+        "stdin(format=json, fields=[a]) | stdout",
+        b"a,b\n1,2\n",
+    );
+    assert_eq!((code, out.as_str()), (Some(1), ""), "{err}");
+    assert!(
+        err.contains(
+            "none of the 2 line(s) of input could be read; first reasons: line 1: invalid JSON"
+        ),
+        "{err}"
+    );
+    // Empty input is no error; neither is input of which some lines read.
+    assert_eq!(
+        run_with(&[], "stdin(format=json, fields=[a]) | stdout", b"").0,
+        Some(0)
+    );
+    let (code, out, _) = run_with(
+        &[],
+        "stdin(format=json, fields=[a]) | stdout",
+        b"{\"a\":1}\nbad\n",
+    );
+    assert_eq!((code, out.as_str()), (Some(0), "1\n"));
+}
+
+#[test]
+fn quiet_prints_only_errors() {
+    let (code, out, err) = run_with(
+        &["--quiet"],
+        "stdin(format=json, fields=[a]) | stdout",
+        b"{\"a\":1}\nbad\n",
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (Some(0), "1\n", ""));
+    let (code, _, err) = run_with(
+        &["--quiet"],
+        "stdin(format=json, fields=[a]) | stdout",
+        b"bad\n",
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(!err.contains("WARN"), "{err}");
+}
+
+#[test]
+fn strict_ends_the_run_at_the_first_dropped_line() {
+    let input = b"hood,pop\nNorth,12\nSouth,many\nEast,3\n";
+    let dsl = "stdin(format=csv, header=true, fields=[hood, pop], types={pop: int}) | stdout";
+    for flags in [&["--strict"][..], &["-c", "topology.strict=true"][..]] {
+        let (code, _, err) = run_with(flags, dsl, input);
+        assert_eq!(code, Some(1), "{flags:?}: {err}");
+        assert!(
+            err.contains("line 3: field `pop`: `many` is not an integer"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_long_unquoted_cell_is_a_record_longer_than_the_limit() {
+    let mut input = b"a,b\n1,".to_vec();
+    input.extend(std::iter::repeat_n(b'x', 2 << 20));
+    input.extend_from_slice(b"\n2,y\n");
+    let dsl = "stdin(format=csv, header=true, fields=[a, b]) | stdout(fields=[a])";
+    let (code, out, err) = run_with(&[], dsl, &input);
+    assert_eq!((code, out.as_str()), (Some(0), "2\n"), "{err}");
+    assert!(err.contains("a record longer than 1 MiB"), "{err}");
+    assert!(!err.contains("quoted cell"), "{err}");
+    // The limit is configurable.
+    let (code, out, err) = run_with(&["-c", "topology.record.max.bytes=4194304"], dsl, &input);
+    assert_eq!((code, out.as_str()), (Some(0), "1\n2\n"), "{err}");
+}
