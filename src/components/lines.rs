@@ -86,17 +86,23 @@ fn emit_line(
         out.send(streams::DEFAULT, crate::tuple::one_str(line), msg_id);
         return Ok(());
     };
-    match p.parser.parse(line) {
-        Ok(None) => Ok(()),
-        Ok(Some(values)) => {
-            p.warnings.read();
-            let msg_id =
-                replay.map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
-            out.send(streams::DEFAULT, values, msg_id);
-            Ok(())
+    // A line may give several records (the elements of a JSON array on one line).
+    let mut replay = replay;
+    let mut record = p.parser.parse(line).transpose();
+    while let Some(r) = record {
+        match r {
+            Ok(values) => {
+                p.warnings.read();
+                let msg_id = replay
+                    .as_deref_mut()
+                    .map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
+                out.send(streams::DEFAULT, values, msg_id);
+            }
+            Err(reason) => LineSpout::reject(p, line, &reason, out)?,
         }
-        Err(reason) => LineSpout::reject(p, line, &reason, out),
+        record = p.parser.next_ready();
     }
+    Ok(())
 }
 
 /// Where the lines come from.

@@ -206,7 +206,7 @@ fn nothing_readable_exits_non_zero() {
     assert_eq!((code, out.as_str()), (Some(1), ""), "{err}");
     assert!(
         err.contains(
-            "none of the 2 line(s) of input could be read; first reasons: line 1: invalid JSON"
+            "none of the input could be read (2 unreadable record(s)); first reasons: line 1: invalid JSON"
         ),
         "{err}"
     );
@@ -268,4 +268,65 @@ fn a_long_unquoted_cell_is_a_record_longer_than_the_limit() {
     // The limit is configurable.
     let (code, out, err) = run_with(&["-c", "topology.record.max.bytes=4194304"], dsl, &input);
     assert_eq!((code, out.as_str()), (Some(0), "1\n2\n"), "{err}");
+}
+
+#[test]
+fn json_array_file_streams_each_element() {
+    let dsl = "stdin(format=json, fields=[iata, elevation_ft, geo.lat]) | stdout";
+    let expected = "JFK\t13\t40.6413\nLAX\t125\t33.9416\nDEN\t5434\t39.8561\n";
+    assert_eq!(run_ok(dsl, &fixture("airports.json")), expected);
+    // The same array minified on one line.
+    let text = String::from_utf8(fixture("airports.json")).expect("utf-8");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(run_ok(dsl, value.to_string().as_bytes()), expected);
+    // A `parse` bolt reads it the same way.
+    let out = run_ok(
+        "stdin | parse(format=json, fields=[iata, elevation_ft, geo.lat]) | stdout",
+        &fixture("airports.json"),
+    );
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn json_concatenated_and_pretty_printed_values_are_records() {
+    let input = b"{\"a\":1}{\"a\":2} {\"a\":3}\n{\n  \"a\": 4\n}\n{\"a\":5}\n";
+    assert_eq!(
+        run_ok("stdin(format=json, fields=[a]) | stdout", input),
+        "1\n2\n3\n4\n5\n"
+    );
+    // A JSON line cut short stays an error of its own line; the next line is read.
+    let (code, out, err) = run_with(
+        &[],
+        "stdin(format=json, fields=[a]) | stdout",
+        b"{\"a\":1\n{\"a\":2}\n",
+    );
+    assert_eq!((code, out.as_str()), (Some(0), "2\n"), "{err}");
+    assert!(err.contains("dropped line 1"), "{err}");
+}
+
+#[test]
+fn a_json_array_element_past_the_record_limit_is_dropped_alone() {
+    let big = "x".repeat(2000);
+    let input = format!("[{{\"a\":\"{big}\"}},{{\"a\":\"small\"}}]");
+    let (code, out, err) = run_with(
+        &["-c", "topology.record.max.bytes=1000"],
+        "stdin(format=json, fields=[a]) | stdout",
+        input.as_bytes(),
+    );
+    assert_eq!((code, out.as_str()), (Some(0), "small\n"), "{err}");
+    assert!(err.contains("a record longer than 1000 bytes"), "{err}");
+}
+
+#[test]
+fn a_json_key_with_a_dot_is_addressable() {
+    let out = run_ok(
+        "stdin(format=json, fields=[iata, 'geo[\"tz.name\"]']) | filter('`tz.name` == \"America/Denver\"') | stdout",
+        &fixture("airports.json"),
+    );
+    assert_eq!(out, "DEN\tAmerica/Denver\n");
+    let out = run_ok(
+        "stdin(format=json, fields=['\"c.d\"', 'geo.\"tz.name\"']) | stdout(format=json)",
+        b"{\"c.d\":7,\"geo\":{\"tz.name\":\"UTC\"}}\n",
+    );
+    assert_eq!(out, "{\"c.d\":7,\"tz.name\":\"UTC\"}\n");
 }

@@ -11,6 +11,7 @@ mod header;
 pub mod infer;
 mod json;
 mod json_flat;
+mod json_stream;
 mod pairs;
 mod pattern;
 pub mod spec;
@@ -37,6 +38,12 @@ pub struct Parser {
     infer: bool,
     /// Lines fed so far (the number of the line being read).
     line: u64,
+    /// JSON that is not one object per line (an array, pretty-printed or concatenated
+    /// values): cut into values here, from the first line that shows it on.
+    stream: Option<json_stream::JsonStream>,
+    /// Records a line gave beyond its first (JSON values several to a line).
+    ready: std::collections::VecDeque<Result<Values, String>>,
+    max_record: usize,
 }
 
 enum Reader {
@@ -88,14 +95,27 @@ impl Parser {
             names: spec.field_names(),
             scratch: Vec::new(),
             line: 0,
+            stream: None,
+            ready: std::collections::VecDeque::new(),
+            max_record: DEFAULT_MAX_RECORD,
         })
     }
 
     /// Set the longest record read (csv/tsv), in bytes.
     pub fn set_max_record(&mut self, bytes: usize) {
+        self.max_record = bytes;
         if let Reader::Delimited(d) = &mut self.reader {
             d.set_max_record(bytes);
         }
+        if let Some(s) = &mut self.stream {
+            s.set_max(bytes);
+        }
+    }
+
+    /// The next record of the last line fed beyond the one `parse` gave (JSON values several
+    /// to a line: the elements of an array).
+    pub fn next_ready(&mut self) -> Option<Result<Values, String>> {
+        self.ready.pop_front()
     }
 
     /// Whether a file's `first_line` (its header) has the columns `spec` asks for: the error
@@ -134,12 +154,26 @@ impl Parser {
             _ => line,
         };
         match &mut self.reader {
+            Reader::Json(_) if self.stream.is_some() => return self.parse_stream(line),
             Reader::Json(j) => {
                 // A blank line between records is no record (as jq reads them).
-                if line.trim().is_empty() {
+                let start = line.trim_start();
+                if start.is_empty() {
                     return Ok(None);
                 }
-                j.extract(line, &mut self.scratch)?
+                if start.starts_with('[') {
+                    return self.start_stream(line);
+                }
+                if let Err(e) = j.extract(line, &mut self.scratch) {
+                    // `{` alone opens a pretty-printed object; `{…}{…}` is values one after
+                    // another. Any other line that is not one object is an error for its line.
+                    let opens = start.starts_with('{');
+                    if opens && (start.trim_end() == "{" || several_values(line, self.max_record)) {
+                        self.scratch.clear();
+                        return self.start_stream(line);
+                    }
+                    return Err(e);
+                }
             }
             Reader::Combined(keep) => combined::extract(line, keep.as_deref(), &mut self.scratch)?,
             Reader::Pattern(p) => p.extract(line, &mut self.scratch)?,
@@ -149,6 +183,42 @@ impl Parser {
                 delimited::Step::Pending | delimited::Step::Header => return Ok(None),
             },
         }
+        self.finish_values().map(Some)
+    }
+
+    /// From this line on, read JSON as a stream of values.
+    fn start_stream(&mut self, line: &str) -> Result<Option<Values>, String> {
+        self.stream = Some(json_stream::JsonStream::new(self.max_record));
+        self.parse_stream(line)
+    }
+
+    /// Feed `line` to the JSON value stream: the first record it completes (the others wait
+    /// in `ready`).
+    fn parse_stream(&mut self, line: &str) -> Result<Option<Values>, String> {
+        let mut pieces = Vec::new();
+        if let Some(stream) = self.stream.as_mut() {
+            stream.feed(line, &mut pieces);
+        }
+        for piece in pieces {
+            self.scratch.clear();
+            let record = match piece {
+                json_stream::Piece::Value(text) => {
+                    let read = match &mut self.reader {
+                        Reader::Json(j) => j.extract(&text, &mut self.scratch),
+                        _ => Err("not a JSON reader".to_string()),
+                    };
+                    read.and_then(|()| self.finish_values())
+                }
+                json_stream::Piece::TooLong => Err(delimited::too_long(self.max_record, false)),
+                json_stream::Piece::Stray(c) => Err(format!("`{c}` outside a JSON value")),
+            };
+            self.ready.push_back(record);
+        }
+        self.ready.pop_front().transpose()
+    }
+
+    /// The values read into `scratch`, converted (`types`) or inferred (text formats).
+    fn finish_values(&mut self) -> Result<Values, String> {
         let mut values = Values::with_capacity(self.scratch.len());
         for (i, v) in self.scratch.drain(..).enumerate() {
             let t = self.types.get(i).copied().flatten();
@@ -165,12 +235,16 @@ impl Parser {
             };
             values.push(v);
         }
-        Ok(Some(values))
+        Ok(values)
     }
 
     /// A record is under way over several lines (fed in part).
     pub fn pending(&self) -> bool {
         matches!(&self.reader, Reader::Delimited(d) if d.is_pending())
+            || self
+                .stream
+                .as_ref()
+                .is_some_and(json_stream::JsonStream::is_open)
     }
 
     /// The columns a header named, once one was read.
@@ -191,6 +265,14 @@ impl Parser {
 
     /// At the end of input: a record left unfinished (an unclosed quote), as (text, reason).
     pub fn unfinished(&mut self) -> Option<(String, String)> {
+        if let Some(text) = self
+            .stream
+            .as_mut()
+            .and_then(json_stream::JsonStream::unfinished)
+        {
+            let reason = "a JSON value or array is not closed at the end of input".to_string();
+            return Some((text.chars().take(200).collect(), reason));
+        }
         match &mut self.reader {
             Reader::Delimited(d) => d.unfinished().map(|t| {
                 (
@@ -201,6 +283,15 @@ impl Parser {
             _ => None,
         }
     }
+}
+
+/// Whether `line` holds more than one JSON value (`{…}{…}`). (A line left open is not taken
+/// for the start of a stream: a cut-off JSON line must stay an error of its own line.)
+fn several_values(line: &str, max: usize) -> bool {
+    let mut s = json_stream::JsonStream::new(max);
+    let mut pieces = Vec::new();
+    s.feed(line, &mut pieces);
+    pieces.len() > 1
 }
 
 /// Warnings about dropped lines: the first few, then one line per period with how many more;
@@ -285,7 +376,7 @@ impl DropWarnings {
             return Ok(());
         }
         Err(FatalError(format!(
-            "none of the {} line(s) of input could be read; first reasons: {}",
+            "none of the input could be read ({} unreadable record(s)); first reasons: {}",
             self.dropped,
             self.first.join("; ")
         )))
@@ -386,16 +477,26 @@ impl Bolt for Parse {
             }
             None => "",
         };
-        match parser.parse(line) {
-            Ok(Some(values)) => {
-                self.warnings.read();
-                out.send(streams::DEFAULT, &[input], values)
+        // A line may give several records (the elements of a JSON array on one line); its
+        // text is copied only when one of them is an error.
+        let mut record = parser.parse(line).transpose();
+        let text = if matches!(record, Some(Err(_))) || !parser.ready.is_empty() {
+            line.to_string()
+        } else {
+            String::new()
+        };
+        while let Some(r) = record {
+            match r {
+                Ok(values) => {
+                    self.warnings.read();
+                    out.send(streams::DEFAULT, &[input], values)
+                }
+                Err(reason) => self.reject(&text, reason, Some(input), out)?,
             }
-            Ok(None) => {}
-            Err(reason) => {
-                let line = line.to_string();
-                self.reject(&line, reason, Some(input), out)?;
-            }
+            record = match self.parser.as_mut() {
+                Some(p) => p.next_ready(),
+                None => None,
+            };
         }
         Ok(())
     }
