@@ -330,3 +330,22 @@ fn a_json_key_with_a_dot_is_addressable() {
     );
     assert_eq!(out, "{\"c.d\":7,\"tz.name\":\"UTC\"}\n");
 }
+
+#[test]
+fn strict_ends_the_run_at_a_late_tuple() {
+    let base = 1_793_606_400_000i64;
+    let input: String = [base, base + 70_000, base + 1_000]
+        .iter()
+        .map(|t| format!("{{\"ts\":{t},\"k\":\"a\"}}\n"))
+        .collect();
+    let dsl = "stdin(format=json, fields=[ts, k]) | aggregate(by=[k], window={tumbling: 1m}, time=ts, lag=1s) | stdout";
+    let (code, _, err) = run_with(&[], dsl, input.as_bytes());
+    assert_eq!(
+        code,
+        Some(0),
+        "without --strict a late tuple is left out: {err}"
+    );
+    let (code, _, err) = run_with(&["--strict"], dsl, input.as_bytes());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("a tuple came later than its windows"), "{err}");
+}
