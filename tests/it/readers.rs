@@ -349,3 +349,32 @@ fn strict_ends_the_run_at_a_late_tuple() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("a tuple came later than its windows"), "{err}");
 }
+
+#[test]
+fn a_minified_json_array_larger_than_the_record_limit_streams_in_pieces() {
+    // About 4 MiB on one line: read in pieces, each element whole (numbers and `é` are cut
+    // across pieces somewhere).
+    let n = 40_000;
+    let items: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                "{{\"id\":{i},\"name\":\"é{}\",\"v\":{}.5}}",
+                "x".repeat(i % 90),
+                i
+            )
+        })
+        .collect();
+    let input = format!("[{}]", items.join(","));
+    assert!(input.len() > 3 << 20);
+    let out = run_ok(
+        "stdin(format=json, fields=[id, name, v]) | aggregate(ops=[count, sum(id), max(v)]) | stdout",
+        input.as_bytes(),
+    );
+    let sum: u64 = (0..n as u64).sum();
+    assert_eq!(out, format!("{n}\t{sum}\t{}.5\n", n - 1));
+    let names = run_ok(
+        "stdin(format=json, fields=[name]) | filter('not starts_with(name, \"é\")') | stdout",
+        input.as_bytes(),
+    );
+    assert_eq!(names, "", "every name read whole");
+}

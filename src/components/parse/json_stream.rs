@@ -63,6 +63,13 @@ impl JsonStream {
         self.step('\n', out);
     }
 
+    /// Feed a piece of a line that goes on in the next text fed (no line end after it).
+    pub fn feed_piece(&mut self, piece: &str, out: &mut Vec<Piece>) {
+        for c in piece.chars() {
+            self.step(c, out);
+        }
+    }
+
     /// At the end of input: what is left unfinished, if anything.
     pub fn unfinished(&mut self) -> Option<String> {
         let open = self.is_open();

@@ -44,6 +44,8 @@ pub struct Parser {
     /// Records a line gave beyond its first (JSON values several to a line).
     ready: std::collections::VecDeque<Result<Values, String>>,
     max_record: usize,
+    /// The last text fed was a piece of a longer line (see [`Parser::parse_piece`]).
+    in_piece: bool,
 }
 
 enum Reader {
@@ -98,6 +100,7 @@ impl Parser {
             stream: None,
             ready: std::collections::VecDeque::new(),
             max_record: DEFAULT_MAX_RECORD,
+            in_piece: false,
         })
     }
 
@@ -146,7 +149,9 @@ impl Parser {
     /// that goes on in the next line).
     pub fn parse(&mut self, line: &str) -> Result<Option<Values>, String> {
         self.scratch.clear();
-        self.line += 1;
+        if !std::mem::take(&mut self.in_piece) {
+            self.line += 1;
+        }
         // A byte-order mark (a file saved by some editors starts with one) is not part of the
         // first record.
         let line = match self.line {
@@ -186,6 +191,23 @@ impl Parser {
         self.finish_values().map(Some)
     }
 
+    /// A piece of a line too long to hold whole, which goes on in the next text fed (JSON
+    /// only: read as a stream of values from here on).
+    pub fn parse_piece(&mut self, piece: &str) -> Result<Option<Values>, String> {
+        if !std::mem::replace(&mut self.in_piece, true) {
+            self.line += 1;
+        }
+        if !matches!(self.reader, Reader::Json(_)) {
+            return Err(delimited::too_long(self.max_record, false));
+        }
+        let stream = self
+            .stream
+            .get_or_insert_with(|| json_stream::JsonStream::new(self.max_record));
+        let mut pieces = Vec::new();
+        stream.feed_piece(piece, &mut pieces);
+        self.take_pieces(pieces)
+    }
+
     /// From this line on, read JSON as a stream of values.
     fn start_stream(&mut self, line: &str) -> Result<Option<Values>, String> {
         self.stream = Some(json_stream::JsonStream::new(self.max_record));
@@ -199,6 +221,11 @@ impl Parser {
         if let Some(stream) = self.stream.as_mut() {
             stream.feed(line, &mut pieces);
         }
+        self.take_pieces(pieces)
+    }
+
+    /// The records of the values the stream cut: the first; the others wait in `ready`.
+    fn take_pieces(&mut self, pieces: Vec<json_stream::Piece>) -> Result<Option<Values>, String> {
         for piece in pieces {
             self.scratch.clear();
             let record = match piece {
