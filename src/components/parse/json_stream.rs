@@ -50,9 +50,19 @@ impl JsonStream {
         self.max = max;
     }
 
-    /// A value (or an array) is open: the text fed so far does not end between records.
+    /// A value is open: the text fed so far does not end between records.
     pub fn is_open(&self) -> bool {
-        self.in_array || self.depth > 0 || self.scalar || !self.buf.is_empty()
+        self.depth > 0 || self.scalar || !self.buf.is_empty()
+    }
+
+    /// Inside a top-level array (between or in its elements).
+    pub fn in_array(&self) -> bool {
+        self.in_array
+    }
+
+    /// Go on between the elements of a top-level array (a resumed run starts there).
+    pub fn resume_in_array(&mut self) {
+        self.in_array = true;
     }
 
     /// Feed one line (its line end is added back): the values it completes, in order.
@@ -72,7 +82,7 @@ impl JsonStream {
 
     /// At the end of input: what is left unfinished, if anything.
     pub fn unfinished(&mut self) -> Option<String> {
-        let open = self.is_open();
+        let open = self.is_open() || self.in_array;
         let text = std::mem::take(&mut self.buf);
         *self = JsonStream::new(self.max);
         open.then(|| if text.is_empty() { "[".into() } else { text })
@@ -179,7 +189,7 @@ mod tests {
         for l in lines {
             s.feed(l, &mut out);
         }
-        assert!(!s.is_open(), "all values closed");
+        assert!(!s.is_open() && !s.in_array(), "all values closed");
         out
     }
 

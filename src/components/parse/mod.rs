@@ -282,6 +282,23 @@ impl Parser {
         }
     }
 
+    /// Where a JSON value stream stands between records, for a checkpoint: `Some(true)`
+    /// inside a top-level array, `Some(false)` between values, `None` when JSON is read line
+    /// by line (or the format is not JSON).
+    pub fn json_stream(&self) -> Option<bool> {
+        self.stream.as_ref().map(json_stream::JsonStream::in_array)
+    }
+
+    /// Go on reading JSON values where an earlier run's stream stood (`in_array`: between the
+    /// elements of a top-level array).
+    pub fn resume_json_stream(&mut self, in_array: bool) {
+        let mut stream = json_stream::JsonStream::new(self.max_record);
+        if in_array {
+            stream.resume_in_array();
+        }
+        self.stream = Some(stream);
+    }
+
     /// Go on after a header an earlier run read (the input is read from after it).
     pub fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
         match &mut self.reader {
