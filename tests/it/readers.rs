@@ -378,3 +378,24 @@ fn a_minified_json_array_larger_than_the_record_limit_streams_in_pieces() {
     );
     assert_eq!(names, "", "every name read whole");
 }
+
+#[test]
+fn validate_reads_a_file_spouts_header_relative_to_the_topology_file() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("hoods.csv"), fixture("hoods.csv")).expect("write");
+    let yaml = "name: hoods\nspouts:\n  - { id: rows, type: file, args: { path: hoods.csv, format: csv, header: true, fields: [hood, popul] } }\nbolts:\n  - { id: print, type: stdout }\nstreams:\n  - { from: rows, to: print }\n";
+    let file = dir.path().join("hoods.yaml");
+    std::fs::write(&file, yaml).expect("write");
+    let out = storm(conf.path())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the header has no column `popul` (did you mean \"pop\"?)"),
+        "{err}"
+    );
+}

@@ -260,7 +260,7 @@ impl Validator<'_> {
                     crate::components::parse::spec::Format::Delimited { header: true, .. }
                 );
                 if header {
-                    if let Err(why) = file_header(rc, &spec) {
+                    if let Err(why) = file_header(rc, &spec, &self.ctx.base_dir) {
                         self.error(why, arg_span("fields"));
                     }
                 }
@@ -562,6 +562,7 @@ fn expression_offset(source: &str, w: &Spanned<RawValue>, text: &str) -> Option<
 fn file_header(
     rc: &RawComponent,
     spec: &crate::components::parse::spec::Spec,
+    base_dir: &std::path::Path,
 ) -> Result<(), String> {
     use std::io::BufRead;
     let is_file = rc.ctype.as_ref().is_some_and(|t| t.value == "file");
@@ -569,7 +570,7 @@ fn file_header(
     let Some(path) = path.and_then(|p| p.value.as_str()).filter(|_| is_file) else {
         return Ok(());
     };
-    let Ok(f) = std::fs::File::open(path) else {
+    let Ok(f) = std::fs::File::open(base_dir.join(path)) else {
         return Ok(());
     };
     let mut first = Vec::new();
