@@ -16,6 +16,7 @@ mod multilang;
 mod multilang_runs;
 mod net;
 mod newcomer;
+mod readers;
 mod rebalance;
 mod records;
 mod rollback;

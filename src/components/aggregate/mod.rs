@@ -255,6 +255,8 @@ pub struct Aggregate {
     watermark_moved: std::time::Instant,
     late: Option<crate::topology::plan::StreamId>,
     late_dropped: u64,
+    /// `topology.strict`: a late tuple with no `late` stream wired ends the run.
+    strict: bool,
     /// Of `late_dropped`, those a restored checkpoint counted (before this run).
     late_restored: u64,
     unusable: u64,
@@ -290,6 +292,7 @@ impl Aggregate {
             watermark_moved: std::time::Instant::now(),
             late: None,
             late_dropped: 0,
+            strict: false,
             late_restored: 0,
             unusable: 0,
             component: String::new(),
@@ -461,15 +464,25 @@ impl Aggregate {
         all_used
     }
 
-    fn windowed(&mut self, input: &Tuple, key: &Values, out: &mut dyn BoltCollector) {
+    fn windowed(
+        &mut self,
+        input: &Tuple,
+        key: &Values,
+        out: &mut dyn BoltCollector,
+    ) -> Result<(), super::FatalError> {
         let Some(t) = self.time_of(input) else {
             self.unusable += 1;
-            return;
+            return Ok(());
         };
         let late = self.windows.as_ref().is_some_and(|w| w.is_late(t));
         if late {
             match self.late {
                 Some(stream) => out.send(stream, &[input], input.values.clone()),
+                None if self.strict => {
+                    return Err(super::FatalError(format!(
+                        "a tuple came later than its windows (time {t} ms) (topology.strict: a late tuple ends the run; wire the `late` stream to keep such tuples)"
+                    )));
+                }
                 None => {
                     if self.late_dropped == 0 {
                         tracing::warn!("{}: a tuple came later than its windows and was left out (wire the `late` stream to keep such tuples)", self.component);
@@ -478,7 +491,7 @@ impl Aggregate {
                     out.dropped(1);
                 }
             }
-            return;
+            return Ok(());
         }
         if !self.add(input, key, Some(t)) {
             self.unusable += 1;
@@ -493,6 +506,7 @@ impl Aggregate {
         {
             self.close_windows(self.clock + 1, out);
         }
+        Ok(())
     }
 }
 
@@ -599,6 +613,10 @@ impl Bolt for Aggregate {
             .collect::<anyhow::Result<_>>()?;
         self.time = self.spec.time.as_deref().map(at).transpose()?;
         self.late = super::wired_stream(ctx, LATE_STREAM);
+        self.strict = ctx
+            .config
+            .get_bool(crate::components::parse::STRICT_KEY)
+            .unwrap_or(false);
         self.component = ctx.component.clone();
         let mut inputs: Vec<String> = Vec::new();
         for stream in ctx.topology.inputs_of(&ctx.component) {
@@ -627,7 +645,7 @@ impl Bolt for Aggregate {
             .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
             .collect();
         if self.windows.is_some() {
-            self.windowed(input, &key, out);
+            self.windowed(input, &key, out)?;
             return Ok(());
         }
         if !self.add(input, &key, None) {
