@@ -8,6 +8,8 @@ mod cluster_hardening;
 pub(crate) mod cluster_resources;
 mod config;
 mod cookbook;
+mod csv_aggregate;
+mod differential;
 mod flux;
 mod input_limits;
 mod layering;
