@@ -68,10 +68,10 @@ const JOBS: &[Job] = &[
         stdin: None,
         topology: "file(path=weather.csv, format=csv, header=true, fields=[date, precipitation, temp_max, temp_min, wind, weather]) \
             | map(set={month: substr(date, 1, 7)}) \
-            | aggregate(by=[month], ops=[sum(precipitation)) \
+            | aggregate(by=[month], ops=[sum(precipitation), max(precipitation), count]) \
             | stdout(format=json)",
         oracle: Oracle::Sql(
-            "select strftime(date, '%Y-%m'), sum(precipitation) \
+            "select strftime(date, '%Y-%m'), sum(precipitation), max(precipitation), count(*) \
              from read_csv('weather.csv') group by 1",
         ),
     },
