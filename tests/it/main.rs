@@ -23,6 +23,7 @@ mod rollback;
 mod run;
 pub(crate) mod run_reliability;
 mod state;
+mod state_trust;
 mod stateful;
 mod support;
 mod ui;

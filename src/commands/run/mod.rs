@@ -65,6 +65,9 @@ fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
         &opts,
         !args.quiet,
     )?;
+    if args.fresh {
+        start_over(&loaded.topology)?;
+    }
     if loaded.topology.at_least_once() && !args.quiet {
         let spouts = loaded.topology.unrewinding_spouts().join("`, `");
         crate::stderr_println!(
@@ -72,6 +75,21 @@ fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
         );
     }
     Ok((loaded, overrides))
+}
+
+/// `--fresh`: remove what the topology's state dir holds, if it has one and it exists.
+fn start_over(topology: &Topology) -> Result<(), Status> {
+    let fail = |e: anyhow::Error| {
+        crate::stderr_println!("error: {e:#}");
+        Status::Failure
+    };
+    let dir = crate::runtime::checkpoint::setup::state_dir(topology).map_err(fail)?;
+    let Some(dir) = dir.filter(|d| d.exists()) else {
+        return Ok(());
+    };
+    crate::state::dir::clear(&dir).map_err(|e| fail(e.context("--fresh: not starting over")))?;
+    crate::stderr_println!("--fresh: removed the state dir {}", dir.display());
+    Ok(())
 }
 
 /// First SIGINT/SIGTERM sets the flag (stop the spouts and drain); a second one while draining
