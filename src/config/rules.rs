@@ -120,6 +120,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("topology.stateful", Rule::Bool),
     ("topology.state.provider", Rule::OneOf(STATE_PROVIDERS)),
     ("topology.state.dir", Rule::OptionalString),
+    ("topology.state.guarantee", Rule::OneOf(STATE_GUARANTEES)),
     (
         "topology.state.checkpoint.interval.ms",
         Rule::Int {
@@ -181,6 +182,11 @@ pub const RULES: &[(&str, Rule)] = &[
 /// The values of `topology.state.provider`: state in this process only, or in an embedded
 /// crash-safe database under `topology.state.dir`.
 pub const STATE_PROVIDERS: &[&str] = &["memory", "embedded"];
+
+/// The values of `topology.state.guarantee`: what a stateful topology promises its state.
+/// `exactly_once` refuses spouts that cannot rewind to a checkpoint; `at_least_once` accepts
+/// them (their tuples may reach the state again after a failure).
+pub const STATE_GUARANTEES: &[&str] = &["exactly_once", "at_least_once"];
 
 pub fn rule_of(key: &str) -> Option<Rule> {
     RULES.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)

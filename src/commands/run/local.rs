@@ -18,6 +18,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     let signalled = drain_on_signals()?;
 
     let topology = Arc::new(loaded.topology);
+    let at_least_once = topology.at_least_once();
     let running = runtime::start_local(topology.clone())?;
     let ui = match &args.ui {
         Some(addr) => Some(crate::commands::ui::serve_local(addr, topology, &running)?),
@@ -34,7 +35,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     runtime::tap::flush_debug();
     drop(ui);
     drop(watcher);
-    finish(&args, &result?, Scope::Local)
+    finish(&args, &result?, Scope::Local, at_least_once)
 }
 
 /// Whether the progress line is drawn: `--progress`, or by default when stderr is a terminal

@@ -68,7 +68,31 @@ fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
         &opts,
         !args.quiet,
     )?;
+    if args.fresh {
+        start_over(&loaded.topology)?;
+    }
+    if loaded.topology.at_least_once() && !args.quiet {
+        let spouts = loaded.topology.unrewinding_spouts().join("`, `");
+        crate::stderr_println!(
+            "storm: state guarantee: at least once (topology.state.guarantee): spout `{spouts}` cannot rewind to a checkpoint, so after a failure its tuples may reach the state again"
+        );
+    }
     Ok((loaded, overrides))
+}
+
+/// `--fresh`: remove what the topology's state dir holds, if it has one and it exists.
+fn start_over(topology: &Topology) -> Result<(), Status> {
+    let fail = |e: anyhow::Error| {
+        crate::stderr_println!("error: {e:#}");
+        Status::Failure
+    };
+    let dir = crate::runtime::checkpoint::setup::state_dir(topology).map_err(fail)?;
+    let Some(dir) = dir.filter(|d| d.exists()) else {
+        return Ok(());
+    };
+    crate::state::dir::clear(&dir).map_err(|e| fail(e.context("--fresh: not starting over")))?;
+    crate::stderr_println!("--fresh: removed the state dir {}", dir.display());
+    Ok(())
 }
 
 /// First SIGINT/SIGTERM sets the flag (stop the spouts and drain); a second one while draining
@@ -230,12 +254,29 @@ enum Scope {
 }
 
 /// The end of a run in any mode: `--stats`, the summary, and the exit status (a failure when
-/// tuples were lost).
-fn finish(args: &RunArgs, report: &RunReport, scope: Scope) -> anyhow::Result<Status> {
+/// tuples were lost). `at_least_once`: the topology's state is kept at least once (see
+/// [`Topology::at_least_once`]), and the summary says how many tuples its spouts replayed.
+fn finish(
+    args: &RunArgs,
+    report: &RunReport,
+    scope: Scope,
+    at_least_once: bool,
+) -> anyhow::Result<Status> {
     if let Some(path) = &args.stats {
         write_stats(path, report, scope)?;
     }
     print_summary(args, report);
+    if at_least_once && !args.quiet {
+        let replayed: u64 = report
+            .components
+            .iter()
+            .filter(|c| c.kind == "spout")
+            .map(|c| c.replayed)
+            .sum();
+        crate::stderr_println!(
+            "state guarantee: at least once; spouts replayed {replayed} tuple(s), which may have reached the state twice"
+        );
+    }
     if report.lost > 0 {
         crate::stderr_println!(
             "error: {} tuple(s) were given up on after their retries and are lost",

@@ -156,7 +156,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     let report = spread_report(home, &topology, &beats, started.elapsed());
     drop(watcher);
     drop(cleanup);
-    finish(&args, &report, Scope::Spread)
+    finish(&args, &report, Scope::Spread, topology.at_least_once())
 }
 
 /// Open nimbus in the run's folder (stopped by `cleanup`) and serve it on a loopback port.
