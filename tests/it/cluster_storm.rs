@@ -2,7 +2,8 @@
 //! `storm.py` laid out beside `randomsentence.js` and `splitsentence.py` as in a jar's
 //! `resources/` run from the folder `storm submit` ships (the submitted folder deleted at
 //! once), and no secret (`ui.token`, the cluster secret, what `storm.secret.keys` lists)
-//! reaches a child's handshake conf.
+//! reaches a child's handshake conf; a killed crash-looping topology leaves its slots to the
+//! next one at once.
 
 use crate::cluster::{client, eventually, free_port, start_nimbus, storm, Daemons};
 use std::path::{Path, PathBuf};
@@ -54,11 +55,14 @@ fn storm_layout(dir: &Path, text: &str) -> PathBuf {
     file
 }
 
-/// Nimbus and one supervisor with one slot; nimbus's address.
-fn cluster(daemons: &mut Daemons, data: &Path) -> String {
+/// Nimbus and one supervisor with `slots` slots; nimbus's address.
+fn cluster(daemons: &mut Daemons, data: &Path, slots: usize) -> String {
     let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     start_nimbus(daemons, &addr, data);
-    let port = free_port("127.0.0.1").to_string();
+    let ports: Vec<String> = (0..slots)
+        .map(|_| free_port("127.0.0.1").to_string())
+        .collect();
+    let port = ports.join(",");
     daemons.spawn(
         "supervisor",
         storm().args([
@@ -92,7 +96,7 @@ fn storms_own_multilang_layout_runs_from_the_shipped_folder_without_secrets() {
     let sources = tempfile::tempdir().expect("tempdir");
     let file = storm_layout(sources.path(), &topology(&words, &conf));
     let mut daemons = Daemons::default();
-    let addr = cluster(&mut daemons, &keep.path().join("nimbus"));
+    let addr = cluster(&mut daemons, &keep.path().join("nimbus"), 1);
 
     let submitted = client(&[
         "submit",
@@ -172,4 +176,104 @@ fn processes_run_children_from_a_copy_removed_at_the_end() {
     assert!(!cwd.exists(), "{} left behind", cwd.display());
     let recorded = std::fs::read_to_string(&words).expect("words recorded");
     assert!(recorded.lines().count() > 0);
+}
+
+/// Two workers whose python bolt dies at start: every worker dies, again and again.
+const CRASHING: &str = "\
+name: crashing
+config:
+  topology.workers: 2
+  topology.message.timeout.secs: 600
+spouts:
+  - id: gen
+    type: generate
+    args: { count: 1000000, rate: 100, values: [[a]] }
+bolts:
+  - id: dies
+    type: shell
+    command: [python3, -c, 'import sys; sys.exit(3)']
+    fields: [word]
+    parallelism: 2
+streams:
+  - from: gen
+    to: dies
+";
+
+const TWO_WORKERS: &str = "\
+name: two-workers
+config:
+  topology.workers: 2
+  topology.acker.executors: 0
+spouts:
+  - id: gen
+    type: generate
+    args: { count: 1000000, rate: 100, values: [[a]] }
+bolts:
+  - id: sink
+    type: discard
+    parallelism: 2
+streams:
+  - from: gen
+    to: sink
+";
+
+/// `storm list`'s row of `name`: its status and worker count.
+fn listed(addr: &str, name: &str) -> Option<(String, String)> {
+    let out = client(&["list", "--nimbus", addr])?;
+    let line = out.lines().find(|l| l.starts_with(name))?;
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    Some((cols.get(2)?.to_string(), cols.get(3)?.to_string()))
+}
+
+/// Killed after its slots were reported failing, a crash-looping topology has nothing in
+/// flight: its slots go to the next topology at once (not after its 600 s message timeout),
+/// and the next one's status is its own, not an inherited `failing`.
+#[test]
+fn a_killed_crash_looping_topology_frees_its_slots_for_the_next_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut daemons = Daemons::default();
+    let addr = cluster(&mut daemons, &dir.path().join("nimbus"), 2);
+    let crashing = dir.path().join("crashing.yaml");
+    std::fs::write(&crashing, CRASHING).expect("write");
+    let two = dir.path().join("two.yaml");
+    std::fs::write(&two, TWO_WORKERS).expect("write");
+    let path = |p: &Path| p.to_str().expect("utf-8").to_string();
+
+    let id = client(&["submit", &path(&crashing), "--nimbus", &addr]).expect("submit");
+    let id = id.trim().to_string();
+    eventually(
+        "both slots of the crashing topology reported failing",
+        || {
+            let failing = listed(&addr, "crashing").is_some_and(|(status, _)| status == "failing");
+            let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+            let slots: std::collections::BTreeSet<&str> = tree
+                .split("worker slot ")
+                .skip(1)
+                .filter_map(|rest| rest.split_once(" keeps failing").map(|(slot, _)| slot))
+                .collect();
+            (failing && slots.len() == 2).then_some(())
+        },
+    );
+    client(&["kill", "crashing", "--nimbus", &addr]).expect("kill");
+    client(&["submit", &path(&two), "--nimbus", &addr]).expect("submit the next");
+    let (status, workers) = eventually("the next topology on both slots", || {
+        listed(&addr, "two-workers").filter(|(_, workers)| workers == "2")
+    });
+    assert_eq!((status.as_str(), workers.as_str()), ("active", "2"));
+    assert!(
+        listed(&addr, "crashing").is_none(),
+        "the killed one is gone"
+    );
+    // Its dead workers' copies of its folder went with them.
+    let copies = std::env::temp_dir().join("storm-resources");
+    eventually("the crashed workers' copies removed", || {
+        let ours = |e: std::fs::DirEntry| {
+            let name = e.file_name();
+            name.to_string_lossy().starts_with(&format!("{id}-"))
+        };
+        let left = std::fs::read_dir(&copies)
+            .map(|d| d.flatten().any(ours))
+            .unwrap_or(false);
+        (!left).then_some(())
+    });
 }
