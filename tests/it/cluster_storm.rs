@@ -277,3 +277,148 @@ fn a_killed_crash_looping_topology_frees_its_slots_for_the_next_at_once() {
         (!left).then_some(())
     });
 }
+
+/// storm-starter's sentence spout (it emits again every tuple that fails) into its async
+/// split bolt (5 s a tuple) with a 5 s message timeout: every tree times out and is emitted
+/// again, so a drain would never end by itself.
+const ENDLESS_DRAIN: &str = "\
+name: endless-drain
+config:
+  topology.message.timeout.secs: 5
+spouts:
+  - id: sentences
+    type: shell
+    command: [node, randomsentence.js]
+    fields: [sentence]
+bolts:
+  - id: split
+    type: shell
+    command: [node, asyncSplitsentence.js]
+    fields: [word]
+  - id: sink
+    type: discard
+streams:
+  - from: sentences
+    to: split
+    grouping: shuffle
+  - from: split
+    to: sink
+    grouping: shuffle
+";
+
+/// Wait for `child` to end (killing it if it outlives the cluster tests' wait); its exit code
+/// and standard error.
+fn ended(mut child: std::process::Child) -> (Option<i32>, String) {
+    let status = crate::support::poll_until(
+        "the run to end",
+        crate::cluster::WAIT,
+        std::time::Duration::from_millis(100),
+        || child.try_wait().ok().flatten(),
+    );
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.code(), err)
+}
+
+/// `--duration` ends a run whose drain never would, locally and over worker processes: what
+/// is still pending after the message timeout and the grace is abandoned and counted.
+#[test]
+fn a_duration_ends_a_drain_that_would_never_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = storm_layout(dir.path(), ENDLESS_DRAIN);
+    for mode in [&[][..], &["--processes"][..]] {
+        let child = storm()
+            .arg("run")
+            .arg(&file)
+            .args(["--duration", "2s", "--summary"])
+            .args(mode)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("storm run");
+        let (code, err) = ended(child);
+        assert_eq!(code, Some(0), "{mode:?}: {err}");
+        assert!(
+            err.contains("giving up what is still pending"),
+            "{mode:?}: {err}"
+        );
+        assert!(err.contains("abandoned: "), "{mode:?}: {err}");
+    }
+}
+
+/// A run's standard error, read as it comes (so the child never blocks on a full pipe).
+struct Stderr(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Stderr {
+    fn of(child: &mut std::process::Child) -> Stderr {
+        use std::io::{BufRead, BufReader};
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let pipe = child.stderr.take().expect("stderr piped");
+        let into = text.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut t = into.lock().unwrap_or_else(|e| e.into_inner());
+                t.push_str(&line);
+                t.push('\n');
+            }
+        });
+        Stderr(text)
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The first SIGINT drains and ends the run within the message timeout and the grace,
+/// abandoning what is pending; a second one while it drains ends it at once with 130.
+#[test]
+fn a_first_interrupt_ends_an_endless_drain_and_a_second_exits_130() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = storm_layout(dir.path(), ENDLESS_DRAIN);
+    let start = || {
+        let mut child = storm()
+            .arg("run")
+            .arg(&file)
+            .arg("--summary")
+            .env("STORM_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("storm run");
+        let err = Stderr::of(&mut child);
+        // The spout logs each emit once its task ids are back: a tree is then pending in
+        // the 5-second bolt.
+        eventually("a sentence emitted", || {
+            err.text().contains("sent to task ids").then_some(())
+        });
+        (child, err)
+    };
+    let (mut child, err) = start();
+    crate::cluster::signal(child.id(), "-INT");
+    let status = crate::support::poll_until(
+        "the run to end",
+        crate::cluster::WAIT,
+        std::time::Duration::from_millis(100),
+        || child.try_wait().ok().flatten(),
+    );
+    let text = eventually("the summary", || {
+        let t = err.text();
+        t.contains("abandoned: ").then_some(t)
+    });
+    assert_eq!(status.code(), Some(0), "{text}");
+
+    let (mut child, _err) = start();
+    crate::cluster::signal(child.id(), "-INT");
+    crate::cluster::signal(child.id(), "-INT");
+    let status = crate::support::poll_until(
+        "the run to end",
+        crate::cluster::WAIT,
+        std::time::Duration::from_millis(100),
+        || child.try_wait().ok().flatten(),
+    );
+    assert_eq!(status.code(), Some(130));
+}
