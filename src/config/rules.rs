@@ -38,6 +38,8 @@ pub enum Rule {
     Environment,
     /// A list of host names (or `host:port`), or null.
     Hosts,
+    /// A list of configuration keys.
+    Keys,
 }
 
 /// The rule of every key that has one.
@@ -147,6 +149,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ),
     ("nimbus.seeds", Rule::Hosts),
     ("storm.cluster.secret", Rule::OptionalString),
+    ("storm.secret.keys", Rule::Keys),
     ("supervisor.slots.ports", Rule::Ports),
     (
         "supervisor.worker.timeout.secs",
@@ -290,6 +293,13 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         Rule::Ports => check_ports(value),
         Rule::Environment => check_environment(value),
         Rule::Hosts => check_hosts(value),
+        Rule::Keys => match value.as_array() {
+            Some(keys) if keys.iter().all(Value::is_string) => Ok(()),
+            _ => Err(format!(
+                "must be a list of configuration keys like `[ui.token, my.api.key]` (got {})",
+                show(value)
+            )),
+        },
     }
 }
 

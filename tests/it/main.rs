@@ -6,6 +6,7 @@ mod cli;
 pub(crate) mod cluster;
 mod cluster_hardening;
 pub(crate) mod cluster_resources;
+mod cluster_storm;
 mod config;
 mod cookbook;
 mod csv_aggregate;

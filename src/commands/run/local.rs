@@ -19,6 +19,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
 
     let topology = Arc::new(loaded.topology);
     let at_least_once = topology.at_least_once();
+    let message_timeout = topology.config.message_timeout();
     let running = runtime::start_local(topology.clone())?;
     let ui = match &args.ui {
         Some(addr) => Some(crate::commands::ui::serve_local(addr, topology, &running)?),
@@ -26,8 +27,12 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     };
     let progress = show_progress(&args).then(|| running.stats.clone());
     let control = running.control.clone();
+    let abandon = running.control.clone();
+    let when = StopWhen::new(signalled, args.duration).abandon_after(message_timeout, move || {
+        abandon.abandon.store(true, Ordering::Relaxed)
+    });
     let watcher = StopWatcher::spawn(
-        StopWhen::new(signalled, args.duration),
+        when,
         move || control.stop.store(true, Ordering::Relaxed),
         progress,
     )?;
