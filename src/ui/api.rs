@@ -511,13 +511,17 @@ pub fn rebalance_options(body: &str) -> Result<Rebalance, String> {
         return Ok(Rebalance::default());
     }
     let v: Value = serde_json::from_str(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let top = object(&v, "the body", &["rebalanceOptions"])?;
+    // Storm's documented body also carries `callback` and `count` (its UI's own); neither
+    // changes a rebalance.
+    let top = object(&v, "the body", &["rebalanceOptions", "callback", "count"])?;
     let Some(opts) = top.get("rebalanceOptions") else {
         return Ok(Rebalance::default());
     };
     let opts = object(opts, "rebalanceOptions", &["numWorkers", "executors"])?;
+    // A number or a string of one, as Storm's documented sample writes them (`"spout": "5"`).
     let count = |v: &Value, what: &str| {
         v.as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| format!("{what} must be a whole number, got {v}"))
     };
@@ -535,6 +539,34 @@ pub fn rebalance_options(body: &str) -> Result<Rebalance, String> {
         }
     }
     Ok(r)
+}
+
+/// A form post's rebalance options (`application/x-www-form-urlencoded`): a
+/// `rebalanceOptions` field holding the JSON object, or `numWorkers=N` as a field of its own;
+/// `callback` and `count` are ignored as in the JSON body.
+pub fn rebalance_form(pairs: &[(String, String)]) -> Result<Rebalance, String> {
+    let mut options = serde_json::Map::new();
+    for (k, v) in pairs {
+        match k.as_str() {
+            "rebalanceOptions" => {
+                let opts: Value = serde_json::from_str(v)
+                    .map_err(|e| format!("the rebalanceOptions field is not JSON: {e}"))?;
+                return rebalance_options(&json!({ "rebalanceOptions": opts }).to_string());
+            }
+            "numWorkers" => {
+                options.insert(k.clone(), json!(v));
+            }
+            "callback" | "count" => {}
+            other => {
+                let known = ["rebalanceOptions", "numWorkers", "callback", "count"];
+                let hint = crate::topology::yaml::suggest(other, known.iter().copied())
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                return Err(format!("unknown form field `{other}`{hint}"));
+            }
+        }
+    }
+    rebalance_options(&json!({ "rebalanceOptions": options }).to_string())
 }
 
 /// `v` as an object whose keys are all `known` (a suggestion for a misspelt one).
