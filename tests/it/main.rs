@@ -25,6 +25,7 @@ mod state;
 mod stateful;
 mod support;
 mod ui;
+mod ui_hostile;
 mod validate;
 mod windows;
 mod zk;

@@ -40,7 +40,12 @@ pub async fn serve(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>,
             Err(Stop::Quietly) => return,
             Err(Stop::Refused(r)) => {
                 let answer = plain(r.status, &r.message);
-                let _ = write(&mut stream, &shared.limits, &answer, true).await;
+                if write(&mut stream, &shared.limits, &answer, true)
+                    .await
+                    .is_ok()
+                {
+                    linger(&mut stream).await;
+                }
                 return;
             }
         };
@@ -144,6 +149,23 @@ async fn read_more(
             status: 408,
             message: "the request did not arrive whole in time".into(),
         })),
+    }
+}
+
+/// After a refusal, end the sending side and read (into a fixed buffer, never kept) what the
+/// client still sends, for a bounded time and amount: closing with unread bytes would reset
+/// the connection, and the client could lose the refusal before reading it.
+async fn linger(stream: &mut TcpStream) {
+    const MOST: usize = 1024 * 1024;
+    let _ = stream.shutdown().await;
+    let until = Instant::now() + Duration::from_secs(1);
+    let mut chunk = [0u8; CHUNK];
+    let mut seen = 0;
+    while seen < MOST {
+        match timeout_at(until, stream.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => seen += n,
+            _ => return,
+        }
     }
 }
 
