@@ -108,6 +108,8 @@ pub struct Nimbus {
     secret: Option<Secret>,
     /// Set to end the accept loop and the monitor.
     pub stop: Arc<AtomicBool>,
+    /// When this nimbus started (its UI's `nimbusUpTime`).
+    pub started: std::time::Instant,
 }
 
 /// A data folder that lost its `tree.json` but kept submissions under `stormdist/`: nimbus
@@ -243,6 +245,7 @@ impl Nimbus {
             dirty: AtomicBool::new(true),
             secret,
             stop: Arc::new(AtomicBool::new(false)),
+            started: std::time::Instant::now(),
         });
         nimbus.save()?;
         Ok(nimbus)
@@ -960,6 +963,11 @@ impl Nimbus {
             let _ = self.store.delete_all(&ha::submission_path(&root, &id));
             tracing::info!("nimbus: removed {id}, killed under the previous leader");
         }
+    }
+
+    /// Whether this nimbus leads now (asked of ZooKeeper; a lone nimbus leads).
+    pub fn leads(&self) -> bool {
+        self.zk.as_ref().is_none_or(|zk| zk.leads_now())
     }
 
     /// Enter the leader election as `address` (with ZooKeeper; a lone nimbus leads anyway).

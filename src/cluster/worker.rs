@@ -571,6 +571,8 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
                 ("emitted", &st.emitted),
                 ("transferred", &st.transferred),
                 ("execute_ns", &st.execute_ns),
+                ("complete_us", &st.complete_us),
+                ("completes_sampled", &st.completes_sampled),
                 ("errors", &st.errors),
                 ("executed", &st.executed),
                 ("acked", &st.acked),

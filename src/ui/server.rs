@@ -9,12 +9,14 @@
 //! Storm's JSONP (`?callback=`) is answered only with the token in the query.
 
 use super::api::{self, CapacityWindow};
+use super::windows::{self, Windows};
 use super::{Action, Source, TopologyView};
 use crate::net::http::{self, Body, Request, Response};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The page and its assets, compiled into the binary (no network needed to show it).
 const INDEX_HTML: &str = include_str!("assets/index.html");
@@ -24,7 +26,24 @@ const STYLE_CSS: &str = include_str!("assets/style.css");
 /// A running UI server; it stops when dropped.
 pub struct UiServer {
     _server: http::Server,
+    /// Dropped with the server: the sampler of the stats windows ends.
+    _sampling: crossbeam_channel::Sender<()>,
     pub addr: SocketAddr,
+}
+
+/// How often the counters are sampled for the stats windows.
+const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+
+/// Sample every topology's counters for the stats windows until `stop`'s sender is dropped.
+fn sample(shared: &Shared, stop: &crossbeam_channel::Receiver<()>) {
+    loop {
+        let tops = shared.source.topologies();
+        lock(&shared.windows).record(&tops, Instant::now());
+        match stop.recv_timeout(SAMPLE_EVERY) {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+    }
 }
 
 /// What every request handler shares.
@@ -32,6 +51,10 @@ struct Shared {
     source: Arc<dyn Source>,
     token: Option<String>,
     window: Mutex<CapacityWindow>,
+    /// Counters sampled for Storm's 10-minute, 3-hour and 1-day windows.
+    windows: Mutex<Windows>,
+    /// Log levels posted to `/topology/:id/logconfig`, per topology id.
+    log_levels: Mutex<HashMap<String, serde_json::Map<String, Value>>>,
     /// Listening on a loopback address: requests must name a local host (a page of another
     /// site whose name was made to resolve to 127.0.0.1 does not).
     loopback: bool,
@@ -63,13 +86,20 @@ pub fn start(
         source,
         token,
         window: Mutex::new(CapacityWindow::default()),
+        windows: Mutex::new(Windows::default()),
+        log_levels: Mutex::new(HashMap::new()),
         loopback: !open,
     });
-    let server = http::start("ui-http", addr, http::Limits::default(), shared)
+    let server = http::start("ui-http", addr, http::Limits::default(), shared.clone())
         .map_err(|e| anyhow::anyhow!("the UI cannot listen on {addr}: {e}"))?;
+    let (sampling, stop) = crossbeam_channel::bounded(0);
+    std::thread::Builder::new()
+        .name("ui-windows".into())
+        .spawn(move || sample(&shared, &stop))?;
     Ok(UiServer {
         addr: server.addr,
         _server: server,
+        _sampling: sampling,
     })
 }
 
@@ -354,7 +384,7 @@ fn route(shared: &Shared, request: &Request) -> Reply {
             )
         }
         ("GET", ["api", "v1", rest @ ..]) => {
-            let reply = get_api(shared, rest, wants_sys(query));
+            let reply = get_api(shared, rest, query);
             match jsonp_callback(query) {
                 Some(_) if !has_token(shared, request) => Reply::error(
                     403,
@@ -364,6 +394,9 @@ fn route(shared: &Shared, request: &Request) -> Reply {
                 Some(callback) => reply.wrapped_in(callback),
                 None => reply,
             }
+        }
+        ("POST", ["api", "v1", "topology", id, "logconfig"]) => {
+            post_log_config(shared, request, id)
         }
         ("POST", ["api", "v1", "topology", id, op @ ..]) => {
             let id = id.to_string();
@@ -401,8 +434,20 @@ fn find<'a>(tops: &'a [TopologyView], id: &str) -> Result<&'a TopologyView, Repl
         })
 }
 
-fn get_api(shared: &Shared, path: &[&str], sys: bool) -> Reply {
+/// `t` over the window of `len` (all time when `None`), the samples kept up to date first;
+/// and the seconds the window covers.
+fn windowed(shared: &Shared, t: &TopologyView, len: Option<Duration>) -> (TopologyView, u64) {
     let now = Instant::now();
+    let mut windows = lock(&shared.windows);
+    windows.record(std::slice::from_ref(t), now);
+    match len {
+        None => (t.clone(), t.uptime.as_secs()),
+        Some(len) => windows.over(t, len, now),
+    }
+}
+
+fn get_api(shared: &Shared, path: &[&str], query: &str) -> Reply {
+    let sys = wants_sys(query);
     match path {
         ["cluster", "summary"] => {
             let tops = shared.source.topologies();
@@ -414,6 +459,26 @@ fn get_api(shared: &Shared, path: &[&str], sys: bool) -> Reply {
         ["supervisor", "summary"] => {
             Reply::json(200, &api::supervisor_summary(&shared.source.supervisors()))
         }
+        ["supervisor"] => {
+            let id = query_value(query, "id");
+            let host = query_value(query, "host");
+            if id.is_none() && host.is_none() {
+                return Reply::error(400, "name the supervisor: `?id=ID` or `?host=HOST`");
+            }
+            let sups: Vec<_> = shared
+                .source
+                .supervisors()
+                .into_iter()
+                .filter(|s| id.as_ref().is_none_or(|i| &s.id == i))
+                .filter(|s| host.as_ref().is_none_or(|h| &s.host == h))
+                .collect();
+            let tops = shared.source.topologies();
+            Reply::json(200, &api::supervisor(&sups, &tops))
+        }
+        ["nimbus", "summary"] => Reply::json(200, &api::nimbus_summary(&shared.source.nimbuses())),
+        ["history", "summary"] => {
+            Reply::json(200, &api::history_summary(&shared.source.topologies()))
+        }
         ["topology", "summary"] => {
             Reply::json(200, &api::topology_summary(&shared.source.topologies()))
         }
@@ -423,30 +488,77 @@ fn get_api(shared: &Shared, path: &[&str], sys: bool) -> Reply {
                 Ok(t) => t,
                 Err(r) => return r,
             };
-            let mut window = lock(&shared.window);
-            match rest {
-                [] => Reply::json(200, &api::topology(t, sys, &mut window, now)),
-                ["visualization"] => {
-                    Reply::json(200, &api::visualization(t, sys, &mut window, now))
-                }
-                ["component", c] => match t.component(c) {
-                    Some(comp) => Reply::json(200, &api::component(t, comp, &mut window, now)),
-                    None => {
-                        let ids: Vec<&str> = t.components.iter().map(|c| c.id.as_str()).collect();
-                        let hint = crate::topology::yaml::suggest(c, ids.iter().copied())
-                            .map(|s| format!("; did you mean `{s}`?"))
-                            .unwrap_or_default();
-                        Reply::error(
-                            404,
-                            format!("topology `{}` has no component `{c}`{hint}", t.id),
-                        )
-                    }
-                },
-                _ => Reply::error(404, format!("no such page of topology `{}`", t.id)),
-            }
+            topology_api(shared, t, rest, query, sys)
         }
         _ => Reply::error(404, format!("no API endpoint /api/v1/{}", path.join("/"))),
     }
+}
+
+/// The pages of one topology, over the window `?window=` names (all time by default).
+fn topology_api(shared: &Shared, t: &TopologyView, rest: &[&str], query: &str, sys: bool) -> Reply {
+    let now = Instant::now();
+    let name = query_value(query, "window").unwrap_or_else(|| ":all-time".into());
+    let len = match windows::parse(&name) {
+        Ok(len) => len,
+        Err(e) => return Reply::error(400, e),
+    };
+    let (view, _) = windowed(shared, t, len);
+    match rest {
+        [] => {
+            let stats = windows::WINDOWS
+                .iter()
+                .map(|w| {
+                    let (v, covered) = windowed(shared, t, windows::parse(w).ok().flatten());
+                    api::topology_stats(&v, w, covered, sys)
+                })
+                .collect();
+            let mut capacity = lock(&shared.window);
+            Reply::json(
+                200,
+                &api::topology((&view, t), (&name, stats), sys, &mut capacity, now),
+            )
+        }
+        ["visualization"] => {
+            let mut capacity = lock(&shared.window);
+            Reply::json(200, &api::visualization(t, sys, &mut capacity, now))
+        }
+        ["metrics"] => {
+            let component = query_value(query, "component_id");
+            Reply::json(200, &api::metrics(&view, &name, component.as_deref(), sys))
+        }
+        ["logconfig"] => Reply::json(200, &log_config(shared, &t.id)),
+        ["component", c] => match view.component(c) {
+            Some(comp) => {
+                let mut capacity = lock(&shared.window);
+                let both = (&view, t);
+                Reply::json(200, &api::component(both, comp, &name, &mut capacity, now))
+            }
+            None => {
+                let ids: Vec<&str> = t.components.iter().map(|c| c.id.as_str()).collect();
+                let hint = crate::topology::yaml::suggest(c, ids.iter().copied())
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                Reply::error(
+                    404,
+                    format!("topology `{}` has no component `{c}`{hint}", t.id),
+                )
+            }
+        },
+        _ => Reply::error(404, format!("no such page of topology `{}`", t.id)),
+    }
+}
+
+/// `/topology/:id/logconfig`: the log levels set for the topology (Storm's
+/// `namedLoggerLevels`), and whether they are in effect.
+fn log_config(shared: &Shared, id: &str) -> Value {
+    let levels = lock(&shared.log_levels)
+        .get(id)
+        .cloned()
+        .unwrap_or_default();
+    json!({
+        "namedLoggerLevels": levels,
+        "applied": shared.source.log_levels_applied(),
+    })
 }
 
 /// Whether a POST may change things: the token when one is set; from a browser, a page of
@@ -479,6 +591,83 @@ fn authorized(shared: &Shared, request: &Request) -> Result<(), Reply> {
         ));
     }
     Ok(())
+}
+
+/// Storm's log levels.
+const LOG_LEVELS: [&str; 8] = [
+    "ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF",
+];
+
+/// `POST /topology/:id/logconfig` with Storm's body: `{"namedLoggerLevels": {LOGGER:
+/// {"target_level": LEVEL, "timeout": SECS}}}`; a logger without a level is cleared. The
+/// levels are kept (shown by the GET) and handed to [`Source::set_log_levels`].
+fn post_log_config(shared: &Shared, request: &Request, id: &str) -> Reply {
+    if let Err(r) = authorized(shared, request) {
+        return r;
+    }
+    let tops = shared.source.topologies();
+    let id = match find(&tops, id) {
+        Ok(t) => t.id.clone(),
+        Err(r) => return r,
+    };
+    let body: Value = match serde_json::from_slice(&request.body) {
+        Ok(v) => v,
+        Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+    };
+    let Some(named) = body.get("namedLoggerLevels").and_then(Value::as_object) else {
+        return Reply::error(
+            400,
+            "the body must hold `namedLoggerLevels`: an object of logger names",
+        );
+    };
+    let mut levels = lock(&shared.log_levels)
+        .get(&id)
+        .cloned()
+        .unwrap_or_default();
+    for (logger, setting) in named {
+        let level = setting
+            .get("target_level")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if level.is_empty() {
+            levels.remove(logger);
+            continue;
+        }
+        let level = level.to_ascii_uppercase();
+        if !LOG_LEVELS.contains(&level.as_str()) {
+            return Reply::error(
+                400,
+                format!(
+                    "`{logger}`: target_level `{level}` is not one of {}",
+                    LOG_LEVELS.join(", ")
+                ),
+            );
+        }
+        let timeout = match setting.get("timeout") {
+            None => 0,
+            Some(t) => match t
+                .as_u64()
+                .or_else(|| t.as_str().and_then(|s| s.parse().ok()))
+            {
+                Some(t) => t,
+                None => {
+                    return Reply::error(
+                        400,
+                        format!("`{logger}`: timeout `{t}` is not a number of seconds"),
+                    )
+                }
+            },
+        };
+        levels.insert(
+            logger.clone(),
+            json!({ "target_level": level, "timeout": timeout }),
+        );
+    }
+    if let Err(e) = shared.source.set_log_levels(&id, &levels) {
+        return Reply::error(500, format!("{e:#}"));
+    }
+    lock(&shared.log_levels).insert(id.clone(), levels);
+    Reply::json(200, &log_config(shared, &id))
 }
 
 /// A rebalance's options from its body: JSON (Storm's documented body), or a form post.
