@@ -26,6 +26,7 @@ mod stateful;
 mod support;
 mod ui;
 mod ui_hostile;
+mod ui_rest;
 mod validate;
 mod windows;
 mod zk;
