@@ -2,8 +2,8 @@
 //! handler answer it on a blocking thread, write the answer, and go on with the next request
 //! the client sent (pipelined ones are already in the buffer) until either side ends it.
 
-use super::accept::Slot;
 use super::head::{self, Head, Parsed, Refusal};
+use super::slots::Slot;
 use super::{reason, Body, Handler, Limits, Request, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -17,6 +17,7 @@
 mod accept;
 mod conn;
 pub mod head;
+mod slots;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
