@@ -429,8 +429,13 @@ impl Nimbus {
                 self.slot_failing(&id, &slot, &error)?;
                 Value::Null
             }
-            Request::ReportError { id, task, error } => {
-                self.report_error(&id, task, error)?;
+            Request::ReportError {
+                id,
+                task,
+                error,
+                worker,
+            } => {
+                self.report_error(&id, task, error, worker)?;
                 Value::Null
             }
             Request::CheckpointJoin {
@@ -534,11 +539,18 @@ impl Nimbus {
     }
 
     /// Record a component error under `/taskerrors` (Storm's `report-error`).
-    pub(crate) fn report_error(&self, id: &str, task: u32, error: String) -> anyhow::Result<()> {
+    pub(crate) fn report_error(
+        &self,
+        id: &str,
+        task: u32,
+        error: String,
+        worker: Option<String>,
+    ) -> anyhow::Result<()> {
         self.changed();
         let err = TaskError {
             error,
             time_secs: now_secs(),
+            worker,
         };
         self.state().report_error(id, task, &err)?;
         Ok(())
@@ -556,13 +568,20 @@ impl Nimbus {
         self.changed();
         tracing::warn!("nimbus: {id}: the worker on {slot} keeps failing: {error}");
         let state = self.state();
-        let tasks = state
-            .assignment(id)?
+        let assignment = state.assignment(id)?;
+        let tasks = assignment
+            .as_ref()
             .map(|a| a.tasks_of(slot))
             .unwrap_or_default();
+        // The worker's `host:port`, as the UI shows workers.
+        let worker = assignment
+            .as_ref()
+            .and_then(|a| a.node_host.get(&slot.node))
+            .map(|host| format!("{host}:{}", slot.port));
         let err = TaskError {
             error: format!("worker slot {slot} keeps failing: {error}"),
             time_secs: now_secs(),
+            worker,
         };
         for task in tasks {
             state.report_error(id, task, &err)?;

@@ -73,7 +73,8 @@ impl ClusterUi {
                         .map(|e| ErrorView {
                             error: e.error,
                             time_secs: e.time_secs,
-                            worker: worker.clone(),
+                            // Where it happened; older records: where the task runs now.
+                            worker: e.worker.unwrap_or_else(|| worker.clone()),
                         })
                         .collect(),
                 );

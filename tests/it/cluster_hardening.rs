@@ -612,4 +612,9 @@ fn a_crash_is_filed_under_the_crashing_components_task() {
             .map(str::to_string)
     });
     assert!(filed.contains("crashed"), "{filed}");
+    // With the worker it happened in: the UI's errorHost and errorPort.
+    assert!(
+        filed.contains(&format!("\"worker\":\"127.0.0.1:{slot}\"")),
+        "{filed}"
+    );
 }
