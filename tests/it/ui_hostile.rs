@@ -2,7 +2,6 @@
 //! lengths and heads, pipelining without reading, trickled bodies, many idle connections and
 //! the fd limit. Each time the process lives and a probe on a fresh connection is answered.
 
-use assert_cmd::cargo::CommandCargoExt;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -110,13 +109,23 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `storm nimbus` with its UI on a free port.
-fn nimbus() -> Served {
+/// `storm nimbus` with its UI on a free port, optionally under `prlimit` with this many file
+/// descriptors.
+fn nimbus(nofile: Option<u32>) -> Served {
     let dir = tempfile::tempdir().expect("tempdir");
     let ui = format!("127.0.0.1:{}", free_port());
     let port = ui.rsplit(':').next().unwrap_or_default().to_string();
-    let child = Command::cargo_bin("storm")
-        .expect("the storm binary")
+    let mut cmd = match nofile {
+        Some(n) => {
+            let mut c = Command::new("prlimit");
+            c.arg(format!("--nofile={n}:{n}"))
+                .arg("--")
+                .arg(storm_bin());
+            c
+        }
+        None => Command::new(storm_bin()),
+    };
+    let child = cmd
         .env_remove("STORM_CLUSTER_SECRET")
         .args(["nimbus", "--listen", &format!("127.0.0.1:{}", free_port())])
         .arg("--data")
@@ -237,7 +246,7 @@ fn framing_and_size_attacks_are_refused_and_the_local_ui_lives() {
 
 #[test]
 fn framing_and_size_attacks_are_refused_and_nimbus_lives() {
-    let mut n = nimbus();
+    let mut n = nimbus(None);
     framing_attacks(&mut n);
 }
 
@@ -380,7 +389,16 @@ fn many_idle_connections_are_shed_and_take_no_thread_each() {
 /// answering (accept backs off rather than failing for good).
 #[test]
 fn at_the_fd_limit_the_ui_keeps_answering() {
-    let mut run = local_run(Some(128));
+    fd_limit(local_run(Some(128)));
+}
+
+/// The same at nimbus's UI.
+#[test]
+fn at_the_fd_limit_nimbus_keeps_answering() {
+    fd_limit(nimbus(Some(128)));
+}
+
+fn fd_limit(mut run: Served) {
     let a = run.addr.clone();
     wait_for_probe(&a, PROBE_WAIT);
     let sock: SocketAddr = a.parse().expect("an address");
