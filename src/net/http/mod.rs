@@ -18,6 +18,8 @@ mod accept;
 mod conn;
 pub mod head;
 mod slots;
+#[cfg(test)]
+mod tests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
