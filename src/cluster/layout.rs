@@ -208,6 +208,9 @@ pub struct TaskHeartbeat {
 pub struct TaskError {
     pub error: String,
     pub time_secs: u64,
+    /// `host:port` of the worker it happened in (absent in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 #[cfg(test)]
@@ -224,6 +227,19 @@ mod tests {
         assert_eq!(l.supervisor("s"), "/storm/supervisors/s");
         assert_eq!(Layout::new("/").storms(), "/storms");
         assert_eq!(Layout::new("/").root(), "/");
+    }
+
+    #[test]
+    fn a_task_error_keeps_its_worker_and_older_records_still_read() {
+        let old: TaskError = serde_json::from_str(r#"{"error":"boom","time_secs":7}"#).unwrap();
+        assert_eq!(old.worker, None);
+        let e = TaskError {
+            error: "boom".into(),
+            time_secs: 7,
+            worker: Some("host1:6700".into()),
+        };
+        let back: TaskError = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
     }
 
     #[test]

@@ -109,6 +109,8 @@ pub struct Nimbus {
     secret: Option<Secret>,
     /// Set to end the accept loop and the monitor.
     pub stop: Arc<AtomicBool>,
+    /// When this nimbus started (its UI's `nimbusUpTime`).
+    pub started: std::time::Instant,
 }
 
 /// A data folder that lost its `tree.json` but kept submissions under `stormdist/`: nimbus
@@ -244,6 +246,7 @@ impl Nimbus {
             dirty: AtomicBool::new(true),
             secret,
             stop: Arc::new(AtomicBool::new(false)),
+            started: std::time::Instant::now(),
         });
         nimbus.save()?;
         Ok(nimbus)
@@ -427,8 +430,13 @@ impl Nimbus {
                 self.slot_failing(&id, &slot, &error)?;
                 Value::Null
             }
-            Request::ReportError { id, task, error } => {
-                self.report_error(&id, task, error)?;
+            Request::ReportError {
+                id,
+                task,
+                error,
+                worker,
+            } => {
+                self.report_error(&id, task, error, worker)?;
                 Value::Null
             }
             Request::CheckpointJoin {
@@ -532,11 +540,18 @@ impl Nimbus {
     }
 
     /// Record a component error under `/taskerrors` (Storm's `report-error`).
-    pub(crate) fn report_error(&self, id: &str, task: u32, error: String) -> anyhow::Result<()> {
+    pub(crate) fn report_error(
+        &self,
+        id: &str,
+        task: u32,
+        error: String,
+        worker: Option<String>,
+    ) -> anyhow::Result<()> {
         self.changed();
         let err = TaskError {
             error,
             time_secs: now_secs(),
+            worker,
         };
         self.state().report_error(id, task, &err)?;
         Ok(())
@@ -554,13 +569,20 @@ impl Nimbus {
         self.changed();
         tracing::warn!("nimbus: {id}: the worker on {slot} keeps failing: {error}");
         let state = self.state();
-        let tasks = state
-            .assignment(id)?
+        let assignment = state.assignment(id)?;
+        let tasks = assignment
+            .as_ref()
             .map(|a| a.tasks_of(slot))
             .unwrap_or_default();
+        // The worker's `host:port`, as the UI shows workers.
+        let worker = assignment
+            .as_ref()
+            .and_then(|a| a.node_host.get(&slot.node))
+            .map(|host| format!("{host}:{}", slot.port));
         let err = TaskError {
             error: format!("worker slot {slot} keeps failing: {error}"),
             time_secs: now_secs(),
+            worker,
         };
         for task in tasks {
             state.report_error(id, task, &err)?;
@@ -993,6 +1015,11 @@ impl Nimbus {
             let _ = self.store.delete_all(&ha::submission_path(&root, &id));
             tracing::info!("nimbus: removed {id}, killed under the previous leader");
         }
+    }
+
+    /// Whether this nimbus leads now (asked of ZooKeeper; a lone nimbus leads).
+    pub fn leads(&self) -> bool {
+        self.zk.as_ref().is_none_or(|zk| zk.leads_now())
     }
 
     /// Enter the leader election as `address` (with ZooKeeper; a lone nimbus leads anyway).

@@ -134,6 +134,7 @@ fn errors_keep_the_last_ten_and_heartbeats_read_back() {
         let e = TaskError {
             error: format!("boom {i}"),
             time_secs: i,
+            worker: None,
         };
         state.report_error(&id, 3, &e).unwrap();
     }

@@ -238,6 +238,9 @@ pub enum Request {
         id: String,
         task: u32,
         error: String,
+        /// `host:port` of the worker it happened in.
+        #[serde(default)]
+        worker: Option<String>,
     },
     /// A worker (`incarnation`: drawn at its start) of a checkpointed topology joins the
     /// current generation, and asks again until it is ready. -> `JoinReply`

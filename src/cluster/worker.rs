@@ -147,14 +147,22 @@ impl Beats<'_> {
         }
     }
 
-    /// Storm's `report-error`: the error lands under `/taskerrors` of `task`.
-    fn report_error(&self, id: &str, task: u32, error: String) -> anyhow::Result<()> {
+    /// Storm's `report-error`: the error lands under `/taskerrors` of `task`, with the
+    /// worker (`host:port`) it happened in.
+    fn report_error(
+        &self,
+        id: &str,
+        task: u32,
+        error: String,
+        worker: String,
+    ) -> anyhow::Result<()> {
         match self {
             Beats::Nimbus(nimbus) => {
                 let report = Request::ReportError {
                     id: id.into(),
                     task,
                     error,
+                    worker: Some(worker),
                 };
                 nimbus.call::<serde_json::Value>(&report)?;
             }
@@ -162,6 +170,7 @@ impl Beats<'_> {
                 let error = TaskError {
                     error,
                     time_secs: now_secs(),
+                    worker: Some(worker),
                 };
                 state.report_error(id, task, &error)?;
             }
@@ -438,7 +447,11 @@ impl Watch<'_> {
             .or_else(|| self.stats.iter().next())
             .map(|(task, _)| *task);
         if let Some(task) = named {
-            if let Err(report) = self.sink.report_error(self.id, task, format!("{e:#}")) {
+            let error = format!("{e:#}");
+            if let Err(report) = self
+                .sink
+                .report_error(self.id, task, error, self.slot.to_string())
+            {
                 tracing::warn!("worker {}: cannot report its error: {report:#}", self.slot);
             }
         }
@@ -588,6 +601,8 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
                 ("emitted", &st.emitted),
                 ("transferred", &st.transferred),
                 ("execute_ns", &st.execute_ns),
+                ("complete_us", &st.complete_us),
+                ("completes_sampled", &st.completes_sampled),
                 ("errors", &st.errors),
                 ("executed", &st.executed),
                 ("acked", &st.acked),

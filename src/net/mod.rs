@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod frame;
+pub mod http;
 pub mod link;
 pub mod listener;
 pub mod outbound;

@@ -955,9 +955,10 @@ impl SpoutExecutor {
             // roots and numbered ones alike), as Storm samples its statistics
             // (topology.stats.sample.rate): a clock read per tree was a sixth of the spout's time.
             if root.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61 == 0 {
-                report
-                    .complete_latency
-                    .record(started.elapsed().as_micros() as u64);
+                let us = started.elapsed().as_micros() as u64;
+                report.complete_latency.record(us);
+                TaskStats::add(&out.em.stats.complete_us, us);
+                TaskStats::add(&out.em.stats.completes_sampled, 1);
             }
             spout.ack(id, &mut out)?;
         } else {

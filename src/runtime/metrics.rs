@@ -24,6 +24,10 @@ pub struct TaskStats {
     /// Inputs a component could not read and dropped (no `errors` stream wired).
     pub dropped: AtomicU64,
     pub execute_ns: AtomicU64,
+    /// Spouts: complete latency of the sampled trees (one in eight), summed in microseconds,
+    /// and how many were sampled: the UI's live `completeLatency`.
+    pub complete_us: AtomicU64,
+    pub completes_sampled: AtomicU64,
     /// Highest receive-queue fill seen, in batches.
     pub queue_peak: AtomicU64,
     /// Spouts that know their input size (`file`): bytes read and total.

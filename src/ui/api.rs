@@ -13,8 +13,12 @@ pub const CAPACITY_WINDOW: Duration = Duration::from_secs(600);
 /// Samples closer together than this are not kept (one a second at most per component).
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
-/// The version reported as `stormVersion`.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The version reported as `stormVersion`: this program's, and the API it answers.
+pub const VERSION: &str = concat!(
+    "storm-rs ",
+    env!("CARGO_PKG_VERSION"),
+    " (Storm 2.x UI REST API)"
+);
 
 /// Execute-time samples taken when a request reads the figures: capacity is the share of
 /// the time between the oldest kept sample and now that the executors spent executing.
@@ -118,6 +122,89 @@ pub fn supervisor_summary(sups: &[SupervisorView]) -> Value {
     json!({ "supervisors": list, "schedulerDisplayResource": false })
 }
 
+/// `/api/v1/supervisor?id=ID|host=HOST`: the supervisors named and the workers they run.
+pub fn supervisor(sups: &[SupervisorView], tops: &[TopologyView]) -> Value {
+    let summary = supervisor_summary(sups);
+    let on_them = |w: &Value| {
+        sups.iter().any(|s| {
+            w["supervisorId"].as_str() == Some(s.id.as_str())
+                || w["host"].as_str() == Some(s.host.as_str())
+        })
+    };
+    let workers: Vec<Value> = tops
+        .iter()
+        .flat_map(workers)
+        .filter(|w| on_them(w))
+        .collect();
+    json!({
+        "supervisors": summary["supervisors"],
+        "workers": workers,
+        "schedulerDisplayResource": false,
+    })
+}
+
+/// `/api/v1/nimbus/summary`.
+pub fn nimbus_summary(nimbuses: &[super::NimbusView]) -> Value {
+    let list: Vec<Value> = nimbuses
+        .iter()
+        .map(|n| {
+            json!({
+                "host": n.host,
+                "port": n.port,
+                "status": if n.leader { "Leader" } else { "Not a Leader" },
+                "version": VERSION,
+                "nimbusUpTime": pretty_uptime(n.uptime_secs),
+                "nimbusUpTimeSeconds": n.uptime_secs,
+                "nimbusLogLink": "",
+            })
+        })
+        .collect();
+    json!({ "nimbuses": list })
+}
+
+/// `/api/v1/history/summary`: the topologies this UI knows (Storm lists those the user ran).
+pub fn history_summary(tops: &[TopologyView]) -> Value {
+    json!({ "topo-history": tops.iter().map(|t| t.id.as_str()).collect::<Vec<_>>() })
+}
+
+/// `/api/v1/topology/:id/metrics` (`t` holds the counters of window `name`): each component's
+/// figures per output stream. Counters are kept per component, so the one stream row is
+/// `:all` (every output stream), as in `outputStats`.
+pub fn metrics(t: &TopologyView, name: &str, only: Option<&str>, sys: bool) -> Value {
+    let row = |v: Value| json!([{ "stream_id": ":all", "value": v }]);
+    let (mut spouts, mut bolts) = (Vec::new(), Vec::new());
+    for c in t
+        .user_components(sys)
+        .filter(|c| only.is_none_or(|o| o == c.id))
+    {
+        let mut m = serde_json::Map::new();
+        m.insert("id".into(), json!(c.id));
+        m.insert("emitted".into(), row(json!(c.sum(|x| x.emitted))));
+        m.insert("transferred".into(), row(json!(c.sum(|x| x.transferred))));
+        m.insert("acked".into(), row(json!(c.sum(|x| x.acked))));
+        m.insert("failed".into(), row(json!(c.sum(|x| x.failed))));
+        if c.spout {
+            m.insert(
+                "complete_ms_avg".into(),
+                row(json!(fixed3(c.complete_latency_ms()))),
+            );
+            spouts.push(Value::Object(m));
+        } else {
+            let latency = json!(fixed3(c.execute_latency_ms()));
+            m.insert("executed".into(), row(json!(c.sum(|x| x.executed))));
+            m.insert("executed_ms_avg".into(), row(latency.clone()));
+            m.insert("process_ms_avg".into(), row(latency));
+            bolts.push(Value::Object(m));
+        }
+    }
+    json!({
+        "window": name,
+        "window-hint": super::windows::pretty(name),
+        "spouts": spouts,
+        "bolts": bolts,
+    })
+}
+
 /// The fields a topology's summary and its page share.
 fn topology_head(t: &TopologyView) -> serde_json::Map<String, Value> {
     let secs = t.uptime.as_secs();
@@ -192,9 +279,8 @@ fn spout_row(c: &ComponentView, now_secs: u64) -> Value {
         ("transferred", json!(c.sum(|t| t.transferred))),
         ("acked", json!(c.sum(|t| t.acked))),
         ("failed", json!(c.sum(|t| t.failed))),
-        // Complete latency is measured at the acker only at the end of a run (nothing per
-        // tuple is added for the UI): not known while it runs.
-        ("completeLatency", json!("0.000")),
+        // Over the trees sampled for it (one in eight, as Storm samples its statistics).
+        ("completeLatency", json!(fixed3(c.complete_latency_ms()))),
         ("requestedMemOnHeap", json!(0.0)),
         ("requestedMemOffHeap", json!(0.0)),
         ("requestedCpu", json!(0.0)),
@@ -271,32 +357,57 @@ fn workers(t: &TopologyView) -> Vec<Value> {
         .collect()
 }
 
-/// `/api/v1/topology/:id` (`sys` adds the system components, as Storm's `?sys=1`).
-pub fn topology(t: &TopologyView, sys: bool, window: &mut CapacityWindow, now: Instant) -> Value {
+/// One row of `topologyStats`: `t`'s figures over the window `name` (`t` already holds the
+/// counters of that window), and the seconds the window really covers.
+pub fn topology_stats(t: &TopologyView, name: &str, covered_secs: u64, sys: bool) -> Value {
+    let spouts: Vec<&ComponentView> = t.user_components(sys).filter(|c| c.spout).collect();
+    let sampled: u64 = spouts.iter().map(|c| c.sum(|x| x.completes_sampled)).sum();
+    let complete_us: u64 = spouts.iter().map(|c| c.sum(|x| x.complete_us)).sum();
+    let complete_ms = match sampled {
+        0 => 0.0,
+        n => complete_us as f64 / n as f64 / 1e3,
+    };
+    json!({
+        "windowPretty": super::windows::pretty(name),
+        "window": name,
+        "windowCoveredSecs": covered_secs,
+        "emitted": t.user_components(sys).map(|c| c.sum(|x| x.emitted)).sum::<u64>(),
+        "transferred": t.user_components(sys).map(|c| c.sum(|x| x.transferred)).sum::<u64>(),
+        "completeLatency": fixed3(complete_ms),
+        "acked": spouts.iter().map(|c| c.sum(|x| x.acked)).sum::<u64>(),
+        "failed": spouts.iter().map(|c| c.sum(|x| x.failed)).sum::<u64>(),
+    })
+}
+
+/// `/api/v1/topology/:id` (`sys` adds the system components, as Storm's `?sys=1`): `t` holds
+/// the counters of window `name`, `full` those since the start (capacity is over its own
+/// window); `stats` are the `topologyStats` rows of every window.
+pub fn topology(
+    (t, full): (&TopologyView, &TopologyView),
+    (name, stats): (&str, Vec<Value>),
+    sys: bool,
+    window: &mut CapacityWindow,
+    now: Instant,
+) -> Value {
     let now_secs = crate::cluster::nimbus::now_secs();
     let mut m = topology_head(t);
     let spouts: Vec<&ComponentView> = t.user_components(sys).filter(|c| c.spout).collect();
-    let stats = json!([{
-        "windowPretty": "All time",
-        "window": ":all-time",
-        "emitted": t.user_components(sys).map(|c| c.sum(|x| x.emitted)).sum::<u64>(),
-        "transferred": t.user_components(sys).map(|c| c.sum(|x| x.transferred)).sum::<u64>(),
-        "completeLatency": "0.000",
-        "acked": spouts.iter().map(|c| c.sum(|x| x.acked)).sum::<u64>(),
-        "failed": spouts.iter().map(|c| c.sum(|x| x.failed)).sum::<u64>(),
-    }]);
     let bolts: Vec<Value> = t
         .user_components(sys)
         .filter(|c| !c.spout)
-        .map(|c| bolt_row(c, window.capacity(t, c, now), now_secs))
+        .map(|c| {
+            let capacity = window.capacity(full, full.component(&c.id).unwrap_or(c), now);
+            bolt_row(c, capacity, now_secs)
+        })
         .collect();
     for (k, v) in [
         ("msgTimeout", json!(t.msg_timeout_secs)),
-        ("window", json!(":all-time")),
-        ("windowHint", json!("All time")),
+        ("window", json!(name)),
+        ("windowHint", json!(super::windows::pretty(name))),
+        ("configuration", Value::Object(t.configuration.clone())),
         ("debug", json!(t.debug)),
         ("samplingPct", json!(if t.debug { 100.0 } else { 0.0 })),
-        ("topologyStats", stats),
+        ("topologyStats", Value::Array(stats)),
         ("workers", json!(workers(t))),
         (
             "spouts",
@@ -312,15 +423,17 @@ pub fn topology(t: &TopologyView, sys: bool, window: &mut CapacityWindow, now: I
     Value::Object(m)
 }
 
-/// `/api/v1/topology/:id/component/:component`.
+/// `/api/v1/topology/:id/component/:component`: `t` and `c` hold the counters of window
+/// `name`.
 pub fn component(
-    t: &TopologyView,
+    (t, full): (&TopologyView, &TopologyView),
     c: &ComponentView,
+    name: &str,
     window: &mut CapacityWindow,
     now: Instant,
 ) -> Value {
     let now_secs = crate::cluster::nimbus::now_secs();
-    let capacity = window.capacity(t, c, now);
+    let capacity = window.capacity(full, full.component(&c.id).unwrap_or(c), now);
     let errors: Vec<Value> = c
         .errors
         .iter()
@@ -328,7 +441,8 @@ pub fn component(
             let (host, port) = e.worker.rsplit_once(':').unwrap_or((&e.worker, ""));
             json!({
                 "error": e.error,
-                "errorTime": e.time_secs * 1000,
+                // Seconds since the epoch, as `lastError`'s errorTime and Storm's UI give it.
+                "errorTime": e.time_secs,
                 "errorHost": host,
                 "errorPort": port,
                 "errorLapsedSecs": now_secs.saturating_sub(e.time_secs),
@@ -337,14 +451,14 @@ pub fn component(
         })
         .collect();
     let summary = json!([{
-        "windowPretty": "All time",
-        "window": ":all-time",
+        "windowPretty": super::windows::pretty(name),
+        "window": name,
         "emitted": c.sum(|x| x.emitted),
         "transferred": c.sum(|x| x.transferred),
         "executed": c.sum(|x| x.executed),
         "acked": c.sum(|x| x.acked),
         "failed": c.sum(|x| x.failed),
-        "completeLatency": "0.000",
+        "completeLatency": fixed3(c.complete_latency_ms()),
         "executeLatency": fixed3(c.execute_latency_ms()),
         "processLatency": fixed3(c.execute_latency_ms()),
     }]);
@@ -360,8 +474,8 @@ pub fn component(
         "componentType": spout_or_bolt(c),
         "executors": c.executors,
         "tasks": c.tasks.len(),
-        "window": ":all-time",
-        "windowHint": "All time",
+        "window": name,
+        "windowHint": super::windows::pretty(name),
         "debug": c.debug,
         "samplingPct": if c.debug { 100.0 } else { 0.0 },
         "eventLogLink": "",
@@ -441,7 +555,11 @@ fn executor_row(t: &TopologyView, c: &ComponentView, x: &super::TaskView) -> Val
         "capacity": fixed3(x.execute_ns as f64 / 1e9 / uptime * executors_per_task),
         "executeLatency": fixed3(latency),
         "processLatency": fixed3(latency),
-        "completeLatency": "0.000",
+        "completeLatency": fixed3(if x.completes_sampled == 0 {
+            0.0
+        } else {
+            x.complete_us as f64 / x.completes_sampled as f64 / 1e3
+        }),
         "workerLogLink": "",
     })
 }
@@ -511,13 +629,17 @@ pub fn rebalance_options(body: &str) -> Result<Rebalance, String> {
         return Ok(Rebalance::default());
     }
     let v: Value = serde_json::from_str(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let top = object(&v, "the body", &["rebalanceOptions"])?;
+    // Storm's documented body also carries `callback` and `count` (its UI's own); neither
+    // changes a rebalance.
+    let top = object(&v, "the body", &["rebalanceOptions", "callback", "count"])?;
     let Some(opts) = top.get("rebalanceOptions") else {
         return Ok(Rebalance::default());
     };
     let opts = object(opts, "rebalanceOptions", &["numWorkers", "executors"])?;
+    // A number or a string of one, as Storm's documented sample writes them (`"spout": "5"`).
     let count = |v: &Value, what: &str| {
         v.as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| format!("{what} must be a whole number, got {v}"))
     };
@@ -535,6 +657,34 @@ pub fn rebalance_options(body: &str) -> Result<Rebalance, String> {
         }
     }
     Ok(r)
+}
+
+/// A form post's rebalance options (`application/x-www-form-urlencoded`): a
+/// `rebalanceOptions` field holding the JSON object, or `numWorkers=N` as a field of its own;
+/// `callback` and `count` are ignored as in the JSON body.
+pub fn rebalance_form(pairs: &[(String, String)]) -> Result<Rebalance, String> {
+    let mut options = serde_json::Map::new();
+    for (k, v) in pairs {
+        match k.as_str() {
+            "rebalanceOptions" => {
+                let opts: Value = serde_json::from_str(v)
+                    .map_err(|e| format!("the rebalanceOptions field is not JSON: {e}"))?;
+                return rebalance_options(&json!({ "rebalanceOptions": opts }).to_string());
+            }
+            "numWorkers" => {
+                options.insert(k.clone(), json!(v));
+            }
+            "callback" | "count" => {}
+            other => {
+                let known = ["rebalanceOptions", "numWorkers", "callback", "count"];
+                let hint = crate::topology::yaml::suggest(other, known.iter().copied())
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                return Err(format!("unknown form field `{other}`{hint}"));
+            }
+        }
+    }
+    rebalance_options(&json!({ "rebalanceOptions": options }).to_string())
 }
 
 /// `v` as an object whose keys are all `known` (a suggestion for a misspelt one).
@@ -588,6 +738,7 @@ mod tests {
             workers: 1,
             msg_timeout_secs: 30,
             debug: false,
+            configuration: Default::default(),
             components: vec![ComponentView {
                 id: "b".into(),
                 executors: 2,

@@ -11,9 +11,24 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest answer read.
 const MAX_ANSWER: u64 = 64 * 1024 * 1024;
 
+/// The token for reads (`STORM_UI_TOKEN`): a UI other hosts can reach wants it on every
+/// request, and the reading commands (`storm top`, `storm tap`) have no `--token` of their own.
+fn read_token() -> Option<String> {
+    std::env::var("STORM_UI_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+}
+
+/// The header line that carries `token`, if any.
+fn auth_line(token: Option<&str>) -> String {
+    token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default()
+}
+
 /// GET `path` from the UI at `addr` (`host:port`, or `http://host:port`) and parse the JSON.
 pub fn get_json(addr: &str, path: &str) -> anyhow::Result<Value> {
-    request(addr, "GET", path, None, "")
+    request(addr, "GET", path, read_token().as_deref(), "")
 }
 
 /// POST to `path` (Storm's operations), with the UI's token when there is one.
@@ -43,9 +58,7 @@ fn request(
         TcpStream::connect(hp).map_err(|e| anyhow::anyhow!("cannot reach the UI at {hp}: {e}"))?;
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
+    let auth = auth_line(token);
     write!(
         stream,
         "{method} {path} HTTP/1.0\r\nHost: {hp}\r\nAccept: application/json\r\n\
@@ -83,7 +96,8 @@ pub fn stream_lines(addr: &str, path: &str, mut each: impl FnMut(&str)) -> anyho
     let mut stream =
         TcpStream::connect(hp).map_err(|e| anyhow::anyhow!("cannot reach the UI at {hp}: {e}"))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {hp}\r\n\r\n")?;
+    let auth = auth_line(read_token().as_deref());
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {hp}\r\n{auth}\r\n")?;
     let mut reader = std::io::BufReader::new(stream);
     let mut status_line = String::new();
     reader.read_line(&mut status_line)?;

@@ -31,6 +31,8 @@ fn task_view(task: u32, (worker, supervisor): (String, String), beat: &TaskHeart
         acked: stat(beat, "acked"),
         failed: stat(beat, "failed"),
         execute_ns: stat(beat, "execute_ns"),
+        complete_us: stat(beat, "complete_us"),
+        completes_sampled: stat(beat, "completes_sampled"),
         errors: stat(beat, "errors"),
         dropped: stat(beat, "dropped"),
     }
@@ -71,7 +73,8 @@ impl ClusterUi {
                         .map(|e| ErrorView {
                             error: e.error,
                             time_secs: e.time_secs,
-                            worker: worker.clone(),
+                            // Where it happened; older records: where the task runs now.
+                            worker: e.worker.unwrap_or_else(|| worker.clone()),
                         })
                         .collect(),
                 );
@@ -95,12 +98,25 @@ impl ClusterUi {
             workers: slots.len(),
             msg_timeout_secs: known.topology.config.message_timeout().as_secs(),
             debug: known.topology.config.debug(),
+            configuration: super::shown_configuration(&known.topology.config),
             components: components_of(&known.topology, &known.plan, &figures),
         }))
     }
 }
 
 impl Source for ClusterUi {
+    fn nimbuses(&self) -> Vec<super::NimbusView> {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default();
+        vec![super::NimbusView {
+            host,
+            port: None,
+            leader: self.0.leads(),
+            uptime_secs: self.0.started.elapsed().as_secs(),
+        }]
+    }
+
     fn supervisors(&self) -> Vec<SupervisorView> {
         let state = self.0.state();
         let Ok(sups) = state.supervisors() else {

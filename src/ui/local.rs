@@ -105,6 +105,8 @@ pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
         acked: st.acked.load(Relaxed),
         failed: st.failed.load(Relaxed),
         execute_ns: st.execute_ns.load(Relaxed),
+        complete_us: st.complete_us.load(Relaxed),
+        completes_sampled: st.completes_sampled.load(Relaxed),
         errors: st.errors.load(Relaxed),
         dropped: st.dropped.load(Relaxed),
     }
@@ -199,6 +201,7 @@ impl Source for LocalRun {
             workers: layout.placement.workers,
             msg_timeout_secs: topology.config.message_timeout().as_secs(),
             debug: topology.config.debug(),
+            configuration: super::shown_configuration(&topology.config),
             components: components_of(topology, &layout.plan, &self.figures()),
         }]
     }

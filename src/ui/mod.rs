@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod local;
 pub mod prometheus;
 pub mod server;
+pub mod windows;
 
 use crate::runtime::metrics::UserMetric;
 use std::collections::BTreeMap;
@@ -28,6 +29,27 @@ pub trait Source: Send + Sync + 'static {
     fn topologies(&self) -> Vec<TopologyView>;
     /// Carry out an operation on topology `id`.
     fn act(&self, id: &str, action: &Action) -> anyhow::Result<()>;
+    /// The nimbuses this UI knows of (a local run: none, as it has no nimbus).
+    fn nimbuses(&self) -> Vec<NimbusView> {
+        Vec::new()
+    }
+
+    /// Set the log levels of topology `id` (Storm's `namedLoggerLevels`: logger name to
+    /// `{"target_level", "timeout"}`). The hook where log-level changes are carried out: by
+    /// default they are only kept and shown, which [`Source::log_levels_applied`] says.
+    fn set_log_levels(
+        &self,
+        _id: &str,
+        _levels: &serde_json::Map<String, serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Whether [`Source::set_log_levels`] changes what is logged (false: kept and shown only).
+    fn log_levels_applied(&self) -> bool {
+        false
+    }
+
     /// Listen to what `component` of topology `id` emits: JSON lines, on `stream` only when
     /// given, one in `every` (the sample rate's inverse).
     fn tap(
@@ -43,6 +65,16 @@ pub trait Source: Send + Sync + 'static {
              component's emits"
         )
     }
+}
+
+/// A nimbus, as `/nimbus/summary` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NimbusView {
+    pub host: String,
+    /// Its port for clients (unknown: `None`, shown as null).
+    pub port: Option<u16>,
+    pub leader: bool,
+    pub uptime_secs: u64,
 }
 
 /// An operation of the REST API's POSTs (and of `storm activate|deactivate|kill`).
@@ -94,6 +126,8 @@ pub struct TopologyView {
     pub workers: usize,
     pub msg_timeout_secs: u64,
     pub debug: bool,
+    /// The topology's configuration, secrets left out (`/topology/:id`'s `configuration`).
+    pub configuration: serde_json::Map<String, serde_json::Value>,
     pub components: Vec<ComponentView>,
 }
 
@@ -130,6 +164,9 @@ pub struct TaskView {
     pub acked: u64,
     pub failed: u64,
     pub execute_ns: u64,
+    /// Spouts: sampled complete latencies summed (µs), and how many were sampled.
+    pub complete_us: u64,
+    pub completes_sampled: u64,
     pub errors: u64,
     pub dropped: u64,
 }
@@ -154,6 +191,15 @@ impl ComponentView {
     /// The sum of one counter over the component's tasks.
     pub fn sum(&self, f: impl Fn(&TaskView) -> u64) -> u64 {
         self.tasks.iter().map(f).sum()
+    }
+
+    /// Mean complete latency in ms of the sampled trees (0 before any completed).
+    pub fn complete_latency_ms(&self) -> f64 {
+        let n = self.sum(|t| t.completes_sampled);
+        match n {
+            0 => 0.0,
+            n => self.sum(|t| t.complete_us) as f64 / n as f64 / 1e3,
+        }
     }
 
     /// Mean execute latency in ms (0 before anything ran).
@@ -278,4 +324,20 @@ pub(crate) fn components_of(
             }
         })
         .collect()
+}
+
+/// A configuration as the UI shows it: every key but those holding secrets (the cluster
+/// secret, any `*.password`, and tokens such as `ui.token`).
+pub fn shown_configuration(
+    config: &crate::config::Config,
+) -> serde_json::Map<String, serde_json::Value> {
+    match config.to_json() {
+        serde_json::Value::Object(m) => m
+            .into_iter()
+            .filter(|(k, _)| {
+                !crate::components::shell::context::is_secret_key(k, config) && !k.ends_with(".token")
+            })
+            .collect(),
+        _ => serde_json::Map::new(),
+    }
 }

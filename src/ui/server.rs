@@ -1,41 +1,47 @@
-//! The UI's HTTP server (tiny_http: small, synchronous, no async runtime in a codebase that has
-//! none). Two threads answer requests; each reads the counters when asked and nothing runs
-//! between requests.
+//! The UI's HTTP answers, on the server of `net::http` (one event-loop thread; these answers
+//! run on its two blocking threads and read the counters when asked).
 //!
-//! POSTs change a topology, so they are guarded: they must say `Content-Type:
-//! application/json` (a page of another site cannot send that without the browser asking
-//! first, which this server never allows), and when a token is configured (`ui.token`, else
-//! `storm.cluster.secret`) they must carry it as `Authorization: Bearer TOKEN`.
+//! Guards, in order: a loopback UI answers only to local `Host`/`Origin` names (DNS
+//! rebinding); a browser's cross-site request (`Sec-Fetch-Site: cross-site`) is refused, reads
+//! included; a UI reachable from other hosts wants its token on every request but the page's
+//! own files; a POST changes a topology, so it wants the token when one is set and, from a
+//! browser, a same-origin page (`Origin` equal to `Host`, `Sec-Fetch-Site` same-origin);
+//! Storm's JSONP (`?callback=`) is answered only with the token in the query.
 
 use super::api::{self, CapacityWindow};
+use super::windows::{self, Windows};
 use super::{Action, Source, TopologyView};
+use crate::net::http::{self, Body, Request, Response};
 use serde_json::{json, Value};
-use std::io::Read;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
-use tiny_http::{Header, Method, Request, Response};
+use std::time::{Duration, Instant};
 
 /// The page and its assets, compiled into the binary (no network needed to show it).
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
 
-/// Threads answering requests.
-const THREADS: usize = 2;
-/// Largest POST body read (rebalance options are small).
-const MAX_BODY: u64 = 64 * 1024;
-
 /// A running UI server; it stops when dropped.
 pub struct UiServer {
-    server: Arc<tiny_http::Server>,
+    _server: http::Server,
+    /// Dropped with the server: the sampler of the stats windows ends.
+    _sampling: crossbeam_channel::Sender<()>,
     pub addr: SocketAddr,
 }
 
-impl Drop for UiServer {
-    fn drop(&mut self) {
-        for _ in 0..THREADS {
-            self.server.unblock();
+/// How often the counters are sampled for the stats windows.
+const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+
+/// Sample every topology's counters for the stats windows until `stop`'s sender is dropped.
+fn sample(shared: &Shared, stop: &crossbeam_channel::Receiver<()>) {
+    loop {
+        let tops = shared.source.topologies();
+        lock(&shared.windows).record(&tops, Instant::now());
+        match stop.recv_timeout(SAMPLE_EVERY) {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            _ => return,
         }
     }
 }
@@ -45,9 +51,19 @@ struct Shared {
     source: Arc<dyn Source>,
     token: Option<String>,
     window: Mutex<CapacityWindow>,
+    /// Counters sampled for Storm's 10-minute, 3-hour and 1-day windows.
+    windows: Mutex<Windows>,
+    /// Log levels posted to `/topology/:id/logconfig`, per topology id.
+    log_levels: Mutex<HashMap<String, serde_json::Map<String, Value>>>,
     /// Listening on a loopback address: requests must name a local host (a page of another
     /// site whose name was made to resolve to 127.0.0.1 does not).
     loopback: bool,
+}
+
+impl http::Handler for Shared {
+    fn handle(&self, request: Request) -> Response {
+        answer(self, request)
+    }
 }
 
 /// Listen on `addr` and serve `source` until the returned server is dropped.
@@ -56,37 +72,35 @@ pub fn start(
     source: Arc<dyn Source>,
     token: Option<String>,
 ) -> anyhow::Result<UiServer> {
-    let server = tiny_http::Server::http(addr)
-        .map_err(|e| anyhow::anyhow!("the UI cannot listen on {addr}: {e}"))?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| anyhow::anyhow!("the UI listens on {addr}, which is not an IP address"))?;
+    let wanted: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(addr)
+        .map_err(|e| anyhow::anyhow!("the UI cannot listen on {addr}: {e}"))?
+        .collect();
+    let open = wanted.iter().any(|a| !a.ip().is_loopback());
     anyhow::ensure!(
-        addr.ip().is_loopback() || token.is_some(),
+        !open || token.is_some(),
         "the UI on {addr} would be reachable from other hosts without a token, and anyone \
-         reaching it could deactivate, rebalance or kill: set `ui.token` (or \
-         storm.cluster.secret), or listen on 127.0.0.1"
+         reaching it could read every topology, deactivate, rebalance or kill: set `ui.token` \
+         (or storm.cluster.secret), or listen on 127.0.0.1"
     );
-    let server = Arc::new(server);
     let shared = Arc::new(Shared {
         source,
         token,
         window: Mutex::new(CapacityWindow::default()),
-        loopback: addr.ip().is_loopback(),
+        windows: Mutex::new(Windows::default()),
+        log_levels: Mutex::new(HashMap::new()),
+        loopback: !open,
     });
-    for i in 0..THREADS {
-        let server = server.clone();
-        let shared = shared.clone();
-        std::thread::Builder::new()
-            .name(format!("ui-http-{i}"))
-            .spawn(move || {
-                while let Ok(request) = server.recv() {
-                    answer(&shared, request);
-                }
-            })?;
-    }
-    Ok(UiServer { server, addr })
+    let server = http::start("ui-http", addr, http::Limits::default(), shared.clone())
+        .map_err(|e| anyhow::anyhow!("the UI cannot listen on {addr}: {e}"))?;
+    let (sampling, stop) = crossbeam_channel::bounded(0);
+    std::thread::Builder::new()
+        .name("ui-windows".into())
+        .spawn(move || sample(&shared, &stop))?;
+    Ok(UiServer {
+        addr: server.addr,
+        _server: server,
+        _sampling: sampling,
+    })
 }
 
 /// An answer: status, content type and body; or a stream of lines (a tap).
@@ -119,15 +133,10 @@ impl Reply {
     /// An error in the shape Storm's UI gives (`error`, `errorMessage`).
     fn error(status: u16, message: impl Into<String>) -> Reply {
         let message = message.into();
-        let title = match status {
-            400 => "Bad Request",
-            403 => "Forbidden",
-            404 => "Not Found",
-            405 => "Method Not Allowed",
-            501 => "Not Implemented",
-            _ => "Internal Server Error",
-        };
-        Reply::json(status, &json!({ "error": title, "errorMessage": message }))
+        Reply::json(
+            status,
+            &json!({ "error": http::reason(status), "errorMessage": message }),
+        )
     }
 
     fn text(content_type: &'static str, body: &str) -> Reply {
@@ -138,44 +147,48 @@ impl Reply {
             lines: None,
         }
     }
+
+    fn into_response(self) -> Response {
+        Response {
+            status: self.status,
+            content_type: self.content_type.to_string(),
+            body: match self.lines {
+                Some(lines) => Body::Lines(lines),
+                None => Body::Full(self.body.into_bytes()),
+            },
+        }
+    }
 }
 
-fn answer(shared: &Shared, mut request: Request) {
-    let mut reply = match foreign_host(shared, &request) {
-        Some(refusal) => refusal,
-        None => route(shared, &mut request),
-    };
-    if let Some(lines) = reply.lines.take() {
-        // A tap lasts as long as its reader: its own thread, not one of the answering ones.
-        let spawned = std::thread::Builder::new()
-            .name("ui-tap".into())
-            .spawn(move || stream_lines(request, lines));
-        if let Err(e) = spawned {
-            tracing::warn!("ui: cannot start a tap: {e}");
-        }
-        return;
-    }
-    let mut response = Response::from_string(reply.body).with_status_code(reply.status);
-    for (name, value) in [
-        ("Content-Type", reply.content_type),
-        ("Cache-Control", "no-store"),
-    ] {
-        if let Ok(h) = Header::from_bytes(name, value) {
-            response.add_header(h);
-        }
-    }
-    if let Err(e) = request.respond(response) {
-        tracing::debug!("ui: cannot answer a request: {e}");
-    }
+fn answer(shared: &Shared, request: Request) -> Response {
+    let reply = foreign_host(shared, &request)
+        .or_else(|| cross_site(&request))
+        .or_else(|| guarded(shared, &request).err())
+        .unwrap_or_else(|| route(shared, &request));
+    reply.into_response()
 }
 
 /// A request header's value, by its name in any case.
 fn header(request: &Request, name: &str) -> Option<String> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.to_string().eq_ignore_ascii_case(name))
-        .map(|h| h.value.as_str().to_string())
+    request.header(name).map(str::to_string)
+}
+
+/// Whether a `host[:port]` names this machine.
+fn local_name(h: &str) -> bool {
+    let name = match h.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => h.rsplit_once(':').map_or(h, |(n, _)| n),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// An `Origin`'s `host[:port]` (its scheme dropped).
+fn origin_host(origin: &str) -> &str {
+    let o = origin.trim();
+    o.split_once("://").map_or(o, |(_, rest)| rest)
 }
 
 /// A loopback UI answers only requests whose `Host` (and `Origin`, when a browser sends one)
@@ -185,21 +198,11 @@ fn foreign_host(shared: &Shared, request: &Request) -> Option<Reply> {
         return None;
     }
     let host = header(request, "Host");
-    let origin = header(request, "Origin").map(|o| {
-        let o = o.trim();
-        o.split_once("://").map_or(o, |(_, rest)| rest).to_string()
-    });
-    let local = |h: &str| {
-        let name = match h.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().unwrap_or(""),
-            None => h.rsplit_once(':').map_or(h, |(n, _)| n),
-        };
-        name.eq_ignore_ascii_case("localhost")
-            || name
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    };
-    let bad = [host, origin].into_iter().flatten().find(|h| !local(h))?;
+    let origin = header(request, "Origin").map(|o| origin_host(&o).to_string());
+    let bad = [host, origin]
+        .into_iter()
+        .flatten()
+        .find(|h| !local_name(h))?;
     Some(Reply::error(
         403,
         format!(
@@ -208,36 +211,60 @@ fn foreign_host(shared: &Shared, request: &Request) -> Option<Reply> {
     ))
 }
 
-/// How often a quiet tap writes an empty line, to find out whether its reader is still there.
-const TAP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+/// A browser says a request comes from a page of another site: refused, reads included (the
+/// UI's own page is same-origin).
+fn cross_site(request: &Request) -> Option<Reply> {
+    let site = request.header("Sec-Fetch-Site")?;
+    site.trim().eq_ignore_ascii_case("cross-site").then(|| {
+        Reply::error(
+            403,
+            "a page of another site cannot read or operate this UI (Sec-Fetch-Site: cross-site)",
+        )
+    })
+}
 
-/// Write a tap's lines to its reader as they come (HTTP/1.0, no length: the end of the
-/// connection ends the answer), until the run ends or the reader goes away.
-fn stream_lines(request: Request, lines: crossbeam_channel::Receiver<String>) {
-    use crossbeam_channel::RecvTimeoutError;
-    use std::io::Write;
-    let mut w = request.into_writer();
-    let head = "HTTP/1.0 200 OK\r\nContent-Type: application/x-ndjson\r\n\
-                Cache-Control: no-store\r\n\r\n";
-    if w.write_all(head.as_bytes())
-        .and_then(|()| w.flush())
-        .is_err()
-    {
-        return;
+/// The token a request carries: `Authorization: Bearer TOKEN`, or `token=` in the query
+/// (for JSONP and links, which cannot send a header).
+fn given_token(request: &Request) -> Option<String> {
+    request
+        .header("Authorization")
+        .and_then(|v| {
+            v.trim()
+                .strip_prefix("Bearer ")
+                .map(|t| t.trim().to_string())
+        })
+        .or_else(|| query_value(split_url(&request.target).1, "token"))
+}
+
+/// Whether the request carries this UI's token (false when it has none).
+fn has_token(shared: &Shared, request: &Request) -> bool {
+    match (&shared.token, given_token(request)) {
+        (Some(token), Some(given)) => same_secret(&given, token),
+        _ => false,
     }
-    loop {
-        let chunk = match lines.recv_timeout(TAP_KEEPALIVE) {
-            Ok(line) => line + "\n",
-            Err(RecvTimeoutError::Timeout) => "\n".to_string(),
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        if w.write_all(chunk.as_bytes())
-            .and_then(|()| w.flush())
-            .is_err()
-        {
-            return;
-        }
+}
+
+/// The page's own files: the same for everyone, no figure of any topology in them.
+fn is_page_file(request: &Request) -> bool {
+    let (segments, _) = split_url(&request.target);
+    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    request.method == "GET"
+        && matches!(
+            segs.as_slice(),
+            [] | ["index.html"] | ["app.js"] | ["style.css"]
+        )
+}
+
+/// The token check of a UI reachable from other hosts: every request but the page's files.
+fn guarded(shared: &Shared, request: &Request) -> Result<(), Reply> {
+    if shared.loopback || is_page_file(request) || has_token(shared, request) {
+        return Ok(());
     }
+    Err(Reply::error(
+        403,
+        "this UI is reachable from other hosts and needs its token: `Authorization: Bearer \
+         TOKEN` (ui.token or storm.cluster.secret)",
+    ))
 }
 
 /// The value of `key` in a query string, decoded.
@@ -321,16 +348,16 @@ fn jsonp_callback(query: &str) -> Option<&str> {
     (first_ok && name.len() <= 64 && name.chars().all(plain)).then_some(name)
 }
 
-fn route(shared: &Shared, request: &mut Request) -> Reply {
-    let (segments, query) = split_url(request.url());
+fn route(shared: &Shared, request: &Request) -> Reply {
+    let (segments, query) = split_url(&request.target);
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
-    match (request.method(), segs.as_slice()) {
-        (Method::Get, []) | (Method::Get, ["index.html"]) => {
+    match (request.method.as_str(), segs.as_slice()) {
+        ("GET", []) | ("GET", ["index.html"]) => {
             Reply::text("text/html; charset=utf-8", INDEX_HTML)
         }
-        (Method::Get, ["app.js"]) => Reply::text("text/javascript; charset=utf-8", APP_JS),
-        (Method::Get, ["style.css"]) => Reply::text("text/css; charset=utf-8", STYLE_CSS),
-        (Method::Get, ["metrics"]) => {
+        ("GET", ["app.js"]) => Reply::text("text/javascript; charset=utf-8", APP_JS),
+        ("GET", ["style.css"]) => Reply::text("text/css; charset=utf-8", STYLE_CSS),
+        ("GET", ["metrics"]) => {
             let tops = shared.source.topologies();
             let mut window = lock(&shared.window);
             let text = super::prometheus::render(&tops, &mut window, Instant::now());
@@ -341,14 +368,14 @@ fn route(shared: &Shared, request: &mut Request) -> Reply {
                 lines: None,
             }
         }
-        (Method::Get, ["api", "v1", "topology", id, "tap", component]) => {
+        ("GET", ["api", "v1", "topology", id, "tap", component]) => {
             let tops = shared.source.topologies();
             match find(&tops, id) {
                 Ok(t) => tap(shared, &t.id, component, query),
                 Err(r) => r,
             }
         }
-        (Method::Get, ["api", "v1", "topology", _, op, ..])
+        ("GET", ["api", "v1", "topology", _, op, ..])
             if matches!(*op, "activate" | "deactivate" | "kill" | "rebalance") =>
         {
             Reply::error(
@@ -356,21 +383,27 @@ fn route(shared: &Shared, request: &mut Request) -> Reply {
                 format!("`{op}` is an operation: a POST request, not a GET"),
             )
         }
-        (Method::Get, ["api", "v1", rest @ ..]) => {
-            let reply = get_api(shared, rest, wants_sys(query));
+        ("GET", ["api", "v1", rest @ ..]) => {
+            let reply = get_api(shared, rest, query);
             match jsonp_callback(query) {
+                Some(_) if !has_token(shared, request) => Reply::error(
+                    403,
+                    "JSONP (`callback=`) lets any page read this UI, so it is answered only \
+                     with the UI's token in the query (`token=`); without a token set, it is off",
+                ),
                 Some(callback) => reply.wrapped_in(callback),
                 None => reply,
             }
         }
-        (Method::Post, ["api", "v1", "topology", id, op @ ..]) => {
+        ("POST", ["api", "v1", "topology", id, "logconfig"]) => {
+            post_log_config(shared, request, id)
+        }
+        ("POST", ["api", "v1", "topology", id, op @ ..]) => {
             let id = id.to_string();
             let op: Vec<String> = op.iter().map(|s| s.to_string()).collect();
             post_api(shared, request, &id, &op)
         }
-        (Method::Get | Method::Post, _) => {
-            Reply::error(404, format!("nothing at {}", request.url()))
-        }
+        ("GET" | "POST", _) => Reply::error(404, format!("nothing at {}", request.target)),
         (m, _) => Reply::error(405, format!("{m} is not served here")),
     }
 }
@@ -401,8 +434,20 @@ fn find<'a>(tops: &'a [TopologyView], id: &str) -> Result<&'a TopologyView, Repl
         })
 }
 
-fn get_api(shared: &Shared, path: &[&str], sys: bool) -> Reply {
+/// `t` over the window of `len` (all time when `None`), the samples kept up to date first;
+/// and the seconds the window covers.
+fn windowed(shared: &Shared, t: &TopologyView, len: Option<Duration>) -> (TopologyView, u64) {
     let now = Instant::now();
+    let mut windows = lock(&shared.windows);
+    windows.record(std::slice::from_ref(t), now);
+    match len {
+        None => (t.clone(), t.uptime.as_secs()),
+        Some(len) => windows.over(t, len, now),
+    }
+}
+
+fn get_api(shared: &Shared, path: &[&str], query: &str) -> Reply {
+    let sys = wants_sys(query);
     match path {
         ["cluster", "summary"] => {
             let tops = shared.source.topologies();
@@ -414,6 +459,26 @@ fn get_api(shared: &Shared, path: &[&str], sys: bool) -> Reply {
         ["supervisor", "summary"] => {
             Reply::json(200, &api::supervisor_summary(&shared.source.supervisors()))
         }
+        ["supervisor"] => {
+            let id = query_value(query, "id");
+            let host = query_value(query, "host");
+            if id.is_none() && host.is_none() {
+                return Reply::error(400, "name the supervisor: `?id=ID` or `?host=HOST`");
+            }
+            let sups: Vec<_> = shared
+                .source
+                .supervisors()
+                .into_iter()
+                .filter(|s| id.as_ref().is_none_or(|i| &s.id == i))
+                .filter(|s| host.as_ref().is_none_or(|h| &s.host == h))
+                .collect();
+            let tops = shared.source.topologies();
+            Reply::json(200, &api::supervisor(&sups, &tops))
+        }
+        ["nimbus", "summary"] => Reply::json(200, &api::nimbus_summary(&shared.source.nimbuses())),
+        ["history", "summary"] => {
+            Reply::json(200, &api::history_summary(&shared.source.topologies()))
+        }
         ["topology", "summary"] => {
             Reply::json(200, &api::topology_summary(&shared.source.topologies()))
         }
@@ -423,56 +488,211 @@ fn get_api(shared: &Shared, path: &[&str], sys: bool) -> Reply {
                 Ok(t) => t,
                 Err(r) => return r,
             };
-            let mut window = lock(&shared.window);
-            match rest {
-                [] => Reply::json(200, &api::topology(t, sys, &mut window, now)),
-                ["visualization"] => {
-                    Reply::json(200, &api::visualization(t, sys, &mut window, now))
-                }
-                ["component", c] => match t.component(c) {
-                    Some(comp) => Reply::json(200, &api::component(t, comp, &mut window, now)),
-                    None => {
-                        let ids: Vec<&str> = t.components.iter().map(|c| c.id.as_str()).collect();
-                        let hint = crate::topology::yaml::suggest(c, ids.iter().copied())
-                            .map(|s| format!("; did you mean `{s}`?"))
-                            .unwrap_or_default();
-                        Reply::error(
-                            404,
-                            format!("topology `{}` has no component `{c}`{hint}", t.id),
-                        )
-                    }
-                },
-                _ => Reply::error(404, format!("no such page of topology `{}`", t.id)),
-            }
+            topology_api(shared, t, rest, query, sys)
         }
         _ => Reply::error(404, format!("no API endpoint /api/v1/{}", path.join("/"))),
     }
 }
 
-/// Whether a POST may change things: JSON content type, and the token when one is set.
-fn authorized(shared: &Shared, request: &Request) -> Result<(), Reply> {
-    let json_type = header(request, "Content-Type").is_some_and(|v| {
-        v.trim()
-            .to_ascii_lowercase()
-            .starts_with("application/json")
-    });
-    if !json_type {
-        return Err(Reply::error(
-            403,
-            "POST requests must say `Content-Type: application/json`",
-        ));
+/// The pages of one topology, over the window `?window=` names (all time by default).
+fn topology_api(shared: &Shared, t: &TopologyView, rest: &[&str], query: &str, sys: bool) -> Reply {
+    let now = Instant::now();
+    let name = query_value(query, "window").unwrap_or_else(|| ":all-time".into());
+    let len = match windows::parse(&name) {
+        Ok(len) => len,
+        Err(e) => return Reply::error(400, e),
+    };
+    let (view, _) = windowed(shared, t, len);
+    match rest {
+        [] => {
+            let stats = windows::WINDOWS
+                .iter()
+                .map(|w| {
+                    let (v, covered) = windowed(shared, t, windows::parse(w).ok().flatten());
+                    api::topology_stats(&v, w, covered, sys)
+                })
+                .collect();
+            let mut capacity = lock(&shared.window);
+            Reply::json(
+                200,
+                &api::topology((&view, t), (&name, stats), sys, &mut capacity, now),
+            )
+        }
+        ["visualization"] => {
+            let mut capacity = lock(&shared.window);
+            Reply::json(200, &api::visualization(t, sys, &mut capacity, now))
+        }
+        ["metrics"] => {
+            let component = query_value(query, "component_id");
+            Reply::json(200, &api::metrics(&view, &name, component.as_deref(), sys))
+        }
+        ["logconfig"] => Reply::json(200, &log_config(shared, &t.id)),
+        ["component", c] => match view.component(c) {
+            Some(comp) => {
+                let mut capacity = lock(&shared.window);
+                let both = (&view, t);
+                Reply::json(200, &api::component(both, comp, &name, &mut capacity, now))
+            }
+            None => {
+                let ids: Vec<&str> = t.components.iter().map(|c| c.id.as_str()).collect();
+                let hint = crate::topology::yaml::suggest(c, ids.iter().copied())
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                Reply::error(
+                    404,
+                    format!("topology `{}` has no component `{c}`{hint}", t.id),
+                )
+            }
+        },
+        _ => Reply::error(404, format!("no such page of topology `{}`", t.id)),
     }
-    if let Some(token) = &shared.token {
-        let given = header(request, "Authorization")
-            .and_then(|v| v.strip_prefix("Bearer ").map(|t| t.trim().to_string()));
-        if !given.is_some_and(|g| same_secret(&g, token)) {
+}
+
+/// `/topology/:id/logconfig`: the log levels set for the topology (Storm's
+/// `namedLoggerLevels`), and whether they are in effect.
+fn log_config(shared: &Shared, id: &str) -> Value {
+    let levels = lock(&shared.log_levels)
+        .get(id)
+        .cloned()
+        .unwrap_or_default();
+    json!({
+        "namedLoggerLevels": levels,
+        "applied": shared.source.log_levels_applied(),
+    })
+}
+
+/// Whether a POST may change things: the token when one is set; from a browser, a page of
+/// this UI itself (its `Origin` is this `Host`; `Sec-Fetch-Site` same-origin). A page of
+/// another site cannot forge either, so no Content-Type is required: operators' `curl -X
+/// POST` and Storm's form posts work as with Storm.
+fn authorized(shared: &Shared, request: &Request) -> Result<(), Reply> {
+    if let Some(origin) = request.header("Origin") {
+        let host = request.header("Host").unwrap_or_default();
+        if !origin_host(origin).eq_ignore_ascii_case(host.trim()) {
             return Err(Reply::error(
                 403,
-                "this UI needs its token: `Authorization: Bearer TOKEN` (ui.token or storm.cluster.secret)",
+                format!("a POST from a page of `{origin}` cannot operate this UI at `{host}`"),
             ));
         }
     }
+    let fetch_site = request.header("Sec-Fetch-Site").map(str::trim);
+    if fetch_site
+        .is_some_and(|s| !s.eq_ignore_ascii_case("same-origin") && !s.eq_ignore_ascii_case("none"))
+    {
+        return Err(Reply::error(
+            403,
+            "a POST from a page of another origin cannot operate this UI",
+        ));
+    }
+    if shared.token.is_some() && !has_token(shared, request) {
+        return Err(Reply::error(
+            403,
+            "this UI needs its token: `Authorization: Bearer TOKEN` (ui.token or storm.cluster.secret)",
+        ));
+    }
     Ok(())
+}
+
+/// Storm's log levels.
+const LOG_LEVELS: [&str; 8] = [
+    "ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF",
+];
+
+/// `POST /topology/:id/logconfig` with Storm's body: `{"namedLoggerLevels": {LOGGER:
+/// {"target_level": LEVEL, "timeout": SECS}}}`; a logger without a level is cleared. The
+/// levels are kept (shown by the GET) and handed to [`Source::set_log_levels`].
+fn post_log_config(shared: &Shared, request: &Request, id: &str) -> Reply {
+    if let Err(r) = authorized(shared, request) {
+        return r;
+    }
+    let tops = shared.source.topologies();
+    let id = match find(&tops, id) {
+        Ok(t) => t.id.clone(),
+        Err(r) => return r,
+    };
+    let body: Value = match serde_json::from_slice(&request.body) {
+        Ok(v) => v,
+        Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
+    };
+    let Some(named) = body.get("namedLoggerLevels").and_then(Value::as_object) else {
+        return Reply::error(
+            400,
+            "the body must hold `namedLoggerLevels`: an object of logger names",
+        );
+    };
+    let mut levels = lock(&shared.log_levels)
+        .get(&id)
+        .cloned()
+        .unwrap_or_default();
+    for (logger, setting) in named {
+        let level = setting
+            .get("target_level")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if level.is_empty() {
+            levels.remove(logger);
+            continue;
+        }
+        let level = level.to_ascii_uppercase();
+        if !LOG_LEVELS.contains(&level.as_str()) {
+            return Reply::error(
+                400,
+                format!(
+                    "`{logger}`: target_level `{level}` is not one of {}",
+                    LOG_LEVELS.join(", ")
+                ),
+            );
+        }
+        let timeout = match setting.get("timeout") {
+            None => 0,
+            Some(t) => match t
+                .as_u64()
+                .or_else(|| t.as_str().and_then(|s| s.parse().ok()))
+            {
+                Some(t) => t,
+                None => {
+                    return Reply::error(
+                        400,
+                        format!("`{logger}`: timeout `{t}` is not a number of seconds"),
+                    )
+                }
+            },
+        };
+        levels.insert(
+            logger.clone(),
+            json!({ "target_level": level, "timeout": timeout }),
+        );
+    }
+    if let Err(e) = shared.source.set_log_levels(&id, &levels) {
+        return Reply::error(500, format!("{e:#}"));
+    }
+    lock(&shared.log_levels).insert(id.clone(), levels);
+    Reply::json(200, &log_config(shared, &id))
+}
+
+/// A rebalance's options from its body: JSON (Storm's documented body), or a form post.
+fn rebalance_body(
+    request: &Request,
+    body: &str,
+) -> Result<crate::topology::rebalance::Rebalance, String> {
+    let form = request.header("Content-Type").is_some_and(|t| {
+        t.trim()
+            .to_ascii_lowercase()
+            .starts_with("application/x-www-form-urlencoded")
+    });
+    if !form {
+        return api::rebalance_options(body);
+    }
+    let pairs: Vec<(String, String)> = body
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let decode = |s: &str| percent_decode(&s.replace('+', " "));
+            (decode(k), decode(v))
+        })
+        .collect();
+    api::rebalance_form(&pairs)
 }
 
 /// Compare two secrets through their digests, so the time taken does not tell how much of
@@ -482,14 +702,13 @@ fn same_secret(a: &str, b: &str) -> bool {
     Sha256::digest(a.as_bytes()) == Sha256::digest(b.as_bytes())
 }
 
-fn post_api(shared: &Shared, request: &mut Request, id: &str, op: &[String]) -> Reply {
+fn post_api(shared: &Shared, request: &Request, id: &str, op: &[String]) -> Reply {
     if let Err(r) = authorized(shared, request) {
         return r;
     }
-    let mut body = String::new();
-    if let Err(e) = request.as_reader().take(MAX_BODY).read_to_string(&mut body) {
-        return Reply::error(400, format!("cannot read the request body: {e}"));
-    }
+    let Ok(body) = std::str::from_utf8(&request.body) else {
+        return Reply::error(400, "the request body is not UTF-8");
+    };
     let wait = |s: &str| {
         let secs = s.parse::<u64>().map_err(|_| {
             Reply::error(400, format!("wait-time `{s}` is not a number of seconds"))
@@ -505,7 +724,7 @@ fn post_api(shared: &Shared, request: &mut Request, id: &str, op: &[String]) -> 
             Ok(wait_secs) => Action::Kill { wait_secs },
             Err(r) => return r,
         },
-        ["rebalance", w] => match (wait(w), api::rebalance_options(&body)) {
+        ["rebalance", w] => match (wait(w), rebalance_body(request, body)) {
             (Ok(wait_secs), Ok(options)) => Action::Rebalance { wait_secs, options },
             (Err(r), _) => return r,
             (_, Err(e)) => return Reply::error(400, format!("rebalanceOptions: {e}")),

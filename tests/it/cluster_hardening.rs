@@ -384,7 +384,13 @@ fn a_slot_whose_workers_keep_dying_backs_off_is_reported_and_its_work_moves() {
     eventually("the work to run on the healthy slot", || {
         let (_, status) = listed(&addr, "failing-slot")?;
         let tree = client(&["zk", "dump", "--nimbus", &addr])?;
-        let moved = tree.contains(&format!(":{good}\"")) && !tree.contains(&format!(":{bad}\""));
+        // The errors name the bad slot for good (where they happened): not an assignment.
+        let placed: String = tree
+            .lines()
+            .filter(|l| !l.starts_with("/storm/taskerrors/"))
+            .collect();
+        let moved =
+            placed.contains(&format!(":{good}\"")) && !placed.contains(&format!(":{bad}\""));
         (status == "active" && moved && tree.contains(&format!("/storm/taskbeats/{id}/")))
             .then_some(())
     });
@@ -612,4 +618,9 @@ fn a_crash_is_filed_under_the_crashing_components_task() {
             .map(str::to_string)
     });
     assert!(filed.contains("crashed"), "{filed}");
+    // With the worker it happened in: the UI's errorHost and errorPort.
+    assert!(
+        filed.contains(&format!("\"worker\":\"127.0.0.1:{slot}\"")),
+        "{filed}"
+    );
 }

@@ -31,6 +31,8 @@ mod state_trust;
 mod stateful;
 mod support;
 mod ui;
+mod ui_hostile;
+mod ui_rest;
 mod validate;
 mod values;
 mod windows;

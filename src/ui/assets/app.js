@@ -21,8 +21,25 @@ function cell(text, cls) {
   return td;
 }
 
+// The UI's token when one was given in this tab (kept for the session only): a UI reachable
+// from other hosts wants it on every read too.
+function auth() {
+  const token = sessionStorage.getItem("storm-ui-token");
+  return token ? { "Authorization": "Bearer " + token } : {};
+}
+
+// Ask for the token once per tab (the UI answered 403: it has one, ui.token or the secret).
+function askToken() {
+  const token = prompt("This UI needs its token (ui.token or storm.cluster.secret):");
+  if (token) sessionStorage.setItem("storm-ui-token", token);
+  return !!token;
+}
+
 async function getJson(path) {
-  const r = await fetch(path, { cache: "no-store" });
+  let r = await fetch(path, { cache: "no-store", headers: auth() });
+  if (r.status === 403 && !sessionStorage.getItem("storm-ui-token") && askToken()) {
+    r = await fetch(path, { cache: "no-store", headers: auth() });
+  }
   if (!r.ok) throw new Error(path + ": " + r.status);
   return r.json();
 }
@@ -139,12 +156,9 @@ function drawGraph(vis) {
   svg.replaceChildren(...kids);
 }
 
-// One POST, with the UI's token when one was given in this tab (kept for the session only).
+// One POST, with the UI's token when one was given in this tab.
 function post(path) {
-  const headers = { "Content-Type": "application/json" };
-  const token = sessionStorage.getItem("storm-ui-token");
-  if (token) headers["Authorization"] = "Bearer " + token;
-  return fetch(path, { method: "POST", headers });
+  return fetch(path, { method: "POST", headers: auth() });
 }
 
 async function operate(op) {
@@ -158,14 +172,7 @@ async function operate(op) {
   }
   const path = "/api/v1/topology/" + encodeURIComponent(selected) + "/" + op;
   let r = await post(path);
-  if (r.status === 403) {
-    // This UI has a token (ui.token or the cluster secret): ask for it once per tab.
-    const token = prompt("This UI needs its token (ui.token or storm.cluster.secret):");
-    if (token) {
-      sessionStorage.setItem("storm-ui-token", token);
-      r = await post(path);
-    }
-  }
+  if (r.status === 403 && askToken()) r = await post(path);
   const body = await r.json();
   out.textContent = r.ok ? body.topologyOperation + ": " + body.status : body.errorMessage;
   refresh();

@@ -1,0 +1,171 @@
+//! A small HTTP/1.1 server that holds against hostile clients, for the UI and nimbus: one
+//! event-loop thread (a current-thread tokio runtime) serves every connection as a task, and
+//! the answers themselves run on at most two blocking threads so a slow answer never stalls
+//! the loop. What it promises:
+//!
+//! - a request head is at most `max_head` bytes and `max_headers` lines (else 431);
+//! - the body's length comes from one Content-Length, checked against `max_body` before any
+//!   of it is read or room is taken (else 413); Content-Length with Transfer-Encoding, two
+//!   Content-Lengths or a length that is not plain digits is a 400;
+//! - a request must arrive whole within `read_timeout` of its first byte, a kept-alive
+//!   connection may sit `idle` between requests, and an answer must be taken within
+//!   `write_timeout`;
+//! - at most `max_connections` are open: past that, and when accept runs out of file
+//!   descriptors, the connection waiting longest for a request is closed to make room;
+//! - pipelined requests are answered in order, each connection on its own.
+
+mod accept;
+mod conn;
+pub mod head;
+mod slots;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The bounds a server keeps.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_head: usize,
+    pub max_headers: usize,
+    pub max_body: usize,
+    pub read_timeout: Duration,
+    pub idle: Duration,
+    pub write_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_head: 16 * 1024,
+            max_headers: 64,
+            max_body: 64 * 1024,
+            read_timeout: Duration::from_secs(10),
+            idle: Duration::from_secs(20),
+            write_timeout: Duration::from_secs(10),
+            max_connections: 256,
+        }
+    }
+}
+
+/// A request as the handler sees it.
+#[derive(Debug)]
+pub struct Request {
+    pub method: String,
+    /// The request target as sent (`/path?query`).
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub peer: SocketAddr,
+}
+
+impl Request {
+    /// The first header of this name (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What an answer carries.
+pub enum Body {
+    /// The whole body, sent with its length.
+    Full(Vec<u8>),
+    /// Lines sent as they come, until the sender is dropped or the reader goes away (the end
+    /// of the connection ends the answer). Each line gets a newline; a quiet stream writes an
+    /// empty line every second to find out whether its reader is still there.
+    Lines(crossbeam_channel::Receiver<String>),
+}
+
+/// An answer.
+pub struct Response {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Body,
+}
+
+/// What answers requests. It runs on a blocking thread, never on the event loop.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(&self, request: Request) -> Response;
+}
+
+/// A running server; it stops (and closes its socket) when dropped.
+pub struct Server {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Listen on `addr` and answer with `handler` until the returned server is dropped. `name`
+/// names the event-loop thread.
+pub fn start(
+    name: &str,
+    addr: &str,
+    limits: Limits,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<Server> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(2)
+        .thread_name(format!("{name}-answer"))
+        .build()?;
+    let listener = {
+        let _entered = runtime.enter();
+        tokio::net::TcpListener::from_std(listener)?
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let shared = Arc::new(conn::Shared { limits, handler });
+    let thread = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            runtime.block_on(accept::serve(listener, shared, stopped));
+            // Answers still running on a blocking thread finish on their own.
+            runtime.shutdown_background();
+        })?;
+    Ok(Server {
+        addr: local,
+        stop: Some(stop),
+        thread: Some(thread),
+    })
+}
+
+/// The reason phrase of a status this server gives.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "Internal Server Error",
+    }
+}
