@@ -327,7 +327,6 @@ fn ctrl_c_ends_a_run_whose_tuple_outlasts_the_message_timeout() {
         .current_dir(repo())
         .args([
             "run",
-            "-q",
             "topologies/multilang.yaml",
             "-c",
             "topology.message.timeout.secs=1",
