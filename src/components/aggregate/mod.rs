@@ -532,12 +532,11 @@ impl Aggregate {
 pub(crate) fn rank<'a>(scores: impl Iterator<Item = (&'a Values, Value)>, n: usize) -> Vec<Values> {
     let mut all: Vec<(&Values, Value)> = scores.collect();
     // A stable sort keeps the key order of equal scores.
-    all.sort_by(|a, b| {
-        let (x, y) = (
-            a.1.as_f64().unwrap_or(f64::MIN),
-            b.1.as_f64().unwrap_or(f64::MIN),
-        );
-        y.total_cmp(&x)
+    // Scores compare exactly (a sum of integers past 2^53 is not rounded); a score that is not
+    // a number (a sum of nothing) ranks last.
+    all.sort_by(|a, b| match (a.1.as_num(), b.1.as_num()) {
+        (Some(x), Some(y)) => y.order(x),
+        (x, y) => y.is_some().cmp(&x.is_some()),
     });
     all.into_iter()
         .take(n)
