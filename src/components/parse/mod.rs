@@ -553,3 +553,70 @@ impl Bolt for Parse {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn csv_parser(columns: usize) -> Parser {
+        let fields: Vec<String> = (0..columns).map(|i| format!("c{i}")).collect();
+        let args = serde_json::json!({"format": "csv", "header": true, "fields": fields});
+        let spec = Spec::from_args(args.as_object().unwrap_or(&serde_json::Map::new()))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        Parser::new(&spec).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A cell as a CSV writer writes it.
+    fn quoted(cell: &str) -> String {
+        if cell.contains([',', '"']) {
+            format!("\"{}\"", cell.replace('"', "\"\""))
+        } else {
+            cell.to_string()
+        }
+    }
+
+    proptest! {
+        /// Every cell of a random table reads back as written: numbers are numbers and
+        /// print as written (a decimal without its trailing zeros), ids with leading zeros and
+        /// other text stay text, an empty cell is null.
+        #[test]
+        fn csv_cells_read_back_as_written(
+            rows in proptest::collection::vec(proptest::collection::vec(
+                prop_oneof![
+                    any::<i32>().prop_map(|i| i.to_string()),
+                    (0u32..100_000, 0u32..1000).prop_map(|(a, b)| format!("{a}.{b:03}")),
+                    (0u32..1000).prop_map(|i| format!("0{i}")),
+                    Just(String::new()),
+                    "[a-z ,\"]{1,6}",
+                    Just("+1".to_string()),
+                    Just("1e5".to_string()),
+                ], 3), 1..10),
+        ) {
+            let mut p = csv_parser(3);
+            prop_assert_eq!(p.parse("c0,c1,c2"), Ok(None));
+            for row in &rows {
+                let line: Vec<String> = row.iter().map(|c| quoted(c)).collect();
+                let values = p.parse(&line.join(",")).map_err(TestCaseError::fail)?;
+                let values = values.ok_or_else(|| TestCaseError::fail("a record"))?;
+                for (cell, v) in row.iter().zip(values.iter()) {
+                    let mut shown = String::new();
+                    v.write_plain(&mut shown);
+                    match v {
+                        Value::Float(_) => {
+                            let trimmed = cell.trim_end_matches('0').trim_end_matches('.');
+                            prop_assert_eq!(&shown, trimmed);
+                        }
+                        Value::Null => prop_assert_eq!(cell.as_str(), ""),
+                        Value::Int(_) => prop_assert_eq!(&shown, cell),
+                        Value::Str(_) => {
+                            prop_assert_eq!(&shown, cell);
+                            prop_assert!(infer::number(cell).is_none());
+                        }
+                        other => prop_assert!(false, "{other:?}"),
+                    }
+                }
+            }
+        }
+    }
+}
