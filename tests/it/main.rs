@@ -10,6 +10,7 @@ mod config;
 mod cookbook;
 mod exactly_once;
 mod flux;
+mod hangs;
 mod input_limits;
 mod layering;
 mod map;

@@ -206,13 +206,13 @@ impl Run {
         }
     }
 
-    fn wait_status(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait_status(&mut self) -> std::process::ExitStatus {
         let child = self.child();
         eventually("storm run to end", || child.try_wait().ok().flatten())
     }
 
     /// Wait for it to end without closing its pipes; the exit code.
-    fn wait(&mut self) -> Option<i32> {
+    pub(crate) fn wait(&mut self) -> Option<i32> {
         self.wait_status().code()
     }
 }
