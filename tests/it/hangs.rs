@@ -32,3 +32,31 @@ fn an_early_interrupt_ends_a_stateful_run_over_processes() {
         assert!(ended, "trial {trial}: {status:?}");
     }
 }
+
+/// A tuple over the 64 MiB frame limit between workers (a 70 MB line) fails the run at once
+/// with an error that gives its size and the limit, instead of breaking the link and being
+/// replayed for ever.
+#[test]
+fn a_tuple_over_the_frame_limit_fails_the_run_with_a_clear_error() {
+    let mut run = Run::start(
+        &[
+            "run",
+            "-e",
+            "stdin | split | count(word) | stdout",
+            "--processes",
+            "--workers",
+            "2",
+        ],
+        true,
+    );
+    let mut line = vec![b'x'; 70_000_000];
+    line.push(b'\n');
+    run.write(&line);
+    let out = run.finish();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("takes 70000048 bytes, over the limit of 64 MiB"),
+        "{stderr}"
+    );
+}

@@ -185,7 +185,7 @@ impl Run {
     }
 
     /// Write to its stdin (kept open).
-    fn write(&mut self, bytes: &[u8]) {
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         let stdin = self.child().stdin.as_mut().expect("stdin is piped");
         stdin.write_all(bytes).expect("write stdin");
         stdin.flush().expect("flush stdin");
