@@ -30,6 +30,7 @@ bolts:
     type: shell
     command: [python3, record.py, {}, {}]
     fields: [word]
+    tick: 7
 streams:
   - from: sentences
     to: split
@@ -146,6 +147,11 @@ fn storms_own_multilang_layout_runs_from_the_shipped_folder_without_secrets() {
         "{text}"
     );
     assert_eq!(dumped["db.name"], "words", "other keys reach it: {text}");
+    // Its `tick:` as Storm's component config has it; Storm's lists are lists.
+    assert_eq!(dumped["topology.tick.tuple.freq.secs"], 7, "{text}");
+    for list in ["storm.zookeeper.servers", "nimbus.seeds"] {
+        assert!(dumped[list].is_array(), "{list} in {text}");
+    }
 }
 
 /// `storm run --processes` lays the children out as a cluster does: they run from a copy of
@@ -421,4 +427,30 @@ fn a_first_interrupt_ends_an_endless_drain_and_a_second_exits_130() {
         || child.try_wait().ok().flatten(),
     );
     assert_eq!(status.code(), Some(130));
+}
+
+/// A Flux file naming Storm's no-op `BaseWorkerHook` validates, with a warning that says it
+/// is ignored; any other hook class stays an error.
+#[test]
+fn storms_no_op_worker_hook_is_a_warning() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = storm()
+        .current_dir(root)
+        .args(["validate", "tests/fixtures/warn/flux-base-worker-hook.yaml"])
+        .output()
+        .expect("storm validate");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "warning: `workerHooks`: `org.apache.storm.hooks.BaseWorkerHook` does nothing; ignored"
+        ),
+        "{err}"
+    );
+    let out = storm()
+        .current_dir(root)
+        .args(["validate", "tests/fixtures/invalid/flux-worker-hooks.yaml"])
+        .output()
+        .expect("storm validate");
+    assert_eq!(out.status.code(), Some(1));
 }
