@@ -454,3 +454,69 @@ fn storms_no_op_worker_hook_is_a_warning() {
         .expect("storm validate");
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// `storm config` with Apache Storm 2.x's own `conf/defaults.yaml` as `storm.yaml`.
+fn config_with_storms_defaults(args: &[&str]) -> (Option<i32>, String, String) {
+    let conf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/storm/conf");
+    let out = storm()
+        .env("STORM_CONF_DIR", &conf)
+        .args(args)
+        .output()
+        .expect("storm");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Storm's `conf/defaults.yaml` is accepted as `storm.yaml` (its transfer buffer of 1000
+/// batches included); each key is in its class: obeyed (unmarked), Storm's without effect
+/// here (`[no effect]`, listed by `--unused`), or unknown to both (`[unknown]`).
+#[test]
+fn storms_defaults_yaml_is_accepted_as_storm_yaml_with_key_classes() {
+    let (code, out, err) = config_with_storms_defaults(&["config", "-c", "topology.wrokers=3"]);
+    assert_eq!(code, Some(0), "{err}");
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in {out}"))
+            .to_string()
+    };
+    let transfer = line("topology.transfer.buffer.size");
+    assert!(
+        transfer.contains("= 1000") && !transfer.contains('['),
+        "{transfer}"
+    );
+    assert!(!line("topology.workers").contains('['));
+    assert!(line("drpc.port").ends_with("[no effect]"));
+    assert!(line("topology.worker.childopts").ends_with("[no effect]"));
+    assert!(line("topology.wrokers").ends_with("[unknown]"));
+
+    let (code, unused, err) = config_with_storms_defaults(&["config", "--unused"]);
+    assert_eq!(code, Some(0), "{err}");
+    let keys: Vec<&str> = unused
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        keys.contains(&"drpc.port") && keys.contains(&"nimbus.childopts"),
+        "{unused}"
+    );
+    assert!(!keys.contains(&"topology.workers"), "{unused}");
+    assert!(
+        unused.lines().all(|l| l.ends_with("[no effect]")),
+        "{unused}"
+    );
+
+    // One line at the start of a run says how many, and where to see them.
+    let (code, _, err) = config_with_storms_defaults(&["run", "-e", "generate(count=1) | stdout"]);
+    assert_eq!(code, Some(0), "{err}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains(&format!("{} Storm configuration key(s)", keys.len()))
+            && notes[0].contains("storm config --unused"),
+        "{err}"
+    );
+}
