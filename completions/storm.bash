@@ -247,7 +247,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__config)
-            opts="-c -h -V --filter --config --help --version"
+            opts="-c -h -V --filter --unused --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

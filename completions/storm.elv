@@ -124,6 +124,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --filter 'Properties file for Flux `${key}` substitution'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --unused 'List only the keys set that Storm knows but that have no effect here'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

@@ -96,6 +96,7 @@ complete -c storm -n "__fish_storm_using_subcommand graph" -s h -l help -d 'Prin
 complete -c storm -n "__fish_storm_using_subcommand graph" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand config" -l filter -d 'Properties file for Flux `${key}` substitution' -r -F
 complete -c storm -n "__fish_storm_using_subcommand config" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
+complete -c storm -n "__fish_storm_using_subcommand config" -l unused -d 'List only the keys set that Storm knows but that have no effect here'
 complete -c storm -n "__fish_storm_using_subcommand config" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand config" -s V -l version -d 'Print version'
 complete -c storm -n "__fish_storm_using_subcommand completions" -s h -l help -d 'Print help'

@@ -322,6 +322,9 @@ pub struct ConfigArgs {
     /// Properties file for Flux `${key}` substitution
     #[arg(long = "filter", value_name = "FILE")]
     pub filter: Option<PathBuf>,
+    /// List only the keys set that Storm knows but that have no effect here
+    #[arg(long)]
+    pub unused: bool,
     #[command(flatten)]
     pub config: ConfigOverrides,
 }

@@ -30,6 +30,9 @@ fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
         Status::Failure
     })?;
     warn_misspelt_keys(&config);
+    if let Some(note) = layers::no_effect_summary(&config) {
+        crate::stderr_println!("{note}");
+    }
     Ok(config)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod layers;
 pub mod rules;
+pub mod storm_keys;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
