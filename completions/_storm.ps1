@@ -75,6 +75,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--processes', '--processes', [CompletionResultType]::ParameterName, 'Run each worker as its own process, talking over loopback TCP')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'End the run with an error at the first input line that cannot be read, value that cannot be converted or late tuple (sets topology.strict=true)')
             [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print the per-component summary at the end even when stderr is not a terminal')
             [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'Include system components (the acker, `__acker`) in the summary')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')

@@ -70,6 +70,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --processes 'Run each worker as its own process, talking over loopback TCP'
             cand -q 'Print nothing on stderr but errors (no summary)'
             cand --quiet 'Print nothing on stderr but errors (no summary)'
+            cand --strict 'End the run with an error at the first input line that cannot be read, value that cannot be converted or late tuple (sets topology.strict=true)'
             cand --summary 'Print the per-component summary at the end even when stderr is not a terminal'
             cand --system 'Include system components (the acker, `__acker`) in the summary'
             cand -h 'Print help'

@@ -173,6 +173,10 @@ pub struct RunArgs {
     /// Print nothing on stderr but errors (no summary)
     #[arg(short, long)]
     pub quiet: bool,
+    /// End the run with an error at the first input line that cannot be read, value that
+    /// cannot be converted or late tuple (sets topology.strict=true)
+    #[arg(long)]
+    pub strict: bool,
     /// Print the per-component summary at the end even when stderr is not a terminal
     #[arg(long, conflicts_with = "quiet")]
     pub summary: bool,

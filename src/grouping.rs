@@ -102,7 +102,12 @@ impl Grouper {
     /// Choose the receiving task(s) of one tuple.
     #[inline]
     pub fn choose(&mut self, values: &[Value]) -> Choice {
-        self.choose_keyed(|k| java_hash::value_hash(values.get(k).unwrap_or(&Value::Null)))
+        let value = |k: usize| values.get(k).unwrap_or(&Value::Null);
+        // Fields grouping: `1` and `1.0` are one key (see `java_hash`).
+        if matches!(self.kind, Kind::Fields(_)) {
+            return self.choose_keyed(|k| java_hash::key_hash(value(k)));
+        }
+        self.choose_keyed(|k| java_hash::value_hash(value(k)))
     }
 
     /// `choose` for a tuple whose one value is the string `s`, without building it.
@@ -285,6 +290,15 @@ mod tests {
                 if let Choice::One(t) = g.choose(&[]) { *counts.entry(t).or_default() += 1; }
             }
             for t in targets { prop_assert_eq!(counts.get(&t).copied().unwrap_or(0), cycles); }
+        }
+
+        /// `1` and `1.0` are one key: fields grouping sends them to one task.
+        #[test]
+        fn fields_sends_an_integer_and_its_float_to_one_task(i in -(1i64 << 53)..(1i64 << 53), n in 1u32..9) {
+            let targets: Vec<u32> = (1..=n).collect();
+            let mut g = Grouper::new(&Grouping::Fields(vec!["k".into()]), targets, vec![0, 1], &[], 1);
+            let as_int = g.choose(&[Value::Int(i), Value::str("x")]);
+            prop_assert_eq!(g.choose(&[Value::Float(i as f64), Value::str("x")]), as_int);
         }
 
         #[test]

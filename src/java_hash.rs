@@ -2,6 +2,12 @@
 //! (Storm: `TupleUtils.chooseTaskIndex` = `floorMod(Arrays.asList(keys).hashCode(), numTasks)`).
 //! Strings hash over UTF-16 code units as `String.hashCode`; integers as `Long.hashCode`
 //! (multilang and JSON numbers are Longs in Storm); floats as `Double.hashCode`.
+//!
+//! [`key_hash`], which fields grouping uses, departs from Java in one way: a float with an
+//! integral value (`1.0`, `-0.0`) hashes as the integer it equals, since `1` and `1.0` are one
+//! key and must reach one task (in Java `Double.hashCode(1.0)` differs from `Long.hashCode(1)`).
+//! Partial key grouping keeps Java's hashes exactly: it spreads every key over two tasks
+//! anyway, and so places keys on the tasks Storm's would.
 
 use crate::tuple::Value;
 
@@ -58,17 +64,33 @@ pub fn double_hash(v: f64) -> i32 {
 
 /// `hashCode` of one value as its Java counterpart would give it.
 pub fn value_hash(v: &Value) -> i32 {
+    hash(v, false)
+}
+
+/// `hashCode` of one value as a key: as Java's, but a float with an integral value hashes as
+/// the integer it equals (see the module comment).
+pub fn key_hash(v: &Value) -> i32 {
+    hash(v, true)
+}
+
+fn hash(v: &Value, integral_as_long: bool) -> i32 {
+    let hash = |v: &Value| hash(v, integral_as_long);
     match v {
         Value::Null => 0,
         Value::Bool(true) => 1231,
         Value::Bool(false) => 1237,
         Value::Int(i) => long_hash(*i),
-        Value::Float(f) => double_hash(*f),
+        Value::Float(f) => match crate::tuple::numeric::float_as_int(*f) {
+            Some(i) if integral_as_long => long_hash(i),
+            _ => double_hash(*f),
+        },
         Value::Str(s) => string_hash(s),
-        Value::List(l) => list_hash(l.iter()),
+        Value::List(l) => l
+            .iter()
+            .fold(1i32, |h, v| h.wrapping_mul(31).wrapping_add(hash(v))),
         // AbstractMap.hashCode: sum of (key.hashCode ^ value.hashCode).
         Value::Map(m) => m.iter().fold(0i32, |acc, (k, v)| {
-            acc.wrapping_add(string_hash(k) ^ value_hash(v))
+            acc.wrapping_add(string_hash(k) ^ hash(v))
         }),
     }
 }
@@ -124,6 +146,17 @@ mod tests {
         assert_eq!(long_hash(-1), 0);
         assert_eq!(long_hash(1 << 32), 1);
         assert_eq!(double_hash(1.0), 1072693248);
+        assert_eq!(double_hash(1.5), 1073217536);
+        assert_eq!(value_hash(&Value::Float(1.0)), 1072693248);
+        // As a key, an integral float is the integer (a departure from Java, on purpose).
+        assert_eq!(key_hash(&Value::Float(1.0)), key_hash(&Value::Int(1)));
+        assert_eq!(key_hash(&Value::Float(-0.0)), key_hash(&Value::Int(0)));
+        let nested = |x: Value| Value::list(vec![Value::str("a"), x]);
+        assert_eq!(
+            key_hash(&nested(Value::Float(7.0))),
+            key_hash(&nested(Value::Int(7)))
+        );
+        assert_eq!(key_hash(&Value::Float(2.5)), double_hash(2.5));
         assert_eq!(value_hash(&Value::Bool(true)), 1231);
     }
 

@@ -32,9 +32,11 @@ pub fn clear_status_line() {
     let _ = err.write(b"\r\x1b[2K");
 }
 
-pub fn init() {
+/// Log to stderr at `STORM_LOG`'s level; without it, warnings and errors (`quiet`: errors).
+pub fn init(quiet: bool) {
+    let default = if quiet { "error" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("STORM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

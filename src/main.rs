@@ -10,7 +10,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = storm::cli::Cli::parse();
-    storm::logging::init();
+    // `storm run --quiet`: errors only.
+    let quiet = matches!(&cli.command, storm::cli::Command::Run(a) if a.quiet);
+    storm::logging::init(quiet);
     match storm::commands::dispatch(cli) {
         Ok(status) => status.into(),
         Err(err) if storm::commands::is_broken_pipe(&err) => ExitCode::SUCCESS,

@@ -6,9 +6,15 @@ use compact_str::CompactString;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+pub mod numeric;
+
 /// One value inside a tuple. Strings are small-string optimised: words of up to 24 bytes never
 /// allocate, which is what makes word counts cheap.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Equality and hashing are those of keys (`count`, `aggregate`, `dedupe`, `join`…) and agree
+/// with the expression `==`: a float with an integral value equals the integer (`1.0 == 1`),
+/// `-0.0 == 0`, and NaN equals NaN (see [`numeric`]). A boolean is never a number.
+#[derive(Debug, Clone)]
 pub enum Value {
     Null,
     Bool(bool),
@@ -21,6 +27,25 @@ pub enum Value {
     Map(Box<BTreeMap<String, Value>>),
 }
 
+impl PartialEq for Value {
+    #[inline]
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Int(a), Value::Float(b)) | (Value::Float(b), Value::Int(a)) => {
+                numeric::cmp_int_float(*a, *b).is_eq()
+            }
+            (Value::Float(a), Value::Float(b)) => numeric::cmp_floats(*a, *b).is_eq(),
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::List(a), Value::List(b)) => a == b,
+            (Value::Map(a), Value::Map(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 impl Eq for Value {}
 
 impl std::hash::Hash for Value {
@@ -30,12 +55,18 @@ impl std::hash::Hash for Value {
         if let Value::Str(s) = self {
             return s.as_str().hash(state);
         }
+        // A float equal to an integer hashes as that integer (`Eq` says they are equal).
+        if let Value::Float(f) = self {
+            if let Some(i) = numeric::float_as_int(*f) {
+                return Value::Int(i).hash(state);
+            }
+        }
         std::mem::discriminant(self).hash(state);
         match self {
             Value::Null => {}
             Value::Bool(b) => b.hash(state),
             Value::Int(i) => i.hash(state),
-            Value::Float(f) => f.to_bits().hash(state),
+            Value::Float(f) => numeric::float_key_bits(*f).hash(state),
             Value::Str(s) => s.hash(state),
             Value::List(l) => l.hash(state),
             Value::Map(m) => m.hash(state),
@@ -81,6 +112,15 @@ impl Value {
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The number, exact when an integer; `None` for anything else.
+    pub fn as_num(&self) -> Option<numeric::Num> {
+        match self {
+            Value::Int(i) => Some(numeric::Num::Int(*i)),
+            Value::Float(f) => Some(numeric::Num::Float(*f)),
             _ => None,
         }
     }
@@ -131,16 +171,25 @@ impl Value {
         }
     }
 
-    /// Append this value as `stdout` prints it: strings as they are, numbers in decimal,
-    /// null as empty, lists and maps as JSON.
-    /// The value as `stdout` writes it, on its own: the text keys match by in `lookup` and
-    /// `join` (a CSV cell `"42"` matches the integer `42`).
+    /// The value as `stdout` writes it, on its own.
     pub fn plain_text(&self) -> String {
         let mut s = String::new();
         self.write_plain(&mut s);
         s
     }
 
+    /// The text keys match by in `lookup` and `join`: as `stdout` writes it (a CSV cell
+    /// `"42"` matches the integer `42`, and `1.0` prints as `1`), with `-0.0` written `0` as
+    /// it equals `0`.
+    pub fn key_text(&self) -> String {
+        match self {
+            Value::Float(f) if *f == 0.0 => "0".to_string(),
+            _ => self.plain_text(),
+        }
+    }
+
+    /// Append this value as `stdout` prints it: strings as they are, numbers in decimal,
+    /// null as empty, lists and maps as JSON.
     pub fn write_plain(&self, out: &mut String) {
         match self {
             Value::Null => {}

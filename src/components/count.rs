@@ -154,7 +154,10 @@ fn cmp_values(a: &Value, b: &Value) -> std::cmp::Ordering {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => x.cmp(y),
         (Value::Int(x), Value::Int(y)) => x.cmp(y),
-        _ => format!("{a:?}").cmp(&format!("{b:?}")),
+        _ => match (a.as_num(), b.as_num()) {
+            (Some(x), Some(y)) => x.order(y),
+            _ => format!("{a:?}").cmp(&format!("{b:?}")),
+        },
     }
 }
 
@@ -280,11 +283,20 @@ impl BoltState for Count {
                     other.plain_text()
                 ),
             };
+            // Added to a key already restored: state saved before `1` and `1.0` were one key
+            // may hold both.
             let slot = Slot { n, dirty: false };
+            let add = |s: &mut Slot| s.n = s.n.saturating_add(n);
             match key {
-                Value::Str(s) if width == 1 => drop(self.strings.insert(s, slot)),
-                k if width == 1 => drop(self.single.insert(k, slot)),
-                Value::List(l) if l.len() == width => drop(self.multi.insert(*l, slot)),
+                Value::Str(s) if width == 1 => {
+                    self.strings.entry(s).and_modify(add).or_insert(slot);
+                }
+                k if width == 1 => {
+                    self.single.entry(k).and_modify(add).or_insert(slot);
+                }
+                Value::List(l) if l.len() == width => {
+                    self.multi.entry(*l).and_modify(add).or_insert(slot);
+                }
                 k => anyhow::bail!(
                     "count: a saved key, {}, is not a list of {width} values (one per field of `fields`)",
                     k.plain_text()
@@ -377,5 +389,18 @@ mod tests {
         );
         assert!(err(vec![0, 1], Value::str("a"), Value::Int(1)).contains("not a list of 2"));
         assert!(Count::new(&serde_json::Map::new()).state().is_none());
+    }
+
+    /// State saved when `1` and `1.0` were two keys restores as one key with both counts.
+    #[test]
+    fn saved_counts_of_one_and_one_point_zero_restore_as_one_key() {
+        let mut c = count("end", vec![0]);
+        c.restore(vec![
+            (Value::Int(1), Value::Int(2)),
+            (Value::Float(1.0), Value::Int(3)),
+        ])
+        .expect("restores");
+        assert_eq!(c.single.len(), 1);
+        assert_eq!(c.single.values().map(|s| s.n).sum::<i64>(), 5);
     }
 }

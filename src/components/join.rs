@@ -216,7 +216,7 @@ impl Join {
         let key = input
             .values
             .get(self.keys[i])
-            .map(Value::plain_text)
+            .map(Value::key_text)
             .unwrap_or_default();
         if self.panes.is_some() {
             self.windowed(i, key, input, out);

@@ -25,6 +25,10 @@ use std::sync::Arc;
 const CHUNK_LINES: usize = 1024;
 const CHUNK_BYTES: usize = 256 * 1024;
 
+/// With JSON input, a line longer than this is sent on in pieces of about this size, so a
+/// minified array on one line is never held whole.
+const PIECE_BYTES: usize = 1 << 20;
+
 /// Lines the reader thread sends on together: their text end to end in one string, where
 /// each one ends in it, and where each ends in the raw input (the byte after its `\n`: what a
 /// checkpoint's position records).
@@ -33,6 +37,8 @@ struct LineChunk {
     text: Arc<String>,
     ends: Vec<usize>,
     raw_ends: Vec<u64>,
+    /// The lines that are pieces of a longer one, going on in the next (JSON input only).
+    pieces: Vec<usize>,
 }
 
 /// What the reader thread sends: a chunk of lines, or why reading stopped.
@@ -72,28 +78,42 @@ impl KeptLine {
 }
 
 /// Emit one read line: as it is, or parsed into fields (an unreadable one to `errors`).
-/// `replay`: acking is on, so the tuple is kept until acked.
+/// `replay`: acking is on, so the tuple is kept until acked. An error ends the run (a header
+/// without a column asked for; any unreadable line with `topology.strict`).
 fn emit_line(
     parsing: Option<&mut Parsing>,
     replay: Option<&mut Replay<KeptLine>>,
     line: &str,
+    piece: bool,
     keep: impl FnOnce() -> KeptLine,
     out: &mut dyn SpoutCollector,
-) {
+) -> Result<(), super::FatalError> {
     let Some(p) = parsing else {
         let msg_id = replay.map(|r| Value::Int(r.track(keep()) as i64));
         out.send(streams::DEFAULT, crate::tuple::one_str(line), msg_id);
-        return;
+        return Ok(());
     };
-    match p.parser.parse(line) {
-        Ok(None) => {}
-        Ok(Some(values)) => {
-            let msg_id =
-                replay.map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
-            out.send(streams::DEFAULT, values, msg_id);
-        }
-        Err(reason) => LineSpout::reject(p, line, &reason, out),
+    // A line may give several records (the elements of a JSON array on one line).
+    let mut replay = replay;
+    let mut record = match piece {
+        true => p.parser.parse_piece(line),
+        false => p.parser.parse(line),
     }
+    .transpose();
+    while let Some(r) = record {
+        match r {
+            Ok(values) => {
+                p.warnings.read();
+                let msg_id = replay
+                    .as_deref_mut()
+                    .map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
+                out.send(streams::DEFAULT, values, msg_id);
+            }
+            Err(reason) => LineSpout::reject(p, line, &reason, out)?,
+        }
+        record = p.parser.next_ready();
+    }
+    Ok(())
 }
 
 /// Where the lines come from.
@@ -138,6 +158,8 @@ pub struct LineSpout {
     component: String,
     /// `format:` given: lines are read into fields.
     parsing: Option<Parsing>,
+    /// JSON input: a long line is read in pieces.
+    cut_long: bool,
 }
 
 /// A spout that reads its lines into fields (`stdin(format=json, fields=[…])`).
@@ -166,11 +188,13 @@ impl LineSpout {
             done: false,
             component: String::new(),
             parsing: None,
+            cut_long: false,
         }
     }
 
     /// Read lines into fields as `parse` would (the spout's `format` and its options).
     pub fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
+        self.cut_long = matches!(spec.format, super::parse::spec::Format::Json { .. });
         self.parsing = Some(Parsing {
             parser: super::parse::Parser::new(spec)?,
             errors: None,
@@ -179,7 +203,15 @@ impl LineSpout {
         Ok(self)
     }
 
-    fn reject(p: &mut Parsing, line: &str, reason: &str, out: &mut dyn SpoutCollector) {
+    fn reject(
+        p: &mut Parsing,
+        line: &str,
+        reason: &str,
+        out: &mut dyn SpoutCollector,
+    ) -> Result<(), super::FatalError> {
+        if let Some(why) = p.parser.fatal() {
+            return Err(super::FatalError(why.to_string()));
+        }
         match p.errors {
             Some(stream) => {
                 out.send(
@@ -187,24 +219,26 @@ impl LineSpout {
                     smallvec::smallvec![Value::str(line), Value::str(reason)],
                     None,
                 );
+                Ok(())
             }
             None => {
                 out.dropped(1);
-                p.warnings.dropped(line, reason);
+                p.warnings.dropped(p.parser.line(), line, reason)
             }
         }
     }
 
     /// Emit the next line of the current chunk, if there is one left.
-    fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> bool {
+    fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> Result<bool, super::FatalError> {
         let Some(&end) = self.current.ends.get(self.emitted) else {
-            return false;
+            return Ok(false);
         };
         let start = match self.emitted {
             0 => 0,
             i => self.current.ends[i - 1],
         };
         let raw_end = self.current.raw_ends.get(self.emitted).copied();
+        let piece = self.current.pieces.contains(&self.emitted);
         self.emitted += 1;
         let text = &self.current.text;
         let line = text.get(start..end).unwrap_or_default();
@@ -214,12 +248,12 @@ impl LineSpout {
             end,
         };
         let replay = self.tracked.then_some(&mut self.replay);
-        emit_line(self.parsing.as_mut(), replay, line, keep, out);
+        emit_line(self.parsing.as_mut(), replay, line, piece, keep, out)?;
         let pending = self.parsing.as_ref().is_some_and(|p| p.parser.pending());
         if let (Some(raw_end), false) = (raw_end, pending) {
             self.offset = raw_end;
         }
-        true
+        Ok(true)
     }
 
     /// Emit the next line a restored position kept, if one is left: as a new tracked tuple.
@@ -244,9 +278,10 @@ impl LineSpout {
         let (read, invalid) = (self.read_bytes.clone(), self.invalid.clone());
         read.store(self.start, Ordering::Relaxed);
         let start = self.start;
+        let cut = self.cut_long.then_some(PIECE_BYTES);
         std::thread::Builder::new()
             .name(format!("{}-reader", self.component))
-            .spawn(move || reader_thread(input, start, tx, read, invalid))?;
+            .spawn(move || reader_thread(input, start, cut, tx, read, invalid))?;
         self.chunks = Some(rx);
         Ok(())
     }
@@ -256,6 +291,7 @@ impl LineSpout {
 fn reader_thread(
     input: Input,
     start: u64,
+    cut: Option<usize>,
     tx: crossbeam_channel::Sender<ChunkResult>,
     read_bytes: Arc<AtomicU64>,
     invalid: Arc<AtomicU64>,
@@ -267,7 +303,7 @@ fn reader_thread(
             return Ok(());
         }
     };
-    read_lines(source, start, &tx, &read_bytes, &invalid);
+    read_lines(source, start, cut, &tx, &read_bytes, &invalid);
     Ok(())
 }
 
@@ -313,10 +349,11 @@ fn skip(reader: &mut impl Read, n: u64) -> Result<(), String> {
 }
 
 /// Read `reader` to its end, sending its lines on `tx` in chunks (or an error); its first byte
-/// is byte `start` of the input.
+/// is byte `start` of the input. `cut`: a line longer than this goes in pieces.
 fn read_lines(
     mut reader: impl BufRead,
     start: u64,
+    cut: Option<usize>,
     tx: &crossbeam_channel::Sender<ChunkResult>,
     read_bytes: &AtomicU64,
     invalid: &AtomicU64,
@@ -326,6 +363,7 @@ fn read_lines(
         text: String::new(),
         ends: Vec::with_capacity(CHUNK_LINES),
         raw_ends: Vec::with_capacity(CHUNK_LINES),
+        pieces: Vec::new(),
         carry: Vec::new(),
         invalid,
         closed: false,
@@ -369,6 +407,9 @@ fn read_lines(
         } else {
             lines.carry.extend_from_slice(rest);
         }
+        if let Some(cut) = cut.filter(|&c| lines.carry.len() > c) {
+            lines.push_piece(cut, at + n as u64);
+        }
         reader.consume(n);
         at += n as u64;
         read_bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -392,6 +433,7 @@ struct LineBuilder<'a> {
     text: String,
     ends: Vec<usize>,
     raw_ends: Vec<u64>,
+    pieces: Vec<usize>,
     /// The start of a line the read buffer cut off.
     carry: Vec<u8>,
     invalid: &'a AtomicU64,
@@ -419,8 +461,29 @@ impl LineBuilder<'_> {
             text: Arc::new(std::mem::replace(&mut self.text, next)),
             ends: std::mem::replace(&mut self.ends, Vec::with_capacity(CHUNK_LINES)),
             raw_ends: std::mem::replace(&mut self.raw_ends, Vec::with_capacity(CHUNK_LINES)),
+            pieces: std::mem::take(&mut self.pieces),
         };
         self.closed = self.tx.send(Ok(chunk)).is_err();
+    }
+
+    /// The first `cut` bytes of the line gathered in `carry` (less, to end on a character),
+    /// as a piece of a line; `carry_end` is the raw offset where `carry` ends.
+    fn push_piece(&mut self, cut: usize, carry_end: u64) {
+        let mut end = cut.min(self.carry.len());
+        // Back off to the start of a UTF-8 character (at most 3 continuation bytes).
+        while end > 0 && end + 3 > cut && (self.carry[end] & 0xC0) == 0x80 {
+            end -= 1;
+        }
+        let piece: Vec<u8> = self.carry.drain(..end).collect();
+        let raw_end = carry_end - self.carry.len() as u64;
+        self.pieces.push(self.ends.len());
+        match std::str::from_utf8(&piece) {
+            Ok(text) => self.add(text, raw_end),
+            Err(_) => {
+                self.invalid.fetch_add(1, Ordering::Relaxed);
+                self.add(&String::from_utf8_lossy(&piece), raw_end);
+            }
+        }
     }
 
     /// A run of whole lines, each ending in `\n`, starting at raw offset `run_at`: validated
@@ -471,7 +534,11 @@ impl Spout for LineSpout {
         self.component = ctx.component.clone();
         if let Some(p) = self.parsing.as_mut() {
             p.errors = super::wired_stream(ctx, super::parse::ERRORS_STREAM);
-            p.warnings = super::parse::DropWarnings::new(&ctx.component);
+            p.warnings = super::parse::DropWarnings::for_task(ctx);
+            if let Some(max) = ctx.config.get_u64(super::parse::MAX_RECORD_KEY) {
+                p.parser
+                    .set_max_record(usize::try_from(max).unwrap_or(usize::MAX));
+            }
         }
         self.replay.set_label(&ctx.component, ctx.task_id);
         if let Some(Input::File(p)) = &self.input {
@@ -489,7 +556,7 @@ impl Spout for LineSpout {
             );
             return Ok(SpoutStatus::Busy);
         }
-        if self.emit_restored(out) || self.emit_next(out) {
+        if self.emit_restored(out) || self.emit_next(out)? {
             return Ok(SpoutStatus::Busy);
         }
         if self.done {
@@ -517,9 +584,11 @@ impl Spout for LineSpout {
                 self.done = true;
                 if let Some(p) = self.parsing.as_mut() {
                     if let Some((text, reason)) = p.parser.unfinished() {
-                        Self::reject(p, &text, &reason, out);
+                        Self::reject(p, &text, &reason, out)?;
+                        p.warnings.nothing_read()?;
                         return Ok(SpoutStatus::Busy);
                     }
+                    p.warnings.nothing_read()?;
                 }
                 Ok(SpoutStatus::Exhausted)
             }
@@ -588,6 +657,7 @@ mod tests {
         read_lines(
             BufReader::with_capacity(capacity, input),
             start,
+            None,
             &tx,
             &read,
             &invalid,
@@ -663,7 +733,7 @@ mod tests {
             ..LineChunk::default()
         };
         let mut out = Emitted::default();
-        while spout.emit_next(&mut out) {}
+        while spout.emit_next(&mut out).unwrap_or(false) {}
         let lines: Vec<&str> = out.0.iter().map(|(l, _)| l.as_str()).collect();
         assert_eq!(lines, ["one", "two", "three"]);
         assert_eq!(

@@ -112,7 +112,7 @@ impl Lookup {
                 .iter()
                 .map(|c| row.get(c).map_or(Value::Null, Value::from_json))
                 .collect();
-            table.insert(Value::from_json(k).plain_text(), selected);
+            table.insert(Value::from_json(k).key_text(), selected);
         }
         Ok(table)
     }
@@ -158,7 +158,7 @@ impl Bolt for Lookup {
         let key = input
             .values
             .get(self.on_at)
-            .map(Value::plain_text)
+            .map(Value::key_text)
             .unwrap_or_default();
         let mut values = input.values.clone();
         match self.table.get(&key) {

@@ -113,12 +113,22 @@ impl Stdout {
         let mut out = std::mem::take(&mut self.pending);
         match self.format {
             OutputFormat::Tsv => {
+                let mut cell = std::mem::take(&mut self.cell);
                 for (i, (_, v)) in self.cells(input).enumerate() {
                     if i > 0 {
                         out.push('\t');
                     }
-                    v.write_plain(&mut out);
+                    match v {
+                        Value::Str(s) => push_tsv_cell(&mut out, s),
+                        Value::List(_) | Value::Map(_) => {
+                            cell.clear();
+                            v.write_plain(&mut cell);
+                            push_tsv_cell(&mut out, &cell);
+                        }
+                        _ => v.write_plain(&mut out),
+                    }
                 }
+                self.cell = cell;
             }
             OutputFormat::Json => {
                 let mut obj = serde_json::Map::new();
@@ -197,6 +207,27 @@ impl Stdout {
         res.map_err(|e| {
             anyhow::Error::from(e).context(FatalError("cannot write to standard output".into()))
         })
+    }
+}
+
+/// One TSV cell: a tab, line break or backslash in it written as `\t`, `\n`, `\r`, `\\`,
+/// so a value stays one cell of one line.
+fn push_tsv_cell(line: &mut String, cell: &str) {
+    if !cell
+        .bytes()
+        .any(|b| matches!(b, b'\t' | b'\n' | b'\r' | b'\\'))
+    {
+        line.push_str(cell);
+        return;
+    }
+    for c in cell.chars() {
+        match c {
+            '\t' => line.push_str("\\t"),
+            '\n' => line.push_str("\\n"),
+            '\r' => line.push_str("\\r"),
+            '\\' => line.push_str("\\\\"),
+            c => line.push(c),
+        }
     }
 }
 

@@ -84,6 +84,14 @@ pub const RULES: &[(&str, Rule)] = &[
     ("topology.executor.receive.buffer.size", Rule::PowerOfTwo),
     ("topology.executor.send.buffer.size", Rule::PowerOfTwo),
     ("topology.debug", Rule::Bool),
+    ("topology.strict", Rule::Bool),
+    (
+        "topology.record.max.bytes",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
     (
         "topology.shellbolt.max.pending",
         Rule::Int {

@@ -36,13 +36,16 @@ pub enum NodeKind {
     Duration(i64),
 }
 
-/// Arithmetic operators: `*` `/` `%` bind tighter than `+` `-`, all left-associative.
+/// Arithmetic operators: `*` `/` `//` `%` bind tighter than `+` `-`, all left-associative.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArithOp {
     Add,
     Sub,
     Mul,
+    /// `/`: always a float.
     Div,
+    /// `//`: floor division.
+    FloorDiv,
     Rem,
 }
 
@@ -53,6 +56,7 @@ impl ArithOp {
             ArithOp::Sub => "-",
             ArithOp::Mul => "*",
             ArithOp::Div => "/",
+            ArithOp::FloorDiv => "//",
             ArithOp::Rem => "%",
         }
     }

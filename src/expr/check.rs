@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::ast::{CmpOp, Node, NodeKind};
+use super::ast::{ArithOp, CmpOp, Node, NodeKind};
 use super::functions::{self, Arg, Func};
 use super::types::Type;
 use super::ExprError;
@@ -92,6 +92,8 @@ impl Checker<'_> {
             NodeKind::Arith(op, _, l, r) => {
                 let (lt, rt) = (self.number(l, op.symbol()), self.number(r, op.symbol()));
                 match (lt, rt) {
+                    // `/` yields a float (or null) whatever it divides.
+                    _ if *op == ArithOp::Div => Type::Float,
                     (Type::Int, Type::Int) => Type::Int,
                     (a, b) if a.is_num() && b.is_num() => Type::Float,
                     (Type::Float, _) | (_, Type::Float) => Type::Float,
@@ -138,7 +140,8 @@ impl Checker<'_> {
                         "it is a time as text: `parse_time({node})` gives its epoch milliseconds"
                     )
                 }
-                (Type::Str, NodeKind::Field(_)) => format!("convert it first: `int({node})`"),
+                // `float` reads decimals too (`int("5.1")` is null).
+                (Type::Str, NodeKind::Field(_)) => format!("convert it first: `float({node})`"),
                 (Type::Str, _) if symbol == "+" => "to join strings, use `concat(a, b)`".into(),
                 _ => "convert it first with `int(…)` or `float(…)`".into(),
             });
@@ -192,6 +195,7 @@ impl Checker<'_> {
             Arg::Any => None,
             Arg::Str => matches!(t, Type::Int | Type::Float | Type::Bool).then_some("a string"),
             Arg::Int => matches!(t, Type::Str | Type::Float | Type::Bool).then_some("an integer"),
+            Arg::Num => matches!(t, Type::Str | Type::Bool).then_some("a number"),
             Arg::Cond => matches!(t, Type::Str | Type::Int | Type::Float).then_some("a condition"),
             Arg::Regex | Arg::Format | Arg::Literal | Arg::Duration => {
                 return self.literal_argument(func, want, arg)
@@ -211,6 +215,7 @@ impl Checker<'_> {
                 e.help = Some(match expected {
                     "a string" => format!("convert it first: `str({arg})`"),
                     "an integer" => format!("convert it first: `int({arg})`"),
+                    "a number" => format!("convert it first: `float({arg})`"),
                     _ => "compare it with something, e.g. `x == 1`".into(),
                 });
             }
@@ -372,15 +377,16 @@ impl Checker<'_> {
 }
 
 /// How to make a comparison between a string field and a number mean something: convert
-/// the field (`int(status) >= 500`, or `str(code) == "7"`). `None` unless a field is involved.
+/// the field (`float(status) >= 500`, or `str(code) == "7"`). `None` unless a field is involved.
 fn conversion_hint(symbol: &str, l: &Node, lt: Type, r: &Node, rt: Type) -> Option<String> {
     let wrap = |node: &Node, t: Type, other: Type| -> Option<String> {
         if !matches!(node.kind, NodeKind::Field(_)) {
             return None;
         }
         match (t, other) {
-            (Type::Str, Type::Int) => Some(format!("int({node})")),
-            (Type::Str, Type::Float) => Some(format!("float({node})")),
+            // `float` reads decimals too (`int("5.1")` is null), and compares exactly
+            // with an integer.
+            (Type::Str, Type::Int | Type::Float) => Some(format!("float({node})")),
             (Type::Int | Type::Float | Type::Bool, Type::Str) => Some(format!("str({node})")),
             _ => None,
         }

@@ -35,6 +35,10 @@ pub(super) enum Func {
     ParseTime,
     FormatTime,
     TruncTime,
+    Abs,
+    Round,
+    Floor,
+    Ceil,
 }
 
 /// Every function name (`len` is parsed on its own but is listed too).
@@ -61,6 +65,10 @@ pub(super) const NAMES: &[&str] = &[
     "parse_time",
     "format_time",
     "trunc_time",
+    "abs",
+    "round",
+    "floor",
+    "ceil",
 ];
 
 /// What an argument must be.
@@ -69,6 +77,8 @@ pub(super) enum Arg {
     Any,
     Str,
     Int,
+    /// An integer or a float.
+    Num,
     Cond,
     /// A string literal that compiles as a regex.
     Regex,
@@ -96,6 +106,8 @@ enum Yields {
     Fixed(Type),
     /// The type shared by the arguments from this position on (`if`, `coalesce`).
     JoinFrom(usize),
+    /// The first argument's type (`round`).
+    FirstArg,
 }
 
 impl Signature {
@@ -130,6 +142,10 @@ impl Signature {
                 .copied()
                 .reduce(Type::join)
                 .map_or(Type::Any, |t| if t == Type::Null { Type::Any } else { t }),
+            Yields::FirstArg => match args.first() {
+                Some(t) if t.is_num() => *t,
+                _ => Type::Any,
+            },
         }
     }
 }
@@ -173,6 +189,10 @@ impl Func {
             "parse_time" => ParseTime,
             "format_time" => FormatTime,
             "trunc_time" => TruncTime,
+            "abs" => Abs,
+            "round" => Round,
+            "floor" => Floor,
+            "ceil" => Ceil,
             _ => return None,
         })
     }
@@ -201,6 +221,10 @@ impl Func {
             ParseTime => "parse_time",
             FormatTime => "format_time",
             TruncTime => "trunc_time",
+            Abs => "abs",
+            Round => "round",
+            Floor => "floor",
+            Ceil => "ceil",
         }
     }
 
@@ -241,6 +265,19 @@ impl Func {
             ParseTime => sig(1..=2, &[A::Any, A::Format], "s[, FORMAT]", Type::Int),
             FormatTime => sig(2..=2, &[A::Int, A::Format], "t, FORMAT", Type::Str),
             TruncTime => sig(2..=2, &[A::Int, A::Duration], "t, DURATION", Type::Int),
+            // An integer stays an integer, a float a float.
+            Abs | Floor | Ceil => Signature {
+                arity: 1..=1,
+                args: &[A::Num],
+                shape: "x",
+                result: Yields::JoinFrom(0),
+            },
+            Round => Signature {
+                arity: 1..=2,
+                args: &[A::Num, A::Int],
+                shape: "x[, digits]",
+                result: Yields::FirstArg,
+            },
         }
     }
 }
@@ -446,5 +483,78 @@ pub(super) fn trunc_time(t: &Value, every_ms: i64) -> Value {
     match int(t) {
         Some(ms) if every_ms > 0 => Value::Int(ms - ms.rem_euclid(every_ms)),
         _ => Value::Null,
+    }
+}
+
+/// `abs(x)`: null for the one integer whose absolute value is out of range.
+pub(super) fn abs(v: &Value) -> Value {
+    match v {
+        Value::Int(n) => n.checked_abs().map_or(Value::Null, Value::Int),
+        Value::Float(x) => Value::Float(x.abs()),
+        _ => Value::Null,
+    }
+}
+
+/// `floor(x)` or `ceil(x)`: an integer as it is, a float to a whole float.
+pub(super) fn floor_or_ceil(v: &Value, up: bool) -> Value {
+    match v {
+        Value::Int(_) => v.clone(),
+        // `+ 0.0` writes `ceil(-0.5)` as `0`, not `-0`.
+        Value::Float(x) => Value::Float(if up { x.ceil() } else { x.floor() } + 0.0),
+        _ => Value::Null,
+    }
+}
+
+/// `round(x[, digits])`: to `digits` decimals (default 0; negative rounds to tens, hundreds…),
+/// halves away from zero as in DuckDB and SQL (`round(2.5)` is `3`, `round(-2.5)` is `-3`).
+/// An integer stays an integer, a float a float.
+pub(super) fn round(v: &Value, digits: Option<&Value>) -> Value {
+    let digits = match digits {
+        None => 0,
+        Some(Value::Int(d)) => *d,
+        Some(_) => return Value::Null,
+    };
+    match v {
+        Value::Int(n) if digits >= 0 => Value::Int(*n),
+        Value::Int(n) => round_int(*n, digits.unsigned_abs()).map_or(Value::Null, Value::Int),
+        Value::Float(x) => Value::Float(round_float(*x, digits)),
+        _ => Value::Null,
+    }
+}
+
+/// `n` rounded to a multiple of `10^places`, halves away from zero; `None` out of range.
+fn round_int(n: i64, places: u64) -> Option<i64> {
+    let Some(unit) = u32::try_from(places)
+        .ok()
+        .and_then(|p| 10i64.checked_pow(p))
+    else {
+        // A unit above every integer: everything rounds to 0.
+        return Some(0);
+    };
+    let rest = n % unit;
+    let down = n - rest;
+    if rest.unsigned_abs() * 2 >= unit.unsigned_abs() {
+        down.checked_add(unit * n.signum())
+    } else {
+        Some(down)
+    }
+}
+
+fn round_float(x: f64, digits: i64) -> f64 {
+    let Ok(d) = i32::try_from(digits.clamp(-400, 400)) else {
+        return x;
+    };
+    let scale = 10f64.powi(d.abs());
+    let scaled = if d >= 0 { x * scale } else { x / scale };
+    if !scaled.is_finite() {
+        // More digits than a float holds: nothing to round.
+        return x;
+    }
+    // `+ 0.0` writes `round(-0.4)` as `0`, not `-0`.
+    let rounded = scaled.round() + 0.0;
+    if d >= 0 {
+        rounded / scale
+    } else {
+        rounded * scale
     }
 }

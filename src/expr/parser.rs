@@ -250,17 +250,19 @@ fn comparison(i: In) -> PResult<Node> {
 
 /// `a + b - c`, left-associative, over `term`s.
 fn additive(i: In) -> PResult<Node> {
-    arithmetic(i, &[('+', ArithOp::Add), ('-', ArithOp::Sub)], term)
+    arithmetic(i, &[("+", ArithOp::Add), ("-", ArithOp::Sub)], term)
 }
 
-/// `a * b / c % d`, left-associative, over `unary`s.
+/// `a * b / c // d % e`, left-associative, over `unary`s.
 fn term(i: In) -> PResult<Node> {
     arithmetic(
         i,
         &[
-            ('*', ArithOp::Mul),
-            ('/', ArithOp::Div),
-            ('%', ArithOp::Rem),
+            ("*", ArithOp::Mul),
+            // Before `/`, of which it is the longer form.
+            ("//", ArithOp::FloorDiv),
+            ("/", ArithOp::Div),
+            ("%", ArithOp::Rem),
         ],
         unary,
     )
@@ -269,7 +271,7 @@ fn term(i: In) -> PResult<Node> {
 /// A left-associative chain of `next` joined by any of `ops` (bounded like `and`/`or`).
 fn arithmetic<'a>(
     i: In<'a>,
-    ops: &[(char, ArithOp)],
+    ops: &[(&str, ArithOp)],
     next: fn(In<'a>) -> PResult<'a, Node>,
 ) -> PResult<'a, Node> {
     let (mut i, mut left) = next(i)?;
@@ -279,15 +281,15 @@ fn arithmetic<'a>(
         }
         let (j, _) = ws(i)?;
         let at = offset(&j);
-        let Some(&(_, op)) = ops.iter().find(|(c, _)| j.fragment().starts_with(*c)) else {
+        let Some(&(symbol, op)) = ops.iter().find(|(s, _)| j.fragment().starts_with(*s)) else {
             return Ok((i, left));
         };
-        let (j, _) = j.take_split(1);
+        let (j, _) = j.take_split(symbol.len());
         let (j, _) = ws(j)?;
         let (j, right) = commit(next(j))?;
         let span = left.span.start..right.span.end;
         left = node(
-            NodeKind::Arith(op, at..at + 1, Box::new(left), Box::new(right)),
+            NodeKind::Arith(op, at..at + symbol.len(), Box::new(left), Box::new(right)),
             span,
         );
         i = j;

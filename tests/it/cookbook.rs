@@ -132,6 +132,12 @@ fn write_inputs(dir: &Path, evs: &[Event]) {
             access += "garbage that is no access log line\n";
         }
     }
+    let array: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let pretty = serde_json::to_string_pretty(&array).expect("json");
+    std::fs::write(dir.join("app.json"), pretty).expect("write");
     std::fs::write(dir.join("app.jsonl"), jsonl).expect("write");
     std::fs::write(dir.join("events.csv"), w.into_inner().expect("csv")).expect("write");
     std::fs::write(dir.join("access.log"), access).expect("write");
@@ -257,7 +263,7 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
                 true,
             )
         }
-        "errors-per-service" | "live-errors" | "exact-errors" => {
+        "errors-per-service" | "live-errors" | "exact-errors" | "json-array" => {
             (tsv(&counted(errors.map(|e| e.service.clone()))), false)
         }
         "server-errors" => {
@@ -279,6 +285,20 @@ fn expected(id: &str, evs: &[Event]) -> (Vec<String>, bool) {
                 sorted_lines(&users.iter().map(|u| format!("{u}\n")).collect::<String>()),
                 false,
             )
+        }
+        "csv-numbers" => {
+            let mut per: BTreeMap<&str, (u64, u32)> = BTreeMap::new();
+            for e in evs.iter().filter(|e| e.status >= 500) {
+                let (n, max) = per.entry(&e.endpoint).or_insert((0, 0));
+                *n += 1;
+                *max = (*max).max(e.user);
+            }
+            let mut v: Vec<String> = per
+                .iter()
+                .map(|(k, (n, max))| format!("{k}\t{n}\t{max}"))
+                .collect();
+            v.sort();
+            (v, false)
         }
         "regex-fields" => {
             let keys = evs

@@ -71,7 +71,7 @@ fn a_dsl_map_computes_fields_that_a_filter_then_reads() {
     let topology = r#"stdin | map(set={
         method: lower(split_part(line, " ", 1)),
         status: int(split_part(line, " ", 2)),
-        kib: int(split_part(line, " ", 3)) / 1024,
+        kib: int(split_part(line, " ", 3)) // 1024,
         path: lower(split_part(line, " ", 4))
     }, drop=[line]) x2 | filter("status >= 500") | stdout"#;
     let mut want: Vec<String> = lines.iter().filter_map(|l| expected(l)).collect();
@@ -229,7 +229,7 @@ fn parsed_fields_keep_their_types_through_map_and_filter() {
     let lines: Vec<String> = (0..300).map(combined).collect();
     // `status` and `bytes` are integers: compared and divided as numbers with no cast.
     let topology = r#"stdin | parse(format=combined) | map(set={
-        kib: bytes / 1024,
+        kib: bytes // 1024,
         minute: format_time(trunc_time(parse_time(time, "%d/%b/%Y:%H:%M:%S %z"), 1m), "%H:%M")
     }, keep=[status, kib, minute]) | filter("status >= 500") | stdout"#;
     let out = storm(conf.path())

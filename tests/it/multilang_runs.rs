@@ -44,58 +44,9 @@ impl Output {
     }
 }
 
-/// A virtualenv with pystorm installed, made once and kept in the temp folder under a stable
-/// name (a later run of the tests reuses it). Built in a fresh folder and renamed into place,
-/// so a concurrent or interrupted build never leaves a half-made one behind.
+/// A virtualenv with pystorm installed (see `support::venv`).
 fn pystorm_venv() -> PathBuf {
-    let venv = std::env::temp_dir().join("storm-it-pystorm-venv");
-    let python = venv.join("bin/python");
-    let works = |python: &Path| {
-        Command::new(python)
-            .args(["-c", "import pystorm, simplejson"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if works(&python) {
-        return venv;
-    }
-    let building = tempfile::Builder::new()
-        .prefix("storm-it-pystorm-venv-")
-        .tempdir()
-        .expect("tempdir")
-        .keep();
-    let status = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&building)
-        .status()
-        .expect("python3 runs");
-    assert!(status.success(), "python3 -m venv failed");
-    let out = Command::new(building.join("bin/python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "pystorm",
-        ])
-        .output()
-        .expect("pip runs");
-    assert!(
-        out.status.success(),
-        "pip install pystorm failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // A broken one left from before (another Python, say) makes way; another test process may
-    // have won the race meanwhile: then its venv is used and ours dropped.
-    if venv.exists() && !works(&python) {
-        let _ = std::fs::remove_dir_all(&venv);
-    }
-    if std::fs::rename(&building, &venv).is_err() {
-        let _ = std::fs::remove_dir_all(&building);
-    }
-    assert!(works(&python), "the pystorm virtualenv does not work");
-    venv
+    crate::support::venv("pystorm", &["pystorm"], "import pystorm, simplejson")
 }
 
 const PYSTORM_SPOUT: &str = r#"

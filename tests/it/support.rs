@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests that drive real processes.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Poll `f` every `every` until it gives a value; fail naming `what` once `wait` is over.
@@ -45,4 +47,60 @@ pub(crate) fn ui_address(child: &mut std::process::Child, wait: Duration) -> Str
         Ok(addr) => addr,
         Err(stderr) => panic!("the run ended without serving its UI:\n{stderr}"),
     }
+}
+
+/// A virtualenv named `name` with the pip `packages` installed, made once and kept in the temp
+/// folder under a stable name (a later run of the tests reuses it); `check` is Python that
+/// succeeds once it works. Built in a fresh folder and renamed into place, so a concurrent or
+/// interrupted build never leaves a half-made one behind. Fails (never skips) when Python, venv
+/// or pip cannot make it.
+pub(crate) fn venv(name: &str, packages: &[&str], check: &str) -> PathBuf {
+    let venv = std::env::temp_dir().join(format!("storm-it-{name}-venv"));
+    let python = venv.join("bin/python");
+    let works = |python: &Path| {
+        Command::new(python)
+            .args(["-c", check])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if works(&python) {
+        return venv;
+    }
+    let building = tempfile::Builder::new()
+        .prefix(&format!("storm-it-{name}-venv-"))
+        .tempdir()
+        .expect("tempdir")
+        .keep();
+    let status = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&building)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "python3 -m venv failed");
+    let out = Command::new(building.join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(packages)
+        .output()
+        .expect("pip runs");
+    assert!(
+        out.status.success(),
+        "pip install {packages:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A broken one left from before (another Python, say) makes way; another test process may
+    // have won the race meanwhile: then its venv is used and ours dropped.
+    if venv.exists() && !works(&python) {
+        let _ = std::fs::remove_dir_all(&venv);
+    }
+    if std::fs::rename(&building, &venv).is_err() {
+        let _ = std::fs::remove_dir_all(&building);
+    }
+    assert!(works(&python), "the {name} virtualenv does not work");
+    venv
 }

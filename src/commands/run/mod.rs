@@ -48,6 +48,9 @@ fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
     if let Some(w) = args.workers {
         overrides.push(format!("topology.workers={w}"));
     }
+    if args.strict {
+        overrides.push("topology.strict=true".to_string());
+    }
     if let Some(dir) = &args.state_dir {
         // Absolute: worker processes and a later resume may start elsewhere.
         let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());

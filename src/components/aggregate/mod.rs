@@ -255,6 +255,8 @@ pub struct Aggregate {
     watermark_moved: std::time::Instant,
     late: Option<crate::topology::plan::StreamId>,
     late_dropped: u64,
+    /// `topology.strict`: a late tuple with no `late` stream wired ends the run.
+    strict: bool,
     /// Of `late_dropped`, those a restored checkpoint counted (before this run).
     late_restored: u64,
     unusable: u64,
@@ -266,6 +268,9 @@ pub struct Aggregate {
     /// `emit: update`: the row last sent per key, so a tuple that leaves a row as it was
     /// sends nothing.
     sent: window::KeyMap<Values>,
+    /// The component's first task: the one a global grouping feeds, which answers for an
+    /// empty input (see `finish`).
+    first_task: bool,
 }
 
 impl Aggregate {
@@ -287,12 +292,14 @@ impl Aggregate {
             watermark_moved: std::time::Instant::now(),
             late: None,
             late_dropped: 0,
+            strict: false,
             late_restored: 0,
             unusable: 0,
             component: String::new(),
             top: None,
             partial: None,
             sent: window::KeyMap::default(),
+            first_task: true,
         })
     }
 
@@ -347,6 +354,17 @@ impl Aggregate {
         }
         for (k, states) in rows {
             out.send(streams::DEFAULT, &[], self.row(k, states));
+        }
+    }
+
+    /// A global aggregate (no `by`, not windowed, not a `top`) over an empty input still has
+    /// its one row, as in SQL: `count` 0 (and `count_distinct` 0), every other op null. Sent
+    /// by the first task only (a global grouping's), so it is one row.
+    fn answer_empty_input(&self, out: &mut dyn BoltCollector) {
+        let global = self.spec.by.is_empty() && self.windows.is_none() && self.top.is_none();
+        if global && self.first_task && self.groups.is_empty() {
+            let states: Vec<State> = self.spec.ops.iter().map(|o| State::new(o.kind)).collect();
+            out.send(streams::DEFAULT, &[], self.row(&Values::new(), &states));
         }
     }
 
@@ -446,15 +464,25 @@ impl Aggregate {
         all_used
     }
 
-    fn windowed(&mut self, input: &Tuple, key: &Values, out: &mut dyn BoltCollector) {
+    fn windowed(
+        &mut self,
+        input: &Tuple,
+        key: &Values,
+        out: &mut dyn BoltCollector,
+    ) -> Result<(), super::FatalError> {
         let Some(t) = self.time_of(input) else {
             self.unusable += 1;
-            return;
+            return Ok(());
         };
         let late = self.windows.as_ref().is_some_and(|w| w.is_late(t));
         if late {
             match self.late {
                 Some(stream) => out.send(stream, &[input], input.values.clone()),
+                None if self.strict => {
+                    return Err(super::FatalError(format!(
+                        "a tuple came later than its windows (time {t} ms) (topology.strict: a late tuple ends the run; wire the `late` stream to keep such tuples)"
+                    )));
+                }
                 None => {
                     if self.late_dropped == 0 {
                         tracing::warn!("{}: a tuple came later than its windows and was left out (wire the `late` stream to keep such tuples)", self.component);
@@ -463,7 +491,7 @@ impl Aggregate {
                     out.dropped(1);
                 }
             }
-            return;
+            return Ok(());
         }
         if !self.add(input, key, Some(t)) {
             self.unusable += 1;
@@ -478,6 +506,7 @@ impl Aggregate {
         {
             self.close_windows(self.clock + 1, out);
         }
+        Ok(())
     }
 }
 
@@ -584,6 +613,10 @@ impl Bolt for Aggregate {
             .collect::<anyhow::Result<_>>()?;
         self.time = self.spec.time.as_deref().map(at).transpose()?;
         self.late = super::wired_stream(ctx, LATE_STREAM);
+        self.strict = ctx
+            .config
+            .get_bool(crate::components::parse::STRICT_KEY)
+            .unwrap_or(false);
         self.component = ctx.component.clone();
         let mut inputs: Vec<String> = Vec::new();
         for stream in ctx.topology.inputs_of(&ctx.component) {
@@ -595,6 +628,7 @@ impl Bolt for Aggregate {
         self.inputs = inputs;
         self.plan = Some(ctx.plan.clone());
         self.watermark_moved = std::time::Instant::now();
+        self.first_task = ctx.task_index == 0;
         Ok(())
     }
 
@@ -611,7 +645,7 @@ impl Bolt for Aggregate {
             .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
             .collect();
         if self.windows.is_some() {
-            self.windowed(input, &key, out);
+            self.windowed(input, &key, out)?;
             return Ok(());
         }
         if !self.add(input, &key, None) {
@@ -674,6 +708,7 @@ impl Bolt for Aggregate {
         } else if self.spec.emit != Emit::Update {
             self.emit_all(out);
         }
+        self.answer_empty_input(out);
         if self.unusable > 0 {
             tracing::warn!(
                 "{}: {} value(s) could not be used (not numbers for a numeric op, or no usable event time) and were skipped",

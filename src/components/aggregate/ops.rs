@@ -486,13 +486,13 @@ fn most_frequent(counts: &HashMap<Value, i64>, n: usize) -> Value {
     Value::List(Box::new(pairs))
 }
 
-/// Order of two values of comparable kinds: numbers by value, strings by bytes, booleans.
+/// Order of two values of comparable kinds: numbers by value (exactly, NaN above all),
+/// strings by bytes, booleans.
 fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => Some(x.as_str().cmp(y.as_str())),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
-        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
-        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+        _ => Some(a.as_num()?.order(b.as_num()?)),
     }
 }
 

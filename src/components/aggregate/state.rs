@@ -5,7 +5,7 @@
 //! watermark has seen (`closed_to`, `clock`, `latest`, `pending_watermark`, `sent`, and the
 //! counts of skipped tuples `late_dropped`, `unusable`). Op states are as `saved.rs` writes them.
 
-use super::window::Group;
+use super::window::{Group, KeyMap};
 use super::{saved, Aggregate};
 use crate::components::BoltState;
 use crate::tuple::{Value, Values};
@@ -148,26 +148,14 @@ impl Aggregate {
                 [k, Value::Int(start)] => {
                     let (k, states) = (self.key_of(k)?, self.states_of(value)?);
                     let w = self.windows.as_mut().ok_or("no windows")?;
-                    w.panes.pane_at(*start)?.insert(
-                        k,
-                        Group {
-                            states,
-                            dirty: false,
-                        },
-                    );
+                    put_group(w.panes.pane_at(*start)?, k, states);
                     Ok(())
                 }
                 _ => Err("a pane entry is [[key values], pane start]".into()),
             },
             (k, false) => {
                 let (k, states) = (self.key_of(k)?, self.states_of(value)?);
-                self.groups.insert(
-                    k,
-                    Group {
-                        states,
-                        dirty: false,
-                    },
-                );
+                put_group(&mut self.groups, k, states);
                 Ok(())
             }
             _ => Err("not an entry of a windowed aggregate".into()),
@@ -231,6 +219,27 @@ impl Aggregate {
             };
         }
         Ok(())
+    }
+}
+
+/// Restore one saved group. A key already restored is merged into: state saved before `1` and
+/// `1.0` were one key may hold both, which are one group now.
+fn put_group(groups: &mut KeyMap<Group>, k: Values, states: Vec<super::State>) {
+    match groups.get_mut(&k) {
+        Some(g) => {
+            for (mine, saved) in g.states.iter_mut().zip(&states) {
+                mine.merge(saved);
+            }
+        }
+        None => {
+            groups.insert(
+                k,
+                Group {
+                    states,
+                    dirty: false,
+                },
+            );
+        }
     }
 }
 
@@ -379,6 +388,21 @@ mod tests {
         let mut keys: Vec<String> = store.keys().map(|k| k.to_json().to_string()).collect();
         keys.sort();
         assert_eq!(keys, [r#""progress""#, r#"[["c"],2]"#]);
+    }
+
+    /// State saved when `1` and `1.0` were two keys restores as one group, merged.
+    #[test]
+    fn saved_groups_of_one_and_one_point_zero_restore_as_one() {
+        let mut a = made(serde_json::json!({"by": "k", "ops": ["count"]}), false);
+        let key = |v: Value| Value::list(vec![v]);
+        let counted = |n: i64| Value::list(vec![Value::Int(n)]);
+        a.restore(vec![
+            (key(Value::Int(1)), counted(2)),
+            (key(Value::Float(1.0)), counted(3)),
+        ])
+        .expect("restores");
+        let counts: Vec<Value> = a.groups.values().map(|g| g.states[0].value()).collect();
+        assert_eq!(counts, [Value::Int(5)]);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! - `kept`: the lines not yet acked (in flight, or failed and not re-emitted), oldest first:
 //!   strings, or with `format:` the list of values each gave,
 //! - `header` (with a CSV/TSV header read): its column names, so the resumed reader, which
-//!   starts after it, knows them.
+//!   starts after it, knows them,
+//! - `json` (JSON read as a stream of values): `"array"` between the elements of a top-level
+//!   array, `"values"` between values, so the resumed reader goes on in the same state.
 
 use super::{Input, KeptLine, LineSpout};
 use crate::tuple::Value;
@@ -30,6 +32,11 @@ pub(super) fn of(spout: &LineSpout) -> Value {
     if let Some(columns) = header {
         let names = columns.iter().map(|c| Value::str(c)).collect();
         map.insert("header".to_string(), Value::List(Box::new(names)));
+    }
+    let stream = spout.parsing.as_ref().and_then(|p| p.parser.json_stream());
+    if let Some(in_array) = stream {
+        let state = if in_array { "array" } else { "values" };
+        map.insert("json".to_string(), Value::str(state));
     }
     Value::Map(Box::new(map))
 }
@@ -72,6 +79,12 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
     }
     if let Some(header) = map.get("header") {
         restore_header(spout, header)?;
+    }
+    if let Some(state) = map.get("json") {
+        let Some(p) = spout.parsing.as_mut() else {
+            return Err("the position is of a spout reading JSON values".into());
+        };
+        p.parser.resume_json_stream(state.as_str() == Some("array"));
     }
     spout.restored = kept_lines(spout, map.get("kept"))?.into();
     spout.start = offset;
@@ -309,7 +322,7 @@ mod tests {
         run(&mut first, &mut out, 1);
         assert_eq!(first.offset, 11, "after the header and `a,1`");
         // Feed the next line, `"b`: a record under way, not yet a tuple.
-        assert!(first.emit_next(&mut out));
+        assert!(first.emit_next(&mut out).unwrap_or(false));
         assert!(first.parsing.as_ref().is_some_and(|p| p.parser.pending()));
         assert_eq!(
             first.offset, 11,
@@ -328,5 +341,42 @@ mod tests {
         run(&mut second, &mut resumed, usize::MAX);
         let got: Vec<Vec<Value>> = resumed.0.iter().map(|(v, _)| v.to_vec()).collect();
         assert_eq!(got, vec![record("b\nb", 2), record("c", 3)]);
+    }
+
+    /// A pretty-printed JSON array: the position moves between its elements, and a resumed
+    /// spout goes on inside the array (no element twice, none lost, the closing `]` no error).
+    #[test]
+    fn a_json_array_spout_resumes_between_its_elements() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("in.json");
+        let text = "[\n  {\"n\": 1},\n  {\n    \"n\": 2\n  },\n  {\"n\": 3}\n]\n";
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        let args = serde_json::json!({"format": "json", "fields": ["n"]});
+        let spec = crate::components::parse::spec::Spec::from_args(
+            args.as_object().unwrap_or(&serde_json::Map::new()),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let json_spout = || {
+            file_spout(&path)
+                .parsing(&spec)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let mut first = json_spout();
+        let mut out = Emitted::default();
+        run(&mut first, &mut out, 1);
+        assert_eq!(first.offset, 14, "after `  {{\"n\": 1}},`");
+        let id = out.0[0].1.clone().unwrap_or(Value::Null);
+        first.ack(id, &mut out).unwrap_or_else(|e| panic!("{e:#}"));
+        let position = first.position().unwrap_or(Value::Null);
+        assert!(
+            matches!(&position, Value::Map(m) if m.get("json") == Some(&Value::str("array"))),
+            "{position:?}"
+        );
+        let mut second = json_spout();
+        second.restore(position).unwrap_or_else(|e| panic!("{e:#}"));
+        let mut resumed = Emitted::default();
+        run(&mut second, &mut resumed, usize::MAX);
+        let got: Vec<Vec<Value>> = resumed.0.iter().map(|(v, _)| v.to_vec()).collect();
+        assert_eq!(got, vec![vec![Value::Int(2)], vec![Value::Int(3)]]);
     }
 }

@@ -8,7 +8,7 @@ use csv_core::{ReadRecordResult, Reader, ReaderBuilder};
 
 /// A quoted cell may hold newlines; past this many bytes an unfinished record is an error
 /// (an unbalanced quote would otherwise swallow the rest of the input).
-const MAX_RECORD_BYTES: usize = 1 << 20;
+pub const MAX_RECORD_BYTES: usize = 1 << 20;
 
 pub struct Delimited {
     reader: Reader,
@@ -26,6 +26,25 @@ pub struct Delimited {
     keep: Vec<String>,
     /// Which cell each output field takes (`None`: all cells in order).
     picks: Option<Vec<usize>>,
+    /// The header lacks a column asked for: nothing can be read (an error for the run).
+    broken: Option<String>,
+    /// The longest record read, in bytes.
+    max_record: usize,
+}
+
+/// The error for a record past `max` bytes (`quoted`: a quoted cell went on over lines).
+pub fn too_long(max: usize, quoted: bool) -> String {
+    let size = if max % (1 << 20) == 0 {
+        format!("{} MiB", max >> 20)
+    } else {
+        format!("{max} bytes")
+    };
+    let hint = if quoted {
+        " (a quoted cell that is not closed reads on over the next lines)"
+    } else {
+        ""
+    };
+    format!("a record longer than {size}{hint}; the limit is topology.record.max.bytes")
 }
 
 /// What one line gave.
@@ -52,6 +71,8 @@ impl Delimited {
             columns,
             keep,
             picks: None,
+            broken: None,
+            max_record: MAX_RECORD_BYTES,
         };
         if !d.columns.is_empty() {
             d.picks = d.resolve_picks().ok().flatten();
@@ -59,17 +80,29 @@ impl Delimited {
         d
     }
 
+    /// Set the longest record read, in bytes.
+    pub fn set_max_record(&mut self, bytes: usize) {
+        self.max_record = bytes.max(1);
+    }
+
+    /// Why nothing can be read, when the header lacks a column asked for.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
     /// Feed one line (without its line end).
     pub fn feed(&mut self, line: &str, out: &mut Vec<Value>) -> Result<Step, String> {
+        if let Some(why) = &self.broken {
+            return Err(why.clone());
+        }
         if !self.pending.is_empty() {
             self.pending.push('\n');
         }
         self.pending.push_str(line);
-        if self.pending.len() > MAX_RECORD_BYTES {
+        if self.pending.len() > self.max_record {
+            let quoted = self.pending.len() > line.len();
             self.reset();
-            return Err(format!(
-                "a quoted cell is not closed within {MAX_RECORD_BYTES} bytes"
-            ));
+            return Err(too_long(self.max_record, quoted));
         }
         // An empty input means "end of input" to csv-core: an empty line is only its newline.
         let complete = (!line.is_empty() && self.read(line.as_bytes())?) || self.read(b"\n")?;
@@ -156,7 +189,13 @@ impl Delimited {
                     .map(|i| self.cell(i).map(str::to_string))
                     .collect::<Result<_, _>>()?;
             }
-            self.picks = self.resolve_picks()?;
+            self.picks = match self.resolve_picks() {
+                Ok(picks) => picks,
+                Err(why) => {
+                    self.broken = Some(why.clone());
+                    return Err(why);
+                }
+            };
             return Ok(Step::Header);
         }
         let want = self.columns.len();
@@ -187,12 +226,10 @@ impl Delimited {
             .keep
             .iter()
             .map(|k| {
-                self.columns.iter().position(|c| c == k).ok_or_else(|| {
-                    format!(
-                        "the header has no column `{k}` (columns: {})",
-                        self.columns.join(", ")
-                    )
-                })
+                self.columns
+                    .iter()
+                    .position(|c| c == k)
+                    .ok_or_else(|| super::header::missing(k, &self.columns))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Some(picks))

@@ -7,14 +7,17 @@
 
 mod combined;
 mod delimited;
+mod header;
+pub mod infer;
 mod json;
 mod json_flat;
+mod json_stream;
 mod pairs;
 mod pattern;
 pub mod spec;
 pub mod types;
 
-use super::{Bolt, BoltCollector, TaskContext};
+use super::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::topology::plan::{streams, StreamId};
 use crate::tuple::{Tuple, Value, Values};
 use spec::{Format, Spec};
@@ -31,6 +34,18 @@ pub struct Parser {
     types: Vec<Option<FieldType>>,
     names: Vec<String>,
     scratch: Vec<Value>,
+    /// A text format: cells that read as numbers are numbers, empty cells null.
+    infer: bool,
+    /// Lines fed so far (the number of the line being read).
+    line: u64,
+    /// JSON that is not one object per line (an array, pretty-printed or concatenated
+    /// values): cut into values here, from the first line that shows it on.
+    stream: Option<json_stream::JsonStream>,
+    /// Records a line gave beyond its first (JSON values several to a line).
+    ready: std::collections::VecDeque<Result<Values, String>>,
+    max_record: usize,
+    /// The last text fed was a piece of a longer line (see [`Parser::parse_piece`]).
+    in_piece: bool,
 }
 
 enum Reader {
@@ -76,26 +91,94 @@ impl Parser {
             )),
         };
         Ok(Parser {
+            infer: !matches!(reader, Reader::Json(_)),
             reader,
             types: spec.outputs.iter().map(|(_, t)| *t).collect(),
             names: spec.field_names(),
             scratch: Vec::new(),
+            line: 0,
+            stream: None,
+            ready: std::collections::VecDeque::new(),
+            max_record: DEFAULT_MAX_RECORD,
+            in_piece: false,
         })
+    }
+
+    /// Set the longest record read (csv/tsv), in bytes.
+    pub fn set_max_record(&mut self, bytes: usize) {
+        self.max_record = bytes;
+        if let Reader::Delimited(d) = &mut self.reader {
+            d.set_max_record(bytes);
+        }
+        if let Some(s) = &mut self.stream {
+            s.set_max(bytes);
+        }
+    }
+
+    /// The next record of the last line fed beyond the one `parse` gave (JSON values several
+    /// to a line: the elements of an array).
+    pub fn next_ready(&mut self) -> Option<Result<Values, String>> {
+        self.ready.pop_front()
+    }
+
+    /// Whether a file's `first_line` (its header) has the columns `spec` asks for: the error
+    /// when it lacks one (`storm validate` reads a `file` spout's header this way).
+    pub fn check_header(spec: &Spec, first_line: &str) -> Result<(), String> {
+        let mut parser = Parser::new(spec)?;
+        let _ = parser.parse(first_line);
+        match parser.fatal() {
+            Some(why) => Err(why.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// The number of the line last fed (1 for the first).
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// Why nothing at all can be read (the header lacks a column asked for): the run must end.
+    pub fn fatal(&self) -> Option<&str> {
+        match &self.reader {
+            Reader::Delimited(d) => d.broken(),
+            _ => None,
+        }
     }
 
     /// The values of one line; `Ok(None)` when it gives none yet (a CSV header, or a record
     /// that goes on in the next line).
     pub fn parse(&mut self, line: &str) -> Result<Option<Values>, String> {
         self.scratch.clear();
+        if !std::mem::take(&mut self.in_piece) {
+            self.line += 1;
+        }
+        // A byte-order mark (a file saved by some editors starts with one) is not part of the
+        // first record.
+        let line = match self.line {
+            1 => line.strip_prefix('\u{feff}').unwrap_or(line),
+            _ => line,
+        };
         match &mut self.reader {
+            Reader::Json(_) if self.stream.is_some() => return self.parse_stream(line),
             Reader::Json(j) => {
-                // A byte-order mark (a file saved by some editors starts with one) is not part
-                // of the JSON; a blank line between records is no record (as jq reads them).
-                let line = line.strip_prefix('\u{feff}').unwrap_or(line);
-                if line.trim().is_empty() {
+                // A blank line between records is no record (as jq reads them).
+                let start = line.trim_start();
+                if start.is_empty() {
                     return Ok(None);
                 }
-                j.extract(line, &mut self.scratch)?
+                if start.starts_with('[') {
+                    return self.start_stream(line);
+                }
+                if let Err(e) = j.extract(line, &mut self.scratch) {
+                    // `{` alone opens a pretty-printed object; `{…}{…}` is values one after
+                    // another. Any other line that is not one object is an error for its line.
+                    let opens = start.starts_with('{');
+                    if opens && (start.trim_end() == "{" || several_values(line, self.max_record)) {
+                        self.scratch.clear();
+                        return self.start_stream(line);
+                    }
+                    return Err(e);
+                }
             }
             Reader::Combined(keep) => combined::extract(line, keep.as_deref(), &mut self.scratch)?,
             Reader::Pattern(p) => p.extract(line, &mut self.scratch)?,
@@ -105,22 +188,90 @@ impl Parser {
                 delimited::Step::Pending | delimited::Step::Header => return Ok(None),
             },
         }
+        self.finish_values().map(Some)
+    }
+
+    /// A piece of a line too long to hold whole, which goes on in the next text fed (JSON
+    /// only: read as a stream of values from here on).
+    pub fn parse_piece(&mut self, piece: &str) -> Result<Option<Values>, String> {
+        if !std::mem::replace(&mut self.in_piece, true) {
+            self.line += 1;
+        }
+        if !matches!(self.reader, Reader::Json(_)) {
+            return Err(delimited::too_long(self.max_record, false));
+        }
+        let stream = self
+            .stream
+            .get_or_insert_with(|| json_stream::JsonStream::new(self.max_record));
+        let mut pieces = Vec::new();
+        stream.feed_piece(piece, &mut pieces);
+        self.take_pieces(pieces)
+    }
+
+    /// From this line on, read JSON as a stream of values.
+    fn start_stream(&mut self, line: &str) -> Result<Option<Values>, String> {
+        self.stream = Some(json_stream::JsonStream::new(self.max_record));
+        self.parse_stream(line)
+    }
+
+    /// Feed `line` to the JSON value stream: the first record it completes (the others wait
+    /// in `ready`).
+    fn parse_stream(&mut self, line: &str) -> Result<Option<Values>, String> {
+        let mut pieces = Vec::new();
+        if let Some(stream) = self.stream.as_mut() {
+            stream.feed(line, &mut pieces);
+        }
+        self.take_pieces(pieces)
+    }
+
+    /// The records of the values the stream cut: the first; the others wait in `ready`.
+    fn take_pieces(&mut self, pieces: Vec<json_stream::Piece>) -> Result<Option<Values>, String> {
+        for piece in pieces {
+            self.scratch.clear();
+            let record = match piece {
+                json_stream::Piece::Value(text) => {
+                    let read = match &mut self.reader {
+                        Reader::Json(j) => j.extract(&text, &mut self.scratch),
+                        _ => Err("not a JSON reader".to_string()),
+                    };
+                    read.and_then(|()| self.finish_values())
+                }
+                json_stream::Piece::TooLong => Err(delimited::too_long(self.max_record, false)),
+                json_stream::Piece::Stray(c) => Err(format!("`{c}` outside a JSON value")),
+            };
+            self.ready.push_back(record);
+        }
+        self.ready.pop_front().transpose()
+    }
+
+    /// The values read into `scratch`, converted (`types`) or inferred (text formats).
+    fn finish_values(&mut self) -> Result<Values, String> {
         let mut values = Values::with_capacity(self.scratch.len());
         for (i, v) in self.scratch.drain(..).enumerate() {
-            let v = match self.types.get(i).copied().flatten() {
-                Some(t) => t
-                    .convert(v)
-                    .map_err(|e| format!("field `{}`: {e}", self.names[i]))?,
-                None => v,
+            let t = self.types.get(i).copied().flatten();
+            let v = match (t, v) {
+                (Some(FieldType::Str), v) => FieldType::Str.convert(v)?,
+                // An empty cell is no value: null, in a typed column and in an inferred one.
+                (_, Value::Str(s)) if s.is_empty() && (self.infer || t.is_some()) => Value::Null,
+                (Some(t), v) => t.convert(v).map_err(|e| {
+                    let name = self.names.get(i).map_or("?", String::as_str);
+                    format!("field `{name}`: {e}")
+                })?,
+                (None, v) if self.infer => infer::infer(v),
+                (None, v) => v,
             };
             values.push(v);
         }
-        Ok(Some(values))
+        Ok(values)
     }
 
     /// A record is under way over several lines (fed in part).
     pub fn pending(&self) -> bool {
         matches!(&self.reader, Reader::Delimited(d) if d.is_pending())
+            || self
+                .stream
+                .as_ref()
+                .is_some_and(json_stream::JsonStream::is_open)
     }
 
     /// The columns a header named, once one was read.
@@ -129,6 +280,23 @@ impl Parser {
             Reader::Delimited(d) => d.header_columns().map(<[String]>::to_vec),
             _ => None,
         }
+    }
+
+    /// Where a JSON value stream stands between records, for a checkpoint: `Some(true)`
+    /// inside a top-level array, `Some(false)` between values, `None` when JSON is read line
+    /// by line (or the format is not JSON).
+    pub fn json_stream(&self) -> Option<bool> {
+        self.stream.as_ref().map(json_stream::JsonStream::in_array)
+    }
+
+    /// Go on reading JSON values where an earlier run's stream stood (`in_array`: between the
+    /// elements of a top-level array).
+    pub fn resume_json_stream(&mut self, in_array: bool) {
+        let mut stream = json_stream::JsonStream::new(self.max_record);
+        if in_array {
+            stream.resume_in_array();
+        }
+        self.stream = Some(stream);
     }
 
     /// Go on after a header an earlier run read (the input is read from after it).
@@ -141,6 +309,14 @@ impl Parser {
 
     /// At the end of input: a record left unfinished (an unclosed quote), as (text, reason).
     pub fn unfinished(&mut self) -> Option<(String, String)> {
+        if let Some(text) = self
+            .stream
+            .as_mut()
+            .and_then(json_stream::JsonStream::unfinished)
+        {
+            let reason = "a JSON value or array is not closed at the end of input".to_string();
+            return Some((text.chars().take(200).collect(), reason));
+        }
         match &mut self.reader {
             Reader::Delimited(d) => d.unfinished().map(|t| {
                 (
@@ -153,11 +329,29 @@ impl Parser {
     }
 }
 
-/// Warnings about dropped lines: the first few, then one line per period with how many more.
+/// Whether `line` holds more than one JSON value (`{…}{…}`). (A line left open is not taken
+/// for the start of a stream: a cut-off JSON line must stay an error of its own line.)
+fn several_values(line: &str, max: usize) -> bool {
+    let mut s = json_stream::JsonStream::new(max);
+    let mut pieces = Vec::new();
+    s.feed(line, &mut pieces);
+    pieces.len() > 1
+}
+
+/// Warnings about dropped lines: the first few, then one line per period with how many more;
+/// with `topology.strict`, the first dropped line is an error that ends the run. Also the
+/// tally of what was read, for a run of which nothing could be.
 pub struct DropWarnings {
     component: String,
     shown: u32,
     later: crate::logging::Throttle,
+    strict: bool,
+    /// Records read, lines dropped, and the first reasons (with line numbers).
+    read: u64,
+    dropped: u64,
+    first: Vec<String>,
+    /// Whether lines dropped with none read is an error at the end of input.
+    pub judge_input: bool,
 }
 
 impl DropWarnings {
@@ -169,27 +363,78 @@ impl DropWarnings {
             component: component.to_string(),
             shown: 0,
             later: crate::logging::Throttle::new(Self::PERIOD),
+            strict: false,
+            read: 0,
+            dropped: 0,
+            first: Vec::new(),
+            judge_input: true,
         }
     }
 
-    pub fn dropped(&mut self, line: &str, reason: &str) {
+    /// For a task: strict when `topology.strict` is on.
+    pub fn for_task(ctx: &TaskContext) -> DropWarnings {
+        let mut w = DropWarnings::new(&ctx.component);
+        w.strict = ctx.config.get_bool(STRICT_KEY).unwrap_or(false);
+        w
+    }
+
+    /// A record was read.
+    #[inline]
+    pub fn read(&mut self) {
+        self.read += 1;
+    }
+
+    /// Line `at` was dropped for `reason`: warned about (bounded), or with `strict` the error
+    /// that ends the run.
+    pub fn dropped(&mut self, at: u64, line: &str, reason: &str) -> Result<(), FatalError> {
+        let preview: String = line.chars().take(120).collect();
+        self.dropped += 1;
+        if self.first.len() < Self::FIRST as usize {
+            self.first.push(format!("line {at}: {reason}"));
+        }
+        if self.strict {
+            return Err(FatalError(format!(
+                "line {at}: {reason}: {preview:?} (topology.strict: a line that cannot be read ends the run)"
+            )));
+        }
         let held = if self.shown < Self::FIRST {
             self.shown += 1;
             0
         } else {
             match self.later.allow() {
                 Some(held) => held,
-                None => return,
+                None => return Ok(()),
             }
         };
-        let preview: String = line.chars().take(120).collect();
         tracing::warn!(
-            "{}: dropped a line it cannot read: {reason}: {preview:?}{}; wire its `errors` stream to keep such lines",
+            "{}: dropped line {at}, which it cannot read: {reason}: {preview:?}{}; wire its `errors` stream to keep such lines",
             self.component,
             crate::logging::held_back(held)
         );
+        Ok(())
+    }
+
+    /// At the end of input: the error when lines came but none could be read.
+    pub fn nothing_read(&self) -> Result<(), FatalError> {
+        if self.read > 0 || self.dropped == 0 || !self.judge_input {
+            return Ok(());
+        }
+        Err(FatalError(format!(
+            "none of the input could be read ({} unreadable record(s)); first reasons: {}",
+            self.dropped,
+            self.first.join("; ")
+        )))
     }
 }
+
+/// The config key that makes a dropped line an error (`storm run --strict`).
+pub const STRICT_KEY: &str = "topology.strict";
+
+/// The longest record a reader takes unless `topology.record.max.bytes` says otherwise.
+pub const DEFAULT_MAX_RECORD: usize = delimited::MAX_RECORD_BYTES;
+
+/// The config key of the longest record a reader takes, in bytes.
+pub const MAX_RECORD_KEY: &str = "topology.record.max.bytes";
 
 pub struct Parse {
     spec: Spec,
@@ -222,16 +467,21 @@ impl Parse {
         reason: String,
         anchor: Option<&Tuple>,
         out: &mut dyn BoltCollector,
-    ) {
+    ) -> Result<(), FatalError> {
+        let at = self.parser.as_ref().map_or(0, Parser::line);
+        if let Some(why) = self.parser.as_ref().and_then(Parser::fatal) {
+            return Err(FatalError(why.to_string()));
+        }
         match self.errors {
             Some(stream) => {
                 let values: Values = smallvec::smallvec![Value::str(line), Value::str(&reason)];
                 let anchors: Vec<&Tuple> = anchor.into_iter().collect();
                 out.send(stream, &anchors, values);
+                Ok(())
             }
             None => {
                 out.dropped(1);
-                self.warnings.dropped(line, &reason);
+                self.warnings.dropped(at, line, &reason)
             }
         }
     }
@@ -245,8 +495,13 @@ impl Bolt for Parse {
         };
         self.parser =
             Some(Parser::new(&self.spec).map_err(|e| anyhow::anyhow!("{}: {e}", ctx.component))?);
+        if let (Some(p), Some(max)) = (self.parser.as_mut(), ctx.config.get_u64(MAX_RECORD_KEY)) {
+            p.set_max_record(usize::try_from(max).unwrap_or(usize::MAX));
+        }
         self.errors = super::wired_stream(ctx, ERRORS_STREAM);
-        self.warnings = DropWarnings::new(&ctx.component);
+        self.warnings = DropWarnings::for_task(ctx);
+        // Another task may read what this one could not: only a lone task judges the input.
+        self.warnings.judge_input = ctx.spec().is_some_and(|c| c.parallelism <= 1);
         Ok(())
     }
 
@@ -266,21 +521,35 @@ impl Bolt for Parse {
             }
             None => "",
         };
-        match parser.parse(line) {
-            Ok(Some(values)) => out.send(streams::DEFAULT, &[input], values),
-            Ok(None) => {}
-            Err(reason) => {
-                let line = line.to_string();
-                self.reject(&line, reason, Some(input), out);
+        // A line may give several records (the elements of a JSON array on one line); its
+        // text is copied only when one of them is an error.
+        let mut record = parser.parse(line).transpose();
+        let text = if matches!(record, Some(Err(_))) || !parser.ready.is_empty() {
+            line.to_string()
+        } else {
+            String::new()
+        };
+        while let Some(r) = record {
+            match r {
+                Ok(values) => {
+                    self.warnings.read();
+                    out.send(streams::DEFAULT, &[input], values)
+                }
+                Err(reason) => self.reject(&text, reason, Some(input), out)?,
             }
+            record = match self.parser.as_mut() {
+                Some(p) => p.next_ready(),
+                None => None,
+            };
         }
         Ok(())
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if let Some((text, reason)) = self.parser.as_mut().and_then(Parser::unfinished) {
-            self.reject(&text, reason, None, out);
+            self.reject(&text, reason, None, out)?;
         }
+        self.warnings.nothing_read()?;
         Ok(())
     }
 }

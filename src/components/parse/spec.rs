@@ -209,14 +209,18 @@ fn json(fields: &[String]) -> Result<(Format, Vec<String>), SpecError> {
     }
     let paths: Vec<Vec<String>> = fields
         .iter()
-        .map(|f| f.split('.').map(str::to_string).collect())
-        .collect();
-    if let Some(bad) = fields.iter().find(|f| f.split('.').any(str::is_empty)) {
-        return Err(err(
-            "fields",
-            format!("`{bad}` is not a field path (`a`, `a.b`)"),
-        ));
-    }
+        .map(|f| {
+            field_path(f).ok_or_else(|| {
+                err(
+                    "fields",
+                    format!(
+                        "`{f}` is not a field path (`a`, `a.b`; a key with a dot in it: \
+                         `\"c.d\"`, `a.\"c.d\"` or `a[\"c.d\"]`)"
+                    ),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
     let names = unique_names(
         paths
             .iter()
@@ -224,6 +228,41 @@ fn json(fields: &[String]) -> Result<(Format, Vec<String>), SpecError> {
             .collect(),
     )?;
     Ok((Format::Json { paths }, names))
+}
+
+/// The keys of a JSON field path: `a.b`; a key holding a dot or a bracket is quoted, `"c.d"`,
+/// after a dot or in brackets (`a."c.d"`, `a["c.d"]`). `None` when it is not a path.
+pub fn field_path(text: &str) -> Option<Vec<String>> {
+    let mut keys = Vec::new();
+    let mut rest = text;
+    loop {
+        let (key, after) = if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"')?;
+            (quoted[..end].to_string(), &quoted[end + 1..])
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            (rest[..end].to_string(), &rest[end..])
+        };
+        if key.is_empty() {
+            return None;
+        }
+        keys.push(key);
+        rest = after;
+        // A bracketed key: `["c.d"]`, any number of them.
+        while let Some(inner) = rest.strip_prefix("[\"") {
+            let end = inner.find("\"]")?;
+            if end == 0 {
+                return None;
+            }
+            keys.push(inner[..end].to_string());
+            rest = &inner[end + 2..];
+        }
+        match rest.strip_prefix('.') {
+            Some(after) => rest = after,
+            None if rest.is_empty() => return Some(keys),
+            None => return None,
+        }
+    }
 }
 
 fn delimited(
@@ -372,4 +411,24 @@ fn unique_names(names: Vec<String>) -> Result<Vec<String>, SpecError> {
         }
     }
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_path;
+
+    #[test]
+    fn field_paths_with_quoted_keys() {
+        let p = |t: &str| field_path(t).map(|k| k.join("|"));
+        assert_eq!(p("a.b").as_deref(), Some("a|b"));
+        assert_eq!(p("\"c.d\"").as_deref(), Some("c.d"));
+        assert_eq!(p("a.\"c.d\".e").as_deref(), Some("a|c.d|e"));
+        assert_eq!(p("a[\"c.d\"]").as_deref(), Some("a|c.d"));
+        assert_eq!(p("a[\"c.d\"].e").as_deref(), Some("a|c.d|e"));
+        for bad in [
+            "", "a.", ".a", "a..b", "\"open", "a[\"x\"", "a[\"\"]", "\"\"",
+        ] {
+            assert_eq!(p(bad), None, "{bad}");
+        }
+    }
 }

@@ -1,16 +1,18 @@
 //! Evaluation of expressions that compute a value (arithmetic, functions): what `map`'s `set`
 //! produces, and the operands of a filter that are more than a field or a literal.
 //!
-//! Arithmetic: integer with integer stays integer, with a float gives a float; integer
-//! overflow, division or remainder by zero, and any result that is not a finite number give
-//! null, as does an operand that is null or not a number. Integer division truncates toward
-//! zero.
+//! Arithmetic, as in Python: `+ - * // %` of two integers give an integer, with a float a
+//! float; `/` always gives a float (`7 / 2` is `3.5`); `//` floors (`-7 // 2` is `-4`) and `%`
+//! takes the divisor's sign (`-7 % 2` is `1`). Integer overflow, division or remainder by
+//! zero, and any result that is not a finite number give null, as does an operand that is
+//! null or not a number.
 
 use regex::Regex;
 
 use super::{compile_cond, compile_operand, Cond};
 use crate::expr::ast::{ArithOp, CmpOp, Node, NodeKind};
 use crate::expr::functions::{self as f, Func};
+use crate::tuple::numeric::{self, Num};
 use crate::tuple::Value;
 
 /// A value expression bound to field positions.
@@ -147,39 +149,40 @@ fn negate(v: &Value) -> Value {
 
 /// `l OP r`, as the module comment says.
 pub(in crate::expr) fn arith(op: ArithOp, l: &Value, r: &Value) -> Value {
-    match (l, r) {
-        (Value::Int(a), Value::Int(b)) => {
+    let (Some(a), Some(b)) = (l.as_num(), r.as_num()) else {
+        return Value::Null;
+    };
+    match (a, b) {
+        _ if op == ArithOp::Div => finite(numeric::true_div(a, b)),
+        (Num::Int(a), Num::Int(b)) => {
             let result = match op {
-                ArithOp::Add => a.checked_add(*b),
-                ArithOp::Sub => a.checked_sub(*b),
-                ArithOp::Mul => a.checked_mul(*b),
-                ArithOp::Div => a.checked_div(*b),
-                ArithOp::Rem => a.checked_rem(*b),
+                ArithOp::Add => a.checked_add(b),
+                ArithOp::Sub => a.checked_sub(b),
+                ArithOp::Mul => a.checked_mul(b),
+                ArithOp::FloorDiv => numeric::floor_div_int(a, b),
+                ArithOp::Div => None, // taken by the first arm
+                ArithOp::Rem => numeric::py_mod_int(a, b),
             };
             result.map_or(Value::Null, Value::Int)
         }
-        _ => match (l.as_f64(), r.as_f64()) {
-            (Some(a), Some(b)) if is_number(l) && is_number(r) => {
-                let x = match op {
-                    ArithOp::Add => a + b,
-                    ArithOp::Sub => a - b,
-                    ArithOp::Mul => a * b,
-                    ArithOp::Div => a / b,
-                    ArithOp::Rem => a % b,
-                };
-                if x.is_finite() {
-                    Value::Float(x)
-                } else {
-                    Value::Null
-                }
-            }
-            _ => Value::Null,
-        },
+        _ => {
+            let (a, b) = (a.as_f64(), b.as_f64());
+            finite(match op {
+                ArithOp::Add => Some(a + b),
+                ArithOp::Sub => Some(a - b),
+                ArithOp::Mul => Some(a * b),
+                ArithOp::FloorDiv => numeric::floor_div_float(a, b),
+                ArithOp::Div => None, // taken by the first arm
+                ArithOp::Rem => numeric::py_mod_float(a, b),
+            })
+        }
     }
 }
 
-fn is_number(v: &Value) -> bool {
-    matches!(v, Value::Int(_) | Value::Float(_))
+/// A float result, or null when there is none or it is not finite.
+fn finite(x: Option<f64>) -> Value {
+    x.filter(|x| x.is_finite())
+        .map_or(Value::Null, Value::Float)
 }
 
 fn capture(v: &Value, re: &Regex, group: &str) -> Value {
@@ -213,6 +216,13 @@ fn call(func: Func, args: &[Calc], values: &[Value]) -> Value {
         Func::Float => f::to_float(&arg(0)),
         Func::Str => f::to_str(&arg(0)),
         Func::Bool => f::to_bool(&arg(0)),
+        Func::Abs => f::abs(&arg(0)),
+        Func::Floor => f::floor_or_ceil(&arg(0), false),
+        Func::Ceil => f::floor_or_ceil(&arg(0), true),
+        Func::Round => {
+            let digits = args.get(1).map(|a| a.eval(values));
+            f::round(&arg(0), digits.as_ref())
+        }
         Func::IsNull => Value::Bool(matches!(arg(0), Value::Null)),
         Func::Coalesce => args
             .iter()

@@ -2,7 +2,7 @@
 //! without allocating as long as its operands are fields, literals and `len`. Computed
 //! operands (e.g. `lower(word)`) are evaluated by the submodule `calc`, whose values may in
 //! turn hold conditions. Values of different kinds never match (a string is not less than a
-//! number); integers and floats compare by value.
+//! number); integers and floats compare by value, exactly (see `tuple::numeric`).
 
 use std::cmp::Ordering;
 
@@ -12,6 +12,7 @@ mod calc;
 
 use super::ast::{CmpOp, Node, NodeKind};
 use super::functions::Func;
+use crate::tuple::numeric::Num;
 use crate::tuple::Value;
 use calc::string_op;
 pub(super) use calc::{compile_calc, Calc};
@@ -174,18 +175,10 @@ fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// A number, exact when an integer.
-#[derive(Clone, Copy)]
-enum Num {
-    Int(i64),
-    Float(f64),
-}
-
 fn as_num(v: Val) -> Option<Num> {
     match v {
         Val::Int(n) => Some(Num::Int(n)),
-        Val::Value(Value::Int(n)) => Some(Num::Int(*n)),
-        Val::Value(Value::Float(x)) => Some(Num::Float(*x)),
+        Val::Value(v) => v.as_num(),
         _ => None,
     }
 }
@@ -209,19 +202,10 @@ fn is_null(v: Val) -> bool {
     matches!(v, Val::Missing | Val::Value(Value::Null))
 }
 
-fn order_numbers(a: Num, b: Num) -> Option<Ordering> {
-    match (a, b) {
-        (Num::Int(x), Num::Int(y)) => Some(x.cmp(&y)),
-        (Num::Int(x), Num::Float(y)) => (x as f64).partial_cmp(&y),
-        (Num::Float(x), Num::Int(y)) => x.partial_cmp(&(y as f64)),
-        (Num::Float(x), Num::Float(y)) => x.partial_cmp(&y),
-    }
-}
-
 /// Order two values of the same kind (numbers or strings); `None` otherwise.
 fn order(a: Val, b: Val) -> Option<Ordering> {
     if let (Some(x), Some(y)) = (as_num(a), as_num(b)) {
-        return order_numbers(x, y);
+        return Some(x.order(y));
     }
     if let (Some(x), Some(y)) = (as_str(a), as_str(b)) {
         return Some(x.cmp(y));

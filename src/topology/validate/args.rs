@@ -259,6 +259,11 @@ impl Validator<'_> {
                     spec.format,
                     crate::components::parse::spec::Format::Delimited { header: true, .. }
                 );
+                if header {
+                    if let Err(why) = file_header(rc, &spec, &self.ctx.base_dir) {
+                        self.error(why, arg_span("fields"));
+                    }
+                }
                 if header && parallelism > 1 {
                     self.error(
                         "`header: true` needs `parallelism: 1`: only one task would see the header line",
@@ -550,6 +555,36 @@ fn expression_offset(source: &str, w: &Spanned<RawValue>, text: &str) -> Option<
         RawValue::Str { quoted: true, .. } => Some(w.span.start + 1),
         _ => None,
     }
+}
+
+/// A `file` spout reading a CSV/TSV header: when its file exists, the header must have the
+/// columns asked for (the run would end at its first line otherwise).
+fn file_header(
+    rc: &RawComponent,
+    spec: &crate::components::parse::spec::Spec,
+    base_dir: &std::path::Path,
+) -> Result<(), String> {
+    use std::io::BufRead;
+    let is_file = rc.ctype.as_ref().is_some_and(|t| t.value == "file");
+    let path = rc.args.as_ref().and_then(|a| a.value.get("path"));
+    let Some(path) = path.and_then(|p| p.value.as_str()).filter(|_| is_file) else {
+        return Ok(());
+    };
+    let Ok(f) = std::fs::File::open(base_dir.join(path)) else {
+        return Ok(());
+    };
+    let mut first = Vec::new();
+    let limit = crate::components::parse::DEFAULT_MAX_RECORD as u64;
+    if std::io::Read::take(std::io::BufReader::new(f), limit)
+        .read_until(b'\n', &mut first)
+        .is_err()
+    {
+        return Ok(());
+    }
+    let line = String::from_utf8_lossy(&first);
+    let line = line.trim_end_matches(['\n', '\r']);
+    crate::components::parse::Parser::check_header(spec, line)
+        .map_err(|why| format!("`{path}`: {why}"))
 }
 
 #[cfg(test)]
