@@ -73,6 +73,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Write the full run figures as JSON to FILE')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]')
             [CompletionResult]::new('--processes', '--processes', [CompletionResultType]::ParameterName, 'Run each worker as its own process, talking over loopback TCP')
+            [CompletionResult]::new('--fresh', '--fresh', [CompletionResultType]::ParameterName, 'Start over: remove what the state dir holds first, even a damaged one (refused while a run holds it)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'End the run with an error at the first input line that cannot be read, value that cannot be converted or late tuple (sets topology.strict=true)')

@@ -68,6 +68,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --stats 'Write the full run figures as JSON to FILE'
             cand --ui 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]'
             cand --processes 'Run each worker as its own process, talking over loopback TCP'
+            cand --fresh 'Start over: remove what the state dir holds first, even a damaged one (refused while a run holds it)'
             cand -q 'Print nothing on stderr but errors (no summary)'
             cand --quiet 'Print nothing on stderr but errors (no summary)'
             cand --strict 'End the run with an error at the first input line that cannot be read, value that cannot be converted or late tuple (sets topology.strict=true)'

@@ -167,6 +167,10 @@ pub struct RunArgs {
     /// DIR holds (sets topology.state.dir and topology.state.provider=embedded)
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Start over: remove what the state dir holds first, even a damaged one (refused while a
+    /// run holds it)
+    #[arg(long)]
+    pub fresh: bool,
     /// Progress display on stderr
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,

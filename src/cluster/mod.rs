@@ -17,6 +17,7 @@ pub mod rpc;
 pub mod simulation;
 pub mod snapshot;
 pub mod store;
+pub mod stormignore;
 pub mod submission;
 pub mod supervisor;
 pub mod supervisor_zk;

@@ -91,8 +91,9 @@ pub struct Nimbus {
     zk: Option<Arc<Coordination>>,
     state: Mutex<ClusterState<Shared>>,
     data: PathBuf,
-    /// Slots reported failing (by their supervisor), with when: avoided by the scheduler.
-    failing: Mutex<BTreeMap<NodePort, u64>>,
+    /// Slots reported failing (by their supervisor), with the topology whose worker kept
+    /// dying there and when: avoided by the scheduler until that topology is killed.
+    failing: Mutex<BTreeMap<(String, NodePort), u64>>,
     /// Where submissions are kept (`master_code_dir`'s parent).
     stormdist: PathBuf,
     config: Config,
@@ -586,16 +587,35 @@ impl Nimbus {
         for task in tasks {
             state.report_error(id, task, &err)?;
         }
-        self.failing_lock().insert(slot.clone(), now_secs());
+        self.failing_lock()
+            .insert((id.to_string(), slot.clone()), now_secs());
         Ok(())
     }
 
-    fn failing_lock(&self) -> MutexGuard<'_, BTreeMap<NodePort, u64>> {
+    fn failing_lock(&self) -> MutexGuard<'_, BTreeMap<(String, NodePort), u64>> {
         self.failing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Slots reported failing, less the ones whose report is older than [`FAILING_FOR`].
+    /// Slots reported failing by any topology not killed, less the ones whose report is older
+    /// than [`FAILING_FOR`].
     fn failing_slots(&self) -> BTreeSet<NodePort> {
+        self.failing_reports()
+            .into_iter()
+            .map(|(_, slot)| slot)
+            .collect()
+    }
+
+    /// The slots reported failing for topology `id` alone (its status, `failing`, comes
+    /// from these: never from another topology's reports).
+    fn failing_slots_of(&self, id: &str) -> BTreeSet<NodePort> {
+        self.failing_reports()
+            .into_iter()
+            .filter(|(of, _)| of == id)
+            .map(|(_, slot)| slot)
+            .collect()
+    }
+
+    fn failing_reports(&self) -> Vec<(String, NodePort)> {
         let now = now_secs();
         let mut failing = self.failing_lock();
         failing.retain(|_, since| now.saturating_sub(*since) < FAILING_FOR.as_secs());
@@ -714,7 +734,6 @@ impl Nimbus {
 
     pub(crate) fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
         let state = self.state();
-        let failing = self.failing_slots();
         let finished = self.finished_lock();
         let now = now_secs();
         let mut out = Vec::new();
@@ -729,7 +748,7 @@ impl Nimbus {
             let done = finished.get(&id).is_some_and(|f| f.is_superset(&slots));
             let status = if done && !slots.is_empty() {
                 "finished".to_string()
-            } else if slots.iter().any(|s| failing.contains(s)) {
+            } else if slots.iter().any(|s| self.failing_slots_of(&id).contains(s)) {
                 // Its work stays on a slot reported failing: nowhere else to move it yet.
                 "failing".to_string()
             } else {
@@ -785,7 +804,9 @@ impl Nimbus {
     }
 
     /// Storm's kill: deactivate (status `killed`, spouts stop), wait the message timeout so
-    /// tuples in flight finish, then remove the assignment and every node of the topology.
+    /// tuples in flight finish (no wait when every slot of the topology was reported failing:
+    /// nothing runs to finish), then remove the assignment and every node of the topology.
+    /// Its failing-slot reports go at once.
     pub(crate) fn kill(&self, name: &str, wait_secs: Option<u64>) -> anyhow::Result<String> {
         let state = self.state();
         let mut found = None;
@@ -801,13 +822,25 @@ impl Nimbus {
             return Err(no_running_topology(&state, name));
         };
         state.set_status(&id, TopologyStatus::Killed)?;
+        // Workers that keep dying on every slot have nothing in flight to wait for: their
+        // slots are free for the next topology at once.
+        let slots: BTreeSet<NodePort> = state
+            .assignment(&id)?
+            .map(|a| a.task_to_node_port.into_values().collect())
+            .unwrap_or_default();
+        let crash_looping = !slots.is_empty() && self.failing_slots_of(&id).is_superset(&slots);
+        self.failing_lock().retain(|(of, _), _| *of != id);
         let wait = match wait_secs {
             Some(s) => Duration::from_secs(s),
+            None if crash_looping => Duration::ZERO,
             None => self
                 .known(&id)
                 .map(|k| k.topology.config.message_timeout())
                 .unwrap_or_else(|_| self.config.message_timeout()),
         };
+        if crash_looping {
+            tracing::info!("nimbus: {id}'s workers keep dying on every slot; removing it now");
+        }
         drop(state);
         self.save()?;
         let tree = self.tree.clone();

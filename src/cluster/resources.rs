@@ -2,26 +2,31 @@
 //! `resources/` folder), so a worker on any host runs a shell component without the
 //! submitting host's files.
 //!
-//! `storm submit` collects, for every `shell` component whose working folder lies under the
-//! topology file's folder (a relative `cwd`, or none), each file its command names (`split.py`
-//! in `[python3, split.py]`), plus the `multilang/` folder beside the topology file and any
-//! `multilang/` folder a component's working folder lies in (our Python adapter is in
-//! `multilang/python/`). Their paths are kept relative to the deepest folder holding them and
+//! `storm submit` of a topology with `shell` components ships the topology file's folder:
+//! every file under it but hidden entries, `__pycache__` and what its `.stormignore` leaves
+//! out (`stormignore`). A component whose working folder lies outside it (`cwd:
+//! ../multilang/examples`) adds each file its command names (`split.py` in `[python3,
+//! split.py]`) and any `multilang/` folder that working folder lies in (our Python adapter is
+//! in `multilang/python/`). Paths are kept relative to the deepest folder holding them and
 //! the topology file, so `../multilang/examples` still points at the same files once unpacked.
 //! They are packed into one length-prefixed byte string, hex-encoded into the submission
 //! (which nimbus keeps in its data folder and, with ZooKeeper, in the ensemble). A worker
-//! unpacks them into a folder of its own, removed when the worker ends, and points those shell
-//! components' working folders into it; every other path stays as submitted.
+//! unpacks them into a folder of its own, removed when the worker ends (and, for a worker
+//! that was killed, by the next worker or its supervisor), and points those shell
+//! components' working folders into it, as Storm's workers run children in the extracted
+//! `resources/`; every other path stays as submitted.
 
 use super::rpc::Submission;
+use super::stormignore::{StormIgnore, FILE_NAME};
 use crate::topology::model::{ComponentType, Topology};
 use std::path::{Component as Part, Path, PathBuf};
 
-/// The most bytes of resources one submission may carry (all files together). Hex-encoded
-/// they stay well under ZooKeeper's 1 MB node limit with the topology's text beside them.
-pub const MAX_TOTAL_BYTES: usize = 256 * 1024;
+/// The most bytes of resources one submission may carry (all files together): hex-encoded
+/// they fit one request to nimbus (`rpc::MAX_MESSAGE_BYTES`). With ZooKeeper a submission
+/// must also fit one node (`ha::fits_in_a_node`, about 1 MB).
+pub const MAX_TOTAL_BYTES: usize = 4 * 1024 * 1024;
 /// The most files one submission may carry.
-pub const MAX_FILES: usize = 1000;
+pub const MAX_FILES: usize = 10_000;
 /// Marks the packed format (and its version).
 const MAGIC: &[u8] = b"STORMRES1";
 
@@ -35,22 +40,34 @@ pub struct Resources {
 
 /// Collect the resources of `topology`'s shell components (see the module comment).
 pub fn collect(topology: &Topology) -> anyhow::Result<Resources> {
+    if !topology
+        .components
+        .iter()
+        .any(|c| c.ctype == ComponentType::Shell)
+    {
+        return Ok(Resources::default());
+    }
     let base = canonical(&topology.base_dir, "the topology's folder")?;
     let mut paths: Vec<PathBuf> = Vec::new();
-    walk(&base.join("multilang"), &mut paths)?;
+    let ignore = StormIgnore::load(&base)?;
+    walk(&base, &base, &ignore, &mut paths)?;
+    let none = StormIgnore::default();
     for c in &topology.components {
         if c.ctype != ComponentType::Shell {
             continue;
         }
         let cwd = match &c.cwd {
-            None => base.clone(),
             Some(cwd) if cwd.starts_with(&topology.base_dir) => {
                 let what = format!("component `{}`: its working folder", c.id);
                 canonical(cwd, &what)?
             }
-            // An absolute folder of its own: it must be there on every host, as in local mode.
-            Some(_) => continue,
+            // The topology's folder, shipped whole above; or an absolute folder of its own,
+            // which must be there on every host, as in local mode.
+            _ => continue,
         };
+        if cwd.starts_with(&base) {
+            continue;
+        }
         for arg in c.command.iter().flatten().skip(1) {
             let file = normalize(&cwd.join(arg));
             if Path::new(arg).is_relative() && file.is_file() {
@@ -61,7 +78,7 @@ pub fn collect(topology: &Topology) -> anyhow::Result<Resources> {
             .ancestors()
             .find(|a| a.file_name() == Some("multilang".as_ref()))
         {
-            walk(ml, &mut paths)?;
+            walk(ml, ml, &none, &mut paths)?;
         }
     }
     paths.sort();
@@ -95,8 +112,9 @@ fn gather(base: &Path, paths: &[PathBuf], topology: &Topology) -> anyhow::Result
         anyhow::ensure!(
             total <= MAX_TOTAL_BYTES,
             "{}: shipping it makes the multilang resources {total} bytes; a submission carries \
-             at most {MAX_TOTAL_BYTES} bytes (keep large data out of the shipped folders)",
-            p.display()
+             at most {MAX_TOTAL_BYTES} bytes (list what the workers do not need in {})",
+            p.display(),
+            base.join(FILE_NAME).display()
         );
         out.files
             .push((slashed(p.strip_prefix(&root).unwrap_or(p)), data));
@@ -120,8 +138,14 @@ fn canonical(p: &Path, what: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// Every regular file under `dir` (none when it is not a folder), skipping hidden entries,
-/// `__pycache__` and symbolic links to folders.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+/// `__pycache__`, symbolic links to folders and what `ignore` (patterns relative to `root`)
+/// leaves out. Stops with an error past [`MAX_FILES`], before reading any file.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    ignore: &StormIgnore,
+    out: &mut Vec<PathBuf>,
+) -> anyhow::Result<()> {
     if !dir.is_dir() {
         return Ok(());
     }
@@ -138,10 +162,21 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
         let kind = entry
             .file_type()
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let relative = slashed(path.strip_prefix(root).unwrap_or(&path));
+        if ignore.ignores(&relative, kind.is_dir()) {
+            continue;
+        }
         if kind.is_dir() {
-            walk(&path, out)?;
+            walk(root, &path, ignore, out)?;
         } else if path.is_file() {
             out.push(path);
+            anyhow::ensure!(
+                out.len() <= MAX_FILES,
+                "{}: shipping the topology's folder takes more than {MAX_FILES} files, the most \
+                 a submission carries; list what the workers do not need in {}",
+                root.display(),
+                root.join(FILE_NAME).display()
+            );
         }
     }
     Ok(())
@@ -339,12 +374,23 @@ pub fn for_worker(
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let root = std::env::temp_dir().join("storm-resources");
+    let root = copies_root();
     sweep(&root);
     let dir = root.join(format!("{id}-{slot}-{}", std::process::id()));
     let unpacked = Unpacked::write(&r, &dir)?;
     relocate(topology, &unpacked.topology_dir);
     Ok(Some(unpacked))
+}
+
+/// The folder workers unpack their copies in.
+pub fn copies_root() -> PathBuf {
+    std::env::temp_dir().join("storm-resources")
+}
+
+/// Remove the copies left by workers that are gone: a supervisor calls it when one of its
+/// workers dies and when it stops, a worker before it unpacks its own.
+pub fn sweep_copies() {
+    sweep(&copies_root());
 }
 
 /// Remove the copies under `root` left by workers that are gone (a SIGKILLed worker cannot

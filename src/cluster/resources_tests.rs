@@ -15,6 +15,10 @@ fn layout(dir: &Path) -> PathBuf {
     write("scripts/unused.py", "unused\n");
     write("multilang/python/storm.py", "# adapter\n");
     write("multilang/python/__pycache__/storm.pyc", "cache");
+    write("data/big.csv", "left out by .stormignore\n");
+    write("data/small.txt", "shipped\n");
+    write(".stormignore", "# not for the workers\n*.csv\n");
+    write(".hidden", "never shipped\n");
     let topo =
         "name: shipped\nspouts:\n  - id: lines\n    type: stdin\nbolts:\n  - id: split\n    \
                 type: shell\n    command: [python3, split.py, --fast]\n    cwd: scripts\n    \
@@ -33,12 +37,21 @@ fn loaded(file: &Path) -> Topology {
 }
 
 #[test]
-fn the_named_script_and_the_multilang_folder_are_collected_and_round_trip() {
+fn the_topology_folder_is_collected_but_what_stormignore_leaves_out_and_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let topology = loaded(&layout(dir.path()));
     let r = collect(&topology).unwrap();
     let names: Vec<&str> = r.files.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(names, ["multilang/python/storm.py", "scripts/split.py"]);
+    assert_eq!(
+        names,
+        [
+            "data/small.txt",
+            "multilang/python/storm.py",
+            "scripts/split.py",
+            "scripts/unused.py",
+            "topo.yaml"
+        ]
+    );
     assert_eq!(r.base, "");
     let packed = pack(&r);
     assert_eq!(unpack(&packed).unwrap(), r);
@@ -87,7 +100,11 @@ fn a_working_folder_above_the_topology_keeps_its_place() {
     let names: Vec<&str> = r.files.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(
         names,
-        ["multilang/examples/split.py", "multilang/python/storm.py"]
+        [
+            "multilang/examples/split.py",
+            "multilang/python/storm.py",
+            "topologies/up.yaml"
+        ]
     );
     let out = tempfile::tempdir().unwrap();
     let unpacked = Unpacked::write(&r, &out.path().join("copy")).unwrap();
@@ -116,9 +133,30 @@ fn too_many_bytes_are_refused_naming_the_file_and_the_limit() {
     .unwrap();
     let err = format!("{:#}", collect(&loaded(&file)).unwrap_err());
     assert!(
-        err.contains("big.bin") && err.contains(&MAX_TOTAL_BYTES.to_string()),
+        err.contains("big.bin")
+            && err.contains(&MAX_TOTAL_BYTES.to_string())
+            && err.contains(".stormignore"),
         "{err}"
     );
+}
+
+#[test]
+fn too_many_files_are_refused_before_reading_naming_stormignore() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = layout(dir.path());
+    let many = dir.path().join("many");
+    std::fs::create_dir_all(&many).unwrap();
+    for i in 0..=MAX_FILES {
+        std::fs::write(many.join(i.to_string()), "").unwrap();
+    }
+    let err = format!("{:#}", collect(&loaded(&file)).unwrap_err());
+    assert!(
+        err.contains(&MAX_FILES.to_string()) && err.contains(".stormignore"),
+        "{err}"
+    );
+    // Left out, the folder ships again.
+    std::fs::write(dir.path().join(".stormignore"), "/many/\n").unwrap();
+    assert!(collect(&loaded(&file)).is_ok());
 }
 
 #[test]

@@ -234,6 +234,10 @@ fn supervise(
         return;
     };
     slot.child = None;
+    if !status.success() {
+        // A worker that died cannot have removed its copy of the topology's resources.
+        super::resources::sweep_copies();
+    }
     if let Some(tx) = exits {
         let _ = tx.send(WorkerExit {
             topology: slot.topology.clone(),
@@ -469,6 +473,8 @@ fn kill(slot: &mut Slot, port: u16) {
         tracing::info!("supervisor: stopping worker {port} (pid {})", child.id());
         let _ = child.kill();
         let _ = child.wait();
+        // A killed worker cannot remove its copy of the topology's resources.
+        super::resources::sweep_copies();
     }
 }
 

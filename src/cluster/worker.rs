@@ -249,6 +249,7 @@ pub fn run(
     let my_slot = slots[me].clone();
     let secret = Secret::from_config(&topology.config);
     let net = TcpNetwork::new(addresses.into_iter().enumerate().collect(), [me], secret);
+    let drain_limit = topology.config.message_timeout() + runtime::DRAIN_GRACE;
     let running = runtime::start_checkpointed(Arc::new(topology), &placement, &[me], &net, remote)?;
     tracing::info!(
         "worker {slot}: running {} task(s) of {id}",
@@ -264,6 +265,7 @@ pub fn run(
         stats: &stats,
         started: Instant::now(),
         stop: &stop,
+        drain_limit,
     };
     match w.watch(running, &net, checkpoints.as_ref())? {
         Watched::Ended(end) => Ok(end),
@@ -293,6 +295,8 @@ struct Watch<'a> {
     stats: &'a TaskStatsMap,
     started: Instant,
     stop: &'a AtomicBool,
+    /// How long a drain may take before what is still pending is abandoned.
+    drain_limit: Duration,
 }
 
 impl Watch<'_> {
@@ -320,9 +324,22 @@ impl Watch<'_> {
             })?;
         let mut last_contact = Instant::now();
         let mut next_beat = Instant::now();
+        let mut draining_since: Option<Instant> = None;
         let result = loop {
             if self.stop.load(Ordering::Relaxed) {
                 control.stop.store(true, Ordering::Relaxed);
+            }
+            if control.stop.load(Ordering::Relaxed) {
+                let since = *draining_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= self.drain_limit
+                    && !control.abandon.swap(true, Ordering::Relaxed)
+                {
+                    tracing::warn!(
+                        "worker {slot}: the drain outlasted the message timeout + {}s; \
+                         giving up what is still pending",
+                        runtime::DRAIN_GRACE.as_secs()
+                    );
+                }
             }
             if checkpoints.is_some_and(|c| c.rolled_back()) {
                 net.sever();
@@ -591,6 +608,7 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
                 ("acked", &st.acked),
                 ("failed", &st.failed),
                 ("lost", &st.lost),
+                ("abandoned", &st.abandoned),
                 ("dropped", &st.dropped),
             ] {
                 m.insert(name.into(), get(counter).into());
@@ -642,6 +660,7 @@ pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartb
         c.lost += stat(beat, "lost");
         c.dropped += stat(beat, "dropped");
         report.lost += stat(beat, "lost");
+        report.abandoned += stat(beat, "abandoned");
         c.per_task.push(t);
     }
     for c in &mut report.components {
@@ -673,6 +692,7 @@ pub fn report_from_heartbeats(
         components,
         elapsed,
         lost: 0,
+        abandoned: 0,
         acking: plan.ackers > 0,
         checkpoints: None,
     };
@@ -714,6 +734,7 @@ mod tests {
             components: vec![component("count", &[2])],
             elapsed: Duration::from_secs(1),
             lost: 0,
+            abandoned: 0,
             acking: false,
             checkpoints: None,
         };

@@ -1,6 +1,7 @@
 //! The `generate` spout: `args.count` tuples (unbounded if absent) of `args.values` in turn, or
 //! of random words, at most `args.rate` per second if set; for tests and benchmarks. Replays
-//! failed tuples when acking is on.
+//! failed tuples when acking is on. Its output is a function of its seed and task, so a
+//! checkpoint's position (how many it emitted, and those not yet acked) rewinds it exactly.
 
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
@@ -26,6 +27,8 @@ pub struct Generate {
     tracked: bool,
     /// Acking on: tuples kept until acked, replayed on fail.
     replay: Replay<Values>,
+    /// Tuples a restored position kept, emitted (as new tracked tuples) before the next ones.
+    restored: std::collections::VecDeque<Values>,
 }
 
 impl Generate {
@@ -56,6 +59,17 @@ impl Generate {
             rng: SmallRng::seed_from_u64(seed ^ u64::from(task_index)),
             tracked: false,
             replay: Replay::new(super::replay::max_retries(args)),
+            restored: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Emit `values` (tracked when acking is on).
+    fn emit(&mut self, values: Values, out: &mut dyn SpoutCollector) {
+        if self.tracked {
+            let seq = self.replay.track(values.clone());
+            out.send(streams::DEFAULT, values, Some(Value::Int(seq as i64)));
+        } else {
+            out.send(streams::DEFAULT, values, None);
         }
     }
 
@@ -80,6 +94,10 @@ impl Spout for Generate {
             out.send(streams::DEFAULT, v, Some(Value::Int(seq as i64)));
             return Ok(SpoutStatus::Busy);
         }
+        if let Some(values) = self.restored.pop_front() {
+            self.emit(values, out);
+            return Ok(SpoutStatus::Busy);
+        }
         if self.count.is_some_and(|c| self.emitted >= c) {
             return Ok(SpoutStatus::Exhausted);
         }
@@ -92,12 +110,7 @@ impl Spout for Generate {
         }
         let values = self.next_values();
         self.emitted += 1;
-        if self.tracked {
-            let seq = self.replay.track(values.clone());
-            out.send(streams::DEFAULT, values, Some(Value::Int(seq as i64)));
-        } else {
-            out.send(streams::DEFAULT, values, None);
-        }
+        self.emit(values, out);
         Ok(SpoutStatus::Busy)
     }
 
@@ -120,6 +133,77 @@ impl Spout for Generate {
     fn lost(&self) -> u64 {
         self.replay.lost()
     }
+
+    fn position(&mut self) -> Option<Value> {
+        Some(position::of(self))
+    }
+
+    fn restore(&mut self, at: Value) -> anyhow::Result<()> {
+        position::restore(self, at).map_err(|e| anyhow::anyhow!("generate: cannot resume: {e}"))
+    }
+}
+
+/// A `generate` position: a map of `emitted` (how many tuples it drew) and `kept` (the values
+/// of those not yet acked, oldest first).
+mod position {
+    use super::{Generate, WORDS};
+    use crate::tuple::{Value, Values};
+    use rand::Rng;
+    use std::collections::BTreeMap;
+
+    pub(super) fn of(g: &Generate) -> Value {
+        let list = |v: &Values| Value::List(Box::new(v.to_vec()));
+        let mut kept: Vec<Value> = g.replay.kept().into_iter().map(list).collect();
+        kept.extend(g.restored.iter().map(list));
+        let mut map = BTreeMap::new();
+        map.insert("emitted".to_string(), Value::Int(g.emitted as i64));
+        map.insert("kept".to_string(), Value::List(Box::new(kept)));
+        Value::Map(Box::new(map))
+    }
+
+    /// Go on from `at`: draw (and drop) what was emitted, so the next tuple is the one that
+    /// followed, and queue the kept ones.
+    pub(super) fn restore(g: &mut Generate, at: Value) -> Result<(), String> {
+        let Value::Map(map) = at else {
+            return Err("the position is not a map".into());
+        };
+        let emitted = match map.get("emitted") {
+            Some(Value::Int(n)) if *n >= 0 => *n as u64,
+            other => {
+                return Err(format!(
+                    "the position's `emitted` is not a count: {other:?}"
+                ))
+            }
+        };
+        if let Some(count) = g.count.filter(|c| emitted > *c) {
+            return Err(format!(
+                "the position says {emitted} tuples were emitted, but `count` is {count}"
+            ));
+        }
+        let kept = match map.get("kept") {
+            None => Vec::new(),
+            Some(Value::List(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::List(values) => Ok(values.iter().cloned().collect::<Values>()),
+                    _ => Err("a kept tuple is not a list of values".to_string()),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("the position's kept tuples are not a list".into()),
+        };
+        if g.emitted > 0 {
+            return Err("emitting had already begun".into());
+        }
+        if g.values.is_empty() {
+            for _ in 0..emitted {
+                g.rng.random_range(0..WORDS.len());
+            }
+        }
+        g.emitted = emitted;
+        g.emitted_before = emitted;
+        g.restored = kept.into();
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -138,6 +222,76 @@ mod tests {
         }
         fn emit_direct(&mut self, _: u32, _: StreamId, _: Values, _: Option<Value>) {}
         fn report_error(&mut self, _: &str) {}
+    }
+
+    /// Keeps what a spout emits, with its message ids.
+    #[derive(Default)]
+    struct Kept(Vec<(Values, Option<Value>)>);
+
+    impl SpoutCollector for Kept {
+        fn emit(&mut self, _: StreamId, v: Values, id: Option<Value>) -> Vec<u32> {
+            self.0.push((v, id));
+            Vec::new()
+        }
+        fn emit_direct(&mut self, _: u32, _: StreamId, _: Values, _: Option<Value>) {}
+        fn report_error(&mut self, _: &str) {}
+    }
+
+    fn tracked(args: serde_json::Value) -> Generate {
+        let mut g = Generate::new(args.as_object().expect("an object"), 3);
+        g.tracked = true;
+        g
+    }
+
+    /// A spout restored from a position taken mid-run emits the tuples not acked by then and
+    /// then exactly what the first would have emitted next: with random words and with
+    /// `values`.
+    #[test]
+    fn a_restored_position_goes_on_with_the_same_tuples() {
+        for args in [
+            serde_json::json!({"count": 50, "seed": 7}),
+            serde_json::json!({"count": 50, "values": ["a", "b", "c"]}),
+        ] {
+            let mut whole = Kept::default();
+            let mut g = tracked(args.clone());
+            while let Ok(SpoutStatus::Busy) = g.next_tuple(&mut whole) {}
+            let all: Vec<Values> = whole.0.iter().map(|(v, _)| v.clone()).collect();
+
+            let mut first = Kept::default();
+            let mut g = tracked(args.clone());
+            for _ in 0..20 {
+                g.next_tuple(&mut first).expect("emits");
+            }
+            // Acked: all but the 5th and the 18th.
+            for (i, (_, id)) in first.0.iter().enumerate() {
+                if i != 4 && i != 17 {
+                    g.ack(id.clone().expect("tracked"), &mut Kept::default())
+                        .expect("acks");
+                }
+            }
+            let at = g.position().expect("a position");
+
+            let mut then = Kept::default();
+            let mut h = tracked(args);
+            h.restore(at).expect("restores");
+            while let Ok(SpoutStatus::Busy) = h.next_tuple(&mut then) {}
+            let again: Vec<Values> = then.0.iter().map(|(v, _)| v.clone()).collect();
+            let mut expected = vec![all[4].clone(), all[17].clone()];
+            expected.extend_from_slice(&all[20..]);
+            assert_eq!(again, expected);
+        }
+    }
+
+    /// A position past `count`, or not a position at all, is refused with the reason.
+    #[test]
+    fn a_position_that_cannot_be_this_spouts_is_refused() {
+        let mut g = tracked(serde_json::json!({"count": 10}));
+        let mut map = std::collections::BTreeMap::new();
+        map.insert("emitted".to_string(), Value::Int(11));
+        let err = g.restore(Value::Map(Box::new(map))).expect_err("refused");
+        assert!(err.to_string().contains("`count` is 10"), "{err}");
+        let err = g.restore(Value::Int(3)).expect_err("refused");
+        assert!(err.to_string().contains("not a map"), "{err}");
     }
 
     /// Emit until the pace says idle; how many came.

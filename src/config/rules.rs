@@ -38,6 +38,8 @@ pub enum Rule {
     Environment,
     /// A list of host names (or `host:port`), or null.
     Hosts,
+    /// A list of configuration keys.
+    Keys,
 }
 
 /// The rule of every key that has one.
@@ -120,6 +122,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("topology.stateful", Rule::Bool),
     ("topology.state.provider", Rule::OneOf(STATE_PROVIDERS)),
     ("topology.state.dir", Rule::OptionalString),
+    ("topology.state.guarantee", Rule::OneOf(STATE_GUARANTEES)),
     (
         "topology.state.checkpoint.interval.ms",
         Rule::Int {
@@ -146,6 +149,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ),
     ("nimbus.seeds", Rule::Hosts),
     ("storm.cluster.secret", Rule::OptionalString),
+    ("storm.secret.keys", Rule::Keys),
     ("supervisor.slots.ports", Rule::Ports),
     (
         "supervisor.worker.timeout.secs",
@@ -181,6 +185,11 @@ pub const RULES: &[(&str, Rule)] = &[
 /// The values of `topology.state.provider`: state in this process only, or in an embedded
 /// crash-safe database under `topology.state.dir`.
 pub const STATE_PROVIDERS: &[&str] = &["memory", "embedded"];
+
+/// The values of `topology.state.guarantee`: what a stateful topology promises its state.
+/// `exactly_once` refuses spouts that cannot rewind to a checkpoint; `at_least_once` accepts
+/// them (their tuples may reach the state again after a failure).
+pub const STATE_GUARANTEES: &[&str] = &["exactly_once", "at_least_once"];
 
 pub fn rule_of(key: &str) -> Option<Rule> {
     RULES.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
@@ -284,6 +293,13 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         Rule::Ports => check_ports(value),
         Rule::Environment => check_environment(value),
         Rule::Hosts => check_hosts(value),
+        Rule::Keys => match value.as_array() {
+            Some(keys) if keys.iter().all(Value::is_string) => Ok(()),
+            _ => Err(format!(
+                "must be a list of configuration keys like `[ui.token, my.api.key]` (got {})",
+                show(value)
+            )),
+        },
     }
 }
 

@@ -14,7 +14,8 @@ use crate::tuple::{Tuple, Value};
 use std::sync::Arc;
 
 impl SpoutExecutor {
-    /// On a resumed run: give each spout task the position its last committed checkpoint saved.
+    /// On a resumed run: give each spout task the position its last committed checkpoint saved
+    /// (a spout that rewinds must find one; one that cannot starts over, at least once).
     pub(crate) fn restore_positions(&mut self) -> anyhow::Result<()> {
         let Some(cp) = self.checkpoints.as_ref().filter(|c| c.resuming) else {
             return Ok(());
@@ -23,6 +24,13 @@ impl SpoutExecutor {
             let key = task_key(&t.ctx.component, t.ctx.task_index);
             match cp.store.position(&key)? {
                 Some(position) => t.component.restore(position)?,
+                // A spout that rewinds saves a position at every checkpoint: without one, its
+                // state would start over while the bolts' does not.
+                None if t.component.position().is_some() => anyhow::bail!(
+                    "checkpoint {} holds no position for {key}: the state is damaged \
+                     (`storm run --fresh` or `storm state clear DIR` start over)",
+                    cp.base
+                ),
                 None => tracing::warn!("{key}: no position saved; the spout starts over"),
             }
         }

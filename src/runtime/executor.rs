@@ -145,6 +145,9 @@ pub struct RunControl {
     /// Executors stop where they are and hand their tasks back, to be started again in a
     /// new layout (a rebalance of a local run): nothing is closed or cleaned up.
     pub park: AtomicBool,
+    /// A drain's deadline has passed: spouts give up their open trees (counted as
+    /// abandoned) and bolts drop the tuples still queued, so the run ends.
+    pub abandon: AtomicBool,
 }
 
 /// What an executor hands back when it ends.
@@ -381,7 +384,8 @@ impl BoltExecutor {
                     }
                 }
                 let i = task.wrapping_sub(self.first_task) as usize;
-                if i >= self.tasks.len() {
+                if i >= self.tasks.len() || self.control.abandon.load(Ordering::Relaxed) {
+                    // Past a drain's deadline the trees these belong to are given up.
                     return Ok(());
                 }
                 let Some(tuples) = self.hold(i, tuples) else {
@@ -779,6 +783,12 @@ impl SpoutExecutor {
         }
         match slot.state.phase {
             Phase::Deactivated => {
+                if !slot.state.trees.is_empty() && self.control.abandon.load(Ordering::Relaxed) {
+                    let given_up = slot.state.trees.expire(Instant::now(), Duration::ZERO);
+                    let stats = &slot.emitter.stats;
+                    TaskStats::add(&stats.abandoned, given_up.len() as u64);
+                    stats.pending.store(0, Ordering::Relaxed);
+                }
                 if slot.state.trees.is_empty() {
                     self.finish_task(i)?;
                 }

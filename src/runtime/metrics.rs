@@ -18,6 +18,8 @@ pub struct TaskStats {
     pub replayed: AtomicU64,
     pub timed_out: AtomicU64,
     pub lost: AtomicU64,
+    /// Spouts: trees still open when a drain's deadline passed, given up unfinished.
+    pub abandoned: AtomicU64,
     pub errors: AtomicU64,
     /// Inputs a component could not read and dropped (no `errors` stream wired).
     pub dropped: AtomicU64,

@@ -55,11 +55,17 @@ pub struct RunReport {
     pub elapsed: Duration,
     /// Tuples given up after their retries.
     pub lost: u64,
+    /// Trees still pending when a drain's deadline passed, given up (local runs).
+    pub abandoned: u64,
     /// Whether acking was on.
     pub acking: bool,
     /// What checkpoints did, when the run took them.
     pub checkpoints: Option<checkpoint::coordinator::CheckpointReport>,
 }
+
+/// How long past `topology.message.timeout.secs` a drain (a signal, `--duration`, a kill)
+/// may take before what is still pending is given up (abandoned) and the run ends.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
 /// A running topology: stats readable while it runs, a stop switch, and the final join.
 pub struct Running {
@@ -282,10 +288,16 @@ impl Running {
             .values()
             .map(|(_, st)| st.lost.load(Ordering::Relaxed))
             .sum();
+        let abandoned = self
+            .stats
+            .values()
+            .map(|(_, st)| st.abandoned.load(Ordering::Relaxed))
+            .sum();
         Ok(RunReport {
             components: self.reports(&self.latency, elapsed),
             elapsed,
             lost,
+            abandoned,
             acking: self.plan.ackers > 0,
             checkpoints,
         })

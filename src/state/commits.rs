@@ -3,13 +3,16 @@
 //! can check it matches. One small crash-safe database beside the workers' stores; a commit is
 //! one transaction.
 //!
-//! One table, `record`: `txid` and `at_ms` (u64, little-endian) and `shape` (the name and the
-//! parallelisms as one [`super::codec`] list: `[name, [component, parallelism], …]`).
+//! One table, `record`: `txid` and `at_ms` (u64, little-endian), `shape` (the name and the
+//! parallelisms as one [`super::codec`] list: `[name, [component, parallelism], …]`) and
+//! `workers` (u64: the worker stores the checkpoints need, `worker-0.redb` up), each value
+//! sealed with a checksum ([`super::guard`]) verified on read.
 
 use super::codec;
+use super::guard::{self, caught};
 use crate::tuple::Value;
 use anyhow::{bail, Context};
-use redb::{Database, ReadableTable, TableDefinition};
+use redb::{Database, TableDefinition};
 use std::path::Path;
 
 const RECORD: TableDefinition<&str, &[u8]> = TableDefinition::new("record");
@@ -38,9 +41,11 @@ impl Commits {
             .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
         let path = super::paths::commits_path(dir);
         let name = path.display().to_string();
-        let db = Database::create(&path)
-            .map_err(|e| super::store::open_error("commit record", &name, e))?;
-        Commits::with_table(db, name)
+        caught(&name, || {
+            let db = Database::create(&path)
+                .map_err(|e| super::store::open_error("commit record", &name, e))?;
+            Commits::with_table(db, name.clone())
+        })
     }
 
     /// A commit record in memory.
@@ -63,9 +68,13 @@ impl Commits {
         let read = || -> anyhow::Result<Option<Vec<u8>>> {
             let tx = self.db.begin_read()?;
             let table = tx.open_table(RECORD)?;
-            Ok(table.get(key)?.map(|v| v.value().to_vec()))
+            let Some(stored) = table.get(key)? else {
+                return Ok(None);
+            };
+            let (value, _) = guard::unseal("record", "", 0, key.as_bytes(), stored.value())?;
+            Ok(Some(value.to_vec()))
         };
-        read().with_context(|| format!("reading {key} in {}", self.name))
+        caught(&self.name, read).with_context(|| format!("reading {key} in {}", self.name))
     }
 
     fn get_u64(&self, key: &str) -> anyhow::Result<Option<u64>> {
@@ -89,22 +98,42 @@ impl Commits {
 
     /// Record `txid` as committed (durably). A txid at or below the one recorded is ignored.
     pub fn commit(&self, txid: u64) -> anyhow::Result<()> {
+        if self.committed()?.is_some_and(|c| c.txid >= txid) {
+            return Ok(());
+        }
+        self.put(&[
+            ("txid", txid.to_le_bytes().to_vec()),
+            ("at_ms", now_ms().to_le_bytes().to_vec()),
+        ])
+        .with_context(|| format!("committing checkpoint {txid} in {}", self.name))
+    }
+
+    /// Write these keys in one durable transaction, each value sealed.
+    fn put(&self, pairs: &[(&str, Vec<u8>)]) -> anyhow::Result<()> {
         let write = || -> anyhow::Result<()> {
             let tx = self.db.begin_write()?;
             {
                 let mut table = tx.open_table(RECORD)?;
-                let last = table.get("txid")?.map(|v| v.value().to_vec());
-                let last = last.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok());
-                if last.is_some_and(|b| u64::from_le_bytes(b) >= txid) {
-                    return Ok(());
+                for (key, value) in pairs {
+                    let sealed = guard::seal("record", "", 0, key.as_bytes(), value);
+                    table.insert(*key, sealed.as_slice())?;
                 }
-                table.insert("txid", txid.to_le_bytes().as_slice())?;
-                table.insert("at_ms", now_ms().to_le_bytes().as_slice())?;
             }
             tx.commit()?;
             Ok(())
         };
-        write().with_context(|| format!("committing checkpoint {txid} in {}", self.name))
+        caught(&self.name, write)
+    }
+
+    /// How many worker stores the checkpoints need (recorded at the first run of a state dir).
+    pub fn workers(&self) -> anyhow::Result<Option<u64>> {
+        self.get_u64("workers")
+    }
+
+    /// Record how many worker stores the checkpoints need.
+    pub fn set_workers(&self, workers: u64) -> anyhow::Result<()> {
+        self.put(&[("workers", workers.to_le_bytes().to_vec())])
+            .with_context(|| format!("recording the worker count in {}", self.name))
     }
 
     /// The topology's name and each component's parallelism, as the first run recorded them.
@@ -127,13 +156,8 @@ impl Commits {
             }),
         );
         let bytes = codec::to_bytes(&Value::List(Box::new(items)));
-        let write = || -> anyhow::Result<()> {
-            let tx = self.db.begin_write()?;
-            tx.open_table(RECORD)?.insert("shape", bytes.as_slice())?;
-            tx.commit()?;
-            Ok(())
-        };
-        write().with_context(|| format!("recording the topology's shape in {}", self.name))
+        self.put(&[("shape", bytes)])
+            .with_context(|| format!("recording the topology's shape in {}", self.name))
     }
 }
 

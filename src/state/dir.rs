@@ -135,8 +135,140 @@ fn file_sizes(dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
     Ok(files)
 }
 
-/// Remove the state dir `dir` and all it holds (refused unless it is a state dir).
+/// Remove the state dir `dir` and all it holds: refused unless it holds a commit record or a
+/// worker store (damaged or not), and while a run holds one of them open (the database lock
+/// that also keeps `storm state ls` out). The files stay locked by this process until they are
+/// gone, so a run starting meanwhile cannot take them.
 pub fn clear(dir: &Path) -> anyhow::Result<()> {
-    check(dir)?;
-    std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))
+    let workers = worker_files(dir)?;
+    let commits = commits_path(dir);
+    if !commits.is_file() && workers.is_empty() {
+        check(dir)?;
+    }
+    let mut held = Vec::new();
+    for path in std::iter::once(commits).chain(workers.into_iter().map(|w| w.path)) {
+        if let Some(db) = lock_unless_held(&path)? {
+            held.push(db);
+        }
+    }
+    let removed =
+        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()));
+    drop(held);
+    removed
+}
+
+/// Take the lock of the database file `path` (`None`: missing, or too damaged to open, which
+/// is no run's); an error when a run holds it.
+fn lock_unless_held(path: &Path) -> anyhow::Result<Option<redb::Database>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let opened = super::guard::caught(&path.display().to_string(), || {
+        Ok(redb::Database::open(path))
+    });
+    match opened {
+        Ok(Ok(db)) => Ok(Some(db)),
+        Ok(Err(redb::DatabaseError::DatabaseAlreadyOpen)) => bail!(
+            "{} is in use by a run (it holds {}); stop it first",
+            path.parent().unwrap_or(path).display(),
+            path.display()
+        ),
+        Ok(Err(_)) | Err(_) => Ok(None),
+    }
+}
+
+/// What a state dir must hold before its stores are opened, so a damaged or partly deleted
+/// one is refused rather than started over: no empty file, and a commit record whenever a
+/// worker store is there. `storm run --fresh` or `storm state clear` start over instead.
+pub fn check_parts(dir: &Path) -> anyhow::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let commits = commits_path(dir);
+    let workers = worker_files(dir)?;
+    let fix = format!(
+        "`storm run --fresh` or `storm state clear {}` start over",
+        dir.display()
+    );
+    for path in std::iter::once(&commits).chain(workers.iter().map(|w| &w.path)) {
+        if let Ok(meta) = std::fs::metadata(path) {
+            anyhow::ensure!(
+                meta.len() > 0,
+                "{} is empty: the state dir is damaged ({fix})",
+                path.display()
+            );
+        }
+    }
+    anyhow::ensure!(
+        commits.is_file() || workers.is_empty(),
+        "{} holds worker stores but no commit record {COMMITS_FILE}: the state dir is damaged \
+         ({fix})",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// After the commit record of `dir` is open: every worker store the committed checkpoint
+/// needs (as the record counts them) is there; checked before the stores are opened, which
+/// would make a missing one anew and empty.
+pub fn check_needed_stores(dir: &Path, commits: &Commits) -> anyhow::Result<()> {
+    let Some(committed) = commits.committed()? else {
+        return Ok(());
+    };
+    let Some(workers) = commits.workers()? else {
+        return Ok(());
+    };
+    for w in 0..workers as usize {
+        let path = worker_path(dir, w);
+        anyhow::ensure!(
+            path.is_file(),
+            "checkpoint {} in {} needs {}, which is missing: the state dir is damaged \
+             (`storm run --fresh` or `storm state clear {}` start over)",
+            committed.txid,
+            commits_path(dir).display(),
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Make the state dir `dir` if it does not exist yet, whole or not at all: its commit record
+/// (with `init`'s records) and `workers` empty worker stores are written in a temporary dir
+/// beside it, which is then renamed to `dir`. A crash meanwhile leaves at most the temporary
+/// dir (a hidden `.NAME.new-PID`), never a half-made state dir.
+pub fn create_atomically(
+    dir: &Path,
+    workers: usize,
+    init: impl FnOnce(&Commits) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if dir.exists() {
+        return Ok(());
+    }
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    let parent = parent.unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot make the state dir's parent {}", parent.display()))?;
+    let name = dir
+        .file_name()
+        .map_or_else(|| "state".to_string(), |n| n.to_string_lossy().into_owned());
+    let tmp = parent.join(format!(".{name}.new-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir(&tmp)
+        .with_context(|| format!("cannot make the state dir {}", tmp.display()))?;
+    let built = Commits::open(&tmp)
+        .and_then(|c| init(&c))
+        .and_then(|()| (0..workers).try_for_each(|w| Store::open(&worker_path(&tmp, w)).map(drop)));
+    if let Err(e) = built {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if let Err(e) = std::fs::rename(&tmp, dir) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        // Another run made it meanwhile: use theirs.
+        if !dir.exists() {
+            return Err(e).with_context(|| format!("cannot make the state dir {}", dir.display()));
+        }
+    }
+    Ok(())
 }

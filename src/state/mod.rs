@@ -6,6 +6,7 @@
 pub mod codec;
 pub mod commits;
 pub mod dir;
+pub mod guard;
 pub mod packed;
 pub mod paths;
 pub mod store;

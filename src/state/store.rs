@@ -9,10 +9,12 @@
 //! txid up to it into the committed entries. A crash between the two leaves the prepared
 //! changes; a restore folds what was committed and discards the rest.
 //!
-//! Tables, keys and values in [`super::codec`]'s encoding:
+//! Tables, keys and values in [`super::codec`]'s encoding, every value sealed with a checksum
+//! ([`super::guard`]) verified on read:
 //! - `committed`: (component, index, key) → value
+//! - `digests`: (component, index) → the count and checksum XOR of the task's committed rows
 //! - `positions`: (component, index) → position
-//! - `prepared-TXID`: (component, index, key) → value, or `None` for a removal
+//! - `prepared-TXID`: (component, index, key) → value, or a removal
 //! - `prepared_positions-TXID`: (component, index) → position
 //!
 //! A table per txid: folding or discarding a checkpoint deletes its tables whole. (Removing a
@@ -25,6 +27,7 @@
 //! prepared changes it would have moved or dropped, which the restore folds or discards again.
 
 use super::codec;
+use super::guard::{self, caught, Digest};
 use super::TaskKey;
 use crate::tuple::Value;
 use anyhow::Context;
@@ -32,11 +35,12 @@ use redb::{Database, Durability, ReadableTable, TableDefinition, TableHandle, Wr
 use std::path::Path;
 
 type Committed<'a> = TableDefinition<'a, (&'static str, u32, &'static [u8]), &'static [u8]>;
-type Prepared<'a> = TableDefinition<'a, (&'static str, u32, &'static [u8]), Option<&'static [u8]>>;
+type Prepared<'a> = TableDefinition<'a, (&'static str, u32, &'static [u8]), &'static [u8]>;
 type Positions<'a> = TableDefinition<'a, (&'static str, u32), &'static [u8]>;
 
 const COMMITTED: Committed = TableDefinition::new("committed");
 const POSITIONS: Positions = TableDefinition::new("positions");
+const DIGESTS: Positions = TableDefinition::new("digests");
 /// The names of a txid's prepared tables start so, the txid follows in decimal.
 const PREPARED: &str = "prepared-";
 const PREPARED_POSITIONS: &str = "prepared_positions-";
@@ -75,8 +79,10 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
         }
-        let db = Database::create(path).map_err(|e| open_error("store", &name, e))?;
-        Store::with_tables(db, name)
+        caught(&name, || {
+            let db = Database::create(path).map_err(|e| open_error("store", &name, e))?;
+            Store::with_tables(db, name.clone())
+        })
     }
 
     /// A store in memory.
@@ -93,6 +99,7 @@ impl Store {
         store.write(Durability::Immediate, |tx| {
             tx.open_table(COMMITTED)?;
             tx.open_table(POSITIONS)?;
+            tx.open_table(DIGESTS)?;
             Ok(())
         })?;
         Ok(store)
@@ -104,10 +111,17 @@ impl Store {
         durability: Durability,
         f: impl FnOnce(&WriteTransaction) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut tx = self.db.begin_write().with_context(|| self.name.clone())?;
-        tx.set_durability(durability);
-        f(&tx).with_context(|| self.name.clone())?;
-        tx.commit().with_context(|| self.name.clone())
+        caught(&self.name, || {
+            let mut tx = self.db.begin_write().with_context(|| self.name.clone())?;
+            tx.set_durability(durability);
+            f(&tx).with_context(|| self.name.clone())?;
+            tx.commit().with_context(|| self.name.clone())
+        })
+    }
+
+    /// Run the read `f`; a panic in the database becomes an error naming the file.
+    fn read<T>(&self, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+        caught(&self.name, f)
     }
 
     /// Durably write `task`'s changes (`None`: the key was removed) and, for a spout, its
@@ -140,10 +154,12 @@ impl Store {
                         codec::encode(v, &mut value);
                         value.as_slice()
                     });
-                    table.insert((component, index, key.as_slice()), v)?;
+                    let sealed = guard::seal_change(component, index, &key, v);
+                    table.insert((component, index, key.as_slice()), sealed.as_slice())?;
                 }
                 if let Some(p) = position {
-                    positions.insert((component, index), codec::to_bytes(p).as_slice())?;
+                    let sealed = seal_position(component, index, &codec::to_bytes(p));
+                    positions.insert((component, index), sealed.as_slice())?;
                 }
             }
             Ok(())
@@ -157,6 +173,7 @@ impl Store {
         self.write(Durability::None, |tx| {
             let mut committed = tx.open_table(COMMITTED)?;
             let mut positions = tx.open_table(POSITIONS)?;
+            let mut digests = Digests::default();
             for t in prepared_txids(tx.list_tables()?.map(|h| h.name().to_string())) {
                 if t > txid {
                     break;
@@ -164,19 +181,33 @@ impl Store {
                 let (changes_table, position_table) = prepared(t);
                 for row in tx.open_table(Prepared::new(&changes_table))?.iter()? {
                     let (k, v) = row?;
-                    match v.value() {
-                        Some(v) => committed.insert(k.value(), v)?,
-                        None => committed.remove(k.value())?,
+                    let (c, i, key) = k.value();
+                    let change = guard::unseal_change(c, i, key, v.value())
+                        .with_context(|| format!("in checkpoint {t}"))?;
+                    let digest = digests.of(tx, c, i)?;
+                    let old = match change {
+                        Some(v) => {
+                            let sealed = guard::seal("committed", c, i, key, v);
+                            digest.add(guard::stored_sum(&sealed));
+                            committed.insert((c, i, key), sealed.as_slice())?
+                        }
+                        None => committed.remove((c, i, key))?,
                     };
+                    if let Some(old) = old {
+                        digest.remove(guard::stored_sum(old.value()));
+                    }
                 }
                 for row in tx.open_table(Positions::new(&position_table))?.iter()? {
                     let (k, v) = row?;
+                    let (c, i) = k.value();
+                    unseal_position(c, i, v.value())
+                        .with_context(|| format!("in checkpoint {t}"))?;
                     positions.insert(k.value(), v.value())?;
                 }
                 tx.delete_table(Prepared::new(&changes_table))?;
                 tx.delete_table(Positions::new(&position_table))?;
             }
-            Ok(())
+            digests.save(tx)
         })
         .with_context(|| format!("folding checkpoints up to {txid}"))
     }
@@ -203,17 +234,11 @@ impl Store {
     }
 
     fn entries_inner(&self, task: &TaskKey) -> anyhow::Result<Vec<(Value, Value)>> {
-        let tx = self.db.begin_read()?;
-        let table = tx.open_table(COMMITTED)?;
-        let (component, index) = (task.component.as_str(), task.index);
-        let mut out = Vec::new();
-        for row in table.range((component, index, [].as_slice())..)? {
-            let (k, v) = row?;
-            let (c, i, key) = k.value();
-            if (c, i) != (component, index) {
-                break;
-            }
-            out.push((codec::from_bytes(key)?, codec::from_bytes(v.value())?));
+        let raw = self.committed_rows_inner(task)?;
+        let mut out = Vec::with_capacity(raw.rows.len());
+        for (key, value) in raw.rows {
+            let value = value.unwrap_or_default();
+            out.push((codec::from_bytes(&key)?, codec::from_bytes(&value)?));
         }
         Ok(out)
     }
@@ -223,12 +248,14 @@ impl Store {
         let read = || -> anyhow::Result<Option<Value>> {
             let tx = self.db.begin_read()?;
             let table = tx.open_table(POSITIONS)?;
-            let Some(v) = table.get((task.component.as_str(), task.index))? else {
+            let (c, i) = (task.component.as_str(), task.index);
+            let Some(v) = table.get((c, i))? else {
                 return Ok(None);
             };
-            Ok(Some(codec::from_bytes(v.value())?))
+            Ok(Some(codec::from_bytes(unseal_position(c, i, v.value())?)?))
         };
-        read().with_context(|| format!("reading the position of {task} in {}", self.name))
+        self.read(read)
+            .with_context(|| format!("reading the position of {task} in {}", self.name))
     }
 
     /// Every task with committed entries or a position.
@@ -247,14 +274,17 @@ impl Store {
                     tasks.insert(task_key(c, i));
                 }
             }
-            for row in tx.open_table(POSITIONS)?.iter()? {
-                let row = row?;
-                let (c, i) = row.0.value();
-                tasks.insert(task_key(c, i));
+            for table in [POSITIONS, DIGESTS] {
+                for row in tx.open_table(table)?.iter()? {
+                    let row = row?;
+                    let (c, i) = row.0.value();
+                    tasks.insert(task_key(c, i));
+                }
             }
             Ok(tasks.into_iter().collect())
         };
-        read().with_context(|| format!("listing the tasks in {}", self.name))
+        self.read(read)
+            .with_context(|| format!("listing the tasks in {}", self.name))
     }
 
     /// What `txid` prepared for `task`, as encoded in the store: its rows (key, value or
@@ -274,7 +304,8 @@ impl Store {
                         if (c, i) != (component, index) {
                             break;
                         }
-                        raw.rows.push((key.to_vec(), v.value().map(<[u8]>::to_vec)));
+                        let change = guard::unseal_change(c, i, key, v.value())?;
+                        raw.rows.push((key.to_vec(), change.map(<[u8]>::to_vec)));
                     }
                 }
                 Err(redb::TableError::TableDoesNotExist(_)) => {}
@@ -282,14 +313,18 @@ impl Store {
             }
             match tx.open_table(Positions::new(&position_table)) {
                 Ok(table) => {
-                    raw.position = table.get((component, index))?.map(|v| v.value().to_vec())
+                    raw.position = match table.get((component, index))? {
+                        Some(v) => Some(unseal_position(component, index, v.value())?.to_vec()),
+                        None => None,
+                    }
                 }
                 Err(redb::TableError::TableDoesNotExist(_)) => {}
                 Err(e) => return Err(e.into()),
             }
             Ok(raw)
         };
-        read().with_context(|| format!("reading checkpoint {txid} of {task} in {}", self.name))
+        self.read(read)
+            .with_context(|| format!("reading checkpoint {txid} of {task} in {}", self.name))
     }
 
     /// Write rows and a position read with [`Store::prepared_rows`] as prepared under `txid`
@@ -301,40 +336,59 @@ impl Store {
             let mut positions = tx.open_table(Positions::new(&position_table))?;
             let (component, index) = (task.component.as_str(), task.index);
             for (k, v) in &raw.rows {
-                table.insert((component, index, k.as_slice()), v.as_deref())?;
+                let sealed = guard::seal_change(component, index, k, v.as_deref());
+                table.insert((component, index, k.as_slice()), sealed.as_slice())?;
             }
             if let Some(p) = &raw.position {
-                positions.insert((component, index), p.as_slice())?;
+                let sealed = seal_position(component, index, p);
+                positions.insert((component, index), sealed.as_slice())?;
             }
             Ok(())
         })
         .with_context(|| format!("preparing checkpoint {txid} of {task}"))
     }
 
-    /// `task`'s committed entries and position, as encoded in the store.
+    /// `task`'s committed entries and position, as encoded in the store (every row verified
+    /// against its checksum, and the rows against the task's digest).
     pub fn committed_rows(&self, task: &TaskKey) -> anyhow::Result<RawState> {
-        let read = || -> anyhow::Result<RawState> {
-            let tx = self.db.begin_read()?;
-            let (component, index) = (task.component.as_str(), task.index);
-            let mut raw = RawState::default();
-            for row in tx
-                .open_table(COMMITTED)?
-                .range((component, index, [].as_slice())..)?
-            {
-                let (k, v) = row?;
-                let (c, i, key) = k.value();
-                if (c, i) != (component, index) {
-                    break;
-                }
-                raw.rows.push((key.to_vec(), Some(v.value().to_vec())));
+        self.read(|| self.committed_rows_inner(task))
+            .with_context(|| format!("reading the state of {task} in {}", self.name))
+    }
+
+    fn committed_rows_inner(&self, task: &TaskKey) -> anyhow::Result<RawState> {
+        let tx = self.db.begin_read()?;
+        let (component, index) = (task.component.as_str(), task.index);
+        let mut raw = RawState::default();
+        let mut seen = Digest::default();
+        for row in tx
+            .open_table(COMMITTED)?
+            .range((component, index, [].as_slice())..)?
+        {
+            let (k, v) = row?;
+            let (c, i, key) = k.value();
+            if (c, i) != (component, index) {
+                break;
             }
-            raw.position = tx
-                .open_table(POSITIONS)?
-                .get((component, index))?
-                .map(|v| v.value().to_vec());
-            Ok(raw)
+            let (value, sum) = guard::unseal("committed", c, i, key, v.value())?;
+            seen.add(sum);
+            raw.rows.push((key.to_vec(), Some(value.to_vec())));
+        }
+        let recorded = match tx.open_table(DIGESTS)?.get((component, index))? {
+            Some(d) => Digest::from_bytes(component, index, d.value())?,
+            None => Digest::default(),
         };
-        read().with_context(|| format!("reading the state of {task} in {}", self.name))
+        anyhow::ensure!(
+            seen == recorded,
+            "the committed rows of {task} do not match their digest ({} rows found, {} \
+             recorded): the file is damaged",
+            seen.rows,
+            recorded.rows
+        );
+        raw.position = match tx.open_table(POSITIONS)?.get((component, index))? {
+            Some(v) => Some(unseal_position(component, index, v.value())?.to_vec()),
+            None => None,
+        };
+        Ok(raw)
     }
 
     /// Make `raw` (from [`Store::committed_rows`] of another store) `task`'s committed state.
@@ -342,16 +396,25 @@ impl Store {
         self.write(Durability::None, |tx| {
             let mut committed = tx.open_table(COMMITTED)?;
             let (component, index) = (task.component.as_str(), task.index);
+            let mut digests = Digests::default();
+            let digest = digests.of(tx, component, index)?;
             for (k, v) in &raw.rows {
                 if let Some(v) = v {
-                    committed.insert((component, index, k.as_slice()), v.as_slice())?;
+                    let sealed = guard::seal("committed", component, index, k, v);
+                    digest.add(guard::stored_sum(&sealed));
+                    let old =
+                        committed.insert((component, index, k.as_slice()), sealed.as_slice())?;
+                    if let Some(old) = old {
+                        digest.remove(guard::stored_sum(old.value()));
+                    }
                 }
             }
             if let Some(p) = &raw.position {
+                let sealed = seal_position(component, index, p);
                 tx.open_table(POSITIONS)?
-                    .insert((component, index), p.as_slice())?;
+                    .insert((component, index), sealed.as_slice())?;
             }
-            Ok(())
+            digests.save(tx)
         })
         .with_context(|| format!("restoring the state of {task}"))
     }
@@ -379,7 +442,59 @@ impl Store {
             let names = tx.list_tables()?.map(|h| h.name().to_string());
             Ok(prepared_txids(names).into_iter().collect())
         };
-        read().with_context(|| format!("listing the prepared checkpoints in {}", self.name))
+        self.read(read)
+            .with_context(|| format!("listing the prepared checkpoints in {}", self.name))
+    }
+}
+
+/// A position, sealed for task (`component`, `index`).
+fn seal_position(component: &str, index: u32, position: &[u8]) -> Vec<u8> {
+    guard::seal("position", component, index, &[], position)
+}
+
+/// A stored position, verified.
+fn unseal_position<'a>(component: &str, index: u32, stored: &'a [u8]) -> anyhow::Result<&'a [u8]> {
+    Ok(guard::unseal("position", component, index, &[], stored)?.0)
+}
+
+/// The digests a write transaction changes, loaded on first use and saved at its end.
+#[derive(Default)]
+struct Digests(std::collections::BTreeMap<(String, u32), Digest>);
+
+impl Digests {
+    /// Task (`component`, `index`)'s digest, as stored (verified) or empty.
+    fn of(
+        &mut self,
+        tx: &WriteTransaction,
+        component: &str,
+        index: u32,
+    ) -> anyhow::Result<&mut Digest> {
+        let key = (component.to_string(), index);
+        if !self.0.contains_key(&key) {
+            let stored = tx
+                .open_table(DIGESTS)?
+                .get((component, index))?
+                .map(|v| v.value().to_vec());
+            let digest = match stored {
+                Some(bytes) => Digest::from_bytes(component, index, &bytes)?,
+                None => Digest::default(),
+            };
+            self.0.insert(key.clone(), digest);
+        }
+        self.0
+            .get_mut(&key)
+            .ok_or_else(|| anyhow::anyhow!("the digest of {component}[{index}] went missing"))
+    }
+
+    fn save(self, tx: &WriteTransaction) -> anyhow::Result<()> {
+        let mut table = tx.open_table(DIGESTS)?;
+        for ((component, index), digest) in self.0 {
+            table.insert(
+                (component.as_str(), index),
+                digest.to_bytes(&component, index).as_slice(),
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -273,6 +273,22 @@ impl ComponentType {
         matches!(self, Count | Aggregate | Top | Join | Dedupe)
     }
 
+    /// Spouts that can go back to a checkpoint's position (`Spout::position`), so that
+    /// checkpointed state sees each of their tuples once: `stdin`, `file` and `generate`.
+    pub fn rewinds(self) -> bool {
+        use ComponentType::*;
+        matches!(self, Stdin | File | Generate)
+    }
+
+    /// The names of the spout types that rewind, for messages.
+    pub fn rewinding_names() -> Vec<&'static str> {
+        ComponentType::ALL
+            .iter()
+            .filter(|t| t.rewinds())
+            .map(|t| t.name())
+            .collect()
+    }
+
     /// The names of the types that keep state, for messages.
     pub fn stateful_names() -> Vec<&'static str> {
         ComponentType::ALL
@@ -319,6 +335,22 @@ impl Topology {
     /// Whether any component keeps checkpointed state (the run then checkpoints).
     pub fn is_stateful(&self) -> bool {
         self.components.iter().any(|c| c.stateful)
+    }
+
+    /// The ids of its spouts that cannot rewind to a checkpoint.
+    pub fn unrewinding_spouts(&self) -> Vec<&str> {
+        self.components
+            .iter()
+            .filter(|c| c.kind == ComponentKind::Spout && !c.ctype.rewinds())
+            .map(|c| c.id.as_str())
+            .collect()
+    }
+
+    /// Whether its state is kept at least once rather than exactly once: stateful, with a
+    /// spout that cannot rewind (which validation allows only with
+    /// `topology.state.guarantee: at_least_once`).
+    pub fn at_least_once(&self) -> bool {
+        self.is_stateful() && !self.unrewinding_spouts().is_empty()
     }
 
     /// Total executors and tasks of user components.

@@ -102,6 +102,7 @@ pub fn validate(
         }
     }
     v.config_bounds(&config, &raw);
+    v.rewinding_spouts(&components, &config);
     v.totals(&components, &config);
     let streams = v.streams(&raw.streams, &mut components);
     let targets: HashSet<&str> = raw

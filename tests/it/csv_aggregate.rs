@@ -53,8 +53,11 @@ impl Num {
     }
 }
 
+/// One generated row: the key cell (as written, as read) and the value cell (as written, as read).
+type Row = ((String, Value), (String, Option<Num>));
+
 /// The reference: per key, the row count and the sum, min and max of its values.
-fn reference(rows: &[((String, Value), (String, Option<Num>))]) -> Vec<String> {
+fn reference(rows: &[Row]) -> Vec<String> {
     let mut per_key: BTreeMap<String, (Value, u64, Vec<Num>)> = BTreeMap::new();
     for ((_, key), (_, value)) in rows {
         let entry = per_key

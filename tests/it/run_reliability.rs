@@ -22,7 +22,7 @@ fn storm(conf: &Path) -> Command {
     c
 }
 
-fn signal(pid: u32, sig: &str) {
+pub(crate) fn signal(pid: u32, sig: &str) {
     let status = Command::new("kill")
         .args([sig, &pid.to_string()])
         .status()
@@ -96,7 +96,7 @@ fn leftovers(tmp: &Path) -> Vec<PathBuf> {
 /// A `storm run` under test: stdin piped; stdout and stderr read by threads from the start
 /// (so a large output never blocks the run while the test writes); SIGKILLed if the test
 /// fails before it ends.
-struct Run {
+pub(crate) struct Run {
     child: Option<Child>,
     stdout: Option<std::thread::JoinHandle<Vec<u8>>>,
     stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
@@ -115,7 +115,7 @@ fn drain(mut pipe: impl std::io::Read + Send + 'static) -> std::thread::JoinHand
 
 impl Run {
     /// Start `storm ARGS`; with `read_stdout` false the test reads stdout itself.
-    fn start(args: &[&str], read_stdout: bool) -> Run {
+    pub(crate) fn start(args: &[&str], read_stdout: bool) -> Run {
         let conf = tempfile::tempdir().expect("tempdir");
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut child = storm(conf.path())
@@ -141,7 +141,7 @@ impl Run {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
     }
 
@@ -150,7 +150,7 @@ impl Run {
     }
 
     /// Its worker processes, once there are `n`.
-    fn workers(&self, n: usize) -> Vec<(u32, String)> {
+    pub(crate) fn workers(&self, n: usize) -> Vec<(u32, String)> {
         eventually(&format!("{n} worker processes"), || {
             let w = workers_of(self.pid());
             (w.len() == n).then_some(w)
@@ -159,7 +159,7 @@ impl Run {
 
     /// Wait until the run committed a checkpoint, as the tree nimbus saves in the run's
     /// folder records it (`/storm/checkpoints/ID`): every worker runs by then.
-    fn committed(&self) {
+    pub(crate) fn committed(&self) {
         let committed = |tree: &str| {
             tree.match_indices("txid").any(|(i, _)| {
                 let digits: String = tree[i..]
@@ -192,7 +192,7 @@ impl Run {
     }
 
     /// Close stdin and collect the end of the run (bounded by `WAIT`).
-    fn finish(&mut self) -> Output {
+    pub(crate) fn finish(&mut self) -> Output {
         drop(self.child().stdin.take());
         let status = self.wait_status();
         let collect = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {

@@ -56,15 +56,14 @@ fn open_stores(
     id: &str,
     topology: &crate::topology::model::Topology,
 ) -> anyhow::Result<(Arc<Commits>, Arc<Store>)> {
-    use crate::runtime::checkpoint::setup::{check_shape, check_workers, state_dir};
+    use crate::runtime::checkpoint::setup::{check_shape, open_state_dir, state_dir};
     let Some(dir) = state_dir(topology)? else {
         let dir = keeper_dir(data, id);
         let commits = Commits::open(&dir)?;
         let store = Store::open(&dir.join("state.redb"))?;
         return Ok((Arc::new(commits), Arc::new(store)));
     };
-    check_workers(&dir, 1)?;
-    let commits = Commits::open(&dir)?;
+    let commits = open_state_dir(&dir, topology, 1)?;
     check_shape(&commits, topology, Some(&dir))?;
     let store = Store::open(&crate::state::dir::worker_path(&dir, 0))?;
     if let Some(c) = commits.committed()? {

@@ -75,7 +75,7 @@ pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
     drop(watcher);
     drop(attached);
     let report = spread_report(home, &topology, &beats, started.elapsed());
-    finish(&args, &report, Scope::Spread)
+    finish(&args, &report, Scope::Spread, topology.at_least_once())
 }
 
 /// Register this process as a supervisor with one slot (`home_port`, when the topology has

@@ -18,6 +18,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     let signalled = drain_on_signals()?;
 
     let topology = Arc::new(loaded.topology);
+    let at_least_once = topology.at_least_once();
+    let message_timeout = topology.config.message_timeout();
     let running = runtime::start_local(topology.clone())?;
     let ui = match &args.ui {
         Some(addr) => Some(crate::commands::ui::serve_local(addr, topology, &running)?),
@@ -25,8 +27,12 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     };
     let progress = show_progress(&args).then(|| running.stats.clone());
     let control = running.control.clone();
+    let abandon = running.control.clone();
+    let when = StopWhen::new(signalled, args.duration).abandon_after(message_timeout, move || {
+        abandon.abandon.store(true, Ordering::Relaxed)
+    });
     let watcher = StopWatcher::spawn(
-        StopWhen::new(signalled, args.duration),
+        when,
         move || control.stop.store(true, Ordering::Relaxed),
         progress,
     )?;
@@ -34,7 +40,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     runtime::tap::flush_debug();
     drop(ui);
     drop(watcher);
-    finish(&args, &result?, Scope::Local)
+    finish(&args, &result?, Scope::Local, at_least_once)
 }
 
 /// Whether the progress line is drawn: `--progress`, or by default when stderr is a terminal

@@ -68,7 +68,31 @@ fn load_for_run(args: &RunArgs) -> Result<(Loaded, Vec<String>), Status> {
         &opts,
         !args.quiet,
     )?;
+    if args.fresh {
+        start_over(&loaded.topology)?;
+    }
+    if loaded.topology.at_least_once() && !args.quiet {
+        let spouts = loaded.topology.unrewinding_spouts().join("`, `");
+        crate::stderr_println!(
+            "storm: state guarantee: at least once (topology.state.guarantee): spout `{spouts}` cannot rewind to a checkpoint, so after a failure its tuples may reach the state again"
+        );
+    }
     Ok((loaded, overrides))
+}
+
+/// `--fresh`: remove what the topology's state dir holds, if it has one and it exists.
+fn start_over(topology: &Topology) -> Result<(), Status> {
+    let fail = |e: anyhow::Error| {
+        crate::stderr_println!("error: {e:#}");
+        Status::Failure
+    };
+    let dir = crate::runtime::checkpoint::setup::state_dir(topology).map_err(fail)?;
+    let Some(dir) = dir.filter(|d| d.exists()) else {
+        return Ok(());
+    };
+    crate::state::dir::clear(&dir).map_err(|e| fail(e.context("--fresh: not starting over")))?;
+    crate::stderr_println!("--fresh: removed the state dir {}", dir.display());
+    Ok(())
 }
 
 /// First SIGINT/SIGTERM sets the flag (stop the spouts and drain); a second one while draining
@@ -89,10 +113,17 @@ fn drain_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(signalled)
 }
 
-/// When a run is to stop: at the first SIGINT/SIGTERM, or once `--duration` has passed.
+use crate::runtime::DRAIN_GRACE;
+
+/// What gives up a drain that outlasted its deadline.
+type Abandon = Box<dyn FnOnce() + Send>;
+
+/// When a run is to stop: at the first SIGINT/SIGTERM, or once `--duration` has passed; and,
+/// with [`StopWhen::abandon_after`], when a drain that has not ended is given up.
 struct StopWhen {
     signalled: Arc<AtomicBool>,
     deadline: Option<Instant>,
+    abandon: Option<(Duration, Abandon)>,
 }
 
 impl StopWhen {
@@ -101,7 +132,20 @@ impl StopWhen {
         StopWhen {
             signalled,
             deadline: duration.map(|d| Instant::now() + d),
+            abandon: None,
         }
+    }
+
+    /// Call `action` once the drain has gone on for `message_timeout` + [`DRAIN_GRACE`]
+    /// (a spout that replays every fail, or a bolt slower than the timeout, would keep it
+    /// going for ever).
+    fn abandon_after(
+        mut self,
+        message_timeout: Duration,
+        action: impl FnOnce() + Send + 'static,
+    ) -> StopWhen {
+        self.abandon = Some((message_timeout + DRAIN_GRACE, Box::new(action)));
+        self
     }
 
     fn due(&self) -> bool {
@@ -134,7 +178,7 @@ impl StopWatcher {
         let (finished, ended) = crossbeam_channel::bounded::<()>(0);
         let thread = std::thread::Builder::new()
             .name("run-stop".into())
-            .spawn(move || watch(&ended, &when, on_stop, progress))?;
+            .spawn(move || watch(&ended, when, on_stop, progress))?;
         Ok(StopWatcher {
             finished: Some(finished),
             thread: Some(thread),
@@ -154,16 +198,30 @@ impl Drop for StopWatcher {
 /// The stop watcher's loop, until `ended` is closed.
 fn watch(
     ended: &crossbeam_channel::Receiver<()>,
-    when: &StopWhen,
+    mut when: StopWhen,
     on_stop: impl FnOnce(),
     progress: Option<LiveStats>,
 ) {
     let bar = progress.map(|stats| (super::progress::Progress::new(), stats));
     let mut on_stop = Some(on_stop);
+    let mut abandon = when.abandon.take();
+    let mut stopped_at: Option<Instant> = None;
     while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ended.recv_timeout(WATCH_EVERY) {
         if when.due() {
             if let Some(stop) = on_stop.take() {
                 stop();
+                stopped_at = Some(Instant::now());
+            }
+        }
+        if let (Some(at), Some((after, _))) = (stopped_at, &abandon) {
+            if at.elapsed() >= *after {
+                if let Some((_, give_up)) = abandon.take() {
+                    crate::stderr_println!(
+                        "storm: the drain outlasted topology.message.timeout.secs + {}s; giving up what is still pending",
+                        DRAIN_GRACE.as_secs()
+                    );
+                    give_up();
+                }
             }
         }
         if let Some((b, stats)) = &bar {
@@ -230,12 +288,29 @@ enum Scope {
 }
 
 /// The end of a run in any mode: `--stats`, the summary, and the exit status (a failure when
-/// tuples were lost).
-fn finish(args: &RunArgs, report: &RunReport, scope: Scope) -> anyhow::Result<Status> {
+/// tuples were lost). `at_least_once`: the topology's state is kept at least once (see
+/// [`Topology::at_least_once`]), and the summary says how many tuples its spouts replayed.
+fn finish(
+    args: &RunArgs,
+    report: &RunReport,
+    scope: Scope,
+    at_least_once: bool,
+) -> anyhow::Result<Status> {
     if let Some(path) = &args.stats {
         write_stats(path, report, scope)?;
     }
     print_summary(args, report);
+    if at_least_once && !args.quiet {
+        let replayed: u64 = report
+            .components
+            .iter()
+            .filter(|c| c.kind == "spout")
+            .map(|c| c.replayed)
+            .sum();
+        crate::stderr_println!(
+            "state guarantee: at least once; spouts replayed {replayed} tuple(s), which may have reached the state twice"
+        );
+    }
     if report.lost > 0 {
         crate::stderr_println!(
             "error: {} tuple(s) were given up on after their retries and are lost",
@@ -285,6 +360,14 @@ fn print_summary(args: &RunArgs, report: &RunReport) {
     if let Some(cp) = &report.checkpoints {
         crate::stderr_println!("{}", cp.line());
     }
+    if report.abandoned > 0 {
+        crate::stderr_println!(
+            "abandoned: {} tuple tree(s) still pending when the drain's deadline passed \
+             (topology.message.timeout.secs + {}s)",
+            report.abandoned,
+            DRAIN_GRACE.as_secs()
+        );
+    }
 }
 
 /// `--stats FILE`: the run's figures as JSON (with this process's CPU time when it ran
@@ -301,6 +384,7 @@ fn write_stats(path: &std::path::Path, report: &RunReport, scope: Scope) -> anyh
     }
     json.insert("acking".into(), report.acking.into());
     json.insert("lost".into(), report.lost.into());
+    json.insert("abandoned".into(), report.abandoned.into());
     if let Some(cp) = &report.checkpoints {
         json.insert("checkpoints".into(), cp.to_json());
     }

@@ -10,7 +10,7 @@ use crate::cluster::layout::SupervisorInfo;
 use crate::cluster::nimbus::{now_secs, Nimbus};
 use crate::cluster::rpc::Client;
 use crate::cluster::{supervisor, CoordinationStore};
-use crate::commands::cluster::{secret_env, submission};
+use crate::commands::cluster::{secret_env, ship_resources, submission};
 use crate::commands::Status;
 use crate::config::Config;
 use crate::net::auth::Secret;
@@ -127,7 +127,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     }
     let workers = start_supervisor(&mut cleanup, &client, &topology.config, &ports[..workers])?;
     await_supervisor(&nimbus, &topology.config)?;
-    let sub = submission(&args.source, &overrides, Some(HOME.into()))?;
+    let mut sub = submission(&args.source, &overrides, Some(HOME.into()))?;
+    // The workers run shell components from a copy of the topology's folder, as on a cluster.
+    ship_resources(&mut sub, &args.source, &topology)?;
     let started = Instant::now();
     let id = nimbus.submit(sub)?;
 
@@ -156,7 +158,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     let report = spread_report(home, &topology, &beats, started.elapsed());
     drop(watcher);
     drop(cleanup);
-    finish(&args, &report, Scope::Spread)
+    finish(&args, &report, Scope::Spread, topology.at_least_once())
 }
 
 /// Open nimbus in the run's folder (stopped by `cleanup`) and serve it on a loopback port.

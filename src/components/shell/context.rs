@@ -15,10 +15,22 @@ use std::sync::OnceLock;
 /// The environment variable that may carry the cluster secret: never passed on to a child.
 pub(crate) const SECRET_ENV: &str = "STORM_CLUSTER_SECRET";
 
-/// Configuration keys that hold secrets (`storm.cluster.secret`, any `*.password`): they are
-/// never given to user code, as `storm config` never prints them.
-pub(crate) fn is_secret_key(key: &str) -> bool {
-    key.ends_with(".secret") || key.ends_with(".password")
+/// Keys never given to user code whatever `storm.secret.keys` says: the UI's token (it allows
+/// kill and rebalance) and the cluster secret.
+const ALWAYS_SECRET: &[&str] = &["ui.token", "storm.cluster.secret"];
+
+/// Configuration keys that hold secrets: those above, those `storm.secret.keys` lists (and
+/// that list itself), and any `*.secret` or `*.password`. They are never given to user code.
+pub(crate) fn is_secret_key(key: &str, config: &Config) -> bool {
+    let listed = config
+        .get("storm.secret.keys")
+        .and_then(Value::as_array)
+        .is_some_and(|keys| keys.iter().any(|k| k.as_str() == Some(key)));
+    listed
+        || key == "storm.secret.keys"
+        || ALWAYS_SECRET.contains(&key)
+        || key.ends_with(".secret")
+        || key.ends_with(".password")
 }
 
 /// The handshake's `conf`: every configuration key but the secrets, plus what Storm's worker
@@ -28,7 +40,7 @@ pub(crate) fn handshake_conf(ctx: &TaskContext) -> Value {
         .config
         .entries
         .iter()
-        .filter(|(k, _)| !is_secret_key(k))
+        .filter(|(k, _)| !is_secret_key(k, &ctx.config))
         .map(|(k, e)| (k.clone(), e.value.clone()))
         .collect();
     conf.insert(

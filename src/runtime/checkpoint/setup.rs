@@ -76,11 +76,8 @@ impl Setup {
             "a state dir (topology.state.dir, --state-dir) of workers in several processes is \
              kept by nimbus, not by the workers"
         );
-        if let Some(d) = &dir {
-            check_workers(d, local.len())?;
-        }
         let commits = match &dir {
-            Some(d) => Commits::open(d)?,
+            Some(d) => open_state_dir(d, topology, local.len())?,
             None => Commits::memory()?,
         };
         let mut stores = BTreeMap::new();
@@ -171,6 +168,26 @@ impl Setup {
             })?;
         Ok((tx, handle))
     }
+}
+
+/// Open the commit record of the state dir `dir` for a run of `topology` with `workers`
+/// worker stores: refused when the dir is damaged (an empty file, a missing part) or was
+/// written for another topology or worker count; made whole, or not at all, when new.
+pub fn open_state_dir(
+    dir: &std::path::Path,
+    topology: &Topology,
+    workers: usize,
+) -> anyhow::Result<Commits> {
+    dir::check_parts(dir)?;
+    let shown = dir.to_path_buf();
+    dir::create_atomically(dir, workers, |c| {
+        check_shape(c, topology, Some(&shown))?;
+        c.set_workers(workers as u64)
+    })?;
+    let commits = Commits::open(dir)?;
+    dir::check_needed_stores(dir, &commits)?;
+    check_workers(dir, workers)?;
+    Ok(commits)
 }
 
 /// A state dir keeps each task's state in the store of the worker that ran it: a resumed run

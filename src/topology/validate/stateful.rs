@@ -1,8 +1,10 @@
 //! The `stateful` key of a component: whether it keeps checkpointed state, resolved from the
-//! key as written or, when absent, from `topology.stateful` for the built-ins that keep state.
+//! key as written or, when absent, from `topology.stateful` for the built-ins that keep state;
+//! and the spouts a stateful topology can take under `topology.state.guarantee`.
 
 use super::Validator;
-use crate::topology::model::ComponentType;
+use crate::config::Config;
+use crate::topology::model::{Component, ComponentKind, ComponentType};
 use crate::topology::raw::{RawComponent, RawValue};
 
 impl Validator<'_> {
@@ -32,5 +34,45 @@ impl Validator<'_> {
             ));
         }
         on && keeps
+    }
+}
+
+impl Validator<'_> {
+    /// A stateful topology is exactly once unless it says `topology.state.guarantee:
+    /// at_least_once`: then every spout must rewind to a checkpoint, and one that cannot is an
+    /// error located at its type.
+    pub(super) fn rewinding_spouts(
+        &mut self,
+        components: &[(Component, &RawComponent)],
+        config: &Config,
+    ) {
+        let guarantee = config
+            .get("topology.state.guarantee")
+            .and_then(|v| v.as_str());
+        let stateful = components.iter().any(|(c, _)| c.stateful);
+        if !stateful || guarantee == Some("at_least_once") {
+            return;
+        }
+        let rewinding = ComponentType::rewinding_names().join(", ");
+        for (c, rc) in components {
+            if c.kind != ComponentKind::Spout || c.ctype.rewinds() {
+                continue;
+            }
+            let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+            self.error(
+                format!(
+                    "spout `{}` (`{}`) cannot rewind to a checkpoint, so the state of this \
+                     stateful topology would not be exactly once",
+                    c.id,
+                    c.ctype.name()
+                ),
+                at,
+            )
+            .help = Some(format!(
+                "after a failure its tuples would reach the state again; use a spout that \
+                 rewinds ({rewinding}), or set `topology.state.guarantee: at_least_once` to \
+                 accept that"
+            ));
+        }
     }
 }

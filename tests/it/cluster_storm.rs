@@ -1,0 +1,424 @@
+//! Apache Storm's own multilang material on nimbus + supervisor: Storm's `storm.js` and
+//! `storm.py` laid out beside `randomsentence.js` and `splitsentence.py` as in a jar's
+//! `resources/` run from the folder `storm submit` ships (the submitted folder deleted at
+//! once), and no secret (`ui.token`, the cluster secret, what `storm.secret.keys` lists)
+//! reaches a child's handshake conf; a killed crash-looping topology leaves its slots to the
+//! next one at once.
+
+use crate::cluster::{client, eventually, free_port, start_nimbus, storm, Daemons};
+use std::path::{Path, PathBuf};
+
+/// Storm's sentence spout (node) into Storm's split bolt (python) into our recorder (python,
+/// on Storm's storm.py), which writes each word to `words` and its conf to `conf`.
+fn topology(words: &Path, conf: &Path) -> String {
+    format!(
+        "name: storm-multilang
+config:
+  topology.workers: 1
+  topology.message.timeout.secs: 30
+spouts:
+  - id: sentences
+    type: shell
+    command: [node, randomsentence.js]
+    fields: [sentence]
+bolts:
+  - id: split
+    type: shell
+    command: [python3, splitsentence.py]
+    fields: [word]
+  - id: record
+    type: shell
+    command: [python3, record.py, {}, {}]
+    fields: [word]
+streams:
+  - from: sentences
+    to: split
+    grouping: shuffle
+  - from: split
+    to: record
+    grouping: shuffle
+",
+        words.display(),
+        conf.display()
+    )
+}
+
+/// A copy of `tests/fixtures/storm/multilang` with the topology file written into it.
+fn storm_layout(dir: &Path, text: &str) -> PathBuf {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/storm/multilang");
+    for entry in std::fs::read_dir(&fixtures).expect("the fixtures") {
+        let entry = entry.expect("a fixture");
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy a fixture");
+    }
+    let file = dir.join("sentences.yaml");
+    std::fs::write(&file, text).expect("write the topology");
+    file
+}
+
+/// Nimbus and one supervisor with `slots` slots; nimbus's address.
+fn cluster(daemons: &mut Daemons, data: &Path, slots: usize) -> String {
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    start_nimbus(daemons, &addr, data);
+    let ports: Vec<String> = (0..slots)
+        .map(|_| free_port("127.0.0.1").to_string())
+        .collect();
+    let port = ports.join(",");
+    daemons.spawn(
+        "supervisor",
+        storm().args([
+            "supervisor",
+            "--nimbus",
+            &addr,
+            "--host",
+            "127.0.0.1",
+            "--slots",
+            &port,
+        ]),
+    );
+    eventually("the supervisor", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        tree.contains("/storm/supervisors/").then_some(())
+    });
+    addr
+}
+
+const WORDS: &[&str] = &[
+    "the", "cow", "jumped", "over", "moon", "an", "apple", "a", "day", "keeps", "doctor", "away",
+    "four", "score", "and", "seven", "years", "ago", "snow", "white", "dwarfs", "i", "am", "at",
+    "two", "with", "nature",
+];
+
+#[test]
+fn storms_own_multilang_layout_runs_from_the_shipped_folder_without_secrets() {
+    let keep = tempfile::tempdir().expect("tempdir");
+    let words = keep.path().join("words.txt");
+    let conf = keep.path().join("conf.json");
+    let sources = tempfile::tempdir().expect("tempdir");
+    let file = storm_layout(sources.path(), &topology(&words, &conf));
+    let mut daemons = Daemons::default();
+    let addr = cluster(&mut daemons, &keep.path().join("nimbus"), 1);
+
+    let submitted = client(&[
+        "submit",
+        file.to_str().expect("utf-8"),
+        "--nimbus",
+        &addr,
+        "-c",
+        "ui.token=the-ui-token",
+        "-c",
+        "storm.secret.keys=[db.url]",
+        "-c",
+        "db.url=postgres://user:pw@db",
+        "-c",
+        "db.name=words",
+    ]);
+    let id = submitted.expect("submit succeeds").trim().to_string();
+    sources.close().expect("delete the submitted folder");
+
+    let seen = eventually("words recorded by the python bolt", || {
+        let text = std::fs::read_to_string(&words).ok()?;
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        (lines.len() >= 20).then_some(lines)
+    });
+    assert!(seen.iter().all(|w| WORDS.contains(&w.as_str())), "{seen:?}");
+
+    // Storm's storm.py handed the recorder its conf: no secret in it.
+    let text = std::fs::read_to_string(&conf).expect("the recorder's conf");
+    let dumped: serde_json::Value = serde_json::from_str(&text).expect("JSON conf");
+    let cwd = dumped["cwd"].as_str().unwrap_or("").to_string();
+    let copies = std::env::temp_dir().join("storm-resources");
+    assert!(
+        cwd.starts_with(&copies.to_string_lossy().to_string()),
+        "{cwd}"
+    );
+    let dumped = &dumped["conf"];
+    assert_eq!(dumped["storm.id"], id.as_str(), "{text}");
+    for secret in [
+        "ui.token",
+        "storm.cluster.secret",
+        "db.url",
+        "storm.secret.keys",
+    ] {
+        assert!(dumped.get(secret).is_none(), "{secret} in {text}");
+    }
+    assert!(
+        !text.contains("the-ui-token") && !text.contains("pw@db"),
+        "{text}"
+    );
+    assert_eq!(dumped["db.name"], "words", "other keys reach it: {text}");
+}
+
+/// `storm run --processes` lays the children out as a cluster does: they run from a copy of
+/// the topology's folder, which is gone when the run ends.
+#[test]
+fn processes_run_children_from_a_copy_removed_at_the_end() {
+    let keep = tempfile::tempdir().expect("tempdir");
+    let words = keep.path().join("words.txt");
+    let conf = keep.path().join("conf.json");
+    let sources = tempfile::tempdir().expect("tempdir");
+    let file = storm_layout(sources.path(), &topology(&words, &conf));
+    let out = storm()
+        .arg("run")
+        .arg(&file)
+        .args(["--processes", "--duration", "3s"])
+        .output()
+        .expect("storm run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&conf).expect("the recorder's conf");
+    let dumped: serde_json::Value = serde_json::from_str(&text).expect("JSON conf");
+    let cwd = PathBuf::from(dumped["cwd"].as_str().unwrap_or(""));
+    let copies = std::env::temp_dir().join("storm-resources");
+    assert!(cwd.starts_with(&copies), "{}", cwd.display());
+    assert!(!cwd.exists(), "{} left behind", cwd.display());
+    let recorded = std::fs::read_to_string(&words).expect("words recorded");
+    assert!(recorded.lines().count() > 0);
+}
+
+/// Two workers whose python bolt dies at start: every worker dies, again and again.
+const CRASHING: &str = "\
+name: crashing
+config:
+  topology.workers: 2
+  topology.message.timeout.secs: 600
+spouts:
+  - id: gen
+    type: generate
+    args: { count: 1000000, rate: 100, values: [[a]] }
+bolts:
+  - id: dies
+    type: shell
+    command: [python3, -c, 'import sys; sys.exit(3)']
+    fields: [word]
+    parallelism: 2
+streams:
+  - from: gen
+    to: dies
+";
+
+const TWO_WORKERS: &str = "\
+name: two-workers
+config:
+  topology.workers: 2
+  topology.acker.executors: 0
+spouts:
+  - id: gen
+    type: generate
+    args: { count: 1000000, rate: 100, values: [[a]] }
+bolts:
+  - id: sink
+    type: discard
+    parallelism: 2
+streams:
+  - from: gen
+    to: sink
+";
+
+/// `storm list`'s row of `name`: its status and worker count.
+fn listed(addr: &str, name: &str) -> Option<(String, String)> {
+    let out = client(&["list", "--nimbus", addr])?;
+    let line = out.lines().find(|l| l.starts_with(name))?;
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    Some((cols.get(2)?.to_string(), cols.get(3)?.to_string()))
+}
+
+/// Killed after its slots were reported failing, a crash-looping topology has nothing in
+/// flight: its slots go to the next topology at once (not after its 600 s message timeout),
+/// and the next one's status is its own, not an inherited `failing`.
+#[test]
+fn a_killed_crash_looping_topology_frees_its_slots_for_the_next_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut daemons = Daemons::default();
+    let addr = cluster(&mut daemons, &dir.path().join("nimbus"), 2);
+    let crashing = dir.path().join("crashing.yaml");
+    std::fs::write(&crashing, CRASHING).expect("write");
+    let two = dir.path().join("two.yaml");
+    std::fs::write(&two, TWO_WORKERS).expect("write");
+    let path = |p: &Path| p.to_str().expect("utf-8").to_string();
+
+    let id = client(&["submit", &path(&crashing), "--nimbus", &addr]).expect("submit");
+    let id = id.trim().to_string();
+    eventually(
+        "both slots of the crashing topology reported failing",
+        || {
+            let failing = listed(&addr, "crashing").is_some_and(|(status, _)| status == "failing");
+            let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+            let slots: std::collections::BTreeSet<&str> = tree
+                .split("worker slot ")
+                .skip(1)
+                .filter_map(|rest| rest.split_once(" keeps failing").map(|(slot, _)| slot))
+                .collect();
+            (failing && slots.len() == 2).then_some(())
+        },
+    );
+    client(&["kill", "crashing", "--nimbus", &addr]).expect("kill");
+    client(&["submit", &path(&two), "--nimbus", &addr]).expect("submit the next");
+    let (status, workers) = eventually("the next topology on both slots", || {
+        listed(&addr, "two-workers").filter(|(_, workers)| workers == "2")
+    });
+    assert_eq!((status.as_str(), workers.as_str()), ("active", "2"));
+    assert!(
+        listed(&addr, "crashing").is_none(),
+        "the killed one is gone"
+    );
+    // Its dead workers' copies of its folder went with them.
+    let copies = std::env::temp_dir().join("storm-resources");
+    eventually("the crashed workers' copies removed", || {
+        let ours = |e: std::fs::DirEntry| {
+            let name = e.file_name();
+            name.to_string_lossy().starts_with(&format!("{id}-"))
+        };
+        let left = std::fs::read_dir(&copies)
+            .map(|d| d.flatten().any(ours))
+            .unwrap_or(false);
+        (!left).then_some(())
+    });
+}
+
+/// storm-starter's sentence spout (it emits again every tuple that fails) into its async
+/// split bolt (5 s a tuple) with a 5 s message timeout: every tree times out and is emitted
+/// again, so a drain would never end by itself.
+const ENDLESS_DRAIN: &str = "\
+name: endless-drain
+config:
+  topology.message.timeout.secs: 5
+spouts:
+  - id: sentences
+    type: shell
+    command: [node, randomsentence.js]
+    fields: [sentence]
+bolts:
+  - id: split
+    type: shell
+    command: [node, asyncSplitsentence.js]
+    fields: [word]
+  - id: sink
+    type: discard
+streams:
+  - from: sentences
+    to: split
+    grouping: shuffle
+  - from: split
+    to: sink
+    grouping: shuffle
+";
+
+/// Wait for `child` to end (killing it if it outlives the cluster tests' wait); its exit code
+/// and standard error.
+fn ended(mut child: std::process::Child) -> (Option<i32>, String) {
+    let status = crate::support::poll_until(
+        "the run to end",
+        crate::cluster::WAIT,
+        std::time::Duration::from_millis(100),
+        || child.try_wait().ok().flatten(),
+    );
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.code(), err)
+}
+
+/// `--duration` ends a run whose drain never would, locally and over worker processes: what
+/// is still pending after the message timeout and the grace is abandoned and counted.
+#[test]
+fn a_duration_ends_a_drain_that_would_never_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = storm_layout(dir.path(), ENDLESS_DRAIN);
+    for mode in [&[][..], &["--processes"][..]] {
+        let child = storm()
+            .arg("run")
+            .arg(&file)
+            .args(["--duration", "2s", "--summary"])
+            .args(mode)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("storm run");
+        let (code, err) = ended(child);
+        assert_eq!(code, Some(0), "{mode:?}: {err}");
+        assert!(
+            err.contains("giving up what is still pending"),
+            "{mode:?}: {err}"
+        );
+        assert!(err.contains("abandoned: "), "{mode:?}: {err}");
+    }
+}
+
+/// A run's standard error, read as it comes (so the child never blocks on a full pipe).
+struct Stderr(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Stderr {
+    fn of(child: &mut std::process::Child) -> Stderr {
+        use std::io::{BufRead, BufReader};
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let pipe = child.stderr.take().expect("stderr piped");
+        let into = text.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut t = into.lock().unwrap_or_else(|e| e.into_inner());
+                t.push_str(&line);
+                t.push('\n');
+            }
+        });
+        Stderr(text)
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The first SIGINT drains and ends the run within the message timeout and the grace,
+/// abandoning what is pending; a second one while it drains ends it at once with 130.
+#[test]
+fn a_first_interrupt_ends_an_endless_drain_and_a_second_exits_130() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = storm_layout(dir.path(), ENDLESS_DRAIN);
+    let start = || {
+        let mut child = storm()
+            .arg("run")
+            .arg(&file)
+            .arg("--summary")
+            .env("STORM_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("storm run");
+        let err = Stderr::of(&mut child);
+        // The spout logs each emit once its task ids are back: a tree is then pending in
+        // the 5-second bolt.
+        eventually("a sentence emitted", || {
+            err.text().contains("sent to task ids").then_some(())
+        });
+        (child, err)
+    };
+    let (mut child, err) = start();
+    crate::cluster::signal(child.id(), "-INT");
+    let status = crate::support::poll_until(
+        "the run to end",
+        crate::cluster::WAIT,
+        std::time::Duration::from_millis(100),
+        || child.try_wait().ok().flatten(),
+    );
+    let text = eventually("the summary", || {
+        let t = err.text();
+        t.contains("abandoned: ").then_some(t)
+    });
+    assert_eq!(status.code(), Some(0), "{text}");
+
+    let (mut child, _err) = start();
+    crate::cluster::signal(child.id(), "-INT");
+    crate::cluster::signal(child.id(), "-INT");
+    let status = crate::support::poll_until(
+        "the run to end",
+        crate::cluster::WAIT,
+        std::time::Duration::from_millis(100),
+        || child.try_wait().ok().flatten(),
+    );
+    assert_eq!(status.code(), Some(130));
+}

@@ -1,0 +1,174 @@
+//! State on disk is verified, never trusted blindly: a state dir damaged at random (a flipped
+//! bit or a truncation at a random offset of each of its files, an emptied or deleted file)
+//! is resumed exactly or refused with an error naming what is damaged, never read as other
+//! totals with exit 0; `--fresh` starts over; `storm state clear` refuses a dir a run holds.
+
+use crate::run_reliability::Run;
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+
+const TOPOLOGY: &str =
+    "file(path=tests/fixtures/words.txt) | count(line) stateful=true x2 | stdout";
+
+/// `storm run` of [`TOPOLOGY`] on `dir` with two workers: exit code, sorted stdout, stderr.
+fn resume(dir: &Path, extra: &[&str]) -> (Option<i32>, Vec<String>, String) {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let dir = dir.to_str().expect("a UTF-8 path");
+    let out = crate::validate::storm(conf.path())
+        .args(["run", "-e", TOPOLOGY, "--workers", "2", "--state-dir", dir])
+        .args(extra)
+        .output()
+        .expect("runs");
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), lines, stderr)
+}
+
+/// A state dir left by a whole run, and the totals it printed.
+fn finished_dir() -> (tempfile::TempDir, Vec<String>) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (code, totals, stderr) = resume(&tmp.path().join("state"), &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!totals.is_empty());
+    (tmp, totals)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+    }
+}
+
+/// Damage `path` one way, chosen by `rng`; how, for the failure message.
+fn damage(path: &Path, rng: &mut impl Rng) -> String {
+    let mut bytes = std::fs::read(path).expect("read");
+    let len = bytes.len();
+    match rng.random_range(0..3) {
+        0 => {
+            let (at, bit) = (rng.random_range(0..len), rng.random_range(0..8));
+            bytes[at] ^= 1 << bit;
+            std::fs::write(path, bytes).expect("write");
+            format!("bit {bit} of byte {at} of {len} flipped")
+        }
+        1 => {
+            let at = rng.random_range(0..len);
+            std::fs::write(path, &bytes[..at]).expect("write");
+            format!("truncated to {at} of {len}")
+        }
+        _ => {
+            std::fs::write(path, b"").expect("write");
+            "emptied".into()
+        }
+    }
+}
+
+/// 10 trials on each file of the dir: always the same totals with exit 0, or a refusal whose
+/// error names the state dir (never a panic).
+#[test]
+fn a_damaged_state_dir_is_resumed_exactly_or_refused() {
+    let (pristine, expected) = finished_dir();
+    let pristine = pristine.path().join("state");
+    let mut files: Vec<_> = std::fs::read_dir(&pristine)
+        .expect("read dir")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "checkpoint.redb and two worker stores");
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(29);
+    for file in &files {
+        for trial in 0..10 {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path().join("state");
+            copy_dir(&pristine, &dir);
+            let how = damage(&dir.join(file), &mut rng);
+            let (code, totals, stderr) = resume(&dir, &[]);
+            let what = format!("{file:?} {how} (trial {trial}): exit {code:?}\n{stderr}");
+            assert!(!stderr.contains("panicked"), "{what}");
+            if code == Some(0) {
+                assert_eq!(totals, expected, "{what}");
+            } else {
+                let shown = dir.display().to_string();
+                assert!(
+                    stderr
+                        .lines()
+                        .any(|l| l.starts_with("error: ") && l.contains(&shown)),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+/// A deleted worker store or commit record is refused by name, and `--fresh` starts over.
+#[test]
+fn a_missing_part_is_refused_and_fresh_starts_over() {
+    let (tmp, expected) = finished_dir();
+    let dir = tmp.path().join("state");
+    std::fs::remove_file(dir.join("worker-1.redb")).expect("rm");
+    let (code, _, stderr) = resume(&dir, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("needs ") && stderr.contains("worker-1.redb, which is missing"),
+        "{stderr}"
+    );
+    std::fs::remove_file(dir.join("checkpoint.redb")).expect("rm");
+    let (code, _, stderr) = resume(&dir, &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("holds worker stores but no commit record checkpoint.redb"),
+        "{stderr}"
+    );
+    let (code, totals, stderr) = resume(&dir, &["--fresh"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("--fresh: removed the state dir"),
+        "{stderr}"
+    );
+    assert_eq!(totals, expected);
+}
+
+/// `storm state clear` refuses a dir a live run holds, and removes it once the run ended.
+#[test]
+fn state_clear_refuses_a_dir_a_run_holds() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("state");
+    let dir_arg = dir.to_str().expect("UTF-8").to_string();
+    let mut run = Run::start(
+        &[
+            "run",
+            "-e",
+            "stdin | count(line) stateful=true | stdout",
+            "--state-dir",
+            &dir_arg,
+        ],
+        true,
+    );
+    crate::support::poll_until(
+        "the state dir",
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_millis(20),
+        || dir.join("checkpoint.redb").is_file().then_some(()),
+    );
+    let conf = tempfile::tempdir().expect("tempdir");
+    let clear = || {
+        crate::validate::storm(conf.path())
+            .args(["state", "clear", "--yes", &dir_arg])
+            .output()
+            .expect("runs")
+    };
+    let out = clear();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is in use by a run"), "{stderr}");
+    assert!(dir.exists());
+    let ended = run.finish();
+    assert!(ended.status.success());
+    assert!(clear().status.success());
+    assert!(!dir.exists());
+}
