@@ -60,3 +60,88 @@ fn a_tuple_over_the_frame_limit_fails_the_run_with_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// A shell spout whose child emits three tuples, starts a grandchild in its process group
+/// (its pid written to `grandchild.pid`), then hangs in `next`.
+const HANGING_SPOUT: &str = r#"
+import os, subprocess, sys, time
+sys.path.insert(0, os.environ["STORM_TEST_MULTILANG"])
+import storm
+class Hang(storm.Spout):
+    def initialize(self, conf, context):
+        self.n = 0
+        child = subprocess.Popen(["sleep", "300"])
+        with open("grandchild.pid", "w") as f:
+            f.write(str(child.pid))
+    def nextTuple(self):
+        self.n += 1
+        if self.n > 3:
+            time.sleep(100000)
+        storm.emit(["w%d" % self.n], id=self.n)
+Hang().run()
+"#;
+
+/// The first Ctrl-C ends a run whose shell spout child hangs in `next` (it is killed after a
+/// grace of 2 s, not at the subprocess timeout, here 600 s), and what the child started in
+/// its process group ends with it.
+#[test]
+fn the_first_interrupt_ends_a_run_whose_spout_child_hangs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("spout.py"), HANGING_SPOUT).expect("write spout");
+    let topology = format!(
+        "shell(python3, {}) fields=[word] | stdout",
+        dir.path().join("spout.py").display()
+    );
+    let multilang = concat!(env!("CARGO_MANIFEST_DIR"), "/multilang/python");
+    let conf = tempfile::tempdir().expect("tempdir");
+    let mut child = assert_cmd::cargo::CommandCargoExt::cargo_bin("storm")
+        .map(|mut c: std::process::Command| {
+            c.env("STORM_CONF_DIR", conf.path())
+                .env("STORM_TEST_MULTILANG", multilang)
+                .current_dir(dir.path())
+                .args(["run", "-e", &topology])
+                // Without the stop's grace, only this timeout would end the turn.
+                .args(["-c", "topology.subprocess.timeout.secs=600"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c
+        })
+        .expect("the storm binary")
+        .spawn()
+        .expect("start storm run");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).expect("a first tuple");
+    assert_eq!(first, "w1\n");
+    signal(child.id(), "-INT");
+    let status = crate::support::poll_until(
+        "storm run to end",
+        Duration::from_secs(90),
+        Duration::from_millis(50),
+        || child.try_wait().ok().flatten(),
+    );
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert!(
+        stderr.contains("the child gave no answer within 2s; killing it"),
+        "{stderr}"
+    );
+    let pid: u32 = std::fs::read_to_string(dir.path().join("grandchild.pid"))
+        .expect("the grandchild's pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    crate::support::poll_until(
+        "the grandchild to end",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || {
+            crate::run_reliability::stat_of(pid)
+                .is_none_or(|(_, state)| state == 'Z')
+                .then_some(())
+        },
+    );
+}
