@@ -34,11 +34,20 @@ _storm() {
             storm,help)
                 cmd="storm__subcmd__help"
                 ;;
+            storm,jar)
+                cmd="storm__subcmd__jar"
+                ;;
             storm,kill)
                 cmd="storm__subcmd__kill"
                 ;;
             storm,list)
                 cmd="storm__subcmd__list"
+                ;;
+            storm,local)
+                cmd="storm__subcmd__local"
+                ;;
+            storm,localconfvalue)
+                cmd="storm__subcmd__localconfvalue"
                 ;;
             storm,nimbus)
                 cmd="storm__subcmd__nimbus"
@@ -67,6 +76,9 @@ _storm() {
             storm,validate)
                 cmd="storm__subcmd__validate"
                 ;;
+            storm,version)
+                cmd="storm__subcmd__version"
+                ;;
             storm,worker)
                 cmd="storm__subcmd__worker"
                 ;;
@@ -91,11 +103,20 @@ _storm() {
             storm__subcmd__help,help)
                 cmd="storm__subcmd__help__subcmd__help"
                 ;;
+            storm__subcmd__help,jar)
+                cmd="storm__subcmd__help__subcmd__jar"
+                ;;
             storm__subcmd__help,kill)
                 cmd="storm__subcmd__help__subcmd__kill"
                 ;;
             storm__subcmd__help,list)
                 cmd="storm__subcmd__help__subcmd__list"
+                ;;
+            storm__subcmd__help,local)
+                cmd="storm__subcmd__help__subcmd__local"
+                ;;
+            storm__subcmd__help,localconfvalue)
+                cmd="storm__subcmd__help__subcmd__localconfvalue"
                 ;;
             storm__subcmd__help,nimbus)
                 cmd="storm__subcmd__help__subcmd__nimbus"
@@ -123,6 +144,9 @@ _storm() {
                 ;;
             storm__subcmd__help,validate)
                 cmd="storm__subcmd__help__subcmd__validate"
+                ;;
+            storm__subcmd__help,version)
+                cmd="storm__subcmd__help__subcmd__version"
                 ;;
             storm__subcmd__help,worker)
                 cmd="storm__subcmd__help__subcmd__worker"
@@ -185,7 +209,7 @@ _storm() {
 
     case "${cmd}" in
         storm)
-            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state worker help"
+            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -337,7 +361,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help)
-            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state worker help"
+            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -434,6 +458,20 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__help__subcmd__jar)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__help__subcmd__kill)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -449,6 +487,34 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__local)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__localconfvalue)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -630,6 +696,20 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__help__subcmd__version)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__help__subcmd__worker)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -661,6 +741,20 @@ _storm() {
         storm__subcmd__help__subcmd__zk__subcmd__dump)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__jar)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -717,6 +811,90 @@ _storm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__local)
+            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --state-dir --progress --quiet --summary --system --stats --ui --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --expr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -e)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --filter)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto never always" -- "${cur}"))
+                    return 0
+                    ;;
+                --stats)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__localconfvalue)
+            opts="-c -h -V --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1183,6 +1361,20 @@ _storm() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__version)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -520,3 +520,61 @@ fn storms_defaults_yaml_is_accepted_as_storm_yaml_with_key_classes() {
         "{err}"
     );
 }
+
+/// The commands a Storm operator types: `storm local` runs as `storm run` does, `storm jar`
+/// explains in one line that there is no JVM (exit 2), `storm version`, and
+/// `storm localconfvalue KEY` (an unset key is an error; a secret is hidden).
+#[test]
+fn storms_own_command_names_answer() {
+    let out = storm()
+        .args(["local", "-e", "generate(count=3) | stdout"])
+        .output()
+        .expect("storm local");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+
+    let out = storm()
+        .args(["jar", "topology.jar", "org.example.Main", "-arg"])
+        .output()
+        .expect("storm jar");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("topology.jar") && err.contains("no JVM") && err.contains("storm submit"),
+        "{err}"
+    );
+
+    let out = storm().arg("version").output().expect("storm version");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(&format!("storm {} (", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+
+    let conf = tempfile::tempdir().expect("tempdir");
+    let value = |args: &[&str]| {
+        let out = storm()
+            .env("STORM_CONF_DIR", conf.path())
+            .arg("localconfvalue")
+            .args(args)
+            .output()
+            .expect("storm localconfvalue");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), stdout)
+    };
+    assert_eq!(
+        value(&["topology.workers", "-c", "topology.workers=3"]),
+        (Some(0), "topology.workers: 3\n".to_string())
+    );
+    assert_eq!(
+        value(&["storm.zookeeper.root"]),
+        (Some(0), "storm.zookeeper.root: \"/storm\"\n".to_string())
+    );
+    assert_eq!(
+        value(&["ui.token", "-c", "ui.token=abc"]),
+        (Some(0), "ui.token: \"<hidden>\"\n".to_string())
+    );
+    assert_eq!(value(&["no.such.key"]).0, Some(1));
+}
