@@ -68,6 +68,9 @@ pub enum Command {
     /// Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`
     #[command(name = "localconfvalue")]
     LocalConfValue(ConfValueArgs),
+    /// Print one key of nimbus's configuration, as `KEY: VALUE`
+    #[command(name = "remoteconfvalue")]
+    RemoteConfValue(RemoteConfValueArgs),
     /// The last error of each component of a topology on a cluster, as Storm's JSON
     #[command(name = "get-errors")]
     GetErrors(GetErrorsArgs),
@@ -86,6 +89,15 @@ pub struct JarArgs {
         value_name = "ARGS"
     )]
     pub args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoteConfValueArgs {
+    /// The configuration key
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    #[command(flatten)]
+    pub target: NimbusAddrArgs,
 }
 
 #[derive(Debug, Args)]

@@ -328,6 +328,22 @@ pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
     Ok(Status::Success)
 }
 
+/// `storm remoteconfvalue KEY`: `KEY: VALUE` from nimbus's own configuration; a key nimbus
+/// does not have is an error.
+pub fn remote_conf_value(a: crate::cli::RemoteConfValueArgs) -> anyhow::Result<Status> {
+    let nimbus = match client_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
+        Ok(n) => n,
+        Err(s) => return Ok(s),
+    };
+    let value: serde_json::Value = nimbus.call(&Request::ConfValue { key: a.key.clone() })?;
+    if value.is_null() {
+        crate::stderr_println!("error: `{}` is not set in nimbus's configuration", a.key);
+        return Ok(Status::Failure);
+    }
+    println!("{}: {value}", a.key);
+    Ok(Status::Success)
+}
+
 /// `storm get-errors NAME`: Storm's answer, `{"Topology Name": NAME, "Comp-Errors": {COMPONENT:
 /// LAST ERROR}}`, from the errors nimbus keeps under `/taskerrors` (the latest of each
 /// component's tasks).
