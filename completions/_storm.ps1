@@ -46,6 +46,8 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('jar', 'jar', [CompletionResultType]::ParameterValue, 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print this storm''s version')
             [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
+            [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
+            [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -379,6 +381,26 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'storm;remoteconfvalue' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;get-errors' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'storm;worker' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
             [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology id')
@@ -415,6 +437,8 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('jar', 'jar', [CompletionResultType]::ParameterValue, 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print this storm''s version')
             [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
+            [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
+            [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -496,6 +520,12 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;localconfvalue' {
+            break
+        }
+        'storm;help;remoteconfvalue' {
+            break
+        }
+        'storm;help;get-errors' {
             break
         }
         'storm;help;worker' {

@@ -43,6 +43,8 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand jar 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)'
             cand version 'Print this storm''s version'
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
+            cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
+            cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -342,6 +344,24 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;remoteconfvalue'= {
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;get-errors'= {
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -377,6 +397,8 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand jar 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)'
             cand version 'Print this storm''s version'
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
+            cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
+            cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -433,6 +455,10 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;version'= {
         }
         &'storm;help;localconfvalue'= {
+        }
+        &'storm;help;remoteconfvalue'= {
+        }
+        &'storm;help;get-errors'= {
         }
         &'storm;help;worker'= {
         }
