@@ -42,6 +42,12 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
             [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)')
+            [CompletionResult]::new('local', 'local', [CompletionResultType]::ParameterValue, 'Run a topology in this process (Storm 2.x''s `storm local`; the same as `storm run`)')
+            [CompletionResult]::new('jar', 'jar', [CompletionResultType]::ParameterValue, 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)')
+            [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print this storm''s version')
+            [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
+            [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
+            [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -136,6 +142,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--unused', '--unused', [CompletionResultType]::ParameterName, 'List only the keys set that Storm knows but that have no effect here')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -327,6 +334,73 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
         'storm;state;help;help' {
             break
         }
+        'storm;local' {
+            [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--expr', '--expr', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--workers', '--workers', [CompletionResultType]::ParameterName, 'Number of workers (overrides topology.workers)')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Run attached on a running cluster')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'Stop (gracefully, draining) after this long: `30s`, `2m`')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep checkpointed state in DIR (an embedded database per worker), and resume from what DIR holds (sets topology.state.dir and topology.state.provider=embedded)')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Progress display on stderr')
+            [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Write the full run figures as JSON to FILE')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]')
+            [CompletionResult]::new('--processes', '--processes', [CompletionResultType]::ParameterName, 'Run each worker as its own process, talking over loopback TCP')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
+            [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print the per-component summary at the end even when stderr is not a terminal')
+            [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'Include system components (the acker, `__acker`) in the summary')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;jar' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;version' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;localconfvalue' {
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;remoteconfvalue' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;get-errors' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'storm;worker' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
             [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology id')
@@ -359,6 +433,12 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'A live terminal view of a running topology''s components (from its UI or nimbus)')
             [CompletionResult]::new('tap', 'tap', [CompletionResultType]::ParameterValue, 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)')
             [CompletionResult]::new('state', 'state', [CompletionResultType]::ParameterValue, 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)')
+            [CompletionResult]::new('local', 'local', [CompletionResultType]::ParameterValue, 'Run a topology in this process (Storm 2.x''s `storm local`; the same as `storm run`)')
+            [CompletionResult]::new('jar', 'jar', [CompletionResultType]::ParameterValue, 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)')
+            [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print this storm''s version')
+            [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
+            [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
+            [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -428,6 +508,24 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;state;clear' {
+            break
+        }
+        'storm;help;local' {
+            break
+        }
+        'storm;help;jar' {
+            break
+        }
+        'storm;help;version' {
+            break
+        }
+        'storm;help;localconfvalue' {
+            break
+        }
+        'storm;help;remoteconfvalue' {
+            break
+        }
+        'storm;help;get-errors' {
             break
         }
         'storm;help;worker' {

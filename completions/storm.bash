@@ -28,11 +28,17 @@ _storm() {
             storm,deactivate)
                 cmd="storm__subcmd__deactivate"
                 ;;
+            storm,get-errors)
+                cmd="storm__subcmd__get__subcmd__errors"
+                ;;
             storm,graph)
                 cmd="storm__subcmd__graph"
                 ;;
             storm,help)
                 cmd="storm__subcmd__help"
+                ;;
+            storm,jar)
+                cmd="storm__subcmd__jar"
                 ;;
             storm,kill)
                 cmd="storm__subcmd__kill"
@@ -40,11 +46,20 @@ _storm() {
             storm,list)
                 cmd="storm__subcmd__list"
                 ;;
+            storm,local)
+                cmd="storm__subcmd__local"
+                ;;
+            storm,localconfvalue)
+                cmd="storm__subcmd__localconfvalue"
+                ;;
             storm,nimbus)
                 cmd="storm__subcmd__nimbus"
                 ;;
             storm,rebalance)
                 cmd="storm__subcmd__rebalance"
+                ;;
+            storm,remoteconfvalue)
+                cmd="storm__subcmd__remoteconfvalue"
                 ;;
             storm,run)
                 cmd="storm__subcmd__run"
@@ -67,6 +82,9 @@ _storm() {
             storm,validate)
                 cmd="storm__subcmd__validate"
                 ;;
+            storm,version)
+                cmd="storm__subcmd__version"
+                ;;
             storm,worker)
                 cmd="storm__subcmd__worker"
                 ;;
@@ -85,11 +103,17 @@ _storm() {
             storm__subcmd__help,deactivate)
                 cmd="storm__subcmd__help__subcmd__deactivate"
                 ;;
+            storm__subcmd__help,get-errors)
+                cmd="storm__subcmd__help__subcmd__get__subcmd__errors"
+                ;;
             storm__subcmd__help,graph)
                 cmd="storm__subcmd__help__subcmd__graph"
                 ;;
             storm__subcmd__help,help)
                 cmd="storm__subcmd__help__subcmd__help"
+                ;;
+            storm__subcmd__help,jar)
+                cmd="storm__subcmd__help__subcmd__jar"
                 ;;
             storm__subcmd__help,kill)
                 cmd="storm__subcmd__help__subcmd__kill"
@@ -97,11 +121,20 @@ _storm() {
             storm__subcmd__help,list)
                 cmd="storm__subcmd__help__subcmd__list"
                 ;;
+            storm__subcmd__help,local)
+                cmd="storm__subcmd__help__subcmd__local"
+                ;;
+            storm__subcmd__help,localconfvalue)
+                cmd="storm__subcmd__help__subcmd__localconfvalue"
+                ;;
             storm__subcmd__help,nimbus)
                 cmd="storm__subcmd__help__subcmd__nimbus"
                 ;;
             storm__subcmd__help,rebalance)
                 cmd="storm__subcmd__help__subcmd__rebalance"
+                ;;
+            storm__subcmd__help,remoteconfvalue)
+                cmd="storm__subcmd__help__subcmd__remoteconfvalue"
                 ;;
             storm__subcmd__help,run)
                 cmd="storm__subcmd__help__subcmd__run"
@@ -123,6 +156,9 @@ _storm() {
                 ;;
             storm__subcmd__help,validate)
                 cmd="storm__subcmd__help__subcmd__validate"
+                ;;
+            storm__subcmd__help,version)
+                cmd="storm__subcmd__help__subcmd__version"
                 ;;
             storm__subcmd__help,worker)
                 cmd="storm__subcmd__help__subcmd__worker"
@@ -185,7 +221,7 @@ _storm() {
 
     case "${cmd}" in
         storm)
-            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state worker help"
+            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,7 +283,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__config)
-            opts="-c -h -V --filter --config --help --version"
+            opts="-c -h -V --filter --unused --config --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -306,6 +342,32 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__get__subcmd__errors)
+            opts="-c -h -V --nimbus --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__graph)
             opts="-e -h -V --expr --filter --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -337,7 +399,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help)
-            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state worker help"
+            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -406,6 +468,20 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__help__subcmd__get__subcmd__errors)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__help__subcmd__graph)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -421,6 +497,20 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__jar)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -462,6 +552,34 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__help__subcmd__local)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__localconfvalue)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__help__subcmd__nimbus)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -477,6 +595,20 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__rebalance)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__remoteconfvalue)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -630,6 +762,20 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__help__subcmd__version)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__help__subcmd__worker)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -661,6 +807,20 @@ _storm() {
         storm__subcmd__help__subcmd__zk__subcmd__dump)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__jar)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -717,6 +877,90 @@ _storm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__local)
+            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --state-dir --progress --quiet --summary --system --stats --ui --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --expr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -e)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --filter)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto never always" -- "${cur}"))
+                    return 0
+                    ;;
+                --stats)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__localconfvalue)
+            opts="-c -h -V --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -802,6 +1046,32 @@ _storm() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__remoteconfvalue)
+            opts="-c -h -V --nimbus --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --nimbus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1183,6 +1453,20 @@ _storm() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__version)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -39,6 +39,12 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
             cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand state 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)'
+            cand local 'Run a topology in this process (Storm 2.x''s `storm local`; the same as `storm run`)'
+            cand jar 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)'
+            cand version 'Print this storm''s version'
+            cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
+            cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
+            cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -124,6 +130,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --filter 'Properties file for Flux `${key}` substitution'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --unused 'List only the keys set that Storm knows but that have no effect here'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -294,6 +301,67 @@ set edit:completion:arg-completer[storm] = {|@words|
         }
         &'storm;state;help;help'= {
         }
+        &'storm;local'= {
+            cand -e 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --expr 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
+            cand --filter 'Properties file for Flux `${key}` substitution'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --workers 'Number of workers (overrides topology.workers)'
+            cand --nimbus 'Run attached on a running cluster'
+            cand --duration 'Stop (gracefully, draining) after this long: `30s`, `2m`'
+            cand --state-dir 'Keep checkpointed state in DIR (an embedded database per worker), and resume from what DIR holds (sets topology.state.dir and topology.state.provider=embedded)'
+            cand --progress 'Progress display on stderr'
+            cand --stats 'Write the full run figures as JSON to FILE'
+            cand --ui 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]'
+            cand --processes 'Run each worker as its own process, talking over loopback TCP'
+            cand -q 'Print nothing on stderr but errors (no summary)'
+            cand --quiet 'Print nothing on stderr but errors (no summary)'
+            cand --summary 'Print the per-component summary at the end even when stderr is not a terminal'
+            cand --system 'Include system components (the acker, `__acker`) in the summary'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;jar'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;version'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;localconfvalue'= {
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;remoteconfvalue'= {
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;get-errors'= {
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -325,6 +393,12 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand top 'A live terminal view of a running topology''s components (from its UI or nimbus)'
             cand tap 'Print the tuples a component emits, live, as JSON lines (from a run''s UI)'
             cand state 'Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)'
+            cand local 'Run a topology in this process (Storm 2.x''s `storm local`; the same as `storm run`)'
+            cand jar 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)'
+            cand version 'Print this storm''s version'
+            cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
+            cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
+            cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -373,6 +447,18 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;state;dump'= {
         }
         &'storm;help;state;clear'= {
+        }
+        &'storm;help;local'= {
+        }
+        &'storm;help;jar'= {
+        }
+        &'storm;help;version'= {
+        }
+        &'storm;help;localconfvalue'= {
+        }
+        &'storm;help;remoteconfvalue'= {
+        }
+        &'storm;help;get-errors'= {
         }
         &'storm;help;worker'= {
         }

@@ -58,9 +58,63 @@ pub enum Command {
     /// Show or remove the checkpoints a state dir keeps (`storm run --state-dir DIR`)
     #[command(subcommand)]
     State(StateCommand),
+    /// Run a topology in this process (Storm 2.x's `storm local`; the same as `storm run`)
+    #[command(after_help = components_help())]
+    Local(RunArgs),
+    /// Storm's `storm jar`: there is no JVM here; says what to use instead (exit 2)
+    Jar(JarArgs),
+    /// Print this storm's version
+    Version,
+    /// Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`
+    #[command(name = "localconfvalue")]
+    LocalConfValue(ConfValueArgs),
+    /// Print one key of nimbus's configuration, as `KEY: VALUE`
+    #[command(name = "remoteconfvalue")]
+    RemoteConfValue(RemoteConfValueArgs),
+    /// The last error of each component of a topology on a cluster, as Storm's JSON
+    #[command(name = "get-errors")]
+    GetErrors(GetErrorsArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
+}
+
+/// `storm jar`'s arguments, taken whole (only to be explained).
+#[derive(Debug, Args)]
+pub struct JarArgs {
+    /// The jar, its main class and their arguments
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoteConfValueArgs {
+    /// The configuration key
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    #[command(flatten)]
+    pub target: NimbusAddrArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GetErrorsArgs {
+    /// Topology name (or id)
+    pub name: String,
+    #[command(flatten)]
+    pub target: NimbusAddrArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfValueArgs {
+    /// The configuration key
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
 }
 
 /// The built-in component types, one line each, under `storm run --help`.
@@ -322,6 +376,9 @@ pub struct ConfigArgs {
     /// Properties file for Flux `${key}` substitution
     #[arg(long = "filter", value_name = "FILE")]
     pub filter: Option<PathBuf>,
+    /// List only the keys set that Storm knows but that have no effect here
+    #[arg(long)]
+    pub unused: bool,
     #[command(flatten)]
     pub config: ConfigOverrides,
 }

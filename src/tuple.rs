@@ -179,12 +179,25 @@ impl Value {
     }
 
     /// The text keys match by in `lookup` and `join`: as `stdout` writes it (a CSV cell
-    /// `"42"` matches the integer `42`, and `1.0` prints as `1`), with `-0.0` written `0` as
-    /// it equals `0`.
+    /// `"42"` matches the integer `42`, and `1.0` prints as `1`), but with every float equal
+    /// to an integer written as that integer (`-0.0` as `0`, and inside lists and maps too),
+    /// so values equal by `==` have one text.
     pub fn key_text(&self) -> String {
         match self {
-            Value::Float(f) if *f == 0.0 => "0".to_string(),
+            Value::Float(_) | Value::List(_) | Value::Map(_) => self.as_key().plain_text(),
             _ => self.plain_text(),
+        }
+    }
+
+    /// This value with every float equal to an integer made that integer.
+    fn as_key(&self) -> Value {
+        match self {
+            Value::Float(f) => numeric::float_as_int(*f).map_or(Value::Float(*f), Value::Int),
+            Value::List(l) => Value::list(l.iter().map(Value::as_key).collect()),
+            Value::Map(m) => Value::Map(Box::new(
+                m.iter().map(|(k, v)| (k.clone(), v.as_key())).collect(),
+            )),
+            other => other.clone(),
         }
     }
 
@@ -302,5 +315,24 @@ impl Tuple {
 
     pub fn is_tick(&self) -> bool {
         self.stream == streams::TICK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Value;
+
+    /// Values equal by `==` match by one text in `join` and `lookup`.
+    #[test]
+    fn equal_values_have_one_key_text() {
+        let list = |x: Value| Value::list(vec![Value::str("a"), x]);
+        assert_eq!(Value::Float(-0.0).key_text(), "0");
+        assert_eq!(Value::Float(1.0).key_text(), Value::Int(1).key_text());
+        assert_eq!(Value::Float(2.5).key_text(), "2.5");
+        assert_eq!(
+            list(Value::Float(1.0)).key_text(),
+            list(Value::Int(1)).key_text()
+        );
+        assert_eq!(list(Value::Float(1.0)).key_text(), r#"["a",1]"#);
     }
 }

@@ -409,6 +409,10 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
         .stdin(std::process::Stdio::null());
     if opts.die_with_parent {
         die_with_parent(&mut command);
+        // A process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
+        // reaches `storm run` alone, which drains its workers, instead of killing them too
+        // (restarted, they would roll the drain back).
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
     }
     let spawned = command.spawn();
     match spawned {

@@ -94,14 +94,16 @@ fn join(
             next_beat = Instant::now() + Duration::from_secs(1);
         }
         let reply: JoinReply = nimbus.call(&request)?;
+        // Every worker joined: the others run this generation, and what they drain needs
+        // this worker's tasks, so it runs too, even stopped (its spouts then stay inactive).
+        if reply.ready {
+            return Ok(Some(reply));
+        }
         // A stopped (killed, draining) topology's worker that starts again runs nothing once
         // it joined (a restarted one rolls the others back: what they drain needs the tasks
         // it lost).
         if stop.load(Ordering::Relaxed) || reply.killed {
             return Ok(None);
-        }
-        if reply.ready {
-            return Ok(Some(reply));
         }
         anyhow::ensure!(
             Instant::now() < deadline,

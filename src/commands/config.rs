@@ -1,8 +1,11 @@
 //! `storm config [FILE] [-c KEY=VALUE]...`: the effective configuration, one key per line with
-//! its value (compact JSON) and where it came from (default, a file and line, or `-c`).
+//! its value (compact JSON) and where it came from (default, a file and line, or `-c`); a key
+//! Storm knows but that has no effect here is marked `[no effect]`, one neither knows
+//! `[unknown]` (unmarked keys are obeyed). `--unused` lists only the `[no effect]` keys.
 
 use super::{load_topology, Status};
 use crate::cli::ConfigArgs;
+use crate::config::storm_keys::{class_of, KeyClass};
 use crate::config::{layers, Config};
 use crate::topology::LoadOptions;
 use std::io::Write;
@@ -11,11 +14,18 @@ fn is_secret(key: &str) -> bool {
     key.ends_with(".secret") || key.ends_with(".password")
 }
 
-/// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned.
+/// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned; a key not obeyed
+/// here ends with its class.
 pub fn render(config: &Config) -> String {
+    render_only(config, |_| true)
+}
+
+/// [`render`] of the keys `keep` keeps.
+fn render_only(config: &Config, keep: impl Fn(&str) -> bool) -> String {
     let rows: Vec<(String, String, String)> = config
         .entries
         .iter()
+        .filter(|(k, _)| keep(k))
         .map(|(k, e)| {
             // A secret is never printed, only whether one is set.
             let value = if is_secret(k) && !e.value.is_null() {
@@ -23,7 +33,13 @@ pub fn render(config: &Config) -> String {
             } else {
                 e.value.to_string()
             };
-            (k.clone(), value, layers::describe(&e.origin))
+            let mark = match class_of(k) {
+                KeyClass::Obeyed => "",
+                KeyClass::NoEffect => "  [no effect]",
+                KeyClass::Unknown => "  [unknown]",
+            };
+            let origin = format!("({}){mark}", layers::describe(&e.origin));
+            (k.clone(), value, origin)
         })
         .collect();
     let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
@@ -31,7 +47,7 @@ pub fn render(config: &Config) -> String {
     rows.iter()
         .map(|(k, v, o)| {
             let pad = vw.saturating_sub(v.chars().count());
-            format!("{k:kw$} = {v}{}  ({o})\n", " ".repeat(pad))
+            format!("{k:kw$} = {v}{}  {o}\n", " ".repeat(pad))
         })
         .collect()
 }
@@ -59,7 +75,13 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
         },
     };
     let mut out = std::io::stdout().lock();
-    out.write_all(render(&config).as_bytes())?;
+    let text = if args.unused {
+        let unused = layers::no_effect_keys(&config);
+        render_only(&config, |k| unused.iter().any(|u| u == k))
+    } else {
+        render(&config)
+    };
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(Status::Success)
 }

@@ -11,6 +11,7 @@ pub(crate) mod graph;
 pub(crate) mod progress;
 pub(crate) mod run;
 pub(crate) mod state;
+pub(crate) mod storm_cli;
 pub(crate) mod top;
 pub(crate) mod ui;
 pub(crate) mod validate;
@@ -58,6 +59,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Deactivate(a) => cluster::set_active(a, false),
         Command::Rebalance(a) => cluster::rebalance(a),
         Command::Top(a) => top::run(a),
+        Command::Local(a) => run::run(a),
+        Command::Jar(a) => Ok(storm_cli::jar(&a)),
+        Command::Version => Ok(storm_cli::version()),
+        Command::LocalConfValue(a) => Ok(storm_cli::local_conf_value(&a)),
+        Command::GetErrors(a) => cluster::get_errors(a),
+        Command::RemoteConfValue(a) => cluster::remote_conf_value(a),
         Command::Tap(a) => ui::tap(a),
         Command::State(StateCommand::Ls(a)) => state::ls(a),
         Command::State(StateCommand::Dump(a)) => state::dump(a),
@@ -90,6 +97,11 @@ pub(crate) fn load_topology(
                     "{}",
                     crate::diag::render_all(&loaded.warnings, &loaded.source)
                 );
+                if let Some(note) =
+                    crate::config::layers::no_effect_summary(&loaded.topology.config)
+                {
+                    crate::stderr_println!("{note}");
+                }
             }
             Ok(loaded)
         }

@@ -52,6 +52,28 @@ pub struct TaskContext {
     pub config: Arc<Config>,
     /// Wakes the executor so it calls the component's `poll` soon (from any thread).
     pub waker: Waker,
+    /// Whether the run is stopping (signal, `--duration`, a killed topology).
+    pub stopping: Stopping,
+}
+
+/// Whether the run is stopping: its spouts stop and it drains. A component that waits on
+/// something outside (a child process) looks at it so it does not hold the stop up.
+#[derive(Clone)]
+pub struct Stopping(Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl Stopping {
+    pub fn new(f: impl Fn() -> bool + Send + Sync + 'static) -> Stopping {
+        Stopping(Arc::new(f))
+    }
+
+    /// For a component outside a run (tests): never stopping.
+    pub fn never() -> Stopping {
+        Stopping::new(|| false)
+    }
+
+    pub fn now(&self) -> bool {
+        (self.0)()
+    }
 }
 
 impl TaskContext {

@@ -5,6 +5,7 @@
 //! `$STORM_CONF_DIR/storm.yaml` when `STORM_CONF_DIR` is set (and nothing else), otherwise
 //! `./conf/storm.yaml` relative to the current directory when that file exists.
 
+use super::storm_keys::{class_of, KeyClass};
 use super::{rules, Config, Origin};
 use crate::diag::{line_col, LineIndex};
 use crate::topology::raw::{RawValue, Spanned};
@@ -32,6 +33,15 @@ pub fn defaults() -> Config {
 /// Every key the defaults know (for did-you-mean on unknown `topology.*` keys).
 pub fn known_keys() -> Vec<String> {
     defaults().entries.into_keys().collect()
+}
+
+/// Whether the built-in defaults have `key` (the keys this implementation reads).
+pub fn is_known_key(key: &str) -> bool {
+    static KNOWN: std::sync::OnceLock<std::collections::BTreeSet<String>> =
+        std::sync::OnceLock::new();
+    KNOWN
+        .get_or_init(|| known_keys().into_iter().collect())
+        .contains(key)
 }
 
 /// The user configuration file in effect, if any (see the module doc).
@@ -127,18 +137,41 @@ pub fn describe(origin: &Origin) -> String {
     }
 }
 
+/// Storm keys set (not by our defaults) that have no effect here, sorted.
+pub fn no_effect_keys(config: &Config) -> Vec<String> {
+    config
+        .entries
+        .iter()
+        .filter(|(k, e)| e.origin != Origin::Default && class_of(k) == KeyClass::NoEffect)
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// The one line said at start when Storm keys without effect here are set: how many, and
+/// where to see them.
+pub fn no_effect_summary(config: &Config) -> Option<String> {
+    let n = no_effect_keys(config).len();
+    (n > 0).then(|| {
+        format!(
+            "note: {n} Storm configuration key(s) have no effect here (JVM options, DRPC, blob \
+             store, security, scheduler, ...): `storm config --unused` lists them"
+        )
+    })
+}
+
 /// Unknown `topology.*` keys (warnings in Storm's spirit), each with a close known key if any.
 pub fn unknown_topology_keys(config: &Config) -> Vec<(String, Option<String>)> {
     unknown_keys(config, "topology.")
 }
 
-/// Unknown keys starting with `prefix`, each with a close known key if any.
+/// Unknown keys starting with `prefix` (neither ours nor Storm's: `storm_keys`), each with a
+/// close known key if any.
 pub fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String>)> {
     let known = known_keys();
     config
         .entries
         .keys()
-        .filter(|k| k.starts_with(prefix) && !known.contains(k))
+        .filter(|k| k.starts_with(prefix) && class_of(k) == KeyClass::Unknown)
         .map(|k| {
             let s = yaml::suggest(k, known.iter().map(String::as_str)).map(str::to_string);
             (k.clone(), s)

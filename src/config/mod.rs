@@ -4,6 +4,7 @@
 pub mod layers;
 pub mod reporters;
 pub mod rules;
+pub mod storm_keys;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

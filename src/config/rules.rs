@@ -84,7 +84,14 @@ pub const RULES: &[(&str, Rule)] = &[
         Rule::Duration { nullable: true },
     ),
     ("topology.receiver.buffer.size", Rule::PowerOfTwo),
-    ("topology.transfer.buffer.size", Rule::PowerOfTwo),
+    // A count of batches in the transfer queue (Storm 2.x's default is 1000): no ring buffer.
+    (
+        "topology.transfer.buffer.size",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
     ("topology.executor.receive.buffer.size", Rule::PowerOfTwo),
     ("topology.executor.send.buffer.size", Rule::PowerOfTwo),
     ("topology.debug", Rule::Bool),
@@ -462,9 +469,12 @@ mod tests {
 
     #[test]
     fn power_of_two_names_the_nearest_values() {
-        let err = check_value("topology.transfer.buffer.size", &json!(1000));
+        let err = check_value("topology.executor.receive.buffer.size", &json!(1000));
         assert_eq!(err, Err("must be a power of two: 512 or 1024".to_string()));
-        assert!(check_value("topology.transfer.buffer.size", &json!(2048)).is_ok());
+        assert!(check_value("topology.executor.receive.buffer.size", &json!(2048)).is_ok());
+        // The transfer queue's count of batches is any count, as Storm 2.x's 1000.
+        assert!(check_value("topology.transfer.buffer.size", &json!(1000)).is_ok());
+        assert!(check_value("topology.transfer.buffer.size", &json!(0)).is_err());
         assert!(check_value("topology.receiver.buffer.size", &json!(0)).is_err());
     }
 

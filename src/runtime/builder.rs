@@ -434,6 +434,12 @@ impl<'a> Wiring<'a> {
             waker: Waker::new(move || {
                 let _ = wake.try_send(Message::Wake);
             }),
+            stopping: {
+                let control = self.control.clone();
+                crate::components::Stopping::new(move || {
+                    control.stop.load(std::sync::atomic::Ordering::Relaxed)
+                })
+            },
         };
         let router = Router::new(
             &self.topology,

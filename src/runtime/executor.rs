@@ -373,41 +373,46 @@ impl BoltExecutor {
         }
     }
 
+    /// A batch of tuples for one of this executor's tasks: executed in place, timed per batch.
+    #[inline]
+    fn handle_tuples(&mut self, task: u32, tuples: Vec<Tuple>) -> anyhow::Result<()> {
+        let fill = self.inbox.len() as u64;
+        if let Some(t) = self.tasks.first() {
+            let peak = &t.emitter.stats.queue_peak;
+            if fill > peak.load(Ordering::Relaxed) {
+                peak.store(fill, Ordering::Relaxed);
+            }
+        }
+        let i = task.wrapping_sub(self.first_task) as usize;
+        if i >= self.tasks.len() || self.control.abandon.load(Ordering::Relaxed) {
+            // Past a drain's deadline the trees these belong to are given up.
+            return Ok(());
+        }
+        let Some(tuples) = self.hold(i, tuples) else {
+            return Ok(());
+        };
+        prefetch_all(&tuples);
+        // Latency is timed per batch (a clock read per tuple costs more than a split).
+        let start = Instant::now();
+        // Tuples are executed where they lie in the batch: moving each out first costs
+        // a copy of a cache line that the CPU cannot forward from the copy before it.
+        let mut source = None;
+        for tuple in &tuples {
+            if source != Some(tuple.source_task) {
+                source = Some(tuple.source_task);
+                self.input_round(i, tuple.source_task)?;
+            }
+            self.execute(i, tuple)?;
+        }
+        drop(tuples);
+        let stats = &self.tasks[i].emitter.stats;
+        TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
+        Ok(())
+    }
+
     fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
         match msg {
-            Message::Tuples { task, tuples } => {
-                let fill = self.inbox.len() as u64;
-                if let Some(t) = self.tasks.first() {
-                    let peak = &t.emitter.stats.queue_peak;
-                    if fill > peak.load(Ordering::Relaxed) {
-                        peak.store(fill, Ordering::Relaxed);
-                    }
-                }
-                let i = task.wrapping_sub(self.first_task) as usize;
-                if i >= self.tasks.len() || self.control.abandon.load(Ordering::Relaxed) {
-                    // Past a drain's deadline the trees these belong to are given up.
-                    return Ok(());
-                }
-                let Some(tuples) = self.hold(i, tuples) else {
-                    return Ok(());
-                };
-                prefetch_all(&tuples);
-                // Latency is timed per batch (a clock read per tuple costs more than a split).
-                let start = Instant::now();
-                // Tuples are executed where they lie in the batch: moving each out first costs
-                // a copy of a cache line that the CPU cannot forward from the copy before it.
-                let mut source = None;
-                for tuple in &tuples {
-                    if source != Some(tuple.source_task) {
-                        source = Some(tuple.source_task);
-                        self.input_round(i, tuple.source_task)?;
-                    }
-                    self.execute(i, tuple)?;
-                }
-                drop(tuples);
-                let stats = &self.tasks[i].emitter.stats;
-                TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
-            }
+            Message::Tuples { task, tuples } => self.handle_tuples(task, tuples)?,
             Message::Acks(a) => {
                 let i = a.task.wrapping_sub(self.first_task) as usize;
                 let Some(slot) = self.tasks.get_mut(i) else {

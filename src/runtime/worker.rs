@@ -5,7 +5,9 @@
 
 use super::message::{Message, Transfer};
 use super::wire::{self, Frame};
+use crate::net::frame;
 use crate::net::link::Link;
+use crate::tuple::Tuple;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::collections::VecDeque;
 use std::thread::JoinHandle;
@@ -49,7 +51,11 @@ pub fn spawn_transfer(
                         buffers.get_mut(to)
                     };
                     if let Some(buf) = into {
-                        encode_message(message, buf);
+                        if let Err(e) = encode_message(message, buf) {
+                            // Sent, it would break the link and be replayed for ever.
+                            crate::stderr_println!("error: {e}");
+                            std::process::exit(1);
+                        }
                     }
                     // Check the size before taking the next message: one taken and then left
                     // behind by the `break` would be lost.
@@ -84,9 +90,13 @@ fn send_taken(
     }
 }
 
-fn encode_message(msg: Message, buf: &mut Vec<u8>) {
+/// The most bytes a frame between workers takes, header included.
+const FRAME_LIMIT: usize = frame::HEADER_LEN + frame::MAX_FRAME;
+
+/// Append `msg`'s frames to `buf`; an error when it holds a tuple too large for any frame.
+fn encode_message(msg: Message, buf: &mut Vec<u8>) -> Result<(), String> {
     match msg {
-        Message::Tuples { task, tuples } => wire::encode(&Frame::Tuples { task, tuples }, buf),
+        Message::Tuples { task, tuples } => encode_tuples(task, tuples, buf)?,
         Message::Acks(a) => wire::encode(&Frame::Acks(a), buf),
         Message::Eos { from, to } => wire::encode(&Frame::Eos { from, to }, buf),
         Message::Marker { from, to, marker } => {
@@ -94,6 +104,34 @@ fn encode_message(msg: Message, buf: &mut Vec<u8>) {
         }
         Message::Wake => {}
     }
+    Ok(())
+}
+
+/// Tuples for `task` as frames within [`FRAME_LIMIT`]: a batch too large for one frame is
+/// split in halves; a single tuple too large is an error naming its size and the limit.
+fn encode_tuples(task: u32, tuples: Vec<Tuple>, buf: &mut Vec<u8>) -> Result<(), String> {
+    let start = buf.len();
+    let frame = Frame::Tuples { task, tuples };
+    wire::encode(&frame, buf);
+    let size = buf.len() - start;
+    if size <= FRAME_LIMIT {
+        return Ok(());
+    }
+    buf.truncate(start);
+    let Frame::Tuples { mut tuples, .. } = frame else {
+        return Ok(());
+    };
+    if tuples.len() < 2 {
+        return Err(format!(
+            "a tuple for task {task} takes {size} bytes, over the limit of {} MiB for what one \
+             worker sends another; it cannot be delivered (send smaller tuples, or run its \
+             producer and consumer in one worker: topology.workers=1)",
+            frame::MAX_FRAME >> 20
+        ));
+    }
+    let second = tuples.split_off(tuples.len() / 2);
+    encode_tuples(task, tuples, buf)?;
+    encode_tuples(task, second, buf)
 }
 
 /// Batches a receive thread holds for one executor whose queue is full before it waits for it.

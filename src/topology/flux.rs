@@ -94,6 +94,35 @@ pub fn read_topology_of(
     raw.diagnostics.extend(r.diagnostics);
     raw
 }
+/// Storm's own no-op worker hook: naming it changes nothing, so it is only warned about.
+const NO_OP_WORKER_HOOK: &str = "org.apache.storm.hooks.BaseWorkerHook";
+
+/// `workerHooks`: JVM classes, refused, but for Storm's no-op base class, which is ignored
+/// with a warning.
+fn worker_hooks(r: &mut Reader, key: &Spanned<String>, value: &Spanned<RawValue>) {
+    let hooks = r.list(value, "`workerHooks`").to_vec();
+    let no_op = |h: &Spanned<RawValue>| {
+        h.value.get("className").and_then(|v| v.value.as_str()) == Some(NO_OP_WORKER_HOOK)
+    };
+    if !hooks.is_empty() && hooks.iter().all(no_op) {
+        r.diagnostics.push(
+            Diagnostic::warning(
+                format!("`workerHooks`: `{NO_OP_WORKER_HOOK}` does nothing; ignored"),
+                key.span,
+            )
+            .with_help("remove `workerHooks` to silence this"),
+        );
+        return;
+    }
+    r.diagnostics.push(
+        Diagnostic::error(
+            "`workerHooks` are JVM classes: worker hooks need a JVM",
+            key.span,
+        )
+        .with_help("remove `workerHooks`; storm runs no JVM code in its workers"),
+    );
+}
+
 pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
     let mut r = Reader::default();
     let mut raw = RawTopology::default();
@@ -118,13 +147,7 @@ pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
                     );
                 }
             }
-            "workerHooks" => r.diagnostics.push(
-                Diagnostic::error(
-                    "`workerHooks` are JVM classes: worker hooks need a JVM",
-                    key.span,
-                )
-                .with_help("remove `workerHooks`; storm runs no JVM code in its workers"),
-            ),
+            "workerHooks" => worker_hooks(&mut r, &key, &value),
             "topologySource" => {
                 let at = value.value.get("className").map_or(value.span, |v| v.span);
                 r.diagnostics.push(

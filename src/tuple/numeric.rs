@@ -231,4 +231,70 @@ mod tests {
             Some(4_503_599_627_370_496.5)
         );
     }
+
+    use crate::tuple::Value;
+    use proptest::prelude::*;
+    use std::hash::{Hash, Hasher};
+
+    fn hash_of(v: &Value) -> u64 {
+        // Fixed keys: the same value hashes alike on every call.
+        let mut h = std::hash::DefaultHasher::new();
+        v.hash(&mut h);
+        h.finish()
+    }
+
+    /// Integers near and far, floats with and without fractions, the two zeros and NaN.
+    fn number() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<i64>().prop_map(Value::Int),
+            (-3i64..3).prop_map(|i| Value::Int((1 << 53) + i)),
+            (-1000i64..1000).prop_map(Value::Int),
+            (-1000i64..1000).prop_map(|i| Value::Float(i as f64)),
+            (-3i64..3).prop_map(|i| Value::Float(((1i64 << 53) + i) as f64)),
+            any::<f64>().prop_map(Value::Float),
+            (-1000.0f64..1000.0).prop_map(Value::Float),
+            Just(Value::Float(-0.0)),
+            Just(Value::Float(f64::NAN)),
+            Just(Value::Float(TWO_POW_63)),
+        ]
+    }
+
+    /// The order of two numbers by a long way round: integers and the floor of a float in
+    /// i128 (exact for every float below 2^126), then the float's fraction.
+    fn reference(a: &Value, b: &Value) -> Ordering {
+        let key = |v: &Value| -> (u8, i128, f64) {
+            match v {
+                Value::Int(i) => (0, i128::from(*i), 0.0),
+                Value::Float(x) if x.is_nan() => (1, 0, 0.0),
+                Value::Float(x) if x.abs() >= 2f64.powi(126) => {
+                    (0, if *x > 0.0 { i128::MAX } else { i128::MIN }, 0.0)
+                }
+                Value::Float(x) => (0, x.floor() as i128, x - x.floor()),
+                _ => (2, 0, 0.0),
+            }
+        };
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0)
+            .then(ka.1.cmp(&kb.1))
+            .then(ka.2.partial_cmp(&kb.2).unwrap_or(Ordering::Equal))
+    }
+
+    proptest! {
+        /// Keys: `==` on values is the numbers' order saying equal, equal values hash alike,
+        /// and that order is the exact one.
+        #[test]
+        fn equality_hash_and_order_agree(a in number(), b in number()) {
+            let (x, y) = (a.as_num().unwrap_or(Num::Int(0)), b.as_num().unwrap_or(Num::Int(0)));
+            let order = x.order(y);
+            prop_assert_eq!(order, reference(&a, &b), "{:?} vs {:?}", a, b);
+            prop_assert_eq!(a == b, order.is_eq());
+            if a == b {
+                prop_assert_eq!(hash_of(&a), hash_of(&b));
+                prop_assert_eq!(
+                    crate::java_hash::key_hash(&a),
+                    crate::java_hash::key_hash(&b)
+                );
+            }
+        }
+    }
 }

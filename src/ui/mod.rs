@@ -335,7 +335,8 @@ pub fn shown_configuration(
         serde_json::Value::Object(m) => m
             .into_iter()
             .filter(|(k, _)| {
-                !crate::components::shell::context::is_secret_key(k, config) && !k.ends_with(".token")
+                !crate::components::shell::context::is_secret_key(k, config)
+                    && !k.ends_with(".token")
             })
             .collect(),
         _ => serde_json::Map::new(),

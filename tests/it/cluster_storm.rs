@@ -30,6 +30,7 @@ bolts:
     type: shell
     command: [python3, record.py, {}, {}]
     fields: [word]
+    tick: 7
 streams:
   - from: sentences
     to: split
@@ -146,6 +147,11 @@ fn storms_own_multilang_layout_runs_from_the_shipped_folder_without_secrets() {
         "{text}"
     );
     assert_eq!(dumped["db.name"], "words", "other keys reach it: {text}");
+    // Its `tick:` as Storm's component config has it; Storm's lists are lists.
+    assert_eq!(dumped["topology.tick.tuple.freq.secs"], 7, "{text}");
+    for list in ["storm.zookeeper.servers", "nimbus.seeds"] {
+        assert!(dumped[list].is_array(), "{list} in {text}");
+    }
 }
 
 /// `storm run --processes` lays the children out as a cluster does: they run from a copy of
@@ -227,7 +233,8 @@ fn listed(addr: &str, name: &str) -> Option<(String, String)> {
 
 /// Killed after its slots were reported failing, a crash-looping topology has nothing in
 /// flight: its slots go to the next topology at once (not after its 600 s message timeout),
-/// and the next one's status is its own, not an inherited `failing`.
+/// and the next one's status is its own, not an inherited `failing`. `storm get-errors` shows
+/// the crashing one's last errors first, and `storm remoteconfvalue` nimbus's own values.
 #[test]
 fn a_killed_crash_looping_topology_frees_its_slots_for_the_next_at_once() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -254,6 +261,18 @@ fn a_killed_crash_looping_topology_frees_its_slots_for_the_next_at_once() {
             (failing && slots.len() == 2).then_some(())
         },
     );
+    // Storm's `storm get-errors`: each component's last error, as Storm's JSON.
+    let errors = client(&["get-errors", "crashing", "--nimbus", &addr]).expect("get-errors");
+    let errors: serde_json::Value = serde_json::from_str(&errors).expect("JSON");
+    assert_eq!(errors["Topology Name"], "crashing", "{errors}");
+    let dies = errors["Comp-Errors"]["dies"].as_str().unwrap_or("");
+    assert!(!dies.is_empty(), "{errors}");
+    assert!(client(&["get-errors", "no-such", "--nimbus", &addr]).is_none());
+    // Storm's `storm remoteconfvalue`: nimbus's own value (started with `-c ...=3`).
+    let key = "nimbus.task.timeout.secs";
+    let value = client(&["remoteconfvalue", key, "--nimbus", &addr]);
+    assert_eq!(value.as_deref(), Some("nimbus.task.timeout.secs: 3\n"));
+    assert!(client(&["remoteconfvalue", "no.such.key", "--nimbus", &addr]).is_none());
     client(&["kill", "crashing", "--nimbus", &addr]).expect("kill");
     client(&["submit", &path(&two), "--nimbus", &addr]).expect("submit the next");
     let (status, workers) = eventually("the next topology on both slots", || {
@@ -421,4 +440,154 @@ fn a_first_interrupt_ends_an_endless_drain_and_a_second_exits_130() {
         || child.try_wait().ok().flatten(),
     );
     assert_eq!(status.code(), Some(130));
+}
+
+/// A Flux file naming Storm's no-op `BaseWorkerHook` validates, with a warning that says it
+/// is ignored; any other hook class stays an error.
+#[test]
+fn storms_no_op_worker_hook_is_a_warning() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = storm()
+        .current_dir(root)
+        .args(["validate", "tests/fixtures/warn/flux-base-worker-hook.yaml"])
+        .output()
+        .expect("storm validate");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "warning: `workerHooks`: `org.apache.storm.hooks.BaseWorkerHook` does nothing; ignored"
+        ),
+        "{err}"
+    );
+    let out = storm()
+        .current_dir(root)
+        .args(["validate", "tests/fixtures/invalid/flux-worker-hooks.yaml"])
+        .output()
+        .expect("storm validate");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// `storm config` with Apache Storm 2.x's own `conf/defaults.yaml` as `storm.yaml`.
+fn config_with_storms_defaults(args: &[&str]) -> (Option<i32>, String, String) {
+    let conf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/storm/conf");
+    let out = storm()
+        .env("STORM_CONF_DIR", &conf)
+        .args(args)
+        .output()
+        .expect("storm");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Storm's `conf/defaults.yaml` is accepted as `storm.yaml` (its transfer buffer of 1000
+/// batches included); each key is in its class: obeyed (unmarked), Storm's without effect
+/// here (`[no effect]`, listed by `--unused`), or unknown to both (`[unknown]`).
+#[test]
+fn storms_defaults_yaml_is_accepted_as_storm_yaml_with_key_classes() {
+    let (code, out, err) = config_with_storms_defaults(&["config", "-c", "topology.wrokers=3"]);
+    assert_eq!(code, Some(0), "{err}");
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in {out}"))
+            .to_string()
+    };
+    let transfer = line("topology.transfer.buffer.size");
+    assert!(
+        transfer.contains("= 1000") && !transfer.contains('['),
+        "{transfer}"
+    );
+    assert!(!line("topology.workers").contains('['));
+    assert!(line("drpc.port").ends_with("[no effect]"));
+    assert!(line("topology.worker.childopts").ends_with("[no effect]"));
+    assert!(line("topology.wrokers").ends_with("[unknown]"));
+
+    let (code, unused, err) = config_with_storms_defaults(&["config", "--unused"]);
+    assert_eq!(code, Some(0), "{err}");
+    let keys: Vec<&str> = unused
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        keys.contains(&"drpc.port") && keys.contains(&"nimbus.childopts"),
+        "{unused}"
+    );
+    assert!(!keys.contains(&"topology.workers"), "{unused}");
+    assert!(
+        unused.lines().all(|l| l.ends_with("[no effect]")),
+        "{unused}"
+    );
+
+    // One line at the start of a run says how many, and where to see them.
+    let (code, _, err) = config_with_storms_defaults(&["run", "-e", "generate(count=1) | stdout"]);
+    assert_eq!(code, Some(0), "{err}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains(&format!("{} Storm configuration key(s)", keys.len()))
+            && notes[0].contains("storm config --unused"),
+        "{err}"
+    );
+}
+
+/// The commands a Storm operator types: `storm local` runs as `storm run` does, `storm jar`
+/// explains in one line that there is no JVM (exit 2), `storm version`, and
+/// `storm localconfvalue KEY` (an unset key is an error; a secret is hidden).
+#[test]
+fn storms_own_command_names_answer() {
+    let out = storm()
+        .args(["local", "-e", "generate(count=3) | stdout"])
+        .output()
+        .expect("storm local");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+
+    let out = storm()
+        .args(["jar", "topology.jar", "org.example.Main", "-arg"])
+        .output()
+        .expect("storm jar");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("topology.jar") && err.contains("no JVM") && err.contains("storm submit"),
+        "{err}"
+    );
+
+    let out = storm().arg("version").output().expect("storm version");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(&format!("storm {} (", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+
+    let conf = tempfile::tempdir().expect("tempdir");
+    let value = |args: &[&str]| {
+        let out = storm()
+            .env("STORM_CONF_DIR", conf.path())
+            .arg("localconfvalue")
+            .args(args)
+            .output()
+            .expect("storm localconfvalue");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), stdout)
+    };
+    assert_eq!(
+        value(&["topology.workers", "-c", "topology.workers=3"]),
+        (Some(0), "topology.workers: 3\n".to_string())
+    );
+    assert_eq!(
+        value(&["storm.zookeeper.root"]),
+        (Some(0), "storm.zookeeper.root: \"/storm\"\n".to_string())
+    );
+    assert_eq!(
+        value(&["ui.token", "-c", "ui.token=abc"]),
+        (Some(0), "ui.token: \"<hidden>\"\n".to_string())
+    );
+    assert_eq!(value(&["no.such.key"]).0, Some(1));
 }

@@ -59,7 +59,7 @@ fn a_rule_broken_in_storm_yaml_names_file_and_line() {
     let path = conf.path().join("storm.yaml");
     std::fs::write(
         &path,
-        "topology.workers: 1\ntopology.transfer.buffer.size: 1000\n",
+        "topology.workers: 1\ntopology.receiver.buffer.size: 1000\n",
     )
     .expect("write");
     let out = storm(conf.path()).arg("config").output().expect("runs");
@@ -68,7 +68,7 @@ fn a_rule_broken_in_storm_yaml_names_file_and_line() {
     assert_eq!(
         stderr.trim(),
         format!(
-            "error: `topology.transfer.buffer.size` ({}:2): must be a power of two: 512 or 1024",
+            "error: `topology.receiver.buffer.size` ({}:2): must be a power of two: 512 or 1024",
             path.display()
         )
     );

@@ -168,6 +168,7 @@ fn context(topology: Topology, id: &str) -> TaskContext {
         task_id,
         task_index: 0,
         waker: Waker::noop(),
+        stopping: storm::components::Stopping::never(),
     }
 }
 

@@ -138,7 +138,7 @@ fn the_dsl_pipeline_counts_like_the_yaml_at_other_parallelism() {
 fn invalid_utf8_is_replaced_and_counted_in_a_warning() {
     let conf = tempfile::tempdir().expect("tempdir");
     let out = storm(conf.path())
-        .args(["run", "topologies/wordcount.yaml", "--quiet"])
+        .args(["run", "topologies/wordcount.yaml"])
         .write_stdin(&b"ok \xff\n ok\r\n"[..])
         .output()
         .expect("runs");

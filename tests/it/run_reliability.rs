@@ -185,7 +185,7 @@ impl Run {
     }
 
     /// Write to its stdin (kept open).
-    fn write(&mut self, bytes: &[u8]) {
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         let stdin = self.child().stdin.as_mut().expect("stdin is piped");
         stdin.write_all(bytes).expect("write stdin");
         stdin.flush().expect("flush stdin");
@@ -206,13 +206,13 @@ impl Run {
         }
     }
 
-    fn wait_status(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait_status(&mut self) -> std::process::ExitStatus {
         let child = self.child();
         eventually("storm run to end", || child.try_wait().ok().flatten())
     }
 
     /// Wait for it to end without closing its pipes; the exit code.
-    fn wait(&mut self) -> Option<i32> {
+    pub(crate) fn wait(&mut self) -> Option<i32> {
         self.wait_status().code()
     }
 }
@@ -420,7 +420,6 @@ fn a_stopped_worker_process_is_killed_for_its_missing_heartbeats_and_replaced() 
             "--processes",
             "--workers",
             "3",
-            "--quiet",
             "-c",
             "nimbus.task.timeout.secs=2",
         ],
@@ -519,7 +518,6 @@ fn a_first_interrupt_ends_a_run_with_a_stopped_worker() {
             "--processes",
             "--workers",
             "2",
-            "--quiet",
             "-c",
             "nimbus.task.timeout.secs=2",
             "-c",

@@ -116,6 +116,23 @@ fn one_and_one_point_zero_are_one_key_in_top() {
 }
 
 #[test]
+fn one_and_one_point_zero_are_one_key_in_join() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (left, right) = (dir.path().join("l.jsonl"), dir.path().join("r.jsonl"));
+    std::fs::write(&left, "{\"k\":1,\"a\":\"x\"}\n{\"k\":-0.0,\"a\":\"z\"}\n").expect("write");
+    std::fs::write(&right, "{\"k\":1.0,\"b\":\"y\"}\n{\"k\":0,\"b\":\"w\"}\n").expect("write");
+    let dsl = format!(
+        "l = file(path={}, format=json, fields=[k, a])\n\
+         r = file(path={}, format=json, fields=[k, b])\n\
+         l | j = join(inputs=[{{from: l, key: k}}, {{from: r, key: k}}], select=[l.a, r.b]) | stdout\n\
+         r | j",
+        left.display(),
+        right.display()
+    );
+    assert_eq!(sorted(&run(&dsl, "")), ["x\ty", "z\tw"]);
+}
+
+#[test]
 fn negative_zero_matches_zero_in_lookup() {
     let dir = tempfile::tempdir().expect("tempdir");
     let table = dir.path().join("t.csv");

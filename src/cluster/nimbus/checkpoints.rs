@@ -175,7 +175,10 @@ impl Nimbus {
                 nimbus.roll_back(id, k, slot)?;
             }
             k.joined.insert(slot.clone(), incarnation);
-            if !k.sealed && !slots.is_empty() && slots.iter().all(|s| k.joined.contains_key(s)) {
+            // A killed topology starts no generation: its workers that joined meanwhile have
+            // stopped, and the others would wait for their tasks for ever.
+            let all = !slots.is_empty() && slots.iter().all(|s| k.joined.contains_key(s));
+            if !k.sealed && !killed && all {
                 k.sealed = true;
                 tracing::info!(
                     "nimbus: {id}: generation {} starts from checkpoint {}",

@@ -136,11 +136,13 @@ fn deactivate(
         wait_secs: Some(topology.config.message_timeout().as_secs()),
     };
     let nimbus = nimbus.clone();
+    // Killed first, then stopped here: a worker that sees the stop while it joins its
+    // generation finds the kill recorded, so no generation starts without it.
     move || {
-        stop.store(true, Ordering::Relaxed);
         if let Err(e) = nimbus.call::<String>(&kill) {
             tracing::warn!("deactivating the topology: {e:#}");
         }
+        stop.store(true, Ordering::Relaxed);
     }
 }
 

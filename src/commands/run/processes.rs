@@ -242,9 +242,13 @@ fn await_supervisor(nimbus: &Nimbus, config: &Config) -> anyhow::Result<()> {
 fn deactivate(nimbus: &Arc<Nimbus>, name: &str, stop: Arc<AtomicBool>) -> impl FnOnce() + Send {
     let nimbus = nimbus.clone();
     let name = name.to_string();
+    // Killed first, then stopped here: a worker that sees the stop while it joins its
+    // generation finds the kill recorded, so no generation starts without it.
     move || {
+        if let Err(e) = nimbus.kill(&name, Some(3600)) {
+            tracing::warn!("stopping the topology: {e:#}");
+        }
         stop.store(true, Ordering::Relaxed);
-        let _ = nimbus.kill(&name, Some(3600));
     }
 }
 

@@ -268,9 +268,9 @@ pub struct Aggregate {
     /// `emit: update`: the row last sent per key, so a tuple that leaves a row as it was
     /// sends nothing.
     sent: window::KeyMap<Values>,
-    /// The component's first task: the one a global grouping feeds, which answers for an
-    /// empty input (see `finish`).
-    first_task: bool,
+    /// The task that answers for an empty input (see `answer_empty_input`): the only one, or
+    /// the first, which a global grouping feeds.
+    answers_empty: bool,
 }
 
 impl Aggregate {
@@ -299,7 +299,7 @@ impl Aggregate {
             top: None,
             partial: None,
             sent: window::KeyMap::default(),
-            first_task: true,
+            answers_empty: true,
         })
     }
 
@@ -359,10 +359,11 @@ impl Aggregate {
 
     /// A global aggregate (no `by`, not windowed, not a `top`) over an empty input still has
     /// its one row, as in SQL: `count` 0 (and `count_distinct` 0), every other op null. Sent
-    /// by the first task only (a global grouping's), so it is one row.
+    /// by one task: the only one, or the first when a global grouping feeds it (the DSL's
+    /// default without `by`); tasks sharing a shuffled input each answer for a part only.
     fn answer_empty_input(&self, out: &mut dyn BoltCollector) {
         let global = self.spec.by.is_empty() && self.windows.is_none() && self.top.is_none();
-        if global && self.first_task && self.groups.is_empty() {
+        if global && self.answers_empty && self.groups.is_empty() {
             let states: Vec<State> = self.spec.ops.iter().map(|o| State::new(o.kind)).collect();
             out.send(streams::DEFAULT, &[], self.row(&Values::new(), &states));
         }
@@ -546,12 +547,11 @@ impl Aggregate {
 pub(crate) fn rank<'a>(scores: impl Iterator<Item = (&'a Values, Value)>, n: usize) -> Vec<Values> {
     let mut all: Vec<(&Values, Value)> = scores.collect();
     // A stable sort keeps the key order of equal scores.
-    all.sort_by(|a, b| {
-        let (x, y) = (
-            a.1.as_f64().unwrap_or(f64::MIN),
-            b.1.as_f64().unwrap_or(f64::MIN),
-        );
-        y.total_cmp(&x)
+    // Scores compare exactly (a sum of integers past 2^53 is not rounded); a score that is not
+    // a number (a sum of nothing) ranks last.
+    all.sort_by(|a, b| match (a.1.as_num(), b.1.as_num()) {
+        (Some(x), Some(y)) => y.order(x),
+        (x, y) => y.is_some().cmp(&x.is_some()),
     });
     all.into_iter()
         .take(n)
@@ -628,7 +628,15 @@ impl Bolt for Aggregate {
         self.inputs = inputs;
         self.plan = Some(ctx.plan.clone());
         self.watermark_moved = std::time::Instant::now();
-        self.first_task = ctx.task_index == 0;
+        let one_task = ctx
+            .plan
+            .component(&ctx.component)
+            .is_none_or(|c| c.tasks.start() == c.tasks.end());
+        let all_global = ctx
+            .topology
+            .inputs_of(&ctx.component)
+            .all(|s| s.grouping == crate::topology::model::Grouping::Global);
+        self.answers_empty = ctx.task_index == 0 && (one_task || all_global);
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 
 mod combined;
 mod delimited;
+mod drops;
 mod header;
 pub mod infer;
 mod json;
@@ -21,8 +22,9 @@ use super::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::topology::plan::{streams, StreamId};
 use crate::tuple::{Tuple, Value, Values};
 use spec::{Format, Spec};
-use std::time::Duration;
 use types::FieldType;
+
+pub use drops::DropWarnings;
 
 /// The stream unreadable lines go to, and its fields.
 pub const ERRORS_STREAM: &str = "errors";
@@ -104,7 +106,7 @@ impl Parser {
         })
     }
 
-    /// Set the longest record read (csv/tsv), in bytes.
+    /// Set the longest record read (a csv/tsv record, a JSON value of a stream), in bytes.
     pub fn set_max_record(&mut self, bytes: usize) {
         self.max_record = bytes;
         if let Reader::Delimited(d) = &mut self.reader {
@@ -338,95 +340,6 @@ fn several_values(line: &str, max: usize) -> bool {
     pieces.len() > 1
 }
 
-/// Warnings about dropped lines: the first few, then one line per period with how many more;
-/// with `topology.strict`, the first dropped line is an error that ends the run. Also the
-/// tally of what was read, for a run of which nothing could be.
-pub struct DropWarnings {
-    component: String,
-    shown: u32,
-    later: crate::logging::Throttle,
-    strict: bool,
-    /// Records read, lines dropped, and the first reasons (with line numbers).
-    read: u64,
-    dropped: u64,
-    first: Vec<String>,
-    /// Whether lines dropped with none read is an error at the end of input.
-    pub judge_input: bool,
-}
-
-impl DropWarnings {
-    const FIRST: u32 = 3;
-    const PERIOD: Duration = Duration::from_secs(10);
-
-    pub fn new(component: &str) -> DropWarnings {
-        DropWarnings {
-            component: component.to_string(),
-            shown: 0,
-            later: crate::logging::Throttle::new(Self::PERIOD),
-            strict: false,
-            read: 0,
-            dropped: 0,
-            first: Vec::new(),
-            judge_input: true,
-        }
-    }
-
-    /// For a task: strict when `topology.strict` is on.
-    pub fn for_task(ctx: &TaskContext) -> DropWarnings {
-        let mut w = DropWarnings::new(&ctx.component);
-        w.strict = ctx.config.get_bool(STRICT_KEY).unwrap_or(false);
-        w
-    }
-
-    /// A record was read.
-    #[inline]
-    pub fn read(&mut self) {
-        self.read += 1;
-    }
-
-    /// Line `at` was dropped for `reason`: warned about (bounded), or with `strict` the error
-    /// that ends the run.
-    pub fn dropped(&mut self, at: u64, line: &str, reason: &str) -> Result<(), FatalError> {
-        let preview: String = line.chars().take(120).collect();
-        self.dropped += 1;
-        if self.first.len() < Self::FIRST as usize {
-            self.first.push(format!("line {at}: {reason}"));
-        }
-        if self.strict {
-            return Err(FatalError(format!(
-                "line {at}: {reason}: {preview:?} (topology.strict: a line that cannot be read ends the run)"
-            )));
-        }
-        let held = if self.shown < Self::FIRST {
-            self.shown += 1;
-            0
-        } else {
-            match self.later.allow() {
-                Some(held) => held,
-                None => return Ok(()),
-            }
-        };
-        tracing::warn!(
-            "{}: dropped line {at}, which it cannot read: {reason}: {preview:?}{}; wire its `errors` stream to keep such lines",
-            self.component,
-            crate::logging::held_back(held)
-        );
-        Ok(())
-    }
-
-    /// At the end of input: the error when lines came but none could be read.
-    pub fn nothing_read(&self) -> Result<(), FatalError> {
-        if self.read > 0 || self.dropped == 0 || !self.judge_input {
-            return Ok(());
-        }
-        Err(FatalError(format!(
-            "none of the input could be read ({} unreadable record(s)); first reasons: {}",
-            self.dropped,
-            self.first.join("; ")
-        )))
-    }
-}
-
 /// The config key that makes a dropped line an error (`storm run --strict`).
 pub const STRICT_KEY: &str = "topology.strict";
 
@@ -551,5 +464,72 @@ impl Bolt for Parse {
         }
         self.warnings.nothing_read()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn csv_parser(columns: usize) -> Parser {
+        let fields: Vec<String> = (0..columns).map(|i| format!("c{i}")).collect();
+        let args = serde_json::json!({"format": "csv", "header": true, "fields": fields});
+        let spec = Spec::from_args(args.as_object().unwrap_or(&serde_json::Map::new()))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        Parser::new(&spec).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A cell as a CSV writer writes it.
+    fn quoted(cell: &str) -> String {
+        if cell.contains([',', '"']) {
+            format!("\"{}\"", cell.replace('"', "\"\""))
+        } else {
+            cell.to_string()
+        }
+    }
+
+    proptest! {
+        /// Every cell of a random table reads back as written: numbers are numbers and
+        /// print as written (a decimal without its trailing zeros), ids with leading zeros and
+        /// other text stay text, an empty cell is null.
+        #[test]
+        fn csv_cells_read_back_as_written(
+            rows in proptest::collection::vec(proptest::collection::vec(
+                prop_oneof![
+                    any::<i32>().prop_map(|i| i.to_string()),
+                    (0u32..100_000, 0u32..1000).prop_map(|(a, b)| format!("{a}.{b:03}")),
+                    (0u32..1000).prop_map(|i| format!("0{i}")),
+                    Just(String::new()),
+                    "[a-z ,\"]{1,6}",
+                    Just("+1".to_string()),
+                    Just("1e5".to_string()),
+                ], 3), 1..10),
+        ) {
+            let mut p = csv_parser(3);
+            prop_assert_eq!(p.parse("c0,c1,c2"), Ok(None));
+            for row in &rows {
+                let line: Vec<String> = row.iter().map(|c| quoted(c)).collect();
+                let values = p.parse(&line.join(",")).map_err(TestCaseError::fail)?;
+                let values = values.ok_or_else(|| TestCaseError::fail("a record"))?;
+                for (cell, v) in row.iter().zip(values.iter()) {
+                    let mut shown = String::new();
+                    v.write_plain(&mut shown);
+                    match v {
+                        Value::Float(_) => {
+                            let trimmed = cell.trim_end_matches('0').trim_end_matches('.');
+                            prop_assert_eq!(&shown, trimmed);
+                        }
+                        Value::Null => prop_assert_eq!(cell.as_str(), ""),
+                        Value::Int(_) => prop_assert_eq!(&shown, cell),
+                        Value::Str(_) => {
+                            prop_assert_eq!(&shown, cell);
+                            prop_assert!(infer::number(cell).is_none());
+                        }
+                        other => prop_assert!(false, "{other:?}"),
+                    }
+                }
+            }
+        }
     }
 }

@@ -34,7 +34,9 @@ pub(crate) fn is_secret_key(key: &str, config: &Config) -> bool {
 }
 
 /// The handshake's `conf`: every configuration key but the secrets, plus what Storm's worker
-/// adds to the topology configuration: `topology.name` and `storm.id`.
+/// adds to the topology configuration: `topology.name` and `storm.id`, and the component's
+/// `tick:` as `topology.tick.tuple.freq.secs`; `storm.zookeeper.servers` and `nimbus.seeds`
+/// are lists (empty when unset), as Storm's are.
 pub(crate) fn handshake_conf(ctx: &TaskContext) -> Value {
     let mut conf: Map<String, Value> = ctx
         .config
@@ -48,6 +50,22 @@ pub(crate) fn handshake_conf(ctx: &TaskContext) -> Value {
         Value::from(ctx.topology.name.as_str()),
     );
     conf.insert("storm.id".into(), Value::from(storm_id(ctx)));
+    // Lists in Storm's conf: an unset one is an empty list to a child, never null.
+    for key in ["storm.zookeeper.servers", "nimbus.seeds"] {
+        if conf.get(key).is_none_or(Value::is_null) {
+            conf.insert(key.into(), Value::Array(Vec::new()));
+        }
+    }
+    // A component's own `tick:` is its Storm component config's tick frequency.
+    if let Some(tick) = ctx.spec().and_then(|c| c.tick) {
+        let secs = tick.as_secs_f64();
+        let value = if secs.fract() == 0.0 {
+            Value::from(tick.as_secs())
+        } else {
+            Value::from(secs)
+        };
+        conf.insert("topology.tick.tuple.freq.secs".into(), value);
+    }
     Value::Object(conf)
 }
 

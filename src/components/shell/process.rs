@@ -358,6 +358,7 @@ impl Drop for SpawnGuard {
             return;
         }
         if let Some(child) = &mut self.child {
+            kill_group(child);
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -421,6 +422,18 @@ fn start_child(
                 launch.cwd.display()
             )
         })
+}
+
+/// SIGKILL the process group the child leads (it was started as its leader), so what it
+/// started in its group (a pipeline, a `cmd &`) ends with it. Called before the child is
+/// reaped: until then its pid, the group's id, cannot be reused.
+fn kill_group(child: &Child) {
+    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
 }
 
 /// A started child's pipes, non-blocking and watched, with the wakers of their threads.
@@ -846,6 +859,7 @@ impl ShellProcess {
         self.stdout.released.notify_all();
         let _ = self.wake_reader.wake();
         if self.exit.is_none() {
+            kill_group(&self.child);
             let _ = self.child.kill();
             self.exit = self.child.wait().ok();
         }

@@ -53,8 +53,16 @@ enum TurnEnd {
     },
     /// The child exited with status 0.
     Exited,
+    /// The run is stopping and the child kept the turn past [`STOP_GRACE`].
+    Abandoned,
     Fault(String),
 }
+
+/// How long a child may keep a turn going once the run is stopping; then it is killed, so a
+/// child hanging in `next` cannot hold the first Ctrl-C up for the subprocess timeout.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often a turn waiting for the child looks whether the run is stopping.
+const STOP_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl ShellSpout {
     /// A shell spout for `component`; the child starts in `open`. A relative `cwd` is taken
@@ -194,7 +202,7 @@ impl ShellSpout {
         wait: std::time::Duration,
         in_grace: bool,
     ) -> Result<Command, TurnEnd> {
-        let event = self.child.as_mut().and_then(|c| c.recv_timeout(wait));
+        let event = self.receive(wait)?;
         match event {
             None if in_grace => {
                 tracing::info!(
@@ -218,6 +226,31 @@ impl ShellSpout {
                 Err(TurnEnd::Fault(format!("protocol error: {e}")))
             }
             Some(ChildEvent::Eof) => Err(self.ended()),
+        }
+    }
+
+    /// The child's next event within `wait`, looking every [`STOP_CHECK`] whether the run is
+    /// stopping: then the child has [`STOP_GRACE`] more, and the turn is abandoned after it.
+    fn receive(&mut self, wait: std::time::Duration) -> Result<Option<ChildEvent>, TurnEnd> {
+        let deadline = Instant::now() + wait;
+        let mut stop_deadline = None;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            if self.task.as_ref().is_some_and(|p| p.ctx.stopping.now()) {
+                let until = *stop_deadline.get_or_insert(now + STOP_GRACE);
+                if now >= until {
+                    return Err(TurnEnd::Abandoned);
+                }
+            }
+            let Some(child) = self.child.as_mut() else {
+                return Ok(None);
+            };
+            if let Some(event) = child.recv_timeout((deadline - now).min(STOP_CHECK)) {
+                return Ok(Some(event));
+            }
         }
     }
 
@@ -355,6 +388,18 @@ impl ShellSpout {
             }
             TurnEnd::Exited => {
                 tracing::info!("{}: the child exited cleanly: no more input", self.label());
+                self.exhausted = true;
+                if let Some(mut child) = self.child.take() {
+                    child.shutdown();
+                }
+                Ok(SpoutStatus::Exhausted)
+            }
+            TurnEnd::Abandoned => {
+                tracing::warn!(
+                    "{}: the run is stopping and the child gave no answer within {}; killing it",
+                    self.label(),
+                    humantime::format_duration(STOP_GRACE)
+                );
                 self.exhausted = true;
                 if let Some(mut child) = self.child.take() {
                     child.shutdown();

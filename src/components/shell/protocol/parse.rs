@@ -121,6 +121,8 @@ fn parse_emit(obj: &serde_json::Map<String, Value>, text: &str) -> Result<Emit, 
             .iter()
             .map(|a| id_of(Some(a), "emit", text))
             .collect::<Result<SmallVec<_>, _>>()?,
+        // One id alone, as Storm's JsonSerializer accepts it (a string taken as a list of one).
+        Some(Value::String(id)) => SmallVec::from_elem(CompactString::new(id), 1),
         Some(_) => return Err(ProtocolError::new("`anchors` must be a list of ids", text)),
         None => SmallVec::new(),
     };

@@ -26,6 +26,22 @@ fn frame_appends_end_line() {
     assert_eq!(frame(&task_ids(&[3, 4])), "[3,4]\nend\n");
 }
 
+/// Storm's JsonSerializer takes `"anchors": "ID"` as a list of one id.
+#[test]
+fn a_bare_string_anchor_is_one_anchor() {
+    for text in [
+        r#"{"command":"emit","tuple":["a"],"anchors":"17"}"#,
+        r#"{"command": "emit", "tuple": ["a"], "anchors": "17"}"#,
+    ] {
+        let m = parse(text);
+        let Ok(ChildMessage::Command(Command::Emit(e))) = m else {
+            panic!("not an emit: {m:?}");
+        };
+        assert_eq!(e.anchors.as_slice(), ["17"]);
+    }
+    assert!(parse(r#"{"command":"emit","tuple":["a"],"anchors":{"id":1}}"#).is_err());
+}
+
 #[test]
 fn emit_defaults_and_fields() {
     let m = parse(r#"{"command":"emit","tuple":["a",1],"anchors":["5",6]}"#);

@@ -1,0 +1,147 @@
+//! Runs end when asked: SIGINT in the first moments of a stateful `--processes` run (while
+//! its workers start, join their first generation and restore) ends it, its input still open.
+
+use crate::run_reliability::{signal, Run};
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+/// 20 trials, the signal 0 to 380 ms after the start (so in every phase of the start: before
+/// the handlers, while the workers launch, while they join, while they run): each run ends by
+/// itself, with exit 0 (drained), or 130 or the signal itself (it came before storm could catch it), though
+/// its standard input stays open.
+#[test]
+fn an_early_interrupt_ends_a_stateful_run_over_processes() {
+    for trial in 0..20u64 {
+        let mut run = Run::start(
+            &[
+                "run",
+                "topologies/wordcount.yaml",
+                "--processes",
+                "--workers",
+                "2",
+                "-c",
+                "topology.stateful=true",
+            ],
+            true,
+        );
+        // The signal's moment is what this test varies.
+        std::thread::sleep(Duration::from_millis(20 * trial));
+        signal(run.pid(), "-INT");
+        let status = run.wait_status();
+        let ended = matches!(status.code(), Some(0) | Some(130)) || status.signal() == Some(2);
+        assert!(ended, "trial {trial}: {status:?}");
+    }
+}
+
+/// A tuple over the 64 MiB frame limit between workers (a 70 MB line) fails the run at once
+/// with an error that gives its size and the limit, instead of breaking the link and being
+/// replayed for ever.
+#[test]
+fn a_tuple_over_the_frame_limit_fails_the_run_with_a_clear_error() {
+    let mut run = Run::start(
+        &[
+            "run",
+            "-e",
+            "stdin | split | count(word) | stdout",
+            "--processes",
+            "--workers",
+            "2",
+        ],
+        true,
+    );
+    let mut line = vec![b'x'; 70_000_000];
+    line.push(b'\n');
+    run.write(&line);
+    let out = run.finish();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("takes 70000048 bytes, over the limit of 64 MiB"),
+        "{stderr}"
+    );
+}
+
+/// A shell spout whose child emits three tuples, starts a grandchild in its process group
+/// (its pid written to `grandchild.pid`), then hangs in `next`.
+const HANGING_SPOUT: &str = r#"
+import os, subprocess, sys, time
+sys.path.insert(0, os.environ["STORM_TEST_MULTILANG"])
+import storm
+class Hang(storm.Spout):
+    def initialize(self, conf, context):
+        self.n = 0
+        child = subprocess.Popen(["sleep", "300"])
+        with open("grandchild.pid", "w") as f:
+            f.write(str(child.pid))
+    def nextTuple(self):
+        self.n += 1
+        if self.n > 3:
+            time.sleep(100000)
+        storm.emit(["w%d" % self.n], id=self.n)
+Hang().run()
+"#;
+
+/// The first Ctrl-C ends a run whose shell spout child hangs in `next` (it is killed after a
+/// grace of 2 s, not at the subprocess timeout, here 600 s), and what the child started in
+/// its process group ends with it.
+#[test]
+fn the_first_interrupt_ends_a_run_whose_spout_child_hangs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("spout.py"), HANGING_SPOUT).expect("write spout");
+    let topology = format!(
+        "shell(python3, {}) fields=[word] | stdout",
+        dir.path().join("spout.py").display()
+    );
+    let multilang = concat!(env!("CARGO_MANIFEST_DIR"), "/multilang/python");
+    let conf = tempfile::tempdir().expect("tempdir");
+    let mut child = assert_cmd::cargo::CommandCargoExt::cargo_bin("storm")
+        .map(|mut c: std::process::Command| {
+            c.env("STORM_CONF_DIR", conf.path())
+                .env("STORM_TEST_MULTILANG", multilang)
+                .current_dir(dir.path())
+                .args(["run", "-e", &topology])
+                // Without the stop's grace, only this timeout would end the turn.
+                .args(["-c", "topology.subprocess.timeout.secs=600"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c
+        })
+        .expect("the storm binary")
+        .spawn()
+        .expect("start storm run");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).expect("a first tuple");
+    assert_eq!(first, "w1\n");
+    signal(child.id(), "-INT");
+    let status = crate::support::poll_until(
+        "storm run to end",
+        Duration::from_secs(90),
+        Duration::from_millis(50),
+        || child.try_wait().ok().flatten(),
+    );
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert!(
+        stderr.contains("the child gave no answer within 2s; killing it"),
+        "{stderr}"
+    );
+    let pid: u32 = std::fs::read_to_string(dir.path().join("grandchild.pid"))
+        .expect("the grandchild's pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    crate::support::poll_until(
+        "the grandchild to end",
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || {
+            crate::run_reliability::stat_of(pid)
+                .is_none_or(|(_, state)| state == 'Z')
+                .then_some(())
+        },
+    );
+}
