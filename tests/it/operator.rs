@@ -285,3 +285,108 @@ fn prometheus_scrapes_the_metrics_of_a_local_run() {
     let body = get(&addr, "/api/v1/query?query=up%7Bjob%3D%22storm%22%7D").expect("query up");
     assert!(body.contains("\"1\""), "the UI's target is up: {body}");
 }
+
+/// One HTTP/1.0 POST of a JSON body: the status and the body.
+fn post_json(addr: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect to the UI");
+    let req = format!(
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("send the request");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
+    (status, body.to_string())
+}
+
+#[test]
+fn logconfig_changes_what_a_local_run_logs() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("logged.yaml");
+    std::fs::write(
+        &file,
+        "name: logged\n\
+         spouts:\n  - id: words\n    type: generate\n    args: { rate: 50, values: [[a]] }\n\
+         bolts:\n  - id: sink\n    type: discard\n\
+         streams:\n  - from: words\n    to: sink\n    grouping: shuffle\n",
+    )
+    .expect("write the topology");
+    let mut child = storm()
+        .arg("run")
+        .arg(&file)
+        .args(["--ui", "127.0.0.1:0", "--progress", "never"])
+        .env_remove("STORM_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start storm run --ui");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let _run = Daemon(child);
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let next_line = |what: &str| {
+        lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("stderr ended or stalled waiting for {what}"))
+    };
+    let ui = loop {
+        let line = next_line("the UI address");
+        if let Some(rest) = line.strip_prefix("ui: http://") {
+            break rest.trim_end_matches('/').to_string();
+        }
+    };
+    let topologies = get(&ui, "/api/v1/topology/summary").expect("the topology summary");
+    let summary: serde_json::Value = serde_json::from_str(&topologies).expect("JSON");
+    let id = summary["topologies"][0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_string();
+    let path = format!("/api/v1/topology/{id}/logconfig");
+
+    // At ERROR the run's own info line about the change is not written; at INFO it is, and it
+    // is the first such line (so the ERROR one was held back).
+    let (status, body) = post_json(
+        &ui,
+        &path,
+        r#"{"namedLoggerLevels": {"storm": {"target_level": "ERROR"}}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post_json(
+        &ui,
+        &path,
+        r#"{"namedLoggerLevels": {"storm": {"target_level": "INFO"}}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let line = loop {
+        let line = next_line("the info line of the change");
+        if line.contains("log levels set") {
+            break line;
+        }
+    };
+    assert!(line.contains("INFO") && !line.contains("ERROR"), "{line}");
+
+    // A logger that cannot be a module path is refused, and nothing changes.
+    let (status, body) = post_json(
+        &ui,
+        &path,
+        r#"{"namedLoggerLevels": {"org.apache.storm": {"target_level": "DEBUG"}}}"#,
+    );
+    assert_ne!(status, 200, "{body}");
+    assert!(body.contains("module path"), "{body}");
+}
