@@ -893,7 +893,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__local)
-            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --state-dir --progress --quiet --summary --system --stats --ui --help --version"
+            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --state-dir --fresh --progress --quiet --strict --summary --system --stats --ui --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

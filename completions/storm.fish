@@ -199,7 +199,9 @@ always\t''"
 complete -c storm -n "__fish_storm_using_subcommand local" -l stats -d 'Write the full run figures as JSON to FILE' -r -F
 complete -c storm -n "__fish_storm_using_subcommand local" -l ui -d 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]' -r
 complete -c storm -n "__fish_storm_using_subcommand local" -l processes -d 'Run each worker as its own process, talking over loopback TCP'
+complete -c storm -n "__fish_storm_using_subcommand local" -l fresh -d 'Start over: remove what the state dir holds first, even a damaged one (refused while a run holds it)'
 complete -c storm -n "__fish_storm_using_subcommand local" -s q -l quiet -d 'Print nothing on stderr but errors (no summary)'
+complete -c storm -n "__fish_storm_using_subcommand local" -l strict -d 'End the run with an error at the first input line that cannot be read, value that cannot be converted or late tuple (sets topology.strict=true)'
 complete -c storm -n "__fish_storm_using_subcommand local" -l summary -d 'Print the per-component summary at the end even when stderr is not a terminal'
 complete -c storm -n "__fish_storm_using_subcommand local" -l system -d 'Include system components (the acker, `__acker`) in the summary'
 complete -c storm -n "__fish_storm_using_subcommand local" -s h -l help -d 'Print help'
