@@ -390,3 +390,53 @@ fn logconfig_changes_what_a_local_run_logs() {
     assert_ne!(status, 200, "{body}");
     assert!(body.contains("module path"), "{body}");
 }
+
+#[test]
+fn each_worker_process_reports_its_own_tasks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv_dir = dir.path().join("csv");
+    let file = dir.path().join("workers.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: workers\nconfig:\n  topology.workers: 2\n  topology.metrics.reporters:\n\
+             \x20   - class: org.apache.storm.metrics2.reporters.CsvStormReporter\n\
+             \x20     csv.log.dir: {}\n\
+             spouts:\n  - id: gen\n    type: generate\n    args: {{ count: 3000, values: [[a], [b]] }}\n\
+             bolts:\n  - id: sink\n    type: discard\n    parallelism: 2\n\
+             streams:\n  - from: gen\n    to: sink\n    grouping: shuffle\n",
+            csv_dir.display()
+        ),
+    )
+    .expect("write the topology");
+    let out = storm()
+        .arg("run")
+        .arg(&file)
+        .args(["--processes", "--progress", "never"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run storm --processes");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = std::fs::read_dir(&csv_dir)
+        .expect("the csv reporter's folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    // The worker port is the part before `-METRIC`: two workers, two ports, none of them 0.
+    let ports: std::collections::BTreeSet<&str> = names
+        .iter()
+        .filter_map(|n| n.rsplit_once("-__")?.0.rsplit('.').next())
+        .collect();
+    assert_eq!(ports.len(), 2, "{ports:?}");
+    assert!(!ports.contains("0"), "{ports:?}");
+    let emits = names
+        .iter()
+        .find(|n| n.contains(".gen.") && n.ends_with("-__emit-count.csv"))
+        .unwrap_or_else(|| panic!("no emit-count file for gen in {names:?}"));
+    let text = std::fs::read_to_string(csv_dir.join(emits)).expect("read the csv file");
+    assert!(text.trim_end().ends_with(",3000"), "{text}");
+}
