@@ -604,7 +604,11 @@ mod tests {
         assert_eq!(class_of("ui.token"), KeyClass::Obeyed);
         assert_eq!(class_of("topology.worker.childopts"), KeyClass::NoEffect);
         assert_eq!(class_of("drpc.port"), KeyClass::NoEffect);
-        assert_eq!(class_of("topology.metrics.reporters"), KeyClass::NoEffect);
+        assert_eq!(class_of("topology.metrics.reporters"), KeyClass::Obeyed);
+        assert_eq!(
+            class_of("topology.metrics.consumer.register"),
+            KeyClass::NoEffect
+        );
         assert_eq!(class_of("topology.wrokers"), KeyClass::Unknown);
         assert_eq!(class_of("my.own.key"), KeyClass::Unknown);
     }
