@@ -16,11 +16,12 @@ pub struct Retry {
     pub ceiling: Duration,
 }
 
-/// Defaults that bound a command's retries to about 15 seconds (Storm's own defaults, 5
-/// rounds from 2 s up to 60 s, would hold a command for a minute).
+/// Defaults that bound a command's retries to about 25 seconds, past a fail-over with the
+/// default 20 s ZooKeeper session timeout (Storm's own defaults, 5 rounds from 2 s up to 60 s,
+/// would hold a command for a minute).
 const DEFAULT_TIMES: u64 = 5;
-const DEFAULT_INTERVAL_MS: u64 = 500;
-const DEFAULT_CEILING_MS: u64 = 8000;
+const DEFAULT_INTERVAL_MS: u64 = 1000;
+const DEFAULT_CEILING_MS: u64 = 10_000;
 
 impl Retry {
     /// One round only: what daemons use (they have their own loops).
