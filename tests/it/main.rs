@@ -22,6 +22,7 @@ mod multilang_runs;
 mod net;
 mod newcomer;
 mod nimbus_failover;
+mod operator;
 mod readers;
 mod rebalance;
 mod records;
