@@ -87,16 +87,10 @@ fn a_rebalance_sent_to_a_dead_leader_is_not_reported_accepted() {
             && said.contains(&format!("cannot reach nimbus at {a}")),
         "{said}"
     );
-    // Through both addresses, the standby takes it once it leads, and says so.
+    // Through nimbus.seeds (no --nimbus), the standby takes it once it leads, and says so.
     let out = storm()
-        .args([
-            "rebalance",
-            "failover",
-            "-w",
-            "30",
-            "--nimbus",
-            &format!("{a},{b}"),
-        ])
+        .args(["rebalance", "failover", "-w", "30"])
+        .args(["-c", &format!("nimbus.seeds=[\"{a}\",\"{b}\"]")])
         .output()
         .expect("storm rebalance");
     let said = String::from_utf8_lossy(&out.stderr);
