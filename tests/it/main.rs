@@ -21,6 +21,7 @@ mod multilang;
 mod multilang_runs;
 mod net;
 mod newcomer;
+mod nimbus_failover;
 mod operator;
 mod readers;
 mod rebalance;
