@@ -343,7 +343,15 @@ const READS_FORMAT: &[Arg] = &[
 fn known_args(ctype: ComponentType) -> Vec<&'static Arg> {
     let parts: &[&[Arg]] = match ctype {
         ComponentType::Stdin => &[REPLAYS, READS_FORMAT],
-        ComponentType::File => &[&[("path", ArgShape::Text)], REPLAYS, READS_FORMAT],
+        ComponentType::File => &[
+            &[
+                ("path", ArgShape::Text),
+                ("follow", ArgShape::Bool),
+                ("start_at", ArgShape::OneOf(&["beginning", "end"])),
+            ],
+            REPLAYS,
+            READS_FORMAT,
+        ],
         ComponentType::Parse => &[&[("field", ArgShape::Text)], READS_FORMAT],
         other => &[own_args(other)],
     };

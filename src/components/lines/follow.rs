@@ -1,0 +1,209 @@
+//! A followed file (`file(follow=true)`): read as it grows, polled at a short bounded interval
+//! (portable: no inotify), reopened by name after a rotation. A rename-and-create is seen as
+//! the name pointing at another file (device and inode differ): the old file is read to its
+//! end first, then the new one from byte 0. A copy-truncate is seen as the file being shorter
+//! than what was read: it is read again from byte 0. A file gone from its name is waited for,
+//! with a warning at most once a minute.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the reader waits at the end of the file before looking again.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How often a file missing from its name is warned about.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// Which file a name points at: (device, inode). Zero on systems without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl FileId {
+    pub fn of(meta: &std::fs::Metadata) -> FileId {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            FileId::default()
+        }
+    }
+}
+
+/// Why a followed file's reading stopped: the caller reopens the name from byte 0, or ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The spout is gone: the run is ending.
+    Closed,
+    /// The name now points at another file (rename-and-create); the old one was read to its end.
+    Rotated,
+    /// The file is shorter than what was read (copy-truncate).
+    Truncated,
+}
+
+/// A followed file as a `Read` that waits at its end: `read` gives 0 bytes only when reading
+/// should stop, and `stop` then says why.
+pub struct Follower {
+    path: PathBuf,
+    file: std::fs::File,
+    id: FileId,
+    /// Bytes of this file read so far (where the next read starts).
+    at: u64,
+    closed: Arc<AtomicBool>,
+    stop: Option<Stop>,
+    last_warning: Option<Instant>,
+}
+
+impl Follower {
+    /// `path` opened and read from byte `start`; `closed` is set when the spout goes.
+    pub fn open(path: &Path, start: u64, closed: Arc<AtomicBool>) -> Result<Follower, String> {
+        let mut file = std::fs::File::open(path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| format!("cannot seek {} to byte {start}: {e}", path.display()))?;
+        Ok(Follower {
+            path: path.to_path_buf(),
+            file,
+            id: FileId::of(&meta),
+            at: start,
+            closed,
+            stop: None,
+            last_warning: None,
+        })
+    }
+
+    /// The file being read.
+    pub fn id(&self) -> FileId {
+        self.id
+    }
+
+    /// Why the last `read` gave 0 bytes.
+    pub fn stop(&self) -> Option<Stop> {
+        self.stop
+    }
+
+    /// At the end of the file: whether to stop reading it (and why), looking at the name.
+    fn look(&mut self) -> Option<Stop> {
+        if self.closed.load(Ordering::Relaxed) {
+            return Some(Stop::Closed);
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(meta) if FileId::of(&meta) != self.id => Some(Stop::Rotated),
+            Ok(meta) if meta.len() < self.at => Some(Stop::Truncated),
+            Ok(_) => None,
+            Err(e) => {
+                let due = self.last_warning.is_none_or(|t| t.elapsed() >= WARN_EVERY);
+                if due {
+                    tracing::warn!(
+                        "{}: {e}; waiting for it to come back (this is said once a minute)",
+                        self.path.display()
+                    );
+                    self.last_warning = Some(Instant::now());
+                }
+                None
+            }
+        }
+    }
+}
+
+impl Read for Follower {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.file.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                self.at += n as u64;
+                return Ok(n);
+            }
+            if let Some(stop) = self.look() {
+                // A rotated file may have grown between the read and the look: read it out.
+                let n = match stop {
+                    Stop::Rotated => self.file.read(buf)?,
+                    _ => 0,
+                };
+                if n > 0 {
+                    self.at += n as u64;
+                    return Ok(n);
+                }
+                self.stop = Some(stop);
+                return Ok(0);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(path: &Path, text: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .expect("open for append");
+        f.write_all(text.as_bytes()).expect("append");
+    }
+
+    #[test]
+    fn a_truncated_file_stops_reading_as_truncated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.log");
+        append(&path, "one\ntwo\n");
+        let mut f = Follower::open(&path, 0, Arc::default()).expect("open");
+        let mut text = String::new();
+        let mut buf = [0u8; 64];
+        let n = f.read(&mut buf).expect("read");
+        text.push_str(std::str::from_utf8(&buf[..n]).expect("utf8"));
+        assert_eq!(text, "one\ntwo\n");
+        std::fs::write(&path, "x\n").expect("truncate");
+        assert_eq!(f.read(&mut buf).expect("read"), 0);
+        assert_eq!(f.stop(), Some(Stop::Truncated));
+    }
+
+    #[test]
+    fn a_renamed_file_is_read_to_its_end_then_stops_as_rotated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.log");
+        append(&path, "one\n");
+        let mut f = Follower::open(&path, 0, Arc::default()).expect("open");
+        let mut buf = [0u8; 64];
+        assert_eq!(f.read(&mut buf).expect("read"), 4);
+        let old = dir.path().join("a.log.1");
+        std::fs::rename(&path, &old).expect("rename");
+        append(&old, "tail\n");
+        append(&path, "new\n");
+        let n = f.read(&mut buf).expect("read");
+        assert_eq!(&buf[..n], b"tail\n");
+        assert_eq!(f.read(&mut buf).expect("read"), 0);
+        assert_eq!(f.stop(), Some(Stop::Rotated));
+    }
+
+    #[test]
+    fn a_closed_spout_stops_the_wait() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.log");
+        append(&path, "");
+        let closed = Arc::new(AtomicBool::new(true));
+        let mut f = Follower::open(&path, 0, closed).expect("open");
+        let mut buf = [0u8; 8];
+        assert_eq!(f.read(&mut buf).expect("read"), 0);
+        assert_eq!(f.stop(), Some(Stop::Closed));
+    }
+}
