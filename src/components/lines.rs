@@ -380,13 +380,27 @@ impl FollowJob {
             let len = std::fs::metadata(&self.path).map_or(start, |m| m.len());
             let moved = first && self.expect.is_some_and(|id| id != source.id());
             if moved || (first && start > len) {
-                tracing::warn!(
-                    "{}: not the file the saved position was in (rotated or truncated while \
-                     stopped): reading it from its start; unread lines of the old one are lost",
-                    self.path.display()
-                );
-                start = 0;
                 first = false;
+                let old = self.expect.filter(|_| moved).and_then(|id| {
+                    let old = follow::find_rotated(&self.path, id)?;
+                    Some((old, id))
+                });
+                match old {
+                    // Rotated while stopped, and the old file is beside it: its tail first.
+                    Some((old, id)) => {
+                        if !self.read_tail(&old, start, id, tx, read, invalid) {
+                            return;
+                        }
+                    }
+                    None => tracing::warn!(
+                        "{}: not the file the saved position was in (rotated or truncated \
+                         while stopped, the old one not found beside it): reading it from its \
+                         start; unread lines of the old one are lost",
+                        self.path.display()
+                    ),
+                }
+                start = 0;
+                read.store(0, Ordering::Relaxed);
                 continue;
             }
             first = false;
@@ -400,6 +414,36 @@ impl FollowJob {
                 }
                 // Closed, or the spout stopped taking chunks.
                 _ => return,
+            }
+        }
+    }
+}
+
+impl FollowJob {
+    /// Read the rest of `old` (the file a saved position was in, renamed) from `start` to its
+    /// end; false when the spout is gone or it cannot be read (then said as an error).
+    fn read_tail(
+        &self,
+        old: &std::path::Path,
+        start: u64,
+        id: follow::FileId,
+        tx: &crossbeam_channel::Sender<ChunkResult>,
+        read: &AtomicU64,
+        invalid: &AtomicU64,
+    ) -> bool {
+        match open_at(&Input::File(old.to_path_buf()), start) {
+            Ok(source) => {
+                tracing::info!(
+                    "{}: was rotated while stopped: reading the rest of {} first",
+                    self.path.display(),
+                    old.display()
+                );
+                read_lines(source, start, self.cut, Some(id), tx, read, invalid);
+                !self.closed.load(Ordering::Relaxed)
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                false
             }
         }
     }

@@ -42,6 +42,19 @@ impl FileId {
     }
 }
 
+/// The file beside `path` (in its folder) that is the file `id`: where a rotation renamed it.
+pub fn find_rotated(path: &Path, id: FileId) -> Option<PathBuf> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && FileId::of(&m) == id))
+}
+
 /// Why a followed file's reading stopped: the caller reopens the name from byte 0, or ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
