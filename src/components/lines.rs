@@ -319,7 +319,7 @@ impl LineSpout {
                 _ => start,
             };
             read.store(start, Ordering::Relaxed);
-            let job = FollowJob {
+            let job = follow::FollowJob {
                 path: path.clone(),
                 start,
                 expect: f.file,
@@ -337,115 +337,6 @@ impl LineSpout {
             .spawn(move || reader_thread(input, start, cut, tx, read, invalid))?;
         self.chunks = Some(rx);
         Ok(())
-    }
-}
-
-/// A followed file's reader thread: what it reads and where it starts.
-struct FollowJob {
-    path: PathBuf,
-    start: u64,
-    /// The file a restored position's offset is in: another file under the name now means
-    /// it was rotated while the run was stopped, and the new one is read from byte 0.
-    expect: Option<follow::FileId>,
-    closed: Arc<AtomicBool>,
-    cut: Option<usize>,
-}
-
-impl FollowJob {
-    /// Read the file, and each file its name points at after a rotation, until the spout goes.
-    fn run(
-        self,
-        tx: &crossbeam_channel::Sender<ChunkResult>,
-        read: &AtomicU64,
-        invalid: &AtomicU64,
-    ) {
-        let mut start = self.start;
-        let mut first = true;
-        loop {
-            let mut source = match follow::Follower::open(&self.path, start, self.closed.clone()) {
-                Ok(s) => s,
-                Err(e) if first => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!("{e}; retrying");
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                    if self.closed.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let len = std::fs::metadata(&self.path).map_or(start, |m| m.len());
-            let moved = first && self.expect.is_some_and(|id| id != source.id());
-            if moved || (first && start > len) {
-                first = false;
-                let old = self.expect.filter(|_| moved).and_then(|id| {
-                    let old = follow::find_rotated(&self.path, id)?;
-                    Some((old, id))
-                });
-                match old {
-                    // Rotated while stopped, and the old file is beside it: its tail first.
-                    Some((old, id)) => {
-                        if !self.read_tail(&old, start, id, tx, read, invalid) {
-                            return;
-                        }
-                    }
-                    None => tracing::warn!(
-                        "{}: not the file the saved position was in (rotated or truncated \
-                         while stopped, the old one not found beside it): reading it from its \
-                         start; unread lines of the old one are lost",
-                        self.path.display()
-                    ),
-                }
-                start = 0;
-                read.store(0, Ordering::Relaxed);
-                continue;
-            }
-            first = false;
-            let id = Some(source.id());
-            let reader = BufReader::with_capacity(256 * 1024, &mut source);
-            read_lines(reader, start, self.cut, id, tx, read, invalid);
-            match source.stop() {
-                Some(follow::Stop::Rotated) | Some(follow::Stop::Truncated) => {
-                    start = 0;
-                    read.store(0, Ordering::Relaxed);
-                }
-                // Closed, or the spout stopped taking chunks.
-                _ => return,
-            }
-        }
-    }
-}
-
-impl FollowJob {
-    /// Read the rest of `old` (the file a saved position was in, renamed) from `start` to its
-    /// end; false when the spout is gone or it cannot be read (then said as an error).
-    fn read_tail(
-        &self,
-        old: &std::path::Path,
-        start: u64,
-        id: follow::FileId,
-        tx: &crossbeam_channel::Sender<ChunkResult>,
-        read: &AtomicU64,
-        invalid: &AtomicU64,
-    ) -> bool {
-        match open_at(&Input::File(old.to_path_buf()), start) {
-            Ok(source) => {
-                tracing::info!(
-                    "{}: was rotated while stopped: reading the rest of {} first",
-                    self.path.display(),
-                    old.display()
-                );
-                read_lines(source, start, self.cut, Some(id), tx, read, invalid);
-                !self.closed.load(Ordering::Relaxed)
-            }
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                false
-            }
-        }
     }
 }
 

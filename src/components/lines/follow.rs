@@ -3,11 +3,12 @@
 //! the name pointing at another file (device and inode differ): the old file is read to its
 //! end first, then the new one from byte 0. A copy-truncate is seen as the file being shorter
 //! than what was read: it is read again from byte 0. A file gone from its name is waited for,
-//! with a warning at most once a minute.
+//! with a warning at most once a minute. `FollowJob` is the spout's reader thread for it.
 
+use super::{open_at, read_lines, BufReader, ChunkResult, Input};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -156,6 +157,121 @@ impl Read for Follower {
                 return Ok(0);
             }
             std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// A followed file's reader thread: what it reads and where it starts.
+pub(super) struct FollowJob {
+    pub(super) path: PathBuf,
+    pub(super) start: u64,
+    /// The file a restored position's offset is in: another file under the name now means
+    /// it was rotated while the run was stopped, and the new one is read from byte 0.
+    pub(super) expect: Option<FileId>,
+    pub(super) closed: Arc<AtomicBool>,
+    pub(super) cut: Option<usize>,
+}
+
+impl FollowJob {
+    /// Read the file, and each file its name points at after a rotation, until the spout goes.
+    pub(super) fn run(
+        self,
+        tx: &crossbeam_channel::Sender<ChunkResult>,
+        read: &AtomicU64,
+        invalid: &AtomicU64,
+    ) {
+        let mut start = self.start;
+        let mut first = true;
+        let mut warned = None;
+        loop {
+            let mut source = match Follower::open(&self.path, start, self.closed.clone()) {
+                Ok(s) => s,
+                Err(e) if first => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+                Err(e) => {
+                    // Between a rename and the create, the name is missing for a moment.
+                    let due = warned.is_none_or(|t: Instant| t.elapsed() >= WARN_EVERY);
+                    if due {
+                        tracing::warn!("{e}; retrying (this is said once a minute)");
+                        warned = Some(Instant::now());
+                    }
+                    std::thread::sleep(POLL);
+                    if self.closed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let len = std::fs::metadata(&self.path).map_or(start, |m| m.len());
+            let moved = first && self.expect.is_some_and(|id| id != source.id());
+            if moved || (first && start > len) {
+                first = false;
+                let old = self.expect.filter(|_| moved).and_then(|id| {
+                    let old = find_rotated(&self.path, id)?;
+                    Some((old, id))
+                });
+                match old {
+                    // Rotated while stopped, and the old file is beside it: its tail first.
+                    Some((old, id)) => {
+                        if !self.read_tail(&old, start, id, tx, read, invalid) {
+                            return;
+                        }
+                    }
+                    None => tracing::warn!(
+                        "{}: not the file the saved position was in (rotated or truncated \
+                         while stopped, the old one not found beside it): reading it from its \
+                         start; unread lines of the old one are lost",
+                        self.path.display()
+                    ),
+                }
+                start = 0;
+                read.store(0, Ordering::Relaxed);
+                continue;
+            }
+            first = false;
+            let id = Some(source.id());
+            let reader = BufReader::with_capacity(256 * 1024, &mut source);
+            read_lines(reader, start, self.cut, id, tx, read, invalid);
+            match source.stop() {
+                Some(Stop::Rotated) | Some(Stop::Truncated) => {
+                    start = 0;
+                    read.store(0, Ordering::Relaxed);
+                }
+                // Closed, or the spout stopped taking chunks.
+                _ => return,
+            }
+        }
+    }
+}
+
+impl FollowJob {
+    /// Read the rest of `old` (the file a saved position was in, renamed) from `start` to its
+    /// end; false when the spout is gone or it cannot be read (then said as an error).
+    fn read_tail(
+        &self,
+        old: &std::path::Path,
+        start: u64,
+        id: FileId,
+        tx: &crossbeam_channel::Sender<ChunkResult>,
+        read: &AtomicU64,
+        invalid: &AtomicU64,
+    ) -> bool {
+        match open_at(&Input::File(old.to_path_buf()), start) {
+            Ok(source) => {
+                tracing::info!(
+                    "{}: was rotated while stopped: reading the rest of {} first",
+                    self.path.display(),
+                    old.display()
+                );
+                read_lines(source, start, self.cut, Some(id), tx, read, invalid);
+                !self.closed.load(Ordering::Relaxed)
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                false
+            }
         }
     }
 }
