@@ -46,6 +46,8 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('jar', 'jar', [CompletionResultType]::ParameterValue, 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print this storm''s version')
             [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
+            [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
+            [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -346,8 +348,10 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--stats', '--stats', [CompletionResultType]::ParameterName, 'Write the full run figures as JSON to FILE')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]')
             [CompletionResult]::new('--processes', '--processes', [CompletionResultType]::ParameterName, 'Run each worker as its own process, talking over loopback TCP')
+            [CompletionResult]::new('--fresh', '--fresh', [CompletionResultType]::ParameterName, 'Start over: remove what the state dir holds first, even a damaged one (refused while a run holds it)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no summary)')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'End the run with an error at the first input line that cannot be read, value that cannot be converted or late tuple (sets topology.strict=true)')
             [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print the per-component summary at the end even when stderr is not a terminal')
             [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'Include system components (the acker, `__acker`) in the summary')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -371,6 +375,26 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;localconfvalue' {
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;remoteconfvalue' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;get-errors' {
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -415,6 +439,8 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('jar', 'jar', [CompletionResultType]::ParameterValue, 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print this storm''s version')
             [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
+            [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
+            [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -496,6 +522,12 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;localconfvalue' {
+            break
+        }
+        'storm;help;remoteconfvalue' {
+            break
+        }
+        'storm;help;get-errors' {
             break
         }
         'storm;help;worker' {

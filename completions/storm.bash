@@ -28,6 +28,9 @@ _storm() {
             storm,deactivate)
                 cmd="storm__subcmd__deactivate"
                 ;;
+            storm,get-errors)
+                cmd="storm__subcmd__get__subcmd__errors"
+                ;;
             storm,graph)
                 cmd="storm__subcmd__graph"
                 ;;
@@ -54,6 +57,9 @@ _storm() {
                 ;;
             storm,rebalance)
                 cmd="storm__subcmd__rebalance"
+                ;;
+            storm,remoteconfvalue)
+                cmd="storm__subcmd__remoteconfvalue"
                 ;;
             storm,run)
                 cmd="storm__subcmd__run"
@@ -97,6 +103,9 @@ _storm() {
             storm__subcmd__help,deactivate)
                 cmd="storm__subcmd__help__subcmd__deactivate"
                 ;;
+            storm__subcmd__help,get-errors)
+                cmd="storm__subcmd__help__subcmd__get__subcmd__errors"
+                ;;
             storm__subcmd__help,graph)
                 cmd="storm__subcmd__help__subcmd__graph"
                 ;;
@@ -123,6 +132,9 @@ _storm() {
                 ;;
             storm__subcmd__help,rebalance)
                 cmd="storm__subcmd__help__subcmd__rebalance"
+                ;;
+            storm__subcmd__help,remoteconfvalue)
+                cmd="storm__subcmd__help__subcmd__remoteconfvalue"
                 ;;
             storm__subcmd__help,run)
                 cmd="storm__subcmd__help__subcmd__run"
@@ -209,7 +221,7 @@ _storm() {
 
     case "${cmd}" in
         storm)
-            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue worker help"
+            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -330,6 +342,32 @@ _storm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        storm__subcmd__get__subcmd__errors)
+            opts="-c -h -V --nimbus --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         storm__subcmd__graph)
             opts="-e -h -V --expr --filter --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -361,7 +399,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help)
-            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue worker help"
+            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -417,6 +455,20 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__deactivate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__get__subcmd__errors)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -543,6 +595,20 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__rebalance)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__remoteconfvalue)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -827,7 +893,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__local)
-            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --state-dir --progress --quiet --summary --system --stats --ui --help --version"
+            opts="-e -c -q -h -V --expr --filter --config --workers --processes --nimbus --duration --state-dir --fresh --progress --quiet --strict --summary --system --stats --ui --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -980,6 +1046,32 @@ _storm() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__remoteconfvalue)
+            opts="-c -h -V --nimbus --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --nimbus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

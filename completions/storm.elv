@@ -43,6 +43,8 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand jar 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)'
             cand version 'Print this storm''s version'
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
+            cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
+            cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -313,8 +315,10 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --stats 'Write the full run figures as JSON to FILE'
             cand --ui 'Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR: 127.0.0.1:8080; port 0 picks a free one]'
             cand --processes 'Run each worker as its own process, talking over loopback TCP'
+            cand --fresh 'Start over: remove what the state dir holds first, even a damaged one (refused while a run holds it)'
             cand -q 'Print nothing on stderr but errors (no summary)'
             cand --quiet 'Print nothing on stderr but errors (no summary)'
+            cand --strict 'End the run with an error at the first input line that cannot be read, value that cannot be converted or late tuple (sets topology.strict=true)'
             cand --summary 'Print the per-component summary at the end even when stderr is not a terminal'
             cand --system 'Include system components (the acker, `__acker`) in the summary'
             cand -h 'Print help'
@@ -335,6 +339,24 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --version 'Print version'
         }
         &'storm;localconfvalue'= {
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;remoteconfvalue'= {
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;get-errors'= {
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand -h 'Print help'
@@ -377,6 +399,8 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand jar 'Storm''s `storm jar`: there is no JVM here; says what to use instead (exit 2)'
             cand version 'Print this storm''s version'
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
+            cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
+            cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -433,6 +457,10 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;version'= {
         }
         &'storm;help;localconfvalue'= {
+        }
+        &'storm;help;remoteconfvalue'= {
+        }
+        &'storm;help;get-errors'= {
         }
         &'storm;help;worker'= {
         }

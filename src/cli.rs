@@ -68,6 +68,12 @@ pub enum Command {
     /// Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`
     #[command(name = "localconfvalue")]
     LocalConfValue(ConfValueArgs),
+    /// Print one key of nimbus's configuration, as `KEY: VALUE`
+    #[command(name = "remoteconfvalue")]
+    RemoteConfValue(RemoteConfValueArgs),
+    /// The last error of each component of a topology on a cluster, as Storm's JSON
+    #[command(name = "get-errors")]
+    GetErrors(GetErrorsArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -83,6 +89,23 @@ pub struct JarArgs {
         value_name = "ARGS"
     )]
     pub args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoteConfValueArgs {
+    /// The configuration key
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    #[command(flatten)]
+    pub target: NimbusAddrArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GetErrorsArgs {
+    /// Topology name (or id)
+    pub name: String,
+    #[command(flatten)]
+    pub target: NimbusAddrArgs,
 }
 
 #[derive(Debug, Args)]

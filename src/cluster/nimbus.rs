@@ -456,6 +456,7 @@ impl Nimbus {
                 news,
             } => serde_json::to_value(self.checkpoint_news(&id, generation, news)?)?,
             Request::CheckpointStatus { id } => serde_json::to_value(self.checkpoint_status(&id)?)?,
+            Request::ConfValue { key } => self.conf_value(&key),
         })
     }
 
@@ -465,6 +466,16 @@ impl Nimbus {
     }
 
     /// The coordination tree as text lines, or as one pretty JSON document.
+    /// One key of this nimbus's configuration; a secret is never sent, only that it is set.
+    fn conf_value(&self, key: &str) -> Value {
+        let secret = key == "ui.token" || key.ends_with(".secret") || key.ends_with(".password");
+        match self.config.get(key) {
+            Some(v) if secret && !v.is_null() => Value::from("<hidden>"),
+            Some(v) => v.clone(),
+            None => Value::Null,
+        }
+    }
+
     pub(crate) fn dump(&self, json: bool) -> anyhow::Result<String> {
         let state = self.state();
         let root = state.layout().root().to_string();

@@ -264,6 +264,9 @@ pub enum Request {
     },
     /// -> `CheckpointReply`
     CheckpointStatus { id: String },
+    /// One key of nimbus's own configuration (`storm remoteconfvalue`): its value, `null`
+    /// when unset; a secret only as `"<hidden>"`.
+    ConfValue { key: String },
 }
 
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.

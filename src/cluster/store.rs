@@ -154,8 +154,8 @@ pub trait CoordinationStore: Send + Sync {
         Ok(())
     }
 
-    /// Create or overwrite a persistent node's data, creating missing ancestors (Storm's
-    /// `set-data` helper in `cluster.clj`).
+    /// Create or overwrite a persistent node's data, creating missing ancestors (as Storm's
+    /// own coordination code sets data).
     fn put(&self, path: &str, data: &[u8]) -> Result<(), StoreError> {
         match self.set_data(path, data, None) {
             Ok(_) => Ok(()),

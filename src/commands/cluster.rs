@@ -328,6 +328,85 @@ pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
     Ok(Status::Success)
 }
 
+/// `storm remoteconfvalue KEY`: `KEY: VALUE` from nimbus's own configuration; a key nimbus
+/// does not have is an error.
+pub fn remote_conf_value(a: crate::cli::RemoteConfValueArgs) -> anyhow::Result<Status> {
+    let nimbus = match client_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
+        Ok(n) => n,
+        Err(s) => return Ok(s),
+    };
+    let value: serde_json::Value = nimbus.call(&Request::ConfValue { key: a.key.clone() })?;
+    if value.is_null() {
+        crate::stderr_println!("error: `{}` is not set in nimbus's configuration", a.key);
+        return Ok(Status::Failure);
+    }
+    println!("{}: {value}", a.key);
+    Ok(Status::Success)
+}
+
+/// `storm get-errors NAME`: Storm's answer, `{"Topology Name": NAME, "Comp-Errors": {COMPONENT:
+/// LAST ERROR}}`, from the errors nimbus keeps under `/taskerrors` (the latest of each
+/// component's tasks).
+pub fn get_errors(a: crate::cli::GetErrorsArgs) -> anyhow::Result<Status> {
+    let nimbus = match client_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
+        Ok(n) => n,
+        Err(s) => return Ok(s),
+    };
+    let rows: Vec<TopologySummary> = nimbus.call(&Request::List)?;
+    let Some(row) = rows
+        .iter()
+        .find(|r| (r.name == a.name || r.id == a.name) && r.status != "killed")
+    else {
+        crate::stderr_println!("error: no running topology named `{}`", a.name);
+        return Ok(Status::Failure);
+    };
+    let work: crate::cluster::rpc::TopologyWork =
+        nimbus.call(&Request::Topology { id: row.id.clone() })?;
+    let topology = crate::cluster::submission::load_submission(&work.submission)
+        .map_err(|e| anyhow::anyhow!("topology {}: {e}", row.id))?;
+    let plan = crate::topology::plan::Plan::new(&topology);
+    let dump: String = nimbus.call(&Request::Dump { json: true })?;
+    let tree: serde_json::Value = serde_json::from_str(&dump)?;
+    let errors = last_errors(&tree, &row.id, |task| {
+        plan.component_of_task(task).to_string()
+    });
+    let answer = serde_json::json!({ "Topology Name": row.name, "Comp-Errors": errors });
+    println!("{}", serde_json::to_string_pretty(&answer)?);
+    Ok(Status::Success)
+}
+
+/// The latest error of each component under `/taskerrors/ID` of a dumped tree (by time, then
+/// by the errors' sequence), keyed by component.
+fn last_errors(
+    tree: &serde_json::Value,
+    id: &str,
+    component_of: impl Fn(u32) -> String,
+) -> serde_json::Map<String, serde_json::Value> {
+    let tasks = &tree["children"]["taskerrors"]["children"][id]["children"];
+    let mut latest: std::collections::BTreeMap<String, (u64, String, String)> = Default::default();
+    for (task, node) in tasks.as_object().into_iter().flatten() {
+        let Ok(task) = task.parse::<u32>() else {
+            continue;
+        };
+        for (seq, e) in node["children"].as_object().into_iter().flatten() {
+            let data = &e["data"];
+            let (Some(error), Some(time)) = (data["error"].as_str(), data["time_secs"].as_u64())
+            else {
+                continue;
+            };
+            let entry = (time, seq.clone(), error.to_string());
+            let slot = latest.entry(component_of(task)).or_insert(entry.clone());
+            if (entry.0, &entry.1) > (slot.0, &slot.1) {
+                *slot = entry;
+            }
+        }
+    }
+    latest
+        .into_iter()
+        .map(|(c, (_, _, e))| (c, serde_json::Value::from(e)))
+        .collect()
+}
+
 pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
     let request = Request::Kill {
         name: a.name.clone(),

@@ -63,6 +63,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Jar(a) => Ok(storm_cli::jar(&a)),
         Command::Version => Ok(storm_cli::version()),
         Command::LocalConfValue(a) => Ok(storm_cli::local_conf_value(&a)),
+        Command::GetErrors(a) => cluster::get_errors(a),
+        Command::RemoteConfValue(a) => cluster::remote_conf_value(a),
         Command::Tap(a) => ui::tap(a),
         Command::State(StateCommand::Ls(a)) => state::ls(a),
         Command::State(StateCommand::Dump(a)) => state::dump(a),

@@ -412,7 +412,7 @@ fn reference_arith(op: char, l: Value, r: Value) -> Value {
     }
 }
 
-/// Python's `float.__divmod__` (Objects/floatobject.c, as documented): NaN for a zero divisor.
+/// Python's `divmod` on floats (its documented definition): NaN for a zero divisor.
 fn python_divmod(a: f64, b: f64) -> (f64, f64) {
     if b == 0.0 {
         return (f64::NAN, f64::NAN);

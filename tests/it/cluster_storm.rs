@@ -233,7 +233,8 @@ fn listed(addr: &str, name: &str) -> Option<(String, String)> {
 
 /// Killed after its slots were reported failing, a crash-looping topology has nothing in
 /// flight: its slots go to the next topology at once (not after its 600 s message timeout),
-/// and the next one's status is its own, not an inherited `failing`.
+/// and the next one's status is its own, not an inherited `failing`. `storm get-errors` shows
+/// the crashing one's last errors first, and `storm remoteconfvalue` nimbus's own values.
 #[test]
 fn a_killed_crash_looping_topology_frees_its_slots_for_the_next_at_once() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -260,6 +261,18 @@ fn a_killed_crash_looping_topology_frees_its_slots_for_the_next_at_once() {
             (failing && slots.len() == 2).then_some(())
         },
     );
+    // Storm's `storm get-errors`: each component's last error, as Storm's JSON.
+    let errors = client(&["get-errors", "crashing", "--nimbus", &addr]).expect("get-errors");
+    let errors: serde_json::Value = serde_json::from_str(&errors).expect("JSON");
+    assert_eq!(errors["Topology Name"], "crashing", "{errors}");
+    let dies = errors["Comp-Errors"]["dies"].as_str().unwrap_or("");
+    assert!(!dies.is_empty(), "{errors}");
+    assert!(client(&["get-errors", "no-such", "--nimbus", &addr]).is_none());
+    // Storm's `storm remoteconfvalue`: nimbus's own value (started with `-c ...=3`).
+    let key = "nimbus.task.timeout.secs";
+    let value = client(&["remoteconfvalue", key, "--nimbus", &addr]);
+    assert_eq!(value.as_deref(), Some("nimbus.task.timeout.secs: 3\n"));
+    assert!(client(&["remoteconfvalue", "no.such.key", "--nimbus", &addr]).is_none());
     client(&["kill", "crashing", "--nimbus", &addr]).expect("kill");
     client(&["submit", &path(&two), "--nimbus", &addr]).expect("submit the next");
     let (status, workers) = eventually("the next topology on both slots", || {

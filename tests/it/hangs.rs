@@ -62,7 +62,8 @@ fn a_tuple_over_the_frame_limit_fails_the_run_with_a_clear_error() {
 }
 
 /// A shell spout whose child emits three tuples, starts a grandchild in its process group
-/// (its pid written to `grandchild.pid`), then hangs in `next`.
+/// (its pid written to `grandchild.pid`), then hangs in `next` (saying so with a file
+/// `hanging`).
 const HANGING_SPOUT: &str = r#"
 import os, subprocess, sys, time
 sys.path.insert(0, os.environ["STORM_TEST_MULTILANG"])
@@ -76,6 +77,7 @@ class Hang(storm.Spout):
     def nextTuple(self):
         self.n += 1
         if self.n > 3:
+            open("hanging", "w").close()
             time.sleep(100000)
         storm.emit(["w%d" % self.n], id=self.n)
 Hang().run()
@@ -113,6 +115,12 @@ fn the_first_interrupt_ends_a_run_whose_spout_child_hangs() {
     let mut first = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut first).expect("a first tuple");
     assert_eq!(first, "w1\n");
+    crate::support::poll_until(
+        "the child to hang in `next`",
+        Duration::from_secs(90),
+        Duration::from_millis(20),
+        || dir.path().join("hanging").exists().then_some(()),
+    );
     signal(child.id(), "-INT");
     let status = crate::support::poll_until(
         "storm run to end",

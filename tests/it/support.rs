@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests that drive real processes.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// Poll `f` every `every` until it gives a value; fail naming `what` once `wait` is over.
@@ -103,4 +103,29 @@ pub(crate) fn venv(name: &str, packages: &[&str], check: &str) -> PathBuf {
     }
     assert!(works(&python), "the {name} virtualenv does not work");
     venv
+}
+
+/// A child serving a UI (`storm run --ui`, a nimbus), ended (SIGTERM, then SIGKILL after ten
+/// seconds) when dropped, with the folder its files are in.
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) addr: String,
+    pub(crate) _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

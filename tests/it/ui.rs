@@ -9,8 +9,8 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -46,29 +46,7 @@ fn storm() -> Command {
     c
 }
 
-/// A `storm run --ui` child, ended (SIGTERM, then SIGKILL) when dropped.
-struct UiRun {
-    child: Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for UiRun {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::Served as UiRun;
 
 /// Start the endless topology with `--ui 127.0.0.1:0` (and `extra` arguments); the address
 /// comes from the `ui: http://ADDR/` line on stderr.

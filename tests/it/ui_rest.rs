@@ -7,8 +7,8 @@ use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -33,29 +33,7 @@ streams:
   - { from: count, to: sink, grouping: shuffle }
 ";
 
-/// A `storm run --ui` child, ended (SIGTERM, then SIGKILL) when dropped.
-struct Run {
-    child: Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::Served as Run;
 
 fn start(extra: &[&str]) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -149,12 +149,16 @@ impl Nimbus {
 /// The submission of `known` with the counts of `request` (checked against it): the worker
 /// count and the acker's (pinned: tasks never change) as overrides, executors by component.
 fn rebalanced_submission(known: &Known, request: &Rebalance) -> anyhow::Result<Submission> {
-    if known.submission.home.is_some() {
-        return Err(Unsupported(
-            "a `storm run --processes` run cannot be rebalanced yet (its console executors \
-             run in the `storm run` process)"
-                .into(),
-        )
+    if let Some(home) = &known.submission.home {
+        // `storm run --processes` names its home "home"; an attached run, "run-PID".
+        let run = match home.as_str() {
+            "home" => "a `storm run --processes` run",
+            _ => "a run attached with `storm run --nimbus`",
+        };
+        return Err(Unsupported(format!(
+            "{run} cannot be rebalanced yet (its console executors run in the `storm run` \
+             process)"
+        ))
         .into());
     }
     let topology = request
