@@ -278,3 +278,23 @@ fn a_rotation_while_stopped_reads_the_old_tail_then_the_new_file() {
     run.wait_for(&["a2\t1", "b1\t1"]);
     run.interrupt();
 }
+
+/// `start_at` on a file that is not followed would be ignored: it is refused, located.
+#[test]
+fn start_at_without_follow_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("app.log"), "a\n").expect("write");
+    let out = super::run::storm(dir.path())
+        .current_dir(dir.path())
+        .args([
+            "validate",
+            "-e",
+            "file(path=app.log, start_at=end) | stdout",
+        ])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`start_at` needs `follow: true`"), "{err}");
+}
