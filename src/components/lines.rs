@@ -679,6 +679,10 @@ impl Spout for LineSpout {
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
+        // A followed file has no end to be a fraction of.
+        if self.follow.is_some() {
+            return None;
+        }
         Some((self.read_bytes.load(Ordering::Relaxed), self.total_bytes))
     }
 
