@@ -13,6 +13,7 @@ mod csv_aggregate;
 mod differential;
 mod exactly_once;
 mod flux;
+mod follow;
 mod hangs;
 mod input_limits;
 mod layering;
