@@ -171,6 +171,8 @@ pub struct Join {
     late: u64,
     /// The `late` stream, when wired.
     late_stream: Option<crate::topology::plan::StreamId>,
+    /// `topology.strict`: a late tuple with no `late` stream wired ends the run.
+    strict: bool,
     /// Each input's field names, to describe a late tuple.
     input_fields: Vec<Vec<String>>,
     unusable: u64,
@@ -197,6 +199,7 @@ impl Join {
             latest: vec![i64::MIN; n],
             late: 0,
             late_stream: None,
+            strict: false,
             input_fields: vec![Vec::new(); n],
             unusable: 0,
             component: String::new(),
@@ -212,14 +215,19 @@ impl Join {
     }
 
     /// Keep a tuple of input `i` (and join what its time closes).
-    fn execute_input(&mut self, i: usize, input: &Tuple, out: &mut dyn BoltCollector) {
+    fn execute_input(
+        &mut self,
+        i: usize,
+        input: &Tuple,
+        out: &mut dyn BoltCollector,
+    ) -> Result<(), super::FatalError> {
         let key = input
             .values
             .get(self.keys[i])
             .map(Value::key_text)
             .unwrap_or_default();
         if self.panes.is_some() {
-            self.windowed(i, key, input, out);
+            self.windowed(i, key, input, out)?;
         } else {
             keep(
                 &mut self.whole[i],
@@ -230,6 +238,7 @@ impl Join {
                 self.changed.as_mut(),
             );
         }
+        Ok(())
     }
 
     /// Join the tuples of `parts` (panes, oldest first, or the whole input) and emit the rows.
@@ -318,18 +327,23 @@ impl Join {
     }
 
     /// Keep a tuple in its window's pane, then close what its time closes.
-    fn windowed(&mut self, i: usize, key: String, input: &Tuple, out: &mut dyn BoltCollector) {
+    fn windowed(
+        &mut self,
+        i: usize,
+        key: String,
+        input: &Tuple,
+        out: &mut dyn BoltCollector,
+    ) -> Result<(), super::FatalError> {
         let Some(t) = self.time_of(i, input) else {
             self.unusable += 1;
             out.dropped(1);
-            return;
+            return Ok(());
         };
         let Some(panes) = self.panes.as_mut() else {
-            return;
+            return Ok(());
         };
         if panes.is_late(t) {
-            self.left_late(i, input, out);
-            return;
+            return self.left_late(i, t, input, out);
         }
         let start = panes.pane_start(t);
         let pane = panes.pane(t);
@@ -353,6 +367,7 @@ impl Join {
             }
             Measure::Millis => {}
         }
+        Ok(())
     }
 }
 
@@ -366,8 +381,19 @@ impl Join {
     }
 
     /// A tuple later than its windows: onto the `late` stream when wired, else counted.
-    fn left_late(&mut self, i: usize, input: &Tuple, out: &mut dyn BoltCollector) {
+    fn left_late(
+        &mut self,
+        i: usize,
+        t: i64,
+        input: &Tuple,
+        out: &mut dyn BoltCollector,
+    ) -> Result<(), super::FatalError> {
         let Some(stream) = self.late_stream else {
+            if self.strict {
+                return Err(super::FatalError(format!(
+                    "a tuple came later than its windows (time {t} ms) (topology.strict: a late tuple ends the run; wire the `late` stream to keep such tuples)"
+                )));
+            }
             if self.late == 0 {
                 tracing::warn!(
                     "{}: a tuple came later than its windows and was left out (wire the `late` stream to keep such tuples)",
@@ -376,7 +402,7 @@ impl Join {
             }
             self.late += 1;
             out.dropped(1);
-            return;
+            return Ok(());
         };
         let fields = self.input_fields[i].iter().cloned();
         let tuple: std::collections::BTreeMap<String, Value> =
@@ -388,6 +414,7 @@ impl Join {
         .into_iter()
         .collect();
         out.send(stream, &[input], row);
+        Ok(())
     }
 }
 
@@ -451,6 +478,10 @@ impl Bolt for Join {
         }
         self.plan = Some(ctx.plan.clone());
         self.late_stream = super::wired_stream(ctx, LATE_STREAM);
+        self.strict = ctx
+            .config
+            .get_bool(crate::components::parse::STRICT_KEY)
+            .unwrap_or(false);
         self.component = ctx.component.clone();
         Ok(())
     }
@@ -463,7 +494,7 @@ impl Bolt for Join {
         let Some(i) = self.component_of(input) else {
             return Ok(());
         };
-        self.execute_input(i, input, out);
+        self.execute_input(i, input, out)?;
         Ok(())
     }
 

@@ -350,6 +350,41 @@ fn strict_ends_the_run_at_a_late_tuple() {
     assert!(err.contains("a tuple came later than its windows"), "{err}");
 }
 
+/// The same for a windowed join: a tuple behind a closed window, with no `late` stream wired,
+/// is left out (and warned about) without `--strict`, and ends the run with it.
+#[test]
+fn strict_ends_the_run_at_a_join_s_late_tuple() {
+    let base = 1_793_606_400_000i64;
+    let line =
+        |t: i64, side: &str| format!("{{\"ts\":{},\"user\":1,\"side\":\"{side}\"}}\n", base + t);
+    let input = [
+        line(10_000, "o"),
+        line(10_000, "l"),
+        line(130_000, "o"),
+        line(125_000, "l"),
+        line(1_000, "o"),
+    ]
+    .concat();
+    let dsl = "s = stdin(format=json, fields=[ts, user, side])\n\
+         s | o = filter(\"side == 'o'\")\n\
+         s | l = filter(\"side == 'l'\")\n\
+         o | [fields user] j = join(inputs=[{from: o, key: user}, {from: l, key: user}], \
+         select=[o.ts, l.side], window={tumbling: 1m}, time=ts, lag=1s) | stdout\n\
+         l | [fields user] j";
+    let pending = ["-c", "topology.max.spout.pending=1"];
+    let (code, out, err) = run_with(&pending, dsl, input.as_bytes());
+    assert_eq!(
+        code,
+        Some(0),
+        "without --strict a late tuple is left out: {err}"
+    );
+    assert!(!out.is_empty(), "the first minute joins: {err}");
+    let strict = ["--strict", "-c", "topology.max.spout.pending=1"];
+    let (code, _, err) = run_with(&strict, dsl, input.as_bytes());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("a tuple came later than its windows"), "{err}");
+}
+
 #[test]
 fn a_minified_json_array_larger_than_the_record_limit_streams_in_pieces() {
     // About 4 MiB on one line: read in pieces, each element whole (numbers and `é` are cut
