@@ -602,7 +602,8 @@ mod tests {
         for &(i, k, v) in input {
             let values: Values = smallvec::smallvec![Value::str(k), Value::Int(v)];
             let t = Tuple::new(values, 1, streams::DEFAULT);
-            j.windowed(i, k.to_string(), &t, &mut out).expect("not strict");
+            j.windowed(i, k.to_string(), &t, &mut out)
+                .expect("not strict");
         }
         j.finish(&mut out).expect("finish");
         out.0

@@ -197,6 +197,11 @@ pub trait Spout: Send {
     fn deactivate(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
+    /// Whether `next_tuple` may block for long (a child process that does not answer): then
+    /// what the spout emitted before is sent on before each call, never held behind it.
+    fn may_block(&self) -> bool {
+        false
+    }
     /// Progress as (done, total) bytes, for spouts that know it (`file`).
     fn progress(&self) -> Option<(u64, u64)> {
         None

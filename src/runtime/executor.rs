@@ -854,6 +854,9 @@ impl SpoutExecutor {
     /// as idle.
     #[inline]
     fn next_tuple(&mut self, i: usize) -> anyhow::Result<SpoutStatus> {
+        if self.tasks[i].component.may_block() {
+            self.outbox.flush();
+        }
         let (spout, mut out) = spout_call(
             &mut self.tasks[i],
             &mut self.outbox,

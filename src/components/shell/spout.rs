@@ -436,6 +436,10 @@ fn reborrow<'a>(
 }
 
 impl Spout for ShellSpout {
+    fn may_block(&self) -> bool {
+        true
+    }
+
     fn open(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         let settings = Settings::from_config(&ctx.config);
         let label = lifecycle::label("spout", ctx);
