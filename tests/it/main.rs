@@ -17,6 +17,7 @@ mod hangs;
 mod input_limits;
 mod layering;
 mod map;
+mod memory;
 mod multilang;
 mod multilang_runs;
 mod net;
