@@ -88,3 +88,13 @@ fn a_negative_limit_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_aggregate_past_the_memory_limit_ends_the_run() {
+    let (code, stderr) = run_bounded("aggregate(by=[line], ops=[count])", "1000000", &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("component `aggregate`: aggregate (task "),
+        "{stderr}"
+    );
+}

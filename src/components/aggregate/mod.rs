@@ -261,6 +261,8 @@ pub struct Aggregate {
     late_restored: u64,
     unusable: u64,
     component: String,
+    /// The bytes of the groups (without windows), against `topology.state.memory.limit`.
+    budget: crate::components::memory::KeyBudget,
     /// The `top` bolt: rank the keys by their one op and keep the best `n`.
     top: Option<usize>,
     /// The partial rankings of a `top` that runs as more than one task.
@@ -296,6 +298,7 @@ impl Aggregate {
             late_restored: 0,
             unusable: 0,
             component: String::new(),
+            budget: Default::default(),
             top: None,
             partial: None,
             sent: window::KeyMap::default(),
@@ -435,6 +438,13 @@ impl Aggregate {
             Some(i) => input.values.get(i).and_then(window::event_time),
             None => Some(now_millis()),
         }
+    }
+
+    /// About how many bytes a group of `key` takes when new: its key and one state per op.
+    fn group_bytes(&self, key: &Values) -> u64 {
+        let key: u64 = key.iter().map(crate::components::memory::value_bytes).sum();
+        let states = self.spec.ops.len() * std::mem::size_of::<State>();
+        key + (std::mem::size_of::<Values>() + 24 + states) as u64
     }
 
     fn add(&mut self, input: &Tuple, key: &Values, t: Option<i64>) -> bool {
@@ -618,6 +628,7 @@ impl Bolt for Aggregate {
             .get_bool(crate::components::parse::STRICT_KEY)
             .unwrap_or(false);
         self.component = ctx.component.clone();
+        self.budget = crate::components::memory::KeyBudget::for_task(ctx, "aggregate");
         let mut inputs: Vec<String> = Vec::new();
         for stream in ctx.topology.inputs_of(&ctx.component) {
             if !inputs.contains(&stream.from) {
@@ -656,7 +667,12 @@ impl Bolt for Aggregate {
             self.windowed(input, &key, out)?;
             return Ok(());
         }
-        if !self.add(input, &key, None) {
+        let groups = self.groups.len();
+        let used = self.add(input, &key, None);
+        if self.groups.len() > groups {
+            self.budget.add(self.group_bytes(&key))?;
+        }
+        if !used {
             if self.unusable == 0 {
                 tracing::warn!(
                     "{}: a value that is not a number was skipped by a numeric op (more are counted and reported at the end)",
