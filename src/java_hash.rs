@@ -176,6 +176,17 @@ mod tests {
             proptest::prop_assert_eq!(string_hash(&text), expected);
         }
 
+        /// Fields grouping sends numerically equal keys to one task: an integral float hashes
+        /// as its integer, and -0.0 as 0.
+        #[test]
+        fn an_integral_float_key_hashes_as_its_integer(i in -(1i64 << 53)..(1i64 << 53)) {
+            proptest::prop_assert_eq!(
+                key_hash(&Value::Float(i as f64)),
+                key_hash(&Value::Int(i))
+            );
+            proptest::prop_assert_eq!(key_hash(&Value::Float(-0.0)), key_hash(&Value::Int(0)));
+        }
+
         /// The task index is Java's `Math.floorMod(hash, n)` for every n, masked or divided.
         #[test]
         fn choose_index_is_floor_mod(word in "\\PC{0,12}", n in 1usize..70) {

@@ -33,19 +33,185 @@ pub fn clear_status_line() {
 }
 
 /// Log to stderr at `STORM_LOG`'s level; without it, warnings and errors (`quiet`: errors).
+/// The filter can be changed while running ([`set_named_levels`]).
 pub fn init(quiet: bool) {
+    use tracing_subscriber::prelude::*;
     let default = if quiet { "error" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("STORM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let base = std::env::var("STORM_LOG")
+        .ok()
+        .filter(|v| tracing_subscriber::EnvFilter::try_new(v).is_ok())
+        .unwrap_or_else(|| default.to_string());
+    let (filter, handle) =
+        tracing_subscriber::reload::Layer::new(tracing_subscriber::EnvFilter::new(&base));
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(use_colour(
             std::io::stderr().is_terminal(),
             std::env::var_os("NO_COLOR"),
         ))
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    if tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .try_init()
+        .is_ok()
+    {
+        let _ = LEVELS.set(Levels {
+            base,
+            handle,
+            named: Mutex::new(Vec::new()),
+        });
+    }
+}
+
+/// The changeable filter: the starting directives and the levels set by name since.
+struct Levels {
+    base: String,
+    handle: tracing_subscriber::reload::Handle<
+        tracing_subscriber::EnvFilter,
+        tracing_subscriber::Registry,
+    >,
+    named: Mutex<Vec<Named>>,
+}
+
+/// One level set by name.
+#[derive(Debug, Clone)]
+struct Named {
+    /// A module path such as `storm::runtime`, or `ROOT`.
+    logger: String,
+    level: String,
+    timeout_secs: u64,
+    /// When its timeout passes (none: it stays).
+    until: Option<Instant>,
+}
+
+impl Named {
+    fn expired(&self, now: Instant) -> bool {
+        self.until.is_some_and(|u| u <= now)
+    }
+}
+
+static LEVELS: std::sync::OnceLock<Levels> = std::sync::OnceLock::new();
+
+/// A Storm (log4j) level as a tracing level directive.
+fn directive_level(storm: &str) -> Option<&'static str> {
+    Some(match storm.to_ascii_uppercase().as_str() {
+        "ALL" | "TRACE" => "trace",
+        "DEBUG" => "debug",
+        "INFO" => "info",
+        "WARN" => "warn",
+        "ERROR" | "FATAL" => "error",
+        "OFF" => "off",
+        _ => return None,
+    })
+}
+
+/// Replace the levels set by name (Storm's `set_log_level`): each logger is a module path
+/// (`storm`, `storm::runtime::executor`) or `ROOT` (everything), with a Storm level and a
+/// timeout in seconds (0: none) after which the starting level is back. Refused, changing
+/// nothing, when a name or level cannot be a filter directive.
+pub fn set_named_levels(levels: &[(String, String, u64)]) -> anyhow::Result<()> {
+    let Some(l) = LEVELS.get() else {
+        anyhow::bail!("logging was not set up in this process");
+    };
+    let now = Instant::now();
+    let mut named = l.named.lock().unwrap_or_else(|e| e.into_inner());
+    // A setting handed again unchanged keeps its clock (the whole set comes with every
+    // change of one logger), so a timed-out one does not come back.
+    let next: Vec<Named> = levels
+        .iter()
+        .map(|(logger, level, secs)| {
+            named
+                .iter()
+                .find(|n| &n.logger == logger && &n.level == level && n.timeout_secs == *secs)
+                .cloned()
+                .unwrap_or_else(|| Named {
+                    logger: logger.clone(),
+                    level: level.clone(),
+                    timeout_secs: *secs,
+                    until: (*secs > 0).then(|| now + Duration::from_secs(*secs)),
+                })
+        })
+        .collect();
+    apply(l, &next, now)?;
+    let first = next
+        .iter()
+        .filter(|n| !n.expired(now))
+        .filter_map(|n| n.until)
+        .min();
+    *named = next;
+    drop(named);
+    if let Some(first) = first {
+        expire_at(first);
+    }
+    Ok(())
+}
+
+/// At `when`, install the levels without those timed out by then (and schedule the next).
+fn expire_at(when: Instant) {
+    let _ = std::thread::Builder::new()
+        .name("log-level-timeout".into())
+        .spawn(move || {
+            std::thread::sleep(when.saturating_duration_since(Instant::now()));
+            let Some(l) = LEVELS.get() else { return };
+            let now = Instant::now();
+            let named = l.named.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = apply(l, &named, now);
+            let next = named
+                .iter()
+                .filter(|n| !n.expired(now))
+                .filter_map(|n| n.until)
+                .min();
+            drop(named);
+            if let Some(next) = next {
+                expire_at(next);
+            }
+        });
+}
+
+/// The starting directives plus one per named level not timed out at `now`, installed.
+fn apply(l: &Levels, named: &[Named], now: Instant) -> anyhow::Result<()> {
+    let live: Vec<&Named> = named.iter().filter(|n| !n.expired(now)).collect();
+    for n in named {
+        directive_level(&n.level)
+            .ok_or_else(|| anyhow::anyhow!("`{}`: unknown level `{}`", n.logger, n.level))?;
+        let path = n
+            .logger
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+        if !n.logger.eq_ignore_ascii_case("ROOT") && !path {
+            anyhow::bail!(
+                "`{}`: a logger is a module path like `storm::runtime`, or ROOT",
+                n.logger
+            );
+        }
+    }
+    // ROOT replaces the starting level of everything; targeted starting directives stay.
+    let root = live
+        .iter()
+        .find(|n| n.logger.eq_ignore_ascii_case("ROOT"))
+        .and_then(|n| directive_level(&n.level));
+    let mut directives = match root {
+        Some(d) => l
+            .base
+            .split(',')
+            .filter(|x| x.contains('='))
+            .fold(d.to_string(), |acc, x| format!("{acc},{x}")),
+        None => l.base.clone(),
+    };
+    for n in live
+        .iter()
+        .filter(|n| !n.logger.eq_ignore_ascii_case("ROOT"))
+    {
+        if let Some(d) = directive_level(&n.level) {
+            directives.push_str(&format!(",{}={d}", n.logger));
+        }
+    }
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
+        .map_err(|e| anyhow::anyhow!("log levels `{directives}`: {e}"))?;
+    l.handle
+        .reload(filter)
+        .map_err(|e| anyhow::anyhow!("log levels: {e}"))
 }
 
 /// Colour when the stream is a terminal and `NO_COLOR` is unset or empty (no-color.org).

@@ -205,6 +205,7 @@ pub fn run(
     topology
         .config
         .set("storm.id", id.into(), crate::config::Origin::Default);
+    let reporting = runtime::reporters::configured(&topology.config)?;
     let plan = Plan::new(&topology);
     let incarnation = rand::random();
     let mut assignment = assignment;
@@ -256,6 +257,8 @@ pub fn run(
         running.stats.len()
     );
     let stats = running.stats.clone();
+    // Dropped when this function returns: the last reading follows the drain.
+    let _reporters = runtime::reporters::start(reporting, id, my_slot.port, &stats);
     let w = Watch {
         nimbus,
         sink: &sink,

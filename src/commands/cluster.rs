@@ -30,7 +30,7 @@ fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
         Status::Failure
     })?;
     warn_misspelt_keys(&config);
-    if let Some(note) = layers::no_effect_summary(&config) {
+    if let Some(note) = crate::config::storm_keys::no_effect_summary(&config) {
         crate::stderr_println!("{note}");
     }
     Ok(config)
@@ -40,7 +40,7 @@ fn daemon_config(c: &ConfigOverrides) -> Result<Config, Status> {
 /// Storm's other keys under those names are accepted without a word, as Storm accepts them.
 fn warn_misspelt_keys(config: &Config) {
     for prefix in ["storm.zookeeper.", "nimbus."] {
-        for (key, suggestion) in layers::unknown_keys(config, prefix) {
+        for (key, suggestion) in crate::config::storm_keys::unknown_keys(config, prefix) {
             if let Some(s) = suggestion {
                 crate::stderr_println!("warning: unknown key `{key}`; did you mean `{s}`?");
             }

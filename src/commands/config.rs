@@ -76,7 +76,7 @@ pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
     };
     let mut out = std::io::stdout().lock();
     let text = if args.unused {
-        let unused = layers::no_effect_keys(&config);
+        let unused = crate::config::storm_keys::no_effect_keys(&config);
         render_only(&config, |k| unused.iter().any(|u| u == k))
     } else {
         render(&config)

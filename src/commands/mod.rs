@@ -98,7 +98,7 @@ pub(crate) fn load_topology(
                     crate::diag::render_all(&loaded.warnings, &loaded.source)
                 );
                 if let Some(note) =
-                    crate::config::layers::no_effect_summary(&loaded.topology.config)
+                    crate::config::storm_keys::no_effect_summary(&loaded.topology.config)
                 {
                     crate::stderr_println!("{note}");
                 }

@@ -5,7 +5,6 @@
 //! `$STORM_CONF_DIR/storm.yaml` when `STORM_CONF_DIR` is set (and nothing else), otherwise
 //! `./conf/storm.yaml` relative to the current directory when that file exists.
 
-use super::storm_keys::{class_of, KeyClass};
 use super::{rules, Config, Origin};
 use crate::diag::{line_col, LineIndex};
 use crate::topology::raw::{RawValue, Spanned};
@@ -137,48 +136,6 @@ pub fn describe(origin: &Origin) -> String {
     }
 }
 
-/// Storm keys set (not by our defaults) that have no effect here, sorted.
-pub fn no_effect_keys(config: &Config) -> Vec<String> {
-    config
-        .entries
-        .iter()
-        .filter(|(k, e)| e.origin != Origin::Default && class_of(k) == KeyClass::NoEffect)
-        .map(|(k, _)| k.clone())
-        .collect()
-}
-
-/// The one line said at start when Storm keys without effect here are set: how many, and
-/// where to see them.
-pub fn no_effect_summary(config: &Config) -> Option<String> {
-    let n = no_effect_keys(config).len();
-    (n > 0).then(|| {
-        format!(
-            "note: {n} Storm configuration key(s) have no effect here (JVM options, DRPC, blob \
-             store, security, scheduler, ...): `storm config --unused` lists them"
-        )
-    })
-}
-
-/// Unknown `topology.*` keys (warnings in Storm's spirit), each with a close known key if any.
-pub fn unknown_topology_keys(config: &Config) -> Vec<(String, Option<String>)> {
-    unknown_keys(config, "topology.")
-}
-
-/// Unknown keys starting with `prefix` (neither ours nor Storm's: `storm_keys`), each with a
-/// close known key if any.
-pub fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String>)> {
-    let known = known_keys();
-    config
-        .entries
-        .keys()
-        .filter(|k| k.starts_with(prefix) && class_of(k) == KeyClass::Unknown)
-        .map(|k| {
-            let s = yaml::suggest(k, known.iter().map(String::as_str)).map(str::to_string);
-            (k.clone(), s)
-        })
-        .collect()
-}
-
 /// The configuration of a command without a topology (cluster daemons, `storm config`):
 /// defaults, `storm.yaml`, `-c`; every rule checked. Errors are whole lines.
 pub fn cluster_config(overrides: &[String]) -> Result<Config, Vec<String>> {
@@ -264,16 +221,5 @@ mod tests {
         );
         assert!(parse_override("novalue").is_err());
         assert!(parse_override("a=[1").is_err());
-    }
-
-    #[test]
-    fn unknown_topology_keys_get_suggestions() {
-        let mut c = defaults();
-        c.set("topology.wokers", serde_json::json!(2), Origin::CommandLine);
-        c.set("my.own.key", serde_json::json!(2), Origin::CommandLine);
-        assert_eq!(
-            unknown_topology_keys(&c),
-            vec![("topology.wokers".into(), Some("topology.workers".into()))]
-        );
     }
 }

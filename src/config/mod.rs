@@ -2,6 +2,7 @@
 //! it came from, with typed accessors for the keys the runtime reads.
 
 pub mod layers;
+pub mod reporters;
 pub mod rules;
 pub mod storm_keys;
 

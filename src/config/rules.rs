@@ -40,6 +40,8 @@ pub enum Rule {
     Hosts,
     /// A list of configuration keys.
     Keys,
+    /// `topology.metrics.reporters`: Storm 2.x's list of `{class, …}` maps, or null.
+    Reporters,
 }
 
 /// The rule of every key that has one.
@@ -93,6 +95,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("topology.executor.receive.buffer.size", Rule::PowerOfTwo),
     ("topology.executor.send.buffer.size", Rule::PowerOfTwo),
     ("topology.debug", Rule::Bool),
+    ("topology.metrics.reporters", Rule::Reporters),
     ("topology.strict", Rule::Bool),
     (
         "topology.record.max.bytes",
@@ -230,10 +233,16 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         | Rule::OptionalString
         | Rule::Environment
         | Rule::Hosts
+        | Rule::Reporters
             if value.is_null() =>
         {
             Ok(())
         }
+        // The CSV folder is checked when the reporters start (it may default under
+        // storm.local.dir, known only then).
+        Rule::Reporters => super::reporters::parse(Some(value), Some("."))
+            .map(|_| ())
+            .map_err(|e| format!("{e:#}")),
         Rule::Int { min, .. } => match value.as_i64() {
             Some(n) if n >= 0 && n as u64 >= min => Ok(()),
             Some(n) => Err(format!("must be ≥ {min} (got {n})")),

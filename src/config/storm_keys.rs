@@ -4,6 +4,8 @@
 //! effect here (JVM options, DRPC, the blob store, Kerberos, ...), or unknown to both (a
 //! misspelling, with a did-you-mean).
 
+use super::{Config, Origin};
+
 /// What a configuration key is to this implementation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyClass {
@@ -24,6 +26,49 @@ pub fn class_of(key: &str) -> KeyClass {
     } else {
         KeyClass::Unknown
     }
+}
+
+/// Storm keys set (not by our defaults) that have no effect here, sorted.
+pub fn no_effect_keys(config: &Config) -> Vec<String> {
+    config
+        .entries
+        .iter()
+        .filter(|(k, e)| e.origin != Origin::Default && class_of(k) == KeyClass::NoEffect)
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// The one line said at start when Storm keys without effect here are set: how many, and
+/// where to see them.
+pub fn no_effect_summary(config: &Config) -> Option<String> {
+    let n = no_effect_keys(config).len();
+    (n > 0).then(|| {
+        format!(
+            "note: {n} Storm configuration key(s) have no effect here (JVM options, DRPC, blob \
+             store, security, scheduler, ...): `storm config --unused` lists them"
+        )
+    })
+}
+
+/// Unknown `topology.*` keys (warnings in Storm's spirit), each with a close known key if any.
+pub fn unknown_topology_keys(config: &Config) -> Vec<(String, Option<String>)> {
+    unknown_keys(config, "topology.")
+}
+
+/// Unknown keys starting with `prefix` (neither ours nor Storm's: `storm_keys`), each with a
+/// close known key if any.
+pub fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String>)> {
+    let known = super::layers::known_keys();
+    config
+        .entries
+        .keys()
+        .filter(|k| k.starts_with(prefix) && class_of(k) == KeyClass::Unknown)
+        .map(|k| {
+            let s = crate::topology::yaml::suggest(k, known.iter().map(String::as_str))
+                .map(str::to_string);
+            (k.clone(), s)
+        })
+        .collect()
 }
 
 /// Apache Storm 2.x's configuration keys, sorted.
@@ -539,6 +584,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn unknown_topology_keys_get_suggestions() {
+        let mut c = super::super::layers::defaults();
+        c.set("topology.wokers", serde_json::json!(2), Origin::CommandLine);
+        c.set("my.own.key", serde_json::json!(2), Origin::CommandLine);
+        assert_eq!(
+            unknown_topology_keys(&c),
+            vec![("topology.wokers".into(), Some("topology.workers".into()))]
+        );
+    }
+
+    #[test]
     fn keys_fall_in_three_classes() {
         assert!(
             STORM_KEYS.windows(2).all(|w| w[0] < w[1]),
@@ -548,7 +604,11 @@ mod tests {
         assert_eq!(class_of("ui.token"), KeyClass::Obeyed);
         assert_eq!(class_of("topology.worker.childopts"), KeyClass::NoEffect);
         assert_eq!(class_of("drpc.port"), KeyClass::NoEffect);
-        assert_eq!(class_of("topology.metrics.reporters"), KeyClass::NoEffect);
+        assert_eq!(class_of("topology.metrics.reporters"), KeyClass::Obeyed);
+        assert_eq!(
+            class_of("topology.metrics.consumer.register"),
+            KeyClass::NoEffect
+        );
         assert_eq!(class_of("topology.wrokers"), KeyClass::Unknown);
         assert_eq!(class_of("my.own.key"), KeyClass::Unknown);
     }

@@ -12,6 +12,7 @@ pub(crate) mod message;
 pub mod metrics;
 pub(crate) mod open_trees;
 pub mod rebalance;
+pub mod reporters;
 pub(crate) mod routing;
 pub(crate) mod tap;
 mod tcp;

@@ -231,7 +231,7 @@ impl Validator<'_> {
                 )),
             }
         }
-        for (key, suggestion) in layers::unknown_topology_keys(&config) {
+        for (key, suggestion) in crate::config::storm_keys::unknown_topology_keys(&config) {
             let message = format!("unknown configuration key `{key}`");
             let mut d = match span_of(&key) {
                 Some((k, _)) => Diagnostic::warning(message, k.span),

@@ -163,6 +163,32 @@ pub fn tap(
 }
 
 impl Source for LocalRun {
+    /// The whole process is the topology: its log filter changes at once.
+    fn set_log_levels(
+        &self,
+        _id: &str,
+        levels: &serde_json::Map<String, serde_json::Value>,
+    ) -> anyhow::Result<()> {
+        let named: Vec<(String, String, u64)> = levels
+            .iter()
+            .map(|(logger, v)| {
+                let level = v.get("target_level").and_then(|l| l.as_str()).unwrap_or("");
+                let timeout = v.get("timeout").and_then(|t| t.as_u64()).unwrap_or(0);
+                (logger.clone(), level.to_string(), timeout)
+            })
+            .collect();
+        crate::logging::set_named_levels(&named)?;
+        tracing::info!(
+            "log levels set: {}",
+            serde_json::Value::Object(levels.clone())
+        );
+        Ok(())
+    }
+
+    fn log_levels_applied(&self) -> bool {
+        true
+    }
+
     fn tap(
         &self,
         _id: &str,

@@ -22,6 +22,7 @@ mod multilang;
 mod multilang_runs;
 mod net;
 mod newcomer;
+mod operator;
 mod readers;
 mod rebalance;
 mod records;

@@ -20,7 +20,11 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     let topology = Arc::new(loaded.topology);
     let at_least_once = topology.at_least_once();
     let message_timeout = topology.config.message_timeout();
+    let reporting = runtime::reporters::configured(&topology.config)?;
     let running = runtime::start_local(topology.clone())?;
+    // Named as the UI names a local run: `name-1-launch time`.
+    let local_id = format!("{}-1-{}", topology.name, crate::cluster::nimbus::now_secs());
+    let reporters = runtime::reporters::start(reporting, &local_id, 0, &running.stats);
     let ui = match &args.ui {
         Some(addr) => Some(crate::commands::ui::serve_local(addr, topology, &running)?),
         None => None,
@@ -38,6 +42,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     )?;
     let result = running.wait();
     runtime::tap::flush_debug();
+    // The last reading, with the run's final counts.
+    drop(reporters);
     drop(ui);
     drop(watcher);
     finish(&args, &result?, Scope::Local, at_least_once)
