@@ -98,3 +98,70 @@ fn an_aggregate_past_the_memory_limit_ends_the_run() {
         "{stderr}"
     );
 }
+
+/// A windowed event-time join whose second input sends nothing (its stdin left open) emits
+/// its first window while the run goes on: with `idle`, the silent input stops holding the
+/// watermark back.
+#[test]
+fn a_join_with_a_silent_input_closes_windows_after_idle() {
+    use std::io::{BufRead, Write};
+    // A whole minute, so the first window holds the first tuple alone.
+    let base: i64 = 1_700_000_040_000;
+    let dsl = "s = stdin(format=json, fields=[ts, user, side])\n\
+               s | o = filter(\"side == \\\"o\\\"\")\n\
+               s | l = filter(\"side == \\\"l\\\"\")\n\
+               o | j = join(inputs=[{from: o, key: user}, {from: l, key: user, kind: left}], \
+               select=[o.ts, o.user], window={tumbling: 1m}, time=ts, lag=1s, idle=1s) | stdout\n\
+               l | j";
+    let bin = assert_cmd::cargo::cargo_bin("storm");
+    let mut child = std::process::Command::new(bin)
+        .args(["run", "-e", dsl])
+        .env_remove("STORM_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn storm");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for (ts, user) in [(base + 5_000, 1), (base + 70_000, 2), (base + 130_000, 3)] {
+        writeln!(stdin, r#"{{"ts": {ts}, "user": {user}, "side": "o"}}"#).expect("write");
+    }
+    stdin.flush().expect("flush");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The input stays open: only `idle` can close the first window.
+    let first = rx.recv_timeout(Duration::from_secs(60));
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(stdin);
+    let first = first.expect("a window closed while the silent input stayed open");
+    assert_eq!(first, format!("{}\t1", base + 5_000));
+}
+
+#[test]
+fn idle_without_event_time_is_refused() {
+    let out = storm()
+        .args([
+            "validate",
+            "-e",
+            "stdin | aggregate(window={tumbling: 1m}, idle=5s) | stdout",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`idle` goes with event time: name the `time` field"),
+        "{stderr}"
+    );
+}

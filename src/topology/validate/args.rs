@@ -378,6 +378,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("window", Map),
             ("time", Text),
             ("lag", Duration),
+            ("idle", Duration),
         ],
         Top => &[
             ("n", Number),
@@ -387,6 +388,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("time", Text),
             ("lag", Duration),
             ("watermark", Duration),
+            ("idle", Duration),
         ],
         Lookup => &[
             ("path", Text),
@@ -403,6 +405,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("time", Text),
             ("lag", Duration),
             ("watermark", Duration),
+            ("idle", Duration),
         ],
         Filter => &[("where", Text)],
         ComponentType::Map => &[
