@@ -165,3 +165,51 @@ fn idle_without_event_time_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn validate_warns_of_a_lag_that_holds_windows_for_ever() {
+    let out = storm()
+        .args([
+            "validate",
+            "-e",
+            "stdin(format=json, fields=[ts, k]) | aggregate(by=[k], window={tumbling: 1m}, time=ts, lag=100y) | stdout",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stderr), @r"
+    <-e>:1:92: warning: `lag` of 100y keeps each window open that long after it ends: up to 52596001 windows of every key are held in memory at once
+      |
+    1 | stdin(format=json, fields=[ts, k]) | aggregate(by=[k], window={tumbling: 1m}, time=ts, lag=100y) | stdout
+      |                                                                                            ^^^^
+      = help: a lag of at most a day and 1000 windows keeps memory bounded; tuples later than the lag go to the `late` stream
+    ");
+}
+
+#[test]
+fn validate_warns_of_a_join_lag_of_many_windows_and_not_of_a_short_one() {
+    let dsl = |lag: &str| {
+        format!(
+            "s = stdin(format=json, fields=[ts, user])\n\
+             s | o = filter(\"user > 0\")\n\
+             s | l = filter(\"user < 0\")\n\
+             o | j = join(inputs=[{{from: o, key: user}}, {{from: l, key: user}}], \
+             select=[o.ts], window={{tumbling: 1s}}, time=ts, lag={lag}) | stdout\n\
+             l | j"
+        )
+    };
+    let stderr = |lag: &str| {
+        let out = storm()
+            .args(["validate", "-e", &dsl(lag)])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let long = stderr("2h");
+    assert!(
+        long.contains("warning: `lag` of 2h keeps each window open that long after it ends: up to 7201 windows"),
+        "{long}"
+    );
+    assert!(!stderr("5s").contains("warning"));
+}
