@@ -215,7 +215,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;activate' {
-            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
@@ -227,7 +227,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;deactivate' {
-            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
@@ -245,7 +245,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--num-workers', '--num-workers', [CompletionResultType]::ParameterName, 'The new number of workers (at most 256)')
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'A component''s new number of executors, 1 to its task count (repeatable)')
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'A component''s new number of executors, 1 to its task count (repeatable)')
-            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
@@ -257,7 +257,7 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;top' {
-            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
             [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')

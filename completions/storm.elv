@@ -196,7 +196,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --version 'Print version'
         }
         &'storm;activate'= {
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
             cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
@@ -207,7 +207,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --version 'Print version'
         }
         &'storm;deactivate'= {
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
             cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
@@ -224,7 +224,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --num-workers 'The new number of workers (at most 256)'
             cand -e 'A component''s new number of executors, 1 to its task count (repeatable)'
             cand --executor 'A component''s new number of executors, 1 to its task count (repeatable)'
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
             cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
@@ -235,7 +235,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand --version 'Print version'
         }
         &'storm;top'= {
-            cand --nimbus 'Nimbus address'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
             cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
             cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
             cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'

@@ -133,13 +133,13 @@ complete -c storm -n "__fish_storm_using_subcommand kill" -s w -l wait -d 'Secon
 complete -c storm -n "__fish_storm_using_subcommand kill" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
 complete -c storm -n "__fish_storm_using_subcommand kill" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand kill" -s V -l version -d 'Print version'
-complete -c storm -n "__fish_storm_using_subcommand activate" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand activate" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand activate" -l ui -d 'The UI of a run or of nimbus (`storm run --ui`, nimbus\'s ui.port)' -r
 complete -c storm -n "__fish_storm_using_subcommand activate" -l token -d 'The UI\'s token (ui.token or storm.cluster.secret), for operations through --ui' -r
 complete -c storm -n "__fish_storm_using_subcommand activate" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
 complete -c storm -n "__fish_storm_using_subcommand activate" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand activate" -s V -l version -d 'Print version'
-complete -c storm -n "__fish_storm_using_subcommand deactivate" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand deactivate" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand deactivate" -l ui -d 'The UI of a run or of nimbus (`storm run --ui`, nimbus\'s ui.port)' -r
 complete -c storm -n "__fish_storm_using_subcommand deactivate" -l token -d 'The UI\'s token (ui.token or storm.cluster.secret), for operations through --ui' -r
 complete -c storm -n "__fish_storm_using_subcommand deactivate" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
@@ -148,13 +148,13 @@ complete -c storm -n "__fish_storm_using_subcommand deactivate" -s V -l version 
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -s w -l wait -d 'Seconds the spouts stay deactivated before the switch, at most (default: the topology\'s message timeout; the switch comes sooner once no tuple tree is pending)' -r
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -s n -l num-workers -d 'The new number of workers (at most 256)' -r
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -s e -l executor -d 'A component\'s new number of executors, 1 to its task count (repeatable)' -r
-complete -c storm -n "__fish_storm_using_subcommand rebalance" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand rebalance" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -l ui -d 'The UI of a run or of nimbus (`storm run --ui`, nimbus\'s ui.port)' -r
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -l token -d 'The UI\'s token (ui.token or storm.cluster.secret), for operations through --ui' -r
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -s h -l help -d 'Print help'
 complete -c storm -n "__fish_storm_using_subcommand rebalance" -s V -l version -d 'Print version'
-complete -c storm -n "__fish_storm_using_subcommand top" -l nimbus -d 'Nimbus address' -r
+complete -c storm -n "__fish_storm_using_subcommand top" -l nimbus -d 'Nimbus address, or several comma-separated (default: nimbus.seeds)' -r
 complete -c storm -n "__fish_storm_using_subcommand top" -l ui -d 'The UI of a run or of nimbus (`storm run --ui`, nimbus\'s ui.port)' -r
 complete -c storm -n "__fish_storm_using_subcommand top" -l token -d 'The UI\'s token (ui.token or storm.cluster.secret), for operations through --ui' -r
 complete -c storm -n "__fish_storm_using_subcommand top" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r

@@ -494,11 +494,12 @@ pub struct WorkerArgs {
     pub zookeeper_connection_ms: u64,
 }
 
-/// Where an operation or a view reaches the topology: nimbus, or the UI of a run.
+/// Where an operation or a view reaches the topology: nimbus, or the UI of a run (neither:
+/// nimbus as `nimbus.seeds` or ZooKeeper find it).
 #[derive(Debug, Args, Clone)]
-#[command(group = clap::ArgGroup::new("target").required(true).args(["nimbus", "ui"]))]
+#[command(group = clap::ArgGroup::new("target").args(["nimbus", "ui"]))]
 pub struct TargetArgs {
-    /// Nimbus address
+    /// Nimbus address, or several comma-separated (default: nimbus.seeds)
     #[arg(long, value_name = "ADDR")]
     pub nimbus: Option<String>,
     /// The UI of a run or of nimbus (`storm run --ui`, nimbus's ui.port)

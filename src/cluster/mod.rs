@@ -13,6 +13,7 @@ pub mod leader;
 pub mod nimbus;
 pub mod nimbus_state;
 pub mod resources;
+pub mod retry;
 pub mod rpc;
 pub mod simulation;
 pub mod snapshot;

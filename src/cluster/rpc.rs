@@ -5,6 +5,7 @@
 //! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
 use super::layout::{AssignmentInfo, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus};
+use super::retry::Retry;
 use crate::logging::{held_back, Throttle};
 use crate::net::auth::{self, Secret};
 use serde::de::DeserializeOwned;
@@ -487,6 +488,7 @@ pub const NOT_LEADER: &str = "is not the leader nimbus";
 pub struct Client {
     addr: String,
     secret: Option<Secret>,
+    retry: Retry,
 }
 
 impl std::fmt::Debug for Client {
@@ -519,7 +521,15 @@ impl Client {
         Client {
             addr: addr.into(),
             secret,
+            retry: Retry::NONE,
         }
+    }
+
+    /// This client, retrying rounds over its addresses as `retry` says while no nimbus leads
+    /// (an election under way, a leader that died mid-call).
+    pub fn with_retry(mut self, retry: Retry) -> Client {
+        self.retry = retry;
+        self
     }
 
     /// Nimbus's address (or addresses), as given.
@@ -528,8 +538,9 @@ impl Client {
     }
 
     /// Send one request to the leading nimbus and decode its answer. With several
-    /// addresses they are tried in turn, passing over those that cannot be reached and
-    /// standbys that answer they do not lead.
+    /// addresses they are tried in turn, passing over those that cannot be reached, that
+    /// closed the connection before answering, and standbys that answer they do not lead;
+    /// with a [`Retry`], rounds over them go on with back-off until one leads.
     pub fn call<T: DeserializeOwned>(&self, request: &Request) -> anyhow::Result<T> {
         let list: Vec<&str> = self
             .addr
@@ -537,21 +548,38 @@ impl Client {
             .map(str::trim)
             .filter(|a| !a.is_empty())
             .collect();
-        if list.len() <= 1 {
+        if list.len() <= 1 && self.retry.times == 0 {
             let addr = list.first().copied().unwrap_or(&self.addr);
             return self.call_at(addr, request).map_err(Failure::into_error);
         }
+        let started = Instant::now();
+        let mut wait = None;
         let mut tried = Vec::new();
-        for addr in &list {
-            match self.call_at(addr, request) {
-                Ok(v) => return Ok(v),
-                Err(Failure::Answered(e)) => return Err(e),
-                Err(Failure::PassOver(e)) => tried.push(format!("{e:#}")),
+        for round in 0..=self.retry.times {
+            if round > 0 {
+                let next = self.retry.next_wait(wait);
+                tracing::warn!(
+                    "no leading nimbus among {} ({}); retrying in {next:?}",
+                    self.addr,
+                    tried.join("; ")
+                );
+                std::thread::sleep(next);
+                wait = Some(next);
+            }
+            tried.clear();
+            for addr in &list {
+                match self.call_at(addr, request) {
+                    Ok(v) => return Ok(v),
+                    Err(Failure::Answered(e)) => return Err(e),
+                    Err(Failure::PassOver(e)) => tried.push(format!("{e:#}")),
+                }
             }
         }
         anyhow::bail!(
-            "no leading nimbus among {}: {}",
+            "no leading nimbus among {} after {} round(s) over {:.1}s (storm.nimbus.retry.*): {}",
             self.addr,
+            self.retry.times + 1,
+            started.elapsed().as_secs_f64(),
             tried.join("; ")
         )
     }
@@ -569,6 +597,12 @@ impl Client {
         write_message(&mut stream, request)
             .map_err(|e| Failure::PassOver(anyhow::anyhow!("sending to nimbus at {addr}: {e}")))?;
         let response: Response = read_message(&mut stream).map_err(|e| {
+            if closed_unanswered(&e) {
+                return Failure::PassOver(anyhow::anyhow!(
+                    "nimbus at {addr} closed the connection before answering (it stopped, or \
+                     lost its leadership, mid-call)"
+                ));
+            }
             let hint = if self.secret.is_none() {
                 " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"
             } else {
@@ -590,6 +624,18 @@ impl Client {
             Response::Error(msg) => Err(Failure::Answered(anyhow::anyhow!("{msg}"))),
         }
     }
+}
+
+/// Whether reading an answer failed with nothing received: the connection was cut (a nimbus
+/// with a secret, called without one, sends its challenge first, so it is never this).
+fn closed_unanswered(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+        matches!(
+            io.kind(),
+            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+        )
+    })
 }
 
 /// A connection to the nimbus at `addr`, with [`CALL_TIMEOUT`] on its reads and writes.

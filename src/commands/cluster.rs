@@ -106,6 +106,20 @@ fn client_nimbus(given: Option<&str>, config: &ConfigOverrides) -> Result<rpc::C
     Ok(nimbus_client(&addrs, &config.overrides))
 }
 
+/// Nimbus for a command that changes the cluster (kill, activate, deactivate, rebalance):
+/// as [`client_nimbus`], retrying through an election as `storm.nimbus.retry.*` say.
+fn acting_nimbus(given: Option<&str>, config: &ConfigOverrides) -> Result<rpc::Client, Status> {
+    let client = client_nimbus(given, config)?;
+    let conf = layers::cluster_config(&config.overrides).unwrap_or_else(|_| layers::defaults());
+    match crate::cluster::retry::Retry::from_config(&conf) {
+        Ok(retry) => Ok(client.with_retry(retry)),
+        Err(e) => {
+            crate::stderr_println!("error: {e:#}");
+            Err(Status::Usage)
+        }
+    }
+}
+
 /// The token for operations through a UI: `--token`, else the `ui.token` or cluster secret
 /// that `-c`, `storm.yaml` or `STORM_CLUSTER_SECRET` give.
 fn operation_token(target: &crate::cli::TargetArgs) -> Option<String> {
@@ -121,6 +135,15 @@ fn operation_token(target: &crate::cli::TargetArgs) -> Option<String> {
 pub(crate) fn nimbus_client(addr: &str, overrides: &[String]) -> rpc::Client {
     let config = layers::cluster_config(overrides).unwrap_or_else(|_| layers::defaults());
     rpc::Client::new(addr, Secret::from_config(&config))
+}
+
+/// Nimbus at `addr` for a client command (submit, kill, rebalance, an attached run, …): as
+/// [`nimbus_client`], retrying over the addresses through an election as the
+/// `storm.nimbus.retry.*` keys say.
+pub(crate) fn command_client(addr: &str, overrides: &[String]) -> anyhow::Result<rpc::Client> {
+    let config = layers::cluster_config(overrides).unwrap_or_else(|_| layers::defaults());
+    let retry = crate::cluster::retry::Retry::from_config(&config)?;
+    Ok(rpc::Client::new(addr, Secret::from_config(&config)).with_retry(retry))
 }
 
 /// SIGINT/SIGTERM set the returned flag (the daemons then stop cleanly).
@@ -269,7 +292,7 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
         Err(status) => return Ok(status),
     };
     let nimbus = match nimbus_addrs(a.nimbus.as_deref(), &loaded.topology.config) {
-        Ok(n) => nimbus_client(&n, &a.config.overrides),
+        Ok(n) => command_client(&n, &a.config.overrides)?,
         Err(s) => return Ok(s),
     };
     let mut sub = submission(&a.source, &a.config.overrides, None)?;
@@ -412,7 +435,7 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
         name: a.name.clone(),
         wait_secs: a.wait,
     };
-    let nimbus = match client_nimbus(a.nimbus.as_deref(), &a.config) {
+    let nimbus = match acting_nimbus(a.nimbus.as_deref(), &a.config) {
         Ok(n) => n,
         Err(s) => return Ok(s),
     };
@@ -433,12 +456,15 @@ pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
             crate::ui::client::post_json(ui, &path, operation_token(&a.target).as_deref())?;
         answer["topologyId"].as_str().unwrap_or(&a.name).to_string()
     } else {
-        let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
+        let nimbus = match acting_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
+            Ok(n) => n,
+            Err(s) => return Ok(s),
+        };
         let request = Request::SetActive {
             name: a.name.clone(),
             active,
         };
-        nimbus_client(nimbus, &a.target.config.overrides).call::<String>(&request)?
+        nimbus.call::<String>(&request)?
     };
     crate::stderr_println!("{verb}d {} ({id})", a.name);
     Ok(Status::Success)
@@ -455,8 +481,11 @@ pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
             workers: a.num_workers,
             executors: a.executors.iter().cloned().collect(),
         };
-        let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
-        let id: String = nimbus_client(nimbus, &a.target.config.overrides).call(&request)?;
+        let nimbus = match acting_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
+            Ok(n) => n,
+            Err(s) => return Ok(s),
+        };
+        let id: String = nimbus.call(&request)?;
         crate::stderr_println!(
             "rebalancing {} ({id}): deactivated for the wait, then assigned afresh",
             a.name

@@ -95,7 +95,9 @@ fn ui_address(a: &TopArgs) -> anyhow::Result<String> {
     if let Some(ui) = &a.target.ui {
         return Ok(ui.clone());
     }
-    let nimbus = a.target.nimbus.as_deref().unwrap_or_default();
+    let Some(nimbus) = a.target.nimbus.as_deref() else {
+        anyhow::bail!("storm top needs --ui ADDR or --nimbus ADDR");
+    };
     let host = nimbus.rsplit_once(':').map_or(nimbus, |(h, _)| h);
     let port = crate::config::layers::cluster_config(&a.target.config.overrides)
         .ok()

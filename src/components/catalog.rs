@@ -18,7 +18,11 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
                 }
                 None => super::lines::Input::Stdin,
             };
-            let spout = super::lines::LineSpout::new(input, max_retries);
+            let mut spout = super::lines::LineSpout::new(input, max_retries);
+            if c.args.get("follow").and_then(|v| v.as_bool()) == Some(true) {
+                let from_end = c.arg_str("start_at") == Some("end");
+                spout = spout.following(from_end);
+            }
             Box::new(match c.args.contains_key("format") {
                 true => {
                     let spec = super::parse::spec::Spec::from_args(&c.args)

@@ -7,6 +7,7 @@
 //! (the reader thread starts at the first `next_tuple`, so a restore can say where).
 
 pub mod feed;
+pub mod follow;
 mod position;
 
 use super::replay::Replay;
@@ -17,7 +18,7 @@ use compact_str::CompactString;
 use crossbeam_channel::{Receiver, TryRecvError};
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A chunk of lines is sent on at this many lines or bytes, whichever comes first (a line kept
@@ -39,6 +40,8 @@ struct LineChunk {
     raw_ends: Vec<u64>,
     /// The lines that are pieces of a longer one, going on in the next (JSON input only).
     pieces: Vec<usize>,
+    /// A followed file: which file the lines came from (their raw ends are offsets in it).
+    file: Option<follow::FileId>,
 }
 
 /// What the reader thread sends: a chunk of lines, or why reading stopped.
@@ -160,6 +163,20 @@ pub struct LineSpout {
     parsing: Option<Parsing>,
     /// JSON input: a long line is read in pieces.
     cut_long: bool,
+    /// `follow: true`: read as the file grows, through rotations.
+    follow: Option<Following>,
+}
+
+/// How a followed file is read.
+struct Following {
+    /// `start_at: end`: a run not resumed from a position starts at the file's end.
+    from_end: bool,
+    /// Set when the spout goes: the reader stops waiting for more.
+    closed: Arc<AtomicBool>,
+    /// The file `offset` is in (set by the lines emitted, or by a restored position).
+    file: Option<follow::FileId>,
+    /// Resumed from a position: `start_at` no longer applies.
+    resumed: bool,
 }
 
 /// A spout that reads its lines into fields (`stdin(format=json, fields=[…])`).
@@ -189,7 +206,19 @@ impl LineSpout {
             component: String::new(),
             parsing: None,
             cut_long: false,
+            follow: None,
         }
+    }
+
+    /// Follow the file as it grows (`follow: true`), starting at its end with `from_end`.
+    pub fn following(mut self, from_end: bool) -> LineSpout {
+        self.follow = Some(Following {
+            from_end,
+            closed: Arc::default(),
+            file: None,
+            resumed: false,
+        });
+        self
     }
 
     /// Read lines into fields as `parse` would (the spout's `format` and its options).
@@ -238,6 +267,7 @@ impl LineSpout {
             i => self.current.ends[i - 1],
         };
         let raw_end = self.current.raw_ends.get(self.emitted).copied();
+        let file = self.current.file;
         let piece = self.current.pieces.contains(&self.emitted);
         self.emitted += 1;
         let text = &self.current.text;
@@ -252,6 +282,9 @@ impl LineSpout {
         let pending = self.parsing.as_ref().is_some_and(|p| p.parser.pending());
         if let (Some(raw_end), false) = (raw_end, pending) {
             self.offset = raw_end;
+            if let (Some(f), Some(id)) = (self.follow.as_mut(), file) {
+                f.file = Some(id);
+            }
         }
         Ok(true)
     }
@@ -279,8 +312,28 @@ impl LineSpout {
         read.store(self.start, Ordering::Relaxed);
         let start = self.start;
         let cut = self.cut_long.then_some(PIECE_BYTES);
+        let name = format!("{}-reader", self.component);
+        if let (Some(f), Input::File(path)) = (&self.follow, &input) {
+            let start = match (f.from_end, f.resumed) {
+                (true, false) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                _ => start,
+            };
+            read.store(start, Ordering::Relaxed);
+            let job = follow::FollowJob {
+                path: path.clone(),
+                start,
+                expect: f.file,
+                closed: f.closed.clone(),
+                cut,
+            };
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || job.run(&tx, &read, &invalid))?;
+            self.chunks = Some(rx);
+            return Ok(());
+        }
         std::thread::Builder::new()
-            .name(format!("{}-reader", self.component))
+            .name(name)
             .spawn(move || reader_thread(input, start, cut, tx, read, invalid))?;
         self.chunks = Some(rx);
         Ok(())
@@ -303,7 +356,7 @@ fn reader_thread(
             return Ok(());
         }
     };
-    read_lines(source, start, cut, &tx, &read_bytes, &invalid);
+    read_lines(source, start, cut, None, &tx, &read_bytes, &invalid);
     Ok(())
 }
 
@@ -349,11 +402,13 @@ fn skip(reader: &mut impl Read, n: u64) -> Result<(), String> {
 }
 
 /// Read `reader` to its end, sending its lines on `tx` in chunks (or an error); its first byte
-/// is byte `start` of the input. `cut`: a line longer than this goes in pieces.
+/// is byte `start` of the input. `cut`: a line longer than this goes in pieces. `file`: the
+/// followed file it is, stamped on each chunk.
 fn read_lines(
     mut reader: impl BufRead,
     start: u64,
     cut: Option<usize>,
+    file: Option<follow::FileId>,
     tx: &crossbeam_channel::Sender<ChunkResult>,
     read_bytes: &AtomicU64,
     invalid: &AtomicU64,
@@ -367,6 +422,7 @@ fn read_lines(
         carry: Vec::new(),
         invalid,
         closed: false,
+        file,
     };
     // The raw offset of the read buffer's first byte.
     let mut at = start;
@@ -439,6 +495,7 @@ struct LineBuilder<'a> {
     invalid: &'a AtomicU64,
     /// The spout is gone (the run is ending): nothing more to read.
     closed: bool,
+    file: Option<follow::FileId>,
 }
 
 impl LineBuilder<'_> {
@@ -462,6 +519,7 @@ impl LineBuilder<'_> {
             ends: std::mem::replace(&mut self.ends, Vec::with_capacity(CHUNK_LINES)),
             raw_ends: std::mem::replace(&mut self.raw_ends, Vec::with_capacity(CHUNK_LINES)),
             pieces: std::mem::take(&mut self.pieces),
+            file: self.file,
         };
         self.closed = self.tx.send(Ok(chunk)).is_err();
     }
@@ -621,6 +679,10 @@ impl Spout for LineSpout {
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
+        // A followed file has no end to be a fraction of.
+        if self.follow.is_some() {
+            return None;
+        }
         Some((self.read_bytes.load(Ordering::Relaxed), self.total_bytes))
     }
 
@@ -629,12 +691,23 @@ impl Spout for LineSpout {
     }
 
     fn close(&mut self) {
+        if let Some(f) = &self.follow {
+            f.closed.store(true, Ordering::Relaxed);
+        }
         let invalid = self.invalid.load(Ordering::Relaxed);
         if invalid > 0 {
             tracing::warn!(
                 "{}: {invalid} line(s) had invalid UTF-8; bad bytes were replaced with U+FFFD",
                 self.component
             );
+        }
+    }
+}
+
+impl Drop for LineSpout {
+    fn drop(&mut self) {
+        if let Some(f) = &self.follow {
+            f.closed.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -657,6 +730,7 @@ mod tests {
         read_lines(
             BufReader::with_capacity(capacity, input),
             start,
+            None,
             None,
             &tx,
             &read,

@@ -364,6 +364,9 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::Lookup) {
             self.lookup_table(rc);
         }
+        if ctype == Some(ComponentType::File) {
+            self.start_at_needs_follow(rc);
+        }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(
                 "`command` is only used by shell components; ignored",

@@ -459,7 +459,8 @@ fn check_csv(out: &str, evs: &[Event]) {
 }
 
 /// `emit=update`: per key, the totals 1, 2, … n in order, n being the true total.
-fn check_updates(out: &str, evs: &[Event]) {
+/// Updates of a count: each key's last total is the true one, and it went up one at a time.
+fn last_totals(out: &str) -> BTreeMap<String, u64> {
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     for line in out.lines() {
         let (k, n) = line.split_once('\t').expect("key<TAB>count");
@@ -468,6 +469,11 @@ fn check_updates(out: &str, evs: &[Event]) {
         assert_eq!(n, *last + 1, "{k}: {n} after {last}");
         *last = n;
     }
+    seen
+}
+
+fn check_updates(out: &str, evs: &[Event]) {
+    let seen = last_totals(out);
     let want = counted(
         evs.iter()
             .filter(|e| e.level == "error")
@@ -509,6 +515,10 @@ fn check(id: &str, out: &str, evs: &[Event], via_yaml: bool) {
         "percentiles" => return check_percentiles(out, evs),
         "csv-columns" => return check_csv(out, evs),
         "live-errors" => return check_updates(out, evs),
+        "live-status" => {
+            let want = counted(evs.iter().map(|e| e.status.to_string()));
+            return assert_eq!(last_totals(out), want, "{id}");
+        }
         _ => {}
     }
     let (want, ordered) = expected(id, evs);
@@ -559,7 +569,11 @@ fn every_cookbook_recipe_gives_the_right_answer() {
         };
         let (out, _) = sh(
             dir.path(),
-            &format!("{env}storm run {file} < {}", input_of(command)),
+            &match command.contains("follow=true") {
+                // A followed file names itself and runs until stopped.
+                true => format!("storm run {file} --duration 3s"),
+                false => format!("{env}storm run {file} < {}", input_of(command)),
+            },
         );
         check(id, &out, &evs, true);
     }

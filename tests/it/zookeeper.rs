@@ -41,7 +41,7 @@ streams:
 ";
 
 /// ZooKeeper servers started by a test, SIGKILLed when it ends.
-struct Ensemble {
+pub(crate) struct Ensemble {
     servers: Vec<Option<Child>>,
     ports: Vec<u16>,
     dir: tempfile::TempDir,
@@ -58,7 +58,7 @@ impl Drop for Ensemble {
 
 impl Ensemble {
     /// Start `n` servers (standalone for one) and wait until each serves.
-    fn start(n: usize) -> Ensemble {
+    pub(crate) fn start(n: usize) -> Ensemble {
         assert!(
             Path::new(ZK_JAR).is_file(),
             "{ZK_JAR} is missing: install Debian's zookeeper package (.ci/run does)"
@@ -100,7 +100,7 @@ impl Ensemble {
     }
 
     /// `-c` options that put a cluster's tree in this ensemble, with short timeouts.
-    fn storm_options(&self) -> Vec<String> {
+    pub(crate) fn storm_options(&self) -> Vec<String> {
         let servers: Vec<String> = self
             .ports
             .iter()
@@ -234,7 +234,12 @@ fn paths_of(dump: &str) -> BTreeSet<String> {
 }
 
 /// Start a nimbus; its pid.
-fn start_nimbus(daemons: &mut Daemons, name: &'static str, addr: &str, zk: &[String]) -> u32 {
+pub(crate) fn start_nimbus(
+    daemons: &mut Daemons,
+    name: &'static str,
+    addr: &str,
+    zk: &[String],
+) -> u32 {
     let data = tempfile::tempdir().expect("tempdir").keep();
     daemons.spawn(
         name,

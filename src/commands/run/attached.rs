@@ -9,7 +9,7 @@ use crate::cli::RunArgs;
 use crate::cluster::layout::{SupervisorInfo, TaskHeartbeat};
 use crate::cluster::nimbus::now_secs;
 use crate::cluster::rpc::{Client, Request, TopologySummary};
-use crate::commands::cluster::{nimbus_client, ship_resources, submission};
+use crate::commands::cluster::{command_client, ship_resources, submission};
 use crate::commands::Status;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,7 +47,7 @@ pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
         Err(status) => return Ok(status),
     };
     let topology = loaded.topology;
-    let nimbus = nimbus_client(addr, &overrides);
+    let nimbus = command_client(addr, &overrides)?;
     let has_home = topology.components.iter().any(|c| c.ctype.is_console());
 
     let interrupted = drain_on_signals()?;

@@ -7,7 +7,9 @@
 //! - `header` (with a CSV/TSV header read): its column names, so the resumed reader, which
 //!   starts after it, knows them,
 //! - `json` (JSON read as a stream of values): `"array"` between the elements of a top-level
-//!   array, `"values"` between values, so the resumed reader goes on in the same state.
+//!   array, `"values"` between values, so the resumed reader goes on in the same state,
+//! - `file` (a followed file): `[device, inode]` of the file `offset` is in, so a file rotated
+//!   while the run was stopped is read from its start, not from an offset in another file.
 
 use super::{Input, KeptLine, LineSpout};
 use crate::tuple::Value;
@@ -32,6 +34,10 @@ pub(super) fn of(spout: &LineSpout) -> Value {
     if let Some(columns) = header {
         let names = columns.iter().map(|c| Value::str(c)).collect();
         map.insert("header".to_string(), Value::List(Box::new(names)));
+    }
+    if let Some(id) = spout.follow.as_ref().and_then(|f| f.file) {
+        let id = vec![Value::Int(id.dev as i64), Value::Int(id.ino as i64)];
+        map.insert("file".to_string(), Value::List(Box::new(id)));
     }
     let stream = spout.parsing.as_ref().and_then(|p| p.parser.json_stream());
     if let Some(in_array) = stream {
@@ -65,7 +71,11 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
     let Some(input) = &spout.input else {
         return Err("reading had already begun".into());
     };
-    if let Input::File(path) = input {
+    if let Some(f) = spout.follow.as_mut() {
+        // The reader thread sees whether it is still the same file, and how long.
+        f.file = file_id(map.get("file"))?;
+        f.resumed = true;
+    } else if let Input::File(path) = input {
         let len = std::fs::metadata(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?
             .len();
@@ -90,6 +100,23 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
     spout.start = offset;
     spout.offset = offset;
     Ok(())
+}
+
+/// A followed file's `[device, inode]` in a position.
+fn file_id(value: Option<&Value>) -> Result<Option<super::follow::FileId>, String> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    match value {
+        Value::List(items) => match items.as_slice() {
+            [Value::Int(dev), Value::Int(ino)] => Ok(Some(super::follow::FileId {
+                dev: *dev as u64,
+                ino: *ino as u64,
+            })),
+            _ => Err("the position's file is not [device, inode]".into()),
+        },
+        _ => Err("the position's file is not [device, inode]".into()),
+    }
 }
 
 fn restore_header(spout: &mut LineSpout, header: &Value) -> Result<(), String> {

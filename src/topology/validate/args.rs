@@ -210,6 +210,17 @@ impl Validator<'_> {
         }
     }
 
+    /// `start_at` says where a followed file starts: without `follow: true` it would be
+    /// silently ignored (a whole file is always read from its start).
+    pub(super) fn start_at_needs_follow(&mut self, rc: &RawComponent) {
+        let arg = |k: &str| rc.args.as_ref().and_then(|a| a.value.get(k));
+        let following = arg("follow").is_some_and(|f| matches!(f.value, RawValue::Bool(true)));
+        if let (Some(s), false) = (arg("start_at"), following) {
+            self.error("`start_at` needs `follow: true`", s.span).help =
+                Some("a file that is not followed is read from its start".into());
+        }
+    }
+
     /// `stdin` and `file` read one stream each: a second task would read the same input
     /// again (`file`) or take lines from under the first one (`stdin`).
     pub(super) fn single_reader(&mut self, rc: &RawComponent, ctype: ComponentType, tasks: u32) {
@@ -343,7 +354,15 @@ const READS_FORMAT: &[Arg] = &[
 fn known_args(ctype: ComponentType) -> Vec<&'static Arg> {
     let parts: &[&[Arg]] = match ctype {
         ComponentType::Stdin => &[REPLAYS, READS_FORMAT],
-        ComponentType::File => &[&[("path", ArgShape::Text)], REPLAYS, READS_FORMAT],
+        ComponentType::File => &[
+            &[
+                ("path", ArgShape::Text),
+                ("follow", ArgShape::Bool),
+                ("start_at", ArgShape::OneOf(&["beginning", "end"])),
+            ],
+            REPLAYS,
+            READS_FORMAT,
+        ],
         ComponentType::Parse => &[&[("field", ArgShape::Text)], READS_FORMAT],
         other => &[own_args(other)],
     };
