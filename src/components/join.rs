@@ -185,6 +185,8 @@ pub struct Join {
     plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
     /// Stateful: tuples kept and dropped since the last checkpoint (`None`: stateless).
     changed: Option<state::Changed>,
+    /// The bytes of the tuples kept without a window, against `topology.state.memory.limit`.
+    budget: super::memory::KeyBudget,
 }
 
 impl Join {
@@ -209,6 +211,7 @@ impl Join {
             component: String::new(),
             plan: None,
             changed: None,
+            budget: Default::default(),
         })
     }
 
@@ -218,8 +221,14 @@ impl Join {
         self
     }
 
-    /// Keep a tuple of input `i` (and join what its time closes).
-    fn execute_input(&mut self, i: usize, input: &Tuple, out: &mut dyn BoltCollector) {
+    /// Keep a tuple of input `i` (and join what its time closes). Without a window every
+    /// tuple is kept to the end, against `topology.state.memory.limit`.
+    fn execute_input(
+        &mut self,
+        i: usize,
+        input: &Tuple,
+        out: &mut dyn BoltCollector,
+    ) -> Result<(), super::FatalError> {
         let key = input
             .values
             .get(self.keys[i])
@@ -228,6 +237,8 @@ impl Join {
         if self.panes.is_some() {
             self.windowed(i, key, input, out);
         } else {
+            let values: u64 = input.values.iter().map(super::memory::value_bytes).sum();
+            self.budget.add(values + key.len() as u64 + 48)?;
             keep(
                 &mut self.whole[i],
                 key,
@@ -237,6 +248,7 @@ impl Join {
                 self.changed.as_mut(),
             );
         }
+        Ok(())
     }
 
     /// Join the tuples of `parts` (panes, oldest first, or the whole input) and emit the rows.
@@ -429,6 +441,7 @@ fn now_millis() -> i64 {
 
 impl Bolt for Join {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.budget = super::memory::KeyBudget::for_task(ctx, "join");
         let fields_of = |c: &str| -> anyhow::Result<Vec<String>> {
             let stream = ctx
                 .topology
@@ -473,7 +486,7 @@ impl Bolt for Join {
         let Some(i) = self.component_of(input) else {
             return Ok(());
         };
-        self.execute_input(i, input, out);
+        self.execute_input(i, input, out)?;
         Ok(())
     }
 

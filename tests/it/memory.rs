@@ -213,3 +213,29 @@ fn validate_warns_of_a_join_lag_of_many_windows_and_not_of_a_short_one() {
     );
     assert!(!stderr("5s").contains("warning"));
 }
+
+#[test]
+fn a_join_without_a_window_past_the_memory_limit_ends_the_run() {
+    let (_dir, path) = distinct_keys(100_000);
+    let dsl = format!(
+        "s = file({path})\n\
+         s | a = filter(\"true\")\n\
+         s | b = filter(\"true\")\n\
+         a | j = join(inputs=[{{from: a, key: line}}, {{from: b, key: line}}], select=[a.line]) | discard\n\
+         b | j"
+    );
+    let out = storm()
+        .current_dir(_dir.path())
+        .args([
+            "run",
+            "-e",
+            &dsl,
+            "-c",
+            "topology.state.memory.limit=1000000",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("component `j`: join (task "), "{stderr}");
+}

@@ -232,7 +232,8 @@ mod tests {
     impl Bolt for ByTask {
         fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
             if !input.is_tick() {
-                self.0.execute_input(input.source_task as usize, input, out);
+                self.0
+                    .execute_input(input.source_task as usize, input, out)?;
             }
             Ok(())
         }
