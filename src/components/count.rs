@@ -9,10 +9,14 @@
 //! marked in its slot and listed once, so a checkpoint writes only the keys counted since the
 //! last one.
 
+use super::memory::{value_bytes, KeyBudget};
 use super::{Bolt, BoltCollector, BoltState, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value};
 use compact_str::CompactString;
+
+/// A count's bytes beside its key: the count and its flag.
+const SLOT_BYTES: u64 = std::mem::size_of::<Slot>() as u64;
 
 /// foldhash: fast on short strings with good spread (Fx hashing of words collided enough to
 /// cost a fifth of a word count).
@@ -52,6 +56,8 @@ pub struct Count {
     multi: Map<Vec<Value>>,
     /// Stateful: the keys changed since the last checkpoint (`None`: stateless).
     dirty: Option<Dirty>,
+    /// The bytes the keys hold, against `topology.state.memory.limit`.
+    budget: KeyBudget,
 }
 
 impl Count {
@@ -78,6 +84,7 @@ impl Count {
             single: Map::default(),
             multi: Map::default(),
             dirty: None,
+            budget: KeyBudget::default(),
         }
     }
 
@@ -117,8 +124,8 @@ impl Count {
     }
 }
 
-/// Add one to `key`'s count (`owned` makes the key when it is new); returns the new count.
-/// With `dirty` (stateful), a key that turns dirty is listed there.
+/// Add one to `key`'s count (`owned` makes the key when it is new); returns the new count
+/// (1: a new key). With `dirty` (stateful), a key that turns dirty is listed there.
 #[inline]
 fn bump<K, Q>(map: &mut Map<K>, key: &Q, owned: impl Fn() -> K, dirty: Option<&mut Vec<K>>) -> i64
 where
@@ -163,6 +170,7 @@ fn cmp_values(a: &Value, b: &Value) -> std::cmp::Ordering {
 
 impl Bolt for Count {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.budget = KeyBudget::for_task(ctx, "count");
         let input = super::input_fields(ctx);
         if !self.fields.is_empty() {
             self.keys = self
@@ -199,6 +207,13 @@ impl Bolt for Count {
             let dirty = self.dirty.as_mut().map(|d| &mut d.multi);
             bump(&mut self.multi, key.as_slice(), || key.clone(), dirty)
         };
+        if total == 1 {
+            let key = self
+                .keys
+                .iter()
+                .map(|&i| input.values.get(i).map_or(24, value_bytes));
+            self.budget.add(key.sum::<u64>() + SLOT_BYTES)?;
+        }
         if self.mode == EmitMode::Update {
             let mut v: Vec<Value> = self
                 .keys
@@ -272,9 +287,11 @@ impl BoltState for Count {
         self.strings.clear();
         self.single.clear();
         self.multi.clear();
+        self.budget.clear();
         self.dirty = Some(Dirty::default());
         let width = self.keys.len();
         for (key, count) in entries {
+            self.budget.add(value_bytes(&key) + SLOT_BYTES)?;
             let n = match count {
                 Value::Int(n) if n >= 1 => n,
                 other => anyhow::bail!(

@@ -9,6 +9,7 @@
 //! resumed cache forgets in the same order), and `"window"` → `{seen, seq}` (tuples in the
 //! current window, tuples so far). A window of processing time starts again when a run resumes.
 
+use super::memory::{value_bytes, KeyBudget};
 use super::{Bolt, BoltCollector, BoltState, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
@@ -55,6 +56,14 @@ pub struct Dedupe {
     seq: u64,
     /// Stateful: what changed since the last checkpoint (`None`: stateless).
     changed: Option<Changed>,
+    /// The bytes exactly remembered keys hold, against `topology.state.memory.limit` (a
+    /// `cache` is bounded by its size instead).
+    budget: KeyBudget,
+}
+
+/// About how many bytes a remembered key takes.
+fn key_bytes(key: &Values) -> u64 {
+    key.iter().map(value_bytes).sum::<u64>() + std::mem::size_of::<Values>() as u64
 }
 
 impl Dedupe {
@@ -95,6 +104,7 @@ impl Dedupe {
             seen_in_window: 0,
             seq: 0,
             changed: None,
+            budget: KeyBudget::default(),
         })
     }
 
@@ -123,6 +133,7 @@ impl Dedupe {
                 (Memory::Exact(set), None) => set.clear(),
                 (Memory::Cache(c), None) => c.clear(),
             }
+            self.budget.clear();
             self.window_started = Instant::now();
             self.seen_in_window = 0;
         }
@@ -165,6 +176,7 @@ impl Dedupe {
 impl Bolt for Dedupe {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.keys = super::input_positions(ctx, &self.key_names)?;
+        self.budget = KeyBudget::for_task(ctx, "dedupe");
         Ok(())
     }
 
@@ -182,7 +194,11 @@ impl Bolt for Dedupe {
                 .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
                 .collect()
         };
+        let bytes = matches!(self.memory, Memory::Exact(_)).then(|| key_bytes(&key));
         if self.first_time(key) {
+            if let Some(bytes) = bytes {
+                self.budget.add(bytes)?;
+            }
             out.send(streams::DEFAULT, &[input], input.values.clone());
         }
         Ok(())
@@ -277,7 +293,13 @@ impl BoltState for Dedupe {
         // The least recently seen first, so a cache forgets them first again.
         keys.sort_by_key(|(_, at)| *at);
         match &mut self.memory {
-            Memory::Exact(set) => *set = keys.into_iter().map(|(k, _)| k).collect(),
+            Memory::Exact(set) => {
+                self.budget.clear();
+                for (k, _) in &keys {
+                    self.budget.add(key_bytes(k))?;
+                }
+                *set = keys.into_iter().map(|(k, _)| k).collect();
+            }
             Memory::Cache(c) => {
                 c.clear();
                 for (k, at) in keys {

@@ -44,6 +44,8 @@ pub struct Spec {
     pub time: Option<String>,
     /// How late (ms) an event-time tuple may come before its windows close.
     pub lag: i64,
+    /// Event time: after this long without a tuple an input no longer holds windows open.
+    pub idle: Option<Duration>,
 }
 
 /// The keys an entry of `inputs` may have.
@@ -122,6 +124,7 @@ impl Spec {
             }
         }
         let (window, time, lag) = window::window_args(args)?;
+        let idle = window::idle_arg(args, time.as_deref())?;
         match window {
             None if time.is_some() || args.contains_key("lag") => {
                 return Err(("time", "`time` and `lag` need a `window`".into()))
@@ -140,6 +143,7 @@ impl Spec {
             window,
             time,
             lag,
+            idle,
         })
     }
 
@@ -168,6 +172,8 @@ pub struct Join {
     clock: i64,
     /// Event time: the latest time seen on each input (`i64::MIN` before its first tuple).
     latest: Vec<i64>,
+    /// When each input last sent a tuple (for `idle`).
+    heard: Vec<std::time::Instant>,
     late: u64,
     /// The `late` stream, when wired.
     late_stream: Option<crate::topology::plan::StreamId>,
@@ -181,6 +187,8 @@ pub struct Join {
     plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
     /// Stateful: tuples kept and dropped since the last checkpoint (`None`: stateless).
     changed: Option<state::Changed>,
+    /// The bytes of the tuples kept without a window, against `topology.state.memory.limit`.
+    budget: super::memory::KeyBudget,
 }
 
 impl Join {
@@ -197,6 +205,7 @@ impl Join {
             whole: vec![HashMap::new(); n],
             clock: i64::MIN,
             latest: vec![i64::MIN; n],
+            heard: vec![std::time::Instant::now(); n],
             late: 0,
             late_stream: None,
             strict: false,
@@ -205,6 +214,7 @@ impl Join {
             component: String::new(),
             plan: None,
             changed: None,
+            budget: Default::default(),
         })
     }
 
@@ -214,7 +224,8 @@ impl Join {
         self
     }
 
-    /// Keep a tuple of input `i` (and join what its time closes).
+    /// Keep a tuple of input `i` (and join what its time closes). Without a window every
+    /// tuple is kept to the end, against `topology.state.memory.limit`.
     fn execute_input(
         &mut self,
         i: usize,
@@ -229,6 +240,8 @@ impl Join {
         if self.panes.is_some() {
             self.windowed(i, key, input, out)?;
         } else {
+            let values: u64 = input.values.iter().map(super::memory::value_bytes).sum();
+            self.budget.add(values + key.len() as u64 + 48)?;
             keep(
                 &mut self.whole[i],
                 key,
@@ -362,6 +375,9 @@ impl Join {
             Measure::Count => self.close(self.clock + 1, out),
             Measure::Millis if self.spec.time.is_some() => {
                 self.latest[i] = self.latest[i].max(t);
+                if let Some(h) = self.heard.get_mut(i) {
+                    *h = std::time::Instant::now();
+                }
                 let watermark = self.watermark();
                 self.close(watermark, out);
             }
@@ -376,7 +392,7 @@ impl Join {
     /// delivered a tuple (as Storm's watermark generator takes the lowest over its input
     /// streams), so a slower input holds windows open instead of making its tuples late.
     fn watermark(&self) -> i64 {
-        let lowest = self.latest.iter().copied().min().unwrap_or(i64::MIN);
+        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle);
         lowest.saturating_sub(self.spec.lag)
     }
 
@@ -446,6 +462,7 @@ fn now_millis() -> i64 {
 
 impl Bolt for Join {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.budget = super::memory::KeyBudget::for_task(ctx, "join");
         let fields_of = |c: &str| -> anyhow::Result<Vec<String>> {
             let stream = ctx
                 .topology
@@ -505,16 +522,23 @@ impl Bolt for Join {
         }
     }
 
-    /// Processing-time windows close by the clock, input or not.
+    /// Processing-time windows close by the clock, input or not; with `idle`, event-time
+    /// windows close once a silent input stops holding the watermark back.
     fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.by_clock() {
             self.close(now_millis(), out);
+        } else if self.spec.idle.is_some() && self.spec.time.is_some() && self.panes.is_some() {
+            let watermark = self.watermark();
+            self.close(watermark, out);
         }
         Ok(())
     }
 
     fn poll_interval(&self) -> Option<Duration> {
-        self.by_clock().then_some(Duration::from_millis(20))
+        let idle = self.spec.idle.filter(|_| self.spec.time.is_some());
+        self.by_clock()
+            .then_some(Duration::from_millis(20))
+            .or(idle.map(|d| (d / 4).clamp(Duration::from_millis(10), Duration::from_millis(100))))
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {

@@ -14,6 +14,7 @@ pub mod lines;
 pub mod log;
 pub mod lookup;
 pub mod map;
+pub mod memory;
 pub mod output_gate;
 pub mod parse;
 pub mod replay;

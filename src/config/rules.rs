@@ -140,6 +140,14 @@ pub const RULES: &[(&str, Rule)] = &[
             nullable: false,
         },
     ),
+    // Bytes of keyed state a process may hold (null: half of physical memory; 0: no limit).
+    (
+        "topology.state.memory.limit",
+        Rule::Int {
+            min: 0,
+            nullable: true,
+        },
+    ),
     ("storm.zookeeper.root", Rule::AbsolutePath),
     ("storm.zookeeper.servers", Rule::Hosts),
     ("storm.zookeeper.port", Rule::Port),

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod args;
 pub(crate) mod bounds;
+mod lag;
 mod map;
 mod outputs;
 mod stateful;
@@ -353,6 +354,12 @@ impl Validator<'_> {
         }
         if ctype == Some(ComponentType::Top) {
             self.top_spec(rc);
+        }
+        if matches!(
+            ctype,
+            Some(ComponentType::Aggregate | ComponentType::Join | ComponentType::Top)
+        ) {
+            self.lag_bound(rc);
         }
         if ctype == Some(ComponentType::Lookup) {
             self.lookup_table(rc);

@@ -18,6 +18,7 @@ mod hangs;
 mod input_limits;
 mod layering;
 mod map;
+mod memory;
 mod multilang;
 mod multilang_runs;
 mod net;

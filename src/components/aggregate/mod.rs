@@ -43,6 +43,8 @@ pub struct Spec {
     /// Event time: how often (ms) the watermark moves (Storm's `withWatermarkInterval`);
     /// `None`: with every tuple.
     pub watermark: Option<i64>,
+    /// Event time: after this long without a tuple an input no longer holds windows open.
+    pub idle: Option<std::time::Duration>,
 }
 
 /// The stream tuples later than their windows go to, when wired.
@@ -160,6 +162,7 @@ impl Spec {
                     .as_millis() as i64,
             ),
         };
+        let idle = window::idle_arg(args, time.as_deref())?;
         if watermark.is_some() && time.is_none() {
             return Err((
                 "watermark",
@@ -191,6 +194,7 @@ impl Spec {
             time,
             lag,
             watermark,
+            idle,
         };
         let names = spec.output_fields();
         for (i, n) in names.iter().enumerate() {
@@ -246,6 +250,8 @@ pub struct Aggregate {
     clock: i64,
     /// Event time, per input component: the latest time seen (`i64::MIN` before its first).
     latest: Vec<i64>,
+    /// When each input component last sent a tuple (for `idle`).
+    heard: Vec<std::time::Instant>,
     /// The input components, when more than one (to tell a tuple's input by its task).
     inputs: Vec<String>,
     plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
@@ -261,6 +267,8 @@ pub struct Aggregate {
     late_restored: u64,
     unusable: u64,
     component: String,
+    /// The bytes of the groups (without windows), against `topology.state.memory.limit`.
+    budget: crate::components::memory::KeyBudget,
     /// The `top` bolt: rank the keys by their one op and keep the best `n`.
     top: Option<usize>,
     /// The partial rankings of a `top` that runs as more than one task.
@@ -286,6 +294,7 @@ impl Aggregate {
             dirty: None,
             clock: i64::MIN,
             latest: vec![i64::MIN],
+            heard: vec![std::time::Instant::now()],
             inputs: Vec::new(),
             plan: None,
             pending_watermark: i64::MIN,
@@ -296,6 +305,7 @@ impl Aggregate {
             late_restored: 0,
             unusable: 0,
             component: String::new(),
+            budget: Default::default(),
             top: None,
             partial: None,
             sent: window::KeyMap::default(),
@@ -437,6 +447,13 @@ impl Aggregate {
         }
     }
 
+    /// About how many bytes a group of `key` takes when new: its key and one state per op.
+    fn group_bytes(&self, key: &Values) -> u64 {
+        let key: u64 = key.iter().map(crate::components::memory::value_bytes).sum();
+        let states = self.spec.ops.len() * std::mem::size_of::<State>();
+        key + (std::mem::size_of::<Values>() + 24 + states) as u64
+    }
+
     fn add(&mut self, input: &Tuple, key: &Values, t: Option<i64>) -> bool {
         let ops = &self.spec.ops;
         let fresh = || ops.iter().map(|o| State::new(o.kind)).collect();
@@ -538,7 +555,10 @@ impl Aggregate {
             _ => 0,
         };
         self.latest[at] = self.latest[at].max(t);
-        let lowest = self.latest.iter().copied().min().unwrap_or(i64::MIN);
+        if let Some(h) = self.heard.get_mut(at) {
+            *h = std::time::Instant::now();
+        }
+        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle);
         lowest.saturating_sub(self.spec.lag)
     }
 }
@@ -618,6 +638,7 @@ impl Bolt for Aggregate {
             .get_bool(crate::components::parse::STRICT_KEY)
             .unwrap_or(false);
         self.component = ctx.component.clone();
+        self.budget = crate::components::memory::KeyBudget::for_task(ctx, "aggregate");
         let mut inputs: Vec<String> = Vec::new();
         for stream in ctx.topology.inputs_of(&ctx.component) {
             if !inputs.contains(&stream.from) {
@@ -625,6 +646,7 @@ impl Bolt for Aggregate {
             }
         }
         self.latest = vec![i64::MIN; inputs.len().max(1)];
+        self.heard = vec![std::time::Instant::now(); inputs.len().max(1)];
         self.inputs = inputs;
         self.plan = Some(ctx.plan.clone());
         self.watermark_moved = std::time::Instant::now();
@@ -656,7 +678,12 @@ impl Bolt for Aggregate {
             self.windowed(input, &key, out)?;
             return Ok(());
         }
-        if !self.add(input, &key, None) {
+        let groups = self.groups.len();
+        let used = self.add(input, &key, None);
+        if self.groups.len() > groups {
+            self.budget.add(self.group_bytes(&key))?;
+        }
+        if !used {
             if self.unusable == 0 {
                 tracing::warn!(
                     "{}: a value that is not a number was skipped by a numeric op (more are counted and reported at the end)",
@@ -684,6 +711,14 @@ impl Bolt for Aggregate {
                 .is_some_and(|w| w.measure() == window::Measure::Millis);
         if by_clock {
             self.close_windows(now_millis(), out);
+        } else if self.spec.idle.is_some() && self.time.is_some() {
+            // A silent input may have turned idle: the others alone move the watermark.
+            let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle);
+            let watermark = lowest.saturating_sub(self.spec.lag);
+            if watermark > self.pending_watermark {
+                self.pending_watermark = watermark;
+                self.move_watermark(out);
+            }
         } else if self.spec.watermark.is_some() && self.pending_watermark > i64::MIN {
             self.move_watermark(out);
         }
@@ -697,9 +732,11 @@ impl Bolt for Aggregate {
                 .window
                 .is_some_and(|w| w.measure == window::Measure::Millis);
         let every = self.spec.watermark.map(|w| w.clamp(1, 100) as u64);
+        let idle = self.spec.idle.filter(|_| self.spec.time.is_some());
+        let idle = idle.map(|d| (d.as_millis() as u64 / 4).clamp(10, 100));
         by_clock
             .then_some(std::time::Duration::from_millis(20))
-            .or(every.map(std::time::Duration::from_millis))
+            .or(every.or(idle).map(std::time::Duration::from_millis))
     }
 
     fn state(&mut self) -> Option<&mut dyn super::BoltState> {

@@ -55,6 +55,11 @@ impl BoltState for Aggregate {
                 )
             })?;
         }
+        self.budget.clear();
+        let sizes: Vec<u64> = self.groups.keys().map(|k| self.group_bytes(k)).collect();
+        for bytes in sizes {
+            self.budget.add(bytes)?;
+        }
         Ok(())
     }
 }

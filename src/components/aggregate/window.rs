@@ -381,6 +381,48 @@ pub fn window_args(
     Ok((window, time, lag))
 }
 
+/// The `idle` argument: after this long without a tuple, an input no longer holds the
+/// event-time watermark back (Flink's `withIdleness`), so windows close on the others.
+pub fn idle_arg(
+    args: &serde_json::Map<String, serde_json::Value>,
+    time: Option<&str>,
+) -> Result<Option<std::time::Duration>, (&'static str, String)> {
+    let Some(v) = args.get("idle") else {
+        return Ok(None);
+    };
+    let d = crate::config::duration_of(v)
+        .filter(|d| !d.is_zero())
+        .ok_or((
+            "idle",
+            "`idle` must be a duration above zero (`30s`)".to_string(),
+        ))?;
+    match time {
+        Some(_) => Ok(Some(d)),
+        None => Err((
+            "idle",
+            "`idle` goes with event time: name the `time` field".into(),
+        )),
+    }
+}
+
+/// The lowest latest time of the inputs that are not idle (each heard from within `idle`),
+/// or of all of them without `idle`. When every input is idle, the lowest of those that sent
+/// anything: an input that never sent holds nothing back once it is idle.
+pub fn lowest_active(
+    latest: &[i64],
+    heard: &[std::time::Instant],
+    idle: Option<std::time::Duration>,
+) -> i64 {
+    let Some(d) = idle else {
+        return latest.iter().copied().min().unwrap_or(i64::MIN);
+    };
+    let active = |i: &usize| heard.get(*i).is_none_or(|h| h.elapsed() < d);
+    let lowest = (0..latest.len()).filter(active).map(|i| latest[i]).min();
+    lowest
+        .or_else(|| latest.iter().copied().filter(|&t| t > i64::MIN).min())
+        .unwrap_or(i64::MIN)
+}
+
 /// A time bound as `stdout` shows it: RFC 3339, UTC, milliseconds.
 /// Times before 1970 print as such; a bound past what a timestamp can hold (a window that
 /// ends after the year 9999) stays the number of milliseconds it is.

@@ -397,6 +397,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("window", Map),
             ("time", Text),
             ("lag", Duration),
+            ("idle", Duration),
         ],
         Top => &[
             ("n", Number),
@@ -406,6 +407,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("time", Text),
             ("lag", Duration),
             ("watermark", Duration),
+            ("idle", Duration),
         ],
         Lookup => &[
             ("path", Text),
@@ -422,6 +424,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("time", Text),
             ("lag", Duration),
             ("watermark", Duration),
+            ("idle", Duration),
         ],
         Filter => &[("where", Text)],
         ComponentType::Map => &[

@@ -1,0 +1,137 @@
+//! The memory bound on keyed state (`topology.state.memory.limit`): each task of a keyed
+//! built-in keeps a running estimate of the bytes its keys hold and adds it to one total for
+//! the process; a key that takes the total past the limit ends the run with an error naming the
+//! component, the task and its key count, before the process runs out of memory.
+
+use super::{FatalError, TaskContext};
+use crate::tuple::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The config key: bytes of keyed state the process may hold (null: half of physical memory;
+/// 0: no limit).
+pub const LIMIT_KEY: &str = "topology.state.memory.limit";
+
+/// Bytes of keyed state estimated for every task of this process.
+static TOTAL: AtomicU64 = AtomicU64::new(0);
+
+/// Bookkeeping per hash-map entry beyond key and value: control byte, load-factor slack.
+const ENTRY_OVERHEAD: u64 = 16;
+
+/// One task's share of the bound.
+#[derive(Debug, Default)]
+pub struct KeyBudget {
+    /// `None`: unbounded (no limit, or outside a run).
+    limit: Option<u64>,
+    who: String,
+    keys: u64,
+    bytes: u64,
+}
+
+impl KeyBudget {
+    /// The budget of the task `ctx` describes, with the limit its config sets.
+    pub fn for_task(ctx: &TaskContext, kind: &str) -> KeyBudget {
+        let limit = match ctx.config.get(LIMIT_KEY) {
+            Some(serde_json::Value::Number(n)) => n.as_u64().filter(|&b| b > 0),
+            _ => half_of_physical_memory(),
+        };
+        KeyBudget {
+            limit,
+            who: format!("{kind} (task {})", ctx.task_id),
+            keys: 0,
+            bytes: 0,
+        }
+    }
+
+    /// A new key of about `bytes` bytes (key and value, in memory) is held: refused when the
+    /// process's keyed state would pass the limit.
+    pub fn add(&mut self, bytes: u64) -> Result<(), FatalError> {
+        let bytes = bytes + ENTRY_OVERHEAD;
+        self.keys += 1;
+        self.bytes += bytes;
+        let total = TOTAL.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        match self.limit {
+            Some(limit) if total > limit => Err(FatalError(format!(
+                "{}: keyed state passed {LIMIT_KEY} ({limit} bytes) at {} keys in this task \
+                 (about {} bytes of keyed state in this process); raise the limit, spread the \
+                 keys over more workers, or key on fewer distinct values",
+                self.who, self.keys, total
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A key of about `bytes` bytes (as given to [`KeyBudget::add`]) is no longer held.
+    pub fn remove(&mut self, bytes: u64) {
+        let bytes = (bytes + ENTRY_OVERHEAD).min(self.bytes);
+        self.keys = self.keys.saturating_sub(1);
+        self.bytes -= bytes;
+        TOTAL.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// Every key is forgotten (state restored from a checkpoint, a window cleared).
+    pub fn clear(&mut self) {
+        TOTAL.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.keys = 0;
+        self.bytes = 0;
+    }
+}
+
+impl Drop for KeyBudget {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// About how many bytes `v` takes in memory: its 24 bytes, and what it points to.
+pub fn value_bytes(v: &Value) -> u64 {
+    const INLINE: u64 = std::mem::size_of::<Value>() as u64;
+    match v {
+        Value::Str(s) if s.is_heap_allocated() => INLINE + s.len() as u64,
+        Value::List(l) => INLINE + 24 + l.iter().map(value_bytes).sum::<u64>(),
+        Value::Map(m) => {
+            INLINE
+                + m.iter()
+                    .map(|(k, v)| 48 + k.len() as u64 + value_bytes(v))
+                    .sum::<u64>()
+        }
+        _ => INLINE,
+    }
+}
+
+/// Half of this machine's memory (`MemTotal` of /proc/meminfo); `None` where that cannot be read.
+fn half_of_physical_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024 / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_refuses_the_key_that_passes_its_limit_and_names_the_task() {
+        let mut b = KeyBudget {
+            limit: Some(1_000_000_000_000),
+            who: "count (task 3)".into(),
+            ..KeyBudget::default()
+        };
+        assert!(b.add(100).is_ok());
+        b.limit = Some(0);
+        let err = b.add(100).expect_err("past the limit").to_string();
+        assert!(
+            err.starts_with("count (task 3): keyed state passed"),
+            "{err}"
+        );
+        assert!(err.contains(" at 2 keys in this task"), "{err}");
+        b.remove(100);
+        assert_eq!((b.keys, b.bytes), (1, 116));
+    }
+
+    #[test]
+    fn a_long_string_counts_its_bytes() {
+        assert_eq!(value_bytes(&Value::str("short")), 24);
+        assert_eq!(value_bytes(&Value::str(&"x".repeat(100))), 124);
+    }
+}
