@@ -427,9 +427,14 @@ fn a_first_interrupt_ends_an_endless_drain_and_a_second_exits_130() {
     );
     let text = eventually("the summary", || {
         let t = err.text();
-        t.contains("abandoned: ").then_some(t)
+        t.lines().any(|l| l.starts_with("ran ")).then_some(t)
     });
     assert_eq!(status.code(), Some(0), "{text}");
+    // The pending tree either completed in its 5 s (racing its 5 s timeout) or was given up
+    // at the deadline: then the summary counts it.
+    if text.contains("giving up what is still pending") {
+        assert!(text.contains("abandoned: "), "{text}");
+    }
 
     let (mut child, _err) = start();
     crate::cluster::signal(child.id(), "-INT");
