@@ -266,8 +266,9 @@ mod tests {
             match v {
                 Value::Int(i) => (0, i128::from(*i), 0.0),
                 Value::Float(x) if x.is_nan() => (1, 0, 0.0),
+                // Past i128: the saturated bucket, ordered within by the float itself.
                 Value::Float(x) if x.abs() >= 2f64.powi(126) => {
-                    (0, if *x > 0.0 { i128::MAX } else { i128::MIN }, 0.0)
+                    (0, if *x > 0.0 { i128::MAX } else { i128::MIN }, *x)
                 }
                 Value::Float(x) => (0, x.floor() as i128, x - x.floor()),
                 _ => (2, 0, 0.0),
