@@ -45,6 +45,7 @@ fn generated_input_stays_exact_when_a_worker_is_sigkilled() {
     assert!(out.status.success());
     let expected = totals(&out.stdout);
     assert_eq!(expected.values().sum::<u64>(), 300_000);
+    let mut rolled_back = 0;
     for trial in 0..10 {
         let mut run = stateful_run(&[]);
         let victim = run.workers(2)[trial % 2].0;
@@ -53,9 +54,12 @@ fn generated_input_stays_exact_when_a_worker_is_sigkilled() {
         let out = run.finish();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "trial {trial}: {stderr}");
-        assert!(stderr.contains("rolls back"), "trial {trial}: {stderr}");
+        // A kill that lands once the worker's share is done needs no rollback; the totals
+        // are exact either way.
+        rolled_back += usize::from(stderr.contains("rolls back"));
         assert_eq!(totals(&out.stdout), expected, "trial {trial}: {stderr}");
     }
+    assert!(rolled_back > 0, "no trial killed a worker mid-run");
 }
 
 /// With `topology.state.guarantee: at_least_once`, a stateful topology may read a spout that
