@@ -470,6 +470,7 @@ impl<'a> Wiring<'a> {
             let index = task - parts.first;
             let component = catalog::spout(spec, index, &self.topology.base_dir)?;
             let mut slot: SpoutSlot = TaskSlot::new(ctx, component, emitter, 0);
+            slot.state.may_block = slot.component.may_block();
             if checkpoints.is_some() {
                 slot.state.trees = OpenTrees::numbered(task, &mut slot.emitter.rng);
                 slot.state.side = Some(SpoutSide::new(Instant::now()));

@@ -559,6 +559,9 @@ pub struct SpoutState {
     pub phase: Phase,
     /// Its part in checkpoints, when the run takes them.
     pub side: Option<SpoutSide>,
+    /// The spout may block in `next_tuple` (`Spout::may_block`, read once when the task is
+    /// built): what it emitted is sent on before each call.
+    pub may_block: bool,
 }
 
 /// One task of a spout executor.
@@ -854,7 +857,7 @@ impl SpoutExecutor {
     /// as idle.
     #[inline]
     fn next_tuple(&mut self, i: usize) -> anyhow::Result<SpoutStatus> {
-        if self.tasks[i].component.may_block() {
+        if self.tasks[i].state.may_block {
             self.outbox.flush();
         }
         let (spout, mut out) = spout_call(
