@@ -54,7 +54,7 @@ fn start_ui_run(extra: &[&str]) -> UiRun {
     start_ui_run_of(TOPOLOGY, extra)
 }
 
-fn start_ui_run_of(topology: &str, extra: &[&str]) -> UiRun {
+pub(crate) fn start_ui_run_of(topology: &str, extra: &[&str]) -> UiRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("uitest.yaml");
     std::fs::write(&file, topology).expect("write the topology");

@@ -3,11 +3,9 @@
 //! configuration (secrets left out), and the endpoints Storm 2.x has (nimbus, history,
 //! supervisor, metrics, logconfig).
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -36,27 +34,7 @@ streams:
 use crate::support::Served as Run;
 
 fn start(extra: &[&str]) -> Run {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("resty.yaml");
-    std::fs::write(&file, TOPOLOGY).expect("write the topology");
-    let mut child = Command::cargo_bin("storm")
-        .expect("the storm binary")
-        .env_remove("STORM_CLUSTER_SECRET")
-        .arg("run")
-        .arg(&file)
-        .args(["--ui", "127.0.0.1:0", "--progress", "never"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start storm run --ui");
-    let addr = crate::support::ui_address(&mut child, WAIT);
-    Run {
-        child,
-        addr,
-        _dir: dir,
-    }
+    crate::ui::start_ui_run_of(TOPOLOGY, extra)
 }
 
 /// One HTTP/1.0 request with header lines and a body: the status and the JSON answer.
