@@ -63,7 +63,13 @@ fn start(topology: &str, extra: &[&str]) -> Run {
 }
 
 /// One HTTP/1.0 request with a body; the status and the answer as JSON.
-fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, Value) {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, Value) {
     let mut s = TcpStream::connect(addr).expect("connect to the UI");
     let mut req = format!(
         "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n",
@@ -84,10 +90,11 @@ fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> (
         .nth(1)
         .and_then(|s| s.parse().ok())
         .expect("a status code");
-    (status, serde_json::from_str(body).expect("a JSON answer"))
+    let v = serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {body}"));
+    (status, v)
 }
 
-fn get(addr: &str, path: &str) -> Value {
+pub(crate) fn get(addr: &str, path: &str) -> Value {
     let (status, v) = http(addr, "GET", path, &[], "");
     assert_eq!(status, 200, "GET {path}: {v}");
     v

@@ -4,8 +4,6 @@
 //! supervisor, metrics, logconfig).
 
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -37,36 +35,7 @@ fn start(extra: &[&str]) -> Run {
     crate::ui::start_ui_run_of(TOPOLOGY, extra)
 }
 
-/// One HTTP/1.0 request with header lines and a body: the status and the JSON answer.
-fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).expect("connect to the UI");
-    let mut req = format!(
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for h in headers {
-        req += &format!("{h}\r\n");
-    }
-    req += "\r\n";
-    req += body;
-    s.write_all(req.as_bytes()).expect("send the request");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("read the answer");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
-    let v = serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {body}"));
-    (status, v)
-}
-
-fn get(addr: &str, path: &str) -> Value {
-    let (status, v) = http(addr, "GET", path, &[], "");
-    assert_eq!(status, 200, "GET {path}: {v}");
-    v
-}
+use crate::rebalance::{get, http};
 
 fn eventually<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
     crate::support::poll_until(what, WAIT, Duration::from_millis(200), f)
