@@ -262,22 +262,26 @@ mod tests {
     /// The order of two numbers by a long way round: integers and the floor of a float in
     /// i128 (exact for every float below 2^126), then the float's fraction.
     fn reference(a: &Value, b: &Value) -> Ordering {
-        let key = |v: &Value| -> (u8, i128, f64) {
+        // (class, floor in i128, has a fraction, the float itself): within one floor, the
+        // integer comes first and floats with a fraction follow in their own (exact) order.
+        let key = |v: &Value| -> (u8, i128, bool, f64) {
             match v {
-                Value::Int(i) => (0, i128::from(*i), 0.0),
-                Value::Float(x) if x.is_nan() => (1, 0, 0.0),
+                Value::Int(i) => (0, i128::from(*i), false, 0.0),
+                Value::Float(x) if x.is_nan() => (1, 0, false, 0.0),
                 // Past i128: the saturated bucket, ordered within by the float itself.
                 Value::Float(x) if x.abs() >= 2f64.powi(126) => {
-                    (0, if *x > 0.0 { i128::MAX } else { i128::MIN }, *x)
+                    (0, if *x > 0.0 { i128::MAX } else { i128::MIN }, true, *x)
                 }
-                Value::Float(x) => (0, x.floor() as i128, x - x.floor()),
-                _ => (2, 0, 0.0),
+                Value::Float(x) if x.fract() == 0.0 => (0, *x as i128, false, 0.0),
+                Value::Float(x) => (0, x.floor() as i128, true, *x),
+                _ => (2, 0, false, 0.0),
             }
         };
         let (ka, kb) = (key(a), key(b));
         ka.0.cmp(&kb.0)
             .then(ka.1.cmp(&kb.1))
-            .then(ka.2.partial_cmp(&kb.2).unwrap_or(Ordering::Equal))
+            .then(ka.2.cmp(&kb.2))
+            .then(ka.3.partial_cmp(&kb.3).unwrap_or(Ordering::Equal))
     }
 
     proptest! {
