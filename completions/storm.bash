@@ -64,6 +64,9 @@ _storm() {
             storm,run)
                 cmd="storm__subcmd__run"
                 ;;
+            storm,set_log_level)
+                cmd="storm__subcmd__set_log_level"
+                ;;
             storm,state)
                 cmd="storm__subcmd__state"
                 ;;
@@ -138,6 +141,9 @@ _storm() {
                 ;;
             storm__subcmd__help,run)
                 cmd="storm__subcmd__help__subcmd__run"
+                ;;
+            storm__subcmd__help,set_log_level)
+                cmd="storm__subcmd__help__subcmd__set_log_level"
                 ;;
             storm__subcmd__help,state)
                 cmd="storm__subcmd__help__subcmd__state"
@@ -221,7 +227,7 @@ _storm() {
 
     case "${cmd}" in
         storm)
-            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors worker help"
+            opts="-h -V --help --version validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors set_log_level worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -399,7 +405,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help)
-            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors worker help"
+            opts="validate run zk graph config completions nimbus supervisor submit list kill activate deactivate rebalance top tap state local jar version localconfvalue remoteconfvalue get-errors set_log_level worker help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -623,6 +629,20 @@ _storm() {
             return 0
             ;;
         storm__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__help__subcmd__set_log_level)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1142,6 +1162,56 @@ _storm() {
                     return 0
                     ;;
                 --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        storm__subcmd__set_log_level)
+            opts="-l -r -c -h -V --level --reset --nimbus --ui --token --config --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -r)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nimbus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ui)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -45,6 +45,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
             cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
+            cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -364,6 +365,21 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;set_log_level'= {
+            cand -l 'Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)'
+            cand --level 'Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)'
+            cand -r 'Put LOGGER back at its starting level (repeatable)'
+            cand --reset 'Put LOGGER back at its starting level (repeatable)'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -401,6 +417,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
             cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
+            cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -461,6 +478,8 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;remoteconfvalue'= {
         }
         &'storm;help;get-errors'= {
+        }
+        &'storm;help;set_log_level'= {
         }
         &'storm;help;worker'= {
         }

@@ -74,6 +74,9 @@ pub enum Command {
     /// The last error of each component of a topology on a cluster, as Storm's JSON
     #[command(name = "get-errors")]
     GetErrors(GetErrorsArgs),
+    /// Set log levels of a running topology's processes, for a while or until reset
+    #[command(name = "set_log_level")]
+    SetLogLevel(SetLogLevelArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -106,6 +109,24 @@ pub struct GetErrorsArgs {
     pub name: String,
     #[command(flatten)]
     pub target: NimbusAddrArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("changes").required(true).multiple(true).args(["set", "reset"]))]
+pub struct SetLogLevelArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE,
+    /// DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)
+    #[arg(short = 'l', long = "level", value_name = "LOGGER=LEVEL[:TIMEOUT]",
+          value_parser = crate::log_config::parse_setting)]
+    pub set: Vec<crate::log_config::Change>,
+    /// Put LOGGER back at its starting level (repeatable)
+    #[arg(short = 'r', long = "reset", value_name = "LOGGER",
+          value_parser = crate::log_config::parse_reset)]
+    pub reset: Vec<crate::log_config::Change>,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Debug, Args)]

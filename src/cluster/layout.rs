@@ -77,6 +77,15 @@ impl Layout {
         format!("{}/{id}", self.checkpoints())
     }
 
+    pub fn logconfigs(&self) -> String {
+        self.sub("logconfigs")
+    }
+    /// `/logconfigs/{id}`: a topology's log levels set by name (`log_config::LogConfig`;
+    /// Storm's node of the same name). Created with the first `set_log_level`.
+    pub fn log_config(&self, id: &str) -> String {
+        format!("{}/{id}", self.logconfigs())
+    }
+
     /// `/assignments/{id}`: an [`AssignmentInfo`].
     pub fn assignment(&self, id: &str) -> String {
         format!("{}/{id}", self.assignments())

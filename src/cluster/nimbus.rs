@@ -162,6 +162,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             assigned: false,
             active: false,
             paused: false,
+            log_config: Default::default(),
         });
     };
     let assigned = state
@@ -182,6 +183,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             base.status,
             TopologyStatus::Inactive | TopologyStatus::Rebalancing
         ),
+        log_config: state.log_config(id)?.live(crate::log_config::now_ms()),
     })
 }
 
@@ -457,6 +459,10 @@ impl Nimbus {
             } => serde_json::to_value(self.checkpoint_news(&id, generation, news)?)?,
             Request::CheckpointStatus { id } => serde_json::to_value(self.checkpoint_status(&id)?)?,
             Request::ConfValue { key } => self.conf_value(&key),
+            Request::SetLogConfig { name, changes } => {
+                serde_json::to_value(self.set_log_config(&name, &changes)?)?
+            }
+            Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
         })
     }
 
@@ -1086,6 +1092,7 @@ impl Nimbus {
 }
 
 mod checkpoints;
+mod log_levels;
 mod rebalance;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).

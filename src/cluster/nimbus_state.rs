@@ -171,6 +171,21 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(())
     }
 
+    /// `/logconfigs/{id}`: the log levels set for the topology (none set: empty).
+    pub fn log_config(&self, id: &str) -> Result<crate::log_config::LogConfig, ClusterError> {
+        Ok(self.read(&self.layout.log_config(id))?.unwrap_or_default())
+    }
+
+    /// Write `/logconfigs/{id}` (its parent appears with the first).
+    pub fn set_log_config(
+        &self,
+        id: &str,
+        config: &crate::log_config::LogConfig,
+    ) -> Result<(), ClusterError> {
+        self.store.create_all(&self.layout.logconfigs())?;
+        self.write(&self.layout.log_config(id), config)
+    }
+
     /// Submission as Nimbus does it (its steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
     /// `/taskbeats/{id}`, one `/tasks/{id}/{task}` per task of the plan, and the storm base,
     /// still inactive. Schedule with [`Self::assign`], then [`Self::activate`].
@@ -460,6 +475,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.store.delete_all(&self.layout.assignment(id))?;
         self.store.delete_all(&self.layout.storm(id))?;
         self.store.delete_all(&self.layout.checkpoint(id))?;
+        self.store.delete_all(&self.layout.log_config(id))?;
         Ok(())
     }
 }

@@ -328,6 +328,7 @@ impl Watch<'_> {
         let mut last_contact = Instant::now();
         let mut next_beat = Instant::now();
         let mut draining_since: Option<Instant> = None;
+        let mut levels = crate::log_config::LogConfig::default();
         let result = loop {
             if self.stop.load(Ordering::Relaxed) {
                 control.stop.store(true, Ordering::Relaxed);
@@ -363,6 +364,10 @@ impl Watch<'_> {
                     if let Some(c) = checkpoints {
                         c.heard(reply.generation, reply.committed);
                     }
+                    if reply.log_config != levels {
+                        self.install_levels(&reply.log_config);
+                        levels = reply.log_config;
+                    }
                     if !reply.assigned {
                         tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
                         return Ok(Watched::Ended(WorkerEnd::Unassigned));
@@ -383,6 +388,22 @@ impl Watch<'_> {
         };
         let _ = waiter.join();
         Ok(Watched::Done(result))
+    }
+
+    /// Storm's `LogConfigManager`: the topology's log levels (as nimbus keeps them) installed
+    /// in this process's log filter; each goes back to the starting level when its timeout
+    /// passes (the filter's own timer), or when nimbus no longer lists it.
+    fn install_levels(&self, config: &crate::log_config::LogConfig) {
+        let now = crate::log_config::now_ms();
+        match crate::logging::set_named_levels(&config.directives(now)) {
+            // Written whatever the filter lets through: the operator asked for it.
+            Ok(()) => crate::stderr_println!(
+                "worker {}: log levels set: {}",
+                self.slot,
+                config.describe(now)
+            ),
+            Err(e) => tracing::warn!("worker {}: cannot set the log levels: {e:#}", self.slot),
+        }
     }
 
     /// The executors ended well: a last heartbeat with the final figures, then the end of

@@ -10,6 +10,7 @@ pub(crate) mod config;
 pub(crate) mod graph;
 pub(crate) mod progress;
 pub(crate) mod run;
+pub(crate) mod set_log_level;
 pub(crate) mod state;
 pub(crate) mod storm_cli;
 pub(crate) mod top;
@@ -66,6 +67,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::GetErrors(a) => cluster::get_errors(a),
         Command::RemoteConfValue(a) => cluster::remote_conf_value(a),
         Command::Tap(a) => ui::tap(a),
+        Command::SetLogLevel(a) => set_log_level::run(a),
         Command::State(StateCommand::Ls(a)) => state::ls(a),
         Command::State(StateCommand::Dump(a)) => state::dump(a),
         Command::State(StateCommand::Clear(a)) => state::clear(a),

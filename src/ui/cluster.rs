@@ -105,6 +105,20 @@ impl ClusterUi {
 }
 
 impl Source for ClusterUi {
+    fn log_config(&self, id: &str) -> anyhow::Result<crate::log_config::LogConfig> {
+        Ok(self.0.log_config(id)?.1)
+    }
+
+    /// Kept by nimbus under `/logconfigs/ID`; the workers install them at their next
+    /// heartbeat.
+    fn change_log_config(
+        &self,
+        id: &str,
+        changes: &[crate::log_config::Change],
+    ) -> anyhow::Result<crate::log_config::LogConfig> {
+        Ok(self.0.set_log_config(id, changes)?.1)
+    }
+
     fn nimbuses(&self) -> Vec<super::NimbusView> {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())

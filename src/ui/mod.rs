@@ -34,20 +34,20 @@ pub trait Source: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Set the log levels of topology `id` (Storm's `namedLoggerLevels`: logger name to
-    /// `{"target_level", "timeout"}`). The hook where log-level changes are carried out: by
-    /// default they are only kept and shown, which [`Source::log_levels_applied`] says.
-    fn set_log_levels(
-        &self,
-        _id: &str,
-        _levels: &serde_json::Map<String, serde_json::Value>,
-    ) -> anyhow::Result<()> {
-        Ok(())
+    /// The log levels set by name for topology `id` and in effect now (Storm's
+    /// `namedLoggerLevels`).
+    fn log_config(&self, _id: &str) -> anyhow::Result<crate::log_config::LogConfig> {
+        anyhow::bail!("this UI keeps no log levels")
     }
 
-    /// Whether [`Source::set_log_levels`] changes what is logged (false: kept and shown only).
-    fn log_levels_applied(&self) -> bool {
-        false
+    /// Carry out `changes` on topology `id`'s log levels: its processes' log filters change
+    /// (a local run at once, a cluster's workers at their next heartbeat). The levels now.
+    fn change_log_config(
+        &self,
+        _id: &str,
+        _changes: &[crate::log_config::Change],
+    ) -> anyhow::Result<crate::log_config::LogConfig> {
+        anyhow::bail!("this UI cannot change log levels")
     }
 
     /// Listen to what `component` of topology `id` emits: JSON lines, on `stream` only when

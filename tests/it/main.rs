@@ -5,6 +5,7 @@ mod checkpoints;
 mod cli;
 pub(crate) mod cluster;
 mod cluster_hardening;
+mod cluster_ops;
 pub(crate) mod cluster_resources;
 mod cluster_storm;
 mod config;
