@@ -46,6 +46,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
+            cand logs 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -380,6 +381,16 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;logs'= {
+            cand --length 'Bytes shown from the end of each worker''s log'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -418,6 +429,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
+            cand logs 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -480,6 +492,8 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;get-errors'= {
         }
         &'storm;help;set_log_level'= {
+        }
+        &'storm;help;logs'= {
         }
         &'storm;help;worker'= {
         }

@@ -77,6 +77,8 @@ pub enum Command {
     /// Set log levels of a running topology's processes, for a while or until reset
     #[command(name = "set_log_level")]
     SetLogLevel(SetLogLevelArgs),
+    /// Print the logs of a topology's workers on a cluster (those running COMPONENT's tasks)
+    Logs(LogsArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -127,6 +129,20 @@ pub struct SetLogLevelArgs {
     pub reset: Vec<crate::log_config::Change>,
     #[command(flatten)]
     pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// Only the workers running this component's tasks
+    pub component: Option<String>,
+    /// Bytes shown from the end of each worker's log
+    #[arg(long, value_name = "BYTES", default_value_t = 51_200,
+          value_parser = clap::value_parser!(u64).range(1..=16 * 1024 * 1024))]
+    pub length: u64,
+    #[command(flatten)]
+    pub target: NimbusAddrArgs,
 }
 
 #[derive(Debug, Args)]

@@ -463,6 +463,11 @@ impl Nimbus {
                 serde_json::to_value(self.set_log_config(&name, &changes)?)?
             }
             Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
+            Request::WorkerLog {
+                file,
+                start,
+                length,
+            } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
         })
     }
 
@@ -1094,6 +1099,7 @@ impl Nimbus {
 mod checkpoints;
 mod log_levels;
 mod rebalance;
+mod worker_log;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).
 fn check_wait(wait_secs: Option<u64>) -> anyhow::Result<()> {

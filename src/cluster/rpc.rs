@@ -283,6 +283,15 @@ pub enum Request {
     },
     /// -> `(id, LogConfig)`
     LogConfig { name: String },
+    /// A piece of a worker's log (`TOPOLOGY-ID/PORT/worker.log`): by default its last 50 KiB.
+    /// -> `LogChunk`
+    WorkerLog {
+        file: String,
+        #[serde(default)]
+        start: Option<u64>,
+        #[serde(default)]
+        length: Option<u64>,
+    },
 }
 
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.

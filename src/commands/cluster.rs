@@ -229,11 +229,22 @@ pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
     let stop = stop_flag()?;
     let mut opts = supervisor::options(nimbus, &a.host, ports)?;
     opts.env = secret_env(&config);
+    opts.logs = Some(crate::cluster::worker_logs::LogSettings::from_config(
+        &config,
+    )?);
     opts.zookeeper = ZkSettings::from_config(&config).map(|settings| ZkSupervisorSettings {
         settings,
         root: config.zookeeper_root(),
     });
-    crate::stderr_println!("supervisor {}: started", opts.id);
+    if let Some(logs) = &opts.logs {
+        crate::stderr_println!(
+            "supervisor {}: started; worker logs in {}",
+            opts.id,
+            logs.dir.display()
+        );
+    } else {
+        crate::stderr_println!("supervisor {}: started", opts.id);
+    }
     supervisor::run(&opts, &stop, None)?;
     Ok(Status::Success)
 }

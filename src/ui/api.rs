@@ -317,6 +317,23 @@ fn bolt_row(c: &ComponentView, capacity: f64, now_secs: u64) -> Value {
     Value::Object(m)
 }
 
+/// Storm's `workerLogLink`: the worker's log on this UI (`/api/v1/log`, Storm's logviewer
+/// path); empty for a local run's workers, which keep no log file.
+fn log_link(id: &str, on_a_supervisor: bool, port: &str) -> String {
+    if !on_a_supervisor {
+        return String::new();
+    }
+    let file = format!("{id}/{port}/{}", crate::cluster::worker_logs::WORKER_LOG);
+    let encoded: String = file
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("/api/v1/log?file={encoded}")
+}
+
 /// The workers of a topology, with how many tasks of each component they run.
 fn workers(t: &TopologyView) -> Vec<Value> {
     type Tasks<'a> = std::collections::BTreeMap<&'a str, usize>;
@@ -333,6 +350,7 @@ fn workers(t: &TopologyView) -> Vec<Value> {
         .into_iter()
         .map(|(w, (supervisor, tasks))| {
             let (host, port) = w.rsplit_once(':').unwrap_or((w, "0"));
+            let supervisor_known = !supervisor.is_empty();
             let supervisor = if supervisor.is_empty() {
                 host
             } else {
@@ -351,7 +369,7 @@ fn workers(t: &TopologyView) -> Vec<Value> {
                 "assignedMemOnHeap": 0.0,
                 "assignedMemOffHeap": 0.0,
                 "assignedCpu": 0.0,
-                "workerLogLink": "",
+                "workerLogLink": log_link(&t.id, supervisor_known, port),
             })
         })
         .collect()

@@ -105,6 +105,15 @@ impl ClusterUi {
 }
 
 impl Source for ClusterUi {
+    fn worker_log(
+        &self,
+        file: &str,
+        start: Option<u64>,
+        length: Option<u64>,
+    ) -> anyhow::Result<crate::cluster::worker_logs::LogChunk> {
+        self.0.worker_log(file, start, length)
+    }
+
     fn log_config(&self, id: &str) -> anyhow::Result<crate::log_config::LogConfig> {
         Ok(self.0.log_config(id)?.1)
     }

@@ -50,6 +50,21 @@ pub trait Source: Send + Sync + 'static {
         anyhow::bail!("this UI cannot change log levels")
     }
 
+    /// A piece of a worker's log (`TOPOLOGY-ID/PORT/worker.log`, Storm's logviewer names).
+    fn worker_log(
+        &self,
+        _file: &str,
+        _start: Option<u64>,
+        _length: Option<u64>,
+    ) -> anyhow::Result<crate::cluster::worker_logs::LogChunk> {
+        Err(crate::cluster::worker_logs::LogError::NotFound(
+            "a run in one process keeps no worker log files: what it logs is on its own \
+             standard error"
+                .into(),
+        )
+        .into())
+    }
+
     /// Listen to what `component` of topology `id` emits: JSON lines, on `stream` only when
     /// given, one in `every` (the sample rate's inverse).
     fn tap(

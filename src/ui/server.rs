@@ -478,6 +478,7 @@ fn get_api(shared: &Shared, path: &[&str], query: &str) -> Reply {
         ["topology", "summary"] => {
             Reply::json(200, &api::topology_summary(&shared.source.topologies()))
         }
+        ["log"] => worker_log(shared, query),
         ["topology", id, rest @ ..] => {
             let tops = shared.source.topologies();
             let t = match find(&tops, id) {
@@ -560,6 +561,41 @@ fn log_config_json(id: &str, c: &crate::log_config::LogConfig) -> Value {
         o.insert("applied".into(), true.into());
     }
     v
+}
+
+/// Storm's logviewer page `/api/v1/log?file=TOPOLOGY-ID/PORT/worker.log&start=&length=`:
+/// `length` bytes (default 51200) from byte `start` (default: the end less `length`), as
+/// plain text. Any other file is refused (400).
+fn worker_log(shared: &Shared, query: &str) -> Reply {
+    use crate::cluster::worker_logs::LogError;
+    let Some(file) = query_value(query, "file") else {
+        return Reply::error(400, "name the log: `?file=TOPOLOGY-ID/PORT/worker.log`");
+    };
+    let number = |key: &str| match query_value(query, key) {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => v
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| Reply::error(400, format!("{key} `{v}` is not a number of bytes"))),
+    };
+    let (start, length) = match (number("start"), number("length")) {
+        (Ok(s), Ok(l)) => (s, l),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    match shared.source.worker_log(&file, start, length) {
+        Ok(chunk) => Reply {
+            status: 200,
+            content_type: "text/plain; charset=utf-8",
+            body: chunk.text,
+            lines: None,
+        },
+        Err(e) => match e.downcast_ref::<LogError>() {
+            Some(LogError::Refused(m)) => Reply::error(400, m.clone()),
+            Some(LogError::NotFound(m)) => Reply::error(404, m.clone()),
+            None => Reply::error(500, format!("{e:#}")),
+        },
+    }
 }
 
 /// Whether a POST may change things: the token when one is set; from a browser, a page of

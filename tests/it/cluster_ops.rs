@@ -1,62 +1,87 @@
 //! The operator's commands on nimbus + a supervisor with real processes: `storm set_log_level`
-//! changes what a worker logs and the change ends with its timeout. Every process started
-//! here is ended by a guard, even when a test fails.
+//! changes what a worker logs and the change ends with its timeout; worker logs are kept by
+//! the supervisor (rotated), served at Storm's logviewer path and printed by `storm logs`.
+//! Every process started here is ended by a guard, even when a test fails.
 
-use crate::cluster::{client, eventually, free_port, start_nimbus, storm, Daemons};
+use crate::cluster::{client, eventually, free_port, storm, Daemons};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 
-/// A supervisor whose standard error (and its workers', which inherit it) goes to a file;
-/// SIGTERM and a bounded wait when dropped.
-pub(crate) struct Supervisor {
-    child: Option<Child>,
-    pub(crate) log: PathBuf,
-}
-
-impl Supervisor {
-    pub(crate) fn start(nimbus: &str, dir: &Path, extra: &[&str]) -> Supervisor {
-        let log = dir.join("supervisor.log");
-        let file = std::fs::File::create(&log).expect("create the supervisor's log");
-        let port = free_port("127.0.0.1").to_string();
-        let child = storm()
+/// Nimbus (its UI on a free port) and one supervisor with `slots` slots, both keeping worker
+/// logs under `logs`; nimbus's address and its UI's.
+fn cluster(
+    daemons: &mut Daemons,
+    dir: &Path,
+    logs: &Path,
+    slots: usize,
+    extra: &[&str],
+) -> (String, String) {
+    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let ui = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let log_dir = format!("storm.log.dir={}", logs.display());
+    daemons.spawn(
+        "nimbus",
+        storm()
             .env_remove("STORM_LOG")
-            .args(["supervisor", "--nimbus", nimbus, "--host", "127.0.0.1"])
-            .args(["--slots", &port])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("start a supervisor");
-        eventually("the supervisor", || {
-            let tree = client(&["zk", "dump", "--nimbus", nimbus])?;
-            tree.contains("/storm/supervisors/").then_some(())
-        });
-        Supervisor {
-            child: Some(child),
-            log,
-        }
-    }
-
-    pub(crate) fn text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
+            .args(["nimbus", "--listen", &addr, "--data"])
+            .arg(dir.join("nimbus"))
+            .args(["-c", "nimbus.task.timeout.secs=3", "-c", &log_dir])
+            .args([
+                "-c",
+                &format!("ui.port={}", ui.rsplit(':').next().unwrap_or("0")),
+            ]),
+    );
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    let ports: Vec<String> = (0..slots)
+        .map(|_| free_port("127.0.0.1").to_string())
+        .collect();
+    daemons.spawn(
+        "supervisor",
+        storm()
+            .env_remove("STORM_LOG")
+            .args(["supervisor", "--nimbus", &addr, "--host", "127.0.0.1"])
+            .args(["--slots", &ports.join(","), "-c", &log_dir])
+            .args(extra),
+    );
+    eventually("the supervisor", || {
+        let tree = client(&["zk", "dump", "--nimbus", &addr])?;
+        tree.contains("/storm/supervisors/").then_some(())
+    });
+    (addr, ui)
 }
 
-impl Drop for Supervisor {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            crate::cluster::signal(child.id(), "-TERM");
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while std::time::Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            if !matches!(child.try_wait(), Ok(Some(_))) {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
+/// Submit `file`; the topology's id.
+fn submit(file: &Path, nimbus: &str) -> String {
+    let out = storm()
+        .arg("submit")
+        .arg(file)
+        .args(["--nimbus", nimbus])
+        .output()
+        .expect("storm submit");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Every worker log of topology `id` under `logs`, rotated ones included, concatenated.
+fn worker_output(logs: &Path, id: &str) -> String {
+    let mut text = String::new();
+    let Ok(ports) = std::fs::read_dir(logs.join("workers-artifacts").join(id)) else {
+        return text;
+    };
+    for port in ports.flatten() {
+        for f in std::fs::read_dir(port.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            text += &std::fs::read_to_string(f.path()).unwrap_or_default();
         }
     }
+    text
 }
 
 /// A topology whose python bolt (on Storm's `storm.py`) logs each tuple at DEBUG
@@ -103,26 +128,18 @@ fn set_log_level_turns_a_workers_debug_on_and_its_timeout_turns_it_off() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sources = tempfile::tempdir().expect("tempdir");
     let seen = dir.path().join("seen.txt");
+    let logs = dir.path().join("logs");
     let file = debug_logging_topology(sources.path(), &seen);
     let mut daemons = Daemons::default();
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    start_nimbus(&mut daemons, &addr, &dir.path().join("nimbus"));
-    let sup = Supervisor::start(&addr, dir.path(), &[]);
-    let out = storm()
-        .args(["submit"])
-        .arg(&file)
-        .args(["--nimbus", &addr])
-        .output()
-        .expect("storm submit");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (addr, _) = cluster(&mut daemons, dir.path(), &logs, 1, &[]);
+    let id = submit(&file, &addr);
     eventually("tuples through the bolt", || {
         (lines_of(&seen) > 0).then_some(())
     });
-    assert!(!sup.text().contains("seen a"), "DEBUG is off at start");
+    assert!(
+        !worker_output(&logs, &id).contains("seen a"),
+        "DEBUG is off at start"
+    );
 
     let out = storm()
         .args(["set_log_level", "debugged", "--nimbus", &addr])
@@ -137,10 +154,10 @@ fn set_log_level_turns_a_workers_debug_on_and_its_timeout_turns_it_off() {
     );
 
     eventually("the worker logging at DEBUG", || {
-        sup.text().contains("seen a").then_some(())
+        worker_output(&logs, &id).contains("seen a").then_some(())
     });
     let text = eventually("the level's timeout", || {
-        let t = sup.text();
+        let t = worker_output(&logs, &id);
         t.contains("timed out after 3s").then_some(t)
     });
     assert!(
@@ -152,7 +169,7 @@ fn set_log_level_turns_a_workers_debug_on_and_its_timeout_turns_it_off() {
     eventually("40 more tuples", || {
         (lines_of(&seen) > at_revert + 40).then_some(())
     });
-    let text = sup.text();
+    let text = worker_output(&logs, &id);
     let after = text
         .split("timed out after 3s")
         .nth(1)
@@ -185,4 +202,138 @@ fn set_log_level_turns_a_workers_debug_on_and_its_timeout_turns_it_off() {
         .expect("storm set_log_level");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `debugged`"));
+}
+
+/// A GET of the UI at `addr`: status and body as text.
+fn get_text(addr: &str, path: &str, host: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the UI");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").expect("send");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
+    (status, body.to_string())
+}
+
+const LOGGED: &str = "\
+name: logged
+config:
+  topology.workers: 2
+  topology.acker.executors: 0
+spouts:
+  - id: words
+    type: generate
+    args: { rate: 200, values: [[alpha], [beta]] }
+bolts:
+  - id: sink
+    type: log
+streams:
+  - from: words
+    to: sink
+    grouping: shuffle
+";
+
+#[test]
+fn worker_logs_are_kept_rotated_served_at_the_logviewer_path_and_printed_by_storm_logs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let logs = dir.path().join("logs");
+    let file = dir.path().join("logged.yaml");
+    std::fs::write(&file, LOGGED).expect("write the topology");
+    let mut daemons = Daemons::default();
+    let rotation = [
+        "-c",
+        "worker.log.max.bytes=4000",
+        "-c",
+        "worker.log.keep.files=2",
+    ];
+    let (addr, ui) = cluster(&mut daemons, dir.path(), &logs, 2, &rotation);
+    let id = submit(&file, &addr);
+
+    // The worker rows link their logs; the sink's worker writes each tuple into its log.
+    let page = eventually("two workers with their log links", || {
+        let (status, body) = get_text(&ui, &format!("/api/v1/topology/{id}"), &ui);
+        let page: serde_json::Value = serde_json::from_str(&body).ok()?;
+        (status == 200 && page["workers"].as_array()?.len() == 2).then_some(page)
+    });
+    let sink_worker = page["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .find(|w| w["componentNumTasks"]["sink"].as_u64().is_some())
+        .expect("the sink's worker")
+        .clone();
+    let port = sink_worker["port"].as_u64().expect("a port");
+    let link = sink_worker["workerLogLink"]
+        .as_str()
+        .expect("a link")
+        .to_string();
+    assert_eq!(link, format!("/api/v1/log?file={id}%2F{port}%2Fworker.log"));
+    let worker_dir = logs
+        .join("workers-artifacts")
+        .join(&id)
+        .join(port.to_string());
+    eventually("the sink's log rotated twice", || {
+        worker_dir.join("worker.log.2").exists().then_some(())
+    });
+    let (status, tail) = eventually("the log read through the link", || {
+        let (status, tail) = get_text(&ui, &format!("{link}&length=300"), &ui);
+        (tail.contains("sink:")).then_some((status, tail))
+    });
+    assert_eq!(status, 200, "{tail}");
+    assert!(tail.len() <= 300, "{} bytes", tail.len());
+    assert!(
+        !worker_dir.join("worker.log.3").exists(),
+        "keeps 2 rotated files"
+    );
+    let current = std::fs::metadata(worker_dir.join("worker.log")).expect("the log");
+    assert!(current.len() <= 4000 + 64 * 1024, "{}", current.len());
+    let rotated = std::fs::read_to_string(worker_dir.join("worker.log.1")).expect("worker.log.1");
+    assert!(rotated.contains("sink:") && rotated.len() <= 4000 + 64 * 1024);
+
+    // Only worker logs can be named; other hosts' pages are refused as everywhere.
+    let (status, body) = get_text(&ui, "/api/v1/log?file=..%2F..%2Fetc%2Fpasswd", &ui);
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = get_text(&ui, &format!("/api/v1/log?file={id}%2F1%2Fworker.log"), &ui);
+    assert_eq!(status, 404, "{body}");
+    let (status, _) = get_text(&ui, &link, "evil.example");
+    assert_eq!(status, 403);
+
+    // `storm logs NAME` prints every worker's log; with a component, only its workers'.
+    let out = storm()
+        .args(["logs", "logged", "--nimbus", &addr, "--length", "500"])
+        .output()
+        .expect("storm logs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches("==> ").count(), 2, "{text}");
+    let out = storm()
+        .args(["logs", "logged", "sink", "--nimbus", &addr])
+        .output()
+        .expect("storm logs sink");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header = format!("==> {id}/{port}/worker.log (127.0.0.1:{port}) <==");
+    assert_eq!(text.matches("==> ").count(), 1, "{text}");
+    assert!(
+        text.starts_with(&header) && text.contains("sink:"),
+        "{text}"
+    );
+    let out = storm()
+        .args(["logs", "logged", "snk", "--nimbus", &addr])
+        .output()
+        .expect("storm logs snk");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `sink`"));
 }
