@@ -47,6 +47,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
             cand logs 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)'
+            cand monitor 'Storm''s throughput poll: a component''s emitted and transferred tuples on one stream, a line per interval'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -391,6 +392,26 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;monitor'= {
+            cand -m 'The component watched'
+            cand --component 'The component watched'
+            cand -s 'The output stream watched'
+            cand --stream 'The output stream watched'
+            cand -i 'Seconds between two lines'
+            cand --interval 'Seconds between two lines'
+            cand -w 'The count the throughput is of'
+            cand --watch 'The count the throughput is of'
+            cand --count 'Stop after this many lines (default: until interrupted)'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -430,6 +451,7 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
             cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
             cand logs 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)'
+            cand monitor 'Storm''s throughput poll: a component''s emitted and transferred tuples on one stream, a line per interval'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -494,6 +516,8 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;set_log_level'= {
         }
         &'storm;help;logs'= {
+        }
+        &'storm;help;monitor'= {
         }
         &'storm;help;worker'= {
         }

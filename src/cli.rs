@@ -79,6 +79,9 @@ pub enum Command {
     SetLogLevel(SetLogLevelArgs),
     /// Print the logs of a topology's workers on a cluster (those running COMPONENT's tasks)
     Logs(LogsArgs),
+    /// Storm's throughput poll: a component's emitted and transferred tuples on one stream,
+    /// a line per interval
+    Monitor(MonitorArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -143,6 +146,43 @@ pub struct LogsArgs {
     pub length: u64,
     #[command(flatten)]
     pub target: NimbusAddrArgs,
+}
+
+/// What `storm monitor`'s throughput counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Watch {
+    #[default]
+    Emitted,
+    Transferred,
+}
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// The component watched
+    #[arg(short = 'm', long = "component", value_name = "COMPONENT")]
+    pub component: String,
+    /// The output stream watched
+    #[arg(
+        short = 's',
+        long = "stream",
+        value_name = "STREAM",
+        default_value = "default"
+    )]
+    pub stream: String,
+    /// Seconds between two lines
+    #[arg(short = 'i', long = "interval", value_name = "SECS", default_value_t = 4,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub interval: u64,
+    /// The count the throughput is of
+    #[arg(short = 'w', long = "watch", value_enum, default_value_t = Watch::Emitted)]
+    pub watch: Watch,
+    /// Stop after this many lines (default: until interrupted)
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Debug, Args)]

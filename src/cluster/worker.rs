@@ -637,6 +637,15 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
             ] {
                 m.insert(name.into(), get(counter).into());
             }
+            let streams: serde_json::Map<String, serde_json::Value> = st
+                .streams
+                .read()
+                .into_iter()
+                .map(|(id, e, t)| (id.to_string(), serde_json::json!([e, t])))
+                .collect();
+            if !streams.is_empty() {
+                m.insert("streams".into(), streams.into());
+            }
             let beat = TaskHeartbeat {
                 time_secs: now_secs(),
                 uptime_secs: started.elapsed().as_secs(),

@@ -51,7 +51,7 @@ fn warn_misspelt_keys(config: &Config) {
 /// The nimbus addresses to try: `--nimbus`, else `nimbus.seeds` (hosts without a port on
 /// `nimbus.thrift.port`), else the nimbuses registered in ZooKeeper (`storm.zookeeper.servers`),
 /// as one comma-separated list.
-fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<String, Status> {
+pub(crate) fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<String, Status> {
     if let Some(given) = given {
         return Ok(given.to_string());
     }

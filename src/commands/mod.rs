@@ -9,6 +9,7 @@ pub mod completions;
 pub(crate) mod config;
 pub(crate) mod graph;
 pub(crate) mod logs;
+pub(crate) mod monitor;
 pub(crate) mod progress;
 pub(crate) mod run;
 pub(crate) mod set_log_level;
@@ -70,6 +71,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Tap(a) => ui::tap(a),
         Command::SetLogLevel(a) => set_log_level::run(a),
         Command::Logs(a) => logs::run(a),
+        Command::Monitor(a) => monitor::run(a),
         Command::State(StateCommand::Ls(a)) => state::ls(a),
         Command::State(StateCommand::Dump(a)) => state::dump(a),
         Command::State(StateCommand::Clear(a)) => state::clear(a),

@@ -61,7 +61,8 @@ impl LocalRun {
         let mut f = TaskFigures::default();
         for (task, (_, st)) in &self.stats {
             let worker = format!("local:{}", worker_of_task.get(task).copied().unwrap_or(0));
-            f.tasks.insert(*task, task_view(*task, &worker, st));
+            f.tasks
+                .insert(*task, task_view(*task, &worker, st, &layout.plan));
             let recent = st.recent_errors.lock().unwrap_or_else(|e| e.into_inner());
             f.errors.insert(
                 *task,
@@ -97,7 +98,7 @@ impl LocalRun {
 }
 
 /// One task's counters as they are now.
-pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
+pub fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
     TaskView {
         task,
         worker: worker.to_string(),
@@ -112,6 +113,12 @@ pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
         completes_sampled: st.completes_sampled.load(Relaxed),
         errors: st.errors.load(Relaxed),
         dropped: st.dropped.load(Relaxed),
+        streams: st
+            .streams
+            .read()
+            .into_iter()
+            .map(|(id, e, t)| (plan.stream_name(id).to_string(), (e, t)))
+            .collect(),
     }
 }
 

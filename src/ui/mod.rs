@@ -163,6 +163,8 @@ pub struct ComponentView {
     pub errors: Vec<ErrorView>,
     /// User metrics (a multilang child's `metrics` command), over its tasks.
     pub metrics: BTreeMap<String, UserMetric>,
+    /// The output streams it declares.
+    pub outputs: Vec<String>,
 }
 
 /// One task's counters since it started.
@@ -184,6 +186,8 @@ pub struct TaskView {
     pub completes_sampled: u64,
     pub errors: u64,
     pub dropped: u64,
+    /// Emitted and transferred per output stream, by stream name (streams emitted on only).
+    pub streams: BTreeMap<String, (u64, u64)>,
 }
 
 /// A subscription of a component: whom it reads, which stream, how grouped.
@@ -215,6 +219,23 @@ impl ComponentView {
             0 => 0.0,
             n => self.sum(|t| t.complete_us) as f64 / n as f64 / 1e3,
         }
+    }
+
+    /// Emitted and transferred on each output stream, summed over the tasks: every declared
+    /// stream (zeros before its first tuple) and every stream counted; system streams
+    /// (`__ack_ack`, ...) only with `sys`.
+    pub fn stream_sums(&self, sys: bool) -> BTreeMap<String, (u64, u64)> {
+        let mut out: BTreeMap<String, (u64, u64)> =
+            self.outputs.iter().map(|s| (s.clone(), (0, 0))).collect();
+        for t in &self.tasks {
+            for (s, (e, x)) in &t.streams {
+                let sum = out.entry(s.clone()).or_default();
+                sum.0 += e;
+                sum.1 += x;
+            }
+        }
+        out.retain(|s, _| sys || !s.starts_with("__"));
+        out
     }
 
     /// Mean execute latency in ms (0 before anything ran).
@@ -336,6 +357,10 @@ pub(crate) fn components_of(
                     .collect(),
                 errors,
                 metrics: metrics.by_name,
+                outputs: topology
+                    .component(&c.id)
+                    .map(|s| s.outputs.keys().cloned().collect())
+                    .unwrap_or_default(),
             }
         })
         .collect()

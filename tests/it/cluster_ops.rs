@@ -330,10 +330,119 @@ fn worker_logs_are_kept_rotated_served_at_the_logviewer_path_and_printed_by_stor
         text.starts_with(&header) && text.contains("sink:"),
         "{text}"
     );
+    // `storm monitor` reads nimbus's UI (its ui.port) on a cluster.
+    let ui_port = format!("ui.port={}", ui.rsplit(':').next().unwrap_or("0"));
+    let (code, out, err) = monitor(&[
+        "logged", "-m", "words", "-i", "1", "--count", "1", "--nimbus", &addr, "-c", &ui_port,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let line = out.lines().nth(1).expect("a line");
+    assert!(line.starts_with("logged\twords\t1\tdefault\t"), "{line}");
+    let emitted: u64 = line
+        .split('\t')
+        .nth(5)
+        .and_then(|e| e.parse().ok())
+        .expect("emitted");
+    assert!(emitted > 0, "{line}");
+
     let out = storm()
         .args(["logs", "logged", "snk", "--nimbus", &addr])
         .output()
         .expect("storm logs snk");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `sink`"));
+}
+
+const TWO_STREAMS: &str = r#"
+name: streams
+spouts:
+  - id: lines
+    type: generate
+    args: { rate: 200, values: [["{\"n\": 1}"], ["{\"n\": 2}"], ["oops"]] }
+    fields: [line]
+bolts:
+  - id: parse
+    type: parse
+    args: { format: json, fields: [n] }
+  - id: good
+    type: discard
+  - id: bad
+    type: discard
+streams:
+  - from: lines
+    to: parse
+    grouping: shuffle
+  - from: parse
+    to: good
+    grouping: shuffle
+  - from: parse
+    to: bad
+    stream: errors
+    grouping: shuffle
+"#;
+
+/// `storm monitor` with `args`; its exit code, stdout and stderr.
+fn monitor(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = storm()
+        .arg("monitor")
+        .args(args)
+        .output()
+        .expect("storm monitor");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn monitor_polls_a_components_throughput_on_one_stream_of_a_local_run() {
+    let run = crate::ui::start_ui_run_of(TWO_STREAMS, &[]);
+    let ui = run.addr.as_str();
+    let (code, out, err) = monitor(&[
+        "streams", "-m", "parse", "-s", "errors", "-i", "1", "--count", "2", "--ui", ui,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    // Every line past the header counts tuples on `errors` (one line in three is not JSON).
+    for line in out.lines().skip(1) {
+        let cells: Vec<&str> = line.split('\t').collect();
+        assert_eq!(cells[3], "errors", "{line}");
+        assert!(cells[5].parse::<u64>().expect("emitted") > 0, "{line}");
+        assert!(cells[7].parse::<f64>().expect("throughput") > 0.0, "{line}");
+    }
+    insta::with_settings!({filters => vec![(r"\t[0-9]+(\.[0-9])?", "\t[N]")]}, {
+        insta::assert_snapshot!(out, @r"
+        topology	component	parallelism	stream	time-diff ms	emitted	transferred	throughput (Avg. Tuple/s)
+        streams	parse	[N]	errors	[N]	[N]	[N]	[N]
+        streams	parse	[N]	errors	[N]	[N]	[N]	[N]
+        ");
+    });
+
+    // The per-stream counters behind it: both streams of `parse`, two good lines in three.
+    let (_, body) = get_text(ui, "/api/v1/topology/streams/component/parse", ui);
+    let page: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let rows = page["outputStats"].as_array().expect("outputStats");
+    let count = |s: &str| {
+        rows.iter()
+            .find(|r| r["stream"] == s)
+            .and_then(|r| r["emitted"].as_u64())
+            .unwrap_or_else(|| panic!("no stream {s}: {page}"))
+    };
+    let (good, bad) = (count("default"), count("errors"));
+    assert!(bad > 0 && good >= bad, "{page}");
+    let total: u64 = page["boltStats"][0]["emitted"].as_u64().expect("emitted");
+    assert!(total >= good + bad, "{page}");
+
+    // Unknown names: a clear error with what there is.
+    let (code, _, err) = monitor(&["streams", "-m", "pars", "-i", "1", "--ui", ui]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("no component `pars`; did you mean `parse`?"),
+        "{err}"
+    );
+    let (code, _, err) = monitor(&["streams", "-m", "parse", "-s", "error", "--ui", ui]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains(
+            "no output stream `error` (its streams: default, errors); did you mean `errors`?"
+        ),
+        "{err}"
+    );
 }
