@@ -1,4 +1,4 @@
-//! Storm's ZooKeeper layout (`cluster.clj`): where each piece of cluster state lives
+//! Storm's ZooKeeper layout: where each piece of cluster state lives
 //! under `storm.zookeeper.root`, and the JSON each node holds. See docs/coordination.md.
 
 pub use crate::placement::NodePort;

@@ -1,4 +1,4 @@
-//! Nimbus, the cluster's master (Storm's `nimbus.clj`): it holds the coordination tree (saved
+//! Nimbus, the cluster's master: it holds the coordination tree (saved
 //! under its data folder so a restarted nimbus carries on), accepts submissions (kept under
 //! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records

@@ -1,5 +1,5 @@
-//! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` in
-//! `cluster.clj`, and Nimbus's submission steps): supervisors registering, topologies
+//! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` and
+//! Nimbus's submission steps): supervisors registering, topologies
 //! submitted (`/taskbeats/{id}`, `/tasks`, `/storms`), scheduled (`/assignments`), activated,
 //! re-assigned after failures, and task heartbeats and errors.
 

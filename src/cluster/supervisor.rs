@@ -1,4 +1,4 @@
-//! A supervisor (Storm's `supervisor.clj`): registers itself under an ephemeral
+//! A supervisor: registers itself under an ephemeral
 //! `/supervisors/{id}` node and learns its assignments (through nimbus, which holds the node
 //! on a session kept alive by the supervisor's heartbeats and answers them with its work; or,
 //! with ZooKeeper configured, on its own session, watching `/assignments`: `supervisor_zk`),

@@ -1,4 +1,4 @@
-//! One worker (Storm's `worker.clj`): fetch the submitted topology and its assignment from
+//! One worker: fetch the submitted topology and its assignment from
 //! nimbus, build the placement (one worker index per distinct slot of the assignment) and the
 //! address of every slot, run the executors assigned to this slot with the runtime, heartbeat
 //! its tasks to `/taskbeats`, report component errors to `/taskerrors`, and end when its
