@@ -220,7 +220,7 @@ fn key_value(k: &Values) -> Value {
 }
 
 impl BoltState for Dedupe {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) {
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
         let changed = std::mem::take(self.changed.get_or_insert_with(Changed::default));
         let present: Vec<(Values, Value)> = match (&mut self.memory, all) {
             (Memory::Exact(set), true) => {
@@ -259,6 +259,7 @@ impl BoltState for Dedupe {
             .map(|(k, v)| (k.to_string(), Value::Int(v as i64)))
             .collect();
         out.push((Value::str(WINDOW), Some(Value::Map(Box::new(progress)))));
+        Ok(())
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
