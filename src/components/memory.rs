@@ -32,7 +32,7 @@ impl KeyBudget {
     pub fn for_task(ctx: &TaskContext, kind: &str) -> KeyBudget {
         let limit = match ctx.config.get(LIMIT_KEY) {
             Some(serde_json::Value::Number(n)) => n.as_u64().filter(|&b| b > 0),
-            _ => half_of_physical_memory(),
+            _ => default_limit(),
         };
         KeyBudget {
             limit,
@@ -119,7 +119,7 @@ pub fn spill_to(ctx: &TaskContext) -> Option<crate::state::spill::SpillTo> {
     let dir = ctx.topology.state_dir().ok()??;
     let limit = match ctx.config.get(LIMIT_KEY) {
         Some(serde_json::Value::Number(n)) => n.as_u64().filter(|&b| b > 0),
-        _ => half_of_physical_memory(),
+        _ => default_limit(),
     };
     // The file's page cache: an eighth of the limit, within 1 MiB..64 MiB.
     let cache = limit.map_or(64 << 20, |l| (l / 8).clamp(1 << 20, 64 << 20)) as usize;
@@ -150,6 +150,29 @@ pub fn value_bytes(v: &Value) -> u64 {
         }
         _ => INLINE,
     }
+}
+
+/// The limit when the config sets none: half of physical memory, or a quarter of the
+/// process's address-space limit (`ulimit -v`) when that is lower (thread stacks, the
+/// allocator's reservations and the hash tables' spare room take address space beyond the
+/// keys' estimate).
+fn default_limit() -> Option<u64> {
+    let half = half_of_physical_memory();
+    match (half, address_space_limit().map(|a| a / 4)) {
+        (Some(h), Some(a)) => Some(h.min(a)),
+        (h, a) => h.or(a),
+    }
+}
+
+/// `RLIMIT_AS`, when set.
+fn address_space_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given and nothing else.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0;
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
 }
 
 /// Half of this machine's memory (`MemTotal` of /proc/meminfo); `None` where that cannot be read.
