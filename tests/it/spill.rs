@@ -163,3 +163,22 @@ fn a_spilling_count_killed_and_resumed_is_exact() {
     }
     assert_eq!(got, want);
 }
+
+/// An exact `dedupe` whose keys spill passes the first line of each key, and no other.
+#[test]
+fn a_dedupe_past_the_limit_spills_and_passes_each_key_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, want) = keys_file(dir.path(), 150_000);
+    let topology = format!("file({path}) | dedupe | stdout");
+    let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", "topology.stateful=true"]);
+    assert!(stderr.contains("spilling to"), "{stderr}");
+    let input = std::fs::read_to_string(&path).expect("input");
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<String> = input
+        .lines()
+        .filter(|l| seen.insert(l.to_string()))
+        .map(String::from)
+        .collect();
+    assert_eq!(firsts.len(), want.len());
+    assert_eq!(lines, firsts);
+}

@@ -107,7 +107,7 @@ impl SpillTo {
 
 pub struct SpillMap<K, V> {
     hot: Hot<K, V>,
-    cold: Option<Cold>,
+    cold: Option<Box<Cold>>,
     to: Option<SpillTo>,
     layout: Box<dyn Layout<K, V>>,
     budget: Box<dyn Budget>,
@@ -152,8 +152,11 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         self.dirty = on.then(Vec::new);
     }
 
-    pub fn tracks_changes(&self) -> bool {
-        self.dirty.is_some()
+    /// Start keeping the record of changes, unless it is kept already.
+    pub fn track_changes_if_untracked(&mut self) {
+        if self.dirty.is_none() {
+            self.dirty = Some(Vec::new());
+        }
     }
 
     /// Whether anything was ever written to the file (then iteration goes through it).
@@ -231,6 +234,28 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         };
         let s = self.admit(k, v, dirty)?;
         Ok(f(&mut s.v))
+    }
+
+    /// Hold `key` with `value` unless it is held already (then it only counts as used);
+    /// whether it was new. Only a new key is a change for the checkpoints.
+    pub fn insert_absent(&mut self, key: K, value: V) -> anyhow::Result<bool> {
+        if let Some(s) = self.hot.get_mut(&key) {
+            s.touched = true;
+            return Ok(false);
+        }
+        if let Some((held, was_dirty)) = self.fault(&key)? {
+            self.admit(key, held, was_dirty)?;
+            return Ok(false);
+        }
+        let dirty = match self.dirty.as_mut() {
+            Some(d) => {
+                d.push(key.clone());
+                true
+            }
+            None => false,
+        };
+        self.admit(key, value, dirty)?;
+        Ok(true)
     }
 
     /// The value of `key` read back from the file, if it was evicted, and whether it had
@@ -337,7 +362,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             let Some(to) = &self.to else {
                 return Err(self.budget.refusal());
             };
-            self.cold = Some(Cold::create(&to.path, to.cache)?);
+            self.cold = Some(Box::new(Cold::create(&to.path, to.cache)?));
             tracing::info!(
                 "keyed state passed topology.state.memory.limit: spilling to {}",
                 to.path.display()
@@ -419,9 +444,17 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     }
 
     fn all_changes(&mut self, emit: &mut impl FnMut(&K, &V)) -> anyhow::Result<()> {
-        for (k, s) in self.hot.iter_mut() {
+        for s in self.hot.values_mut() {
             s.dirty = false;
-            emit(k, &s.v);
+        }
+        self.each(emit)
+    }
+
+    /// Hand `f` every entry, each once (those in memory, then those only in the file), in no
+    /// particular order.
+    pub fn each(&mut self, mut f: impl FnMut(&K, &V)) -> anyhow::Result<()> {
+        for (k, s) in self.hot.iter() {
+            f(k, &s.v);
         }
         let Some(cold) = self.cold.as_mut() else {
             return Ok(());
@@ -429,7 +462,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         for row in cold.scan()? {
             let (k, v) = self.layout.decode(&row?.1)?;
             if !self.hot.contains_key(&k) {
-                emit(&k, &v);
+                f(&k, &v);
             }
         }
         Ok(())
