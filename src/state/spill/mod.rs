@@ -28,6 +28,9 @@ use std::borrow::Borrow;
 use std::hash::Hash;
 use std::path::PathBuf;
 
+/// Past the limit, a map evicts once it holds this many entries.
+const MIN_BATCH: usize = 256;
+
 /// An entry read in key order: its order bytes, key and value.
 pub type Entry<K, V> = (Vec<u8>, K, V);
 
@@ -116,6 +119,8 @@ pub struct SpillMap<K, V> {
     /// Of those, the ones evicted since (by order bytes): their value is in the file.
     cold_dirty: std::collections::HashSet<Vec<u8>, foldhash::fast::FixedState>,
     buf: Vec<u8>,
+    /// Entries memory must hold before an eviction writes them (see `admit`).
+    min_batch: usize,
     /// Evictions so far, and entries they wrote.
     pub evictions: u64,
     pub evicted: u64,
@@ -132,6 +137,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             dirty: None,
             cold_dirty: Default::default(),
             buf: Vec::new(),
+            min_batch: MIN_BATCH,
             evictions: 0,
             evicted: 0,
         }
@@ -145,6 +151,11 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         for k in self.hot.keys() {
             self.budget.note(self.layout.bytes(k));
         }
+    }
+
+    /// Evict once memory holds `n` entries past the limit (tests spill after a few).
+    pub fn set_min_batch(&mut self, n: usize) {
+        self.min_batch = n;
     }
 
     /// Keep the record of changes checkpoints take (see [`SpillMap::changes`]).
@@ -279,7 +290,11 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             if self.to.is_none() {
                 return Err(self.budget.refusal());
             }
-            self.evict()?;
+            // A task holding few keys while others hold the rest would otherwise write a
+            // transaction for every new key.
+            if self.hot.len() >= self.min_batch {
+                self.evict()?;
+            }
         }
         let slot = Slot {
             v,

@@ -70,6 +70,7 @@ fn map(dir: &std::path::Path, entries: u64, to: bool) -> SpillMap<String, i64> {
         to,
     );
     m.track_changes(true);
+    m.set_min_batch(0);
     m
 }
 
