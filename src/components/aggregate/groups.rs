@@ -102,3 +102,29 @@ impl Best {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Offered keys one by one, `Best` ranks as `rank` does over all of them at once.
+        #[test]
+        fn best_ranks_as_rank_does(scores in proptest::collection::vec(prop_oneof![
+            (0i64..5).prop_map(Value::Int),
+            (0i64..5).prop_map(|i| Value::Float(i as f64 + 0.5)),
+            Just(Value::Null),
+        ], 0..40), n in 1usize..8) {
+            let keys: Vec<Values> = (0..scores.len())
+                .map(|i| smallvec::smallvec![Value::Int(i as i64)])
+                .collect();
+            let want = super::super::rank(keys.iter().zip(scores.iter().cloned()), n);
+            let mut best = Best::default();
+            for (k, s) in keys.iter().zip(&scores) {
+                best.offer(k.clone(), s.clone(), n);
+            }
+            prop_assert_eq!(best.ranked(), want);
+        }
+    }
+}
