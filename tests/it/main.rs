@@ -32,6 +32,7 @@ mod records;
 mod rollback;
 mod run;
 pub(crate) mod run_reliability;
+mod spill;
 mod state;
 mod state_trust;
 mod stateful;
