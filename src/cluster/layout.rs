@@ -159,11 +159,15 @@ pub enum TopologyStatus {
 /// `/checkpoints/{id}`: the last checkpoint committed across a topology's workers (what
 /// every worker restores after a rollback, and a moved executor's new worker restores), and
 /// the rollback generation (bumped when a worker is lost; workers of an older one roll back).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CheckpointRecord {
     pub txid: u64,
     pub generation: u64,
     pub time_secs: u64,
+    /// The address of the nimbus whose store holds `txid` (with several nimbuses on
+    /// ZooKeeper; another one that leads fetches the state from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
 }
 
 /// `/storms/{id}` (Storm's `StormBase`).

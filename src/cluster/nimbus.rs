@@ -364,8 +364,13 @@ impl Nimbus {
 
     /// Answer one request from the RPC edge: the typed method it names, its answer as JSON.
     fn handle(&self, request: Request) -> Result<Value, String> {
-        // With ZooKeeper, only the leader answers; a standby names it.
-        if let Some(zk) = &self.zk {
+        // With ZooKeeper, only the leader answers; a standby names it. What a nimbus taking
+        // over asks of the others' checkpoint stores is answered by any nimbus.
+        let from_a_peer = matches!(
+            request,
+            Request::CheckpointHeld { .. } | Request::CheckpointExport { .. }
+        );
+        if let Some(zk) = self.zk.as_ref().filter(|_| !from_a_peer) {
             if !self.lead(zk) {
                 return Err(zk.standby_answer());
             }
@@ -456,6 +461,13 @@ impl Nimbus {
                 news,
             } => serde_json::to_value(self.checkpoint_news(&id, generation, news)?)?,
             Request::CheckpointStatus { id } => serde_json::to_value(self.checkpoint_status(&id)?)?,
+            Request::CheckpointHeld { id } => json!(self.checkpoint_held(&id)?),
+            Request::CheckpointExport {
+                id,
+                txid,
+                task,
+                from,
+            } => serde_json::to_value(self.checkpoint_export(&id, txid, &task, from)?)?,
             Request::ConfValue { key } => self.conf_value(&key),
         })
     }
@@ -998,6 +1010,15 @@ impl Nimbus {
                     fresh.local_dir = state.local_dir.clone();
                     *state = fresh;
                     self.finish_kills(&state);
+                    drop(state);
+                    // Another nimbus may have committed checkpoints meanwhile: each keeper
+                    // opens again against the tree's record (fetching what it lacks). Taken
+                    // after the state's lock, never inside it (a keeper's calls take both in
+                    // that order).
+                    self.checkpoints
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clear();
                 }
                 Err(e) => {
                     tracing::warn!("nimbus: cannot read the cluster state: {e}");
@@ -1086,6 +1107,7 @@ impl Nimbus {
 }
 
 mod checkpoints;
+mod handover;
 mod rebalance;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).

@@ -265,6 +265,17 @@ pub enum Request {
     },
     /// -> `CheckpointReply`
     CheckpointStatus { id: String },
+    /// From a nimbus taking over: the last checkpoint of topology `id` this nimbus's own
+    /// store committed (0: it holds none). Standbys answer it too. -> u64
+    CheckpointHeld { id: String },
+    /// From a nimbus taking over: a page of `task`'s committed state in this nimbus's own
+    /// store, which must have committed `txid`. Standbys answer it too. -> `StatePage`
+    CheckpointExport {
+        id: String,
+        txid: u64,
+        task: crate::state::TaskKey,
+        from: usize,
+    },
     /// One key of nimbus's own configuration (`storm remoteconfvalue`): its value, `null`
     /// when unset; a secret only as `"<hidden>"`.
     ConfValue { key: String },

@@ -91,7 +91,7 @@ impl Ensemble {
     }
 
     /// The connect string: `127.0.0.1:P,127.0.0.1:Q,...`.
-    fn connect(&self) -> String {
+    pub(crate) fn connect(&self) -> String {
         self.ports
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
@@ -125,7 +125,7 @@ impl Ensemble {
 
     /// SIGKILL server `i` and start it again; with `wipe`, with an empty data folder (its
     /// sessions and nodes forgotten).
-    fn restart(&mut self, i: usize, wipe: bool) {
+    pub(crate) fn restart(&mut self, i: usize, wipe: bool) {
         self.kill(i);
         let dir = self.dir.path().join(format!("zk{}", i + 1));
         if wipe {
