@@ -105,6 +105,11 @@ impl Layout {
     pub fn task_beat(&self, id: &str, task: u32) -> String {
         format!("{}/{id}/{task}", self.taskbeats())
     }
+    /// `/taskbeats/{id}/finished`: the slots whose worker finished its executors (a list of
+    /// [`NodePort`]), so a nimbus that takes over knows them.
+    pub fn finished_slots(&self, id: &str) -> String {
+        format!("{}/{id}/finished", self.taskbeats())
+    }
     /// `/taskerrors/{id}`: no data.
     pub fn topology_errors(&self, id: &str) -> String {
         format!("{}/{id}", self.taskerrors())

@@ -559,7 +559,17 @@ impl Nimbus {
     pub(crate) fn worker_finished(&self, id: String, slot: NodePort) {
         self.changed();
         tracing::info!("nimbus: {id}: the worker on {slot} finished");
-        self.finished_lock().entry(id).or_default().insert(slot);
+        // The state's lock first, as everywhere both are taken.
+        let state = self.state();
+        let mut finished = self.finished_lock();
+        let slots = finished.entry(id.clone()).or_default();
+        if !slots.insert(slot) {
+            return;
+        }
+        // Kept in the tree too: a nimbus that takes over knows which workers are done.
+        if let Err(e) = state.set_finished_slots(&id, slots) {
+            tracing::warn!("nimbus: {id}: cannot record its finished workers: {e}");
+        }
     }
 
     /// Record a component error under `/taskerrors` (Storm's `report-error`).
@@ -1010,7 +1020,9 @@ impl Nimbus {
                     fresh.local_dir = state.local_dir.clone();
                     *state = fresh;
                     self.finish_kills(&state);
+                    let finished = finished_in(&state);
                     drop(state);
+                    *self.finished_lock() = finished;
                     // Another nimbus may have committed checkpoints meanwhile: each keeper
                     // opens again against the tree's record (fetching what it lacks). Taken
                     // after the state's lock, never inside it (a keeper's calls take both in
@@ -1104,6 +1116,17 @@ impl Nimbus {
     ) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
         self.state().task_heartbeats(id)
     }
+}
+
+/// The finished workers of every topology, as recorded in the tree.
+fn finished_in(state: &ClusterState<Shared>) -> BTreeMap<String, BTreeSet<NodePort>> {
+    let ids = state.topology_ids().unwrap_or_default();
+    ids.into_iter()
+        .filter_map(|id| {
+            let slots = state.finished_slots(&id).ok()?;
+            (!slots.is_empty()).then_some((id, slots))
+        })
+        .collect()
 }
 
 mod checkpoints;

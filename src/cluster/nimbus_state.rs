@@ -402,6 +402,29 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(out)
     }
 
+    /// The slots of topology `id` whose worker finished, as recorded.
+    pub fn finished_slots(&self, id: &str) -> Result<BTreeSet<NodePort>, ClusterError> {
+        Ok(self
+            .read(&self.layout.finished_slots(id))?
+            .unwrap_or_default())
+    }
+
+    /// Record the slots of topology `id` whose worker finished (none: the record goes).
+    pub fn set_finished_slots(
+        &self,
+        id: &str,
+        slots: &BTreeSet<NodePort>,
+    ) -> Result<(), ClusterError> {
+        let path = self.layout.finished_slots(id);
+        if slots.is_empty() {
+            match self.store.delete(&path, None) {
+                Ok(()) | Err(StoreError::NoNode(_)) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.write(&path, slots)
+    }
+
     /// The slots of a topology whose tasks all stopped heart-beating (Storm's `alive-tasks`):
     /// no task of the slot has a heartbeat newer than `timeout_secs`, and the slot's tasks
     /// started longer ago than that (a worker just launched gets its grace period).

@@ -543,6 +543,13 @@ impl Client {
         self
     }
 
+    /// This client, retrying at least `total` while no nimbus leads (a run attached to the
+    /// cluster outlives elections; a one-off command gives up after its own rounds).
+    pub fn riding_out_elections(self, total: Duration) -> Client {
+        let retry = self.retry.at_least(total);
+        self.with_retry(retry)
+    }
+
     /// Nimbus's address (or addresses), as given.
     pub fn addr(&self) -> &str {
         &self.addr
@@ -614,6 +621,12 @@ impl Client {
                      lost its leadership, mid-call)"
                 ));
             }
+            if timed_out(&e) {
+                return Failure::PassOver(anyhow::anyhow!(
+                    "nimbus at {addr} did not answer within {CALL_TIMEOUT:?} (it is frozen, or \
+                     overloaded)"
+                ));
+            }
             let hint = if self.secret.is_none() {
                 " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"
             } else {
@@ -647,6 +660,13 @@ fn closed_unanswered(e: &anyhow::Error) -> bool {
             UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
         )
     })
+}
+
+/// Whether a read gave up waiting for the answer ([`CALL_TIMEOUT`] passed).
+fn timed_out(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::{TimedOut, WouldBlock};
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| matches!(io.kind(), TimedOut | WouldBlock))
 }
 
 /// A connection to the nimbus at `addr`, with [`CALL_TIMEOUT`] on its reads and writes.

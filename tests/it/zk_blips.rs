@@ -132,6 +132,23 @@ impl Cluster {
         }
     }
 
+    /// Wait until neither nimbus has led, each saying it lost ZooKeeper, for `span`.
+    fn no_leader_for(&self, span: Duration) {
+        let mut since: Option<Instant> = None;
+        self.until("no nimbus leading for a while", || {
+            let none = self.nimbuses.iter().all(|(addr, _)| {
+                let out = storm().args(["list", "--nimbus", addr]).output().ok();
+                out.is_some_and(|o| String::from_utf8_lossy(&o.stderr).contains("lost ZooKeeper"))
+            });
+            if !none {
+                since = None;
+                return None;
+            }
+            let at = *since.get_or_insert_with(Instant::now);
+            (at.elapsed() >= span).then_some(())
+        });
+    }
+
     /// What the nimbuses logged, for a failing assertion.
     fn logs(&self) -> String {
         ["nimbus-a", "nimbus-b", "supervisor"]
@@ -167,32 +184,34 @@ fn lines(from: usize, to: usize) -> String {
         .collect()
 }
 
-/// The word count attached with `storm run --nimbus A,B`, checkpointed every 100 ms.
-fn attached_count(both: &str, stateful: bool) -> Run {
+/// The word count attached with `storm run --nimbus A,B`, checkpointed every 100 ms, with
+/// the `-c` options `extra`.
+fn attached_count(both: &str, stateful: bool, extra: &[&str]) -> Run {
     let topology = "name blip\nlines = stdin\n  | split\n  | count(word) x2\n  | stdout";
     let stateful = format!("topology.stateful={stateful}");
-    Run::start(
-        &[
-            "run",
-            "-e",
-            topology,
-            "--nimbus",
-            both,
-            "--workers",
-            "2",
-            "-c",
-            &stateful,
-            "-c",
-            "topology.state.checkpoint.interval.ms=100",
-        ],
-        true,
-    )
+    let mut args = vec![
+        "run",
+        "-e",
+        topology,
+        "--nimbus",
+        both,
+        "--workers",
+        "2",
+        "-c",
+        &stateful,
+        "-c",
+        "topology.state.checkpoint.interval.ms=100",
+    ];
+    for e in extra {
+        args.extend(["-c", e]);
+    }
+    Run::start(&args, true)
 }
 
 #[test]
 fn a_zookeeper_restart_and_a_frozen_leader_never_strand_a_stateful_run() {
     let mut cluster = Cluster::start();
-    let mut run = attached_count(&cluster.both(), true);
+    let mut run = attached_count(&cluster.both(), true, &[]);
     let id = cluster.topology_id("blip");
     let _workers = Workers(id.clone(), cluster.slots.clone());
     let mut text = lines(0, 2000);
@@ -241,6 +260,66 @@ fn a_zookeeper_restart_and_a_frozen_leader_never_strand_a_stateful_run() {
         (!tree.contains(&format!("/storm/assignments/{id}"))).then_some(())
     });
     eventually("its workers to end", || {
+        workers_of(&id, &cluster.slots).is_empty().then_some(())
+    });
+}
+
+/// Without state, the leader frozen, then ZooKeeper down (no nimbus can lead) while the
+/// input ends: the attached run rides out the elections — even told to retry a command only
+/// once — ends with exit 0, and the topology gives its slots back.
+#[test]
+fn a_stateless_run_rides_out_elections_and_gives_its_slots_back() {
+    let mut cluster = Cluster::start();
+    let once = [
+        "storm.nimbus.retry.times=1",
+        "storm.nimbus.retry.interval.millis=100",
+    ];
+    let mut run = attached_count(&cluster.both(), false, &once);
+    let id = cluster.topology_id("blip");
+    let _workers = Workers(id.clone(), cluster.slots.clone());
+    run.write(lines(0, 2000).as_bytes());
+    let running = |cluster: &Cluster| {
+        cluster.until("the topology active on its workers", || {
+            let listed = client(&["list", "--nimbus", &cluster.both()])?;
+            let line = listed.lines().find(|l| l.contains(&id))?.to_string();
+            let workers = workers_of(&id, &cluster.slots).len();
+            (line.contains("active") && workers == 2).then_some(())
+        })
+    };
+    running(&cluster);
+
+    let frozen = cluster.leader();
+    let other = &cluster.nimbuses[1 - frozen].0;
+    signal(cluster.nimbuses[frozen].1, "-STOP");
+    cluster.until("the other nimbus to lead", || {
+        client(&["list", "--nimbus", other])
+    });
+    signal(cluster.nimbuses[frozen].1, "-CONT");
+    running(&cluster);
+    run.write(lines(2000, 4000).as_bytes());
+
+    // ZooKeeper down: both nimbuses stand by; the input ends meanwhile, and the run's end
+    // (it asks nimbus every 100 ms) meets no leader for a second at least.
+    cluster.ensemble.kill(0);
+    cluster.no_leader_for(Duration::from_secs(1));
+    run.close_stdin();
+    cluster.no_leader_for(Duration::from_secs(1));
+    cluster.ensemble.restart(0, false);
+
+    let out = run.finish();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}: {said}\n{}",
+        out.status.code(),
+        cluster.logs()
+    );
+    assert!(!out.stdout.is_empty(), "{said}");
+    cluster.until("the topology gone from the tree", || {
+        let tree = cluster.dump()?;
+        (!tree.contains(&format!("/storm/assignments/{id}"))).then_some(())
+    });
+    cluster.until("its workers to end", || {
         workers_of(&id, &cluster.slots).is_empty().then_some(())
     });
 }

@@ -116,7 +116,7 @@ impl Ensemble {
         .collect()
     }
 
-    fn kill(&mut self, i: usize) {
+    pub(crate) fn kill(&mut self, i: usize) {
         if let Some(mut child) = self.servers[i].take() {
             let _ = child.kill();
             let _ = child.wait();

@@ -271,6 +271,7 @@ impl Nimbus {
         k.joined.clear();
         k.sealed = false;
         self.finished_lock().remove(id);
+        self.state().set_finished_slots(id, &BTreeSet::new())?;
         self.write_record(id, k)?;
         tracing::warn!(
             "nimbus: {id}: the worker on {slot} was lost; every worker rolls back to checkpoint {} (generation {})",
