@@ -44,4 +44,5 @@ mod validate;
 mod values;
 mod windows;
 mod zk;
+mod zk_blips;
 mod zookeeper;
