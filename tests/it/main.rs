@@ -17,6 +17,7 @@ mod flux;
 mod follow;
 mod hangs;
 mod input_limits;
+mod kafka;
 mod layering;
 mod map;
 mod memory;
