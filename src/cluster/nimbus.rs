@@ -1141,8 +1141,8 @@ fn finished_in(state: &ClusterState<Shared>) -> BTreeMap<String, BTreeSet<NodePo
 }
 
 mod checkpoints;
-mod log_levels;
 mod handover;
+mod log_levels;
 mod rebalance;
 mod worker_log;
 
