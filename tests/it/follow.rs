@@ -76,6 +76,14 @@ impl Followed {
     }
 }
 
+impl Drop for Followed {
+    /// A failed test leaves no run behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn append(path: &Path, text: &str) {
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -83,6 +91,24 @@ fn append(path: &Path, text: &str) {
         .open(path)
         .expect("open for append");
     f.write_all(text.as_bytes()).expect("append");
+}
+
+#[test]
+fn two_rotations_between_two_looks_lose_no_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("app.log");
+    append(&path, "a1\n");
+    let run = Followed::start(dir.path(), &path, "");
+    run.wait_for(&["a1"]);
+    // Within one poll interval: A rotated, B written and rotated, C written.
+    std::fs::rename(&path, dir.path().join("app.log.1")).expect("rotate A");
+    append(&path, "b1\nb2\n");
+    std::fs::rename(&path, dir.path().join("app.log.2")).expect("rotate B");
+    append(&path, "c1\n");
+    run.wait_for(&["a1", "b1", "b2", "c1"]);
+    append(&path, "c2\n");
+    run.wait_for(&["a1", "b1", "b2", "c1", "c2"]);
+    run.interrupt();
 }
 
 #[test]
@@ -218,9 +244,9 @@ fn a_followed_file_counted_with_state_is_exact_through_kills_and_rotations() {
                 }
             }
         }
-        assert_eq!(seen, commits, "trial {trial}: the run ended early");
         child.kill().expect("SIGKILL");
         child.wait().expect("reaped");
+        assert_eq!(seen, commits, "trial {trial}: the run ended early");
         // While stopped: lines the run never read.
         if rng.random_bool(0.5) {
             write(&mut rng, &mut written);
@@ -276,6 +302,15 @@ fn a_rotation_while_stopped_reads_the_old_tail_then_the_new_file() {
     append(&path, "b1\n");
     let run = Followed::spawn(dir.path(), &args);
     run.wait_for(&["a2\t1", "b1\t1"]);
+    run.interrupt();
+    // Two rotations while stopped: the file between them is read too.
+    append(&path, "b2\n");
+    std::fs::rename(&path, dir.path().join("app.log.2")).expect("rotate B");
+    append(&path, "c1\n");
+    std::fs::rename(&path, dir.path().join("app.log.3")).expect("rotate C");
+    append(&path, "d1\n");
+    let run = Followed::spawn(dir.path(), &args);
+    run.wait_for(&["b2\t1", "c1\t1", "d1\t1"]);
     run.interrupt();
 }
 

@@ -45,15 +45,58 @@ impl FileId {
 
 /// The file beside `path` (in its folder) that is the file `id`: where a rotation renamed it.
 pub fn find_rotated(path: &Path, id: FileId) -> Option<PathBuf> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::read_dir(dir)
+    std::fs::read_dir(folder_of(path))
         .ok()?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && FileId::of(&m) == id))
+}
+
+/// Files beside `path` that rotations made since the file `after` was last written and that
+/// were never read: named as `path` plus a suffix (`app.log.1`, `app.log-2026…`), last written
+/// at or after `after` (file times tick coarsely), not compressed archives, not one of `known` and not the file the
+/// name points at now. Oldest first: the order the rotations made them.
+pub fn unread_rotations(
+    path: &Path,
+    after: std::time::SystemTime,
+    known: &[FileId],
+) -> Vec<(PathBuf, FileId)> {
+    let (dir, Some(name)) = (folder_of(path), path.file_name().and_then(|n| n.to_str())) else {
+        return Vec::new();
+    };
+    let current = std::fs::metadata(path).ok().map(|m| FileId::of(&m));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(std::time::SystemTime, PathBuf, FileId)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let file = e.file_name();
+            let file = file.to_str()?;
+            let rotated = file.len() > name.len() && file.starts_with(name);
+            let archive = [".gz", ".zst", ".bz2", ".xz", ".zip"]
+                .iter()
+                .any(|ext| file.ends_with(ext));
+            if !rotated || archive {
+                return None;
+            }
+            let meta = std::fs::metadata(e.path()).ok().filter(|m| m.is_file())?;
+            let id = FileId::of(&meta);
+            let written = meta.modified().ok()?;
+            let fresh = written >= after && !known.contains(&id) && Some(id) != current;
+            fresh.then(|| (written, e.path(), id))
+        })
+        .collect();
+    found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    found.into_iter().map(|(_, p, id)| (p, id)).collect()
+}
+
+/// The folder `path` is in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// Why a followed file's reading stopped: the caller reopens the name from byte 0, or ends.
@@ -104,6 +147,11 @@ impl Follower {
     /// The file being read.
     pub fn id(&self) -> FileId {
         self.id
+    }
+
+    /// When the file being read was last written (None where the system cannot say).
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        self.file.metadata().and_then(|m| m.modified()).ok()
     }
 
     /// Why the last `read` gave 0 bytes.
@@ -172,6 +220,13 @@ pub(super) struct FollowJob {
     pub(super) cut: Option<usize>,
 }
 
+/// Where a followed file's reader sends its chunks and counts what it read.
+pub(super) struct Sink<'a> {
+    pub(super) tx: &'a crossbeam_channel::Sender<ChunkResult>,
+    pub(super) read: &'a AtomicU64,
+    pub(super) invalid: &'a AtomicU64,
+}
+
 impl FollowJob {
     /// Read the file, and each file its name points at after a rotation, until the spout goes.
     pub(super) fn run(
@@ -180,9 +235,12 @@ impl FollowJob {
         read: &AtomicU64,
         invalid: &AtomicU64,
     ) {
+        let sink = Sink { tx, read, invalid };
         let mut start = self.start;
         let mut first = true;
         let mut warned = None;
+        // Every file read so far: a rotated file found beside the name is read only once.
+        let mut known = Vec::new();
         loop {
             let mut source = match Follower::open(&self.path, start, self.closed.clone()) {
                 Ok(s) => s,
@@ -208,40 +266,34 @@ impl FollowJob {
             let moved = first && self.expect.is_some_and(|id| id != source.id());
             if moved || (first && start > len) {
                 first = false;
-                let old = self.expect.filter(|_| moved).and_then(|id| {
-                    let old = find_rotated(&self.path, id)?;
-                    Some((old, id))
-                });
-                match old {
-                    // Rotated while stopped, and the old file is beside it: its tail first.
-                    Some((old, id)) => {
-                        if !self.read_tail(&old, start, id, tx, read, invalid) {
-                            return;
-                        }
-                    }
-                    None => tracing::warn!(
-                        "{}: not the file the saved position was in (rotated or truncated \
-                         while stopped, the old one not found beside it): reading it from its \
-                         start; unread lines of the old one are lost",
-                        self.path.display()
-                    ),
+                if moved && !self.resume_moved(start, &mut known, &sink) {
+                    return;
                 }
                 start = 0;
                 read.store(0, Ordering::Relaxed);
                 continue;
             }
             first = false;
-            let id = Some(source.id());
+            let id = source.id();
+            known.push(id);
             let reader = BufReader::with_capacity(256 * 1024, &mut source);
             read_lines(
                 reader,
                 start,
                 self.cut,
-                LineBuilder::new(tx, id, invalid),
+                LineBuilder::new(tx, Some(id), invalid),
                 read,
             );
             match source.stop() {
-                Some(Stop::Rotated) | Some(Stop::Truncated) => {
+                Some(Stop::Rotated) => {
+                    let after = source.modified();
+                    if !self.catch_up(after, &mut known, &sink) {
+                        return;
+                    }
+                    start = 0;
+                    read.store(0, Ordering::Relaxed);
+                }
+                Some(Stop::Truncated) => {
                     start = 0;
                     read.store(0, Ordering::Relaxed);
                 }
@@ -250,38 +302,75 @@ impl FollowJob {
             }
         }
     }
-}
 
-impl FollowJob {
-    /// Read the rest of `old` (the file a saved position was in, renamed) from `start` to its
-    /// end; false when the spout is gone or it cannot be read (then said as an error).
-    fn read_tail(
+    /// A restored position is in a file the name no longer points at (rotated while the run
+    /// was stopped): the old file's unread tail, then every rotation made after it; false when
+    /// the spout is gone or a file cannot be read.
+    fn resume_moved(&self, start: u64, known: &mut Vec<FileId>, sink: &Sink) -> bool {
+        let old = self
+            .expect
+            .and_then(|id| Some((find_rotated(&self.path, id)?, id)));
+        let Some((old, id)) = old else {
+            tracing::warn!(
+                "{}: not the file the saved position was in (rotated or truncated while \
+                 stopped, the old one not found beside it): reading it from its start; unread \
+                 lines of the old one are lost",
+                self.path.display()
+            );
+            return true;
+        };
+        tracing::info!(
+            "{}: was rotated while stopped: reading the rest of {} first",
+            self.path.display(),
+            old.display()
+        );
+        known.push(id);
+        let after = std::fs::metadata(&old).and_then(|m| m.modified()).ok();
+        self.read_whole(&old, start, id, sink) && self.catch_up(after, known, sink)
+    }
+
+    /// After a rename-and-create: the files rotations made after the one just finished (last
+    /// written at `after`) that were never read, read whole, oldest first. Two rotations
+    /// between two looks at the name (or while the run was stopped) lose nothing this way.
+    fn catch_up(
         &self,
-        old: &std::path::Path,
-        start: u64,
-        id: FileId,
-        tx: &crossbeam_channel::Sender<ChunkResult>,
-        read: &AtomicU64,
-        invalid: &AtomicU64,
+        after: Option<std::time::SystemTime>,
+        known: &mut Vec<FileId>,
+        sink: &Sink,
     ) -> bool {
-        match open_at(&Input::File(old.to_path_buf()), start) {
+        let Some(after) = after else {
+            return !self.closed.load(Ordering::Relaxed);
+        };
+        for (file, id) in unread_rotations(&self.path, after, known) {
+            tracing::info!(
+                "{}: reading {}, rotated before it was read",
+                self.path.display(),
+                file.display()
+            );
+            known.push(id);
+            if !self.read_whole(&file, 0, id, sink) {
+                return false;
+            }
+        }
+        !self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Read `file` (the file `id`, no longer under the name) from `start` to its end; false
+    /// when the spout is gone or it cannot be read (then said as an error).
+    fn read_whole(&self, file: &Path, start: u64, id: FileId, sink: &Sink) -> bool {
+        match open_at(&Input::File(file.to_path_buf()), start) {
             Ok(source) => {
-                tracing::info!(
-                    "{}: was rotated while stopped: reading the rest of {} first",
-                    self.path.display(),
-                    old.display()
-                );
                 read_lines(
                     source,
                     start,
                     self.cut,
-                    LineBuilder::new(tx, Some(id), invalid),
-                    read,
+                    LineBuilder::new(sink.tx, Some(id), sink.invalid),
+                    sink.read,
                 );
                 !self.closed.load(Ordering::Relaxed)
             }
             Err(e) => {
-                let _ = tx.send(Err(e));
+                let _ = sink.tx.send(Err(e));
                 false
             }
         }
@@ -346,5 +435,58 @@ mod tests {
         let mut buf = [0u8; 8];
         assert_eq!(f.read(&mut buf).expect("read"), 0);
         assert_eq!(f.stop(), Some(Stop::Closed));
+    }
+
+    /// Sets a file's modification time `secs` seconds from now.
+    fn touch(path: &Path, secs: i64) {
+        let now = std::time::SystemTime::now();
+        let at = if secs < 0 {
+            now - Duration::from_secs(secs.unsigned_abs())
+        } else {
+            now + Duration::from_secs(secs as u64)
+        };
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .expect("open");
+        f.set_modified(at).expect("set mtime");
+    }
+
+    #[test]
+    fn rotations_after_the_finished_file_are_found_oldest_first_and_archives_are_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("app.log");
+        let id_of = |p: &Path| FileId::of(&std::fs::metadata(p).expect("meta"));
+        // Yesterday's rotation, and the file being read (A), last written a minute ago.
+        append(&dir.path().join("app.log.0"), "old\n");
+        touch(&dir.path().join("app.log.0"), -3600);
+        append(&path, "a\n");
+        touch(&path, -60);
+        let a = id_of(&path);
+        let a_written = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .expect("mtime");
+        // A rotated, B written and rotated, then C: two rotations between two looks.
+        std::fs::rename(&path, dir.path().join("app.log.1")).expect("rotate A");
+        append(&path, "b\n");
+        touch(&path, -30);
+        std::fs::rename(&path, dir.path().join("app.log.2")).expect("rotate B");
+        append(&dir.path().join("app.log.2.gz"), "zip");
+        append(&dir.path().join("other.log"), "x\n");
+        append(&path, "c\n");
+        let found = unread_rotations(&path, a_written, &[a]);
+        let names: Vec<_> = found
+            .iter()
+            .map(|(p, _)| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("?")
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(names, ["app.log.2"]);
+        // Once read, it is known and not found again.
+        let b = found[0].1;
+        assert!(unread_rotations(&path, a_written, &[a, b]).is_empty());
     }
 }
