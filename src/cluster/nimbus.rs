@@ -366,8 +366,13 @@ impl Nimbus {
 
     /// Answer one request from the RPC edge: the typed method it names, its answer as JSON.
     fn handle(&self, request: Request) -> Result<Value, String> {
-        // With ZooKeeper, only the leader answers; a standby names it.
-        if let Some(zk) = &self.zk {
+        // With ZooKeeper, only the leader answers; a standby names it. What a nimbus taking
+        // over asks of the others' checkpoint stores is answered by any nimbus.
+        let from_a_peer = matches!(
+            request,
+            Request::CheckpointHeld { .. } | Request::CheckpointExport { .. }
+        );
+        if let Some(zk) = self.zk.as_ref().filter(|_| !from_a_peer) {
             if !self.lead(zk) {
                 return Err(zk.standby_answer());
             }
@@ -458,6 +463,13 @@ impl Nimbus {
                 news,
             } => serde_json::to_value(self.checkpoint_news(&id, generation, news)?)?,
             Request::CheckpointStatus { id } => serde_json::to_value(self.checkpoint_status(&id)?)?,
+            Request::CheckpointHeld { id } => json!(self.checkpoint_held(&id)?),
+            Request::CheckpointExport {
+                id,
+                txid,
+                task,
+                from,
+            } => serde_json::to_value(self.checkpoint_export(&id, txid, &task, from)?)?,
             Request::ConfValue { key } => self.conf_value(&key),
             Request::SetLogConfig { name, changes } => {
                 serde_json::to_value(self.set_log_config(&name, &changes)?)?
@@ -558,7 +570,17 @@ impl Nimbus {
     pub(crate) fn worker_finished(&self, id: String, slot: NodePort) {
         self.changed();
         tracing::info!("nimbus: {id}: the worker on {slot} finished");
-        self.finished_lock().entry(id).or_default().insert(slot);
+        // The state's lock first, as everywhere both are taken.
+        let state = self.state();
+        let mut finished = self.finished_lock();
+        let slots = finished.entry(id.clone()).or_default();
+        if !slots.insert(slot) {
+            return;
+        }
+        // Kept in the tree too: a nimbus that takes over knows which workers are done.
+        if let Err(e) = state.set_finished_slots(&id, slots) {
+            tracing::warn!("nimbus: {id}: cannot record its finished workers: {e}");
+        }
     }
 
     /// Record a component error under `/taskerrors` (Storm's `report-error`).
@@ -1009,6 +1031,17 @@ impl Nimbus {
                     fresh.local_dir = state.local_dir.clone();
                     *state = fresh;
                     self.finish_kills(&state);
+                    let finished = finished_in(&state);
+                    drop(state);
+                    *self.finished_lock() = finished;
+                    // Another nimbus may have committed checkpoints meanwhile: each keeper
+                    // opens again against the tree's record (fetching what it lacks). Taken
+                    // after the state's lock, never inside it (a keeper's calls take both in
+                    // that order).
+                    self.checkpoints
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clear();
                 }
                 Err(e) => {
                     tracing::warn!("nimbus: cannot read the cluster state: {e}");
@@ -1096,7 +1129,19 @@ impl Nimbus {
     }
 }
 
+/// The finished workers of every topology, as recorded in the tree.
+fn finished_in(state: &ClusterState<Shared>) -> BTreeMap<String, BTreeSet<NodePort>> {
+    let ids = state.topology_ids().unwrap_or_default();
+    ids.into_iter()
+        .filter_map(|id| {
+            let slots = state.finished_slots(&id).ok()?;
+            (!slots.is_empty()).then_some((id, slots))
+        })
+        .collect()
+}
+
 mod checkpoints;
+mod handover;
 mod log_levels;
 mod rebalance;
 mod worker_log;

@@ -586,7 +586,8 @@ fn all_finished(
 }
 
 /// Tell nimbus the worker of `my_slot` (`slot`) of topology `id` finished its executors (in
-/// checkpoint `generation`).
+/// checkpoint `generation`), trying again with back-off for up to [`NIMBUS_LOST_AFTER`] while
+/// no nimbus answers (an election: the run's end waits on this).
 fn tell_finished(
     nimbus: &rpc::Client,
     (id, slot, my_slot): (&str, &str, &NodePort),
@@ -597,8 +598,19 @@ fn tell_finished(
         slot: my_slot.clone(),
         generation,
     };
-    if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
-        tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+    let deadline = Instant::now() + NIMBUS_LOST_AFTER;
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match nimbus.call::<serde_json::Value>(&finished) {
+            Ok(_) => return,
+            Err(e) if Instant::now() >= deadline => {
+                tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+                return;
+            }
+            Err(e) => tracing::debug!("worker {slot}: telling nimbus it finished: {e:#}"),
+        }
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(Duration::from_secs(2));
     }
 }
 
