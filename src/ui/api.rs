@@ -465,6 +465,8 @@ pub fn component(
 ) -> Value {
     let now_secs = crate::cluster::nimbus::now_secs();
     let capacity = window.capacity(full, full.component(&c.id).unwrap_or(c), now);
+    // On a cluster (tasks run on supervisors) an error links the log of its worker.
+    let on_cluster = c.tasks.iter().any(|x| !x.supervisor.is_empty());
     let errors: Vec<Value> = c
         .errors
         .iter()
@@ -477,7 +479,7 @@ pub fn component(
                 "errorHost": host,
                 "errorPort": port,
                 "errorLapsedSecs": now_secs.saturating_sub(e.time_secs),
-                "errorWorkerLogLink": "",
+                "errorWorkerLogLink": log_link(&t.id, on_cluster && !port.is_empty(), port),
             })
         })
         .collect();
@@ -793,6 +795,35 @@ mod tests {
                 ..Default::default()
             }],
         }
+    }
+
+    #[test]
+    fn cluster_workers_and_errors_link_their_logs_and_a_local_runs_do_not() {
+        let mut t = topo(0, Duration::from_secs(10));
+        let c = &mut t.components[0];
+        c.tasks[0].worker = "h:6700".into();
+        c.errors.push(super::super::ErrorView {
+            error: "boom".into(),
+            time_secs: 1,
+            worker: "h:6700".into(),
+        });
+        let local = t.clone();
+        t.components[0].tasks[0].supervisor = "sup-1".into();
+        let link = "/api/v1/log?file=t-1%2F6700%2Fworker.log";
+        let page = |t: &TopologyView| {
+            let mut w = CapacityWindow::default();
+            component(
+                (t, t),
+                &t.components[0],
+                ":all-time",
+                &mut w,
+                Instant::now(),
+            )
+        };
+        assert_eq!(workers(&t)[0]["workerLogLink"], link);
+        assert_eq!(page(&t)["componentErrors"][0]["errorWorkerLogLink"], link);
+        assert_eq!(workers(&local)[0]["workerLogLink"], "");
+        assert_eq!(page(&local)["componentErrors"][0]["errorWorkerLogLink"], "");
     }
 
     #[test]
