@@ -10,6 +10,7 @@ pub mod discard;
 pub mod filter;
 pub mod generate;
 pub mod join;
+pub mod kafka;
 pub mod lines;
 pub mod log;
 pub mod lookup;

@@ -426,6 +426,12 @@ impl Store {
         .with_context(|| format!("restoring the state of {task}"))
     }
 
+    /// Make every write so far durable (those written without waiting for the disk too).
+    pub fn sync(&self) -> anyhow::Result<()> {
+        self.write(Durability::Immediate, |_| Ok(()))
+            .with_context(|| format!("syncing {}", self.name))
+    }
+
     /// Drop what txids up to `txid` prepared (shipped elsewhere, so not needed here).
     pub fn drop_prepared_upto(&self, txid: u64) -> anyhow::Result<()> {
         self.write(Durability::None, |tx| {
