@@ -9,6 +9,7 @@ pub mod completions;
 pub(crate) mod config;
 pub(crate) mod graph;
 pub(crate) mod progress;
+pub(crate) mod reaper;
 pub(crate) mod run;
 pub(crate) mod state;
 pub(crate) mod storm_cli;
