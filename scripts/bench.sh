@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Whole-process benchmarks: word count against mawk and sort|uniq, generate -> discard
-# throughput with acking off and on, and peak memory with a slow sink. Prints medians of RUNS
-# runs (default 5). Needs python3 (corpus generator) and GNU time (/usr/bin/time).
-#   scripts/bench.sh [RUNS]
+# Whole-process benchmarks: issue 31's table (10 M events written by DuckDB: storm's one-liners
+# against DuckDB and mawk, wall and CPU), word count against mawk and sort|uniq, generate ->
+# discard throughput with acking off and on, and peak memory with a slow sink. Prints medians of
+# RUNS runs (default 5). Needs python3 (with venv, for DuckDB), mawk and GNU time (/usr/bin/time).
+#   scripts/bench.sh [RUNS] [table]      (table: issue 31's table only)
+# STORM=path runs that binary instead of building the release one; EVENTS=N sets the events
+# (default 10000000); DATA=dir keeps the generated data there between runs (default: a temp dir).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
-cargo build --release --quiet
-STORM=${CARGO_TARGET_DIR:-target}/release/storm
+ONLY=${2:-all}
+if [ -z "${STORM:-}" ]; then
+  cargo build --release --quiet
+  STORM=${CARGO_TARGET_DIR:-target}/release/storm
+fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-GEN=../shared/bench/gen_corpus.py
+GEN=${GEN:-../shared/bench/gen_corpus.py}
 [ -f "$GEN" ] || GEN=scripts/gen_corpus.py
 python3 "$GEN" 50 3 > "$WORK/words-50.txt"
 
@@ -47,6 +53,95 @@ versus() {
   printf '%-44s wall %6.2f s   cpu %6.2f s   peak RSS %6d KB\n' "$na" "$(med "${wa[@]}")" "$(med "${ua[@]}")" "$ra"
   printf '%-44s wall %6.2f s   cpu %6.2f s   peak RSS %6d KB\n' "$nb" "$(med "${wb[@]}")" "$(med "${ub[@]}")" "$rb"
 }
+
+# ---- Issue 31's table: each job is the one-liner a user writes, timed against DuckDB (its Python
+# package, the whole process: import included) or mawk, in turns, RUNS rounds; medians.
+# Each row: wall and CPU (user + sys) of both, their ratios, peak RSS of storm, and the bytes of
+# input storm reads per CPU-second.
+DUCK_VENV="${TMPDIR:-/tmp}/storm-it-duckdb-venv"
+if ! "$DUCK_VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
+  rm -rf "$DUCK_VENV"
+  python3 -m venv "$DUCK_VENV"
+  "$DUCK_VENV/bin/pip" install --quiet --disable-pip-version-check duckdb==2.0.1
+fi
+DUCK="$DUCK_VENV/bin/python"
+EVENTS=${EVENTS:-10000000}
+DATA=${DATA:-$WORK/data}
+mkdir -p "$DATA"
+if [ ! -s "$DATA/ev-$EVENTS.csv" ]; then
+  "$DUCK" scripts/gen_events.py "$EVENTS" "$DATA/gen"
+  mv "$DATA/gen/ev.jsonl" "$DATA/ev-$EVENTS.jsonl" && mv "$DATA/gen/ev.csv" "$DATA/ev-$EVENTS.csv"
+fi
+[ -s "$DATA/words-50.txt" ] || python3 "$GEN" 50 3 > "$DATA/words-50.txt"
+JSONL=$DATA/ev-$EVENTS.jsonl CSV=$DATA/ev-$EVENTS.csv WORDS=$DATA/words-50.txt
+
+# runs A and B in turns; sets W_A U_A R_A W_B U_B R_B (median wall, median CPU, peak RSS KB)
+pair() {
+  local ca=$1 cb=$2 wa=() wb=() ua=() ub=() w us sy m
+  R_A=0 R_B=0
+  for _ in $(seq "$RUNS"); do
+    for side in a b; do
+      local cmd=$ca; [ "$side" = b ] && cmd=$cb
+      /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" bash -c "$cmd" > /dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; }
+      read -r w us sy m < "$WORK/t"
+      if [ "$side" = a ]; then wa+=("$w"); ua+=("$(echo "$us + $sy" | bc)"); (( m > R_A )) && R_A=$m
+      else wb+=("$w"); ub+=("$(echo "$us + $sy" | bc)"); (( m > R_B )) && R_B=$m; fi
+    done
+  done
+  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+  W_A=$(median "${wa[@]}") U_A=$(median "${ua[@]}") W_B=$(median "${wb[@]}") U_B=$(median "${ub[@]}")
+}
+
+# row NAME INPUT STORM_CMD OTHER_CMD
+row() {
+  local name=$1 input=$2
+  pair "$3" "$4"
+  local bytes; bytes=$(stat -L -c %s "$input")
+  awk -v n="$name" -v wa="$W_A" -v ua="$U_A" -v ra="$R_A" -v wb="$W_B" -v ub="$U_B" -v b="$bytes" \
+    'BEGIN { printf "| %-38s | %6.2f s %6.2f CPU-s %4d MB | %6.2f s %6.2f CPU-s | %5.2fx | %5.2fx | %5.0f MB/CPU-s |\n",
+             n, wa, ua, ra / 1024, wb, ub, wa / wb, ua / ub, b / 1e6 / ua }'
+}
+
+duck() { printf '%s -c "import duckdb; duckdb.sql(\\"%s\\").fetchall()"' "$DUCK" "$1"; }
+ERRS='filter("level == \"error\" and status >= 500") | count(service) | stdout'
+MAWK_WC="mawk '{for(i=1;i<=NF;i++)c[\$i]++} END{for(w in c) print w\"\\t\"c[w]}' $WORDS"
+cat > "$WORK/gen-discard.yaml" <<'YAML'
+name: generate-discard
+spouts:
+  - id: gen
+    type: generate
+    args: { count: 20000000 }
+bolts:
+  - id: sink
+    type: discard
+streams:
+  - { from: gen, to: sink, grouping: shuffle }
+YAML
+
+echo "issue 31 table: $EVENTS events ($(du -Lm "$JSONL" | cut -f1) MB JSON lines, $(du -Lm "$CSV" | cut -f1) MB CSV)," \
+     "$RUNS rounds in turns, medians; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| job | storm (wall, CPU, peak RSS) | other (wall, CPU) | wall | CPU | storm reads |"
+echo "| --- | --- | --- | --- | --- | --- |"
+row "errors per service, JSON" "$JSONL" \
+  "$STORM run -q -e 'stdin(format=json, fields=[level, service, status]) | $ERRS' < $JSONL" \
+  "$(duck "select service, count(*) from read_json('$JSONL') where level='error' and status >= 500 group by service")"
+row "errors per service, CSV" "$CSV" \
+  "$STORM run -q -e 'stdin(format=csv, header=true, fields=[level, service, status]) | $ERRS' < $CSV" \
+  "$(duck "select service, count(*) from read_csv('$CSV') where level='error' and status >= 500 group by service")"
+row "per-minute count/avg/max, JSON" "$JSONL" \
+  "$STORM run -q -e 'stdin(format=json, fields=[ts, endpoint, latency_ms]) | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, ops=[count, avg(latency_ms), max(latency_ms)]) | stdout' < $JSONL" \
+  "$(duck "select endpoint, time_bucket(interval 1 minute, ts::timestamp) b, count(*), avg(latency_ms), max(latency_ms) from read_json('$JSONL') group by all")"
+row "50 MB word count (one-liner) vs mawk" "$WORDS" \
+  "$STORM run -q -e 'stdin | split | count(word) | stdout' < $WORDS" "$MAWK_WC"
+row "50 MB word count (wordcount.yaml)" "$WORDS" \
+  "$STORM run -q topologies/wordcount.yaml < $WORDS" "$MAWK_WC"
+for acking in off on; do
+  conf=""; [ "$acking" = off ] && conf="-c topology.acker.executors=0"
+  pair "$STORM run -q $conf $WORK/gen-discard.yaml" "true"
+  awk -v a="$acking" -v w="$W_A" -v u="$U_A" -v r="$R_A" 'BEGIN {
+    printf "| generate 20 M -> discard, acking %-3s     | %6.2f s %6.2f CPU-s %4d MB | %.1f M tuples/s |\n", a, w, u, r / 1024, 20 / w }'
+done
+[ "$ONLY" = table ] && exit 0
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem/{print $2}') GiB; corpus: 50 MB (gen_corpus.py 50 3)"
 measure "storm wordcount.yaml (acking on)"   "$STORM run -q topologies/wordcount.yaml < $WORK/words-50.txt"

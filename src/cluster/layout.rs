@@ -1,4 +1,4 @@
-//! Storm's ZooKeeper layout (`cluster.clj`): where each piece of cluster state lives
+//! Storm's ZooKeeper layout: where each piece of cluster state lives
 //! under `storm.zookeeper.root`, and the JSON each node holds. See docs/coordination.md.
 
 pub use crate::placement::NodePort;
@@ -75,6 +75,15 @@ impl Layout {
     /// appears with the first, since Storm's layout has none).
     pub fn checkpoint(&self, id: &str) -> String {
         format!("{}/{id}", self.checkpoints())
+    }
+
+    pub fn logconfigs(&self) -> String {
+        self.sub("logconfigs")
+    }
+    /// `/logconfigs/{id}`: a topology's log levels set by name (`log_config::LogConfig`;
+    /// Storm's node of the same name). Created with the first `set_log_level`.
+    pub fn log_config(&self, id: &str) -> String {
+        format!("{}/{id}", self.logconfigs())
     }
 
     /// `/assignments/{id}`: an [`AssignmentInfo`].

@@ -1,4 +1,4 @@
-//! Nimbus, the cluster's master (Storm's `nimbus.clj`): it holds the coordination tree (saved
+//! Nimbus, the cluster's master: it holds the coordination tree (saved
 //! under its data folder so a restarted nimbus carries on), accepts submissions (kept under
 //! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
@@ -162,6 +162,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             assigned: false,
             active: false,
             paused: false,
+            log_config: Default::default(),
         });
     };
     let assigned = state
@@ -182,6 +183,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             base.status,
             TopologyStatus::Inactive | TopologyStatus::Rebalancing
         ),
+        log_config: state.log_config(id)?.live(crate::log_config::now_ms()),
     })
 }
 
@@ -469,6 +471,15 @@ impl Nimbus {
                 from,
             } => serde_json::to_value(self.checkpoint_export(&id, txid, &task, from)?)?,
             Request::ConfValue { key } => self.conf_value(&key),
+            Request::SetLogConfig { name, changes } => {
+                serde_json::to_value(self.set_log_config(&name, &changes)?)?
+            }
+            Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
+            Request::WorkerLog {
+                file,
+                start,
+                length,
+            } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
         })
     }
 
@@ -1131,7 +1142,9 @@ fn finished_in(state: &ClusterState<Shared>) -> BTreeMap<String, BTreeSet<NodePo
 
 mod checkpoints;
 mod handover;
+mod log_levels;
 mod rebalance;
+mod worker_log;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).
 fn check_wait(wait_secs: Option<u64>) -> anyhow::Result<()> {

@@ -1,5 +1,5 @@
-//! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` in
-//! `cluster.clj`, and Nimbus's submission steps): supervisors registering, topologies
+//! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` and
+//! Nimbus's submission steps): supervisors registering, topologies
 //! submitted (`/taskbeats/{id}`, `/tasks`, `/storms`), scheduled (`/assignments`), activated,
 //! re-assigned after failures, and task heartbeats and errors.
 
@@ -207,6 +207,21 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.store
             .put(&self.layout.checkpoint(id), &json_bytes(record))?;
         Ok(())
+    }
+
+    /// `/logconfigs/{id}`: the log levels set for the topology (none set: empty).
+    pub fn log_config(&self, id: &str) -> Result<crate::log_config::LogConfig, ClusterError> {
+        Ok(self.read(&self.layout.log_config(id))?.unwrap_or_default())
+    }
+
+    /// Write `/logconfigs/{id}` (its parent appears with the first).
+    pub fn set_log_config(
+        &self,
+        id: &str,
+        config: &crate::log_config::LogConfig,
+    ) -> Result<(), ClusterError> {
+        self.store.create_all(&self.layout.logconfigs())?;
+        self.write(&self.layout.log_config(id), config)
     }
 
     /// Submission as Nimbus does it (its steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
@@ -545,6 +560,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.store.delete_all(&self.layout.assignment(id))?;
         self.store.delete_all(&self.layout.storm(id))?;
         self.store.delete_all(&self.layout.checkpoint(id))?;
+        self.store.delete_all(&self.layout.log_config(id))?;
         Ok(())
     }
 }

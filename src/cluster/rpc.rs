@@ -105,7 +105,7 @@ pub struct TopologySummary {
 }
 
 /// What a worker learns from each heartbeat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BeatReply {
     /// The worker's slot is still in the topology's assignment.
     pub assigned: bool,
@@ -121,6 +121,13 @@ pub struct BeatReply {
     /// The last checkpoint committed in that generation.
     #[serde(default)]
     pub committed: u64,
+    /// The topology's log levels in effect (`/logconfigs/ID`): the worker installs them in
+    /// its log filter when they change.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::log_config::LogConfig::is_empty"
+    )]
+    pub log_config: crate::log_config::LogConfig,
 }
 
 /// What nimbus answers a worker joining a checkpointed topology's current generation.
@@ -279,6 +286,23 @@ pub enum Request {
     /// One key of nimbus's own configuration (`storm remoteconfvalue`): its value, `null`
     /// when unset; a secret only as `"<hidden>"`.
     ConfValue { key: String },
+    /// `storm set_log_level`: change the log levels of a live topology (by name or id).
+    /// -> `(id, LogConfig)`, the levels now in effect
+    SetLogConfig {
+        name: String,
+        changes: Vec<crate::log_config::Change>,
+    },
+    /// -> `(id, LogConfig)`
+    LogConfig { name: String },
+    /// A piece of a worker's log (`TOPOLOGY-ID/PORT/worker.log`): by default its last 50 KiB.
+    /// -> `LogChunk`
+    WorkerLog {
+        file: String,
+        #[serde(default)]
+        start: Option<u64>,
+        #[serde(default)]
+        length: Option<u64>,
+    },
 }
 
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.

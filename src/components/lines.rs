@@ -42,6 +42,9 @@ struct LineChunk {
     pieces: Vec<usize>,
     /// A followed file: which file the lines came from (their raw ends are offsets in it).
     file: Option<follow::FileId>,
+    /// JSON input: each line's values as the reader thread read them ahead (`None`: the
+    /// spout's parser reads that line); empty when nothing is read ahead.
+    parsed: Vec<Option<crate::tuple::Values>>,
 }
 
 /// What the reader thread sends: a chunk of lines, or why reading stopped.
@@ -88,6 +91,7 @@ fn emit_line(
     replay: Option<&mut Replay<KeptLine>>,
     line: &str,
     piece: bool,
+    read_ahead: Option<crate::tuple::Values>,
     keep: impl FnOnce() -> KeptLine,
     out: &mut dyn SpoutCollector,
 ) -> Result<(), super::FatalError> {
@@ -98,11 +102,11 @@ fn emit_line(
     };
     // A line may give several records (the elements of a JSON array on one line).
     let mut replay = replay;
-    let mut record = match piece {
-        true => p.parser.parse_piece(line),
-        false => p.parser.parse(line),
-    }
-    .transpose();
+    let mut record = match (piece, read_ahead.and_then(|v| p.parser.prefetched(v))) {
+        (false, Some(values)) => Some(Ok(values)),
+        (true, _) => p.parser.parse_piece(line).transpose(),
+        (false, None) => p.parser.parse(line).transpose(),
+    };
     while let Some(r) = record {
         match r {
             Ok(values) => {
@@ -161,6 +165,8 @@ pub struct LineSpout {
     component: String,
     /// `format:` given: lines are read into fields.
     parsing: Option<Parsing>,
+    /// JSON input: the reader thread reads lines into fields ahead (taken when it starts).
+    prefetch: Option<super::parse::Prefetch>,
     /// JSON input: a long line is read in pieces.
     cut_long: bool,
     /// `follow: true`: read as the file grows, through rotations.
@@ -205,6 +211,7 @@ impl LineSpout {
             done: false,
             component: String::new(),
             parsing: None,
+            prefetch: None,
             cut_long: false,
             follow: None,
         }
@@ -224,6 +231,7 @@ impl LineSpout {
     /// Read lines into fields as `parse` would (the spout's `format` and its options).
     pub fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
         self.cut_long = matches!(spec.format, super::parse::spec::Format::Json { .. });
+        self.prefetch = super::parse::Prefetch::new(spec);
         self.parsing = Some(Parsing {
             parser: super::parse::Parser::new(spec)?,
             errors: None,
@@ -269,6 +277,11 @@ impl LineSpout {
         let raw_end = self.current.raw_ends.get(self.emitted).copied();
         let file = self.current.file;
         let piece = self.current.pieces.contains(&self.emitted);
+        let read_ahead = self
+            .current
+            .parsed
+            .get_mut(self.emitted)
+            .and_then(Option::take);
         self.emitted += 1;
         let text = &self.current.text;
         let line = text.get(start..end).unwrap_or_default();
@@ -278,7 +291,15 @@ impl LineSpout {
             end,
         };
         let replay = self.tracked.then_some(&mut self.replay);
-        emit_line(self.parsing.as_mut(), replay, line, piece, keep, out)?;
+        emit_line(
+            self.parsing.as_mut(),
+            replay,
+            line,
+            piece,
+            read_ahead,
+            keep,
+            out,
+        )?;
         let pending = self.parsing.as_ref().is_some_and(|p| p.parser.pending());
         if let (Some(raw_end), false) = (raw_end, pending) {
             self.offset = raw_end;
@@ -313,6 +334,7 @@ impl LineSpout {
         let start = self.start;
         let cut = self.cut_long.then_some(PIECE_BYTES);
         let name = format!("{}-reader", self.component);
+        let prefetch = self.prefetch.take();
         if let (Some(f), Input::File(path)) = (&self.follow, &input) {
             let start = match (f.from_end, f.resumed) {
                 (true, false) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
@@ -334,7 +356,7 @@ impl LineSpout {
         }
         std::thread::Builder::new()
             .name(name)
-            .spawn(move || reader_thread(input, start, cut, tx, read, invalid))?;
+            .spawn(move || reader_thread(input, start, cut, prefetch, tx, read, invalid))?;
         self.chunks = Some(rx);
         Ok(())
     }
@@ -345,6 +367,7 @@ fn reader_thread(
     input: Input,
     start: u64,
     cut: Option<usize>,
+    prefetch: Option<super::parse::Prefetch>,
     tx: crossbeam_channel::Sender<ChunkResult>,
     read_bytes: Arc<AtomicU64>,
     invalid: Arc<AtomicU64>,
@@ -356,7 +379,9 @@ fn reader_thread(
             return Ok(());
         }
     };
-    read_lines(source, start, cut, None, &tx, &read_bytes, &invalid);
+    let mut lines = LineBuilder::new(&tx, None, &invalid);
+    lines.prefetch = prefetch;
+    read_lines(source, start, cut, lines, &read_bytes);
     Ok(())
 }
 
@@ -401,29 +426,16 @@ fn skip(reader: &mut impl Read, n: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Read `reader` to its end, sending its lines on `tx` in chunks (or an error); its first byte
-/// is byte `start` of the input. `cut`: a line longer than this goes in pieces. `file`: the
-/// followed file it is, stamped on each chunk.
+/// Read `reader` to its end, sending its lines on in chunks (or an error) through `lines`; its
+/// first byte is byte `start` of the input. `cut`: a line longer than this goes in pieces.
 fn read_lines(
     mut reader: impl BufRead,
     start: u64,
     cut: Option<usize>,
-    file: Option<follow::FileId>,
-    tx: &crossbeam_channel::Sender<ChunkResult>,
+    mut lines: LineBuilder<'_>,
     read_bytes: &AtomicU64,
-    invalid: &AtomicU64,
 ) {
-    let mut lines = LineBuilder {
-        tx,
-        text: String::new(),
-        ends: Vec::with_capacity(CHUNK_LINES),
-        raw_ends: Vec::with_capacity(CHUNK_LINES),
-        pieces: Vec::new(),
-        carry: Vec::new(),
-        invalid,
-        closed: false,
-        file,
-    };
+    let tx = lines.tx;
     // The raw offset of the read buffer's first byte.
     let mut at = start;
     loop {
@@ -495,11 +507,44 @@ struct LineBuilder<'a> {
     invalid: &'a AtomicU64,
     /// The spout is gone (the run is ending): nothing more to read.
     closed: bool,
+    /// The followed file read, stamped on each chunk.
     file: Option<follow::FileId>,
+    /// JSON input: lines are read into fields ahead, and their values sent with them.
+    prefetch: Option<super::parse::Prefetch>,
+    parsed: Vec<Option<crate::tuple::Values>>,
+    /// The last line added was a piece of a longer one.
+    after_piece: bool,
 }
 
-impl LineBuilder<'_> {
+impl<'a> LineBuilder<'a> {
+    fn new(
+        tx: &'a crossbeam_channel::Sender<ChunkResult>,
+        file: Option<follow::FileId>,
+        invalid: &'a AtomicU64,
+    ) -> LineBuilder<'a> {
+        LineBuilder {
+            tx,
+            text: String::new(),
+            ends: Vec::with_capacity(CHUNK_LINES),
+            raw_ends: Vec::with_capacity(CHUNK_LINES),
+            pieces: Vec::new(),
+            carry: Vec::new(),
+            invalid,
+            closed: false,
+            file,
+            prefetch: None,
+            parsed: Vec::new(),
+            after_piece: false,
+        }
+    }
+
     fn add(&mut self, line: &str, raw_end: u64) {
+        if let Some(p) = self.prefetch.as_mut() {
+            // A piece, and the rest of a line cut in pieces, are the spout parser's to read.
+            let piece = self.pieces.last() == Some(&self.ends.len());
+            let whole = !piece && !std::mem::replace(&mut self.after_piece, piece);
+            self.parsed.push(whole.then(|| p.read(line)).flatten());
+        }
         self.text.push_str(line);
         self.ends.push(self.text.len());
         self.raw_ends.push(raw_end);
@@ -520,6 +565,7 @@ impl LineBuilder<'_> {
             raw_ends: std::mem::replace(&mut self.raw_ends, Vec::with_capacity(CHUNK_LINES)),
             pieces: std::mem::take(&mut self.pieces),
             file: self.file,
+            parsed: std::mem::take(&mut self.parsed),
         };
         self.closed = self.tx.send(Ok(chunk)).is_err();
     }
@@ -731,10 +777,8 @@ mod tests {
             BufReader::with_capacity(capacity, input),
             start,
             None,
-            None,
-            &tx,
+            LineBuilder::new(&tx, None, &invalid),
             &read,
-            &invalid,
         );
         drop(tx);
         assert_eq!(read.load(Ordering::Relaxed), input.len() as u64);

@@ -5,7 +5,7 @@
 //! than what was read: it is read again from byte 0. A file gone from its name is waited for,
 //! with a warning at most once a minute. `FollowJob` is the spout's reader thread for it.
 
-use super::{open_at, read_lines, BufReader, ChunkResult, Input};
+use super::{open_at, read_lines, BufReader, ChunkResult, Input, LineBuilder};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -233,7 +233,13 @@ impl FollowJob {
             first = false;
             let id = Some(source.id());
             let reader = BufReader::with_capacity(256 * 1024, &mut source);
-            read_lines(reader, start, self.cut, id, tx, read, invalid);
+            read_lines(
+                reader,
+                start,
+                self.cut,
+                LineBuilder::new(tx, id, invalid),
+                read,
+            );
             match source.stop() {
                 Some(Stop::Rotated) | Some(Stop::Truncated) => {
                     start = 0;
@@ -265,7 +271,13 @@ impl FollowJob {
                     self.path.display(),
                     old.display()
                 );
-                read_lines(source, start, self.cut, Some(id), tx, read, invalid);
+                read_lines(
+                    source,
+                    start,
+                    self.cut,
+                    LineBuilder::new(tx, Some(id), invalid),
+                    read,
+                );
                 !self.closed.load(Ordering::Relaxed)
             }
             Err(e) => {

@@ -77,8 +77,9 @@ impl JsonFields {
         }
     }
 
-    /// The fields of `line`, in order, appended to `out`.
-    pub fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
+    /// The fields of `line` by the flat fast path alone, appended to `out`; `None` (and `out`
+    /// unchanged) when the line needs the general reader.
+    pub fn extract_flat(&mut self, line: &str, out: &mut Vec<Value>) -> Option<()> {
         self.values.clear();
         self.values.resize(self.count, Value::Null);
         let root = &self.root;
@@ -87,8 +88,14 @@ impl JsonFields {
             Some(n) if n.children.is_empty() => json_flat::Wanted::Into(&n.slots),
             Some(_) => json_flat::Wanted::Deeper,
         };
-        if json_flat::extract(line, wanted, &mut self.values).is_some() {
-            out.append(&mut self.values);
+        json_flat::extract(line, wanted, &mut self.values)?;
+        out.append(&mut self.values);
+        Some(())
+    }
+
+    /// The fields of `line`, in order, appended to `out`.
+    pub fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
+        if self.extract_flat(line, out).is_some() {
             return Ok(());
         }
         // The general reader, from a clean slate.

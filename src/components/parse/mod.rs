@@ -26,6 +26,67 @@ use types::FieldType;
 
 pub use drops::DropWarnings;
 
+/// Values read from `scratch` (which is left empty), converted (`types`) or inferred (`infer`:
+/// a text format).
+fn finish(
+    types: &[Option<FieldType>],
+    names: &[String],
+    infer: bool,
+    scratch: &mut Vec<Value>,
+) -> Result<Values, String> {
+    let mut values = Values::with_capacity(scratch.len());
+    for (i, v) in scratch.drain(..).enumerate() {
+        let t = types.get(i).copied().flatten();
+        let v = match (t, v) {
+            (Some(FieldType::Str), v) => FieldType::Str.convert(v)?,
+            // An empty cell is no value: null, in a typed column and in an inferred one.
+            (_, Value::Str(s)) if s.is_empty() && (infer || t.is_some()) => Value::Null,
+            (Some(t), v) => t.convert(v).map_err(|e| {
+                let name = names.get(i).map_or("?", String::as_str);
+                format!("field `{name}`: {e}")
+            })?,
+            (None, v) if infer => infer::infer(v),
+            (None, v) => v,
+        };
+        values.push(v);
+    }
+    Ok(values)
+}
+
+/// The part of reading JSON lines that needs no state, done ahead by the line spout's reader
+/// thread (so reading and emitting run on two cores): the values [`Parser::parse`] gives a line
+/// that is one flat object, which are its values whenever no value stream is open. A line it
+/// cannot read by the flat fast path, or whose conversion fails, is left to the parser (its
+/// errors included).
+pub struct Prefetch {
+    fields: json::JsonFields,
+    types: Vec<Option<FieldType>>,
+    names: Vec<String>,
+    scratch: Vec<Value>,
+}
+
+impl Prefetch {
+    /// For JSON only: other formats are read by the spout's parser alone.
+    pub fn new(spec: &Spec) -> Option<Prefetch> {
+        let Format::Json { paths } = &spec.format else {
+            return None;
+        };
+        Some(Prefetch {
+            fields: json::JsonFields::new(paths),
+            types: spec.outputs.iter().map(|(_, t)| *t).collect(),
+            names: spec.field_names(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The values of `line`, or `None` when the parser must read it.
+    pub fn read(&mut self, line: &str) -> Option<Values> {
+        self.scratch.clear();
+        self.fields.extract_flat(line, &mut self.scratch)?;
+        finish(&self.types, &self.names, false, &mut self.scratch).ok()
+    }
+}
+
 /// The stream unreadable lines go to, and its fields.
 pub const ERRORS_STREAM: &str = "errors";
 pub const ERROR_FIELDS: &[&str] = &["line", "reason"];
@@ -248,23 +309,18 @@ impl Parser {
 
     /// The values read into `scratch`, converted (`types`) or inferred (text formats).
     fn finish_values(&mut self) -> Result<Values, String> {
-        let mut values = Values::with_capacity(self.scratch.len());
-        for (i, v) in self.scratch.drain(..).enumerate() {
-            let t = self.types.get(i).copied().flatten();
-            let v = match (t, v) {
-                (Some(FieldType::Str), v) => FieldType::Str.convert(v)?,
-                // An empty cell is no value: null, in a typed column and in an inferred one.
-                (_, Value::Str(s)) if s.is_empty() && (self.infer || t.is_some()) => Value::Null,
-                (Some(t), v) => t.convert(v).map_err(|e| {
-                    let name = self.names.get(i).map_or("?", String::as_str);
-                    format!("field `{name}`: {e}")
-                })?,
-                (None, v) if self.infer => infer::infer(v),
-                (None, v) => v,
-            };
-            values.push(v);
+        finish(&self.types, &self.names, self.infer, &mut self.scratch)
+    }
+
+    /// The values the reader thread read ahead for the next line (see [`Prefetch`]), when
+    /// they are what [`Parser::parse`] gives it now: no JSON value stream is open. `None`:
+    /// read the line with `parse`.
+    pub fn prefetched(&mut self, values: Values) -> Option<Values> {
+        if !matches!(self.reader, Reader::Json(_)) || self.stream.is_some() || self.in_piece {
+            return None;
         }
-        Ok(values)
+        self.line += 1;
+        Some(values)
     }
 
     /// A record is under way over several lines (fed in part).
@@ -529,6 +585,46 @@ mod tests {
                         other => prop_assert!(false, "{other:?}"),
                     }
                 }
+            }
+        }
+
+        /// What the reader thread reads ahead for a JSON line is what the spout's parser reads
+        /// for it (with `types` converting): on whole objects and on objects damaged at random
+        /// (a byte replaced, dropped or doubled), a line read ahead gives the parser's values.
+        #[test]
+        fn json_read_ahead_equals_the_parser(
+            doc in proptest::collection::btree_map("[abc]", prop_oneof![
+                any::<i64>().prop_map(serde_json::Value::from),
+                any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(serde_json::Value::from),
+                "[a-z \"\\\\\u{e9}]{0,6}".prop_map(serde_json::Value::from),
+                Just(serde_json::json!({"x": [1, null]})),
+                Just(serde_json::Value::Null),
+                any::<bool>().prop_map(serde_json::Value::from),
+            ], 0..5),
+            at in 0usize..200,
+            byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b'}'), Just(b'0'), Just(b' '), Just(b'e'), Just(b'[')],
+            how in 0u8..4,
+            typed in any::<bool>(),
+        ) {
+            let mut line = serde_json::Value::Object(doc.into_iter().collect()).to_string().into_bytes();
+            let at = at % line.len();
+            match how {
+                0 => line[at] = byte,
+                1 => { line.remove(at); }
+                2 => line.insert(at, line[at]),
+                _ => {}
+            }
+            let Ok(line) = String::from_utf8(line) else { return Ok(()) };
+            let args = match typed {
+                true => serde_json::json!({"format": "json", "fields": ["a", "b", "c"], "types": {"a": "int", "b": "str"}}),
+                false => serde_json::json!({"format": "json", "fields": ["a", "b", "c"]}),
+            };
+            let spec = Spec::from_args(args.as_object().unwrap_or(&serde_json::Map::new()))
+                .map_err(|e| TestCaseError::fail(e.message))?;
+            let mut ahead = Prefetch::new(&spec).ok_or_else(|| TestCaseError::fail("json reads ahead"))?;
+            let mut parser = Parser::new(&spec).map_err(TestCaseError::fail)?;
+            if let Some(values) = ahead.read(&line) {
+                prop_assert_eq!(Ok(Some(values)), parser.parse(&line), "{}", line);
             }
         }
     }
