@@ -94,6 +94,12 @@ impl Layout {
     pub fn storm(&self, id: &str) -> String {
         format!("{}/{id}", self.storms())
     }
+    /// `/storms/{id}/rebalance`: a rebalance accepted and not yet carried out (its new
+    /// submission, when it is due and the status to put back), so a nimbus that takes over
+    /// carries it out.
+    pub fn pending_rebalance(&self, id: &str) -> String {
+        format!("{}/{id}/rebalance", self.storms())
+    }
     /// `/supervisors/{supervisor-id}` (ephemeral): a [`SupervisorInfo`].
     pub fn supervisor(&self, id: &str) -> String {
         format!("{}/{id}", self.supervisors())

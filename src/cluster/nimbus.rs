@@ -1050,6 +1050,14 @@ impl Nimbus {
                 }
             }
         }
+        if leadership == Leadership::Standby {
+            // A standby coordinates no checkpoints: its stores are closed (a state dir it
+            // shares with the leader is free for it), and opened again if it leads again.
+            self.checkpoints
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+        }
         leadership != Leadership::Standby
     }
 

@@ -417,6 +417,30 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(out)
     }
 
+    /// The rebalance of topology `id` accepted and not yet carried out, as recorded.
+    pub fn pending_rebalance<T: DeserializeOwned>(
+        &self,
+        id: &str,
+    ) -> Result<Option<T>, ClusterError> {
+        self.read(&self.layout.pending_rebalance(id))
+    }
+
+    /// Record the rebalance of topology `id` accepted (`None`: carried out or dropped).
+    pub fn set_pending_rebalance<T: Serialize>(
+        &self,
+        id: &str,
+        pending: Option<&T>,
+    ) -> Result<(), ClusterError> {
+        let path = self.layout.pending_rebalance(id);
+        match pending {
+            Some(p) => self.write(&path, p),
+            None => match self.store.delete(&path, None) {
+                Ok(()) | Err(StoreError::NoNode(_)) => Ok(()),
+                Err(e) => Err(e.into()),
+            },
+        }
+    }
+
     /// The slots of topology `id` whose worker finished, as recorded.
     pub fn finished_slots(&self, id: &str) -> Result<BTreeSet<NodePort>, ClusterError> {
         Ok(self

@@ -88,12 +88,27 @@ fn join(
     };
     let deadline = Instant::now() + JOIN_WAIT;
     let mut next_beat = Instant::now();
+    let mut next_warning = Instant::now();
     loop {
         if Instant::now() >= next_beat {
             beat();
             next_beat = Instant::now() + Duration::from_secs(1);
         }
-        let reply: JoinReply = nimbus.call(&request)?;
+        // No answer, or a leader that cannot take the topology over yet (it fetches the
+        // state from the nimbus that held it): asked again until the wait is over, rather
+        // than the worker dying and its slot being reported failing.
+        let reply: JoinReply = match nimbus.call(&request) {
+            Ok(reply) => reply,
+            Err(e) if retried(&e, deadline, stop) => {
+                if Instant::now() >= next_warning {
+                    tracing::warn!("joining the checkpoints of {id}: {e:#}; asking again");
+                    next_warning = Instant::now() + Duration::from_secs(10);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         // Every worker joined: the others run this generation, and what they drain needs
         // this worker's tasks, so it runs too, even stopped (its spouts then stay inactive).
         if reply.ready {
@@ -113,6 +128,13 @@ fn join(
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Whether a failed join is asked again: before `deadline`, unless stopped or the topology is
+/// gone (killed, or finished).
+fn retried(e: &anyhow::Error, deadline: Instant, stop: &AtomicBool) -> bool {
+    let gone = format!("{e:#}").contains("no topology");
+    !gone && Instant::now() < deadline && !stop.load(Ordering::Relaxed)
 }
 
 /// The tasks of worker `me` that save checkpoints, with their names in the store.

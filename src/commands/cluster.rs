@@ -542,6 +542,8 @@ pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
 }
 
 pub fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
+    // Whatever a multilang child detached ends with the worker.
+    let _reaper = super::reaper::Reaper::start();
     let nimbus = nimbus_client(&a.nimbus, &[]);
     let zk = a.zookeeper.map(|connect| ZkSupervisorSettings {
         settings: ZkSettings {

@@ -11,6 +11,7 @@ pub(crate) mod graph;
 pub(crate) mod logs;
 pub(crate) mod monitor;
 pub(crate) mod progress;
+pub(crate) mod reaper;
 pub(crate) mod run;
 pub(crate) mod set_log_level;
 pub(crate) mod state;

@@ -11,6 +11,7 @@ mod cluster_storm;
 mod config;
 mod cookbook;
 mod csv_aggregate;
+mod detached;
 mod differential;
 mod exactly_once;
 mod flux;

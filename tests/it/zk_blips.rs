@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 struct Cluster {
     // Held for its guard, dropped first: supervisors and nimbuses end while ZooKeeper
     // still serves.
-    _daemons: Daemons,
+    daemons: Daemons,
     ensemble: Ensemble,
     nimbuses: [(String, u32); 2],
     slots: Vec<String>,
@@ -29,9 +29,12 @@ impl Cluster {
         let zk = ensemble.storm_options();
         let logs = tempfile::tempdir().expect("tempdir");
         let mut daemons = Daemons::default();
-        let mut nimbus = |name: &'static str| {
+        // A port found free may be taken by another test before the nimbus binds it: then
+        // the nimbus says so in its log and is started again on another one.
+        let mut nimbus = |name: &'static str| loop {
             let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
             let data = logs.path().join(format!("{name}-data"));
+            let log = logs.path().join(format!("{name}.log"));
             let pid = daemons.spawn_logged(
                 name,
                 storm()
@@ -40,14 +43,21 @@ impl Cluster {
                     .args(["-c", "nimbus.task.timeout.secs=10"])
                     .args(&zk)
                     .env("STORM_LOG", "info"),
-                &logs.path().join(format!("{name}.log")),
+                &log,
             );
-            eventually("the nimbus to register", || {
-                let out = storm().args(["list", "--nimbus", &addr]).output().ok()?;
-                let said = String::from_utf8_lossy(&out.stderr);
-                (out.status.success() || said.contains("not the leader")).then_some(())
+            let listening = eventually("the nimbus to listen", || {
+                let text = std::fs::read_to_string(&log).ok()?;
+                let said = |what: &str| text.contains(&format!("{what} {addr}"));
+                (said("listening on") || said("cannot listen on")).then(|| said("listening on"))
             });
-            (addr, pid)
+            if listening {
+                eventually("the nimbus to answer", || {
+                    let out = storm().args(["list", "--nimbus", &addr]).output().ok()?;
+                    let said = String::from_utf8_lossy(&out.stderr);
+                    (out.status.success() || said.contains("not the leader")).then_some(())
+                });
+                return (addr, pid);
+            }
         };
         let a = nimbus("nimbus-a");
         eventually("nimbus A to lead", || client(&["list", "--nimbus", &a.0]));
@@ -64,7 +74,7 @@ impl Cluster {
             &logs.path().join("supervisor.log"),
         );
         Cluster {
-            _daemons: daemons,
+            daemons,
             ensemble,
             nimbuses: [a, b],
             slots,
@@ -287,6 +297,18 @@ fn a_stateless_run_rides_out_elections_and_gives_its_slots_back() {
         })
     };
     running(&cluster);
+    // A rebalance of the attached run is refused, naming it for what it is.
+    let out = storm()
+        .args(["rebalance", "blip", "-n", "3", "--nimbus", &cluster.both()])
+        .output()
+        .expect("storm rebalance");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("a run attached with `storm run --nimbus` cannot be rebalanced")
+            && !said.contains("--processes"),
+        "{said}"
+    );
 
     let frozen = cluster.leader();
     let other = &cluster.nimbuses[1 - frozen].0;
@@ -322,4 +344,56 @@ fn a_stateless_run_rides_out_elections_and_gives_its_slots_back() {
     cluster.until("its workers to end", || {
         workers_of(&id, &cluster.slots).is_empty().then_some(())
     });
+}
+
+/// A rebalance the leader accepted is recorded before it is answered: with that leader
+/// SIGKILLed before the switch, the nimbus that takes over carries it out (the topology ends
+/// on the new worker count, active), rather than put the topology back as it was.
+#[test]
+fn a_rebalance_accepted_by_a_leader_that_dies_is_carried_out_by_the_next() {
+    let mut cluster = Cluster::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("steady.yaml");
+    let topology = "name: steady\nconfig:\n  topology.workers: 1\n  topology.acker.executors: 0\n\
+                    spouts:\n  - id: gen\n    type: generate\n\
+                    \x20   args: { count: 100000000, rate: 20, values: [[a], [b]] }\n\
+                    bolts:\n  - id: count\n    type: count\n    args: { fields: [word] }\n    parallelism: 2\n\
+                    streams:\n  - from: gen\n    to: count\n    grouping: { type: fields, args: [word] }\n";
+    std::fs::write(&file, topology).expect("write the topology");
+    let both = cluster.both();
+    let id = client(&["submit", file.to_str().expect("utf-8"), "--nimbus", &both])
+        .expect("submitted")
+        .trim()
+        .to_string();
+    let _workers = Workers(id.clone(), cluster.slots.clone());
+    let listed = |workers: usize| {
+        let listed = client(&["list", "--nimbus", &both])?;
+        let line = listed.lines().find(|l| l.contains(&id))?.to_string();
+        let running = workers_of(&id, &cluster.slots).len() == workers;
+        (line.contains("active") && running).then_some(line)
+    };
+    cluster.until("one worker", || listed(1));
+    let leader = cluster.leader();
+    let out = storm()
+        .args([
+            "rebalance",
+            "steady",
+            "-w",
+            "5",
+            "-n",
+            "2",
+            "--nimbus",
+            &both,
+        ])
+        .output()
+        .expect("storm rebalance");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    cluster.daemons.kill(["nimbus-a", "nimbus-b"][leader]);
+    cluster.until("two workers on the new leader", || listed(2));
+    let logs = cluster.logs();
+    assert!(
+        logs.contains("the rebalance the previous leader accepted"),
+        "{logs}"
+    );
 }

@@ -79,7 +79,7 @@ impl Nimbus {
             let txid: u64 = peer.call(&Request::CheckpointHeld { id: id.into() })?;
             anyhow::ensure!(txid >= wanted, "it holds checkpoint {txid}");
             let dir = keeper_dir(&self.data, id);
-            let copy = dir.with_extension("fetching");
+            let copy = dir.with_file_name(format!("{id}.fetching"));
             let _ = std::fs::remove_dir_all(&copy);
             copy_store(&peer, id, txid, &task_keys(known), &copy)?;
             match std::fs::remove_dir_all(&dir) {

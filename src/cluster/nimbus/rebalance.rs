@@ -10,6 +10,7 @@ use crate::cluster::layout::TopologyStatus;
 use crate::cluster::rpc::Submission;
 use crate::topology::plan::Plan;
 use crate::topology::rebalance::{Invalid, Rebalance, Unsupported};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,15 @@ pub(super) struct Pending {
     submission: Submission,
     /// The status to put back.
     previous: TopologyStatus,
+}
+
+/// A pending rebalance as the tree keeps it (`/storms/{id}/rebalance`).
+#[derive(Debug, Serialize, Deserialize)]
+struct Recorded {
+    /// When it is due, in seconds since the Unix epoch.
+    due_secs: u64,
+    previous: TopologyStatus,
+    submission: Submission,
 }
 
 impl Nimbus {
@@ -51,7 +61,17 @@ impl Nimbus {
         let wait = wait_secs
             .map(Duration::from_secs)
             .unwrap_or_else(|| known.topology.config.message_timeout());
-        state.set_status(&id, TopologyStatus::Rebalancing)?;
+        // Recorded before it is answered: a nimbus that takes over carries it out.
+        let recorded = Recorded {
+            due_secs: now_secs() + wait.as_secs(),
+            previous,
+            submission: submission.clone(),
+        };
+        state.set_pending_rebalance(&id, Some(&recorded))?;
+        if let Err(e) = state.set_status(&id, TopologyStatus::Rebalancing) {
+            let _ = state.set_pending_rebalance::<Recorded>(&id, None);
+            return Err(e.into());
+        }
         drop(state);
         self.save()?;
         let pending = Pending {
@@ -84,20 +104,43 @@ impl Nimbus {
                 .collect()
         };
         for (id, p) in due {
+            let previous = p.previous;
             if let Err(e) = self.switch(&id, p) {
-                tracing::warn!("nimbus: rebalance of {id}: {e:#}");
+                tracing::warn!("nimbus: rebalance of {id}: {e:#}; dropped");
+                // Not tried again at every round: the topology goes back as it was.
+                let state = self.state();
+                let _ = state.set_pending_rebalance::<Recorded>(&id, None);
+                let back = state.storm_base(&id).ok().flatten();
+                if back.is_some_and(|b| b.status == TopologyStatus::Rebalancing) {
+                    let _ = state.set_status(&id, previous);
+                }
             }
         }
         let state = self.state();
-        let waiting = self.rebalances.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiting = self.rebalances.lock().unwrap_or_else(|e| e.into_inner());
         for id in state.topology_ids()? {
             let stuck = state
                 .storm_base(&id)?
                 .is_some_and(|b| b.status == TopologyStatus::Rebalancing);
-            if stuck && !waiting.contains_key(&id) {
-                tracing::warn!("nimbus: {id} was left rebalancing; active again as it was");
-                state.set_status(&id, TopologyStatus::Active)?;
+            if !stuck || waiting.contains_key(&id) {
+                continue;
             }
+            // Accepted by a nimbus that led before: carried out here, when it is due.
+            if let Some(r) = state.pending_rebalance::<Recorded>(&id)? {
+                let left = Duration::from_secs(r.due_secs.saturating_sub(now_secs()));
+                tracing::info!(
+                    "nimbus: {id}: carrying out the rebalance the previous leader accepted"
+                );
+                let pending = Pending {
+                    due: now + left,
+                    submission: r.submission,
+                    previous: r.previous,
+                };
+                waiting.insert(id, pending);
+                continue;
+            }
+            tracing::warn!("nimbus: {id} was left rebalancing; active again as it was");
+            state.set_status(&id, TopologyStatus::Active)?;
         }
         Ok(())
     }
@@ -110,6 +153,7 @@ impl Nimbus {
             .storm_base(id)?
             .is_some_and(|b| b.status == TopologyStatus::Rebalancing);
         if !rebalancing {
+            self.state().set_pending_rebalance::<Recorded>(id, None)?;
             tracing::info!("nimbus: {id} is no longer rebalancing; the rebalance is dropped");
             return Ok(());
         }
@@ -118,11 +162,14 @@ impl Nimbus {
         let plan = Plan::new(&topology);
         let state = self.state();
         let dir = self.stormdist(id);
-        std::fs::write(
-            dir.join("submission.json"),
-            serde_json::to_vec(&p.submission)?,
-        )
-        .map_err(|e| anyhow::anyhow!("cannot store {id} under {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| {
+                std::fs::write(
+                    dir.join("submission.json"),
+                    serde_json::to_vec(&p.submission)?,
+                )
+            })
+            .map_err(|e| anyhow::anyhow!("cannot store {id} under {}: {e}", dir.display()))?;
         if let Some(zk) = &self.zk {
             zk.keep_submission(&self.config.zookeeper_root(), id, &p.submission)?;
         }
@@ -138,6 +185,7 @@ impl Nimbus {
             .insert(id.to_string(), known.clone());
         let assigned = state.rebalance_assign(id, &known.plan, workers, now_secs());
         state.set_status(id, p.previous)?;
+        state.set_pending_rebalance::<Recorded>(id, None)?;
         drop(state);
         self.save()?;
         assigned?;

@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 /// Run the topology `args` names, in the mode they ask for.
 pub fn run(args: RunArgs) -> anyhow::Result<Status> {
+    // Whatever a multilang child detached ends with the run.
+    let _reaper = crate::commands::reaper::Reaper::start();
     if let Some(addr) = args.nimbus.clone() {
         if args.ui.is_some() {
             crate::stderr_println!(
