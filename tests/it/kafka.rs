@@ -643,3 +643,22 @@ fn the_cookbook_kafka_recipe_counts_errors_per_service_and_minute() {
     run.interrupt();
     assert_eq!(read(mock.consume("errors-per-minute")), expected);
 }
+
+/// `storm validate` checks a `kafka` component's arguments for its role, each problem located:
+/// a sink's argument on a spout and the reverse, a strategy that is not Storm's, a spout
+/// without topics and a sink without a topic.
+#[test]
+fn kafka_arguments_are_checked_for_their_role() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("storm"))
+        .args([
+            "validate",
+            "-e",
+            "name v\nkafka(brokers=\"x:1\", topic=out, first_poll_offset=oldest)\n  | kafka(brokers=\"x:1\", topics=[a])",
+        ])
+        .env("STORM_CONF_DIR", conf.path())
+        .output()
+        .expect("storm validate runs");
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stderr));
+}
