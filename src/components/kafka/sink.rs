@@ -2,15 +2,17 @@
 //! or one `raw` field) on `topic` or the topic a field names, keyed by the `key` field. A
 //! tuple is acked only once the broker confirmed its record (failed if it could not take it).
 //!
-//! With `stateful: true` (or `topology.stateful`) the producer is transactional and commits with the checkpoints (the
-//! two-phase commit of Flink's Kafka sink): the records of the inputs before a checkpoint's
-//! marker go into one transaction, which is flushed at the marker (the pre-commit) and
-//! committed once that checkpoint committed. Records after the marker wait until then (a
-//! producer has one transaction open at a time). A resumed run fences and aborts what an
-//! earlier run left open, and its replayed inputs produce those records again, so readers
-//! with `isolation.level=read_committed` see each once. One window stays: a crash between the
-//! checkpoint's commit and the transaction's loses that transaction (librdkafka cannot resume
-//! another producer's transaction, as Flink's Java client does).
+//! With `stateful: true` (or `topology.stateful`) the producer is transactional and writes
+//! with the checkpoints, in two phases: the records of the inputs before a checkpoint's marker
+//! are set aside at the marker (the pre-commit: in memory, as the checkpoint's prepare), and
+//! written in one transaction once that checkpoint committed. A run resumed from the checkpoint
+//! produces the records after it again from its replayed inputs, and none of them was written
+//! before, so readers with `isolation.level=read_committed` see each record once, and each
+//! checkpoint's records all at once. (Producing into the transaction before the commit, as
+//! Flink does, needs to resume the transaction after a crash, which librdkafka cannot; and
+//! librdkafka's mock cluster does not abort a fenced producer's open transaction.) One window
+//! stays: a crash after a checkpoint committed and before its transaction did loses that
+//! transaction's records.
 
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Waker};
 use crate::tuple::{Tuple, Value};
@@ -65,14 +67,21 @@ impl ProducerContext for SinkContext {
     }
 }
 
-/// A stateful sink's transactions.
+/// One record to write.
+#[derive(Debug, Clone)]
+struct Record {
+    topic: String,
+    key: Option<String>,
+    payload: String,
+}
+
+/// A stateful sink's records until their checkpoint commits.
 #[derive(Default)]
 struct Txn {
-    /// The checkpoint whose marker closed the open transaction (`None`: it takes records).
-    closing: Option<u64>,
-    /// Inputs after that marker, in groups each closed by a later marker (the last one may
-    /// be open), sent once the transaction before them committed.
-    held: VecDeque<(Option<u64>, Vec<Tuple>)>,
+    /// The records of the inputs since the last checkpoint marker.
+    open: Vec<Record>,
+    /// The records of each checkpoint marked and not yet committed, oldest first.
+    ready: VecDeque<(u64, Vec<Record>)>,
 }
 
 pub struct KafkaSink {
@@ -171,15 +180,13 @@ impl KafkaSink {
         out
     }
 
-    /// Send `input`'s record; `Ok(false)` when it has no topic (dropped and counted).
-    fn send(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+    /// `input`'s record; `None` when it has no topic (dropped, counted, and acked).
+    fn record_of(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> Option<Record> {
         let plain = |at: usize| {
+            let v = input.values.get(at).filter(|v| !matches!(v, Value::Null))?;
             let mut s = String::new();
-            if let Some(v) = input.values.get(at).filter(|v| !matches!(v, Value::Null)) {
-                v.write_plain(&mut s);
-                return Some(s);
-            }
-            None
+            v.write_plain(&mut s);
+            Some(s)
         };
         let topic = match (&self.topic, &self.topic_field) {
             (Some(t), _) => Some(t.clone()),
@@ -197,24 +204,26 @@ impl KafkaSink {
             if !self.stateful {
                 out.ack(input);
             }
-            return Ok(());
+            return None;
         };
-        let key = self.key.as_ref().and_then(|(_, at)| plain(*at));
-        let payload = self.payload(input);
-        self.next_id += 1;
-        let id = self.next_id;
-        let producer = self
-            .producer
-            .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("{}: the producer is not open", self.label))?;
-        let mut record = BaseRecord::with_opaque_to(&topic, id).payload(&payload);
-        if let Some(k) = &key {
-            record = record.key(k);
+        Some(Record {
+            topic,
+            key: self.key.as_ref().and_then(|(_, at)| plain(*at)),
+            payload: self.payload(input),
+        })
+    }
+
+    /// Hand `record` to the producer, its delivery reported under `id`.
+    fn produce(&self, record: &Record, id: usize) -> anyhow::Result<()> {
+        let producer = self.producer()?;
+        let mut r = BaseRecord::with_opaque_to(&record.topic, id).payload(&record.payload);
+        if let Some(k) = &record.key {
+            r = r.key(k);
         }
         let deadline = Instant::now() + TXN_TIMEOUT;
         loop {
-            match producer.send(record) {
-                Ok(()) => break,
+            match producer.send(r) {
+                Ok(()) => return Ok(()),
                 Err((
                     rdkafka::error::KafkaError::MessageProduction(
                         rdkafka::types::RDKafkaErrorCode::QueueFull,
@@ -222,22 +231,18 @@ impl KafkaSink {
                     back,
                 )) if Instant::now() < deadline => {
                     // The producer's queue is full: wait for deliveries to make room.
-                    record = back;
+                    r = back;
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 Err((e, _)) => {
                     return Err(FatalError(format!(
-                        "{}: cannot produce to `{topic}`: {e}",
-                        self.label
+                        "{}: cannot produce to `{}`: {e}",
+                        self.label, record.topic
                     ))
                     .into())
                 }
             }
         }
-        if !self.stateful {
-            self.inflight.insert(id, input.clone());
-        }
-        Ok(())
     }
 
     /// Ack or fail the tuples whose delivery was reported. (A stateful sink's inputs were
@@ -266,47 +271,58 @@ impl KafkaSink {
             .ok_or_else(|| anyhow::anyhow!("{}: the producer is not open", self.label))
     }
 
-    /// Commit the transactions whose checkpoint committed; send what waited for them.
-    fn commit_covered(&mut self, out: &mut dyn BoltCollector, wait: bool) -> anyhow::Result<()> {
+    /// Write the records of each checkpoint that committed, one transaction each; with
+    /// `wait`, wait (bounded) for the last one marked to commit.
+    fn commit_covered(&mut self, wait: bool) -> anyhow::Result<()> {
+        let Some(last) = self.txn.as_ref().and_then(|t| t.ready.back()).map(|r| r.0) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + TXN_TIMEOUT;
+        while wait && COMMITTED.load(Ordering::SeqCst) < last {
+            if Instant::now() > deadline {
+                return Err(FatalError(format!(
+                    "{}: checkpoint {last} did not commit within {}s; its records are not written",
+                    self.label,
+                    TXN_TIMEOUT.as_secs()
+                ))
+                .into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let committed = COMMITTED.load(Ordering::SeqCst);
         loop {
-            let Some(closing) = self.txn.as_ref().and_then(|t| t.closing) else {
+            let due = self.txn.as_mut().and_then(|t| {
+                let first = t.ready.front().map(|r| r.0)?;
+                (first <= committed).then(|| t.ready.pop_front()).flatten()
+            });
+            let Some((txid, records)) = due else {
                 return Ok(());
             };
-            let deadline = Instant::now() + TXN_TIMEOUT;
-            while COMMITTED.load(Ordering::SeqCst) < closing {
-                if !wait {
-                    return Ok(());
-                }
-                if Instant::now() > deadline {
-                    return Err(FatalError(format!(
-                        "{}: checkpoint {closing} did not commit within {}s; its transaction is left to abort",
-                        self.label,
-                        TXN_TIMEOUT.as_secs()
-                    ))
-                    .into());
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let producer = self.producer()?;
-            producer
-                .commit_transaction(TXN_TIMEOUT)
-                .and_then(|()| producer.begin_transaction())
-                .map_err(|e| {
-                    FatalError(format!(
-                        "{}: cannot commit the transaction of checkpoint {closing}: {e}",
-                        self.label
-                    ))
-                })?;
-            self.drain_results(out);
-            let next = self.txn.as_mut().and_then(|t| t.held.pop_front());
-            let (closing, tuples) = next.unwrap_or((None, Vec::new()));
-            if let Some(t) = self.txn.as_mut() {
-                t.closing = closing;
-            }
-            for tuple in &tuples {
-                self.send(tuple, out)?;
+            self.write_transaction(&records)
+                .map_err(|e| FatalError(format!("{}: checkpoint {txid}: {e}", self.label)))?;
+            if !records.is_empty() {
+                tracing::debug!(txid, records = records.len(), "kafka transaction committed");
             }
         }
+    }
+
+    /// Write `records` in one transaction.
+    fn write_transaction(&mut self, records: &[Record]) -> Result<(), String> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let producer = self.producer().map_err(|e| e.to_string())?;
+        producer
+            .begin_transaction()
+            .map_err(|e| format!("cannot begin a transaction: {e}"))?;
+        for r in records {
+            self.next_id += 1;
+            self.produce(r, self.next_id).map_err(|e| e.to_string())?;
+        }
+        let producer = self.producer().map_err(|e| e.to_string())?;
+        producer
+            .commit_transaction(TXN_TIMEOUT)
+            .map_err(|e| format!("cannot commit the transaction: {e}"))
     }
 }
 
@@ -358,7 +374,6 @@ impl Bolt for KafkaSink {
             // Fences an earlier run's producer and aborts what it left open.
             producer
                 .init_transactions(TXN_TIMEOUT)
-                .and_then(|()| producer.begin_transaction())
                 .map_err(|e| FatalError(format!("cannot start a transaction: {e}")))?;
             self.txn = Some(Txn::default());
         }
@@ -374,21 +389,23 @@ impl Bolt for KafkaSink {
             }
             return Ok(());
         }
-        if let Some(t) = self.txn.as_mut().filter(|t| t.closing.is_some()) {
-            match t.held.back_mut() {
-                Some((None, group)) => group.push(input.clone()),
-                _ => t.held.push_back((None, vec![input.clone()])),
-            }
+        let Some(record) = self.record_of(input, out) else {
+            return Ok(());
+        };
+        if let Some(t) = self.txn.as_mut() {
+            t.open.push(record);
             return Ok(());
         }
-        self.send(input, out)?;
+        self.next_id += 1;
+        self.produce(&record, self.next_id)?;
+        self.inflight.insert(self.next_id, input.clone());
         self.drain_results(out);
         Ok(())
     }
 
     fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         self.drain_results(out);
-        self.commit_covered(out, false)
+        self.commit_covered(false)
     }
 
     fn poll_interval(&self) -> Option<Duration> {
@@ -404,41 +421,20 @@ impl Bolt for KafkaSink {
     }
 
     fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
-        let Some(t) = self.txn.as_mut() else {
-            return Ok(());
-        };
-        if t.closing.is_none() {
-            t.closing = Some(txid);
-            // The pre-commit: what the transaction holds is on the brokers before the
-            // checkpoint can commit.
-            let producer = self.producer()?;
-            producer.flush(TXN_TIMEOUT).map_err(|e| {
-                FatalError(format!(
-                    "{}: cannot flush before checkpoint {txid}: {e}",
-                    self.label
-                ))
-            })?;
-            return Ok(());
-        }
-        match t.held.back_mut() {
-            Some((closing @ None, _)) => *closing = Some(txid),
-            _ => t.held.push_back((Some(txid), Vec::new())),
+        if let Some(t) = self.txn.as_mut() {
+            let records = std::mem::take(&mut t.open);
+            t.ready.push_back((txid, records));
         }
         Ok(())
     }
 
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.txn.is_some() {
-            self.commit_covered(out, true)?;
-            // The run ended cleanly: its last checkpoint covers what the open transaction holds.
-            let producer = self.producer()?;
-            producer.commit_transaction(TXN_TIMEOUT).map_err(|e| {
-                FatalError(format!(
-                    "{}: cannot commit the last transaction: {e}",
-                    self.label
-                ))
-            })?;
-            self.txn = None;
+            self.commit_covered(true)?;
+            // The run ended cleanly: its last checkpoint covers what came after the last marker.
+            let open = self.txn.as_mut().map(|t| std::mem::take(&mut t.open));
+            self.write_transaction(&open.unwrap_or_default())
+                .map_err(|e| FatalError(format!("{}: at the end: {e}", self.label)))?;
         }
         let producer = self.producer()?;
         producer.flush(TXN_TIMEOUT).map_err(|e| {
