@@ -207,7 +207,9 @@ fn count_4096_words(bencher: Bencher, stateful: bool) {
             batches += 1;
             if let (0, Some(state)) = (batches % 64, count.state()) {
                 changes.clear();
-                state.changes(false, &mut changes);
+                state
+                    .changes(false, &mut changes)
+                    .expect("changes are read");
             }
             black_box(changes.len())
         });

@@ -48,6 +48,9 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
             [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
             [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
+            [CompletionResult]::new('set_log_level', 'set_log_level', [CompletionResultType]::ParameterValue, 'Set log levels of a running topology''s processes, for a while or until reset')
+            [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)')
+            [CompletionResult]::new('monitor', 'monitor', [CompletionResultType]::ParameterValue, 'Storm''s throughput poll: a component''s emitted and transferred tuples on one stream, a line per interval')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -403,6 +406,54 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'storm;set_log_level' {
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)')
+            [CompletionResult]::new('--level', '--level', [CompletionResultType]::ParameterName, 'Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)')
+            [CompletionResult]::new('-r', '-r', [CompletionResultType]::ParameterName, 'Put LOGGER back at its starting level (repeatable)')
+            [CompletionResult]::new('--reset', '--reset', [CompletionResultType]::ParameterName, 'Put LOGGER back at its starting level (repeatable)')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;logs' {
+            [CompletionResult]::new('--length', '--length', [CompletionResultType]::ParameterName, 'Bytes shown from the end of each worker''s log')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'storm;monitor' {
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'The component watched')
+            [CompletionResult]::new('--component', '--component', [CompletionResultType]::ParameterName, 'The component watched')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The output stream watched')
+            [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'The output stream watched')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Seconds between two lines')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Seconds between two lines')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'The count the throughput is of')
+            [CompletionResult]::new('--watch', '--watch', [CompletionResultType]::ParameterName, 'The count the throughput is of')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after this many lines (default: until interrupted)')
+            [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address, or several comma-separated (default: nimbus.seeds)')
+            [CompletionResult]::new('--ui', '--ui', [CompletionResultType]::ParameterName, 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'storm;worker' {
             [CompletionResult]::new('--nimbus', '--nimbus', [CompletionResultType]::ParameterName, 'Nimbus address')
             [CompletionResult]::new('--topology', '--topology', [CompletionResultType]::ParameterName, 'Topology id')
@@ -441,6 +492,9 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('localconfvalue', 'localconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`')
             [CompletionResult]::new('remoteconfvalue', 'remoteconfvalue', [CompletionResultType]::ParameterValue, 'Print one key of nimbus''s configuration, as `KEY: VALUE`')
             [CompletionResult]::new('get-errors', 'get-errors', [CompletionResultType]::ParameterValue, 'The last error of each component of a topology on a cluster, as Storm''s JSON')
+            [CompletionResult]::new('set_log_level', 'set_log_level', [CompletionResultType]::ParameterValue, 'Set log levels of a running topology''s processes, for a while or until reset')
+            [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)')
+            [CompletionResult]::new('monitor', 'monitor', [CompletionResultType]::ParameterValue, 'Storm''s throughput poll: a component''s emitted and transferred tuples on one stream, a line per interval')
             [CompletionResult]::new('worker', 'worker', [CompletionResultType]::ParameterValue, 'Internal: one worker process (started by a supervisor)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -528,6 +582,15 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             break
         }
         'storm;help;get-errors' {
+            break
+        }
+        'storm;help;set_log_level' {
+            break
+        }
+        'storm;help;logs' {
+            break
+        }
+        'storm;help;monitor' {
             break
         }
         'storm;help;worker' {

@@ -45,6 +45,9 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
             cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
+            cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
+            cand logs 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)'
+            cand monitor 'Storm''s throughput poll: a component''s emitted and transferred tuples on one stream, a line per interval'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -364,6 +367,51 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'storm;set_log_level'= {
+            cand -l 'Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)'
+            cand --level 'Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)'
+            cand -r 'Put LOGGER back at its starting level (repeatable)'
+            cand --reset 'Put LOGGER back at its starting level (repeatable)'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;logs'= {
+            cand --length 'Bytes shown from the end of each worker''s log'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'storm;monitor'= {
+            cand -m 'The component watched'
+            cand --component 'The component watched'
+            cand -s 'The output stream watched'
+            cand --stream 'The output stream watched'
+            cand -i 'Seconds between two lines'
+            cand --interval 'Seconds between two lines'
+            cand -w 'The count the throughput is of'
+            cand --watch 'The count the throughput is of'
+            cand --count 'Stop after this many lines (default: until interrupted)'
+            cand --nimbus 'Nimbus address, or several comma-separated (default: nimbus.seeds)'
+            cand --ui 'The UI of a run or of nimbus (`storm run --ui`, nimbus''s ui.port)'
+            cand --token 'The UI''s token (ui.token or storm.cluster.secret), for operations through --ui'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'storm;worker'= {
             cand --nimbus 'Nimbus address'
             cand --topology 'Topology id'
@@ -401,6 +449,9 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand localconfvalue 'Print one key of the local configuration (defaults, storm.yaml, -c), as `KEY: VALUE`'
             cand remoteconfvalue 'Print one key of nimbus''s configuration, as `KEY: VALUE`'
             cand get-errors 'The last error of each component of a topology on a cluster, as Storm''s JSON'
+            cand set_log_level 'Set log levels of a running topology''s processes, for a while or until reset'
+            cand logs 'Print the logs of a topology''s workers on a cluster (those running COMPONENT''s tasks)'
+            cand monitor 'Storm''s throughput poll: a component''s emitted and transferred tuples on one stream, a line per interval'
             cand worker 'Internal: one worker process (started by a supervisor)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -461,6 +512,12 @@ set edit:completion:arg-completer[storm] = {|@words|
         &'storm;help;remoteconfvalue'= {
         }
         &'storm;help;get-errors'= {
+        }
+        &'storm;help;set_log_level'= {
+        }
+        &'storm;help;logs'= {
+        }
+        &'storm;help;monitor'= {
         }
         &'storm;help;worker'= {
         }

@@ -74,6 +74,14 @@ pub enum Command {
     /// The last error of each component of a topology on a cluster, as Storm's JSON
     #[command(name = "get-errors")]
     GetErrors(GetErrorsArgs),
+    /// Set log levels of a running topology's processes, for a while or until reset
+    #[command(name = "set_log_level")]
+    SetLogLevel(SetLogLevelArgs),
+    /// Print the logs of a topology's workers on a cluster (those running COMPONENT's tasks)
+    Logs(LogsArgs),
+    /// Storm's throughput poll: a component's emitted and transferred tuples on one stream,
+    /// a line per interval
+    Monitor(MonitorArgs),
     /// Internal: one worker process (started by a supervisor)
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -106,6 +114,75 @@ pub struct GetErrorsArgs {
     pub name: String,
     #[command(flatten)]
     pub target: NimbusAddrArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("changes").required(true).multiple(true).args(["set", "reset"]))]
+pub struct SetLogLevelArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE,
+    /// DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)
+    #[arg(short = 'l', long = "level", value_name = "LOGGER=LEVEL[:TIMEOUT]",
+          value_parser = crate::log_config::parse_setting)]
+    pub set: Vec<crate::log_config::Change>,
+    /// Put LOGGER back at its starting level (repeatable)
+    #[arg(short = 'r', long = "reset", value_name = "LOGGER",
+          value_parser = crate::log_config::parse_reset)]
+    pub reset: Vec<crate::log_config::Change>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// Only the workers running this component's tasks
+    pub component: Option<String>,
+    /// Bytes shown from the end of each worker's log
+    #[arg(long, value_name = "BYTES", default_value_t = 51_200,
+          value_parser = clap::value_parser!(u64).range(1..=16 * 1024 * 1024))]
+    pub length: u64,
+    #[command(flatten)]
+    pub target: NimbusAddrArgs,
+}
+
+/// What `storm monitor`'s throughput counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Watch {
+    #[default]
+    Emitted,
+    Transferred,
+}
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Topology name (or id)
+    pub name: String,
+    /// The component watched
+    #[arg(short = 'm', long = "component", value_name = "COMPONENT")]
+    pub component: String,
+    /// The output stream watched
+    #[arg(
+        short = 's',
+        long = "stream",
+        value_name = "STREAM",
+        default_value = "default"
+    )]
+    pub stream: String,
+    /// Seconds between two lines
+    #[arg(short = 'i', long = "interval", value_name = "SECS", default_value_t = 4,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub interval: u64,
+    /// The count the throughput is of
+    #[arg(short = 'w', long = "watch", value_enum, default_value_t = Watch::Emitted)]
+    pub watch: Watch,
+    /// Stop after this many lines (default: until interrupted)
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Debug, Args)]

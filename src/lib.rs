@@ -32,6 +32,7 @@ pub mod expr;
 pub mod grouping;
 pub mod java_hash;
 pub mod java_random;
+pub mod log_config;
 pub mod logging;
 pub mod nesting;
 pub mod net;

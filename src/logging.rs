@@ -83,6 +83,8 @@ struct Named {
     timeout_secs: u64,
     /// When its timeout passes (none: it stays).
     until: Option<Instant>,
+    /// Its timeout passed and the line saying so was written.
+    reverted: bool,
 }
 
 impl Named {
@@ -130,6 +132,7 @@ pub fn set_named_levels(levels: &[(String, String, u64)]) -> anyhow::Result<()> 
                     level: level.clone(),
                     timeout_secs: *secs,
                     until: (*secs > 0).then(|| now + Duration::from_secs(*secs)),
+                    reverted: false,
                 })
         })
         .collect();
@@ -155,8 +158,18 @@ fn expire_at(when: Instant) {
             std::thread::sleep(when.saturating_duration_since(Instant::now()));
             let Some(l) = LEVELS.get() else { return };
             let now = Instant::now();
-            let named = l.named.lock().unwrap_or_else(|e| e.into_inner());
+            let mut named = l.named.lock().unwrap_or_else(|e| e.into_inner());
             let _ = apply(l, &named, now);
+            for n in named.iter_mut().filter(|n| n.expired(now) && !n.reverted) {
+                n.reverted = true;
+                // Said whatever the filter lets through: the operator asked for the timeout.
+                crate::stderr_println!(
+                    "log level {} of `{}` timed out after {}s: back to the starting level",
+                    n.level,
+                    n.logger,
+                    n.timeout_secs
+                );
+            }
             let next = named
                 .iter()
                 .filter(|n| !n.expired(now))
@@ -175,16 +188,7 @@ fn apply(l: &Levels, named: &[Named], now: Instant) -> anyhow::Result<()> {
     for n in named {
         directive_level(&n.level)
             .ok_or_else(|| anyhow::anyhow!("`{}`: unknown level `{}`", n.logger, n.level))?;
-        let path = n
-            .logger
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
-        if !n.logger.eq_ignore_ascii_case("ROOT") && !path {
-            anyhow::bail!(
-                "`{}`: a logger is a module path like `storm::runtime`, or ROOT",
-                n.logger
-            );
-        }
+        crate::log_config::logger(&n.logger).map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     // ROOT replaces the starting level of everything; targeted starting directives stay.
     let root = live

@@ -148,6 +148,11 @@ impl Coordination {
         self.leading.store(false, Ordering::Release);
     }
 
+    /// This nimbus's address in the election, once it entered it.
+    pub fn me(&self) -> Option<&str> {
+        self.election.get().map(Election::me)
+    }
+
     /// A standby's answer to a request: who leads, if anyone does.
     pub fn standby_answer(&self) -> String {
         let me = self.election.get().map_or("?", Election::me);

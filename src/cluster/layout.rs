@@ -1,4 +1,4 @@
-//! Storm's ZooKeeper layout (`cluster.clj`): where each piece of cluster state lives
+//! Storm's ZooKeeper layout: where each piece of cluster state lives
 //! under `storm.zookeeper.root`, and the JSON each node holds. See docs/coordination.md.
 
 pub use crate::placement::NodePort;
@@ -77,6 +77,15 @@ impl Layout {
         format!("{}/{id}", self.checkpoints())
     }
 
+    pub fn logconfigs(&self) -> String {
+        self.sub("logconfigs")
+    }
+    /// `/logconfigs/{id}`: a topology's log levels set by name (`log_config::LogConfig`;
+    /// Storm's node of the same name). Created with the first `set_log_level`.
+    pub fn log_config(&self, id: &str) -> String {
+        format!("{}/{id}", self.logconfigs())
+    }
+
     /// `/assignments/{id}`: an [`AssignmentInfo`].
     pub fn assignment(&self, id: &str) -> String {
         format!("{}/{id}", self.assignments())
@@ -104,6 +113,11 @@ impl Layout {
     /// `/taskbeats/{id}/{task}`: a [`TaskHeartbeat`].
     pub fn task_beat(&self, id: &str, task: u32) -> String {
         format!("{}/{id}/{task}", self.taskbeats())
+    }
+    /// `/taskbeats/{id}/finished`: the slots whose worker finished its executors (a list of
+    /// [`NodePort`]), so a nimbus that takes over knows them.
+    pub fn finished_slots(&self, id: &str) -> String {
+        format!("{}/{id}/finished", self.taskbeats())
     }
     /// `/taskerrors/{id}`: no data.
     pub fn topology_errors(&self, id: &str) -> String {
@@ -159,11 +173,15 @@ pub enum TopologyStatus {
 /// `/checkpoints/{id}`: the last checkpoint committed across a topology's workers (what
 /// every worker restores after a rollback, and a moved executor's new worker restores), and
 /// the rollback generation (bumped when a worker is lost; workers of an older one roll back).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CheckpointRecord {
     pub txid: u64,
     pub generation: u64,
     pub time_secs: u64,
+    /// The address of the nimbus whose store holds `txid` (with several nimbuses on
+    /// ZooKeeper; another one that leads fetches the state from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
 }
 
 /// `/storms/{id}` (Storm's `StormBase`).

@@ -25,6 +25,7 @@ pub mod supervisor_zk;
 pub mod tree;
 pub mod worker;
 pub mod worker_checkpoints;
+pub mod worker_logs;
 pub mod zookeeper;
 
 pub use nimbus_state::{ClusterError, ClusterState};

@@ -1,4 +1,4 @@
-//! Nimbus, the cluster's master (Storm's `nimbus.clj`): it holds the coordination tree (saved
+//! Nimbus, the cluster's master: it holds the coordination tree (saved
 //! under its data folder so a restarted nimbus carries on), accepts submissions (kept under
 //! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
@@ -162,6 +162,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             assigned: false,
             active: false,
             paused: false,
+            log_config: Default::default(),
         });
     };
     let assigned = state
@@ -182,6 +183,7 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             base.status,
             TopologyStatus::Inactive | TopologyStatus::Rebalancing
         ),
+        log_config: state.log_config(id)?.live(crate::log_config::now_ms()),
     })
 }
 
@@ -364,8 +366,13 @@ impl Nimbus {
 
     /// Answer one request from the RPC edge: the typed method it names, its answer as JSON.
     fn handle(&self, request: Request) -> Result<Value, String> {
-        // With ZooKeeper, only the leader answers; a standby names it.
-        if let Some(zk) = &self.zk {
+        // With ZooKeeper, only the leader answers; a standby names it. What a nimbus taking
+        // over asks of the others' checkpoint stores is answered by any nimbus.
+        let from_a_peer = matches!(
+            request,
+            Request::CheckpointHeld { .. } | Request::CheckpointExport { .. }
+        );
+        if let Some(zk) = self.zk.as_ref().filter(|_| !from_a_peer) {
             if !self.lead(zk) {
                 return Err(zk.standby_answer());
             }
@@ -456,7 +463,23 @@ impl Nimbus {
                 news,
             } => serde_json::to_value(self.checkpoint_news(&id, generation, news)?)?,
             Request::CheckpointStatus { id } => serde_json::to_value(self.checkpoint_status(&id)?)?,
+            Request::CheckpointHeld { id } => json!(self.checkpoint_held(&id)?),
+            Request::CheckpointExport {
+                id,
+                txid,
+                task,
+                from,
+            } => serde_json::to_value(self.checkpoint_export(&id, txid, &task, from)?)?,
             Request::ConfValue { key } => self.conf_value(&key),
+            Request::SetLogConfig { name, changes } => {
+                serde_json::to_value(self.set_log_config(&name, &changes)?)?
+            }
+            Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
+            Request::WorkerLog {
+                file,
+                start,
+                length,
+            } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
         })
     }
 
@@ -547,7 +570,17 @@ impl Nimbus {
     pub(crate) fn worker_finished(&self, id: String, slot: NodePort) {
         self.changed();
         tracing::info!("nimbus: {id}: the worker on {slot} finished");
-        self.finished_lock().entry(id).or_default().insert(slot);
+        // The state's lock first, as everywhere both are taken.
+        let state = self.state();
+        let mut finished = self.finished_lock();
+        let slots = finished.entry(id.clone()).or_default();
+        if !slots.insert(slot) {
+            return;
+        }
+        // Kept in the tree too: a nimbus that takes over knows which workers are done.
+        if let Err(e) = state.set_finished_slots(&id, slots) {
+            tracing::warn!("nimbus: {id}: cannot record its finished workers: {e}");
+        }
     }
 
     /// Record a component error under `/taskerrors` (Storm's `report-error`).
@@ -998,6 +1031,17 @@ impl Nimbus {
                     fresh.local_dir = state.local_dir.clone();
                     *state = fresh;
                     self.finish_kills(&state);
+                    let finished = finished_in(&state);
+                    drop(state);
+                    *self.finished_lock() = finished;
+                    // Another nimbus may have committed checkpoints meanwhile: each keeper
+                    // opens again against the tree's record (fetching what it lacks). Taken
+                    // after the state's lock, never inside it (a keeper's calls take both in
+                    // that order).
+                    self.checkpoints
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clear();
                 }
                 Err(e) => {
                     tracing::warn!("nimbus: cannot read the cluster state: {e}");
@@ -1085,8 +1129,22 @@ impl Nimbus {
     }
 }
 
+/// The finished workers of every topology, as recorded in the tree.
+fn finished_in(state: &ClusterState<Shared>) -> BTreeMap<String, BTreeSet<NodePort>> {
+    let ids = state.topology_ids().unwrap_or_default();
+    ids.into_iter()
+        .filter_map(|id| {
+            let slots = state.finished_slots(&id).ok()?;
+            (!slots.is_empty()).then_some((id, slots))
+        })
+        .collect()
+}
+
 mod checkpoints;
+mod log_levels;
+mod handover;
 mod rebalance;
+mod worker_log;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).
 fn check_wait(wait_secs: Option<u64>) -> anyhow::Result<()> {

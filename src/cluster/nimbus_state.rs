@@ -1,5 +1,5 @@
-//! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` in
-//! `cluster.clj`, and Nimbus's submission steps): supervisors registering, topologies
+//! The cluster state as Nimbus reads and writes it (Storm's `StormClusterState` and
+//! Nimbus's submission steps): supervisors registering, topologies
 //! submitted (`/taskbeats/{id}`, `/tasks`, `/storms`), scheduled (`/assignments`), activated,
 //! re-assigned after failures, and task heartbeats and errors.
 
@@ -160,6 +160,44 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.read(&self.layout.checkpoint(id))
     }
 
+    /// `/checkpoints/{id}` with its data version.
+    pub fn checkpoint_record_at(
+        &self,
+        id: &str,
+    ) -> Result<Option<(CheckpointRecord, i32)>, ClusterError> {
+        let path = self.layout.checkpoint(id);
+        match self.store.get_data(&path, None) {
+            Ok((data, stat)) => serde_json::from_slice(&data)
+                .map(|r| Some((r, stat.version)))
+                .map_err(|source| ClusterError::Corrupt { path, source }),
+            Err(StoreError::NoNode(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Write `/checkpoints/{id}` only while it is at `version` (`None`: only while there is
+    /// none), so a nimbus that no longer leads cannot overwrite what the leader recorded;
+    /// returns the new version.
+    pub fn swap_checkpoint_record(
+        &self,
+        id: &str,
+        record: &CheckpointRecord,
+        version: Option<i32>,
+    ) -> Result<i32, ClusterError> {
+        let path = self.layout.checkpoint(id);
+        let data = json_bytes(record);
+        match version {
+            Some(v) => Ok(self.store.set_data(&path, &data, Some(v))?.version),
+            None => {
+                if let Some(parent) = super::store::parent_path(&path) {
+                    self.store.create_all(parent)?;
+                }
+                self.store.create(&path, &data, CreateMode::Persistent)?;
+                Ok(0)
+            }
+        }
+    }
+
     /// Write `/checkpoints/{id}`.
     pub fn set_checkpoint_record(
         &self,
@@ -169,6 +207,21 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.store
             .put(&self.layout.checkpoint(id), &json_bytes(record))?;
         Ok(())
+    }
+
+    /// `/logconfigs/{id}`: the log levels set for the topology (none set: empty).
+    pub fn log_config(&self, id: &str) -> Result<crate::log_config::LogConfig, ClusterError> {
+        Ok(self.read(&self.layout.log_config(id))?.unwrap_or_default())
+    }
+
+    /// Write `/logconfigs/{id}` (its parent appears with the first).
+    pub fn set_log_config(
+        &self,
+        id: &str,
+        config: &crate::log_config::LogConfig,
+    ) -> Result<(), ClusterError> {
+        self.store.create_all(&self.layout.logconfigs())?;
+        self.write(&self.layout.log_config(id), config)
     }
 
     /// Submission as Nimbus does it (its steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
@@ -364,6 +417,29 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(out)
     }
 
+    /// The slots of topology `id` whose worker finished, as recorded.
+    pub fn finished_slots(&self, id: &str) -> Result<BTreeSet<NodePort>, ClusterError> {
+        Ok(self
+            .read(&self.layout.finished_slots(id))?
+            .unwrap_or_default())
+    }
+
+    /// Record the slots of topology `id` whose worker finished (none: the record goes).
+    pub fn set_finished_slots(
+        &self,
+        id: &str,
+        slots: &BTreeSet<NodePort>,
+    ) -> Result<(), ClusterError> {
+        let path = self.layout.finished_slots(id);
+        if slots.is_empty() {
+            match self.store.delete(&path, None) {
+                Ok(()) | Err(StoreError::NoNode(_)) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.write(&path, slots)
+    }
+
     /// The slots of a topology whose tasks all stopped heart-beating (Storm's `alive-tasks`):
     /// no task of the slot has a heartbeat newer than `timeout_secs`, and the slot's tasks
     /// started longer ago than that (a worker just launched gets its grace period).
@@ -460,6 +536,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.store.delete_all(&self.layout.assignment(id))?;
         self.store.delete_all(&self.layout.storm(id))?;
         self.store.delete_all(&self.layout.checkpoint(id))?;
+        self.store.delete_all(&self.layout.log_config(id))?;
         Ok(())
     }
 }

@@ -224,3 +224,38 @@ fn assignment_watches_fire_when_nimbus_writes() {
         Ok(crate::cluster::store::EventKind::NodeDataChanged)
     );
 }
+
+#[test]
+fn a_checkpoint_record_is_written_only_over_the_version_its_writer_read() {
+    let (_, state, _) = cluster(&[]);
+    let record = |txid, holder: &str| CheckpointRecord {
+        txid,
+        generation: 1,
+        time_secs: 1,
+        holder: Some(holder.into()),
+    };
+    let first = state
+        .swap_checkpoint_record("t-1-1", &record(0, "a"), None)
+        .unwrap();
+    // A second nimbus that read nothing cannot create it again.
+    assert!(state
+        .swap_checkpoint_record("t-1-1", &record(0, "b"), None)
+        .is_err());
+    // The one that took it over writes over the version it read; the other, fenced off,
+    // can no longer write over what it last wrote.
+    let (read, version) = state.checkpoint_record_at("t-1-1").unwrap().unwrap();
+    assert_eq!((read, version), (record(0, "a"), first));
+    let taken = state
+        .swap_checkpoint_record("t-1-1", &record(0, "b"), Some(version))
+        .unwrap();
+    assert!(state
+        .swap_checkpoint_record("t-1-1", &record(5, "a"), Some(first))
+        .is_err());
+    state
+        .swap_checkpoint_record("t-1-1", &record(5, "b"), Some(taken))
+        .unwrap();
+    assert_eq!(
+        state.checkpoint_record("t-1-1").unwrap(),
+        Some(record(5, "b"))
+    );
+}

@@ -52,6 +52,25 @@ impl Retry {
         })
     }
 
+    /// These retries, with rounds added until their waits add up to at least `total` (what
+    /// a long-lived client waits for a leader to be elected again, however few rounds a
+    /// one-off command makes).
+    pub fn at_least(mut self, total: Duration) -> Retry {
+        if self.interval.is_zero() {
+            self.interval = Duration::from_millis(DEFAULT_INTERVAL_MS);
+            self.ceiling = self.ceiling.max(self.interval);
+        }
+        let (mut waited, mut wait, mut rounds) = (Duration::ZERO, None, 0u32);
+        while waited < total && rounds < u32::MAX {
+            let next = self.next_wait(wait);
+            waited += next;
+            wait = Some(next);
+            rounds += 1;
+        }
+        self.times = self.times.max(rounds);
+        self
+    }
+
     /// The wait after a round that waited `previous` (the first wait is `interval`).
     pub fn next_wait(&self, previous: Option<Duration>) -> Duration {
         match previous {
@@ -89,5 +108,20 @@ mod tests {
             [first, second, third],
             [500, 1000, 1500].map(Duration::from_millis)
         );
+    }
+
+    #[test]
+    fn at_least_adds_rounds_until_the_waits_cover_the_total() {
+        let few = Retry {
+            times: 1,
+            interval: Duration::from_millis(100),
+            ceiling: Duration::from_secs(2),
+        };
+        let long = few.at_least(Duration::from_secs(10));
+        // 0.1 + 0.2 + 0.4 + 0.8 + 1.6 + 2 + 2 + 2 + 2 = 11.1 s after 9 rounds.
+        assert_eq!(long.times, 9);
+        assert_eq!(Retry::NONE.at_least(Duration::from_secs(3)).times, 3);
+        let many = Retry { times: 50, ..few };
+        assert_eq!(many.at_least(Duration::from_secs(1)).times, 50);
     }
 }

@@ -105,7 +105,7 @@ pub struct TopologySummary {
 }
 
 /// What a worker learns from each heartbeat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BeatReply {
     /// The worker's slot is still in the topology's assignment.
     pub assigned: bool,
@@ -121,6 +121,13 @@ pub struct BeatReply {
     /// The last checkpoint committed in that generation.
     #[serde(default)]
     pub committed: u64,
+    /// The topology's log levels in effect (`/logconfigs/ID`): the worker installs them in
+    /// its log filter when they change.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::log_config::LogConfig::is_empty"
+    )]
+    pub log_config: crate::log_config::LogConfig,
 }
 
 /// What nimbus answers a worker joining a checkpointed topology's current generation.
@@ -265,9 +272,37 @@ pub enum Request {
     },
     /// -> `CheckpointReply`
     CheckpointStatus { id: String },
+    /// From a nimbus taking over: the last checkpoint of topology `id` this nimbus's own
+    /// store committed (0: it holds none). Standbys answer it too. -> u64
+    CheckpointHeld { id: String },
+    /// From a nimbus taking over: a page of `task`'s committed state in this nimbus's own
+    /// store, which must have committed `txid`. Standbys answer it too. -> `StatePage`
+    CheckpointExport {
+        id: String,
+        txid: u64,
+        task: crate::state::TaskKey,
+        from: usize,
+    },
     /// One key of nimbus's own configuration (`storm remoteconfvalue`): its value, `null`
     /// when unset; a secret only as `"<hidden>"`.
     ConfValue { key: String },
+    /// `storm set_log_level`: change the log levels of a live topology (by name or id).
+    /// -> `(id, LogConfig)`, the levels now in effect
+    SetLogConfig {
+        name: String,
+        changes: Vec<crate::log_config::Change>,
+    },
+    /// -> `(id, LogConfig)`
+    LogConfig { name: String },
+    /// A piece of a worker's log (`TOPOLOGY-ID/PORT/worker.log`): by default its last 50 KiB.
+    /// -> `LogChunk`
+    WorkerLog {
+        file: String,
+        #[serde(default)]
+        start: Option<u64>,
+        #[serde(default)]
+        length: Option<u64>,
+    },
 }
 
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.
@@ -532,6 +567,13 @@ impl Client {
         self
     }
 
+    /// This client, retrying at least `total` while no nimbus leads (a run attached to the
+    /// cluster outlives elections; a one-off command gives up after its own rounds).
+    pub fn riding_out_elections(self, total: Duration) -> Client {
+        let retry = self.retry.at_least(total);
+        self.with_retry(retry)
+    }
+
     /// Nimbus's address (or addresses), as given.
     pub fn addr(&self) -> &str {
         &self.addr
@@ -603,6 +645,12 @@ impl Client {
                      lost its leadership, mid-call)"
                 ));
             }
+            if timed_out(&e) {
+                return Failure::PassOver(anyhow::anyhow!(
+                    "nimbus at {addr} did not answer within {CALL_TIMEOUT:?} (it is frozen, or \
+                     overloaded)"
+                ));
+            }
             let hint = if self.secret.is_none() {
                 " (if the cluster has a secret, set storm.cluster.secret or STORM_CLUSTER_SECRET)"
             } else {
@@ -636,6 +684,13 @@ fn closed_unanswered(e: &anyhow::Error) -> bool {
             UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
         )
     })
+}
+
+/// Whether a read gave up waiting for the answer ([`CALL_TIMEOUT`] passed).
+fn timed_out(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::{TimedOut, WouldBlock};
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| matches!(io.kind(), TimedOut | WouldBlock))
 }
 
 /// A connection to the nimbus at `addr`, with [`CALL_TIMEOUT`] on its reads and writes.

@@ -1,4 +1,4 @@
-//! A supervisor (Storm's `supervisor.clj`): registers itself under an ephemeral
+//! A supervisor: registers itself under an ephemeral
 //! `/supervisors/{id}` node and learns its assignments (through nimbus, which holds the node
 //! on a session kept alive by the supervisor's heartbeats and answers them with its work; or,
 //! with ZooKeeper configured, on its own session, watching `/assignments`: `supervisor_zk`),
@@ -54,6 +54,9 @@ pub struct SupervisorOptions {
     pub kill_requests: Option<crossbeam_channel::Receiver<u16>>,
     /// With ZooKeeper: the supervisor registers and watches its assignments there itself.
     pub zookeeper: Option<ZkSupervisorSettings>,
+    /// Where workers' output is kept (`storm supervisor`); none: workers write to the
+    /// supervisor's own standard output and error (`storm run --processes`).
+    pub logs: Option<super::worker_logs::LogSettings>,
 }
 
 /// The exit status of a worker that stopped to roll back with the other workers of its
@@ -162,6 +165,7 @@ pub fn run(
     let mut slots: BTreeMap<u16, Slot> = BTreeMap::new();
     let mut next_beat = Instant::now();
     let mut retry = NIMBUS_RETRY_MIN;
+    let mut next_sweep = Instant::now();
     tracing::info!(
         "supervisor {}: slots {:?} on {}, nimbus {}",
         opts.id,
@@ -195,6 +199,13 @@ pub fn run(
         }
         for (port, slot) in slots.iter_mut() {
             supervise(opts, *port, slot, exits.as_ref());
+        }
+        if let Some(logs) = opts.logs.as_ref().filter(|_| Instant::now() >= next_sweep) {
+            next_sweep = Instant::now() + logs.cleanup_every;
+            let running: Vec<String> = slots.values().map(|s| s.topology.clone()).collect();
+            for id in logs.sweep(std::time::SystemTime::now(), &running) {
+                tracing::info!("supervisor: removed the old worker logs of {id}");
+            }
         }
         std::thread::sleep(TICK);
     }
@@ -407,6 +418,12 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
         .args(zookeeper_args(opts.zookeeper.as_ref()))
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null());
+    if let Some(logs) = &opts.logs {
+        if let Err(e) = logs.capture(topology, port, &mut command) {
+            tracing::warn!("supervisor: the worker log of {slot} cannot be kept: {e:#}");
+            return None;
+        }
+    }
     if opts.die_with_parent {
         die_with_parent(&mut command);
         // A process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
@@ -504,6 +521,7 @@ pub fn options(
         die_with_parent: false,
         kill_requests: None,
         zookeeper: None,
+        logs: None,
     })
 }
 

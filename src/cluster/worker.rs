@@ -1,4 +1,4 @@
-//! One worker (Storm's `worker.clj`): fetch the submitted topology and its assignment from
+//! One worker: fetch the submitted topology and its assignment from
 //! nimbus, build the placement (one worker index per distinct slot of the assignment) and the
 //! address of every slot, run the executors assigned to this slot with the runtime, heartbeat
 //! its tasks to `/taskbeats`, report component errors to `/taskerrors`, and end when its
@@ -328,6 +328,7 @@ impl Watch<'_> {
         let mut last_contact = Instant::now();
         let mut next_beat = Instant::now();
         let mut draining_since: Option<Instant> = None;
+        let mut levels = crate::log_config::LogConfig::default();
         let result = loop {
             if self.stop.load(Ordering::Relaxed) {
                 control.stop.store(true, Ordering::Relaxed);
@@ -363,6 +364,10 @@ impl Watch<'_> {
                     if let Some(c) = checkpoints {
                         c.heard(reply.generation, reply.committed);
                     }
+                    if reply.log_config != levels {
+                        self.install_levels(&reply.log_config);
+                        levels = reply.log_config;
+                    }
                     if !reply.assigned {
                         tracing::info!("worker {slot}: no longer assigned to {id}; stopping");
                         return Ok(Watched::Ended(WorkerEnd::Unassigned));
@@ -383,6 +388,22 @@ impl Watch<'_> {
         };
         let _ = waiter.join();
         Ok(Watched::Done(result))
+    }
+
+    /// Storm's `LogConfigManager`: the topology's log levels (as nimbus keeps them) installed
+    /// in this process's log filter; each goes back to the starting level when its timeout
+    /// passes (the filter's own timer), or when nimbus no longer lists it.
+    fn install_levels(&self, config: &crate::log_config::LogConfig) {
+        let now = crate::log_config::now_ms();
+        match crate::logging::set_named_levels(&config.directives(now)) {
+            // Written whatever the filter lets through: the operator asked for it.
+            Ok(()) => crate::stderr_println!(
+                "worker {}: log levels set: {}",
+                self.slot,
+                config.describe(now)
+            ),
+            Err(e) => tracing::warn!("worker {}: cannot set the log levels: {e:#}", self.slot),
+        }
     }
 
     /// The executors ended well: a last heartbeat with the final figures, then the end of
@@ -565,7 +586,8 @@ fn all_finished(
 }
 
 /// Tell nimbus the worker of `my_slot` (`slot`) of topology `id` finished its executors (in
-/// checkpoint `generation`).
+/// checkpoint `generation`), trying again with back-off for up to [`NIMBUS_LOST_AFTER`] while
+/// no nimbus answers (an election: the run's end waits on this).
 fn tell_finished(
     nimbus: &rpc::Client,
     (id, slot, my_slot): (&str, &str, &NodePort),
@@ -576,8 +598,19 @@ fn tell_finished(
         slot: my_slot.clone(),
         generation,
     };
-    if let Err(e) = nimbus.call::<serde_json::Value>(&finished) {
-        tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+    let deadline = Instant::now() + NIMBUS_LOST_AFTER;
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match nimbus.call::<serde_json::Value>(&finished) {
+            Ok(_) => return,
+            Err(e) if Instant::now() >= deadline => {
+                tracing::warn!("worker {slot}: cannot tell nimbus it finished: {e:#}");
+                return;
+            }
+            Err(e) => tracing::debug!("worker {slot}: telling nimbus it finished: {e:#}"),
+        }
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(Duration::from_secs(2));
     }
 }
 
@@ -615,6 +648,15 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
                 ("dropped", &st.dropped),
             ] {
                 m.insert(name.into(), get(counter).into());
+            }
+            let streams: serde_json::Map<String, serde_json::Value> = st
+                .streams
+                .read()
+                .into_iter()
+                .map(|(id, e, t)| (id.to_string(), serde_json::json!([e, t])))
+                .collect();
+            if !streams.is_empty() {
+                m.insert("streams".into(), streams.into());
             }
             let beat = TaskHeartbeat {
                 time_secs: now_secs(),

@@ -51,7 +51,7 @@ fn warn_misspelt_keys(config: &Config) {
 /// The nimbus addresses to try: `--nimbus`, else `nimbus.seeds` (hosts without a port on
 /// `nimbus.thrift.port`), else the nimbuses registered in ZooKeeper (`storm.zookeeper.servers`),
 /// as one comma-separated list.
-fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<String, Status> {
+pub(crate) fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<String, Status> {
     if let Some(given) = given {
         return Ok(given.to_string());
     }
@@ -95,7 +95,10 @@ fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<String, Status> 
 
 /// Nimbus for a client command without `-c` options (`storm.yaml` only): `--nimbus`, else
 /// as [`nimbus_addrs`] finds it.
-fn client_nimbus(given: Option<&str>, config: &ConfigOverrides) -> Result<rpc::Client, Status> {
+pub(crate) fn client_nimbus(
+    given: Option<&str>,
+    config: &ConfigOverrides,
+) -> Result<rpc::Client, Status> {
     // Read (and check) the configuration even with an address given: a misspelt `-c` key
     // is an error, not silently ignored.
     let conf = daemon_config(config)?;
@@ -108,7 +111,10 @@ fn client_nimbus(given: Option<&str>, config: &ConfigOverrides) -> Result<rpc::C
 
 /// Nimbus for a command that changes the cluster (kill, activate, deactivate, rebalance):
 /// as [`client_nimbus`], retrying through an election as `storm.nimbus.retry.*` say.
-fn acting_nimbus(given: Option<&str>, config: &ConfigOverrides) -> Result<rpc::Client, Status> {
+pub(crate) fn acting_nimbus(
+    given: Option<&str>,
+    config: &ConfigOverrides,
+) -> Result<rpc::Client, Status> {
     let client = client_nimbus(given, config)?;
     let conf = layers::cluster_config(&config.overrides).unwrap_or_else(|_| layers::defaults());
     match crate::cluster::retry::Retry::from_config(&conf) {
@@ -122,7 +128,7 @@ fn acting_nimbus(given: Option<&str>, config: &ConfigOverrides) -> Result<rpc::C
 
 /// The token for operations through a UI: `--token`, else the `ui.token` or cluster secret
 /// that `-c`, `storm.yaml` or `STORM_CLUSTER_SECRET` give.
-fn operation_token(target: &crate::cli::TargetArgs) -> Option<String> {
+pub(crate) fn operation_token(target: &crate::cli::TargetArgs) -> Option<String> {
     target.token.clone().or_else(|| {
         layers::cluster_config(&target.config.overrides)
             .ok()
@@ -223,11 +229,22 @@ pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
     let stop = stop_flag()?;
     let mut opts = supervisor::options(nimbus, &a.host, ports)?;
     opts.env = secret_env(&config);
+    opts.logs = Some(crate::cluster::worker_logs::LogSettings::from_config(
+        &config,
+    )?);
     opts.zookeeper = ZkSettings::from_config(&config).map(|settings| ZkSupervisorSettings {
         settings,
         root: config.zookeeper_root(),
     });
-    crate::stderr_println!("supervisor {}: started", opts.id);
+    if let Some(logs) = &opts.logs {
+        crate::stderr_println!(
+            "supervisor {}: started; worker logs in {}",
+            opts.id,
+            logs.dir.display()
+        );
+    } else {
+        crate::stderr_println!("supervisor {}: started", opts.id);
+    }
     supervisor::run(&opts, &stop, None)?;
     Ok(Status::Success)
 }

@@ -8,8 +8,11 @@ pub(crate) mod cluster;
 pub mod completions;
 pub(crate) mod config;
 pub(crate) mod graph;
+pub(crate) mod logs;
+pub(crate) mod monitor;
 pub(crate) mod progress;
 pub(crate) mod run;
+pub(crate) mod set_log_level;
 pub(crate) mod state;
 pub(crate) mod storm_cli;
 pub(crate) mod top;
@@ -66,6 +69,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::GetErrors(a) => cluster::get_errors(a),
         Command::RemoteConfValue(a) => cluster::remote_conf_value(a),
         Command::Tap(a) => ui::tap(a),
+        Command::SetLogLevel(a) => set_log_level::run(a),
+        Command::Logs(a) => logs::run(a),
+        Command::Monitor(a) => monitor::run(a),
         Command::State(StateCommand::Ls(a)) => state::ls(a),
         Command::State(StateCommand::Dump(a)) => state::dump(a),
         Command::State(StateCommand::Clear(a)) => state::clear(a),

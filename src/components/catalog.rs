@@ -37,6 +37,10 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
         ComponentType::Generate => Box::new(super::generate::Generate::new(&c.args, task_index)),
         ComponentType::TestWordSpout => Box::new(super::test_words::TestWordSpout::default()),
         ComponentType::Shell => Box::new(super::shell::ShellSpout::new(c, base_dir)),
+        ComponentType::Kafka => Box::new(
+            super::kafka::spout::KafkaSpout::new(&c.args)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+        ),
         other => anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, other.name()),
     })
 }
@@ -69,6 +73,10 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Chaos => Box::new(super::chaos::Chaos::new(&c.args)),
         ComponentType::TestWordCounter => Box::new(super::test_words::TestWordCounter::default()),
         ComponentType::Shell => Box::new(super::shell::ShellBolt::new(c, base_dir)),
+        ComponentType::Kafka => Box::new(
+            super::kafka::sink::KafkaSink::new(&c.args, c.stateful)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+        ),
         other => anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, other.name()),
     })
 }

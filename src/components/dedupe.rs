@@ -9,18 +9,45 @@
 //! resumed cache forgets in the same order), and `"window"` → `{seen, seq}` (tuples in the
 //! current window, tuples so far). A window of processing time starts again when a run resumes.
 
-use super::memory::{value_bytes, KeyBudget};
+use super::memory::{spill_to, value_bytes, KeyBudget};
 use super::{Bolt, BoltCollector, BoltState, TaskContext};
+use crate::state::codec;
+use crate::state::spill::{order, Layout, SpillMap};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
-use std::collections::HashSet;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
 /// When remembered keys are forgotten.
 enum Memory {
-    Exact(HashSet<Values>),
+    /// Every key (of the window): in memory, or spilled to disk past
+    /// `topology.state.memory.limit` when the run has a state dir.
+    Exact(SpillMap<Values, ()>),
     Cache(lru::LruCache<Values, Seen>),
+}
+
+/// How a remembered key is written when it spills.
+struct Keys;
+
+impl Layout<Values, ()> for Keys {
+    fn order(&self, key: &Values, out: &mut Vec<u8>) {
+        order::values_order(key, out)
+    }
+
+    fn encode(&self, key: &Values, _: &(), out: &mut Vec<u8>) {
+        codec::encode(&key_value(key), out)
+    }
+
+    fn decode(&self, record: &[u8]) -> anyhow::Result<(Values, ())> {
+        match codec::from_bytes(record)? {
+            Value::List(k) => Ok((k.into_iter().collect(), ())),
+            _ => anyhow::bail!("dedupe: a spilled key is not a list of values"),
+        }
+    }
+
+    fn bytes(&self, key: &Values) -> u64 {
+        key_bytes(key)
+    }
 }
 
 /// When a cached key was last seen, and whether that changed since the last checkpoint.
@@ -54,11 +81,9 @@ pub struct Dedupe {
     seen_in_window: u64,
     /// Tuples so far (orders a cache's keys by when they were last seen).
     seq: u64,
-    /// Stateful: what changed since the last checkpoint (`None`: stateless).
+    /// Stateful: what changed since the last checkpoint (`None`: stateless). Exact keys
+    /// keep their own record of the keys remembered since.
     changed: Option<Changed>,
-    /// The bytes exactly remembered keys hold, against `topology.state.memory.limit` (a
-    /// `cache` is bounded by its size instead).
-    budget: KeyBudget,
 }
 
 /// About how many bytes a remembered key takes.
@@ -86,7 +111,7 @@ impl Dedupe {
                     .ok_or_else(|| anyhow::anyhow!("dedupe: `cache` must be at least 1"))?;
                 Memory::Cache(lru::LruCache::new(n))
             }
-            None => Memory::Exact(HashSet::new()),
+            None => Memory::Exact(SpillMap::new(Box::new(Keys))),
         };
         let window = match args.get("window") {
             None => None,
@@ -104,18 +129,20 @@ impl Dedupe {
             seen_in_window: 0,
             seq: 0,
             changed: None,
-            budget: KeyBudget::default(),
         })
     }
 
     /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
     pub fn with_state(mut self, stateful: bool) -> Dedupe {
         self.changed = stateful.then(Changed::default);
+        if let Memory::Exact(set) = &mut self.memory {
+            set.track_changes(stateful);
+        }
         self
     }
 
     /// Forget every key when the window has ended.
-    fn roll_window(&mut self) {
+    fn roll_window(&mut self) -> anyhow::Result<()> {
         let ended = match self.window {
             None => false,
             Some(Window::Time(d)) => self.window_started.elapsed() >= d,
@@ -124,34 +151,31 @@ impl Dedupe {
         if ended {
             let removed = self.changed.as_mut().map(|c| &mut c.removed);
             match (&mut self.memory, removed) {
-                (Memory::Exact(set), Some(r)) => r.extend(set.drain()),
+                (Memory::Exact(set), Some(r)) => {
+                    set.each(|k, _| r.push(k.clone()))?;
+                    set.clear()?;
+                }
                 (Memory::Cache(c), Some(r)) => r.extend(
                     std::mem::replace(c, lru::LruCache::new(c.cap()))
                         .into_iter()
                         .map(|(k, _)| k),
                 ),
-                (Memory::Exact(set), None) => set.clear(),
+                (Memory::Exact(set), None) => set.clear()?,
                 (Memory::Cache(c), None) => c.clear(),
             }
-            self.budget.clear();
             self.window_started = Instant::now();
             self.seen_in_window = 0;
         }
+        Ok(())
     }
 
-    /// Remember `key`; `true` when it is new.
-    fn first_time(&mut self, key: Values) -> bool {
+    /// Remember `key`; `true` when it is new. Fails past the memory limit with nowhere to
+    /// spill, or when spilled keys cannot be read or written.
+    fn first_time(&mut self, key: Values) -> anyhow::Result<bool> {
         self.seq += 1;
         let (at, changed) = (self.seq, self.changed.as_mut());
-        match (&mut self.memory, changed) {
-            (Memory::Exact(set), None) => set.insert(key),
-            (Memory::Exact(set), Some(c)) => {
-                let new = set.insert(key.clone());
-                if new {
-                    c.dirty.push(key);
-                }
-                new
-            }
+        Ok(match (&mut self.memory, changed) {
+            (Memory::Exact(set), _) => set.insert_absent(key, ())?,
             (Memory::Cache(cache), c) => {
                 if let Some(seen) = cache.get_mut(&key) {
                     seen.at = at;
@@ -159,7 +183,7 @@ impl Dedupe {
                         seen.dirty = true;
                         c.dirty.push(key);
                     }
-                    return false;
+                    return Ok(false);
                 }
                 let dirty = c.is_some();
                 let evicted = cache.push(key.clone(), Seen { at, dirty });
@@ -169,14 +193,16 @@ impl Dedupe {
                 }
                 true
             }
-        }
+        })
     }
 }
 
 impl Bolt for Dedupe {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.keys = super::input_positions(ctx, &self.key_names)?;
-        self.budget = KeyBudget::for_task(ctx, "dedupe");
+        if let Memory::Exact(set) = &mut self.memory {
+            set.bound(Box::new(KeyBudget::for_task(ctx, "dedupe")), spill_to(ctx));
+        }
         Ok(())
     }
 
@@ -184,7 +210,7 @@ impl Bolt for Dedupe {
         if input.is_tick() {
             return Ok(());
         }
-        self.roll_window();
+        self.roll_window()?;
         self.seen_in_window += 1;
         let key: Values = if self.keys.is_empty() {
             input.values.clone()
@@ -194,11 +220,7 @@ impl Bolt for Dedupe {
                 .map(|&i| input.values.get(i).cloned().unwrap_or(Value::Null))
                 .collect()
         };
-        let bytes = matches!(self.memory, Memory::Exact(_)).then(|| key_bytes(&key));
-        if self.first_time(key) {
-            if let Some(bytes) = bytes {
-                self.budget.add(bytes)?;
-            }
+        if self.first_time(key)? {
             out.send(streams::DEFAULT, &[input], input.values.clone());
         }
         Ok(())
@@ -220,18 +242,18 @@ fn key_value(k: &Values) -> Value {
 }
 
 impl BoltState for Dedupe {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) {
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
         let changed = std::mem::take(self.changed.get_or_insert_with(Changed::default));
+        if !all {
+            out.extend(changed.removed.iter().map(|k| (key_value(k), None)));
+        }
         let present: Vec<(Values, Value)> = match (&mut self.memory, all) {
-            (Memory::Exact(set), true) => {
-                set.iter().map(|k| (k.clone(), Value::Bool(true))).collect()
+            (Memory::Exact(set), _) => {
+                set.track_changes_if_untracked();
+                let mut keys = Vec::new();
+                set.changes(all, |k, _| keys.push((k.clone(), Value::Bool(true))))?;
+                keys
             }
-            (Memory::Exact(set), false) => changed
-                .dirty
-                .into_iter()
-                .filter(|k| set.contains(k))
-                .map(|k| (k, Value::Bool(true)))
-                .collect(),
             (Memory::Cache(c), true) => c
                 .iter_mut()
                 .map(|(k, s)| {
@@ -250,15 +272,13 @@ impl BoltState for Dedupe {
                 })
                 .collect(),
         };
-        if !all {
-            out.extend(changed.removed.iter().map(|k| (key_value(k), None)));
-        }
         out.extend(present.into_iter().map(|(k, v)| (key_value(&k), Some(v))));
         let progress = [("seen", self.seen_in_window), ("seq", self.seq)]
             .into_iter()
             .map(|(k, v)| (k.to_string(), Value::Int(v as i64)))
             .collect();
         out.push((Value::str(WINDOW), Some(Value::Map(Box::new(progress)))));
+        Ok(())
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
@@ -294,11 +314,11 @@ impl BoltState for Dedupe {
         keys.sort_by_key(|(_, at)| *at);
         match &mut self.memory {
             Memory::Exact(set) => {
-                self.budget.clear();
-                for (k, _) in &keys {
-                    self.budget.add(key_bytes(k))?;
+                set.clear()?;
+                set.track_changes_if_untracked();
+                for (k, _) in keys {
+                    set.restore(k, (), |_, _| {})?;
                 }
-                *set = keys.into_iter().map(|(k, _)| k).collect();
             }
             Memory::Cache(c) => {
                 c.clear();

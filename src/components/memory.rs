@@ -32,7 +32,7 @@ impl KeyBudget {
     pub fn for_task(ctx: &TaskContext, kind: &str) -> KeyBudget {
         let limit = match ctx.config.get(LIMIT_KEY) {
             Some(serde_json::Value::Number(n)) => n.as_u64().filter(|&b| b > 0),
-            _ => half_of_physical_memory(),
+            _ => default_limit(),
         };
         KeyBudget {
             limit,
@@ -45,19 +45,32 @@ impl KeyBudget {
     /// A new key of about `bytes` bytes (key and value, in memory) is held: refused when the
     /// process's keyed state would pass the limit.
     pub fn add(&mut self, bytes: u64) -> Result<(), FatalError> {
+        match self.note_key(bytes) {
+            true => Err(self.refused()),
+            false => Ok(()),
+        }
+    }
+
+    /// Note a new key of about `bytes`; whether the process's keyed state is now past the
+    /// limit.
+    fn note_key(&mut self, bytes: u64) -> bool {
         let bytes = bytes + ENTRY_OVERHEAD;
         self.keys += 1;
         self.bytes += bytes;
         let total = TOTAL.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        match self.limit {
-            Some(limit) if total > limit => Err(FatalError(format!(
-                "{}: keyed state passed {LIMIT_KEY} ({limit} bytes) at {} keys in this task \
-                 (about {} bytes of keyed state in this process); raise the limit, spread the \
-                 keys over more workers, or key on fewer distinct values",
-                self.who, self.keys, total
-            ))),
-            _ => Ok(()),
-        }
+        self.limit.is_some_and(|limit| total > limit)
+    }
+
+    fn refused(&self) -> FatalError {
+        let limit = self.limit.unwrap_or(0);
+        let total = TOTAL.load(Ordering::Relaxed);
+        FatalError(format!(
+            "{}: keyed state passed {LIMIT_KEY} ({limit} bytes) at {} keys in this task \
+             (about {total} bytes of keyed state in this process); raise the limit, spread the \
+             keys over more workers, key on fewer distinct values, or give the run a state dir \
+             (--state-dir) to spill keyed state to disk",
+            self.who, self.keys
+        ))
     }
 
     /// A key of about `bytes` bytes (as given to [`KeyBudget::add`]) is no longer held.
@@ -74,6 +87,47 @@ impl KeyBudget {
         self.keys = 0;
         self.bytes = 0;
     }
+}
+
+impl crate::state::spill::Budget for KeyBudget {
+    fn note(&mut self, bytes: u64) -> bool {
+        self.note_key(bytes)
+    }
+
+    fn forget(&mut self, bytes: u64) {
+        self.remove(bytes);
+    }
+
+    fn clear(&mut self) {
+        KeyBudget::clear(self);
+    }
+
+    fn relieved(&self) -> bool {
+        self.limit
+            .is_none_or(|limit| TOTAL.load(Ordering::Relaxed) <= limit / 4 * 3)
+    }
+
+    fn refusal(&self) -> anyhow::Error {
+        self.refused().into()
+    }
+}
+
+/// Where the keyed state of the task `ctx` describes spills past the limit: a scratch file
+/// per task under `spill/` of the state dir when the run has one (`--state-dir`,
+/// `topology.state.provider: embedded`); `None` without one (the limit then ends the run).
+pub fn spill_to(ctx: &TaskContext) -> Option<crate::state::spill::SpillTo> {
+    let dir = ctx.topology.state_dir().ok()??;
+    let limit = match ctx.config.get(LIMIT_KEY) {
+        Some(serde_json::Value::Number(n)) => n.as_u64().filter(|&b| b > 0),
+        _ => default_limit(),
+    };
+    // The file's page cache: an eighth of the limit, within 1 MiB..64 MiB.
+    let cache = limit.map_or(64 << 20, |l| (l / 8).clamp(1 << 20, 64 << 20)) as usize;
+    let name = format!("{}-{}.redb", ctx.component, ctx.task_index);
+    Some(crate::state::spill::SpillTo {
+        path: crate::state::paths::spill_dir(&dir).join(name),
+        cache,
+    })
 }
 
 impl Drop for KeyBudget {
@@ -96,6 +150,29 @@ pub fn value_bytes(v: &Value) -> u64 {
         }
         _ => INLINE,
     }
+}
+
+/// The limit when the config sets none: half of physical memory, or a quarter of the
+/// process's address-space limit (`ulimit -v`) when that is lower (thread stacks, the
+/// allocator's reservations and the hash tables' spare room take address space beyond the
+/// keys' estimate).
+fn default_limit() -> Option<u64> {
+    let half = half_of_physical_memory();
+    match (half, address_space_limit().map(|a| a / 4)) {
+        (Some(h), Some(a)) => Some(h.min(a)),
+        (h, a) => h.or(a),
+    }
+}
+
+/// `RLIMIT_AS`, when set.
+fn address_space_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given and nothing else.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0;
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
 }
 
 /// Half of this machine's memory (`MemTotal` of /proc/meminfo); `None` where that cannot be read.

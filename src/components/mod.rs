@@ -10,6 +10,7 @@ pub mod discard;
 pub mod filter;
 pub mod generate;
 pub mod join;
+pub mod kafka;
 pub mod lines;
 pub mod log;
 pub mod lookup;
@@ -231,7 +232,8 @@ pub trait Spout: Send {
 pub trait BoltState {
     /// Append the entries changed since the last call (`None`: removed) to `out`; with `all`,
     /// every entry (the first checkpoint of a run). Clears the record of changes.
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>);
+    /// Fails when state kept on disk (spilled keys) cannot be read.
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()>;
     /// Start from these entries (the last committed checkpoint), replacing what is held.
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()>;
 }

@@ -45,7 +45,8 @@ pub fn checkpoint(bolt: &mut dyn Bolt, all: bool, store: &mut Folded) {
     let mut changes = Vec::new();
     bolt.state()
         .expect("a stateful bolt has state")
-        .changes(all, &mut changes);
+        .changes(all, &mut changes)
+        .expect("changes are read");
     for (k, v) in changes {
         match v {
             Some(v) => store.insert(k, v),

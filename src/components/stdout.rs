@@ -212,7 +212,7 @@ impl Stdout {
 
 /// One TSV cell: a tab, line break or backslash in it written as `\t`, `\n`, `\r`, `\\`,
 /// so a value stays one cell of one line.
-fn push_tsv_cell(line: &mut String, cell: &str) {
+pub(crate) fn push_tsv_cell(line: &mut String, cell: &str) {
     if !cell
         .bytes()
         .any(|b| matches!(b, b'\t' | b'\n' | b'\r' | b'\\'))
@@ -232,7 +232,7 @@ fn push_tsv_cell(line: &mut String, cell: &str) {
 }
 
 /// One CSV cell: quoted when it holds a comma, a quote or a line break, quotes doubled.
-fn push_csv_cell(line: &mut String, cell: &str) {
+pub(crate) fn push_csv_cell(line: &mut String, cell: &str) {
     if cell.contains([',', '"', '\n', '\r']) {
         line.push('"');
         line.push_str(&cell.replace('"', "\"\""));

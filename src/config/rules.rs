@@ -194,6 +194,35 @@ pub const RULES: &[(&str, Rule)] = &[
         Rule::Duration { nullable: false },
     ),
     ("nimbus.thrift.port", Rule::Port),
+    ("storm.log.dir", Rule::OptionalString),
+    (
+        "worker.log.max.bytes",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
+    (
+        "worker.log.keep.files",
+        Rule::Int {
+            min: 0,
+            nullable: false,
+        },
+    ),
+    (
+        "logviewer.cleanup.age.mins",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
+    (
+        "logviewer.cleanup.interval.secs",
+        Rule::Int {
+            min: 1,
+            nullable: false,
+        },
+    ),
     // Nimbus's UI (Storm's `ui.port`); `ui.host` and `ui.token` are ours.
     ("ui.port", Rule::Port),
     ("ui.host", Rule::String),

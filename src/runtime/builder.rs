@@ -415,6 +415,7 @@ impl<'a> Wiring<'a> {
     /// The context and collector state of one task, its stats recorded for the run.
     fn task_parts(&mut self, parts: &ExecutorParts, task: u32) -> (TaskContext, Emitter) {
         let stats = Arc::new(TaskStats::default());
+        stats.streams.size(self.plan.stream_names.len());
         super::tap::debug(
             parts.config.debug(),
             &self.plan,

@@ -299,7 +299,9 @@ impl BoltExecutor {
         };
         let mut changes = Vec::new();
         if let Some(state) = slot.component.state() {
-            state.changes(!side.saved, &mut changes);
+            state
+                .changes(!side.saved, &mut changes)
+                .map_err(|e| e.context(format!("saving {}", side.key)))?;
         }
         side.saved = true;
         side.last_txid = Some(txid);

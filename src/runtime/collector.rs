@@ -84,6 +84,7 @@ impl Emitter {
         }
         TaskStats::add(&self.stats.emitted, 1);
         TaskStats::add(&self.stats.transferred, n as u64);
+        self.stats.streams.add(stream, n as u64);
         let Some((&last, others)) = self.targets.split_last() else {
             return 0;
         };
@@ -387,6 +388,7 @@ impl BoltCollector for BoltOut<'_> {
         // Counted as the one direct tuple it stands for.
         TaskStats::add(&self.em.stats.emitted, 1);
         TaskStats::add(&self.em.stats.transferred, 1);
+        self.em.stats.streams.add(stream, 1);
         self.outbox.send_acks(task, self.em.task, stream, pairs);
     }
 }

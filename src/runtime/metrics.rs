@@ -44,6 +44,51 @@ pub struct TaskStats {
     pub recent_errors: Mutex<VecDeque<(String, u64)>>,
     /// Listeners to this task's emits (`storm tap`, `topology.debug`).
     pub taps: super::tap::Taps,
+    /// Emitted and transferred per output stream (Storm's `__emit-count-STREAM`).
+    pub streams: StreamCounts,
+}
+
+/// Emitted and transferred tuples per stream, indexed by stream id: a slice sized once when
+/// the task is built (the plan's stream count), so counting an emit allocates nothing and
+/// costs two relaxed adds beside the totals.
+#[derive(Debug, Default)]
+pub struct StreamCounts {
+    counts: std::sync::OnceLock<Box<[(AtomicU64, AtomicU64)]>>,
+}
+
+impl StreamCounts {
+    /// Count streams `0..streams` from now on (before, and past them, nothing is counted).
+    pub fn size(&self, streams: usize) {
+        let _ = self.counts.set(
+            (0..streams)
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+        );
+    }
+
+    /// One tuple emitted on `stream`, sent to `transferred` tasks.
+    #[inline]
+    pub fn add(&self, stream: crate::topology::plan::StreamId, transferred: u64) {
+        if let Some((e, t)) = self.counts.get().and_then(|c| c.get(usize::from(stream))) {
+            TaskStats::add(e, 1);
+            TaskStats::add(t, transferred);
+        }
+    }
+
+    /// `(stream id, emitted, transferred)` of the streams emitted on.
+    pub fn read(&self) -> Vec<(crate::topology::plan::StreamId, u64, u64)> {
+        let Some(c) = self.counts.get() else {
+            return Vec::new();
+        };
+        c.iter()
+            .enumerate()
+            .filter_map(|(i, (e, t))| {
+                let e = e.load(Relaxed);
+                let id = crate::topology::plan::StreamId::try_from(i).ok()?;
+                (e > 0).then(|| (id, e, t.load(Relaxed)))
+            })
+            .collect()
+    }
 }
 
 /// Errors kept per task for the UI.

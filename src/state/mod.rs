@@ -9,6 +9,7 @@ pub mod dir;
 pub mod guard;
 pub mod packed;
 pub mod paths;
+pub mod spill;
 pub mod store;
 
 #[cfg(test)]

@@ -14,3 +14,8 @@ pub fn commits_path(dir: &Path) -> PathBuf {
 pub fn worker_path(dir: &Path, worker: usize) -> PathBuf {
     dir.join(format!("worker-{worker}.redb"))
 }
+
+/// The dir of the scratch files keyed state spills to (see `state::spill`).
+pub fn spill_dir(dir: &Path) -> PathBuf {
+    dir.join("spill")
+}

@@ -39,6 +39,10 @@ type Prepared<'a> = TableDefinition<'a, (&'static str, u32, &'static [u8]), &'st
 type Positions<'a> = TableDefinition<'a, (&'static str, u32), &'static [u8]>;
 
 const COMMITTED: Committed = TableDefinition::new("committed");
+
+/// The page cache of a worker's store file (redb's default, 1 GiB, would let a store of
+/// millions of keys hold as much memory as the keyed state it checkpoints).
+const STORE_CACHE: usize = 64 << 20;
 const POSITIONS: Positions = TableDefinition::new("positions");
 const DIGESTS: Positions = TableDefinition::new("digests");
 /// The names of a txid's prepared tables start so, the txid follows in decimal.
@@ -80,7 +84,10 @@ impl Store {
                 .with_context(|| format!("cannot make the state dir {}", dir.display()))?;
         }
         caught(&name, || {
-            let db = Database::create(path).map_err(|e| open_error("store", &name, e))?;
+            let db = Database::builder()
+                .set_cache_size(STORE_CACHE)
+                .create(path)
+                .map_err(|e| open_error("store", &name, e))?;
             Store::with_tables(db, name.clone())
         })
     }
@@ -417,6 +424,12 @@ impl Store {
             digests.save(tx)
         })
         .with_context(|| format!("restoring the state of {task}"))
+    }
+
+    /// Make every write so far durable (those written without waiting for the disk too).
+    pub fn sync(&self) -> anyhow::Result<()> {
+        self.write(Durability::Immediate, |_| Ok(()))
+            .with_context(|| format!("syncing {}", self.name))
     }
 
     /// Drop what txids up to `txid` prepared (shipped elsewhere, so not needed here).

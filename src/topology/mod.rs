@@ -8,6 +8,7 @@ pub mod model;
 pub mod plan;
 pub mod raw;
 pub mod rebalance;
+mod state_dir;
 pub mod validate;
 pub mod yaml;
 

@@ -159,6 +159,7 @@ pub enum ComponentType {
     TestWordSpout,
     /// `org.apache.storm.testing.TestWordCounter`
     TestWordCounter,
+    Kafka,
 }
 
 impl ComponentType {
@@ -183,6 +184,7 @@ impl ComponentType {
         ComponentType::Shell,
         ComponentType::TestWordSpout,
         ComponentType::TestWordCounter,
+        ComponentType::Kafka,
     ];
 
     /// The name used in `type:`.
@@ -208,6 +210,7 @@ impl ComponentType {
             ComponentType::Shell => "shell",
             ComponentType::TestWordSpout => "test_word_spout",
             ComponentType::TestWordCounter => "test_word_counter",
+            ComponentType::Kafka => "kafka",
         }
     }
 
@@ -243,6 +246,9 @@ impl ComponentType {
             Shell => "spout or bolt: a program speaking Storm's multilang protocol (`command`)",
             TestWordSpout => "spout: Storm's TestWordSpout (random words)",
             TestWordCounter => "bolt: Storm's TestWordCounter (word, count)",
+            Kafka => {
+                "spout or bolt: reads `topics` of Kafka `brokers`, or writes records to a `topic`"
+            }
         }
     }
 
@@ -270,14 +276,14 @@ impl ComponentType {
     /// The built-ins that keep state a checkpoint can save (`stateful: true`).
     pub fn keeps_state(self) -> bool {
         use ComponentType::*;
-        matches!(self, Count | Aggregate | Top | Join | Dedupe)
+        matches!(self, Count | Aggregate | Top | Join | Dedupe | Kafka)
     }
 
     /// Spouts that can go back to a checkpoint's position (`Spout::position`), so that
     /// checkpointed state sees each of their tuples once: `stdin`, `file` and `generate`.
     pub fn rewinds(self) -> bool {
         use ComponentType::*;
-        matches!(self, Stdin | File | Generate)
+        matches!(self, Stdin | File | Generate | Kafka)
     }
 
     /// The names of the spout types that rewind, for messages.
@@ -303,7 +309,7 @@ impl ComponentType {
         use ComponentType::*;
         match self {
             Stdin | File | Generate | TestWordSpout => kind == ComponentKind::Spout,
-            Shell => true,
+            Shell | Kafka => true,
             _ => kind == ComponentKind::Bolt,
         }
     }

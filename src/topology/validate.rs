@@ -367,6 +367,9 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::File) {
             self.start_at_needs_follow(rc);
         }
+        if ctype == Some(ComponentType::Kafka) {
+            self.kafka_args(rc, kind);
+        }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(
                 "`command` is only used by shell components; ignored",

@@ -168,10 +168,21 @@ pub fn history_summary(tops: &[TopologyView]) -> Value {
 }
 
 /// `/api/v1/topology/:id/metrics` (`t` holds the counters of window `name`): each component's
-/// figures per output stream. Counters are kept per component, so the one stream row is
-/// `:all` (every output stream), as in `outputStats`.
+/// figures per output stream: `emitted` and `transferred` per stream over all time (as
+/// `outputStats`); the others, kept per component, in one `:all` row.
 pub fn metrics(t: &TopologyView, name: &str, only: Option<&str>, sys: bool) -> Value {
     let row = |v: Value| json!([{ "stream_id": ":all", "value": v }]);
+    let per_stream = |c: &ComponentView, pick: fn(&(u64, u64)) -> u64, total: u64| {
+        if name != super::windows::ALL_TIME {
+            return row(json!(total));
+        }
+        let rows: Vec<Value> = c
+            .stream_sums(sys || c.system)
+            .iter()
+            .map(|(s, v)| json!({ "stream_id": s, "value": pick(v) }))
+            .collect();
+        Value::Array(rows)
+    };
     let (mut spouts, mut bolts) = (Vec::new(), Vec::new());
     for c in t
         .user_components(sys)
@@ -179,8 +190,10 @@ pub fn metrics(t: &TopologyView, name: &str, only: Option<&str>, sys: bool) -> V
     {
         let mut m = serde_json::Map::new();
         m.insert("id".into(), json!(c.id));
-        m.insert("emitted".into(), row(json!(c.sum(|x| x.emitted))));
-        m.insert("transferred".into(), row(json!(c.sum(|x| x.transferred))));
+        let emitted = per_stream(c, |v| v.0, c.sum(|x| x.emitted));
+        m.insert("emitted".into(), emitted);
+        let transferred = per_stream(c, |v| v.1, c.sum(|x| x.transferred));
+        m.insert("transferred".into(), transferred);
         m.insert("acked".into(), row(json!(c.sum(|x| x.acked))));
         m.insert("failed".into(), row(json!(c.sum(|x| x.failed))));
         if c.spout {
@@ -317,6 +330,23 @@ fn bolt_row(c: &ComponentView, capacity: f64, now_secs: u64) -> Value {
     Value::Object(m)
 }
 
+/// Storm's `workerLogLink`: the worker's log on this UI (`/api/v1/log`, Storm's logviewer
+/// path); empty for a local run's workers, which keep no log file.
+fn log_link(id: &str, on_a_supervisor: bool, port: &str) -> String {
+    if !on_a_supervisor {
+        return String::new();
+    }
+    let file = format!("{id}/{port}/{}", crate::cluster::worker_logs::WORKER_LOG);
+    let encoded: String = file
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("/api/v1/log?file={encoded}")
+}
+
 /// The workers of a topology, with how many tasks of each component they run.
 fn workers(t: &TopologyView) -> Vec<Value> {
     type Tasks<'a> = std::collections::BTreeMap<&'a str, usize>;
@@ -333,6 +363,7 @@ fn workers(t: &TopologyView) -> Vec<Value> {
         .into_iter()
         .map(|(w, (supervisor, tasks))| {
             let (host, port) = w.rsplit_once(':').unwrap_or((w, "0"));
+            let supervisor_known = !supervisor.is_empty();
             let supervisor = if supervisor.is_empty() {
                 host
             } else {
@@ -351,7 +382,7 @@ fn workers(t: &TopologyView) -> Vec<Value> {
                 "assignedMemOnHeap": 0.0,
                 "assignedMemOffHeap": 0.0,
                 "assignedCpu": 0.0,
-                "workerLogLink": "",
+                "workerLogLink": log_link(&t.id, supervisor_known, port),
             })
         })
         .collect()
@@ -488,12 +519,7 @@ pub fn component(
         "schedulerDisplayResource": false,
         "capacity": fixed3(capacity),
         "componentErrors": errors,
-        // Counted per component, not per stream: one row for all output streams.
-        "outputStats": [{
-            "stream": ":all",
-            "emitted": c.sum(|x| x.emitted),
-            "transferred": c.sum(|x| x.transferred),
-        }],
+        "outputStats": output_stats(c, name),
         "executorStats": executors,
     });
     if let Some(obj) = m.as_object_mut() {
@@ -505,6 +531,24 @@ pub fn component(
         }
     }
     m
+}
+
+/// `outputStats`: one row per output stream (system streams left out) over all time; over a
+/// shorter window, where per-stream figures are not kept, one `:all` row for every stream.
+fn output_stats(c: &ComponentView, window: &str) -> Vec<Value> {
+    if window != super::windows::ALL_TIME {
+        return vec![json!({
+            "stream": ":all",
+            "emitted": c.sum(|x| x.emitted),
+            "transferred": c.sum(|x| x.transferred),
+        })];
+    }
+    c.stream_sums(c.system)
+        .into_iter()
+        .map(|(stream, (emitted, transferred))| {
+            json!({ "stream": stream, "emitted": emitted, "transferred": transferred })
+        })
+        .collect()
 }
 
 /// A bolt's `inputStats`: one row per subscription. Counters are kept per component, so they

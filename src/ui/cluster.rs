@@ -20,7 +20,12 @@ fn stat(beat: &TaskHeartbeat, key: &str) -> u64 {
 }
 
 /// One task's figures from its heartbeat.
-fn task_view(task: u32, (worker, supervisor): (String, String), beat: &TaskHeartbeat) -> TaskView {
+fn task_view(
+    task: u32,
+    (worker, supervisor): (String, String),
+    beat: &TaskHeartbeat,
+    plan: &crate::topology::plan::Plan,
+) -> TaskView {
     TaskView {
         task,
         worker,
@@ -35,7 +40,28 @@ fn task_view(task: u32, (worker, supervisor): (String, String), beat: &TaskHeart
         completes_sampled: stat(beat, "completes_sampled"),
         errors: stat(beat, "errors"),
         dropped: stat(beat, "dropped"),
+        streams: streams_of(beat, plan),
     }
+}
+
+/// The per-stream counters of a heartbeat (`"streams": {"ID": [emitted, transferred]}`), by
+/// stream name.
+fn streams_of(
+    beat: &TaskHeartbeat,
+    plan: &crate::topology::plan::Plan,
+) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let Some(streams) = beat.stats.get("streams").and_then(|v| v.as_object()) else {
+        return Default::default();
+    };
+    streams
+        .iter()
+        .filter_map(|(id, v)| {
+            let id = id.parse::<crate::topology::plan::StreamId>().ok()?;
+            let pair = v.as_array()?;
+            let (e, t) = (pair.first()?.as_u64()?, pair.get(1)?.as_u64()?);
+            Some((plan.stream_name(id).to_string(), (e, t)))
+        })
+        .collect()
 }
 
 impl ClusterUi {
@@ -61,9 +87,10 @@ impl ClusterUi {
                     .map(|np| np.node.clone())
                     .unwrap_or_default();
                 if let Some(beat) = beats.get(&task) {
-                    figures
-                        .tasks
-                        .insert(task, task_view(task, (worker.clone(), supervisor), beat));
+                    figures.tasks.insert(
+                        task,
+                        task_view(task, (worker.clone(), supervisor), beat, &known.plan),
+                    );
                 }
                 let errors = state.task_errors(id, task)?;
                 figures.errors.insert(
@@ -105,6 +132,29 @@ impl ClusterUi {
 }
 
 impl Source for ClusterUi {
+    fn worker_log(
+        &self,
+        file: &str,
+        start: Option<u64>,
+        length: Option<u64>,
+    ) -> anyhow::Result<crate::cluster::worker_logs::LogChunk> {
+        self.0.worker_log(file, start, length)
+    }
+
+    fn log_config(&self, id: &str) -> anyhow::Result<crate::log_config::LogConfig> {
+        Ok(self.0.log_config(id)?.1)
+    }
+
+    /// Kept by nimbus under `/logconfigs/ID`; the workers install them at their next
+    /// heartbeat.
+    fn change_log_config(
+        &self,
+        id: &str,
+        changes: &[crate::log_config::Change],
+    ) -> anyhow::Result<crate::log_config::LogConfig> {
+        Ok(self.0.set_log_config(id, changes)?.1)
+    }
+
     fn nimbuses(&self) -> Vec<super::NimbusView> {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())

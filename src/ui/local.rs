@@ -24,6 +24,8 @@ pub struct LocalRun {
     rebalancer: Rebalancer,
     /// A kill is waiting its time: the topology shows KILLED and takes no other operation.
     killing: std::sync::atomic::AtomicBool,
+    /// The log levels set by name (`/logconfig`, `storm set_log_level --ui`).
+    log_levels: std::sync::Mutex<crate::log_config::LogConfig>,
 }
 
 impl LocalRun {
@@ -42,6 +44,7 @@ impl LocalRun {
             started: Instant::now(),
             rebalancer,
             killing: std::sync::atomic::AtomicBool::new(false),
+            log_levels: Default::default(),
         }
     }
 
@@ -58,7 +61,8 @@ impl LocalRun {
         let mut f = TaskFigures::default();
         for (task, (_, st)) in &self.stats {
             let worker = format!("local:{}", worker_of_task.get(task).copied().unwrap_or(0));
-            f.tasks.insert(*task, task_view(*task, &worker, st));
+            f.tasks
+                .insert(*task, task_view(*task, &worker, st, &layout.plan));
             let recent = st.recent_errors.lock().unwrap_or_else(|e| e.into_inner());
             f.errors.insert(
                 *task,
@@ -94,7 +98,7 @@ impl LocalRun {
 }
 
 /// One task's counters as they are now.
-pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
+pub fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
     TaskView {
         task,
         worker: worker.to_string(),
@@ -109,6 +113,12 @@ pub fn task_view(task: u32, worker: &str, st: &TaskStats) -> TaskView {
         completes_sampled: st.completes_sampled.load(Relaxed),
         errors: st.errors.load(Relaxed),
         dropped: st.dropped.load(Relaxed),
+        streams: st
+            .streams
+            .read()
+            .into_iter()
+            .map(|(id, e, t)| (plan.stream_name(id).to_string(), (e, t)))
+            .collect(),
     }
 }
 
@@ -163,30 +173,25 @@ pub fn tap(
 }
 
 impl Source for LocalRun {
-    /// The whole process is the topology: its log filter changes at once.
-    fn set_log_levels(
-        &self,
-        _id: &str,
-        levels: &serde_json::Map<String, serde_json::Value>,
-    ) -> anyhow::Result<()> {
-        let named: Vec<(String, String, u64)> = levels
-            .iter()
-            .map(|(logger, v)| {
-                let level = v.get("target_level").and_then(|l| l.as_str()).unwrap_or("");
-                let timeout = v.get("timeout").and_then(|t| t.as_u64()).unwrap_or(0);
-                (logger.clone(), level.to_string(), timeout)
-            })
-            .collect();
-        crate::logging::set_named_levels(&named)?;
-        tracing::info!(
-            "log levels set: {}",
-            serde_json::Value::Object(levels.clone())
-        );
-        Ok(())
+    fn log_config(&self, _id: &str) -> anyhow::Result<crate::log_config::LogConfig> {
+        let levels = self.log_levels.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(levels.live(crate::log_config::now_ms()))
     }
 
-    fn log_levels_applied(&self) -> bool {
-        true
+    /// The whole process is the topology: its log filter changes at once.
+    fn change_log_config(
+        &self,
+        _id: &str,
+        changes: &[crate::log_config::Change],
+    ) -> anyhow::Result<crate::log_config::LogConfig> {
+        let now = crate::log_config::now_ms();
+        let mut levels = self.log_levels.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = levels.live(now);
+        next.apply(changes, now);
+        crate::logging::set_named_levels(&next.directives(now))?;
+        tracing::info!("log levels set: {}", next.describe(now));
+        *levels = next.clone();
+        Ok(next)
     }
 
     fn tap(

@@ -34,20 +34,35 @@ pub trait Source: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Set the log levels of topology `id` (Storm's `namedLoggerLevels`: logger name to
-    /// `{"target_level", "timeout"}`). The hook where log-level changes are carried out: by
-    /// default they are only kept and shown, which [`Source::log_levels_applied`] says.
-    fn set_log_levels(
-        &self,
-        _id: &str,
-        _levels: &serde_json::Map<String, serde_json::Value>,
-    ) -> anyhow::Result<()> {
-        Ok(())
+    /// The log levels set by name for topology `id` and in effect now (Storm's
+    /// `namedLoggerLevels`).
+    fn log_config(&self, _id: &str) -> anyhow::Result<crate::log_config::LogConfig> {
+        anyhow::bail!("this UI keeps no log levels")
     }
 
-    /// Whether [`Source::set_log_levels`] changes what is logged (false: kept and shown only).
-    fn log_levels_applied(&self) -> bool {
-        false
+    /// Carry out `changes` on topology `id`'s log levels: its processes' log filters change
+    /// (a local run at once, a cluster's workers at their next heartbeat). The levels now.
+    fn change_log_config(
+        &self,
+        _id: &str,
+        _changes: &[crate::log_config::Change],
+    ) -> anyhow::Result<crate::log_config::LogConfig> {
+        anyhow::bail!("this UI cannot change log levels")
+    }
+
+    /// A piece of a worker's log (`TOPOLOGY-ID/PORT/worker.log`, Storm's logviewer names).
+    fn worker_log(
+        &self,
+        _file: &str,
+        _start: Option<u64>,
+        _length: Option<u64>,
+    ) -> anyhow::Result<crate::cluster::worker_logs::LogChunk> {
+        Err(crate::cluster::worker_logs::LogError::NotFound(
+            "a run in one process keeps no worker log files: what it logs is on its own \
+             standard error"
+                .into(),
+        )
+        .into())
     }
 
     /// Listen to what `component` of topology `id` emits: JSON lines, on `stream` only when
@@ -148,6 +163,8 @@ pub struct ComponentView {
     pub errors: Vec<ErrorView>,
     /// User metrics (a multilang child's `metrics` command), over its tasks.
     pub metrics: BTreeMap<String, UserMetric>,
+    /// The output streams it declares.
+    pub outputs: Vec<String>,
 }
 
 /// One task's counters since it started.
@@ -169,6 +186,8 @@ pub struct TaskView {
     pub completes_sampled: u64,
     pub errors: u64,
     pub dropped: u64,
+    /// Emitted and transferred per output stream, by stream name (streams emitted on only).
+    pub streams: BTreeMap<String, (u64, u64)>,
 }
 
 /// A subscription of a component: whom it reads, which stream, how grouped.
@@ -200,6 +219,23 @@ impl ComponentView {
             0 => 0.0,
             n => self.sum(|t| t.complete_us) as f64 / n as f64 / 1e3,
         }
+    }
+
+    /// Emitted and transferred on each output stream, summed over the tasks: every declared
+    /// stream (zeros before its first tuple) and every stream counted; system streams
+    /// (`__ack_ack`, ...) only with `sys`.
+    pub fn stream_sums(&self, sys: bool) -> BTreeMap<String, (u64, u64)> {
+        let mut out: BTreeMap<String, (u64, u64)> =
+            self.outputs.iter().map(|s| (s.clone(), (0, 0))).collect();
+        for t in &self.tasks {
+            for (s, (e, x)) in &t.streams {
+                let sum = out.entry(s.clone()).or_default();
+                sum.0 += e;
+                sum.1 += x;
+            }
+        }
+        out.retain(|s, _| sys || !s.starts_with("__"));
+        out
     }
 
     /// Mean execute latency in ms (0 before anything ran).
@@ -321,6 +357,10 @@ pub(crate) fn components_of(
                     .collect(),
                 errors,
                 metrics: metrics.by_name,
+                outputs: topology
+                    .component(&c.id)
+                    .map(|s| s.outputs.keys().cloned().collect())
+                    .unwrap_or_default(),
             }
         })
         .collect()

@@ -13,7 +13,6 @@ use super::windows::{self, Windows};
 use super::{Action, Source, TopologyView};
 use crate::net::http::{self, Body, Request, Response};
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,8 +52,6 @@ struct Shared {
     window: Mutex<CapacityWindow>,
     /// Counters sampled for Storm's 10-minute, 3-hour and 1-day windows.
     windows: Mutex<Windows>,
-    /// Log levels posted to `/topology/:id/logconfig`, per topology id.
-    log_levels: Mutex<HashMap<String, serde_json::Map<String, Value>>>,
     /// Listening on a loopback address: requests must name a local host (a page of another
     /// site whose name was made to resolve to 127.0.0.1 does not).
     loopback: bool,
@@ -87,7 +84,6 @@ pub fn start(
         token,
         window: Mutex::new(CapacityWindow::default()),
         windows: Mutex::new(Windows::default()),
-        log_levels: Mutex::new(HashMap::new()),
         loopback: !open,
     });
     let server = http::start("ui-http", addr, http::Limits::default(), shared.clone())
@@ -482,6 +478,7 @@ fn get_api(shared: &Shared, path: &[&str], query: &str) -> Reply {
         ["topology", "summary"] => {
             Reply::json(200, &api::topology_summary(&shared.source.topologies()))
         }
+        ["log"] => worker_log(shared, query),
         ["topology", id, rest @ ..] => {
             let tops = shared.source.topologies();
             let t = match find(&tops, id) {
@@ -526,7 +523,7 @@ fn topology_api(shared: &Shared, t: &TopologyView, rest: &[&str], query: &str, s
             let component = query_value(query, "component_id");
             Reply::json(200, &api::metrics(&view, &name, component.as_deref(), sys))
         }
-        ["logconfig"] => Reply::json(200, &log_config(shared, &t.id)),
+        ["logconfig"] => log_config(shared, &t.id),
         ["component", c] => match view.component(c) {
             Some(comp) => {
                 let mut capacity = lock(&shared.window);
@@ -548,17 +545,57 @@ fn topology_api(shared: &Shared, t: &TopologyView, rest: &[&str], query: &str, s
     }
 }
 
-/// `/topology/:id/logconfig`: the log levels set for the topology (Storm's
-/// `namedLoggerLevels`), and whether they are in effect.
-fn log_config(shared: &Shared, id: &str) -> Value {
-    let levels = lock(&shared.log_levels)
-        .get(id)
-        .cloned()
-        .unwrap_or_default();
-    json!({
-        "namedLoggerLevels": levels,
-        "applied": shared.source.log_levels_applied(),
-    })
+/// `/topology/:id/logconfig`: the log levels set for the topology and in effect (Storm's
+/// `namedLoggerLevels`); `applied`: they change what the topology's processes log.
+fn log_config(shared: &Shared, id: &str) -> Reply {
+    match shared.source.log_config(id) {
+        Ok(c) => Reply::json(200, &log_config_json(id, &c)),
+        Err(e) => Reply::error(500, format!("{e:#}")),
+    }
+}
+
+fn log_config_json(id: &str, c: &crate::log_config::LogConfig) -> Value {
+    let mut v = serde_json::to_value(c).unwrap_or_else(|_| json!({}));
+    if let Some(o) = v.as_object_mut() {
+        o.insert("topologyId".into(), id.into());
+        o.insert("applied".into(), true.into());
+    }
+    v
+}
+
+/// Storm's logviewer page `/api/v1/log?file=TOPOLOGY-ID/PORT/worker.log&start=&length=`:
+/// `length` bytes (default 51200) from byte `start` (default: the end less `length`), as
+/// plain text. Any other file is refused (400).
+fn worker_log(shared: &Shared, query: &str) -> Reply {
+    use crate::cluster::worker_logs::LogError;
+    let Some(file) = query_value(query, "file") else {
+        return Reply::error(400, "name the log: `?file=TOPOLOGY-ID/PORT/worker.log`");
+    };
+    let number = |key: &str| match query_value(query, key) {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => v
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| Reply::error(400, format!("{key} `{v}` is not a number of bytes"))),
+    };
+    let (start, length) = match (number("start"), number("length")) {
+        (Ok(s), Ok(l)) => (s, l),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    match shared.source.worker_log(&file, start, length) {
+        Ok(chunk) => Reply {
+            status: 200,
+            content_type: "text/plain; charset=utf-8",
+            body: chunk.text,
+            lines: None,
+        },
+        Err(e) => match e.downcast_ref::<LogError>() {
+            Some(LogError::Refused(m)) => Reply::error(400, m.clone()),
+            Some(LogError::NotFound(m)) => Reply::error(404, m.clone()),
+            None => Reply::error(500, format!("{e:#}")),
+        },
+    }
 }
 
 /// Whether a POST may change things: the token when one is set; from a browser, a page of
@@ -593,14 +630,9 @@ fn authorized(shared: &Shared, request: &Request) -> Result<(), Reply> {
     Ok(())
 }
 
-/// Storm's log levels.
-const LOG_LEVELS: [&str; 8] = [
-    "ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF",
-];
-
 /// `POST /topology/:id/logconfig` with Storm's body: `{"namedLoggerLevels": {LOGGER:
-/// {"target_level": LEVEL, "timeout": SECS}}}`; a logger without a level is cleared. The
-/// levels are kept (shown by the GET) and handed to [`Source::set_log_levels`].
+/// {"target_level": LEVEL, "timeout": SECS}}}`; a logger without a level is reset. Handed to
+/// [`Source::change_log_config`]; the answer is the levels now in effect.
 fn post_log_config(shared: &Shared, request: &Request, id: &str) -> Reply {
     if let Err(r) = authorized(shared, request) {
         return r;
@@ -614,60 +646,14 @@ fn post_log_config(shared: &Shared, request: &Request, id: &str) -> Reply {
         Ok(v) => v,
         Err(e) => return Reply::error(400, format!("the body is not JSON: {e}")),
     };
-    let Some(named) = body.get("namedLoggerLevels").and_then(Value::as_object) else {
-        return Reply::error(
-            400,
-            "the body must hold `namedLoggerLevels`: an object of logger names",
-        );
+    let changes = match crate::log_config::changes_of_body(&body) {
+        Ok(c) => c,
+        Err(e) => return Reply::error(400, e),
     };
-    let mut levels = lock(&shared.log_levels)
-        .get(&id)
-        .cloned()
-        .unwrap_or_default();
-    for (logger, setting) in named {
-        let level = setting
-            .get("target_level")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if level.is_empty() {
-            levels.remove(logger);
-            continue;
-        }
-        let level = level.to_ascii_uppercase();
-        if !LOG_LEVELS.contains(&level.as_str()) {
-            return Reply::error(
-                400,
-                format!(
-                    "`{logger}`: target_level `{level}` is not one of {}",
-                    LOG_LEVELS.join(", ")
-                ),
-            );
-        }
-        let timeout = match setting.get("timeout") {
-            None => 0,
-            Some(t) => match t
-                .as_u64()
-                .or_else(|| t.as_str().and_then(|s| s.parse().ok()))
-            {
-                Some(t) => t,
-                None => {
-                    return Reply::error(
-                        400,
-                        format!("`{logger}`: timeout `{t}` is not a number of seconds"),
-                    )
-                }
-            },
-        };
-        levels.insert(
-            logger.clone(),
-            json!({ "target_level": level, "timeout": timeout }),
-        );
+    match shared.source.change_log_config(&id, &changes) {
+        Ok(c) => Reply::json(200, &log_config_json(&id, &c)),
+        Err(e) => Reply::error(500, format!("{e:#}")),
     }
-    if let Err(e) = shared.source.set_log_levels(&id, &levels) {
-        return Reply::error(500, format!("{e:#}"));
-    }
-    lock(&shared.log_levels).insert(id.clone(), levels);
-    Reply::json(200, &log_config(shared, &id))
 }
 
 /// A rebalance's options from its body: JSON (Storm's documented body), or a form post.

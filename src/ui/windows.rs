@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 /// The windows Storm's UI offers, as `?window=` names them.
 pub const WINDOWS: [&str; 4] = ["600", "10800", "86400", ":all-time"];
 
+/// The all-time window's name.
+pub const ALL_TIME: &str = ":all-time";
+
 /// A window's length (`None`: all time), or why the name is not one.
 pub fn parse(name: &str) -> Result<Option<Duration>, String> {
     match name {
@@ -147,6 +150,8 @@ fn less(t: &TopologyView, base: &HashMap<u32, Counters>, empty: bool) -> Topolog
             x.execute_ns = sub(x.execute_ns, b.execute_ns);
             x.complete_us = sub(x.complete_us, b.complete_us);
             x.completes_sampled = sub(x.completes_sampled, b.completes_sampled);
+            // Per-stream figures are kept since the start only: a window shows none.
+            x.streams.clear();
         }
     }
     out

@@ -127,7 +127,12 @@ fn count_args(spout: &str, dir: &Path) -> Vec<String> {
 
 /// Start the count (`input` on its standard input, if given) and SIGKILL it once `commits`
 /// checkpoints were committed (seen in its debug log), while it still runs.
-fn kill_after_commits(conf: &Path, args: &[String], commits: usize, input: Option<&Path>) {
+pub(crate) fn kill_after_commits(
+    conf: &Path,
+    args: &[String],
+    commits: usize,
+    input: Option<&Path>,
+) {
     let bin = assert_cmd::cargo::cargo_bin("storm");
     let stdin = match input {
         Some(f) => Stdio::from(std::fs::File::open(f).expect("input opens")),

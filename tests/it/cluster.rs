@@ -57,6 +57,25 @@ impl Daemons {
         pid
     }
 
+    /// Start a daemon whose standard error goes to `log` (read when a test fails).
+    pub(crate) fn spawn_logged(
+        &mut self,
+        name: &'static str,
+        cmd: &mut Command,
+        log: &Path,
+    ) -> u32 {
+        let file = std::fs::File::create(log).expect("a log file");
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start a daemon");
+        let pid = child.id();
+        self.children.push((name, child));
+        pid
+    }
+
     /// SIGKILL one daemon and reap it.
     pub(crate) fn kill(&mut self, name: &str) {
         if let Some(i) = self.children.iter().position(|(n, _)| *n == name) {

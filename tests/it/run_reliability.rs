@@ -191,6 +191,11 @@ impl Run {
         stdin.flush().expect("flush stdin");
     }
 
+    /// Close its stdin: the end of its input.
+    pub(crate) fn close_stdin(&mut self) {
+        drop(self.child().stdin.take());
+    }
+
     /// Close stdin and collect the end of the run (bounded by `WAIT`).
     pub(crate) fn finish(&mut self) -> Output {
         drop(self.child().stdin.take());

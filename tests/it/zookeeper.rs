@@ -91,7 +91,7 @@ impl Ensemble {
     }
 
     /// The connect string: `127.0.0.1:P,127.0.0.1:Q,...`.
-    fn connect(&self) -> String {
+    pub(crate) fn connect(&self) -> String {
         self.ports
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
@@ -116,7 +116,7 @@ impl Ensemble {
         .collect()
     }
 
-    fn kill(&mut self, i: usize) {
+    pub(crate) fn kill(&mut self, i: usize) {
         if let Some(mut child) = self.servers[i].take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -125,7 +125,7 @@ impl Ensemble {
 
     /// SIGKILL server `i` and start it again; with `wipe`, with an empty data folder (its
     /// sessions and nodes forgotten).
-    fn restart(&mut self, i: usize, wipe: bool) {
+    pub(crate) fn restart(&mut self, i: usize, wipe: bool) {
         self.kill(i);
         let dir = self.dir.path().join(format!("zk{}", i + 1));
         if wipe {

@@ -29,8 +29,8 @@ const PAGE_BYTES: usize = 4 << 20;
 
 /// One topology's checkpoints, as nimbus keeps them.
 pub(crate) struct Keeper {
-    commits: Arc<Commits>,
-    store: Arc<Store>,
+    pub(super) commits: Arc<Commits>,
+    pub(super) store: Arc<Store>,
     expected: BTreeSet<u32>,
     coordinator: Coordinator,
     record: CheckpointRecord,
@@ -38,6 +38,11 @@ pub(crate) struct Keeper {
     joined: BTreeMap<NodePort, u64>,
     /// Every slot of the assignment joined: the generation runs.
     sealed: bool,
+    /// The data version of `/checkpoints/{id}` as this keeper last wrote it.
+    version: i32,
+    /// The record could not be written (another nimbus changed it): the keeper is dropped
+    /// and opened again from the tree.
+    stale: bool,
 }
 
 /// The keepers of the topologies nimbus coordinates, by id.
@@ -51,7 +56,7 @@ pub(crate) fn keeper_dir(data: &std::path::Path, id: &str) -> std::path::PathBuf
 /// The commit record and the store of topology `id`'s checkpoints: in its state dir when its
 /// provider is `embedded` (a path on nimbus's host; one store, as a run with one worker keeps,
 /// so `storm state` reads it and a later run resumes from it), else under nimbus's data folder.
-fn open_stores(
+pub(super) fn open_stores(
     data: &std::path::Path,
     id: &str,
     topology: &crate::topology::model::Topology,
@@ -79,7 +84,7 @@ fn open_stores(
 }
 
 impl Nimbus {
-    fn keepers(&self) -> MutexGuard<'_, BTreeMap<String, Keeper>> {
+    pub(super) fn keepers(&self) -> MutexGuard<'_, BTreeMap<String, Keeper>> {
         self.checkpoints.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -97,7 +102,29 @@ impl Nimbus {
         let keeper = keepers
             .get_mut(id)
             .ok_or_else(|| anyhow::anyhow!("no checkpoints of {id}"))?;
-        f(self, keeper)
+        let result = f(self, keeper);
+        if keeper.stale {
+            keepers.remove(id);
+        }
+        result
+    }
+
+    /// Write `k.record` to the tree, unless another nimbus changed it since this keeper
+    /// last wrote it (then the keeper is stale: opened again from the tree by the next call).
+    fn write_record(&self, id: &str, k: &mut Keeper) -> anyhow::Result<()> {
+        match self
+            .state()
+            .swap_checkpoint_record(id, &k.record, Some(k.version))
+        {
+            Ok(version) => {
+                k.version = version;
+                Ok(())
+            }
+            Err(e) => {
+                k.stale = true;
+                anyhow::bail!("cannot record checkpoint {} of {id}: {e}", k.record.txid)
+            }
+        }
     }
 
     /// Open topology `id`'s store and commit record, fold what was committed, drop the rest.
@@ -111,31 +138,63 @@ impl Nimbus {
             known.topology.is_stateful(),
             "topology {id} keeps no checkpointed state"
         );
-        let (commits, store) = open_stores(&self.data, id, &known.topology)?;
-        let txid = commits.committed()?.map_or(0, |c| c.txid);
+        let mut stores = open_stores(&self.data, id, &known.topology)?;
+        let mut txid = stores.0.committed()?.map_or(0, |c| c.txid);
+        let recorded = self.state().checkpoint_record_at(id)?;
+        let me = self.zk.as_ref().and_then(|zk| zk.me()).map(str::to_string);
+        // Committed through another nimbus (it led meanwhile): the state is fetched from its
+        // store, unless the topology keeps it in a dir of its own (a path on nimbus's host).
+        let elsewhere = recorded.as_ref().and_then(|(r, _)| {
+            let holder = r
+                .holder
+                .as_ref()
+                .filter(|h| me.as_ref().is_some_and(|m| m != *h));
+            holder.filter(|_| r.txid > 0).map(|h| (h.clone(), r.txid))
+        });
+        if let Some((holder, wanted)) = elsewhere {
+            if crate::runtime::checkpoint::setup::state_dir(&known.topology)?.is_none() {
+                drop(stores);
+                self.fetch_checkpoints(id, &holder, (wanted, txid), &known)?;
+                stores = open_stores(&self.data, id, &known.topology)?;
+                txid = stores.0.committed()?.map_or(0, |c| c.txid);
+            }
+        }
+        let (commits, store) = stores;
         store.fold(txid)?;
         store.discard_after(txid)?;
         let expected = saving_tasks(&known.topology, &known.plan);
         // A generation already in the tree runs (this nimbus restarted): any join now is of a
         // restarted or moved worker.
-        let (record, sealed) = match self.state().checkpoint_record(id)? {
-            // Recorded by a nimbus whose store this one does not have (a failover to another
-            // host): restoring nothing would silently start the counts over.
-            Some(r) if r.txid > txid => anyhow::bail!(
+        let version = recorded.as_ref().map(|(_, v)| *v);
+        let (record, sealed) = match recorded {
+            // Recorded by a nimbus whose store this one does not have: restoring nothing
+            // would silently start the counts over.
+            Some((r, _)) if r.txid > txid => anyhow::bail!(
                 "checkpoint {} of {id} was committed by a nimbus whose store is not here (this one holds checkpoint {txid}); the state of a topology whose workers run in several processes is kept by the nimbus that leads",
                 r.txid
             ),
-            Some(r) => (CheckpointRecord { txid, ..r }, true),
+            Some((r, _)) => (
+                CheckpointRecord {
+                    txid,
+                    holder: me,
+                    ..r
+                },
+                true,
+            ),
             None => (
                 CheckpointRecord {
                     txid,
                     generation: 1,
                     time_secs: now_secs(),
+                    holder: me,
                 },
                 false,
             ),
         };
-        self.state().set_checkpoint_record(id, &record)?;
+        let version = self
+            .state()
+            .swap_checkpoint_record(id, &record, version)
+            .map_err(|e| anyhow::anyhow!("cannot take over the checkpoints of {id}: {e}"))?;
         Ok(Keeper {
             coordinator: Coordinator::new(
                 commits.clone(),
@@ -149,6 +208,8 @@ impl Nimbus {
             record,
             joined: BTreeMap::new(),
             sealed,
+            version,
+            stale: false,
         })
     }
 
@@ -210,7 +271,8 @@ impl Nimbus {
         k.joined.clear();
         k.sealed = false;
         self.finished_lock().remove(id);
-        self.state().set_checkpoint_record(id, &k.record)?;
+        self.state().set_finished_slots(id, &BTreeSet::new())?;
+        self.write_record(id, k)?;
         tracing::warn!(
             "nimbus: {id}: the worker on {slot} was lost; every worker rolls back to checkpoint {} (generation {})",
             k.record.txid,
@@ -265,7 +327,7 @@ impl Nimbus {
                 if let Some(txid) = report.map(|r| k.coordinator.on(r)).transpose()?.flatten() {
                     k.record.txid = txid;
                     k.record.time_secs = now_secs();
-                    nimbus.state().set_checkpoint_record(id, &k.record)?;
+                    nimbus.write_record(id, k)?;
                     tracing::debug!(target: "storm::runtime::checkpoint", txid, "checkpoint committed");
                 }
             }
@@ -306,7 +368,7 @@ impl Nimbus {
 }
 
 /// The rows of `all` from `from`, up to [`PAGE_BYTES`] (at least one), with its position.
-fn page(all: RawState, from: usize) -> StatePage {
+pub(super) fn page(all: RawState, from: usize) -> StatePage {
     let total = all.rows.len();
     let mut size = 0;
     let rows: Vec<_> = all

@@ -12,7 +12,7 @@ use crate::cluster::rpc::{Client, Request, TopologySummary};
 use crate::commands::cluster::{command_client, ship_resources, submission};
 use crate::commands::Status;
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,9 +21,14 @@ use std::time::{Duration, Instant};
 struct Attached {
     nimbus: Client,
     name: String,
-    session: u64,
+    /// The home supervisor's session (opened again when a new leader does not know it).
+    session: Arc<AtomicU64>,
     beating: Arc<AtomicBool>,
 }
+
+/// How long an attached run waits for a nimbus to lead again before it gives up: past a
+/// ZooKeeper restart and a leader frozen past the default 20 s session timeout.
+const LEADER_WAIT: Duration = Duration::from_secs(120);
 
 impl Drop for Attached {
     fn drop(&mut self) {
@@ -34,7 +39,7 @@ impl Drop for Attached {
         };
         let _ = self.nimbus.call::<String>(&kill);
         let close = Request::CloseSession {
-            session: self.session,
+            session: self.session.load(Ordering::Relaxed),
         };
         let _ = self.nimbus.call::<serde_json::Value>(&close);
     }
@@ -47,7 +52,7 @@ pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
         Err(status) => return Ok(status),
     };
     let topology = loaded.topology;
-    let nimbus = command_client(addr, &overrides)?;
+    let nimbus = command_client(addr, &overrides)?.riding_out_elections(LEADER_WAIT);
     let has_home = topology.components.iter().any(|c| c.ctype.is_console());
 
     let interrupted = drain_on_signals()?;
@@ -87,11 +92,12 @@ fn attach(
     home_port: Option<u16>,
 ) -> anyhow::Result<(Attached, String)> {
     let home_id = format!("run-{}", std::process::id());
-    let session: u64 = nimbus.call(&Request::OpenSession { timeout_ms: 10_000 })?;
+    let open = Request::OpenSession { timeout_ms: 10_000 };
+    let session = Arc::new(AtomicU64::new(nimbus.call(&open)?));
     let beat = {
         let home_id = home_id.clone();
         let started = Instant::now();
-        move || Request::SupervisorBeat {
+        move |session| Request::SupervisorBeat {
             session,
             id: home_id.clone(),
             info: SupervisorInfo {
@@ -102,11 +108,11 @@ fn attach(
             },
         }
     };
-    nimbus.call::<serde_json::Value>(&beat())?;
+    nimbus.call::<serde_json::Value>(&beat(session.load(Ordering::Relaxed)))?;
     let attached = Attached {
         nimbus: nimbus.clone(),
         name: name.to_string(),
-        session,
+        session: session.clone(),
         beating: Arc::new(AtomicBool::new(true)),
     };
     let beating = attached.beating.clone();
@@ -116,7 +122,17 @@ fn attach(
         .spawn(move || {
             while beating.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(500));
-                if let Err(e) = nimbus.call::<serde_json::Value>(&beat()) {
+                let beat = beat(session.load(Ordering::Relaxed));
+                let Err(e) = nimbus.call::<serde_json::Value>(&beat) else {
+                    continue;
+                };
+                // Sessions are the leader's: one that took over since does not know ours.
+                if format!("{e:#}").contains("is not open") {
+                    match nimbus.call::<u64>(&open) {
+                        Ok(s) => session.store(s, Ordering::Relaxed),
+                        Err(e) => tracing::warn!("home supervisor session: {e:#}"),
+                    }
+                } else {
                     tracing::warn!("home supervisor heartbeat: {e:#}");
                 }
             }

@@ -8,6 +8,7 @@
 //! Stateful (`stateful: true`), its groups, or its windows' open panes, are the entries of its
 //! checkpoints (see `state.rs`).
 
+mod groups;
 pub mod ops;
 pub mod ranking;
 pub mod saved;
@@ -15,6 +16,7 @@ mod state;
 pub mod window;
 
 use super::{Bolt, BoltCollector, TaskContext};
+use crate::state::spill::SpillMap;
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use ops::{OpSpec, State};
@@ -241,10 +243,11 @@ pub struct Aggregate {
     keys: Vec<usize>,
     fields: Vec<Option<usize>>,
     time: Option<usize>,
-    groups: window::KeyMap<window::Group>,
-    /// Stateful: the groups changed since the last checkpoint, each listed once (`None`:
-    /// stateless).
-    dirty: Option<Vec<Values>>,
+    /// Without a window, each key's op states: in memory, or spilled to disk past
+    /// `topology.state.memory.limit` when the run has a state dir.
+    groups: SpillMap<Values, Vec<State>>,
+    /// Keeps checkpointed state (the groups list the keys changed since the last checkpoint).
+    stateful: bool,
     windows: Option<window::Windows>,
     /// Count windows: tuples seen.
     clock: i64,
@@ -267,8 +270,6 @@ pub struct Aggregate {
     late_restored: u64,
     unusable: u64,
     component: String,
-    /// The bytes of the groups (without windows), against `topology.state.memory.limit`.
-    budget: crate::components::memory::KeyBudget,
     /// The `top` bolt: rank the keys by their one op and keep the best `n`.
     top: Option<usize>,
     /// The partial rankings of a `top` that runs as more than one task.
@@ -286,12 +287,12 @@ impl Aggregate {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("aggregate: {e}"))?;
         Ok(Aggregate {
             windows: spec.window.map(window::Windows::new),
+            groups: groups::map(&spec),
             spec,
             keys: Vec::new(),
             fields: Vec::new(),
             time: None,
-            groups: window::KeyMap::default(),
-            dirty: None,
+            stateful: false,
             clock: i64::MIN,
             latest: vec![i64::MIN],
             heard: vec![std::time::Instant::now()],
@@ -305,7 +306,6 @@ impl Aggregate {
             late_restored: 0,
             unusable: 0,
             component: String::new(),
-            budget: Default::default(),
             top: None,
             partial: None,
             sent: window::KeyMap::default(),
@@ -315,7 +315,8 @@ impl Aggregate {
 
     /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
     pub fn with_state(mut self, stateful: bool) -> Aggregate {
-        self.dirty = stateful.then(Vec::new);
+        self.stateful = stateful;
+        self.groups.track_changes(stateful);
         if let Some(w) = self.windows.as_mut() {
             w.tracked = stateful.then(window::Tracked::default);
         }
@@ -328,6 +329,7 @@ impl Aggregate {
         let (spec, n) = top_spec(args).map_err(|(_, e)| anyhow::anyhow!("top: {e}"))?;
         let mut a = Aggregate::new(&serde_json::Map::new())?;
         a.windows = spec.window.map(window::Windows::new);
+        a.groups = groups::map(&spec);
         a.spec = spec;
         a.top = Some(n);
         if args.get(ranking::RANKING_ARG).and_then(|v| v.as_str()) == Some(ranking::PARTIAL) {
@@ -337,33 +339,57 @@ impl Aggregate {
     }
 
     fn row(&self, key: &Values, states: &[State]) -> Values {
-        key.iter()
-            .cloned()
-            .chain(states.iter().map(State::value))
-            .collect()
+        row_of(key, states)
     }
 
     /// Every key's row, in key order (deterministic output).
-    fn emit_all(&self, out: &mut dyn BoltCollector) {
-        let mut rows: Vec<(&Values, &Vec<State>)> =
-            self.groups.iter().map(|(k, g)| (k, &g.states)).collect();
+    fn emit_all(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        if self.groups.spilled() {
+            return self.emit_spilled(out);
+        }
+        let mut rows: Vec<(&Values, &Vec<State>)> = self.groups.hot().collect();
         sort_by_key_text(&mut rows, |r| r.0);
         if let Some(n) = self.top {
             let ranked = rank(rows.iter().map(|(k, s)| (*k, s[0].value())), n);
-            for row in ranked {
-                let row = match &self.partial {
-                    Some(_) => ranking::candidate(i64::MAX, None, row),
-                    None => row,
-                };
-                out.send(streams::DEFAULT, &[], row);
-            }
-            if let Some(p) = &self.partial {
-                out.send(streams::DEFAULT, &[], ranking::progress(i64::MAX, p.width));
-            }
-            return;
+            self.send_ranked(ranked, out);
+            return Ok(());
         }
         for (k, states) in rows {
             out.send(streams::DEFAULT, &[], self.row(k, states));
+        }
+        Ok(())
+    }
+
+    /// [`Aggregate::emit_all`] once groups spilled: read in key order from memory and disk,
+    /// a `top` keeping only its best `n` as it reads.
+    fn emit_spilled(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let top = self.top;
+        let mut best = groups::Best::default();
+        if let Some(sorted) = self.groups.sorted()? {
+            for row in sorted {
+                let (_, key, states) = row?;
+                match top {
+                    Some(n) => best.offer(key, states[0].value(), n),
+                    None => out.send(streams::DEFAULT, &[], row_of(&key, &states)),
+                }
+            }
+        }
+        if top.is_some() {
+            self.send_ranked(best.ranked(), out);
+        }
+        Ok(())
+    }
+
+    fn send_ranked(&self, ranked: Vec<Values>, out: &mut dyn BoltCollector) {
+        for row in ranked {
+            let row = match &self.partial {
+                Some(_) => ranking::candidate(i64::MAX, None, row),
+                None => row,
+            };
+            out.send(streams::DEFAULT, &[], row);
+        }
+        if let Some(p) = &self.partial {
+            out.send(streams::DEFAULT, &[], ranking::progress(i64::MAX, p.width));
         }
     }
 
@@ -447,39 +473,26 @@ impl Aggregate {
         }
     }
 
-    /// About how many bytes a group of `key` takes when new: its key and one state per op.
-    fn group_bytes(&self, key: &Values) -> u64 {
-        let key: u64 = key.iter().map(crate::components::memory::value_bytes).sum();
-        let states = self.spec.ops.len() * std::mem::size_of::<State>();
-        key + (std::mem::size_of::<Values>() + 24 + states) as u64
-    }
-
-    fn add(&mut self, input: &Tuple, key: &Values, t: Option<i64>) -> bool {
+    /// Add `input` to the states of `key` (in the window of time `t`); whether every op
+    /// could use its value. Fails when spilled groups cannot be read or written.
+    fn add(&mut self, input: &Tuple, key: &Values, t: Option<i64>) -> anyhow::Result<bool> {
         let ops = &self.spec.ops;
         let fresh = || ops.iter().map(|o| State::new(o.kind)).collect();
-        let states = match (self.windows.as_mut(), t) {
-            (Some(w), Some(t)) => w.states(t, key, fresh),
-            (Some(_), None) => return false,
-            (None, _) => {
-                let group = self
-                    .groups
-                    .entry(key.clone())
-                    .or_insert_with(|| window::Group {
-                        states: fresh(),
-                        dirty: false,
-                    });
-                if let (Some(dirty), false) = (self.dirty.as_mut(), group.dirty) {
-                    group.dirty = true;
-                    dirty.push(key.clone());
-                }
-                &mut group.states
+        let fields = &self.fields;
+        let add_all = |states: &mut Vec<State>| {
+            let mut all_used = true;
+            for (state, field) in states.iter_mut().zip(fields) {
+                all_used &= state.add(field.and_then(|i| input.values.get(i)));
             }
+            all_used
         };
-        let mut all_used = true;
-        for (state, field) in states.iter_mut().zip(&self.fields) {
-            all_used &= state.add(field.and_then(|i| input.values.get(i)));
+        match (self.windows.as_mut(), t) {
+            (Some(w), Some(t)) => Ok(add_all(w.states(t, key, fresh))),
+            (Some(_), None) => Ok(false),
+            (None, _) => self
+                .groups
+                .update(key.as_slice(), || key.clone(), fresh, add_all),
         }
-        all_used
     }
 
     fn windowed(
@@ -511,7 +524,10 @@ impl Aggregate {
             }
             return Ok(());
         }
-        if !self.add(input, key, Some(t)) {
+        if !self
+            .add(input, key, Some(t))
+            .map_err(|e| super::FatalError(format!("{e:#}")))?
+        {
             self.unusable += 1;
         }
         if self.time.is_some() {
@@ -591,9 +607,17 @@ fn now_millis() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// A group's output row: its key values, then each op's value.
+fn row_of(key: &Values, states: &[State]) -> Values {
+    key.iter()
+        .cloned()
+        .chain(states.iter().map(State::value))
+        .collect()
+}
+
 /// Sort rows by the text of their key values (keys of mixed types still get one order).
 /// A fixed order of the value types, for ties of equal text.
-fn type_rank(v: &Value) -> u8 {
+pub(crate) fn type_rank(v: &Value) -> u8 {
     match v {
         Value::Null => 0,
         Value::Bool(_) => 1,
@@ -638,7 +662,9 @@ impl Bolt for Aggregate {
             .get_bool(crate::components::parse::STRICT_KEY)
             .unwrap_or(false);
         self.component = ctx.component.clone();
-        self.budget = crate::components::memory::KeyBudget::for_task(ctx, "aggregate");
+        let budget = crate::components::memory::KeyBudget::for_task(ctx, "aggregate");
+        let spill = crate::components::memory::spill_to(ctx);
+        self.groups.bound(Box::new(budget), spill);
         let mut inputs: Vec<String> = Vec::new();
         for stream in ctx.topology.inputs_of(&ctx.component) {
             if !inputs.contains(&stream.from) {
@@ -665,7 +691,7 @@ impl Bolt for Aggregate {
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if input.is_tick() {
             if self.spec.emit == Emit::Tick {
-                self.emit_all(out);
+                self.emit_all(out)?;
             }
             return Ok(());
         }
@@ -678,11 +704,7 @@ impl Bolt for Aggregate {
             self.windowed(input, &key, out)?;
             return Ok(());
         }
-        let groups = self.groups.len();
-        let used = self.add(input, &key, None);
-        if self.groups.len() > groups {
-            self.budget.add(self.group_bytes(&key))?;
-        }
+        let used = self.add(input, &key, None)?;
         if !used {
             if self.unusable == 0 {
                 tracing::warn!(
@@ -693,7 +715,10 @@ impl Bolt for Aggregate {
             self.unusable += 1;
         }
         if self.spec.emit == Emit::Update {
-            let row = self.row(&key, &self.groups[&key].states);
+            let Some(states) = self.groups.get_hot(key.as_slice()) else {
+                anyhow::bail!("aggregate: the group just updated is not in memory");
+            };
+            let row = self.row(&key, states);
             if self.sent.get(&key) != Some(&row) {
                 self.sent.insert(key, row.clone());
                 out.send(streams::DEFAULT, &[input], row);
@@ -740,9 +765,9 @@ impl Bolt for Aggregate {
     }
 
     fn state(&mut self) -> Option<&mut dyn super::BoltState> {
-        match self.dirty {
-            Some(_) => Some(self),
-            None => None,
+        match self.stateful {
+            true => Some(self),
+            false => None,
         }
     }
 
@@ -751,7 +776,7 @@ impl Bolt for Aggregate {
             // End of input: every open window is emitted.
             self.close_windows(i64::MAX, out);
         } else if self.spec.emit != Emit::Update {
-            self.emit_all(out);
+            self.emit_all(out)?;
         }
         self.answer_empty_input(out);
         if self.unusable > 0 {

@@ -224,7 +224,7 @@ fn bounds_key(b: Bounds) -> Value {
 }
 
 impl crate::components::BoltState for TotalRanking {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) {
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
         let touched = std::mem::take(self.touched.get_or_insert_with(BTreeSet::new));
         let windows: Vec<Bounds> = match all {
             true => self.candidates.keys().copied().collect(),
@@ -243,6 +243,7 @@ impl crate::components::BoltState for TotalRanking {
         tasks.sort();
         let marks = tasks.into_iter().map(|(_, w)| Value::Int(*w)).collect();
         out.push((Value::str(WATERMARKS), Some(Value::List(Box::new(marks)))));
+        Ok(())
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {

@@ -29,18 +29,22 @@ fn states_value(states: &[super::State]) -> Value {
 }
 
 impl BoltState for Aggregate {
-    fn changes(&mut self, all: bool, out: &mut Out) {
+    fn changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
         if self.windows.is_some() {
             self.pane_changes(all, out);
             out.push((Value::str(PROGRESS), Some(self.progress())));
+            Ok(())
         } else {
-            self.group_changes(all, out);
+            self.groups.changes(all, |k, states| {
+                out.push((key_value(k), Some(states_value(states))))
+            })
         }
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
-        self.groups.clear();
-        self.dirty = Some(Vec::new());
+        self.groups.clear()?;
+        self.stateful = true;
+        self.groups.track_changes(true);
         if let Some(w) = self.windows.as_mut() {
             let mut fresh = super::window::Windows::new(w.panes.spec());
             fresh.tracked = Some(Default::default());
@@ -55,11 +59,6 @@ impl BoltState for Aggregate {
                 )
             })?;
         }
-        self.budget.clear();
-        let sizes: Vec<u64> = self.groups.keys().map(|k| self.group_bytes(k)).collect();
-        for bytes in sizes {
-            self.budget.add(bytes)?;
-        }
         Ok(())
     }
 }
@@ -71,25 +70,6 @@ impl Aggregate {
         } else {
             "aggregate"
         }
-    }
-
-    /// Every group (`all`) or those changed, marked clean.
-    fn group_changes(&mut self, all: bool, out: &mut Out) {
-        let dirty = self.dirty.get_or_insert_with(Vec::new);
-        if all {
-            for (k, g) in self.groups.iter_mut() {
-                g.dirty = false;
-                out.push((key_value(k), Some(states_value(&g.states))));
-            }
-        } else {
-            for k in dirty.iter() {
-                if let Some(g) = self.groups.get_mut(k) {
-                    g.dirty = false;
-                    out.push((key_value(k), Some(states_value(&g.states))));
-                }
-            }
-        }
-        dirty.clear();
     }
 
     /// Every open pane's entries (`all`) or those changed, and those of retired panes.
@@ -160,8 +140,14 @@ impl Aggregate {
             },
             (k, false) => {
                 let (k, states) = (self.key_of(k)?, self.states_of(value)?);
-                put_group(&mut self.groups, k, states);
-                Ok(())
+                let merge = |mine: &mut Vec<super::State>, saved: Vec<super::State>| {
+                    for (mine, saved) in mine.iter_mut().zip(&saved) {
+                        mine.merge(saved);
+                    }
+                };
+                self.groups
+                    .restore(k, states, merge)
+                    .map_err(|e| format!("{e:#}"))
             }
             _ => Err("not an entry of a windowed aggregate".into()),
         }
@@ -406,7 +392,7 @@ mod tests {
             (key(Value::Float(1.0)), counted(3)),
         ])
         .expect("restores");
-        let counts: Vec<Value> = a.groups.values().map(|g| g.states[0].value()).collect();
+        let counts: Vec<Value> = a.groups.hot().map(|(_, s)| s[0].value()).collect();
         assert_eq!(counts, [Value::Int(5)]);
     }
 

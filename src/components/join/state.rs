@@ -50,7 +50,7 @@ fn entry_key((pane, i, key, pos): &At) -> Value {
 }
 
 impl BoltState for Join {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) {
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
         let changed = std::mem::take(self.changed.get_or_insert_with(Changed::default));
         let kept = match all {
             true => self.every_tuple(),
@@ -66,6 +66,7 @@ impl BoltState for Join {
             }
         }
         out.push((Value::str(PROGRESS), Some(self.progress())));
+        Ok(())
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {

@@ -25,26 +25,7 @@ pub fn saving_tasks(topology: &Topology, plan: &Plan) -> BTreeSet<u32> {
 
 /// The state dir a topology's config names, when its provider is `embedded`.
 pub fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
-    let config = &topology.config;
-    match config.state_provider() {
-        "memory" => Ok(None),
-        "embedded" => {
-            // Set in the topology file, a relative dir is relative to the file's folder, as
-            // every path in it is; from the command line or storm.yaml, to the working dir.
-            let dir = config.state_dir(&topology.name);
-            let in_file = config
-                .entries
-                .get("topology.state.dir")
-                .is_some_and(|e| matches!(e.origin, crate::config::Origin::Topology { .. }));
-            Ok(Some(match in_file && dir.is_relative() {
-                true => topology.base_dir.join(dir),
-                false => dir,
-            }))
-        }
-        other => anyhow::bail!(
-            "topology.state.provider: `{other}` is not a state provider (memory or embedded)"
-        ),
-    }
+    topology.state_dir()
 }
 
 /// Checkpoints set up for the workers of this process.

@@ -446,6 +446,86 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("header", Bool),
         ],
         Shell | Log | Discard | TestWordSpout | TestWordCounter => &[],
+        Kafka => KAFKA_SPOUT_ARGS
+            .iter()
+            .chain(KAFKA_SINK_ARGS)
+            .map(|name| (*name, kafka_shape(name)))
+            .collect::<Vec<_>>()
+            .leak(),
+    }
+}
+
+/// What only a `kafka` spout reads (besides `brokers` and `options`, which both read).
+const KAFKA_SPOUT_ARGS: &[&str] = &[
+    "brokers",
+    "options",
+    "topics",
+    "topic_pattern",
+    "group",
+    "first_poll_offset",
+    "max_retries",
+    "fields",
+    "columns",
+    "pattern",
+    "types",
+    "separator",
+    "pair_separator",
+];
+
+/// What only a `kafka` sink reads (`format` is both's, with other values).
+const KAFKA_SINK_ARGS: &[&str] = &["format", "topic", "topic_field", "key", "field"];
+
+fn kafka_shape(name: &str) -> ArgShape {
+    match name {
+        "brokers" | "topics" => ArgShape::TextOrList,
+        "options" | "types" => ArgShape::Map,
+        "first_poll_offset" => {
+            ArgShape::OneOf(crate::components::kafka::consumer::FirstPoll::NAMES)
+        }
+        "max_retries" => ArgShape::Number,
+        "fields" | "columns" => ArgShape::Fields,
+        _ => ArgShape::Text,
+    }
+}
+
+impl Validator<'_> {
+    /// A `kafka` component's arguments for its role (spout or sink), checked as the run
+    /// builds it, each problem located at the argument of the other role, or at the type.
+    pub(super) fn kafka_args(&mut self, rc: &RawComponent, kind: ComponentKind) {
+        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        let Some(args) = &rc.args else {
+            self.error("`kafka` needs `brokers`", at);
+            return;
+        };
+        let (others, role, other_role) = match kind {
+            ComponentKind::Spout => (&KAFKA_SINK_ARGS[1..], "spout", "sink"),
+            ComponentKind::Bolt => (&KAFKA_SPOUT_ARGS[2..], "sink", "spout"),
+        };
+        if let RawValue::Map(entries) = &args.value {
+            for (k, _) in entries {
+                if others.contains(&k.value.as_str()) {
+                    self.error(
+                        format!(
+                            "`{}` is an argument of a kafka {other_role}; this one is a {role}",
+                            k.value
+                        ),
+                        k.span,
+                    );
+                }
+            }
+        }
+        let serde_json::Value::Object(json) = args.value.to_json() else {
+            return;
+        };
+        let built = match kind {
+            ComponentKind::Spout => crate::components::kafka::spout::KafkaSpout::new(&json).err(),
+            ComponentKind::Bolt => {
+                crate::components::kafka::sink::KafkaSink::new(&json, false).err()
+            }
+        };
+        if let Some(why) = built {
+            self.error(format!("kafka {role}: {why}"), args.span);
+        }
     }
 }
 
@@ -468,6 +548,7 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
         ComponentType::Top => &["by", "time", "score"],
         ComponentType::Dedupe => &["key"],
         ComponentType::Lookup => &["on"],
+        ComponentType::Kafka => &["topic_field", "key", "field"],
         _ => &[],
     };
     let mut out: Vec<(String, Span)> = keys.iter().filter_map(|k| arg(k)).flat_map(items).collect();
@@ -520,6 +601,8 @@ enum ArgShape {
     Bool,
     Map,
     OneOf(&'static [&'static str]),
+    /// A string, or a list of strings (`brokers`, `topics`).
+    TextOrList,
 }
 
 impl ArgShape {
@@ -547,6 +630,10 @@ impl ArgShape {
             ArgShape::Bool => matches!(v, RawValue::Bool(_)),
             ArgShape::Map => matches!(v, RawValue::Map(_)),
             ArgShape::OneOf(names) => v.as_str().is_some_and(|s| names.contains(&s)),
+            ArgShape::TextOrList => match v {
+                RawValue::List(l) => l.iter().all(|f| matches!(f.value, RawValue::Str { .. })),
+                other => matches!(other, RawValue::Str { .. }),
+            },
         };
         if ok {
             return None;
@@ -562,6 +649,7 @@ impl ArgShape {
             ArgShape::Bool => "must be true or false".into(),
             ArgShape::Map => "must be a map".into(),
             ArgShape::OneOf(names) => format!("must be one of: {}", names.join(", ")),
+            ArgShape::TextOrList => "must be a string or a list of strings".into(),
         })
     }
 }

@@ -40,6 +40,10 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
         )),
         Stdout | Log | Discard => Some(None),
         Shell => Some(None),
+        Kafka if c.is_spout() => Some(Some(
+            crate::components::kafka::output_fields(&c.args).unwrap_or_default(),
+        )),
+        Kafka => Some(None),
         Count => {
             let mut keys = match strings(c.args.get("fields")) {
                 Some(k) => k,
@@ -110,7 +114,7 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
     let parses = c.ctype == ComponentType::Parse
         || (matches!(c.ctype, ComponentType::Stdin | ComponentType::File)
             && c.args.contains_key("format"));
-    if parses {
+    if parses || (c.ctype == ComponentType::Kafka && c.is_spout()) {
         let errors = crate::components::parse::ERROR_FIELDS;
         out.insert(
             crate::components::parse::ERRORS_STREAM.into(),

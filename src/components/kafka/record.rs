@@ -1,0 +1,253 @@
+//! A Kafka message as tuple values: its payload as one `value` field, or read into fields by
+//! `format` with `stdin`'s record readers; `fields` may also name the message's own
+//! `kafka_key`, `kafka_partition`, `kafka_offset` and `kafka_timestamp`, in any position.
+
+use crate::components::parse::spec::Spec;
+use crate::components::parse::Parser;
+use crate::tuple::{Value, Values};
+use serde_json::Value as Json;
+
+/// The fields a message gives besides its payload.
+pub const KAFKA_FIELDS: &[&str] = &[
+    "kafka_key",
+    "kafka_partition",
+    "kafka_offset",
+    "kafka_timestamp",
+];
+
+/// The payload's field without `format`.
+pub const VALUE_FIELD: &str = "value";
+
+type Args = serde_json::Map<String, Json>;
+
+/// Where an output field's value comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Slot {
+    /// The payload as text.
+    Value,
+    /// The `n`th value the reader gave.
+    Read(usize),
+    Key,
+    Partition,
+    Offset,
+    Timestamp,
+}
+
+/// What a message is read from.
+pub struct Message<'a> {
+    pub payload: Option<&'a [u8]>,
+    pub key: Option<&'a [u8]>,
+    pub partition: i32,
+    pub offset: i64,
+    /// Milliseconds since the epoch, when the message has a time.
+    pub timestamp: Option<i64>,
+}
+
+/// Reads messages into tuple values.
+pub struct RecordReader {
+    parser: Option<Parser>,
+    slots: Vec<Slot>,
+}
+
+/// The `fields` argument, when given.
+fn fields_arg(args: &Args) -> Result<Option<Vec<String>>, String> {
+    match args.get("fields") {
+        None => Ok(None),
+        Some(_) => super::args::strings(args, "fields").map(Some),
+    }
+}
+
+/// The record arguments with the Kafka fields taken out of `fields` (what the reader reads).
+fn reader_spec(args: &Args) -> Result<Spec, String> {
+    let mut args = args.clone();
+    if let Some(fields) = fields_arg(&args)? {
+        let read: Vec<Json> = fields
+            .into_iter()
+            .filter(|f| !KAFKA_FIELDS.contains(&f.as_str()))
+            .map(Json::String)
+            .collect();
+        args.insert("fields".into(), Json::Array(read));
+    }
+    Spec::from_args(&args).map_err(|e| e.message)
+}
+
+/// The spout's output fields for its arguments.
+pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
+    if let Some(fields) = fields_arg(args)? {
+        return Ok(fields);
+    }
+    match args.contains_key("format") {
+        true => Ok(reader_spec(args)?.field_names()),
+        false => Ok(vec![VALUE_FIELD.to_string()]),
+    }
+}
+
+impl RecordReader {
+    pub fn new(args: &Args) -> Result<RecordReader, String> {
+        let fields = output_fields(args)?;
+        let format = args.contains_key("format");
+        let read = match format {
+            true => reader_spec(args)?.field_names(),
+            false => Vec::new(),
+        };
+        let slots = fields
+            .iter()
+            .map(|f| match f.as_str() {
+                "kafka_key" => Ok(Slot::Key),
+                "kafka_partition" => Ok(Slot::Partition),
+                "kafka_offset" => Ok(Slot::Offset),
+                "kafka_timestamp" => Ok(Slot::Timestamp),
+                VALUE_FIELD if !format => Ok(Slot::Value),
+                other => match read.iter().position(|r| r == other) {
+                    Some(i) => Ok(Slot::Read(i)),
+                    None if format => Err(format!("the format gives no field `{other}`")),
+                    None => Err(format!(
+                        "without `format`, the fields are `value` and {}; `{other}` needs a `format`",
+                        KAFKA_FIELDS.join(", ")
+                    )),
+                },
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let parser = match format {
+            true => Some(Parser::new(&reader_spec(args)?)?),
+            false => None,
+        };
+        Ok(RecordReader { parser, slots })
+    }
+
+    /// Set the longest record read, in bytes.
+    pub fn set_max_record(&mut self, bytes: usize) {
+        if let Some(p) = &mut self.parser {
+            p.set_max_record(bytes);
+        }
+    }
+
+    /// The tuples of one message (usually one; a JSON array gives one per element), or why
+    /// it cannot be read.
+    pub fn read(&mut self, msg: &Message<'_>) -> Result<Vec<Values>, String> {
+        let text = msg.payload.map(String::from_utf8_lossy);
+        let Some(parser) = &mut self.parser else {
+            let value = text.map_or(Value::Null, |t| Value::str(&t));
+            return Ok(vec![self.fill(msg, &[value])]);
+        };
+        let Some(text) = text else {
+            return Err("the message has no payload (a tombstone)".into());
+        };
+        let mut records = Vec::new();
+        let mut next = parser.parse(&text).transpose();
+        while let Some(r) = next {
+            records.push(r?);
+            next = parser.next_ready();
+        }
+        // One message is one whole record: nothing of it waits for the next.
+        if let Some((_, reason)) = parser.unfinished() {
+            return Err(reason.replace("at the end of input", "at the end of the message"));
+        }
+        if records.is_empty() {
+            return Err("the message holds no record".into());
+        }
+        Ok(records.iter().map(|r| self.fill(msg, r)).collect())
+    }
+
+    fn fill(&self, msg: &Message<'_>, read: &[Value]) -> Values {
+        let text =
+            |b: Option<&[u8]>| b.map_or(Value::Null, |b| Value::str(&String::from_utf8_lossy(b)));
+        self.slots
+            .iter()
+            .map(|s| match s {
+                Slot::Value => read.first().cloned().unwrap_or(Value::Null),
+                Slot::Read(i) => read.get(*i).cloned().unwrap_or(Value::Null),
+                Slot::Key => text(msg.key),
+                Slot::Partition => Value::Int(i64::from(msg.partition)),
+                Slot::Offset => Value::Int(msg.offset),
+                Slot::Timestamp => msg.timestamp.map_or(Value::Null, Value::Int),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(j: Json) -> Args {
+        j.as_object().cloned().unwrap_or_default()
+    }
+
+    fn msg(payload: &[u8]) -> Message<'_> {
+        Message {
+            payload: Some(payload),
+            key: Some(b"k1"),
+            partition: 2,
+            offset: 41,
+            timestamp: Some(1_700_000_000_000),
+        }
+    }
+
+    #[test]
+    fn without_format_the_payload_is_one_value_field() {
+        let mut r =
+            RecordReader::new(&args(serde_json::json!({}))).unwrap_or_else(|e| panic!("{e}"));
+        let got = r.read(&msg(b"hello")).unwrap_or_default();
+        assert_eq!(got, vec![Values::from_vec(vec![Value::str("hello")])]);
+    }
+
+    #[test]
+    fn kafka_fields_go_where_fields_names_them() {
+        let a = args(serde_json::json!({
+            "format": "json",
+            "fields": ["kafka_key", "service", "kafka_partition", "kafka_offset", "n", "kafka_timestamp"]
+        }));
+        assert_eq!(
+            output_fields(&a).unwrap_or_default(),
+            [
+                "kafka_key",
+                "service",
+                "kafka_partition",
+                "kafka_offset",
+                "n",
+                "kafka_timestamp"
+            ]
+        );
+        let mut r = RecordReader::new(&a).unwrap_or_else(|e| panic!("{e}"));
+        let got = r
+            .read(&msg(br#"{"service": "api", "n": 3}"#))
+            .unwrap_or_default();
+        let want = vec![
+            Value::str("k1"),
+            Value::str("api"),
+            Value::Int(2),
+            Value::Int(41),
+            Value::Int(3),
+            Value::Int(1_700_000_000_000),
+        ];
+        assert_eq!(got, vec![Values::from_vec(want)]);
+    }
+
+    #[test]
+    fn an_unreadable_message_is_an_error_and_the_next_reads_cleanly() {
+        let a = args(
+            serde_json::json!({"format": "csv", "columns": ["a", "b"], "types": {"b": "int"}}),
+        );
+        let mut r = RecordReader::new(&a).unwrap_or_else(|e| panic!("{e}"));
+        let err = r.read(&msg(b"x,\"open")).err().unwrap_or_default();
+        assert!(err.contains("end of the message"), "{err}");
+        let got = r.read(&msg(b"y,2")).unwrap_or_default();
+        assert_eq!(
+            got,
+            vec![Values::from_vec(vec![Value::str("y"), Value::Int(2)])]
+        );
+        let tomb = Message {
+            payload: None,
+            ..msg(b"")
+        };
+        assert!(r.read(&tomb).is_err());
+    }
+
+    #[test]
+    fn a_field_without_format_is_refused() {
+        let a = args(serde_json::json!({"fields": ["value", "service"]}));
+        let err = RecordReader::new(&a).err().unwrap_or_default();
+        assert!(err.contains("`service` needs a `format`"), "{err}");
+    }
+}

@@ -1,0 +1,545 @@
+//! Keyed state larger than memory: a map whose entries stay in memory (hot) while the
+//! process's keyed state is under `topology.state.memory.limit`, and past it are written to a
+//! scratch file (cold) and read back when their key comes again. `count` and `aggregate` keep
+//! their keys in one.
+//!
+//! - **Eviction.** A key that takes the process past the limit makes its map write entries to
+//!   its file, in one transaction, until the process is back under three quarters of the limit.
+//!   A key used since the last eviction is kept once (its `touched` mark is cleared instead), so
+//!   frequent keys tend to stay in memory. Without a file to spill to (no state dir), the limit
+//!   ends the run with the budget's error, as before spilling existed.
+//! - **Faults.** A key not in memory is looked up in the file (once anything was spilled) and
+//!   brought back into memory; the file's copy stays until the key is evicted again, which
+//!   overwrites it, so the file never holds a newer value than memory.
+//! - **Iteration** for end-of-input output: every hot entry is written out, then the file is
+//!   read in key order (order bytes sort as the component's output does), each key once.
+//! - **Checkpoints** are unchanged: the keys changed since the last one are listed, and those
+//!   evicted before it are read back from the file; the first checkpoint of a run lists every
+//!   key, memory and file.
+//!
+//! Without any spill (everything fits), a lookup is one hash-map probe as before: the file is
+//! consulted only once something was written to it.
+
+pub mod cold;
+pub mod order;
+
+use cold::Cold;
+use std::borrow::Borrow;
+use std::hash::Hash;
+use std::path::PathBuf;
+
+/// Past the limit, a map evicts once it holds this many entries.
+const MIN_BATCH: usize = 256;
+
+/// An entry read in key order: its order bytes, key and value.
+pub type Entry<K, V> = (Vec<u8>, K, V);
+
+type Hot<K, V> = std::collections::HashMap<K, Slot<V>, foldhash::fast::FixedState>;
+
+/// The bound a map's keys count against (the process's keyed state, see
+/// `components::memory::KeyBudget`).
+pub trait Budget: Send {
+    /// A new key of about `bytes` is held; `true`: the process is now past its limit.
+    fn note(&mut self, bytes: u64) -> bool;
+    /// A key of about `bytes` (as noted) is no longer held in memory.
+    fn forget(&mut self, bytes: u64);
+    /// No key is held in memory any more.
+    fn clear(&mut self);
+    /// Eviction may stop: the process is back under three quarters of its limit.
+    fn relieved(&self) -> bool;
+    /// The error that ends the run when the limit is passed with nowhere to spill.
+    fn refusal(&self) -> anyhow::Error;
+}
+
+/// No bound (outside a run, or before `prepare`).
+pub struct Unbounded;
+
+impl Budget for Unbounded {
+    fn note(&mut self, _: u64) -> bool {
+        false
+    }
+    fn forget(&mut self, _: u64) {}
+    fn clear(&mut self) {}
+    fn relieved(&self) -> bool {
+        true
+    }
+    fn refusal(&self) -> anyhow::Error {
+        anyhow::anyhow!("keyed state passed its limit")
+    }
+}
+
+/// How a map's entries are written to its file and how big they are in memory.
+pub trait Layout<K, V>: Send {
+    /// The key's order bytes (see `order.rs`): equal exactly when the keys are.
+    fn order(&self, key: &K, out: &mut Vec<u8>);
+    /// The entry as a record of the file.
+    fn encode(&self, key: &K, value: &V, out: &mut Vec<u8>);
+    fn decode(&self, record: &[u8]) -> anyhow::Result<(K, V)>;
+    /// About how many bytes the entry of `key` takes in memory, for the budget (the same
+    /// every time for one key).
+    fn bytes(&self, key: &K) -> u64;
+}
+
+struct Slot<V> {
+    v: V,
+    /// Changed since the last checkpoint took the changes (and listed in `dirty`).
+    dirty: bool,
+    /// Used since the last eviction.
+    touched: bool,
+}
+
+/// Where a map spills, and how much of the file's pages it may cache.
+#[derive(Clone, Debug)]
+pub struct SpillTo {
+    pub path: PathBuf,
+    pub cache: usize,
+}
+
+impl SpillTo {
+    /// Another file beside this one, for another map of the same task.
+    pub fn with_suffix(mut self, suffix: &str) -> SpillTo {
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.path.set_file_name(format!("{stem}-{suffix}.redb"));
+        self
+    }
+}
+
+pub struct SpillMap<K, V> {
+    hot: Hot<K, V>,
+    cold: Option<Box<Cold>>,
+    to: Option<SpillTo>,
+    layout: Box<dyn Layout<K, V>>,
+    budget: Box<dyn Budget>,
+    /// Checkpointed: the keys changed since the last checkpoint, each listed once.
+    dirty: Option<Vec<K>>,
+    /// Of those, the ones evicted since (by order bytes): their value is in the file.
+    cold_dirty: std::collections::HashSet<Vec<u8>, foldhash::fast::FixedState>,
+    buf: Vec<u8>,
+    /// Entries memory must hold before an eviction writes them (see `admit`).
+    min_batch: usize,
+    /// Evictions so far, and entries they wrote.
+    pub evictions: u64,
+    pub evicted: u64,
+}
+
+impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
+    pub fn new(layout: Box<dyn Layout<K, V>>) -> SpillMap<K, V> {
+        SpillMap {
+            hot: Hot::default(),
+            cold: None,
+            to: None,
+            layout,
+            budget: Box::new(Unbounded),
+            dirty: None,
+            cold_dirty: Default::default(),
+            buf: Vec::new(),
+            min_batch: MIN_BATCH,
+            evictions: 0,
+            evicted: 0,
+        }
+    }
+
+    /// Count keys against `budget`, spilling to `to` past it (`None`: the budget's error ends
+    /// the run instead).
+    pub fn bound(&mut self, budget: Box<dyn Budget>, to: Option<SpillTo>) {
+        self.budget = budget;
+        self.to = to;
+        for k in self.hot.keys() {
+            self.budget.note(self.layout.bytes(k));
+        }
+    }
+
+    /// Evict once memory holds `n` entries past the limit (tests spill after a few).
+    pub fn set_min_batch(&mut self, n: usize) {
+        self.min_batch = n;
+    }
+
+    /// Keep the record of changes checkpoints take (see [`SpillMap::changes`]).
+    pub fn track_changes(&mut self, on: bool) {
+        self.dirty = on.then(Vec::new);
+    }
+
+    /// Start keeping the record of changes, unless it is kept already.
+    pub fn track_changes_if_untracked(&mut self) {
+        if self.dirty.is_none() {
+            self.dirty = Some(Vec::new());
+        }
+    }
+
+    /// Whether anything was ever written to the file (then iteration goes through it).
+    pub fn spilled(&self) -> bool {
+        self.cold.is_some()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hot.is_empty() && self.cold.as_ref().is_none_or(|c| c.rows() == 0)
+    }
+
+    /// Entries in memory, and in the file (some of those may be in memory too).
+    pub fn sizes(&self) -> (usize, u64, u64) {
+        let cold = self.cold.as_ref();
+        (
+            self.hot.len(),
+            cold.map_or(0, |c| c.rows()),
+            cold.map_or(0, |c| c.file_bytes()),
+        )
+    }
+
+    /// The value of `key` if it is in memory (a key just updated is).
+    pub fn get_hot<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.hot.get(key).map(|s| &s.v)
+    }
+
+    /// `key`'s order bytes.
+    pub fn order_of(&self, key: &K, out: &mut Vec<u8>) {
+        self.layout.order(key, out)
+    }
+
+    /// The entries in memory (all of them while nothing spilled).
+    pub fn hot(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.hot.iter().map(|(k, s)| (k, &s.v))
+    }
+
+    /// Apply `f` to the value of `key` (made by `new` when the key is new, read back from the
+    /// file when it was evicted) and mark it changed; `owned` makes the key to keep.
+    #[inline]
+    pub fn update<Q, R>(
+        &mut self,
+        key: &Q,
+        owned: impl FnOnce() -> K,
+        new: impl FnOnce() -> V,
+        f: impl FnOnce(&mut V) -> R,
+    ) -> anyhow::Result<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if let Some(s) = self.hot.get_mut(key) {
+            s.touched = true;
+            if let (Some(d), false) = (self.dirty.as_mut(), s.dirty) {
+                s.dirty = true;
+                d.push(owned());
+            }
+            return Ok(f(&mut s.v));
+        }
+        let k = owned();
+        let (v, was_dirty) = match self.fault(&k)? {
+            Some(found) => found,
+            None => (new(), false),
+        };
+        let dirty = match self.dirty.as_mut() {
+            Some(_) if was_dirty => true,
+            Some(d) => {
+                d.push(k.clone());
+                true
+            }
+            None => false,
+        };
+        let s = self.admit(k, v, dirty)?;
+        Ok(f(&mut s.v))
+    }
+
+    /// Hold `key` with `value` unless it is held already (then it only counts as used);
+    /// whether it was new. Only a new key is a change for the checkpoints.
+    pub fn insert_absent(&mut self, key: K, value: V) -> anyhow::Result<bool> {
+        if let Some(s) = self.hot.get_mut(&key) {
+            s.touched = true;
+            return Ok(false);
+        }
+        if let Some((held, was_dirty)) = self.fault(&key)? {
+            self.admit(key, held, was_dirty)?;
+            return Ok(false);
+        }
+        let dirty = match self.dirty.as_mut() {
+            Some(d) => {
+                d.push(key.clone());
+                true
+            }
+            None => false,
+        };
+        self.admit(key, value, dirty)?;
+        Ok(true)
+    }
+
+    /// The value of `key` read back from the file, if it was evicted, and whether it had
+    /// changed since the last checkpoint.
+    fn fault(&mut self, k: &K) -> anyhow::Result<Option<(V, bool)>> {
+        let Some(cold) = self.cold.as_mut() else {
+            return Ok(None);
+        };
+        self.buf.clear();
+        self.layout.order(k, &mut self.buf);
+        let Some(record) = cold.get(&self.buf)? else {
+            return Ok(None);
+        };
+        let (_, v) = self.layout.decode(&record)?;
+        Ok(Some((v, self.cold_dirty.remove(&self.buf))))
+    }
+
+    /// Hold `k` in memory, evicting others first when it takes the process past the limit.
+    fn admit(&mut self, k: K, v: V, dirty: bool) -> anyhow::Result<&mut Slot<V>> {
+        if self.budget.note(self.layout.bytes(&k)) {
+            if self.to.is_none() {
+                return Err(self.budget.refusal());
+            }
+            // A task holding few keys while others hold the rest would otherwise write a
+            // transaction for every new key.
+            if self.hot.len() >= self.min_batch {
+                self.evict()?;
+            }
+        }
+        let slot = Slot {
+            v,
+            dirty,
+            touched: true,
+        };
+        Ok(self.hot.entry(k).or_insert(slot))
+    }
+
+    /// Put an entry restored from a checkpoint (unchanged since it); `merge` combines it with
+    /// one of an equal key restored before.
+    pub fn restore(&mut self, k: K, v: V, merge: impl FnOnce(&mut V, V)) -> anyhow::Result<()> {
+        if let Some(s) = self.hot.get_mut(&k) {
+            merge(&mut s.v, v);
+            return Ok(());
+        }
+        match self.fault(&k)? {
+            Some((mut held, _)) => {
+                merge(&mut held, v);
+                self.admit(k, held, false)?;
+            }
+            None => {
+                self.admit(k, v, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forget every entry (memory and file) and every change.
+    pub fn clear(&mut self) -> anyhow::Result<()> {
+        self.hot.clear();
+        self.budget.clear();
+        if let Some(c) = self.cold.as_mut() {
+            c.clear()?;
+        }
+        if let Some(d) = self.dirty.as_mut() {
+            d.clear();
+        }
+        self.cold_dirty.clear();
+        Ok(())
+    }
+
+    /// Write entries to the file until the process is back under its limit: first those not
+    /// used since the last eviction, then any.
+    fn evict(&mut self) -> anyhow::Result<()> {
+        if self.budget.relieved() || self.hot.is_empty() {
+            return Ok(());
+        }
+        self.open_cold()?;
+        let mut rows = Vec::new();
+        for any in [false, true] {
+            self.take_out(any, &mut rows);
+            if self.budget.relieved() {
+                break;
+            }
+        }
+        self.write_rows(rows)
+    }
+
+    /// Every entry in memory written to the file.
+    fn evict_all(&mut self) -> anyhow::Result<()> {
+        self.open_cold()?;
+        let mut rows = Vec::with_capacity(self.hot.len());
+        let SpillMap {
+            hot,
+            layout,
+            budget,
+            cold_dirty,
+            ..
+        } = self;
+        for (k, s) in hot.drain() {
+            rows.push(row(&**layout, &k, &s, cold_dirty));
+        }
+        budget.clear();
+        self.write_rows(rows)
+    }
+
+    fn open_cold(&mut self) -> anyhow::Result<()> {
+        if self.cold.is_none() {
+            let Some(to) = &self.to else {
+                return Err(self.budget.refusal());
+            };
+            self.cold = Some(Box::new(Cold::create(&to.path, to.cache)?));
+            tracing::info!(
+                "keyed state passed topology.state.memory.limit: spilling to {}",
+                to.path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Take entries out of memory into `rows` until relieved: untouched ones (touched ones
+    /// are spared once and lose the mark), or with `any`, every one.
+    fn take_out(&mut self, any: bool, rows: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+        let SpillMap {
+            hot,
+            layout,
+            budget,
+            cold_dirty,
+            ..
+        } = self;
+        hot.retain(|k, s| {
+            if budget.relieved() {
+                return true;
+            }
+            if s.touched && !any {
+                s.touched = false;
+                return true;
+            }
+            rows.push(row(&**layout, k, s, cold_dirty));
+            budget.forget(layout.bytes(k));
+            false
+        });
+    }
+
+    fn write_rows(&mut self, mut rows: Vec<(Vec<u8>, Vec<u8>)>) -> anyhow::Result<()> {
+        let Some(cold) = self.cold.as_mut() else {
+            return Ok(());
+        };
+        self.evictions += 1;
+        self.evicted += rows.len() as u64;
+        cold.put(&mut rows)
+    }
+
+    /// Every entry, each once, in key order (by order bytes), as (order bytes, key, value):
+    /// `None` while nothing spilled (then [`SpillMap::hot`] holds every entry). Writes what
+    /// memory holds to the file first.
+    pub fn sorted(
+        &mut self,
+    ) -> anyhow::Result<Option<impl Iterator<Item = anyhow::Result<Entry<K, V>>> + '_>> {
+        if self.cold.is_none() {
+            return Ok(None);
+        }
+        self.evict_all()?;
+        let Some(cold) = self.cold.as_mut() else {
+            return Ok(None);
+        };
+        let layout = &self.layout;
+        let scan = cold.scan()?;
+        Ok(Some(scan.map(move |row| {
+            let (order, record) = row?;
+            let (k, v) = layout.decode(&record)?;
+            Ok((order, k, v))
+        })))
+    }
+
+    /// Hand `emit` the entries changed since the last call (with `all`, every entry, each
+    /// once), and clear the record of changes.
+    pub fn changes(&mut self, all: bool, mut emit: impl FnMut(&K, &V)) -> anyhow::Result<()> {
+        let Some(mut dirty) = self.dirty.take() else {
+            return Ok(());
+        };
+        let result = if all {
+            self.all_changes(&mut emit)
+        } else {
+            self.listed_changes(&dirty, &mut emit)
+        };
+        dirty.clear();
+        self.dirty = Some(dirty);
+        self.cold_dirty.clear();
+        result
+    }
+
+    fn all_changes(&mut self, emit: &mut impl FnMut(&K, &V)) -> anyhow::Result<()> {
+        for s in self.hot.values_mut() {
+            s.dirty = false;
+        }
+        self.each(emit)
+    }
+
+    /// Hand `f` every entry, each once (those in memory, then those only in the file), in no
+    /// particular order.
+    pub fn each(&mut self, mut f: impl FnMut(&K, &V)) -> anyhow::Result<()> {
+        for (k, s) in self.hot.iter() {
+            f(k, &s.v);
+        }
+        let Some(cold) = self.cold.as_mut() else {
+            return Ok(());
+        };
+        for row in cold.scan()? {
+            let (k, v) = self.layout.decode(&row?.1)?;
+            if !self.hot.contains_key(&k) {
+                f(&k, &v);
+            }
+        }
+        Ok(())
+    }
+
+    fn listed_changes(&mut self, dirty: &[K], emit: &mut impl FnMut(&K, &V)) -> anyhow::Result<()> {
+        for k in dirty {
+            if let Some(s) = self.hot.get_mut(k) {
+                if s.dirty {
+                    s.dirty = false;
+                    emit(k, &s.v);
+                }
+                continue;
+            }
+            let Some(cold) = self.cold.as_mut() else {
+                continue;
+            };
+            self.buf.clear();
+            self.layout.order(k, &mut self.buf);
+            if !self.cold_dirty.remove(&self.buf) {
+                continue;
+            }
+            if let Some(record) = cold.get(&self.buf)? {
+                let (k, v) = self.layout.decode(&record)?;
+                emit(&k, &v);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<K, V> Drop for SpillMap<K, V> {
+    fn drop(&mut self) {
+        if let (Some(cold), Some(to)) = (&self.cold, &self.to) {
+            tracing::info!(
+                "{}: {} entries written in {} evictions, {} keys on disk, {} bytes",
+                to.path.display(),
+                self.evicted,
+                self.evictions,
+                cold.rows(),
+                cold.file_bytes()
+            );
+        }
+    }
+}
+
+/// The file's row of an entry leaving memory; a changed one is noted in `cold_dirty`.
+fn row<K, V>(
+    layout: &dyn Layout<K, V>,
+    k: &K,
+    s: &Slot<V>,
+    cold_dirty: &mut std::collections::HashSet<Vec<u8>, foldhash::fast::FixedState>,
+) -> (Vec<u8>, Vec<u8>) {
+    let mut order = Vec::new();
+    layout.order(k, &mut order);
+    let mut record = Vec::new();
+    layout.encode(k, &s.v, &mut record);
+    if s.dirty {
+        cold_dirty.insert(order.clone());
+    }
+    (order, record)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,197 @@
+//! The spill map against a `BTreeMap`: random updates, checkpoints and restores under limits
+//! of a few entries, so entries go to disk and come back all the time.
+
+use super::*;
+use crate::tuple::Value;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// A limit of its own (not the process's): `limit` bytes.
+struct Tiny {
+    held: u64,
+    limit: u64,
+}
+
+impl Budget for Tiny {
+    fn note(&mut self, bytes: u64) -> bool {
+        self.held += bytes;
+        self.held > self.limit
+    }
+    fn forget(&mut self, bytes: u64) {
+        self.held -= bytes;
+    }
+    fn clear(&mut self) {
+        self.held = 0;
+    }
+    fn relieved(&self) -> bool {
+        self.held <= self.limit / 4 * 3
+    }
+    fn refusal(&self) -> anyhow::Error {
+        anyhow::anyhow!("past the tiny limit at {} bytes", self.held)
+    }
+}
+
+/// String keys, integer values: each entry counts 10 bytes.
+struct Strings;
+
+impl Layout<String, i64> for Strings {
+    fn order(&self, key: &String, out: &mut Vec<u8>) {
+        order::str_order(key, out)
+    }
+    fn encode(&self, key: &String, value: &i64, out: &mut Vec<u8>) {
+        codec::encode(&Value::str(key), out);
+        codec::encode(&Value::Int(*value), out);
+    }
+    fn decode(&self, record: &[u8]) -> anyhow::Result<(String, i64)> {
+        let (k, used) = codec::decode(record)?;
+        match (k, codec::from_bytes(&record[used..])?) {
+            (Value::Str(k), Value::Int(v)) => Ok((k.to_string(), v)),
+            other => anyhow::bail!("not an entry: {other:?}"),
+        }
+    }
+    fn bytes(&self, _: &String) -> u64 {
+        10
+    }
+}
+
+use crate::state::codec;
+
+fn map(dir: &std::path::Path, entries: u64, to: bool) -> SpillMap<String, i64> {
+    let mut m = SpillMap::new(Box::new(Strings));
+    let to = to.then(|| SpillTo {
+        path: dir.join("spill").join("t-0.redb"),
+        cache: 1 << 20,
+    });
+    m.bound(
+        Box::new(Tiny {
+            held: 0,
+            limit: entries * 10,
+        }),
+        to,
+    );
+    m.track_changes(true);
+    m.set_min_batch(0);
+    m
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Add(u8, i64),
+    Checkpoint(bool),
+    Emit,
+    Restore,
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        12 => (0u8..40, -3i64..4).prop_map(|(k, d)| Op::Add(k, d)),
+        2 => any::<bool>().prop_map(Op::Checkpoint),
+        1 => Just(Op::Emit),
+        1 => Just(Op::Restore),
+    ];
+    proptest::collection::vec(op, 0..200)
+}
+
+fn key(k: u8) -> String {
+    format!("k{k:02}")
+}
+
+/// Every entry in key order, as the map's sorted iteration gives it.
+fn sorted(m: &mut SpillMap<String, i64>) -> Vec<(String, i64)> {
+    if !m.spilled() {
+        let mut all: Vec<(String, i64)> = m.hot().map(|(k, v)| (k.clone(), *v)).collect();
+        all.sort();
+        return all;
+    }
+    let rows = m.sorted().expect("reads").expect("spilled");
+    rows.map(|r| r.map(|(_, k, v)| (k, v)))
+        .collect::<anyhow::Result<_>>()
+        .expect("reads")
+}
+
+proptest! {
+    /// Under a limit of 1 to 6 entries, the map holds what a `BTreeMap` holds, lists every
+    /// key once in key order, and its checkpoints (changes folded into a saved copy) hold it
+    /// too; a restore from the last checkpoint gives back that checkpoint.
+    #[test]
+    fn a_spilling_map_holds_what_a_btree_map_holds(ops in ops(), entries in 1u64..7) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let mut m = map(dir.path(), entries, true);
+        let mut want: BTreeMap<String, i64> = BTreeMap::new();
+        let mut saved: BTreeMap<String, i64> = BTreeMap::new();
+        let mut first = true;
+        for op in ops {
+            match op {
+                Op::Add(k, d) => {
+                    let got = m.update(key(k).as_str(), || key(k), || 0, |v| { *v += d; *v })
+                        .expect("updates");
+                    let w = want.entry(key(k)).or_insert(0);
+                    *w += d;
+                    prop_assert_eq!(got, *w);
+                }
+                Op::Checkpoint(all) => {
+                    let all = all || first;
+                    first = false;
+                    let mut listed = Vec::new();
+                    m.changes(all, |k, v| listed.push((k.clone(), *v))).expect("changes");
+                    let mut keys: Vec<&String> = listed.iter().map(|(k, _)| k).collect();
+                    keys.sort();
+                    keys.dedup();
+                    prop_assert_eq!(keys.len(), listed.len(), "a key listed twice");
+                    saved.extend(listed);
+                    prop_assert_eq!(&saved, &want);
+                }
+                Op::Emit => {
+                    let all = sorted(&mut m);
+                    let reference: Vec<(String, i64)> = want.clone().into_iter().collect();
+                    prop_assert_eq!(all, reference);
+                }
+                Op::Restore => {
+                    m.clear().expect("clears");
+                    for (k, v) in &saved {
+                        m.restore(k.clone(), *v, |a, b| *a += b).expect("restores");
+                    }
+                    want = saved.clone();
+                }
+            }
+        }
+        let reference: Vec<(String, i64)> = want.into_iter().collect();
+        prop_assert_eq!(sorted(&mut m), reference);
+    }
+}
+
+#[test]
+fn without_a_place_to_spill_the_limit_is_the_budgets_error() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut m = map(dir.path(), 2, false);
+    for k in 0..2 {
+        m.update(key(k).as_str(), || key(k), || 0, |v| *v += 1)
+            .expect("under the limit");
+    }
+    let err = m
+        .update("k09", || "k09".into(), || 0, |v| *v += 1)
+        .expect_err("past the limit");
+    assert_eq!(err.to_string(), "past the tiny limit at 30 bytes");
+    assert!(!dir.path().join("spill").exists());
+}
+
+#[test]
+fn the_file_is_made_when_needed_and_removed_with_the_map() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("spill").join("t-0.redb");
+    let mut m = map(dir.path(), 4, true);
+    for k in 0..4 {
+        m.update(key(k).as_str(), || key(k), || 0, |v| *v += 1)
+            .expect("updates");
+    }
+    assert!(!file.exists(), "nothing spilled yet");
+    for k in 4..40 {
+        m.update(key(k).as_str(), || key(k), || 0, |v| *v += 1)
+            .expect("updates");
+    }
+    assert!(file.exists());
+    let (hot, cold, _) = m.sizes();
+    assert!(hot <= 4 && cold >= 36, "{hot} in memory, {cold} on disk");
+    drop(m);
+    assert!(!file.exists(), "the spill file is removed with its map");
+}

@@ -1,0 +1,184 @@
+//! Keyed state that spills to disk: past `topology.state.memory.limit`, a run with a state dir
+//! writes its coldest keys to a file under `DIR/spill/` and reads them back when they come
+//! again; its output is the exact one, in the same order, and a run killed and resumed from
+//! its checkpoints (which hold the spilled keys too) is still exact.
+
+use assert_cmd::Command;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// Key `i` of `n` comes `i % 3 + 1` times, in a shuffled order.
+fn keys_file(dir: &Path, n: usize) -> (String, BTreeMap<String, u64>) {
+    let mut lines = Vec::new();
+    let mut want = BTreeMap::new();
+    for i in 0..n {
+        let times = i % 3 + 1;
+        want.insert(format!("key{i}"), times as u64);
+        lines.extend(std::iter::repeat_n(i, times));
+    }
+    // A fixed shuffle: each key's lines spread over the input.
+    let mut s: u64 = 7;
+    for i in (1..lines.len()).rev() {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        lines.swap(i, (s >> 33) as usize % (i + 1));
+    }
+    let text: String = lines.iter().map(|i| format!("key{i}\n")).collect();
+    let path = dir.join("keys.txt");
+    std::fs::write(&path, text).expect("input written");
+    (path.display().to_string(), want)
+}
+
+fn storm(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("storm").expect("the storm binary");
+    c.current_dir(dir)
+        .env("STORM_CONF_DIR", dir)
+        .env("STORM_LOG", "info")
+        .timeout(Duration::from_secs(240));
+    c
+}
+
+/// Run `topology` with a 1 MB limit and a state dir: stdout lines, stderr.
+fn spilling_run(dir: &Path, topology: &str, extra: &[&str]) -> (Vec<String>, String) {
+    let out = storm(dir)
+        .args(["run", "-e", topology, "--state-dir", "state"])
+        .args(["-c", "topology.state.memory.limit=1000000"])
+        .args(extra)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    (stdout.lines().map(String::from).collect(), stderr)
+}
+
+/// `key TAB n` lines in byte order of the keys, as `count` and a one-op `aggregate` print.
+fn expected_lines(want: &BTreeMap<String, u64>) -> Vec<String> {
+    want.iter().map(|(k, n)| format!("{k}\t{n}")).collect()
+}
+
+#[test]
+fn a_count_past_the_limit_spills_and_prints_exact_totals_in_key_order() {
+    for stateful in ["false", "true"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, want) = keys_file(dir.path(), 200_000);
+        let topology = format!("file({path}) | count | stdout");
+        let stateful = format!("topology.stateful={stateful}");
+        let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", &stateful]);
+        assert!(stderr.contains("spilling to"), "{stateful}: {stderr}");
+        assert_eq!(lines, expected_lines(&want), "{stateful}");
+        let left = std::fs::read_dir(dir.path().join("state/spill")).expect("the spill dir");
+        assert_eq!(left.count(), 0, "spill files are removed at the end");
+    }
+}
+
+#[test]
+fn an_aggregate_past_the_limit_spills_and_prints_exact_rows_in_key_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, want) = keys_file(dir.path(), 200_000);
+    let topology = format!("file({path}) | aggregate(by=[line], ops=[count]) | stdout");
+    let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", "topology.stateful=true"]);
+    assert!(stderr.contains("spilling to"), "{stderr}");
+    // Sorted by the key's text: byte order here.
+    assert_eq!(lines, expected_lines(&want));
+}
+
+/// A `top` reads its spilled groups back and keeps its best `n` as it goes: the same ranking
+/// as in memory (ties in key order).
+#[test]
+fn a_top_past_the_limit_ranks_as_in_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, want) = keys_file(dir.path(), 100_000);
+    let topology = format!("file({path}) | top(by=[line], n=5) | stdout");
+    let (spilled, stderr) = spilling_run(dir.path(), &topology, &[]);
+    assert!(stderr.contains("spilling to"), "{stderr}");
+    let mut best: Vec<(&String, &u64)> = want.iter().filter(|(_, n)| **n == 3).collect();
+    best.truncate(5);
+    let expected: Vec<String> = best
+        .iter()
+        .enumerate()
+        .map(|(i, (k, n))| format!("{}\t{k}\t{n}", i + 1))
+        .collect();
+    assert_eq!(spilled, expected);
+}
+
+/// Without a state dir there is nowhere to spill: the limit ends the run as before.
+#[test]
+fn without_a_state_dir_the_limit_still_ends_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, _) = keys_file(dir.path(), 100_000);
+    let out = storm(dir.path())
+        .args(["run", "-e", &format!("file({path}) | count | discard")])
+        .args(["-c", "topology.state.memory.limit=1000000"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("keyed state passed"), "{stderr}");
+    assert!(stderr.contains("--state-dir"), "{stderr}");
+}
+
+/// Killed twice after a few checkpoints, then resumed to the end: the totals of a count
+/// whose keys spill are exact (the checkpoints hold the spilled keys as well).
+#[test]
+fn a_spilling_count_killed_and_resumed_is_exact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, want) = keys_file(dir.path(), 200_000);
+    let state = dir.path().join("state");
+    let args: Vec<String> = [
+        "run",
+        "-e",
+        &format!("name spilled\nlines = file({path})\n  | count x2\n  | stdout"),
+        "--state-dir",
+        &state.display().to_string(),
+        "-c",
+        "topology.stateful=true",
+        "-c",
+        "topology.state.memory.limit=1000000",
+        "-c",
+        "topology.state.checkpoint.interval.ms=50",
+        "-c",
+        "topology.max.spout.pending=4",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for commits in [3, 6] {
+        super::checkpoints::kill_after_commits(dir.path(), &args, commits, None);
+    }
+    let out = storm(dir.path()).args(&args).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("resuming `spilled` from checkpoint"),
+        "{stderr}"
+    );
+    let mut got = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (k, n) = line.split_once('\t').expect("key TAB count");
+        let n: u64 = n.parse().expect("a count");
+        assert!(got.insert(k.to_string(), n).is_none(), "{k} twice");
+    }
+    assert_eq!(got, want);
+}
+
+/// An exact `dedupe` whose keys spill passes the first line of each key, and no other.
+#[test]
+fn a_dedupe_past_the_limit_spills_and_passes_each_key_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, want) = keys_file(dir.path(), 150_000);
+    let topology = format!("file({path}) | dedupe | stdout");
+    let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", "topology.stateful=true"]);
+    assert!(stderr.contains("spilling to"), "{stderr}");
+    let input = std::fs::read_to_string(&path).expect("input");
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<String> = input
+        .lines()
+        .filter(|l| seen.insert(l.to_string()))
+        .map(String::from)
+        .collect();
+    assert_eq!(firsts.len(), want.len());
+    assert_eq!(lines, firsts);
+}
