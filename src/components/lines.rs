@@ -42,8 +42,8 @@ struct LineChunk {
     pieces: Vec<usize>,
     /// A followed file: which file the lines came from (their raw ends are offsets in it).
     file: Option<follow::FileId>,
-    /// JSON input: each line's values as the reader thread read them ahead (`None`: the
-    /// spout's parser reads that line); empty when nothing is read ahead.
+    /// Each line's values as the reader thread read them ahead (`None`: the spout's parser
+    /// reads that line); empty when nothing is read ahead.
     parsed: Vec<Option<crate::tuple::Values>>,
 }
 
@@ -165,7 +165,8 @@ pub struct LineSpout {
     component: String,
     /// `format:` given: lines are read into fields.
     parsing: Option<Parsing>,
-    /// JSON input: the reader thread reads lines into fields ahead (taken when it starts).
+    /// JSON and CSV/TSV input: the reader thread reads lines into fields ahead (taken when it
+    /// starts).
     prefetch: Option<super::parse::Prefetch>,
     /// JSON input: a long line is read in pieces.
     cut_long: bool,
@@ -231,9 +232,10 @@ impl LineSpout {
     /// Read lines into fields as `parse` would (the spout's `format` and its options).
     pub fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
         self.cut_long = matches!(spec.format, super::parse::spec::Format::Json { .. });
-        self.prefetch = super::parse::Prefetch::new(spec);
+        let mut parser = super::parse::Parser::new(spec)?;
+        self.prefetch = parser.read_ahead(spec);
         self.parsing = Some(Parsing {
-            parser: super::parse::Parser::new(spec)?,
+            parser,
             errors: None,
             warnings: super::parse::DropWarnings::new("stdin"),
         });
@@ -509,7 +511,7 @@ struct LineBuilder<'a> {
     closed: bool,
     /// The followed file read, stamped on each chunk.
     file: Option<follow::FileId>,
-    /// JSON input: lines are read into fields ahead, and their values sent with them.
+    /// Lines are read into fields ahead, and their values sent with them.
     prefetch: Option<super::parse::Prefetch>,
     parsed: Vec<Option<crate::tuple::Values>>,
     /// The last line added was a piece of a longer one.

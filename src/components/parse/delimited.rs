@@ -12,7 +12,8 @@ pub const MAX_RECORD_BYTES: usize = 1 << 20;
 
 pub struct Delimited {
     reader: Reader,
-    delimiter: u8,
+    /// What the plain-line fast path needs to know (kept equal to the fields below).
+    layout: Layout,
     /// Where each cell of a plain line ends (the fast path's scratch).
     bounds: Vec<usize>,
     /// Cell bytes of the record being read, and where each cell ends.
@@ -61,11 +62,81 @@ pub enum Step {
     Header,
 }
 
+/// How the records after the header are laid out: what reading a plain line needs, with no
+/// other state (so the line spout's reader thread can read lines ahead with it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    delimiter: u8,
+    /// The header's (or `columns`') column count; 0: not checked.
+    columns: usize,
+    picks: Option<Vec<usize>>,
+    max_record: usize,
+}
+
+impl Layout {
+    /// The fast path of a line that is one record on its own and quotes nothing (no quote, no
+    /// `\r` or `\n`, not empty, within the record limit): its cells are the text between
+    /// delimiters, exactly as csv-core reads them; those asked for are appended to `out`
+    /// (`bounds` is scratch). `None` (and `out` unchanged) when csv-core must read the line.
+    pub fn read_plain(
+        &self,
+        line: &str,
+        bounds: &mut Vec<usize>,
+        out: &mut Vec<Value>,
+    ) -> Option<Result<(), String>> {
+        let b = line.as_bytes();
+        if !self.delimiter.is_ascii()
+            || b.is_empty()
+            || b.len() > self.max_record
+            || memchr::memchr3(b'"', b'\r', b'\n', b).is_some()
+        {
+            return None;
+        }
+        bounds.clear();
+        bounds.extend(memchr::memchr_iter(self.delimiter, b));
+        bounds.push(b.len());
+        let n = bounds.len();
+        let want = self.columns;
+        if want > 0 && n != want {
+            return Some(Err(format!(
+                "{n} cells where the header has {want} columns"
+            )));
+        }
+        let cell = |i: usize| {
+            let start = match i {
+                0 => 0,
+                i => bounds.get(i - 1)? + 1,
+            };
+            line.get(start..*bounds.get(i)?)
+        };
+        let at = out.len();
+        let mut take = |i: usize| {
+            out.push(Value::str(cell(i)?));
+            Some(())
+        };
+        let all = match &self.picks {
+            Some(picks) => picks.iter().try_for_each(|&i| take(i)),
+            None => (0..n).try_for_each(take),
+        };
+        if all.is_none() {
+            // A pick past the cells (never, as the count was checked): csv-core answers.
+            out.truncate(at);
+            return None;
+        }
+        Some(Ok(()))
+    }
+}
+
 impl Delimited {
     pub fn new(delimiter: u8, header: bool, columns: Vec<String>, keep: Vec<String>) -> Delimited {
         let mut d = Delimited {
             reader: ReaderBuilder::new().delimiter(delimiter).build(),
-            delimiter,
+            layout: Layout {
+                delimiter,
+                columns: 0,
+                picks: None,
+                max_record: MAX_RECORD_BYTES,
+            },
             bounds: Vec::with_capacity(64),
             cells: vec![0; 1024],
             ends: vec![0; 64],
@@ -100,7 +171,7 @@ impl Delimited {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
-        if self.pending.is_empty() && !self.header && line.len() <= self.max_record {
+        if self.pending.is_empty() && !self.header {
             if let Some(step) = self.feed_plain(line, out) {
                 return step;
             }
@@ -124,50 +195,37 @@ impl Delimited {
         result
     }
 
-    /// The fast path of a line that is one record on its own and quotes nothing (no quote, no
-    /// `\r` or `\n`, not empty): its cells are the text between delimiters, exactly as csv-core reads
-    /// them. `None` when csv-core must read the line.
+    /// The fast path of a line that is one record on its own (see [`Layout::read_plain`]);
+    /// `None` when csv-core must read the line.
     fn feed_plain(&mut self, line: &str, out: &mut Vec<Value>) -> Option<Result<Step, String>> {
-        let b = line.as_bytes();
-        if !self.delimiter.is_ascii()
-            || b.is_empty()
-            || memchr::memchr3(b'"', b'\r', b'\n', b).is_some()
+        self.refresh_layout();
+        let read = self.layout.read_plain(line, &mut self.bounds, out)?;
+        Some(read.map(|()| Step::Record))
+    }
+
+    /// The layout of the records after the header (`None` while the header is still to be
+    /// read, or when it lacks a column asked for).
+    pub fn layout(&mut self) -> Option<&Layout> {
+        if self.header || self.broken.is_some() {
+            return None;
+        }
+        self.refresh_layout();
+        Some(&self.layout)
+    }
+
+    /// Bring the plain-line layout up to date with the columns and picks.
+    fn refresh_layout(&mut self) {
+        if self.layout.columns != self.columns.len()
+            || self.layout.picks != self.picks
+            || self.layout.max_record != self.max_record
         {
-            return None;
-        }
-        self.bounds.clear();
-        self.bounds.extend(memchr::memchr_iter(self.delimiter, b));
-        self.bounds.push(b.len());
-        let n = self.bounds.len();
-        let want = self.columns.len();
-        if want > 0 && n != want {
-            return Some(Err(format!(
-                "{n} cells where the header has {want} columns"
-            )));
-        }
-        let bounds = &self.bounds;
-        let cell = |i: usize| {
-            let start = match i {
-                0 => 0,
-                i => bounds.get(i - 1)? + 1,
+            self.layout = Layout {
+                delimiter: self.layout.delimiter,
+                columns: self.columns.len(),
+                picks: self.picks.clone(),
+                max_record: self.max_record,
             };
-            line.get(start..*bounds.get(i)?)
-        };
-        let at = out.len();
-        let mut take = |i: usize| {
-            out.push(Value::str(cell(i)?));
-            Some(())
-        };
-        let all = match &self.picks {
-            Some(picks) => picks.iter().try_for_each(|&i| take(i)),
-            None => (0..n).try_for_each(take),
-        };
-        if all.is_none() {
-            // A pick past the cells (never, as the count was checked): csv-core answers.
-            out.truncate(at);
-            return None;
         }
-        Some(Ok(Step::Record))
     }
 
     /// A record is under way (a quoted cell went on past the last line fed).

@@ -22,6 +22,7 @@ use super::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::topology::plan::{streams, StreamId};
 use crate::tuple::{Tuple, Value, Values};
 use spec::{Format, Spec};
+use std::sync::{Arc, OnceLock};
 use types::FieldType;
 
 pub use drops::DropWarnings;
@@ -53,37 +54,38 @@ fn finish(
     Ok(values)
 }
 
-/// The part of reading JSON lines that needs no state, done ahead by the line spout's reader
-/// thread (so reading and emitting run on two cores): the values [`Parser::parse`] gives a line
-/// that is one flat object, which are its values whenever no value stream is open. A line it
-/// cannot read by the flat fast path, or whose conversion fails, is left to the parser (its
-/// errors included).
+/// The part of reading lines that needs no state, done ahead by the line spout's reader thread
+/// (so reading and emitting run on two cores): the values [`Parser::parse`] gives a line by
+/// its fast path — JSON: one flat object; CSV/TSV: a line that quotes nothing, once the header
+/// is read — which are its values whenever the parser is between records (no JSON value
+/// stream open, no CSV record under way). A line it cannot read so, or whose conversion fails,
+/// is left to the parser (its errors included).
 pub struct Prefetch {
-    fields: json::JsonFields,
+    ahead: Ahead,
     types: Vec<Option<FieldType>>,
     names: Vec<String>,
+    infer: bool,
     scratch: Vec<Value>,
 }
 
-impl Prefetch {
-    /// For JSON only: other formats are read by the spout's parser alone.
-    pub fn new(spec: &Spec) -> Option<Prefetch> {
-        let Format::Json { paths } = &spec.format else {
-            return None;
-        };
-        Some(Prefetch {
-            fields: json::JsonFields::new(paths),
-            types: spec.outputs.iter().map(|(_, t)| *t).collect(),
-            names: spec.field_names(),
-            scratch: Vec::new(),
-        })
-    }
+enum Ahead {
+    Json(json::JsonFields),
+    /// The layout the parser publishes once it knows it (after the header), and scratch.
+    Delimited(Arc<OnceLock<delimited::Layout>>, Vec<usize>),
+}
 
+impl Prefetch {
     /// The values of `line`, or `None` when the parser must read it.
     pub fn read(&mut self, line: &str) -> Option<Values> {
         self.scratch.clear();
-        self.fields.extract_flat(line, &mut self.scratch)?;
-        finish(&self.types, &self.names, false, &mut self.scratch).ok()
+        match &mut self.ahead {
+            Ahead::Json(fields) => fields.extract_flat(line, &mut self.scratch)?,
+            Ahead::Delimited(layout, bounds) => layout
+                .get()?
+                .read_plain(line, bounds, &mut self.scratch)?
+                .ok()?,
+        }
+        finish(&self.types, &self.names, self.infer, &mut self.scratch).ok()
     }
 }
 
@@ -109,6 +111,8 @@ pub struct Parser {
     max_record: usize,
     /// The last text fed was a piece of a longer line (see [`Parser::parse_piece`]).
     in_piece: bool,
+    /// CSV/TSV: the record layout, published once the header is read, for [`Prefetch`].
+    published: Option<Arc<OnceLock<delimited::Layout>>>,
 }
 
 enum Reader {
@@ -164,6 +168,27 @@ impl Parser {
             ready: std::collections::VecDeque::new(),
             max_record: DEFAULT_MAX_RECORD,
             in_piece: false,
+            published: None,
+        })
+    }
+
+    /// A reader of lines ahead for this parser (`spec` is the one it was made from), for JSON
+    /// and CSV/TSV; `None` for the other formats.
+    pub fn read_ahead(&mut self, spec: &Spec) -> Option<Prefetch> {
+        let ahead = match (&self.reader, &spec.format) {
+            (Reader::Json(_), Format::Json { paths }) => Ahead::Json(json::JsonFields::new(paths)),
+            (Reader::Delimited(_), _) => {
+                let layout = self.published.get_or_insert_with(Arc::default).clone();
+                Ahead::Delimited(layout, Vec::new())
+            }
+            _ => return None,
+        };
+        Some(Prefetch {
+            ahead,
+            types: self.types.clone(),
+            names: self.names.clone(),
+            infer: self.infer,
+            scratch: Vec::new(),
         })
     }
 
@@ -246,10 +271,18 @@ impl Parser {
             Reader::Combined(keep) => combined::extract(line, keep.as_deref(), &mut self.scratch)?,
             Reader::Pattern(p) => p.extract(line, &mut self.scratch)?,
             Reader::Pairs(p) => p.extract(line, &mut self.scratch)?,
-            Reader::Delimited(d) => match d.feed(line, &mut self.scratch)? {
-                delimited::Step::Record => {}
-                delimited::Step::Pending | delimited::Step::Header => return Ok(None),
-            },
+            Reader::Delimited(d) => {
+                let step = d.feed(line, &mut self.scratch);
+                if let Some(slot) = self.published.as_ref().filter(|s| s.get().is_none()) {
+                    if let Some(layout) = d.layout() {
+                        let _ = slot.set(layout.clone());
+                    }
+                }
+                match step? {
+                    delimited::Step::Record => {}
+                    delimited::Step::Pending | delimited::Step::Header => return Ok(None),
+                }
+            }
         }
         self.finish_values().map(Some)
     }
@@ -313,10 +346,20 @@ impl Parser {
     }
 
     /// The values the reader thread read ahead for the next line (see [`Prefetch`]), when
-    /// they are what [`Parser::parse`] gives it now: no JSON value stream is open. `None`:
-    /// read the line with `parse`.
+    /// they are what [`Parser::parse`] gives it now: between records (no JSON value stream
+    /// open, no CSV record under way, past the header). `None`: read the line with `parse`.
     pub fn prefetched(&mut self, values: Values) -> Option<Values> {
-        if !matches!(self.reader, Reader::Json(_)) || self.stream.is_some() || self.in_piece {
+        // The first line may start with a byte-order mark, which `parse` strips.
+        let between = self.line > 0
+            && match &self.reader {
+                Reader::Json(_) => self.stream.is_none() && !self.in_piece,
+                // The layout is published once the header is read, and never changes after.
+                Reader::Delimited(d) => {
+                    !d.is_pending() && self.published.as_ref().is_some_and(|s| s.get().is_some())
+                }
+                _ => false,
+            };
+        if !between {
             return None;
         }
         self.line += 1;
@@ -621,10 +664,46 @@ mod tests {
             };
             let spec = Spec::from_args(args.as_object().unwrap_or(&serde_json::Map::new()))
                 .map_err(|e| TestCaseError::fail(e.message))?;
-            let mut ahead = Prefetch::new(&spec).ok_or_else(|| TestCaseError::fail("json reads ahead"))?;
             let mut parser = Parser::new(&spec).map_err(TestCaseError::fail)?;
+            let mut ahead = parser.read_ahead(&spec).ok_or_else(|| TestCaseError::fail("json reads ahead"))?;
+            prop_assert_eq!(parser.parse("{}"), Ok(Some(smallvec::smallvec![Value::Null; 3])));
             if let Some(values) = ahead.read(&line) {
                 prop_assert_eq!(Ok(Some(values)), parser.parse(&line), "{}", line);
+            }
+        }
+
+        /// A CSV table written by the `csv` crate (quoted cells with commas, quotes and
+        /// newlines among plain ones), read line by line as the spout reads it: taking what the
+        /// reader thread read ahead wherever the parser accepts it gives the records the parser
+        /// gives alone, errors included.
+        #[test]
+        fn csv_read_ahead_equals_the_parser(
+            rows in proptest::collection::vec(proptest::collection::vec("[a-c1 ,\"\n]{0,5}", 1..5), 1..12),
+            tab in any::<bool>(),
+        ) {
+            let delimiter = if tab { b'\t' } else { b',' };
+            let mut w = csv::WriterBuilder::new().delimiter(delimiter).flexible(true)
+                .terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+            w.write_record(["c0", "c1", "c2"]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            for r in &rows {
+                w.write_record(r).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            }
+            let text = String::from_utf8(w.into_inner().map_err(|e| TestCaseError::fail(e.to_string()))?)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let format = if tab { "tsv" } else { "csv" };
+            let args = serde_json::json!({"format": format, "header": true, "fields": ["c2", "c0"]});
+            let spec = Spec::from_args(args.as_object().unwrap_or(&serde_json::Map::new()))
+                .map_err(|e| TestCaseError::fail(e.message))?;
+            let mut alone = Parser::new(&spec).map_err(TestCaseError::fail)?;
+            let mut with = Parser::new(&spec).map_err(TestCaseError::fail)?;
+            let mut ahead = with.read_ahead(&spec).ok_or_else(|| TestCaseError::fail("csv reads ahead"))?;
+            for line in text.strip_suffix('\n').unwrap_or(&text).split('\n') {
+                let expected = alone.parse(line);
+                let got = match ahead.read(line).and_then(|v| with.prefetched(v)) {
+                    Some(values) => Ok(Some(values)),
+                    None => with.parse(line),
+                };
+                prop_assert_eq!(got, expected, "{:?}", line);
             }
         }
     }
