@@ -592,6 +592,36 @@ mod generation_tests {
     }
 
     #[test]
+    fn a_nimbus_exports_exactly_the_commit_its_store_holds() {
+        let (_dir, n, id, slots) = nimbus_with_count();
+        assert_eq!(n.checkpoint_held(&id).expect("held"), 0);
+        n.checkpoint_join(&id, &slots[0], 1).expect("join");
+        n.checkpoint_join(&id, &slots[1], 2).expect("join");
+        assert_eq!(prepare_all(&n, &id, 1, 1).committed, 1);
+        assert_eq!(n.checkpoint_held(&id).expect("held"), 1);
+        let known = n.known(&id).expect("known");
+        let task = *known.plan.component("count").expect("count").tasks.start();
+        let key = crate::runtime::checkpoint::task_key("count", 0);
+        let err = n
+            .checkpoint_export(&id, 2, &key, 0)
+            .expect_err("not the commit it holds");
+        assert!(format!("{err}").contains("holds checkpoint 1 of"), "{err}");
+        let page = n.checkpoint_export(&id, 1, &key, 0).expect("exported");
+        let raw = packed::unpack(&page.state).expect("packed");
+        let words: Vec<Value> = raw
+            .rows
+            .iter()
+            .map(|(k, _)| crate::state::codec::from_bytes(k).expect("key"))
+            .collect();
+        assert_eq!(words, vec![Value::str(&format!("w{task}"))]);
+        assert_eq!(page.next, None);
+        // Closed keepers (a standby's) are read from the files.
+        n.keepers().clear();
+        assert_eq!(n.checkpoint_held(&id).expect("held"), 1);
+        assert!(n.checkpoint_export(&id, 1, &key, 0).is_ok());
+    }
+
+    #[test]
     fn a_topology_that_keeps_no_state_or_is_gone_has_no_checkpoints() {
         let (_dir, n, _id, slots) = nimbus_with_count();
         let plain = n
