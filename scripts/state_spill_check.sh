@@ -12,7 +12,9 @@
 # wall time, the peak RSS (/usr/bin/time -v), the state dir's size at the end and the spill
 # file's size before it was removed.
 #
-# Usage: scripts/state_spill_check.sh [N]     (env: CAP bytes, WORK dir, STORM binary)
+# Usage: scripts/state_spill_check.sh [N]
+#   env: CAP bytes; LIMIT bytes of topology.state.memory.limit on the spill runs (default:
+#   unset, a quarter of CAP); RUNS="spill memory" (which runs); WORK dir; STORM binary.
 set -euo pipefail
 
 N=${1:-20000000}
@@ -50,6 +52,7 @@ run() { # name bolt mode
     rm -rf "$dir"
     local cmd=("$STORM" run -e "file($input) | $bolt | stdout" -c topology.stateful=true --state-dir "$dir")
     if [[ $mode == spill ]]; then
+        [[ -n "${LIMIT:-}" ]] && cmd+=(-c "topology.state.memory.limit=$LIMIT")
         cmd=(prlimit --as="$CAP" -- "${cmd[@]}")
     else
         cmd+=(-c topology.state.memory.limit=0)
@@ -71,10 +74,12 @@ run() { # name bolt mode
     rm -f "$out"
 }
 
-run count count spill
-run count count memory
-run aggregate "aggregate(by=[line], ops=[count])" spill
-run aggregate "aggregate(by=[line], ops=[count])" memory
+for mode in ${RUNS:-spill memory}; do
+    run count count "$mode"
+done
+for mode in ${RUNS:-spill memory}; do
+    run aggregate "aggregate(by=[line], ops=[count])" "$mode"
+done
 
 printf '%s keys (%s lines), cap %s bytes on the spill runs, logs in %s\n' "$N" "$(wc -l <"$input")" "$CAP" "$WORK"
 printf '%-10s %-7s %-5s %10s %10s %10s %10s  %s\n' bolt run exit time "peak RSS" "state dir" "spill file" output

@@ -110,6 +110,10 @@ impl crate::state::spill::Budget for KeyBudget {
     fn refusal(&self) -> anyhow::Error {
         self.refused().into()
     }
+
+    fn limit(&self) -> Option<u64> {
+        self.limit
+    }
 }
 
 /// Where the keyed state of the task `ctx` describes spills past the limit: a scratch file

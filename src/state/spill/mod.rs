@@ -49,6 +49,8 @@ pub trait Budget: Send {
     fn relieved(&self) -> bool;
     /// The error that ends the run when the limit is passed with nowhere to spill.
     fn refusal(&self) -> anyhow::Error;
+    /// The limit in bytes (`None`: no limit).
+    fn limit(&self) -> Option<u64>;
 }
 
 /// No bound (outside a run, or before `prepare`).
@@ -65,6 +67,9 @@ impl Budget for Unbounded {
     }
     fn refusal(&self) -> anyhow::Error {
         anyhow::anyhow!("keyed state passed its limit")
+    }
+    fn limit(&self) -> Option<u64> {
+        None
     }
 }
 
@@ -286,6 +291,16 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     /// Hold `k` in memory, evicting others first when it takes the process past the limit.
     fn admit(&mut self, k: K, v: V, dirty: bool) -> anyhow::Result<&mut Slot<V>> {
+        if self.table_full() {
+            // Growing would double the table: a transient of three times its bytes, which the
+            // keys' estimate does not see. Past half the limit, memory makes room instead.
+            self.open_cold()?;
+            let keep = self.hot.len() / 2;
+            let mut rows = Vec::new();
+            self.take_out(false, keep, &mut rows);
+            self.take_out(true, keep, &mut rows);
+            self.write_rows(rows)?;
+        }
         if self.budget.note(self.layout.bytes(&k)) {
             if self.to.is_none() {
                 return Err(self.budget.refusal());
@@ -337,6 +352,17 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         Ok(())
     }
 
+    /// Whether the next new key would grow the table past half the limit (with somewhere to
+    /// spill to; without, the budget's error ends the run first or the table grows).
+    fn table_full(&self) -> bool {
+        let (Some(limit), Some(_)) = (self.budget.limit(), &self.to) else {
+            return false;
+        };
+        let cap = self.hot.capacity();
+        let bucket = std::mem::size_of::<(K, Slot<V>)>() as u64 + 1;
+        self.hot.len() >= cap && cap > 0 && (cap as u64 * 2 * 8 / 7) * bucket > limit / 2
+    }
+
     /// Write entries to the file until the process is back under its limit: first those not
     /// used since the last eviction, then any.
     fn evict(&mut self) -> anyhow::Result<()> {
@@ -346,7 +372,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         self.open_cold()?;
         let mut rows = Vec::new();
         for any in [false, true] {
-            self.take_out(any, &mut rows);
+            self.take_out(any, usize::MAX, &mut rows);
             if self.budget.relieved() {
                 break;
             }
@@ -386,9 +412,10 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         Ok(())
     }
 
-    /// Take entries out of memory into `rows` until relieved: untouched ones (touched ones
-    /// are spared once and lose the mark), or with `any`, every one.
-    fn take_out(&mut self, any: bool, rows: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+    /// Take entries out of memory into `rows` until relieved and at most `keep` are left:
+    /// untouched ones (touched ones are spared once and lose the mark), or with `any`, every
+    /// one.
+    fn take_out(&mut self, any: bool, keep: usize, rows: &mut Vec<(Vec<u8>, Vec<u8>)>) {
         let SpillMap {
             hot,
             layout,
@@ -396,8 +423,9 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             cold_dirty,
             ..
         } = self;
+        let mut left = hot.len();
         hot.retain(|k, s| {
-            if budget.relieved() {
+            if budget.relieved() && left <= keep {
                 return true;
             }
             if s.touched && !any {
@@ -406,6 +434,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             }
             rows.push(row(&**layout, k, s, cold_dirty));
             budget.forget(layout.bytes(k));
+            left -= 1;
             false
         });
     }

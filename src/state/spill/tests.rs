@@ -29,6 +29,9 @@ impl Budget for Tiny {
     fn refusal(&self) -> anyhow::Error {
         anyhow::anyhow!("past the tiny limit at {} bytes", self.held)
     }
+    fn limit(&self) -> Option<u64> {
+        Some(self.limit)
+    }
 }
 
 /// String keys, integer values: each entry counts 10 bytes.
@@ -160,6 +163,36 @@ proptest! {
     }
 }
 
+/// Past half the limit, a full table spills half its entries rather than double: the
+/// transient of growing (old and new table at once) is not in the keys' estimate.
+#[test]
+fn a_full_table_makes_room_instead_of_growing_past_half_the_limit() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut m = map(dir.path(), 1_000_000, true);
+    m.bound(
+        Box::new(Tiny {
+            held: 0,
+            limit: 100_000,
+        }),
+        Some(SpillTo {
+            path: dir.path().join("t.redb"),
+            cache: 1 << 20,
+        }),
+    );
+    for k in 0..5000u32 {
+        let key = format!("k{k}");
+        m.update(key.as_str(), || key.clone(), || 0, |v| *v += 1)
+            .expect("updates");
+    }
+    let bucket = std::mem::size_of::<(String, Slot<i64>)>() + 1;
+    assert!(
+        m.hot.capacity() * 8 / 7 * bucket <= 50_000,
+        "{}",
+        m.hot.capacity()
+    );
+    assert_eq!(sorted(&mut m).len(), 5000);
+}
+
 #[test]
 fn without_a_place_to_spill_the_limit_is_the_budgets_error() {
     let dir = tempfile::tempdir().expect("a temp dir");
@@ -180,18 +213,15 @@ fn the_file_is_made_when_needed_and_removed_with_the_map() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("spill").join("t-0.redb");
     let mut m = map(dir.path(), 4, true);
-    for k in 0..4 {
-        m.update(key(k).as_str(), || key(k), || 0, |v| *v += 1)
-            .expect("updates");
-    }
     assert!(!file.exists(), "nothing spilled yet");
-    for k in 4..40 {
+    for k in 0..40 {
         m.update(key(k).as_str(), || key(k), || 0, |v| *v += 1)
             .expect("updates");
     }
     assert!(file.exists());
     let (hot, cold, _) = m.sizes();
     assert!(hot <= 4 && cold >= 36, "{hot} in memory, {cold} on disk");
+    assert_eq!(sorted(&mut m).len(), 40);
     drop(m);
     assert!(!file.exists(), "the spill file is removed with its map");
 }
