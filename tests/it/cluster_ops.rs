@@ -6,7 +6,7 @@
 //! Every process started here is ended by a guard, even when a test fails.
 
 use crate::cluster::{client, eventually, free_port, storm, Daemons};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Nimbus (its UI on a free port) and one supervisor with `slots` slots, both keeping worker
@@ -209,15 +209,7 @@ fn set_log_level_turns_a_workers_debug_on_and_its_timeout_turns_it_off() {
 fn get_text(addr: &str, path: &str, host: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect to the UI");
     write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").expect("send");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("read the answer");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
-    (status, body.to_string())
+    super::support::read_http_answer(&mut s)
 }
 
 const LOGGED: &str = "\

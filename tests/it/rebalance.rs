@@ -6,7 +6,7 @@
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -82,14 +82,8 @@ pub(crate) fn http(
     req += "\r\n";
     req += body;
     s.write_all(req.as_bytes()).expect("send the request");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("read the answer");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
+    let (status, body) = super::support::read_http_answer(&mut s);
+    let body = body.as_str();
     let v = serde_json::from_str(body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {body}"));
     (status, v)
 }

@@ -129,3 +129,17 @@ impl Drop for Served {
         let _ = self.child.wait();
     }
 }
+
+/// The answer to a request sent on `s` (HTTP/1.0, or with `Connection: close`): its status
+/// code and body as text, read to the end.
+pub(crate) fn read_http_answer(s: &mut impl std::io::Read) -> (u16, String) {
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status code");
+    (status, body.to_string())
+}

@@ -86,15 +86,7 @@ fn http(addr: &str, method: &str, path: &str, headers: &[&str]) -> (u16, String)
     }
     req += "\r\n";
     s.write_all(req.as_bytes()).expect("send the request");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).expect("read the answer");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
-    (status, body.to_string())
+    super::support::read_http_answer(&mut s)
 }
 
 fn get(addr: &str, path: &str) -> Value {
