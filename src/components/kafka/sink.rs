@@ -3,16 +3,14 @@
 //! tuple is acked only once the broker confirmed its record (failed if it could not take it).
 //!
 //! With `stateful: true` (or `topology.stateful`) the producer is transactional and writes
-//! with the checkpoints, in two phases: the records of the inputs before a checkpoint's marker
-//! are set aside at the marker (the pre-commit: in memory, as the checkpoint's prepare), and
-//! written in one transaction once that checkpoint committed. A run resumed from the checkpoint
-//! produces the records after it again from its replayed inputs, and none of them was written
-//! before, so readers with `isolation.level=read_committed` see each record once, and each
-//! checkpoint's records all at once. (Producing into the transaction before the commit, as
-//! Flink does, needs to resume the transaction after a crash, which librdkafka cannot; and
-//! librdkafka's mock cluster does not abort a fenced producer's open transaction.) One window
-//! stays: a crash after a checkpoint committed and before its transaction did loses that
-//! transaction's records.
+//! with the checkpoints, in two phases: the records of the inputs before a checkpoint are set
+//! aside when the checkpoint saves the sink's state, and saved in it (the pre-commit); once
+//! that checkpoint committed they are written in one transaction with a commit marker (see
+//! `commits`). A sink resumed from a checkpoint writes its held records whose marker is not in
+//! Kafka, and produces the records after it again from its replayed inputs, so readers with
+//! `isolation.level=read_committed` see each record once, and each checkpoint's records all at
+//! once. (Producing into the transaction before the commit, as Flink does, needs to resume the
+//! transaction after a crash, which librdkafka cannot.)
 
 use super::commits::{Held, Record};
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext, Waker};
