@@ -691,3 +691,76 @@ fn kafka_arguments_are_checked_for_their_role() {
     assert_eq!(out.status.code(), Some(1));
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stderr));
 }
+
+/// A checkpointed `kafka → count → kafka` run with its workers in two processes
+/// (`--processes`): the transactional sinks learn the commits from nimbus's answers, and each
+/// word's updates in the output, sorted (two sink tasks write them to several partitions), are
+/// exactly 1, 2, …, its count.
+#[test]
+fn a_checkpointed_kafka_sink_writes_in_a_processes_run() {
+    let mock = Mock::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+    let (records, expected) = words(&mut rng, 400);
+    mock.produce("in", &records);
+    let yaml = format!(
+        "name: px
+config: {{topology.workers: 2}}
+spouts:
+  - id: in
+    type: kafka
+    parallelism: 2
+    args: {{brokers: \"{b}\", topics: [in]}}
+bolts:
+  - id: count
+    type: count
+    parallelism: 2
+    args: {{fields: [value], emit: update}}
+  - id: out
+    type: kafka
+    parallelism: 2
+    args: {{brokers: \"{b}\", topic: counts, key: value, format: tsv}}
+streams:
+  - {{from: in, to: count, grouping: {{type: fields, args: [value]}}}}
+  - {{from: count, to: out}}
+",
+        b = mock.brokers
+    );
+    let mut args = run_args(dir.path(), &yaml, &["topology.stateful=true"]);
+    args.push("--processes".into());
+    let run = Running::start(&args, dir.path(), None);
+    // Until every word's last update reaches its count (or two minutes pass: then what is
+    // missing is shown below).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let updates = loop {
+        let out = mock.consume("counts");
+        // Two sink tasks write a word's updates to several partitions: the highest counts.
+        let mut top: BTreeMap<String, u64> = BTreeMap::new();
+        for (_, _, _, v) in &out {
+            if let Some((w, n)) = v.split_once('\t') {
+                let n = n.parse().unwrap_or(0);
+                let e = top.entry(w.to_string()).or_insert(n);
+                *e = (*e).max(n);
+            }
+        }
+        if top == expected || std::time::Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    run.interrupt();
+    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (_, _, _, v) in updates {
+        let (w, n) = v.split_once('\t').expect("word TAB count");
+        seen.entry(w.to_string())
+            .or_default()
+            .push(n.parse().expect("a count"));
+    }
+    for list in seen.values_mut() {
+        list.sort_unstable();
+    }
+    for (w, n) in &expected {
+        let want: Vec<u64> = (1..=*n).collect();
+        assert_eq!(seen.get(w), Some(&want), "{w}: updates 1..={n}, each once");
+    }
+}
