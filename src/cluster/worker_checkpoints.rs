@@ -380,8 +380,10 @@ impl Shipper {
     }
 }
 
-/// Write the held output checkpoint `committed` covers.
+/// Write the held output checkpoint `committed` covers (and let this process's transactional
+/// Kafka sinks write the checkpoints it covers).
 fn release_output(committed: u64) {
+    crate::components::kafka::sink::checkpoint_committed(committed);
     if let Err(e) = crate::components::stdout::release_held(Some(committed)) {
         tracing::warn!("cannot write to standard output: {e}");
     }

@@ -3,18 +3,17 @@
 //! tuple is acked only once the broker confirmed its record (failed if it could not take it).
 //!
 //! With `stateful: true` (or `topology.stateful`) the producer is transactional and writes
-//! with the checkpoints, in two phases: the records of the inputs before a checkpoint's marker
-//! are set aside at the marker (the pre-commit: in memory, as the checkpoint's prepare), and
-//! written in one transaction once that checkpoint committed. A run resumed from the checkpoint
-//! produces the records after it again from its replayed inputs, and none of them was written
-//! before, so readers with `isolation.level=read_committed` see each record once, and each
-//! checkpoint's records all at once. (Producing into the transaction before the commit, as
-//! Flink does, needs to resume the transaction after a crash, which librdkafka cannot; and
-//! librdkafka's mock cluster does not abort a fenced producer's open transaction.) One window
-//! stays: a crash after a checkpoint committed and before its transaction did loses that
-//! transaction's records.
+//! with the checkpoints, in two phases: the records of the inputs before a checkpoint are set
+//! aside when the checkpoint saves the sink's state, and saved in it (the pre-commit); once
+//! that checkpoint committed they are written in one transaction with a commit marker (see
+//! `commits`). A sink resumed from a checkpoint writes its held records whose marker is not in
+//! Kafka, and produces the records after it again from its replayed inputs, so readers with
+//! `isolation.level=read_committed` see each record once, and each checkpoint's records all at
+//! once. (Producing into the transaction before the commit, as Flink does, needs to resume the
+//! transaction after a crash, which librdkafka cannot.)
 
-use crate::components::{Bolt, BoltCollector, FatalError, TaskContext, Waker};
+use super::commits::{Held, Record};
+use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext, Waker};
 use crate::tuple::{Tuple, Value};
 use crossbeam_channel::{Receiver, Sender};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
@@ -67,21 +66,20 @@ impl ProducerContext for SinkContext {
     }
 }
 
-/// One record to write.
-#[derive(Debug, Clone)]
-struct Record {
-    topic: String,
-    key: Option<String>,
-    payload: String,
-}
-
 /// A stateful sink's records until their checkpoint commits.
 #[derive(Default)]
 struct Txn {
-    /// The records of the inputs since the last checkpoint marker.
+    /// The records of the inputs since the last checkpoint was saved.
     open: Vec<Record>,
-    /// The records of each checkpoint marked and not yet committed, oldest first.
-    ready: VecDeque<(u64, Vec<Record>)>,
+    /// The sink's number of its last saved checkpoint (the marker its transaction carries).
+    saved: u64,
+    /// The records saved with checkpoint `saved` whose marker has not come yet.
+    pending: Option<Held>,
+    /// The records of each checkpoint (its txid, its number) not yet written, oldest first.
+    ready: VecDeque<(u64, Held)>,
+    /// Where the markers go, and this sink's `transactional.id` (their key).
+    marker_topic: String,
+    txn_id: String,
 }
 
 pub struct KafkaSink {
@@ -295,10 +293,10 @@ impl KafkaSink {
                 let first = t.ready.front().map(|r| r.0)?;
                 (first <= committed).then(|| t.ready.pop_front()).flatten()
             });
-            let Some((txid, records)) = due else {
+            let Some((txid, (number, records))) = due else {
                 return Ok(());
             };
-            self.write_transaction(&records)
+            self.write_transaction(&records, number)
                 .map_err(|e| FatalError(format!("{}: checkpoint {txid}: {e}", self.label)))?;
             if !records.is_empty() {
                 tracing::debug!(txid, records = records.len(), "kafka transaction committed");
@@ -306,16 +304,24 @@ impl KafkaSink {
         }
     }
 
-    /// Write `records` in one transaction.
-    fn write_transaction(&mut self, records: &[Record]) -> Result<(), String> {
+    /// Write `records` in one transaction with the marker of checkpoint `number`.
+    fn write_transaction(&mut self, records: &[Record], number: u64) -> Result<(), String> {
         if records.is_empty() {
             return Ok(());
         }
+        let Some(t) = self.txn.as_ref() else {
+            return Err("the sink is not transactional".into());
+        };
+        let marker = Record {
+            topic: t.marker_topic.clone(),
+            key: Some(t.txn_id.clone()),
+            payload: number.to_string(),
+        };
         let producer = self.producer().map_err(|e| e.to_string())?;
         producer
             .begin_transaction()
             .map_err(|e| format!("cannot begin a transaction: {e}"))?;
-        for r in records {
+        for r in records.iter().chain([&marker]) {
             self.next_id += 1;
             self.produce(r, self.next_id).map_err(|e| e.to_string())?;
         }
@@ -323,6 +329,78 @@ impl KafkaSink {
         producer
             .commit_transaction(TXN_TIMEOUT)
             .map_err(|e| format!("cannot commit the transaction: {e}"))
+    }
+
+    /// The topic of the commit markers: `commits_topic`, else `<topic>.storm-commits` (or
+    /// `storm-commits` with `topic_field`).
+    fn marker_topic(&self) -> String {
+        match (
+            self.args.get("commits_topic").and_then(Json::as_str),
+            &self.topic,
+        ) {
+            (Some(t), _) => t.to_string(),
+            (None, Some(t)) => format!("{t}.storm-commits"),
+            (None, None) => "storm-commits".to_string(),
+        }
+    }
+}
+
+impl BoltState for KafkaSink {
+    /// Every call is a checkpoint's save: the records since the last one are set aside under
+    /// the next number, and the state is that number and every checkpoint's records not yet
+    /// written (so a crash after the checkpoint commits and before its transaction does loses
+    /// nothing).
+    fn changes(&mut self, _all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+        let Some(t) = self.txn.as_mut() else {
+            return Ok(());
+        };
+        t.saved += 1;
+        if let Some(p) = t.pending.take() {
+            // Saved without a marker after it: kept with the next checkpoint.
+            t.open.splice(0..0, p.1);
+        }
+        t.pending = Some((t.saved, std::mem::take(&mut t.open)));
+        let mut held: Vec<Held> = t.ready.iter().map(|r| r.1.clone()).collect();
+        held.extend(t.pending.clone());
+        out.push((Value::str("saved"), Some(Value::Int(t.saved as i64))));
+        out.push((Value::str("held"), Some(super::commits::encode(&held))));
+        Ok(())
+    }
+
+    /// Resume from a checkpoint: its records not marked as written in the marker topic are
+    /// written now (each checkpoint in its transaction with its marker), the others dropped.
+    fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
+        let (mut saved, mut held) = (0, Vec::new());
+        for (k, v) in &entries {
+            match (k.as_str(), v) {
+                (Some("saved"), Value::Int(n)) => saved = u64::try_from(*n).unwrap_or(0),
+                (Some("held"), v) => {
+                    held = super::commits::decode(v)
+                        .map_err(|e| FatalError(format!("{}: {e}", self.label)))?
+                }
+                _ => {}
+            }
+        }
+        let Some(t) = self.txn.as_mut() else {
+            return Ok(());
+        };
+        t.saved = saved;
+        let (topic, txn_id) = (t.marker_topic.clone(), t.txn_id.clone());
+        let config =
+            super::args::client_config(&self.args, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let written = super::commits::last_written(&config, &topic, &txn_id, TXN_TIMEOUT)
+            .map_err(|e| FatalError(format!("{}: {e}", self.label)))?;
+        for (number, records) in held.into_iter().filter(|h| h.0 > written) {
+            self.write_transaction(&records, number).map_err(|e| {
+                FatalError(format!("{}: checkpoint {number} again: {e}", self.label))
+            })?;
+            tracing::debug!(
+                number,
+                records = records.len(),
+                "kafka transaction written again"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -375,7 +453,11 @@ impl Bolt for KafkaSink {
             producer
                 .init_transactions(TXN_TIMEOUT)
                 .map_err(|e| FatalError(format!("cannot start a transaction: {e}")))?;
-            self.txn = Some(Txn::default());
+            self.txn = Some(Txn {
+                marker_topic: self.marker_topic(),
+                txn_id: txn_id.clone(),
+                ..Txn::default()
+            });
         }
         self.producer = Some(producer);
         self.results = Some(rx);
@@ -420,10 +502,25 @@ impl Bolt for KafkaSink {
         false
     }
 
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        if self.txn.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
         if let Some(t) = self.txn.as_mut() {
-            let records = std::mem::take(&mut t.open);
-            t.ready.push_back((txid, records));
+            let held = match t.pending.take() {
+                Some(p) => p,
+                None => {
+                    // No save came before this marker: its records get the next number.
+                    t.saved += 1;
+                    (t.saved, std::mem::take(&mut t.open))
+                }
+            };
+            t.ready.push_back((txid, held));
         }
         Ok(())
     }
@@ -432,8 +529,13 @@ impl Bolt for KafkaSink {
         if self.txn.is_some() {
             self.commit_covered(true)?;
             // The run ended cleanly: its last checkpoint covers what came after the last marker.
-            let open = self.txn.as_mut().map(|t| std::mem::take(&mut t.open));
-            self.write_transaction(&open.unwrap_or_default())
+            let open = self.txn.as_mut().map(|t| {
+                let mut records = t.pending.take().map(|p| p.1).unwrap_or_default();
+                records.append(&mut t.open);
+                (t.saved + 1, records)
+            });
+            let (number, records) = open.unwrap_or_default();
+            self.write_transaction(&records, number)
                 .map_err(|e| FatalError(format!("{}: at the end: {e}", self.label)))?;
         }
         let producer = self.producer()?;
@@ -451,5 +553,56 @@ impl Bolt for KafkaSink {
         if let Some(p) = &self.producer {
             let _ = p.flush(Duration::from_secs(5));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(payload: &str) -> Record {
+        Record {
+            topic: "t".into(),
+            key: None,
+            payload: payload.into(),
+        }
+    }
+
+    /// The saved state holds every checkpoint's records not yet written, under the sink's
+    /// numbers, and the marker of a checkpoint takes its records for the transaction.
+    #[test]
+    fn the_state_holds_the_records_not_yet_written() {
+        let args = serde_json::json!({"brokers": "x:1", "topic": "t"});
+        let mut sink = KafkaSink::new(args.as_object().expect("an object"), true).expect("sink");
+        sink.txn = Some(Txn::default());
+        let open = |sink: &mut KafkaSink, p: &str| {
+            sink.txn.as_mut().expect("txn").open.push(record(p));
+        };
+        open(&mut sink, "a");
+        let mut out = Vec::new();
+        sink.changes(true, &mut out).expect("changes");
+        let saved = super::super::commits::decode(out[1].1.as_ref().expect("held"));
+        assert_eq!(saved, Ok(vec![(1, vec![record("a")])]));
+        sink.checkpoint_marker(1, 7).expect("marker");
+        open(&mut sink, "b");
+        // Checkpoint 7 (the sink's 1) is not written yet: it stays in the next save.
+        let mut out = Vec::new();
+        sink.changes(false, &mut out).expect("changes");
+        assert_eq!(out[0], (Value::str("saved"), Some(Value::Int(2))));
+        let saved = super::super::commits::decode(out[1].1.as_ref().expect("held"));
+        assert_eq!(
+            saved,
+            Ok(vec![(1, vec![record("a")]), (2, vec![record("b")])])
+        );
+        sink.checkpoint_marker(2, 8).expect("marker");
+        let ready: Vec<(u64, u64)> = sink
+            .txn
+            .as_ref()
+            .expect("txn")
+            .ready
+            .iter()
+            .map(|(txid, (n, _))| (*txid, *n))
+            .collect();
+        assert_eq!(ready, vec![(7, 1), (8, 2)]);
     }
 }

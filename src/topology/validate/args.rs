@@ -473,7 +473,14 @@ const KAFKA_SPOUT_ARGS: &[&str] = &[
 ];
 
 /// What only a `kafka` sink reads (`format` is both's, with other values).
-const KAFKA_SINK_ARGS: &[&str] = &["format", "topic", "topic_field", "key", "field"];
+const KAFKA_SINK_ARGS: &[&str] = &[
+    "format",
+    "topic",
+    "topic_field",
+    "key",
+    "field",
+    "commits_topic",
+];
 
 fn kafka_shape(name: &str) -> ArgShape {
     match name {
