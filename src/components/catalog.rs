@@ -23,9 +23,18 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
                 let from_end = c.arg_str("start_at") == Some("end");
                 spout = spout.following(from_end);
             }
+            let placement = match c.ctype {
+                ComponentType::File => super::lines::source_fields::Placement::new(&c.args)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+                _ => None,
+            };
+            if let (Some(p), Some(path)) = (placement, c.arg_str("path")) {
+                spout = spout.with_file_fields(p, path);
+            }
+            let args = super::lines::source_fields::reader_args(&c.args);
             Box::new(match c.args.contains_key("format") {
                 true => {
-                    let spec = super::parse::spec::Spec::from_args(&c.args)
+                    let spec = super::parse::spec::Spec::from_args(&args)
                         .map_err(|e| anyhow::anyhow!("{}: {}", c.id, e.message))?;
                     spout
                         .parsing(&spec)

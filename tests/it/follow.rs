@@ -333,3 +333,65 @@ fn start_at_without_follow_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("`start_at` needs `follow: true`"), "{err}");
 }
+
+/// `file_path` and `file_line`: each line's path as written and its 1-based number in its
+/// file, against a reference; numbering goes on after a resume from a checkpoint (the stopped
+/// run's last line is not numbered again), starts again at 1 in a file made by a rotation,
+/// and works without `follow` and with `format`.
+#[test]
+fn file_fields_give_the_path_and_line_number_through_resume_and_rotation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("app.log");
+    let state = dir.path().join("state");
+    append(&path, "a\nb\n");
+    let args = vec![
+        "run".to_string(),
+        "-e".into(),
+        format!(
+            "name numbered\nlines = file(path={}, follow=true, fields=[file_line, line, file_path])\n  | count(fields=[file_line, line, file_path], emit=update)\n  | stdout",
+            path.display()
+        ),
+        "--state-dir".into(),
+        state.display().to_string(),
+        "-c".into(),
+        "topology.stateful=true".into(),
+        "-c".into(),
+        "topology.state.checkpoint.interval.ms=50".into(),
+    ];
+    let p = path.display().to_string();
+    // Counted (a stateful bolt, so the run checkpoints): each row is seen once.
+    let row = |n: u32, line: &str| format!("{n}\t{line}\t{p}\t1");
+    let run = Followed::spawn(dir.path(), &args);
+    run.wait_for(&[&row(1, "a"), &row(2, "b")]);
+    // SIGINT drains and commits a last checkpoint.
+    run.interrupt();
+    append(&path, "c\n");
+    let run = Followed::spawn(dir.path(), &args);
+    run.wait_for(&[&row(3, "c")]);
+    std::fs::rename(&path, dir.path().join("app.log.1")).expect("rotate");
+    append(&path, "d\ne\n");
+    run.wait_for(&[&row(3, "c"), &row(1, "d"), &row(2, "e")]);
+    run.interrupt();
+
+    // Not followed, read as JSON: the fields go where `fields` puts them.
+    std::fs::write(dir.path().join("in.json"), "{\"n\": 7}\n\n{\"n\": 8}\n").expect("write");
+    let out = super::run::storm(dir.path())
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "-e",
+            "file(path=in.json, format=json, fields=[file_path, n, file_line]) | stdout",
+        ])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "in.json\t7\t1\nin.json\t8\t3\n"
+    );
+}

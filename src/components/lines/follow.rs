@@ -218,6 +218,9 @@ pub(super) struct FollowJob {
     pub(super) expect: Option<FileId>,
     pub(super) closed: Arc<AtomicBool>,
     pub(super) cut: Option<usize>,
+    /// `Some` when lines are numbered (`file_line`): the lines before `start` when known
+    /// (a restored position's count), else counted when the file is opened.
+    pub(super) numbering: Option<Option<u64>>,
 }
 
 /// Where a followed file's reader sends its chunks and counts what it read.
@@ -275,15 +278,26 @@ impl FollowJob {
             }
             first = false;
             let id = source.id();
+            let mut lines = LineBuilder::new(tx, Some(id), invalid);
+            // A restored count is of the first file read at the restored offset only.
+            let restored = self
+                .numbering
+                .flatten()
+                .filter(|_| known.is_empty() && start == self.start);
+            lines.numbering = match (self.numbering, restored) {
+                (None, _) => None,
+                (Some(_), Some(n)) => Some(n),
+                (Some(_), None) => match super::lines_before(&self.path, start) {
+                    Ok(n) => Some(n),
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                },
+            };
             known.push(id);
             let reader = BufReader::with_capacity(256 * 1024, &mut source);
-            read_lines(
-                reader,
-                start,
-                self.cut,
-                LineBuilder::new(tx, Some(id), invalid),
-                read,
-            );
+            read_lines(reader, start, self.cut, lines, read);
             match source.stop() {
                 Some(Stop::Rotated) => {
                     let after = source.modified();
@@ -360,13 +374,20 @@ impl FollowJob {
     fn read_whole(&self, file: &Path, start: u64, id: FileId, sink: &Sink) -> bool {
         match open_at(&Input::File(file.to_path_buf()), start) {
             Ok(source) => {
-                read_lines(
-                    source,
-                    start,
-                    self.cut,
-                    LineBuilder::new(sink.tx, Some(id), sink.invalid),
-                    sink.read,
-                );
+                let mut lines = LineBuilder::new(sink.tx, Some(id), sink.invalid);
+                // The old file of a restored position: its count goes on.
+                lines.numbering = match self.numbering {
+                    None => None,
+                    Some(Some(n)) if start > 0 => Some(n),
+                    Some(_) => match super::lines_before(file, start) {
+                        Ok(n) => Some(n),
+                        Err(e) => {
+                            let _ = sink.tx.send(Err(e));
+                            return false;
+                        }
+                    },
+                };
+                read_lines(source, start, self.cut, lines, sink.read);
                 !self.closed.load(Ordering::Relaxed)
             }
             Err(e) => {

@@ -8,6 +8,8 @@
 //!   starts after it, knows them,
 //! - `json` (JSON read as a stream of values): `"array"` between the elements of a top-level
 //!   array, `"values"` between values, so the resumed reader goes on in the same state,
+//! - `line` (with `file_line` asked for): the number of the line `offset` is after, so a
+//!   resumed spout numbers on from it,
 //! - `file` (a followed file): `[device, inode]` of the file `offset` is in, so a file rotated
 //!   while the run was stopped is read from its start, not from an offset in another file.
 
@@ -27,6 +29,9 @@ pub(super) fn of(spout: &LineSpout) -> Value {
     map.insert("input".to_string(), Value::str(spout.kind));
     map.insert("offset".to_string(), Value::Int(spout.offset as i64));
     map.insert("kept".to_string(), Value::List(Box::new(kept)));
+    if spout.placement.is_some() {
+        map.insert("line".to_string(), Value::Int(spout.line as i64));
+    }
     let header = spout
         .parsing
         .as_ref()
@@ -96,6 +101,12 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
         };
         p.parser.resume_json_stream(state.as_str() == Some("array"));
     }
+    spout.start_line = match map.get("line") {
+        None => None,
+        Some(Value::Int(n)) if *n >= 0 => Some(*n as u64),
+        Some(other) => return Err(format!("the position's line is not a count: {other:?}")),
+    };
+    spout.line = spout.start_line.unwrap_or_default();
     spout.restored = kept_lines(spout, map.get("kept"))?.into();
     spout.start = offset;
     spout.offset = offset;
@@ -138,7 +149,8 @@ fn kept_lines(spout: &LineSpout, kept: Option<&Value>) -> Result<Vec<KeptLine>, 
         Some(Value::List(items)) => items,
         Some(_) => return Err("the position's kept lines are not a list".into()),
     };
-    let parsed = spout.parsing.is_some();
+    // With the file fields, kept lines are kept with their values too.
+    let parsed = spout.parsing.is_some() || spout.placement.is_some();
     items
         .iter()
         .map(|item| match (item, parsed) {
