@@ -8,6 +8,7 @@
 
 pub mod feed;
 pub mod follow;
+pub mod glob;
 mod position;
 pub mod source_fields;
 
@@ -49,6 +50,8 @@ struct LineChunk {
     /// Each line's 1-based number in its file (the pieces of a long line share it); empty
     /// unless `file_line` is asked for.
     numbers: Vec<u64>,
+    /// A glob's matched path the lines came from.
+    path: Option<Arc<str>>,
 }
 
 /// What the reader thread sends: a chunk of lines, or why reading stopped.
@@ -196,6 +199,18 @@ pub struct LineSpout {
     line: u64,
     /// A restored position's line count, where the reader starts numbering.
     start_line: Option<u64>,
+    /// `path` is a glob: where each of its files is.
+    glob: Option<Globbing>,
+}
+
+/// A glob's files, each with its own position.
+struct Globbing {
+    /// Stripped from matched paths for `file_path` (a relative pattern's folder).
+    strip: Option<PathBuf>,
+    /// Each file's offset after its last line emitted, and that line's number.
+    files: glob::Starts,
+    /// The file the last line emitted came from.
+    last: Option<follow::FileId>,
 }
 
 /// How a followed file is read.
@@ -242,7 +257,19 @@ impl LineSpout {
             placement: None,
             line: 0,
             start_line: None,
+            glob: None,
         }
+    }
+
+    /// `path` is a glob (`strip`: the folder a relative pattern was joined to).
+    pub fn globbing(mut self, strip: Option<PathBuf>) -> LineSpout {
+        self.kind = "file-glob";
+        self.glob = Some(Globbing {
+            strip,
+            files: glob::Starts::new(),
+            last: None,
+        });
+        self
     }
 
     /// Give the file fields (`file_path`, `file_line`) where `placement` puts them; `path`
@@ -317,6 +344,17 @@ impl LineSpout {
         let raw_end = self.current.raw_ends.get(self.emitted).copied();
         let number = self.current.numbers.get(self.emitted).copied();
         let file = self.current.file;
+        if let (Some(g), Some(p)) = (self.glob.as_mut(), self.parsing.as_ref()) {
+            // A record over several lines cannot be cut by another file's lines.
+            if g.last.is_some() && g.last != file && p.parser.pending() {
+                return Err(super::FatalError(format!(
+                    "{}: a record over several lines was cut by lines of another file of the glob; \
+                     with a glob, each record must be on one line",
+                    self.component
+                )));
+            }
+            g.last = file;
+        }
         let piece = self.current.pieces.contains(&self.emitted);
         let read_ahead = self
             .current
@@ -336,6 +374,8 @@ impl LineSpout {
             .placement
             .as_ref()
             .map(|(p, path)| (p, path, number.unwrap_or_default()));
+        let chunk_path = self.current.path.as_ref().map(|p| Value::str(p));
+        let place = place.map(|(p, path, n)| (p, chunk_path.as_ref().unwrap_or(path), n));
         emit_line(
             self.parsing.as_mut(),
             replay,
@@ -351,6 +391,9 @@ impl LineSpout {
             if let Some(n) = number {
                 // A piece's line is not finished: a resume goes on numbering it.
                 self.line = if piece { n.saturating_sub(1) } else { n };
+            }
+            if let (Some(g), Some(id)) = (self.glob.as_mut(), file) {
+                g.files.insert(id, (raw_end, self.line));
             }
             if let (Some(f), Some(id)) = (self.follow.as_mut(), file) {
                 f.file = Some(id);
@@ -386,6 +429,25 @@ impl LineSpout {
         let prefetch = self.prefetch.take();
         // Numbering lines (`file_line`): from the restored count, else counted at start.
         let numbering = self.placement.is_some().then_some(self.start_line);
+        if let (Some(g), Input::File(pattern)) = (&self.glob, &input) {
+            let job = glob::GlobJob {
+                pattern: pattern.clone(),
+                strip: g.strip.clone(),
+                starts: g.files.clone(),
+                closed: self.follow.as_ref().map(|f| f.closed.clone()),
+                from_end: self
+                    .follow
+                    .as_ref()
+                    .is_some_and(|f| f.from_end && !f.resumed),
+                cut,
+                numbered: self.placement.is_some(),
+            };
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || job.run(tx, read, invalid))?;
+            self.chunks = Some(rx);
+            return Ok(());
+        }
         if let (Some(f), Input::File(path)) = (&self.follow, &input) {
             let start = match (f.from_end, f.resumed) {
                 (true, false) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
@@ -399,6 +461,8 @@ impl LineSpout {
                 closed: f.closed.clone(),
                 cut,
                 numbering: numbering.map(|n| n.filter(|_| f.resumed)),
+                shown: None,
+                seen: None,
             };
             std::thread::Builder::new()
                 .name(name)
@@ -616,6 +680,8 @@ struct LineBuilder<'a> {
     /// Lines are numbered (`file_line`): how many were finished before the next one.
     numbering: Option<u64>,
     numbers: Vec<u64>,
+    /// A glob's matched path, stamped on each chunk.
+    path: Option<Arc<str>>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -639,6 +705,7 @@ impl<'a> LineBuilder<'a> {
             after_piece: false,
             numbering: None,
             numbers: Vec::new(),
+            path: None,
         }
     }
 
@@ -678,6 +745,7 @@ impl<'a> LineBuilder<'a> {
             file: self.file,
             parsed: std::mem::take(&mut self.parsed),
             numbers: std::mem::take(&mut self.numbers),
+            path: self.path.clone(),
         };
         self.closed = self.tx.send(Ok(chunk)).is_err();
     }
@@ -757,7 +825,7 @@ impl Spout for LineSpout {
             }
         }
         self.replay.set_label(&ctx.component, ctx.task_id);
-        if let Some(Input::File(p)) = &self.input {
+        if let (Some(Input::File(p)), None) = (&self.input, &self.glob) {
             self.total_bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         }
         Ok(())

@@ -395,3 +395,72 @@ fn file_fields_give_the_path_and_line_number_through_resume_and_rotation() {
         "in.json\t7\t1\nin.json\t8\t3\n"
     );
 }
+
+/// `path` as a glob, followed: every matching file is read, a file created later that matches
+/// is picked up, a file that does not match is not, and a matching file renamed to another
+/// matching name is not read again (files are told by identity, not name).
+#[test]
+fn a_followed_glob_picks_up_new_files_and_reads_a_renamed_one_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    append(&dir.path().join("a.log"), "a1\n");
+    append(&dir.path().join("other.txt"), "x\n");
+    let topology = format!(
+        "name globbed\nlines = file(path=\"{}/*.log\", follow=true, fields=[file_path, file_line, line])\n  | stdout",
+        dir.path().display()
+    );
+    let run = Followed::spawn(dir.path(), &["run".into(), "-e".into(), topology]);
+    let row = |file: &str, n: u32, line: &str| {
+        format!("{}\t{n}\t{line}", dir.path().join(file).display())
+    };
+    run.wait_for(&[&row("a.log", 1, "a1")]);
+    append(&dir.path().join("b.log"), "b1\n");
+    run.wait_for(&[&row("a.log", 1, "a1"), &row("b.log", 1, "b1")]);
+    // Renamed within the glob: not read again; what is appended after still comes out once.
+    std::fs::rename(dir.path().join("b.log"), dir.path().join("b2.log")).expect("rename");
+    append(&dir.path().join("c.log"), "c1\n");
+    run.wait_for(&[
+        &row("a.log", 1, "a1"),
+        &row("b.log", 1, "b1"),
+        &row("c.log", 1, "c1"),
+    ]);
+    append(&dir.path().join("a.log"), "a2\n");
+    run.wait_for(&[
+        &row("a.log", 1, "a1"),
+        &row("b.log", 1, "b1"),
+        &row("c.log", 1, "c1"),
+        &row("a.log", 2, "a2"),
+    ]);
+    run.interrupt();
+}
+
+/// A glob without `follow`: its files in sorted order, then the run ends; a glob matching
+/// nothing is an error at start.
+#[test]
+fn a_glob_without_follow_reads_its_files_in_order_and_none_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("b.log"), "b1\n").expect("write");
+    std::fs::write(dir.path().join("a.log"), "a1\na2\n").expect("write");
+    std::fs::write(dir.path().join("c.txt"), "c1\n").expect("write");
+    let run = |pattern: &str| {
+        super::run::storm(dir.path())
+            .current_dir(dir.path())
+            .args(["run", "-e", &format!("file(path=\"{pattern}\") | stdout")])
+            .timeout(Duration::from_secs(120))
+            .output()
+            .expect("runs")
+    };
+    let out = run("*.log");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a1\na2\nb1\n");
+    let out = run("*.nope");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no file matches") && err.contains("*.nope"),
+        "{err}"
+    );
+}

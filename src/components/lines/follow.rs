@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_millis(100);
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Which file a name points at: (device, inode). Zero on systems without them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct FileId {
     pub dev: u64,
     pub ino: u64,
@@ -221,7 +221,15 @@ pub(super) struct FollowJob {
     /// `Some` when lines are numbered (`file_line`): the lines before `start` when known
     /// (a restored position's count), else counted when the file is opened.
     pub(super) numbering: Option<Option<u64>>,
+    /// A glob's matched path, stamped on each chunk (`file_path`).
+    pub(super) shown: Option<Arc<str>>,
+    /// A glob's files read by any of its readers: each file read here is added, so the
+    /// glob's watcher does not follow it again under another name.
+    pub(super) seen: Option<Seen>,
 }
+
+/// The files a glob's readers have read, by identity.
+pub(super) type Seen = Arc<std::sync::Mutex<std::collections::HashSet<FileId>>>;
 
 /// Where a followed file's reader sends its chunks and counts what it read.
 pub(super) struct Sink<'a> {
@@ -231,6 +239,21 @@ pub(super) struct Sink<'a> {
 }
 
 impl FollowJob {
+    /// The chunk builder for the file `id` (noted as seen).
+    fn builder<'a>(
+        &self,
+        tx: &'a crossbeam_channel::Sender<ChunkResult>,
+        id: FileId,
+        invalid: &'a AtomicU64,
+    ) -> LineBuilder<'a> {
+        if let Some(seen) = &self.seen {
+            seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        }
+        let mut lines = LineBuilder::new(tx, Some(id), invalid);
+        lines.path = self.shown.clone();
+        lines
+    }
+
     /// Read the file, and each file its name points at after a rotation, until the spout goes.
     pub(super) fn run(
         self,
@@ -278,7 +301,7 @@ impl FollowJob {
             }
             first = false;
             let id = source.id();
-            let mut lines = LineBuilder::new(tx, Some(id), invalid);
+            let mut lines = self.builder(tx, id, invalid);
             // A restored count is of the first file read at the restored offset only.
             let restored = self
                 .numbering
@@ -374,7 +397,7 @@ impl FollowJob {
     fn read_whole(&self, file: &Path, start: u64, id: FileId, sink: &Sink) -> bool {
         match open_at(&Input::File(file.to_path_buf()), start) {
             Ok(source) => {
-                let mut lines = LineBuilder::new(sink.tx, Some(id), sink.invalid);
+                let mut lines = self.builder(sink.tx, id, sink.invalid);
                 // The old file of a restored position: its count goes on.
                 lines.numbering = match self.numbering {
                     None => None,
