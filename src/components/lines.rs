@@ -10,6 +10,7 @@ pub mod feed;
 pub mod follow;
 pub mod glob;
 mod position;
+pub mod position_file;
 pub mod source_fields;
 
 use super::replay::Replay;
@@ -201,6 +202,8 @@ pub struct LineSpout {
     start_line: Option<u64>,
     /// `path` is a glob: where each of its files is.
     glob: Option<Globbing>,
+    /// Followed without checkpoints, with a state dir: the position kept in a file.
+    position_file: Option<position_file::PositionFile>,
 }
 
 /// A glob's files, each with its own position.
@@ -258,6 +261,7 @@ impl LineSpout {
             line: 0,
             start_line: None,
             glob: None,
+            position_file: None,
         }
     }
 
@@ -825,6 +829,14 @@ impl Spout for LineSpout {
             }
         }
         self.replay.set_label(&ctx.component, ctx.task_id);
+        if self.follow.is_some() {
+            self.position_file = position_file::PositionFile::for_task(ctx)?;
+            let saved = self.position_file.as_ref().map(|f| f.load()).transpose();
+            let saved = saved.map_err(|e| anyhow::anyhow!("{}: {e}", self.component))?;
+            if let Some(position) = saved.flatten() {
+                self.restore(position)?;
+            }
+        }
         if let (Some(Input::File(p)), None) = (&self.input, &self.glob) {
             self.total_bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         }
@@ -832,6 +844,12 @@ impl Spout for LineSpout {
     }
 
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
+        if self.position_file.as_ref().is_some_and(|f| f.due()) {
+            let position = position::of(self);
+            if let Some(f) = self.position_file.as_mut() {
+                f.save(&position);
+            }
+        }
         if let Some((seq, line)) = self.replay.next_replay() {
             out.send(
                 streams::DEFAULT,
@@ -919,6 +937,12 @@ impl Spout for LineSpout {
     fn close(&mut self) {
         if let Some(f) = &self.follow {
             f.closed.store(true, Ordering::Relaxed);
+        }
+        if self.position_file.is_some() {
+            let position = position::of(self);
+            if let Some(f) = self.position_file.as_mut() {
+                f.save(&position);
+            }
         }
         let invalid = self.invalid.load(Ordering::Relaxed);
         if invalid > 0 {

@@ -464,3 +464,48 @@ fn a_glob_without_follow_reads_its_files_in_order_and_none_is_an_error() {
         "{err}"
     );
 }
+
+/// Without checkpoints but with a state dir, a followed file's position is kept in a file: a
+/// restarted run goes on from it (after SIGINT exactly; after SIGKILL from the last write, at
+/// least once: nothing lost).
+#[test]
+fn a_position_file_keeps_a_followed_file_without_checkpoints() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("app.log");
+    let state = dir.path().join("state");
+    append(&path, "a1\n");
+    let args = vec![
+        "run".to_string(),
+        "-e".into(),
+        format!(
+            "name kept\nlines = file(path={}, follow=true, fields=[file_line, line])\n  | stdout",
+            path.display()
+        ),
+        "--state-dir".into(),
+        state.display().to_string(),
+    ];
+    let run = Followed::spawn(dir.path(), &args);
+    run.wait_for(&["1\ta1"]);
+    run.interrupt();
+    let file = state.join("positions").join("lines.0.json");
+    assert!(file.is_file(), "no position file at {}", file.display());
+    append(&path, "a2\n");
+    let run = Followed::spawn(dir.path(), &args);
+    run.wait_for(&["2\ta2"]);
+    // Wait for a write that has a2 behind it, then SIGKILL: a3, appended while stopped, comes
+    // out after the restart, and a2 does not again.
+    poll_until(
+        "the position past a2",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || {
+            let text = std::fs::read_to_string(&file).ok()?;
+            text.contains("\"offset\":6").then_some(())
+        },
+    );
+    drop(run);
+    append(&path, "a3\n");
+    let run = Followed::spawn(dir.path(), &args);
+    run.wait_for(&["3\ta3"]);
+    run.interrupt();
+}
