@@ -509,3 +509,32 @@ fn a_position_file_keeps_a_followed_file_without_checkpoints() {
     run.wait_for(&["3\ta3"]);
     run.interrupt();
 }
+
+/// A followed glob tells files by a fingerprint of their first 256 bytes too: a copy of a file
+/// already read, under another matching name, is not read again; a file of other content is.
+#[test]
+fn a_copy_of_a_followed_file_under_the_glob_is_not_read_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long: String = (0..20)
+        .map(|i| format!("line {i} of the first file\n"))
+        .collect();
+    assert!(long.len() >= 256);
+    append(&dir.path().join("a.log"), &long);
+    let topology = format!(
+        "name printed\nlines = file(path=\"{}/*.log\", follow=true)\n  | stdout",
+        dir.path().display()
+    );
+    let run = Followed::spawn(dir.path(), &["run".into(), "-e".into(), topology]);
+    let mut want: Vec<String> = long.lines().map(String::from).collect();
+    run.wait_for(&want.iter().map(String::as_str).collect::<Vec<_>>());
+    std::fs::copy(dir.path().join("a.log"), dir.path().join("copy.log")).expect("copy");
+    // A marker file created after the copy: once it is read, the copy was looked at.
+    append(&dir.path().join("z.log"), "marker\n");
+    want.push("marker".into());
+    run.wait_for(&want.iter().map(String::as_str).collect::<Vec<_>>());
+    // Stopped and drained: the copy's lines did not come later either.
+    let mut run = run;
+    crate::cluster::signal(run.child.id(), "-INT");
+    assert!(run.child.wait().expect("reaped").success());
+    assert_eq!(run.lines(), want);
+}

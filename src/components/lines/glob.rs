@@ -3,7 +3,9 @@
 //! order. With `follow`, each matching file is followed by its own reader (rotations as for
 //! one file), and the glob is looked at again at the same poll interval for new files. Files
 //! are told apart by device and inode, so a file renamed to another matching name is not read
-//! again. Each chunk carries its file's identity and matched path.
+//! again, and, when followed, by a fingerprint of their first [`PRINT_BYTES`] bytes, so a copy
+//! (or a move across file systems) of a file already read is not read again either. Each
+//! chunk carries its file's identity and matched path.
 
 use super::follow::{FileId, FollowJob, Seen};
 use super::{read_lines, ChunkResult, LineBuilder};
@@ -18,6 +20,24 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// How often a glob matching nothing is warned about while followed.
 const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// A followed file's fingerprint is a checksum of this many first bytes; a shorter file has
+/// none yet (it is told by device and inode only).
+pub const PRINT_BYTES: usize = 256;
+
+/// The checksum (64-bit FNV-1a) of the first [`PRINT_BYTES`] bytes of `path`, when it has
+/// that many.
+pub fn fingerprint(path: &Path) -> Option<u64> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(PRINT_BYTES);
+    let file = std::fs::File::open(path).ok()?;
+    file.take(PRINT_BYTES as u64).read_to_end(&mut head).ok()?;
+    (head.len() == PRINT_BYTES).then(|| {
+        head.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    })
+}
 
 /// Whether a path as written is a glob.
 pub fn is_glob(path: &str) -> bool {
@@ -153,6 +173,7 @@ impl GlobJob {
     ) {
         let seen: Seen = Arc::default();
         let mut followed: HashSet<PathBuf> = HashSet::new();
+        let mut prints = Prints::default();
         let mut first_look = true;
         let mut warned: Option<Instant> = None;
         while !closed.load(Ordering::Relaxed) {
@@ -167,16 +188,18 @@ impl GlobJob {
                 );
                 warned = Some(Instant::now());
             }
+            prints.complete();
             for path in files {
                 let Ok(meta) = std::fs::metadata(&path) else {
                     continue;
                 };
                 let id = FileId::of(&meta);
                 let known = seen.lock().unwrap_or_else(|e| e.into_inner()).contains(&id);
-                if followed.contains(&path) || known {
+                if followed.contains(&path) || known || prints.is_copy(&path, id) {
                     continue;
                 }
                 followed.insert(path.clone());
+                prints.add(&path);
                 let (start, lines) = self.start_of(&path, id, first_look);
                 let job = FollowJob {
                     path: path.clone(),
@@ -203,5 +226,55 @@ impl GlobJob {
             first_look = false;
             std::thread::sleep(POLL);
         }
+    }
+}
+
+/// The fingerprints of the files a glob follows, and the files that had none yet.
+#[derive(Default)]
+struct Prints {
+    known: std::collections::HashMap<u64, PathBuf>,
+    /// Followed files shorter than [`PRINT_BYTES`] when last looked at.
+    pending: Vec<PathBuf>,
+    /// Files left out as copies, with the file they were: said once, looked at again only
+    /// when another file is under the name.
+    copies: std::collections::HashMap<PathBuf, FileId>,
+}
+
+impl Prints {
+    /// Note the fingerprint of a file now followed (or look again later).
+    fn add(&mut self, path: &Path) {
+        match fingerprint(path) {
+            Some(print) => {
+                self.known
+                    .entry(print)
+                    .or_insert_with(|| path.to_path_buf());
+            }
+            None => self.pending.push(path.to_path_buf()),
+        }
+    }
+
+    /// Fingerprint the followed files that have grown long enough.
+    fn complete(&mut self) {
+        for path in std::mem::take(&mut self.pending) {
+            self.add(&path);
+        }
+    }
+
+    /// Whether `path` (the file `id`) has the fingerprint of a file already followed.
+    fn is_copy(&mut self, path: &Path, id: FileId) -> bool {
+        if self.copies.get(path) == Some(&id) {
+            return true;
+        }
+        let Some(first) = fingerprint(path).and_then(|p| self.known.get(&p)) else {
+            return false;
+        };
+        tracing::info!(
+            "{}: not read: its first {PRINT_BYTES} bytes are those of {}, already read (a copy \
+             or a move)",
+            path.display(),
+            first.display()
+        );
+        self.copies.insert(path.to_path_buf(), id);
+        true
     }
 }
