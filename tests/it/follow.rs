@@ -538,3 +538,54 @@ fn a_copy_of_a_followed_file_under_the_glob_is_not_read_again() {
     assert!(run.child.wait().expect("reaped").success());
     assert_eq!(run.lines(), want);
 }
+
+/// A checkpointed followed glob resumes each of its files where it was: lines appended to two
+/// files and a new file made while the run was stopped come out once each, numbered on.
+#[test]
+fn a_checkpointed_glob_resumes_each_file_where_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    append(&dir.path().join("a.log"), "a1\n");
+    append(&dir.path().join("b.log"), "b1\n");
+    let args = vec![
+        "run".to_string(),
+        "-e".into(),
+        format!(
+            "name globbed\nlines = file(path=\"{}/*.log\", follow=true, fields=[file_line, line])\n  | count(fields=[file_line, line], emit=update)\n  | stdout",
+            dir.path().display()
+        ),
+        "--state-dir".into(),
+        state.display().to_string(),
+        "-c".into(),
+        "topology.stateful=true".into(),
+    ];
+    let sorted = |run: &Followed| {
+        let mut l = run.lines();
+        l.sort();
+        l
+    };
+    let run = Followed::spawn(dir.path(), &args);
+    poll_until(
+        "a1 and b1",
+        Duration::from_secs(60),
+        Duration::from_millis(20),
+        || (sorted(&run) == ["1\ta1\t1", "1\tb1\t1"]).then_some(()),
+    );
+    run.interrupt();
+    append(&dir.path().join("a.log"), "a2\n");
+    append(&dir.path().join("b.log"), "b2\n");
+    append(&dir.path().join("c.log"), "c1\n");
+    let run = Followed::spawn(dir.path(), &args);
+    let want = ["1\tc1\t1", "2\ta2\t1", "2\tb2\t1"];
+    poll_until(
+        "the new lines",
+        Duration::from_secs(60),
+        Duration::from_millis(20),
+        || {
+            let got = sorted(&run);
+            assert!(got.len() <= want.len(), "{got:?}");
+            (got == want).then_some(())
+        },
+    );
+    run.interrupt();
+}
