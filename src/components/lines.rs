@@ -378,7 +378,11 @@ impl LineSpout {
             .placement
             .as_ref()
             .map(|(p, path)| (p, path, number.unwrap_or_default()));
-        let chunk_path = self.current.path.as_ref().map(|p| Value::str(p));
+        // A glob's matched path, made a value only when `file_path` may be asked for.
+        let chunk_path = match place {
+            Some(_) => self.current.path.as_ref().map(|p| Value::str(p)),
+            None => None,
+        };
         let place = place.map(|(p, path, n)| (p, chunk_path.as_ref().unwrap_or(path), n));
         emit_line(
             self.parsing.as_mut(),
