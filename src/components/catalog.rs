@@ -19,13 +19,29 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
                 None => super::lines::Input::Stdin,
             };
             let mut spout = super::lines::LineSpout::new(input, max_retries);
+            let path = c.arg_str("path").unwrap_or_default();
+            if c.ctype == ComponentType::File && super::lines::glob::is_glob(path) {
+                let strip = std::path::Path::new(path)
+                    .is_relative()
+                    .then(|| base_dir.to_path_buf());
+                spout = spout.globbing(strip);
+            }
             if c.args.get("follow").and_then(|v| v.as_bool()) == Some(true) {
                 let from_end = c.arg_str("start_at") == Some("end");
                 spout = spout.following(from_end);
             }
+            let placement = match c.ctype {
+                ComponentType::File => super::lines::source_fields::Placement::new(&c.args)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+                _ => None,
+            };
+            if let (Some(p), Some(path)) = (placement, c.arg_str("path")) {
+                spout = spout.with_file_fields(p, path);
+            }
+            let args = super::lines::source_fields::reader_args(&c.args);
             Box::new(match c.args.contains_key("format") {
                 true => {
-                    let spec = super::parse::spec::Spec::from_args(&c.args)
+                    let spec = super::parse::spec::Spec::from_args(&args)
                         .map_err(|e| anyhow::anyhow!("{}: {}", c.id, e.message))?;
                     spout
                         .parsing(&spec)

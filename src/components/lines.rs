@@ -8,7 +8,10 @@
 
 pub mod feed;
 pub mod follow;
+pub mod glob;
 mod position;
+pub mod position_file;
+pub mod source_fields;
 
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
@@ -45,6 +48,11 @@ struct LineChunk {
     /// Each line's values as the reader thread read them ahead (`None`: the spout's parser
     /// reads that line); empty when nothing is read ahead.
     parsed: Vec<Option<crate::tuple::Values>>,
+    /// Each line's 1-based number in its file (the pieces of a long line share it); empty
+    /// unless `file_line` is asked for.
+    numbers: Vec<u64>,
+    /// A glob's matched path the lines came from.
+    path: Option<Arc<str>>,
 }
 
 /// What the reader thread sends: a chunk of lines, or why reading stopped.
@@ -89,13 +97,25 @@ impl KeptLine {
 fn emit_line(
     parsing: Option<&mut Parsing>,
     replay: Option<&mut Replay<KeptLine>>,
-    line: &str,
-    piece: bool,
+    (line, piece): (&str, bool),
     read_ahead: Option<crate::tuple::Values>,
     keep: impl FnOnce() -> KeptLine,
+    place: Option<(&source_fields::Placement, &Value, u64)>,
     out: &mut dyn SpoutCollector,
 ) -> Result<(), super::FatalError> {
+    let placed = |values: crate::tuple::Values| match place {
+        Some((p, path, n)) => p.place(&values, path, n),
+        None => values,
+    };
     let Some(p) = parsing else {
+        if place.is_some() {
+            // The file fields are kept with the line, so a replay gives them again.
+            let values = placed(crate::tuple::one_str(line));
+            let msg_id =
+                replay.map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
+            out.send(streams::DEFAULT, values, msg_id);
+            return Ok(());
+        }
         let msg_id = replay.map(|r| Value::Int(r.track(keep()) as i64));
         out.send(streams::DEFAULT, crate::tuple::one_str(line), msg_id);
         return Ok(());
@@ -111,6 +131,7 @@ fn emit_line(
         match r {
             Ok(values) => {
                 p.warnings.read();
+                let values = placed(values);
                 let msg_id = replay
                     .as_deref_mut()
                     .map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
@@ -172,6 +193,27 @@ pub struct LineSpout {
     cut_long: bool,
     /// `follow: true`: read as the file grows, through rotations.
     follow: Option<Following>,
+    /// `fields` names `file_path` or `file_line`: where they go, and the path as written.
+    placement: Option<(source_fields::Placement, Value)>,
+    /// The number of the last line emitted in its file (what `offset` is after); kept in a
+    /// position so `file_line` goes on right after a resume.
+    line: u64,
+    /// A restored position's line count, where the reader starts numbering.
+    start_line: Option<u64>,
+    /// `path` is a glob: where each of its files is.
+    glob: Option<Globbing>,
+    /// Followed without checkpoints, with a state dir: the position kept in a file.
+    position_file: Option<position_file::PositionFile>,
+}
+
+/// A glob's files, each with its own position.
+struct Globbing {
+    /// Stripped from matched paths for `file_path` (a relative pattern's folder).
+    strip: Option<PathBuf>,
+    /// Each file's offset after its last line emitted, and that line's number.
+    files: glob::Starts,
+    /// The file the last line emitted came from.
+    last: Option<follow::FileId>,
 }
 
 /// How a followed file is read.
@@ -215,7 +257,34 @@ impl LineSpout {
             prefetch: None,
             cut_long: false,
             follow: None,
+            placement: None,
+            line: 0,
+            start_line: None,
+            glob: None,
+            position_file: None,
         }
+    }
+
+    /// `path` is a glob (`strip`: the folder a relative pattern was joined to).
+    pub fn globbing(mut self, strip: Option<PathBuf>) -> LineSpout {
+        self.kind = "file-glob";
+        self.glob = Some(Globbing {
+            strip,
+            files: glob::Starts::new(),
+            last: None,
+        });
+        self
+    }
+
+    /// Give the file fields (`file_path`, `file_line`) where `placement` puts them; `path`
+    /// is the file's path as the topology wrote it.
+    pub fn with_file_fields(
+        mut self,
+        placement: source_fields::Placement,
+        path: &str,
+    ) -> LineSpout {
+        self.placement = Some((placement, Value::str(path)));
+        self
     }
 
     /// Follow the file as it grows (`follow: true`), starting at its end with `from_end`.
@@ -277,7 +346,19 @@ impl LineSpout {
             i => self.current.ends[i - 1],
         };
         let raw_end = self.current.raw_ends.get(self.emitted).copied();
+        let number = self.current.numbers.get(self.emitted).copied();
         let file = self.current.file;
+        if let (Some(g), Some(p)) = (self.glob.as_mut(), self.parsing.as_ref()) {
+            // A record over several lines cannot be cut by another file's lines.
+            if g.last.is_some() && g.last != file && p.parser.pending() {
+                return Err(super::FatalError(format!(
+                    "{}: a record over several lines was cut by lines of another file of the glob; \
+                     with a glob, each record must be on one line",
+                    self.component
+                )));
+            }
+            g.last = file;
+        }
         let piece = self.current.pieces.contains(&self.emitted);
         let read_ahead = self
             .current
@@ -293,18 +374,35 @@ impl LineSpout {
             end,
         };
         let replay = self.tracked.then_some(&mut self.replay);
+        let place = self
+            .placement
+            .as_ref()
+            .map(|(p, path)| (p, path, number.unwrap_or_default()));
+        // A glob's matched path, made a value only when `file_path` may be asked for.
+        let chunk_path = match place {
+            Some(_) => self.current.path.as_ref().map(|p| Value::str(p)),
+            None => None,
+        };
+        let place = place.map(|(p, path, n)| (p, chunk_path.as_ref().unwrap_or(path), n));
         emit_line(
             self.parsing.as_mut(),
             replay,
-            line,
-            piece,
+            (line, piece),
             read_ahead,
             keep,
+            place,
             out,
         )?;
         let pending = self.parsing.as_ref().is_some_and(|p| p.parser.pending());
         if let (Some(raw_end), false) = (raw_end, pending) {
             self.offset = raw_end;
+            if let Some(n) = number {
+                // A piece's line is not finished: a resume goes on numbering it.
+                self.line = if piece { n.saturating_sub(1) } else { n };
+            }
+            if let (Some(g), Some(id)) = (self.glob.as_mut(), file) {
+                g.files.insert(id, (raw_end, self.line));
+            }
             if let (Some(f), Some(id)) = (self.follow.as_mut(), file) {
                 f.file = Some(id);
             }
@@ -337,6 +435,27 @@ impl LineSpout {
         let cut = self.cut_long.then_some(PIECE_BYTES);
         let name = format!("{}-reader", self.component);
         let prefetch = self.prefetch.take();
+        // Numbering lines (`file_line`): from the restored count, else counted at start.
+        let numbering = self.placement.is_some().then_some(self.start_line);
+        if let (Some(g), Input::File(pattern)) = (&self.glob, &input) {
+            let job = glob::GlobJob {
+                pattern: pattern.clone(),
+                strip: g.strip.clone(),
+                starts: g.files.clone(),
+                closed: self.follow.as_ref().map(|f| f.closed.clone()),
+                from_end: self
+                    .follow
+                    .as_ref()
+                    .is_some_and(|f| f.from_end && !f.resumed),
+                cut,
+                numbered: self.placement.is_some(),
+            };
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || job.run(tx, read, invalid))?;
+            self.chunks = Some(rx);
+            return Ok(());
+        }
         if let (Some(f), Input::File(path)) = (&self.follow, &input) {
             let start = match (f.from_end, f.resumed) {
                 (true, false) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
@@ -349,6 +468,9 @@ impl LineSpout {
                 expect: f.file,
                 closed: f.closed.clone(),
                 cut,
+                numbering: numbering.map(|n| n.filter(|_| f.resumed)),
+                shown: None,
+                seen: None,
             };
             std::thread::Builder::new()
                 .name(name)
@@ -356,9 +478,14 @@ impl LineSpout {
             self.chunks = Some(rx);
             return Ok(());
         }
-        std::thread::Builder::new()
-            .name(name)
-            .spawn(move || reader_thread(input, start, cut, prefetch, tx, read, invalid))?;
+        std::thread::Builder::new().name(name).spawn(move || {
+            let lines = Reading {
+                cut,
+                prefetch,
+                numbering,
+            };
+            reader_thread(input, start, lines, tx, read, invalid)
+        })?;
         self.chunks = Some(rx);
         Ok(())
     }
@@ -368,8 +495,7 @@ impl LineSpout {
 fn reader_thread(
     input: Input,
     start: u64,
-    cut: Option<usize>,
-    prefetch: Option<super::parse::Prefetch>,
+    reading: Reading,
     tx: crossbeam_channel::Sender<ChunkResult>,
     read_bytes: Arc<AtomicU64>,
     invalid: Arc<AtomicU64>,
@@ -382,9 +508,52 @@ fn reader_thread(
         }
     };
     let mut lines = LineBuilder::new(&tx, None, &invalid);
-    lines.prefetch = prefetch;
-    read_lines(source, start, cut, lines, &read_bytes);
+    lines.prefetch = reading.prefetch;
+    if let (Some(known), Input::File(path)) = (reading.numbering, &input) {
+        match known.map_or_else(|| lines_before(path, start), Ok) {
+            Ok(n) => lines.numbering = Some(n),
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return Ok(());
+            }
+        }
+    }
+    read_lines(source, start, reading.cut, lines, &read_bytes);
     Ok(())
+}
+
+/// How a reader thread reads lines besides where from.
+struct Reading {
+    /// A line longer than this goes in pieces.
+    cut: Option<usize>,
+    prefetch: Option<super::parse::Prefetch>,
+    /// `Some` when lines are numbered: the lines before the start, when known.
+    numbering: Option<Option<u64>>,
+}
+
+/// The number of lines (`\n`s) in the first `end` bytes of `path`: where numbering starts
+/// when reading starts past byte 0 without a known line count.
+fn lines_before(path: &std::path::Path, end: u64) -> Result<u64, String> {
+    if end == 0 {
+        return Ok(0);
+    }
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, f.take(end));
+    let mut n = 0u64;
+    loop {
+        let data = match reader.fill_buf() {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        if data.is_empty() {
+            return Ok(n);
+        }
+        n += memchr::memchr_iter(b'\n', data).count() as u64;
+        let len = data.len();
+        reader.consume(len);
+    }
 }
 
 /// `input`, read from raw offset `start`.
@@ -516,6 +685,11 @@ struct LineBuilder<'a> {
     parsed: Vec<Option<crate::tuple::Values>>,
     /// The last line added was a piece of a longer one.
     after_piece: bool,
+    /// Lines are numbered (`file_line`): how many were finished before the next one.
+    numbering: Option<u64>,
+    numbers: Vec<u64>,
+    /// A glob's matched path, stamped on each chunk.
+    path: Option<Arc<str>>,
 }
 
 impl<'a> LineBuilder<'a> {
@@ -537,10 +711,20 @@ impl<'a> LineBuilder<'a> {
             prefetch: None,
             parsed: Vec::new(),
             after_piece: false,
+            numbering: None,
+            numbers: Vec::new(),
+            path: None,
         }
     }
 
     fn add(&mut self, line: &str, raw_end: u64) {
+        if let Some(done) = self.numbering.as_mut() {
+            // The pieces of a long line share its number; its last part finishes it.
+            self.numbers.push(*done + 1);
+            if self.pieces.last() != Some(&self.ends.len()) {
+                *done += 1;
+            }
+        }
         if let Some(p) = self.prefetch.as_mut() {
             // A piece, and the rest of a line cut in pieces, are the spout parser's to read.
             let piece = self.pieces.last() == Some(&self.ends.len());
@@ -568,6 +752,8 @@ impl<'a> LineBuilder<'a> {
             pieces: std::mem::take(&mut self.pieces),
             file: self.file,
             parsed: std::mem::take(&mut self.parsed),
+            numbers: std::mem::take(&mut self.numbers),
+            path: self.path.clone(),
         };
         self.closed = self.tx.send(Ok(chunk)).is_err();
     }
@@ -647,13 +833,27 @@ impl Spout for LineSpout {
             }
         }
         self.replay.set_label(&ctx.component, ctx.task_id);
-        if let Some(Input::File(p)) = &self.input {
+        if self.follow.is_some() {
+            self.position_file = position_file::PositionFile::for_task(ctx)?;
+            let saved = self.position_file.as_ref().map(|f| f.load()).transpose();
+            let saved = saved.map_err(|e| anyhow::anyhow!("{}: {e}", self.component))?;
+            if let Some(position) = saved.flatten() {
+                self.restore(position)?;
+            }
+        }
+        if let (Some(Input::File(p)), None) = (&self.input, &self.glob) {
             self.total_bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         }
         Ok(())
     }
 
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
+        if self.position_file.as_ref().is_some_and(|f| f.due()) {
+            let position = position::of(self);
+            if let Some(f) = self.position_file.as_mut() {
+                f.save(&position);
+            }
+        }
         if let Some((seq, line)) = self.replay.next_replay() {
             out.send(
                 streams::DEFAULT,
@@ -741,6 +941,12 @@ impl Spout for LineSpout {
     fn close(&mut self) {
         if let Some(f) = &self.follow {
             f.closed.store(true, Ordering::Relaxed);
+        }
+        if self.position_file.is_some() {
+            let position = position::of(self);
+            if let Some(f) = self.position_file.as_mut() {
+                f.save(&position);
+            }
         }
         let invalid = self.invalid.load(Ordering::Relaxed);
         if invalid > 0 {

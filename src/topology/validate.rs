@@ -327,8 +327,16 @@ impl Validator<'_> {
                 .as_ref()
                 .and_then(|a| a.value.get("format"))
                 .is_some();
+        let file_fields = ctype == Some(ComponentType::File)
+            && rc
+                .args
+                .as_ref()
+                .and_then(|a| a.value.get("fields"))
+                .is_some();
         if ctype == Some(ComponentType::Parse) || reads_format {
             self.parse_spec(rc, parallelism);
+        } else if file_fields {
+            self.file_fields(rc);
         }
         if ctype == Some(ComponentType::Aggregate) {
             self.aggregate_spec(rc);

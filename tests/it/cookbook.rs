@@ -140,6 +140,12 @@ fn write_inputs(dir: &Path, evs: &[Event]) {
     std::fs::write(dir.join("app.json"), pretty).expect("write");
     std::fs::write(dir.join("app.jsonl"), jsonl).expect("write");
     std::fs::write(dir.join("events.csv"), w.into_inner().expect("csv")).expect("write");
+    // The same log split over two files of a folder, for a glob.
+    let lines: Vec<&str> = access.split_inclusive('\n').collect();
+    let (first, second) = lines.split_at(lines.len() / 2);
+    std::fs::create_dir_all(dir.join("app")).expect("mkdir");
+    std::fs::write(dir.join("app/access-1.log"), first.concat()).expect("write");
+    std::fs::write(dir.join("app/access-2.log"), second.concat()).expect("write");
     std::fs::write(dir.join("access.log"), access).expect("write");
     std::fs::write(dir.join("book.txt"), book()).expect("write");
     let users: String = (0..30u32)
@@ -515,7 +521,7 @@ fn check(id: &str, out: &str, evs: &[Event], via_yaml: bool) {
         "percentiles" => return check_percentiles(out, evs),
         "csv-columns" => return check_csv(out, evs),
         "live-errors" => return check_updates(out, evs),
-        "live-status" => {
+        "live-status" | "live-status-glob" => {
             let want = counted(evs.iter().map(|e| e.status.to_string()));
             return assert_eq!(last_totals(out), want, "{id}");
         }

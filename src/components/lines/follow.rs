@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_millis(100);
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Which file a name points at: (device, inode). Zero on systems without them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct FileId {
     pub dev: u64,
     pub ino: u64,
@@ -218,7 +218,18 @@ pub(super) struct FollowJob {
     pub(super) expect: Option<FileId>,
     pub(super) closed: Arc<AtomicBool>,
     pub(super) cut: Option<usize>,
+    /// `Some` when lines are numbered (`file_line`): the lines before `start` when known
+    /// (a restored position's count), else counted when the file is opened.
+    pub(super) numbering: Option<Option<u64>>,
+    /// A glob's matched path, stamped on each chunk (`file_path`).
+    pub(super) shown: Option<Arc<str>>,
+    /// A glob's files read by any of its readers: each file read here is added, so the
+    /// glob's watcher does not follow it again under another name.
+    pub(super) seen: Option<Seen>,
 }
+
+/// The files a glob's readers have read, by identity.
+pub(super) type Seen = Arc<std::sync::Mutex<std::collections::HashSet<FileId>>>;
 
 /// Where a followed file's reader sends its chunks and counts what it read.
 pub(super) struct Sink<'a> {
@@ -228,6 +239,21 @@ pub(super) struct Sink<'a> {
 }
 
 impl FollowJob {
+    /// The chunk builder for the file `id` (noted as seen).
+    fn builder<'a>(
+        &self,
+        tx: &'a crossbeam_channel::Sender<ChunkResult>,
+        id: FileId,
+        invalid: &'a AtomicU64,
+    ) -> LineBuilder<'a> {
+        if let Some(seen) = &self.seen {
+            seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        }
+        let mut lines = LineBuilder::new(tx, Some(id), invalid);
+        lines.path = self.shown.clone();
+        lines
+    }
+
     /// Read the file, and each file its name points at after a rotation, until the spout goes.
     pub(super) fn run(
         self,
@@ -275,15 +301,26 @@ impl FollowJob {
             }
             first = false;
             let id = source.id();
+            let mut lines = self.builder(tx, id, invalid);
+            // A restored count is of the first file read at the restored offset only.
+            let restored = self
+                .numbering
+                .flatten()
+                .filter(|_| known.is_empty() && start == self.start);
+            lines.numbering = match (self.numbering, restored) {
+                (None, _) => None,
+                (Some(_), Some(n)) => Some(n),
+                (Some(_), None) => match super::lines_before(&self.path, start) {
+                    Ok(n) => Some(n),
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                },
+            };
             known.push(id);
             let reader = BufReader::with_capacity(256 * 1024, &mut source);
-            read_lines(
-                reader,
-                start,
-                self.cut,
-                LineBuilder::new(tx, Some(id), invalid),
-                read,
-            );
+            read_lines(reader, start, self.cut, lines, read);
             match source.stop() {
                 Some(Stop::Rotated) => {
                     let after = source.modified();
@@ -360,13 +397,20 @@ impl FollowJob {
     fn read_whole(&self, file: &Path, start: u64, id: FileId, sink: &Sink) -> bool {
         match open_at(&Input::File(file.to_path_buf()), start) {
             Ok(source) => {
-                read_lines(
-                    source,
-                    start,
-                    self.cut,
-                    LineBuilder::new(sink.tx, Some(id), sink.invalid),
-                    sink.read,
-                );
+                let mut lines = self.builder(sink.tx, id, sink.invalid);
+                // The old file of a restored position: its count goes on.
+                lines.numbering = match self.numbering {
+                    None => None,
+                    Some(Some(n)) if start > 0 => Some(n),
+                    Some(_) => match super::lines_before(file, start) {
+                        Ok(n) => Some(n),
+                        Err(e) => {
+                            let _ = sink.tx.send(Err(e));
+                            return false;
+                        }
+                    },
+                };
+                read_lines(source, start, self.cut, lines, sink.read);
                 !self.closed.load(Ordering::Relaxed)
             }
             Err(e) => {

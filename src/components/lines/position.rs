@@ -8,6 +8,10 @@
 //!   starts after it, knows them,
 //! - `json` (JSON read as a stream of values): `"array"` between the elements of a top-level
 //!   array, `"values"` between values, so the resumed reader goes on in the same state,
+//! - `line` (with `file_line` asked for): the number of the line `offset` is after, so a
+//!   resumed spout numbers on from it,
+//! - `files` (a glob, `input` `"file-glob"`): `[device, inode, offset, line]` of each of its
+//!   files read, so each goes on from where it was (`offset` is then unused),
 //! - `file` (a followed file): `[device, inode]` of the file `offset` is in, so a file rotated
 //!   while the run was stopped is read from its start, not from an offset in another file.
 
@@ -27,6 +31,17 @@ pub(super) fn of(spout: &LineSpout) -> Value {
     map.insert("input".to_string(), Value::str(spout.kind));
     map.insert("offset".to_string(), Value::Int(spout.offset as i64));
     map.insert("kept".to_string(), Value::List(Box::new(kept)));
+    if spout.placement.is_some() {
+        map.insert("line".to_string(), Value::Int(spout.line as i64));
+    }
+    if let Some(g) = &spout.glob {
+        let file = |(id, (offset, line)): (&super::follow::FileId, &(u64, u64))| {
+            let items = [id.dev, id.ino, *offset, *line].map(|n| Value::Int(n as i64));
+            Value::List(Box::new(items.to_vec()))
+        };
+        let files = g.files.iter().map(file).collect();
+        map.insert("files".to_string(), Value::List(Box::new(files)));
+    }
     let header = spout
         .parsing
         .as_ref()
@@ -71,7 +86,12 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
     let Some(input) = &spout.input else {
         return Err("reading had already begun".into());
     };
-    if let Some(f) = spout.follow.as_mut() {
+    if let Some(g) = spout.glob.as_mut() {
+        g.files = glob_files(map.get("files"))?;
+        if let Some(f) = spout.follow.as_mut() {
+            f.resumed = true;
+        }
+    } else if let Some(f) = spout.follow.as_mut() {
         // The reader thread sees whether it is still the same file, and how long.
         f.file = file_id(map.get("file"))?;
         f.resumed = true;
@@ -96,10 +116,42 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
         };
         p.parser.resume_json_stream(state.as_str() == Some("array"));
     }
+    spout.start_line = match map.get("line") {
+        None => None,
+        Some(Value::Int(n)) if *n >= 0 => Some(*n as u64),
+        Some(other) => return Err(format!("the position's line is not a count: {other:?}")),
+    };
+    spout.line = spout.start_line.unwrap_or_default();
     spout.restored = kept_lines(spout, map.get("kept"))?.into();
     spout.start = offset;
     spout.offset = offset;
     Ok(())
+}
+
+/// A glob's files in a position: `[device, inode, offset, line]` each.
+fn glob_files(value: Option<&Value>) -> Result<super::glob::Starts, String> {
+    let bad = || "the position's files are not [device, inode, offset, line] lists".to_string();
+    let Some(Value::List(items)) = value else {
+        return Err(bad());
+    };
+    let mut files = super::glob::Starts::new();
+    for item in items.iter() {
+        let Value::List(parts) = item else {
+            return Err(bad());
+        };
+        let n = |v: &Value| match v {
+            Value::Int(n) if *n >= 0 => Some(*n as u64),
+            _ => None,
+        };
+        let parts: Option<Vec<u64>> = parts.iter().map(n).collect();
+        match parts.as_deref() {
+            Some(&[dev, ino, offset, line]) => {
+                files.insert(super::follow::FileId { dev, ino }, (offset, line));
+            }
+            _ => return Err(bad()),
+        }
+    }
+    Ok(files)
 }
 
 /// A followed file's `[device, inode]` in a position.
@@ -138,7 +190,8 @@ fn kept_lines(spout: &LineSpout, kept: Option<&Value>) -> Result<Vec<KeptLine>, 
         Some(Value::List(items)) => items,
         Some(_) => return Err("the position's kept lines are not a list".into()),
     };
-    let parsed = spout.parsing.is_some();
+    // With the file fields, kept lines are kept with their values too.
+    let parsed = spout.parsing.is_some() || spout.placement.is_some();
     items
         .iter()
         .map(|item| match (item, parsed) {

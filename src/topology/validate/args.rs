@@ -260,6 +260,14 @@ impl Validator<'_> {
                 .and_then(|a| a.value.get(key))
                 .map_or(at_type, |v| v.span)
         };
+        let is_file = rc.ctype.as_ref().is_some_and(|t| t.value == "file");
+        if is_file {
+            if let Err(why) = crate::components::lines::source_fields::Placement::new(&args) {
+                self.error(why, arg_span("fields"));
+                return;
+            }
+        }
+        let args = crate::components::lines::source_fields::reader_args(&args);
         match crate::components::parse::spec::Spec::from_args(&args) {
             Err(e) => {
                 let span = arg_span(e.arg);
@@ -285,6 +293,24 @@ impl Validator<'_> {
                     );
                 }
             }
+        }
+    }
+
+    /// A `file` spout without `format` whose `fields` names the file fields: the rest must be
+    /// `line`.
+    pub(super) fn file_fields(&mut self, rc: &RawComponent) {
+        let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => return,
+        };
+        if let Err(why) = crate::components::lines::source_fields::Placement::new(&args) {
+            let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+            let span = rc
+                .args
+                .as_ref()
+                .and_then(|a| a.value.get("fields"))
+                .map_or(at, |v| v.span);
+            self.error(why, span);
         }
     }
 

@@ -31,6 +31,9 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
     use ComponentType::*;
     let one = |f: &str| Some(Some(vec![f.to_string()]));
     match c.ctype {
+        File if crate::components::lines::source_fields::asked(&c.args).is_some() => {
+            Some(crate::components::lines::source_fields::asked(&c.args))
+        }
         Stdin | File if c.args.contains_key("format") => Some(Some(parsed_fields(c))),
         Stdin | File => one("line"),
         Split | TestWordSpout => one("word"),
