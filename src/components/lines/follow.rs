@@ -270,6 +270,12 @@ impl FollowJob {
         loop {
             let mut source = match Follower::open(&self.path, start, self.closed.clone()) {
                 Ok(s) => s,
+                // A file a glob matched that is gone before it was opened (deleted by a
+                // log rotation): nothing to read, and the glob's other files go on.
+                Err(e) if first && self.seen.is_some() && !self.path.exists() => {
+                    tracing::warn!("{e}: gone before it was read; left out");
+                    return;
+                }
                 Err(e) if first => {
                     let _ = tx.send(Err(e));
                     return;
