@@ -57,6 +57,10 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
             super::kafka::spout::KafkaSpout::new(&c.args)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
         ),
+        ComponentType::Jdbc => Box::new(
+            super::jdbc::spout::JdbcSpout::new(&c.args)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+        ),
         other => anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, other.name()),
     })
 }
@@ -91,6 +95,14 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         ComponentType::Shell => Box::new(super::shell::ShellBolt::new(c, base_dir)),
         ComponentType::Kafka => Box::new(
             super::kafka::sink::KafkaSink::new(&c.args, c.stateful)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+        ),
+        ComponentType::Jdbc => Box::new(
+            super::jdbc::sink::JdbcSink::new(&c.args, c.stateful)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+        ),
+        ComponentType::JdbcLookup => Box::new(
+            super::jdbc::lookup::JdbcLookup::new(&c.args)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
         ),
         other => anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, other.name()),

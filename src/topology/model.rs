@@ -160,6 +160,8 @@ pub enum ComponentType {
     /// `org.apache.storm.testing.TestWordCounter`
     TestWordCounter,
     Kafka,
+    Jdbc,
+    JdbcLookup,
 }
 
 impl ComponentType {
@@ -185,6 +187,8 @@ impl ComponentType {
         ComponentType::TestWordSpout,
         ComponentType::TestWordCounter,
         ComponentType::Kafka,
+        ComponentType::Jdbc,
+        ComponentType::JdbcLookup,
     ];
 
     /// The name used in `type:`.
@@ -211,6 +215,8 @@ impl ComponentType {
             ComponentType::TestWordSpout => "test_word_spout",
             ComponentType::TestWordCounter => "test_word_counter",
             ComponentType::Kafka => "kafka",
+            ComponentType::Jdbc => "jdbc",
+            ComponentType::JdbcLookup => "jdbc_lookup",
         }
     }
 
@@ -249,6 +255,8 @@ impl ComponentType {
             Kafka => {
                 "spout or bolt: reads `topics` of Kafka `brokers`, or writes records to a `topic`"
             }
+            Jdbc => "spout or bolt: reads a PostgreSQL `table` by a rising `column`, or writes rows to it",
+            JdbcLookup => "bolt: adds the `select`ed columns of the rows a PostgreSQL `query` gives",
         }
     }
 
@@ -276,14 +284,14 @@ impl ComponentType {
     /// The built-ins that keep state a checkpoint can save (`stateful: true`).
     pub fn keeps_state(self) -> bool {
         use ComponentType::*;
-        matches!(self, Count | Aggregate | Top | Join | Dedupe | Kafka)
+        matches!(self, Count | Aggregate | Top | Join | Dedupe | Kafka | Jdbc)
     }
 
     /// Spouts that can go back to a checkpoint's position (`Spout::position`), so that
     /// checkpointed state sees each of their tuples once: `stdin`, `file` and `generate`.
     pub fn rewinds(self) -> bool {
         use ComponentType::*;
-        matches!(self, Stdin | File | Generate | Kafka)
+        matches!(self, Stdin | File | Generate | Kafka | Jdbc)
     }
 
     /// The names of the spout types that rewind, for messages.
@@ -309,7 +317,7 @@ impl ComponentType {
         use ComponentType::*;
         match self {
             Stdin | File | Generate | TestWordSpout => kind == ComponentKind::Spout,
-            Shell | Kafka => true,
+            Shell | Kafka | Jdbc => true,
             _ => kind == ComponentKind::Bolt,
         }
     }

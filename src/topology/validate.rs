@@ -378,6 +378,11 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::Kafka) {
             self.kafka_args(rc, kind);
         }
+        for (message, span) in ctype.map_or_else(Vec::new, |t| {
+            crate::components::jdbc::validate::check(rc, t, kind)
+        }) {
+            self.error(message, span);
+        }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(
                 "`command` is only used by shell components; ignored",

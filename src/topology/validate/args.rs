@@ -472,6 +472,11 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("header", Bool),
         ],
         Shell | Log | Discard | TestWordSpout | TestWordCounter => &[],
+        Jdbc | JdbcLookup => crate::components::jdbc::args::known(ctype == Jdbc)
+            .iter()
+            .map(|name| (*name, ArgShape::Any))
+            .collect::<Vec<_>>()
+            .leak(),
         Kafka => KAFKA_SPOUT_ARGS
             .iter()
             .chain(KAFKA_SINK_ARGS)
@@ -582,6 +587,9 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
         ComponentType::Dedupe => &["key"],
         ComponentType::Lookup => &["on"],
         ComponentType::Kafka => &["topic_field", "key", "field"],
+        ComponentType::Jdbc | ComponentType::JdbcLookup => {
+            return crate::components::jdbc::validate::named_input_fields(rc, ctype)
+        }
         _ => &[],
     };
     let mut out: Vec<(String, Span)> = keys.iter().filter_map(|k| arg(k)).flat_map(items).collect();
@@ -636,6 +644,8 @@ enum ArgShape {
     OneOf(&'static [&'static str]),
     /// A string, or a list of strings (`brokers`, `topics`).
     TextOrList,
+    /// Checked by the component's own validation.
+    Any,
 }
 
 impl ArgShape {
@@ -663,6 +673,7 @@ impl ArgShape {
             ArgShape::Bool => matches!(v, RawValue::Bool(_)),
             ArgShape::Map => matches!(v, RawValue::Map(_)),
             ArgShape::OneOf(names) => v.as_str().is_some_and(|s| names.contains(&s)),
+            ArgShape::Any => true,
             ArgShape::TextOrList => match v {
                 RawValue::List(l) => l.iter().all(|f| matches!(f.value, RawValue::Str { .. })),
                 other => matches!(other, RawValue::Str { .. }),
@@ -683,6 +694,7 @@ impl ArgShape {
             ArgShape::Map => "must be a map".into(),
             ArgShape::OneOf(names) => format!("must be one of: {}", names.join(", ")),
             ArgShape::TextOrList => "must be a string or a list of strings".into(),
+            ArgShape::Any => String::new(),
         })
     }
 }

@@ -47,6 +47,17 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             crate::components::kafka::output_fields(&c.args).unwrap_or_default(),
         )),
         Kafka => Some(None),
+        Jdbc if c.is_spout() => Some(Some(
+            crate::components::jdbc::args::names(&c.args, "columns").unwrap_or_default(),
+        )),
+        Jdbc => Some(None),
+        JdbcLookup => {
+            let mut fields = input?.to_vec();
+            fields.extend(
+                crate::components::jdbc::args::names(&c.args, "select").unwrap_or_default(),
+            );
+            Some(Some(fields))
+        }
         Count => {
             let mut keys = match strings(c.args.get("fields")) {
                 Some(k) => k,
