@@ -74,15 +74,7 @@ impl Pg {
         );
         for _ in 0..5 {
             let port = free_port();
-            let child = as_server_user(&format!("{BIN}/postgres"))
-                .args(["-D", "data", "-p", &port.to_string(), "-k", "."])
-                .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-                .args(["-c", "max_connections=200"])
-                .current_dir(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("postgres starts");
+            let child = server(dir.path(), port);
             let mut pg = Pg { dir, child, port };
             if pg.wait_ready() {
                 return pg;
@@ -92,6 +84,16 @@ impl Pg {
             dir = std::mem::replace(&mut pg.dir, tempfile::tempdir().expect("tempdir"));
         }
         panic!("postgres did not start on a free port");
+    }
+
+    /// Stop the server at once (as a crash would), then start it again on the same port and
+    /// data once `between` ran (its connections are then gone).
+    pub(crate) fn restart(&mut self, between: impl FnOnce()) {
+        super::cluster::signal(self.child.id(), "-QUIT");
+        let _ = self.child.wait();
+        between();
+        self.child = server(self.dir.path(), self.port);
+        assert!(self.wait_ready(), "postgres did not start again");
     }
 
     /// Whether the server answers, waiting while it starts (false: it ended, its port taken).
@@ -164,6 +166,19 @@ impl Drop for Pg {
         super::cluster::signal(self.child.id(), "-QUIT");
         let _ = self.child.wait();
     }
+}
+
+/// The server on `port` with its data in `dir`.
+fn server(dir: &Path, port: u16) -> Child {
+    as_server_user(&format!("{BIN}/postgres"))
+        .args(["-D", "data", "-p", &port.to_string(), "-k", "."])
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+        .args(["-c", "max_connections=200"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("postgres starts")
 }
 
 fn free_port() -> u16 {
@@ -657,7 +672,92 @@ streams:
     ] {
         assert!(err.contains(want), "no `{want}` in: {err}");
     }
+    // The DSL's components are checked the same way.
+    let dsl = "generate(count=3, fields=[service]) | jdbc(url=\"postgresql://u@h/db\", table=t, columns=[servce], on_conflict=[x])";
+    let (ok, _, dsl_err) = storm(dir.path(), &["validate", "-e", dsl]);
+    assert!(!ok);
+    assert!(dsl_err.contains("did you mean `service`?"), "{dsl_err}");
+    assert!(dsl_err.contains("`on_conflict` names `x`"), "{dsl_err}");
     // The messages never repeat a password (the snippet quotes the file as written).
     let messages: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
     assert!(messages.iter().all(|l| !l.contains("hush")), "{err}");
+}
+
+/// A server that goes away while the run goes on: the batch waits, retried with back-off,
+/// and is written once the server is back; every row is in the table once.
+#[test]
+fn a_lost_server_is_waited_for_and_its_batch_written_once_it_is_back() {
+    let mut pg = Pg::start();
+    pg.psql("create table lines (line text)");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("in.log");
+    let first: Vec<String> = (0..50).map(|i| format!("before {i}")).collect();
+    std::fs::write(&log, first.join("\n") + "\n").expect("writes");
+    let yaml = format!(
+        "name: wait
+spouts:
+  - {{id: in, type: file, args: {{path: in.log, follow: true}}}}
+bolts:
+  - {{id: out, type: jdbc, args: {{url: \"{u}\", table: lines, columns: [line], batch: {{rows: 10, timeout: 10ms}}, retry: 2m}}}}
+streams:
+  - {{from: in, to: out}}
+",
+        u = pg.url()
+    );
+    write(dir.path(), "t.yaml", &yaml);
+    let args = vec!["run".to_string(), "t.yaml".to_string()];
+    let mut run = Running::start(&args, dir.path(), Some("storm::components::jdbc=warn"));
+    let warned = Arc::new(Mutex::new(String::new()));
+    let into = warned.clone();
+    let stderr = run.child.stderr.take().expect("stderr piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            into.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_str(&(line + "\n"));
+        }
+    });
+    let count = |pg: &Pg| -> usize {
+        pg.psql("select count(*) from lines")
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    poll_until(
+        "the first lines",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || (count(&pg) == first.len()).then_some(()),
+    );
+    let later: Vec<String> = (0..30).map(|i| format!("during {i}")).collect();
+    pg.restart(|| {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .expect("opens");
+        std::io::Write::write_all(&mut f, (later.join("\n") + "\n").as_bytes()).expect("appends");
+        // The run notices the server is gone: it says it tries again, and waits.
+        poll_until(
+            "the run to retry",
+            Duration::from_secs(60),
+            Duration::from_millis(50),
+            || {
+                let text = warned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                text.contains("trying again").then_some(())
+            },
+        );
+    });
+    let total = first.len() + later.len();
+    poll_until(
+        "the lines written while the server was away",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || (count(&pg) >= total).then_some(()),
+    );
+    run.interrupt();
+    let text = warned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(!text.contains(PASSWORD), "{text}");
+    let mut want: Vec<String> = first.iter().chain(&later).cloned().collect();
+    want.sort();
+    assert_eq!(pg.rows("select line from lines order by line"), want);
 }
