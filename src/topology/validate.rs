@@ -378,9 +378,8 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::Kafka) {
             self.kafka_args(rc, kind);
         }
-        for (message, span) in ctype.map_or_else(Vec::new, |t| {
-            crate::components::jdbc::validate::check(rc, t, kind)
-        }) {
+        let jdbc = ctype.and_then(|t| crate::components::jdbc::validate::role(t, kind));
+        for (message, span) in jdbc.map_or_else(Vec::new, |r| jdbc_check(rc, r)) {
             self.error(message, span);
         }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
@@ -516,4 +515,12 @@ impl Validator<'_> {
             }
         }
     }
+}
+
+/// The `jdbc` connector's own checks (they live in `components/jdbc/validate.rs`).
+fn jdbc_check(
+    rc: &RawComponent,
+    role: crate::components::jdbc::validate::Role,
+) -> Vec<(String, Span)> {
+    crate::components::jdbc::validate::check(rc, role)
 }

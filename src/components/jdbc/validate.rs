@@ -11,13 +11,13 @@ use crate::topology::raw::{RawComponent, RawValue, Spanned};
 
 /// Which of the three a component is.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Role {
+pub enum Role {
     Sink,
     Lookup,
     Spout,
 }
 
-fn role(ctype: ComponentType, kind: ComponentKind) -> Option<Role> {
+pub fn role(ctype: ComponentType, kind: ComponentKind) -> Option<Role> {
     match (ctype, kind) {
         (ComponentType::Jdbc, ComponentKind::Bolt) => Some(Role::Sink),
         (ComponentType::Jdbc, ComponentKind::Spout) => Some(Role::Spout),
@@ -75,14 +75,16 @@ fn problems(a: &Args, role: Role) -> Vec<Problem> {
 }
 
 /// Each problem with where it is: at the argument, else the arguments, else the type.
-pub fn check(rc: &RawComponent, ctype: ComponentType, kind: ComponentKind) -> Vec<(String, Span)> {
-    let Some(role) = role(ctype, kind) else {
-        return Vec::new();
-    };
+pub fn check(rc: &RawComponent, role: Role) -> Vec<(String, Span)> {
     let at_type = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
     let Some(raw) = &rc.args else {
+        let name = if role == Role::Lookup {
+            "jdbc_lookup"
+        } else {
+            "jdbc"
+        };
         return vec![(
-            format!("`{}` needs `url` and its other arguments", ctype.name()),
+            format!("`{name}` needs `url` and its other arguments"),
             at_type,
         )];
     };
@@ -134,11 +136,11 @@ fn wrong_role(raw: &Spanned<RawValue>, role: Role) -> Vec<(String, Span)> {
 
 /// The input fields the arguments name: a sink's `columns` (a name, or the field of a
 /// `{column: field}`), a lookup's `params`.
-pub fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, Span)> {
-    let key = match ctype {
-        ComponentType::Jdbc => "columns",
-        ComponentType::JdbcLookup => "params",
-        _ => return Vec::new(),
+pub fn named_input_fields(rc: &RawComponent, role: Role) -> Vec<(String, Span)> {
+    let key = match role {
+        Role::Sink => "columns",
+        Role::Lookup => "params",
+        Role::Spout => return Vec::new(),
     };
     let Some(v) = rc.args.as_ref().and_then(|a| a.value.get(key)) else {
         return Vec::new();

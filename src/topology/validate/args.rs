@@ -588,7 +588,10 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
         ComponentType::Lookup => &["on"],
         ComponentType::Kafka => &["topic_field", "key", "field"],
         ComponentType::Jdbc | ComponentType::JdbcLookup => {
-            return crate::components::jdbc::validate::named_input_fields(rc, ctype)
+            let role = crate::components::jdbc::validate::role(ctype, ComponentKind::Bolt);
+            return role.map_or_else(Vec::new, |r| {
+                crate::components::jdbc::validate::named_input_fields(rc, r)
+            });
         }
         _ => &[],
     };
