@@ -8,7 +8,9 @@
 //! Stateful (`stateful: true`), its groups, or its windows' open panes, are the entries of its
 //! checkpoints (see `state.rs`).
 
+pub mod builtin;
 mod groups;
+pub mod lag;
 pub mod ops;
 pub mod ranking;
 pub mod saved;
