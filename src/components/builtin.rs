@@ -222,6 +222,9 @@ pub trait Builtin: Sync + 'static {
     fn check(&self, _w: &mut Written) {}
     /// Its checks against its input, once the input's fields are known (or known absent).
     fn check_input(&self, _w: &mut Written, _c: &Component, _input: &Input) {}
+    /// Its checks once every component is read: `taken` says whether an id is used (a
+    /// component that runs as more than one needs the ids it adds free).
+    fn check_placed(&self, _w: &mut Written, _c: &Component, _taken: &dyn Fn(&str) -> bool) {}
     /// A spout instance for one task.
     fn spout(&self, c: &Component, _task: u32, _base: &Path) -> anyhow::Result<Box<dyn Spout>> {
         anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, self.name())

@@ -99,7 +99,7 @@ pub fn validate(
     v.connectivity(&components, &streams, &targets);
     v.input_checks(&components, &streams);
     v.sinks(&components, &streams);
-    v.ranking_splits(&components);
+    v.placed_checks(&components);
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
     if !errors.is_empty() {
         let mut all = one_error_per_span(errors);

@@ -138,6 +138,9 @@ impl b::Builtin for TopType {
         check_top(w);
         lag_bound(w);
     }
+    fn check_placed(&self, w: &mut Written, c: &Component, taken: &dyn Fn(&str) -> bool) {
+        check_split(w, c, taken)
+    }
     fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         if c.args.get(RANKING_ARG).and_then(|v| v.as_str()) == Some(TOTAL) {
             // The total ranking of a `top` that runs as more than one task.
@@ -202,5 +205,36 @@ fn check_top(w: &mut Written) {
     if let Err((arg, message)) = top_spec(&w.args_json()) {
         let span = w.arg_span(arg);
         w.error(message, span);
+    }
+}
+
+/// A `top` with more than one task runs as its partial rankings and their total: it needs
+/// windows by time (a count of tuples is one task's count), and the id of its partial
+/// rankings free.
+fn check_split(w: &mut Written, c: &Component, taken: &dyn Fn(&str) -> bool) {
+    if !crate::topology::expand::splits(c) {
+        return;
+    }
+    let (rc, at) = (w.rc, w.at_type());
+    let by_count = top_spec(&c.args).is_ok_and(|(s, _)| {
+        s.window
+            .is_some_and(|win| win.measure == super::window::Measure::Count)
+    });
+    if by_count {
+        let span = rc.parallelism.as_ref().map_or(at, |p| p.span);
+        w.error(
+            "a `top` with windows of tuples runs as one task: each task would count its own tuples",
+            span,
+        )
+        .help = Some("use a window by time (`{tumbling: 1m}`), or parallelism 1".into());
+    }
+    let partial = crate::topology::expand::partial_id(&c.id);
+    if taken(&partial) {
+        let span = rc.id.as_ref().map_or(at, |i| i.span);
+        w.error(
+            format!("`{}` runs as `{partial}` and `{}` with more than one task, and `{partial}` is taken", c.id, c.id),
+            span,
+        )
+        .help = Some(format!("rename `{partial}`"));
     }
 }

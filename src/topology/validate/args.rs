@@ -1,6 +1,6 @@
 //! Validation of built-in components' arguments: their names and shapes (every built-in's
-//! descriptor lists what it reads), the input fields they name, and the split of a `top`
-//! that runs as more than one task.
+//! descriptor lists what it reads), the input fields they name, and each type's checks once
+//! every component is read.
 
 use super::*;
 use crate::components::builtin::Arg;
@@ -63,38 +63,15 @@ impl Validator<'_> {
         }
     }
 
-    /// A `top` with more than one task runs as its partial rankings and their total: it needs
-    /// windows by time (a count of tuples is one task's count), and the id of its partial
-    /// rankings free.
-    pub(super) fn ranking_splits(&mut self, components: &[(Component, &RawComponent)]) {
+    /// Each type's checks once every component is read (`Builtin::check_placed`).
+    pub(super) fn placed_checks(&mut self, components: &[(Component, &RawComponent)]) {
+        let declared = std::mem::take(&mut self.declared);
+        let taken = |id: &str| declared.contains_key(id);
         for (c, rc) in components {
-            if !crate::topology::expand::splits(c) {
-                continue;
-            }
-            let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
-            let by_count = crate::components::aggregate::top_spec(&c.args).is_ok_and(|(s, _)| {
-                s.window.is_some_and(|w| {
-                    w.measure == crate::components::aggregate::window::Measure::Count
-                })
-            });
-            if by_count {
-                let span = rc.parallelism.as_ref().map_or(at, |p| p.span);
-                self.error(
-                    "a `top` with windows of tuples runs as one task: each task would count its own tuples",
-                    span,
-                )
-                .help = Some("use a window by time (`{tumbling: 1m}`), or parallelism 1".into());
-            }
-            let partial = crate::topology::expand::partial_id(&c.id);
-            if self.declared.contains_key(&partial) {
-                let span = rc.id.as_ref().map_or(at, |i| i.span);
-                self.error(
-                    format!("`{}` runs as `{partial}` and `{}` with more than one task, and `{partial}` is taken", c.id, c.id),
-                    span,
-                )
-                .help = Some(format!("rename `{partial}`"));
-            }
+            let mut w = self.written(rc, c.kind, c.parallelism, c.tasks);
+            c.ctype.check_placed(&mut w, c, &taken);
         }
+        self.declared = declared;
     }
 }
 
