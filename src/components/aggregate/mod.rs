@@ -8,9 +8,11 @@
 //! Stateful (`stateful: true`), its groups, or its windows' open panes, are the entries of its
 //! checkpoints (see `state.rs`).
 
+pub mod builtin;
 mod closed;
 mod groups;
 mod keyed;
+pub mod lag;
 pub mod ops;
 pub mod ranking;
 pub mod saved;

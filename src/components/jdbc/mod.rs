@@ -6,6 +6,7 @@
 //! and `args` are what they share; `validate` checks the arguments offline.
 
 pub mod args;
+pub mod builtin;
 pub mod held;
 pub mod lookup;
 pub mod pool;

@@ -6,7 +6,6 @@
 
 use super::args::{self, Args, Problem};
 use crate::diag::Span;
-use crate::topology::model::{ComponentKind, ComponentType};
 use crate::topology::raw::{RawComponent, RawValue, Spanned};
 
 /// Which of the three a component is.
@@ -15,15 +14,6 @@ pub enum Role {
     Sink,
     Lookup,
     Spout,
-}
-
-pub fn role(ctype: ComponentType, kind: ComponentKind) -> Option<Role> {
-    match (ctype, kind) {
-        (ComponentType::Jdbc, ComponentKind::Bolt) => Some(Role::Sink),
-        (ComponentType::Jdbc, ComponentKind::Spout) => Some(Role::Spout),
-        (ComponentType::JdbcLookup, _) => Some(Role::Lookup),
-        _ => None,
-    }
 }
 
 /// What is wrong with the arguments, without their spans.
