@@ -93,6 +93,8 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
             super::kafka::sink::KafkaSink::new(&c.args, c.stateful)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
         ),
+        ComponentType::File => super::file_sink::bolt(c, base_dir)?,
+        ComponentType::Http => super::http_sink::bolt(c)?,
         other => anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, other.name()),
     })
 }

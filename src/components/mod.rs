@@ -4,11 +4,14 @@
 pub mod aggregate;
 pub mod catalog;
 pub mod chaos;
+pub mod committed;
 pub mod count;
 pub mod dedupe;
 pub mod discard;
+pub mod file_sink;
 pub mod filter;
 pub mod generate;
+pub mod http_sink;
 pub mod join;
 pub mod kafka;
 pub mod lines;
@@ -20,6 +23,8 @@ pub mod output_gate;
 pub mod parse;
 pub mod replay;
 pub mod shell;
+pub mod sink_args;
+pub mod sink_format;
 pub mod split;
 #[cfg(test)]
 pub(crate) mod state_check;

@@ -160,6 +160,7 @@ pub enum ComponentType {
     /// `org.apache.storm.testing.TestWordCounter`
     TestWordCounter,
     Kafka,
+    Http,
 }
 
 impl ComponentType {
@@ -185,6 +186,7 @@ impl ComponentType {
         ComponentType::TestWordSpout,
         ComponentType::TestWordCounter,
         ComponentType::Kafka,
+        ComponentType::Http,
     ];
 
     /// The name used in `type:`.
@@ -211,6 +213,7 @@ impl ComponentType {
             ComponentType::TestWordSpout => "test_word_spout",
             ComponentType::TestWordCounter => "test_word_counter",
             ComponentType::Kafka => "kafka",
+            ComponentType::Http => "http",
         }
     }
 
@@ -219,7 +222,7 @@ impl ComponentType {
         use ComponentType::*;
         match self {
             Stdin => "spout: one `line` per line of standard input, or its fields with `format`",
-            File => "spout: one `line` per line of a file (`path`), or its fields with `format`",
+            File => "spout or bolt: reads the lines of a file (`path`), or writes records to files",
             Generate => "spout: `count` tuples of `values` or random words, at `rate`/s",
             Split => "bolt: one `word` per piece of a string `field`, on whitespace or `separator`",
             Count => {
@@ -249,6 +252,7 @@ impl ComponentType {
             Kafka => {
                 "spout or bolt: reads `topics` of Kafka `brokers`, or writes records to a `topic`"
             }
+            Http => "bolt: sends records in batches to `url` (POST), acked once a 2xx answers",
         }
     }
 
@@ -276,7 +280,10 @@ impl ComponentType {
     /// The built-ins that keep state a checkpoint can save (`stateful: true`).
     pub fn keeps_state(self) -> bool {
         use ComponentType::*;
-        matches!(self, Count | Aggregate | Top | Join | Dedupe | Kafka)
+        matches!(
+            self,
+            Count | Aggregate | Top | Join | Dedupe | Kafka | File | Http
+        )
     }
 
     /// Spouts that can go back to a checkpoint's position (`Spout::position`), so that
@@ -308,8 +315,8 @@ impl ComponentType {
     pub fn can_be(self, kind: ComponentKind) -> bool {
         use ComponentType::*;
         match self {
-            Stdin | File | Generate | TestWordSpout => kind == ComponentKind::Spout,
-            Shell | Kafka => true,
+            Stdin | Generate | TestWordSpout => kind == ComponentKind::Spout,
+            Shell | Kafka | File => true,
             _ => kind == ComponentKind::Bolt,
         }
     }

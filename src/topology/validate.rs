@@ -312,22 +312,27 @@ impl Validator<'_> {
             }
         }
         if ctype == Some(ComponentType::File)
+            && kind == ComponentKind::Spout
             && rc.args.as_ref().and_then(|a| a.value.get("path")).is_none()
         {
             let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
             self.error("file spout without `args.path`", at);
         }
         if let Some(t) = ctype {
-            self.args_shape(rc, t);
-            self.single_reader(rc, t, tasks);
+            self.args_shape(rc, t, kind);
+            if kind == ComponentKind::Spout {
+                self.single_reader(rc, t, tasks);
+            }
         }
         let reads_format = matches!(ctype, Some(ComponentType::Stdin | ComponentType::File))
+            && kind == ComponentKind::Spout
             && rc
                 .args
                 .as_ref()
                 .and_then(|a| a.value.get("format"))
                 .is_some();
         let file_fields = ctype == Some(ComponentType::File)
+            && kind == ComponentKind::Spout
             && rc
                 .args
                 .as_ref()
@@ -378,6 +383,7 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::Kafka) {
             self.kafka_args(rc, kind);
         }
+        self.sink_args(rc, ctype, kind);
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(
                 "`command` is only used by shell components; ignored",

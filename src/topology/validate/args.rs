@@ -7,12 +7,17 @@ use super::*;
 impl Validator<'_> {
     /// Every argument must be one the component reads, of the right shape: an unknown name
     /// is an error with a did-you-mean, never silently ignored.
-    pub(super) fn args_shape(&mut self, rc: &RawComponent, ctype: ComponentType) {
+    pub(super) fn args_shape(
+        &mut self,
+        rc: &RawComponent,
+        ctype: ComponentType,
+        kind: ComponentKind,
+    ) {
         let Some(args) = &rc.args else { return };
         let RawValue::Map(entries) = &args.value else {
             return; // already reported by the reader
         };
-        let known = known_args(ctype);
+        let known = known_args(ctype, kind);
         for (k, v) in entries {
             let Some((_, expect)) = known.iter().find(|a| a.0 == k.value) else {
                 let d = self.error(
@@ -377,8 +382,9 @@ const READS_FORMAT: &[Arg] = &[
 
 /// The arguments each built-in reads, and their shapes. The spouts that replay lines
 /// themselves (`stdin`, `file`, `generate`) also take `max_retries`.
-fn known_args(ctype: ComponentType) -> Vec<&'static Arg> {
+fn known_args(ctype: ComponentType, kind: ComponentKind) -> Vec<&'static Arg> {
     let parts: &[&[Arg]] = match ctype {
+        ComponentType::File if kind == ComponentKind::Bolt => &[FILE_SINK_ARGS],
         ComponentType::Stdin => &[REPLAYS, READS_FORMAT],
         ComponentType::File => &[
             &[
@@ -472,6 +478,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("header", Bool),
         ],
         Shell | Log | Discard | TestWordSpout | TestWordCounter => &[],
+        Http => HTTP_SINK_ARGS,
         Kafka => KAFKA_SPOUT_ARGS
             .iter()
             .chain(KAFKA_SINK_ARGS)
@@ -582,9 +589,24 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
         ComponentType::Dedupe => &["key"],
         ComponentType::Lookup => &["on"],
         ComponentType::Kafka => &["topic_field", "key", "field"],
+        ComponentType::File => &["field", "time"],
         _ => &[],
     };
     let mut out: Vec<(String, Span)> = keys.iter().filter_map(|k| arg(k)).flat_map(items).collect();
+    if ctype == ComponentType::File {
+        // The fields a sink's `path` names, located at the path.
+        if let Some(p) = arg("path") {
+            let t = p
+                .value
+                .as_str()
+                .and_then(|s| crate::components::file_sink::path::Template::parse(s).ok());
+            out.extend(
+                t.iter()
+                    .flat_map(|t| t.fields())
+                    .map(|f| (f.to_string(), p.span)),
+            );
+        }
+    }
     if ctype == ComponentType::Aggregate {
         // An op's field, located at the op that names it.
         for (text, span) in arg("ops").map(items).unwrap_or_default() {
@@ -598,7 +620,111 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
 
 /// The names of the arguments a built-in reads (for documentation checks and help).
 pub fn argument_names(ctype: ComponentType) -> Vec<&'static str> {
-    known_args(ctype).iter().map(|a| a.0).collect()
+    let mut names: Vec<&str> = known_args(ctype, ComponentKind::Spout)
+        .iter()
+        .map(|a| a.0)
+        .collect();
+    for a in known_args(ctype, ComponentKind::Bolt) {
+        if !names.contains(&a.0) {
+            names.push(a.0);
+        }
+    }
+    names
+}
+
+/// What a `file` sink reads (`crate::components::file_sink::args` checks them further).
+const FILE_SINK_ARGS: &[Arg] = &[
+    ("path", ArgShape::Text),
+    (
+        "format",
+        ArgShape::OneOf(crate::components::file_sink::args::FORMATS),
+    ),
+    ("field", ArgShape::Text),
+    ("header", ArgShape::Bool),
+    ("time", ArgShape::Text),
+    ("rotate", ArgShape::Map),
+    (
+        "compression",
+        ArgShape::OneOf(crate::components::file_sink::args::COMPRESSIONS),
+    ),
+    ("sync", ArgShape::Map),
+];
+
+/// What an `http` sink reads (`crate::components::http_sink::args` checks them further).
+const HTTP_SINK_ARGS: &[Arg] = &[
+    ("url", ArgShape::Text),
+    ("method", ArgShape::Text),
+    (
+        "format",
+        ArgShape::OneOf(crate::components::http_sink::args::FORMATS),
+    ),
+    ("batch", ArgShape::Map),
+    ("concurrency", ArgShape::WholeCount),
+    ("headers", ArgShape::Map),
+    ("token", ArgShape::Text),
+    ("retry", ArgShape::Map),
+    ("timeout", ArgShape::Duration),
+    ("idempotency_header", ArgShape::Text),
+];
+
+impl Validator<'_> {
+    /// A sink's own checks (`file` and `http` as bolts), the first problem located at its
+    /// argument (a nested one, `rotate.size`, at its key inside the map).
+    pub(super) fn sink_args(
+        &mut self,
+        rc: &RawComponent,
+        ctype: Option<ComponentType>,
+        kind: ComponentKind,
+    ) {
+        type Check = fn(
+            &serde_json::Map<String, serde_json::Value>,
+        ) -> Result<(), crate::components::sink_args::ArgError>;
+        let check: Check = match (ctype, kind) {
+            (Some(ComponentType::File), ComponentKind::Bolt) => crate::components::file_sink::check,
+            (Some(ComponentType::Http), _) => crate::components::http_sink::check,
+            _ => return,
+        };
+        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        let json = match rc.args.as_ref().map(|a| a.value.to_json()) {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        let Err(e) = check(&json) else { return };
+        let mut parts = e.arg.splitn(2, '.');
+        let top = rc
+            .args
+            .as_ref()
+            .and_then(|a| a.value.get(parts.next().unwrap_or("")));
+        let span = match (top, parts.next()) {
+            (
+                Some(Spanned {
+                    value: RawValue::Map(entries),
+                    span,
+                }),
+                Some(inner),
+            ) => entries
+                .iter()
+                .find(|(k, _)| k.value == inner)
+                .map_or(*span, |(k, v)| {
+                    if e.message.starts_with("unknown key") {
+                        k.span
+                    } else {
+                        v.span
+                    }
+                }),
+            (Some(v), _) => v.span,
+            (None, _) => at,
+        };
+        self.error(
+            format!(
+                "`{}` sink: `{}` {}",
+                ctype.map_or("", |t| t.name()),
+                e.arg,
+                e.message
+            ),
+            span,
+        );
+    }
 }
 
 /// What to say about an argument a component does not read: the closest known name (by

@@ -31,6 +31,7 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
     use ComponentType::*;
     let one = |f: &str| Some(Some(vec![f.to_string()]));
     match c.ctype {
+        File | Http if !c.is_spout() => Some(None),
         File if crate::components::lines::source_fields::asked(&c.args).is_some() => {
             Some(crate::components::lines::source_fields::asked(&c.args))
         }
@@ -46,7 +47,7 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
         Kafka if c.is_spout() => Some(Some(
             crate::components::kafka::output_fields(&c.args).unwrap_or_default(),
         )),
-        Kafka => Some(None),
+        Kafka | Http => Some(None),
         Count => {
             let mut keys = match strings(c.args.get("fields")) {
                 Some(k) => k,
@@ -116,11 +117,20 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
     }
     let parses = c.ctype == ComponentType::Parse
         || (matches!(c.ctype, ComponentType::Stdin | ComponentType::File)
+            && c.is_spout()
             && c.args.contains_key("format"));
     if parses || (c.ctype == ComponentType::Kafka && c.is_spout()) {
         let errors = crate::components::parse::ERROR_FIELDS;
         out.insert(
             crate::components::parse::ERRORS_STREAM.into(),
+            errors.iter().map(|f| f.to_string()).collect(),
+        );
+    }
+    if c.ctype == ComponentType::Http {
+        // Records a server refused (4xx), with why.
+        let errors = crate::components::http_sink::ERROR_FIELDS;
+        out.insert(
+            crate::components::http_sink::ERRORS_STREAM.into(),
             errors.iter().map(|f| f.to_string()).collect(),
         );
     }
