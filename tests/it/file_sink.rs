@@ -392,3 +392,38 @@ impl Drop for Mount {
         let _ = Command::new("umount").arg("-l").arg(&self.path).status();
     }
 }
+
+/// The sinks in the DSL: a `file` at the end of a pipeline is a sink; `storm validate` locates
+/// a bad time pattern, a misspelt argument (with a did-you-mean) and a bad URL.
+#[test]
+fn the_dsl_runs_the_sink_and_validate_locates_mistakes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inp = input(dir.path(), 300, 3);
+    let out_pattern = dir.path().join("out/{service}.jsonl");
+    let expr = format!(
+        "file(\"{}\", format=json, fields=[id, service, ts]) | file(\"{}\", rotate={{records: 60}}) stateful=true",
+        inp.display(),
+        out_pattern.display()
+    );
+    let state = dir.path().join("state").display().to_string();
+    ok(&storm(&["run", "-e", &expr, "--state-dir", &state]));
+    let out = files(&dir.path().join("out"));
+    assert_eq!(out.len(), 6, "{:?}", out.keys());
+    assert!(out.contains_key("s2.1.jsonl"), "{:?}", out.keys());
+    let bad = storm(&[
+        "validate",
+        "-e",
+        "stdin | file(\"out/%K.log\", compresion=gzip)",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("<-e>:1:14: error: `file` sink: `path` `out/%K.log`: bad time pattern"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `compression`?"), "{err}");
+    let bad = storm(&["validate", "-e", "stdin | http(url=\"http://h:0/in\")"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("`0` is not a port"), "{err}");
+}
