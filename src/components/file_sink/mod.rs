@@ -28,6 +28,8 @@ type Args = serde_json::Map<String, serde_json::Value>;
 
 /// The state entry's key.
 const STATE_KEY: &str = "file_sink";
+/// Parts open at once per task: past it, the least recently written one is closed.
+const MAX_OPEN: usize = 256;
 /// How long the end of a run waits for its last checkpoint to commit before publishing.
 const COMMIT_WAIT: Duration = Duration::from_secs(30);
 
@@ -101,6 +103,16 @@ impl FileSink {
     /// The open part of `bucket`, opened when there is none.
     fn part_for(&mut self, bucket: &str) -> anyhow::Result<&mut Part> {
         if !self.open.contains_key(bucket) {
+            if self.open.len() >= MAX_OPEN {
+                let idle = self
+                    .open
+                    .iter()
+                    .min_by_key(|(_, p)| p.last_write)
+                    .map(|(b, _)| b.clone());
+                if let Some(b) = idle {
+                    self.close(&b)?;
+                }
+            }
             let part = self.open_part(bucket).map_err(|e| self.fatal(e))?;
             self.open.insert(bucket.to_string(), part);
         }

@@ -153,13 +153,17 @@ impl Config {
     pub fn resolved_headers(&self) -> Result<Vec<(String, String)>, String> {
         let mut out = Vec::new();
         for (k, v) in &self.headers {
-            out.push((
-                k.clone(),
-                expand_env(v).map_err(|e| format!("header `{k}`: {e}"))?,
-            ));
+            let value = expand_env(v).map_err(|e| format!("header `{k}`: {e}"))?;
+            if value.contains(['\r', '\n', '\0']) {
+                return Err(format!("header `{k}`: its value holds a line break"));
+            }
+            out.push((k.clone(), value));
         }
         if let Some(t) = &self.token {
             let t = expand_env(t).map_err(|e| format!("`token`: {e}"))?;
+            if t.contains(['\r', '\n', '\0']) {
+                return Err("`token`: its value holds a line break".into());
+            }
             out.push(("Authorization".into(), format!("Bearer {t}")));
         }
         Ok(out)
