@@ -231,7 +231,9 @@ fn gzip_and_zstd_parts_read_back_with_the_tools() {
 fn a_stateful_file_sink_is_exact_through_sigkills() {
     use rand::{Rng, SeedableRng};
     let dir = tempfile::tempdir().expect("tempdir");
-    let n = 6000;
+    // At least 0.3 ms a record (the chaos delay): the 12 kills, each at most 0.7 s into its
+    // run or just after a part's publication, cannot get through 15,000 records.
+    let n = 15000;
     let inp = input(dir.path(), n, 3);
     let sink = "stateful: true, args: {path: \"out/{service}/part.jsonl\", rotate: {records: 170}}";
     let file = topology(dir.path(), &inp, sink, Some("300us"));
@@ -244,6 +246,9 @@ fn a_stateful_file_sink_is_exact_through_sigkills() {
         state.display().to_string(),
         "-c".into(),
         "topology.state.checkpoint.interval.ms=100".into(),
+        // Markers then flow between the tuples: checkpoints commit all along the run.
+        "-c".into(),
+        "topology.max.spout.pending=100".into(),
     ];
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     let published = |dir: &Path| {
@@ -260,9 +265,23 @@ fn a_stateful_file_sink_is_exact_through_sigkills() {
             .stderr(Stdio::null())
             .spawn()
             .expect("storm runs");
-        // A random moment of the run (the kill may land before the first checkpoint, between
-        // two, or while parts are published).
-        std::thread::sleep(std::time::Duration::from_millis(rng.random_range(50..1200)));
+        if trial % 2 == 0 {
+            // A random moment of the run (before the first checkpoint, between two, while
+            // parts are written or published).
+            std::thread::sleep(std::time::Duration::from_millis(rng.random_range(50..700)));
+        } else {
+            // Just after a part was published (the sink may be renaming the next ones).
+            let before = files(&out_dir).len();
+            super::support::poll_until(
+                "a part to be published",
+                std::time::Duration::from_secs(60),
+                std::time::Duration::from_millis(2),
+                || {
+                    let ended = child.try_wait().ok().flatten().is_some();
+                    (ended || files(&out_dir).len() > before).then_some(())
+                },
+            );
+        }
         let _ = child.kill();
         let _ = child.wait();
         let counts = published(&out_dir);
@@ -272,6 +291,10 @@ fn a_stateful_file_sink_is_exact_through_sigkills() {
         );
         assert!(counts.keys().all(|id| (0..n as i64).contains(id)));
         eprintln!("trial {trial}: {} records published", counts.len());
+        assert!(
+            counts.len() < n,
+            "trial {trial}: the run ended before its kill"
+        );
     }
     ok(&storm(&args.iter().map(String::as_str).collect::<Vec<_>>()));
     let counts = published(&out_dir);
