@@ -2,6 +2,7 @@
 //! collectors they emit through, and the built-ins, one file each.
 
 pub mod aggregate;
+pub mod builtin;
 pub mod catalog;
 pub mod chaos;
 pub mod committed;
@@ -21,6 +22,7 @@ pub mod map;
 pub mod memory;
 pub mod output_gate;
 pub mod parse;
+pub mod registry;
 pub mod replay;
 pub mod shell;
 pub mod sink_args;

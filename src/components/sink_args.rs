@@ -160,6 +160,32 @@ pub fn one_of<'a>(args: &'a Args, key: &str, names: &[&str]) -> Result<Option<&'
     }
 }
 
+/// Report `e` of a `kind` sink at its argument (a nested one, `rotate.size`, at its key inside
+/// the map when the key is unknown, else at its value).
+pub fn report(w: &mut crate::components::builtin::Written, kind: &str, e: &ArgError) {
+    use crate::topology::raw::{RawValue, Spanned};
+    let mut parts = e.arg.splitn(2, '.');
+    let top = w.arg(parts.next().unwrap_or(""));
+    let span = match (top, parts.next()) {
+        (
+            Some(Spanned {
+                value: RawValue::Map(entries),
+                span,
+            }),
+            Some(inner),
+        ) => entries
+            .iter()
+            .find(|(k, _)| k.value == inner)
+            .map_or(*span, |(k, v)| match e.message.starts_with("unknown key") {
+                true => k.span,
+                false => v.span,
+            }),
+        (Some(v), _) => v.span,
+        (None, _) => w.at_type(),
+    };
+    w.error(format!("`{kind}` sink: `{}` {}", e.arg, e.message), span);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

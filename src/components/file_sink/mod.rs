@@ -9,6 +9,7 @@
 //! a replay may write a record twice. With `stateful: true`: exactly once, see `commit`.
 
 pub mod args;
+pub mod builtin;
 pub mod commit;
 pub mod names;
 pub mod part;
@@ -532,9 +533,4 @@ pub fn bolt(
         FileSink::new(&c.args, c.stateful, base_dir)
             .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
     ))
-}
-
-/// `storm validate`'s check of the arguments (the first problem, naming its argument).
-pub fn check(args: &Args) -> Result<(), crate::components::sink_args::ArgError> {
-    Config::from_args(args).map(|_| ())
 }

@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod body;
+pub mod builtin;
 pub mod sender;
 pub mod txn;
 
@@ -340,9 +341,4 @@ pub fn bolt(c: &crate::topology::model::Component) -> anyhow::Result<Box<dyn Bol
     Ok(Box::new(
         HttpSink::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
     ))
-}
-
-/// `storm validate`'s check of the arguments (the first problem, naming its argument).
-pub fn check(args: &Args) -> Result<(), crate::components::sink_args::ArgError> {
-    Config::from_args(args).map(|_| ())
 }
