@@ -186,6 +186,54 @@ pub fn report(w: &mut crate::components::builtin::Written, kind: &str, e: &ArgEr
     w.error(format!("`{kind}` sink: `{}` {}", e.arg, e.message), span);
 }
 
+/// A spout's arguments and a sink's of one type, once each, `format` accepting `formats`
+/// (each role's own check refuses the other's formats).
+pub fn both_roles(
+    spout: Vec<crate::components::builtin::Arg>,
+    sink: &[crate::components::builtin::Arg],
+    formats: &'static [&'static str],
+) -> Vec<crate::components::builtin::Arg> {
+    use crate::components::builtin::{arg, ArgShape};
+    let mut all: Vec<_> = spout
+        .into_iter()
+        .map(|a| match a.name {
+            "format" => arg("format", ArgShape::OneOf(formats)),
+            _ => a,
+        })
+        .collect();
+    for a in sink {
+        if !all.iter().any(|x| x.name == a.name) {
+            all.push(*a);
+        }
+    }
+    all
+}
+
+/// Arguments of `type_name`'s other role given to this one (`role`): an error at each name.
+pub fn other_role_args(
+    w: &mut crate::components::builtin::Written,
+    type_name: &str,
+    theirs: &[&str],
+    role: &str,
+    other: &str,
+) {
+    use crate::topology::raw::RawValue;
+    let Some(RawValue::Map(entries)) = w.rc.args.as_ref().map(|a| &a.value) else {
+        return;
+    };
+    let wrong: Vec<(String, crate::topology::raw::Span)> = entries
+        .iter()
+        .filter(|(k, _)| theirs.contains(&k.value.as_str()))
+        .map(|(k, _)| (k.value.clone(), k.span))
+        .collect();
+    for (name, span) in wrong {
+        w.error(
+            format!("`{name}` is an argument of a {type_name} {other}; this one is a {role}"),
+            span,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

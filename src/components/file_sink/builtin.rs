@@ -27,38 +27,7 @@ pub const EITHER_FORMAT: &[&str] = &[
 
 /// `spout` (the file spout's arguments, with `format` widened) and the sink's, once each.
 pub fn both_roles(spout: Vec<b::Arg>) -> Vec<b::Arg> {
-    let mut all: Vec<b::Arg> = spout
-        .into_iter()
-        .map(|a| match a.name {
-            "format" => arg("format", A::OneOf(EITHER_FORMAT)),
-            _ => a,
-        })
-        .collect();
-    for a in ARGS {
-        if !all.iter().any(|x| x.name == a.name) {
-            all.push(*a);
-        }
-    }
-    all
-}
-
-/// A `file` argument given to the role that does not read it: an error at its name.
-pub fn other_role_args(w: &mut Written, theirs: &[&str], role: &str, other: &str) {
-    let Some(crate::topology::raw::RawValue::Map(entries)) = w.rc.args.as_ref().map(|a| &a.value)
-    else {
-        return;
-    };
-    let wrong: Vec<(String, Span)> = entries
-        .iter()
-        .filter(|(k, _)| theirs.contains(&k.value.as_str()))
-        .map(|(k, _)| (k.value.clone(), k.span))
-        .collect();
-    for (name, span) in wrong {
-        w.error(
-            format!("`{name}` is an argument of a file {other}; this one is a {role}"),
-            span,
-        );
-    }
+    crate::components::sink_args::both_roles(spout, ARGS, EITHER_FORMAT)
 }
 
 /// A `file` sink's checks: spout arguments refused, then the sink's own.
@@ -69,7 +38,7 @@ pub fn check(w: &mut Written, spout_args: &[b::Arg]) {
         .map(|a| a.name)
         .filter(|n| !mine.contains(n))
         .collect();
-    other_role_args(w, &theirs, "sink", "spout");
+    crate::components::sink_args::other_role_args(w, "file", &theirs, "sink", "spout");
     let json = w.args_json();
     if let Err(e) = super::args::Config::from_args(&json) {
         crate::components::sink_args::report(w, "file", &e);

@@ -134,7 +134,9 @@ impl b::Builtin for FileType {
                     .map(|a| a.name)
                     .filter(|n| !spout.contains(n))
                     .collect();
-                sink::other_role_args(w, &only_sink, "spout", "sink");
+                crate::components::sink_args::other_role_args(
+                    w, "file", &only_sink, "spout", "sink",
+                );
                 check_file(w)
             }
             ComponentKind::Bolt => sink::check(w, &file_spout_args()),
