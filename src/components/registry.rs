@@ -29,6 +29,7 @@ pub const ALL: &[T] = &[
     T::new(&kafka::builtin::KafkaType),
     T::new(&jdbc::builtin::JdbcType),
     T::new(&jdbc::builtin::JdbcLookupType),
+    T::new(&http_sink::builtin::HttpType),
 ];
 
 /// A built-in component type: a handle on its descriptor, compared by name.

@@ -675,3 +675,42 @@ fn the_cookbook_postgres_recipe_upserts_errors_per_service_and_minute() {
     assert_eq!(got, want);
     assert!(!stderr.contains(super::postgres::PASSWORD));
 }
+
+/// The hourly-files recipe (a `file` sink, so its output is files, not standard output): run
+/// as written, every event is in exactly one published file, the one of its service and hour.
+#[test]
+fn the_hourly_files_recipe_publishes_each_event_once() {
+    let doc = std::fs::read_to_string("docs/cookbook.md").expect("docs/cookbook.md");
+    let at = doc
+        .find("<!-- file-recipe: hourly-files -->")
+        .expect("the recipe's marker");
+    let block = &doc[at..];
+    let start = block.find("```sh\n").expect("its sh block") + "```sh\n".len();
+    let end = start + block[start..].find("```").expect("its end");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let evs = events(3000);
+    write_inputs(dir.path(), &evs);
+    sh(dir.path(), block[start..end].trim());
+    let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (i, e) in evs.iter().enumerate() {
+        let ts = rfc3339(event_ms(i));
+        let file = format!("out/{}/{}/{}.jsonl", e.service, &ts[..10], &ts[11..13]);
+        let record =
+            serde_json::json!({"ts": ts, "level": e.level, "service": e.service, "msg": e.msg});
+        expected.entry(file).or_default().push(record.to_string());
+    }
+    for (file, lines) in &expected {
+        let text = std::fs::read_to_string(dir.path().join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let got: Vec<&str> = text.lines().collect();
+        assert_eq!(got, *lines, "{file}");
+    }
+    let published = std::fs::read_dir(dir.path().join("out"))
+        .expect("out")
+        .count();
+    assert_eq!(
+        published,
+        7 + 1,
+        "one directory per service, and the staging dir"
+    );
+}

@@ -4,13 +4,15 @@
 use super::source_fields::{self, Placement};
 use super::{Input, LineSpout};
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
+use crate::components::file_sink::builtin as sink;
 use crate::components::parse::builtin::{
     check_spec, errors_stream, parsed_fields, parsed_types, READS_FORMAT,
 };
 use crate::components::Spout;
 use crate::expr::Type;
-use crate::topology::model::Component;
+use crate::topology::model::{Component, ComponentKind};
 use crate::topology::raw::RawValue;
+use crate::topology::raw::{RawComponent, Span};
 use std::path::Path;
 
 /// What spouts that replay lines themselves take.
@@ -77,20 +79,14 @@ impl b::Builtin for FileType {
         "file"
     }
     fn summary(&self) -> &'static str {
-        "spout: one `line` per line of a file (`path`), or its fields with `format`"
+        "spout or bolt: reads the lines of a file (`path`), or writes records to files"
     }
     fn roles(&self) -> b::Roles {
-        b::Roles::Spout
+        // As a bolt: the `file` sink (`components::file_sink`).
+        b::Roles::Both
     }
     fn args(&self) -> Vec<b::Arg> {
-        let mut args = vec![
-            arg("path", A::Text),
-            arg("follow", A::Bool),
-            arg("start_at", A::OneOf(&["beginning", "end"])),
-            REPLAYS,
-        ];
-        args.extend_from_slice(READS_FORMAT);
-        args
+        sink::both_roles(file_spout_args())
     }
     fn positional(&self) -> Option<b::Positional> {
         Some(b::Positional::One("path"))
@@ -98,7 +94,19 @@ impl b::Builtin for FileType {
     fn rewinds(&self) -> bool {
         true
     }
+    fn keeps_state(&self) -> bool {
+        true // the sink (a spout's position is saved without it)
+    }
+    fn writes(&self, kind: ComponentKind) -> bool {
+        kind == ComponentKind::Bolt
+    }
+    fn named_input_fields(&self, rc: &RawComponent) -> Vec<(String, Span)> {
+        sink::named_input_fields(rc)
+    }
     fn output_fields(&self, c: &Component, _input: Option<&[String]>) -> b::Fields {
+        if !c.is_spout() {
+            return Some(None);
+        }
         match source_fields::asked(&c.args) {
             Some(fields) => Some(Some(fields)),
             None => lines_or_parsed(c),
@@ -109,17 +117,49 @@ impl b::Builtin for FileType {
         c: &Component,
         _input: Option<&[String]>,
     ) -> Vec<(String, Vec<String>)> {
-        parse_errors(c)
+        match c.is_spout() {
+            true => parse_errors(c),
+            false => Vec::new(),
+        }
     }
     fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<Type>> {
         Some(types(cx))
     }
     fn check(&self, w: &mut Written) {
-        check_file(w)
+        match w.kind {
+            ComponentKind::Spout => {
+                let spout: Vec<&str> = file_spout_args().iter().map(|a| a.name).collect();
+                let only_sink: Vec<&str> = sink::ARGS
+                    .iter()
+                    .map(|a| a.name)
+                    .filter(|n| !spout.contains(n))
+                    .collect();
+                crate::components::sink_args::other_role_args(
+                    w, "file", &only_sink, "spout", "sink",
+                );
+                check_file(w)
+            }
+            ComponentKind::Bolt => sink::check(w, &file_spout_args()),
+        }
     }
     fn spout(&self, c: &Component, _task: u32, base: &Path) -> anyhow::Result<Box<dyn Spout>> {
         file_spout(c, base)
     }
+    fn bolt(&self, c: &Component, base: &Path) -> anyhow::Result<Box<dyn crate::components::Bolt>> {
+        sink::bolt(c, base)
+    }
+}
+
+/// What a `file` spout reads.
+fn file_spout_args() -> Vec<b::Arg> {
+    let mut args = vec![
+        arg("path", A::Text),
+        arg("follow", A::Bool),
+        arg("start_at", A::OneOf(&["beginning", "end"])),
+        REPLAYS,
+    ];
+    args.extend_from_slice(READS_FORMAT);
+    args
 }
 
 /// A `file` spout: needs its path; `fields` names the file fields (the rest must be `line`,

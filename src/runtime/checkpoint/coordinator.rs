@@ -148,6 +148,7 @@ impl Coordinator {
         tracing::debug!(txid, "checkpoint committed");
         crate::components::kafka::sink::checkpoint_committed(txid);
         crate::components::jdbc::checkpoint_committed(txid);
+        crate::components::committed::checkpoint_committed(txid);
         Ok(Some(txid))
     }
 }
