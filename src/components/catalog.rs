@@ -57,6 +57,13 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
             super::kafka::spout::KafkaSpout::new(&c.args)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
         ),
+        ComponentType::Http => Box::new(
+            super::http::HttpSpout::new(&c.args).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+        ),
+        ComponentType::Socket => Box::new(
+            super::socket::SocketSpout::new(&c.args)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
+        ),
         other => anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, other.name()),
     })
 }

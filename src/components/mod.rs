@@ -9,6 +9,7 @@ pub mod dedupe;
 pub mod discard;
 pub mod filter;
 pub mod generate;
+pub mod http;
 pub mod join;
 pub mod kafka;
 pub mod lines;
@@ -20,6 +21,7 @@ pub mod output_gate;
 pub mod parse;
 pub mod replay;
 pub mod shell;
+pub mod socket;
 pub mod split;
 #[cfg(test)]
 pub(crate) mod state_check;

@@ -160,6 +160,8 @@ pub enum ComponentType {
     /// `org.apache.storm.testing.TestWordCounter`
     TestWordCounter,
     Kafka,
+    Http,
+    Socket,
 }
 
 impl ComponentType {
@@ -185,6 +187,8 @@ impl ComponentType {
         ComponentType::TestWordSpout,
         ComponentType::TestWordCounter,
         ComponentType::Kafka,
+        ComponentType::Http,
+        ComponentType::Socket,
     ];
 
     /// The name used in `type:`.
@@ -211,6 +215,8 @@ impl ComponentType {
             ComponentType::TestWordSpout => "test_word_spout",
             ComponentType::TestWordCounter => "test_word_counter",
             ComponentType::Kafka => "kafka",
+            ComponentType::Http => "http",
+            ComponentType::Socket => "socket",
         }
     }
 
@@ -249,6 +255,10 @@ impl ComponentType {
             Kafka => {
                 "spout or bolt: reads `topics` of Kafka `brokers`, or writes records to a `topic`"
             }
+            Http => {
+                "spout: records POSTed to an HTTP endpoint (`listen`, `path`), read by `format`"
+            }
+            Socket => "spout: records over TCP or UDP (`listen`): lines, octet-counted, syslog",
         }
     }
 
@@ -308,7 +318,7 @@ impl ComponentType {
     pub fn can_be(self, kind: ComponentKind) -> bool {
         use ComponentType::*;
         match self {
-            Stdin | File | Generate | TestWordSpout => kind == ComponentKind::Spout,
+            Stdin | File | Generate | TestWordSpout | Http | Socket => kind == ComponentKind::Spout,
             Shell | Kafka => true,
             _ => kind == ComponentKind::Bolt,
         }

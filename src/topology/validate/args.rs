@@ -472,6 +472,14 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("header", Bool),
         ],
         Shell | Log | Discard | TestWordSpout | TestWordCounter => &[],
+        Http => network_args(
+            crate::components::http::ARGS,
+            crate::components::parse::spec::FORMATS,
+        ),
+        Socket => network_args(
+            crate::components::socket::ARGS,
+            crate::components::socket::formats().leak(),
+        ),
         Kafka => KAFKA_SPOUT_ARGS
             .iter()
             .chain(KAFKA_SINK_ARGS)
@@ -479,6 +487,20 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             .collect::<Vec<_>>()
             .leak(),
     }
+}
+
+/// A network spout's own arguments (their shapes are its own module's to check, located by
+/// `connector_args`) and the record arguments of `stdin`.
+fn network_args(own: &[&'static str], formats: &'static [&'static str]) -> &'static [Arg] {
+    let mut all: Vec<Arg> = own.iter().map(|n| (*n, ArgShape::Any)).collect();
+    all.extend(
+        READS_FORMAT
+            .iter()
+            .filter(|a| a.0 != "format")
+            .map(|a| (a.0, a.1.clone())),
+    );
+    all.push(("format", ArgShape::OneOf(formats)));
+    all.leak()
 }
 
 /// What only a `kafka` spout reads (besides `brokers` and `options`, which both read).
@@ -522,6 +544,37 @@ fn kafka_shape(name: &str) -> ArgShape {
 }
 
 impl Validator<'_> {
+    /// A network spout's (`http`, `socket`) arguments as its module checks them, each problem
+    /// located at its argument (or the type).
+    pub(super) fn connector_args(&mut self, rc: &RawComponent, ctype: ComponentType, tasks: u32) {
+        let json = match rc.args.as_ref().map(|a| a.value.to_json()) {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        let problems = match ctype {
+            ComponentType::Http => crate::components::http::check(&json, tasks),
+            ComponentType::Socket => crate::components::socket::check(&json, tasks),
+            _ => return,
+        };
+        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        for (arg, message) in problems {
+            let span = rc
+                .args
+                .as_ref()
+                .and_then(|a| a.value.get(arg))
+                .map_or(at, |v| v.span);
+            // The shape check may have said it already (`format` not one of the formats).
+            if self
+                .diags
+                .iter()
+                .any(|d| d.is_error() && d.span == Some(span))
+            {
+                continue;
+            }
+            self.error(format!("{} spout: {message}", ctype.name()), span);
+        }
+    }
+
     /// A `kafka` component's arguments for its role (spout or sink), checked as the run
     /// builds it, each problem located at the argument of the other role, or at the type.
     pub(super) fn kafka_args(&mut self, rc: &RawComponent, kind: ComponentKind) {
@@ -622,7 +675,10 @@ fn unknown_arg_help(name: &str, ctype: ComponentType, known: &[&Arg]) -> String 
 }
 
 /// What a built-in's argument must look like.
+#[derive(Clone)]
 enum ArgShape {
+    /// Checked by the component's own module.
+    Any,
     Fields,
     Text,
     Number,
@@ -641,6 +697,7 @@ enum ArgShape {
 impl ArgShape {
     fn problem(&self, v: &RawValue) -> Option<String> {
         let ok = match self {
+            ArgShape::Any => true,
             ArgShape::Fields => match v {
                 RawValue::List(l) => {
                     !l.is_empty() && l.iter().all(|f| matches!(f.value, RawValue::Str { .. }))
@@ -672,6 +729,7 @@ impl ArgShape {
             return None;
         }
         Some(match self {
+            ArgShape::Any => String::new(),
             ArgShape::Fields => "must be a non-empty list of field names".into(),
             ArgShape::Text => "must be a string".into(),
             ArgShape::Number => "must be a number ≥ 0".into(),

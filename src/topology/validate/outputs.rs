@@ -47,6 +47,12 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             crate::components::kafka::output_fields(&c.args).unwrap_or_default(),
         )),
         Kafka => Some(None),
+        Http => Some(Some(
+            crate::components::http::output_fields(&c.args).unwrap_or_default(),
+        )),
+        Socket => Some(Some(
+            crate::components::socket::output_fields(&c.args).unwrap_or_default(),
+        )),
         Count => {
             let mut keys = match strings(c.args.get("fields")) {
                 Some(k) => k,
@@ -117,7 +123,8 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
     let parses = c.ctype == ComponentType::Parse
         || (matches!(c.ctype, ComponentType::Stdin | ComponentType::File)
             && c.args.contains_key("format"));
-    if parses || (c.ctype == ComponentType::Kafka && c.is_spout()) {
+    let network = matches!(c.ctype, ComponentType::Http | ComponentType::Socket);
+    if parses || network || (c.ctype == ComponentType::Kafka && c.is_spout()) {
         let errors = crate::components::parse::ERROR_FIELDS;
         out.insert(
             crate::components::parse::ERRORS_STREAM.into(),
