@@ -215,6 +215,20 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     file.display().to_string()
 }
 
+/// The health path answers 200, another path 404, a GET on the records' path 405.
+fn check_edges(addr: &str, auth: &str) {
+    let (code, _) = curl(&[&format!("http://{addr}/health")]);
+    assert_eq!(code, 200);
+    let (code, _) = curl(&[&format!("http://{addr}/elsewhere")]);
+    assert_eq!(code, 404);
+    let (code, _) = curl(&[
+        "-H",
+        &format!("Authorization: {auth}"),
+        &format!("http://{addr}/events"),
+    ]);
+    assert_eq!(code, 405, "GET on the records' path");
+}
+
 /// NDJSON, a JSON array and a pretty-printed value on one kept-alive connection, with the
 /// token from the environment, a header and the client's address as fields; unreadable
 /// lines counted in the answer; 401 without the token, which is never printed.
@@ -289,16 +303,7 @@ streams:
     }
     ns.sort();
     assert_eq!(ns, ["1", "2", "3", "4", "5", "6"]);
-    let (code, _) = curl(&[&format!("http://{}/health", run.addr())]);
-    assert_eq!(code, 200);
-    let (code, _) = curl(&[&format!("http://{}/elsewhere", run.addr())]);
-    assert_eq!(code, 404);
-    let (code, _) = curl(&[
-        "-H",
-        &format!("Authorization: {auth}"),
-        &format!("http://{}/events", run.addr()),
-    ]);
-    assert_eq!(code, 405, "GET on the records' path");
+    check_edges(run.addr(), &auth);
     let stderr = run.interrupt();
     assert!(!stderr.contains(secret), "the token was printed: {stderr}");
 }

@@ -27,6 +27,8 @@ enum Slot {
 pub struct Layout {
     slots: Vec<Slot>,
     source: Vec<String>,
+    /// The output is what the reader gives, as it gives it.
+    identity: bool,
 }
 
 /// The `fields` argument, when given, as names.
@@ -97,6 +99,7 @@ impl Layout {
             return Ok(Layout {
                 slots: (0..read.len()).map(Slot::Read).collect(),
                 source: Vec::new(),
+                identity: true,
             });
         };
         let mut source = Vec::new();
@@ -115,7 +118,13 @@ impl Layout {
                 ));
             }
         }
-        Ok(Layout { slots, source })
+        let identity =
+            slots.len() == read.len() && slots.iter().enumerate().all(|(i, s)| *s == Slot::Read(i));
+        Ok(Layout {
+            slots,
+            source,
+            identity,
+        })
     }
 
     /// The source fields asked for, in the order [`Layout::fill`] wants their values.
@@ -126,7 +135,7 @@ impl Layout {
     /// The output values of a record: `read` from the reader, `source` the values of
     /// [`Layout::source_fields`].
     pub fn fill(&self, read: Values, source: &[Value]) -> Values {
-        if self.source.is_empty() && self.slots.len() == read.len() {
+        if self.identity {
             return read;
         }
         self.slots
