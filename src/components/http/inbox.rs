@@ -103,3 +103,35 @@ impl Inbox {
         left
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(n: usize) -> Batch {
+        Batch {
+            records: vec![Values::new(); n],
+            bad: Vec::new(),
+            reply: None,
+        }
+    }
+
+    #[test]
+    fn a_full_queue_refuses_and_an_empty_one_takes_any_batch() {
+        let inbox = Inbox::new(10, Waker::noop());
+        assert!(
+            inbox.push(batch(25)).is_ok(),
+            "an empty queue takes a big batch"
+        );
+        assert!(matches!(inbox.push(batch(1)), Err((Refused::Full, _))));
+        assert!(!inbox.healthy());
+        assert_eq!(inbox.pop().map(|b| b.records.len()), Some(25));
+        assert!(inbox.push(batch(6)).is_ok());
+        assert!(inbox.push(batch(4)).is_ok());
+        assert!(matches!(inbox.push(batch(1)), Err((Refused::Full, _))));
+        inbox.set_active(false);
+        assert!(matches!(inbox.push(batch(0)), Err((Refused::Inactive, _))));
+        assert_eq!(inbox.close(), 10);
+        assert!(inbox.pop().is_none());
+    }
+}

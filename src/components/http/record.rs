@@ -256,6 +256,15 @@ mod tests {
     }
 
     #[test]
+    fn fields_may_reorder_every_field_the_reader_gives() {
+        let read: Vec<String> = vec!["a".into(), "b".into()];
+        let fields = Some(vec!["b".to_string(), "a".to_string()]);
+        let layout = Layout::new(fields, &read, &is_http, true).expect("layout");
+        let got = layout.fill(smallvec::smallvec![Value::Int(1), Value::Int(2)], &[]);
+        assert_eq!(got, Values::from_vec(vec![Value::Int(2), Value::Int(1)]));
+    }
+
+    #[test]
     fn without_format_each_line_is_one_field() {
         let got = read_text(None, "a\n\nb\r\n", 10).expect("read");
         let want: Vec<Values> = vec![
