@@ -2,6 +2,7 @@
 //! with the `socket` spout: reading records received over the network with `stdin`'s readers
 //! (`record`), and the address and size arguments (`settings`). Validation asks [`check`].
 
+pub mod builtin;
 mod handler;
 mod inbox;
 pub mod record;

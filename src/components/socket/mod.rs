@@ -2,6 +2,7 @@
 //! 6587), read by `stdin`'s record readers or as syslog (RFC 3164 and RFC 5424). Validation
 //! asks [`check`].
 
+pub mod builtin;
 pub mod decode;
 pub mod framing;
 mod server;
@@ -28,10 +29,13 @@ pub const ARGS: &[&str] = &[
 ];
 
 /// The formats `socket` reads: `stdin`'s and `syslog`.
-pub fn formats() -> Vec<&'static str> {
-    let mut f = crate::components::parse::spec::FORMATS.to_vec();
-    f.push("syslog");
-    f
+pub fn formats() -> &'static [&'static str] {
+    static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut f = crate::components::parse::spec::FORMATS.to_vec();
+        f.push("syslog");
+        f
+    })
 }
 
 /// Every problem with a spout's arguments, each with the argument it is about.
