@@ -8,6 +8,8 @@ use super::{Bolt, Spout};
 use crate::diag::Diagnostic;
 use crate::expr::Type;
 pub use crate::topology::model::ComponentKind;
+
+pub mod by_role;
 use crate::topology::model::{Component, Stream};
 use crate::topology::raw::{RawComponent, RawValue, Span, Spanned};
 use std::collections::HashMap;
