@@ -8,6 +8,8 @@ use super::{Bolt, Spout};
 use crate::diag::Diagnostic;
 use crate::expr::Type;
 pub use crate::topology::model::ComponentKind;
+
+pub mod by_role;
 use crate::topology::model::{Component, Stream};
 use crate::topology::raw::{RawComponent, RawValue, Span, Spanned};
 use std::collections::HashMap;
@@ -56,7 +58,7 @@ pub enum ArgShape {
     /// A string, or a list of strings (`brokers`, `topics`).
     TextOrList,
     /// Any value: the built-in's own `check` says what it must be (`jdbc`'s `batch`: a
-    /// number or a map).
+    /// number or a map; a size written `1MB` or as bytes).
     Any,
 }
 

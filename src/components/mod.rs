@@ -14,6 +14,7 @@ pub mod filter;
 pub mod generate;
 pub mod jdbc;
 pub mod http_sink;
+pub mod http;
 pub mod join;
 pub mod kafka;
 pub mod lines;
@@ -28,6 +29,7 @@ pub mod replay;
 pub mod shell;
 pub mod sink_args;
 pub mod sink_format;
+pub mod socket;
 pub mod split;
 #[cfg(test)]
 pub(crate) mod state_check;

@@ -29,8 +29,16 @@ pub const ALL: &[T] = &[
     T::new(&kafka::builtin::KafkaType),
     T::new(&jdbc::builtin::JdbcType),
     T::new(&jdbc::builtin::JdbcLookupType),
-    T::new(&http_sink::builtin::HttpType),
+    T::new(&HTTP),
+    T::new(&socket::builtin::SocketType),
 ];
+
+/// `http`: the spout (`http/`) and the sink (`http_sink/`) under one name; its place decides.
+static HTTP: super::builtin::by_role::ByRole = super::builtin::by_role::ByRole {
+    summary: "spout: records POSTed to an HTTP endpoint (`listen`, `path`); bolt: sends records in batches to `url`",
+    spout: &http::builtin::HttpType,
+    bolt: &http_sink::builtin::HttpType,
+};
 
 /// A built-in component type: a handle on its descriptor, compared by name.
 #[derive(Clone, Copy)]

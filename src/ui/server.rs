@@ -152,6 +152,7 @@ impl Reply {
                 Some(lines) => Body::Lines(lines),
                 None => Body::Full(self.body.into_bytes()),
             },
+            headers: Vec::new(),
         }
     }
 }

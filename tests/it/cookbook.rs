@@ -714,3 +714,74 @@ fn the_hourly_files_recipe_publishes_each_event_once() {
         "one directory per service, and the staging dir"
     );
 }
+
+/// The cookbook's syslog recipe, run as written (listening on a free loopback port instead of
+/// `:5514`): RFC 5424 and RFC 3164 messages of three hosts over three minutes, sent over TCP;
+/// the counts per minute, host and severity equal the ones computed here.
+#[test]
+fn the_cookbook_syslog_recipe_counts_severities_per_host_and_minute() {
+    use std::io::Write as _;
+    let doc = std::fs::read_to_string("docs/cookbook.md").expect("docs/cookbook.md");
+    let at = doc
+        .find("<!-- socket-recipe: syslog-severities -->")
+        .expect("the recipe's marker");
+    let block = &doc[at..];
+    let start = block.find("```sh\n").expect("its sh block") + "```sh\n".len();
+    let end = start + block[start..].find("```").expect("its end");
+    let command = block[start..end].trim();
+    let topology = command
+        .split_once("-e '")
+        .and_then(|(_, rest)| rest.rsplit_once('\''))
+        .map(|(t, _)| t.replace(":5514", "127.0.0.1:0"))
+        .expect("the recipe's topology in -e '…'");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run =
+        super::http_spout::Run::start(&["run".into(), "-e".into(), topology], dir.path(), &[], 1);
+    let severities = ["err", "warning", "info"];
+    // RFC 3164 times have no year: the spout takes this one (the year before if 2 November is
+    // ahead of today); the RFC 5424 ones say the same year, so the events stay in time order.
+    let now = jiff::tz::Offset::UTC.to_datetime(jiff::Timestamp::now());
+    let ahead = (11, 2) > (now.month(), now.day().saturating_add(1));
+    let year = now.year() - i16::from(ahead);
+    let mut expected: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    let mut text = String::new();
+    for i in 0..540u32 {
+        let (minute, second) = (i / 180, i / 3 % 60);
+        let host = format!("web-{}", i % 3);
+        let sev = (i * 7 / 3) as usize % severities.len();
+        let pri = 16 * 8 + [3, 4, 6][sev];
+        text += &match i % 2 {
+            0 => format!(
+                "<{pri}>1 {year}-11-02T08:{minute:02}:{second:02}Z {host} app - - - event {i}\n"
+            ),
+            _ => format!("<{pri}>Nov  2 08:{minute:02}:{second:02} {host} app[7]: event {i}\n"),
+        };
+        let window = format!("08:{minute:02}");
+        *expected
+            .entry((window, host, severities[sev].to_string()))
+            .or_insert(0) += 1;
+    }
+    let mut s = std::net::TcpStream::connect(run.addr()).expect("connects");
+    s.write_all(text.as_bytes()).expect("sends");
+    drop(s);
+    // The first two minutes close as later events come; Ctrl-C writes the last one.
+    run.wait_lines(2);
+    let (lines, _) = run.finish();
+    let mut got: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    for line in &lines {
+        let f: Vec<&str> = line.split('\t').collect();
+        let window = f
+            .iter()
+            .find_map(|c| c.split_once("T08:").map(|(_, t)| format!("08:{}", &t[..2])))
+            .unwrap_or_else(|| panic!("no window start in {line}"));
+        let host = f.iter().find(|c| c.starts_with("web-")).expect("a host");
+        let sev = f
+            .iter()
+            .find(|c| severities.contains(c))
+            .expect("a severity");
+        let n: u64 = f.last().and_then(|c| c.parse().ok()).expect("a count");
+        *got.entry((window, host.to_string(), sev.to_string()))
+            .or_insert(0) += n;
+    }
+    assert_eq!(got, expected, "{lines:?}");
+}

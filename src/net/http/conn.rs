@@ -58,21 +58,16 @@ pub async fn serve(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>,
             body,
             peer,
         };
-        let handler = shared.handler.clone();
-        let response = tokio::task::spawn_blocking(move || handler.handle(request))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!("http: an answer failed: {e}");
-                plain(500, "the answer failed; see the server's log")
-            });
+        let response = answer(&shared, request).await;
         let (status, content_type) = (response.status, response.content_type.clone());
         let lines = match response.body {
             Body::Lines(lines) => lines,
-            body @ Body::Full(_) => {
+            body => {
                 let response = Response {
                     status,
                     content_type,
                     body,
+                    headers: response.headers,
                 };
                 if write(&mut stream, &shared.limits, &response, close)
                     .await
@@ -86,6 +81,29 @@ pub async fn serve(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>,
         };
         stream_lines(&mut stream, &shared.limits, (status, &content_type), lines).await;
         return;
+    }
+}
+
+/// The handler's answer to `request` (run on a blocking thread), awaited when it comes later.
+async fn answer(shared: &Arc<Shared>, request: Request) -> Response {
+    let handler = shared.handler.clone();
+    let response = tokio::task::spawn_blocking(move || handler.handle(request))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!("http: an answer failed: {e}");
+            plain(500, "the answer failed; see the server's log")
+        });
+    let Body::Later(later) = response.body else {
+        return response;
+    };
+    match later.await {
+        Ok(r) if matches!(r.body, Body::Full(_)) => r,
+        Ok(_) => plain(500, "an answer given later must be whole"),
+        Err(_) => {
+            let mut r = plain(503, "the server stopped before it could answer; retry");
+            r.headers.push(("Retry-After", "1".into()));
+            r
+        }
     }
 }
 
@@ -175,6 +193,7 @@ pub fn plain(status: u16, message: &str) -> Response {
         status,
         content_type: "text/plain; charset=utf-8".into(),
         body: Body::Full(format!("{message}\n").into_bytes()),
+        headers: Vec::new(),
     }
 }
 
@@ -199,6 +218,9 @@ async fn write(
         response.content_type,
         body.len()
     );
+    for (name, value) in &response.headers {
+        bytes += &format!("{name}: {value}\r\n");
+    }
     if close {
         bytes += "Connection: close\r\n";
     }

@@ -13,6 +13,11 @@
 //! - at most `max_connections` are open: past that, and when accept runs out of file
 //!   descriptors, the connection waiting longest for a request is closed to make room;
 //! - pipelined requests are answered in order, each connection on its own.
+//!
+//! The `http` spout serves on it too: its answers may come later (`Body::Later`, awaited on the
+//! loop without holding a thread: an answer once the records' tuple trees completed), carry
+//! headers of their own (`Retry-After`), and several tasks may listen on one port
+//! (`Limits::reuse_port`: the kernel spreads the connections over them).
 
 mod accept;
 mod conn;
@@ -35,6 +40,9 @@ pub struct Limits {
     pub idle: Duration,
     pub write_timeout: Duration,
     pub max_connections: usize,
+    /// Bind with `SO_REUSEPORT`, so that several servers (tasks of one spout, in one process
+    /// or several) share the port.
+    pub reuse_port: bool,
 }
 
 impl Default for Limits {
@@ -47,6 +55,7 @@ impl Default for Limits {
             idle: Duration::from_secs(20),
             write_timeout: Duration::from_secs(10),
             max_connections: 256,
+            reuse_port: false,
         }
     }
 }
@@ -80,6 +89,9 @@ pub enum Body {
     /// of the connection ends the answer). Each line gets a newline; a quiet stream writes an
     /// empty line every second to find out whether its reader is still there.
     Lines(crossbeam_channel::Receiver<String>),
+    /// The answer comes later, from another thread; awaited on the event loop (the connection
+    /// is answering meanwhile, so never shed). A sender dropped without an answer is a 503.
+    Later(tokio::sync::oneshot::Receiver<Response>),
 }
 
 /// An answer.
@@ -87,6 +99,8 @@ pub struct Response {
     pub status: u16,
     pub content_type: String,
     pub body: Body,
+    /// Headers besides the ones the server writes (`Retry-After`, `WWW-Authenticate`).
+    pub headers: Vec<(&'static str, String)>,
 }
 
 /// What answers requests. It runs on a blocking thread, never on the event loop.
@@ -120,9 +134,6 @@ pub fn start(
     limits: Limits,
     handler: Arc<dyn Handler>,
 ) -> std::io::Result<Server> {
-    let listener = std::net::TcpListener::bind(addr)?;
-    listener.set_nonblocking(true)?;
-    let local = listener.local_addr()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -131,8 +142,9 @@ pub fn start(
         .build()?;
     let listener = {
         let _entered = runtime.enter();
-        tokio::net::TcpListener::from_std(listener)?
+        bind(addr, limits.reuse_port)?
     };
+    let local = listener.local_addr()?;
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let shared = Arc::new(conn::Shared { limits, handler });
     let thread = std::thread::Builder::new()
@@ -149,6 +161,33 @@ pub fn start(
     })
 }
 
+/// A listening socket on `addr` (`host:port`; the first address it resolves to), with
+/// `SO_REUSEPORT` when asked (unix). Must run inside the runtime.
+fn bind(addr: &str, reuse_port: bool) -> std::io::Result<tokio::net::TcpListener> {
+    use std::net::ToSocketAddrs;
+    let Some(at) = addr.to_socket_addrs()?.next() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            format!("`{addr}` names no address"),
+        ));
+    };
+    let socket = match at {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    #[cfg(unix)]
+    {
+        socket.set_reuseaddr(true)?;
+        if reuse_port {
+            socket.set_reuseport(true)?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = reuse_port;
+    socket.bind(at)?;
+    socket.listen(1024)
+}
+
 /// The reason phrase of a status this server gives.
 pub fn reason(status: u16) -> &'static str {
     match status {
@@ -163,6 +202,7 @@ pub fn reason(status: u16) -> &'static str {
         411 => "Length Required",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         501 => "Not Implemented",
         503 => "Service Unavailable",

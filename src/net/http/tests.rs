@@ -20,6 +20,7 @@ impl Handler for Echo {
             status: 200,
             content_type: "text/plain".into(),
             body: Body::Full(text.into_bytes()),
+            headers: Vec::new(),
         }
     }
 }
