@@ -57,6 +57,7 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
             super::kafka::spout::KafkaSpout::new(&c.args)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
         ),
+        ComponentType::Redis => super::redis::spout(c)?,
         other => anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, other.name()),
     })
 }
@@ -93,6 +94,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
             super::kafka::sink::KafkaSink::new(&c.args, c.stateful)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
         ),
+        ComponentType::Redis => super::redis::bolt(c)?,
         other => anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, other.name()),
     })
 }

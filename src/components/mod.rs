@@ -18,6 +18,7 @@ pub mod map;
 pub mod memory;
 pub mod output_gate;
 pub mod parse;
+pub mod redis;
 pub mod replay;
 pub mod shell;
 pub mod split;

@@ -160,6 +160,7 @@ pub enum ComponentType {
     /// `org.apache.storm.testing.TestWordCounter`
     TestWordCounter,
     Kafka,
+    Redis,
 }
 
 impl ComponentType {
@@ -185,6 +186,7 @@ impl ComponentType {
         ComponentType::TestWordSpout,
         ComponentType::TestWordCounter,
         ComponentType::Kafka,
+        ComponentType::Redis,
     ];
 
     /// The name used in `type:`.
@@ -211,6 +213,7 @@ impl ComponentType {
             ComponentType::TestWordSpout => "test_word_spout",
             ComponentType::TestWordCounter => "test_word_counter",
             ComponentType::Kafka => "kafka",
+            ComponentType::Redis => "redis",
         }
     }
 
@@ -249,6 +252,7 @@ impl ComponentType {
             Kafka => {
                 "spout or bolt: reads `topics` of Kafka `brokers`, or writes records to a `topic`"
             }
+            Redis => "spout or bolt: reads a Redis `stream`, or looks up / writes keys (`command`)",
         }
     }
 
@@ -276,7 +280,10 @@ impl ComponentType {
     /// The built-ins that keep state a checkpoint can save (`stateful: true`).
     pub fn keeps_state(self) -> bool {
         use ComponentType::*;
-        matches!(self, Count | Aggregate | Top | Join | Dedupe | Kafka)
+        matches!(
+            self,
+            Count | Aggregate | Top | Join | Dedupe | Kafka | Redis
+        )
     }
 
     /// Spouts that can go back to a checkpoint's position (`Spout::position`), so that
@@ -309,7 +316,7 @@ impl ComponentType {
         use ComponentType::*;
         match self {
             Stdin | File | Generate | TestWordSpout => kind == ComponentKind::Spout,
-            Shell | Kafka => true,
+            Shell | Kafka | Redis => true,
             _ => kind == ComponentKind::Bolt,
         }
     }

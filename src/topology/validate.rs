@@ -378,6 +378,9 @@ impl Validator<'_> {
         if ctype == Some(ComponentType::Kafka) {
             self.kafka_args(rc, kind);
         }
+        if ctype == Some(ComponentType::Redis) {
+            self.redis_args(rc, kind);
+        }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
             self.diags.push(Diagnostic::warning(
                 "`command` is only used by shell components; ignored",

@@ -31,6 +31,7 @@ mod operator;
 mod readers;
 mod rebalance;
 mod records;
+pub(crate) mod redis;
 mod rollback;
 mod run;
 pub(crate) mod run_reliability;

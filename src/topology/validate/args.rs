@@ -375,6 +375,24 @@ const READS_FORMAT: &[Arg] = &[
     ("pair_separator", ArgShape::Text),
 ];
 
+/// What a `redis` bolt or spout reads besides the record arguments (checked for its role
+/// by `components::redis::check`).
+const REDIS_ARGS: &[Arg] = &[
+    ("url", ArgShape::Text),
+    ("command", ArgShape::Text),
+    ("key", ArgShape::Text),
+    ("field", ArgShape::TextOrList),
+    ("value", ArgShape::TextOrList),
+    ("ttl", ArgShape::Duration),
+    ("as", ArgShape::TextOrList),
+    ("filter", ArgShape::Bool),
+    ("cache", ArgShape::Number),
+    ("stream", ArgShape::Text),
+    ("group", ArgShape::Text),
+    ("consumer", ArgShape::Text),
+    ("claim_after", ArgShape::Duration),
+];
+
 /// The arguments each built-in reads, and their shapes. The spouts that replay lines
 /// themselves (`stdin`, `file`, `generate`) also take `max_retries`.
 fn known_args(ctype: ComponentType) -> Vec<&'static Arg> {
@@ -390,6 +408,7 @@ fn known_args(ctype: ComponentType) -> Vec<&'static Arg> {
             READS_FORMAT,
         ],
         ComponentType::Parse => &[&[("field", ArgShape::Text)], READS_FORMAT],
+        ComponentType::Redis => &[REDIS_ARGS, REPLAYS, READS_FORMAT],
         other => &[own_args(other)],
     };
     parts.iter().flat_map(|p| p.iter()).collect()
@@ -471,7 +490,7 @@ fn own_args(ctype: ComponentType) -> &'static [Arg] {
             ("fields", Fields),
             ("header", Bool),
         ],
-        Shell | Log | Discard | TestWordSpout | TestWordCounter => &[],
+        Shell | Log | Discard | TestWordSpout | TestWordCounter | Redis => &[],
         Kafka => KAFKA_SPOUT_ARGS
             .iter()
             .chain(KAFKA_SINK_ARGS)
@@ -562,6 +581,29 @@ impl Validator<'_> {
     }
 }
 
+impl Validator<'_> {
+    /// A `redis` component's arguments for its role, checked as the run builds it, each
+    /// problem located at the argument at fault.
+    pub(super) fn redis_args(&mut self, rc: &RawComponent, kind: ComponentKind) {
+        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
+        let Some(args) = &rc.args else {
+            let what = "`command` and `key` (a bolt) or `stream` (a spout)";
+            self.error(format!("`redis` needs arguments: {what}"), at);
+            return;
+        };
+        let serde_json::Value::Object(json) = args.value.to_json() else {
+            return;
+        };
+        let spout = kind == ComponentKind::Spout;
+        for (arg, message) in crate::components::redis::check(&json, spout) {
+            let span = arg
+                .and_then(|a| args.value.get(&a))
+                .map_or(args.span, |v| v.span);
+            self.error(message, span);
+        }
+    }
+}
+
 /// The input fields a component's arguments name, each with where it is written.
 fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, Span)> {
     let arg = |key: &str| rc.args.as_ref().and_then(|a| a.value.get(key));
@@ -585,6 +627,16 @@ fn named_input_fields(rc: &RawComponent, ctype: ComponentType) -> Vec<(String, S
         _ => &[],
     };
     let mut out: Vec<(String, Span)> = keys.iter().filter_map(|k| arg(k)).flat_map(items).collect();
+    if let (ComponentType::Redis, Some(serde_json::Value::Object(json))) =
+        (ctype, rc.args.as_ref().map(|a| a.value.to_json()))
+    {
+        let named = crate::components::redis::named_fields(&json);
+        out.extend(
+            named
+                .into_iter()
+                .filter_map(|(a, f)| Some((f, arg(a)?.span))),
+        );
+    }
     if ctype == ComponentType::Aggregate {
         // An op's field, located at the op that names it.
         for (text, span) in arg("ops").map(items).unwrap_or_default() {

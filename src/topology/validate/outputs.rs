@@ -47,6 +47,7 @@ fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<
             crate::components::kafka::output_fields(&c.args).unwrap_or_default(),
         )),
         Kafka => Some(None),
+        Redis => crate::components::redis::output_fields(c, input),
         Count => {
             let mut keys = match strings(c.args.get("fields")) {
                 Some(k) => k,

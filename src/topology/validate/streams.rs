@@ -224,7 +224,7 @@ impl Validator<'_> {
         use ComponentType::*;
         let writes = |c: &Component| match c.ctype {
             Stdout | Log | Discard => true,
-            Shell | Kafka => !c.is_spout(),
+            Shell | Kafka | Redis => !c.is_spout(),
             _ => false,
         };
         // After an error (an unknown type may well have been the sink) this would be noise.
