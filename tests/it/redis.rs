@@ -18,13 +18,42 @@ use std::time::{Duration, Instant};
 pub(crate) struct Server {
     child: Child,
     pub(crate) port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+    extra: Vec<String>,
 }
 
 /// A port nobody listens on now (bound to port 0 and released).
 pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds port 0");
     l.local_addr().expect("an address").port()
+}
+
+/// `redis-server` on `port` with its files in `dir`, once it accepts connections; `None` when
+/// it ended instead (the port was taken).
+fn spawn(port: u16, dir: &Path, extra: &[String]) -> Option<Child> {
+    let mut child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+        .arg("--dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server starts (Debian's redis-server package)");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return None;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(child);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 impl Server {
@@ -35,42 +64,31 @@ impl Server {
     /// A server with extra configuration (`--requirepass x`); a port taken meanwhile by
     /// someone else is tried again with another.
     pub(crate) fn start_with(extra: &[&str]) -> Server {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         for _ in 0..5 {
             let dir = tempfile::tempdir().expect("tempdir");
             let port = free_port();
-            let mut child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
-                .arg("--dir")
-                .arg(dir.path())
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server starts (Debian's redis-server package)");
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let mut server = None;
-            while Instant::now() < deadline {
-                if matches!(child.try_wait(), Ok(Some(_))) {
-                    break; // the port was taken: another one
-                }
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    server = Some(port);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if let Some(port) = server {
+            if let Some(child) = spawn(port, dir.path(), &extra) {
                 return Server {
                     child,
                     port,
-                    _dir: dir,
+                    dir,
+                    extra,
                 };
             }
-            let _ = child.kill();
-            let _ = child.wait();
         }
         panic!("redis-server did not start");
+    }
+
+    /// SIGKILL the server.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Start it again on its port and directory.
+    fn restart(&mut self) {
+        self.child = spawn(self.port, self.dir.path(), &self.extra).expect("redis-server restarts");
     }
 
     pub(crate) fn url(&self) -> String {
@@ -547,7 +565,6 @@ streams:
     );
     let mut args = run_args(dir.path(), &yaml);
     args.extend(["--state-dir".into(), state.display().to_string()]);
-    let log = "storm::components::redis=debug,storm::runtime::checkpoint=debug";
     let (mut killed, mut rewritten) = (0, 0);
     for trial in 0..12 {
         let n = rng.random_range(500..3000);
@@ -559,34 +576,10 @@ streams:
             .expect("opens");
         f.write_all(more.as_bytes()).expect("appends");
         drop(f);
-        let mut run = Running::start(&args, dir.path(), log);
-        let (kind, skip) = (rng.random_range(0..3), rng.random_range(0..4));
-        let delay = Duration::from_millis(rng.random_range(0..300));
-        let started = Instant::now();
-        let mut seen = 0;
-        loop {
-            let line = match run.stderr.recv_timeout(Duration::from_millis(5)) {
-                Ok(l) => Some(l),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break, // ended
-            };
-            if let Some(l) = &line {
-                rewritten += usize::from(l.contains("written again"));
-            }
-            let hit = match (kind, &line) {
-                (0, _) => started.elapsed() >= delay,
-                (1, Some(l)) => l.contains("checkpoint committed"),
-                (2, Some(l)) => l.contains("redis transaction committed"),
-                _ => false,
-            };
-            seen += usize::from(hit && kind != 0);
-            if (kind == 0 && hit) || (kind != 0 && seen > skip) {
-                killed += usize::from(matches!(run.child.try_wait(), Ok(None)));
-                break;
-            }
-        }
-        drop(run); // SIGKILL, if still running
-        eprintln!("trial {trial}: kind {kind}");
+        let (was_running, again) = run_and_kill(&args, dir.path(), &mut rng);
+        killed += usize::from(was_running);
+        rewritten += again;
+        eprintln!("trial {trial}: killed while running: {was_running}");
     }
     eprintln!("runs killed while running: {killed}; checkpoints written again: {rewritten}");
     assert!(
@@ -620,6 +613,44 @@ streams:
         .map(|c| (c[0].to_string(), c[1].parse().expect("a number")))
         .collect();
     assert_eq!(got, per);
+}
+
+/// Start `storm args` and SIGKILL it at a random moment: a random delay after the start, or
+/// just after the `skip`-th checkpoint commit or Redis transaction. Whether it was still
+/// running then, and how many checkpoints it wrote again from its state.
+fn run_and_kill(args: &[String], dir: &Path, rng: &mut rand::rngs::StdRng) -> (bool, usize) {
+    let log = "storm::components::redis=debug,storm::runtime::checkpoint=debug";
+    let mut run = Running::start(args, dir, log);
+    let (kind, skip) = (rng.random_range(0..3), rng.random_range(0..4));
+    let delay = Duration::from_millis(rng.random_range(0..300));
+    let started = Instant::now();
+    let (mut seen, mut rewritten) = (0, 0);
+    let deadline = started + Duration::from_secs(60);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no moment to kill came within 60 s"
+        );
+        let line = match run.stderr.recv_timeout(Duration::from_millis(5)) {
+            Ok(l) => Some(l),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return (false, rewritten),
+        };
+        if let Some(l) = &line {
+            rewritten += usize::from(l.contains("written again"));
+        }
+        let hit = match (kind, &line) {
+            (0, _) => started.elapsed() >= delay,
+            (1, Some(l)) => l.contains("checkpoint committed"),
+            (2, Some(l)) => l.contains("redis transaction committed"),
+            _ => false,
+        };
+        seen += usize::from(hit && kind != 0);
+        if (kind == 0 && hit) || (kind != 0 && seen > skip) {
+            let running = matches!(run.child.try_wait(), Ok(None));
+            return (running, rewritten); // dropped: SIGKILL
+        }
+    }
 }
 
 /// A server that does not answer ends the run at start, naming it, its password hidden.
@@ -766,5 +797,80 @@ streams: [{from: in, to: a}, {from: in, to: b}, {from: in, to: c}, {from: in, to
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The server SIGKILLed in the middle of a run and started again: the writes waiting for it are
+/// retried with back-off (said on stderr), every tuple is written, and the run ends well.
+#[test]
+fn a_lost_connection_is_retried_while_tuples_wait() {
+    let mut server = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let yaml = format!(
+        "name: retried
+spouts: [{{id: in, type: stdin}}]
+bolts:
+  - {{id: slow, type: chaos, args: {{delay: 2ms}}}}
+  - {{id: seen, type: redis, args: {{url: \"{}\", command: sadd, key: seen, field: \"{{line}}\"}}}}
+streams: [{{from: in, to: slow}}, {{from: slow, to: seen}}]
+",
+        server.url()
+    );
+    let file = dir.path().join("topology.yaml");
+    std::fs::write(&file, yaml).expect("writes the topology");
+    let mut child = storm()
+        .arg("run")
+        .arg(&file)
+        .env("STORM_CONF_DIR", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("storm runs");
+    let input: String = (0..1500).map(|i| format!("{i}\n")).collect();
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("writes");
+    let err = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    poll_until(
+        "the first writes",
+        Duration::from_secs(30),
+        Duration::from_millis(5),
+        || (server.cli(&["SCARD", "seen"]) != "0").then_some(()),
+    );
+    server.kill();
+    let mut said = Vec::new();
+    poll_until(
+        "a retry",
+        Duration::from_secs(30),
+        Duration::from_millis(5),
+        || {
+            said.extend(rx.try_iter());
+            said.iter().any(|l| l.contains("retrying in")).then_some(())
+        },
+    );
+    server.restart();
+    let status = child.wait().expect("storm ends");
+    said.extend(rx.try_iter());
+    assert!(status.success(), "{}", said.join("\n"));
+    assert_eq!(
+        server.cli(&["SCARD", "seen"]),
+        "1500",
+        "{}",
+        said.join("\n")
+    );
+    assert!(
+        !said.iter().any(|l| l.contains("tuple(s) failed")),
+        "{}",
+        said.join("\n")
     );
 }
