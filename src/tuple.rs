@@ -11,7 +11,7 @@ pub mod numeric;
 /// One value inside a tuple. Strings are small-string optimised: words of up to 24 bytes never
 /// allocate, which is what makes word counts cheap.
 ///
-/// Equality and hashing are those of keys (`count`, `aggregate`, `dedupe`, `join`…) and agree
+/// Equality and hashing are those of keys (of the keyed built-ins: counts, groups, joins…) and agree
 /// with the expression `==`: a float with an integral value equals the integer (`1.0 == 1`),
 /// `-0.0 == 0`, and NaN equals NaN (see [`numeric`]). A boolean is never a number.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@
 
 use super::rpc::Submission;
 use super::stormignore::{StormIgnore, FILE_NAME};
-use crate::topology::model::{ComponentType, Topology};
+use crate::topology::model::Topology;
 use std::path::{Component as Part, Path, PathBuf};
 
 /// The most bytes of resources one submission may carry (all files together): hex-encoded
@@ -40,11 +40,7 @@ pub struct Resources {
 
 /// Collect the resources of `topology`'s shell components (see the module comment).
 pub fn collect(topology: &Topology) -> anyhow::Result<Resources> {
-    if !topology
-        .components
-        .iter()
-        .any(|c| c.ctype == ComponentType::Shell)
-    {
+    if !topology.components.iter().any(|c| c.ctype.runs_program()) {
         return Ok(Resources::default());
     }
     let base = canonical(&topology.base_dir, "the topology's folder")?;
@@ -53,7 +49,7 @@ pub fn collect(topology: &Topology) -> anyhow::Result<Resources> {
     walk(&base, &base, &ignore, &mut paths)?;
     let none = StormIgnore::default();
     for c in &topology.components {
-        if c.ctype != ComponentType::Shell {
+        if !c.ctype.runs_program() {
             continue;
         }
         let cwd = match &c.cwd {
@@ -419,7 +415,7 @@ pub fn sweep(root: &Path) {
 pub fn relocate(topology: &mut Topology, copy: &Path) {
     let base = topology.base_dir.clone();
     for c in &mut topology.components {
-        if c.ctype != ComponentType::Shell {
+        if !c.ctype.runs_program() {
             continue;
         }
         c.cwd = match c.cwd.take() {

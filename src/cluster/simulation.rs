@@ -168,10 +168,30 @@ pub(crate) mod tests {
             name: "wordcount".into(),
             config: c,
             components: vec![
-                component("lines", ComponentType::Stdin, 1, &["line"]),
-                component("split", ComponentType::Split, 4, &["word"]),
-                component("count", ComponentType::Count, 2, &["word", "count"]),
-                component("print", ComponentType::Stdout, 1, &[]),
+                component(
+                    "lines",
+                    ComponentType::from_name("stdin").expect("built-in"),
+                    1,
+                    &["line"],
+                ),
+                component(
+                    "split",
+                    ComponentType::from_name("split").expect("built-in"),
+                    4,
+                    &["word"],
+                ),
+                component(
+                    "count",
+                    ComponentType::from_name("count").expect("built-in"),
+                    2,
+                    &["word", "count"],
+                ),
+                component(
+                    "print",
+                    ComponentType::from_name("stdout").expect("built-in"),
+                    1,
+                    &[],
+                ),
             ],
             streams: vec![
                 stream("lines", "split", Grouping::Shuffle),

@@ -11,7 +11,7 @@ use crate::placement::Placement;
 use crate::runtime::checkpoint::setup::saving_tasks;
 use crate::runtime::checkpoint::{task_key, RemoteCheckpoints, Report};
 use crate::state::{packed, RawState, Store, TaskKey};
-use crate::topology::model::{ComponentType, Topology};
+use crate::topology::model::Topology;
 use crate::topology::plan::Plan;
 use crate::tuple::Value;
 use std::collections::BTreeMap;
@@ -223,7 +223,7 @@ pub fn start(
     };
     let stdin_task = keys.iter().find_map(|(t, k)| {
         let c = topology.component(&k.component)?;
-        (c.ctype == ComponentType::Stdin).then_some(*t)
+        (c.ctype.is_console() && c.is_spout()).then_some(*t)
     });
     if stdin_task.is_some() {
         feed::enable()?;
@@ -395,7 +395,7 @@ fn runs_stdout(topology: &Topology, plan: &Plan, placement: &Placement, me: usiz
     placement.executors_of(plan, me).any(|(component, _)| {
         topology
             .component(component)
-            .is_some_and(|c| c.ctype == ComponentType::Stdout)
+            .is_some_and(|c| c.ctype.is_console() && !c.is_spout())
     })
 }
 

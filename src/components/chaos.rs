@@ -3,6 +3,7 @@
 //! `args.delay` (humantime or seconds). Deterministic with `args.seed`. For the runtime's own
 //! fault tests, `args.panic_after: N` panics on the tuple after the first N.
 
+use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::Tuple;
@@ -71,5 +72,47 @@ impl Bolt for Chaos {
 
     fn auto_ack(&self) -> bool {
         false
+    }
+}
+
+/// The `chaos` built-in.
+pub struct ChaosType;
+
+impl b::Builtin for ChaosType {
+    fn name(&self) -> &'static str {
+        "chaos"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: passes tuples on, failing `fail`, dropping `drop`, delaying `delay`"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![
+            b::arg("fail", A::Fraction),
+            b::arg("drop", A::Fraction),
+            b::arg("delay", A::Duration),
+            b::arg("seed", A::Number),
+            b::arg("panic_after", A::Number),
+        ]
+    }
+    fn output_fields(
+        &self,
+        _c: &crate::topology::model::Component,
+        input: Option<&[String]>,
+    ) -> b::Fields {
+        Some(Some(input?.to_vec()))
+    }
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        Some(cx.input?.1.to_vec())
+    }
+    fn bolt(
+        &self,
+        c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Chaos::new(&c.args)))
     }
 }

@@ -1,7 +1,7 @@
 //! The `count` bolt: counts tuples per value of `args.fields` (default: the input's first field).
 //! Emits each key with its total when its input is finished, and also on every tick
 //! with `args.emit: tick`; with `args.emit: update`, each change as it happens and nothing again at
-//! the end (a streaming dedupe: `count(line, emit=update) | filter("count == 1")`). Keys are emitted in
+//! the end (streaming de-duplication: `count(line, emit=update) | filter("count == 1")`). Keys are emitted in
 //! sorted order, so output is deterministic per task.
 //!
 //! Stateful (`stateful: true`), each key is an entry of its checkpoints: the key (its value, or
@@ -9,6 +9,7 @@
 //! marked in its slot and listed once, so a checkpoint writes only the keys counted since the
 //! last one.
 
+use super::builtin as b;
 use super::memory::{spill_to, value_bytes, KeyBudget};
 use super::{Bolt, BoltCollector, BoltState, TaskContext};
 use crate::state::codec;
@@ -392,6 +393,76 @@ impl Count {
             self.single.track_changes(true);
             self.multi.track_changes(true);
         }
+    }
+}
+
+/// The `count` built-in.
+pub struct CountType;
+
+impl b::Builtin for CountType {
+    fn name(&self) -> &'static str {
+        "count"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: tuples per key of `fields`; totals at the end, on ticks or every update"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![
+            b::arg("fields", A::Fields),
+            b::arg("emit", A::OneOf(&["end", "tick", "update"])),
+        ]
+    }
+    fn positional(&self) -> Option<b::Positional> {
+        Some(b::Positional::List("fields"))
+    }
+    fn default_grouping(&self) -> Option<b::DefaultGrouping> {
+        Some(b::DefaultGrouping::FieldsOf("fields"))
+    }
+    fn field_args(&self) -> &'static [&'static str] {
+        &["fields"]
+    }
+    fn keeps_state(&self) -> bool {
+        true
+    }
+    fn output_fields(
+        &self,
+        c: &crate::topology::model::Component,
+        input: Option<&[String]>,
+    ) -> b::Fields {
+        let mut keys = match b::strings(c.args.get("fields")) {
+            Some(k) => k,
+            None => vec![input?.first()?.clone()],
+        };
+        keys.push("count".into());
+        Some(Some(keys))
+    }
+    /// The key fields' types, then `count`, an integer.
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        let (names, types) = cx.input?;
+        let type_of = |f: &String| {
+            let k = names.iter().position(|n| n == f)?;
+            types.get(k).copied()
+        };
+        let last = cx.fields.len().saturating_sub(1);
+        Some(
+            (0..cx.fields.len())
+                .map(|k| match k == last {
+                    true => crate::expr::Type::Int,
+                    false => type_of(&cx.fields[k]).unwrap_or(crate::expr::Type::Any),
+                })
+                .collect(),
+        )
+    }
+    fn bolt(
+        &self,
+        c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Count::new(&c.args).with_state(c.stateful)))
     }
 }
 

@@ -9,10 +9,12 @@
 //! resumed cache forgets in the same order), and `"window"` → `{seen, seq}` (tuples in the
 //! current window, tuples so far). A window of processing time starts again when a run resumes.
 
+use super::builtin as b;
 use super::memory::{spill_to, value_bytes, KeyBudget};
 use super::{Bolt, BoltCollector, BoltState, TaskContext};
 use crate::state::codec;
 use crate::state::spill::{order, Layout, SpillMap};
+use crate::topology::model::Component;
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use std::num::NonZeroUsize;
@@ -329,6 +331,44 @@ impl BoltState for Dedupe {
         }
         self.window_started = Instant::now();
         Ok(())
+    }
+}
+
+/// The `dedupe` built-in.
+pub struct DedupeType;
+
+impl b::Builtin for DedupeType {
+    fn name(&self) -> &'static str {
+        "dedupe"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: the first tuple of each `key` passes (exact, per `window`, or a `cache`)"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![
+            b::arg("key", A::Fields),
+            b::arg("window", A::Duration),
+            b::arg("cache", A::WholeCount),
+        ]
+    }
+    fn field_args(&self) -> &'static [&'static str] {
+        &["key"]
+    }
+    fn keeps_state(&self) -> bool {
+        true
+    }
+    fn output_fields(&self, _c: &Component, input: Option<&[String]>) -> b::Fields {
+        Some(Some(input?.to_vec()))
+    }
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        Some(cx.input?.1.to_vec())
+    }
+    fn bolt(&self, c: &Component, _base: &std::path::Path) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Dedupe::new(&c.args)?.with_state(c.stateful)))
     }
 }
 

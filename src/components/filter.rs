@@ -1,6 +1,8 @@
 //! The `filter` bolt: keeps the tuples for which `args.where` holds (the expression language of
 //! `crate::expr`, checked at validate time and compiled once here).
 
+mod check;
+use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::expr::Compiled;
 use crate::topology::plan::streams;
@@ -48,5 +50,51 @@ impl Bolt for Filter {
             out.send(streams::DEFAULT, &[input], input.values.clone());
         }
         Ok(())
+    }
+}
+
+/// The `filter` built-in.
+pub struct FilterType;
+
+impl b::Builtin for FilterType {
+    fn name(&self) -> &'static str {
+        "filter"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: keeps the tuples for which the expression `where` holds"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        vec![b::arg("where", b::ArgShape::Text)]
+    }
+    fn positional(&self) -> Option<b::Positional> {
+        Some(b::Positional::One("where"))
+    }
+    fn output_fields(
+        &self,
+        _c: &crate::topology::model::Component,
+        input: Option<&[String]>,
+    ) -> b::Fields {
+        Some(Some(input?.to_vec()))
+    }
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        Some(cx.input?.1.to_vec())
+    }
+    fn check_input(
+        &self,
+        w: &mut b::Written,
+        _c: &crate::topology::model::Component,
+        input: &b::Input,
+    ) {
+        check::expression(w, input.fields, input.types)
+    }
+    fn bolt(
+        &self,
+        c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Filter::new(&c.args)))
     }
 }

@@ -3,6 +3,7 @@
 //! failed tuples when acking is on. Its output is a function of its seed and task, so a
 //! checkpoint's position (how many it emitted, and those not yet acked) rewinds it exactly.
 
+use super::builtin as b;
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::topology::plan::streams;
@@ -203,6 +204,55 @@ mod position {
         g.emitted_before = emitted;
         g.restored = kept.into();
         Ok(())
+    }
+}
+
+/// The `generate` built-in.
+pub struct GenerateType;
+
+impl b::Builtin for GenerateType {
+    fn name(&self) -> &'static str {
+        "generate"
+    }
+    fn summary(&self) -> &'static str {
+        "spout: `count` tuples of `values` or random words, at `rate`/s"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Spout
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![
+            b::arg("count", A::Number),
+            b::arg("rate", A::Number),
+            b::arg("seed", A::Number),
+            b::arg("values", A::List),
+            b::arg("fields", A::Fields),
+            b::arg("max_retries", A::Number),
+        ]
+    }
+    fn positional(&self) -> Option<b::Positional> {
+        Some(b::Positional::One("count"))
+    }
+    fn rewinds(&self) -> bool {
+        true
+    }
+    fn output_fields(
+        &self,
+        c: &crate::topology::model::Component,
+        _input: Option<&[String]>,
+    ) -> b::Fields {
+        Some(Some(
+            b::strings(c.args.get("fields")).unwrap_or_else(|| vec!["word".into()]),
+        ))
+    }
+    fn spout(
+        &self,
+        c: &crate::topology::model::Component,
+        task: u32,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Spout>> {
+        Ok(Box::new(Generate::new(&c.args, task)))
     }
 }
 

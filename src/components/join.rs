@@ -10,6 +10,7 @@
 //! Stateful (`stateful: true`), every tuple it keeps is an entry of its checkpoints (see
 //! `join/state.rs`).
 
+pub mod builtin;
 mod state;
 
 use super::aggregate::window::{self, Measure, Panes, WindowSpec};

@@ -6,6 +6,7 @@
 //! plus the lines still kept; a restored spout emits those first, then reads on from the offset
 //! (the reader thread starts at the first `next_tuple`, so a restore can say where).
 
+pub mod builtin;
 pub mod feed;
 pub mod follow;
 pub mod glob;

@@ -1,6 +1,7 @@
 //! The `log` bolt (and Flux's `LogInfoBolt`): writes each tuple with its component and task to
 //! standard error.
 
+use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::tuple::Tuple;
 use std::io::Write;
@@ -29,5 +30,33 @@ impl Bolt for Log {
         );
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
         Ok(())
+    }
+}
+
+/// The `log` built-in.
+pub struct LogType;
+
+impl b::Builtin for LogType {
+    fn name(&self) -> &'static str {
+        "log"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: writes each tuple with its component and task to stderr"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn classes(&self) -> &'static [&'static str] {
+        &["org.apache.storm.flux.wrappers.bolts.LogInfoBolt"]
+    }
+    fn writes(&self, _kind: crate::topology::model::ComponentKind) -> bool {
+        true
+    }
+    fn bolt(
+        &self,
+        _c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Log::default()))
     }
 }

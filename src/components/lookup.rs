@@ -4,6 +4,7 @@
 //! row whose `key` column equals its `on` field, by text form (a CSV cell `"42"` matches the
 //! integer `42`), or nulls when no row matches. A reload that fails keeps the old table.
 
+use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
@@ -192,5 +193,82 @@ impl Bolt for Lookup {
 
     fn poll_interval(&self) -> Option<Duration> {
         Some(Duration::from_millis(500))
+    }
+}
+
+/// The `lookup` built-in.
+pub struct LookupType;
+
+impl b::Builtin for LookupType {
+    fn name(&self) -> &'static str {
+        "lookup"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: adds columns of the row of a table file (`path`) whose `key` equals `on`"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![
+            b::arg("path", A::Text),
+            b::arg("key", A::Text),
+            b::arg("on", A::Text),
+            b::arg("select", A::Fields),
+        ]
+    }
+    fn field_args(&self) -> &'static [&'static str] {
+        &["on"]
+    }
+    fn output_fields(
+        &self,
+        c: &crate::topology::model::Component,
+        input: Option<&[String]>,
+    ) -> b::Fields {
+        let mut fields = input?.to_vec();
+        fields.extend(b::strings(c.args.get("select")).unwrap_or_default());
+        Some(Some(fields))
+    }
+    /// The input fields, then the looked-up columns (text of unknown kind, or null).
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        let mut t = cx.input?.1.to_vec();
+        t.resize(cx.fields.len(), crate::expr::Type::Any);
+        Some(t)
+    }
+    fn check(&self, w: &mut b::Written) {
+        check_table(w)
+    }
+    fn bolt(
+        &self,
+        c: &crate::topology::model::Component,
+        base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Lookup::new(&c.args, base)?))
+    }
+}
+
+/// A `lookup` needs its table, its key column and the input field it matches; a table file
+/// that is not there yet is a warning (it is read when the run starts).
+fn check_table(w: &mut b::Written) {
+    let at = w.at_type();
+    for k in ["path", "key", "on"] {
+        if w.arg(k).is_none() {
+            w.error(format!("`lookup` needs `{k}`"), at).help =
+                Some("e.g. `lookup(path=users.csv, key=id, on=user, select=[name, team])`".into());
+        }
+    }
+    let Some(p) = w.arg("path") else { return };
+    let Some(text) = p.value.as_str() else { return };
+    let file = w.base_dir.join(text);
+    if !file.is_file() {
+        let d = crate::diag::Diagnostic::warning(
+            format!(
+                "the table `{}` is not there (yet): it is read when the run starts",
+                file.display()
+            ),
+            p.span,
+        );
+        w.diags.push(d);
     }
 }

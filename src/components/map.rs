@@ -4,6 +4,7 @@
 //! fields as the entries before it left them. The same steps give the output fields at
 //! validate time (`Spec::apply`), so they are resolved once, in one place.
 
+use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::expr::CompiledValue;
 use crate::topology::plan::streams;
@@ -239,6 +240,58 @@ impl Bolt for Map {
             .collect();
         out.send(streams::DEFAULT, &[input], values);
         Ok(())
+    }
+}
+
+mod check;
+
+/// The `map` built-in.
+pub struct MapType;
+
+impl b::Builtin for MapType {
+    fn name(&self) -> &'static str {
+        "map"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: computes (`set`), renames, keeps or drops fields of each tuple"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![
+            b::arg("set", A::Map),
+            b::arg("rename", A::Map),
+            b::arg("keep", A::Fields),
+            b::arg("drop", A::Fields),
+        ]
+    }
+    fn output_fields(
+        &self,
+        c: &crate::topology::model::Component,
+        input: Option<&[String]>,
+    ) -> b::Fields {
+        Some(Some(Spec::from_args(&c.args).output_fields(input?)))
+    }
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        let (out, _) = check::walk(cx.source, cx.rc, &cx.c.args, Some(cx.input?));
+        Some(out.into_iter().map(|(_, t)| t).collect())
+    }
+    fn check_input(
+        &self,
+        w: &mut b::Written,
+        _c: &crate::topology::model::Component,
+        input: &b::Input,
+    ) {
+        check::check(w, input.fields.map(|f| (f, input.types)))
+    }
+    fn bolt(
+        &self,
+        c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Map::new(&c.args)))
     }
 }
 

@@ -42,6 +42,17 @@ impl KeyBudget {
         }
     }
 
+    /// Another share of the same limit for the same task, holding nothing yet (a window's
+    /// next pane).
+    pub fn fresh(&self) -> KeyBudget {
+        KeyBudget {
+            limit: self.limit,
+            who: self.who.clone(),
+            keys: 0,
+            bytes: 0,
+        }
+    }
+
     /// A new key of about `bytes` bytes (key and value, in memory) is held: refused when the
     /// process's keyed state would pass the limit.
     pub fn add(&mut self, bytes: u64) -> Result<(), FatalError> {

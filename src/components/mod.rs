@@ -2,6 +2,7 @@
 //! collectors they emit through, and the built-ins, one file each.
 
 pub mod aggregate;
+pub mod builtin;
 pub mod catalog;
 pub mod chaos;
 pub mod count;
@@ -19,6 +20,7 @@ pub mod memory;
 pub mod output_gate;
 pub mod parse;
 pub mod redis;
+pub mod registry;
 pub mod replay;
 pub mod shell;
 pub mod split;

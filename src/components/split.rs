@@ -1,6 +1,7 @@
 //! The `split` bolt: splits one string field (`args.field`, default the first) on whitespace, or
 //! on `args.separator`, emitting one `word` tuple per non-empty piece, anchored to its input.
 
+use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value};
@@ -115,6 +116,48 @@ impl Bolt for Split {
             }
         }
         Ok(())
+    }
+}
+
+/// The `split` built-in.
+pub struct SplitType;
+
+impl b::Builtin for SplitType {
+    fn name(&self) -> &'static str {
+        "split"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: one `word` per piece of a string `field`, on whitespace or `separator`"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![b::arg("field", A::Text), b::arg("separator", A::Text)]
+    }
+    fn positional(&self) -> Option<b::Positional> {
+        Some(b::Positional::One("field"))
+    }
+    fn field_args(&self) -> &'static [&'static str] {
+        &["field"]
+    }
+    fn output_fields(
+        &self,
+        _c: &crate::topology::model::Component,
+        _input: Option<&[String]>,
+    ) -> b::Fields {
+        b::one_field("word")
+    }
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        Some(cx.all(crate::expr::Type::Str))
+    }
+    fn bolt(
+        &self,
+        c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Split::new(&c.args)))
     }
 }
 

@@ -4,6 +4,7 @@
 //! standard output stops the run quietly; any other failed write (a full disk) fails the run
 //! with one error, since the output would be lost.
 
+use super::builtin as b;
 use super::{Bolt, BoltCollector, FatalError};
 use crate::tuple::{Tuple, Value};
 use std::io::Write;
@@ -295,5 +296,44 @@ impl Bolt for Stdout {
     fn cleanup(&mut self) {
         // The run is ending either way; an error here was already reported by `finish`.
         let _ = self.write_pending(true);
+    }
+}
+
+/// The `stdout` built-in.
+pub struct StdoutType;
+
+impl b::Builtin for StdoutType {
+    fn name(&self) -> &'static str {
+        "stdout"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: writes each tuple as a line on standard output: tsv, json or csv"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn args(&self) -> Vec<b::Arg> {
+        use b::ArgShape as A;
+        vec![
+            b::arg("format", A::OneOf(FORMATS)),
+            b::arg("fields", A::Fields),
+            b::arg("header", A::Bool),
+        ]
+    }
+    fn field_args(&self) -> &'static [&'static str] {
+        &["fields"]
+    }
+    fn is_console(&self) -> bool {
+        true
+    }
+    fn writes(&self, _kind: crate::topology::model::ComponentKind) -> bool {
+        true
+    }
+    fn bolt(
+        &self,
+        c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(Stdout::new(&c.args)))
     }
 }

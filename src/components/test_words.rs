@@ -2,6 +2,7 @@
 //! nathan, mike, jackson, golda, bertels, ten a second as Storm's sleeps 100 ms between emits)
 //! and `TestWordCounter` (counts words, emitting `word, count` on every update).
 
+use super::builtin as b;
 use super::generate::WORDS;
 use super::{Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus};
 use crate::topology::plan::streams;
@@ -58,5 +59,82 @@ impl Bolt for TestWordCounter {
             smallvec::smallvec![word, Value::Int(n)],
         );
         Ok(())
+    }
+}
+
+/// The `test_word_spout` built-in.
+pub struct TestWordSpoutType;
+
+impl b::Builtin for TestWordSpoutType {
+    fn name(&self) -> &'static str {
+        "test_word_spout"
+    }
+    fn summary(&self) -> &'static str {
+        "spout: Storm's TestWordSpout (random words)"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Spout
+    }
+    fn classes(&self) -> &'static [&'static str] {
+        &["org.apache.storm.testing.TestWordSpout"]
+    }
+    fn flux_only(&self) -> bool {
+        true
+    }
+    fn output_fields(
+        &self,
+        _c: &crate::topology::model::Component,
+        _input: Option<&[String]>,
+    ) -> b::Fields {
+        b::one_field("word")
+    }
+    fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        Some(cx.all(crate::expr::Type::Str))
+    }
+    fn spout(
+        &self,
+        _c: &crate::topology::model::Component,
+        _task: u32,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Spout>> {
+        Ok(Box::new(TestWordSpout::default()))
+    }
+}
+
+/// The `test_word_counter` built-in.
+pub struct TestWordCounterType;
+
+impl b::Builtin for TestWordCounterType {
+    fn name(&self) -> &'static str {
+        "test_word_counter"
+    }
+    fn summary(&self) -> &'static str {
+        "bolt: Storm's TestWordCounter (word, count)"
+    }
+    fn roles(&self) -> b::Roles {
+        b::Roles::Bolt
+    }
+    fn classes(&self) -> &'static [&'static str] {
+        &["org.apache.storm.testing.TestWordCounter"]
+    }
+    fn flux_only(&self) -> bool {
+        true
+    }
+    fn output_fields(
+        &self,
+        _c: &crate::topology::model::Component,
+        _input: Option<&[String]>,
+    ) -> b::Fields {
+        Some(Some(vec!["word".into(), "count".into()]))
+    }
+    fn field_types(&self, _cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
+        Some(vec![crate::expr::Type::Str, crate::expr::Type::Int])
+    }
+    fn bolt(
+        &self,
+        _c: &crate::topology::model::Component,
+        _base: &std::path::Path,
+    ) -> anyhow::Result<Box<dyn Bolt>> {
+        Ok(Box::new(TestWordCounter::default()))
     }
 }

@@ -5,7 +5,7 @@
 //! best `n` of its share; `NAME` is then one task that merges those into the final ranking, so
 //! what reads from `NAME` is unchanged. The summary and `storm graph` show both.
 
-use super::model::{Component, ComponentType, Grouping, Stream, Topology, DEFAULT_STREAM};
+use super::model::{Component, Grouping, Stream, Topology, DEFAULT_STREAM};
 
 use crate::components::aggregate::ranking::{PARTIAL, RANKING_ARG, TOTAL};
 
@@ -16,7 +16,7 @@ pub fn partial_id(top: &str) -> String {
 
 /// Whether this component is a `top` that runs split (more than one task).
 pub fn splits(c: &Component) -> bool {
-    c.ctype == ComponentType::Top && c.tasks > 1 && !c.args.contains_key(RANKING_ARG)
+    c.ctype.ranks_in_parts() && c.tasks > 1 && !c.args.contains_key(RANKING_ARG)
 }
 
 /// Split every `top` with more than one task into its partial and total rankings.

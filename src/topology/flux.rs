@@ -5,6 +5,7 @@
 use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Spanned};
 use super::yaml::Reader;
 use crate::diag::{Diagnostic, Severity};
+use crate::topology::model::ComponentType;
 use std::path::Path;
 
 mod include;
@@ -12,18 +13,6 @@ mod substitution;
 
 pub use substitution::{substitute, Properties};
 
-const SHELL_SPOUT: &str = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout";
-const SHELL_BOLT: &str = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt";
-const CLASSES: &[(&str, &str)] = &[
-    (SHELL_SPOUT, "shell"),
-    (SHELL_BOLT, "shell"),
-    ("org.apache.storm.flux.wrappers.bolts.LogInfoBolt", "log"),
-    ("org.apache.storm.testing.TestWordSpout", "test_word_spout"),
-    (
-        "org.apache.storm.testing.TestWordCounter",
-        "test_word_counter",
-    ),
-];
 const TOP_KEYS: &[&str] = &[
     "name",
     "config",
@@ -162,6 +151,15 @@ pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
     raw
 }
 
+/// Whether the entry's `className` is a built-in that runs a program (Flux's shell wrappers:
+/// their `constructorArgs` are the command and fields, their `configMethods` set streams).
+fn runs_program(v: &Spanned<RawValue>) -> bool {
+    let class = v.value.get("className").and_then(|x| x.value.as_str());
+    class
+        .and_then(ComponentType::from_class)
+        .is_some_and(|t| t.runs_program())
+}
+
 fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
     let mut c = RawComponent {
         span: v.span,
@@ -175,8 +173,8 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
                 let Some(class) = r.string(&value, "`className`") else {
                     continue;
                 };
-                match CLASSES.iter().find(|(k, _)| *k == class.value) {
-                    Some((_, t)) => c.ctype = Some(Spanned::new(t.to_string(), class.span)),
+                match ComponentType::from_class(&class.value) {
+                    Some(t) => c.ctype = Some(Spanned::new(t.name().to_string(), class.span)),
                     None => r.diagnostics.push(
                         Diagnostic::error(
                             format!("class `{}` needs a JVM", class.value),
@@ -187,8 +185,7 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
                 }
             }
             "constructorArgs" => {
-                let class = v.value.get("className").and_then(|x| x.value.as_str());
-                if matches!(class, Some(SHELL_SPOUT | SHELL_BOLT)) {
+                if runs_program(v) {
                     let args = r.list(&value, "`constructorArgs`").to_vec();
                     c.command = args.first().and_then(|a| r.strings(a, "the shell command"));
                     c.fields = args.get(1).and_then(|a| r.strings(a, "the output fields"));
@@ -201,11 +198,7 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
             }
             "parallelism" => c.parallelism = r.int(&value, "`parallelism`"),
             "numTasks" => c.tasks = r.int(&value, "`numTasks`"),
-            "configMethods" => {
-                let class = v.value.get("className").and_then(|x| x.value.as_str());
-                let shell = matches!(class, Some(SHELL_SPOUT | SHELL_BOLT));
-                config_methods(r, &mut c, &value, shell)
-            }
+            "configMethods" => config_methods(r, &mut c, &value, runs_program(v)),
             "properties" => r.diagnostics.push(Diagnostic::warning(
                 "`properties` set JVM bean fields; ignored",
                 key.span,

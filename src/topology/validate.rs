@@ -4,6 +4,7 @@
 
 use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
 use super::yaml::suggest;
+use crate::components::builtin::{Input, Written};
 use crate::config::{layers, rules, Config, Origin};
 use crate::diag::{Diagnostic, Severity};
 use crate::topology::model::{
@@ -15,8 +16,6 @@ use std::time::Duration;
 
 mod args;
 pub(crate) mod bounds;
-mod lag;
-mod map;
 mod outputs;
 mod stateful;
 mod types;
@@ -37,20 +36,6 @@ pub struct Context<'a> {
     pub overrides: &'a [String],
     /// The name when the source gives none (DSL text may omit it; YAML must not).
     pub default_name: Option<String>,
-}
-
-/// Where a join's `inputs` has a key an input does not take (its name), if it has one.
-fn unknown_input_key(inputs: &crate::topology::raw::Spanned<RawValue>) -> Option<Span> {
-    let RawValue::List(entries) = &inputs.value else {
-        return None;
-    };
-    entries.iter().find_map(|e| match &e.value {
-        RawValue::Map(pairs) => pairs
-            .iter()
-            .find(|(k, _)| !crate::components::join::INPUT_KEYS.contains(&k.value.as_str()))
-            .map(|(k, _)| k.span),
-        _ => None,
-    })
 }
 
 /// Errors with each span once: an argument refused by its shape and again by its component's
@@ -112,36 +97,9 @@ pub fn validate(
         .filter_map(|s| s.to.as_ref().map(|t| t.value.as_str()))
         .collect();
     v.connectivity(&components, &streams, &targets);
-    let by_id: HashMap<&str, &Component> =
-        components.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
-    let mut first_input: HashMap<&str, &Stream> = HashMap::new();
-    for s in &streams {
-        first_input.entry(s.to.as_str()).or_insert(s);
-    }
-    let field_types = types::resolve(ctx.text, &components, &streams);
-    for (c, rc) in &components {
-        // The fields arriving on its first input stream, once known, and their types.
-        let stream = first_input.get(c.id.as_str());
-        let input = stream.and_then(|s| by_id.get(s.from.as_str())?.outputs.get(&s.stream));
-        let input_types: &[crate::expr::Type] = stream
-            .filter(|s| s.stream == DEFAULT_STREAM)
-            .and_then(|s| field_types.get(&s.from))
-            .map_or(&[], Vec::as_slice);
-        if c.ctype == ComponentType::Filter {
-            v.filter_expression(rc, input.map(Vec::as_slice), input_types);
-        }
-        if c.ctype == ComponentType::Map {
-            v.map_args(rc, c, input.map(|f| (f.as_slice(), input_types)));
-        }
-        if let (Some(s), Some(fields)) = (stream, input) {
-            v.field_args(rc, c.ctype, s, fields);
-        }
-        if c.ctype == ComponentType::Join {
-            v.join_inputs(rc, c, &streams, &by_id);
-        }
-    }
+    v.input_checks(&components, &streams);
     v.sinks(&components, &streams);
-    v.ranking_splits(&components);
+    v.placed_checks(&components);
     let (errors, warnings): (Vec<_>, Vec<_>) = v.diags.into_iter().partition(|d| d.is_error());
     if !errors.is_empty() {
         let mut all = one_error_per_span(errors);
@@ -170,6 +128,60 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// The checks that need each component's input: its own (`Builtin::check_input`), and
+    /// that the arguments naming input fields name fields the input declares.
+    fn input_checks(&mut self, components: &[(Component, &RawComponent)], streams: &[Stream]) {
+        let by_id: HashMap<&str, &Component> =
+            components.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
+        let mut first_input: HashMap<&str, &Stream> = HashMap::new();
+        for s in streams {
+            first_input.entry(s.to.as_str()).or_insert(s);
+        }
+        let field_types = types::resolve(self.ctx.text, components, streams);
+        for (c, rc) in components {
+            // The fields arriving on its first input stream, once known, and their types.
+            let stream = first_input.get(c.id.as_str());
+            let input = stream.and_then(|s| by_id.get(s.from.as_str())?.outputs.get(&s.stream));
+            let types: &[crate::expr::Type] = stream
+                .filter(|s| s.stream == DEFAULT_STREAM)
+                .and_then(|s| field_types.get(&s.from))
+                .map_or(&[], Vec::as_slice);
+            let seen = Input {
+                fields: input.map(Vec::as_slice),
+                types,
+                streams,
+                by_id: &by_id,
+            };
+            c.ctype.check_input(
+                &mut self.written(rc, c.kind, c.parallelism, c.tasks),
+                c,
+                &seen,
+            );
+            if let (Some(s), Some(fields)) = (stream, input) {
+                self.field_args(rc, c.ctype, s, fields);
+            }
+        }
+    }
+
+    /// What a built-in's own checks see of `rc`, reporting into this validation.
+    fn written<'w>(
+        &'w mut self,
+        rc: &'w RawComponent,
+        kind: ComponentKind,
+        parallelism: u32,
+        tasks: u32,
+    ) -> Written<'w> {
+        Written {
+            rc,
+            kind,
+            parallelism,
+            tasks,
+            base_dir: &self.ctx.base_dir,
+            text: self.ctx.text,
+            diags: &mut self.diags,
+        }
+    }
+
     fn error(&mut self, message: impl Into<String>, span: Span) -> &mut Diagnostic {
         self.diags.push(Diagnostic::error(message, span));
         let last = self.diags.len() - 1;
@@ -253,135 +265,14 @@ impl Validator<'_> {
         } else {
             "bolt"
         };
-        let id = match &rc.id {
-            None => {
-                self.error(format!("a {what} without `id`"), rc.span);
-                None
-            }
-            Some(id) if id.value.starts_with("__") => {
-                self.error(format!("id `{}` starts with `__`", id.value), id.span)
-                    .help =
-                    Some("ids starting with `__` are reserved for system components".into());
-                None
-            }
-            Some(id) if id.value.is_empty() => {
-                self.error("empty id", id.span);
-                None
-            }
-            Some(id) => {
-                if self.declared.contains_key(&id.value) {
-                    self.error(format!("duplicate id `{}`", id.value), id.span)
-                        .help = Some("ids are unique across spouts and bolts".into());
-                    None
-                } else {
-                    self.declared.insert(id.value.clone(), kind);
-                    Some(id.value.clone())
-                }
-            }
-        };
+        let id = self.component_id(rc, kind, what);
         let ctype = self.component_type(rc, kind, what);
-        let parallelism = self
-            .count(&rc.parallelism, "parallelism", bounds::MAX_PARALLELISM)
-            .unwrap_or(1);
-        let tasks = self
-            .count(&rc.tasks, "tasks", bounds::MAX_TASKS)
-            .unwrap_or(parallelism);
-        if let Some(t) = &rc.tasks {
-            if t.value >= 1 && (t.value as u64) < u64::from(parallelism) {
-                self.error(
-                    format!(
-                        "`tasks` ({}) is less than `parallelism` ({parallelism})",
-                        t.value
-                    ),
-                    t.span,
-                )
-                .help = Some("each executor runs at least one task".into());
-            }
-        }
-        if ctype == Some(ComponentType::Shell) {
-            match &rc.command {
-                None => {
-                    let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
-                    self.error("shell component without `command`", at).help =
-                        Some("add `command: [program, args...]`".into());
-                }
-                Some(c) if c.value.is_empty() => {
-                    self.error("`command` is empty", c.span);
-                }
-                _ => {}
-            }
-        }
-        if ctype == Some(ComponentType::File)
-            && rc.args.as_ref().and_then(|a| a.value.get("path")).is_none()
-        {
-            let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
-            self.error("file spout without `args.path`", at);
-        }
+        let (parallelism, tasks) = self.counts(rc);
         if let Some(t) = ctype {
             self.args_shape(rc, t);
-            self.single_reader(rc, t, tasks);
+            t.check(&mut self.written(rc, kind, parallelism, tasks));
         }
-        let reads_format = matches!(ctype, Some(ComponentType::Stdin | ComponentType::File))
-            && rc
-                .args
-                .as_ref()
-                .and_then(|a| a.value.get("format"))
-                .is_some();
-        let file_fields = ctype == Some(ComponentType::File)
-            && rc
-                .args
-                .as_ref()
-                .and_then(|a| a.value.get("fields"))
-                .is_some();
-        if ctype == Some(ComponentType::Parse) || reads_format {
-            self.parse_spec(rc, parallelism);
-        } else if file_fields {
-            self.file_fields(rc);
-        }
-        if ctype == Some(ComponentType::Aggregate) {
-            self.aggregate_spec(rc);
-        }
-        if ctype == Some(ComponentType::Join) && rc.args.is_none() {
-            self.error("`join` needs `inputs` and `select`", rc.span);
-        }
-        if ctype == Some(ComponentType::Join) {
-            if let Some(Err((arg, message))) = rc
-                .args
-                .as_ref()
-                .map(|a| a.value.to_json())
-                .and_then(|j| j.as_object().cloned())
-                .map(|m| crate::components::join::Spec::from_args(&m))
-            {
-                let value = rc.args.as_ref().and_then(|a| a.value.get(arg));
-                let at = value
-                    .and_then(unknown_input_key)
-                    .or(value.map(|v| v.span))
-                    .unwrap_or(rc.span);
-                self.error(message, at);
-            }
-        }
-        if ctype == Some(ComponentType::Top) {
-            self.top_spec(rc);
-        }
-        if matches!(
-            ctype,
-            Some(ComponentType::Aggregate | ComponentType::Join | ComponentType::Top)
-        ) {
-            self.lag_bound(rc);
-        }
-        if ctype == Some(ComponentType::Lookup) {
-            self.lookup_table(rc);
-        }
-        if ctype == Some(ComponentType::File) {
-            self.start_at_needs_follow(rc);
-        }
-        if ctype == Some(ComponentType::Kafka) {
-            self.kafka_args(rc, kind);
-        }
-        if ctype == Some(ComponentType::Redis) {
-            self.redis_args(rc, kind);
-        }
-        if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t == ComponentType::Shell)) {
+        if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t.runs_program())) {
             self.diags.push(Diagnostic::warning(
                 "`command` is only used by shell components; ignored",
                 c.span,
@@ -392,14 +283,7 @@ impl Validator<'_> {
                 self.error(format!("`{}` {e}", k.value), v.span);
             }
         }
-        // Storm also reads a per-component `topology.tick.tuple.freq.secs` (Flux `config:`).
-        let tick = rc.tick.as_ref().and_then(|t| self.tick(t)).or_else(|| {
-            rc.config
-                .iter()
-                .find(|(k, _)| k.value == "topology.tick.tuple.freq.secs")
-                .and_then(|(_, v)| crate::config::duration_of(&v.value.to_json()))
-                .filter(|d| *d >= Duration::from_secs(1))
-        });
+        let tick = self.component_tick(rc);
         let finish = self.finish_flag(rc, ctype, kind);
         let stateful = self.stateful_flag(rc, ctype);
         let (id, ctype) = (id?, ctype?);
@@ -428,6 +312,76 @@ impl Validator<'_> {
                 .iter()
                 .map(|(k, v)| (k.value.clone(), v.value.to_json()))
                 .collect(),
+        })
+    }
+
+    /// The component's id: present, not reserved, unique.
+    fn component_id(
+        &mut self,
+        rc: &RawComponent,
+        kind: ComponentKind,
+        what: &str,
+    ) -> Option<String> {
+        match &rc.id {
+            None => {
+                self.error(format!("a {what} without `id`"), rc.span);
+                None
+            }
+            Some(id) if id.value.starts_with("__") => {
+                self.error(format!("id `{}` starts with `__`", id.value), id.span)
+                    .help =
+                    Some("ids starting with `__` are reserved for system components".into());
+                None
+            }
+            Some(id) if id.value.is_empty() => {
+                self.error("empty id", id.span);
+                None
+            }
+            Some(id) => {
+                if self.declared.contains_key(&id.value) {
+                    self.error(format!("duplicate id `{}`", id.value), id.span)
+                        .help = Some("ids are unique across spouts and bolts".into());
+                    None
+                } else {
+                    self.declared.insert(id.value.clone(), kind);
+                    Some(id.value.clone())
+                }
+            }
+        }
+    }
+
+    /// Its parallelism and tasks (at least one task per executor).
+    fn counts(&mut self, rc: &RawComponent) -> (u32, u32) {
+        let parallelism = self
+            .count(&rc.parallelism, "parallelism", bounds::MAX_PARALLELISM)
+            .unwrap_or(1);
+        let tasks = self
+            .count(&rc.tasks, "tasks", bounds::MAX_TASKS)
+            .unwrap_or(parallelism);
+        if let Some(t) = &rc.tasks {
+            if t.value >= 1 && (t.value as u64) < u64::from(parallelism) {
+                self.error(
+                    format!(
+                        "`tasks` ({}) is less than `parallelism` ({parallelism})",
+                        t.value
+                    ),
+                    t.span,
+                )
+                .help = Some("each executor runs at least one task".into());
+            }
+        }
+        (parallelism, tasks)
+    }
+
+    /// Its own tick frequency: `tick:`, else Storm's per-component
+    /// `topology.tick.tuple.freq.secs` (Flux `config:`).
+    fn component_tick(&mut self, rc: &RawComponent) -> Option<Duration> {
+        rc.tick.as_ref().and_then(|t| self.tick(t)).or_else(|| {
+            rc.config
+                .iter()
+                .find(|(k, _)| k.value == "topology.tick.tuple.freq.secs")
+                .and_then(|(_, v)| crate::config::duration_of(&v.value.to_json()))
+                .filter(|d| *d >= Duration::from_secs(1))
         })
     }
 
@@ -495,7 +449,7 @@ impl Validator<'_> {
             self.error("`finish` must be true or false", f.span);
             return false;
         };
-        if on && (ctype != Some(ComponentType::Shell) || kind != ComponentKind::Bolt) {
+        if on && !(ctype.is_some_and(|t| t.runs_program()) && kind == ComponentKind::Bolt) {
             self.error("`finish` is for shell bolts", f.span).help =
                 Some("built-in bolts finish by themselves at the end of input".into());
         }

@@ -92,7 +92,7 @@ fn component(
     Component {
         id: id.into(),
         kind,
-        ctype: ComponentType::Shell,
+        ctype: ComponentType::from_name("shell").expect("built-in"),
         args: Default::default(),
         parallelism: 1,
         tasks: 1,
@@ -116,7 +116,7 @@ fn topology(under_test: Component, config: &[(&str, serde_json::Value)]) -> Topo
         cfg.set(*k, v.clone(), Origin::CommandLine);
     }
     let src = Component {
-        ctype: ComponentType::Stdin,
+        ctype: ComponentType::from_name("stdin").expect("built-in"),
         ..component(
             "src",
             ComponentKind::Spout,
@@ -125,7 +125,7 @@ fn topology(under_test: Component, config: &[(&str, serde_json::Value)]) -> Topo
         )
     };
     let sink = Component {
-        ctype: ComponentType::Discard,
+        ctype: ComponentType::from_name("discard").expect("built-in"),
         ..component("sink", ComponentKind::Bolt, vec![], &[])
     };
     let id = under_test.id.clone();

@@ -285,3 +285,40 @@ fn every_argument_is_documented() {
         }
     }
 }
+
+/// Each built-in's section of docs/components.md (its `### \`name\`` sections, and those it
+/// defers to with "as for `other`" or a link) documents every argument its descriptor lists.
+#[test]
+fn each_argument_is_in_its_types_section() {
+    let doc = std::fs::read_to_string("docs/components.md").expect("docs/components.md");
+    let sections: Vec<(&str, &str)> = doc
+        .split("\n### `")
+        .skip(1)
+        .filter_map(|s| s.split_once('`'))
+        .map(|(name, rest)| (name, rest.split("\n## ").next().unwrap_or(rest)))
+        .collect();
+    let section_of = |name: &str| -> String {
+        let own: String = sections
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, text)| *text)
+            .collect();
+        let deferred = sections
+            .iter()
+            .filter(|(n, _)| {
+                own.contains(&format!("as for `{n}`")) || own.contains(&format!("[`{n}`]"))
+            })
+            .map(|(_, text)| *text);
+        deferred.fold(own.clone(), |all, text| all + text)
+    };
+    for t in storm::topology::model::ComponentType::ALL {
+        let text = section_of(t.name());
+        for arg in t.argument_names() {
+            assert!(
+                text.contains(&format!("`{arg}`")),
+                "`{}`'s `{arg}` is not in its section of docs/components.md",
+                t.name()
+            );
+        }
+    }
+}

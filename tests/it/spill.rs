@@ -182,3 +182,112 @@ fn a_dedupe_past_the_limit_spills_and_passes_each_key_once() {
     assert_eq!(firsts.len(), want.len());
     assert_eq!(lines, firsts);
 }
+
+/// The rows a count-windowed `aggregate(by=[line], ops=[count])` prints for the lines of
+/// `path`: per window of `size` tuples in order, `key TAB start TAB end TAB n` in key order.
+fn windowed_counts(path: &str, size: usize) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("input read");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (w, chunk) in lines.chunks(size).enumerate() {
+        let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+        for l in chunk {
+            *counts.entry(l).or_default() += 1;
+        }
+        let (start, end) = (w * size, (w + 1) * size);
+        out.extend(
+            counts
+                .iter()
+                .map(|(k, n)| format!("{k}\t{start}\t{end}\t{n}")),
+        );
+    }
+    out
+}
+
+/// A windowed `aggregate` whose panes pass the limit spills them and reads each window back
+/// in key order when it closes: every window exact, stateless or checkpointed, and no spill
+/// file is left once the panes retire.
+#[test]
+fn a_windowed_aggregate_past_the_limit_spills_its_panes_and_prints_each_window_exactly() {
+    for stateful in ["false", "true"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _) = keys_file(dir.path(), 150_000);
+        let topology = format!(
+            "file({path}) | aggregate(by=[line], window={{tumbling: 120000}}, ops=[count]) | stdout"
+        );
+        let stateful = format!("topology.stateful={stateful}");
+        let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", &stateful]);
+        assert!(stderr.contains("spilling to"), "{stateful}: {stderr}");
+        assert_eq!(lines, windowed_counts(&path, 120_000), "{stateful}");
+        let left = std::fs::read_dir(dir.path().join("state/spill")).expect("the spill dir");
+        assert_eq!(left.count(), 0, "spill files are removed at the end");
+    }
+}
+
+/// A sliding `top` whose panes spill ranks each window as it would in memory.
+#[test]
+fn a_sliding_top_past_the_limit_ranks_each_window_as_in_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, _) = keys_file(dir.path(), 100_000);
+    let topology = format!(
+        "file({path}) | top(by=[line], n=3, window={{sliding: 100000, every: 50000}}) | stdout"
+    );
+    let (spilled, stderr) = spilling_run(dir.path(), &topology, &[]);
+    assert!(stderr.contains("spilling to"), "{stderr}");
+    let out = storm(dir.path())
+        .args(["run", "-e", &topology])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let in_memory: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert!(in_memory.len() >= 12, "{in_memory:?}");
+    assert_eq!(spilled, in_memory);
+}
+
+/// Killed twice after a few checkpoints, then resumed: one window over the whole input, its
+/// pane spilled and saved in the checkpoints, is exact.
+#[test]
+fn a_spilling_window_killed_and_resumed_is_exact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, _) = keys_file(dir.path(), 150_000);
+    let state = dir.path().join("state");
+    let topology = format!(
+        "name spilled_window\nlines = file({path})\n  | aggregate(by=[line], window={{tumbling: 10000000}}, ops=[count])\n  | stdout"
+    );
+    let args: Vec<String> = [
+        "run",
+        "-e",
+        &topology,
+        "--state-dir",
+        &state.display().to_string(),
+        "-c",
+        "topology.stateful=true",
+        "-c",
+        "topology.state.memory.limit=1000000",
+        "-c",
+        "topology.state.checkpoint.interval.ms=50",
+        "-c",
+        "topology.max.spout.pending=4",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for commits in [3, 6] {
+        super::checkpoints::kill_after_commits(dir.path(), &args, commits, None);
+    }
+    let out = storm(dir.path()).args(&args).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("resuming `spilled_window` from checkpoint"),
+        "{stderr}"
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines, windowed_counts(&path, 10_000_000));
+}

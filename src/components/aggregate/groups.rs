@@ -15,6 +15,20 @@ pub fn map(spec: &Spec) -> SpillMap<Values, Vec<State>> {
     SpillMap::new(Box::new(Groups { kinds }))
 }
 
+/// Makes the empty groups of a window's pane, for ops of `kinds`.
+pub fn maker(kinds: Vec<Kind>) -> super::keyed::MakePane {
+    Box::new(move || {
+        SpillMap::new(Box::new(Groups {
+            kinds: kinds.clone(),
+        }))
+    })
+}
+
+/// Makes the empty groups of a window's pane, for `spec`'s ops.
+pub fn pane_maker(spec: &Spec) -> super::keyed::MakePane {
+    maker(spec.ops.iter().map(|o| o.kind).collect())
+}
+
 struct Groups {
     kinds: Vec<Kind>,
 }

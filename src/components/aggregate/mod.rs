@@ -8,7 +8,11 @@
 //! Stateful (`stateful: true`), its groups, or its windows' open panes, are the entries of its
 //! checkpoints (see `state.rs`).
 
+pub mod builtin;
+mod closed;
 mod groups;
+mod keyed;
+pub mod lag;
 pub mod ops;
 pub mod ranking;
 pub mod saved;
@@ -248,7 +252,7 @@ pub struct Aggregate {
     groups: SpillMap<Values, Vec<State>>,
     /// Keeps checkpointed state (the groups list the keys changed since the last checkpoint).
     stateful: bool,
-    windows: Option<window::Windows>,
+    windows: Option<keyed::Windows>,
     /// Count windows: tuples seen.
     clock: i64,
     /// Event time, per input component: the latest time seen (`i64::MIN` before its first).
@@ -286,7 +290,9 @@ impl Aggregate {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("aggregate: {e}"))?;
         Ok(Aggregate {
-            windows: spec.window.map(window::Windows::new),
+            windows: spec
+                .window
+                .map(|w| keyed::Windows::new(w, groups::pane_maker(&spec))),
             groups: groups::map(&spec),
             spec,
             keys: Vec::new(),
@@ -318,7 +324,7 @@ impl Aggregate {
         self.stateful = stateful;
         self.groups.track_changes(stateful);
         if let Some(w) = self.windows.as_mut() {
-            w.tracked = stateful.then(window::Tracked::default);
+            w.track_changes(stateful);
         }
         self
     }
@@ -328,7 +334,9 @@ impl Aggregate {
     pub fn top(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
         let (spec, n) = top_spec(args).map_err(|(_, e)| anyhow::anyhow!("top: {e}"))?;
         let mut a = Aggregate::new(&serde_json::Map::new())?;
-        a.windows = spec.window.map(window::Windows::new);
+        a.windows = spec
+            .window
+            .map(|w| keyed::Windows::new(w, groups::pane_maker(&spec)));
         a.groups = groups::map(&spec);
         a.spec = spec;
         a.top = Some(n);
@@ -407,57 +415,49 @@ impl Aggregate {
 
     /// Emit the windows that end at or before `watermark` (and, as partial rankings, how far
     /// they have closed, once per window step).
-    fn close_windows(&mut self, watermark: i64, out: &mut dyn BoltCollector) {
-        self.close_windows_to(watermark, out);
+    /// Fails when spilled panes cannot be read (the run ends).
+    fn close_windows(
+        &mut self,
+        watermark: i64,
+        out: &mut dyn BoltCollector,
+    ) -> Result<(), super::FatalError> {
+        self.close_windows_to(watermark, out)
+            .map_err(|e| super::FatalError(format!("{}: {e:#}", self.component)))?;
         let every = self.spec.window.map_or(1, |w| w.every);
         if let Some(p) = self.partial.as_mut() {
             if p.due(watermark, every) {
                 out.send(streams::DEFAULT, &[], ranking::progress(watermark, p.width));
             }
         }
+        Ok(())
     }
 
-    fn close_windows_to(&mut self, watermark: i64, out: &mut dyn BoltCollector) {
+    fn close_windows_to(
+        &mut self,
+        watermark: i64,
+        out: &mut dyn BoltCollector,
+    ) -> anyhow::Result<()> {
         let Some(w) = self.windows.as_mut() else {
-            return;
+            return Ok(());
         };
         let millis = w.measure() == window::Measure::Millis;
-        for mut closed in w.close(watermark) {
-            let bound = |t: i64| {
-                if millis {
-                    window::time_value(t)
-                } else {
-                    Value::Int(t)
-                }
+        let (top, partial) = (self.top, self.partial.is_some());
+        w.close(watermark, |start_ms, end_ms, rows| {
+            let bound = |t: i64| match millis {
+                true => window::time_value(t),
+                false => Value::Int(t),
             };
-            let (start, end) = (bound(closed.start), bound(closed.end));
-            sort_by_key_text(&mut closed.rows, |r| &r.0);
-            if let Some(n) = self.top {
-                let scores = closed.rows.iter().map(|(k, s)| (k, s[0].value()));
-                for ranked in rank(scores, n) {
-                    let row = match self.partial {
-                        Some(_) => {
-                            ranking::candidate(watermark, Some((closed.start, closed.end)), ranked)
-                        }
-                        None => [start.clone(), end.clone()]
-                            .into_iter()
-                            .chain(ranked)
-                            .collect(),
-                    };
-                    out.send(streams::DEFAULT, &[], row);
-                }
-                continue;
+            let window = closed::Closed {
+                span: (start_ms, end_ms),
+                bounds: [bound(start_ms), bound(end_ms)],
+                watermark,
+                partial,
+            };
+            match top {
+                Some(n) => window.send_ranked(rows, n, out),
+                None => window.send_rows(rows, out),
             }
-            for (key, states) in closed.rows {
-                let row: Values = key
-                    .iter()
-                    .cloned()
-                    .chain([start.clone(), end.clone()])
-                    .chain(states.iter().map(State::value))
-                    .collect();
-                out.send(streams::DEFAULT, &[], row);
-            }
-        }
+        })
     }
 
     /// The time of a tuple in its window's measure, or `None` when its time field is unusable.
@@ -487,7 +487,7 @@ impl Aggregate {
             all_used
         };
         match (self.windows.as_mut(), t) {
-            (Some(w), Some(t)) => Ok(add_all(w.states(t, key, fresh))),
+            (Some(w), Some(t)) => w.update(t, key, fresh, add_all),
             (Some(_), None) => Ok(false),
             (None, _) => self
                 .groups
@@ -532,13 +532,13 @@ impl Aggregate {
         }
         if self.time.is_some() {
             self.pending_watermark = self.see(input, t);
-            self.move_watermark(out);
+            self.move_watermark(out)?;
         } else if self
             .windows
             .as_ref()
             .is_some_and(|w| w.measure() == window::Measure::Count)
         {
-            self.close_windows(self.clock + 1, out);
+            self.close_windows(self.clock + 1, out)?;
         }
         Ok(())
     }
@@ -549,14 +549,14 @@ impl Aggregate {
     /// once that much time has gone by since the last move (as Storm's watermark generator
     /// runs periodically; a tuple behind the last watermark is late, not one behind the
     /// newest event time).
-    fn move_watermark(&mut self, out: &mut dyn BoltCollector) {
+    fn move_watermark(&mut self, out: &mut dyn BoltCollector) -> Result<(), super::FatalError> {
         if let Some(every) = self.spec.watermark {
             if self.watermark_moved.elapsed().as_millis() < every as u128 {
-                return;
+                return Ok(());
             }
             self.watermark_moved = std::time::Instant::now();
         }
-        self.close_windows(self.pending_watermark, out);
+        self.close_windows(self.pending_watermark, out)
     }
 
     /// Record event time `t` on the tuple's input; the watermark: the lowest of the inputs'
@@ -664,6 +664,11 @@ impl Bolt for Aggregate {
         self.component = ctx.component.clone();
         let budget = crate::components::memory::KeyBudget::for_task(ctx, "aggregate");
         let spill = crate::components::memory::spill_to(ctx);
+        if let Some(w) = self.windows.as_mut() {
+            let share = budget.fresh();
+            let to = spill.clone().map(|s| s.with_suffix("window"));
+            w.bound(Box::new(move || Box::new(share.fresh())), to);
+        }
         self.groups.bound(Box::new(budget), spill);
         let mut inputs: Vec<String> = Vec::new();
         for stream in ctx.topology.inputs_of(&ctx.component) {
@@ -735,17 +740,17 @@ impl Bolt for Aggregate {
                 .as_ref()
                 .is_some_and(|w| w.measure() == window::Measure::Millis);
         if by_clock {
-            self.close_windows(now_millis(), out);
+            self.close_windows(now_millis(), out)?;
         } else if self.spec.idle.is_some() && self.time.is_some() {
             // A silent input may have turned idle: the others alone move the watermark.
             let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle);
             let watermark = lowest.saturating_sub(self.spec.lag);
             if watermark > self.pending_watermark {
                 self.pending_watermark = watermark;
-                self.move_watermark(out);
+                self.move_watermark(out)?;
             }
         } else if self.spec.watermark.is_some() && self.pending_watermark > i64::MIN {
-            self.move_watermark(out);
+            self.move_watermark(out)?;
         }
         Ok(())
     }
@@ -774,7 +779,7 @@ impl Bolt for Aggregate {
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.windows.is_some() {
             // End of input: every open window is emitted.
-            self.close_windows(i64::MAX, out);
+            self.close_windows(i64::MAX, out)?;
         } else if self.spec.emit != Emit::Update {
             self.emit_all(out)?;
         }

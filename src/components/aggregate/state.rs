@@ -5,7 +5,6 @@
 //! watermark has seen (`closed_to`, `clock`, `latest`, `pending_watermark`, `sent`, and the
 //! counts of skipped tuples `late_dropped`, `unusable`). Op states are as `saved.rs` writes them.
 
-use super::window::{Group, KeyMap};
 use super::{saved, Aggregate};
 use crate::components::BoltState;
 use crate::tuple::{Value, Values};
@@ -31,7 +30,7 @@ fn states_value(states: &[super::State]) -> Value {
 impl BoltState for Aggregate {
     fn changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
         if self.windows.is_some() {
-            self.pane_changes(all, out);
+            self.pane_changes(all, out)?;
             out.push((Value::str(PROGRESS), Some(self.progress())));
             Ok(())
         } else {
@@ -46,9 +45,8 @@ impl BoltState for Aggregate {
         self.stateful = true;
         self.groups.track_changes(true);
         if let Some(w) = self.windows.as_mut() {
-            let mut fresh = super::window::Windows::new(w.panes.spec());
-            fresh.tracked = Some(Default::default());
-            *w = fresh;
+            w.reset();
+            w.track_changes(true);
         }
         for (key, value) in entries {
             self.restore_entry(&key, &value).map_err(|e| {
@@ -73,30 +71,22 @@ impl Aggregate {
     }
 
     /// Every open pane's entries (`all`) or those changed, and those of retired panes.
-    fn pane_changes(&mut self, all: bool, out: &mut Out) {
+    /// Fails when a spilled pane cannot be read.
+    fn pane_changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
         let Some(w) = self.windows.as_mut() else {
-            return;
+            return Ok(());
         };
-        let tracked = w.tracked.get_or_insert_with(Default::default);
-        for (start, key) in tracked.removed.drain(..) {
+        w.track_changes_if_untracked();
+        for (start, key) in w.removed.iter_mut().flat_map(|r| r.drain(..)) {
             out.push((pane_key(start, &key), None));
         }
-        if all {
-            tracked.dirty.clear();
-            for (start, pane) in w.panes.panes_mut() {
-                for (k, g) in pane.iter_mut() {
-                    g.dirty = false;
-                    out.push((pane_key(*start, k), Some(states_value(&g.states))));
-                }
-            }
-            return;
+        for (start, pane) in w.panes.panes_mut() {
+            pane.track_changes_if_untracked();
+            pane.changes(all, |k, states| {
+                out.push((pane_key(*start, k), Some(states_value(states))))
+            })?;
         }
-        for (start, key) in tracked.dirty.drain(..) {
-            if let Some(g) = w.panes.get_mut(start).and_then(|p| p.get_mut(&key)) {
-                g.dirty = false;
-                out.push((pane_key(start, &key), Some(states_value(&g.states))));
-            }
-        }
+        Ok(())
     }
 
     /// How far windows have closed and what the watermark has seen.
@@ -133,20 +123,16 @@ impl Aggregate {
                 [k, Value::Int(start)] => {
                     let (k, states) = (self.key_of(k)?, self.states_of(value)?);
                     let w = self.windows.as_mut().ok_or("no windows")?;
-                    put_group(w.panes.pane_at(*start)?, k, states);
-                    Ok(())
+                    w.pane_at(*start)
+                        .and_then(|pane| pane.restore(k, states, |m, s| merge_saved(m, &s)))
+                        .map_err(|e| format!("{e:#}"))
                 }
                 _ => Err("a pane entry is [[key values], pane start]".into()),
             },
             (k, false) => {
                 let (k, states) = (self.key_of(k)?, self.states_of(value)?);
-                let merge = |mine: &mut Vec<super::State>, saved: Vec<super::State>| {
-                    for (mine, saved) in mine.iter_mut().zip(&saved) {
-                        mine.merge(saved);
-                    }
-                };
                 self.groups
-                    .restore(k, states, merge)
+                    .restore(k, states, |m, s| merge_saved(m, &s))
                     .map_err(|e| format!("{e:#}"))
             }
             _ => Err("not an entry of a windowed aggregate".into()),
@@ -213,24 +199,11 @@ impl Aggregate {
     }
 }
 
-/// Restore one saved group. A key already restored is merged into: state saved before `1` and
-/// `1.0` were one key may hold both, which are one group now.
-fn put_group(groups: &mut KeyMap<Group>, k: Values, states: Vec<super::State>) {
-    match groups.get_mut(&k) {
-        Some(g) => {
-            for (mine, saved) in g.states.iter_mut().zip(&states) {
-                mine.merge(saved);
-            }
-        }
-        None => {
-            groups.insert(
-                k,
-                Group {
-                    states,
-                    dirty: false,
-                },
-            );
-        }
+/// Merge saved states into those of a key restored before: state saved before `1` and `1.0`
+/// were one key may hold both, which are one group now.
+fn merge_saved(mine: &mut [super::State], saved: &[super::State]) {
+    for (mine, saved) in mine.iter_mut().zip(saved) {
+        mine.merge(saved);
     }
 }
 

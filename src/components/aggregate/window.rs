@@ -5,7 +5,6 @@
 //! of partial results per key, whatever the input rate. The panes themselves ([`Panes`]) hold
 //! whatever a component keeps per pane (`join` keeps the tuples it must join).
 
-use super::ops::State;
 use crate::tuple::{Value, Values};
 use std::collections::{BTreeMap, HashMap};
 
@@ -99,7 +98,7 @@ pub struct Panes<T> {
     closed_to: i64,
 }
 
-impl<T: Default> Panes<T> {
+impl<T> Panes<T> {
     pub fn new(spec: WindowSpec) -> Panes<T> {
         Panes {
             spec,
@@ -116,11 +115,6 @@ impl<T: Default> Panes<T> {
     /// The start of the pane of `t`.
     pub fn pane_start(&self, t: i64) -> i64 {
         floor_to(t, self.spec.every)
-    }
-
-    /// The pane of `t`, made empty the first time.
-    pub fn pane(&mut self, t: i64) -> &mut T {
-        self.panes.entry(floor_to(t, self.spec.every)).or_default()
     }
 
     /// The starts of every window that holds data and ends at or before `watermark`, oldest
@@ -198,16 +192,23 @@ impl<T: Default> Panes<T> {
         self.closed_to = closed_to;
     }
 
-    /// The pane starting at `start` (a saved pane), made empty the first time; an error when
-    /// `start` is not the start of a pane.
-    pub fn pane_at(&mut self, start: i64) -> Result<&mut T, String> {
+    /// The pane starting at `start`, made by `make` the first time; an error when `start` is
+    /// not the start of a pane (a saved pane of another window spec).
+    pub fn pane_at_with(&mut self, start: i64, make: impl FnOnce() -> T) -> Result<&mut T, String> {
         if floor_to(start, self.spec.every) != start {
             return Err(format!(
                 "{start} is not the start of a pane (a multiple of {})",
                 self.spec.every
             ));
         }
-        Ok(self.panes.entry(start).or_default())
+        Ok(self.panes.entry(start).or_insert_with(make))
+    }
+
+    /// The panes of the window starting at `start`, oldest first, to change.
+    pub fn window_mut(&mut self, start: i64) -> impl Iterator<Item = &mut T> {
+        self.panes
+            .range_mut(start..start.saturating_add(self.spec.size))
+            .map(|(_, p)| p)
     }
 
     /// Every pane, oldest first.
@@ -235,120 +236,24 @@ impl<T: Default> Panes<T> {
     }
 }
 
+impl<T: Default> Panes<T> {
+    /// The pane of `t`, made empty the first time.
+    pub fn pane(&mut self, t: i64) -> &mut T {
+        self.panes.entry(floor_to(t, self.spec.every)).or_default()
+    }
+
+    /// The pane starting at `start` (a saved pane), made empty the first time; an error when
+    /// `start` is not the start of a pane.
+    pub fn pane_at(&mut self, start: i64) -> Result<&mut T, String> {
+        self.pane_at_with(start, T::default)
+    }
+}
+
 /// A map by key values, hashed with foldhash (fast on the short strings keys mostly are).
 pub type KeyMap<V> = HashMap<Values, V, foldhash::fast::FixedState>;
 
-/// One key's states in a group or pane, and whether they changed since the last checkpoint.
-#[derive(Clone)]
-pub struct Group {
-    pub states: Vec<State>,
-    pub dirty: bool,
-}
-
-/// Stateful windows: the (pane, key) entries changed since the last checkpoint, each listed
-/// once, and those of panes retired since.
-#[derive(Default)]
-pub struct Tracked {
-    pub dirty: Vec<(i64, Values)>,
-    pub removed: Vec<(i64, Values)>,
-}
-
-/// Partial aggregates per pane, and how far windows have been closed.
-pub struct Windows {
-    pub panes: Panes<KeyMap<Group>>,
-    /// Stateful: what changed since the last checkpoint (`None`: stateless).
-    pub tracked: Option<Tracked>,
-}
-
-/// One closed window: its bounds and each key's merged states.
-pub struct Closed {
-    pub start: i64,
-    pub end: i64,
-    pub rows: Vec<(Values, Vec<State>)>,
-}
-
 fn floor_to(t: i64, step: i64) -> i64 {
     t.div_euclid(step) * step
-}
-
-impl Windows {
-    pub fn new(spec: WindowSpec) -> Windows {
-        Windows {
-            panes: Panes::new(spec),
-            tracked: None,
-        }
-    }
-
-    /// Whether every window a tuple at `t` falls into has closed already.
-    pub fn is_late(&self, t: i64) -> bool {
-        self.panes.is_late(t)
-    }
-
-    /// The states of `key` in the pane of `t`, made with `fresh` the first time.
-    pub fn states(
-        &mut self,
-        t: i64,
-        key: &Values,
-        fresh: impl FnOnce() -> Vec<State>,
-    ) -> &mut Vec<State> {
-        // One lookup, for a clone of the key (no allocation for one number or short string).
-        let start = floor_to(t, self.panes.spec.every);
-        let group = self
-            .panes
-            .pane(t)
-            .entry(key.clone())
-            .or_insert_with(|| Group {
-                states: fresh(),
-                dirty: false,
-            });
-        if let (Some(tracked), false) = (self.tracked.as_mut(), group.dirty) {
-            group.dirty = true;
-            tracked.dirty.push((start, key.clone()));
-        }
-        &mut group.states
-    }
-
-    /// Every window that holds data and ends at or before `watermark`, oldest first (all of
-    /// them when `watermark` is `i64::MAX`: the end of input).
-    pub fn close(&mut self, watermark: i64) -> Vec<Closed> {
-        let starts = self.panes.due(watermark);
-        if starts.is_empty() {
-            // A pane is done only once its last window closed, and that window holds it.
-            return Vec::new();
-        }
-        let out = starts.into_iter().map(|s| self.merge(s)).collect();
-        let retired = self.panes.retire();
-        if let Some(tracked) = self.tracked.as_mut() {
-            for (start, pane) in retired {
-                tracked.removed.extend(pane.into_keys().map(|k| (start, k)));
-            }
-        }
-        out
-    }
-
-    fn merge(&self, start: i64) -> Closed {
-        let end = start + self.panes.spec().size;
-        let mut merged: KeyMap<Vec<State>> = KeyMap::default();
-        for pane in self.panes.window(start) {
-            for (key, Group { states, .. }) in pane {
-                match merged.get_mut(key) {
-                    Some(into) => into.iter_mut().zip(states).for_each(|(a, b)| a.merge(b)),
-                    None => {
-                        merged.insert(key.clone(), states.clone());
-                    }
-                }
-            }
-        }
-        Closed {
-            start,
-            end,
-            rows: merged.into_iter().collect(),
-        }
-    }
-
-    pub fn measure(&self) -> Measure {
-        self.panes.spec().measure
-    }
 }
 
 /// `window`, the event-time field `time`, and `lag` in ms, as read from the arguments.
@@ -503,25 +408,6 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::components::aggregate::ops::Kind;
-
-    fn count_at(w: &mut Windows, t: i64, key: &str) {
-        let key: Values = smallvec::smallvec![Value::str(key)];
-        w.states(t, &key, || vec![State::new(Kind::Count)])[0].add(None);
-    }
-
-    /// A closed window as (start, end, key → value rows).
-    type Shown = (i64, i64, Vec<(String, Value)>);
-
-    fn rows(c: &Closed) -> Vec<(String, Value)> {
-        let mut v: Vec<(String, Value)> = c
-            .rows
-            .iter()
-            .map(|(k, s)| (k[0].as_str().unwrap_or_default().to_string(), s[0].value()))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
-    }
 
     #[test]
     fn specs() {
@@ -538,53 +424,6 @@ mod tests {
         assert!(
             WindowSpec::from_json(&serde_json::json!({"tumbling": "1m", "evry": "1s"})).is_err()
         );
-    }
-
-    #[test]
-    fn sliding_windows_merge_their_panes() {
-        let spec = WindowSpec {
-            measure: Measure::Millis,
-            size: 30,
-            every: 10,
-        };
-        let mut w = Windows::new(spec);
-        for t in [0, 5, 12, 25, 41] {
-            count_at(&mut w, t, "a");
-        }
-        let closed = w.close(i64::MAX);
-        let got: Vec<Shown> = closed.iter().map(|c| (c.start, c.end, rows(c))).collect();
-        let a = |n: i64| vec![("a".to_string(), Value::Int(n))];
-        assert_eq!(
-            got,
-            vec![
-                (-20, 10, a(2)),
-                (-10, 20, a(3)),
-                (0, 30, a(4)),
-                (10, 40, a(2)),
-                (20, 50, a(2)),
-                (30, 60, a(1)),
-                (40, 70, a(1)),
-            ]
-        );
-    }
-
-    #[test]
-    fn tumbling_windows_close_with_the_watermark_and_late_tuples_are_seen() {
-        let spec = WindowSpec {
-            measure: Measure::Millis,
-            size: 10,
-            every: 10,
-        };
-        let mut w = Windows::new(spec);
-        count_at(&mut w, 3, "a");
-        count_at(&mut w, 14, "b");
-        let closed = w.close(10);
-        assert_eq!(closed.len(), 1);
-        assert_eq!((closed[0].start, closed[0].end), (0, 10));
-        assert!(w.is_late(9));
-        assert!(!w.is_late(10));
-        assert_eq!(w.close(19).len(), 0);
-        assert_eq!(w.close(i64::MAX).len(), 1);
     }
 
     use proptest::prelude::*;
@@ -654,63 +493,5 @@ mod tests {
         assert_eq!(event_time(&Value::Int(i64::MAX)), None);
         assert_eq!(event_time(&Value::Int(i64::MIN)), None);
         assert_eq!(event_time(&Value::Float(1e300)), None);
-    }
-
-    /// Events whose times are out of order by at most `lag`, so none is late.
-    fn within_lag() -> impl Strategy<Value = (Vec<(i64, u8)>, i64, i64, i64)> {
-        (1i64..6, 1i64..5, 0i64..40)
-            .prop_flat_map(|(steps, every, lag)| {
-                let ev = proptest::collection::vec((0i64..60, 0u8..3, 0i64..=lag), 0..60);
-                (ev, Just(every * steps), Just(every), Just(lag))
-            })
-            .prop_map(|(raw, size, every, lag)| {
-                // A rising clock, each event up to `lag` behind it.
-                let mut clock = 0;
-                let events = raw
-                    .into_iter()
-                    .map(|(step, key, behind)| {
-                        clock += step;
-                        ((clock - behind).max(0), key)
-                    })
-                    .collect();
-                (events, size, every, lag)
-            })
-    }
-
-    proptest! {
-        /// Windowed counts per key, closed as the watermark passes and at the end, equal a
-        /// brute-force count over every window that holds an event.
-        #[test]
-        fn windowed_counts_equal_brute_force((events, size, every, lag) in within_lag()) {
-            let mut w = Windows::new(WindowSpec { measure: Measure::Millis, size, every });
-            let mut got: Vec<(i64, String, Value)> = Vec::new();
-            let mut max_t = i64::MIN;
-            for &(t, key) in &events {
-                prop_assert!(!w.is_late(t), "t={t} late with lag {lag}");
-                count_at(&mut w, t, &key.to_string());
-                max_t = max_t.max(t);
-                for c in w.close(max_t - lag) {
-                    got.extend(rows(&c).into_iter().map(|(k, v)| (c.start, k, v)));
-                }
-            }
-            for c in w.close(i64::MAX) {
-                got.extend(rows(&c).into_iter().map(|(k, v)| (c.start, k, v)));
-            }
-            got.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-            let mut want: Vec<(i64, String, Value)> = Vec::new();
-            if let (Some(lo), Some(hi)) = (events.iter().map(|e| e.0).min(), events.iter().map(|e| e.0).max()) {
-                let mut start = floor_to(lo, every) - size + every;
-                while start <= hi {
-                    for key in 0u8..3 {
-                        let n = events.iter().filter(|(t, k)| *k == key && *t >= start && *t < start + size).count();
-                        if n > 0 {
-                            want.push((start, key.to_string(), Value::Int(n as i64)));
-                        }
-                    }
-                    start += every;
-                }
-            }
-            prop_assert_eq!(got, want);
-        }
     }
 }

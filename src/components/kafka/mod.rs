@@ -4,6 +4,7 @@
 //! `stateful`). Both speak to brokers through librdkafka (the `rdkafka` crate).
 
 pub mod args;
+pub mod builtin;
 pub mod commits;
 pub mod consumer;
 pub mod offsets;

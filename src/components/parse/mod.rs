@@ -5,6 +5,7 @@
 //! crash, never a silently wrong value. `stdin` and `file` spouts given a `format` read their
 //! lines with the same [`Parser`].
 
+pub mod builtin;
 mod combined;
 mod delimited;
 mod drops;

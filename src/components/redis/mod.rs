@@ -5,6 +5,7 @@
 //! rest of the program asks of it goes through the functions below.
 
 pub mod bolt;
+pub mod builtin;
 pub mod cache;
 pub mod command;
 pub mod conn;

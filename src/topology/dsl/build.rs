@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use super::component::{component, scalar_text, set_once, string_list, suggest};
 use super::grammar::{Edge, Element, Statement};
+use crate::components::builtin::DefaultGrouping;
 use crate::diag::Diagnostic;
 use crate::topology::model::{ComponentKind, ComponentType};
 use crate::topology::raw::{RawComponent, RawStream, RawTopology, Span, Spanned};
@@ -62,16 +63,14 @@ fn stream(
     s
 }
 
-/// The grouping an edge without one gets: into a `count` or an `aggregate`, a fields grouping on
-/// its key fields (global when it has none), so every key is counted by one task; otherwise
-/// shuffle.
+/// The grouping an edge without one gets: into a type that keys its work
+/// (`Builtin::default_grouping`), a fields grouping on its key fields (global when it has
+/// none), so every key is counted by one task; otherwise shuffle.
 fn default_grouping(s: &mut RawStream, pipe: Span, target: Option<&RawComponent>) {
-    // `top` ranks all its keys in one task: it names no key argument, so it gets `global`.
-    let key_arg = |t: &str| match t {
-        "count" => Some("fields"),
-        "aggregate" => Some("by"),
-        "top" => Some("-"),
-        _ => None,
+    // A type that ranks all its keys in one task names no key argument: `global`.
+    let key_arg = |t: &str| match ComponentType::from_name(t)?.default_grouping()? {
+        DefaultGrouping::FieldsOf(arg) => Some(arg),
+        DefaultGrouping::Global => Some("-"),
     };
     let count_fields = target
         .and_then(|c| Some((c, key_arg(&c.ctype.as_ref()?.value)?)))

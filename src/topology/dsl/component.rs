@@ -3,6 +3,7 @@
 //! `fields=[…]`, … named like the YAML keys).
 
 use super::grammar::{Arg, Element, Opt, Setting};
+use crate::components::builtin::Positional as Primary;
 use crate::diag::Diagnostic;
 use crate::topology::model::ComponentType;
 use crate::topology::raw::{RawComponent, RawValue, Span, Spanned};
@@ -22,24 +23,10 @@ const OPTIONS: &[&str] = &[
     "args",
 ];
 
-/// Where a type's positional arguments go: `count(word)` is `count(fields=[word])`.
-enum Primary {
-    One(&'static str),
-    List(&'static str),
-    /// `shell(python3 split.py)`: the component's `command`.
-    Command,
-}
-
+/// Where a type's positional arguments go (its descriptor says): `count(word)` is
+/// `count(fields=[word])`.
 fn primary(ctype: &str) -> Option<Primary> {
-    Some(match ctype {
-        "count" => Primary::List("fields"),
-        "split" => Primary::One("field"),
-        "filter" => Primary::One("where"),
-        "file" => Primary::One("path"),
-        "generate" => Primary::One("count"),
-        "shell" => Primary::Command,
-        _ => return None,
-    })
+    ComponentType::from_name(ctype)?.positional()
 }
 
 /// "did you mean" among `candidates`.

@@ -1,88 +1,12 @@
 //! Output fields resolution (Storm's `declareOutputFields`): what each component emits on which
-//! stream — built-in defaults, `fields:`/`streams:` as written, and for pass-through bolts
-//! (`filter`, `chaos`, `count` without `args.fields`) the fields of their input, changed by
-//! `map`'s steps for a `map`.
+//! stream — what its type declares (`Builtin::output_fields`, `extra_streams`: for pass-through
+//! bolts the fields of their input), then `fields:`/`streams:` as written.
 
-use crate::topology::model::{Component, ComponentType, Stream, DEFAULT_STREAM};
+use crate::topology::model::{Component, Stream, DEFAULT_STREAM};
 use crate::topology::raw::RawComponent;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 type Outputs = BTreeMap<String, Vec<String>>;
-
-fn strings(v: Option<&serde_json::Value>) -> Option<Vec<String>> {
-    let list = v?.as_array()?;
-    Some(
-        list.iter()
-            .filter_map(|f| f.as_str().map(str::to_string))
-            .collect(),
-    )
-}
-
-/// The fields a `parse` (or a spout with `format`) emits; none when its arguments are wrong
-/// (reported where they are checked).
-fn parsed_fields(c: &Component) -> Vec<String> {
-    crate::components::parse::spec::Spec::from_args(&c.args)
-        .map(|s| s.field_names())
-        .unwrap_or_default()
-}
-
-/// The default stream's fields given the input's fields (`None`: needs the input first).
-fn default_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<String>>> {
-    use ComponentType::*;
-    let one = |f: &str| Some(Some(vec![f.to_string()]));
-    match c.ctype {
-        File if crate::components::lines::source_fields::asked(&c.args).is_some() => {
-            Some(crate::components::lines::source_fields::asked(&c.args))
-        }
-        Stdin | File if c.args.contains_key("format") => Some(Some(parsed_fields(c))),
-        Stdin | File => one("line"),
-        Split | TestWordSpout => one("word"),
-        TestWordCounter => Some(Some(vec!["word".into(), "count".into()])),
-        Generate => Some(Some(
-            strings(c.args.get("fields")).unwrap_or_else(|| vec!["word".into()]),
-        )),
-        Stdout | Log | Discard => Some(None),
-        Shell => Some(None),
-        Kafka if c.is_spout() => Some(Some(
-            crate::components::kafka::output_fields(&c.args).unwrap_or_default(),
-        )),
-        Kafka => Some(None),
-        Redis => crate::components::redis::output_fields(c, input),
-        Count => {
-            let mut keys = match strings(c.args.get("fields")) {
-                Some(k) => k,
-                None => vec![input?.first()?.clone()],
-            };
-            keys.push("count".into());
-            Some(Some(keys))
-        }
-        Filter | Chaos | Dedupe => Some(Some(input?.to_vec())),
-        Join => Some(Some(
-            crate::components::join::Spec::from_args(&c.args)
-                .map(|s| s.output_fields())
-                .unwrap_or_default(),
-        )),
-        Top => Some(Some(
-            crate::components::aggregate::top_spec(&c.args)
-                .map(|(s, _)| crate::components::aggregate::top_fields(&s))
-                .unwrap_or_default(),
-        )),
-        Lookup => {
-            let mut fields = input?.to_vec();
-            fields.extend(strings(c.args.get("select")).unwrap_or_default());
-            Some(Some(fields))
-        }
-        Parse => Some(Some(parsed_fields(c))),
-        Aggregate => Some(Some(
-            crate::components::aggregate::Spec::from_args(&c.args)
-                .map(|s| s.output_fields())
-                .unwrap_or_default(),
-        )),
-        Map => Some(Some(
-            crate::components::map::Spec::from_args(&c.args).output_fields(input?),
-        )),
-    }
-}
 
 fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Option<Outputs> {
     let mut out = Outputs::new();
@@ -94,37 +18,12 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
             );
         }
         None => {
-            if let Some(fields) = default_fields(c, input)? {
+            if let Some(fields) = c.ctype.output_fields(c, input)? {
                 out.insert(DEFAULT_STREAM.into(), fields);
             }
         }
     }
-    let windowed = matches!(c.ctype, ComponentType::Aggregate | ComponentType::Top);
-    if windowed && c.args.contains_key("window") {
-        // Tuples later than their windows, as they came in.
-        out.insert(
-            crate::components::aggregate::LATE_STREAM.into(),
-            input.map(<[String]>::to_vec).unwrap_or_default(),
-        );
-    }
-    if c.ctype == ComponentType::Join && c.args.contains_key("window") {
-        // Tuples later than their windows, each with the input it came from.
-        let fields = crate::components::join::LATE_FIELDS;
-        out.insert(
-            crate::components::join::LATE_STREAM.into(),
-            fields.iter().map(|f| f.to_string()).collect(),
-        );
-    }
-    let parses = c.ctype == ComponentType::Parse
-        || (matches!(c.ctype, ComponentType::Stdin | ComponentType::File)
-            && c.args.contains_key("format"));
-    if parses || (c.ctype == ComponentType::Kafka && c.is_spout()) {
-        let errors = crate::components::parse::ERROR_FIELDS;
-        out.insert(
-            crate::components::parse::ERRORS_STREAM.into(),
-            errors.iter().map(|f| f.to_string()).collect(),
-        );
-    }
+    out.extend(c.ctype.extra_streams(c, input));
     for (name, fields) in &rc.streams {
         out.insert(
             name.value.clone(),

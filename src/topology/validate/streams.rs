@@ -221,12 +221,7 @@ impl Validator<'_> {
     /// Sinks are `stdout`, `log`, `discard` (chosen silence) and shell bolts (which may write
     /// wherever they like).
     pub(super) fn sinks(&mut self, components: &[(Component, &RawComponent)], streams: &[Stream]) {
-        use ComponentType::*;
-        let writes = |c: &Component| match c.ctype {
-            Stdout | Log | Discard => true,
-            Shell | Kafka | Redis => !c.is_spout(),
-            _ => false,
-        };
+        let writes = |c: &Component| c.ctype.writes(c.kind);
         // After an error (an unknown type may well have been the sink) this would be noise.
         let broken = self.diags.iter().any(|d| d.is_error());
         if broken || components.iter().any(|(c, _)| writes(c)) {

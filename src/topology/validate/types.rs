@@ -1,13 +1,12 @@
 //! The types of each component's default-stream fields, where the validator can know them:
-//! lines and words are strings, counts are integers, `parse` (and `stdin`/`file` with
-//! `format:`) gives the types its `types` names (and `combined`'s `status` and `bytes`),
-//! pass-through bolts (and `lookup`, for the fields it passes on) keep their input's types and
-//! `map` computes its own. Everything else (shell components, `generate`, fields
-//! declared with `fields:`) is `Type::Any`, which expressions never reject.
+//! each type's rules (`Builtin::field_types`: lines and words are strings, counts integers,
+//! parsed fields what `types` names, pass-through bolts keep their input's types). Fields
+//! declared with `fields:`, and types with no rules, are `Type::Any`, which expressions never
+//! reject.
 
-use super::map::walk;
+use crate::components::builtin::TypeCx;
 use crate::expr::Type;
-use crate::topology::model::{Component, ComponentType, Stream, DEFAULT_STREAM};
+use crate::topology::model::{Component, Stream, DEFAULT_STREAM};
 use crate::topology::raw::RawComponent;
 use std::collections::HashMap;
 
@@ -68,71 +67,15 @@ fn of(
     rc: &RawComponent,
     input: Option<(&[String], &[Type])>,
 ) -> Option<Vec<Type>> {
-    use ComponentType::*;
     let fields = c.outputs.get(DEFAULT_STREAM)?;
-    let any = || vec![Type::Any; fields.len()];
     if rc.fields.is_some() {
-        return Some(any());
+        return Some(vec![Type::Any; fields.len()]);
     }
-    Some(match c.ctype {
-        Stdin | File | Parse if c.ctype == Parse || c.args.contains_key("format") => {
-            parsed(c, fields.len())
-        }
-        Stdin | File | Split | TestWordSpout => vec![Type::Str; fields.len()],
-        TestWordCounter => vec![Type::Str, Type::Int],
-        Count => {
-            let (names, types) = input?;
-            let type_of = |f: &String| {
-                let k = names.iter().position(|n| n == f)?;
-                types.get(k).copied()
-            };
-            // The key fields, then `count`.
-            let last = fields.len().saturating_sub(1);
-            (0..fields.len())
-                .map(|k| match k == last {
-                    true => Type::Int,
-                    false => type_of(&fields[k]).unwrap_or(Type::Any),
-                })
-                .collect()
-        }
-        Filter | Chaos | Dedupe => input?.1.to_vec(),
-        // The input fields, then the looked-up columns (text of unknown kind, or null).
-        Lookup => {
-            let mut t = input?.1.to_vec();
-            t.resize(fields.len(), Type::Any);
-            t
-        }
-        Map => {
-            let (out, _) = walk(source, rc, &c.args, Some(input?));
-            out.into_iter().map(|(_, t)| t).collect()
-        }
-        // A window's bounds are RFC 3339 text (`parse_time` makes them numbers again).
-        Aggregate | Top | Join => fields
-            .iter()
-            .map(|f| match f.as_str() {
-                "window_start" | "window_end" if c.ctype != Join => Type::Str,
-                _ => Type::Any,
-            })
-            .collect(),
-        _ => any(),
+    c.ctype.field_types(&TypeCx {
+        source,
+        c,
+        rc,
+        fields,
+        input,
     })
-}
-
-/// The types of a parsing component's fields: those it converts to; the others as read,
-/// which is not known here (a JSON value may be anything).
-fn parsed(c: &Component, count: usize) -> Vec<Type> {
-    use crate::components::parse::types::FieldType;
-    let Ok(spec) = crate::components::parse::spec::Spec::from_args(&c.args) else {
-        return vec![Type::Any; count];
-    };
-    spec.outputs
-        .iter()
-        .map(|(_, t)| match t {
-            Some(FieldType::Int) => Type::Int,
-            Some(FieldType::Float) => Type::Float,
-            Some(FieldType::Str) => Type::Str,
-            Some(FieldType::Bool) => Type::Bool,
-            None => Type::Any,
-        })
-        .collect()
 }

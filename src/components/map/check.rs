@@ -3,13 +3,16 @@
 //! file; `rename`, `keep` and `drop` must name fields that are there at their step; the
 //! output must name each field once. The same walk gives the output fields' types.
 
-use super::*;
-use crate::components::map::{Spec, Step, Visitor};
+use super::{Spec, Step, Visitor};
+use crate::components::builtin::Written;
+use crate::diag::Diagnostic;
 use crate::expr::Type;
+use crate::topology::raw::{RawComponent, RawValue, Spanned};
+use crate::topology::yaml::suggest;
 
 /// The `set`, `rename`, `keep` and `drop` entries as written, in `Spec`'s order.
 #[derive(Default)]
-struct Written<'r> {
+struct Entries<'r> {
     set: Vec<&'r (Spanned<String>, Spanned<RawValue>)>,
     rename: Vec<&'r (Spanned<String>, Spanned<RawValue>)>,
     keep: Vec<&'r Spanned<RawValue>>,
@@ -41,7 +44,7 @@ fn is_scalar(v: &RawValue) -> bool {
 /// Checks each step as `Spec::apply` takes it, collecting located diagnostics.
 struct Walk<'a> {
     source: &'a str,
-    written: Written<'a>,
+    written: Entries<'a>,
     /// Whether the input fields are known (else names are not checked).
     known: bool,
     diags: Vec<Diagnostic>,
@@ -97,7 +100,7 @@ impl Visitor<Type> for Walk<'_> {
 
 /// The output fields of a `map` with their types, and every problem with its arguments.
 /// `input` is the input fields and their types, when known.
-pub(super) fn walk(
+pub fn walk(
     source: &str,
     rc: &RawComponent,
     args: &serde_json::Map<String, serde_json::Value>,
@@ -106,7 +109,7 @@ pub(super) fn walk(
     let Some(raw) = rc.args.as_ref() else {
         return (Vec::new(), Vec::new());
     };
-    let written = Written {
+    let written = Entries {
         set: entries(&raw.value, "set", is_scalar),
         rename: entries(&raw.value, "rename", |v| v.as_str().is_some()),
         keep: items(&raw.value, "keep"),
@@ -136,34 +139,28 @@ pub(super) fn walk(
     (out, w.diags)
 }
 
-impl Validator<'_> {
-    /// Check a `map`'s arguments against its input (fields and types, when known).
-    pub(super) fn map_args(
-        &mut self,
-        rc: &RawComponent,
-        c: &Component,
-        input: Option<(&[String], &[Type])>,
-    ) {
-        let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
-        // Unknown argument names are reported on their own; this is for a map with none.
-        if c.args.is_empty() {
-            self.error("map without `set`, `rename`, `keep` or `drop`", at)
-                .help = Some("e.g. `args: { set: { total: \"price * quantity\" } }`".into());
-            return;
+/// Check a `map`'s arguments against its input (fields and types, when known).
+pub(super) fn check(w: &mut Written, input: Option<(&[String], &[Type])>) {
+    let at = w.at_type();
+    let args = w.args_json();
+    // Unknown argument names are reported on their own; this is for a map with none.
+    if args.is_empty() {
+        w.error("map without `set`, `rename`, `keep` or `drop`", at)
+            .help = Some("e.g. `args: { set: { total: \"price * quantity\" } }`".into());
+        return;
+    }
+    let (out, diags) = walk(w.text, w.rc, &args, input);
+    w.diags.extend(diags);
+    if input.is_none() {
+        return;
+    }
+    let span = w.rc.args.as_ref().map_or(at, |a| a.span);
+    for (k, (name, _)) in out.iter().enumerate() {
+        if out[..k].iter().any(|(n, _)| n == name) {
+            w.error(format!("the map's output has field `{name}` twice"), span);
         }
-        let (out, diags) = walk(self.ctx.text, rc, &c.args, input);
-        self.diags.extend(diags);
-        if input.is_none() {
-            return;
-        }
-        let span = rc.args.as_ref().map_or(at, |a| a.span);
-        for (k, (name, _)) in out.iter().enumerate() {
-            if out[..k].iter().any(|(n, _)| n == name) {
-                self.error(format!("the map's output has field `{name}` twice"), span);
-            }
-        }
-        if out.is_empty() {
-            self.error("the map leaves no fields", span);
-        }
+    }
+    if out.is_empty() {
+        w.error("the map leaves no fields", span);
     }
 }

@@ -1,0 +1,259 @@
+//! The windows of an `aggregate` (or `top`): per pane, each key's partial aggregates in a map
+//! that spills to disk past `topology.state.memory.limit` (see `state::spill`), like the groups
+//! of an unwindowed one. A window closes as the merge of its panes: in memory while none of
+//! them spilled, else read back in key order from every pane at once, one key at a time, so a
+//! window of more keys than memory holds is emitted without holding them.
+
+use super::ops::State;
+use super::window::{KeyMap, Measure, Panes, WindowSpec};
+use crate::state::spill::{Budget, Entry, SpillMap, SpillTo};
+use crate::tuple::Values;
+
+/// One pane's keys and their partial aggregates.
+pub type Pane = SpillMap<Values, Vec<State>>;
+
+/// Makes an empty pane map (its layout: how a group is written to disk).
+pub type MakePane = Box<dyn Fn() -> Pane + Send>;
+
+/// Makes a new pane's share of the memory bound.
+pub type MakeBudget = Box<dyn Fn() -> Box<dyn Budget> + Send>;
+
+/// Partial aggregates per pane, how far windows have been closed, and the bound panes share.
+pub struct Windows {
+    pub panes: Panes<Pane>,
+    make: MakePane,
+    /// The task's share of the memory bound, one for each new pane (`None`: unbounded).
+    budget: Option<MakeBudget>,
+    /// Where panes spill: one file per pane beside this path.
+    spill: Option<SpillTo>,
+    /// Stateful: the (pane, key) entries of panes retired since the last checkpoint (`None`:
+    /// stateless).
+    pub removed: Option<Vec<(i64, Values)>>,
+}
+
+/// A closed window's rows: in memory (in no order), or read back in key order.
+pub enum Rows<'a> {
+    Loose(Vec<(Values, Vec<State>)>),
+    Ordered(Box<dyn Iterator<Item = anyhow::Result<(Values, Vec<State>)>> + 'a>),
+}
+
+impl Windows {
+    pub fn new(spec: WindowSpec, make: MakePane) -> Windows {
+        Windows {
+            panes: Panes::new(spec),
+            make,
+            budget: None,
+            spill: None,
+            removed: None,
+        }
+    }
+
+    /// Count keys against the budgets `budget` makes (one per pane), spilling beside `spill`
+    /// past them.
+    pub fn bound(&mut self, budget: MakeBudget, spill: Option<SpillTo>) {
+        self.budget = Some(budget);
+        self.spill = spill;
+    }
+
+    /// Keep the record of changes checkpoints take.
+    pub fn track_changes(&mut self, on: bool) {
+        self.removed = on.then(Vec::new);
+    }
+
+    /// Start keeping the record of changes, unless it is kept already.
+    pub fn track_changes_if_untracked(&mut self) {
+        if self.removed.is_none() {
+            self.removed = Some(Vec::new());
+        }
+    }
+
+    /// Drop every pane (state restored from a checkpoint comes next).
+    pub fn reset(&mut self) {
+        self.panes = Panes::new(self.panes.spec());
+        if let Some(r) = self.removed.as_mut() {
+            r.clear();
+        }
+    }
+
+    /// Whether every window a tuple at `t` falls into has closed already.
+    pub fn is_late(&self, t: i64) -> bool {
+        self.panes.is_late(t)
+    }
+
+    pub fn measure(&self) -> Measure {
+        self.panes.spec().measure
+    }
+
+    /// Apply `f` to the states of `key` in the pane of `t` (made with `fresh` the first time).
+    /// Fails when a spilled pane cannot be read or written, or past the memory limit with
+    /// nowhere to spill.
+    pub fn update<R>(
+        &mut self,
+        t: i64,
+        key: &Values,
+        fresh: impl FnOnce() -> Vec<State>,
+        f: impl FnOnce(&mut Vec<State>) -> R,
+    ) -> anyhow::Result<R> {
+        let start = self.panes.pane_start(t);
+        self.pane_at(start)?
+            .update(key.as_slice(), || key.clone(), fresh, f)
+    }
+
+    /// The pane starting at `start`, made (bound, and tracked when stateful) the first time.
+    pub fn pane_at(&mut self, start: i64) -> anyhow::Result<&mut Pane> {
+        let Windows {
+            panes,
+            make,
+            budget,
+            spill,
+            removed,
+        } = self;
+        panes
+            .pane_at_with(start, || {
+                let mut pane = make();
+                if let Some(b) = budget.as_ref() {
+                    let to = spill
+                        .clone()
+                        .map(|s| s.with_suffix(&format!("pane{start}")));
+                    pane.bound(b(), to);
+                }
+                pane.track_changes(removed.is_some());
+                pane
+            })
+            .map_err(|e| anyhow::anyhow!(e))
+    }
+
+    /// Every window that holds data and ends at or before `watermark`, oldest first (all of
+    /// them when `watermark` is `i64::MAX`: the end of input), handed to `emit` as its start,
+    /// end and rows; then the panes no window needs any more are dropped.
+    pub fn close(
+        &mut self,
+        watermark: i64,
+        mut emit: impl FnMut(i64, i64, Rows<'_>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let starts = self.panes.due(watermark);
+        if starts.is_empty() {
+            // A pane is done only once its last window closed, and that window holds it.
+            return Ok(());
+        }
+        let size = self.panes.spec().size;
+        for start in starts {
+            emit(start, start + size, self.rows(start)?)?;
+        }
+        for (start, mut pane) in self.panes.retire() {
+            if let Some(removed) = self.removed.as_mut() {
+                pane.each(|k, _| removed.push((start, k.clone())))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of the window starting at `start`: merged in memory while none of its panes
+    /// spilled, else merged in key order as every pane is read back.
+    fn rows(&mut self, start: i64) -> anyhow::Result<Rows<'_>> {
+        if !self.panes.window(start).any(Pane::spilled) {
+            return Ok(Rows::Loose(self.merge_hot(start)));
+        }
+        let mut sources: Vec<Sorted<'_>> = Vec::new();
+        for pane in self.panes.window_mut(start) {
+            sources.push(sorted(pane)?);
+        }
+        Ok(Rows::Ordered(Box::new(Merged::new(sources))))
+    }
+
+    fn merge_hot(&self, start: i64) -> Vec<(Values, Vec<State>)> {
+        let mut merged: KeyMap<Vec<State>> = KeyMap::default();
+        for pane in self.panes.window(start) {
+            for (key, states) in pane.hot() {
+                match merged.get_mut(key) {
+                    Some(into) => into.iter_mut().zip(states).for_each(|(a, b)| a.merge(b)),
+                    None => {
+                        merged.insert(key.clone(), states.clone());
+                    }
+                }
+            }
+        }
+        merged.into_iter().collect()
+    }
+}
+
+/// One pane's entries in key order.
+type Sorted<'a> =
+    std::iter::Peekable<Box<dyn Iterator<Item = anyhow::Result<Entry<Values, Vec<State>>>> + 'a>>;
+
+/// A pane's entries in key order: read back from its file when it spilled, else its memory
+/// sorted here (the window's other panes spilled).
+fn sorted(pane: &mut Pane) -> anyhow::Result<Sorted<'_>> {
+    if pane.spilled() {
+        // (`sorted` is `None` only while nothing spilled.)
+        let rows: Box<dyn Iterator<Item = _>> = match pane.sorted()? {
+            Some(rows) => Box::new(rows),
+            None => Box::new(std::iter::empty()),
+        };
+        return Ok(rows.peekable());
+    }
+    let mut rows: Vec<Entry<Values, Vec<State>>> = pane
+        .hot()
+        .map(|(k, v)| {
+            let mut order = Vec::new();
+            pane.order_of(k, &mut order);
+            (order, k.clone(), v.clone())
+        })
+        .collect();
+    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let rows: Box<dyn Iterator<Item = _>> = Box::new(rows.into_iter().map(Ok));
+    Ok(rows.peekable())
+}
+
+/// Panes read in key order at once: each key once, its states merged over the panes.
+struct Merged<'a> {
+    sources: Vec<Sorted<'a>>,
+}
+
+impl<'a> Merged<'a> {
+    fn new(sources: Vec<Sorted<'a>>) -> Merged<'a> {
+        Merged { sources }
+    }
+
+    /// The least order bytes at the head of any source; an error read there is taken out.
+    fn least(&mut self) -> Option<anyhow::Result<Vec<u8>>> {
+        let mut least: Option<&Vec<u8>> = None;
+        for s in self.sources.iter_mut() {
+            match s.peek() {
+                Some(Ok((order, _, _))) if least.is_none_or(|l| order < l) => least = Some(order),
+                Some(Ok(_)) => {}
+                Some(Err(_)) => return s.next().map(|r| r.map(|(o, _, _)| o)),
+                None => {}
+            }
+        }
+        least.cloned().map(Ok)
+    }
+}
+
+impl Iterator for Merged<'_> {
+    type Item = anyhow::Result<(Values, Vec<State>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let least = match self.least()? {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut row: Option<(Values, Vec<State>)> = None;
+        for s in self.sources.iter_mut() {
+            if !matches!(s.peek(), Some(Ok((order, _, _))) if *order == least) {
+                continue;
+            }
+            let Some(Ok((_, key, states))) = s.next() else {
+                continue;
+            };
+            match row.as_mut() {
+                Some((_, into)) => into.iter_mut().zip(&states).for_each(|(a, b)| a.merge(b)),
+                None => row = Some((key, states)),
+            }
+        }
+        row.map(Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests;
