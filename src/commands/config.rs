@@ -14,6 +14,21 @@ fn is_secret(key: &str) -> bool {
     key.ends_with(".secret") || key.ends_with(".password")
 }
 
+/// `value` with the password of any URL in it hidden (`redis://:<hidden>@host:6379`).
+fn hide_url_passwords(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        J::String(s) => J::String(crate::components::redis::conn::redact(s)),
+        J::Array(items) => J::Array(items.iter().map(hide_url_passwords).collect()),
+        J::Object(m) => J::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), hide_url_passwords(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned; a key not obeyed
 /// here ends with its class.
 pub fn render(config: &Config) -> String {
@@ -31,8 +46,9 @@ fn render_only(config: &Config, keep: impl Fn(&str) -> bool) -> String {
             let value = if is_secret(k) && !e.value.is_null() {
                 "\"<hidden>\"".to_string()
             } else {
-                // A password inside a connection string (`postgresql://u:pw@h/db`) is hidden.
-                crate::components::jdbc::url::redact(&e.value.to_string())
+                // A password inside a connection string (`postgresql://u:pw@h/db`,
+                // `redis://:pw@h`) or as `password=…` is hidden.
+                crate::components::jdbc::url::redact(&hide_url_passwords(&e.value).to_string())
             };
             let mark = match class_of(k) {
                 KeyClass::Obeyed => "",

@@ -24,6 +24,7 @@ pub mod map;
 pub mod memory;
 pub mod output_gate;
 pub mod parse;
+pub mod redis;
 pub mod registry;
 pub mod replay;
 pub mod shell;

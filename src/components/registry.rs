@@ -31,6 +31,7 @@ pub const ALL: &[T] = &[
     T::new(&jdbc::builtin::JdbcLookupType),
     T::new(&HTTP),
     T::new(&socket::builtin::SocketType),
+    T::new(&redis::builtin::RedisType),
 ];
 
 /// `http`: the spout (`http/`) and the sink (`http_sink/`) under one name; its place decides.

@@ -785,3 +785,46 @@ fn the_cookbook_syslog_recipe_counts_severities_per_host_and_minute() {
     }
     assert_eq!(got, expected, "{lines:?}");
 }
+
+/// The Redis recipe, run as written against a `redis-server` of the test (its URL for
+/// `localhost:6379`): every event of a user not in the blocklist, with the user's hash fields.
+#[test]
+fn the_redis_recipe_enriches_events_and_drops_blocked_users() {
+    let doc = std::fs::read_to_string("docs/cookbook.md").expect("docs/cookbook.md");
+    let at = doc
+        .find("<!-- redis-recipe: enrich-blocklist -->")
+        .expect("the recipe's marker");
+    let block = &doc[at..];
+    let start = block.find("```sh\n").expect("its sh block") + "```sh\n".len();
+    let end = start + block[start..].find("```").expect("its end");
+    let server = crate::redis::Server::start();
+    server.pipe(
+        "HSET user:ann country fr plan gold\nHSET user:bob country de plan free\n\
+         HSET user:cid country us\nSADD blocklist bob\n",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let users = ["ann", "bob", "cid", "dan"];
+    let mut events = String::new();
+    let mut want = Vec::new();
+    for i in 0..400 {
+        let user = users[i % 4];
+        events.push_str(&format!(
+            "{{\"user\": \"{user}\", \"page\": \"/p{}\"}}\n",
+            i % 7
+        ));
+        let extra = match user {
+            "ann" => "fr\tgold",
+            "cid" => "us\t",
+            "dan" => "\t",
+            _ => continue,
+        };
+        want.push(format!("{user}\t/p{}\t{extra}", i % 7));
+    }
+    std::fs::write(dir.path().join("events.jsonl"), events).expect("writes");
+    let command = block[start..end]
+        .trim()
+        .replace("localhost:6379", &format!("127.0.0.1:{}", server.port));
+    let (out, _) = sh(dir.path(), &command);
+    want.sort();
+    assert_eq!(sorted_lines(&out), want);
+}

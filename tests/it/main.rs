@@ -35,6 +35,7 @@ pub(crate) mod postgres;
 mod readers;
 mod rebalance;
 mod records;
+pub(crate) mod redis;
 mod rollback;
 mod run;
 pub(crate) mod run_reliability;

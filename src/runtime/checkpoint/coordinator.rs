@@ -149,6 +149,7 @@ impl Coordinator {
         crate::components::kafka::sink::checkpoint_committed(txid);
         crate::components::jdbc::checkpoint_committed(txid);
         crate::components::committed::checkpoint_committed(txid);
+        crate::components::redis::checkpoint_committed(txid);
         Ok(Some(txid))
     }
 }
