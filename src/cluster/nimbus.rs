@@ -21,10 +21,10 @@ use super::submission::{home_assign, home_reassign};
 use super::tree::{SharedTree, Tree};
 use crate::config::Config;
 use crate::logging::{held_back, Throttle};
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use crate::net::auth::Secret;
 use crate::placement::{Dead, ScheduleError};
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -400,7 +400,7 @@ impl Nimbus {
                 executors,
             } => {
                 check_wait(wait_secs)?;
-                let request = crate::topology::rebalance::Rebalance { workers, executors };
+                let request = crate::model::rebalance::Rebalance { workers, executors };
                 json!(self.rebalance(&name, wait_secs, &request)?)
             }
             Request::Dump { json } => json!(self.dump(json)?),
@@ -831,7 +831,7 @@ impl Nimbus {
             .storm_base(&id)?
             .is_some_and(|b| b.status == TopologyStatus::Rebalancing)
         {
-            return Err(crate::topology::rebalance::Invalid(format!(
+            return Err(crate::model::rebalance::Invalid(format!(
                 "{id} is rebalancing: it returns to its status before when the rebalance ends"
             ))
             .into());
@@ -1156,8 +1156,8 @@ mod worker_log;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).
 fn check_wait(wait_secs: Option<u64>) -> anyhow::Result<()> {
-    match wait_secs.map(crate::topology::rebalance::check_wait) {
-        Some(Err(e)) => Err(crate::topology::rebalance::Invalid(e).into()),
+    match wait_secs.map(crate::model::rebalance::check_wait) {
+        Some(Err(e)) => Err(crate::model::rebalance::Invalid(e).into()),
         _ => Ok(()),
     }
 }
@@ -1172,7 +1172,7 @@ fn no_running_topology(state: &ClusterState<Shared>, name: &str) -> anyhow::Erro
             }
         }
     }
-    let hint = crate::topology::yaml::suggest(name, names.iter().map(String::as_str))
+    let hint = crate::syntax::suggest::suggest(name, names.iter().map(String::as_str))
         .map(|s| format!("; did you mean `{s}`?"))
         .unwrap_or_default();
     match names.is_empty() {

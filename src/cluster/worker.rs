@@ -15,12 +15,12 @@ use super::rpc::{self, BeatReply, Request, TopologyWork};
 use super::supervisor_zk::ZkSupervisorSettings;
 use super::worker_checkpoints::{self, Start};
 use super::zookeeper::ZkStore;
+use crate::model::plan::Plan;
 use crate::net::auth::Secret;
 use crate::placement::Placement;
 use crate::runtime::metrics::{ComponentReport, TaskReport, TaskStats};
 use crate::runtime::TcpNetwork;
 use crate::runtime::{self, RunReport};
-use crate::topology::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -724,7 +724,7 @@ pub fn report_from_heartbeats(
         .iter()
         .map(|c| ComponentReport {
             id: c.id.clone(),
-            kind: if c.id == crate::topology::plan::ACKER_ID {
+            kind: if c.id == crate::model::plan::ACKER_ID {
                 "acker"
             } else {
                 "component"

@@ -5,11 +5,11 @@
 //! and the runtime read only this.
 
 use super::{Bolt, Spout};
-use crate::diag::Diagnostic;
 use crate::expr::Type;
-pub use crate::topology::model::ComponentKind;
-use crate::topology::model::{Component, Stream};
-use crate::topology::raw::{RawComponent, RawValue, Span, Spanned};
+pub use crate::model::ComponentKind;
+use crate::model::{Component, Stream};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawComponent, RawValue, Span, Spanned};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -198,7 +198,7 @@ pub trait Builtin: Sync + 'static {
         false
     }
     /// Ranks its keys, and with more than one task runs as partial rankings and their total
-    /// (`topology/expand.rs`).
+    /// (`aggregate/expand.rs`).
     fn ranks_in_parts(&self) -> bool {
         false
     }

@@ -31,8 +31,8 @@ pub mod test_words;
 pub use catalog::{input_fields, input_positions, wired_stream};
 
 use crate::config::Config;
-use crate::topology::model::Topology;
-use crate::topology::plan::{Plan, StreamId};
+use crate::model::plan::{Plan, StreamId};
+use crate::model::Topology;
 use crate::tuple::{Tuple, Value, Values};
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,7 +89,7 @@ impl TaskContext {
         self.plan.component_of_task(task)
     }
 
-    pub fn spec(&self) -> Option<&crate::topology::model::Component> {
+    pub fn spec(&self) -> Option<&crate::model::Component> {
         self.topology.component(&self.component)
     }
 }

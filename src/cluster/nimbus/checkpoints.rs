@@ -59,7 +59,7 @@ pub(crate) fn keeper_dir(data: &std::path::Path, id: &str) -> std::path::PathBuf
 pub(super) fn open_stores(
     data: &std::path::Path,
     id: &str,
-    topology: &crate::topology::model::Topology,
+    topology: &crate::model::Topology,
 ) -> anyhow::Result<(Arc<Commits>, Arc<Store>)> {
     use crate::runtime::checkpoint::setup::{check_shape, open_state_dir, state_dir};
     let Some(dir) = state_dir(topology)? else {

@@ -10,6 +10,7 @@
 
 pub mod builtin;
 mod closed;
+pub mod expand;
 mod groups;
 mod keyed;
 pub mod lag;

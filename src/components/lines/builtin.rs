@@ -9,8 +9,8 @@ use crate::components::parse::builtin::{
 };
 use crate::components::Spout;
 use crate::expr::Type;
-use crate::topology::model::Component;
-use crate::topology::raw::RawValue;
+use crate::model::Component;
+use crate::syntax::raw::RawValue;
 use std::path::Path;
 
 /// What spouts that replay lines themselves take.

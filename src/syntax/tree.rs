@@ -2,8 +2,8 @@
 //! (`granit_parser`, which reports byte offsets for every node), with YAML 1.2 core-schema
 //! scalars, aliases expanded within a budget, and duplicate keys reported.
 
-use crate::diag::Diagnostic;
-use crate::topology::raw::{RawValue, Span, Spanned};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawValue, Span, Spanned};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
 use std::collections::{HashMap, HashSet};
 
