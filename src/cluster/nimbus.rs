@@ -446,6 +446,28 @@ impl Nimbus {
                 self.report_error(&id, task, error, worker)?;
                 Value::Null
             }
+            checkpoint @ (Request::CheckpointJoin { .. }
+            | Request::CheckpointState { .. }
+            | Request::Checkpoint { .. }
+            | Request::CheckpointStatus { .. }
+            | Request::CheckpointHeld { .. }
+            | Request::CheckpointExport { .. }) => self.answer_checkpoint(checkpoint)?,
+            Request::ConfValue { key } => self.conf_value(&key),
+            Request::SetLogConfig { name, changes } => {
+                serde_json::to_value(self.set_log_config(&name, &changes)?)?
+            }
+            Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
+            Request::WorkerLog {
+                file,
+                start,
+                length,
+            } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
+        })
+    }
+
+    /// [`Self::answer`] for the checkpoint requests.
+    fn answer_checkpoint(&self, request: Request) -> anyhow::Result<Value> {
+        Ok(match request {
             Request::CheckpointJoin {
                 id,
                 slot,
@@ -470,16 +492,7 @@ impl Nimbus {
                 task,
                 from,
             } => serde_json::to_value(self.checkpoint_export(&id, txid, &task, from)?)?,
-            Request::ConfValue { key } => self.conf_value(&key),
-            Request::SetLogConfig { name, changes } => {
-                serde_json::to_value(self.set_log_config(&name, &changes)?)?
-            }
-            Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
-            Request::WorkerLog {
-                file,
-                start,
-                length,
-            } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
+            _ => anyhow::bail!("not a checkpoint request"),
         })
     }
 
