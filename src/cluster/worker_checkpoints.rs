@@ -384,6 +384,7 @@ impl Shipper {
 /// Kafka sinks write the checkpoints it covers).
 fn release_output(committed: u64) {
     crate::components::kafka::sink::checkpoint_committed(committed);
+    crate::components::jdbc::checkpoint_committed(committed);
     if let Err(e) = crate::components::stdout::release_held(Some(committed)) {
         tracing::warn!("cannot write to standard output: {e}");
     }

@@ -31,7 +31,8 @@ fn render_only(config: &Config, keep: impl Fn(&str) -> bool) -> String {
             let value = if is_secret(k) && !e.value.is_null() {
                 "\"<hidden>\"".to_string()
             } else {
-                e.value.to_string()
+                // A password inside a connection string (`postgresql://u:pw@h/db`) is hidden.
+                crate::components::jdbc::url::redact(&e.value.to_string())
             };
             let mark = match class_of(k) {
                 KeyClass::Obeyed => "",

@@ -55,6 +55,9 @@ pub enum ArgShape {
     OneOf(&'static [&'static str]),
     /// A string, or a list of strings (`brokers`, `topics`).
     TextOrList,
+    /// Any value: the built-in's own `check` says what it must be (`jdbc`'s `batch`: a
+    /// number or a map).
+    Any,
 }
 
 /// One argument of a built-in: its name and shape.
@@ -301,6 +304,7 @@ impl ArgShape {
             ArgShape::Map => "must be a map".into(),
             ArgShape::OneOf(names) => format!("must be one of: {}", names.join(", ")),
             ArgShape::TextOrList => "must be a string or a list of strings".into(),
+            ArgShape::Any => String::new(),
         })
     }
 
@@ -326,6 +330,7 @@ impl ArgShape {
             ArgShape::Bool => matches!(v, RawValue::Bool(_)),
             ArgShape::Map => matches!(v, RawValue::Map(_)),
             ArgShape::OneOf(names) => v.as_str().is_some_and(|s| names.contains(&s)),
+            ArgShape::Any => true,
             ArgShape::TextOrList => match v {
                 RawValue::List(l) => l.iter().all(is_str),
                 other => matches!(other, RawValue::Str { .. }),

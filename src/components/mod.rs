@@ -10,6 +10,7 @@ pub mod dedupe;
 pub mod discard;
 pub mod filter;
 pub mod generate;
+pub mod jdbc;
 pub mod join;
 pub mod kafka;
 pub mod lines;

@@ -28,6 +28,8 @@ const BUILTINS: &[&dyn Builtin] = &[
     &test_words::TestWordSpoutType,
     &test_words::TestWordCounterType,
     &kafka::builtin::KafkaType,
+    &jdbc::builtin::JdbcType,
+    &jdbc::builtin::JdbcLookupType,
 ];
 
 /// One handle per descriptor, in the registry's order.

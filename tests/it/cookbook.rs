@@ -614,3 +614,64 @@ fn unreadable_lines_are_dropped_counted_or_sent_to_errors() {
         "garbage that is no access log line\tdoes not match the pattern\n".repeat(2)
     );
 }
+
+/// The PostgreSQL recipe, run as written against a server the test starts (`localhost:5432`
+/// replaced by its port): the table holds each service's error count per minute, computed here.
+#[test]
+fn the_cookbook_postgres_recipe_upserts_errors_per_service_and_minute() {
+    let doc = std::fs::read_to_string("docs/cookbook.md").expect("docs/cookbook.md");
+    let at = doc
+        .find("<!-- postgres-recipe: errors-per-minute -->")
+        .expect("the recipe's marker");
+    let block = &doc[at..];
+    let start = block.find("```sh\n").expect("its sh block") + "```sh\n".len();
+    let end = start + block[start..].find("```").expect("its end");
+    let sql_at = doc[..at].rfind("```sql\n").expect("the table's SQL") + "```sql\n".len();
+    let sql_end = sql_at + doc[sql_at..].find("```").expect("its end");
+    let pg = super::postgres::Pg::start();
+    pg.psql(&doc[sql_at..sql_end]);
+    let command = block[start..end]
+        .trim()
+        .replace("localhost:5432", &format!("127.0.0.1:{}", pg.port));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut expected = BTreeMap::new();
+    let mut lines = String::new();
+    for i in 0..900 {
+        let (minute, second) = (i * 2 / 60, i * 2 % 60);
+        let level = if i % 3 == 0 { "error" } else { "info" };
+        let service = format!("svc-{}", i % 4);
+        if level == "error" {
+            let window = format!("2026-11-02 08:{minute:02}:00+00");
+            *expected
+                .entry(format!("{service}\t{window}"))
+                .or_insert(0u64) += 1;
+        }
+        lines.push_str(&format!(
+            "{{\"ts\": \"2026-11-02T08:{minute:02}:{second:02}Z\", \"level\": \"{level}\", \"service\": \"{service}\"}}\n"
+        ));
+    }
+    std::fs::write(dir.path().join("app.jsonl"), lines).expect("writes the events");
+    let bin = assert_cmd::cargo::cargo_bin("storm");
+    let path = format!(
+        "{}:{}",
+        bin.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("STORM_CONF_DIR", dir.path())
+        .env("PGPASSWORD", super::postgres::PASSWORD)
+        .env_remove("STORM_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{command}: {stderr}");
+    let got = pg.rows("select service, window_start, count from errors_per_minute order by 1, 2");
+    let want: Vec<String> = expected.iter().map(|(k, n)| format!("{k}\t{n}")).collect();
+    assert_eq!(got, want);
+    assert!(!stderr.contains(super::postgres::PASSWORD));
+}

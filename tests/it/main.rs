@@ -28,6 +28,7 @@ mod net;
 mod newcomer;
 mod nimbus_failover;
 mod operator;
+pub(crate) mod postgres;
 mod readers;
 mod rebalance;
 mod records;

@@ -147,6 +147,7 @@ impl Coordinator {
         self.report.latencies.push(since.elapsed());
         tracing::debug!(txid, "checkpoint committed");
         crate::components::kafka::sink::checkpoint_committed(txid);
+        crate::components::jdbc::checkpoint_committed(txid);
         Ok(Some(txid))
     }
 }
