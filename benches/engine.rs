@@ -8,10 +8,10 @@ use crossbeam_queue::ArrayQueue;
 use divan::{black_box, Bencher};
 use storm::components::{Bolt, BoltCollector};
 use storm::grouping::Grouper;
+use storm::model::plan::{streams, StreamId};
+use storm::model::Grouping;
 use storm::runtime::acker::Acker;
 use storm::runtime::wire::{self as frame, Frame};
-use storm::topology::model::Grouping;
-use storm::topology::plan::{streams, StreamId};
 use storm::tuple::{Anchor, Tuple, Value};
 
 fn main() {

@@ -196,7 +196,7 @@ pub struct ConfValueArgs {
 
 /// The built-in component types, one line each, under `storm run --help`.
 fn components_help() -> String {
-    use crate::topology::model::ComponentType;
+    use crate::model::ComponentType;
     let mut out =
         String::from("Built-in components (`type:` in YAML, the first word in the DSL):\n");
     for t in ComponentType::ALL.iter().filter(|t| !t.is_flux_only()) {
@@ -524,7 +524,7 @@ pub struct KillArgs {
     /// Seconds to wait between deactivating and removing (default: the topology's
     /// topology.message.timeout.secs)
     #[arg(short = 'w', long, value_name = "SECS",
-          value_parser = clap::value_parser!(u64).range(0..=crate::topology::rebalance::MAX_WAIT_SECS))]
+          value_parser = clap::value_parser!(u64).range(0..=crate::model::rebalance::MAX_WAIT_SECS))]
     pub wait: Option<u64>,
     #[command(flatten)]
     pub config: ConfigOverrides,
@@ -609,7 +609,7 @@ pub struct RebalanceArgs {
     /// Seconds the spouts stay deactivated before the switch, at most (default: the topology's
     /// message timeout; the switch comes sooner once no tuple tree is pending)
     #[arg(short = 'w', long = "wait", value_name = "SECS",
-          value_parser = clap::value_parser!(u64).range(0..=crate::topology::rebalance::MAX_WAIT_SECS))]
+          value_parser = clap::value_parser!(u64).range(0..=crate::model::rebalance::MAX_WAIT_SECS))]
     pub wait: Option<u64>,
     /// The new number of workers (at most 256)
     #[arg(short = 'n', long = "num-workers", value_name = "N",
@@ -617,7 +617,7 @@ pub struct RebalanceArgs {
     pub num_workers: Option<u32>,
     /// A component's new number of executors, 1 to its task count (repeatable)
     #[arg(short = 'e', long = "executor", value_name = "COMPONENT=PARALLELISM",
-          value_parser = crate::topology::rebalance::parse_executor)]
+          value_parser = crate::model::rebalance::parse_executor)]
     pub executors: Vec<(String, u32)>,
     #[command(flatten)]
     pub target: TargetArgs,

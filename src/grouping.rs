@@ -3,7 +3,7 @@
 
 use crate::java_hash;
 use crate::java_random::JavaRandom;
-use crate::topology::model::Grouping;
+use crate::model::Grouping;
 use crate::tuple::Value;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;

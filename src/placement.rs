@@ -12,7 +12,7 @@
 //! - `place_with_home`: runs with a home worker (`storm run --processes`, `--nimbus`), whose
 //!   console executors stay in the `storm run` process.
 
-use crate::topology::plan::Plan;
+use crate::model::plan::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -413,7 +413,7 @@ pub(crate) fn place_with_home(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::plan::{executor_ranges, ComponentTasks};
+    use crate::model::plan::{executor_ranges, ComponentTasks};
     use proptest::prelude::*;
 
     /// A plan of one component with `tasks` tasks in `executors` executors (acking off).

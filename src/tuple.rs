@@ -1,7 +1,7 @@
 //! Tuple values: the JSON-like data that flows between components, and the tuple
 //! envelope the runtime carries (values, source, stream, and Storm's message id for acking).
 
-use crate::topology::plan::{streams, StreamId};
+use crate::model::plan::{streams, StreamId};
 use compact_str::CompactString;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

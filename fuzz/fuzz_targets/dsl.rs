@@ -15,6 +15,6 @@ fuzz_target!(|data: &[u8]| {
         diagnostics,
     }) = load_inline(text, &LoadOptions::default())
     {
-        let _ = storm::diag::render_all(&diagnostics, &source);
+        let _ = storm::syntax::diag::render_all(&diagnostics, &source);
     }
 });

@@ -14,15 +14,15 @@ fuzz_target!(|data: &[u8]| {
     let path = Path::new("/nonexistent-fuzz-dir/topology.yaml");
     match load_text(text.to_string(), path, &LoadOptions::default()) {
         Ok(loaded) => {
-            let _ = storm::topology::plan::Plan::new(&loaded.topology);
+            let _ = storm::model::plan::Plan::new(&loaded.topology);
         }
         Err(LoadError::Invalid {
             source,
             diagnostics,
         }) => {
             assert!(diagnostics.iter().any(|d| d.is_error()));
-            let _ = storm::diag::render_all(&diagnostics, &source);
-            let _ = storm::diag::json_all(&diagnostics, &source);
+            let _ = storm::syntax::diag::render_all(&diagnostics, &source);
+            let _ = storm::syntax::diag::json_all(&diagnostics, &source);
         }
         Err(LoadError::Unreadable(_)) => {}
     }

@@ -21,10 +21,10 @@ use super::submission::{home_assign, home_reassign};
 use super::tree::{SharedTree, Tree};
 use crate::config::Config;
 use crate::logging::{held_back, Throttle};
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use crate::net::auth::Secret;
 use crate::placement::{Dead, ScheduleError};
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::TcpListener;
@@ -400,7 +400,7 @@ impl Nimbus {
                 executors,
             } => {
                 check_wait(wait_secs)?;
-                let request = crate::topology::rebalance::Rebalance { workers, executors };
+                let request = crate::model::rebalance::Rebalance { workers, executors };
                 json!(self.rebalance(&name, wait_secs, &request)?)
             }
             Request::Dump { json } => json!(self.dump(json)?),
@@ -446,6 +446,28 @@ impl Nimbus {
                 self.report_error(&id, task, error, worker)?;
                 Value::Null
             }
+            checkpoint @ (Request::CheckpointJoin { .. }
+            | Request::CheckpointState { .. }
+            | Request::Checkpoint { .. }
+            | Request::CheckpointStatus { .. }
+            | Request::CheckpointHeld { .. }
+            | Request::CheckpointExport { .. }) => self.answer_checkpoint(checkpoint)?,
+            Request::ConfValue { key } => self.conf_value(&key),
+            Request::SetLogConfig { name, changes } => {
+                serde_json::to_value(self.set_log_config(&name, &changes)?)?
+            }
+            Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
+            Request::WorkerLog {
+                file,
+                start,
+                length,
+            } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
+        })
+    }
+
+    /// [`Self::answer`] for the checkpoint requests.
+    fn answer_checkpoint(&self, request: Request) -> anyhow::Result<Value> {
+        Ok(match request {
             Request::CheckpointJoin {
                 id,
                 slot,
@@ -470,16 +492,7 @@ impl Nimbus {
                 task,
                 from,
             } => serde_json::to_value(self.checkpoint_export(&id, txid, &task, from)?)?,
-            Request::ConfValue { key } => self.conf_value(&key),
-            Request::SetLogConfig { name, changes } => {
-                serde_json::to_value(self.set_log_config(&name, &changes)?)?
-            }
-            Request::LogConfig { name } => serde_json::to_value(self.log_config(&name)?)?,
-            Request::WorkerLog {
-                file,
-                start,
-                length,
-            } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
+            _ => anyhow::bail!("not a checkpoint request"),
         })
     }
 
@@ -831,7 +844,7 @@ impl Nimbus {
             .storm_base(&id)?
             .is_some_and(|b| b.status == TopologyStatus::Rebalancing)
         {
-            return Err(crate::topology::rebalance::Invalid(format!(
+            return Err(crate::model::rebalance::Invalid(format!(
                 "{id} is rebalancing: it returns to its status before when the rebalance ends"
             ))
             .into());
@@ -1156,8 +1169,8 @@ mod worker_log;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).
 fn check_wait(wait_secs: Option<u64>) -> anyhow::Result<()> {
-    match wait_secs.map(crate::topology::rebalance::check_wait) {
-        Some(Err(e)) => Err(crate::topology::rebalance::Invalid(e).into()),
+    match wait_secs.map(crate::model::rebalance::check_wait) {
+        Some(Err(e)) => Err(crate::model::rebalance::Invalid(e).into()),
         _ => Ok(()),
     }
 }
@@ -1172,7 +1185,7 @@ fn no_running_topology(state: &ClusterState<Shared>, name: &str) -> anyhow::Erro
             }
         }
     }
-    let hint = crate::topology::yaml::suggest(name, names.iter().map(String::as_str))
+    let hint = crate::syntax::suggest::suggest(name, names.iter().map(String::as_str))
         .map(|s| format!("; did you mean `{s}`?"))
         .unwrap_or_default();
     match names.is_empty() {

@@ -8,9 +8,9 @@ use super::layout::{
     TaskHeartbeat, TaskInfo, TopologyStatus, KEPT_ERRORS, SUBTREES,
 };
 use super::store::{child_path, CoordinationStore, CreateMode, SessionId, StoreError};
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use crate::placement::{self, executors_of, Dead, Schedule, ScheduleError, Slot};
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

@@ -18,7 +18,7 @@
 
 use super::rpc::Submission;
 use super::stormignore::{StormIgnore, FILE_NAME};
-use crate::topology::model::Topology;
+use crate::model::Topology;
 use std::path::{Component as Part, Path, PathBuf};
 
 /// The most bytes of resources one submission may carry (all files together): hex-encoded

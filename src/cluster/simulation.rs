@@ -7,8 +7,8 @@ use super::layout::SupervisorInfo;
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::store::CoordinationStore;
 use super::tree::SharedTree;
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -116,7 +116,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::cluster::dump;
     use crate::config::{Config, Origin};
-    use crate::topology::model::{Component, ComponentKind, ComponentType, Grouping, Stream};
+    use crate::model::{Component, ComponentKind, ComponentType, Grouping, Stream};
 
     fn component(id: &str, ctype: ComponentType, parallelism: u32, out: &[&str]) -> Component {
         let kind = if ctype.can_be(ComponentKind::Bolt) {

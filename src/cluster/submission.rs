@@ -6,9 +6,9 @@ use super::layout::AssignmentInfo;
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::Submission;
 use super::store::{CoordinationStore, StoreError};
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use crate::placement::{executors_of, place_with_home, Dead, Executor};
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
 use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
 use std::path::Path;
 
@@ -48,7 +48,7 @@ pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
         Err(LoadError::Invalid {
             source,
             diagnostics,
-        }) => Err(crate::diag::render_all(&diagnostics, &source)),
+        }) => Err(crate::syntax::diag::render_all(&diagnostics, &source)),
     }
 }
 

@@ -15,12 +15,13 @@ use super::rpc::{self, BeatReply, Request, TopologyWork};
 use super::supervisor_zk::ZkSupervisorSettings;
 use super::worker_checkpoints::{self, Start};
 use super::zookeeper::ZkStore;
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use crate::net::auth::Secret;
 use crate::placement::Placement;
 use crate::runtime::metrics::{ComponentReport, TaskReport, TaskStats};
 use crate::runtime::TcpNetwork;
 use crate::runtime::{self, RunReport};
-use crate::topology::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -197,14 +198,8 @@ pub fn run(
     if work.status == TopologyStatus::Killed {
         stop.store(true, Ordering::Relaxed);
     }
-    let mut topology = load_submission(&work.submission)
-        .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
-    // Shipped scripts, unpacked for this worker; the folder goes when the worker ends.
-    let _resources = super::resources::for_worker(&work.submission, &mut topology, id, slot)?;
-    // Storm's workers know their topology's id as `storm.id` (multilang children are told it).
-    topology
-        .config
-        .set("storm.id", id.into(), crate::config::Origin::Default);
+    // The folder of shipped scripts goes when the worker ends.
+    let (topology, _resources) = load_for_worker(&work, id, slot)?;
     let reporting = runtime::reporters::configured(&topology.config)?;
     let plan = Plan::new(&topology);
     let incarnation = rand::random();
@@ -212,7 +207,7 @@ pub fn run(
     // A checkpointed topology's worker joins its generation first, and restores its tasks;
     // it heartbeats meanwhile, or it would be taken for hung. The generation may run with a
     // newer assignment than the one fetched: then it places itself again.
-    let (located, remote, mut checkpoints) = loop {
+    let (located, remote, checkpoints) = loop {
         let Some(located) = locate(&plan, &assignment, id, slot)? else {
             return Ok(WorkerEnd::Unassigned);
         };
@@ -241,15 +236,11 @@ pub fn run(
             Start::Moved => assignment = fetch(nimbus, id)?.1,
         }
     };
-    let Located {
-        placement,
-        slots,
-        addresses,
-        me,
-    } = located;
-    let my_slot = slots[me].clone();
+    let (placement, me) = (located.placement, located.me);
+    let my_slot = located.slots[me].clone();
     let secret = Secret::from_config(&topology.config);
-    let net = TcpNetwork::new(addresses.into_iter().enumerate().collect(), [me], secret);
+    let addresses = located.addresses.into_iter().enumerate().collect();
+    let net = TcpNetwork::new(addresses, [me], secret);
     let drain_limit = topology.config.message_timeout() + runtime::DRAIN_GRACE;
     let running = runtime::start_checkpointed(Arc::new(topology), &placement, &[me], &net, remote)?;
     tracing::info!(
@@ -270,14 +261,24 @@ pub fn run(
         stop: &stop,
         drain_limit,
     };
-    match w.watch(running, &net, checkpoints.as_ref())? {
-        Watched::Ended(end) => Ok(end),
-        Watched::Done(Ok(report)) => w.finished(report, checkpoints.as_mut()),
-        Watched::Done(Err(e)) => {
-            w.failed(&e);
-            Err(e)
-        }
-    }
+    w.watch_to_end(running, &net, checkpoints)
+}
+
+/// The submitted topology as this worker runs it: validated here, its shipped scripts
+/// unpacked for this worker (the guard removes them), `storm.id` set.
+fn load_for_worker(
+    work: &TopologyWork,
+    id: &str,
+    slot: &str,
+) -> anyhow::Result<(Topology, Option<super::resources::Unpacked>)> {
+    let mut topology = load_submission(&work.submission)
+        .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
+    let resources = super::resources::for_worker(&work.submission, &mut topology, id, slot)?;
+    // Storm's workers know their topology's id as `storm.id` (multilang children are told it).
+    topology
+        .config
+        .set("storm.id", id.into(), crate::config::Origin::Default);
+    Ok((topology, resources))
 }
 
 /// What watching a worker's run came to.
@@ -306,6 +307,23 @@ impl Watch<'_> {
     fn beat(&self) -> anyhow::Result<BeatReply> {
         self.sink
             .beat(self.id, self.my_slot, beats_of(self.stats, self.started))
+    }
+
+    /// [`Self::watch`], then the worker's end: its report to nimbus, or its failure.
+    fn watch_to_end(
+        &self,
+        running: runtime::Running,
+        net: &TcpNetwork,
+        mut checkpoints: Option<worker_checkpoints::WorkerCheckpoints>,
+    ) -> anyhow::Result<WorkerEnd> {
+        match self.watch(running, net, checkpoints.as_ref())? {
+            Watched::Ended(end) => Ok(end),
+            Watched::Done(Ok(report)) => self.finished(report, checkpoints.as_mut()),
+            Watched::Done(Err(e)) => {
+                self.failed(&e);
+                Err(e)
+            }
+        }
     }
 
     /// Heartbeat until the executors end, following what the answers say (pause, stop,
@@ -724,7 +742,7 @@ pub fn report_from_heartbeats(
         .iter()
         .map(|c| ComponentReport {
             id: c.id.clone(),
-            kind: if c.id == crate::topology::plan::ACKER_ID {
+            kind: if c.id == crate::model::plan::ACKER_ID {
                 "acker"
             } else {
                 "component"

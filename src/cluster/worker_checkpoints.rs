@@ -7,12 +7,12 @@
 use super::layout::NodePort;
 use super::rpc::{self, CheckpointNews, CheckpointReply, JoinReply, Request, StatePage};
 use crate::components::lines::feed;
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use crate::placement::Placement;
 use crate::runtime::checkpoint::setup::saving_tasks;
 use crate::runtime::checkpoint::{task_key, RemoteCheckpoints, Report};
 use crate::state::{packed, RawState, Store, TaskKey};
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
 use crate::tuple::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -284,7 +284,7 @@ pub fn submission(
 pub fn ship_resources(
     sub: &mut Submission,
     source: &TopologySource,
-    topology: &crate::topology::model::Topology,
+    topology: &crate::model::Topology,
 ) -> anyhow::Result<()> {
     if source.file.is_some() {
         let resources = crate::cluster::resources::collect(topology)?;
@@ -404,7 +404,7 @@ pub fn get_errors(a: crate::cli::GetErrorsArgs) -> anyhow::Result<Status> {
         nimbus.call(&Request::Topology { id: row.id.clone() })?;
     let topology = crate::cluster::submission::load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {}: {e}", row.id))?;
-    let plan = crate::topology::plan::Plan::new(&topology);
+    let plan = crate::model::plan::Plan::new(&topology);
     let dump: String = nimbus.call(&Request::Dump { json: true })?;
     let tree: serde_json::Value = serde_json::from_str(&dump)?;
     let errors = last_errors(&tree, &row.id, |task| {

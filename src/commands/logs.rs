@@ -19,7 +19,7 @@ pub fn run(a: LogsArgs) -> anyhow::Result<Status> {
     let rows: Vec<TopologySummary> = nimbus.call(&Request::List)?;
     let live: Vec<&TopologySummary> = rows.iter().filter(|r| r.status != "killed").collect();
     let Some(row) = live.iter().find(|r| r.name == a.name || r.id == a.name) else {
-        let hint = crate::topology::yaml::suggest(&a.name, live.iter().map(|r| r.name.as_str()))
+        let hint = crate::syntax::suggest::suggest(&a.name, live.iter().map(|r| r.name.as_str()))
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
         crate::stderr_println!("error: no running topology named `{}`{hint}", a.name);
@@ -32,14 +32,14 @@ pub fn run(a: LogsArgs) -> anyhow::Result<Status> {
     };
     let topology = crate::cluster::submission::load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {}: {e}", row.id))?;
-    let plan = crate::topology::plan::Plan::new(&topology);
+    let plan = crate::model::plan::Plan::new(&topology);
     let tasks: Vec<u32> = match &a.component {
         None => assignment.task_to_node_port.keys().copied().collect(),
         Some(c) => match plan.component(c) {
             Some(ct) => ct.tasks.clone().collect(),
             None => {
                 let ids = plan.components.iter().map(|c| c.id.as_str());
-                let hint = crate::topology::yaml::suggest(c, ids)
+                let hint = crate::syntax::suggest::suggest(c, ids)
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
                 crate::stderr_println!("error: topology `{}` has no component `{c}`{hint}", a.name);

@@ -102,7 +102,7 @@ pub(crate) fn load_topology(
             if show_warnings {
                 crate::stderr_print!(
                     "{}",
-                    crate::diag::render_all(&loaded.warnings, &loaded.source)
+                    crate::syntax::diag::render_all(&loaded.warnings, &loaded.source)
                 );
                 if let Some(note) =
                     crate::config::storm_keys::no_effect_summary(&loaded.topology.config)
@@ -120,7 +120,7 @@ pub(crate) fn load_topology(
             source,
             diagnostics,
         }) => {
-            crate::stderr_print!("{}", crate::diag::render_all(&diagnostics, &source));
+            crate::stderr_print!("{}", crate::syntax::diag::render_all(&diagnostics, &source));
             Err(Status::Failure)
         }
     }

@@ -79,7 +79,7 @@ fn sample(ui: &str, path: &str, stream: &str) -> anyhow::Result<(Value, Sample)>
     let rows = page["outputStats"].as_array().unwrap_or(&empty);
     let Some(row) = rows.iter().find(|r| r["stream"] == stream) else {
         let names: Vec<&str> = rows.iter().filter_map(|r| r["stream"].as_str()).collect();
-        let hint = crate::topology::yaml::suggest(stream, names.iter().copied())
+        let hint = crate::syntax::suggest::suggest(stream, names.iter().copied())
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
         let known = match names.is_empty() {

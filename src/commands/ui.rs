@@ -5,8 +5,8 @@ use super::Status;
 use crate::cli::TapArgs;
 use crate::cluster::nimbus::Nimbus;
 use crate::config::Config;
+use crate::model::Topology;
 use crate::runtime::Running;
-use crate::topology::model::Topology;
 use crate::ui::server::{self, UiServer};
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 
 use super::Status;
 use crate::cli::{DiagFormat, ValidateArgs};
-use crate::diag::{json_all, render_all, Diagnostic, Severity, Source};
+use crate::syntax::diag::{json_all, render_all, Diagnostic, Severity, Source};
 use crate::topology::{load_file, load_inline, LoadError, LoadOptions, Loaded};
 use std::io::Write;
 

@@ -7,7 +7,7 @@ use crate::cluster::dump;
 use crate::cluster::simulation::{default_supervisors, parse_slots, simulate, SimSupervisor};
 use crate::cluster::zookeeper::{ZkSettings, ZkStore};
 use crate::cluster::{ClusterError, CoordinationStore, StoreError};
-use crate::topology::model::Topology;
+use crate::model::Topology;
 use crate::topology::LoadOptions;
 use anyhow::Context;
 use std::io::Write;

@@ -5,13 +5,13 @@
 //! and the runtime read only this.
 
 use super::{Bolt, Spout};
-use crate::diag::Diagnostic;
 use crate::expr::Type;
-pub use crate::topology::model::ComponentKind;
+pub use crate::model::ComponentKind;
 
 pub mod by_role;
-use crate::topology::model::{Component, Stream};
-use crate::topology::raw::{RawComponent, RawValue, Span, Spanned};
+use crate::model::{Component, Stream};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawComponent, RawValue, Span, Spanned};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -203,7 +203,7 @@ pub trait Builtin: Sync + 'static {
         false
     }
     /// Ranks its keys, and with more than one task runs as partial rankings and their total
-    /// (`topology/expand.rs`).
+    /// (`aggregate/expand.rs`).
     fn ranks_in_parts(&self) -> bool {
         false
     }

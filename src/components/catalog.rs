@@ -2,7 +2,7 @@
 //! descriptor builds it: see `builtin.rs`), and what tasks read of their inputs.
 
 use super::{Bolt, Spout, TaskContext};
-use crate::topology::model::Component;
+use crate::model::Component;
 use std::path::Path;
 
 /// A spout instance for one task, as its type builds it.
@@ -36,7 +36,7 @@ pub fn input_positions<S: AsRef<str>>(
 
 /// The id of the task's component's output stream `name`, when a stream from the component
 /// reads it (`errors` of `parse`, `late` of a windowed `aggregate`): unwired, nothing is sent.
-pub fn wired_stream(ctx: &TaskContext, name: &str) -> Option<crate::topology::plan::StreamId> {
+pub fn wired_stream(ctx: &TaskContext, name: &str) -> Option<crate::model::plan::StreamId> {
     ctx.topology
         .outputs_of(&ctx.component)
         .any(|s| s.stream == name)

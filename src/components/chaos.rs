@@ -5,7 +5,7 @@
 
 use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::Tuple;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -98,11 +98,7 @@ impl b::Builtin for ChaosType {
             b::arg("panic_after", A::Number),
         ]
     }
-    fn output_fields(
-        &self,
-        _c: &crate::topology::model::Component,
-        input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, _c: &crate::model::Component, input: Option<&[String]>) -> b::Fields {
         Some(Some(input?.to_vec()))
     }
     fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
@@ -110,7 +106,7 @@ impl b::Builtin for ChaosType {
     }
     fn bolt(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Chaos::new(&c.args)))

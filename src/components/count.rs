@@ -12,9 +12,9 @@
 use super::builtin as b;
 use super::memory::{spill_to, value_bytes, KeyBudget};
 use super::{Bolt, BoltCollector, BoltState, TaskContext};
+use crate::model::plan::streams;
 use crate::state::codec;
 use crate::state::spill::{order, Layout, SpillMap};
-use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value};
 use compact_str::CompactString;
 
@@ -428,11 +428,7 @@ impl b::Builtin for CountType {
     fn keeps_state(&self) -> bool {
         true
     }
-    fn output_fields(
-        &self,
-        c: &crate::topology::model::Component,
-        input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, c: &crate::model::Component, input: Option<&[String]>) -> b::Fields {
         let mut keys = match b::strings(c.args.get("fields")) {
             Some(k) => k,
             None => vec![input?.first()?.clone()],
@@ -459,7 +455,7 @@ impl b::Builtin for CountType {
     }
     fn bolt(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Count::new(&c.args).with_state(c.stateful)))

@@ -12,10 +12,10 @@
 use super::builtin as b;
 use super::memory::{spill_to, value_bytes, KeyBudget};
 use super::{Bolt, BoltCollector, BoltState, TaskContext};
+use crate::model::plan::streams;
+use crate::model::Component;
 use crate::state::codec;
 use crate::state::spill::{order, Layout, SpillMap};
-use crate::topology::model::Component;
-use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};

@@ -26,12 +26,12 @@ impl b::Builtin for DiscardType {
     fn roles(&self) -> b::Roles {
         b::Roles::Bolt
     }
-    fn writes(&self, _kind: crate::topology::model::ComponentKind) -> bool {
+    fn writes(&self, _kind: crate::model::ComponentKind) -> bool {
         true
     }
     fn bolt(
         &self,
-        _c: &crate::topology::model::Component,
+        _c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Discard))

@@ -5,7 +5,7 @@ mod check;
 use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::expr::Compiled;
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::Tuple;
 
 pub struct Filter {
@@ -72,27 +72,18 @@ impl b::Builtin for FilterType {
     fn positional(&self) -> Option<b::Positional> {
         Some(b::Positional::One("where"))
     }
-    fn output_fields(
-        &self,
-        _c: &crate::topology::model::Component,
-        input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, _c: &crate::model::Component, input: Option<&[String]>) -> b::Fields {
         Some(Some(input?.to_vec()))
     }
     fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
         Some(cx.input?.1.to_vec())
     }
-    fn check_input(
-        &self,
-        w: &mut b::Written,
-        _c: &crate::topology::model::Component,
-        input: &b::Input,
-    ) {
+    fn check_input(&self, w: &mut b::Written, _c: &crate::model::Component, input: &b::Input) {
         check::expression(w, input.fields, input.types)
     }
     fn bolt(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Filter::new(&c.args)))

@@ -6,7 +6,7 @@
 use super::builtin as b;
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Value, Values};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -237,18 +237,14 @@ impl b::Builtin for GenerateType {
     fn rewinds(&self) -> bool {
         true
     }
-    fn output_fields(
-        &self,
-        c: &crate::topology::model::Component,
-        _input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, c: &crate::model::Component, _input: Option<&[String]>) -> b::Fields {
         Some(Some(
             b::strings(c.args.get("fields")).unwrap_or_else(|| vec!["word".into()]),
         ))
     }
     fn spout(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         task: u32,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Spout>> {
@@ -259,7 +255,7 @@ impl b::Builtin for GenerateType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::plan::StreamId;
+    use crate::model::plan::StreamId;
 
     /// Counts what a spout emits.
     #[derive(Default)]

@@ -15,7 +15,7 @@ mod state;
 
 use super::aggregate::window::{self, Measure, Panes, WindowSpec};
 use super::{Bolt, BoltCollector, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -60,7 +60,7 @@ fn input_keys(entry: &serde_json::Value) -> Result<(), String> {
     };
     for k in map.keys() {
         if !INPUT_KEYS.contains(&k.as_str()) {
-            let hint = crate::topology::yaml::suggest(k, INPUT_KEYS.iter().copied())
+            let hint = crate::syntax::suggest::suggest(k, INPUT_KEYS.iter().copied())
                 .map(|s| format!("; did you mean `{s}`?"))
                 .unwrap_or_default();
             return Err(format!("an input has no key `{k}` (from, key, kind){hint}"));
@@ -177,7 +177,7 @@ pub struct Join {
     heard: Vec<std::time::Instant>,
     late: u64,
     /// The `late` stream, when wired.
-    late_stream: Option<crate::topology::plan::StreamId>,
+    late_stream: Option<crate::model::plan::StreamId>,
     /// `topology.strict`: a late tuple with no `late` stream wired ends the run.
     strict: bool,
     /// Each input's field names, to describe a late tuple.
@@ -185,7 +185,7 @@ pub struct Join {
     unusable: u64,
     component: String,
     /// The plan, to know a tuple's component from its source task.
-    plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
+    plan: Option<std::sync::Arc<crate::model::plan::Plan>>,
     /// Stateful: tuples kept and dropped since the last checkpoint (`None`: stateless).
     changed: Option<state::Changed>,
     /// The bytes of the tuples kept without a window, against `topology.state.memory.limit`.
@@ -586,19 +586,14 @@ mod tests {
     struct Rows(Vec<Values>);
 
     impl BoltCollector for Rows {
-        fn emit(
-            &mut self,
-            _: crate::topology::plan::StreamId,
-            _: &[&Tuple],
-            v: Values,
-        ) -> Vec<u32> {
+        fn emit(&mut self, _: crate::model::plan::StreamId, _: &[&Tuple], v: Values) -> Vec<u32> {
             self.0.push(v);
             Vec::new()
         }
         fn emit_direct(
             &mut self,
             _: u32,
-            _: crate::topology::plan::StreamId,
+            _: crate::model::plan::StreamId,
             _: &[&Tuple],
             _: Values,
         ) {

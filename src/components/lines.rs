@@ -16,7 +16,7 @@ pub mod source_fields;
 
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::Value;
 use compact_str::CompactString;
 use crossbeam_channel::{Receiver, TryRecvError};
@@ -232,7 +232,7 @@ struct Following {
 /// A spout that reads its lines into fields (`stdin(format=json, fields=[…])`).
 struct Parsing {
     parser: super::parse::Parser,
-    errors: Option<crate::topology::plan::StreamId>,
+    errors: Option<crate::model::plan::StreamId>,
     warnings: super::parse::DropWarnings,
 }
 
@@ -1030,7 +1030,7 @@ mod tests {
     impl SpoutCollector for Emitted {
         fn emit(
             &mut self,
-            _: crate::topology::plan::StreamId,
+            _: crate::model::plan::StreamId,
             values: crate::tuple::Values,
             msg_id: Option<Value>,
         ) -> Vec<u32> {
@@ -1041,7 +1041,7 @@ mod tests {
         fn emit_direct(
             &mut self,
             _: u32,
-            _: crate::topology::plan::StreamId,
+            _: crate::model::plan::StreamId,
             _: crate::tuple::Values,
             _: Option<Value>,
         ) {

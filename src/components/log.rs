@@ -49,12 +49,12 @@ impl b::Builtin for LogType {
     fn classes(&self) -> &'static [&'static str] {
         &["org.apache.storm.flux.wrappers.bolts.LogInfoBolt"]
     }
-    fn writes(&self, _kind: crate::topology::model::ComponentKind) -> bool {
+    fn writes(&self, _kind: crate::model::ComponentKind) -> bool {
         true
     }
     fn bolt(
         &self,
-        _c: &crate::topology::model::Component,
+        _c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Log::default()))

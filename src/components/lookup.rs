@@ -6,7 +6,7 @@
 
 use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -123,7 +123,7 @@ impl Lookup {
         let wanted = std::iter::once(&self.key).chain(&self.select);
         for c in wanted {
             if !columns.contains(&c.as_str()) {
-                let hint = crate::topology::yaml::suggest(c, columns.iter().copied())
+                let hint = crate::syntax::suggest::suggest(c, columns.iter().copied())
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
                 anyhow::bail!(
@@ -221,11 +221,7 @@ impl b::Builtin for LookupType {
     fn field_args(&self) -> &'static [&'static str] {
         &["on"]
     }
-    fn output_fields(
-        &self,
-        c: &crate::topology::model::Component,
-        input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, c: &crate::model::Component, input: Option<&[String]>) -> b::Fields {
         let mut fields = input?.to_vec();
         fields.extend(b::strings(c.args.get("select")).unwrap_or_default());
         Some(Some(fields))
@@ -241,7 +237,7 @@ impl b::Builtin for LookupType {
     }
     fn bolt(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Lookup::new(&c.args, base)?))
@@ -262,7 +258,7 @@ fn check_table(w: &mut b::Written) {
     let Some(text) = p.value.as_str() else { return };
     let file = w.base_dir.join(text);
     if !file.is_file() {
-        let d = crate::diag::Diagnostic::warning(
+        let d = crate::syntax::diag::Diagnostic::warning(
             format!(
                 "the table `{}` is not there (yet): it is read when the run starts",
                 file.display()

@@ -7,7 +7,7 @@
 use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::expr::CompiledValue;
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 
 /// The arguments of a `map`, read from `args` (shapes are checked by the validator; anything
@@ -267,28 +267,19 @@ impl b::Builtin for MapType {
             b::arg("drop", A::Fields),
         ]
     }
-    fn output_fields(
-        &self,
-        c: &crate::topology::model::Component,
-        input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, c: &crate::model::Component, input: Option<&[String]>) -> b::Fields {
         Some(Some(Spec::from_args(&c.args).output_fields(input?)))
     }
     fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
         let (out, _) = check::walk(cx.source, cx.rc, &cx.c.args, Some(cx.input?));
         Some(out.into_iter().map(|(_, t)| t).collect())
     }
-    fn check_input(
-        &self,
-        w: &mut b::Written,
-        _c: &crate::topology::model::Component,
-        input: &b::Input,
-    ) {
+    fn check_input(&self, w: &mut b::Written, _c: &crate::model::Component, input: &b::Input) {
         check::check(w, input.fields.map(|f| (f, input.types)))
     }
     fn bolt(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Map::new(&c.args)))

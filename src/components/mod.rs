@@ -12,9 +12,9 @@ pub mod discard;
 pub mod file_sink;
 pub mod filter;
 pub mod generate;
-pub mod jdbc;
-pub mod http_sink;
 pub mod http;
+pub mod http_sink;
+pub mod jdbc;
 pub mod join;
 pub mod kafka;
 pub mod lines;
@@ -40,8 +40,8 @@ pub mod test_words;
 pub use catalog::{input_fields, input_positions, wired_stream};
 
 use crate::config::Config;
-use crate::topology::model::Topology;
-use crate::topology::plan::{Plan, StreamId};
+use crate::model::plan::{Plan, StreamId};
+use crate::model::Topology;
 use crate::tuple::{Tuple, Value, Values};
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,7 +98,7 @@ impl TaskContext {
         self.plan.component_of_task(task)
     }
 
-    pub fn spec(&self) -> Option<&crate::topology::model::Component> {
+    pub fn spec(&self) -> Option<&crate::model::Component> {
         self.topology.component(&self.component)
     }
 }

@@ -3,35 +3,36 @@
 
 use super::builtin::Builtin;
 use super::*;
-use ComponentType as T;
+pub use crate::model::ComponentType;
 
-pub const ALL: &[T] = &[
-    T::new(&lines::builtin::StdinType),
-    T::new(&lines::builtin::FileType),
-    T::new(&generate::GenerateType),
-    T::new(&split::SplitType),
-    T::new(&count::CountType),
-    T::new(&aggregate::builtin::AggregateType),
-    T::new(&aggregate::builtin::TopType),
-    T::new(&join::builtin::JoinType),
-    T::new(&dedupe::DedupeType),
-    T::new(&lookup::LookupType),
-    T::new(&filter::FilterType),
-    T::new(&parse::builtin::ParseType),
-    T::new(&map::MapType),
-    T::new(&stdout::StdoutType),
-    T::new(&log::LogType),
-    T::new(&discard::DiscardType),
-    T::new(&chaos::ChaosType),
-    T::new(&shell::builtin::ShellType),
-    T::new(&test_words::TestWordSpoutType),
-    T::new(&test_words::TestWordCounterType),
-    T::new(&kafka::builtin::KafkaType),
-    T::new(&jdbc::builtin::JdbcType),
-    T::new(&jdbc::builtin::JdbcLookupType),
-    T::new(&HTTP),
-    T::new(&socket::builtin::SocketType),
-    T::new(&redis::builtin::RedisType),
+/// Every built-in's descriptor; a [`ComponentType`] is an index into it.
+const BUILTINS: &[&dyn Builtin] = &[
+    &lines::builtin::StdinType,
+    &lines::builtin::FileType,
+    &generate::GenerateType,
+    &split::SplitType,
+    &count::CountType,
+    &aggregate::builtin::AggregateType,
+    &aggregate::builtin::TopType,
+    &join::builtin::JoinType,
+    &dedupe::DedupeType,
+    &lookup::LookupType,
+    &filter::FilterType,
+    &parse::builtin::ParseType,
+    &map::MapType,
+    &stdout::StdoutType,
+    &log::LogType,
+    &discard::DiscardType,
+    &chaos::ChaosType,
+    &shell::builtin::ShellType,
+    &test_words::TestWordSpoutType,
+    &test_words::TestWordCounterType,
+    &kafka::builtin::KafkaType,
+    &jdbc::builtin::JdbcType,
+    &jdbc::builtin::JdbcLookupType,
+    &HTTP,
+    &socket::builtin::SocketType,
+    &redis::builtin::RedisType,
 ];
 
 /// `http`: the spout (`http/`) and the sink (`http_sink/`) under one name; its place decides.
@@ -41,16 +42,25 @@ static HTTP: super::builtin::by_role::ByRole = super::builtin::by_role::ByRole {
     bolt: &http_sink::builtin::HttpType,
 };
 
-/// A built-in component type: a handle on its descriptor, compared by name.
-#[derive(Clone, Copy)]
-pub struct ComponentType(&'static dyn Builtin);
+/// One handle per descriptor, in the registry's order.
+pub const ALL: &[ComponentType] = &handles::<{ BUILTINS.len() }>();
+
+const fn handles<const N: usize>() -> [ComponentType; N] {
+    let mut all = [ComponentType(0); N];
+    let mut i = 0;
+    while i < N {
+        all[i] = ComponentType(i as u16);
+        i += 1;
+    }
+    all
+}
 
 impl ComponentType {
     /// Every built-in (the registry).
     pub const ALL: &'static [ComponentType] = ALL;
 
-    pub const fn new(b: &'static dyn Builtin) -> ComponentType {
-        ComponentType(b)
+    fn descriptor(self) -> &'static dyn Builtin {
+        BUILTINS[usize::from(self.0)]
     }
 
     pub fn from_name(name: &str) -> Option<ComponentType> {
@@ -66,32 +76,32 @@ impl ComponentType {
     }
 
     pub fn name(self) -> &'static str {
-        self.0.name()
+        self.descriptor().name()
     }
 
     pub fn summary(self) -> &'static str {
-        self.0.summary()
+        self.descriptor().summary()
     }
 
     pub fn is_flux_only(self) -> bool {
-        self.0.flux_only()
+        self.descriptor().flux_only()
     }
 
     pub fn is_console(self) -> bool {
-        self.0.is_console()
+        self.descriptor().is_console()
     }
 
     pub fn keeps_state(self) -> bool {
-        self.0.keeps_state()
+        self.descriptor().keeps_state()
     }
 
     pub fn rewinds(self) -> bool {
-        self.0.rewinds()
+        self.descriptor().rewinds()
     }
 
     /// Whether this type can be a spout, a bolt, or both.
     pub fn can_be(self, kind: super::builtin::ComponentKind) -> bool {
-        self.0.can_be(kind)
+        self.descriptor().can_be(kind)
     }
 
     /// The names of the spout types that rewind, for messages.
@@ -115,34 +125,20 @@ impl ComponentType {
 
     /// The names of the arguments it reads (for documentation checks and help).
     pub fn argument_names(self) -> Vec<&'static str> {
-        self.0.args().iter().map(|a| a.name).collect()
+        self.descriptor().args().iter().map(|a| a.name).collect()
     }
 }
 
 impl std::ops::Deref for ComponentType {
     type Target = dyn Builtin;
     fn deref(&self) -> &Self::Target {
-        self.0
+        self.descriptor()
     }
 }
 
 impl std::fmt::Debug for ComponentType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.name())
-    }
-}
-
-impl PartialEq for ComponentType {
-    fn eq(&self, other: &Self) -> bool {
-        self.name() == other.name()
-    }
-}
-
-impl Eq for ComponentType {}
-
-impl std::hash::Hash for ComponentType {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name().hash(state)
     }
 }
 

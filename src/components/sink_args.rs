@@ -75,7 +75,7 @@ pub fn nested<'a>(
     };
     for k in map.keys() {
         if !known.contains(&k.as_str()) {
-            let hint = match crate::topology::yaml::suggest(k, known.iter().copied()) {
+            let hint = match crate::syntax::suggest::suggest(k, known.iter().copied()) {
                 Some(s) => format!(" (did you mean `{s}`?)"),
                 None => format!(" (known: {})", known.join(", ")),
             };
@@ -149,7 +149,7 @@ pub fn one_of<'a>(args: &'a Args, key: &str, names: &[&str]) -> Result<Option<&'
         None => Ok(None),
         Some(s) if names.contains(&s) => Ok(Some(s)),
         Some(s) => {
-            let hint = crate::topology::yaml::suggest(s, names.iter().copied())
+            let hint = crate::syntax::suggest::suggest(s, names.iter().copied())
                 .map(|h| format!(" (did you mean `{h}`?)"))
                 .unwrap_or_default();
             Err(ArgError::new(
@@ -163,7 +163,7 @@ pub fn one_of<'a>(args: &'a Args, key: &str, names: &[&str]) -> Result<Option<&'
 /// Report `e` of a `kind` sink at its argument (a nested one, `rotate.size`, at its key inside
 /// the map when the key is unknown, else at its value).
 pub fn report(w: &mut crate::components::builtin::Written, kind: &str, e: &ArgError) {
-    use crate::topology::raw::{RawValue, Spanned};
+    use crate::syntax::raw::{RawValue, Spanned};
     let mut parts = e.arg.splitn(2, '.');
     let top = w.arg(parts.next().unwrap_or(""));
     let span = match (top, parts.next()) {
@@ -217,11 +217,11 @@ pub fn other_role_args(
     role: &str,
     other: &str,
 ) {
-    use crate::topology::raw::RawValue;
+    use crate::syntax::raw::RawValue;
     let Some(RawValue::Map(entries)) = w.rc.args.as_ref().map(|a| &a.value) else {
         return;
     };
-    let wrong: Vec<(String, crate::topology::raw::Span)> = entries
+    let wrong: Vec<(String, crate::syntax::raw::Span)> = entries
         .iter()
         .filter(|(k, _)| theirs.contains(&k.value.as_str()))
         .map(|(k, _)| (k.value.clone(), k.span))

@@ -3,7 +3,7 @@
 
 use super::builtin as b;
 use super::{Bolt, BoltCollector, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value};
 
 #[derive(Default)]
@@ -142,11 +142,7 @@ impl b::Builtin for SplitType {
     fn field_args(&self) -> &'static [&'static str] {
         &["field"]
     }
-    fn output_fields(
-        &self,
-        _c: &crate::topology::model::Component,
-        _input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, _c: &crate::model::Component, _input: Option<&[String]>) -> b::Fields {
         b::one_field("word")
     }
     fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
@@ -154,7 +150,7 @@ impl b::Builtin for SplitType {
     }
     fn bolt(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Split::new(&c.args)))

@@ -5,7 +5,7 @@
 //! the two emit must be the same.
 
 use super::{Bolt, BoltCollector};
-use crate::topology::plan::StreamId;
+use crate::model::plan::StreamId;
 use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
 
@@ -90,15 +90,15 @@ pub fn resumed<B: Bolt>(
 
 /// A tuple of `values` on the default stream from task 1.
 pub fn tuple(values: Values) -> Tuple {
-    Tuple::new(values, 1, crate::topology::plan::streams::DEFAULT)
+    Tuple::new(values, 1, crate::model::plan::streams::DEFAULT)
 }
 
 /// A tick tuple.
 pub fn tick() -> Tuple {
     Tuple::new(
         Values::new(),
-        crate::topology::plan::SYSTEM_TASK,
-        crate::topology::plan::streams::TICK,
+        crate::model::plan::SYSTEM_TASK,
+        crate::model::plan::streams::TICK,
     )
 }
 

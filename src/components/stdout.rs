@@ -326,12 +326,12 @@ impl b::Builtin for StdoutType {
     fn is_console(&self) -> bool {
         true
     }
-    fn writes(&self, _kind: crate::topology::model::ComponentKind) -> bool {
+    fn writes(&self, _kind: crate::model::ComponentKind) -> bool {
         true
     }
     fn bolt(
         &self,
-        c: &crate::topology::model::Component,
+        c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(Stdout::new(&c.args)))

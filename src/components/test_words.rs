@@ -5,7 +5,7 @@
 use super::builtin as b;
 use super::generate::WORDS;
 use super::{Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -81,11 +81,7 @@ impl b::Builtin for TestWordSpoutType {
     fn flux_only(&self) -> bool {
         true
     }
-    fn output_fields(
-        &self,
-        _c: &crate::topology::model::Component,
-        _input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, _c: &crate::model::Component, _input: Option<&[String]>) -> b::Fields {
         b::one_field("word")
     }
     fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
@@ -93,7 +89,7 @@ impl b::Builtin for TestWordSpoutType {
     }
     fn spout(
         &self,
-        _c: &crate::topology::model::Component,
+        _c: &crate::model::Component,
         _task: u32,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Spout>> {
@@ -120,11 +116,7 @@ impl b::Builtin for TestWordCounterType {
     fn flux_only(&self) -> bool {
         true
     }
-    fn output_fields(
-        &self,
-        _c: &crate::topology::model::Component,
-        _input: Option<&[String]>,
-    ) -> b::Fields {
+    fn output_fields(&self, _c: &crate::model::Component, _input: Option<&[String]>) -> b::Fields {
         Some(Some(vec!["word".into(), "count".into()]))
     }
     fn field_types(&self, _cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
@@ -132,7 +124,7 @@ impl b::Builtin for TestWordCounterType {
     }
     fn bolt(
         &self,
-        _c: &crate::topology::model::Component,
+        _c: &crate::model::Component,
         _base: &std::path::Path,
     ) -> anyhow::Result<Box<dyn Bolt>> {
         Ok(Box::new(TestWordCounter::default()))

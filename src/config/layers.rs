@@ -6,9 +6,9 @@
 //! `./conf/storm.yaml` relative to the current directory when that file exists.
 
 use super::{rules, Config, Origin};
-use crate::diag::{line_col, LineIndex};
-use crate::topology::raw::{RawValue, Spanned};
-use crate::topology::yaml;
+use crate::syntax::diag::{line_col, LineIndex};
+use crate::syntax::raw::{RawValue, Spanned};
+use crate::syntax::tree::parse_tree;
 use std::path::{Path, PathBuf};
 
 /// Storm's defaults, compiled into the binary.
@@ -19,7 +19,7 @@ pub fn defaults() -> Config {
     let mut config = Config::default();
     // The file is ours and tested (`defaults_parse_and_pass_every_rule`); a broken build of
     // it would leave the typed accessors' fallbacks in charge rather than panic.
-    if let Ok(tree) = yaml::parse_tree(DEFAULTS_YAML) {
+    if let Ok(tree) = parse_tree(DEFAULTS_YAML) {
         if let RawValue::Map(entries) = tree.value {
             for (k, v) in entries {
                 config.set(k.value, v.value.to_json(), Origin::Default);
@@ -78,7 +78,7 @@ pub fn apply_user_file(config: &mut Config) -> Result<(), String> {
     };
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let tree = yaml::parse_tree(&text).map_err(|d| {
+    let tree = parse_tree(&text).map_err(|d| {
         let (line, col) = d.span.map_or((1, 1), |s| line_col(&text, s.start));
         format!("{}:{line}:{col}: {}", path.display(), d.message)
     })?;
@@ -120,7 +120,7 @@ pub fn parse_override(text: &str) -> Result<(String, serde_json::Value), String>
     if key.is_empty() {
         return Err(format!("-c {text}: the key is empty"));
     }
-    let tree = yaml::parse_tree(value)
+    let tree = parse_tree(value)
         .map_err(|d| format!("-c {text}: the value is not YAML: {}", d.message))?;
     Ok((key.to_string(), tree.value.to_json()))
 }

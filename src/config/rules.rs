@@ -277,14 +277,7 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
             Some(n) => Err(format!("must be ≥ {min} (got {n})")),
             None => Err(format!("must be an integer ≥ {min} (got {})", show(value))),
         },
-        Rule::Duration { .. } => match duration_of(value) {
-            Some(d) if d.as_secs_f64() >= 1.0 => Ok(()),
-            Some(_) => Err(format!("must be at least 1 second (got {})", show(value))),
-            None => Err(format!(
-                "must be a duration: seconds or humantime like `1m 30s` (got {})",
-                show(value)
-            )),
-        },
+        Rule::Duration { .. } => check_duration(value),
         Rule::Bool => match value {
             Value::Bool(_) => Ok(()),
             _ => Err(format!(
@@ -292,19 +285,7 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
                 show(value)
             )),
         },
-        Rule::PowerOfTwo => match value.as_i64() {
-            Some(n) if n >= 1 && (n as u64).is_power_of_two() => Ok(()),
-            Some(n) if n < 1 => Err(format!("must be a power of two ≥ 1 (got {n})")),
-            Some(n) => {
-                let n = n as u64;
-                let above = n.next_power_of_two();
-                Err(format!("must be a power of two: {} or {above}", above / 2))
-            }
-            None => Err(format!(
-                "must be an integer, a power of two (got {})",
-                show(value)
-            )),
-        },
+        Rule::PowerOfTwo => check_power_of_two(value),
         Rule::AbsolutePath => match value.as_str() {
             Some(p) if p.starts_with('/') => Ok(()),
             _ => Err(format!(
@@ -320,21 +301,8 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
             Value::String(_) => Ok(()),
             _ => Err(format!("must be a string (got {})", show(value))),
         },
-        Rule::Fraction => match value.as_f64() {
-            Some(f) if (0.0..=1.0).contains(&f) => Ok(()),
-            Some(_) => Err(format!("must be between 0 and 1 (got {})", show(value))),
-            None => Err(format!(
-                "must be a number between 0 and 1 (got {})",
-                show(value)
-            )),
-        },
-        Rule::Port => match value.as_u64() {
-            Some(1..=65535) => Ok(()),
-            _ => Err(format!(
-                "must be a port number, 1–65535 (got {})",
-                show(value)
-            )),
-        },
+        Rule::Fraction => check_fraction(value),
+        Rule::Port => check_port(value),
         Rule::OneOf(names) => match value.as_str() {
             Some(s) if names.contains(&s) => Ok(()),
             _ => Err(format!(
@@ -353,6 +321,58 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
                 show(value)
             )),
         },
+    }
+}
+
+/// A duration of at least a second.
+fn check_duration(value: &Value) -> Result<(), String> {
+    match duration_of(value) {
+        Some(d) if d.as_secs_f64() >= 1.0 => Ok(()),
+        Some(_) => Err(format!("must be at least 1 second (got {})", show(value))),
+        None => Err(format!(
+            "must be a duration: seconds or humantime like `1m 30s` (got {})",
+            show(value)
+        )),
+    }
+}
+
+/// A power of two; the nearest ones named when it is not.
+fn check_power_of_two(value: &Value) -> Result<(), String> {
+    match value.as_i64() {
+        Some(n) if n >= 1 && (n as u64).is_power_of_two() => Ok(()),
+        Some(n) if n < 1 => Err(format!("must be a power of two ≥ 1 (got {n})")),
+        Some(n) => {
+            let n = n as u64;
+            let above = n.next_power_of_two();
+            Err(format!("must be a power of two: {} or {above}", above / 2))
+        }
+        None => Err(format!(
+            "must be an integer, a power of two (got {})",
+            show(value)
+        )),
+    }
+}
+
+/// A number between 0 and 1.
+fn check_fraction(value: &Value) -> Result<(), String> {
+    match value.as_f64() {
+        Some(f) if (0.0..=1.0).contains(&f) => Ok(()),
+        Some(_) => Err(format!("must be between 0 and 1 (got {})", show(value))),
+        None => Err(format!(
+            "must be a number between 0 and 1 (got {})",
+            show(value)
+        )),
+    }
+}
+
+/// A TCP port number.
+fn check_port(value: &Value) -> Result<(), String> {
+    match value.as_u64() {
+        Some(1..=65535) => Ok(()),
+        _ => Err(format!(
+            "must be a port number, 1–65535 (got {})",
+            show(value)
+        )),
     }
 }
 

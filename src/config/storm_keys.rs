@@ -64,7 +64,7 @@ pub fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String
         .keys()
         .filter(|k| k.starts_with(prefix) && class_of(k) == KeyClass::Unknown)
         .map(|k| {
-            let s = crate::topology::yaml::suggest(k, known.iter().map(String::as_str))
+            let s = crate::syntax::suggest::suggest(k, known.iter().map(String::as_str))
                 .map(str::to_string);
             (k.clone(), s)
         })

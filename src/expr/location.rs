@@ -2,8 +2,8 @@
 //! expression text, which was written in the file as a (possibly quoted, possibly escaped)
 //! string. This maps the range back through the quoting, so the caret lands on the right column.
 
-use crate::diag::Diagnostic;
-use crate::topology::raw::Span;
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::Span;
 use std::ops::Range;
 
 /// Every problem of a `where` expression as located file diagnostics: `expr_text` is the

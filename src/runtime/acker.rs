@@ -4,7 +4,7 @@
 //! a lost one is dropped after one to two timeouts, as Storm's rotating buckets do.
 
 use crate::components::{Bolt, BoltCollector};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::Tuple;
 use rustc_hash::FxHashMap;
 
@@ -104,7 +104,7 @@ impl Bolt for Acker {
     /// Completed trees go back to each spout task in one message per outcome.
     fn execute_acks(
         &mut self,
-        stream: crate::topology::plan::StreamId,
+        stream: crate::model::plan::StreamId,
         from: u32,
         pairs: &[(u64, u64)],
         out: &mut dyn BoltCollector,
@@ -152,12 +152,12 @@ mod tests {
     /// Records the acker's answers as the runtime sends them: (root, 0) pairs per task.
     #[derive(Default)]
     struct Answers(Vec<Answer>);
-    type Answer = (u32, crate::topology::plan::StreamId, Vec<(u64, u64)>);
+    type Answer = (u32, crate::model::plan::StreamId, Vec<(u64, u64)>);
 
     impl BoltCollector for Answers {
         fn emit(
             &mut self,
-            _: crate::topology::plan::StreamId,
+            _: crate::model::plan::StreamId,
             _: &[&Tuple],
             _: crate::tuple::Values,
         ) -> Vec<u32> {
@@ -166,7 +166,7 @@ mod tests {
         fn emit_direct(
             &mut self,
             _: u32,
-            _: crate::topology::plan::StreamId,
+            _: crate::model::plan::StreamId,
             _: &[&Tuple],
             _: crate::tuple::Values,
         ) {
@@ -178,7 +178,7 @@ mod tests {
         fn send_acks(
             &mut self,
             task: u32,
-            stream: crate::topology::plan::StreamId,
+            stream: crate::model::plan::StreamId,
             pairs: Vec<(u64, u64)>,
         ) {
             self.0.push((task, stream, pairs));

@@ -5,7 +5,7 @@ use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
 use super::routing::{Outbox, Router};
 use crate::components::{BoltCollector, SpoutCollector};
-use crate::topology::plan::{streams, StreamId};
+use crate::model::plan::{streams, StreamId};
 use crate::tuple::{Anchor, Tuple, Value, Values};
 use rand::rngs::SmallRng;
 use rand::RngCore;

@@ -14,7 +14,7 @@ use super::metrics::{Histogram, TaskStats};
 use super::open_trees::OpenTrees;
 use super::routing::Outbox;
 use crate::components::{Bolt, FatalError, Spout, SpoutStatus, TaskContext};
-use crate::topology::plan::{streams, SYSTEM_TASK};
+use crate::model::plan::{streams, SYSTEM_TASK};
 use crate::tuple::{Tuple, Value};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::BTreeSet;
@@ -945,7 +945,7 @@ impl SpoutExecutor {
         &mut self,
         i: usize,
         root: u64,
-        stream: crate::topology::plan::StreamId,
+        stream: crate::model::plan::StreamId,
         report: &mut ExecutorReport,
     ) -> anyhow::Result<()> {
         let Some(slot) = self.tasks.get_mut(i) else {

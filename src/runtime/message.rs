@@ -1,6 +1,6 @@
 //! What travels on executor receive queues and worker transfer queues.
 
-use crate::topology::plan::StreamId;
+use crate::model::plan::StreamId;
 use crate::tuple::Tuple;
 
 /// Tuples per batch: an executor's outgoing batch to one destination is sent when it reaches

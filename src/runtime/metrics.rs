@@ -68,7 +68,7 @@ impl StreamCounts {
 
     /// One tuple emitted on `stream`, sent to `transferred` tasks.
     #[inline]
-    pub fn add(&self, stream: crate::topology::plan::StreamId, transferred: u64) {
+    pub fn add(&self, stream: crate::model::plan::StreamId, transferred: u64) {
         if let Some((e, t)) = self.counts.get().and_then(|c| c.get(usize::from(stream))) {
             TaskStats::add(e, 1);
             TaskStats::add(t, transferred);
@@ -76,7 +76,7 @@ impl StreamCounts {
     }
 
     /// `(stream id, emitted, transferred)` of the streams emitted on.
-    pub fn read(&self) -> Vec<(crate::topology::plan::StreamId, u64, u64)> {
+    pub fn read(&self) -> Vec<(crate::model::plan::StreamId, u64, u64)> {
         let Some(c) = self.counts.get() else {
             return Vec::new();
         };
@@ -84,7 +84,7 @@ impl StreamCounts {
             .enumerate()
             .filter_map(|(i, (e, t))| {
                 let e = e.load(Relaxed);
-                let id = crate::topology::plan::StreamId::try_from(i).ok()?;
+                let id = crate::model::plan::StreamId::try_from(i).ok()?;
                 (e > 0).then(|| (id, e, t.load(Relaxed)))
             })
             .collect()

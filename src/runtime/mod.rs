@@ -21,10 +21,10 @@ pub(crate) mod worker;
 
 pub use tcp::TcpNetwork;
 
+use crate::model::plan::{Plan, ACKER_ID};
+use crate::model::{Component, Topology};
 use crate::net::link::{Link, Network};
 use crate::placement::Placement;
-use crate::topology::model::{Component, Topology};
-use crate::topology::plan::{Plan, ACKER_ID};
 use builder::{ExecutorHandle, Wiring};
 use executor::RunControl;
 use metrics::{ComponentReport, Histogram, LatencyReport, TaskReport, TaskStats};

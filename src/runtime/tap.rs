@@ -18,7 +18,7 @@ pub struct Taps {
 #[derive(Debug)]
 pub struct Listener {
     /// Only this stream (by id), or all.
-    pub stream: Option<crate::topology::plan::StreamId>,
+    pub stream: Option<crate::model::plan::StreamId>,
     /// Names of the streams by id, for the lines.
     pub stream_names: Arc<Vec<String>>,
     pub component: String,
@@ -43,7 +43,7 @@ impl Taps {
 
     /// Hand one emit to the listeners that want it; listeners that went away are dropped.
     #[cold]
-    pub fn publish(&self, task: u32, stream: crate::topology::plan::StreamId, values: &Values) {
+    pub fn publish(&self, task: u32, stream: crate::model::plan::StreamId, values: &Values) {
         let mut listeners = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         listeners.retain_mut(|l| {
             if l.stream.is_some_and(|s| s != stream) {
@@ -106,7 +106,7 @@ fn debug_channel() -> &'static (Sender<String>, crossbeam_channel::Receiver<Stri
 /// `topology.debug: true` (Storm's; `debug` is the component's effective value): every emit
 /// of a user component's task is written to stderr as a JSON line prefixed `debug: ` (a worker
 /// process's stderr is its log). Called as each task is made, so not one emit is missed.
-pub fn debug(debug: bool, plan: &crate::topology::plan::Plan, component: &str, taps: &Taps) {
+pub fn debug(debug: bool, plan: &crate::model::plan::Plan, component: &str, taps: &Taps) {
     if !debug || component.starts_with("__") {
         return;
     }

@@ -2,10 +2,10 @@
 //! testing spout/counter map onto built-ins; `${ENV-NAME}` and `--filter` `${key}` substitution;
 //! `includes` one level deep; anything that needs a JVM class is rejected where it is written.
 
-use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Spanned};
 use super::yaml::Reader;
-use crate::diag::{Diagnostic, Severity};
-use crate::topology::model::ComponentType;
+use crate::model::ComponentType;
+use crate::syntax::diag::{Diagnostic, Severity};
+use crate::syntax::raw::{RawComponent, RawStream, RawTopology, RawValue, Spanned};
 use std::path::Path;
 
 mod include;

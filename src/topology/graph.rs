@@ -2,7 +2,7 @@
 //! type and parallelism (spouts as rounded nodes, as Storm UI's visualization does); edges
 //! show the grouping, its fields, and the stream when it is not `default`.
 
-use super::model::{Component, Stream, Topology, DEFAULT_STREAM};
+use crate::model::{Component, Stream, Topology, DEFAULT_STREAM};
 
 fn node_label(c: &Component) -> String {
     let mut label = format!("{} ({}) ×{}", c.id, c.ctype.name(), c.parallelism);

@@ -1,19 +1,16 @@
 //! Topology files: reading (YAML, Flux, DSL), validating into the model, and the graph view.
 
 pub mod dsl;
-pub mod expand;
 pub mod flux;
 pub mod graph;
-pub mod model;
-pub mod plan;
-pub mod raw;
-pub mod rebalance;
-mod state_dir;
+#[cfg(test)]
+mod rebalance_tests;
 pub mod validate;
 pub mod yaml;
 
-use crate::diag::{Diagnostic, Source};
-use model::Topology;
+use crate::model::Topology;
+use crate::syntax::diag::{Diagnostic, Source};
+use crate::syntax::raw;
 use std::path::{Path, PathBuf};
 
 /// What the caller asks of loading, beyond the file itself.

@@ -2,14 +2,14 @@
 //! warning, each located in the source (every check of the topology file, and every configuration rule).
 //! Flux checks these one at a time at submit time; we report them all at once.
 
-use super::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
-use super::yaml::suggest;
 use crate::components::builtin::{Input, Written};
 use crate::config::{layers, rules, Config, Origin};
-use crate::diag::{Diagnostic, Severity};
-use crate::topology::model::{
+use crate::model::{
     Component, ComponentKind, ComponentType, Grouping, Stream, Topology, DEFAULT_STREAM,
 };
+use crate::syntax::diag::{Diagnostic, Severity};
+use crate::syntax::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
+use crate::syntax::suggest::suggest;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -114,7 +114,7 @@ pub fn validate(
         streams,
         base_dir: ctx.base_dir.clone(),
     };
-    super::expand::split_rankings(&mut topology);
+    crate::components::aggregate::expand::split_rankings(&mut topology);
     Ok((topology, warnings))
 }
 

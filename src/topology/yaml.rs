@@ -1,12 +1,11 @@
 //! YAML topology files in our own (Flux-shaped) format: typed reads from the spanned tree
 //! (`tree`) with a located diagnostic for every value of the wrong kind or unknown key.
 
-use crate::diag::Diagnostic;
-use crate::topology::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
 
-mod tree;
-
-pub use tree::{parse_tree, resolve_scalar};
+use crate::syntax::suggest::suggest;
+pub use crate::syntax::tree::{parse_tree, resolve_scalar};
 
 /// Typed reads from a spanned tree, collecting a diagnostic for each value of the wrong kind.
 #[derive(Debug, Default)]
@@ -105,21 +104,6 @@ impl Reader {
         }
         self.diagnostics.push(d);
     }
-}
-
-/// The closest candidate to `word`, if one is close enough to be a likely typo.
-pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = word.to_ascii_lowercase();
-    // Similar overall (Jaro-Winkler) and only a few edits away, so long shared prefixes such
-    // as `topology.` do not make unrelated keys look alike.
-    let max_edits = (lower.chars().count() / 3).max(3);
-    candidates
-        .map(|c| (c, c.to_ascii_lowercase()))
-        .filter(|(_, lc)| strsim::levenshtein(&lower, lc) <= max_edits)
-        .map(|(c, lc)| (strsim::jaro_winkler(&lower, &lc), c))
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
 }
 
 const TOP_KEYS: &[&str] = &["name", "config", "spouts", "bolts", "streams"];
@@ -267,24 +251,4 @@ fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::suggest;
-
-    #[test]
-    fn suggestions_are_close_edits_only() {
-        let keys = ["topology.workers", "topology.debug"];
-        assert_eq!(
-            suggest("topology.wokers", keys.into_iter()),
-            Some("topology.workers")
-        );
-        assert_eq!(suggest("topology.k99999", keys.into_iter()), None);
-        assert_eq!(
-            suggest("splitter", ["split", "count"].into_iter()),
-            Some("split")
-        );
-        assert_eq!(suggest("xyz", ["split", "count"].into_iter()), None);
-    }
 }

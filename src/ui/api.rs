@@ -3,7 +3,7 @@
 //! over the time since an earlier request (up to [`CAPACITY_WINDOW`]), as live as the reader.
 
 use super::{pretty_uptime, Action, ComponentView, SupervisorView, TopologyView};
-use crate::topology::rebalance::Rebalance;
+use crate::model::rebalance::Rebalance;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -723,7 +723,7 @@ pub fn rebalance_form(pairs: &[(String, String)]) -> Result<Rebalance, String> {
             "callback" | "count" => {}
             other => {
                 let known = ["rebalanceOptions", "numWorkers", "callback", "count"];
-                let hint = crate::topology::yaml::suggest(other, known.iter().copied())
+                let hint = crate::syntax::suggest::suggest(other, known.iter().copied())
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
                 return Err(format!("unknown form field `{other}`{hint}"));
@@ -744,7 +744,7 @@ fn object<'a>(
         .ok_or_else(|| format!("{what} must be a JSON object"))?;
     for k in map.keys() {
         if !known.contains(&k.as_str()) {
-            let hint = crate::topology::yaml::suggest(k, known.iter().copied())
+            let hint = crate::syntax::suggest::suggest(k, known.iter().copied())
                 .map(|s| format!("; did you mean `{s}`?"))
                 .unwrap_or_default();
             return Err(format!(

@@ -24,7 +24,7 @@ fn task_view(
     task: u32,
     (worker, supervisor): (String, String),
     beat: &TaskHeartbeat,
-    plan: &crate::topology::plan::Plan,
+    plan: &crate::model::plan::Plan,
 ) -> TaskView {
     TaskView {
         task,
@@ -48,7 +48,7 @@ fn task_view(
 /// stream name.
 fn streams_of(
     beat: &TaskHeartbeat,
-    plan: &crate::topology::plan::Plan,
+    plan: &crate::model::plan::Plan,
 ) -> std::collections::BTreeMap<String, (u64, u64)> {
     let Some(streams) = beat.stats.get("streams").and_then(|v| v.as_object()) else {
         return Default::default();
@@ -56,7 +56,7 @@ fn streams_of(
     streams
         .iter()
         .filter_map(|(id, v)| {
-            let id = id.parse::<crate::topology::plan::StreamId>().ok()?;
+            let id = id.parse::<crate::model::plan::StreamId>().ok()?;
             let pair = v.as_array()?;
             let (e, t) = (pair.first()?.as_u64()?, pair.get(1)?.as_u64()?);
             Some((plan.stream_name(id).to_string(), (e, t)))

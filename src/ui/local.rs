@@ -5,10 +5,10 @@
 use super::{
     components_of, Action, ErrorView, Source, SupervisorView, TaskFigures, TaskView, TopologyView,
 };
+use crate::model::plan::Plan;
 use crate::runtime::executor::RunControl;
 use crate::runtime::metrics::TaskStats;
 use crate::runtime::rebalance::Rebalancer;
-use crate::topology::plan::Plan;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -136,7 +136,7 @@ pub fn tap(
 ) -> anyhow::Result<crossbeam_channel::Receiver<String>> {
     let Some(c) = plan.component(component) else {
         let ids: Vec<&str> = plan.components.iter().map(|c| c.id.as_str()).collect();
-        let hint = crate::topology::yaml::suggest(component, ids.iter().copied())
+        let hint = crate::syntax::suggest::suggest(component, ids.iter().copied())
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
         anyhow::bail!("no component `{component}`{hint}");
@@ -149,7 +149,7 @@ pub fn tap(
     let stream_id = match stream {
         None => None,
         Some(s) => Some(plan.stream_id(s).ok_or_else(|| {
-            let hint = crate::topology::yaml::suggest(s, names.iter().map(String::as_str))
+            let hint = crate::syntax::suggest::suggest(s, names.iter().map(String::as_str))
                 .map(|x| format!("; did you mean `{x}`?"))
                 .unwrap_or_default();
             anyhow::anyhow!("no stream `{s}` in this topology{hint}")
@@ -239,7 +239,7 @@ impl Source for LocalRun {
 
     fn act(&self, _id: &str, action: &Action) -> anyhow::Result<()> {
         if self.control.stop.load(Relaxed) || self.killing.load(Relaxed) {
-            return Err(crate::topology::rebalance::Invalid(
+            return Err(crate::model::rebalance::Invalid(
                 "the topology is being killed: it takes no other operation".into(),
             )
             .into());
@@ -247,7 +247,7 @@ impl Source for LocalRun {
         if matches!(action, Action::Activate | Action::Deactivate)
             && self.control.rebalancing.load(Relaxed)
         {
-            return Err(crate::topology::rebalance::Invalid(
+            return Err(crate::model::rebalance::Invalid(
                 "the topology is rebalancing: it returns to its status before when the \
                  rebalance ends"
                     .into(),

@@ -104,7 +104,7 @@ pub enum Action {
     /// and return to the status before.
     Rebalance {
         wait_secs: u64,
-        options: crate::topology::rebalance::Rebalance,
+        options: crate::model::rebalance::Rebalance,
     },
 }
 
@@ -306,8 +306,8 @@ pub(crate) struct TaskFigures {
 /// The components of a topology with the figures of their tasks (tasks not reported are left
 /// out), in the plan's order, and their inputs from the topology's streams.
 pub(crate) fn components_of(
-    topology: &crate::topology::model::Topology,
-    plan: &crate::topology::plan::Plan,
+    topology: &crate::model::Topology,
+    plan: &crate::model::plan::Plan,
     figures: &TaskFigures,
 ) -> Vec<ComponentView> {
     plan.components

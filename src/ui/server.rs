@@ -420,7 +420,7 @@ fn find<'a>(tops: &'a [TopologyView], id: &str) -> Result<&'a TopologyView, Repl
                 .iter()
                 .map(|t| t.name.as_str())
                 .chain(ids.iter().copied());
-            let hint = crate::topology::yaml::suggest(id, names)
+            let hint = crate::syntax::suggest::suggest(id, names)
                 .map(|s| format!("; did you mean `{s}`?"))
                 .unwrap_or_default();
             let known = match ids.is_empty() {
@@ -533,7 +533,7 @@ fn topology_api(shared: &Shared, t: &TopologyView, rest: &[&str], query: &str, s
             }
             None => {
                 let ids: Vec<&str> = t.components.iter().map(|c| c.id.as_str()).collect();
-                let hint = crate::topology::yaml::suggest(c, ids.iter().copied())
+                let hint = crate::syntax::suggest::suggest(c, ids.iter().copied())
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
                 Reply::error(
@@ -661,7 +661,7 @@ fn post_log_config(shared: &Shared, request: &Request, id: &str) -> Reply {
 fn rebalance_body(
     request: &Request,
     body: &str,
-) -> Result<crate::topology::rebalance::Rebalance, String> {
+) -> Result<crate::model::rebalance::Rebalance, String> {
     let form = request.header("Content-Type").is_some_and(|t| {
         t.trim()
             .to_ascii_lowercase()
@@ -700,7 +700,7 @@ fn post_api(shared: &Shared, request: &Request, id: &str, op: &[String]) -> Repl
         let secs = s.parse::<u64>().map_err(|_| {
             Reply::error(400, format!("wait-time `{s}` is not a number of seconds"))
         })?;
-        crate::topology::rebalance::check_wait(secs).map_err(|e| Reply::error(400, e))?;
+        crate::model::rebalance::check_wait(secs).map_err(|e| Reply::error(400, e))?;
         Ok(secs)
     };
     let ops: Vec<&str> = op.iter().map(String::as_str).collect();
@@ -719,7 +719,7 @@ fn post_api(shared: &Shared, request: &Request, id: &str, op: &[String]) -> Repl
         _ => {
             let known = ["activate", "deactivate", "kill", "rebalance"];
             let first = ops.first().copied().unwrap_or("");
-            let hint = crate::topology::yaml::suggest(first, known.iter().copied())
+            let hint = crate::syntax::suggest::suggest(first, known.iter().copied())
                 .map(|s| format!("; did you mean `{s}`?"))
                 .unwrap_or_default();
             return Reply::error(
@@ -738,10 +738,8 @@ fn post_api(shared: &Shared, request: &Request, id: &str, op: &[String]) -> Repl
     };
     match shared.source.act(&t, &action) {
         Ok(()) => Reply::json(200, &api::operation(&t, &action)),
-        Err(e) if e.is::<crate::topology::rebalance::Invalid>() => {
-            Reply::error(400, format!("{e:#}"))
-        }
-        Err(e) if e.is::<crate::topology::rebalance::Unsupported>() => {
+        Err(e) if e.is::<crate::model::rebalance::Invalid>() => Reply::error(400, format!("{e:#}")),
+        Err(e) if e.is::<crate::model::rebalance::Unsupported>() => {
             Reply::error(501, format!("{e:#}"))
         }
         Err(e) => Reply::error(500, format!("{e:#}")),

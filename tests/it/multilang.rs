@@ -9,8 +9,8 @@ use storm::components::{
     Bolt, BoltCollector, Spout, SpoutCollector, SpoutStatus, TaskContext, Waker,
 };
 use storm::config::{Config, Origin};
-use storm::topology::model::{Component, ComponentKind, ComponentType, Grouping, Stream, Topology};
-use storm::topology::plan::{streams, Plan, StreamId, SYSTEM_TASK};
+use storm::model::plan::{streams, Plan, StreamId, SYSTEM_TASK};
+use storm::model::{Component, ComponentKind, ComponentType, Grouping, Stream, Topology};
 use storm::tuple::{Tuple, Value, Values};
 
 /// What a component did through its collector.

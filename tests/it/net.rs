@@ -290,7 +290,7 @@ fn a_topology_runs_split_over_two_networks() {
     )
     .expect("fixture loads");
     let topology = Arc::new(loaded.topology);
-    let plan = storm::topology::plan::Plan::new(&topology);
+    let plan = storm::model::plan::Plan::new(&topology);
     let placement = Placement::round_robin(&plan, 2);
     let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
     let net0 = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());

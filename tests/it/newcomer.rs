@@ -251,7 +251,7 @@ fn run_help_lists_the_built_ins_and_usage_mentions_expr() {
         .output()
         .expect("runs");
     let help = String::from_utf8_lossy(&out.stdout);
-    for t in storm::topology::model::ComponentType::ALL {
+    for t in storm::model::ComponentType::ALL {
         if !t.is_flux_only() {
             assert!(
                 help.contains(&format!("\n  {:<10} ", t.name())),
@@ -270,7 +270,7 @@ fn run_help_lists_the_built_ins_and_usage_mentions_expr() {
 #[test]
 fn every_argument_is_documented() {
     let doc = std::fs::read_to_string("docs/components.md").expect("docs/components.md");
-    for t in storm::topology::model::ComponentType::ALL {
+    for t in storm::model::ComponentType::ALL {
         assert!(
             doc.contains(&format!("## `{}`", t.name())),
             "{} has no section",
@@ -311,7 +311,7 @@ fn each_argument_is_in_its_types_section() {
             .map(|(_, text)| *text);
         deferred.fold(own.clone(), |all, text| all + text)
     };
-    for t in storm::topology::model::ComponentType::ALL {
+    for t in storm::model::ComponentType::ALL {
         let text = section_of(t.name());
         for arg in t.argument_names() {
             assert!(

@@ -247,7 +247,7 @@ fn check_never_panics(text: &str) -> Result<(), TestCaseError> {
                     "span {s:?} outside the text"
                 );
             }
-            let source = storm::diag::Source {
+            let source = storm::syntax::diag::Source {
                 name: "p.yaml".into(),
                 text: text.into(),
             };
@@ -312,7 +312,7 @@ fn chain(n: usize) -> String {
 
 fn validate_chain(
     text: &str,
-) -> Result<storm::topology::model::Topology, Vec<storm::diag::Diagnostic>> {
+) -> Result<storm::model::Topology, Vec<storm::syntax::diag::Diagnostic>> {
     let raw = storm::topology::parse_yaml(text, Path::new("."), &Default::default());
     let ctx = storm::topology::validate::Context {
         text,
@@ -381,7 +381,7 @@ fn a_yaml_file_and_its_dsl_twin_give_the_same_model() {
     assert_eq!(yaml.streams, dsl.streams);
     assert_eq!(yaml.base_dir, dsl.base_dir);
     // Same values; only where they were written (file and line) differs.
-    let values = |t: &storm::topology::model::Topology| {
+    let values = |t: &storm::model::Topology| {
         t.config
             .entries
             .iter()
@@ -400,7 +400,7 @@ fn stateful_resolves_from_the_key_then_the_topology_config() {
         Ok(l) => l.topology,
         Err(e) => panic!("{text}: {e:?}"),
     };
-    let flags = |t: &storm::topology::model::Topology| {
+    let flags = |t: &storm::model::Topology| {
         t.components
             .iter()
             .map(|c| (c.id.clone(), c.stateful))

@@ -59,7 +59,7 @@ pub(crate) fn keeper_dir(data: &std::path::Path, id: &str) -> std::path::PathBuf
 pub(super) fn open_stores(
     data: &std::path::Path,
     id: &str,
-    topology: &crate::topology::model::Topology,
+    topology: &crate::model::Topology,
 ) -> anyhow::Result<(Arc<Commits>, Arc<Store>)> {
     use crate::runtime::checkpoint::setup::{check_shape, open_state_dir, state_dir};
     let Some(dir) = state_dir(topology)? else {
@@ -166,31 +166,7 @@ impl Nimbus {
         // A generation already in the tree runs (this nimbus restarted): any join now is of a
         // restarted or moved worker.
         let version = recorded.as_ref().map(|(_, v)| *v);
-        let (record, sealed) = match recorded {
-            // Recorded by a nimbus whose store this one does not have: restoring nothing
-            // would silently start the counts over.
-            Some((r, _)) if r.txid > txid => anyhow::bail!(
-                "checkpoint {} of {id} was committed by a nimbus whose store is not here (this one holds checkpoint {txid}); the state of a topology whose workers run in several processes is kept by the nimbus that leads",
-                r.txid
-            ),
-            Some((r, _)) => (
-                CheckpointRecord {
-                    txid,
-                    holder: me,
-                    ..r
-                },
-                true,
-            ),
-            None => (
-                CheckpointRecord {
-                    txid,
-                    generation: 1,
-                    time_secs: now_secs(),
-                    holder: me,
-                },
-                false,
-            ),
-        };
+        let (record, sealed) = taken_over(id, recorded.map(|(r, _)| r), txid, me)?;
         let version = self
             .state()
             .swap_checkpoint_record(id, &record, version)
@@ -390,6 +366,41 @@ pub(super) fn page(all: RawState, from: usize) -> StatePage {
         next: (end < total).then_some(end),
         state: packed::pack(&raw),
     }
+}
+
+/// The commit record a nimbus takes over topology `id`'s checkpoints with, holding checkpoint
+/// `txid`, and whether a generation already runs (`recorded` was there).
+fn taken_over(
+    id: &str,
+    recorded: Option<CheckpointRecord>,
+    txid: u64,
+    me: Option<String>,
+) -> anyhow::Result<(CheckpointRecord, bool)> {
+    Ok(match recorded {
+        // Recorded by a nimbus whose store this one does not have: restoring nothing
+        // would silently start the counts over.
+        Some(r) if r.txid > txid => anyhow::bail!(
+            "checkpoint {} of {id} was committed by a nimbus whose store is not here (this one holds checkpoint {txid}); the state of a topology whose workers run in several processes is kept by the nimbus that leads",
+            r.txid
+        ),
+        Some(r) => (
+            CheckpointRecord {
+                txid,
+                holder: me,
+                ..r
+            },
+            true,
+        ),
+        None => (
+            CheckpointRecord {
+                txid,
+                generation: 1,
+                time_secs: now_secs(),
+                holder: me,
+            },
+            false,
+        ),
+    })
 }
 
 #[cfg(test)]

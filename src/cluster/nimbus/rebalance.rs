@@ -8,8 +8,8 @@
 use super::{now_secs, Known, Nimbus};
 use crate::cluster::layout::TopologyStatus;
 use crate::cluster::rpc::Submission;
-use crate::topology::plan::Plan;
-use crate::topology::rebalance::{Invalid, Rebalance, Unsupported};
+use crate::model::plan::Plan;
+use crate::model::rebalance::{Invalid, Rebalance, Unsupported};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

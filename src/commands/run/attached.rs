@@ -144,7 +144,7 @@ fn attach(
 /// tuples in flight given the message timeout to drain).
 fn deactivate(
     nimbus: &Client,
-    topology: &crate::topology::model::Topology,
+    topology: &crate::model::Topology,
     stop: Arc<AtomicBool>,
 ) -> impl FnOnce() + Send + 'static {
     let kill = Request::Kill {

@@ -13,9 +13,9 @@ use crate::cli::RunArgs;
 use crate::cluster::layout::TaskHeartbeat;
 use crate::cluster::rpc::Client;
 use crate::cluster::worker;
+use crate::model::Topology;
 use crate::runtime::metrics::TaskStats;
 use crate::runtime::{self, RunReport};
-use crate::topology::model::Topology;
 use crate::topology::{LoadOptions, Loaded};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -271,11 +271,9 @@ fn spread_report(
             worker::merge_heartbeats(&mut r, beats);
             r
         }
-        None => worker::report_from_heartbeats(
-            &crate::topology::plan::Plan::new(topology),
-            beats,
-            elapsed,
-        ),
+        None => {
+            worker::report_from_heartbeats(&crate::model::plan::Plan::new(topology), beats, elapsed)
+        }
     }
 }
 

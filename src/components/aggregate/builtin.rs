@@ -7,8 +7,8 @@ use super::{top_fields, top_spec, Aggregate, Spec, EMITS, LATE_STREAM};
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::Bolt;
 use crate::expr::Type;
-use crate::topology::model::Component;
-use crate::topology::raw::{RawComponent, RawValue, Span, Spanned};
+use crate::model::Component;
+use crate::syntax::raw::{RawComponent, RawValue, Span, Spanned};
 use std::path::Path;
 
 /// The `aggregate` built-in.
@@ -212,7 +212,7 @@ fn check_top(w: &mut Written) {
 /// windows by time (a count of tuples is one task's count), and the id of its partial
 /// rankings free.
 fn check_split(w: &mut Written, c: &Component, taken: &dyn Fn(&str) -> bool) {
-    if !crate::topology::expand::splits(c) {
+    if !crate::components::aggregate::expand::splits(c) {
         return;
     }
     let (rc, at) = (w.rc, w.at_type());
@@ -228,7 +228,7 @@ fn check_split(w: &mut Written, c: &Component, taken: &dyn Fn(&str) -> bool) {
         )
         .help = Some("use a window by time (`{tumbling: 1m}`), or parallelism 1".into());
     }
-    let partial = crate::topology::expand::partial_id(&c.id);
+    let partial = crate::components::aggregate::expand::partial_id(&c.id);
     if taken(&partial) {
         let span = rc.id.as_ref().map_or(at, |i| i.span);
         w.error(

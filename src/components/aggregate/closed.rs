@@ -4,7 +4,7 @@
 use super::keyed::Rows;
 use super::{groups, rank, ranking, sort_by_key_text, State};
 use crate::components::BoltCollector;
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Value, Values};
 
 /// A window being sent: its bounds, and how a partial ranking names it.

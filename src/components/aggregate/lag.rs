@@ -2,7 +2,7 @@
 //! every key of every window within it in memory. Warned at validate, with what it implies.
 
 use crate::components::builtin::Written;
-use crate::diag::Diagnostic;
+use crate::syntax::diag::Diagnostic;
 
 /// A lag longer than this is warned about (a day).
 const MAX_LAG_MS: i64 = 24 * 60 * 60 * 1000;

@@ -10,6 +10,7 @@
 
 pub mod builtin;
 mod closed;
+pub mod expand;
 mod groups;
 mod keyed;
 pub mod lag;
@@ -20,8 +21,8 @@ mod state;
 pub mod window;
 
 use super::{Bolt, BoltCollector, TaskContext};
+use crate::model::plan::streams;
 use crate::state::spill::SpillMap;
-use crate::topology::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use ops::{OpSpec, State};
 
@@ -116,58 +117,75 @@ fn names(
     }
 }
 
+type Args = serde_json::Map<String, serde_json::Value>;
+
+/// `ops` (with `approx` turning `count_distinct` into its estimate).
+fn ops_arg(args: &Args) -> Result<Vec<OpSpec>, (&'static str, String)> {
+    let written = names(
+        args,
+        "ops",
+        "`ops` must be a list such as [count, sum(latency)]",
+    )?
+    .unwrap_or_else(|| vec!["count".into()]);
+    let approx = match args.get("approx") {
+        None => false,
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(_) => return Err(("approx", "`approx` must be true or false".into())),
+    };
+    written
+        .iter()
+        .map(|o| OpSpec::parse(o).map_err(|e| ("ops", e)))
+        .map(|o| {
+            o.map(|mut o| {
+                if approx && o.kind == ops::Kind::CountDistinct {
+                    o.kind = ops::Kind::ApproxDistinct;
+                }
+                o
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+}
+
+/// `emit`: when an unwindowed aggregate sends its rows.
+fn emit_arg(args: &Args) -> Result<Emit, (&'static str, String)> {
+    Ok(match args.get("emit").and_then(|v| v.as_str()) {
+        None | Some("end") => Emit::End,
+        Some("tick") => Emit::Tick,
+        Some("update") => Emit::Update,
+        Some(other) => {
+            return Err((
+                "emit",
+                format!("`emit` must be one of: end, tick, update (got `{other}`)"),
+            ))
+        }
+    })
+}
+
+/// `watermark`, in milliseconds.
+fn watermark_arg(args: &Args) -> Result<Option<i64>, (&'static str, String)> {
+    Ok(match args.get("watermark") {
+        None => None,
+        Some(w) => Some(
+            crate::config::duration_of(w)
+                .ok_or((
+                    "watermark",
+                    "`watermark` must be a duration (`1s`)".to_string(),
+                ))?
+                .as_millis() as i64,
+        ),
+    })
+}
+
 impl Spec {
     /// The arguments as the runtime reads them; an error names the argument it is about.
     pub fn from_args(
         args: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Spec, (&'static str, String)> {
         let by = names(args, "by", "`by` must be field names")?.unwrap_or_default();
-        let written = names(
-            args,
-            "ops",
-            "`ops` must be a list such as [count, sum(latency)]",
-        )?
-        .unwrap_or_else(|| vec!["count".into()]);
-        let approx = match args.get("approx") {
-            None => false,
-            Some(serde_json::Value::Bool(b)) => *b,
-            Some(_) => return Err(("approx", "`approx` must be true or false".into())),
-        };
-        let ops = written
-            .iter()
-            .map(|o| OpSpec::parse(o).map_err(|e| ("ops", e)))
-            .map(|o| {
-                o.map(|mut o| {
-                    if approx && o.kind == ops::Kind::CountDistinct {
-                        o.kind = ops::Kind::ApproxDistinct;
-                    }
-                    o
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let emit = match args.get("emit").and_then(|v| v.as_str()) {
-            None | Some("end") => Emit::End,
-            Some("tick") => Emit::Tick,
-            Some("update") => Emit::Update,
-            Some(other) => {
-                return Err((
-                    "emit",
-                    format!("`emit` must be one of: end, tick, update (got `{other}`)"),
-                ))
-            }
-        };
+        let ops = ops_arg(args)?;
+        let emit = emit_arg(args)?;
         let (window, time, lag) = window::window_args(args)?;
-        let watermark = match args.get("watermark") {
-            None => None,
-            Some(w) => Some(
-                crate::config::duration_of(w)
-                    .ok_or((
-                        "watermark",
-                        "`watermark` must be a duration (`1s`)".to_string(),
-                    ))?
-                    .as_millis() as i64,
-            ),
-        };
+        let watermark = watermark_arg(args)?;
         let idle = window::idle_arg(args, time.as_deref())?;
         if watermark.is_some() && time.is_none() {
             return Err((
@@ -261,12 +279,12 @@ pub struct Aggregate {
     heard: Vec<std::time::Instant>,
     /// The input components, when more than one (to tell a tuple's input by its task).
     inputs: Vec<String>,
-    plan: Option<std::sync::Arc<crate::topology::plan::Plan>>,
+    plan: Option<std::sync::Arc<crate::model::plan::Plan>>,
     /// With a `watermark` interval: the watermark the tuples so far allow, and when the
     /// windows last closed by it.
     pending_watermark: i64,
     watermark_moved: std::time::Instant,
-    late: Option<crate::topology::plan::StreamId>,
+    late: Option<crate::model::plan::StreamId>,
     late_dropped: u64,
     /// `topology.strict`: a late tuple with no `late` stream wired ends the run.
     strict: bool,
@@ -688,7 +706,7 @@ impl Bolt for Aggregate {
         let all_global = ctx
             .topology
             .inputs_of(&ctx.component)
-            .all(|s| s.grouping == crate::topology::model::Grouping::Global);
+            .all(|s| s.grouping == crate::model::Grouping::Global);
         self.answers_empty = ctx.task_index == 0 && (one_task || all_global);
         Ok(())
     }

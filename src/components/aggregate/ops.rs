@@ -260,31 +260,7 @@ impl State {
                 float,
                 is_float,
                 seen,
-            } => {
-                // Seen once a number is added: a sum of no numbers is null, as an average is.
-                let number = matches!(v, Value::Int(_)) || v.as_f64().is_some();
-                *seen |= number;
-                match v {
-                    Value::Int(i) if !*is_float => match int.checked_add(*i) {
-                        Some(s) => *int = s,
-                        None => {
-                            *is_float = true;
-                            *float = *int as f64 + *i as f64;
-                        }
-                    },
-                    _ => match v.as_f64() {
-                        Some(f) => {
-                            if !*is_float {
-                                *is_float = true;
-                                *float = *int as f64;
-                            }
-                            *float += f;
-                        }
-                        None => return false,
-                    },
-                }
-                true
-            }
+            } => add_to_sum(int, float, is_float, seen, v),
             State::Avg { sum, n } => match v.as_f64() {
                 Some(f) => {
                     *sum += f;
@@ -293,22 +269,7 @@ impl State {
                 }
                 None => false,
             },
-            State::Extreme { best, max } => {
-                let better = match best {
-                    None => true,
-                    Some(b) => match compare(v, b) {
-                        Some(o) => {
-                            (o == std::cmp::Ordering::Greater) == *max
-                                && o != std::cmp::Ordering::Equal
-                        }
-                        None => return false,
-                    },
-                };
-                if better {
-                    *best = Some(v.clone());
-                }
-                true
-            }
+            State::Extreme { best, max } => keep_extreme(best, *max, v),
             State::Distinct(set) => {
                 if !set.contains(v) {
                     set.insert(v.clone());
@@ -494,6 +455,58 @@ fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         _ => Some(a.as_num()?.order(b.as_num()?)),
     }
+}
+
+/// `sum`'s step: integers while they fit, floats from the first float or overflow on. `false`
+/// for a value that is not a number.
+#[inline]
+fn add_to_sum(
+    int: &mut i64,
+    float: &mut f64,
+    is_float: &mut bool,
+    seen: &mut bool,
+    v: &Value,
+) -> bool {
+    // Seen once a number is added: a sum of no numbers is null, as an average is.
+    let number = matches!(v, Value::Int(_)) || v.as_f64().is_some();
+    *seen |= number;
+    match v {
+        Value::Int(i) if !*is_float => match int.checked_add(*i) {
+            Some(s) => *int = s,
+            None => {
+                *is_float = true;
+                *float = *int as f64 + *i as f64;
+            }
+        },
+        _ => match v.as_f64() {
+            Some(f) => {
+                if !*is_float {
+                    *is_float = true;
+                    *float = *int as f64;
+                }
+                *float += f;
+            }
+            None => return false,
+        },
+    }
+    true
+}
+
+/// `min`/`max`'s step: keep `v` if it beats the best so far. `false` for a value that does not
+/// compare with it.
+#[inline]
+fn keep_extreme(best: &mut Option<Value>, max: bool, v: &Value) -> bool {
+    let better = match best {
+        None => true,
+        Some(b) => match compare(v, b) {
+            Some(o) => (o == std::cmp::Ordering::Greater) == max && o != std::cmp::Ordering::Equal,
+            None => return false,
+        },
+    };
+    if better {
+        *best = Some(v.clone());
+    }
+    true
 }
 
 #[cfg(test)]

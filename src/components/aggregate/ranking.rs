@@ -12,7 +12,7 @@
 
 use super::{rank, sort_by_key_text, window};
 use crate::components::{Bolt, BoltCollector, TaskContext, Tuple};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Value, Values};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -6,8 +6,8 @@
 use super::{Arg, ArgShape, Builtin, Fields, Input, Roles, TypeCx, Written};
 use crate::components::{Bolt, Spout};
 use crate::expr::Type;
-use crate::topology::model::{Component, ComponentKind};
-use crate::topology::raw::{RawComponent, RawValue, Span};
+use crate::model::{Component, ComponentKind};
+use crate::syntax::raw::{RawComponent, RawValue, Span};
 use std::path::Path;
 
 /// A spout built-in and a bolt built-in under one name.

@@ -3,8 +3,8 @@
 
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::Bolt;
-use crate::topology::model::Component;
-use crate::topology::raw::{RawComponent, Span};
+use crate::model::Component;
+use crate::syntax::raw::{RawComponent, Span};
 use std::path::Path;
 
 /// What a `file` sink reads.

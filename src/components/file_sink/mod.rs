@@ -525,10 +525,7 @@ impl Bolt for FileSink {
 }
 
 /// The sink for component `c` (relative paths from the topology file's folder).
-pub fn bolt(
-    c: &crate::topology::model::Component,
-    base_dir: &Path,
-) -> anyhow::Result<Box<dyn Bolt>> {
+pub fn bolt(c: &crate::model::Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
     Ok(Box::new(
         FileSink::new(&c.args, c.stateful, base_dir)
             .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,

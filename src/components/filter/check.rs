@@ -2,8 +2,8 @@
 //! their types, the expression's own error positions mapped back into the topology file.
 
 use crate::components::builtin::Written;
-use crate::diag::Diagnostic;
-use crate::topology::raw::{RawValue, Span, Spanned};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawValue, Span, Spanned};
 
 /// Parse `args.where` and check it against the input fields, mapping the expression's
 /// own spans back to the file.

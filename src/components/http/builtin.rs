@@ -4,7 +4,7 @@
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::parse::builtin::{errors_stream, READS_FORMAT};
 use crate::components::Spout;
-use crate::topology::model::Component;
+use crate::model::Component;
 use std::path::Path;
 
 /// The `http` built-in.

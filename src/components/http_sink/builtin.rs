@@ -2,7 +2,7 @@
 
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::Bolt;
-use crate::topology::model::{Component, ComponentKind};
+use crate::model::{Component, ComponentKind};
 use std::path::Path;
 
 /// What an `http` sink reads.

@@ -15,7 +15,7 @@ pub mod txn;
 
 use crate::components::sink_format::{push_record, RecordFormat};
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext};
-use crate::topology::plan::StreamId;
+use crate::model::plan::StreamId;
 use crate::tuple::{Tuple, Value};
 use args::{BodyFormat, Config};
 use sender::{Job, Outcome, Pool, Target};
@@ -337,7 +337,7 @@ impl Bolt for HttpSink {
 }
 
 /// The sink for component `c`.
-pub fn bolt(c: &crate::topology::model::Component) -> anyhow::Result<Box<dyn Bolt>> {
+pub fn bolt(c: &crate::model::Component) -> anyhow::Result<Box<dyn Bolt>> {
     Ok(Box::new(
         HttpSink::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
     ))

@@ -173,7 +173,7 @@ pub fn on_conflict(args: &Args, columns: &[(String, String)]) -> Result<Vec<Stri
     for k in &keys {
         if !columns.iter().any(|(c, _)| c == k) {
             let names: Vec<&str> = columns.iter().map(|(c, _)| c.as_str()).collect();
-            let close = crate::topology::yaml::suggest(k, names.iter().copied())
+            let close = crate::syntax::suggest::suggest(k, names.iter().copied())
                 .map(|c| format!("did you mean `{c}`? "))
                 .unwrap_or_default();
             return Err((

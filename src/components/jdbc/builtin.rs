@@ -7,8 +7,8 @@ use super::spout::JdbcSpout;
 use super::validate::{self, Role};
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::{Bolt, Spout};
-use crate::topology::model::{Component, ComponentKind};
-use crate::topology::raw::{RawComponent, Span};
+use crate::model::{Component, ComponentKind};
+use crate::syntax::raw::{RawComponent, Span};
 use std::path::Path;
 
 /// An argument's shape for the generic check (the component's own check says the rest).

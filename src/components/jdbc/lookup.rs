@@ -9,7 +9,7 @@ use super::args::{self, Args};
 use super::pool::{Failure, Pool};
 use super::values::{decode, encode, Enc};
 use crate::components::{Bolt, BoltCollector, FatalError, Stopping, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value, Values};
 use postgres::types::Type;
 use serde_json::Value as Json;

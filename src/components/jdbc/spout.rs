@@ -12,7 +12,7 @@ use super::args::{self, Args};
 use super::pool::{Failure, Pool};
 use super::values::{decode, encode};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Value, Values};
 use postgres::types::Type;
 use serde_json::Value as Json;

@@ -5,8 +5,8 @@
 //! validator, with a did-you-mean, through [`named_input_fields`].
 
 use super::args::{self, Args, Problem};
-use crate::diag::Span;
-use crate::topology::raw::{RawComponent, RawValue, Spanned};
+use crate::syntax::diag::Span;
+use crate::syntax::raw::{RawComponent, RawValue, Spanned};
 
 /// Which of the three a component is.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -5,8 +5,8 @@ use super::{Join, Spec, INPUT_KEYS, LATE_FIELDS, LATE_STREAM};
 use crate::components::aggregate::lag::lag_bound;
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::Bolt;
-use crate::topology::model::Component;
-use crate::topology::raw::{RawValue, Span, Spanned};
+use crate::model::Component;
+use crate::syntax::raw::{RawValue, Span, Spanned};
 use std::path::Path;
 
 /// The `join` built-in.

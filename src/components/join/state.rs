@@ -223,7 +223,7 @@ mod tests {
     use super::*;
     use crate::components::state_check::{cuts, resumed, straight, tick};
     use crate::components::{Bolt, BoltCollector};
-    use crate::topology::plan::streams;
+    use crate::model::plan::streams;
     use crate::tuple::Tuple;
     use proptest::prelude::*;
 

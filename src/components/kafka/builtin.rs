@@ -6,8 +6,8 @@ use super::sink::KafkaSink;
 use super::spout::KafkaSpout;
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::{Bolt, Spout};
-use crate::topology::model::{Component, ComponentKind};
-use crate::topology::raw::RawValue;
+use crate::model::{Component, ComponentKind};
+use crate::syntax::raw::RawValue;
 use std::path::Path;
 
 /// What only a `kafka` spout reads (besides `brokers` and `options`, which both read).

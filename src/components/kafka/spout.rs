@@ -9,7 +9,7 @@
 use super::consumer::{self, FirstPoll, Shared, SpoutContext, Tp};
 use super::record::{Message, RecordReader};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
-use crate::topology::plan::{streams, StreamId};
+use crate::model::plan::{streams, StreamId};
 use crate::tuple::{Value, Values};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message as _;

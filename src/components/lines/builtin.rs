@@ -10,9 +10,9 @@ use crate::components::parse::builtin::{
 };
 use crate::components::Spout;
 use crate::expr::Type;
-use crate::topology::model::{Component, ComponentKind};
-use crate::topology::raw::RawValue;
-use crate::topology::raw::{RawComponent, Span};
+use crate::model::{Component, ComponentKind};
+use crate::syntax::raw::RawValue;
+use crate::syntax::raw::{RawComponent, Span};
 use std::path::Path;
 
 /// What spouts that replay lines themselves take.

@@ -254,6 +254,32 @@ impl FollowJob {
         lines
     }
 
+    /// How many lines come before `start` when lines are numbered. A restored count is of the
+    /// first file read (`first_file`) at the restored offset only; otherwise they are counted.
+    fn numbering_at(&self, start: u64, first_file: bool) -> Result<Option<u64>, String> {
+        let restored = self
+            .numbering
+            .flatten()
+            .filter(|_| first_file && start == self.start);
+        Ok(match (self.numbering, restored) {
+            (None, _) => None,
+            (Some(_), Some(n)) => Some(n),
+            (Some(_), None) => Some(super::lines_before(&self.path, start)?),
+        })
+    }
+
+    /// The file could not be opened after a rotation: between a rename and the create, the name
+    /// is missing for a moment. Warn (once a minute), wait a poll; false when the spout went.
+    fn wait_to_retry(&self, e: &str, warned: &mut Option<Instant>) -> bool {
+        let due = warned.is_none_or(|t: Instant| t.elapsed() >= WARN_EVERY);
+        if due {
+            tracing::warn!("{e}; retrying (this is said once a minute)");
+            *warned = Some(Instant::now());
+        }
+        std::thread::sleep(POLL);
+        !self.closed.load(Ordering::Relaxed)
+    }
+
     /// Read the file, and each file its name points at after a rotation, until the spout goes.
     pub(super) fn run(
         self,
@@ -280,19 +306,8 @@ impl FollowJob {
                     let _ = tx.send(Err(e));
                     return;
                 }
-                Err(e) => {
-                    // Between a rename and the create, the name is missing for a moment.
-                    let due = warned.is_none_or(|t: Instant| t.elapsed() >= WARN_EVERY);
-                    if due {
-                        tracing::warn!("{e}; retrying (this is said once a minute)");
-                        warned = Some(Instant::now());
-                    }
-                    std::thread::sleep(POLL);
-                    if self.closed.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    continue;
-                }
+                Err(e) if self.wait_to_retry(&e, &mut warned) => continue,
+                Err(_) => return,
             };
             let len = std::fs::metadata(&self.path).map_or(start, |m| m.len());
             let moved = first && self.expect.is_some_and(|id| id != source.id());
@@ -308,21 +323,12 @@ impl FollowJob {
             first = false;
             let id = source.id();
             let mut lines = self.builder(tx, id, invalid);
-            // A restored count is of the first file read at the restored offset only.
-            let restored = self
-                .numbering
-                .flatten()
-                .filter(|_| known.is_empty() && start == self.start);
-            lines.numbering = match (self.numbering, restored) {
-                (None, _) => None,
-                (Some(_), Some(n)) => Some(n),
-                (Some(_), None) => match super::lines_before(&self.path, start) {
-                    Ok(n) => Some(n),
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                },
+            lines.numbering = match self.numbering_at(start, known.is_empty()) {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
             };
             known.push(id);
             let reader = BufReader::with_capacity(256 * 1024, &mut source);

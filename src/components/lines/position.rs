@@ -219,7 +219,7 @@ mod tests {
     impl SpoutCollector for Emitted {
         fn emit(
             &mut self,
-            _: crate::topology::plan::StreamId,
+            _: crate::model::plan::StreamId,
             values: Values,
             msg_id: Option<Value>,
         ) -> Vec<u32> {
@@ -229,7 +229,7 @@ mod tests {
         fn emit_direct(
             &mut self,
             _: u32,
-            _: crate::topology::plan::StreamId,
+            _: crate::model::plan::StreamId,
             _: Values,
             _: Option<Value>,
         ) {

@@ -5,10 +5,10 @@
 
 use super::{Spec, Step, Visitor};
 use crate::components::builtin::Written;
-use crate::diag::Diagnostic;
 use crate::expr::Type;
-use crate::topology::raw::{RawComponent, RawValue, Spanned};
-use crate::topology::yaml::suggest;
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawComponent, RawValue, Spanned};
+use crate::syntax::suggest::suggest;
 
 /// The `set`, `rename`, `keep` and `drop` entries as written, in `Spec`'s order.
 #[derive(Default)]

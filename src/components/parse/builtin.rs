@@ -7,7 +7,7 @@ use super::types::FieldType;
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::Bolt;
 use crate::expr::Type;
-use crate::topology::model::Component;
+use crate::model::Component;
 use std::path::Path;
 
 /// What `parse` reads, and `stdin`/`file` with `format:`.

@@ -20,7 +20,7 @@ pub mod spec;
 pub mod types;
 
 use super::{Bolt, BoltCollector, FatalError, TaskContext};
-use crate::topology::plan::{streams, StreamId};
+use crate::model::plan::{streams, StreamId};
 use crate::tuple::{Tuple, Value, Values};
 use spec::{Format, Spec};
 use std::sync::{Arc, OnceLock};

@@ -11,7 +11,7 @@ use super::conn::{self, Conn, ConnError};
 use super::spec::{Command, Spec};
 use super::txn::{self, Txn};
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,9 +4,9 @@
 
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
 use crate::components::{Bolt, Spout};
-use crate::diag::Span;
-use crate::topology::model::{Component, ComponentKind};
-use crate::topology::raw::RawComponent;
+use crate::model::{Component, ComponentKind};
+use crate::syntax::diag::Span;
+use crate::syntax::raw::RawComponent;
 use std::path::Path;
 
 /// What the bolt and the spout read besides the record arguments.

@@ -19,7 +19,7 @@ pub mod txn;
 pub use bolt::checkpoint_committed;
 
 use crate::components::{Bolt, Spout};
-use crate::topology::model::Component;
+use crate::model::Component;
 
 type Args = serde_json::Map<String, serde_json::Value>;
 

@@ -139,7 +139,7 @@ impl Spec {
             }
             Some(Json::String(c)) => {
                 Command::from_name(&c.to_ascii_lowercase()).ok_or_else(|| {
-                    let hint = crate::topology::yaml::suggest(c, COMMANDS.iter().copied())
+                    let hint = crate::syntax::suggest::suggest(c, COMMANDS.iter().copied())
                         .map(|s| format!("did you mean `{s}`? "))
                         .unwrap_or_default();
                     (

@@ -10,7 +10,7 @@ use super::conn::{self, Conn};
 use super::record::Reader;
 use super::reply::{self, Entry};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
-use crate::topology::plan::streams;
+use crate::model::plan::streams;
 use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 use std::collections::{HashMap, HashSet, VecDeque};

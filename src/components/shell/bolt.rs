@@ -10,9 +10,9 @@ use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit};
 use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{Bolt, BoltCollector, FatalError, TaskContext};
+use crate::model::plan::SYSTEM_TASK;
+use crate::model::{Component, DEFAULT_STREAM};
 use crate::slots::Slots;
-use crate::topology::model::{Component, DEFAULT_STREAM};
-use crate::topology::plan::SYSTEM_TASK;
 use crate::tuple::Tuple;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
@@ -162,7 +162,7 @@ impl ShellBolt {
         let marker = Tuple::new(
             Default::default(),
             SYSTEM_TASK,
-            crate::topology::plan::streams::DEFAULT,
+            crate::model::plan::streams::DEFAULT,
         );
         self.hand_to_child(&marker, Some((FINISH_COMPONENT, FINISH_STREAM)), out)
     }

@@ -4,7 +4,7 @@
 use super::{ShellBolt, ShellSpout};
 use crate::components::builtin::{self as b, Written};
 use crate::components::{Bolt, Spout};
-use crate::topology::model::{Component, ComponentKind};
+use crate::model::{Component, ComponentKind};
 use std::path::Path;
 
 /// The Flux class of a shell spout.

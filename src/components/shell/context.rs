@@ -7,8 +7,8 @@
 
 use crate::components::TaskContext;
 use crate::config::Config;
-use crate::topology::model::Grouping;
-use crate::topology::plan::{SYSTEM_ID, SYSTEM_TASK};
+use crate::model::plan::{SYSTEM_ID, SYSTEM_TASK};
+use crate::model::Grouping;
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 

@@ -20,7 +20,7 @@ pub use bolt::ShellBolt;
 pub use spout::ShellSpout;
 
 use crate::components::TaskContext;
-use crate::topology::plan::{StreamId, SYSTEM_TASK};
+use crate::model::plan::{StreamId, SYSTEM_TASK};
 use protocol::{Emit, LogLevel};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@ use super::process::{ChildEvent, ShellProcess};
 use super::protocol::{self, ChildMessage, Command, Emit, SpoutCommand};
 use super::{log_child_message, resolve_cwd, UnknownCommands};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
-use crate::topology::model::{Component, DEFAULT_STREAM};
+use crate::model::{Component, DEFAULT_STREAM};
 use crate::tuple::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

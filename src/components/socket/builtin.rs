@@ -5,7 +5,7 @@ use crate::components::builtin::{self as b, Written};
 use crate::components::http::builtin::{network_args, report};
 use crate::components::parse::builtin::errors_stream;
 use crate::components::Spout;
-use crate::topology::model::Component;
+use crate::model::Component;
 use std::path::Path;
 
 /// The `socket` built-in.

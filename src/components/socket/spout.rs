@@ -10,7 +10,7 @@ use crate::components::http::record::{self, Layout};
 use crate::components::parse::DropWarnings;
 use crate::components::replay::Replay;
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
-use crate::topology::plan::{streams, StreamId};
+use crate::model::plan::{streams, StreamId};
 use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 use std::collections::VecDeque;

@@ -5,7 +5,7 @@
 
 use super::{split_root, Marker};
 use crate::components::BoltCollector;
-use crate::topology::plan::StreamId;
+use crate::model::plan::StreamId;
 use crate::tuple::{Tuple, Value, Values};
 use rustc_hash::FxHashSet;
 use std::collections::VecDeque;

@@ -4,9 +4,9 @@
 
 use super::coordinator::{CheckpointReport, Coordinator};
 use super::{ratio_for, Checkpointing, Report};
+use crate::model::plan::Plan;
+use crate::model::Topology;
 use crate::state::{dir, Commits, Store};
-use crate::topology::model::Topology;
-use crate::topology::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use super::component::{component, scalar_text, set_once, string_list, suggest};
 use super::grammar::{Edge, Element, Statement};
 use crate::components::builtin::DefaultGrouping;
-use crate::diag::Diagnostic;
-use crate::topology::model::{ComponentKind, ComponentType};
-use crate::topology::raw::{RawComponent, RawStream, RawTopology, Span, Spanned};
+use crate::model::{ComponentKind, ComponentType};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawComponent, RawStream, RawTopology, Span, Spanned};
 
 /// Settings inside an edge's brackets.
 const EDGE_SETTINGS: &[&str] = &["stream", "name"];

@@ -4,9 +4,9 @@
 
 use super::grammar::{Arg, Element, Opt, Setting};
 use crate::components::builtin::Positional as Primary;
-use crate::diag::Diagnostic;
-use crate::topology::model::ComponentType;
-use crate::topology::raw::{RawComponent, RawValue, Span, Spanned};
+use crate::model::ComponentType;
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawComponent, RawValue, Span, Spanned};
 
 /// Component options after the type, named like the YAML keys.
 const OPTIONS: &[&str] = &[

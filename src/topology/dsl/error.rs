@@ -1,8 +1,8 @@
 //! Syntax errors of the DSL parser: the furthest failure offset with what was expected there,
 //! turned into a located `Diagnostic` ("expected …, found …").
 
-use crate::diag::Diagnostic;
-use crate::topology::raw::Span;
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::Span;
 use nom::error::{ErrorKind, ParseError};
 
 use super::In;

@@ -12,7 +12,7 @@ use super::lexeme::{
 };
 use super::value::value;
 use super::In;
-use crate::topology::raw::{RawValue, Span, Spanned};
+use crate::syntax::raw::{RawValue, Span, Spanned};
 
 /// `key=value`.
 #[derive(Debug, Clone, PartialEq)]

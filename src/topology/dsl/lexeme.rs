@@ -10,7 +10,7 @@ use nom::{IResult, Input, Parser};
 
 use super::error::SyntaxError;
 use super::In;
-use crate::topology::raw::{Span, Spanned};
+use crate::syntax::raw::{Span, Spanned};
 
 pub(super) type PResult<'a, T> = IResult<In<'a>, T, SyntaxError>;
 

@@ -13,7 +13,7 @@ mod grammar;
 mod lexeme;
 mod value;
 
-use crate::topology::raw::{RawTopology, Span, Spanned};
+use crate::syntax::raw::{RawTopology, Span, Spanned};
 use lexeme::{advance, wsnl};
 use nom_locate::LocatedSpan;
 

@@ -2,7 +2,7 @@
 //! default ids and groupings, syntax errors, and that no input makes it panic.
 
 use super::parse;
-use crate::topology::raw::{RawComponent, RawTopology, RawValue, Span, Spanned};
+use crate::syntax::raw::{RawComponent, RawTopology, RawValue, Span, Spanned};
 use proptest::prelude::*;
 use std::fmt::Write as _;
 

@@ -10,7 +10,7 @@ use nom::{Input, Parser};
 use super::error::SyntaxError;
 use super::lexeme::{commit, expect, is_bare_char, offset, span_from, string, ws, wsnl, PResult};
 use super::In;
-use crate::topology::raw::{RawValue, Span, Spanned};
+use crate::syntax::raw::{RawValue, Span, Spanned};
 
 /// Read an unquoted scalar as YAML's core schema would: null, booleans, numbers, else text.
 pub(super) fn classify(text: &str) -> RawValue {

@@ -2,8 +2,8 @@
 //! streams are always appended. What an included file defines is located at its include entry.
 
 use super::{is_flux, read_one, substitute, Properties};
-use crate::diag::Diagnostic;
-use crate::topology::raw::{RawTopology, RawValue, Span, Spanned};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawTopology, RawValue, Span, Spanned};
 use crate::topology::yaml::{self, Reader};
 use std::path::Path;
 
@@ -50,7 +50,7 @@ pub(super) fn include(
         Err(d) => {
             let (line, col) = d
                 .span
-                .map_or((1, 1), |s| crate::diag::line_col(&text, s.start));
+                .map_or((1, 1), |s| crate::syntax::diag::line_col(&text, s.start));
             r.error(
                 format!("{}:{line}:{col}: {}", path.display(), d.message),
                 file.span,

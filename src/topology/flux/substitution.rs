@@ -2,8 +2,8 @@
 //! `--filter` properties file (Flux's `--env-filter` / `-f`), `${key[i]}` for an element of a
 //! list-valued property. Unresolved keys warn and stay.
 
-use crate::diag::Diagnostic;
-use crate::topology::raw::{RawValue, Span, Spanned};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawValue, Span, Spanned};
 use crate::topology::yaml;
 use std::collections::HashMap;
 use std::path::Path;
@@ -185,7 +185,7 @@ fn relocate(tree: &mut Spanned<RawValue>, span: Span) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::Severity;
+    use crate::syntax::diag::Severity;
 
     fn tree(text: &str) -> Spanned<RawValue> {
         yaml::parse_tree(text).expect("valid yaml")

@@ -12,8 +12,7 @@ pub const MAX_TASKS: u32 = 4096;
 pub const MAX_TOTAL_TASKS: u32 = 16384;
 /// Executors of the whole topology, the ackers' included.
 pub const MAX_TOTAL_EXECUTORS: u32 = 4096;
-/// `topology.workers`.
-pub const MAX_WORKERS: u32 = 256;
+pub use crate::model::MAX_WORKERS;
 
 const LIMITS_HELP: &str = "the limits are listed in docs/limits.md";
 

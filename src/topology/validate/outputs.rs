@@ -2,8 +2,8 @@
 //! stream — what its type declares (`Builtin::output_fields`, `extra_streams`: for pass-through
 //! bolts the fields of their input), then `fields:`/`streams:` as written.
 
-use crate::topology::model::{Component, Stream, DEFAULT_STREAM};
-use crate::topology::raw::RawComponent;
+use crate::model::{Component, Stream, DEFAULT_STREAM};
+use crate::syntax::raw::RawComponent;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 type Outputs = BTreeMap<String, Vec<String>>;

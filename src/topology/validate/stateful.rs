@@ -4,8 +4,8 @@
 
 use super::Validator;
 use crate::config::Config;
-use crate::topology::model::{Component, ComponentKind, ComponentType};
-use crate::topology::raw::{RawComponent, RawValue};
+use crate::model::{Component, ComponentKind, ComponentType};
+use crate::syntax::raw::{RawComponent, RawValue};
 
 impl Validator<'_> {
     /// `stateful:` as written, else `topology.stateful` for the types that keep state;

@@ -239,7 +239,7 @@ impl Validator<'_> {
         let message = "no component writes output: the topology will run and print nothing";
         let mut d = match at {
             Some(span) => Diagnostic::warning(message, span),
-            None => Diagnostic::unlocated(crate::diag::Severity::Warning, message),
+            None => Diagnostic::unlocated(crate::syntax::diag::Severity::Warning, message),
         };
         d.help = Some(match leaves.last() {
             Some(id) => format!(

@@ -6,8 +6,8 @@
 
 use crate::components::builtin::TypeCx;
 use crate::expr::Type;
-use crate::topology::model::{Component, Stream, DEFAULT_STREAM};
-use crate::topology::raw::RawComponent;
+use crate::model::{Component, Stream, DEFAULT_STREAM};
+use crate::syntax::raw::RawComponent;
 use std::collections::HashMap;
 
 /// Field types by component id, aligned with its default stream's fields.

@@ -5,7 +5,7 @@
 //! best `n` of its share; `NAME` is then one task that merges those into the final ranking, so
 //! what reads from `NAME` is unchanged. The summary and `storm graph` show both.
 
-use super::model::{Component, Grouping, Stream, Topology, DEFAULT_STREAM};
+use crate::model::{Component, Grouping, Stream, Topology, DEFAULT_STREAM};
 
 use crate::components::aggregate::ranking::{PARTIAL, RANKING_ARG, TOTAL};
 

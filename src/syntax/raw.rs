@@ -2,7 +2,7 @@
 //! front-ends all produce a `RawTopology`; `validate` turns it into the model and reports
 //! every mistake at its place. Nothing beyond validation sees these types.
 
-pub use crate::diag::Span;
+pub use crate::syntax::diag::Span;
 
 /// A value with the place it was written.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +82,7 @@ pub struct RawTopology {
     pub streams: Vec<RawStream>,
     /// Problems the front-end found while reading (syntax, unknown keys, JVM classes...),
     /// reported together with validation's own.
-    pub diagnostics: Vec<crate::diag::Diagnostic>,
+    pub diagnostics: Vec<crate::syntax::diag::Diagnostic>,
 }
 
 /// One spout or bolt as written.

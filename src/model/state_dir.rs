@@ -1,7 +1,7 @@
 //! Where a topology keeps its state on disk: the state dir its config names when its provider
 //! is `embedded` (read by the checkpoints and by keyed state that spills).
 
-use super::model::Topology;
+use super::Topology;
 use std::path::PathBuf;
 
 impl Topology {

@@ -2,9 +2,16 @@
 //! It carries no source spans; everything in it has been checked by `validate`.
 
 use crate::config::Config;
+
+pub mod plan;
+pub mod rebalance;
+mod state_dir;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// The most workers a topology may ask for (`topology.workers`, and a rebalance's).
+pub const MAX_WORKERS: u32 = 256;
 
 /// The stream every component emits on unless it names another (Storm's `Utils.DEFAULT_STREAM_ID`).
 pub const DEFAULT_STREAM: &str = "default";
@@ -134,8 +141,11 @@ impl Grouping {
     }
 }
 
-/// The built-in component types: a handle on each one's descriptor (`components/registry.rs`).
-pub use crate::components::registry::ComponentType;
+/// A built-in component type: its place in the registry (`components/registry.rs`), which
+/// holds its descriptor and gives this handle its methods. Two handles are equal when they
+/// name the same type.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ComponentType(pub(crate) u16);
 
 impl Topology {
     pub fn component(&self, id: &str) -> Option<&Component> {

@@ -2,8 +2,8 @@
 //! (`granit_parser`, which reports byte offsets for every node), with YAML 1.2 core-schema
 //! scalars, aliases expanded within a budget, and duplicate keys reported.
 
-use crate::diag::Diagnostic;
-use crate::topology::raw::{RawValue, Span, Spanned};
+use crate::syntax::diag::Diagnostic;
+use crate::syntax::raw::{RawValue, Span, Spanned};
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
 use std::collections::{HashMap, HashSet};
 
@@ -26,26 +26,33 @@ fn node_count(v: &RawValue) -> usize {
     }
 }
 
+/// Each open collection: its start offset, and the items (maps keep key/value pairs).
+enum Frame {
+    Seq(usize, Vec<Spanned<RawValue>>),
+    Map(
+        usize,
+        Vec<(Spanned<String>, Spanned<RawValue>)>,
+        Option<Spanned<String>>,
+        HashSet<String>,
+    ),
+}
+
+/// The tree being built from the parser's events.
+#[derive(Default)]
+struct Builder {
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, (Spanned<RawValue>, usize)>,
+    expanded: usize,
+    anchor_of: Vec<usize>,
+    root: Option<Spanned<RawValue>>,
+    duplicate: Option<Diagnostic>,
+    documents: usize,
+}
+
 /// Parse YAML text into a spanned value tree. An empty document is `Null`.
 pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
     let mut parser = Parser::new_from_str(text);
-    // Each open collection: its start offset, and the items (maps keep key/value pairs).
-    enum Frame {
-        Seq(usize, Vec<Spanned<RawValue>>),
-        Map(
-            usize,
-            Vec<(Spanned<String>, Spanned<RawValue>)>,
-            Option<Spanned<String>>,
-            HashSet<String>,
-        ),
-    }
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut anchors: HashMap<usize, (Spanned<RawValue>, usize)> = HashMap::new();
-    let mut expanded = 0usize;
-    let mut anchor_of: Vec<usize> = Vec::new();
-    let mut root: Option<Spanned<RawValue>> = None;
-    let mut duplicate: Option<Diagnostic> = None;
-    let mut documents = 0usize;
+    let mut tree = Builder::default();
     while let Some(next) = parser.next_event() {
         let (event, span) = match next {
             Ok(e) => e,
@@ -60,81 +67,108 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
         };
         let range = span.byte_range().unwrap_or(0..0);
         let here = Span::new(range.start, range.end);
-        let node = match event {
+        if let Some(node) = tree.node(event, here)? {
+            tree.place(node);
+        }
+    }
+    if let Some(d) = tree.duplicate {
+        return Err(d);
+    }
+    Ok(tree
+        .root
+        .unwrap_or_else(|| Spanned::new(RawValue::Null, Span::new(0, 0))))
+}
+
+impl Builder {
+    /// The node an event completes, if it completes one.
+    fn node(&mut self, event: Event, here: Span) -> Result<Option<Spanned<RawValue>>, Diagnostic> {
+        Ok(Some(match event {
             Event::DocumentStart(..) => {
-                documents += 1;
-                if documents > 1 {
+                self.documents += 1;
+                if self.documents > 1 {
                     return Err(Diagnostic::error(
                         "a topology file holds one YAML document, found a second one",
                         here,
                     ));
                 }
-                continue;
+                return Ok(None);
             }
             Event::Scalar(value, style, anchor, _) => {
                 let v = Spanned::new(scalar(&value, style), here);
                 if anchor != 0 {
-                    anchors.insert(anchor, (v.clone(), 1));
+                    self.anchors.insert(anchor, (v.clone(), 1));
                 }
                 v
             }
-            Event::Alias(id) => match anchors.get(&id) {
-                Some((v, size)) => {
-                    expanded += size;
-                    if expanded > MAX_NODES {
-                        return Err(Diagnostic::error(
-                            format!("YAML aliases expand to more than {MAX_NODES} nodes"),
-                            here,
-                        ));
-                    }
-                    Spanned::new(v.value.clone(), here)
-                }
-                None => return Err(Diagnostic::error("YAML alias to an unknown anchor", here)),
-            },
+            Event::Alias(id) => self.alias(id, here)?,
             Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
+                if self.stack.len() >= MAX_DEPTH {
                     return Err(Diagnostic::error(
                         format!("YAML nested deeper than {MAX_DEPTH} levels"),
                         here,
                     ));
                 }
-                anchor_of.push(anchor);
+                self.anchor_of.push(anchor);
                 if matches!(event, Event::SequenceStart(..)) {
-                    stack.push(Frame::Seq(here.start, Vec::new()));
+                    self.stack.push(Frame::Seq(here.start, Vec::new()));
                 } else {
-                    stack.push(Frame::Map(here.start, Vec::new(), None, HashSet::new()));
+                    self.stack
+                        .push(Frame::Map(here.start, Vec::new(), None, HashSet::new()));
                 }
-                continue;
+                return Ok(None);
             }
-            Event::SequenceEnd | Event::MappingEnd => {
-                let anchor = anchor_of.pop().unwrap_or(0);
-                let v = match stack.pop() {
-                    Some(Frame::Seq(start, items)) => {
-                        let end = items.last().map_or(here.end, |i| i.span.end);
-                        Spanned::new(RawValue::List(items), Span::new(start, end.max(start)))
-                    }
-                    Some(Frame::Map(start, items, _, _)) => {
-                        let end = items.last().map_or(here.end, |(_, v)| v.span.end);
-                        Spanned::new(RawValue::Map(items), Span::new(start, end.max(start)))
-                    }
-                    None => continue,
-                };
-                if anchor != 0 {
-                    let size = node_count(&v.value);
-                    anchors.insert(anchor, (v.clone(), size));
+            Event::SequenceEnd | Event::MappingEnd => return Ok(self.close(here)),
+            _ => return Ok(None),
+        }))
+    }
+
+    /// An alias: a copy of its anchor's node, counted against the expansion budget.
+    fn alias(&mut self, id: usize, here: Span) -> Result<Spanned<RawValue>, Diagnostic> {
+        match self.anchors.get(&id) {
+            Some((v, size)) => {
+                self.expanded += size;
+                if self.expanded > MAX_NODES {
+                    return Err(Diagnostic::error(
+                        format!("YAML aliases expand to more than {MAX_NODES} nodes"),
+                        here,
+                    ));
                 }
-                v
+                Ok(Spanned::new(v.value.clone(), here))
             }
-            _ => continue,
+            None => Err(Diagnostic::error("YAML alias to an unknown anchor", here)),
+        }
+    }
+
+    /// The end of a sequence or mapping: the collection, kept under its anchor if it has one.
+    fn close(&mut self, here: Span) -> Option<Spanned<RawValue>> {
+        let anchor = self.anchor_of.pop().unwrap_or(0);
+        let v = match self.stack.pop()? {
+            Frame::Seq(start, items) => {
+                let end = items.last().map_or(here.end, |i| i.span.end);
+                Spanned::new(RawValue::List(items), Span::new(start, end.max(start)))
+            }
+            Frame::Map(start, items, _, _) => {
+                let end = items.last().map_or(here.end, |(_, v)| v.span.end);
+                Spanned::new(RawValue::Map(items), Span::new(start, end.max(start)))
+            }
         };
-        match stack.last_mut() {
-            None => root = Some(node),
+        if anchor != 0 {
+            let size = node_count(&v.value);
+            self.anchors.insert(anchor, (v.clone(), size));
+        }
+        Some(v)
+    }
+
+    /// Put a finished node where it belongs: the root, a list's item, a map's key or value.
+    fn place(&mut self, node: Spanned<RawValue>) {
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
             Some(Frame::Seq(_, items)) => items.push(node),
             Some(Frame::Map(_, items, pending, keys)) => match pending.take() {
                 None => *pending = Some(Spanned::new(key_text(&node.value), node.span)),
                 Some(key) => {
-                    if !keys.insert(key.value.clone()) && duplicate.is_none() {
-                        duplicate = Some(Diagnostic::error(
+                    if !keys.insert(key.value.clone()) && self.duplicate.is_none() {
+                        self.duplicate = Some(Diagnostic::error(
                             format!("duplicate key `{}`", key.value),
                             key.span,
                         ));
@@ -144,10 +178,6 @@ pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
             },
         }
     }
-    if let Some(d) = duplicate {
-        return Err(d);
-    }
-    Ok(root.unwrap_or_else(|| Spanned::new(RawValue::Null, Span::new(0, 0))))
 }
 
 /// A plain (unquoted) scalar's value: null, bool, integer, float or string.

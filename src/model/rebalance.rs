@@ -4,8 +4,8 @@
 //! the executors over workers, so task ids (and where grouped keys land) stay the same. The
 //! acker keeps its task count too, though it was chosen from the worker count at the start.
 
-use super::model::Topology;
 use super::plan::{Plan, ACKER_ID};
+use super::Topology;
 use crate::config::Origin;
 use std::collections::BTreeMap;
 
@@ -64,14 +64,14 @@ impl Rebalance {
         if self.workers == Some(0) {
             return Err("the number of workers must be at least 1".into());
         }
-        let most = super::validate::bounds::MAX_WORKERS;
+        let most = super::MAX_WORKERS;
         if let Some(n) = self.workers.filter(|n| *n > most) {
             return Err(format!("at most {most} workers can run (got {n})"));
         }
         for (id, &n) in &self.executors {
             let Some(c) = topology.component(id) else {
                 let ids = topology.components.iter().map(|c| c.id.as_str());
-                let hint = super::yaml::suggest(id, ids)
+                let hint = crate::syntax::suggest::suggest(id, ids)
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
                 let system = if id == ACKER_ID {
@@ -138,63 +138,6 @@ pub fn parse_executor(text: &str) -> Result<(String, u32), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn word_count() -> Topology {
-        let text = "stdin | split x4 | count(word) x2 | stdout";
-        crate::topology::load_inline(text, &Default::default())
-            .expect("a word count")
-            .topology
-    }
-
-    fn ids(t: &Topology) -> (String, String) {
-        let split = t.components[1].id.clone();
-        let count = t.components[2].id.clone();
-        (split, count)
-    }
-
-    #[test]
-    fn tasks_and_ackers_stay_while_executors_and_workers_change() {
-        let t = word_count();
-        let plan = Plan::new(&t);
-        let (split, _) = ids(&t);
-        let r = Rebalance {
-            workers: Some(3),
-            executors: [(split.clone(), 2)].into(),
-        };
-        let after = r.apply(&t, &plan).expect("a valid rebalance");
-        let new_plan = Plan::new(&after);
-        assert_eq!(after.config.workers(), 3);
-        assert_eq!(new_plan.task_to_component(), plan.task_to_component());
-        assert_eq!(new_plan.ackers, plan.ackers);
-        let execs = new_plan.component(&split).map(|c| c.executors.len());
-        assert_eq!(execs, Some(2));
-    }
-
-    #[test]
-    fn bad_requests_say_what_is_wrong() {
-        let t = word_count();
-        let plan = Plan::new(&t);
-        let (split, _) = ids(&t);
-        let zero = Rebalance {
-            workers: Some(0),
-            ..Default::default()
-        };
-        assert!(zero.check(&t, &plan).is_err());
-        let typo = Rebalance {
-            executors: [(format!("{split}x"), 1)].into(),
-            ..Default::default()
-        };
-        let e = typo.check(&t, &plan).expect_err("unknown component");
-        assert!(e.contains("did you mean"), "{e}");
-        let many = Rebalance {
-            executors: [(split, 5)].into(),
-            ..Default::default()
-        };
-        let e = many
-            .check(&t, &plan)
-            .expect_err("more executors than tasks");
-        assert!(e.contains("1 to 4"), "{e}");
-    }
 
     #[test]
     fn executor_options_parse() {

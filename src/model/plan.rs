@@ -2,7 +2,7 @@
 //! stream ids. The scheduler, the coordination tree and the runtime all read this one plan, so
 //! a task id means the same thing everywhere (Storm: `mk-task-component-assignments`).
 
-use crate::topology::model::{Topology, DEFAULT_STREAM};
+use crate::model::{Topology, DEFAULT_STREAM};
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 

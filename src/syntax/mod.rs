@@ -1,0 +1,8 @@
+//! What a user wrote, before it means anything: source spans and located diagnostics (`diag`),
+//! the spanned YAML value tree (`tree`), the raw topology every front end produces (`raw`), and
+//! "did you mean" (`suggest`). The lowest layer: it imports no other module of the crate.
+
+pub mod diag;
+pub mod raw;
+pub mod suggest;
+pub mod tree;
