@@ -128,83 +128,126 @@ fn strings(args: &Args, key: &'static str) -> Result<Vec<String>, SpecError> {
     }
 }
 
+/// `command`, one of [`COMMANDS`] (any case).
+fn command_of(args: &Args) -> Result<Command, SpecError> {
+    match args.get("command") {
+        None => Err((
+            None,
+            format!("needs `command`: one of {}", COMMANDS.join(", ")),
+        )),
+        Some(Json::String(c)) => Command::from_name(&c.to_ascii_lowercase()).ok_or_else(|| {
+            let hint = crate::syntax::suggest::suggest(c, COMMANDS.iter().copied())
+                .map(|s| format!("did you mean `{s}`? "))
+                .unwrap_or_default();
+            (
+                Some("command"),
+                format!(
+                    "unknown command `{c}`: {hint}the commands are {}",
+                    COMMANDS.join(", ")
+                ),
+            )
+        }),
+        Some(other) => Err((
+            Some("command"),
+            format!("`command` must be a name, not {other}"),
+        )),
+    }
+}
+
+/// `key`, a template every command needs.
+fn key_of(args: &Args, command: Command) -> Result<Template, SpecError> {
+    match args.get("key").and_then(Json::as_str) {
+        Some(k) => Template::parse(k).map_err(|e| (Some("key"), e)),
+        None => Err((
+            Some("command"),
+            format!(
+                "`{}` needs `key` (e.g. `key: \"user:{{user}}\"`)",
+                command.name()
+            ),
+        )),
+    }
+}
+
+/// `field`: templates, as many as the command takes.
+fn fields_of(args: &Args, command: Command) -> Result<Vec<Template>, SpecError> {
+    let name = command.name();
+    let fields = strings(args, "field")?
+        .iter()
+        .map(|f| Template::parse(f).map_err(|e| (Some("field"), e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    match (command.needs_field(), fields.len()) {
+        (true, 0) => Err((
+            Some("command"),
+            format!("`{name}` needs `field` (the hash field or member, a template like `key`)"),
+        )),
+        (false, n) if n > 0 => Err((Some("field"), format!("`{name}` takes no `field`"))),
+        (true, n) if n > 1 && command != Command::Hmget => Err((
+            Some("field"),
+            format!("`{name}` takes one `field`; `hmget` takes several"),
+        )),
+        _ => Ok(fields),
+    }
+}
+
+/// `value`: the input field(s) a write sends.
+fn value_of(args: &Args, command: Command) -> Result<Vec<String>, SpecError> {
+    let name = command.name();
+    let value = strings(args, "value")?;
+    if !value.is_empty() && !command.takes_value() {
+        return Err((Some("value"), format!("`{name}` takes no `value`")));
+    }
+    if value.len() > 1 && command != Command::Xadd {
+        return Err((Some("value"), format!("`{name}` takes one `value` field")));
+    }
+    if matches!(command, Command::Set | Command::Hset) && value.is_empty() {
+        return Err((
+            Some("command"),
+            format!("`{name}` needs `value` (the input field written)"),
+        ));
+    }
+    Ok(value)
+}
+
+/// `ttl`: a duration, not zero.
+fn ttl_of(args: &Args) -> Result<Option<std::time::Duration>, SpecError> {
+    let Some(v) = args.get("ttl") else {
+        return Ok(None);
+    };
+    crate::config::duration_of(v)
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| {
+            (
+                Some("ttl"),
+                format!("`ttl` must be a duration (`30s`, `1h`) or seconds, not {v}"),
+            )
+        })
+}
+
+/// `cache`: entries a lookup keeps (writes take none).
+fn cache_of(args: &Args, command: Command) -> Result<usize, SpecError> {
+    match args.get("cache") {
+        None if command.reads() => Ok(DEFAULT_CACHE),
+        None => Ok(0),
+        Some(_) if !command.reads() => Err((
+            Some("cache"),
+            format!("`{}` writes: only lookups take `cache`", command.name()),
+        )),
+        Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| {
+            (
+                Some("cache"),
+                format!("`cache` is a number of entries (0: none), not {v}"),
+            )
+        }),
+    }
+}
+
 impl Spec {
     pub fn from_args(args: &Args) -> Result<Spec, SpecError> {
-        let command = match args.get("command") {
-            None => {
-                return Err((
-                    None,
-                    format!("needs `command`: one of {}", COMMANDS.join(", ")),
-                ))
-            }
-            Some(Json::String(c)) => {
-                Command::from_name(&c.to_ascii_lowercase()).ok_or_else(|| {
-                    let hint = crate::syntax::suggest::suggest(c, COMMANDS.iter().copied())
-                        .map(|s| format!("did you mean `{s}`? "))
-                        .unwrap_or_default();
-                    (
-                        Some("command"),
-                        format!(
-                            "unknown command `{c}`: {hint}the commands are {}",
-                            COMMANDS.join(", ")
-                        ),
-                    )
-                })?
-            }
-            Some(other) => {
-                return Err((
-                    Some("command"),
-                    format!("`command` must be a name, not {other}"),
-                ))
-            }
-        };
-        let name = command.name();
-        let key = match args.get("key").and_then(Json::as_str) {
-            Some(k) => Template::parse(k).map_err(|e| (Some("key"), e))?,
-            None => {
-                return Err((
-                    Some("command"),
-                    format!("`{name}` needs `key` (e.g. `key: \"user:{{user}}\"`)"),
-                ))
-            }
-        };
-        let fields = strings(args, "field")?
-            .iter()
-            .map(|f| Template::parse(f).map_err(|e| (Some("field"), e)))
-            .collect::<Result<Vec<_>, _>>()?;
-        match (command.needs_field(), fields.len()) {
-            (true, 0) => {
-                return Err((
-                    Some("command"),
-                    format!(
-                        "`{name}` needs `field` (the hash field or member, a template like `key`)"
-                    ),
-                ))
-            }
-            (false, n) if n > 0 => {
-                return Err((Some("field"), format!("`{name}` takes no `field`")))
-            }
-            (true, n) if n > 1 && command != Command::Hmget => {
-                return Err((
-                    Some("field"),
-                    format!("`{name}` takes one `field`; `hmget` takes several"),
-                ))
-            }
-            _ => {}
-        }
-        let value = strings(args, "value")?;
-        if !value.is_empty() && !command.takes_value() {
-            return Err((Some("value"), format!("`{name}` takes no `value`")));
-        }
-        if value.len() > 1 && command != Command::Xadd {
-            return Err((Some("value"), format!("`{name}` takes one `value` field")));
-        }
-        if matches!(command, Command::Set | Command::Hset) && value.is_empty() {
-            return Err((
-                Some("command"),
-                format!("`{name}` needs `value` (the input field written)"),
-            ));
-        }
+        let command = command_of(args)?;
+        let key = key_of(args, command)?;
+        let fields = fields_of(args, command)?;
+        let value = value_of(args, command)?;
         let out = strings(args, "as")?;
         let filter = match args.get("filter") {
             None => false,
@@ -217,44 +260,15 @@ impl Spec {
             }
         };
         Self::check_reads(command, &fields, &out, filter, args)?;
-        let ttl = match args.get("ttl") {
-            None => None,
-            Some(v) => Some(
-                crate::config::duration_of(v)
-                    .filter(|d| !d.is_zero())
-                    .ok_or_else(|| {
-                        (
-                            Some("ttl"),
-                            format!("`ttl` must be a duration (`30s`, `1h`) or seconds, not {v}"),
-                        )
-                    })?,
-            ),
-        };
-        let cache = match args.get("cache") {
-            None if command.reads() => DEFAULT_CACHE,
-            None => 0,
-            Some(_) if !command.reads() => {
-                return Err((
-                    Some("cache"),
-                    format!("`{name}` writes: only lookups take `cache`"),
-                ))
-            }
-            Some(v) => v.as_u64().ok_or_else(|| {
-                (
-                    Some("cache"),
-                    format!("`cache` is a number of entries (0: none), not {v}"),
-                )
-            })? as usize,
-        };
         Ok(Spec {
             command,
             key,
             fields,
             value,
-            ttl,
+            ttl: ttl_of(args)?,
             out,
             filter,
-            cache,
+            cache: cache_of(args, command)?,
         })
     }
 
