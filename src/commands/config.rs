@@ -15,6 +15,13 @@ fn is_secret(key: &str) -> bool {
 }
 
 /// `value` with the password of any URL in it hidden (`redis://:<hidden>@host:6379`).
+/// `password=…` pairs hidden in the value's strings (a URL's password is left to
+/// [`hide_url_passwords`], which shows it as `<hidden>` as secret keys are shown).
+fn redact_in_text(value: &serde_json::Value) -> serde_json::Value {
+    let text = crate::components::jdbc::url::redact(&value.to_string());
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::String("<hidden>".into()))
+}
+
 fn hide_url_passwords(value: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value as J;
     match value {
@@ -48,7 +55,7 @@ fn render_only(config: &Config, keep: impl Fn(&str) -> bool) -> String {
             } else {
                 // A password inside a connection string (`postgresql://u:pw@h/db`,
                 // `redis://:pw@h`) or as `password=…` is hidden.
-                crate::components::jdbc::url::redact(&hide_url_passwords(&e.value).to_string())
+                hide_url_passwords(&redact_in_text(&e.value)).to_string()
             };
             let mark = match class_of(k) {
                 KeyClass::Obeyed => "",

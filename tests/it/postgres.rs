@@ -605,7 +605,7 @@ streams:
         "{out}"
     );
     assert!(
-        out.contains("postgresql://storm:***@db:5432/x") && !out.contains(PASSWORD),
+        out.contains("postgresql://storm:<hidden>@db:5432/x") && !out.contains(PASSWORD),
         "{out}"
     );
 
