@@ -383,10 +383,7 @@ impl Shipper {
 /// Write the held output checkpoint `committed` covers (and let this process's transactional
 /// Kafka sinks write the checkpoints it covers).
 fn release_output(committed: u64) {
-    crate::components::kafka::sink::checkpoint_committed(committed);
-    crate::components::jdbc::checkpoint_committed(committed);
     crate::components::committed::checkpoint_committed(committed);
-    crate::components::redis::checkpoint_committed(committed);
     if let Err(e) = crate::components::stdout::release_held(Some(committed)) {
         tracing::warn!("cannot write to standard output: {e}");
     }

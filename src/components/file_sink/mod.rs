@@ -278,13 +278,9 @@ impl FileSink {
         };
         if t.saved_after_finish {
             let after = t.last_marker.unwrap_or(0);
-            let deadline = Instant::now() + COMMIT_WAIT;
-            while crate::components::committed::last() <= after {
-                if Instant::now() > deadline {
-                    tracing::warn!("{}: the last checkpoint did not commit within {}s; its files stay in {} (a run resumed from the state dir publishes them)", self.label, COMMIT_WAIT.as_secs(), self.staging.as_deref().unwrap_or(Path::new(".")).display());
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(5));
+            if !crate::components::committed::wait_for(after + 1, COMMIT_WAIT) {
+                tracing::warn!("{}: the last checkpoint did not commit within {}s; its files stay in {} (a run resumed from the state dir publishes them)", self.label, COMMIT_WAIT.as_secs(), self.staging.as_deref().unwrap_or(Path::new(".")).display());
+                return;
             }
         }
         let all = self.txn.as_ref().map(|t| {

@@ -148,11 +148,8 @@ impl HttpSink {
         let deadline = Instant::now() + END_WAIT;
         if t.saved_after_finish {
             let after = t.last_marker.unwrap_or(0);
-            while crate::components::committed::last() <= after {
-                if Instant::now() > deadline {
-                    return Err(self.fatal("the last checkpoint did not commit in time; its batches were not sent (a run resumed from the state dir sends them)"));
-                }
-                std::thread::sleep(Duration::from_millis(5));
+            if !crate::components::committed::wait_for(after + 1, END_WAIT) {
+                return Err(self.fatal("the last checkpoint did not commit in time; its batches were not sent (a run resumed from the state dir sends them)"));
             }
         }
         let t = self.txn_mut()?;

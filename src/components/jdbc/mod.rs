@@ -16,18 +16,3 @@ pub mod url;
 pub mod validate;
 pub mod values;
 mod values_read;
-
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The last checkpoint committed in this process (stateful sinks write up to it).
-static COMMITTED: AtomicU64 = AtomicU64::new(0);
-
-/// Checkpoint `txid` committed: stateful sinks may write the rows it covers.
-pub fn checkpoint_committed(txid: u64) {
-    COMMITTED.fetch_max(txid, Ordering::SeqCst);
-}
-
-/// The last checkpoint committed in this process.
-pub(crate) fn committed() -> u64 {
-    COMMITTED.load(Ordering::SeqCst)
-}

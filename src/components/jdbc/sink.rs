@@ -300,19 +300,15 @@ impl JdbcSink {
         let Some(last) = self.held.as_ref().and_then(|h| h.ready.back()).map(|r| r.0) else {
             return Ok(());
         };
-        let deadline = Instant::now() + self.retry;
-        while wait && super::committed() < last {
-            if Instant::now() > deadline {
-                return Err(FatalError(format!(
-                    "{}: checkpoint {last} did not commit within {}s; its rows are not written",
-                    self.label,
-                    self.retry.as_secs()
-                ))
-                .into());
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if wait && !crate::components::committed::wait_for(last, self.retry) {
+            return Err(FatalError(format!(
+                "{}: checkpoint {last} did not commit within {}s; its rows are not written",
+                self.label,
+                self.retry.as_secs()
+            ))
+            .into());
         }
-        let committed = super::committed();
+        let committed = crate::components::committed::last();
         while let Some((txid, (number, rows))) = self.held.as_mut().and_then(|h| h.due(committed)) {
             self.write_numbered(number, &rows)
                 .map_err(|e| FatalError(format!("{}: checkpoint {txid}: {e}", self.label)))?;

@@ -13,6 +13,7 @@
 //! transaction after a crash, which librdkafka cannot.)
 
 use super::commits::{Held, Record};
+use crate::components::committed;
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext, Waker};
 use crate::tuple::{Tuple, Value};
 use crossbeam_channel::{Receiver, Sender};
@@ -20,21 +21,12 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use rdkafka::ClientContext;
 use serde_json::Value as Json;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 type Args = serde_json::Map<String, Json>;
 
 /// How long a flush or a transaction's commit may take before the run ends with an error.
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The last checkpoint committed in this process (transactional sinks commit up to it).
-static COMMITTED: AtomicU64 = AtomicU64::new(0);
-
-/// Checkpoint `txid` committed: transactional sinks may commit what it covers.
-pub fn checkpoint_committed(txid: u64) {
-    COMMITTED.fetch_max(txid, Ordering::SeqCst);
-}
 
 /// The payload's format.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -275,19 +267,15 @@ impl KafkaSink {
         let Some(last) = self.txn.as_ref().and_then(|t| t.ready.back()).map(|r| r.0) else {
             return Ok(());
         };
-        let deadline = Instant::now() + TXN_TIMEOUT;
-        while wait && COMMITTED.load(Ordering::SeqCst) < last {
-            if Instant::now() > deadline {
-                return Err(FatalError(format!(
-                    "{}: checkpoint {last} did not commit within {}s; its records are not written",
-                    self.label,
-                    TXN_TIMEOUT.as_secs()
-                ))
-                .into());
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if wait && !committed::wait_for(last, TXN_TIMEOUT) {
+            return Err(FatalError(format!(
+                "{}: checkpoint {last} did not commit within {}s; its records are not written",
+                self.label,
+                TXN_TIMEOUT.as_secs()
+            ))
+            .into());
         }
-        let committed = COMMITTED.load(Ordering::SeqCst);
+        let committed = committed::last();
         loop {
             let due = self.txn.as_mut().and_then(|t| {
                 let first = t.ready.front().map(|r| r.0)?;

@@ -10,11 +10,11 @@ use super::command::{cmd, Bound};
 use super::conn::{self, Conn, ConnError};
 use super::spec::{Command, Spec};
 use super::txn::{self, Txn};
+use crate::components::committed;
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext};
 use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 type Args = serde_json::Map<String, serde_json::Value>;
@@ -23,14 +23,6 @@ type Args = serde_json::Map<String, serde_json::Value>;
 pub const BATCH: usize = 512;
 /// How long the end of a run waits for its last checkpoint to commit.
 const COMMIT_WAIT: Duration = Duration::from_secs(30);
-
-/// The last checkpoint committed in this process (stateful bolts write up to it).
-static COMMITTED: AtomicU64 = AtomicU64::new(0);
-
-/// Checkpoint `txid` committed: stateful bolts may write what it covers.
-pub fn checkpoint_committed(txid: u64) {
-    COMMITTED.fetch_max(txid, Ordering::SeqCst);
-}
 
 pub struct RedisBolt {
     args: Args,
@@ -216,19 +208,15 @@ impl RedisBolt {
         let Some(last) = self.txn.as_ref().and_then(Txn::last_ready) else {
             return Ok(());
         };
-        let deadline = Instant::now() + COMMIT_WAIT;
-        while wait && COMMITTED.load(Ordering::SeqCst) < last {
-            if Instant::now() > deadline {
-                return Err(FatalError(format!(
-                    "{}: checkpoint {last} did not commit within {}s; its writes are not made",
-                    self.label,
-                    COMMIT_WAIT.as_secs()
-                ))
-                .into());
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if wait && !committed::wait_for(last, COMMIT_WAIT) {
+            return Err(FatalError(format!(
+                "{}: checkpoint {last} did not commit within {}s; its writes are not made",
+                self.label,
+                COMMIT_WAIT.as_secs()
+            ))
+            .into());
         }
-        let committed = COMMITTED.load(Ordering::SeqCst);
+        let committed = committed::last();
         while let Some((txid, held)) = self.txn.as_mut().and_then(|t| t.due(committed)) {
             self.write_held(&held, &format!("checkpoint {txid}"))?;
             if !held.1.is_empty() {

@@ -16,8 +16,6 @@ pub mod spout;
 pub mod template;
 pub mod txn;
 
-pub use bolt::checkpoint_committed;
-
 use crate::components::{Bolt, Spout};
 use crate::model::Component;
 

@@ -146,10 +146,7 @@ impl Coordinator {
         self.report.last = txid;
         self.report.latencies.push(since.elapsed());
         tracing::debug!(txid, "checkpoint committed");
-        crate::components::kafka::sink::checkpoint_committed(txid);
-        crate::components::jdbc::checkpoint_committed(txid);
         crate::components::committed::checkpoint_committed(txid);
-        crate::components::redis::checkpoint_committed(txid);
         Ok(Some(txid))
     }
 }
