@@ -35,6 +35,7 @@ pub mod split;
 #[cfg(test)]
 pub(crate) mod state_check;
 pub mod stdout;
+pub mod template;
 pub mod test_words;
 
 pub use catalog::{input_fields, input_positions, wired_stream};

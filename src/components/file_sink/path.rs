@@ -34,41 +34,26 @@ impl Template {
                 "`{path}` ends with `/`: it names a directory, not a file"
             ));
         }
-        let mut pieces = Vec::new();
-        let mut text = String::new();
-        let mut chars = path.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '{' if chars.peek() == Some(&'{') => {
-                    chars.next();
-                    text.push('{');
-                }
-                '}' if chars.peek() == Some(&'}') => {
-                    chars.next();
-                    text.push('}');
-                }
-                '{' => {
-                    let mut name = String::new();
-                    let mut closed = false;
-                    for c in chars.by_ref() {
-                        if c == '}' {
-                            closed = true;
-                            break;
-                        }
-                        name.push(c);
-                    }
-                    let name = name.trim().to_string();
-                    if !closed || name.is_empty() || name.contains(['{', '/']) {
-                        return Err(format!("`{path}` has an empty or unclosed `{{…}}`"));
-                    }
-                    flush(&mut pieces, &mut text);
-                    pieces.push(Piece::Field { name, at: 0 });
-                }
-                '}' => return Err(format!("`{path}` has a `}}` without its `{{`")),
-                c => text.push(c),
+        use crate::components::template::{split, Part, SplitError};
+        let parts = split(path).map_err(|e| match e {
+            SplitError::LoneClose => format!("`{path}` has a `}}` without its `{{`"),
+            SplitError::Unclosed | SplitError::Empty => {
+                format!("`{path}` has an empty or unclosed `{{…}}`")
             }
+        })?;
+        let mut pieces = Vec::with_capacity(parts.len());
+        for part in parts {
+            pieces.push(match part {
+                Part::Text(text) => Piece::Text {
+                    timed: text.contains('%'),
+                    text,
+                },
+                Part::Field(name) if name.contains(['{', '/']) => {
+                    return Err(format!("`{path}` has an empty or unclosed `{{…}}`"))
+                }
+                Part::Field(name) => Piece::Field { name, at: 0 },
+            });
         }
-        flush(&mut pieces, &mut text);
         let t = Template {
             written: path.to_string(),
             pieces,
@@ -171,16 +156,6 @@ impl Template {
             }
         }
         out
-    }
-}
-
-fn flush(pieces: &mut Vec<Piece>, text: &mut String) {
-    if !text.is_empty() {
-        let timed = text.contains('%');
-        pieces.push(Piece::Text {
-            text: std::mem::take(text),
-            timed,
-        });
     }
 }
 

@@ -20,51 +20,21 @@ pub struct Template {
 impl Template {
     /// Parse `text`; an unclosed `{`, a lone `}` or an empty `{}` is an error.
     pub fn parse(text: &str) -> Result<Template, String> {
-        let mut pieces = Vec::new();
-        let mut literal = String::new();
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '{' if chars.peek() == Some(&'{') => {
-                    chars.next();
-                    literal.push('{');
-                }
-                '}' if chars.peek() == Some(&'}') => {
-                    chars.next();
-                    literal.push('}');
-                }
-                '{' => {
-                    let mut name = String::new();
-                    let mut closed = false;
-                    for c in chars.by_ref() {
-                        if c == '}' {
-                            closed = true;
-                            break;
-                        }
-                        name.push(c);
-                    }
-                    if !closed {
-                        return Err(format!("`{text}` has an unclosed `{{`"));
-                    }
-                    if name.trim().is_empty() {
-                        return Err(format!("`{text}` has an empty `{{}}`: name a field"));
-                    }
-                    if !literal.is_empty() {
-                        pieces.push(Piece::Text(std::mem::take(&mut literal)));
-                    }
-                    pieces.push(Piece::Field(name.trim().to_string(), 0));
-                }
-                '}' => {
-                    return Err(format!(
-                        "`{text}` has a `}}` without its `{{` (write `}}}}`)"
-                    ))
-                }
-                c => literal.push(c),
+        use crate::components::template::{split, Part, SplitError};
+        let parts = split(text).map_err(|e| match e {
+            SplitError::Unclosed => format!("`{text}` has an unclosed `{{`"),
+            SplitError::Empty => format!("`{text}` has an empty `{{}}`: name a field"),
+            SplitError::LoneClose => {
+                format!("`{text}` has a `}}` without its `{{` (write `}}}}`)")
             }
-        }
-        if !literal.is_empty() {
-            pieces.push(Piece::Text(literal));
-        }
+        })?;
+        let pieces = parts
+            .into_iter()
+            .map(|p| match p {
+                Part::Text(t) => Piece::Text(t),
+                Part::Field(name) => Piece::Field(name, 0),
+            })
+            .collect();
         Ok(Template { pieces })
     }
 
