@@ -31,37 +31,19 @@ pub struct Layout {
     identity: bool,
 }
 
-/// The `fields` argument, when given, as names.
-pub fn fields_arg(args: &Args) -> Result<Option<Vec<String>>, String> {
-    match args.get("fields") {
-        None => Ok(None),
-        Some(Json::Array(items)) => items
-            .iter()
-            .map(|i| {
-                i.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| "`fields` must be a list of names".to_string())
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err("`fields` must be a list of names".into()),
-    }
-}
+pub use crate::components::parse::source::fields_arg;
 
 /// The record arguments with the source's fields taken out of `fields`: what `stdin`'s
 /// readers are given.
 pub fn reader_args(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Args, String> {
-    let mut args = args.clone();
-    if let Some(fields) = fields_arg(&args)? {
-        let read: Vec<Json> = fields
-            .into_iter()
-            .filter(|f| !is_source(f))
-            .map(Json::String)
-            .collect();
-        match read.is_empty() {
-            true => args.remove("fields"),
-            false => args.insert("fields".into(), Json::Array(read)),
-        };
+    let mut args = crate::components::parse::source::without_source_fields(args, is_source)?;
+    // Only source fields asked: the reader reads all it has.
+    if args
+        .get("fields")
+        .and_then(Json::as_array)
+        .is_some_and(Vec::is_empty)
+    {
+        args.remove("fields");
     }
     Ok(args)
 }

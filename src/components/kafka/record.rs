@@ -2,6 +2,7 @@
 //! `format` with `stdin`'s record readers; `fields` may also name the message's own
 //! `kafka_key`, `kafka_partition`, `kafka_offset` and `kafka_timestamp`, in any position.
 
+use crate::components::parse::source::{fields_arg, without_source_fields};
 use crate::components::parse::spec::Spec;
 use crate::components::parse::Parser;
 use crate::tuple::{Value, Values};
@@ -49,25 +50,9 @@ pub struct RecordReader {
     slots: Vec<Slot>,
 }
 
-/// The `fields` argument, when given.
-fn fields_arg(args: &Args) -> Result<Option<Vec<String>>, String> {
-    match args.get("fields") {
-        None => Ok(None),
-        Some(_) => super::args::strings(args, "fields").map(Some),
-    }
-}
-
 /// The record arguments with the Kafka fields taken out of `fields` (what the reader reads).
 fn reader_spec(args: &Args) -> Result<Spec, String> {
-    let mut args = args.clone();
-    if let Some(fields) = fields_arg(&args)? {
-        let read: Vec<Json> = fields
-            .into_iter()
-            .filter(|f| !KAFKA_FIELDS.contains(&f.as_str()))
-            .map(Json::String)
-            .collect();
-        args.insert("fields".into(), Json::Array(read));
-    }
+    let args = without_source_fields(args, &|f| KAFKA_FIELDS.contains(&f))?;
     Spec::from_args(&args).map_err(|e| e.message)
 }
 

@@ -2,6 +2,7 @@
 //! `file_line` (its 1-based line number in that file): where `fields` puts them among the
 //! values a line (or, with `format`, a record) gives.
 
+use crate::components::parse::source::{fields_arg, without_source_fields};
 use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
@@ -10,29 +11,18 @@ pub const FILE_FIELDS: &[&str] = &["file_path", "file_line"];
 
 type Args = serde_json::Map<String, Json>;
 
-/// The `fields` argument's names, when it is a list of strings.
-fn fields_arg(args: &Args) -> Option<Vec<String>> {
-    let list = args.get("fields")?.as_array()?;
-    list.iter().map(|f| f.as_str().map(String::from)).collect()
-}
-
 /// Whether `fields` names a file field: then the spout's output fields are `fields` as written.
 pub fn asked(args: &Args) -> Option<Vec<String>> {
-    fields_arg(args).filter(|f| f.iter().any(|n| FILE_FIELDS.contains(&n.as_str())))
+    fields_arg(args)
+        .ok()
+        .flatten()
+        .filter(|f| f.iter().any(|n| FILE_FIELDS.contains(&n.as_str())))
 }
 
 /// The arguments without the file fields in `fields` (what the record reader reads).
 pub fn reader_args(args: &Args) -> Args {
-    let mut args = args.clone();
-    if let Some(fields) = fields_arg(&args) {
-        let read = fields
-            .into_iter()
-            .filter(|f| !FILE_FIELDS.contains(&f.as_str()))
-            .map(Json::String)
-            .collect();
-        args.insert("fields".into(), Json::Array(read));
-    }
-    args
+    // `fields` that is not a list of names is left for the reader to refuse.
+    without_source_fields(args, &|f| FILE_FIELDS.contains(&f)).unwrap_or_else(|_| args.clone())
 }
 
 /// Where an output field's value comes from.

@@ -3,6 +3,7 @@
 //! entry's first) read by `stdin`'s record readers. `fields` may also name `redis_id`, the
 //! entry's id, in any position.
 
+use crate::components::parse::source::{fields_arg, without_source_fields};
 use crate::components::parse::spec::Spec;
 use crate::components::parse::Parser;
 use crate::tuple::{Value, Values};
@@ -32,33 +33,9 @@ pub struct Reader {
     field: Option<String>,
 }
 
-fn fields_arg(args: &Args) -> Result<Option<Vec<String>>, String> {
-    match args.get("fields") {
-        None => Ok(None),
-        Some(Json::Array(items)) => items
-            .iter()
-            .map(|i| {
-                i.as_str()
-                    .map(String::from)
-                    .ok_or_else(|| "`fields` must be a list of names".to_string())
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err("`fields` must be a list of names".into()),
-    }
-}
-
 /// The record arguments without `redis_id` in `fields` (what the format reads).
 fn reader_spec(args: &Args) -> Result<Spec, String> {
-    let mut args = args.clone();
-    if let Some(fields) = fields_arg(&args)? {
-        let read: Vec<Json> = fields
-            .into_iter()
-            .filter(|f| f != ID_FIELD)
-            .map(Json::String)
-            .collect();
-        args.insert("fields".into(), Json::Array(read));
-    }
+    let mut args = without_source_fields(args, &|f| f == ID_FIELD)?;
     for own in [
         "url",
         "stream",
