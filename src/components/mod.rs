@@ -12,6 +12,7 @@ pub mod discard;
 pub mod file_sink;
 pub mod filter;
 pub mod generate;
+pub mod held;
 pub mod http;
 pub mod http_sink;
 pub mod jdbc;

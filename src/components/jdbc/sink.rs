@@ -297,7 +297,7 @@ impl JdbcSink {
     /// Write each committed checkpoint's rows; with `wait`, wait (bounded) for the last one
     /// marked to commit first.
     fn write_committed(&mut self, wait: bool) -> anyhow::Result<()> {
-        let Some(last) = self.held.as_ref().and_then(|h| h.ready.back()).map(|r| r.0) else {
+        let Some(last) = self.held.as_ref().and_then(Held::last_ready) else {
             return Ok(());
         };
         if wait && !crate::components::committed::wait_for(last, self.retry) {

@@ -205,7 +205,7 @@ impl RedisBolt {
     /// Write the writes of each committed checkpoint; with `wait`, wait (bounded) for the
     /// last one marked to commit.
     fn commit_covered(&mut self, wait: bool) -> anyhow::Result<()> {
-        let Some(last) = self.txn.as_ref().and_then(Txn::last_ready) else {
+        let Some(last) = self.txn.as_ref().and_then(|t| t.held.last_ready()) else {
             return Ok(());
         };
         if wait && !committed::wait_for(last, COMMIT_WAIT) {
@@ -217,7 +217,7 @@ impl RedisBolt {
             .into());
         }
         let committed = committed::last();
-        while let Some((txid, held)) = self.txn.as_mut().and_then(|t| t.due(committed)) {
+        while let Some((txid, held)) = self.txn.as_mut().and_then(|t| t.held.due(committed)) {
             self.write_held(&held, &format!("checkpoint {txid}"))?;
             if !held.1.is_empty() {
                 tracing::debug!(txid, writes = held.1.len(), "redis transaction committed");
@@ -228,7 +228,7 @@ impl RedisBolt {
 
     /// One checkpoint's writes in their transaction; a lost server ends the run (a restart
     /// resumes from the checkpoint and writes them then).
-    fn write_held(&mut self, held: &txn::Held, what: &str) -> anyhow::Result<()> {
+    fn write_held(&mut self, held: &txn::Batch, what: &str) -> anyhow::Result<()> {
         let marker = self
             .txn
             .as_ref()
@@ -288,7 +288,7 @@ fn query_answers(
 impl BoltState for RedisBolt {
     fn changes(&mut self, _all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
         if let Some(t) = self.txn.as_mut() {
-            t.changes(out);
+            out.extend(t.held.save());
         }
         Ok(())
     }
@@ -300,6 +300,7 @@ impl BoltState for RedisBolt {
         };
         let marker = t.marker.clone();
         let held = t
+            .held
             .restore(&entries)
             .map_err(|e| FatalError(format!("{}: {e}", self.label)))?;
         let written = txn::written(self.conn()?, &marker)
@@ -334,7 +335,7 @@ impl Bolt for RedisBolt {
             );
             let mut t = Txn::new(marker);
             // A fresh run numbers its checkpoints on from what the marker says.
-            t.saved = txn::written(&mut c, &t.marker)
+            t.held.saved = txn::written(&mut c, &t.marker)
                 .map_err(|e| FatalError(format!("{}: {e}", ctx.component)))?;
             self.txn = Some(t);
         }
@@ -354,7 +355,7 @@ impl Bolt for RedisBolt {
                 Ok(w) => self
                     .txn
                     .iter_mut()
-                    .for_each(|t| t.open.extend(w.iter().cloned())),
+                    .for_each(|t| t.held.open.extend(w.iter().cloned())),
                 Err(why) => {
                     self.warn(&format!("a tuple cannot be written: {why}; dropped"));
                     out.dropped(1);
@@ -392,7 +393,7 @@ impl Bolt for RedisBolt {
 
     fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
         if let Some(t) = self.txn.as_mut() {
-            t.marker_came(txid);
+            t.held.marker(txid);
         }
         Ok(())
     }
@@ -402,7 +403,7 @@ impl Bolt for RedisBolt {
         if self.txn.is_some() {
             self.commit_covered(true)?;
             // The run ended cleanly: its last checkpoint covers what came after the last marker.
-            if let Some(rest) = self.txn.as_mut().map(Txn::rest) {
+            if let Some(rest) = self.txn.as_mut().map(|t| t.held.rest()) {
                 self.write_held(&rest, "the end")?;
             }
         }

@@ -7,23 +7,29 @@
 
 use super::command::{cmd, Words};
 use super::conn::{Conn, ConnError};
+use crate::components::held::{Held, Item, Numbered};
 use crate::tuple::Value;
-use std::collections::VecDeque;
 
 /// One checkpoint's writes: its number and commands.
-pub type Held = (u64, Vec<Words>);
+pub type Batch = Numbered<Words>;
 
-/// A stateful bolt's writes until their checkpoint commits.
-#[derive(Debug, Default)]
+impl Item for Words {
+    const UNREADABLE: &'static str = "the saved Redis writes cannot be read";
+    fn to_value(&self) -> Value {
+        Value::list(self.iter().map(|s| Value::str(s)).collect())
+    }
+    fn from_value(v: &Value) -> Option<Words> {
+        match v {
+            Value::List(words) => words.iter().map(|s| s.as_str().map(String::from)).collect(),
+            _ => None,
+        }
+    }
+}
+
+/// A stateful bolt's writes until their checkpoint commits, and its marker key.
+#[derive(Debug)]
 pub struct Txn {
-    /// The writes of the inputs since the last checkpoint was saved.
-    pub open: Vec<Words>,
-    /// The number of the last saved checkpoint (what the marker is set to).
-    pub saved: u64,
-    /// The writes saved with checkpoint `saved` whose marker has not come yet.
-    pending: Option<Held>,
-    /// The writes of each checkpoint (its txid, its held writes) not yet written, oldest first.
-    ready: VecDeque<(u64, Held)>,
+    pub held: Held<Words>,
     /// The marker key.
     pub marker: String,
 }
@@ -31,69 +37,9 @@ pub struct Txn {
 impl Txn {
     pub fn new(marker: String) -> Txn {
         Txn {
+            held: Held::default(),
             marker,
-            ..Txn::default()
         }
-    }
-
-    /// A checkpoint saves the state: the open writes are set aside under the next number;
-    /// the state is that number and every checkpoint's writes not yet written.
-    pub fn changes(&mut self, out: &mut Vec<(Value, Option<Value>)>) {
-        self.saved += 1;
-        if let Some(p) = self.pending.take() {
-            // Saved without a marker after it: kept with the next checkpoint.
-            self.open.splice(0..0, p.1);
-        }
-        self.pending = Some((self.saved, std::mem::take(&mut self.open)));
-        let mut held: Vec<&Held> = self.ready.iter().map(|r| &r.1).collect();
-        held.extend(self.pending.as_ref());
-        out.push((Value::str("saved"), Some(Value::Int(self.saved as i64))));
-        out.push((Value::str("held"), Some(encode(&held))));
-    }
-
-    /// The marker of checkpoint `txid` came: its writes are ready once it commits.
-    pub fn marker_came(&mut self, txid: u64) {
-        let held = match self.pending.take() {
-            Some(p) => p,
-            None => {
-                self.saved += 1;
-                (self.saved, std::mem::take(&mut self.open))
-            }
-        };
-        self.ready.push_back((txid, held));
-    }
-
-    /// The oldest ready writes whose checkpoint is at or below `committed`.
-    pub fn due(&mut self, committed: u64) -> Option<(u64, Held)> {
-        let first = self.ready.front()?.0;
-        (first <= committed)
-            .then(|| self.ready.pop_front())
-            .flatten()
-    }
-
-    /// The txid of the last checkpoint with ready writes.
-    pub fn last_ready(&self) -> Option<u64> {
-        self.ready.back().map(|r| r.0)
-    }
-
-    /// At a clean end: every write not yet written, under the next number.
-    pub fn rest(&mut self) -> Held {
-        let mut writes = self.pending.take().map(|p| p.1).unwrap_or_default();
-        writes.append(&mut self.open);
-        (self.saved + 1, writes)
-    }
-
-    /// Read a saved state: the number, and the held writes.
-    pub fn restore(&mut self, entries: &[(Value, Value)]) -> Result<Vec<Held>, String> {
-        let mut held = Vec::new();
-        for (k, v) in entries {
-            match (k.as_str(), v) {
-                (Some("saved"), Value::Int(n)) => self.saved = u64::try_from(*n).unwrap_or(0),
-                (Some("held"), v) => held = decode(v)?,
-                _ => {}
-            }
-        }
-        Ok(held)
     }
 }
 
@@ -107,7 +53,7 @@ pub fn written(conn: &mut Conn, marker: &str) -> Result<u64, ConnError> {
 
 /// Write `writes` and set the marker to `number` in one `MULTI`/`EXEC`, unless the marker
 /// already says so (a transaction whose answer was lost with the connection).
-pub fn write(conn: &mut Conn, marker: &str, (number, writes): &Held) -> Result<(), ConnError> {
+pub fn write(conn: &mut Conn, marker: &str, (number, writes): &Batch) -> Result<(), ConnError> {
     if writes.is_empty() {
         return Ok(());
     }
@@ -126,49 +72,6 @@ pub fn write(conn: &mut Conn, marker: &str, (number, writes): &Held) -> Result<(
     })
 }
 
-fn encode(held: &[&Held]) -> Value {
-    let words = |w: &Words| Value::list(w.iter().map(|s| Value::str(s)).collect());
-    Value::list(
-        held.iter()
-            .map(|(n, ws)| {
-                Value::list(vec![
-                    Value::Int(*n as i64),
-                    Value::list(ws.iter().map(words).collect()),
-                ])
-            })
-            .collect(),
-    )
-}
-
-fn decode(v: &Value) -> Result<Vec<Held>, String> {
-    let bad = || "the saved Redis writes cannot be read".to_string();
-    let Value::List(items) = v else {
-        return Err(bad());
-    };
-    items
-        .iter()
-        .map(|item| {
-            let Value::List(pair) = item else {
-                return Err(bad());
-            };
-            let (Some(Value::Int(n)), Some(Value::List(ws))) = (pair.first(), pair.get(1)) else {
-                return Err(bad());
-            };
-            let writes = ws
-                .iter()
-                .map(|w| match w {
-                    Value::List(words) => words
-                        .iter()
-                        .map(|s| s.as_str().map(String::from).ok_or_else(bad))
-                        .collect(),
-                    _ => Err(bad()),
-                })
-                .collect::<Result<Vec<Words>, String>>()?;
-            Ok((*n as u64, writes))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,22 +83,21 @@ mod tests {
     #[test]
     fn saved_state_holds_what_is_not_written_and_reads_back() {
         let mut t = Txn::new("m".into());
-        t.open.push(w("a"));
-        let mut out = Vec::new();
-        t.changes(&mut out);
-        t.marker_came(7);
-        t.open.push(w("b"));
-        let mut out = Vec::new();
-        t.changes(&mut out);
-        let entries: Vec<(Value, Value)> = out
+        t.held.open.push(w("a"));
+        t.held.save();
+        t.held.marker(7);
+        t.held.open.push(w("b"));
+        let entries: Vec<(Value, Value)> = t
+            .held
+            .save()
             .into_iter()
             .map(|(k, v)| (k, v.expect("a value")))
             .collect();
         let mut back = Txn::new("m".into());
-        let held = back.restore(&entries).expect("reads");
-        assert_eq!(back.saved, 2);
+        let held = back.held.restore(&entries).expect("reads");
+        assert_eq!(back.held.saved, 2);
         assert_eq!(held, vec![(1, vec![w("a")]), (2, vec![w("b")])]);
-        assert_eq!(t.due(6), None);
-        assert_eq!(t.due(7), Some((7, (1, vec![w("a")]))));
+        assert_eq!(t.held.due(6), None);
+        assert_eq!(t.held.due(7), Some((7, (1, vec![w("a")]))));
     }
 }
