@@ -4,7 +4,10 @@
 //! (`http_remote`, `http_header_<name>`, `socket_remote`, …), in any position.
 
 use crate::components::parse::spec::Spec;
+use crate::components::parse::DropWarnings;
 use crate::components::parse::Parser;
+use crate::components::{FatalError, SpoutCollector};
+use crate::model::plan::StreamId;
 use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
@@ -194,6 +197,30 @@ fn preview(line: &str) -> String {
         end -= 1;
     }
     line[..end].to_string()
+}
+
+/// Record `at` (counted from 1) could not be read: its text and the reason on the `errors`
+/// stream when one is wired, else dropped, counted and warned about (with `topology.strict`,
+/// the error that ends the run).
+pub fn unreadable(
+    errors: Option<StreamId>,
+    warnings: &mut DropWarnings,
+    at: u64,
+    line: &str,
+    reason: &str,
+    out: &mut dyn SpoutCollector,
+) -> Result<(), FatalError> {
+    match errors {
+        Some(stream) => {
+            let values = smallvec::smallvec![Value::str(line), Value::str(reason)];
+            out.send(stream, values, None);
+            Ok(())
+        }
+        None => {
+            out.dropped(1);
+            warnings.dropped(at, line, reason)
+        }
+    }
 }
 
 #[cfg(test)]

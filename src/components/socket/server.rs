@@ -96,12 +96,12 @@ pub fn start(
         let _entered = runtime.enter();
         match settings.protocol {
             Protocol::Tcp => {
-                let listener = bind_tcp(&settings.listen, reuse_port)?;
+                let listener = crate::net::http::bind(&settings.listen, reuse_port)?;
                 let addr = listener.local_addr()?;
                 (addr, Serving::Tcp(listener))
             }
             Protocol::Udp => {
-                let at = resolve(&settings.listen)?;
+                let at = crate::net::http::resolve(&settings.listen)?;
                 let socket = std::net::UdpSocket::bind(at)?;
                 socket.set_nonblocking(true)?;
                 let socket = tokio::net::UdpSocket::from_std(socket)?;
@@ -131,35 +131,6 @@ pub fn start(
 enum Serving {
     Tcp(tokio::net::TcpListener),
     Udp(tokio::net::UdpSocket),
-}
-
-fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
-    use std::net::ToSocketAddrs;
-    addr.to_socket_addrs()?.next().ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::AddrNotAvailable,
-            format!("`{addr}` names no address"),
-        )
-    })
-}
-
-fn bind_tcp(addr: &str, reuse_port: bool) -> std::io::Result<tokio::net::TcpListener> {
-    let at = resolve(addr)?;
-    let socket = match at {
-        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
-        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
-    };
-    #[cfg(unix)]
-    {
-        socket.set_reuseaddr(true)?;
-        if reuse_port {
-            socket.set_reuseport(true)?;
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = reuse_port;
-    socket.bind(at)?;
-    socket.listen(1024)
 }
 
 /// Accept connections until stopped; past `max_connections` a new one is closed at once.

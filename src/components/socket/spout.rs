@@ -79,20 +79,8 @@ impl SocketSpout {
         out: &mut dyn SpoutCollector,
     ) -> Result<(), FatalError> {
         self.unreadable += 1;
-        match self.errors {
-            Some(stream) => {
-                out.send(
-                    stream,
-                    smallvec::smallvec![Value::str(&line), Value::str(&reason)],
-                    None,
-                );
-                Ok(())
-            }
-            None => {
-                out.dropped(1);
-                self.warnings.dropped(self.unreadable, &line, &reason)
-            }
-        }
+        let at = self.unreadable;
+        record::unreadable(self.errors, &mut self.warnings, at, &line, &reason, out)
     }
 
     /// Datagrams dropped for want of room, and connections refused past the bound: counted

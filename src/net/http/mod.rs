@@ -163,14 +163,8 @@ pub fn start(
 
 /// A listening socket on `addr` (`host:port`; the first address it resolves to), with
 /// `SO_REUSEPORT` when asked (unix). Must run inside the runtime.
-fn bind(addr: &str, reuse_port: bool) -> std::io::Result<tokio::net::TcpListener> {
-    use std::net::ToSocketAddrs;
-    let Some(at) = addr.to_socket_addrs()?.next() else {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AddrNotAvailable,
-            format!("`{addr}` names no address"),
-        ));
-    };
+pub(crate) fn bind(addr: &str, reuse_port: bool) -> std::io::Result<tokio::net::TcpListener> {
+    let at = resolve(addr)?;
     let socket = match at {
         SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
         SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
@@ -186,6 +180,17 @@ fn bind(addr: &str, reuse_port: bool) -> std::io::Result<tokio::net::TcpListener
     let _ = reuse_port;
     socket.bind(at)?;
     socket.listen(1024)
+}
+
+/// The first address `addr` names.
+pub(crate) fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    addr.to_socket_addrs()?.next().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            format!("`{addr}` names no address"),
+        )
+    })
 }
 
 /// The reason phrase of a status this server gives.
