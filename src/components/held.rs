@@ -85,6 +85,11 @@ impl<T: Item> Held<T> {
         self.ready.back().map(|r| r.0)
     }
 
+    /// The checkpoints waiting for their commit, oldest first: (txid, the sink's number).
+    pub fn ready(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ready.iter().map(|(txid, (n, _))| (*txid, *n))
+    }
+
     /// At a clean end: what came after the last marker, under the next number.
     pub fn rest(&mut self) -> Numbered<T> {
         let mut items = self.pending.take().map(|p| p.1).unwrap_or_default();
@@ -107,7 +112,7 @@ impl<T: Item> Held<T> {
 }
 
 /// Checkpoints' items as one value: a list of `[number, [item…]]`.
-fn encode<T: Item>(held: &[&Numbered<T>]) -> Value {
+pub fn encode<T: Item>(held: &[&Numbered<T>]) -> Value {
     let one = |(n, items): &&Numbered<T>| {
         let items = items.iter().map(Item::to_value).collect();
         Value::list(vec![Value::Int(*n as i64), Value::list(items)])
@@ -115,7 +120,8 @@ fn encode<T: Item>(held: &[&Numbered<T>]) -> Value {
     Value::list(held.iter().map(one).collect())
 }
 
-fn decode<T: Item>(v: &Value) -> Result<Vec<Numbered<T>>, String> {
+/// The checkpoints' items [`encode`] wrote; an error is the item's [`Item::UNREADABLE`].
+pub fn decode<T: Item>(v: &Value) -> Result<Vec<Numbered<T>>, String> {
     let bad = || T::UNREADABLE.to_string();
     let Value::List(checkpoints) = v else {
         return Err(bad());

@@ -2,7 +2,7 @@
 //! record (key: the sink's `transactional.id`, value: the number of the checkpoint whose
 //! records it writes) in the marker topic, so a restarted sink can tell, with a
 //! `read_committed` read, which of its checkpoints' records are already in Kafka. The records
-//! held for checkpoints not yet written are part of the sink's saved state, encoded here.
+//! held for checkpoints not yet written are part of the sink's saved state (`components::held`).
 
 use crate::tuple::Value;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -17,63 +17,33 @@ pub struct Record {
     pub payload: String,
 }
 
-/// The records of one checkpoint, by the sink's number for it.
-pub type Held = (u64, Vec<Record>);
-
-/// `held` as a state value: a list of `[number, [[topic, key or null, payload], …]]`.
-pub fn encode(held: &[Held]) -> Value {
-    let one = |r: &Record| {
+impl crate::components::held::Item for Record {
+    const UNREADABLE: &'static str = "the saved records of the kafka sink are malformed";
+    /// `[topic, key or null, payload]`.
+    fn to_value(&self) -> Value {
         Value::list(vec![
-            Value::str(&r.topic),
-            r.key.as_deref().map_or(Value::Null, Value::str),
-            Value::str(&r.payload),
+            Value::str(&self.topic),
+            self.key.as_deref().map_or(Value::Null, Value::str),
+            Value::str(&self.payload),
         ])
-    };
-    Value::list(
-        held.iter()
-            .map(|(n, rs)| {
-                Value::list(vec![
-                    Value::Int(*n as i64),
-                    Value::list(rs.iter().map(one).collect()),
-                ])
-            })
-            .collect(),
-    )
-}
-
-/// The records saved by [`encode`]; an error names what is malformed.
-pub fn decode(v: &Value) -> Result<Vec<Held>, String> {
-    let bad = || "the saved records of the kafka sink are malformed".to_string();
-    let list = |v: &Value| match v {
-        Value::List(l) => Ok(l.as_slice().to_vec()),
-        _ => Err(bad()),
-    };
-    let text = |v: &Value| v.as_str().map(String::from).ok_or_else(bad);
-    let mut out = Vec::new();
-    for entry in list(v)? {
-        let entry = list(&entry)?;
-        let (Some(Value::Int(n)), Some(records)) = (entry.first(), entry.get(1)) else {
-            return Err(bad());
-        };
-        let mut rs = Vec::new();
-        for r in list(records)? {
-            let r = list(&r)?;
-            if r.len() != 3 {
-                return Err(bad());
-            }
-            let key = match &r[1] {
-                Value::Null => None,
-                k => Some(text(k)?),
-            };
-            rs.push(Record {
-                topic: text(&r[0])?,
-                key,
-                payload: text(&r[2])?,
-            });
-        }
-        out.push((u64::try_from(*n).map_err(|_| bad())?, rs));
     }
-    Ok(out)
+    fn from_value(v: &Value) -> Option<Record> {
+        let Value::List(r) = v else {
+            return None;
+        };
+        let [topic, key, payload] = r.as_slice() else {
+            return None;
+        };
+        let key = match key {
+            Value::Null => None,
+            k => Some(k.as_str()?.to_string()),
+        };
+        Some(Record {
+            topic: topic.as_str()?.to_string(),
+            key,
+            payload: payload.as_str()?.to_string(),
+        })
+    }
 }
 
 /// The highest checkpoint number `txn_id` marked as written in `topic`, read with
@@ -183,8 +153,9 @@ mod tests {
                 ],
             ),
         ];
-        assert_eq!(decode(&encode(&held)), Ok(held));
-        assert!(decode(&Value::Int(1)).is_err());
-        assert!(decode(&Value::list(vec![Value::list(vec![Value::Int(-1)])])).is_err());
+        use crate::components::held::{decode, encode};
+        assert_eq!(decode(&encode(&held.iter().collect::<Vec<_>>())), Ok(held));
+        assert!(decode::<Record>(&Value::Int(1)).is_err());
+        assert!(decode::<Record>(&Value::list(vec![Value::list(vec![Value::Int(-1)])])).is_err());
     }
 }

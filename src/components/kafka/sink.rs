@@ -12,7 +12,7 @@
 //! once. (Producing into the transaction before the commit, as Flink does, needs to resume the
 //! transaction after a crash, which librdkafka cannot.)
 
-use super::commits::{Held, Record};
+use super::commits::Record;
 use crate::components::committed;
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext, Waker};
 use crate::tuple::{Tuple, Value};
@@ -20,7 +20,7 @@ use crossbeam_channel::{Receiver, Sender};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 use serde_json::Value as Json;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 type Args = serde_json::Map<String, Json>;
@@ -58,17 +58,11 @@ impl ProducerContext for SinkContext {
     }
 }
 
-/// A stateful sink's records until their checkpoint commits.
+/// A stateful sink's records until their checkpoint commits (the sink's number of a
+/// checkpoint is the marker its transaction carries).
 #[derive(Default)]
 struct Txn {
-    /// The records of the inputs since the last checkpoint was saved.
-    open: Vec<Record>,
-    /// The sink's number of its last saved checkpoint (the marker its transaction carries).
-    saved: u64,
-    /// The records saved with checkpoint `saved` whose marker has not come yet.
-    pending: Option<Held>,
-    /// The records of each checkpoint (its txid, its number) not yet written, oldest first.
-    ready: VecDeque<(u64, Held)>,
+    held: crate::components::held::Held<Record>,
     /// Where the markers go, and this sink's `transactional.id` (their key).
     marker_topic: String,
     txn_id: String,
@@ -264,7 +258,7 @@ impl KafkaSink {
     /// Write the records of each checkpoint that committed, one transaction each; with
     /// `wait`, wait (bounded) for the last one marked to commit.
     fn commit_covered(&mut self, wait: bool) -> anyhow::Result<()> {
-        let Some(last) = self.txn.as_ref().and_then(|t| t.ready.back()).map(|r| r.0) else {
+        let Some(last) = self.txn.as_ref().and_then(|t| t.held.last_ready()) else {
             return Ok(());
         };
         if wait && !committed::wait_for(last, TXN_TIMEOUT) {
@@ -277,10 +271,7 @@ impl KafkaSink {
         }
         let committed = committed::last();
         loop {
-            let due = self.txn.as_mut().and_then(|t| {
-                let first = t.ready.front().map(|r| r.0)?;
-                (first <= committed).then(|| t.ready.pop_front()).flatten()
-            });
+            let due = self.txn.as_mut().and_then(|t| t.held.due(committed));
             let Some((txid, (number, records))) = due else {
                 return Ok(());
             };
@@ -342,37 +333,20 @@ impl BoltState for KafkaSink {
         let Some(t) = self.txn.as_mut() else {
             return Ok(());
         };
-        t.saved += 1;
-        if let Some(p) = t.pending.take() {
-            // Saved without a marker after it: kept with the next checkpoint.
-            t.open.splice(0..0, p.1);
-        }
-        t.pending = Some((t.saved, std::mem::take(&mut t.open)));
-        let mut held: Vec<Held> = t.ready.iter().map(|r| r.1.clone()).collect();
-        held.extend(t.pending.clone());
-        out.push((Value::str("saved"), Some(Value::Int(t.saved as i64))));
-        out.push((Value::str("held"), Some(super::commits::encode(&held))));
+        out.extend(t.held.save());
         Ok(())
     }
 
     /// Resume from a checkpoint: its records not marked as written in the marker topic are
     /// written now (each checkpoint in its transaction with its marker), the others dropped.
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
-        let (mut saved, mut held) = (0, Vec::new());
-        for (k, v) in &entries {
-            match (k.as_str(), v) {
-                (Some("saved"), Value::Int(n)) => saved = u64::try_from(*n).unwrap_or(0),
-                (Some("held"), v) => {
-                    held = super::commits::decode(v)
-                        .map_err(|e| FatalError(format!("{}: {e}", self.label)))?
-                }
-                _ => {}
-            }
-        }
         let Some(t) = self.txn.as_mut() else {
             return Ok(());
         };
-        t.saved = saved;
+        let held = t
+            .held
+            .restore(&entries)
+            .map_err(|e| FatalError(format!("{}: {e}", self.label)))?;
         let (topic, txn_id) = (t.marker_topic.clone(), t.txn_id.clone());
         let config =
             super::args::client_config(&self.args, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -463,7 +437,7 @@ impl Bolt for KafkaSink {
             return Ok(());
         };
         if let Some(t) = self.txn.as_mut() {
-            t.open.push(record);
+            t.held.open.push(record);
             return Ok(());
         }
         self.next_id += 1;
@@ -500,15 +474,7 @@ impl Bolt for KafkaSink {
 
     fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
         if let Some(t) = self.txn.as_mut() {
-            let held = match t.pending.take() {
-                Some(p) => p,
-                None => {
-                    // No save came before this marker: its records get the next number.
-                    t.saved += 1;
-                    (t.saved, std::mem::take(&mut t.open))
-                }
-            };
-            t.ready.push_back((txid, held));
+            t.held.marker(txid);
         }
         Ok(())
     }
@@ -517,11 +483,7 @@ impl Bolt for KafkaSink {
         if self.txn.is_some() {
             self.commit_covered(true)?;
             // The run ended cleanly: its last checkpoint covers what came after the last marker.
-            let open = self.txn.as_mut().map(|t| {
-                let mut records = t.pending.take().map(|p| p.1).unwrap_or_default();
-                records.append(&mut t.open);
-                (t.saved + 1, records)
-            });
+            let open = self.txn.as_mut().map(|t| t.held.rest());
             let (number, records) = open.unwrap_or_default();
             self.write_transaction(&records, number)
                 .map_err(|e| FatalError(format!("{}: at the end: {e}", self.label)))?;
@@ -564,12 +526,12 @@ mod tests {
         let mut sink = KafkaSink::new(args.as_object().expect("an object"), true).expect("sink");
         sink.txn = Some(Txn::default());
         let open = |sink: &mut KafkaSink, p: &str| {
-            sink.txn.as_mut().expect("txn").open.push(record(p));
+            sink.txn.as_mut().expect("txn").held.open.push(record(p));
         };
         open(&mut sink, "a");
         let mut out = Vec::new();
         sink.changes(true, &mut out).expect("changes");
-        let saved = super::super::commits::decode(out[1].1.as_ref().expect("held"));
+        let saved = crate::components::held::decode(out[1].1.as_ref().expect("held"));
         assert_eq!(saved, Ok(vec![(1, vec![record("a")])]));
         sink.checkpoint_marker(1, 7).expect("marker");
         open(&mut sink, "b");
@@ -577,20 +539,13 @@ mod tests {
         let mut out = Vec::new();
         sink.changes(false, &mut out).expect("changes");
         assert_eq!(out[0], (Value::str("saved"), Some(Value::Int(2))));
-        let saved = super::super::commits::decode(out[1].1.as_ref().expect("held"));
+        let saved = crate::components::held::decode(out[1].1.as_ref().expect("held"));
         assert_eq!(
             saved,
             Ok(vec![(1, vec![record("a")]), (2, vec![record("b")])])
         );
         sink.checkpoint_marker(2, 8).expect("marker");
-        let ready: Vec<(u64, u64)> = sink
-            .txn
-            .as_ref()
-            .expect("txn")
-            .ready
-            .iter()
-            .map(|(txid, (n, _))| (*txid, *n))
-            .collect();
+        let ready: Vec<(u64, u64)> = sink.txn.as_ref().expect("txn").held.ready().collect();
         assert_eq!(ready, vec![(7, 1), (8, 2)]);
     }
 }
