@@ -139,10 +139,7 @@ impl JdbcLookup {
 
     /// Connect, prepare the query, and find the `select`ed columns among its result's.
     fn connect(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
-        let password = ctx.config.get("jdbc.password").and_then(|v| v.as_str());
-        let config = super::url::config(&self.url, password)
-            .map_err(|e| FatalError(format!("{}: {e}", self.label)))?;
-        let pool = Pool::shared(config);
+        let pool = Pool::for_task(ctx, &self.url, &self.label)?;
         let query = self.query.clone();
         let stmt = pool
             .with(Duration::ZERO, &|| true, |conn| conn.prepare(&query))

@@ -44,6 +44,19 @@ pub struct Pool {
 }
 
 impl Pool {
+    /// The pool for the connection string `url` of the component `label`, with the password
+    /// from the `jdbc.password` config key when the string has none.
+    pub fn for_task(
+        ctx: &crate::components::TaskContext,
+        url: &str,
+        label: &str,
+    ) -> Result<Arc<Pool>, crate::components::FatalError> {
+        let password = ctx.config.get("jdbc.password").and_then(|v| v.as_str());
+        let config = super::url::config(url, password)
+            .map_err(|e| crate::components::FatalError(format!("{label}: {e}")))?;
+        Ok(Pool::shared(config))
+    }
+
     /// The pool of this process for `config` (made on first use).
     pub fn shared(config: postgres::Config) -> Arc<Pool> {
         static POOLS: OnceLock<Mutex<HashMap<String, Arc<Pool>>>> = OnceLock::new();

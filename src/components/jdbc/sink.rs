@@ -334,10 +334,7 @@ impl JdbcSink {
 
     /// Connect, learn the columns' types, and (stateful) make the marker table.
     fn connect(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
-        let password = ctx.config.get("jdbc.password").and_then(|v| v.as_str());
-        let config = super::url::config(&self.url, password)
-            .map_err(|e| FatalError(format!("{}: {e}", self.label)))?;
-        let pool = Pool::shared(config);
+        let pool = Pool::for_task(ctx, &self.url, &self.label)?;
         let sql = self.insert_sql(1);
         let marker = self.stateful.then(|| self.create_marker_sql());
         let types = pool

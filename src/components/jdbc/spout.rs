@@ -168,10 +168,7 @@ impl JdbcSpout {
 
     /// Connect, prepare the queries, and find the columns in their result.
     fn connect(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
-        let password = ctx.config.get("jdbc.password").and_then(|v| v.as_str());
-        let config = super::url::config(&self.url, password)
-            .map_err(|e| FatalError(format!("{}: {e}", self.label)))?;
-        let pool = Pool::shared(config);
+        let pool = Pool::for_task(ctx, &self.url, &self.label)?;
         let (bounded, unbounded) = (self.bounded.clone(), self.unbounded.clone());
         let stmt = pool
             .with(Duration::ZERO, &|| true, |conn| {
