@@ -126,37 +126,10 @@ fn without_a_state_dir_the_limit_still_ends_the_run() {
 fn a_spilling_count_killed_and_resumed_is_exact() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, want) = keys_file(dir.path(), 200_000);
-    let state = dir.path().join("state");
-    let args: Vec<String> = [
-        "run",
-        "-e",
-        &format!("name spilled\nlines = file({path})\n  | count x2\n  | stdout"),
-        "--state-dir",
-        &state.display().to_string(),
-        "-c",
-        "topology.stateful=true",
-        "-c",
-        "topology.state.memory.limit=1000000",
-        "-c",
-        "topology.state.checkpoint.interval.ms=50",
-        "-c",
-        "topology.max.spout.pending=4",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for commits in [3, 6] {
-        super::checkpoints::kill_after_commits(dir.path(), &args, commits, None);
-    }
-    let out = storm(dir.path()).args(&args).output().expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("resuming `spilled` from checkpoint"),
-        "{stderr}"
-    );
+    let topology = format!("name spilled\nlines = file({path})\n  | count x2\n  | stdout");
+    let stdout = killed_twice_then_resumed(dir.path(), &topology, "spilled");
     let mut got = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in stdout.lines() {
         let (k, n) = line.split_once('\t').expect("key TAB count");
         let n: u64 = n.parse().expect("a count");
         assert!(got.insert(k.to_string(), n).is_none(), "{k} twice");
@@ -253,14 +226,22 @@ fn a_sliding_top_past_the_limit_ranks_each_window_as_in_memory() {
 fn a_spilling_window_killed_and_resumed_is_exact() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, _) = keys_file(dir.path(), 150_000);
-    let state = dir.path().join("state");
     let topology = format!(
         "name spilled_window\nlines = file({path})\n  | aggregate(by=[line], window={{tumbling: 10000000}}, ops=[count])\n  | stdout"
     );
+    let stdout = killed_twice_then_resumed(dir.path(), &topology, "spilled_window");
+    let lines: Vec<String> = stdout.lines().map(String::from).collect();
+    assert_eq!(lines, windowed_counts(&path, 10_000_000));
+}
+
+/// Run the stateful `topology` named `name` under a 1 MB limit with a state dir in `dir`,
+/// killed after 3 and after 6 committed checkpoints, then to the end: its standard output.
+fn killed_twice_then_resumed(dir: &Path, topology: &str, name: &str) -> String {
+    let state = dir.join("state");
     let args: Vec<String> = [
         "run",
         "-e",
-        &topology,
+        topology,
         "--state-dir",
         &state.display().to_string(),
         "-c",
@@ -276,18 +257,14 @@ fn a_spilling_window_killed_and_resumed_is_exact() {
     .map(|s| s.to_string())
     .collect();
     for commits in [3, 6] {
-        super::checkpoints::kill_after_commits(dir.path(), &args, commits, None);
+        super::checkpoints::kill_after_commits(dir, &args, commits, None);
     }
-    let out = storm(dir.path()).args(&args).output().expect("runs");
+    let out = storm(dir).args(&args).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("resuming `spilled_window` from checkpoint"),
+        stderr.contains(&format!("resuming `{name}` from checkpoint")),
         "{stderr}"
     );
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(String::from)
-        .collect();
-    assert_eq!(lines, windowed_counts(&path, 10_000_000));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
