@@ -8,15 +8,18 @@
 //! joins the panes it spans. Keys match by their text form, as `lookup` does.
 //!
 //! Stateful (`stateful: true`), every tuple it keeps is an entry of its checkpoints (see
-//! `join/state.rs`).
+//! `join/state.rs`). The tuples are kept per key in spill maps (see `join/held.rs`): past
+//! `topology.state.memory.limit` they go to disk when the run has a state dir.
 
 pub mod builtin;
+mod held;
 mod state;
 
 use super::aggregate::window::{self, Measure, Panes, WindowSpec};
 use super::{Bolt, BoltCollector, TaskContext};
-use crate::model::plan::streams;
+use crate::state::spill::SpillTo;
 use crate::tuple::{Tuple, Value, Values};
+use held::Pane;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -153,9 +156,6 @@ impl Spec {
     }
 }
 
-/// The tuples of one pane (or of the whole input), per input, by key text.
-type Buffered = Vec<HashMap<String, Vec<Values>>>;
-
 pub struct Join {
     spec: Spec,
     /// Per input: key position, and the positions of its selected fields' (output index, field).
@@ -166,9 +166,9 @@ pub struct Join {
     /// Input index of each source component.
     input_of: HashMap<String, usize>,
     /// Without a window: every tuple so far.
-    whole: Buffered,
+    whole: Pane,
     /// With a window: the tuples per pane.
-    panes: Option<Panes<Buffered>>,
+    panes: Option<Panes<Pane>>,
     /// Count windows: tuples seen.
     clock: i64,
     /// Event time: the latest time seen on each input (`i64::MIN` before its first tuple).
@@ -188,8 +188,11 @@ pub struct Join {
     plan: Option<std::sync::Arc<crate::model::plan::Plan>>,
     /// Stateful: tuples kept and dropped since the last checkpoint (`None`: stateless).
     changed: Option<state::Changed>,
-    /// The bytes of the tuples kept without a window, against `topology.state.memory.limit`.
+    /// The task's share of `topology.state.memory.limit`, of which each pane takes a fresh
+    /// one.
     budget: super::memory::KeyBudget,
+    /// Where panes spill past the limit (`None`: no state dir; the limit ends the run).
+    spill: Option<SpillTo>,
 }
 
 impl Join {
@@ -203,7 +206,7 @@ impl Join {
             picks: vec![Vec::new(); n],
             times: vec![None; n],
             input_of: HashMap::new(),
-            whole: vec![HashMap::new(); n],
+            whole: held::new_pane(n, &Default::default(), &None, "whole"),
             clock: i64::MIN,
             latest: vec![i64::MIN; n],
             heard: vec![std::time::Instant::now(); n],
@@ -216,6 +219,7 @@ impl Join {
             plan: None,
             changed: None,
             budget: Default::default(),
+            spill: None,
         })
     }
 
@@ -226,104 +230,79 @@ impl Join {
     }
 
     /// Keep a tuple of input `i` (and join what its time closes). Without a window every
-    /// tuple is kept to the end, against `topology.state.memory.limit`.
+    /// tuple is kept to the end. Fails past `topology.state.memory.limit` with nowhere to
+    /// spill, or when spilled tuples cannot be read or written.
     fn execute_input(
         &mut self,
         i: usize,
         input: &Tuple,
         out: &mut dyn BoltCollector,
-    ) -> Result<(), super::FatalError> {
+    ) -> anyhow::Result<()> {
         let key = input
             .values
             .get(self.keys[i])
             .map(Value::key_text)
             .unwrap_or_default();
         if self.panes.is_some() {
-            self.windowed(i, key, input, out)?;
+            self.windowed(i, key, input, out)
         } else {
-            let values: u64 = input.values.iter().map(super::memory::value_bytes).sum();
-            self.budget.add(values + key.len() as u64 + 48)?;
+            let n = self.spec.inputs.len();
             keep(
-                &mut self.whole[i],
+                &mut self.whole,
                 key,
                 input,
-                None,
-                i,
+                (None, i, n),
                 self.changed.as_mut(),
-            );
+            )
+        }
+    }
+
+    /// Join and emit every window that ends at or before `watermark`, oldest first. Fails
+    /// when spilled panes cannot be read.
+    fn close(&mut self, watermark: i64, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        let Some(panes) = self.panes.as_mut() else {
+            return Ok(());
+        };
+        let starts = panes.due(watermark);
+        if starts.is_empty() {
+            return Ok(());
+        }
+        let shape = held::Shape {
+            picks: &self.picks,
+            inputs: &self.spec.inputs,
+            width: self.spec.select.len(),
+        };
+        for start in starts {
+            shape.join(panes.window_mut(start), out)?;
+        }
+        let retired = panes.retire();
+        if let Some(changed) = self.changed.as_mut() {
+            changed.retired(retired)?;
         }
         Ok(())
     }
 
-    /// Join the tuples of `parts` (panes, oldest first, or the whole input) and emit the rows.
-    fn join<'a>(
-        &self,
-        parts: impl Iterator<Item = &'a Buffered> + Clone,
-        out: &mut dyn BoltCollector,
-    ) {
-        let width = self.spec.select.len();
-        // The tuples of input `i` with `key`, in the order they came.
-        let of = |i: usize, key: &str| -> Vec<&'a Values> {
-            parts
-                .clone()
-                .filter_map(|p| p[i].get(key))
-                .flatten()
-                .collect()
-        };
-        let mut left_keys: Vec<&String> = parts.clone().flat_map(|p| p[0].keys()).collect();
-        left_keys.sort();
-        left_keys.dedup();
-        for key in left_keys {
-            // Partial rows, widened input by input.
-            let mut partial: Vec<Values> = of(0, key)
-                .into_iter()
-                .map(|t| self.fill(&smallvec::smallvec![Value::Null; width], 0, Some(t)))
-                .collect();
-            for i in 1..self.spec.inputs.len() {
-                let matches = of(i, key);
-                partial = match (matches.is_empty(), self.spec.inputs[i].left) {
-                    (false, _) => partial
-                        .iter()
-                        .flat_map(|p| matches.iter().map(|t| self.fill(p, i, Some(t))))
-                        .collect(),
-                    (true, true) => partial.iter().map(|p| self.fill(p, i, None)).collect(),
-                    (true, false) => Vec::new(),
-                };
-            }
-            for row in partial {
-                out.send(streams::DEFAULT, &[], row);
-            }
-        }
+    /// Spill past `limit` bytes to files in `dir` (tests: as `prepare` does with a state dir).
+    #[cfg(test)]
+    fn spill_for_test(&mut self, dir: &std::path::Path, limit: u64) {
+        self.budget = super::memory::KeyBudget::with_limit(limit, "join (test)");
+        self.spill = Some(SpillTo {
+            path: dir.join("join-0.redb"),
+            cache: 1 << 20,
+        });
+        self.whole = self.new_pane("whole");
     }
 
-    /// `row` with input `i`'s selected fields taken from `tuple` (null without one).
-    fn fill(&self, row: &Values, i: usize, tuple: Option<&Values>) -> Values {
-        let mut row = row.clone();
-        for &(out_at, field_at) in &self.picks[i] {
-            row[out_at] = tuple
-                .and_then(|t| t.get(field_at).cloned())
-                .unwrap_or(Value::Null);
-        }
-        row
+    /// Whether any of the tuples kept went to disk.
+    #[cfg(test)]
+    fn spilled(&self) -> bool {
+        let mut panes = self.panes.iter().flat_map(|p| p.all()).map(|(_, p)| p);
+        self.whole.spilled() || panes.any(Pane::spilled)
     }
 
-    /// Join and emit every window that ends at or before `watermark`, oldest first.
-    fn close(&mut self, watermark: i64, out: &mut dyn BoltCollector) {
-        let Some(panes) = self.panes.as_mut() else {
-            return;
-        };
-        let starts = panes.due(watermark);
-        if let Some(panes) = self.panes.as_ref() {
-            for start in starts {
-                self.join(panes.window(start), out);
-            }
-        }
-        if let Some(panes) = self.panes.as_mut() {
-            let retired = panes.retire();
-            if let Some(changed) = self.changed.as_mut() {
-                changed.retired(retired);
-            }
-        }
+    /// A new pane's tuples, bound to the task's share of the memory limit.
+    fn new_pane(&self, suffix: &str) -> Pane {
+        held::new_pane(self.spec.inputs.len(), &self.budget, &self.spill, suffix)
     }
 
     /// The time of input `i`'s tuple in its window's measure; `None` when it has no usable
@@ -347,7 +326,7 @@ impl Join {
         key: String,
         input: &Tuple,
         out: &mut dyn BoltCollector,
-    ) -> Result<(), super::FatalError> {
+    ) -> anyhow::Result<()> {
         let Some(t) = self.time_of(i, input) else {
             self.unusable += 1;
             out.dropped(1);
@@ -357,30 +336,25 @@ impl Join {
             return Ok(());
         };
         if panes.is_late(t) {
-            return self.left_late(i, t, input, out);
+            return Ok(self.left_late(i, t, input, out)?);
         }
         let start = panes.pane_start(t);
-        let pane = panes.pane(t);
-        if pane.is_empty() {
-            pane.resize_with(self.spec.inputs.len(), HashMap::new);
-        }
-        keep(
-            &mut pane[i],
-            key,
-            input,
-            Some(start),
-            i,
-            self.changed.as_mut(),
-        );
-        match panes.spec().measure {
-            Measure::Count => self.close(self.clock + 1, out),
+        let (n, budget, spill) = (self.spec.inputs.len(), &self.budget, &self.spill);
+        let suffix = format!("pane{start}");
+        let pane = panes
+            .pane_at_with(start, || held::new_pane(n, budget, spill, &suffix))
+            .map_err(|e| anyhow::anyhow!(e))?;
+        keep(pane, key, input, (Some(start), i, n), self.changed.as_mut())?;
+        let measure = panes.spec().measure;
+        match measure {
+            Measure::Count => self.close(self.clock + 1, out)?,
             Measure::Millis if self.spec.time.is_some() => {
                 self.latest[i] = self.latest[i].max(t);
                 if let Some(h) = self.heard.get_mut(i) {
                     *h = std::time::Instant::now();
                 }
                 let watermark = self.watermark();
-                self.close(watermark, out);
+                self.close(watermark, out)?;
             }
             Measure::Millis => {}
         }
@@ -435,24 +409,22 @@ impl Join {
     }
 }
 
-/// Keep input `i`'s tuple under `key` (in the pane starting at `pane`, or the whole input),
-/// listed in `changed` when stateful.
+/// Keep input `i`'s tuple (of `n` inputs) under `key` in `rows` (the pane starting at
+/// `pane`, or the whole input), listed in `changed` when stateful.
 fn keep(
-    rows: &mut HashMap<String, Vec<Values>>,
+    rows: &mut Pane,
     key: String,
     input: &Tuple,
-    pane: Option<i64>,
-    i: usize,
+    (pane, i, n): (Option<i64>, usize, usize),
     changed: Option<&mut state::Changed>,
-) {
-    match changed {
-        None => rows.entry(key).or_default().push(input.values.clone()),
-        Some(c) => {
-            let kept = rows.entry(key.clone()).or_default();
-            kept.push(input.values.clone());
-            c.kept.push((pane, i, key, kept.len() - 1));
-        }
+) -> anyhow::Result<()> {
+    let new = || held::Held::new(n);
+    let push = |h: &mut held::Held| h.push(i, input.values.clone());
+    let pos = rows.update(key.as_str(), || key.clone(), new, push)?;
+    if let Some(c) = changed {
+        c.kept.push((pane, i, key, pos));
     }
+    Ok(())
 }
 
 fn now_millis() -> i64 {
@@ -464,6 +436,8 @@ fn now_millis() -> i64 {
 impl Bolt for Join {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.budget = super::memory::KeyBudget::for_task(ctx, "join");
+        self.spill = super::memory::spill_to(ctx);
+        self.whole = self.new_pane("whole");
         let fields_of = |c: &str| -> anyhow::Result<Vec<String>> {
             let stream = ctx
                 .topology
@@ -527,10 +501,10 @@ impl Bolt for Join {
     /// windows close once a silent input stops holding the watermark back.
     fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.by_clock() {
-            self.close(now_millis(), out);
+            self.close(now_millis(), out)?;
         } else if self.spec.idle.is_some() && self.spec.time.is_some() && self.panes.is_some() {
             let watermark = self.watermark();
-            self.close(watermark, out);
+            self.close(watermark, out)?;
         }
         Ok(())
     }
@@ -545,9 +519,14 @@ impl Bolt for Join {
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.panes.is_some() {
             // End of input: every open window is joined.
-            self.close(i64::MAX, out);
+            self.close(i64::MAX, out)?;
         } else {
-            self.join(std::iter::once(&self.whole), out);
+            let shape = held::Shape {
+                picks: &self.picks,
+                inputs: &self.spec.inputs,
+                width: self.spec.select.len(),
+            };
+            shape.join(std::iter::once(&mut self.whole), out)?;
         }
         if self.unusable + self.late > 0 {
             tracing::warn!(
@@ -580,6 +559,7 @@ impl Join {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::plan::streams;
 
     /// Keeps what the bolt sends.
     #[derive(Default)]

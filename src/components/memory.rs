@@ -42,6 +42,17 @@ impl KeyBudget {
         }
     }
 
+    /// A budget of `limit` bytes for tests (spilling forced by a tiny one).
+    #[cfg(test)]
+    pub fn with_limit(limit: u64, who: &str) -> KeyBudget {
+        KeyBudget {
+            limit: Some(limit),
+            who: who.into(),
+            keys: 0,
+            bytes: 0,
+        }
+    }
+
     /// Another share of the same limit for the same task, holding nothing yet (a window's
     /// next pane).
     pub fn fresh(&self) -> KeyBudget {

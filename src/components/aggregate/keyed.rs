@@ -6,7 +6,8 @@
 
 use super::ops::State;
 use super::window::{KeyMap, Measure, Panes, WindowSpec};
-use crate::state::spill::{Budget, Entry, SpillMap, SpillTo};
+use crate::state::spill::merge::{sorted, Merged};
+use crate::state::spill::{Budget, SpillMap, SpillTo};
 use crate::tuple::Values;
 
 /// One pane's keys and their partial aggregates.
@@ -154,11 +155,15 @@ impl Windows {
         if !self.panes.window(start).any(Pane::spilled) {
             return Ok(Rows::Loose(self.merge_hot(start)));
         }
-        let mut sources: Vec<Sorted<'_>> = Vec::new();
+        let mut sources = Vec::new();
         for pane in self.panes.window_mut(start) {
             sources.push(sorted(pane)?);
         }
-        Ok(Rows::Ordered(Box::new(Merged::new(sources))))
+        // Each op's state of a later pane merged into the earlier one's.
+        let merge = |into: &mut Vec<State>, states: Vec<State>| {
+            into.iter_mut().zip(&states).for_each(|(a, b)| a.merge(b))
+        };
+        Ok(Rows::Ordered(Box::new(Merged::new(sources, merge))))
     }
 
     fn merge_hot(&self, start: i64) -> Vec<(Values, Vec<State>)> {
@@ -174,84 +179,6 @@ impl Windows {
             }
         }
         merged.into_iter().collect()
-    }
-}
-
-/// One pane's entries in key order.
-type Sorted<'a> =
-    std::iter::Peekable<Box<dyn Iterator<Item = anyhow::Result<Entry<Values, Vec<State>>>> + 'a>>;
-
-/// A pane's entries in key order: read back from its file when it spilled, else its memory
-/// sorted here (the window's other panes spilled).
-fn sorted(pane: &mut Pane) -> anyhow::Result<Sorted<'_>> {
-    if pane.spilled() {
-        // (`sorted` is `None` only while nothing spilled.)
-        let rows: Box<dyn Iterator<Item = _>> = match pane.sorted()? {
-            Some(rows) => Box::new(rows),
-            None => Box::new(std::iter::empty()),
-        };
-        return Ok(rows.peekable());
-    }
-    let mut rows: Vec<Entry<Values, Vec<State>>> = pane
-        .hot()
-        .map(|(k, v)| {
-            let mut order = Vec::new();
-            pane.order_of(k, &mut order);
-            (order, k.clone(), v.clone())
-        })
-        .collect();
-    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let rows: Box<dyn Iterator<Item = _>> = Box::new(rows.into_iter().map(Ok));
-    Ok(rows.peekable())
-}
-
-/// Panes read in key order at once: each key once, its states merged over the panes.
-struct Merged<'a> {
-    sources: Vec<Sorted<'a>>,
-}
-
-impl<'a> Merged<'a> {
-    fn new(sources: Vec<Sorted<'a>>) -> Merged<'a> {
-        Merged { sources }
-    }
-
-    /// The least order bytes at the head of any source; an error read there is taken out.
-    fn least(&mut self) -> Option<anyhow::Result<Vec<u8>>> {
-        let mut least: Option<&Vec<u8>> = None;
-        for s in self.sources.iter_mut() {
-            match s.peek() {
-                Some(Ok((order, _, _))) if least.is_none_or(|l| order < l) => least = Some(order),
-                Some(Ok(_)) => {}
-                Some(Err(_)) => return s.next().map(|r| r.map(|(o, _, _)| o)),
-                None => {}
-            }
-        }
-        least.cloned().map(Ok)
-    }
-}
-
-impl Iterator for Merged<'_> {
-    type Item = anyhow::Result<(Values, Vec<State>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let least = match self.least()? {
-            Ok(l) => l,
-            Err(e) => return Some(Err(e)),
-        };
-        let mut row: Option<(Values, Vec<State>)> = None;
-        for s in self.sources.iter_mut() {
-            if !matches!(s.peek(), Some(Ok((order, _, _))) if *order == least) {
-                continue;
-            }
-            let Some(Ok((_, key, states))) = s.next() else {
-                continue;
-            };
-            match row.as_mut() {
-                Some((_, into)) => into.iter_mut().zip(&states).for_each(|(a, b)| a.merge(b)),
-                None => row = Some((key, states)),
-            }
-        }
-        row.map(Ok)
     }
 }
 

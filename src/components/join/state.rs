@@ -2,18 +2,17 @@
 //! `[pane start (or "whole" without a window), input index, key text, position]` → the tuple's
 //! values, so a checkpoint writes the tuples that came since the last one, and removes those of
 //! panes whose windows have all closed. `"progress"` → `{closed_to, clock, latest, late,
-//! unusable}`: how far windows have closed and what the watermark has seen.
+//! unusable}`: how far windows have closed and what the watermark has seen. Tuples that
+//! spilled are read back from their file for a checkpoint; a restore puts each entry in its
+//! key's place as it comes, so restored tuples past the memory limit spill as kept ones do.
 
-use super::{Buffered, Join};
+use super::held::{Held, Pane};
+use super::Join;
 use crate::components::BoltState;
 use crate::tuple::{Value, Values};
-use std::collections::{BTreeMap, HashMap};
 
 /// Where a kept tuple is: its pane (`None`: the whole input), input, key and position.
 pub type At = (Option<i64>, usize, String, usize);
-
-/// One input's buffer of one key in a pane (`None`: the whole input).
-type Buffer = (Option<i64>, usize, String);
 
 /// Tuples kept, and dropped with their panes, since the last checkpoint.
 #[derive(Default)]
@@ -23,20 +22,22 @@ pub struct Changed {
 }
 
 impl Changed {
-    /// Panes whose windows have all closed: their tuples leave the checkpoint.
-    pub fn retired(&mut self, panes: Vec<(i64, Buffered)>) {
-        for (start, inputs) in panes {
-            for (i, keys) in inputs.into_iter().enumerate() {
-                for (key, rows) in keys {
+    /// Panes whose windows have all closed: their tuples leave the checkpoint. Fails when a
+    /// spilled pane cannot be read.
+    pub fn retired(&mut self, panes: Vec<(i64, Pane)>) -> anyhow::Result<()> {
+        for (start, mut pane) in panes {
+            pane.each(|key, held| {
+                for (i, rows) in held.inputs.iter().enumerate() {
                     let at = (0..rows.len()).map(|p| (Some(start), i, key.clone(), p));
                     self.dropped.extend(at);
                 }
-            }
+            })?;
         }
+        Ok(())
     }
 }
 
-const WHOLE: &str = "whole";
+pub const WHOLE: &str = "whole";
 const PROGRESS: &str = "progress";
 
 fn entry_key((pane, i, key, pos): &At) -> Value {
@@ -49,20 +50,16 @@ fn entry_key((pane, i, key, pos): &At) -> Value {
     ])
 }
 
+type Out = Vec<(Value, Option<Value>)>;
+
 impl BoltState for Join {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+    fn changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
         let changed = std::mem::take(self.changed.get_or_insert_with(Changed::default));
-        let kept = match all {
-            true => self.every_tuple(),
+        match all {
+            true => self.every_tuple(out)?,
             false => {
                 out.extend(changed.dropped.iter().map(|at| (entry_key(at), None)));
-                changed.kept
-            }
-        };
-        for at in kept {
-            if let Some(row) = self.tuple_at(&at) {
-                let row = Value::list(row.to_vec());
-                out.push((entry_key(&at), Some(row)));
+                self.kept_tuples(changed.kept, out)?;
             }
         }
         out.push((Value::str(PROGRESS), Some(self.progress())));
@@ -70,92 +67,138 @@ impl BoltState for Join {
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
-        self.changed = Some(Changed::default());
-        self.whole = vec![HashMap::new(); self.spec.inputs.len()];
-        self.panes = self
-            .spec
-            .window
-            .map(crate::components::aggregate::window::Panes::new);
-        let mut rows: BTreeMap<Buffer, Vec<(usize, Values)>> = BTreeMap::new();
-        for (key, value) in entries {
-            let bad = |e: String| {
-                anyhow::anyhow!(
-                    "join: cannot restore the saved entry {}: {e}",
-                    key.to_json()
-                )
-            };
-            if key.as_str() == Some(PROGRESS) {
-                self.restore_progress(&value).map_err(bad)?;
-                continue;
-            }
-            let (pane, i, k, pos) = self.read_at(&key).map_err(bad)?;
-            let Value::List(v) = value else {
-                return Err(bad("a kept tuple is a list of values".into()));
-            };
-            rows.entry((pane, i, k))
-                .or_default()
-                .push((pos, v.into_iter().collect()));
-        }
-        for ((pane, i, key), mut kept) in rows {
-            kept.sort_by_key(|(pos, _)| *pos);
-            if kept.iter().enumerate().any(|(n, (pos, _))| n != *pos) {
-                anyhow::bail!("join: the saved tuples of key `{key}` of input {i} have gaps");
-            }
-            let values = kept.into_iter().map(|(_, v)| v).collect();
-            self.buffer_of(pane, i)
-                .map_err(|e| anyhow::anyhow!("join: {e}"))?
-                .insert(key, values);
-        }
-        Ok(())
+        self.restore_from(&mut entries.into_iter().map(Ok))
     }
 }
 
 impl Join {
-    /// Where every kept tuple is.
-    fn every_tuple(&self) -> Vec<At> {
-        let whole = std::iter::once((None, &self.whole));
-        let panes = self
-            .panes
-            .iter()
-            .flat_map(|p| p.all())
-            .map(|(s, b)| (Some(*s), b));
-        let mut all = Vec::new();
-        for (pane, inputs) in whole.chain(panes) {
-            for (i, keys) in inputs.iter().enumerate() {
-                for (key, kept) in keys {
-                    all.extend((0..kept.len()).map(|p| (pane, i, key.clone(), p)));
+    /// Start from the entries of `entries`, each put in its key's place as it comes (past the
+    /// memory limit, spilled as kept tuples are); then check that no key lacks a position.
+    pub fn restore_from(
+        &mut self,
+        entries: &mut dyn Iterator<Item = anyhow::Result<(Value, Value)>>,
+    ) -> anyhow::Result<()> {
+        self.changed = Some(Changed::default());
+        self.whole = self.new_pane(WHOLE);
+        self.panes = self
+            .spec
+            .window
+            .map(crate::components::aggregate::window::Panes::new);
+        for entry in entries {
+            let (key, value) = entry?;
+            self.restore_entry(&key, value).map_err(|e| {
+                anyhow::anyhow!(
+                    "join: cannot restore the saved entry {}: {e:#}",
+                    key.to_json()
+                )
+            })?;
+        }
+        let mut gap = None;
+        let mut find = |key: &String, held: &Held| {
+            if gap.is_none() {
+                gap = held.gap().map(|i| (key.clone(), i));
+            }
+        };
+        self.whole.each(&mut find)?;
+        for (_, pane) in self.panes.iter_mut().flat_map(|p| p.panes_mut()) {
+            pane.each(&mut find)?;
+        }
+        match gap {
+            Some((key, i)) => {
+                anyhow::bail!("join: the saved tuples of key `{key}` of input {i} have gaps")
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn restore_entry(&mut self, key: &Value, value: Value) -> anyhow::Result<()> {
+        if key.as_str() == Some(PROGRESS) {
+            return self.restore_progress(&value).map_err(anyhow::Error::msg);
+        }
+        let (pane, i, k, pos) = self.read_at(key).map_err(anyhow::Error::msg)?;
+        let Value::List(v) = value else {
+            anyhow::bail!("a kept tuple is a list of values");
+        };
+        let tuple: Values = v.into_iter().collect();
+        let n = self.spec.inputs.len();
+        let mut placed = Ok(());
+        self.pane_of(pane)?.update(
+            k.as_str(),
+            || k.clone(),
+            || Held::new(n),
+            |held| placed = held.place(i, pos, tuple),
+        )?;
+        placed.map_err(anyhow::Error::msg)
+    }
+
+    /// The tuples of every pane (and the whole input), each as an entry.
+    fn every_tuple(&mut self, out: &mut Out) -> anyhow::Result<()> {
+        let mut all = |pane: Option<i64>, map: &mut Pane| {
+            map.each(|key, held| {
+                for (i, rows) in held.inputs.iter().enumerate() {
+                    for (pos, row) in rows.iter().enumerate() {
+                        let at = (pane, i, key.clone(), pos);
+                        out.push((entry_key(&at), Some(Value::list(row.to_vec()))));
+                    }
                 }
+            })
+        };
+        all(None, &mut self.whole)?;
+        for (start, pane) in self.panes.iter_mut().flat_map(|p| p.panes_mut()) {
+            all(Some(*start), pane)?;
+        }
+        Ok(())
+    }
+
+    /// The tuples kept since the last checkpoint, read back from memory or their spill file
+    /// (a key's spilled tuples once for its run of positions); those of panes retired since
+    /// are gone (their removal is written instead).
+    fn kept_tuples(&mut self, kept: Vec<At>, out: &mut Out) -> anyhow::Result<()> {
+        let mut last: Option<(Option<i64>, String, Held)> = None;
+        for at in kept {
+            let (pane, i, key, pos) = &at;
+            let Some(map) = self.pane_if_open(*pane) else {
+                continue;
+            };
+            let row = match map.get_hot(key.as_str()) {
+                Some(held) => held.inputs[*i].get(*pos).cloned(),
+                None => {
+                    if last.as_ref().is_none_or(|(p, k, _)| p != pane || k != key) {
+                        last = map.peek(key)?.map(|h| (*pane, key.clone(), h.into_owned()));
+                    }
+                    let held = last.as_ref().map(|(_, _, h)| h);
+                    held.and_then(|h| h.inputs[*i].get(*pos).cloned())
+                }
+            };
+            if let Some(row) = row {
+                out.push((entry_key(&at), Some(Value::list(row.to_vec()))));
             }
         }
-        all
+        Ok(())
     }
 
-    fn tuple_at(&self, (pane, i, key, pos): &At) -> Option<&Values> {
-        let inputs = match pane {
-            None => &self.whole,
-            Some(start) => self.panes.as_ref()?.get(*start)?,
-        };
-        inputs.get(*i)?.get(key)?.get(*pos)
-    }
-
-    /// The buffer of input `i` in `pane` (the whole input when `None`).
-    fn buffer_of(
-        &mut self,
-        pane: Option<i64>,
-        i: usize,
-    ) -> Result<&mut HashMap<String, Vec<Values>>, String> {
-        let n = self.spec.inputs.len();
-        let inputs = match (pane, self.panes.as_mut()) {
-            (None, _) => &mut self.whole,
-            (Some(start), Some(p)) => p.pane_at(start)?,
-            (Some(_), None) => return Err("a pane saved, but the join has no window".into()),
-        };
-        if inputs.is_empty() {
-            inputs.resize_with(n, HashMap::new);
+    /// The tuples of `pane` (the whole input when `None`), if it is still open.
+    fn pane_if_open(&mut self, pane: Option<i64>) -> Option<&mut Pane> {
+        match pane {
+            None => Some(&mut self.whole),
+            Some(start) => self.panes.as_mut()?.get_mut(start),
         }
-        inputs.get_mut(i).ok_or_else(|| format!("no input {i}"))
     }
 
+    /// The tuples of `pane` (the whole input when `None`), made empty the first time.
+    fn pane_of(&mut self, pane: Option<i64>) -> anyhow::Result<&mut Pane> {
+        let n = self.spec.inputs.len();
+        let (budget, spill) = (&self.budget, &self.spill);
+        match (pane, self.panes.as_mut()) {
+            (None, _) => Ok(&mut self.whole),
+            (Some(start), Some(p)) => p
+                .pane_at_with(start, || {
+                    super::held::new_pane(n, budget, spill, &format!("pane{start}"))
+                })
+                .map_err(anyhow::Error::msg),
+            (Some(_), None) => anyhow::bail!("a pane saved, but the join has no window"),
+        }
+    }
     fn read_at(&self, key: &Value) -> Result<At, String> {
         let shape = "a kept tuple's key is [pane start or \"whole\", input, key, position]";
         let Value::List(l) = key else {
@@ -313,6 +356,68 @@ mod tests {
         ) {
             let make = || join(window.clone(), left);
             prop_assert_eq!(resumed(&make, &input, &cut), straight(&make, &input));
+        }
+    }
+
+    /// Makes joins like `join(window, left)` that spill past a limit of a few bytes, each to
+    /// files of its own under `dir` (the first and the resumed bolt live at once).
+    fn spilling(
+        dir: &std::path::Path,
+        window: Option<serde_json::Value>,
+        left: bool,
+    ) -> impl Fn() -> ByTask + '_ {
+        let made = std::cell::Cell::new(0);
+        move || {
+            made.set(made.get() + 1);
+            let mut j = join(window.clone(), left);
+            j.0.spill_for_test(&dir.join(made.get().to_string()), 64);
+            j
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// With spilling forced (every key goes to disk and comes back), a join emits what
+        /// the in-memory join emits, straight through and checkpointed and resumed.
+        #[test]
+        fn spilling_joins_equal_in_memory_ones(
+            input in inputs(),
+            cut in cuts(50),
+            window in window(),
+            left in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let in_memory = straight(&|| join(window.clone(), left), &input);
+            let make = spilling(dir.path(), window.clone(), left);
+            prop_assert_eq!(&straight(&make, &input), &in_memory);
+            prop_assert_eq!(&resumed(&make, &input, &cut), &in_memory);
+        }
+    }
+
+    /// Many keys over a tiny limit: the tuples go to disk (whole and per window) and every
+    /// row comes out as in memory, in the same order.
+    #[test]
+    fn a_join_past_its_limit_spills_and_emits_the_same_rows() {
+        let input: Vec<Tuple> = (0..600i64)
+            .map(|n| {
+                let key = Value::str(&format!("k{}", (n * 7919) % 97));
+                let values = smallvec::smallvec![key, Value::Int(n), Value::Int(n)];
+                Tuple::new(values, (n % 3 == 0) as u32, streams::DEFAULT)
+            })
+            .collect();
+        for window in [None, Some(serde_json::json!({"sliding": 200, "every": 50}))] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let make = spilling(dir.path(), window.clone(), true);
+            let mut j = make();
+            let mut out = crate::components::state_check::Rows::default();
+            for t in &input {
+                j.execute(t, &mut out).expect("execute");
+            }
+            assert!(j.0.spilled(), "{window:?}");
+            j.finish(&mut out).expect("finish");
+            let in_memory = straight(&|| join(window.clone(), true), &input);
+            assert!(in_memory.len() > 600, "{}", in_memory.len());
+            assert_eq!(out.0, in_memory, "{window:?}");
         }
     }
 

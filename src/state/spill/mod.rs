@@ -21,8 +21,10 @@
 //! consulted only once something was written to it.
 
 pub mod cold;
+pub mod merge;
 pub mod order;
 
+use anyhow::Context;
 use cold::Cold;
 use std::borrow::Borrow;
 use std::hash::Hash;
@@ -51,6 +53,12 @@ pub trait Budget: Send {
     fn refusal(&self) -> anyhow::Error;
     /// The limit in bytes (`None`: no limit).
     fn limit(&self) -> Option<u64>;
+    /// A held key's value went from about `from` to about `to` bytes (a join's key holding
+    /// one more tuple); `true`: the process is now past its limit.
+    fn resize(&mut self, from: u64, to: u64) -> bool {
+        self.forget(from);
+        self.note(to)
+    }
 }
 
 /// No bound (outside a run, or before `prepare`).
@@ -81,8 +89,18 @@ pub trait Layout<K, V>: Send {
     fn encode(&self, key: &K, value: &V, out: &mut Vec<u8>);
     fn decode(&self, record: &[u8]) -> anyhow::Result<(K, V)>;
     /// About how many bytes the entry of `key` takes in memory, for the budget (the same
-    /// every time for one key).
+    /// every time for one key), beyond [`Layout::value_bytes`].
     fn bytes(&self, key: &K) -> u64;
+    /// Whether values change size as they are updated (then [`Layout::value_bytes`] is
+    /// consulted around every update, and should be cheap).
+    fn grows(&self) -> bool {
+        false
+    }
+    /// About how many bytes `value` takes in memory beyond [`Layout::bytes`] (only asked
+    /// when the layout [`Layout::grows`]).
+    fn value_bytes(&self, _value: &V) -> u64 {
+        0
+    }
 }
 
 struct Slot<V> {
@@ -126,6 +144,10 @@ pub struct SpillMap<K, V> {
     buf: Vec<u8>,
     /// Entries memory must hold before an eviction writes them (see `admit`).
     min_batch: usize,
+    /// Whether values change size (see [`Layout::grows`]).
+    grows: bool,
+    /// Bytes noted to the budget for the entries in memory.
+    held: u64,
     /// Evictions so far, and entries they wrote.
     pub evictions: u64,
     pub evicted: u64,
@@ -134,6 +156,8 @@ pub struct SpillMap<K, V> {
 impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     pub fn new(layout: Box<dyn Layout<K, V>>) -> SpillMap<K, V> {
         SpillMap {
+            grows: layout.grows(),
+            held: 0,
             hot: Hot::default(),
             cold: None,
             to: None,
@@ -153,8 +177,11 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     pub fn bound(&mut self, budget: Box<dyn Budget>, to: Option<SpillTo>) {
         self.budget = budget;
         self.to = to;
-        for k in self.hot.keys() {
-            self.budget.note(self.layout.bytes(k));
+        self.held = 0;
+        for (k, s) in self.hot.iter() {
+            let bytes = entry_bytes(&*self.layout, self.grows, k, &s.v);
+            self.held += bytes;
+            self.budget.note(bytes);
         }
     }
 
@@ -233,7 +260,14 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
                 s.dirty = true;
                 d.push(owned());
             }
-            return Ok(f(&mut s.v));
+            if !self.grows {
+                return Ok(f(&mut s.v));
+            }
+            let before = self.layout.value_bytes(&s.v);
+            let r = f(&mut s.v);
+            let after = self.layout.value_bytes(&s.v);
+            self.resized(before, after)?;
+            return Ok(r);
         }
         let k = owned();
         let (v, was_dirty) = match self.fault(&k)? {
@@ -248,8 +282,37 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             }
             None => false,
         };
-        let s = self.admit(k, v, dirty)?;
-        Ok(f(&mut s.v))
+        // Changed before it is admitted: the budget notes its size after the change.
+        let mut v = v;
+        let r = f(&mut v);
+        self.admit(k, v, dirty)?;
+        Ok(r)
+    }
+
+    /// A value in memory went from `before` to `after` bytes: past the limit, memory makes
+    /// room (the entry itself may go), or without a file the budget's error ends the run.
+    fn resized(&mut self, before: u64, after: u64) -> anyhow::Result<()> {
+        if before == after {
+            return Ok(());
+        }
+        self.held = (self.held + after).saturating_sub(before);
+        if !self.budget.resize(before, after) {
+            return Ok(());
+        }
+        if self.to.is_none() {
+            return Err(self.budget.refusal());
+        }
+        self.evict_if_worth()
+    }
+
+    /// Evict when memory holds enough to be worth a transaction: [`MIN_BATCH`] entries, or
+    /// an eighth of the limit (a few keys holding many tuples each).
+    fn evict_if_worth(&mut self) -> anyhow::Result<()> {
+        let big = self.budget.limit().is_some_and(|l| self.held >= l / 8);
+        if self.hot.len() >= self.min_batch || big {
+            self.evict()?;
+        }
+        Ok(())
     }
 
     /// Hold `key` with `value` unless it is held already (then it only counts as used);
@@ -285,7 +348,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         let Some(record) = cold.get(&self.buf)? else {
             return Ok(None);
         };
-        let (_, v) = self.layout.decode(&record)?;
+        let (_, v) = self.decode(&record)?;
         Ok(Some((v, self.cold_dirty.remove(&self.buf))))
     }
 
@@ -301,15 +364,15 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             self.take_out(true, keep, &mut rows);
             self.write_rows(rows)?;
         }
-        if self.budget.note(self.layout.bytes(&k)) {
+        let bytes = entry_bytes(&*self.layout, self.grows, &k, &v);
+        self.held += bytes;
+        if self.budget.note(bytes) {
             if self.to.is_none() {
                 return Err(self.budget.refusal());
             }
             // A task holding few keys while others hold the rest would otherwise write a
             // transaction for every new key.
-            if self.hot.len() >= self.min_batch {
-                self.evict()?;
-            }
+            self.evict_if_worth()?;
         }
         let slot = Slot {
             v,
@@ -338,10 +401,35 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         Ok(())
     }
 
+    fn decode(&self, record: &[u8]) -> anyhow::Result<(K, V)> {
+        decode(&*self.layout, &self.to, record)
+    }
+
+    /// The value of `key`, from memory or read back from the file, without bringing it
+    /// into memory.
+    pub fn peek(&mut self, key: &K) -> anyhow::Result<Option<std::borrow::Cow<'_, V>>>
+    where
+        V: Clone,
+    {
+        if self.hot.contains_key(key) {
+            return Ok(self.hot.get(key).map(|s| std::borrow::Cow::Borrowed(&s.v)));
+        }
+        let Some(cold) = self.cold.as_mut() else {
+            return Ok(None);
+        };
+        self.buf.clear();
+        self.layout.order(key, &mut self.buf);
+        let Some(record) = cold.get(&self.buf)? else {
+            return Ok(None);
+        };
+        Ok(Some(std::borrow::Cow::Owned(self.decode(&record)?.1)))
+    }
+
     /// Forget every entry (memory and file) and every change.
     pub fn clear(&mut self) -> anyhow::Result<()> {
         self.hot.clear();
         self.budget.clear();
+        self.held = 0;
         if let Some(c) = self.cold.as_mut() {
             c.clear()?;
         }
@@ -395,6 +483,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             rows.push(row(&**layout, &k, &s, cold_dirty));
         }
         budget.clear();
+        self.held = 0;
         self.write_rows(rows)
     }
 
@@ -421,6 +510,8 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             layout,
             budget,
             cold_dirty,
+            grows,
+            held,
             ..
         } = self;
         let mut left = hot.len();
@@ -433,7 +524,9 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
                 return true;
             }
             rows.push(row(&**layout, k, s, cold_dirty));
-            budget.forget(layout.bytes(k));
+            let bytes = entry_bytes(&**layout, *grows, k, &s.v);
+            *held = held.saturating_sub(bytes);
+            budget.forget(bytes);
             left -= 1;
             false
         });
@@ -461,11 +554,11 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         let Some(cold) = self.cold.as_mut() else {
             return Ok(None);
         };
-        let layout = &self.layout;
+        let (layout, to) = (&self.layout, &self.to);
         let scan = cold.scan()?;
         Ok(Some(scan.map(move |row| {
             let (order, record) = row?;
-            let (k, v) = layout.decode(&record)?;
+            let (k, v) = decode(&**layout, to, &record)?;
             Ok((order, k, v))
         })))
     }
@@ -504,7 +597,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             return Ok(());
         };
         for row in cold.scan()? {
-            let (k, v) = self.layout.decode(&row?.1)?;
+            let (k, v) = self.decode(&row?.1)?;
             if !self.hot.contains_key(&k) {
                 f(&k, &v);
             }
@@ -530,7 +623,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
                 continue;
             }
             if let Some(record) = cold.get(&self.buf)? {
-                let (k, v) = self.layout.decode(&record)?;
+                let (k, v) = decode(&*self.layout, &self.to, &record)?;
                 emit(&k, &v);
             }
         }
@@ -551,6 +644,26 @@ impl<K, V> Drop for SpillMap<K, V> {
             );
         }
     }
+}
+
+/// The bytes an entry is noted for in the budget: its key's, and its value's when values grow.
+fn entry_bytes<K, V>(layout: &dyn Layout<K, V>, grows: bool, k: &K, v: &V) -> u64 {
+    layout.bytes(k) + if grows { layout.value_bytes(v) } else { 0 }
+}
+
+/// A record of the spill file `to` decoded; a damaged one is an error naming the file.
+fn decode<K, V>(
+    layout: &dyn Layout<K, V>,
+    to: &Option<SpillTo>,
+    record: &[u8],
+) -> anyhow::Result<(K, V)> {
+    layout.decode(record).with_context(|| {
+        let file = to.as_ref().map(|t| t.path.display().to_string());
+        format!(
+            "the spill file {} holds a damaged record",
+            file.unwrap_or_default()
+        )
+    })
 }
 
 /// The file's row of an entry leaving memory; a changed one is noted in `cold_dirty`.
