@@ -353,6 +353,12 @@ impl BoltState for Count {
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
+        self.restore_from(&mut entries.into_iter().map(Ok))
+    }
+
+    /// Each key is restored as it comes: past the memory limit, keys go to the spill file
+    /// instead of all being held first.
+    fn restore_from(&mut self, entries: &mut super::Entries<'_>) -> anyhow::Result<()> {
         self.strings.clear()?;
         self.single.clear()?;
         self.multi.clear()?;
@@ -361,7 +367,8 @@ impl BoltState for Count {
         // Added to a key already restored: state saved before `1` and `1.0` were one key may
         // hold both.
         let add = |a: &mut i64, b: i64| *a = a.saturating_add(b);
-        for (key, count) in entries {
+        for entry in entries {
+            let (key, count) = entry?;
             let n = match count {
                 Value::Int(n) if n >= 1 => n,
                 other => anyhow::bail!(
@@ -544,6 +551,81 @@ mod tests {
         );
         assert!(err(vec![0, 1], Value::str("a"), Value::Int(1)).contains("not a list of 2"));
         assert!(Count::new(&serde_json::Map::new()).state().is_none());
+    }
+
+    /// A budget of its own (not the process's) that keeps the most it ever held.
+    struct Peak {
+        held: u64,
+        limit: u64,
+        peak: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl crate::state::spill::Budget for Peak {
+        fn note(&mut self, bytes: u64) -> bool {
+            self.held += bytes;
+            self.peak
+                .fetch_max(self.held, std::sync::atomic::Ordering::Relaxed);
+            self.held > self.limit
+        }
+        fn forget(&mut self, bytes: u64) {
+            self.held -= bytes;
+        }
+        fn clear(&mut self) {
+            self.held = 0;
+        }
+        fn relieved(&self) -> bool {
+            self.held <= self.limit / 4 * 3
+        }
+        fn refusal(&self) -> anyhow::Error {
+            anyhow::anyhow!("past the limit")
+        }
+        fn limit(&self) -> Option<u64> {
+            Some(self.limit)
+        }
+    }
+
+    /// A count resumed from more saved keys than its limit holds takes them one at a time:
+    /// memory never holds more than the limit (and one key), the rest goes to the spill file
+    /// as it comes, and every total is back.
+    #[test]
+    fn a_spilled_count_restores_under_its_limit_as_the_entries_come() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut c = count("end", vec![0]);
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let limit = 100_000;
+        let budget = Peak {
+            held: 0,
+            limit,
+            peak: peak.clone(),
+        };
+        let to = crate::state::spill::SpillTo {
+            path: dir.path().join("count-0.redb"),
+            cache: 1 << 20,
+        };
+        c.strings.bound(Box::new(budget), Some(to));
+        let n = 30_000i64;
+        let mut taken = 0;
+        let mut entries = (0..n).map(|i| {
+            taken += 1;
+            Ok((Value::str(&format!("key{i:05}")), Value::Int(i % 5 + 1)))
+        });
+        c.restore_from(&mut entries).expect("restores");
+        drop(entries);
+        assert_eq!(taken, n);
+        let most = peak.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(most <= limit + 100, "held {most} bytes at most");
+        let (hot, cold, _) = c.strings.sizes();
+        assert!(
+            cold > 0 && (hot as i64) < n / 4,
+            "{hot} in memory, {cold} on disk"
+        );
+        let mut out = crate::components::state_check::Rows::default();
+        c.finish(&mut out).expect("finish");
+        let want: Vec<crate::tuple::Values> = (0..n)
+            .map(|i| smallvec::smallvec![Value::str(&format!("key{i:05}")), Value::Int(i % 5 + 1)])
+            .collect();
+        let got: Vec<crate::tuple::Values> = out.0.into_iter().map(|(_, v)| v).collect();
+        assert_eq!(got, want);
     }
 
     /// State saved when `1` and `1.0` were two keys restores as one key with both counts.

@@ -284,53 +284,71 @@ impl BoltState for Dedupe {
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
+        self.restore_from(&mut entries.into_iter().map(Ok))
+    }
+
+    /// Exact, each key is restored as it comes (past the memory limit, to the spill file);
+    /// a cache's keys (as many as it holds) are put back least recently seen first.
+    fn restore_from(&mut self, entries: &mut super::Entries<'_>) -> anyhow::Result<()> {
         self.changed = Some(Changed::default());
-        let mut keys: Vec<(Values, u64)> = Vec::new();
-        for (key, value) in entries {
-            let bad = |e: &str| {
-                anyhow::anyhow!(
-                    "dedupe: cannot restore the saved entry {}: {e}",
-                    key.to_json()
-                )
-            };
-            match (&key, &value) {
-                (Value::Str(s), Value::Map(m)) if s == WINDOW => {
-                    let int = |n: &str| match m.get(n) {
-                        Some(Value::Int(i)) if *i >= 0 => Ok(*i as u64),
-                        _ => Err(bad(&format!("the window has no count `{n}`"))),
-                    };
-                    (self.seen_in_window, self.seq) = (int("seen")?, int("seq")?);
-                }
-                (Value::List(k), Value::Bool(true)) => keys.push((k.iter().cloned().collect(), 0)),
-                (Value::List(k), Value::Int(at)) if *at >= 0 => {
-                    keys.push((k.iter().cloned().collect(), *at as u64))
-                }
-                _ => {
-                    return Err(bad(
-                        "a key is [key values] → true, or when it was last seen",
-                    ))
-                }
-            }
-        }
-        // The least recently seen first, so a cache forgets them first again.
-        keys.sort_by_key(|(_, at)| *at);
+        let mut cached: Vec<(Values, u64)> = Vec::new();
         match &mut self.memory {
             Memory::Exact(set) => {
                 set.clear()?;
                 set.track_changes_if_untracked();
-                for (k, _) in keys {
-                    set.restore(k, (), |_, _| {})?;
-                }
             }
-            Memory::Cache(c) => {
-                c.clear();
-                for (k, at) in keys {
-                    c.push(k, Seen { at, dirty: false });
-                }
+            Memory::Cache(c) => c.clear(),
+        }
+        for entry in entries {
+            let (key, value) = entry?;
+            let Some((k, at)) = self.restore_entry(&key, &value).map_err(|e| {
+                anyhow::anyhow!(
+                    "dedupe: cannot restore the saved entry {}: {e}",
+                    key.to_json()
+                )
+            })?
+            else {
+                continue;
+            };
+            match &mut self.memory {
+                Memory::Exact(set) => set.restore(k, (), |_, _| {})?,
+                Memory::Cache(_) => cached.push((k, at)),
+            }
+        }
+        // The least recently seen first, so a cache forgets them first again.
+        cached.sort_by_key(|(_, at)| *at);
+        if let Memory::Cache(c) = &mut self.memory {
+            for (k, at) in cached {
+                c.push(k, Seen { at, dirty: false });
             }
         }
         self.window_started = Instant::now();
         Ok(())
+    }
+}
+
+impl Dedupe {
+    /// A saved entry: the window's progress (taken here), or a key and when it was last seen.
+    fn restore_entry(
+        &mut self,
+        key: &Value,
+        value: &Value,
+    ) -> Result<Option<(Values, u64)>, String> {
+        match (key, value) {
+            (Value::Str(s), Value::Map(m)) if s == WINDOW => {
+                let int = |n: &str| match m.get(n) {
+                    Some(Value::Int(i)) if *i >= 0 => Ok(*i as u64),
+                    _ => Err(format!("the window has no count `{n}`")),
+                };
+                (self.seen_in_window, self.seq) = (int("seen")?, int("seq")?);
+                Ok(None)
+            }
+            (Value::List(k), Value::Bool(true)) => Ok(Some((k.iter().cloned().collect(), 0))),
+            (Value::List(k), Value::Int(at)) if *at >= 0 => {
+                Ok(Some((k.iter().cloned().collect(), *at as u64)))
+            }
+            _ => Err("a key is [key values] → true, or when it was last seen".into()),
+        }
     }
 }
 

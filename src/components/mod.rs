@@ -249,7 +249,18 @@ pub trait BoltState {
     fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()>;
     /// Start from these entries (the last committed checkpoint), replacing what is held.
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()>;
+    /// [`BoltState::restore`] from entries read one at a time as they are taken (the runtime
+    /// reads them so from the store), so keyed state larger than memory can be restored:
+    /// past the memory limit, restored keys go to the spill file as they come. By default the
+    /// entries are collected and restored at once (state that is small, or held anyway).
+    fn restore_from(&mut self, entries: &mut Entries<'_>) -> anyhow::Result<()> {
+        let all = entries.collect::<anyhow::Result<Vec<_>>>()?;
+        self.restore(all)
+    }
 }
+
+/// Saved entries as a restore reads them: one at a time, each possibly an error of the store.
+pub type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
 
 /// A tuple processor (Storm's IBolt).
 pub trait Bolt: Send {

@@ -154,10 +154,12 @@ impl BoltExecutor {
                 let finished = Value::str(FINISHED);
                 side.flushed = cp.store.position(&side.key)?.as_ref() == Some(&finished);
             }
-            let entries = cp.store.entries(&side.key)?;
             if let Some(state) = t.component.state() {
+                // Read as the task takes them: keyed state past the memory limit spills as
+                // it comes instead of being held whole first.
+                let mut entries = cp.store.entries_of(&side.key)?;
                 state
-                    .restore(entries)
+                    .restore_from(&mut entries)
                     .map_err(|e| e.context(format!("restoring {}", side.key)))?;
             }
         }

@@ -1,11 +1,12 @@
 //! State kept across failures and restarts: the store a worker writes checkpoints into
 //! (`store.rs`, an embedded ACID database or memory), the record of which checkpoint is
-//! committed (`commits.rs`), the compact encoding of typed values in both (`codec.rs`), and what
+//! committed (`commits.rs`), a task's entries read back one at a time (`entries.rs`), the compact encoding of typed values in both (`codec.rs`), and what
 //! a state dir holds (`dir.rs`, for `storm state ls|dump|clear`).
 
 pub mod codec;
 pub mod commits;
 pub mod dir;
+pub mod entries;
 pub mod guard;
 pub mod packed;
 pub mod paths;

@@ -236,18 +236,29 @@ impl Store {
 
     /// `task`'s committed entries.
     pub fn entries(&self, task: &TaskKey) -> anyhow::Result<Vec<(Value, Value)>> {
-        self.entries_inner(task)
-            .with_context(|| format!("reading the entries of {task} in {}", self.name))
+        self.entries_of(task)?.collect()
     }
 
-    fn entries_inner(&self, task: &TaskKey) -> anyhow::Result<Vec<(Value, Value)>> {
-        let raw = self.committed_rows_inner(task)?;
-        let mut out = Vec::with_capacity(raw.rows.len());
-        for (key, value) in raw.rows {
-            let value = value.unwrap_or_default();
-            out.push((codec::from_bytes(&key)?, codec::from_bytes(&value)?));
-        }
-        Ok(out)
+    /// `task`'s committed entries, read (and verified) one at a time as they are taken.
+    pub fn entries_of(&self, task: &TaskKey) -> anyhow::Result<super::entries::Entries> {
+        let open = || -> anyhow::Result<super::entries::Entries> {
+            let tx = self.db.begin_read()?;
+            let (c, i) = (task.component.as_str(), task.index);
+            let recorded = match tx.open_table(DIGESTS)?.get((c, i))? {
+                Some(d) => Digest::from_bytes(c, i, d.value())?,
+                None => Digest::default(),
+            };
+            let rows = tx.open_table(COMMITTED)?.range((c, i, [].as_slice())..)?;
+            let name = self.name.clone();
+            Ok(super::entries::Entries::new(
+                rows,
+                task.clone(),
+                recorded,
+                name,
+            ))
+        };
+        self.read(open)
+            .with_context(|| format!("reading the entries of {task} in {}", self.name))
     }
 
     /// `task`'s committed position (spouts).
@@ -590,6 +601,24 @@ mod tests {
         assert_eq!(store.prepared_txids().ok(), Some(vec![3]));
         ok(store.fold(3));
         assert_eq!(entries(&store, &a)[0], (s("x"), Value::Int(3)));
+    }
+
+    /// A task's entries read one at a time: its own rows only, the digest checked at the end.
+    #[test]
+    fn entries_of_a_task_are_read_one_at_a_time() {
+        let store = Store::memory().unwrap_or_else(|e| panic!("{e:#}"));
+        let (a, b) = (task("count", 0), task("count", 1));
+        ok(store.prepare(1, &a, &[set("x", 1), set("y", 2)], None));
+        ok(store.prepare(1, &b, &[set("z", 3)], None));
+        ok(store.fold(1));
+        let mut rows = store.entries_of(&a).unwrap_or_else(|e| panic!("{e:#}"));
+        let first = rows.next().map(|r| r.unwrap_or_else(|e| panic!("{e:#}")));
+        assert_eq!(first, Some((s("x"), Value::Int(1))));
+        let rest: Vec<_> = rows
+            .map(|r| r.unwrap_or_else(|e| panic!("{e:#}")))
+            .collect();
+        assert_eq!(rest, [(s("y"), Value::Int(2))]);
+        assert_eq!(entries(&store, &b), [(s("z"), Value::Int(3))]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! counts of skipped tuples `late_dropped`, `unusable`). Op states are as `saved.rs` writes them.
 
 use super::{saved, Aggregate};
-use crate::components::BoltState;
+use crate::components::{BoltState, Entries};
 use crate::tuple::{Value, Values};
 use std::collections::BTreeMap;
 
@@ -41,6 +41,12 @@ impl BoltState for Aggregate {
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
+        self.restore_from(&mut entries.into_iter().map(Ok))
+    }
+
+    /// Each group (or pane entry) is restored as it comes: past the memory limit, groups go
+    /// to the spill file instead of all being held first.
+    fn restore_from(&mut self, entries: &mut Entries<'_>) -> anyhow::Result<()> {
         self.groups.clear()?;
         self.stateful = true;
         self.groups.track_changes(true);
@@ -48,7 +54,8 @@ impl BoltState for Aggregate {
             w.reset();
             w.track_changes(true);
         }
-        for (key, value) in entries {
+        for entry in entries {
+            let (key, value) = entry?;
             self.restore_entry(&key, &value).map_err(|e| {
                 anyhow::anyhow!(
                     "{}: cannot restore the saved entry {}: {e}",

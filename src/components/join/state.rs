@@ -8,7 +8,7 @@
 
 use super::held::{Held, Pane};
 use super::Join;
-use crate::components::BoltState;
+use crate::components::{BoltState, Entries};
 use crate::tuple::{Value, Values};
 
 /// Where a kept tuple is: its pane (`None`: the whole input), input, key and position.
@@ -69,15 +69,10 @@ impl BoltState for Join {
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
         self.restore_from(&mut entries.into_iter().map(Ok))
     }
-}
 
-impl Join {
-    /// Start from the entries of `entries`, each put in its key's place as it comes (past the
-    /// memory limit, spilled as kept tuples are); then check that no key lacks a position.
-    pub fn restore_from(
-        &mut self,
-        entries: &mut dyn Iterator<Item = anyhow::Result<(Value, Value)>>,
-    ) -> anyhow::Result<()> {
+    /// Each entry is put in its key's place as it comes (past the memory limit, spilled as
+    /// kept tuples are); then no key may lack a position.
+    fn restore_from(&mut self, entries: &mut Entries<'_>) -> anyhow::Result<()> {
         self.changed = Some(Changed::default());
         self.whole = self.new_pane(WHOLE);
         self.panes = self
@@ -110,7 +105,9 @@ impl Join {
             None => Ok(()),
         }
     }
+}
 
+impl Join {
     fn restore_entry(&mut self, key: &Value, value: Value) -> anyhow::Result<()> {
         if key.as_str() == Some(PROGRESS) {
             return self.restore_progress(&value).map_err(anyhow::Error::msg);
