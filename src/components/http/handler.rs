@@ -122,6 +122,20 @@ impl Ingest {
             .collect()
     }
 
+    /// The request's idempotency key, when the spout asks for one (a 400 without it).
+    fn key_of(&self, request: &Request) -> Result<Option<String>, Response> {
+        let Some(h) = &self.idempotency_header else {
+            return Ok(None);
+        };
+        match request.header(h).map(str::trim).filter(|k| !k.is_empty()) {
+            Some(k) => Ok(Some(k.to_string())),
+            None => Err(refusal(
+                400,
+                &format!("send a `{h}` header: each request is taken once by its key"),
+            )),
+        }
+    }
+
     /// A request to `path`: read, queue, answer.
     fn ingest(&self, request: Request) -> Response {
         if !matches!(request.method.as_str(), "POST" | "PUT") {
@@ -143,17 +157,9 @@ impl Ingest {
         if self.stopping.now() {
             return refusal(503, "the topology is stopping");
         }
-        let key = match &self.idempotency_header {
-            None => None,
-            Some(h) => match request.header(h).map(str::trim).filter(|k| !k.is_empty()) {
-                Some(k) => Some(k.to_string()),
-                None => {
-                    return refusal(
-                        400,
-                        &format!("send a `{h}` header: each request is taken once by its key"),
-                    )
-                }
-            },
+        let key = match self.key_of(&request) {
+            Ok(key) => key,
+            Err(refused) => return refused,
         };
         let text = String::from_utf8_lossy(&request.body);
         let read = match record::read_text(self.spec.as_ref(), &text, self.max_record) {
