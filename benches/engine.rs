@@ -6,7 +6,7 @@
 use crossbeam_channel::bounded;
 use crossbeam_queue::ArrayQueue;
 use divan::{black_box, Bencher};
-use storm::components::{Bolt, BoltCollector};
+use storm::components::{Bolt, BoltCollector, CheckpointParticipant};
 use storm::grouping::Grouper;
 use storm::model::plan::{streams, StreamId};
 use storm::model::Grouping;
@@ -127,9 +127,9 @@ fn acker_xor_trees_64(bencher: Bencher) {
                 msg.push((root, e));
             }
         }
-        let _ = acker.execute_acks(streams::ACK_INIT, 1, &init, &mut out);
+        let _ = acker.handle(streams::ACK_INIT, 1, &init, &mut out);
         for msg in acks {
-            let _ = acker.execute_acks(streams::ACK_ACK, 2, &msg, &mut out);
+            let _ = acker.handle(streams::ACK_ACK, 2, &msg, &mut out);
         }
         black_box(out.0)
     });

@@ -4,7 +4,7 @@
 //! implements [`Builtin`] once; `registry.rs` lists them; validation, the DSL, `storm run --help`
 //! and the runtime read only this.
 
-use super::{Bolt, Spout};
+use super::{Bolt, CheckpointParticipant, Spout};
 use crate::expr::Type;
 pub use crate::model::ComponentKind;
 
@@ -246,9 +246,21 @@ pub trait Builtin: Sync + 'static {
     fn spout(&self, c: &Component, _task: u32, _base: &Path) -> anyhow::Result<Box<dyn Spout>> {
         anyhow::bail!("{}: `{}` cannot run as a spout here", c.id, self.name())
     }
-    /// A bolt instance for one task.
+    /// A bolt instance for one task (a type whose bolt takes part in checkpoints gives
+    /// [`Builtin::checkpointed_bolt`] instead).
     fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         anyhow::bail!("{}: `{}` cannot run as a bolt here", c.id, self.name())
+    }
+    /// A bolt instance that takes part in checkpoints (keeps state, or holds its output until
+    /// a commit): in a run that takes checkpoints the runtime wraps it and calls its
+    /// [`CheckpointParticipant`] side; otherwise it runs as a plain bolt. `None` (the
+    /// default): the type's bolt is plain, built by [`Builtin::bolt`].
+    fn checkpointed_bolt(
+        &self,
+        _c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn CheckpointParticipant>>> {
+        None
     }
 }
 

@@ -1,7 +1,7 @@
 //! Builds the component instance for a task from its validated description (each type's
 //! descriptor builds it: see `builtin.rs`), and what tasks read of their inputs.
 
-use super::{Bolt, Spout, TaskContext};
+use super::{BoltInstance, Spout, TaskContext};
 use crate::model::Component;
 use std::path::Path;
 
@@ -10,9 +10,12 @@ pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<
     c.ctype.spout(c, task_index, base_dir)
 }
 
-/// A bolt instance for one task, as its type builds it.
-pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
-    c.ctype.bolt(c, base_dir)
+/// A bolt instance for one task, as its type builds it: plain, or taking part in checkpoints.
+pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<BoltInstance> {
+    match c.ctype.checkpointed_bolt(c, base_dir) {
+        Some(participant) => participant.map(BoltInstance::Participant),
+        None => c.ctype.bolt(c, base_dir).map(BoltInstance::Plain),
+    }
 }
 
 /// Where each of `names` is among the fields of the first stream into the task's component;

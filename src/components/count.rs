@@ -331,7 +331,9 @@ impl Bolt for Count {
         }
         Ok(())
     }
+}
 
+impl crate::components::CheckpointParticipant for Count {
     fn state(&mut self) -> Option<&mut dyn BoltState> {
         match self.stateful {
             true => Some(self),
@@ -460,12 +462,12 @@ impl b::Builtin for CountType {
                 .collect(),
         )
     }
-    fn bolt(
+    fn checkpointed_bolt(
         &self,
         c: &crate::model::Component,
         _base: &std::path::Path,
-    ) -> anyhow::Result<Box<dyn Bolt>> {
-        Ok(Box::new(Count::new(&c.args).with_state(c.stateful)))
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        Some(Ok(Box::new(Count::new(&c.args).with_state(c.stateful))))
     }
 }
 
@@ -473,6 +475,7 @@ impl b::Builtin for CountType {
 mod tests {
     use super::*;
     use crate::components::state_check::{cuts, resumed, straight, tick, tuple};
+    use crate::components::CheckpointParticipant;
     use proptest::prelude::*;
 
     /// A stateful count of `fields` (positions `keys`) emitting by `mode`.

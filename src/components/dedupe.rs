@@ -227,7 +227,9 @@ impl Bolt for Dedupe {
         }
         Ok(())
     }
+}
 
+impl crate::components::CheckpointParticipant for Dedupe {
     fn state(&mut self) -> Option<&mut dyn BoltState> {
         match self.changed {
             Some(_) => Some(self),
@@ -385,8 +387,13 @@ impl b::Builtin for DedupeType {
     fn field_types(&self, cx: &b::TypeCx) -> Option<Vec<crate::expr::Type>> {
         Some(cx.input?.1.to_vec())
     }
-    fn bolt(&self, c: &Component, _base: &std::path::Path) -> anyhow::Result<Box<dyn Bolt>> {
-        Ok(Box::new(Dedupe::new(&c.args)?.with_state(c.stateful)))
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &std::path::Path,
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        let built = Dedupe::new(&c.args).map(|d| d.with_state(c.stateful));
+        Some(built.map(|d| Box::new(d) as Box<dyn crate::components::CheckpointParticipant>))
     }
 }
 

@@ -490,13 +490,6 @@ impl Bolt for Join {
         Ok(())
     }
 
-    fn state(&mut self) -> Option<&mut dyn super::BoltState> {
-        match self.changed {
-            Some(_) => Some(self),
-            None => None,
-        }
-    }
-
     /// Processing-time windows close by the clock, input or not; with `idle`, event-time
     /// windows close once a silent input stops holding the watermark back.
     fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
@@ -537,6 +530,15 @@ impl Bolt for Join {
             );
         }
         Ok(())
+    }
+}
+
+impl crate::components::CheckpointParticipant for Join {
+    fn state(&mut self) -> Option<&mut dyn super::BoltState> {
+        match self.changed {
+            Some(_) => Some(self),
+            None => None,
+        }
     }
 }
 

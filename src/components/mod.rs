@@ -266,7 +266,9 @@ pub trait BoltState {
 /// Saved entries as a restore reads them: one at a time, each possibly an error of the store.
 pub type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
 
-/// A tuple processor (Storm's IBolt).
+/// A tuple processor (Storm's IBolt). It knows nothing of checkpoints: a bolt that takes part
+/// in them also implements [`CheckpointParticipant`], and its type builds it through
+/// `Builtin::checkpointed_bolt`; the runtime then wraps it (Storm's `StatefulBoltExecutor`).
 pub trait Bolt: Send {
     fn prepare(&mut self, _ctx: &TaskContext) -> anyhow::Result<()> {
         Ok(())
@@ -274,19 +276,6 @@ pub trait Bolt: Send {
     /// Process one input. With `auto_ack`, the executor acks it after an `Ok` and fails it after
     /// an `Err`; emits should still name it as anchor.
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()>;
-    /// Acker traffic from task `from` (`Message::Acks`): (root, value) pairs on `__ack_init`
-    /// (value: the XOR of the tree's first edges; `from` is the spout task), `__ack_ack`
-    /// (value: what the ack XORs in) or `__ack_fail` (value unused). It is routed to acker
-    /// tasks alone, so only the acker implements it.
-    fn execute_acks(
-        &mut self,
-        _stream: StreamId,
-        _from: u32,
-        _pairs: &[(u64, u64)],
-        _out: &mut dyn BoltCollector,
-    ) -> anyhow::Result<()> {
-        Ok(())
-    }
     /// All upstream tasks have finished: emit what is left (`count` emits totals).
     /// May block until work handed elsewhere (a child process) is done.
     fn finish(&mut self, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
@@ -303,6 +292,13 @@ pub trait Bolt: Send {
     fn auto_ack(&self) -> bool {
         true
     }
+    fn cleanup(&mut self) {}
+}
+
+/// A bolt's part in checkpoints (Storm's `IStatefulBolt`, and the sinks that hold their output
+/// until the checkpoint covering it commits). Only the runtime's checkpoint wrapper calls
+/// these, and only in a run that takes checkpoints.
+pub trait CheckpointParticipant: Bolt + AsBolt {
     /// The bolt's state, when it keeps one that checkpoints save (`stateful: true`).
     fn state(&mut self) -> Option<&mut dyn BoltState> {
         None
@@ -318,5 +314,35 @@ pub trait Bolt: Send {
     fn checkpoint_marker(&mut self, _round: u64, _txid: u64) -> anyhow::Result<()> {
         Ok(())
     }
-    fn cleanup(&mut self) {}
+}
+
+/// A participant seen as the plain bolt it also is (for a run without checkpoints).
+pub trait AsBolt {
+    fn as_bolt(&mut self) -> &mut dyn Bolt;
+    fn into_bolt(self: Box<Self>) -> Box<dyn Bolt>;
+}
+
+impl<T: Bolt + 'static> AsBolt for T {
+    fn as_bolt(&mut self) -> &mut dyn Bolt {
+        self
+    }
+    fn into_bolt(self: Box<Self>) -> Box<dyn Bolt> {
+        self
+    }
+}
+
+/// A bolt instance as its type builds it: plain, or taking part in checkpoints.
+pub enum BoltInstance {
+    Plain(Box<dyn Bolt>),
+    Participant(Box<dyn CheckpointParticipant>),
+}
+
+impl BoltInstance {
+    /// The bolt, for a run that takes no checkpoints: nothing of checkpoints is called.
+    pub fn into_plain(self) -> Box<dyn Bolt> {
+        match self {
+            BoltInstance::Plain(b) => b,
+            BoltInstance::Participant(p) => p.into_bolt(),
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! folds them, and at the last cut a fresh bolt restored from that map is fed the rest. What
 //! the two emit must be the same.
 
-use super::{Bolt, BoltCollector};
+use super::{Bolt, BoltCollector, CheckpointParticipant};
 use crate::model::plan::StreamId;
 use crate::tuple::{Tuple, Value, Values};
 use std::collections::HashMap;
@@ -41,7 +41,7 @@ pub fn straight<B: Bolt>(make: &impl Fn() -> B, input: &[Tuple]) -> Vec<(StreamI
 pub type Folded = HashMap<Value, Value>;
 
 /// Take `bolt`'s changes (`all`: every entry) and fold them into `store`.
-pub fn checkpoint(bolt: &mut dyn Bolt, all: bool, store: &mut Folded) {
+pub fn checkpoint(bolt: &mut dyn CheckpointParticipant, all: bool, store: &mut Folded) {
     let mut changes = Vec::new();
     bolt.state()
         .expect("a stateful bolt has state")
@@ -58,7 +58,7 @@ pub fn checkpoint(bolt: &mut dyn Bolt, all: bool, store: &mut Folded) {
 /// What `make()` sends when checkpointed at each of `cuts` (positions in `input`, ascending)
 /// and resumed from the last: the first bolt's output up to the last cut, then the output of a
 /// fresh bolt restored from the folded checkpoints and fed the rest.
-pub fn resumed<B: Bolt>(
+pub fn resumed<B: CheckpointParticipant>(
     make: &impl Fn() -> B,
     input: &[Tuple],
     cuts: &[usize],

@@ -277,6 +277,13 @@ impl Bolt for Stdout {
         self.write_pending(true)
     }
 
+    fn cleanup(&mut self) {
+        // The run is ending either way; an error here was already reported by `finish`.
+        let _ = self.write_pending(true);
+    }
+}
+
+impl crate::components::CheckpointParticipant for Stdout {
     fn input_round(&mut self, round: u64) -> anyhow::Result<()> {
         if round != self.round && super::output_gate::get().is_some() {
             self.write_pending(false)?;
@@ -284,18 +291,12 @@ impl Bolt for Stdout {
         }
         Ok(())
     }
-
     fn checkpoint_marker(&mut self, round: u64, txid: u64) -> anyhow::Result<()> {
         if let Some(gate) = super::output_gate::get() {
             self.write_pending(false)?;
             gate.mark(self.task, round, txid);
         }
         Ok(())
-    }
-
-    fn cleanup(&mut self) {
-        // The run is ending either way; an error here was already reported by `finish`.
-        let _ = self.write_pending(true);
     }
 }
 
@@ -329,11 +330,11 @@ impl b::Builtin for StdoutType {
     fn writes(&self, _kind: crate::model::ComponentKind) -> bool {
         true
     }
-    fn bolt(
+    fn checkpointed_bolt(
         &self,
         c: &crate::model::Component,
         _base: &std::path::Path,
-    ) -> anyhow::Result<Box<dyn Bolt>> {
-        Ok(Box::new(Stdout::new(&c.args)))
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        Some(Ok(Box::new(Stdout::new(&c.args))))
     }
 }

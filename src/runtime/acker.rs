@@ -3,9 +3,8 @@
 //! tree is told `fail`. A tree untouched for a whole tick (one message timeout) is forgotten, so
 //! a lost one is dropped after one to two timeouts, as Storm's rotating buckets do.
 
-use crate::components::{Bolt, BoltCollector};
+use crate::components::BoltCollector;
 use crate::model::plan::streams;
-use crate::tuple::Tuple;
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -18,7 +17,7 @@ struct Entry {
     rotation: u32,
 }
 
-/// The acker bolt.
+/// The acker (run by its own executor kind, `acker_executor.rs`).
 #[derive(Default)]
 pub struct Acker {
     /// Open trees by root. One map touched once per message, rather than Storm's rotating
@@ -67,7 +66,7 @@ impl Acker {
     }
 
     /// A tick (every message timeout): forget the trees untouched since the one before.
-    fn rotate(&mut self) {
+    pub fn rotate(&mut self) {
         let keep_from = self.rotation;
         self.pending.retain(|_, e| e.rotation >= keep_from);
         self.rotation = self.rotation.wrapping_add(1);
@@ -99,10 +98,13 @@ impl Acker {
     }
 }
 
-impl Bolt for Acker {
-    /// The runtime's acker traffic: many trees per message (see `Emitter::flush_acks`).
-    /// Completed trees go back to each spout task in one message per outcome.
-    fn execute_acks(
+impl Acker {
+    /// The runtime's acker traffic from task `from` (`Message::Acks`): (root, value) pairs on
+    /// `__ack_init` (value: the XOR of the tree's first edges; `from` is the spout task),
+    /// `__ack_ack` (value: what the ack XORs in) or `__ack_fail` (value unused); many trees
+    /// per message (see `Emitter::flush_acks`). Completed trees go back to each spout task in
+    /// one message per outcome.
+    pub fn handle(
         &mut self,
         stream: crate::model::plan::StreamId,
         from: u32,
@@ -130,23 +132,12 @@ impl Bolt for Acker {
         self.send_outcomes(out);
         Ok(())
     }
-
-    /// Tuples reaching the acker are its ticks (acker traffic comes as `execute_acks`).
-    fn execute(&mut self, input: &Tuple, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
-        if input.is_tick() {
-            self.rotate();
-        }
-        Ok(())
-    }
-
-    fn auto_ack(&self) -> bool {
-        false
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tuple::Tuple;
     use proptest::prelude::*;
 
     /// Records the acker's answers as the runtime sends them: (root, 0) pairs per task.
@@ -191,18 +182,18 @@ mod tests {
         let mut sent = Answers::default();
         let ok = |r: anyhow::Result<()>| assert!(r.is_ok(), "{r:?}");
         // Acks may overtake the init: trees 100 (edges 1^2) and 200 (edge 4) from spout task 7.
-        ok(acker.execute_acks(streams::ACK_ACK, 9, &[(100, 1)], &mut sent));
+        ok(acker.handle(streams::ACK_ACK, 9, &[(100, 1)], &mut sent));
         assert!(sent.0.is_empty());
-        ok(acker.execute_acks(streams::ACK_INIT, 7, &[(100, 1 ^ 2), (200, 4)], &mut sent));
+        ok(acker.handle(streams::ACK_INIT, 7, &[(100, 1 ^ 2), (200, 4)], &mut sent));
         assert!(sent.0.is_empty(), "{:?}", sent.0);
-        ok(acker.execute_acks(streams::ACK_ACK, 9, &[(100, 2), (200, 4)], &mut sent));
+        ok(acker.handle(streams::ACK_ACK, 9, &[(100, 2), (200, 4)], &mut sent));
         assert_eq!(
             sent.0,
             vec![(7, streams::ACK_ACK, vec![(100, 0), (200, 0)])]
         );
         // A failed tree is reported as failed, once.
-        ok(acker.execute_acks(streams::ACK_INIT, 7, &[(300, 8)], &mut sent));
-        ok(acker.execute_acks(streams::ACK_FAIL, 9, &[(300, 0)], &mut sent));
+        ok(acker.handle(streams::ACK_INIT, 7, &[(300, 8)], &mut sent));
+        ok(acker.handle(streams::ACK_FAIL, 9, &[(300, 0)], &mut sent));
         assert_eq!(sent.0.last(), Some(&(7, streams::ACK_FAIL, vec![(300, 0)])));
         assert!(acker.pending.is_empty());
     }
@@ -213,11 +204,11 @@ mod tests {
         let mut out = Answers::default();
         let ok = |r: anyhow::Result<()>| assert!(r.is_ok(), "{r:?}");
         // Spout task 7 opens trees 100 and 200, spout task 8 opens tree 300.
-        ok(acker.execute_acks(streams::ACK_INIT, 7, &[(100, 1 ^ 2), (200, 4)], &mut out));
-        ok(acker.execute_acks(streams::ACK_INIT, 8, &[(300, 16)], &mut out));
+        ok(acker.handle(streams::ACK_INIT, 7, &[(100, 1 ^ 2), (200, 4)], &mut out));
+        ok(acker.handle(streams::ACK_INIT, 8, &[(300, 16)], &mut out));
         assert!(out.0.is_empty());
         // One message from a bolt acks edges of all three trees and completes 100 and 300.
-        ok(acker.execute_acks(
+        ok(acker.handle(
             streams::ACK_ACK,
             5,
             &[(100, 1), (300, 16), (100, 2), (200, 8)],
@@ -233,7 +224,7 @@ mod tests {
         );
         // Tree 200 still waits for edge 4 ^ 8; a fail ends it at once.
         out.0.clear();
-        ok(acker.execute_acks(streams::ACK_FAIL, 5, &[(200, 0)], &mut out));
+        ok(acker.handle(streams::ACK_FAIL, 5, &[(200, 0)], &mut out));
         assert_eq!(out.0, vec![(7, streams::ACK_FAIL, vec![(200, 0)])]);
         assert!(acker.pending.is_empty());
     }

@@ -4,21 +4,25 @@
 //! executors themselves, spouts, bolts and the acker ([`Wiring::spawn_executors`]).
 
 use super::acker::Acker;
+use super::acker_executor::AckerExecutor;
+use super::bolt_task::{BoltTask, Plain};
 use super::checkpoint::bolt_side::BoltSide;
 use super::checkpoint::coordinator::CheckpointReport;
 use super::checkpoint::setup::{self, Setup};
 use super::checkpoint::spout_side::SpoutSide;
+use super::checkpoint::wrapper::Checkpointed;
 use super::checkpoint::{Checkpointing, RemoteCheckpoints, Report};
 use super::collector::Emitter;
 use super::executor::{
-    BoltExecutor, BoltSlot, ExecutorReport, Parked, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
+    AckerSlot, BoltExecutor, BoltSlot, ExecutorReport, Parked, RunControl, SpoutExecutor,
+    SpoutSlot, TaskSlot,
 };
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
 use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
 use super::{task_seed, worker, Role, Running, DEFAULT_MAX_PENDING};
-use crate::components::{catalog, Bolt, TaskContext, Waker};
+use crate::components::{catalog, TaskContext, Waker};
 use crate::config::{Config, Origin};
 use crate::model::plan::Plan;
 use crate::model::{Component, Topology};
@@ -356,8 +360,12 @@ impl<'a> Wiring<'a> {
                     let exec = self.spout_executor(parts, spec, cp)?;
                     spawn_named(name, done, move || exec.run())?
                 }
-                Role::Bolt(_) | Role::Acker => {
-                    let exec = self.bolt_executor(parts, role, &eos_expected, cp)?;
+                Role::Bolt(spec) => {
+                    let exec = self.bolt_executor(parts, spec, &eos_expected, cp)?;
+                    spawn_named(name, done, move || exec.run())?
+                }
+                Role::Acker => {
+                    let exec = self.acker_executor(parts, &eos_expected);
                     spawn_named(name, done, move || exec.run())?
                 }
             };
@@ -506,59 +514,73 @@ impl<'a> Wiring<'a> {
         }
     }
 
-    /// A bolt executor; the acker's ticks at the message timeout, which expires its trees.
+    /// A bolt executor. In a run that takes checkpoints each task is wrapped (a stateful one
+    /// with a gate); otherwise it runs plain, with no checkpoint code on its path.
     fn bolt_executor(
         &mut self,
         parts: ExecutorParts,
-        role: Role,
+        spec: &Component,
         eos_expected: &[u32],
         checkpoints: Option<Checkpointing>,
     ) -> anyhow::Result<BoltExecutor> {
         let mut tasks: Vec<BoltSlot> = Vec::new();
         for task in parts.tasks.clone() {
             let (ctx, emitter) = self.task_parts(&parts, task);
-            let (component, stateful): (Box<dyn Bolt>, bool) = match role {
-                Role::Bolt(spec) | Role::Spout(spec) => {
-                    (catalog::bolt(spec, &self.topology.base_dir)?, spec.stateful)
-                }
-                Role::Acker => (Box::new(Acker::default()), false),
-            };
+            let bolt = catalog::bolt(spec, &self.topology.base_dir)?;
             let expected = eos_expected[task as usize];
-            let mut slot = TaskSlot::new(ctx, component, emitter, expected);
-            if checkpoints.is_some() && !matches!(role, Role::Acker) {
-                let side = BoltSide::new(expected, stateful, parts.component, task - parts.first);
-                slot.state = Some(Box::new(side));
-            }
-            tasks.push(slot);
+            let component: Box<dyn BoltTask> = match &checkpoints {
+                None => Box::new(Plain(bolt.into_plain())),
+                Some(cp) => {
+                    let index = task - parts.first;
+                    let side = BoltSide::new(expected, spec.stateful, parts.component, index);
+                    Box::new(Checkpointed::new(bolt, side, cp.clone()))
+                }
+            };
+            tasks.push(TaskSlot::new(ctx, component, emitter, expected));
         }
-        Ok(self.assemble_bolt(parts, role, tasks, checkpoints, false))
+        Ok(self.assemble_bolt(parts, spec, tasks, false))
     }
 
-    /// A bolt executor of `tasks`; the acker's ticks at the message timeout, which expires
-    /// its trees.
+    /// A bolt executor of `tasks`, ticked as its component asks.
     fn assemble_bolt(
         &self,
         parts: ExecutorParts,
-        role: Role,
+        spec: &Component,
         tasks: Vec<BoltSlot>,
-        checkpoints: Option<Checkpointing>,
         resumed: bool,
     ) -> BoltExecutor {
-        let tick = match role {
-            Role::Acker => self.tracking.timeout,
-            Role::Bolt(spec) | Role::Spout(spec) => {
-                spec.tick.or_else(|| self.topology.config.tick_freq())
-            }
-        };
         BoltExecutor {
             inbox: parts.inbox.1,
             outbox: parts.outbox,
             tasks,
             first_task: *parts.tasks.start(),
-            tick,
-            checkpoints,
+            tick: spec.tick.or_else(|| self.topology.config.tick_freq()),
             control: self.control.clone(),
             resumed,
+        }
+    }
+
+    /// The acker's executor.
+    fn acker_executor(&mut self, parts: ExecutorParts, eos_expected: &[u32]) -> AckerExecutor {
+        let mut tasks: Vec<AckerSlot> = Vec::new();
+        for task in parts.tasks.clone() {
+            let (ctx, emitter) = self.task_parts(&parts, task);
+            let expected = eos_expected[task as usize];
+            let acker = Box::new(Acker::default());
+            tasks.push(TaskSlot::new(ctx, acker, emitter, expected));
+        }
+        self.assemble_acker(parts, tasks)
+    }
+
+    /// An acker executor of `tasks`, ticked at the message timeout, which expires its trees.
+    fn assemble_acker(&self, parts: ExecutorParts, tasks: Vec<AckerSlot>) -> AckerExecutor {
+        AckerExecutor {
+            inbox: parts.inbox.1,
+            outbox: parts.outbox,
+            tasks,
+            first_task: *parts.tasks.start(),
+            timeout: self.tracking.timeout,
+            control: self.control.clone(),
         }
     }
 
@@ -584,8 +606,12 @@ impl<'a> Wiring<'a> {
                     let exec = self.resumed_spout(parts, &mut pool)?;
                     spawn_named(name, done, move || exec.run())?
                 }
-                Role::Bolt(_) | Role::Acker => {
-                    let exec = self.resumed_bolt(parts, role, &mut pool)?;
+                Role::Bolt(spec) => {
+                    let exec = self.resumed_bolt(parts, spec, &mut pool)?;
+                    spawn_named(name, done, move || exec.run())?
+                }
+                Role::Acker => {
+                    let exec = self.resumed_acker(parts, &mut pool)?;
                     spawn_named(name, done, move || exec.run())?
                 }
             };
@@ -638,7 +664,7 @@ impl<'a> Wiring<'a> {
     fn resumed_bolt(
         &mut self,
         parts: ExecutorParts,
-        role: Role,
+        spec: &Component,
         pool: &mut BTreeMap<u32, Pooled>,
     ) -> anyhow::Result<BoltExecutor> {
         let mut tasks = Vec::new();
@@ -649,7 +675,23 @@ impl<'a> Wiring<'a> {
             self.refit(&parts, &mut slot);
             tasks.push(slot);
         }
-        Ok(self.assemble_bolt(parts, role, tasks, None, true))
+        Ok(self.assemble_bolt(parts, spec, tasks, true))
+    }
+
+    fn resumed_acker(
+        &mut self,
+        parts: ExecutorParts,
+        pool: &mut BTreeMap<u32, Pooled>,
+    ) -> anyhow::Result<AckerExecutor> {
+        let mut tasks = Vec::new();
+        for task in parts.tasks.clone() {
+            let Some(Pooled::Acker(mut slot)) = pool.remove(&task) else {
+                anyhow::bail!("rebalance: acker task {task} was not handed back");
+            };
+            self.refit(&parts, &mut slot);
+            tasks.push(slot);
+        }
+        Ok(self.assemble_acker(parts, tasks))
     }
 
     /// The running topology; the wiring's own ends of the queues are dropped, so each queue
@@ -687,6 +729,7 @@ pub(crate) enum Pooled {
     /// A spout task, and whether it had been told it was deactivated.
     Spout(SpoutSlot, bool),
     Bolt(BoltSlot),
+    Acker(AckerSlot),
 }
 
 /// Every task of the executors' reports, by task id.
@@ -702,6 +745,11 @@ pub(crate) fn pool(parked: Vec<Parked>) -> BTreeMap<u32, Pooled> {
             Parked::Bolts(tasks) => {
                 for slot in tasks {
                     pool.insert(slot.ctx.task_id, Pooled::Bolt(slot));
+                }
+            }
+            Parked::Ackers(tasks) => {
+                for slot in tasks {
+                    pool.insert(slot.ctx.task_id, Pooled::Acker(slot));
                 }
             }
         }

@@ -1,11 +1,14 @@
 //! Executors: one thread running the component code of one or more tasks. A bolt
-//! executor consumes its receive queue in batches (`consume-batch-when-available`), executes each
-//! tuple, acks it for basic bolts, and moves output on through its outbox; a spout executor
+//! executor consumes its receive queue in batches (`consume-batch-when-available`) and hands
+//! each to its task (`bolt_task.rs`: a plain bolt executes it and acks each tuple for basic
+//! bolts; a bolt wrapped for checkpoints may hold it), moving output on through its outbox;
+//! the acker has an executor of its own (`acker_executor.rs`); a spout executor
 //! calls `next_tuple` while under `topology.max.spout.pending` (once there, again when a
 //! batch's worth of room is free: [`Throttle`]), tracks trees, and replays on fail or timeout.
 //! Both run their tasks' `finish` and pass end of input on.
 
-use super::checkpoint::bolt_side::BoltSide;
+use super::acker::Acker;
+use super::bolt_task::{execute, BoltTask};
 use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::Checkpointing;
 use super::collector::{BoltOut, Emitter, SpoutOut};
@@ -13,7 +16,7 @@ use super::message::Message;
 use super::metrics::{Histogram, TaskStats};
 use super::open_trees::OpenTrees;
 use super::routing::Outbox;
-use crate::components::{Bolt, FatalError, Spout, SpoutStatus, TaskContext};
+use crate::components::{FatalError, Spout, SpoutStatus, TaskContext};
 use crate::model::plan::{streams, SYSTEM_TASK};
 use crate::tuple::{Tuple, Value};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -23,10 +26,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The longest a partial batch waits in an outbox while its executor stays busy.
-const FLUSH_EVERY: Duration = Duration::from_millis(1);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(1);
 /// Messages a bolt executor handles from its queue, once one has arrived, before it looks at
 /// its timers and flushes.
-const DRAIN: usize = 15;
+pub(crate) const DRAIN: usize = 15;
 
 /// A `next_tuple` call slower than this makes its spout a slow one (one call per round).
 const SLOW_CALL: Duration = Duration::from_micros(50);
@@ -115,23 +118,6 @@ impl Throttle {
     }
 }
 
-/// Ask the CPU for every tuple of a batch at once. A batch was written on another core; read
-/// one tuple at a time, each cache line is a separate wait for that core's cache.
-#[inline]
-fn prefetch_all(tuples: &[Tuple]) {
-    #[cfg(target_arch = "x86_64")]
-    for t in tuples {
-        // SAFETY: a prefetch is a hint: it never faults, and the pointer is to a live tuple.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                (t as *const Tuple).cast::<i8>(),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = tuples;
-}
-
 /// Run-wide switches every executor watches.
 #[derive(Debug, Default)]
 pub struct RunControl {
@@ -169,6 +155,7 @@ pub enum Parked {
         inactive: bool,
     },
     Bolts(Vec<BoltSlot>),
+    Ackers(Vec<AckerSlot>),
 }
 
 impl std::fmt::Debug for Parked {
@@ -176,6 +163,7 @@ impl std::fmt::Debug for Parked {
         match self {
             Parked::Spouts { tasks, .. } => write!(f, "Spouts({} tasks)", tasks.len()),
             Parked::Bolts(tasks) => write!(f, "Bolts({} tasks)", tasks.len()),
+            Parked::Ackers(tasks) => write!(f, "Ackers({} tasks)", tasks.len()),
         }
     }
 }
@@ -214,8 +202,11 @@ impl<C: ?Sized, S: Default> TaskSlot<C, S> {
     }
 }
 
-/// One task of a bolt executor, with its part in checkpoints when the run takes them.
-pub type BoltSlot = TaskSlot<dyn Bolt, Option<Box<BoltSide>>>;
+/// One task of the acker's executor (`acker_executor.rs`).
+pub type AckerSlot = TaskSlot<Acker>;
+
+/// One task of a bolt executor: a plain bolt, or one wrapped for checkpoints.
+pub type BoltSlot = TaskSlot<dyn BoltTask>;
 
 pub struct BoltExecutor {
     pub inbox: Receiver<Message>,
@@ -224,7 +215,6 @@ pub struct BoltExecutor {
     pub tasks: Vec<BoltSlot>,
     pub first_task: u32,
     pub tick: Option<Duration>,
-    pub checkpoints: Option<Checkpointing>,
     pub control: Arc<RunControl>,
     /// Its tasks were prepared by an executor before a rebalance: they go on as they were.
     pub resumed: bool,
@@ -252,14 +242,16 @@ impl BoltExecutor {
     pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
         if !self.resumed {
             for t in &mut self.tasks {
-                t.component.prepare(&t.ctx)?;
+                t.component.bolt().prepare(&t.ctx)?;
             }
-            self.restore_states()?;
+            for t in &mut self.tasks {
+                t.component.restore()?;
+            }
         }
         let poll_every = self
             .tasks
-            .iter()
-            .filter_map(|t| t.component.poll_interval())
+            .iter_mut()
+            .filter_map(|t| t.component.bolt().poll_interval())
             .min();
         let mut timers = BoltTimers {
             next_tick: self.tick.map(|d| Instant::now() + d),
@@ -300,7 +292,7 @@ impl BoltExecutor {
             }
         }
         for t in self.tasks.iter_mut().filter(|t| !t.closed) {
-            t.component.cleanup();
+            t.component.close();
             t.closed = true;
         }
         let mut report = self.park();
@@ -388,61 +380,30 @@ impl BoltExecutor {
             // Past a drain's deadline the trees these belong to are given up.
             return Ok(());
         }
-        let Some(tuples) = self.hold(i, tuples) else {
-            return Ok(());
+        let slot = &mut self.tasks[i];
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
         };
-        prefetch_all(&tuples);
-        // Latency is timed per batch (a clock read per tuple costs more than a split).
-        let start = Instant::now();
-        // Tuples are executed where they lie in the batch: moving each out first costs
-        // a copy of a cache line that the CPU cannot forward from the copy before it.
-        let mut source = None;
-        for tuple in &tuples {
-            if source != Some(tuple.source_task) {
-                source = Some(tuple.source_task);
-                self.input_round(i, tuple.source_task)?;
-            }
-            self.execute(i, tuple)?;
-        }
-        drop(tuples);
-        let stats = &self.tasks[i].emitter.stats;
-        TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
-        Ok(())
+        slot.component.tuples(tuples, &mut out)
     }
 
     fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
         match msg {
             Message::Tuples { task, tuples } => self.handle_tuples(task, tuples)?,
-            Message::Acks(a) => {
-                let i = a.task.wrapping_sub(self.first_task) as usize;
-                let Some(slot) = self.tasks.get_mut(i) else {
-                    return Ok(());
-                };
-                let start = Instant::now();
-                let mut out = BoltOut {
-                    em: &mut slot.emitter,
-                    outbox: &mut self.outbox,
-                };
-                match slot
-                    .component
-                    .execute_acks(a.stream, a.from, &a.pairs, &mut out)
-                {
-                    Ok(()) => {}
-                    Err(e) if e.is::<FatalError>() => return Err(e),
-                    Err(e) => {
-                        crate::components::BoltCollector::report_error(&mut out, &format!("{e:#}"))
-                    }
-                }
-                let stats = &slot.emitter.stats;
-                TaskStats::add(&stats.executed, 1);
-                TaskStats::add(&stats.execute_ns, start.elapsed().as_nanos() as u64);
-            }
+            // Acker traffic goes to the acker's own executor.
+            Message::Acks(_) => {}
             Message::Eos { from, to } => {
                 let i = to.wrapping_sub(self.first_task) as usize;
                 if i >= self.tasks.len() {
                     return Ok(());
                 }
-                self.on_ended(i, from)?;
+                let slot = &mut self.tasks[i];
+                let mut out = BoltOut {
+                    em: &mut slot.emitter,
+                    outbox: &mut self.outbox,
+                };
+                slot.component.upstream_ended(from, &mut out)?;
                 let t = &mut self.tasks[i];
                 t.eos_seen.insert(from);
                 if t.eos_seen.len() >= t.eos_expected as usize && !t.finished {
@@ -451,8 +412,12 @@ impl BoltExecutor {
             }
             Message::Marker { from, to, marker } => {
                 let i = to.wrapping_sub(self.first_task) as usize;
-                if i < self.tasks.len() {
-                    self.on_marker(i, from, &marker)?;
+                if let Some(slot) = self.tasks.get_mut(i) {
+                    let mut out = BoltOut {
+                        em: &mut slot.emitter,
+                        outbox: &mut self.outbox,
+                    };
+                    slot.component.marker(from, &marker, &mut out)?;
                 }
             }
             Message::Wake => self.poll_all()?,
@@ -460,38 +425,16 @@ impl BoltExecutor {
         Ok(())
     }
 
-    #[inline]
-    fn execute(&mut self, i: usize, tuple: &Tuple) -> anyhow::Result<()> {
-        let slot = &mut self.tasks[i];
-        let mut out = BoltOut {
-            em: &mut slot.emitter,
-            outbox: &mut self.outbox,
-        };
-        let result = slot.component.execute(tuple, &mut out);
-        let auto = slot.component.auto_ack();
-        match result {
-            Ok(()) => {
-                if auto {
-                    crate::components::BoltCollector::ack(&mut out, tuple);
-                }
-            }
-            Err(e) if e.is::<FatalError>() => return Err(e),
-            Err(e) => {
-                crate::components::BoltCollector::report_error(&mut out, &format!("{e:#}"));
-                if auto {
-                    crate::components::BoltCollector::fail(&mut out, tuple);
-                }
-            }
-        }
-        TaskStats::add(&slot.emitter.stats.executed, 1);
-        Ok(())
-    }
-
     fn tick_all(&mut self) -> anyhow::Result<()> {
         for i in 0..self.tasks.len() {
             if !self.tasks[i].finished {
                 let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
-                self.execute(i, &tick)?;
+                let slot = &mut self.tasks[i];
+                let mut out = BoltOut {
+                    em: &mut slot.emitter,
+                    outbox: &mut self.outbox,
+                };
+                execute(slot.component.bolt(), &tick, &mut out)?;
             }
         }
         Ok(())
@@ -506,33 +449,27 @@ impl BoltExecutor {
                 em: &mut slot.emitter,
                 outbox: &mut self.outbox,
             };
-            slot.component.poll(&mut out)?;
+            slot.component.bolt().poll(&mut out)?;
         }
         Ok(())
     }
 
     /// Every upstream task has finished: run `finish`, then tell downstream.
     fn finish_task(&mut self, i: usize) -> anyhow::Result<()> {
-        self.drain_gate(i)?;
         let slot = &mut self.tasks[i];
         let mut out = BoltOut {
             em: &mut slot.emitter,
             outbox: &mut self.outbox,
         };
-        // Restored by a rollback from after its end-of-input output: emitted already.
-        if !slot.state.as_ref().is_some_and(|s| s.flushed) {
-            slot.component.finish(&mut out)?;
-        }
-        slot.emitter.flush_acks(&mut self.outbox);
+        slot.component.finish(&mut out)?;
+        out.em.flush_acks(out.outbox);
         slot.finished = true;
-        // Its final state (and, under nimbus, the checkpoint's marker) before end of input.
-        self.save_final(i)?;
-        let slot = &self.tasks[i];
-        let from = slot.emitter.task;
-        for &to in slot.emitter.router.downstream() {
-            self.outbox.eos(from, to);
+        slot.component.finished(&mut out)?;
+        let from = out.em.task;
+        for &to in out.em.router.downstream() {
+            out.outbox.eos(from, to);
         }
-        self.report_ended(i);
+        slot.component.ended(&mut out);
         Ok(())
     }
 }

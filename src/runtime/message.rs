@@ -29,7 +29,7 @@ pub enum Message {
 
 /// Acker traffic for task `task` from task `from`, on one of Storm's `__ack_init`,
 /// `__ack_ack` and `__ack_fail` streams: bare (root, value) pairs, 16 bytes each where a
-/// tuple of two values would take 48 (see `Bolt::execute_acks` for what each stream holds).
+/// tuple of two values would take 48 (see `Acker::handle` for what each stream holds).
 /// The same on an executor's queue and in a wire frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Acks {

@@ -3,9 +3,10 @@
 //! link → receive thread path that processes and hosts use (only the link differs).
 
 pub mod acker;
+pub(crate) mod acker_executor;
+pub(crate) mod bolt_task;
 mod builder;
 pub mod checkpoint;
-mod checkpointed;
 pub(crate) mod collector;
 pub(crate) mod executor;
 pub(crate) mod message;
@@ -14,6 +15,7 @@ pub(crate) mod open_trees;
 pub mod rebalance;
 pub mod reporters;
 pub(crate) mod routing;
+mod spout_checkpoints;
 pub(crate) mod tap;
 mod tcp;
 pub mod wire;

@@ -451,3 +451,36 @@ fn no_function_is_over_80_lines() {
         long.join("\n")
     );
 }
+
+/// The code of the item that starts with `head` in `file` (under `src/`), comments left out:
+/// from `head` to the brace that closes it.
+fn item_body(file: &str, head: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(file);
+    let code = strip_comments(&std::fs::read_to_string(&path).expect("a readable source file"));
+    let at = code
+        .find(head)
+        .unwrap_or_else(|| panic!("{file} has no `{head}`"));
+    let lines: Vec<&str> = code[at..].lines().collect();
+    let end = body_end(&lines, 0).unwrap_or_else(|| panic!("`{head}` in {file} has no body"));
+    lines[..=end].join("\n")
+}
+
+/// Checkpointing wraps a bolt (Storm's `StatefulBoltExecutor`): the `Bolt` trait knows nothing
+/// of checkpoints, state, rounds or acker traffic, and a plain bolt's task in the runtime has no
+/// checkpoint code on its path.
+#[test]
+fn the_bolt_trait_knows_nothing_of_checkpoints() {
+    let words = ["checkpoint", "state", "round", "acks", "marker"];
+    let bodies = [
+        ("components/mod.rs", "pub trait Bolt: Send {"),
+        ("runtime/bolt_task.rs", "impl BoltTask for Plain {"),
+    ];
+    for (file, head) in bodies {
+        let body = item_body(file, head).to_lowercase();
+        let named: Vec<&str> = words.into_iter().filter(|w| body.contains(w)).collect();
+        assert!(
+            named.is_empty(),
+            "`{head}` in src/{file} names {named:?}:\n{body}"
+        );
+    }
+}

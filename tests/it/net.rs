@@ -261,8 +261,19 @@ fn a_full_receive_channel_holds_the_sender_back() {
         }
         link
     });
-    std::thread::sleep(Duration::from_millis(1500));
-    let stalled_at = sent.load(std::sync::atomic::Ordering::SeqCst);
+    // Held back: no frame more gets through in a quarter of a second.
+    let mut before = usize::MAX;
+    let stalled_at = crate::support::poll_until(
+        "the sender to be held back",
+        Duration::from_secs(60),
+        Duration::from_millis(250),
+        || {
+            let now = sent.load(std::sync::atomic::Ordering::SeqCst);
+            let stalled = (now == before).then_some(now);
+            before = now;
+            stalled
+        },
+    );
     assert!(
         stalled_at < 128,
         "sender was not held back: {stalled_at} MiB sent"

@@ -248,23 +248,21 @@ fn lookup_matches_by_text_and_reloads_a_changed_table() {
     assert_eq!(out, "1\tann\n3\t\n2\tbob\n");
     // A live run: the table changes under it.
     let conf = tempfile::tempdir().expect("tempdir");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
-        .args(["run", "-e", &dsl])
-        .env("STORM_CONF_DIR", conf.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("storm runs");
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut live = crate::support::Live::spawn(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
+            .args(["run", "-e", &dsl])
+            .env("STORM_CONF_DIR", conf.path())
+            // The reload is logged at info.
+            .env("STORM_LOG", "info"),
+    );
     use std::io::Write;
-    writeln!(stdin, "{{\"user\":1}}").expect("write");
-    stdin.flush().expect("flush");
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    writeln!(live.stdin(), "{{\"user\":1}}").expect("write");
+    live.stdin().flush().expect("flush");
+    live.wait_for("the first row out", |out, _| out.lines().count() >= 1);
     std::fs::write(&table, "id,name\n1,anna\n").expect("rewrite");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    writeln!(stdin, "{{\"user\":1}}").expect("write");
-    drop(stdin);
-    let out = child.wait_with_output().expect("ends");
-    assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "1\tann\n1\tanna\n");
+    live.wait_for("the table reloaded", |_, err| err.contains("reloaded"));
+    writeln!(live.stdin(), "{{\"user\":1}}").expect("write");
+    let (status, out, _) = live.finish();
+    assert!(status.success());
+    assert_eq!(out, "1\tann\n1\tanna\n");
 }

@@ -143,3 +143,96 @@ pub(crate) fn read_http_answer(s: &mut impl std::io::Read) -> (u16, String) {
         .expect("a status code");
     (status, body.to_string())
 }
+
+/// A child (`storm run` fed on its stdin) whose standard output and error are read as they
+/// come, so it never blocks on a full pipe and a test waits on what it has said (a row out, a
+/// table reloaded) instead of sleeping.
+pub(crate) struct Live {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: Said,
+    stderr: Said,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Live {
+    /// Start `cmd` with its stdin, stdout and stderr piped.
+    pub(crate) fn spawn(cmd: &mut Command) -> Live {
+        use std::process::Stdio;
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the child starts");
+        let stdin = child.stdin.take();
+        let stdout = Said::default();
+        let stderr = Said::default();
+        let out = child.stdout.take().expect("stdout piped");
+        let err = child.stderr.take().expect("stderr piped");
+        let readers = vec![collect(out, stdout.clone()), collect(err, stderr.clone())];
+        Live {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            readers,
+        }
+    }
+
+    /// Its stdin (until `finish` closes it).
+    pub(crate) fn stdin(&mut self) -> &mut std::process::ChildStdin {
+        self.stdin.as_mut().expect("stdin still open")
+    }
+
+    /// Wait (up to a minute) until what it wrote on stdout and stderr so far satisfies `done`.
+    pub(crate) fn wait_for(&self, what: &str, done: impl Fn(&str, &str) -> bool) {
+        let said = |s: &Said| String::from_utf8_lossy(&s.lock().expect("output lock")).into_owned();
+        poll_until(
+            what,
+            Duration::from_secs(60),
+            Duration::from_millis(10),
+            || done(&said(&self.stdout), &said(&self.stderr)).then_some(()),
+        );
+    }
+
+    /// Close its stdin and wait for it to end: its exit status, stdout and stderr.
+    pub(crate) fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("the child ends");
+        for r in self.readers.drain(..) {
+            r.join().expect("a reader thread");
+        }
+        let take = |s: &Said| String::from_utf8_lossy(&s.lock().expect("lock")).into_owned();
+        (status, take(&self.stdout), take(&self.stderr))
+    }
+}
+
+impl Drop for Live {
+    /// A test that failed half-way leaves no child behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a child wrote on one of its outputs so far.
+type Said = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+/// A thread that appends what `from` gives to `into` until it ends.
+fn collect(
+    mut from: impl std::io::Read + Send + 'static,
+    into: Said,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            into.lock()
+                .expect("output lock")
+                .extend_from_slice(&buf[..n]);
+        }
+    })
+}

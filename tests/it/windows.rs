@@ -707,29 +707,28 @@ fn lookup_tasks_over_three_workers_reload_a_changed_table() {
         "stdin(format=json, fields=[user]) | lookup(path={}, key=id, on=user, select=[name]) x2 | stdout",
         table.display()
     );
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
-        .args(["run", "-c", "topology.workers=3", "-e", &dsl])
-        .env("STORM_CONF_DIR", dir.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("storm runs");
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut live = crate::support::Live::spawn(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
+            .args(["run", "-c", "topology.workers=3", "-e", &dsl])
+            .env("STORM_CONF_DIR", dir.path())
+            // The reloads are logged at info.
+            .env("STORM_LOG", "info"),
+    );
     // Shuffled over both tasks: enough tuples that each task sees some, before and after.
     for _ in 0..20 {
-        writeln!(stdin, "{{\"user\":1}}").expect("write");
+        writeln!(live.stdin(), "{{\"user\":1}}").expect("write");
     }
-    stdin.flush().expect("flush");
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    live.stdin().flush().expect("flush");
+    live.wait_for("the first rows out", |out, _| out.lines().count() >= 20);
     std::fs::write(&table, "id,name\n1,anna\n").expect("rewrite");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    live.wait_for("both tasks to reload the table", |_, err| {
+        err.matches("reloaded").count() >= 2
+    });
     for _ in 0..20 {
-        writeln!(stdin, "{{\"user\":1}}").expect("write");
+        writeln!(live.stdin(), "{{\"user\":1}}").expect("write");
     }
-    drop(stdin);
-    let out = child.wait_with_output().expect("ends");
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (status, text, _) = live.finish();
+    assert!(status.success());
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 40);
     assert!(lines[..20].iter().all(|l| *l == "1\tann"), "{text}");

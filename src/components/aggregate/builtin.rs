@@ -5,7 +5,7 @@ use super::ops::OpSpec;
 use super::ranking::{TotalRanking, RANKING_ARG, TOTAL};
 use super::{top_fields, top_spec, Aggregate, Spec, EMITS, LATE_STREAM};
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
-use crate::components::Bolt;
+use crate::components::CheckpointParticipant;
 use crate::expr::Type;
 use crate::model::Component;
 use crate::syntax::raw::{RawComponent, RawValue, Span, Spanned};
@@ -82,8 +82,13 @@ impl b::Builtin for AggregateType {
         check_ops(w);
         lag_bound(w);
     }
-    fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
-        Ok(Box::new(Aggregate::new(&c.args)?.with_state(c.stateful)))
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn CheckpointParticipant>>> {
+        let built = Aggregate::new(&c.args).map(|a| a.with_state(c.stateful));
+        Some(built.map(|a| Box::new(a) as Box<dyn CheckpointParticipant>))
     }
 }
 
@@ -141,13 +146,22 @@ impl b::Builtin for TopType {
     fn check_placed(&self, w: &mut Written, c: &Component, taken: &dyn Fn(&str) -> bool) {
         check_split(w, c, taken)
     }
-    fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
-        if c.args.get(RANKING_ARG).and_then(|v| v.as_str()) == Some(TOTAL) {
-            // The total ranking of a `top` that runs as more than one task.
-            return Ok(Box::new(TotalRanking::new(&c.args)?.with_state(c.stateful)));
-        }
-        Ok(Box::new(Aggregate::top(&c.args)?.with_state(c.stateful)))
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn CheckpointParticipant>>> {
+        Some(top_bolt(c))
     }
+}
+
+/// A `top`'s bolt: the total ranking of a `top` that runs as more than one task, or its
+/// (partial) ranking.
+fn top_bolt(c: &Component) -> anyhow::Result<Box<dyn CheckpointParticipant>> {
+    if c.args.get(RANKING_ARG).and_then(|v| v.as_str()) == Some(TOTAL) {
+        return Ok(Box::new(TotalRanking::new(&c.args)?.with_state(c.stateful)));
+    }
+    Ok(Box::new(Aggregate::top(&c.args)?.with_state(c.stateful)))
 }
 
 /// Tuples later than their windows, as they came in (when windowed).

@@ -787,13 +787,6 @@ impl Bolt for Aggregate {
             .or(every.or(idle).map(std::time::Duration::from_millis))
     }
 
-    fn state(&mut self) -> Option<&mut dyn super::BoltState> {
-        match self.stateful {
-            true => Some(self),
-            false => None,
-        }
-    }
-
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.windows.is_some() {
             // End of input: every open window is emitted.
@@ -821,5 +814,14 @@ impl Bolt for Aggregate {
             );
         }
         Ok(())
+    }
+}
+
+impl crate::components::CheckpointParticipant for Aggregate {
+    fn state(&mut self) -> Option<&mut dyn super::BoltState> {
+        match self.stateful {
+            true => Some(self),
+            false => None,
+        }
     }
 }

@@ -204,7 +204,9 @@ impl Bolt for TotalRanking {
         self.emit(i64::MAX, out);
         Ok(())
     }
+}
 
+impl crate::components::CheckpointParticipant for TotalRanking {
     fn state(&mut self) -> Option<&mut dyn crate::components::BoltState> {
         match self.touched {
             Some(_) => Some(self),

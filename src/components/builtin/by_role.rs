@@ -4,7 +4,7 @@
 //! check); an argument of the other role only is an error naming the role it belongs to.
 
 use super::{Arg, ArgShape, Builtin, Fields, Input, Roles, TypeCx, Written};
-use crate::components::{Bolt, Spout};
+use crate::components::{Bolt, CheckpointParticipant, Spout};
 use crate::expr::Type;
 use crate::model::{Component, ComponentKind};
 use crate::syntax::raw::{RawComponent, RawValue, Span};
@@ -128,6 +128,13 @@ impl Builtin for ByRole {
     }
     fn bolt(&self, c: &Component, base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
         self.bolt.bolt(c, base)
+    }
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn CheckpointParticipant>>> {
+        self.bolt.checkpointed_bolt(c, base)
     }
 }
 

@@ -2,7 +2,6 @@
 //! `file` placed as a bolt to this module): its arguments, checks, input fields and build.
 
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
-use crate::components::Bolt;
 use crate::model::Component;
 use crate::syntax::raw::{RawComponent, Span};
 use std::path::Path;
@@ -68,6 +67,9 @@ pub fn named_input_fields(rc: &RawComponent) -> Vec<(String, Span)> {
 }
 
 /// The sink for component `c`.
-pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
+pub fn bolt(
+    c: &Component,
+    base_dir: &Path,
+) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
     super::bolt(c, base_dir)
 }

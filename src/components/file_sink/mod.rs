@@ -492,24 +492,6 @@ impl Bolt for FileSink {
         false
     }
 
-    fn state(&mut self) -> Option<&mut dyn BoltState> {
-        if self.txn.is_some() {
-            Some(self)
-        } else {
-            None
-        }
-    }
-
-    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
-        if let Some(t) = self.txn.as_mut() {
-            if let Some(parts) = t.prepared.take() {
-                t.ready.push_back((txid, parts));
-            }
-            t.last_marker = Some(txid);
-        }
-        Ok(())
-    }
-
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         self.clean_staging()?;
         let buckets: Vec<String> = self.open.keys().cloned().collect();
@@ -528,8 +510,30 @@ impl Bolt for FileSink {
     }
 }
 
+impl crate::components::CheckpointParticipant for FileSink {
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        if self.txn.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
+        if let Some(t) = self.txn.as_mut() {
+            if let Some(parts) = t.prepared.take() {
+                t.ready.push_back((txid, parts));
+            }
+            t.last_marker = Some(txid);
+        }
+        Ok(())
+    }
+}
+
 /// The sink for component `c` (relative paths from the topology file's folder).
-pub fn bolt(c: &crate::model::Component, base_dir: &Path) -> anyhow::Result<Box<dyn Bolt>> {
+pub fn bolt(
+    c: &crate::model::Component,
+    base_dir: &Path,
+) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
     Ok(Box::new(
         FileSink::new(&c.args, c.stateful, base_dir)
             .map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,

@@ -1,7 +1,6 @@
 //! The `http` sink built-in: its arguments, checks, `errors` stream and build.
 
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
-use crate::components::Bolt;
 use crate::model::{Component, ComponentKind};
 use std::path::Path;
 
@@ -51,8 +50,12 @@ impl b::Builtin for HttpType {
     fn check(&self, w: &mut Written) {
         check(w)
     }
-    fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
-        super::bolt(c)
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        Some(super::bolt(c))
     }
 }
 

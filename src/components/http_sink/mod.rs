@@ -299,21 +299,6 @@ impl Bolt for HttpSink {
         false
     }
 
-    fn state(&mut self) -> Option<&mut dyn BoltState> {
-        if self.txn.is_some() {
-            Some(self)
-        } else {
-            None
-        }
-    }
-
-    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
-        if let Some(t) = self.txn.as_mut() {
-            t.marker(txid);
-        }
-        Ok(())
-    }
-
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if let Some(t) = self.txn.as_mut() {
             t.finished = true;
@@ -336,8 +321,26 @@ impl Bolt for HttpSink {
     }
 }
 
+impl crate::components::CheckpointParticipant for HttpSink {
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        if self.txn.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
+        if let Some(t) = self.txn.as_mut() {
+            t.marker(txid);
+        }
+        Ok(())
+    }
+}
+
 /// The sink for component `c`.
-pub fn bolt(c: &crate::model::Component) -> anyhow::Result<Box<dyn Bolt>> {
+pub fn bolt(
+    c: &crate::model::Component,
+) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
     Ok(Box::new(
         HttpSink::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?,
     ))

@@ -79,10 +79,13 @@ impl b::Builtin for JdbcType {
         let spout = JdbcSpout::new(&c.args).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
         Ok(Box::new(spout))
     }
-    fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
-        let sink =
-            JdbcSink::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
-        Ok(Box::new(sink))
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        let sink = JdbcSink::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id));
+        Some(sink.map(|s| Box::new(s) as Box<dyn crate::components::CheckpointParticipant>))
     }
 }
 

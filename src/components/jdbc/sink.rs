@@ -465,20 +465,6 @@ impl Bolt for JdbcSink {
         false
     }
 
-    fn state(&mut self) -> Option<&mut dyn BoltState> {
-        match self.held.is_some() {
-            true => Some(self),
-            false => None,
-        }
-    }
-
-    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
-        if let Some(h) = self.held.as_mut() {
-            h.marker(txid);
-        }
-        Ok(())
-    }
-
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.held.is_some() {
             self.write_committed(true)?;
@@ -490,5 +476,20 @@ impl Bolt for JdbcSink {
             }
         }
         self.flush(out)
+    }
+}
+
+impl crate::components::CheckpointParticipant for JdbcSink {
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        match self.held.is_some() {
+            true => Some(self),
+            false => None,
+        }
+    }
+    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
+        if let Some(h) = self.held.as_mut() {
+            h.marker(txid);
+        }
+        Ok(())
     }
 }

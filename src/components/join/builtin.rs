@@ -4,7 +4,6 @@
 use super::{Join, Spec, INPUT_KEYS, LATE_FIELDS, LATE_STREAM};
 use crate::components::aggregate::lag::lag_bound;
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
-use crate::components::Bolt;
 use crate::model::Component;
 use crate::syntax::raw::{RawValue, Span, Spanned};
 use std::path::Path;
@@ -63,8 +62,13 @@ impl b::Builtin for JoinType {
     fn check_input(&self, w: &mut Written, c: &Component, input: &b::Input) {
         check_inputs(w, c, input)
     }
-    fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
-        Ok(Box::new(Join::new(&c.args)?.with_state(c.stateful)))
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        let built = Join::new(&c.args).map(|j| j.with_state(c.stateful));
+        Some(built.map(|j| Box::new(j) as Box<dyn crate::components::CheckpointParticipant>))
     }
 }
 

@@ -262,7 +262,7 @@ impl Join {
 mod tests {
     use super::*;
     use crate::components::state_check::{cuts, resumed, straight, tick};
-    use crate::components::{Bolt, BoltCollector};
+    use crate::components::{Bolt, BoltCollector, CheckpointParticipant};
     use crate::model::plan::streams;
     use crate::tuple::Tuple;
     use proptest::prelude::*;
@@ -281,6 +281,9 @@ mod tests {
         fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
             self.0.finish(out)
         }
+    }
+
+    impl CheckpointParticipant for ByTask {
         fn state(&mut self) -> Option<&mut dyn BoltState> {
             self.0.state()
         }

@@ -5,7 +5,7 @@ use super::consumer::FirstPoll;
 use super::sink::KafkaSink;
 use super::spout::KafkaSpout;
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
-use crate::components::{Bolt, Spout};
+use crate::components::Spout;
 use crate::model::{Component, ComponentKind};
 use crate::syntax::raw::RawValue;
 use std::path::Path;
@@ -103,10 +103,14 @@ impl b::Builtin for KafkaType {
         let spout = KafkaSpout::new(&c.args).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
         Ok(Box::new(spout))
     }
-    fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
         let sink =
-            KafkaSink::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
-        Ok(Box::new(sink))
+            KafkaSink::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id));
+        Some(sink.map(|s| Box::new(s) as Box<dyn crate::components::CheckpointParticipant>))
     }
 }
 

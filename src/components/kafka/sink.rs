@@ -464,21 +464,6 @@ impl Bolt for KafkaSink {
         false
     }
 
-    fn state(&mut self) -> Option<&mut dyn BoltState> {
-        if self.txn.is_some() {
-            Some(self)
-        } else {
-            None
-        }
-    }
-
-    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
-        if let Some(t) = self.txn.as_mut() {
-            t.held.marker(txid);
-        }
-        Ok(())
-    }
-
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.txn.is_some() {
             self.commit_covered(true)?;
@@ -506,9 +491,26 @@ impl Bolt for KafkaSink {
     }
 }
 
+impl crate::components::CheckpointParticipant for KafkaSink {
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        if self.txn.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
+        if let Some(t) = self.txn.as_mut() {
+            t.held.marker(txid);
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::components::CheckpointParticipant;
 
     fn record(payload: &str) -> Record {
         Record {

@@ -145,8 +145,12 @@ impl b::Builtin for FileType {
     fn spout(&self, c: &Component, _task: u32, base: &Path) -> anyhow::Result<Box<dyn Spout>> {
         file_spout(c, base)
     }
-    fn bolt(&self, c: &Component, base: &Path) -> anyhow::Result<Box<dyn crate::components::Bolt>> {
-        sink::bolt(c, base)
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        Some(sink::bolt(c, base))
     }
 }
 

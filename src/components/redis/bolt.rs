@@ -384,20 +384,6 @@ impl Bolt for RedisBolt {
         false
     }
 
-    fn state(&mut self) -> Option<&mut dyn BoltState> {
-        match self.txn.is_some() {
-            true => Some(self),
-            false => None,
-        }
-    }
-
-    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
-        if let Some(t) = self.txn.as_mut() {
-            t.held.marker(txid);
-        }
-        Ok(())
-    }
-
     fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         self.flush(out)?;
         if self.txn.is_some() {
@@ -406,6 +392,21 @@ impl Bolt for RedisBolt {
             if let Some(rest) = self.txn.as_mut().map(|t| t.held.rest()) {
                 self.write_held(&rest, "the end")?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl crate::components::CheckpointParticipant for RedisBolt {
+    fn state(&mut self) -> Option<&mut dyn BoltState> {
+        match self.txn.is_some() {
+            true => Some(self),
+            false => None,
+        }
+    }
+    fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
+        if let Some(t) = self.txn.as_mut() {
+            t.held.marker(txid);
         }
         Ok(())
     }

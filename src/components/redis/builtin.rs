@@ -3,7 +3,7 @@
 //! fields (templates' `{field}`s too), checked against the input.
 
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};
-use crate::components::{Bolt, Spout};
+use crate::components::Spout;
 use crate::model::{Component, ComponentKind};
 use crate::syntax::diag::Span;
 use crate::syntax::raw::RawComponent;
@@ -83,7 +83,11 @@ impl b::Builtin for RedisType {
     fn spout(&self, c: &Component, _task: u32, _base: &Path) -> anyhow::Result<Box<dyn Spout>> {
         super::spout(c)
     }
-    fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {
-        super::bolt(c)
+    fn checkpointed_bolt(
+        &self,
+        c: &Component,
+        _base: &Path,
+    ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
+        Some(super::bolt(c))
     }
 }

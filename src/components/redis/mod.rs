@@ -16,7 +16,7 @@ pub mod spout;
 pub mod template;
 pub mod txn;
 
-use crate::components::{Bolt, Spout};
+use crate::components::Spout;
 use crate::model::Component;
 
 type Args = serde_json::Map<String, serde_json::Value>;
@@ -45,7 +45,7 @@ pub fn spout(c: &Component) -> anyhow::Result<Box<dyn Spout>> {
 }
 
 /// The bolt for a component.
-pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn Bolt>> {
+pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
     let b =
         bolt::RedisBolt::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
     Ok(Box::new(b))

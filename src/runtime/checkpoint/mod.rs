@@ -23,6 +23,7 @@ pub(crate) mod gate;
 pub(crate) mod rounds;
 pub(crate) mod setup;
 pub(crate) mod spout_side;
+pub(crate) mod wrapper;
 
 use crate::state::{Store, TaskKey};
 use crossbeam_channel::Sender;

@@ -1,0 +1,308 @@
+//! Checkpointing as a wrapper around a bolt (Storm's `StatefulBoltExecutor` and
+//! `CheckpointTupleForwarder`): in a run that takes checkpoints, every bolt task runs inside a
+//! [`Checkpointed`]. It forwards a round's marker once every upstream task sent it; for a
+//! stateful task it holds the inputs in its gate, applies them as the verdicts allow and saves
+//! the state at a checkpoint; it tells a [`CheckpointParticipant`] the round its inputs belong
+//! to and each checkpoint it completes. A plain bolt takes part as a [`Forwarded`] one. Restores,
+//! at the start of a resumed run, are here too.
+
+use super::bolt_side::BoltSide;
+use super::gate::Unanchored;
+use super::rounds::Rounds;
+use super::{Checkpointing, Marker, Report, FINISHED};
+use crate::components::{
+    Bolt, BoltCollector, BoltInstance, CheckpointParticipant, FatalError, TaskContext,
+};
+use crate::runtime::bolt_task::{execute_batch, BoltTask};
+use crate::runtime::collector::BoltOut;
+use crate::runtime::metrics::TaskStats;
+use crate::tuple::{Tuple, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A bolt task in a run that takes checkpoints.
+pub(crate) struct Checkpointed {
+    bolt: Box<dyn CheckpointParticipant>,
+    side: BoltSide,
+    cp: Checkpointing,
+}
+
+impl Checkpointed {
+    pub(crate) fn new(bolt: BoltInstance, side: BoltSide, cp: Checkpointing) -> Checkpointed {
+        let bolt = match bolt {
+            BoltInstance::Participant(p) => p,
+            BoltInstance::Plain(b) => Box::new(Forwarded(b)),
+        };
+        Checkpointed { bolt, side, cp }
+    }
+
+    /// Inputs for a stateful task: acked now, held in its gate, batched by the upstream task
+    /// they came from. Hands them back for a task without a gate.
+    fn hold(&mut self, tuples: Vec<Tuple>, out: &mut BoltOut) -> Option<Vec<Tuple>> {
+        let side = &mut self.side;
+        let Some(gate) = side.gate.as_mut() else {
+            return Some(tuples);
+        };
+        for t in &tuples {
+            out.ack(t);
+        }
+        let first = tuples.first()?.source_task;
+        if tuples.iter().all(|t| t.source_task == first) {
+            gate.hold(side.rounds.tag(first), tuples);
+            return None;
+        }
+        // A batch from an executor of several tasks: held per run of one source.
+        let mut run: Vec<Tuple> = Vec::new();
+        for t in tuples {
+            if run.last().is_some_and(|l| l.source_task != t.source_task) {
+                let source = run[0].source_task;
+                gate.hold(side.rounds.tag(source), std::mem::take(&mut run));
+            }
+            run.push(t);
+        }
+        if let Some(source) = run.first().map(|t| t.source_task) {
+            gate.hold(side.rounds.tag(source), run);
+        }
+        None
+    }
+
+    /// Complete the rounds that `news` says this task now has from every upstream task.
+    fn complete_rounds(
+        &mut self,
+        out: &mut BoltOut,
+        news: impl FnOnce(&mut Rounds) -> Vec<Marker>,
+    ) -> anyhow::Result<()> {
+        for m in news(&mut self.side.rounds) {
+            self.complete_round(m, out)?;
+        }
+        Ok(())
+    }
+
+    /// Round `m` is complete: apply what its verdicts allow, save at a checkpoint, and pass
+    /// the round on.
+    fn complete_round(&mut self, m: Marker, out: &mut BoltOut) -> anyhow::Result<()> {
+        if let Some(gate) = self.side.gate.as_mut() {
+            gate.learn(&m);
+            self.apply_held(m.round, out)?;
+            if let Some(txid) = m.txid {
+                self.save(txid, None, out.em.task)?;
+            }
+        }
+        if let Some(txid) = m.txid {
+            self.bolt.checkpoint_marker(m.round, txid)?;
+        }
+        forward(Arc::new(m), out);
+        Ok(())
+    }
+
+    /// Apply the held inputs the verdicts allow, rounds up to `complete` done.
+    fn apply_held(&mut self, complete: u64, out: &mut BoltOut) -> anyhow::Result<()> {
+        let Some(mut gate) = self.side.gate.take() else {
+            return Ok(());
+        };
+        let bolt = self.bolt.as_bolt();
+        let mut applied = 0u64;
+        let result = gate.release(complete, |batch| {
+            for input in batch {
+                match bolt.execute(input, &mut Unanchored(&mut *out)) {
+                    Ok(()) => {}
+                    Err(e) if e.is::<FatalError>() => return Err(e),
+                    Err(e) => out.report_error(&format!("{e:#}")),
+                }
+            }
+            applied += batch.len() as u64;
+            Ok(())
+        });
+        TaskStats::add(&out.em.stats.executed, applied);
+        self.side.gate = Some(gate);
+        result
+    }
+
+    /// Save the state under `txid` (with `position`) and tell the coordinator.
+    fn save(&mut self, txid: u64, position: Option<&Value>, task: u32) -> anyhow::Result<()> {
+        let side = &mut self.side;
+        let mut changes = Vec::new();
+        if let Some(state) = self.bolt.state() {
+            state
+                .changes(!side.saved, &mut changes)
+                .map_err(|e| e.context(format!("saving {}", side.key)))?;
+        }
+        side.saved = true;
+        side.last_txid = Some(txid);
+        self.cp.store.prepare(txid, &side.key, &changes, position)?;
+        let _ = self.cp.reports.send(Report::Prepared { txid, task });
+        Ok(())
+    }
+
+    /// About to finish: apply what the gate still holds (every tree is over by now).
+    fn drain_gate(&mut self, out: &mut BoltOut) -> anyhow::Result<()> {
+        self.apply_held(u64::MAX, out)?;
+        if let Some(gate) = self.side.gate.as_ref() {
+            let component = &out.em.component;
+            tracing::debug!(
+                "{component}: at most {} input(s) held at once, {} dropped",
+                gate.peak,
+                gate.dropped
+            );
+            if gate.held() > 0 {
+                tracing::warn!(
+                    "{component}: {} input(s) of trees never reported over were not applied",
+                    gate.held()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The finish step has run (a window bolt emitted its open windows there): save what that
+    /// left as the checkpoint after its last one, so a run resumed from this state dir does
+    /// not emit those windows again. It commits once every task saved it or ended.
+    ///
+    /// When nimbus coordinates, the state is saved as finished and the checkpoint's marker
+    /// follows the output downstream: a sink that holds its output until a commit then knows
+    /// that this output is part of that checkpoint, and a rollback to it does not emit the
+    /// output again.
+    fn save_final(&mut self, out: &mut BoltOut) -> anyhow::Result<()> {
+        if self.side.gate.is_none() {
+            return Ok(());
+        }
+        if !self.cp.remote {
+            return match self.side.last_txid {
+                Some(txid) => self.save(txid + 1, None, out.em.task),
+                None => Ok(()),
+            };
+        }
+        let round = self
+            .cp
+            .next_checkpoint_round(self.side.rounds.last_marked());
+        let Some(txid) = self.cp.txid_of(round) else {
+            return Ok(());
+        };
+        self.save(txid, Some(&Value::str(FINISHED)), out.em.task)?;
+        let marker = Marker {
+            round,
+            txid: Some(txid),
+            verdicts: Vec::new(),
+        };
+        forward(Arc::new(marker), out);
+        Ok(())
+    }
+}
+
+/// Send `marker` down every edge of the task.
+fn forward(marker: Arc<Marker>, out: &mut BoltOut) {
+    let from = out.em.task;
+    for &to in out.em.router.downstream() {
+        out.outbox.marker(from, to, marker.clone());
+    }
+}
+
+impl BoltTask for Checkpointed {
+    fn bolt(&mut self) -> &mut dyn Bolt {
+        self.bolt.as_bolt()
+    }
+
+    /// On a resumed run: a stateful task gets the state its last committed checkpoint saved.
+    fn restore(&mut self) -> anyhow::Result<()> {
+        if !self.cp.resuming || self.side.gate.is_none() {
+            return Ok(());
+        }
+        let side = &mut self.side;
+        if self.cp.rollback {
+            let finished = Value::str(FINISHED);
+            side.flushed = self.cp.store.position(&side.key)?.as_ref() == Some(&finished);
+        }
+        if let Some(state) = self.bolt.state() {
+            // Read as the task takes them: keyed state past the memory limit spills as it
+            // comes instead of being held whole first.
+            let mut entries = self.cp.store.entries_of(&side.key)?;
+            state
+                .restore_from(&mut entries)
+                .map_err(|e| e.context(format!("restoring {}", side.key)))?;
+        }
+        Ok(())
+    }
+
+    /// A stateful task holds the batch; another executes it, each run of one upstream task
+    /// told to the bolt as the round it belongs to.
+    fn tuples(&mut self, tuples: Vec<Tuple>, out: &mut BoltOut) -> anyhow::Result<()> {
+        let Some(tuples) = self.hold(tuples, out) else {
+            return Ok(());
+        };
+        for run in tuples.chunk_by(|a, b| a.source_task == b.source_task) {
+            self.bolt
+                .input_round(self.side.rounds.tag(run[0].source_task))?;
+            execute_batch(self.bolt.as_bolt(), run, out)?;
+        }
+        Ok(())
+    }
+
+    /// The rounds a marker from `from` completes are applied and forwarded.
+    fn marker(&mut self, from: u32, marker: &Marker, out: &mut BoltOut) -> anyhow::Result<()> {
+        self.complete_rounds(out, |rounds| rounds.marker(from, marker))
+    }
+
+    /// The rounds the end of upstream task `from` completes.
+    fn upstream_ended(&mut self, from: u32, out: &mut BoltOut) -> anyhow::Result<()> {
+        self.complete_rounds(out, |rounds| rounds.ended(from))
+    }
+
+    fn finish(&mut self, out: &mut BoltOut) -> anyhow::Result<()> {
+        self.drain_gate(out)?;
+        // Restored by a rollback from after its end-of-input output: emitted already.
+        match self.side.flushed {
+            true => Ok(()),
+            false => self.bolt.finish(out),
+        }
+    }
+
+    /// Its final state (and, under nimbus, the checkpoint's marker) before end of input.
+    fn finished(&mut self, out: &mut BoltOut) -> anyhow::Result<()> {
+        self.save_final(out)
+    }
+
+    /// A stateful task ended: the coordinator counts it for later checkpoints.
+    fn ended(&mut self, out: &mut BoltOut) {
+        if self.side.gate.is_some() {
+            let task = out.em.task;
+            let _ = self.cp.reports.send(Report::Finished { task });
+        }
+    }
+
+    /// The coordinator's thread ends once every sender of reports is gone, and the task itself
+    /// outlives its executor (handed back in its report): its sender goes now.
+    fn close(&mut self) {
+        self.bolt.cleanup();
+        self.cp.reports = crossbeam_channel::bounded(0).0;
+    }
+}
+
+/// A plain bolt in a run that takes checkpoints: it has no part in them beyond the rounds its
+/// wrapper forwards (Storm's `CheckpointTupleForwarder`).
+struct Forwarded(Box<dyn Bolt>);
+
+impl Bolt for Forwarded {
+    fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.0.prepare(ctx)
+    }
+    fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        self.0.execute(input, out)
+    }
+    fn finish(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        self.0.finish(out)
+    }
+    fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+        self.0.poll(out)
+    }
+    fn poll_interval(&self) -> Option<Duration> {
+        self.0.poll_interval()
+    }
+    fn auto_ack(&self) -> bool {
+        self.0.auto_ack()
+    }
+    fn cleanup(&mut self) {
+        self.0.cleanup()
+    }
+}
+
+impl CheckpointParticipant for Forwarded {}
