@@ -34,13 +34,13 @@ fn python() -> PathBuf {
 }
 
 /// A mock cluster, up until dropped (its standard input closes).
-struct Mock {
+pub(crate) struct Mock {
     child: Child,
-    brokers: String,
+    pub(crate) brokers: String,
 }
 
 impl Mock {
-    fn start() -> Mock {
+    pub(crate) fn start() -> Mock {
         let mut child = Command::new(python())
             .arg(fixture("mock_cluster.py"))
             .stdin(Stdio::piped())
@@ -57,7 +57,7 @@ impl Mock {
     }
 
     /// The Python client: `client.py CMD brokers args…`, its output.
-    fn client(&self, cmd: &str, args: &[&str], input: &str) -> String {
+    pub(crate) fn client(&self, cmd: &str, args: &[&str], input: &str) -> String {
         let mut child = Command::new(python())
             .arg(fixture("client.py"))
             .arg(cmd)
@@ -81,7 +81,7 @@ impl Mock {
     }
 
     /// Produce `records` (`key<TAB>value` or `value` lines) to `topic`.
-    fn produce(&self, topic: &str, records: &[String]) {
+    pub(crate) fn produce(&self, topic: &str, records: &[String]) {
         let mut text = records.join("\n");
         text.push('\n');
         let n = self.client("produce", &[topic], &text);
@@ -107,7 +107,7 @@ impl Mock {
     }
 
     /// The committed offsets of `group` in `topic`, by partition (negative: none).
-    fn committed(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+    pub(crate) fn committed(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
         self.client("committed", &[group, topic], "")
             .lines()
             .map(|l| {
@@ -674,8 +674,8 @@ fn the_cookbook_kafka_recipe_counts_errors_per_service_and_minute() {
 }
 
 /// `storm validate` checks a `kafka` component's arguments for its role, each problem located:
-/// a sink's argument on a spout and the reverse, a strategy that is not Storm's, a spout
-/// without topics and a sink without a topic.
+/// a sink's argument on a spout and the reverse, a strategy that is not Storm's, a lag
+/// interval that is no duration, a spout without topics and a sink without a topic.
 #[test]
 fn kafka_arguments_are_checked_for_their_role() {
     let conf = tempfile::tempdir().expect("tempdir");
@@ -683,7 +683,7 @@ fn kafka_arguments_are_checked_for_their_role() {
         .args([
             "validate",
             "-e",
-            "name v\nkafka(brokers=\"x:1\", topic=out, first_poll_offset=oldest)\n  | kafka(brokers=\"x:1\", topics=[a])",
+            "name v\nkafka(brokers=\"x:1\", topic=out, first_poll_offset=oldest, lag_interval=soon)\n  | kafka(brokers=\"x:1\", topics=[a])",
         ])
         .env("STORM_CONF_DIR", conf.path())
         .output()

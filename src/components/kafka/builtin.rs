@@ -19,6 +19,7 @@ const SPOUT_ARGS: &[&str] = &[
     "group",
     "first_poll_offset",
     "max_retries",
+    "lag_interval",
     "fields",
     "columns",
     "pattern",
@@ -43,6 +44,7 @@ fn shape(name: &str) -> A {
         "options" | "types" => A::Map,
         "first_poll_offset" => A::OneOf(FirstPoll::NAMES),
         "max_retries" => A::Number,
+        "lag_interval" => A::Duration,
         "fields" | "columns" => A::Fields,
         _ => A::Text,
     }
