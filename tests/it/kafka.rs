@@ -263,6 +263,51 @@ fn a_topic_counted_equals_the_reference_and_its_offsets_are_committed() {
     assert_eq!(committed, ends, "committed at the end of every partition");
 }
 
+/// Headers produced by the Python client are fields: `kafka_headers` a map (the last of a
+/// name wins, non-UTF-8 bytes as U+FFFD, a header without a value null) and
+/// `kafka_header_<name>` one header (matched in lower case with `-` as `_`; null when absent).
+#[test]
+fn headers_produced_by_the_python_client_are_fields() {
+    let mock = Mock::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let records = [
+        r#"{"value": "a", "headers": [["Trace-Id", "t1"], ["env", "dev"], ["env", "prod"]]}"#,
+        r#"{"value": "b", "headers": [["raw", {"hex": "ff21"}], ["none", null]]}"#,
+        r#"{"value": "c", "headers": []}"#,
+    ];
+    let n = mock.client(
+        "produce_headers",
+        &["headers"],
+        &(records.join("\n") + "\n"),
+    );
+    assert_eq!(n.trim(), "3");
+    let topology = format!(
+        "name headed\nkafka(brokers=\"{}\", topics=[headers], group=gh, fields=[value, kafka_headers, kafka_header_trace_id, kafka_header_env])\n  | stdout(format=json)",
+        mock.brokers
+    );
+    let run = Running::start(&["run".into(), "-e".into(), topology], dir.path(), None);
+    let lines = poll_until(
+        "the three records",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || Some(run.lines()).filter(|l| l.len() >= 3),
+    );
+    run.interrupt();
+    let mut got: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    got.sort_by_key(|v| v["value"].as_str().map(String::from));
+    let want = serde_json::json!([
+        {"value": "a", "kafka_headers": {"Trace-Id": "t1", "env": "prod"},
+         "kafka_header_trace_id": "t1", "kafka_header_env": "prod"},
+        {"value": "b", "kafka_headers": {"raw": "\u{fffd}!", "none": null},
+         "kafka_header_trace_id": null, "kafka_header_env": null},
+        {"value": "c", "kafka_headers": {}, "kafka_header_trace_id": null, "kafka_header_env": null},
+    ]);
+    assert_eq!(serde_json::Value::Array(got), want);
+}
+
 /// At least once under failures: `kafka x2 → chaos(fail, drop) → kafka` is SIGKILLed once the
 /// group committed a random amount; every input offset below a committed one is in the output
 /// topic (a commit never runs ahead of the acks, and the sink acks only what the brokers

@@ -12,7 +12,7 @@ use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskCont
 use crate::model::plan::{streams, StreamId};
 use crate::tuple::{Value, Values};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::message::Message as _;
+use rdkafka::message::{Headers as _, Message as _};
 use rdkafka::topic_partition_list::TopicPartitionList;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -237,12 +237,17 @@ impl KafkaSpout {
             Some(Ok(m)) => m,
         };
         let tp: Tp = (Arc::from(msg.topic()), msg.partition());
+        let headers = match (self.reader.wants_headers(), msg.headers()) {
+            (true, Some(h)) => h.iter().map(|h| (h.key, h.value)).collect(),
+            _ => Vec::new(),
+        };
         let message = Message {
             payload: msg.payload(),
             key: msg.key(),
             partition: msg.partition(),
             offset: msg.offset(),
             timestamp: msg.timestamp().to_millis(),
+            headers,
         };
         let read = self.reader.read(&message);
         let offset = msg.offset();
