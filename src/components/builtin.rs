@@ -160,6 +160,10 @@ pub trait Builtin: Sync + 'static {
     fn args(&self) -> Vec<Arg> {
         Vec::new()
     }
+    /// The arguments it reads in one role (a type with both roles reads different ones).
+    fn args_as(&self, _kind: ComponentKind) -> Vec<Arg> {
+        self.args()
+    }
     /// Where the DSL puts its positional arguments.
     fn positional(&self) -> Option<Positional> {
         None

@@ -269,7 +269,7 @@ impl Validator<'_> {
         let ctype = self.component_type(rc, kind, what);
         let (parallelism, tasks) = self.counts(rc);
         if let Some(t) = ctype {
-            self.args_shape(rc, t);
+            self.args_shape(rc, t, kind);
             t.check(&mut self.written(rc, kind, parallelism, tasks));
         }
         if let (Some(c), false) = (&rc.command, ctype.is_none_or(|t| t.runs_program())) {

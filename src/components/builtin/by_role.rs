@@ -74,6 +74,9 @@ impl Builtin for ByRole {
         }
         all
     }
+    fn args_as(&self, kind: ComponentKind) -> Vec<Arg> {
+        self.of(kind).args()
+    }
     fn positional(&self) -> Option<super::Positional> {
         self.bolt.positional()
     }

@@ -8,14 +8,25 @@ use crate::components::builtin::Arg;
 impl Validator<'_> {
     /// Every argument must be one the component reads, of the right shape: an unknown name
     /// is an error with a did-you-mean, never silently ignored.
-    pub(super) fn args_shape(&mut self, rc: &RawComponent, ctype: ComponentType) {
+    /// A type with two roles suggests from the arguments of the role it is in; an argument
+    /// of its other role is left to the type's own check, which names that role.
+    pub(super) fn args_shape(
+        &mut self,
+        rc: &RawComponent,
+        ctype: ComponentType,
+        kind: ComponentKind,
+    ) {
         let Some(args) = &rc.args else { return };
         let RawValue::Map(entries) = &args.value else {
             return; // already reported by the reader
         };
-        let known = ctype.args();
+        let known = ctype.args_as(kind);
+        let any_role = ctype.args();
         for (k, v) in entries {
             let Some(expect) = known.iter().find(|a| a.name == k.value).map(|a| a.shape) else {
+                if any_role.iter().any(|a| a.name == k.value) {
+                    continue;
+                }
                 let d = self.error(
                     format!("`{}` takes no argument `{}`", ctype.name(), k.value),
                     k.span,
