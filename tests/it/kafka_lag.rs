@@ -61,25 +61,9 @@ fn expected_lag(mock: &Mock, group: &str, topic: &str) -> Value {
                               "spoutLagResult": {topic: partitions}}})
 }
 
-/// Produce `n` records, commit part of each partition with the Python client, run
-/// `kafka → chaos(drop everything) → discard` with `extra` arguments, and compare the UI's
-/// lag and `/metrics` with the Python client's figures.
-fn lag_equals_the_python_clients(extra: &[&str]) {
-    let mock = Mock::start();
-    let (topic, group) = ("lagging", "glag");
-    let records: Vec<String> = (0..400).map(|i| format!("k{}\tv{i}", i % 13)).collect();
-    mock.produce(topic, &records);
-    let marks = watermarks(&mock, topic);
-    assert!(
-        marks.len() > 1,
-        "the topic has several partitions: {marks:?}"
-    );
-    // Partition p committed at a share p/8 of its records (the first at its start).
-    let commits: String = marks
-        .iter()
-        .map(|(p, (low, high))| format!("{p}\t{}\n", low + (high - low) * i64::from(*p) / 8))
-        .collect();
-    mock.client("commit", &[group, topic], &commits);
+/// `storm run --ui` of `kafka(topic, group) → chaos(drop everything) → discard`, with `extra`
+/// arguments; nothing is acked (the message timeout is long).
+fn start(mock: &Mock, (topic, group): (&str, &str), extra: &[&str]) -> super::support::Served {
     let dir = tempfile::tempdir().expect("tempdir");
     let yaml = format!(
         "name: lagging
@@ -116,11 +100,33 @@ streams:
         .spawn()
         .expect("storm run starts");
     let addr = super::support::ui_address(&mut child, WAIT);
-    let run = super::support::Served {
+    super::support::Served {
         child,
         addr,
         _dir: dir,
-    };
+    }
+}
+
+/// Produce `n` records, commit part of each partition with the Python client, run
+/// `kafka → chaos(drop everything) → discard` with `extra` arguments, and compare the UI's
+/// lag and `/metrics` with the Python client's figures.
+fn lag_equals_the_python_clients(extra: &[&str]) {
+    let mock = Mock::start();
+    let (topic, group) = ("lagging", "glag");
+    let records: Vec<String> = (0..400).map(|i| format!("k{}\tv{i}", i % 13)).collect();
+    mock.produce(topic, &records);
+    let marks = watermarks(&mock, topic);
+    assert!(
+        marks.len() > 1,
+        "the topic has several partitions: {marks:?}"
+    );
+    // Partition p committed at a share p/8 of its records (the first at its start).
+    let commits: String = marks
+        .iter()
+        .map(|(p, (low, high))| format!("{p}\t{}\n", low + (high - low) * i64::from(*p) / 8))
+        .collect();
+    mock.client("commit", &[group, topic], &commits);
+    let run = start(&mock, (topic, group), extra);
     let id = poll_until("the topology", WAIT, Duration::from_millis(200), || {
         let list = get_json(&run.addr, "/api/v1/topology/summary");
         list["topologies"][0]["id"].as_str().map(String::from)
