@@ -308,6 +308,46 @@ fn headers_produced_by_the_python_client_are_fields() {
     assert_eq!(serde_json::Value::Array(got), want);
 }
 
+/// The sink writes a map field as headers (`headers_field`): headers read by a kafka spout
+/// (`kafka_headers`) and written on by a sink are the Python client's again.
+#[test]
+fn the_sink_writes_a_map_field_as_headers() {
+    let mock = Mock::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let records = [
+        r#"{"value": "a", "headers": [["Trace-Id", "t1"], ["env", "prod"]]}"#,
+        r#"{"value": "b", "headers": []}"#,
+    ];
+    let n = mock.client("produce_headers", &["in"], &(records.join("\n") + "\n"));
+    assert_eq!(n.trim(), "2");
+    let topology = format!(
+        "name copied\nkafka(brokers=\"{b}\", topics=[in], group=gc, fields=[value, kafka_headers])\n  | kafka(brokers=\"{b}\", topic=out, format=raw, field=value, headers_field=kafka_headers)",
+        b = mock.brokers
+    );
+    let run = Running::start(&["run".into(), "-e".into(), topology], dir.path(), None);
+    let got = poll_until(
+        "the two records copied",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        || {
+            let lines = mock.client("headers", &["out"], "");
+            let mut got: Vec<serde_json::Value> = lines
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("a JSON line"))
+                .collect();
+            got.sort_by_key(|v| v["value"].as_str().map(String::from));
+            (got.len() >= 2).then_some(got)
+        },
+    );
+    run.interrupt();
+    // The map is by name (sorted): the headers come out in that order.
+    let want = serde_json::json!([
+        {"value": "a", "headers": [["Trace-Id", "t1"], ["env", "prod"]]},
+        {"value": "b", "headers": []},
+    ]);
+    assert_eq!(serde_json::Value::Array(got), want);
+}
+
 /// At least once under failures: `kafka x2 → chaos(fail, drop) → kafka` is SIGKILLed once the
 /// group committed a random amount; every input offset below a committed one is in the output
 /// topic (a commit never runs ahead of the acks, and the sink acks only what the brokers

@@ -35,6 +35,7 @@ const SINK_ARGS: &[&str] = &[
     "topic_field",
     "key",
     "field",
+    "headers_field",
     "commits_topic",
 ];
 
@@ -71,7 +72,7 @@ impl b::Builtin for KafkaType {
             .collect()
     }
     fn field_args(&self) -> &'static [&'static str] {
-        &["topic_field", "key", "field"]
+        &["topic_field", "key", "field", "headers_field"]
     }
     fn keeps_state(&self) -> bool {
         true
