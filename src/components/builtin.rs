@@ -193,6 +193,14 @@ pub trait Builtin: Sync + 'static {
     fn rewinds(&self) -> bool {
         false
     }
+    /// Whether a spout written with these arguments rewinds (some do only in one mode).
+    fn rewinds_with(&self, _args: &serde_json::Map<String, serde_json::Value>) -> bool {
+        self.rewinds()
+    }
+    /// The arguments with which it rewinds, when only some do (for messages).
+    fn rewinds_when(&self) -> Option<&'static str> {
+        None
+    }
     /// Reads the console or writes it (`stdin`, `stdout`): in a run across processes it stays
     /// in the `storm run` process.
     fn is_console(&self) -> bool {

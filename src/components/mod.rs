@@ -253,6 +253,10 @@ pub trait Spout: Send {
     fn restore(&mut self, _position: Value) -> anyhow::Result<()> {
         Ok(())
     }
+    /// The position [`Spout::position`] just gave is saved under checkpoint `txid` (which
+    /// commits later, see `committed`): for a spout that answers its clients once what they
+    /// sent is committed.
+    fn position_saved(&mut self, _txid: u64) {}
     fn close(&mut self) {}
 }
 

@@ -99,6 +99,16 @@ impl ComponentType {
         self.descriptor().rewinds()
     }
 
+    /// Whether a spout of this type written with `args` rewinds.
+    pub fn rewinds_with(self, args: &serde_json::Map<String, serde_json::Value>) -> bool {
+        self.descriptor().rewinds_with(args)
+    }
+
+    /// The arguments with which a spout of this type rewinds, when only some do.
+    pub fn rewinds_when(self) -> Option<&'static str> {
+        self.descriptor().rewinds_when()
+    }
+
     /// Whether this type can be a spout, a bolt, or both.
     pub fn can_be(self, kind: super::builtin::ComponentKind) -> bool {
         self.descriptor().can_be(kind)

@@ -29,6 +29,10 @@ pub struct Entry {
     pub origin: Origin,
 }
 
+/// Default `topology.max.spout.pending` when acking is on and none is set: bounds the lines a
+/// replaying spout keeps, and so memory.
+pub const DEFAULT_MAX_SPOUT_PENDING: u64 = 4096;
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
@@ -81,6 +85,13 @@ impl Config {
 
     pub fn max_spout_pending(&self) -> Option<u64> {
         self.get_u64("topology.max.spout.pending")
+    }
+
+    /// The trees a spout task keeps open at most when acking is on: the set value, else
+    /// [`DEFAULT_MAX_SPOUT_PENDING`].
+    pub fn max_spout_pending_or_default(&self) -> u64 {
+        self.max_spout_pending()
+            .unwrap_or(DEFAULT_MAX_SPOUT_PENDING)
     }
 
     pub fn message_timeout(&self) -> Duration {

@@ -179,7 +179,7 @@ impl Topology {
     pub fn unrewinding_spouts(&self) -> Vec<&str> {
         self.components
             .iter()
-            .filter(|c| c.kind == ComponentKind::Spout && !c.ctype.rewinds())
+            .filter(|c| c.kind == ComponentKind::Spout && !c.ctype.rewinds_with(&c.args))
             .map(|c| c.id.as_str())
             .collect()
     }

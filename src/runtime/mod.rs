@@ -34,9 +34,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Default `topology.max.spout.pending` when acking is on and none is set: bounds the lines a
-/// replaying spout keeps, and so memory.
-pub(crate) const DEFAULT_MAX_PENDING: u64 = 4096;
+/// Default `topology.max.spout.pending` when acking is on and none is set.
+pub(crate) const DEFAULT_MAX_PENDING: u64 = crate::config::DEFAULT_MAX_SPOUT_PENDING;
 
 /// How a run is laid out now (a local run's changes with each rebalance): what its UI shows.
 #[derive(Debug)]

@@ -717,6 +717,93 @@ fn the_hourly_files_recipe_publishes_each_event_once() {
     );
 }
 
+/// The text of the first `sh` block after `marker` in docs/cookbook.md, and of the next one.
+fn sh_blocks_after(marker: &str) -> (String, String) {
+    let doc = std::fs::read_to_string("docs/cookbook.md").expect("docs/cookbook.md");
+    let at = doc.find(marker).expect("the recipe's marker");
+    let mut blocks = doc[at..]
+        .split("```sh\n")
+        .skip(1)
+        .map(|b| b.split("```").next().expect("a block").trim().to_string());
+    let first = blocks.next().expect("its sh block");
+    (first, blocks.next().expect("a second sh block"))
+}
+
+/// The hourly-files recipe fed over HTTP, run as written (listening on a free loopback port):
+/// the recipe's curl line posts the first events, a client posts the rest in keyed requests;
+/// the run is SIGKILLed half way and started again, and one answered request is sent again.
+/// Every event is in exactly one published file, the one of its service and hour.
+#[test]
+fn the_http_hourly_files_recipe_publishes_each_posted_event_once() {
+    let (command, curl) = sh_blocks_after("<!-- http-recipe: hourly-files -->");
+    let prefix = "storm run --state-dir hourly-state -e '";
+    let topology = command
+        .strip_prefix(prefix)
+        .and_then(|t| t.strip_suffix('\''))
+        .expect("the recipe runs one -e topology with a state dir");
+    let topology = topology.replace("\":8080\"", "\"127.0.0.1:0\"");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let evs = events(2000);
+    let lines: Vec<String> = evs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let ts = rfc3339(event_ms(i));
+            serde_json::json!({"ts": ts, "level": e.level, "service": e.service, "msg": e.msg})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("events.jsonl"),
+        lines[..100].join("\n") + "\n",
+    )
+    .expect("writes");
+    let args = |t: &str| -> Vec<String> {
+        ["run", "--state-dir", "hourly-state", "-e", t]
+            .map(String::from)
+            .to_vec()
+    };
+    let run = super::http_spout::Run::start(&args(&topology), dir.path(), &[], 1);
+    let addr = run.addr().to_string();
+    let curl = curl.replace("localhost:8080", &addr);
+    let (out, _) = sh(dir.path(), &curl);
+    assert!(out.contains("\"accepted\":100"), "{curl}: {out}");
+    let requests: Vec<String> = lines[100..]
+        .chunks(100)
+        .enumerate()
+        .map(|(k, c)| {
+            let key = format!("batch-{k:04}x");
+            super::http_spout::request(&key, &(c.join("\n") + "\n"), &[("Idempotency-Key", &key)])
+        })
+        .collect();
+    let post = |rs: &[String]| super::http_spout::client(&addr, "/events", &["until-ok", "2"], rs);
+    post(&requests[..9]);
+    drop(run);
+    let run = super::http_spout::Run::start(
+        &args(&topology.replace("127.0.0.1:0", &addr)),
+        dir.path(),
+        &[],
+        1,
+    );
+    post(&requests[8..]);
+    run.interrupt();
+    let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (i, e) in evs.iter().enumerate() {
+        let ts = rfc3339(event_ms(i));
+        let file = format!("out/{}/{}/{}.jsonl", e.service, &ts[..10], &ts[11..13]);
+        expected.entry(file).or_default().push(lines[i].clone());
+    }
+    for (file, want) in &expected {
+        let text = std::fs::read_to_string(dir.path().join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let mut got: Vec<&str> = text.lines().collect();
+        let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "{file}");
+    }
+}
+
 /// The cookbook's syslog recipe, run as written (listening on a free loopback port instead of
 /// `:5514`): RFC 5424 and RFC 3164 messages of three hosts over three minutes, sent over TCP;
 /// the counts per minute, host and severity equal the ones computed here.

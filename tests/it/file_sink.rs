@@ -67,7 +67,7 @@ fn ok(out: &std::process::Output) {
 }
 
 /// Every file under `dir` (not the staging dir), by path relative to it.
-fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
+pub(crate) fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -88,7 +88,7 @@ fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
 }
 
 /// The ids in JSON lines, counted; a line that is not a whole record fails.
-fn ids(text: &str, counts: &mut BTreeMap<i64, usize>) {
+pub(crate) fn ids(text: &str, counts: &mut BTreeMap<i64, usize>) {
     for line in text.lines() {
         let v: serde_json::Value =
             serde_json::from_str(line).unwrap_or_else(|e| panic!("a partial record {line:?}: {e}"));

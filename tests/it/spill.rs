@@ -249,7 +249,7 @@ fn killed_twice_then_resumed(dir: &Path, topology: &str, name: &str) -> String {
         "-c",
         "topology.state.memory.limit=1000000",
         "-c",
-        "topology.state.checkpoint.interval.ms=50",
+        "topology.state.checkpoint.interval.ms=200",
         "-c",
         "topology.max.spout.pending=4",
     ]

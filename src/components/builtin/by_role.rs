@@ -95,6 +95,12 @@ impl Builtin for ByRole {
     fn rewinds(&self) -> bool {
         self.spout.rewinds()
     }
+    fn rewinds_with(&self, args: &serde_json::Map<String, serde_json::Value>) -> bool {
+        self.spout.rewinds_with(args)
+    }
+    fn rewinds_when(&self) -> Option<&'static str> {
+        self.spout.rewinds_when()
+    }
     fn writes(&self, kind: ComponentKind) -> bool {
         self.of(kind).writes(kind)
     }

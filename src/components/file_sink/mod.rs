@@ -50,6 +50,9 @@ pub struct FileSink {
     line: String,
     /// Without state: inputs written, acked at the next sync.
     unsynced: Vec<Tuple>,
+    /// Records written past which a sync is due (`sync.records`, at most a quarter of the
+    /// spouts' pending bound).
+    sync_records: u64,
     last_sync: Instant,
     txn: Option<Txn>,
     bad_times: crate::logging::Throttle,
@@ -72,6 +75,7 @@ impl FileSink {
             next: BTreeMap::new(),
             line: String::new(),
             unsynced: Vec::new(),
+            sync_records: u64::MAX,
             last_sync: Instant::now(),
             txn: stateful.then(Txn::default),
             bad_times: crate::logging::Throttle::new(Duration::from_secs(10)),
@@ -412,6 +416,10 @@ impl Bolt for FileSink {
         self.raw_at = at(&self.cfg.raw_field)?.unwrap_or(0);
         self.time_at = at(&self.cfg.time_field)?;
         self.task = ctx.spec().filter(|c| c.tasks > 1).map(|_| ctx.task_index);
+        // Tuples wait for the sync to be acked, and spouts stop at their pending bound: a
+        // sync every `records` larger than that bound would wait for the interval each time.
+        let pending = ctx.config.max_spout_pending_or_default();
+        self.sync_records = self.cfg.sync.records.min((pending / 4).max(1));
         self.make_dirs(ctx)
     }
 
@@ -452,7 +460,7 @@ impl Bolt for FileSink {
         }
         if self.txn.is_none() {
             self.unsynced.push(input.clone());
-            if self.unsynced.len() as u64 >= self.cfg.sync.records {
+            if self.unsynced.len() as u64 >= self.sync_records {
                 self.sync(out)?;
             }
         }

@@ -20,7 +20,8 @@ pub fn network_args(own: &[&'static str], formats: &'static [&'static str]) -> V
             "path" | "health_path" | "listen" => arg(n, A::Text),
             "max_connections" | "queue" => arg(n, A::WholeCount),
             "max_retries" => arg(n, A::Number),
-            "idle" => arg(n, A::Duration),
+            "idle" | "idempotency_ttl" => arg(n, A::Duration),
+            "idempotency_header" => arg(n, A::Text),
             "protocol" => arg(n, A::OneOf(&["tcp", "udp"])),
             "framing" => arg(
                 n,
@@ -60,6 +61,12 @@ impl b::Builtin for HttpType {
     }
     fn args(&self) -> Vec<b::Arg> {
         network_args(super::ARGS, crate::components::parse::spec::FORMATS)
+    }
+    fn rewinds_with(&self, args: &serde_json::Map<String, serde_json::Value>) -> bool {
+        super::settings::Settings::from_args(args).is_ok_and(|s| s.exactly_once())
+    }
+    fn rewinds_when(&self) -> Option<&'static str> {
+        Some("with `ack: true` and `idempotency_header` (its clients send each request again until answered 200)")
     }
     fn output_fields(&self, c: &Component, _input: Option<&[String]>) -> b::Fields {
         Some(Some(super::output_fields(&c.args).unwrap_or_default()))

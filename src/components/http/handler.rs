@@ -39,6 +39,8 @@ pub struct Ingest {
     pub health_path: String,
     pub token: Option<String>,
     pub ack: bool,
+    /// The header that names each request once (`idempotency_header`): required then.
+    pub idempotency_header: Option<String>,
     pub spec: Option<Spec>,
     pub layout: Layout,
     pub max_record: usize,
@@ -141,6 +143,18 @@ impl Ingest {
         if self.stopping.now() {
             return refusal(503, "the topology is stopping");
         }
+        let key = match &self.idempotency_header {
+            None => None,
+            Some(h) => match request.header(h).map(str::trim).filter(|k| !k.is_empty()) {
+                Some(k) => Some(k.to_string()),
+                None => {
+                    return refusal(
+                        400,
+                        &format!("send a `{h}` header: each request is taken once by its key"),
+                    )
+                }
+            },
+        };
         let text = String::from_utf8_lossy(&request.body);
         let read = match record::read_text(self.spec.as_ref(), &text, self.max_record) {
             Ok(read) => read,
@@ -165,6 +179,7 @@ impl Ingest {
             records,
             bad: read.bad,
             reply,
+            key,
         };
         if n + rejected > 0 {
             match self.inbox.push(batch) {

@@ -16,6 +16,8 @@ pub struct Batch {
     pub records: Vec<Values>,
     pub bad: Vec<(String, String)>,
     pub reply: Option<tokio::sync::oneshot::Sender<Response>>,
+    /// The request's idempotency key (with `idempotency_header`).
+    pub key: Option<String>,
 }
 
 #[derive(Default)]
@@ -113,6 +115,7 @@ mod tests {
             records: vec![Values::new(); n],
             bad: Vec::new(),
             reply: None,
+            key: None,
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod builtin;
 mod handler;
 mod inbox;
+mod once;
 pub mod record;
 pub mod settings;
 pub mod spout;
@@ -27,6 +28,8 @@ pub const ARGS: &[&str] = &[
     "ack",
     "queue",
     "max_retries",
+    "idempotency_header",
+    "idempotency_ttl",
 ];
 
 /// Every problem with a spout's arguments, each with the argument it is about: what

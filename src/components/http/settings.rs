@@ -56,7 +56,15 @@ pub struct Settings {
     pub ack: bool,
     /// Records waiting to be emitted past which a request is answered 429.
     pub queue: usize,
+    /// The request header naming each request once (`idempotency_header`): a request sent
+    /// again with a key already taken is answered without its records being emitted again.
+    pub idempotency_header: Option<String>,
+    /// How long a taken key is remembered (`idempotency_ttl`).
+    pub idempotency_ttl: std::time::Duration,
 }
+
+/// The default `idempotency_ttl`: clients retry within minutes.
+pub const DEFAULT_IDEMPOTENCY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The default `max_body`: 1 MiB.
 pub const DEFAULT_MAX_BODY: usize = 1 << 20;
@@ -97,8 +105,47 @@ impl Settings {
                 Some(_) => return Err(("ack", "`ack` must be true or false".into())),
             },
             queue: count_arg(args, "queue", DEFAULT_QUEUE)?,
+            idempotency_header: idempotency_header(args)?,
+            idempotency_ttl: match args.get("idempotency_ttl") {
+                None => DEFAULT_IDEMPOTENCY_TTL,
+                Some(v) => crate::config::duration_of(v)
+                    .filter(|d| !d.is_zero())
+                    .ok_or((
+                        "idempotency_ttl",
+                        "`idempotency_ttl` must be a duration (`10m`, `1h`)".to_string(),
+                    ))?,
+            },
         })
     }
+
+    /// Exactly once with checkpoints: answered once the records are committed, and each
+    /// request taken once by its key.
+    pub fn exactly_once(&self) -> bool {
+        self.ack && self.idempotency_header.is_some()
+    }
+}
+
+/// `idempotency_header`: a header name (letters, digits, `-`); it needs `ack: true`.
+fn idempotency_header(args: &Args) -> Result<Option<String>, ArgError> {
+    let Some(v) = args.get("idempotency_header") else {
+        return Ok(None);
+    };
+    let name = v
+        .as_str()
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        .ok_or((
+            "idempotency_header",
+            "`idempotency_header` must be a header name (e.g. `Idempotency-Key`)".to_string(),
+        ))?;
+    if args.get("ack") != Some(&Json::Bool(true)) {
+        return Err((
+            "idempotency_header",
+            "`idempotency_header` needs `ack: true` (a request is answered once its records \
+             are done, so a client that got no answer sends it again)"
+                .into(),
+        ));
+    }
+    Ok(Some(name.to_string()))
 }
 
 /// `token`: a string, or `{env: NAME}`.

@@ -7,6 +7,7 @@
 
 use super::handler::{self, Ingest};
 use super::inbox::Inbox;
+use super::once::{Answer, Arrival, Once};
 use super::record::{self, Layout};
 use super::settings::Settings;
 use crate::components::parse::spec::Spec;
@@ -14,7 +15,7 @@ use crate::components::parse::DropWarnings;
 use crate::components::replay::Replay;
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::model::plan::{streams, StreamId};
-use crate::net::http::{self as server, Response};
+use crate::net::http as server;
 use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 use std::collections::{HashMap, VecDeque};
@@ -24,10 +25,12 @@ type Args = serde_json::Map<String, Json>;
 
 /// A request answered once its tuples' trees complete (`ack: true`).
 struct Waiter {
+    /// Its records whose trees are not over.
     remaining: usize,
-    accepted: usize,
-    rejected: usize,
-    reply: tokio::sync::oneshot::Sender<Response>,
+    /// One of its records failed.
+    failed: bool,
+    /// Its answer, until sent (a request without a key is answered 500 at its first failure).
+    answer: Option<Answer>,
 }
 
 pub struct HttpSpout {
@@ -36,12 +39,15 @@ pub struct HttpSpout {
     layout: Layout,
     server: Option<server::Server>,
     inbox: Option<Arc<Inbox>>,
-    /// The records of the request being emitted, and its id (`ack: true`).
-    current: VecDeque<Values>,
+    /// The records of the request being emitted, each with its number in the request, and
+    /// the request's id (`ack: true`).
+    current: VecDeque<(u32, Values)>,
     current_request: u64,
     bad: VecDeque<(String, String)>,
     replay: Replay<Values>,
     waiting: HashMap<u64, Waiter>,
+    /// Requests taken once by their key, answered once committed (`idempotency_header`).
+    once: Once,
     next_request: u64,
     errors: Option<StreamId>,
     warnings: DropWarnings,
@@ -78,6 +84,7 @@ impl HttpSpout {
             &handler::is_source_field,
             spec.is_some(),
         )?;
+        let once = Once::new(settings.idempotency_ttl);
         Ok(HttpSpout {
             settings,
             spec,
@@ -89,6 +96,7 @@ impl HttpSpout {
             bad: VecDeque::new(),
             replay: Replay::new(crate::components::replay::max_retries(args)),
             waiting: HashMap::new(),
+            once,
             next_request: 0,
             errors: None,
             warnings: DropWarnings::new("http"),
@@ -97,7 +105,8 @@ impl HttpSpout {
         })
     }
 
-    /// Take the next request's records from the inbox, if one is there.
+    /// Take the next request's records from the inbox, if one is there. A request whose key
+    /// was taken before emits nothing: its client waits for that request's answer, or has it.
     fn take_batch(&mut self) -> bool {
         let Some(batch) = self.inbox.as_ref().and_then(|i| i.pop()) else {
             return false;
@@ -105,15 +114,51 @@ impl HttpSpout {
         self.next_request += 1;
         self.current_request = self.next_request;
         if let Some(reply) = batch.reply {
-            let waiter = Waiter {
-                remaining: batch.records.len(),
+            let answer = Answer {
+                key: batch.key,
                 accepted: batch.records.len(),
                 rejected: batch.bad.len(),
-                reply,
+                replies: vec![reply],
             };
-            self.waiting.insert(self.current_request, waiter);
+            let skip = match self.once.arrive(self.current_request, answer) {
+                Arrival::Take(answer, skip) => {
+                    let remaining = batch.records.len()
+                        - skip
+                            .iter()
+                            .filter(|i| (**i as usize) < batch.records.len())
+                            .count();
+                    let waiter = Waiter {
+                        remaining,
+                        failed: false,
+                        answer: Some(answer),
+                    };
+                    self.waiting.insert(self.current_request, waiter);
+                    if remaining == 0 {
+                        self.request_over(self.current_request);
+                    }
+                    skip
+                }
+                Arrival::Join(request, answer) => {
+                    if let Some(a) = self
+                        .waiting
+                        .get_mut(&request)
+                        .and_then(|w| w.answer.as_mut())
+                    {
+                        a.replies.extend(answer.replies);
+                    }
+                    return true;
+                }
+                Arrival::Settled => return true,
+            };
+            let records = batch.records.into_iter().zip(0u32..);
+            let kept = records
+                .filter(|(_, i)| !skip.contains(i))
+                .map(|(r, i)| (i, r));
+            self.current.extend(kept);
+        } else {
+            self.current
+                .extend(batch.records.into_iter().zip(0u32..).map(|(r, i)| (i, r)));
         }
-        self.current.extend(batch.records);
         self.bad.extend(batch.bad);
         true
     }
@@ -129,26 +174,50 @@ impl HttpSpout {
         record::unreadable(self.errors, &mut self.warnings, at, &line, &reason, out)
     }
 
-    fn answer(&mut self, request: u64, ok: bool) {
+    /// One record of a request is over (its tree completed, or failed).
+    fn record_over(&mut self, request: u64, index: u32, ok: bool) {
+        if ok {
+            self.once.record_done(request, index);
+        }
+        let Some(w) = self.waiting.get_mut(&request) else {
+            return;
+        };
+        w.remaining = w.remaining.saturating_sub(1);
+        w.failed |= !ok;
+        let keyed = w.answer.as_ref().is_some_and(|a| a.key.is_some());
+        if !ok && !keyed {
+            // Without a key the client is told at once: nothing of it is kept.
+            if let Some(a) = w.answer.take() {
+                a.failed();
+            }
+        }
+        if w.remaining == 0 {
+            self.request_over(request);
+        }
+    }
+
+    /// Every record of a request is over: answer it (or hold its answer until committed).
+    fn request_over(&mut self, request: u64) {
         let Some(w) = self.waiting.remove(&request) else {
             return;
         };
-        let response = match ok {
-            true => handler::accepted(w.accepted, w.rejected),
-            false => handler::refusal(
-                500,
-                "a record failed in the topology (or timed out): send the request again",
-            ),
-        };
-        // The client may have gone: nothing to tell.
-        let _ = w.reply.send(response);
+        match (w.answer, w.failed) {
+            (Some(a), false) => self.once.done(request, a),
+            (Some(a), true) => self.once.failed(request, a),
+            (None, _) => self.once.forget(request),
+        }
     }
 }
 
-/// The request id a message id carries (`ack: true`).
-fn request_of(msg_id: &Value) -> Option<u64> {
+/// The message id of record `index` of request `request` (`ack: true`).
+fn message_id(request: u64, index: u32) -> Value {
+    Value::Int(((request << 32) | u64::from(index)) as i64)
+}
+
+/// The request and record number a message id carries (`ack: true`).
+fn record_of(msg_id: &Value) -> Option<(u64, u32)> {
     match msg_id {
-        Value::Int(n) => Some(*n as u64),
+        Value::Int(n) => Some(((*n as u64) >> 32, *n as u32)),
         _ => None,
     }
 }
@@ -172,12 +241,14 @@ impl Spout for HttpSpout {
             ),
             None => None,
         };
+        self.once.set_checkpoints(ctx.topology.is_stateful());
         let inbox = Arc::new(Inbox::new(self.settings.queue, ctx.waker.clone()));
         let ingest = Ingest {
             path: self.settings.path.clone(),
             health_path: self.settings.health_path.clone(),
             token,
             ack: self.settings.ack,
+            idempotency_header: self.settings.idempotency_header.clone(),
             spec: self.spec.clone(),
             layout: self.layout.clone(),
             max_record,
@@ -208,6 +279,9 @@ impl Spout for HttpSpout {
     }
 
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
+        if self.once.holding() {
+            self.once.commits(crate::components::committed::last());
+        }
         if let Some((id, values)) = self.replay.next_replay() {
             out.send(streams::DEFAULT, values, Some(Value::Int(id as i64)));
             return Ok(SpoutStatus::Busy);
@@ -216,13 +290,13 @@ impl Spout for HttpSpout {
             self.unreadable(bad, out)?;
             return Ok(SpoutStatus::Busy);
         }
-        if let Some(values) = self.current.pop_front() {
+        if let Some((index, values)) = self.current.pop_front() {
             self.warnings.read();
             let id = match self.settings.ack {
-                true => self.current_request,
-                false => self.replay.track(values.clone()),
+                true => message_id(self.current_request, index),
+                false => Value::Int(self.replay.track(values.clone()) as i64),
             };
-            out.send(streams::DEFAULT, values, Some(Value::Int(id as i64)));
+            out.send(streams::DEFAULT, values, Some(id));
             return Ok(SpoutStatus::Busy);
         }
         match self.take_batch() {
@@ -232,36 +306,33 @@ impl Spout for HttpSpout {
     }
 
     fn ack(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
-        if !self.settings.ack {
-            self.replay.ack(&msg_id);
-            return Ok(());
-        }
-        let Some(request) = request_of(&msg_id) else {
-            return Ok(());
-        };
-        let done = match self.waiting.get_mut(&request) {
-            Some(w) => {
-                w.remaining = w.remaining.saturating_sub(1);
-                w.remaining == 0
-            }
-            None => false,
-        };
-        if done {
-            self.answer(request, true);
+        match (self.settings.ack, record_of(&msg_id)) {
+            (false, _) => self.replay.ack(&msg_id),
+            (true, Some((request, index))) => self.record_over(request, index, true),
+            (true, None) => {}
         }
         Ok(())
     }
 
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
-        match self.settings.ack {
-            false => self.replay.fail(&msg_id),
-            true => {
-                if let Some(request) = request_of(&msg_id) {
-                    self.answer(request, false);
-                }
-            }
+        match (self.settings.ack, record_of(&msg_id)) {
+            (false, _) => self.replay.fail(&msg_id),
+            (true, Some((request, index))) => self.record_over(request, index, false),
+            (true, None) => {}
         }
         Ok(())
+    }
+
+    fn position(&mut self) -> Option<Value> {
+        self.settings.exactly_once().then(|| self.once.position())
+    }
+
+    fn position_saved(&mut self, txid: u64) {
+        self.once.saved(txid);
+    }
+
+    fn restore(&mut self, position: Value) -> anyhow::Result<()> {
+        self.once.restore(&position)
     }
 
     fn activate(&mut self) -> anyhow::Result<()> {

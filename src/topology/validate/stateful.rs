@@ -55,7 +55,7 @@ impl Validator<'_> {
         }
         let rewinding = ComponentType::rewinding_names().join(", ");
         for (c, rc) in components {
-            if c.kind != ComponentKind::Spout || c.ctype.rewinds() {
+            if c.kind != ComponentKind::Spout || c.ctype.rewinds_with(&c.args) {
                 continue;
             }
             let at = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
@@ -68,11 +68,18 @@ impl Validator<'_> {
                 ),
                 at,
             )
-            .help = Some(format!(
-                "after a failure its tuples would reach the state again; use a spout that \
-                 rewinds ({rewinding}), or set `topology.state.guarantee: at_least_once` to \
-                 accept that"
-            ));
+            .help = Some(match c.ctype.rewinds_when() {
+                Some(when) => format!(
+                    "an `{}` spout rewinds {when}; or set `topology.state.guarantee: \
+                     at_least_once` to accept that its tuples may reach the state again",
+                    c.ctype.name()
+                ),
+                None => format!(
+                    "after a failure its tuples would reach the state again; use a spout that \
+                     rewinds ({rewinding}), or set `topology.state.guarantee: at_least_once` \
+                     to accept that"
+                ),
+            });
         }
     }
 }
