@@ -676,6 +676,10 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
             if !streams.is_empty() {
                 m.insert("streams".into(), streams.into());
             }
+            let lag = st.lag();
+            if !lag.is_empty() {
+                m.insert("lag".into(), serde_json::to_value(lag).unwrap_or_default());
+            }
             let beat = TaskHeartbeat {
                 time_secs: now_secs(),
                 uptime_secs: started.elapsed().as_secs(),

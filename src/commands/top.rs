@@ -28,11 +28,15 @@ struct RowData {
     rate: f64,
     capacity: f64,
     latency_ms: f64,
+    /// Kafka spouts: records not yet committed, over their partitions (`/lag`).
+    lag: Option<i64>,
     last_error: String,
 }
 
 /// The columns one can sort by, in the order `s` steps through them.
-const SORTS: &[&str] = &["id", "rate", "capacity", "latency", "emitted", "failed"];
+const SORTS: &[&str] = &[
+    "id", "rate", "capacity", "latency", "emitted", "failed", "lag",
+];
 
 /// The rows of a topology page (`/api/v1/topology/:id`), rates from `previous`.
 fn rows_of(t: &Value, previous: &HashMap<String, (Instant, u64)>, now: Instant) -> Vec<RowData> {
@@ -65,11 +69,29 @@ fn rows_of(t: &Value, previous: &HashMap<String, (Instant, u64)>, now: Instant) 
                 rate,
                 capacity: float(&c["capacity"]),
                 latency_ms: float(&c["executeLatency"]),
+                lag: None,
                 last_error: c["lastError"].as_str().unwrap_or("").to_string(),
             });
         }
     }
     rows
+}
+
+/// Set each spout's lag from a `/api/v1/topology/:id/lag` document (Storm's
+/// `TopologySpoutLag`): the sum over its topics' partitions.
+fn add_lag(rows: &mut [RowData], lag: &Value) {
+    for r in rows.iter_mut().filter(|r| r.kind == "spout") {
+        let Some(topics) = lag[&r.id]["spoutLagResult"].as_object() else {
+            continue;
+        };
+        let sum = topics
+            .values()
+            .filter_map(Value::as_object)
+            .flat_map(|parts| parts.values())
+            .filter_map(|p| p["lag"].as_i64())
+            .sum();
+        r.lag = Some(sum);
+    }
 }
 
 /// Sort rows by column `SORTS[by]` (numbers largest first).
@@ -80,6 +102,7 @@ fn sort_rows(rows: &mut [RowData], by: usize) {
         "latency" => r.latency_ms,
         "emitted" => r.emitted as f64,
         "failed" => r.failed as f64,
+        "lag" => r.lag.unwrap_or(-1) as f64,
         _ => 0.0,
     };
     if SORTS[by] == "id" {
@@ -171,6 +194,10 @@ fn draw_loop(
             match client::get_json(ui, &format!("/api/v1/topology/{}", super::ui::encode(id))) {
                 Ok(t) => {
                     rows = rows_of(&t, &previous, now);
+                    let lag = format!("/api/v1/topology/{}/lag", super::ui::encode(id));
+                    if let Ok(lag) = client::get_json(ui, &lag) {
+                        add_lag(&mut rows, &lag);
+                    }
                     for r in &rows {
                         let count = if r.kind == "spout" {
                             r.emitted
@@ -231,6 +258,7 @@ fn draw(f: &mut ratatui::Frame, head: &str, rows: &[RowData], sort: usize) {
         "lat ms",
         "acked",
         "failed",
+        "lag",
         "last error",
     ])
     .style(Style::default().add_modifier(Modifier::BOLD));
@@ -252,6 +280,7 @@ fn draw(f: &mut ratatui::Frame, head: &str, rows: &[RowData], sort: usize) {
             Cell::from(format!("{:.3}", r.latency_ms)),
             Cell::from(r.acked.to_string()),
             Cell::from(r.failed.to_string()),
+            Cell::from(r.lag.map_or(String::new(), |l| l.to_string())),
             Cell::from(r.last_error.clone()),
         ])
     });
@@ -266,6 +295,7 @@ fn draw(f: &mut ratatui::Frame, head: &str, rows: &[RowData], sort: usize) {
         Constraint::Length(8),
         Constraint::Length(11),
         Constraint::Length(8),
+        Constraint::Length(10),
         Constraint::Min(10),
     ];
     let table = Table::new(table_rows, widths)
@@ -284,6 +314,39 @@ fn draw(f: &mut ratatui::Frame, head: &str, rows: &[RowData], sort: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The screen `storm top` draws for a kafka spout with lag and a bolt, as text.
+    #[test]
+    fn a_kafka_spout_shows_its_lag() {
+        let t = serde_json::json!({
+            "spouts": [{"spoutId": "in", "tasks": 2, "emitted": 700, "acked": 600}],
+            "bolts": [{"boltId": "count", "tasks": 1, "executed": 700, "acked": 600,
+                       "capacity": "0.912", "executeLatency": "1.250"}],
+        });
+        let lag = serde_json::json!({"in": {"spoutId": "in", "spoutType": "KAFKA",
+            "spoutLagResult": {"words": {
+                "0": {"consumerCommittedOffset": 300, "logHeadOffset": 500, "lag": 200},
+                "1": {"consumerCommittedOffset": 300, "logHeadOffset": 320, "lag": 20}}}}});
+        let mut rows = rows_of(&t, &HashMap::new(), Instant::now());
+        add_lag(&mut rows, &lag);
+        assert_eq!(rows[0].lag, Some(220));
+        assert_eq!(rows[1].lag, None, "a bolt has no lag");
+        let backend = ratatui::backend::TestBackend::new(120, 7);
+        let mut terminal = ratatui::Terminal::new(backend).expect("a test terminal");
+        terminal
+            .draw(|f| draw(f, "lagging (lagging-1-1)  ACTIVE", &rows, 6))
+            .expect("draws");
+        let buffer = terminal.backend().buffer();
+        let screen: Vec<String> = (0..buffer.area.height)
+            .map(|y| {
+                let line: String = (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol().to_string())
+                    .collect();
+                line.trim_end().to_string()
+            })
+            .collect();
+        insta::assert_snapshot!(screen.join("\n"));
+    }
 
     #[test]
     fn rows_sort_by_the_chosen_column() {

@@ -213,6 +213,8 @@ struct Globbing {
     strip: Option<PathBuf>,
     /// Each file's offset after its last line emitted, and that line's number.
     files: glob::Starts,
+    /// The fingerprints of its files (restored, and published by the readers).
+    prints: follow::Prints,
     /// The file the last line emitted came from.
     last: Option<follow::FileId>,
 }
@@ -227,6 +229,9 @@ struct Following {
     file: Option<follow::FileId>,
     /// Resumed from a position: `start_at` no longer applies.
     resumed: bool,
+    /// The fingerprints of the files read (and of a restored position's file), so a
+    /// position names its file by content too.
+    prints: follow::Prints,
 }
 
 /// A spout that reads its lines into fields (`stdin(format=json, fields=[…])`).
@@ -272,6 +277,7 @@ impl LineSpout {
         self.glob = Some(Globbing {
             strip,
             files: glob::Starts::new(),
+            prints: follow::Prints::default(),
             last: None,
         });
         self
@@ -295,6 +301,7 @@ impl LineSpout {
             closed: Arc::default(),
             file: None,
             resumed: false,
+            prints: follow::Prints::default(),
         });
         self
     }
@@ -443,6 +450,8 @@ impl LineSpout {
                 pattern: pattern.clone(),
                 strip: g.strip.clone(),
                 starts: g.files.clone(),
+                restored_prints: g.prints.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+                prints: g.prints.clone(),
                 closed: self.follow.as_ref().map(|f| f.closed.clone()),
                 from_end: self
                     .follow
@@ -457,16 +466,27 @@ impl LineSpout {
             self.chunks = Some(rx);
             return Ok(());
         }
-        if let (Some(f), Input::File(path)) = (&self.follow, &input) {
+        if let (Some(f), Input::File(path)) = (self.follow.as_mut(), &input) {
             let start = match (f.from_end, f.resumed) {
                 (true, false) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
                 _ => start,
             };
             read.store(start, Ordering::Relaxed);
+            // A position taken before the first line is emitted names the file read too (a
+            // rotation before the reader saw one then reads the old file's rest first).
+            if f.file.is_none() {
+                f.file = std::fs::metadata(path).ok().map(|m| follow::FileId::of(&m));
+                self.offset = start;
+            }
+            let print = f.file.and_then(|id| {
+                let prints = f.prints.lock().unwrap_or_else(|e| e.into_inner());
+                prints.get(&id).copied()
+            });
             let job = follow::FollowJob {
                 path: path.clone(),
                 start,
-                expect: f.file,
+                expect: f.file.map(|id| follow::Ident { id, print }),
+                prints: Some(f.prints.clone()),
                 closed: f.closed.clone(),
                 cut,
                 numbering: numbering.map(|n| n.filter(|_| f.resumed)),
@@ -835,7 +855,11 @@ impl Spout for LineSpout {
         }
         self.replay.set_label(&ctx.component, ctx.task_id);
         if self.follow.is_some() {
-            self.position_file = position_file::PositionFile::for_task(ctx)?;
+            let followed = match &self.input {
+                Some(Input::File(p)) => p.clone(),
+                _ => PathBuf::new(),
+            };
+            self.position_file = position_file::PositionFile::for_task(ctx, &followed)?;
             let saved = self.position_file.as_ref().map(|f| f.load()).transpose();
             let saved = saved.map_err(|e| anyhow::anyhow!("{}: {e}", self.component))?;
             if let Some(position) = saved.flatten() {

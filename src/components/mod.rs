@@ -163,6 +163,22 @@ pub trait SpoutCollector {
     fn metric(&mut self, _name: &str, _value: &serde_json::Value) {}
     /// Count inputs the spout could not read and dropped (shown in the summary).
     fn dropped(&mut self, _n: u64) {}
+    /// Report how far behind its input the spout is, per partition it reads (replacing the
+    /// previous report): the UI's `/lag`, `/metrics` and `storm top` show it.
+    fn lag(&mut self, _partitions: Vec<PartitionLag>) {}
+}
+
+/// How far a spout is behind one partition of its input (Storm's `KafkaOffsetLagResult`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PartitionLag {
+    pub topic: String,
+    pub partition: i32,
+    /// The offset committed for the spout (the next to read), -1 when there is none.
+    pub committed: i64,
+    /// The partition's end: the offset the next record written gets (its high watermark).
+    pub head: i64,
+    /// Records between the commit (or, without one, the start of the partition) and the end.
+    pub lag: i64,
 }
 
 /// How a bolt emits and acks (Storm's OutputCollector).

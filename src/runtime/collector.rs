@@ -286,6 +286,10 @@ impl SpoutCollector for SpoutOut<'_> {
     fn metric(&mut self, name: &str, value: &serde_json::Value) {
         self.em.stats.user_metric(name, value);
     }
+
+    fn lag(&mut self, partitions: Vec<crate::components::PartitionLag>) {
+        *self.em.stats.lag.lock().unwrap_or_else(|e| e.into_inner()) = partitions;
+    }
 }
 
 /// A bolt task's collector.

@@ -46,6 +46,8 @@ pub struct TaskStats {
     pub taps: super::tap::Taps,
     /// Emitted and transferred per output stream (Storm's `__emit-count-STREAM`).
     pub streams: StreamCounts,
+    /// Spouts reading partitioned input (`kafka`): the last lag they reported, per partition.
+    pub lag: Mutex<Vec<crate::components::PartitionLag>>,
 }
 
 /// Emitted and transferred tuples per stream, indexed by stream id: a slice sized once when
@@ -111,6 +113,11 @@ impl TaskStats {
             recent.pop_front();
         }
         recent.push_back((msg.to_string(), now));
+    }
+
+    /// The spout's lag now (a copy of its last report).
+    pub fn lag(&self) -> Vec<crate::components::PartitionLag> {
+        self.lag.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// A user metric was updated to `value`.

@@ -167,6 +167,32 @@ pub fn history_summary(tops: &[TopologyView]) -> Value {
     json!({ "topo-history": tops.iter().map(|t| t.id.as_str()).collect::<Vec<_>>() })
 }
 
+/// `/api/v1/topology/:id/lag`: Storm's `TopologySpoutLag`, an object keyed by spout id, each
+/// `{"spoutId", "spoutType": "KAFKA", "spoutLagResult": {TOPIC: {PARTITION: {"topic",
+/// "partition", "consumerCommittedOffset", "logHeadOffset", "lag"}}}}` (the fields of
+/// storm-kafka-monitor's `KafkaOffsetLagResult`), for each spout that reports a lag.
+pub fn lag(t: &TopologyView) -> Value {
+    let mut out = serde_json::Map::new();
+    for c in t.components.iter().filter(|c| c.spout && !c.lag.is_empty()) {
+        let mut topics = serde_json::Map::new();
+        for p in &c.lag {
+            let partitions = topics.entry(p.topic.clone()).or_insert_with(|| json!({}));
+            partitions[p.partition.to_string()] = json!({
+                "topic": p.topic,
+                "partition": p.partition,
+                "consumerCommittedOffset": p.committed,
+                "logHeadOffset": p.head,
+                "lag": p.lag,
+            });
+        }
+        out.insert(
+            c.id.clone(),
+            json!({ "spoutId": c.id, "spoutType": "KAFKA", "spoutLagResult": topics }),
+        );
+    }
+    Value::Object(out)
+}
+
 /// `/api/v1/topology/:id/metrics` (`t` holds the counters of window `name`): each component's
 /// figures per output stream: `emitted` and `transferred` per stream over all time (as
 /// `outputStats`); the others, kept per component, in one `:all` row.

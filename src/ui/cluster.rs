@@ -64,6 +64,15 @@ fn streams_of(
         .collect()
 }
 
+/// The lag a spout task reported in its heartbeat (`"lag": [PartitionLag…]`; none if absent
+/// or unreadable).
+fn lag_of(beat: &TaskHeartbeat) -> Vec<crate::components::PartitionLag> {
+    beat.stats
+        .get("lag")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
 impl ClusterUi {
     /// The view of topology `id`, or why it cannot be read.
     fn topology(&self, id: &str) -> anyhow::Result<Option<TopologyView>> {
@@ -87,6 +96,7 @@ impl ClusterUi {
                     .map(|np| np.node.clone())
                     .unwrap_or_default();
                 if let Some(beat) = beats.get(&task) {
+                    figures.lag.insert(task, lag_of(beat));
                     figures.tasks.insert(
                         task,
                         task_view(task, (worker.clone(), supervisor), beat, &known.plan),

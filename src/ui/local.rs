@@ -80,6 +80,7 @@ impl LocalRun {
             let mut copy = crate::runtime::metrics::UserMetrics::default();
             copy.merge(&user);
             f.metrics.insert(*task, copy);
+            f.lag.insert(*task, st.lag());
         }
         f
     }

@@ -165,6 +165,9 @@ pub struct ComponentView {
     pub metrics: BTreeMap<String, UserMetric>,
     /// The output streams it declares.
     pub outputs: Vec<String>,
+    /// Spouts reading partitions (`kafka`): how far behind each partition it is, by topic and
+    /// partition (each partition as the task reading it last reported).
+    pub lag: Vec<crate::components::PartitionLag>,
 }
 
 /// One task's counters since it started.
@@ -301,6 +304,22 @@ pub(crate) struct TaskFigures {
     pub tasks: BTreeMap<u32, TaskView>,
     pub errors: BTreeMap<u32, Vec<ErrorView>>,
     pub metrics: BTreeMap<u32, crate::runtime::metrics::UserMetrics>,
+    pub lag: BTreeMap<u32, Vec<crate::components::PartitionLag>>,
+}
+
+/// The lag of a component's tasks, one entry per partition (a partition two tasks report,
+/// as after a rebalance, as the later task in order reports it), sorted.
+fn lag_of(
+    tasks: impl Iterator<Item = u32>,
+    figures: &TaskFigures,
+) -> Vec<crate::components::PartitionLag> {
+    let mut by_partition = BTreeMap::new();
+    for t in tasks {
+        for p in figures.lag.get(&t).into_iter().flatten() {
+            by_partition.insert((p.topic.clone(), p.partition), p.clone());
+        }
+    }
+    by_partition.into_values().collect()
 }
 
 /// The components of a topology with the figures of their tasks (tasks not reported are left
@@ -357,6 +376,7 @@ pub(crate) fn components_of(
                     .collect(),
                 errors,
                 metrics: metrics.by_name,
+                lag: lag_of(c.tasks.clone(), figures),
                 outputs: topology
                     .component(&c.id)
                     .map(|s| s.outputs.keys().cloned().collect())

@@ -119,7 +119,60 @@ pub fn render(tops: &[TopologyView], window: &mut CapacityWindow, now: Instant) 
     }
     component_gauges(&mut out, tops, window, now);
     user_metrics(&mut out, tops);
+    spout_lag(&mut out, tops);
     out
+}
+
+/// A gauge of a partition: metric name, help, and how to read it.
+type LagGauge = (
+    &'static str,
+    &'static str,
+    fn(&crate::components::PartitionLag) -> i64,
+);
+
+const LAG_GAUGES: &[LagGauge] = &[
+    (
+        "storm_kafka_lag",
+        "Records of a partition not yet committed by the spout (log head minus committed offset).",
+        |p| p.lag,
+    ),
+    (
+        "storm_kafka_committed_offset",
+        "The offset committed for the spout in a partition (-1: none yet).",
+        |p| p.committed,
+    ),
+    (
+        "storm_kafka_log_head_offset",
+        "The end of a partition (its high watermark).",
+        |p| p.head,
+    ),
+];
+
+/// The lag of the spouts that report one (`kafka`), per topic and partition.
+fn spout_lag(out: &mut String, tops: &[TopologyView]) {
+    if !tops
+        .iter()
+        .any(|t| t.components.iter().any(|c| !c.lag.is_empty()))
+    {
+        return;
+    }
+    for (name, help, read) in LAG_GAUGES {
+        header(out, name, help, "gauge");
+        for t in tops {
+            for c in &t.components {
+                for p in &c.lag {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{{},topic=\"{}\",partition=\"{}\"}} {}",
+                        component_labels(t, c),
+                        escape(&p.topic),
+                        p.partition,
+                        read(p)
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Capacity, execute latency and parallelism of each component.

@@ -525,6 +525,7 @@ fn topology_api(shared: &Shared, t: &TopologyView, rest: &[&str], query: &str, s
             Reply::json(200, &api::metrics(&view, &name, component.as_deref(), sys))
         }
         ["logconfig"] => log_config(shared, &t.id),
+        ["lag"] => Reply::json(200, &api::lag(t)),
         ["component", c] => match view.component(c) {
             Some(comp) => {
                 let mut capacity = lock(&shared.window);

@@ -34,13 +34,13 @@ fn python() -> PathBuf {
 }
 
 /// A mock cluster, up until dropped (its standard input closes).
-struct Mock {
+pub(crate) struct Mock {
     child: Child,
-    brokers: String,
+    pub(crate) brokers: String,
 }
 
 impl Mock {
-    fn start() -> Mock {
+    pub(crate) fn start() -> Mock {
         let mut child = Command::new(python())
             .arg(fixture("mock_cluster.py"))
             .stdin(Stdio::piped())
@@ -57,7 +57,7 @@ impl Mock {
     }
 
     /// The Python client: `client.py CMD brokers args…`, its output.
-    fn client(&self, cmd: &str, args: &[&str], input: &str) -> String {
+    pub(crate) fn client(&self, cmd: &str, args: &[&str], input: &str) -> String {
         let mut child = Command::new(python())
             .arg(fixture("client.py"))
             .arg(cmd)
@@ -81,7 +81,7 @@ impl Mock {
     }
 
     /// Produce `records` (`key<TAB>value` or `value` lines) to `topic`.
-    fn produce(&self, topic: &str, records: &[String]) {
+    pub(crate) fn produce(&self, topic: &str, records: &[String]) {
         let mut text = records.join("\n");
         text.push('\n');
         let n = self.client("produce", &[topic], &text);
@@ -107,7 +107,7 @@ impl Mock {
     }
 
     /// The committed offsets of `group` in `topic`, by partition (negative: none).
-    fn committed(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+    pub(crate) fn committed(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
         self.client("committed", &[group, topic], "")
             .lines()
             .map(|l| {
@@ -261,6 +261,91 @@ fn a_topic_counted_equals_the_reference_and_its_offsets_are_committed() {
         *end = (*end).max(o + 1);
     }
     assert_eq!(committed, ends, "committed at the end of every partition");
+}
+
+/// Headers produced by the Python client are fields: `kafka_headers` a map (the last of a
+/// name wins, non-UTF-8 bytes as U+FFFD, a header without a value null) and
+/// `kafka_header_<name>` one header (matched in lower case with `-` as `_`; null when absent).
+#[test]
+fn headers_produced_by_the_python_client_are_fields() {
+    let mock = Mock::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let records = [
+        r#"{"value": "a", "headers": [["Trace-Id", "t1"], ["env", "dev"], ["env", "prod"]]}"#,
+        r#"{"value": "b", "headers": [["raw", {"hex": "ff21"}], ["none", null]]}"#,
+        r#"{"value": "c", "headers": []}"#,
+    ];
+    let n = mock.client(
+        "produce_headers",
+        &["headers"],
+        &(records.join("\n") + "\n"),
+    );
+    assert_eq!(n.trim(), "3");
+    let topology = format!(
+        "name headed\nkafka(brokers=\"{}\", topics=[headers], group=gh, fields=[value, kafka_headers, kafka_header_trace_id, kafka_header_env])\n  | stdout(format=json)",
+        mock.brokers
+    );
+    let run = Running::start(&["run".into(), "-e".into(), topology], dir.path(), None);
+    let lines = poll_until(
+        "the three records",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || Some(run.lines()).filter(|l| l.len() >= 3),
+    );
+    run.interrupt();
+    let mut got: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    got.sort_by_key(|v| v["value"].as_str().map(String::from));
+    let want = serde_json::json!([
+        {"value": "a", "kafka_headers": {"Trace-Id": "t1", "env": "prod"},
+         "kafka_header_trace_id": "t1", "kafka_header_env": "prod"},
+        {"value": "b", "kafka_headers": {"raw": "\u{fffd}!", "none": null},
+         "kafka_header_trace_id": null, "kafka_header_env": null},
+        {"value": "c", "kafka_headers": {}, "kafka_header_trace_id": null, "kafka_header_env": null},
+    ]);
+    assert_eq!(serde_json::Value::Array(got), want);
+}
+
+/// The sink writes a map field as headers (`headers_field`): headers read by a kafka spout
+/// (`kafka_headers`) and written on by a sink are the Python client's again.
+#[test]
+fn the_sink_writes_a_map_field_as_headers() {
+    let mock = Mock::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let records = [
+        r#"{"value": "a", "headers": [["Trace-Id", "t1"], ["env", "prod"]]}"#,
+        r#"{"value": "b", "headers": []}"#,
+    ];
+    let n = mock.client("produce_headers", &["in"], &(records.join("\n") + "\n"));
+    assert_eq!(n.trim(), "2");
+    let topology = format!(
+        "name copied\nkafka(brokers=\"{b}\", topics=[in], group=gc, fields=[value, kafka_headers])\n  | kafka(brokers=\"{b}\", topic=out, format=raw, field=value, headers_field=kafka_headers)",
+        b = mock.brokers
+    );
+    let run = Running::start(&["run".into(), "-e".into(), topology], dir.path(), None);
+    let got = poll_until(
+        "the two records copied",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        || {
+            let lines = mock.client("headers", &["out"], "");
+            let mut got: Vec<serde_json::Value> = lines
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("a JSON line"))
+                .collect();
+            got.sort_by_key(|v| v["value"].as_str().map(String::from));
+            (got.len() >= 2).then_some(got)
+        },
+    );
+    run.interrupt();
+    // The map is by name (sorted): the headers come out in that order.
+    let want = serde_json::json!([
+        {"value": "a", "headers": [["Trace-Id", "t1"], ["env", "prod"]]},
+        {"value": "b", "headers": []},
+    ]);
+    assert_eq!(serde_json::Value::Array(got), want);
 }
 
 /// At least once under failures: `kafka x2 → chaos(fail, drop) → kafka` is SIGKILLed once the
@@ -674,8 +759,8 @@ fn the_cookbook_kafka_recipe_counts_errors_per_service_and_minute() {
 }
 
 /// `storm validate` checks a `kafka` component's arguments for its role, each problem located:
-/// a sink's argument on a spout and the reverse, a strategy that is not Storm's, a spout
-/// without topics and a sink without a topic.
+/// a sink's argument on a spout and the reverse, a strategy that is not Storm's, a lag
+/// interval that is no duration, a spout without topics and a sink without a topic.
 #[test]
 fn kafka_arguments_are_checked_for_their_role() {
     let conf = tempfile::tempdir().expect("tempdir");
@@ -683,7 +768,7 @@ fn kafka_arguments_are_checked_for_their_role() {
         .args([
             "validate",
             "-e",
-            "name v\nkafka(brokers=\"x:1\", topic=out, first_poll_offset=oldest)\n  | kafka(brokers=\"x:1\", topics=[a])",
+            "name v\nkafka(brokers=\"x:1\", topic=out, first_poll_offset=oldest, lag_interval=soon)\n  | kafka(brokers=\"x:1\", topics=[a])",
         ])
         .env("STORM_CONF_DIR", conf.path())
         .output()

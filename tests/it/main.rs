@@ -22,6 +22,7 @@ mod http_sink;
 pub(crate) mod http_spout;
 mod input_limits;
 mod kafka;
+mod kafka_lag;
 mod layering;
 mod map;
 mod memory;

@@ -19,6 +19,7 @@ const SPOUT_ARGS: &[&str] = &[
     "group",
     "first_poll_offset",
     "max_retries",
+    "lag_interval",
     "fields",
     "columns",
     "pattern",
@@ -34,6 +35,7 @@ const SINK_ARGS: &[&str] = &[
     "topic_field",
     "key",
     "field",
+    "headers_field",
     "commits_topic",
 ];
 
@@ -43,6 +45,7 @@ fn shape(name: &str) -> A {
         "options" | "types" => A::Map,
         "first_poll_offset" => A::OneOf(FirstPoll::NAMES),
         "max_retries" => A::Number,
+        "lag_interval" => A::Duration,
         "fields" | "columns" => A::Fields,
         _ => A::Text,
     }
@@ -69,7 +72,7 @@ impl b::Builtin for KafkaType {
             .collect()
     }
     fn field_args(&self) -> &'static [&'static str] {
-        &["topic_field", "key", "field"]
+        &["topic_field", "key", "field", "headers_field"]
     }
     fn keeps_state(&self) -> bool {
         true

@@ -15,24 +15,33 @@ pub struct Record {
     pub topic: String,
     pub key: Option<String>,
     pub payload: String,
+    /// Headers written with it (name, value), in order.
+    pub headers: Vec<(String, String)>,
 }
 
 impl crate::components::held::Item for Record {
     const UNREADABLE: &'static str = "the saved records of the kafka sink are malformed";
-    /// `[topic, key or null, payload]`.
+    /// `[topic, key or null, payload]`, and `[[name, value], …]` after them with headers.
     fn to_value(&self) -> Value {
-        Value::list(vec![
+        let mut items = vec![
             Value::str(&self.topic),
             self.key.as_deref().map_or(Value::Null, Value::str),
             Value::str(&self.payload),
-        ])
+        ];
+        if !self.headers.is_empty() {
+            let pair = |(n, v): &(String, String)| Value::list(vec![Value::str(n), Value::str(v)]);
+            items.push(Value::list(self.headers.iter().map(pair).collect()));
+        }
+        Value::list(items)
     }
     fn from_value(v: &Value) -> Option<Record> {
         let Value::List(r) = v else {
             return None;
         };
-        let [topic, key, payload] = r.as_slice() else {
-            return None;
+        let (topic, key, payload, headers) = match r.as_slice() {
+            [t, k, p] => (t, k, p, Vec::new()),
+            [t, k, p, Value::List(h)] => (t, k, p, h.iter().map(header).collect::<Option<_>>()?),
+            _ => return None,
         };
         let key = match key {
             Value::Null => None,
@@ -42,7 +51,19 @@ impl crate::components::held::Item for Record {
             topic: topic.as_str()?.to_string(),
             key,
             payload: payload.as_str()?.to_string(),
+            headers,
         })
+    }
+}
+
+/// A held header: `[name, value]`.
+fn header(v: &Value) -> Option<(String, String)> {
+    let Value::List(pair) = v else {
+        return None;
+    };
+    match pair.as_slice() {
+        [n, v] => Some((n.as_str()?.to_string(), v.as_str()?.to_string())),
+        _ => None,
     }
 }
 
@@ -144,11 +165,13 @@ mod tests {
                         topic: "t".into(),
                         key: Some("k".into()),
                         payload: "a\tb".into(),
+                        headers: vec![("trace-id".into(), "t1".into())],
                     },
                     Record {
                         topic: "u".into(),
                         key: None,
                         payload: String::new(),
+                        headers: Vec::new(),
                     },
                 ],
             ),

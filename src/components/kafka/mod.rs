@@ -7,6 +7,7 @@ pub mod args;
 pub mod builtin;
 pub mod commits;
 pub mod consumer;
+pub mod lag;
 pub mod offsets;
 pub mod record;
 pub mod sink;

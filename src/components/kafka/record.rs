@@ -1,6 +1,7 @@
 //! A Kafka message as tuple values: its payload as one `value` field, or read into fields by
 //! `format` with `stdin`'s record readers; `fields` may also name the message's own
-//! `kafka_key`, `kafka_partition`, `kafka_offset` and `kafka_timestamp`, in any position.
+//! `kafka_key`, `kafka_partition`, `kafka_offset`, `kafka_timestamp`, its headers as a map
+//! (`kafka_headers`) and one header (`kafka_header_<name>`), in any position.
 
 use crate::components::parse::source::{fields_arg, without_source_fields};
 use crate::components::parse::spec::Spec;
@@ -16,13 +17,32 @@ pub const KAFKA_FIELDS: &[&str] = &[
     "kafka_timestamp",
 ];
 
+/// The field of every header (a map of name to value) and the prefix of one header's field.
+pub const HEADERS_FIELD: &str = "kafka_headers";
+pub const HEADER_PREFIX: &str = "kafka_header_";
+
+/// Whether `name` is a field of the message rather than of its payload's records.
+pub fn is_source_field(name: &str) -> bool {
+    KAFKA_FIELDS.contains(&name)
+        || name == HEADERS_FIELD
+        || name
+            .strip_prefix(HEADER_PREFIX)
+            .is_some_and(|h| !h.is_empty())
+}
+
+/// A header name as a field name's tail: lower case, `-` and `.` as `_` (`trace-id` →
+/// `trace_id`), as the `http` spout names its headers.
+pub fn header_key(name: &str) -> String {
+    name.to_ascii_lowercase().replace(['-', '.'], "_")
+}
+
 /// The payload's field without `format`.
 pub const VALUE_FIELD: &str = "value";
 
 type Args = serde_json::Map<String, Json>;
 
 /// Where an output field's value comes from.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Slot {
     /// The payload as text.
     Value,
@@ -32,6 +52,10 @@ enum Slot {
     Partition,
     Offset,
     Timestamp,
+    /// Every header, as a map.
+    Headers,
+    /// The header whose [`header_key`] is this.
+    Header(String),
 }
 
 /// What a message is read from.
@@ -42,6 +66,9 @@ pub struct Message<'a> {
     pub offset: i64,
     /// Milliseconds since the epoch, when the message has a time.
     pub timestamp: Option<i64>,
+    /// Its headers in order (name, value; a header may have no value), given only when the
+    /// reader [wants them](RecordReader::wants_headers).
+    pub headers: Vec<(&'a str, Option<&'a [u8]>)>,
 }
 
 /// Reads messages into tuple values.
@@ -52,7 +79,7 @@ pub struct RecordReader {
 
 /// The record arguments with the Kafka fields taken out of `fields` (what the reader reads).
 fn reader_spec(args: &Args) -> Result<Spec, String> {
-    let args = without_source_fields(args, &|f| KAFKA_FIELDS.contains(&f))?;
+    let args = without_source_fields(args, &|f| is_source_field(f))?;
     Spec::from_args(&args).map_err(|e| e.message)
 }
 
@@ -82,12 +109,17 @@ impl RecordReader {
                 "kafka_partition" => Ok(Slot::Partition),
                 "kafka_offset" => Ok(Slot::Offset),
                 "kafka_timestamp" => Ok(Slot::Timestamp),
+                HEADERS_FIELD => Ok(Slot::Headers),
+                h if is_source_field(h) => Ok(Slot::Header(
+                    h.trim_start_matches(HEADER_PREFIX).to_string(),
+                )),
                 VALUE_FIELD if !format => Ok(Slot::Value),
                 other => match read.iter().position(|r| r == other) {
                     Some(i) => Ok(Slot::Read(i)),
                     None if format => Err(format!("the format gives no field `{other}`")),
                     None => Err(format!(
-                        "without `format`, the fields are `value` and {}; `{other}` needs a `format`",
+                        "without `format`, the fields are `value`, {}, {HEADERS_FIELD} and \
+                         {HEADER_PREFIX}<name>; `{other}` needs a `format`",
                         KAFKA_FIELDS.join(", ")
                     )),
                 },
@@ -98,6 +130,13 @@ impl RecordReader {
             false => None,
         };
         Ok(RecordReader { parser, slots })
+    }
+
+    /// Whether the fields hold headers (else [`Message::headers`] may be left empty).
+    pub fn wants_headers(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| matches!(s, Slot::Headers | Slot::Header(_)))
     }
 
     /// Set the longest record read, in bytes.
@@ -146,9 +185,32 @@ impl RecordReader {
                 Slot::Partition => Value::Int(i64::from(msg.partition)),
                 Slot::Offset => Value::Int(msg.offset),
                 Slot::Timestamp => msg.timestamp.map_or(Value::Null, Value::Int),
+                Slot::Headers => headers_map(msg),
+                Slot::Header(key) => {
+                    let last = msg
+                        .headers
+                        .iter()
+                        .rev()
+                        .find(|(n, _)| header_key(n) == *key);
+                    last.map_or(Value::Null, |(_, v)| text(*v))
+                }
             })
             .collect()
     }
+}
+
+/// Every header of `msg` as a map of name to text (the last of a name wins; non-UTF-8 bytes
+/// read as U+FFFD, a header without a value as null).
+fn headers_map(msg: &Message<'_>) -> Value {
+    let map = msg
+        .headers
+        .iter()
+        .map(|(n, v)| {
+            let v = v.map_or(Value::Null, |b| Value::str(&String::from_utf8_lossy(b)));
+            (n.to_string(), v)
+        })
+        .collect();
+    Value::Map(Box::new(map))
 }
 
 #[cfg(test)]
@@ -166,7 +228,51 @@ mod tests {
             partition: 2,
             offset: 41,
             timestamp: Some(1_700_000_000_000),
+            headers: vec![
+                ("Trace-Id", Some(b"t1")),
+                ("env", Some(b"dev")),
+                ("trace-id", Some(b"t2")),
+                ("raw", Some(b"\xff!")),
+                ("empty", None),
+            ],
         }
+    }
+
+    #[test]
+    fn headers_are_a_map_and_one_header_a_field() {
+        let a = args(serde_json::json!({
+            "fields": ["value", "kafka_headers", "kafka_header_trace_id", "kafka_header_raw",
+                       "kafka_header_empty", "kafka_header_missing"]
+        }));
+        let mut r = RecordReader::new(&a).unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.wants_headers());
+        let got = r.read(&msg(b"hello")).unwrap_or_default();
+        let map: std::collections::BTreeMap<String, Value> = [
+            ("Trace-Id", Value::str("t1")),
+            ("env", Value::str("dev")),
+            ("trace-id", Value::str("t2")),
+            ("raw", Value::str("\u{fffd}!")),
+            ("empty", Value::Null),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let want = vec![
+            Value::str("hello"),
+            Value::Map(Box::new(map)),
+            Value::str("t2"),
+            Value::str("\u{fffd}!"),
+            Value::Null,
+            Value::Null,
+        ];
+        assert_eq!(
+            got,
+            vec![Values::from_vec(want)],
+            "the last `trace-id` wins"
+        );
+        let plain =
+            RecordReader::new(&args(serde_json::json!({}))).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!plain.wants_headers());
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub struct KafkaSink {
     topic: Option<String>,
     topic_field: Option<(String, usize)>,
     key: Option<(String, usize)>,
+    /// `headers_field`: a field holding a map of header name to value.
+    headers_field: Option<(String, usize)>,
     format: Format,
     raw_field: usize,
     names: Vec<String>,
@@ -113,6 +115,7 @@ impl KafkaSink {
             topic,
             topic_field: topic_field.map(|f| (f, 0)),
             key: text("key").map(|k| (k, 0)),
+            headers_field: text("headers_field").map(|k| (k, 0)),
             format,
             raw_field: 0,
             names: Vec::new(),
@@ -194,7 +197,27 @@ impl KafkaSink {
             topic,
             key: self.key.as_ref().and_then(|(_, at)| plain(*at)),
             payload: self.payload(input),
+            headers: self.headers_of(input),
         })
+    }
+
+    /// The headers `headers_field` holds in `input`: each entry of its map, values as text
+    /// (null and a field that is no map: none).
+    fn headers_of(&self, input: &Tuple) -> Vec<(String, String)> {
+        let Some((_, at)) = &self.headers_field else {
+            return Vec::new();
+        };
+        let Some(Value::Map(map)) = input.values.get(*at) else {
+            return Vec::new();
+        };
+        map.iter()
+            .filter(|(_, v)| !matches!(v, Value::Null))
+            .map(|(n, v)| {
+                let mut s = String::new();
+                v.write_plain(&mut s);
+                (n.clone(), s)
+            })
+            .collect()
     }
 
     /// Hand `record` to the producer, its delivery reported under `id`.
@@ -203,6 +226,18 @@ impl KafkaSink {
         let mut r = BaseRecord::with_opaque_to(&record.topic, id).payload(&record.payload);
         if let Some(k) = &record.key {
             r = r.key(k);
+        }
+        if !record.headers.is_empty() {
+            let headers = record.headers.iter().fold(
+                rdkafka::message::OwnedHeaders::new_with_capacity(record.headers.len()),
+                |h, (n, v)| {
+                    h.insert(rdkafka::message::Header {
+                        key: n,
+                        value: Some(v),
+                    })
+                },
+            );
+            r = r.headers(headers);
         }
         let deadline = Instant::now() + TXN_TIMEOUT;
         loop {
@@ -295,6 +330,7 @@ impl KafkaSink {
             topic: t.marker_topic.clone(),
             key: Some(t.txn_id.clone()),
             payload: number.to_string(),
+            headers: Vec::new(),
         };
         let producer = self.producer().map_err(|e| e.to_string())?;
         producer
@@ -377,6 +413,9 @@ impl Bolt for KafkaSink {
             *i = at(f)?;
         }
         if let Some((f, i)) = &mut self.key {
+            *i = at(f)?;
+        }
+        if let Some((f, i)) = &mut self.headers_field {
             *i = at(f)?;
         }
         if let Some(f) = self.args.get("field").and_then(Json::as_str) {
@@ -517,6 +556,7 @@ mod tests {
             topic: "t".into(),
             key: None,
             payload: payload.into(),
+            headers: Vec::new(),
         }
     }
 

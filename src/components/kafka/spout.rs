@@ -12,7 +12,7 @@ use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskCont
 use crate::model::plan::{streams, StreamId};
 use crate::tuple::{Value, Values};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::message::Message as _;
+use rdkafka::message::{Headers as _, Message as _};
 use rdkafka::topic_partition_list::TopicPartitionList;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -71,6 +71,9 @@ pub struct KafkaSpout {
     lost: u64,
     last_commit: Instant,
     poll_errors: crate::logging::Throttle,
+    /// How often the lag is read (`lag_interval`; zero: never), and its reader.
+    lag_every: Duration,
+    lag: Option<super::lag::LagPoller>,
 }
 
 impl KafkaSpout {
@@ -98,6 +101,12 @@ impl KafkaSpout {
                 )
             })?,
         };
+        let lag_every = match args.get("lag_interval") {
+            None => super::lag::DEFAULT_EVERY,
+            Some(v) => crate::config::duration_of(v).ok_or_else(|| {
+                format!("`lag_interval` must be a duration (`5s`; 0 turns it off), not {v}")
+            })?,
+        };
         Ok(KafkaSpout {
             args: args.clone(),
             topics,
@@ -121,6 +130,8 @@ impl KafkaSpout {
             lost: 0,
             last_commit: Instant::now(),
             poll_errors: crate::logging::Throttle::new(Duration::from_secs(10)),
+            lag_every,
+            lag: None,
         })
     }
 
@@ -226,12 +237,17 @@ impl KafkaSpout {
             Some(Ok(m)) => m,
         };
         let tp: Tp = (Arc::from(msg.topic()), msg.partition());
+        let headers = match (self.reader.wants_headers(), msg.headers()) {
+            (true, Some(h)) => h.iter().map(|h| (h.key, h.value)).collect(),
+            _ => Vec::new(),
+        };
         let message = Message {
             payload: msg.payload(),
             key: msg.key(),
             partition: msg.partition(),
             offset: msg.offset(),
             timestamp: msg.timestamp().to_millis(),
+            headers,
         };
         let read = self.reader.read(&message);
         let offset = msg.offset();
@@ -345,7 +361,6 @@ impl KafkaSpout {
         if self.checkpointed {
             return;
         }
-        self.last_commit = Instant::now();
         let tpl = self.shared.lock().commits(None);
         let Some(consumer) = &self.consumer else {
             return;
@@ -395,8 +410,24 @@ impl Spout for KafkaSpout {
         };
         let config =
             super::args::client_config(&self.args, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut lag_config = config.clone();
+        lag_config.set("group.id", &group);
         let consumer = consumer::connect(config, &group, self.first_poll, self.shared.clone())
             .map_err(FatalError)?;
+        if !self.lag_every.is_zero() {
+            let committed = match self.checkpointed {
+                true => super::lag::Committed::CommitPoint,
+                false => super::lag::Committed::Group,
+            };
+            let poller = super::lag::LagPoller::start(
+                &lag_config,
+                committed,
+                self.shared.clone(),
+                self.lag_every,
+                &self.label,
+            );
+            self.lag = Some(poller.map_err(|e| anyhow::anyhow!("{}: {e}", self.label))?);
+        }
         let topics = match &self.topics {
             Topics::Named(t) => t.clone(),
             Topics::Pattern(p) => consumer::matching_topics(&consumer, p).map_err(FatalError)?,
@@ -427,8 +458,12 @@ impl Spout for KafkaSpout {
             return Ok(SpoutStatus::Busy);
         }
         if self.last_commit.elapsed() >= COMMIT_EVERY {
+            self.last_commit = Instant::now();
             self.commit(CommitMode::Async);
             self.resume_drained();
+            if let Some(lag) = self.lag.as_ref().and_then(|l| l.take()) {
+                out.lag(lag);
+            }
         }
         match self.poll_one(out)? {
             true => Ok(SpoutStatus::Busy),

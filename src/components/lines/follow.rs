@@ -4,7 +4,13 @@
 //! end first, then the new one from byte 0. A copy-truncate is seen as the file being shorter
 //! than what was read: it is read again from byte 0. A file gone from its name is waited for,
 //! with a warning at most once a minute. `FollowJob` is the spout's reader thread for it.
+//! Each file read is also identified by its content, as Vector's `checksum` fingerprinter
+//! does: a checksum of its first [`PRINT_BYTES`] bytes, noted once the file has them (in a
+//! [`Prints`] the spout reads for its positions), so a position names its file by device,
+//! inode and fingerprint: a reused inode is not taken for the old file, and the old file is
+//! found by its content when its inode does not find it.
 
+use super::glob::{checksum, PRINT_BYTES};
 use super::{open_at, read_lines, BufReader, ChunkResult, Input, LineBuilder};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -43,13 +49,69 @@ impl FileId {
     }
 }
 
-/// The file beside `path` (in its folder) that is the file `id`: where a rotation renamed it.
-pub fn find_rotated(path: &Path, id: FileId) -> Option<PathBuf> {
-    std::fs::read_dir(folder_of(path))
+/// The fingerprints of the files a reader has read, by identity, as it learns them.
+pub type Prints = Arc<std::sync::Mutex<std::collections::HashMap<FileId, u64>>>;
+
+/// The fingerprint of the open `file`: a checksum of its first [`PRINT_BYTES`] bytes, when it
+/// has them (read where they are, the file's read position left alone).
+pub fn print_of(file: &std::fs::File) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let mut head = [0u8; PRINT_BYTES];
+        file.read_exact_at(&mut head, 0).ok()?;
+        Some(checksum(&head))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+/// A file as a position names it: device and inode, and its fingerprint when it had one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ident {
+    pub id: FileId,
+    pub print: Option<u64>,
+}
+
+impl Ident {
+    /// Whether the file `id` with fingerprint `print` is this one: the same device and inode,
+    /// and not another content: a file whose first bytes differ, or that is now shorter than
+    /// a fingerprint while this one had one, is a new file (an inode reused, or emptied).
+    pub fn is(&self, id: FileId, print: Option<u64>) -> bool {
+        self.id == id
+            && match (self.print, print) {
+                (Some(a), b) => Some(a) == b,
+                (None, _) => true,
+            }
+    }
+}
+
+/// The file beside `path` (in its folder) that is the file `old`: where a rotation renamed it
+/// (same device, inode and fingerprint), else, when `old` had a fingerprint, a file with it
+/// (moved by a copy). Not the file the name points at now.
+pub fn find_rotated(path: &Path, old: Ident) -> Option<(PathBuf, FileId)> {
+    let current = std::fs::metadata(path).ok().map(|m| FileId::of(&m));
+    let files: Vec<(PathBuf, FileId)> = std::fs::read_dir(folder_of(path))
         .ok()?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && FileId::of(&m) == id))
+        .filter_map(|p| {
+            let m = std::fs::metadata(&p).ok().filter(|m| m.is_file())?;
+            Some((p, FileId::of(&m))).filter(|(_, id)| Some(*id) != current)
+        })
+        .collect();
+    let print = |p: &Path| std::fs::File::open(p).ok().and_then(|f| print_of(&f));
+    let by_inode = files
+        .iter()
+        .find(|(p, id)| *id == old.id && old.is(*id, print(p)));
+    let by_print = || {
+        let want = old.print?;
+        files.iter().find(|(p, _)| print(p) == Some(want))
+    };
+    by_inode.or_else(by_print).cloned()
 }
 
 /// Files beside `path` that rotations made since the file `after` was last written and that
@@ -121,6 +183,9 @@ pub struct Follower {
     closed: Arc<AtomicBool>,
     stop: Option<Stop>,
     last_warning: Option<Instant>,
+    /// Its fingerprint once it has [`PRINT_BYTES`] bytes, and where it is published.
+    print: Option<u64>,
+    prints: Option<Prints>,
 }
 
 impl Follower {
@@ -141,7 +206,34 @@ impl Follower {
             closed,
             stop: None,
             last_warning: None,
+            print: None,
+            prints: None,
         })
+    }
+
+    /// Publish the file's fingerprint into `prints` as soon as it has one.
+    pub fn with_prints(mut self, prints: Option<Prints>) -> Follower {
+        self.prints = prints;
+        self.note_print();
+        self
+    }
+
+    /// Its fingerprint, if it has one yet.
+    pub fn print(&mut self) -> Option<u64> {
+        self.note_print();
+        self.print
+    }
+
+    /// Learn the fingerprint (once the file is long enough) and publish it.
+    fn note_print(&mut self) {
+        if self.print.is_some() {
+            return;
+        }
+        self.print = print_of(&self.file);
+        if let (Some(print), Some(prints)) = (self.print, &self.prints) {
+            let mut map = prints.lock().unwrap_or_else(|e| e.into_inner());
+            map.insert(self.id, print);
+        }
     }
 
     /// The file being read.
@@ -163,6 +255,9 @@ impl Follower {
     fn look(&mut self) -> Option<Stop> {
         if self.closed.load(Ordering::Relaxed) {
             return Some(Stop::Closed);
+        }
+        if self.print.is_none() && self.at >= PRINT_BYTES as u64 {
+            self.note_print();
         }
         match std::fs::metadata(&self.path) {
             Ok(meta) if FileId::of(&meta) != self.id => Some(Stop::Rotated),
@@ -213,9 +308,13 @@ impl Read for Follower {
 pub(super) struct FollowJob {
     pub(super) path: PathBuf,
     pub(super) start: u64,
-    /// The file a restored position's offset is in: another file under the name now means
-    /// it was rotated while the run was stopped, and the new one is read from byte 0.
-    pub(super) expect: Option<FileId>,
+    /// The file a restored position's offset is in (or the file under the name when the
+    /// spout started): another file under the name now (another inode, or the same inode with
+    /// another fingerprint) means it was rotated while the run was stopped, and the new one is
+    /// read from byte 0 after the old one's tail.
+    pub(super) expect: Option<Ident>,
+    /// Where the fingerprints of the files read are published (for the spout's positions).
+    pub(super) prints: Option<Prints>,
     pub(super) closed: Arc<AtomicBool>,
     pub(super) cut: Option<usize>,
     /// `Some` when lines are numbered (`file_line`): the lines before `start` when known
@@ -294,8 +393,9 @@ impl FollowJob {
         // Every file read so far: a rotated file found beside the name is read only once.
         let mut known = Vec::new();
         loop {
-            let mut source = match Follower::open(&self.path, start, self.closed.clone()) {
-                Ok(s) => s,
+            let opened = Follower::open(&self.path, start, self.closed.clone());
+            let mut source = match opened {
+                Ok(s) => s.with_prints(self.prints.clone()),
                 // A file a glob matched that is gone before it was opened (deleted by a
                 // log rotation): nothing to read, and the glob's other files go on.
                 Err(e) if first && self.seen.is_some() && !self.path.exists() => {
@@ -310,7 +410,8 @@ impl FollowJob {
                 Err(_) => return,
             };
             let len = std::fs::metadata(&self.path).map_or(start, |m| m.len());
-            let moved = first && self.expect.is_some_and(|id| id != source.id());
+            let (id, print) = (source.id(), source.print());
+            let moved = first && self.expect.is_some_and(|e| !e.is(id, print));
             if moved || (first && start > len) {
                 first = false;
                 if moved && !self.resume_moved(start, &mut known, &sink) {
@@ -356,9 +457,7 @@ impl FollowJob {
     /// was stopped): the old file's unread tail, then every rotation made after it; false when
     /// the spout is gone or a file cannot be read.
     fn resume_moved(&self, start: u64, known: &mut Vec<FileId>, sink: &Sink) -> bool {
-        let old = self
-            .expect
-            .and_then(|id| Some((find_rotated(&self.path, id)?, id)));
+        let old = self.expect.and_then(|e| find_rotated(&self.path, e));
         let Some((old, id)) = old else {
             tracing::warn!(
                 "{}: not the file the saved position was in (rotated or truncated while \
@@ -409,6 +508,11 @@ impl FollowJob {
     fn read_whole(&self, file: &Path, start: u64, id: FileId, sink: &Sink) -> bool {
         match open_at(&Input::File(file.to_path_buf()), start) {
             Ok(source) => {
+                let print = std::fs::File::open(file).ok().and_then(|f| print_of(&f));
+                if let (Some(print), Some(prints)) = (print, &self.prints) {
+                    let mut map = prints.lock().unwrap_or_else(|e| e.into_inner());
+                    map.insert(id, print);
+                }
                 let mut lines = self.builder(sink.tx, id, sink.invalid);
                 // The old file of a restored position: its count goes on.
                 lines.numbering = match self.numbering {
@@ -445,6 +549,27 @@ mod tests {
             .open(path)
             .expect("open for append");
         f.write_all(text.as_bytes()).expect("append");
+    }
+
+    #[test]
+    fn a_file_is_its_inode_and_its_fingerprint() {
+        let id = FileId { dev: 1, ino: 7 };
+        let known = Ident {
+            id,
+            print: Some(42),
+        };
+        assert!(known.is(id, Some(42)));
+        assert!(!known.is(id, Some(43)), "the inode reused by other content");
+        assert!(!known.is(id, None), "emptied, or reused by a shorter file");
+        assert!(
+            !known.is(FileId { dev: 1, ino: 8 }, Some(42)),
+            "another inode"
+        );
+        let short = Ident { id, print: None };
+        assert!(
+            short.is(id, Some(42)) && short.is(id, None),
+            "no print: by inode only"
+        );
     }
 
     #[test]

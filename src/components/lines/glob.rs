@@ -32,10 +32,13 @@ pub fn fingerprint(path: &Path) -> Option<u64> {
     let mut head = Vec::with_capacity(PRINT_BYTES);
     let file = std::fs::File::open(path).ok()?;
     file.take(PRINT_BYTES as u64).read_to_end(&mut head).ok()?;
-    (head.len() == PRINT_BYTES).then(|| {
-        head.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
+    (head.len() == PRINT_BYTES).then(|| checksum(&head))
+}
+
+/// 64-bit FNV-1a of `bytes`: the fingerprint of a file's first [`PRINT_BYTES`] bytes.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
 
@@ -66,8 +69,11 @@ pub(super) struct GlobJob {
     pub(super) pattern: PathBuf,
     /// Stripped from matched paths for `file_path` (a relative pattern's folder).
     pub(super) strip: Option<PathBuf>,
-    /// Where files of a restored position go on.
+    /// Where files of a restored position go on, and their fingerprints then.
     pub(super) starts: Starts,
+    pub(super) restored_prints: std::collections::HashMap<FileId, u64>,
+    /// Where the readers publish the fingerprints of their files (for positions).
+    pub(super) prints: super::follow::Prints,
     /// `Some` with `follow: true`: set when the spout goes.
     pub(super) closed: Option<Arc<AtomicBool>>,
     /// `start_at: end` on a run not resumed: the files there at start are read from their end.
@@ -88,9 +94,33 @@ impl GlobJob {
         Arc::from(shown.to_string_lossy().as_ref())
     }
 
-    /// Where reading `path` (the file `id`) starts, and the lines before it when known.
+    /// Where reading `path` (the file `id`) starts, and the lines before it when known: where
+    /// a restored position left the same file (its inode, unless its content differs: a
+    /// reused inode; or, moved by a copy, its fingerprint), else at its start (its end on
+    /// the first look with `start_at: end`).
     fn start_of(&self, path: &Path, id: FileId, first_look: bool) -> (u64, Option<u64>) {
-        if let Some(&(offset, line)) = self.starts.get(&id) {
+        let print = fingerprint(path);
+        let then = |id: &FileId| super::follow::Ident {
+            id: *id,
+            print: self.restored_prints.get(id).copied(),
+        };
+        let same = self
+            .starts
+            .get(&id)
+            .filter(|_| then(&id).is(id, print))
+            .or_else(|| {
+                let print = print?;
+                let (_, at) = self
+                    .starts
+                    .iter()
+                    .find(|(i, _)| self.restored_prints.get(i) == Some(&print))?;
+                tracing::info!(
+                    "{}: the file a saved position was in, moved: going on from there",
+                    path.display()
+                );
+                Some(at)
+            });
+        if let Some(&(offset, line)) = same {
             return (offset, Some(line));
         }
         match (first_look && self.from_end, std::fs::metadata(path)) {
@@ -204,7 +234,8 @@ impl GlobJob {
                 let job = FollowJob {
                     path: path.clone(),
                     start,
-                    expect: Some(id),
+                    expect: Some(super::follow::Ident { id, print: None }),
+                    prints: Some(self.prints.clone()),
                     closed: closed.clone(),
                     cut: self.cut,
                     numbering: self.numbered.then_some(lines),

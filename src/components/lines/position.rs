@@ -10,12 +10,16 @@
 //!   array, `"values"` between values, so the resumed reader goes on in the same state,
 //! - `line` (with `file_line` asked for): the number of the line `offset` is after, so a
 //!   resumed spout numbers on from it,
-//! - `files` (a glob, `input` `"file-glob"`): `[device, inode, offset, line]` of each of its
-//!   files read, so each goes on from where it was (`offset` is then unused),
-//! - `file` (a followed file): `[device, inode]` of the file `offset` is in, so a file rotated
-//!   while the run was stopped is read from its start, not from an offset in another file.
+//! - `files` (a glob, `input` `"file-glob"`): `[device, inode, offset, line, fingerprint]` of
+//!   each of its files read (the fingerprint once the file has one; older positions have
+//!   none), so each goes on from where it was (`offset` is then unused),
+//! - `file` (a followed file): `[device, inode, fingerprint]` of the file `offset` is in (the
+//!   fingerprint, a checksum of its first 256 bytes as a signed 64-bit integer, once it has
+//!   them; older positions have `[device, inode]`), so a file rotated while the run was
+//!   stopped is read from its start, not from an offset in another file, and a new file that
+//!   got the old one's inode is not taken for it.
 
-use super::{Input, KeptLine, LineSpout};
+use super::{follow, Input, KeptLine, LineSpout};
 use crate::tuple::Value;
 use std::collections::BTreeMap;
 
@@ -35,9 +39,13 @@ pub(super) fn of(spout: &LineSpout) -> Value {
         map.insert("line".to_string(), Value::Int(spout.line as i64));
     }
     if let Some(g) = &spout.glob {
+        let prints = g.prints.lock().unwrap_or_else(|e| e.into_inner());
         let file = |(id, (offset, line)): (&super::follow::FileId, &(u64, u64))| {
             let items = [id.dev, id.ino, *offset, *line].map(|n| Value::Int(n as i64));
-            Value::List(Box::new(items.to_vec()))
+            let mut items = items.to_vec();
+            // The fingerprint's 64 bits as a signed integer, once the file has one.
+            items.extend(prints.get(id).map(|p| Value::Int(*p as i64)));
+            Value::List(Box::new(items))
         };
         let files = g.files.iter().map(file).collect();
         map.insert("files".to_string(), Value::List(Box::new(files)));
@@ -50,9 +58,14 @@ pub(super) fn of(spout: &LineSpout) -> Value {
         let names = columns.iter().map(|c| Value::str(c)).collect();
         map.insert("header".to_string(), Value::List(Box::new(names)));
     }
-    if let Some(id) = spout.follow.as_ref().and_then(|f| f.file) {
-        let id = vec![Value::Int(id.dev as i64), Value::Int(id.ino as i64)];
-        map.insert("file".to_string(), Value::List(Box::new(id)));
+    if let Some((f, id)) = spout.follow.as_ref().and_then(|f| Some((f, f.file?))) {
+        let mut ident = vec![Value::Int(id.dev as i64), Value::Int(id.ino as i64)];
+        let prints = f.prints.lock().unwrap_or_else(|e| e.into_inner());
+        // The fingerprint's 64 bits as a signed integer.
+        if let Some(print) = prints.get(&id) {
+            ident.push(Value::Int(*print as i64));
+        }
+        map.insert("file".to_string(), Value::List(Box::new(ident)));
     }
     let stream = spout.parsing.as_ref().and_then(|p| p.parser.json_stream());
     if let Some(in_array) = stream {
@@ -87,13 +100,22 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
         return Err("reading had already begun".into());
     };
     if let Some(g) = spout.glob.as_mut() {
-        g.files = glob_files(map.get("files"))?;
+        let (files, prints) = glob_files(map.get("files"))?;
+        g.files = files;
+        *g.prints.lock().unwrap_or_else(|e| e.into_inner()) = prints;
         if let Some(f) = spout.follow.as_mut() {
             f.resumed = true;
         }
     } else if let Some(f) = spout.follow.as_mut() {
         // The reader thread sees whether it is still the same file, and how long.
-        f.file = file_id(map.get("file"))?;
+        let ident = file_id(map.get("file"))?;
+        f.file = ident.map(|i| i.id);
+        if let Some(follow::Ident { id, print: Some(p) }) = ident {
+            f.prints
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, p);
+        }
         f.resumed = true;
     } else if let Input::File(path) = input {
         let len = std::fs::metadata(path)
@@ -128,47 +150,71 @@ pub(super) fn restore(spout: &mut LineSpout, position: Value) -> Result<(), Stri
     Ok(())
 }
 
-/// A glob's files in a position: `[device, inode, offset, line]` each.
-fn glob_files(value: Option<&Value>) -> Result<super::glob::Starts, String> {
-    let bad = || "the position's files are not [device, inode, offset, line] lists".to_string();
+/// A glob's files in a position: `[device, inode, offset, line]` each, and the fingerprint
+/// after them when the file had one.
+fn glob_files(
+    value: Option<&Value>,
+) -> Result<
+    (
+        super::glob::Starts,
+        std::collections::HashMap<follow::FileId, u64>,
+    ),
+    String,
+> {
+    let bad = || {
+        "the position's files are not [device, inode, offset, line, fingerprint] lists".to_string()
+    };
     let Some(Value::List(items)) = value else {
         return Err(bad());
     };
     let mut files = super::glob::Starts::new();
+    let mut prints = std::collections::HashMap::new();
     for item in items.iter() {
         let Value::List(parts) = item else {
             return Err(bad());
+        };
+        let (counts, print) = match parts.as_slice() {
+            [counts @ .., Value::Int(p)] if parts.len() == 5 => (counts, Some(*p as u64)),
+            counts => (counts, None),
         };
         let n = |v: &Value| match v {
             Value::Int(n) if *n >= 0 => Some(*n as u64),
             _ => None,
         };
-        let parts: Option<Vec<u64>> = parts.iter().map(n).collect();
-        match parts.as_deref() {
+        let counts: Option<Vec<u64>> = counts.iter().map(n).collect();
+        match counts.as_deref() {
             Some(&[dev, ino, offset, line]) => {
-                files.insert(super::follow::FileId { dev, ino }, (offset, line));
+                let id = follow::FileId { dev, ino };
+                files.insert(id, (offset, line));
+                if let Some(p) = print {
+                    prints.insert(id, p);
+                }
             }
             _ => return Err(bad()),
         }
     }
-    Ok(files)
+    Ok((files, prints))
 }
 
-/// A followed file's `[device, inode]` in a position.
-fn file_id(value: Option<&Value>) -> Result<Option<super::follow::FileId>, String> {
+/// A followed file's `[device, inode]` or `[device, inode, fingerprint]` in a position.
+fn file_id(value: Option<&Value>) -> Result<Option<follow::Ident>, String> {
     let Some(value) = value else {
         return Ok(None);
     };
-    match value {
-        Value::List(items) => match items.as_slice() {
-            [Value::Int(dev), Value::Int(ino)] => Ok(Some(super::follow::FileId {
-                dev: *dev as u64,
-                ino: *ino as u64,
-            })),
-            _ => Err("the position's file is not [device, inode]".into()),
-        },
-        _ => Err("the position's file is not [device, inode]".into()),
-    }
+    let bad = || "the position's file is not [device, inode, fingerprint]".to_string();
+    let Value::List(items) = value else {
+        return Err(bad());
+    };
+    let (dev, ino, print) = match items.as_slice() {
+        [Value::Int(dev), Value::Int(ino)] => (dev, ino, None),
+        [Value::Int(dev), Value::Int(ino), Value::Int(print)] => (dev, ino, Some(*print as u64)),
+        _ => return Err(bad()),
+    };
+    let id = follow::FileId {
+        dev: *dev as u64,
+        ino: *ino as u64,
+    };
+    Ok(Some(follow::Ident { id, print }))
 }
 
 fn restore_header(spout: &mut LineSpout, header: &Value) -> Result<(), String> {
