@@ -8,6 +8,7 @@
 
 pub mod builtin;
 pub mod feed;
+pub mod fingerprint;
 pub mod follow;
 pub mod glob;
 mod position;

@@ -10,7 +10,8 @@
 //! inode and fingerprint: a reused inode is not taken for the old file, and the old file is
 //! found by its content when its inode does not find it.
 
-use super::glob::{checksum, PRINT_BYTES};
+use super::fingerprint::print_of;
+use super::fingerprint::PRINT_BYTES;
 use super::{open_at, read_lines, BufReader, ChunkResult, Input, LineBuilder};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -51,23 +52,6 @@ impl FileId {
 
 /// The fingerprints of the files a reader has read, by identity, as it learns them.
 pub type Prints = Arc<std::sync::Mutex<std::collections::HashMap<FileId, u64>>>;
-
-/// The fingerprint of the open `file`: a checksum of its first [`PRINT_BYTES`] bytes, when it
-/// has them (read where they are, the file's read position left alone).
-pub fn print_of(file: &std::fs::File) -> Option<u64> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        let mut head = [0u8; PRINT_BYTES];
-        file.read_exact_at(&mut head, 0).ok()?;
-        Some(checksum(&head))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = file;
-        None
-    }
-}
 
 /// A file as a position names it: device and inode, and its fingerprint when it had one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -7,6 +7,8 @@
 //! (or a move across file systems) of a file already read is not read again either. Each
 //! chunk carries its file's identity and matched path.
 
+use super::fingerprint::fingerprint;
+use super::fingerprint::PRINT_BYTES;
 use super::follow::{FileId, FollowJob, Seen};
 use super::{read_lines, ChunkResult, LineBuilder};
 use std::collections::{BTreeMap, HashSet};
@@ -20,27 +22,6 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// How often a glob matching nothing is warned about while followed.
 const WARN_EVERY: Duration = Duration::from_secs(60);
-
-/// A followed file's fingerprint is a checksum of this many first bytes; a shorter file has
-/// none yet (it is told by device and inode only).
-pub const PRINT_BYTES: usize = 256;
-
-/// The checksum (64-bit FNV-1a) of the first [`PRINT_BYTES`] bytes of `path`, when it has
-/// that many.
-pub fn fingerprint(path: &Path) -> Option<u64> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(PRINT_BYTES);
-    let file = std::fs::File::open(path).ok()?;
-    file.take(PRINT_BYTES as u64).read_to_end(&mut head).ok()?;
-    (head.len() == PRINT_BYTES).then(|| checksum(&head))
-}
-
-/// 64-bit FNV-1a of `bytes`: the fingerprint of a file's first [`PRINT_BYTES`] bytes.
-pub fn checksum(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
 
 /// Whether a path as written is a glob.
 pub fn is_glob(path: &str) -> bool {

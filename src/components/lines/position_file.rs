@@ -135,7 +135,7 @@ fn user_state_dir() -> Option<PathBuf> {
 /// A stable hash (64-bit FNV-1a) of `path` made absolute: which file a position file is for.
 fn path_hash(path: &std::path::Path) -> u64 {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    super::glob::checksum(absolute.as_os_str().as_encoded_bytes())
+    super::fingerprint::checksum(absolute.as_os_str().as_encoded_bytes())
 }
 
 #[cfg(test)]
@@ -148,6 +148,9 @@ mod tests {
         assert_eq!(a, path_hash(std::path::Path::new("/var/log/app.log")));
         assert_ne!(a, path_hash(std::path::Path::new("/var/log/app2.log")));
         // FNV-1a of the empty input is its offset basis: the hash is FNV's.
-        assert_eq!(super::super::glob::checksum(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(
+            super::super::fingerprint::checksum(b""),
+            0xcbf2_9ce4_8422_2325
+        );
     }
 }
