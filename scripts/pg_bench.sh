@@ -20,7 +20,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 as_pg "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" -c listen_addresses=127.0.0.1 \
   -c fsync=off -c synchronous_commit=off >"$dir/log" 2>&1 &
 pg=$!
-trap 'kill -QUIT $pg 2>/dev/null; wait $pg 2>/dev/null; rm -rf "$dir"' EXIT
+# $pg is the subshell running as_pg: stop the postmaster itself (its pid file), then reap.
+trap 'kill -QUIT "$(head -1 "$dir/data/postmaster.pid" 2>/dev/null)" 2>/dev/null; wait $pg 2>/dev/null; rm -rf "$dir"' EXIT
 export PGPASSWORD=bench
 psql_() { psql -h 127.0.0.1 -p "$port" -U storm -d postgres -qAt -v ON_ERROR_STOP=1 "$@"; }
 for _ in $(seq 100); do psql_ -c 'select 1' >/dev/null 2>&1 && break; sleep 0.1; done

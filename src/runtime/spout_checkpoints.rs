@@ -60,11 +60,7 @@ impl SpoutExecutor {
             return Ok(());
         };
         let low = slot.state.trees.low().unwrap_or(0);
-        // Rounds are counted, checkpoints are timed: a checkpoint due skips to the next
-        // checkpoint round (bolts pass on any higher round, as for a final marker).
-        let interval = ROUND * u32::try_from(cp.ratio).unwrap_or(u32::MAX);
-        let checkpoint_at = *side.checkpoint_at.get_or_insert(self.clock + interval);
-        let round = if last || self.clock >= checkpoint_at {
+        let round = if last {
             cp.next_checkpoint_round(side.round)
         } else {
             side.round + 1
@@ -72,9 +68,6 @@ impl SpoutExecutor {
         side.next_at = self.clock + ROUND;
         let acks = side.release(low);
         let txid = cp.txid_of(round);
-        if txid.is_some() {
-            side.checkpoint_at = Some(self.clock + interval);
-        }
         let marker = Arc::new(side.marker(slot.emitter.task, round, txid, low));
         for id in acks {
             let (spout, mut out) =

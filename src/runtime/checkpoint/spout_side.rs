@@ -13,9 +13,6 @@ pub struct SpoutSide {
     pub round: u64,
     /// When the next marker is due.
     pub next_at: Instant,
-    /// When the next checkpoint is due (set at the first marker): a spout whose loop runs
-    /// slower than a round a marker (idle, or a loaded machine) still checkpoints on time.
-    pub checkpoint_at: Option<Instant>,
     /// Trees that failed since the last marker.
     failed: Vec<u64>,
     /// (tree number, message id) of completed trees whose ack the spout has not been given.
@@ -29,7 +26,6 @@ impl SpoutSide {
         SpoutSide {
             round: 0,
             next_at: now + super::ROUND,
-            checkpoint_at: None,
             failed: Vec::new(),
             held: Vec::new(),
             peak: 0,
