@@ -511,12 +511,9 @@ impl Bolt for FileSink {
 }
 
 impl crate::components::CheckpointParticipant for FileSink {
+    /// Its held output is state only when it writes exactly once.
     fn state(&mut self) -> Option<&mut dyn BoltState> {
-        if self.txn.is_some() {
-            Some(self)
-        } else {
-            None
-        }
+        self.txn.is_some().then_some(self as &mut dyn BoltState)
     }
     fn checkpoint_marker(&mut self, _round: u64, txid: u64) -> anyhow::Result<()> {
         if let Some(t) = self.txn.as_mut() {
