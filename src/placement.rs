@@ -426,6 +426,7 @@ mod tests {
             }],
             stream_names: vec!["default".into()],
             ackers: 0,
+            chains: Default::default(),
         }
     }
 
@@ -602,6 +603,7 @@ mod tests {
             components: vec![],
             stream_names: vec![],
             ackers: 0,
+            chains: Default::default(),
         };
         assert_eq!(
             schedule(&empty, &[slot("h", 1)], 1, &Schedule::default()),

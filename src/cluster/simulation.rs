@@ -144,6 +144,7 @@ pub(crate) mod tests {
             tick: None,
             finish: false,
             stateful: false,
+            chain: true,
             config: std::collections::BTreeMap::new(),
         }
     }

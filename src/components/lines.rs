@@ -11,6 +11,7 @@ pub mod feed;
 pub mod fingerprint;
 pub mod follow;
 pub mod glob;
+mod parallel;
 mod position;
 pub mod position_file;
 pub mod source_fields;
@@ -20,7 +21,7 @@ use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::model::plan::streams;
 use crate::tuple::Value;
 use compact_str::CompactString;
-use crossbeam_channel::{Receiver, TryRecvError};
+use crossbeam_channel::TryRecvError;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -174,7 +175,7 @@ pub struct LineSpout {
     offset: u64,
     /// Lines a restored position kept, emitted before reading goes on.
     restored: std::collections::VecDeque<KeptLine>,
-    chunks: Option<Receiver<ChunkResult>>,
+    chunks: Option<parallel::Chunks>,
     /// The chunk being emitted, and how many of its lines have been.
     current: LineChunk,
     emitted: usize,
@@ -190,7 +191,7 @@ pub struct LineSpout {
     parsing: Option<Parsing>,
     /// JSON and CSV/TSV input: the reader thread reads lines into fields ahead (taken when it
     /// starts).
-    prefetch: Option<super::parse::Prefetch>,
+    prefetch: Vec<super::parse::Prefetch>,
     /// JSON input: a long line is read in pieces.
     cut_long: bool,
     /// `follow: true`: read as the file grows, through rotations.
@@ -261,7 +262,7 @@ impl LineSpout {
             done: false,
             component: String::new(),
             parsing: None,
-            prefetch: None,
+            prefetch: Vec::new(),
             cut_long: false,
             follow: None,
             placement: None,
@@ -311,7 +312,9 @@ impl LineSpout {
     pub fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
         self.cut_long = matches!(spec.format, super::parse::spec::Format::Json { .. });
         let mut parser = super::parse::Parser::new(spec)?;
-        self.prefetch = parser.read_ahead(spec);
+        self.prefetch = (0..parallel::threads())
+            .map_while(|_| parser.read_ahead(spec))
+            .collect();
         self.parsing = Some(Parsing {
             parser,
             errors: None,
@@ -443,7 +446,7 @@ impl LineSpout {
         let start = self.start;
         let cut = self.cut_long.then_some(PIECE_BYTES);
         let name = format!("{}-reader", self.component);
-        let prefetch = self.prefetch.take();
+        let prefetch = std::mem::take(&mut self.prefetch);
         // Numbering lines (`file_line`): from the restored count, else counted at start.
         let numbering = self.placement.is_some().then_some(self.start_line);
         if let (Some(g), Input::File(pattern)) = (&self.glob, &input) {
@@ -464,7 +467,7 @@ impl LineSpout {
             std::thread::Builder::new()
                 .name(name)
                 .spawn(move || job.run(tx, read, invalid))?;
-            self.chunks = Some(rx);
+            self.chunks = Some(parallel::Chunks::One(rx));
             return Ok(());
         }
         if let (Some(f), Input::File(path)) = (self.follow.as_mut(), &input) {
@@ -497,18 +500,29 @@ impl LineSpout {
             std::thread::Builder::new()
                 .name(name)
                 .spawn(move || job.run(&tx, &read, &invalid))?;
-            self.chunks = Some(rx);
+            self.chunks = Some(parallel::Chunks::One(rx));
             return Ok(());
         }
+        // Fields read ahead on several threads, when there are cores for them.
+        let (spread, prefetch, chunks) = if prefetch.len() > 1 {
+            let (spread, chunks) = parallel::spread(prefetch, &name)?;
+            (Some(spread), Vec::new(), chunks)
+        } else {
+            (None, prefetch, parallel::Chunks::One(rx))
+        };
         std::thread::Builder::new().name(name).spawn(move || {
             let lines = Reading {
                 cut,
-                prefetch,
+                prefetch: prefetch.into_iter().next(),
                 numbering,
             };
-            reader_thread(input, start, lines, tx, read, invalid)
+            let out = match spread {
+                Some(spread) => Out::Spread(spread),
+                None => Out::One(tx),
+            };
+            reader_thread(input, start, lines, out, read, invalid)
         })?;
-        self.chunks = Some(rx);
+        self.chunks = Some(chunks);
         Ok(())
     }
 }
@@ -518,24 +532,24 @@ fn reader_thread(
     input: Input,
     start: u64,
     reading: Reading,
-    tx: crossbeam_channel::Sender<ChunkResult>,
+    mut out: Out,
     read_bytes: Arc<AtomicU64>,
     invalid: Arc<AtomicU64>,
 ) -> std::io::Result<()> {
     let source = match open_at(&input, start) {
         Ok(source) => source,
         Err(e) => {
-            let _ = tx.send(Err(e));
+            out.send(Err(e), Vec::new());
             return Ok(());
         }
     };
-    let mut lines = LineBuilder::new(&tx, None, &invalid);
+    let mut lines = LineBuilder::with_out(out, None, &invalid);
     lines.prefetch = reading.prefetch;
     if let (Some(known), Input::File(path)) = (reading.numbering, &input) {
         match known.map_or_else(|| lines_before(path, start), Ok) {
             Ok(n) => lines.numbering = Some(n),
             Err(e) => {
-                let _ = tx.send(Err(e));
+                lines.out.send(Err(e), Vec::new());
                 return Ok(());
             }
         }
@@ -628,7 +642,6 @@ fn read_lines(
     mut lines: LineBuilder<'_>,
     read_bytes: &AtomicU64,
 ) {
-    let tx = lines.tx;
     // The raw offset of the read buffer's first byte.
     let mut at = start;
     loop {
@@ -636,7 +649,7 @@ fn read_lines(
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                let _ = tx.send(Err(format!("read error: {e}")));
+                lines.out.send(Err(format!("read error: {e}")), Vec::new());
                 return;
             }
         };
@@ -689,7 +702,7 @@ fn read_lines(
 
 /// Turns bytes into lines for the reader thread, sent on in chunks.
 struct LineBuilder<'a> {
-    tx: &'a crossbeam_channel::Sender<ChunkResult>,
+    out: Out<'a>,
     /// The chunk being gathered: its lines end to end, and where each ends.
     text: String,
     ends: Vec<usize>,
@@ -705,6 +718,8 @@ struct LineBuilder<'a> {
     /// Lines are read into fields ahead, and their values sent with them.
     prefetch: Option<super::parse::Prefetch>,
     parsed: Vec<Option<crate::tuple::Values>>,
+    /// Read ahead by parse threads (`Out::Spread`): which lines of the chunk they read.
+    whole: Vec<bool>,
     /// The last line added was a piece of a longer one.
     after_piece: bool,
     /// Lines are numbered (`file_line`): how many were finished before the next one.
@@ -720,8 +735,16 @@ impl<'a> LineBuilder<'a> {
         file: Option<follow::FileId>,
         invalid: &'a AtomicU64,
     ) -> LineBuilder<'a> {
+        LineBuilder::with_out(Out::Shared(tx), file, invalid)
+    }
+
+    fn with_out(
+        out: Out<'a>,
+        file: Option<follow::FileId>,
+        invalid: &'a AtomicU64,
+    ) -> LineBuilder<'a> {
         LineBuilder {
-            tx,
+            out,
             text: String::new(),
             ends: Vec::with_capacity(CHUNK_LINES),
             raw_ends: Vec::with_capacity(CHUNK_LINES),
@@ -732,6 +755,7 @@ impl<'a> LineBuilder<'a> {
             file,
             prefetch: None,
             parsed: Vec::new(),
+            whole: Vec::new(),
             after_piece: false,
             numbering: None,
             numbers: Vec::new(),
@@ -747,11 +771,14 @@ impl<'a> LineBuilder<'a> {
                 *done += 1;
             }
         }
-        if let Some(p) = self.prefetch.as_mut() {
+        if self.prefetch.is_some() || self.out.spread() {
             // A piece, and the rest of a line cut in pieces, are the spout parser's to read.
             let piece = self.pieces.last() == Some(&self.ends.len());
             let whole = !piece && !std::mem::replace(&mut self.after_piece, piece);
-            self.parsed.push(whole.then(|| p.read(line)).flatten());
+            match self.prefetch.as_mut() {
+                Some(p) => self.parsed.push(whole.then(|| p.read(line)).flatten()),
+                None => self.whole.push(whole),
+            }
         }
         self.text.push_str(line);
         self.ends.push(self.text.len());
@@ -777,7 +804,8 @@ impl<'a> LineBuilder<'a> {
             numbers: std::mem::take(&mut self.numbers),
             path: self.path.clone(),
         };
-        self.closed = self.tx.send(Ok(chunk)).is_err();
+        let whole = std::mem::take(&mut self.whole);
+        self.closed = !self.out.send(Ok(chunk), whole);
     }
 
     /// The first `cut` bytes of the line gathered in `carry` (less, to end on a character),
@@ -834,6 +862,28 @@ impl<'a> LineBuilder<'a> {
                 self.add(&String::from_utf8_lossy(line), raw_end);
             }
         }
+    }
+}
+
+/// Where a reader thread's chunks go: to the spout, or dealt out to parse threads.
+enum Out<'a> {
+    One(crossbeam_channel::Sender<ChunkResult>),
+    Shared(&'a crossbeam_channel::Sender<ChunkResult>),
+    Spread(parallel::Spread),
+}
+
+impl Out<'_> {
+    /// Send `chunk` on (`whole`: its lines the parse threads read). False when the spout is gone.
+    fn send(&mut self, chunk: ChunkResult, whole: Vec<bool>) -> bool {
+        match self {
+            Out::One(tx) => tx.send(chunk).is_ok(),
+            Out::Shared(tx) => tx.send(chunk).is_ok(),
+            Out::Spread(s) => s.send(chunk, whole),
+        }
+    }
+
+    fn spread(&self) -> bool {
+        matches!(self, Out::Spread(_))
     }
 }
 
@@ -897,7 +947,7 @@ impl Spout for LineSpout {
         if self.input.is_some() {
             self.start_reader()?;
         }
-        let Some(rx) = &self.chunks else {
+        let Some(rx) = self.chunks.as_mut() else {
             self.done = true;
             return Ok(SpoutStatus::Exhausted);
         };

@@ -130,6 +130,7 @@ pub const RULES: &[(&str, Rule)] = &[
     ("topology.environment", Rule::Environment),
     // Checkpointed state (stateful bolts, resumable runs).
     ("topology.stateful", Rule::Bool),
+    ("topology.chaining", Rule::Bool),
     ("topology.state.provider", Rule::OneOf(STATE_PROVIDERS)),
     ("topology.state.dir", Rule::OptionalString),
     ("topology.state.guarantee", Rule::OneOf(STATE_GUARANTEES)),

@@ -3,6 +3,7 @@
 
 use crate::config::Config;
 
+pub mod chains;
 pub mod plan;
 pub mod rebalance;
 mod state_dir;
@@ -60,6 +61,9 @@ pub struct Component {
     /// `topology.stateful` for the built-ins that keep state). Only types for which
     /// [`ComponentType::keeps_state`] holds are ever stateful.
     pub stateful: bool,
+    /// `chain:` as written (default true): the component may run fused with its neighbours
+    /// (see [`chains`]).
+    pub chain: bool,
     /// Per-component configuration (Flux `config:` on a component).
     pub config: BTreeMap<String, serde_json::Value>,
 }

@@ -44,6 +44,8 @@ pub struct Plan {
     pub stream_names: Vec<String>,
     /// Acker executors (0 = acking off).
     pub ackers: u32,
+    /// Which bolts run fused onto the component before them.
+    pub chains: super::chains::Chains,
 }
 
 impl Plan {
@@ -91,6 +93,7 @@ impl Plan {
             components,
             stream_names,
             ackers,
+            chains: super::chains::Chains::of(topology),
         }
     }
 

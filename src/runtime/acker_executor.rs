@@ -56,7 +56,7 @@ impl AckerExecutor {
         }
         let mut report = self.park();
         // Ended: nothing more is read from the queue, so it must close.
-        report.inbox = None;
+        report.inbox.clear();
         Ok(report)
     }
 
@@ -64,8 +64,8 @@ impl AckerExecutor {
     fn park(&mut self) -> ExecutorReport {
         self.flush();
         ExecutorReport {
-            tasks: Some(Parked::Ackers(std::mem::take(&mut self.tasks))),
-            inbox: Some(self.inbox.clone()),
+            tasks: vec![Parked::Ackers(std::mem::take(&mut self.tasks))],
+            inbox: vec![self.inbox.clone()],
             ..Default::default()
         }
     }

@@ -5,6 +5,7 @@
 
 use super::acker::Acker;
 use super::acker_executor::AckerExecutor;
+use super::bolt_executor::BoltExecutor;
 use super::bolt_task::{BoltTask, Plain};
 use super::checkpoint::bolt_side::BoltSide;
 use super::checkpoint::coordinator::CheckpointReport;
@@ -14,8 +15,7 @@ use super::checkpoint::wrapper::Checkpointed;
 use super::checkpoint::{Checkpointing, RemoteCheckpoints, Report};
 use super::collector::Emitter;
 use super::executor::{
-    AckerSlot, BoltExecutor, BoltSlot, ExecutorReport, Parked, RunControl, SpoutExecutor,
-    SpoutSlot, TaskSlot,
+    AckerSlot, BoltSlot, ExecutorReport, Parked, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
 };
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
@@ -75,6 +75,8 @@ struct ExecutorParts<'t> {
     /// Topology config merged with the component's own.
     config: Arc<Config>,
     inbox: Channel<Message>,
+    /// The receive queue of the executor it runs chained onto: woken along with it.
+    host: Option<Sender<Message>>,
     outbox: Outbox,
 }
 
@@ -87,8 +89,11 @@ pub(crate) struct Wiring<'a> {
     local: &'a [usize],
     /// The executor of each task id (`None`: an id no executor has, the system task's).
     exec_of_task: Vec<Option<usize>>,
-    /// Receive queues, one per executor (indexed like `Plan::executors()`).
+    /// Receive queues, one per executor (indexed like `Plan::executors()`); a chained
+    /// executor's is unbounded, since only its host's thread fills it and then empties it.
     inboxes: Vec<Channel<Message>>,
+    /// The executor whose thread each executor runs on (`None`: its own; see `chain_hosts`).
+    host_of_exec: Vec<Option<usize>>,
     /// Transfer queues, one per worker.
     transfers: Vec<Channel<Transfer>>,
     tracking: Tracking,
@@ -153,12 +158,18 @@ impl<'a> Wiring<'a> {
             }),
             None => Self::local_checkpoints(&topology, &plan, placement, local, &exec_of_task)?,
         };
+        let host_of_exec =
+            super::chain_hosts::hosts(&plan, &exec_of_task, &placement.worker_of_exec);
         Ok(Wiring {
             checkpoints,
-            inboxes: executors
+            inboxes: host_of_exec
                 .iter()
-                .map(|_| crossbeam_channel::bounded(receive_size))
+                .map(|host| match host {
+                    Some(_) => crossbeam_channel::unbounded(),
+                    None => crossbeam_channel::bounded(receive_size),
+                })
                 .collect(),
+            host_of_exec,
             transfers: (0..workers)
                 .map(|_| crossbeam_channel::bounded(transfer_size))
                 .collect(),
@@ -256,7 +267,16 @@ impl<'a> Wiring<'a> {
                 Some(e) => sink_of_worker[self.worker_of_exec(e)],
             })
             .collect();
-        RouteTable { task_sink, sinks }
+        let chained = self
+            .exec_of_task
+            .iter()
+            .map(|e| e.is_some_and(|e| self.host_of_exec[e].is_some()))
+            .collect();
+        RouteTable {
+            task_sink,
+            sinks,
+            chained,
+        }
     }
 
     /// Listen for the local workers, link them to every other worker, and spawn each one's
@@ -328,21 +348,23 @@ impl<'a> Wiring<'a> {
     fn eos_expected(&self) -> Vec<u32> {
         let mut expected = vec![0u32; self.exec_of_task.len()];
         for c in &self.plan.components {
-            let senders = c.tasks.end() - c.tasks.start() + 1;
-            for d in routing::downstream_tasks(&self.topology, &self.plan, &c.id) {
-                if let Some(e) = expected.get_mut(d as usize) {
-                    *e += senders;
+            for task in c.tasks.clone() {
+                for d in routing::downstream_tasks(&self.topology, &self.plan, &c.id, task) {
+                    if let Some(e) = expected.get_mut(d as usize) {
+                        *e += 1;
+                    }
                 }
             }
         }
         expected
     }
 
-    /// Spawn the executors of the local workers, each on its own thread.
+    /// Spawn the executors of the local workers, each on its own thread or on its host's.
     pub(crate) fn spawn_executors(&mut self, tables: &[RouteTable]) -> anyhow::Result<()> {
         // Owned here: the roles and parts borrow from them while `self` is changed.
         let (plan, topology) = (self.plan.clone(), self.topology.clone());
         let eos_expected = self.eos_expected();
+        let mut built = Vec::new();
         for (i, (component, tasks)) in plan.executors().into_iter().enumerate() {
             let w = self.worker_of_exec(i);
             if !self.local.contains(&w) {
@@ -352,26 +374,64 @@ impl<'a> Wiring<'a> {
                 anyhow::anyhow!("component `{component}` of the plan is not in the topology")
             })?;
             let parts = self.executor_parts(i, component, tasks, Outbox::new(tables[w].clone()));
-            let name = format!("{component}-{}", parts.tasks.start());
-            let done = self.done.0.clone();
             let cp = self.checkpointing(w);
-            let handle = match role {
-                Role::Spout(spec) => {
-                    let exec = self.spout_executor(parts, spec, cp)?;
-                    spawn_named(name, done, move || exec.run())?
-                }
+            let exec = match role {
+                Role::Spout(spec) => Built::Spout(self.spout_executor(parts, spec, cp)?),
                 Role::Bolt(spec) => {
-                    let exec = self.bolt_executor(parts, spec, &eos_expected, cp)?;
-                    spawn_named(name, done, move || exec.run())?
+                    Built::Bolt(self.bolt_executor(parts, spec, &eos_expected, cp)?)
                 }
-                Role::Acker => {
-                    let exec = self.acker_executor(parts, &eos_expected);
-                    spawn_named(name, done, move || exec.run())?
+                Role::Acker => Built::Acker(self.acker_executor(parts, &eos_expected)),
+            };
+            built.push((i, exec));
+        }
+        self.launch(built)
+    }
+
+    /// Run what was built: each chained executor joins its host's guests (in chain order),
+    /// every other one gets a thread.
+    fn launch(&mut self, built: Vec<(usize, Built)>) -> anyhow::Result<()> {
+        let mut at: BTreeMap<usize, Built> = built.into_iter().collect();
+        let mut guests: Vec<(usize, usize, usize)> = at
+            .keys()
+            .filter_map(|&i| self.host_of_exec[i].map(|h| (self.chain_depth(i), h, i)))
+            .collect();
+        guests.sort_unstable();
+        for (_, host, i) in guests {
+            let Some(Built::Bolt(mut guest)) = at.remove(&i) else {
+                anyhow::bail!("chained executor {i} is not a local bolt");
+            };
+            match at.get_mut(&host) {
+                Some(Built::Spout(s)) => {
+                    // A send that blocks in the guest keeps the spout's acks flowing.
+                    guest
+                        .outbox
+                        .drain_while_blocked(self.inboxes[host].1.clone());
+                    s.guests.push(guest);
                 }
+                Some(Built::Bolt(b)) => b.guests.push(guest),
+                _ => anyhow::bail!("executor {host} cannot host chained executor {i}"),
+            }
+        }
+        for (i, exec) in at {
+            let (component, tasks) = &self.plan.executors()[i];
+            let name = format!("{component}-{}", tasks.start());
+            let done = self.done.0.clone();
+            let handle = match exec {
+                Built::Spout(e) => spawn_named(name, done, move || e.run())?,
+                Built::Bolt(e) => spawn_named(name, done, move || e.run())?,
+                Built::Acker(e) => spawn_named(name, done, move || e.run())?,
             };
             self.handles.push((component.to_string(), handle));
         }
         Ok(())
+    }
+
+    /// How far down its chain executor `i`'s component is.
+    fn chain_depth(&self, i: usize) -> usize {
+        self.plan
+            .executors()
+            .get(i)
+            .map_or(0, |(c, _)| self.plan.chains.depth_of(c))
     }
 
     /// What the tasks of executor `i` share.
@@ -401,6 +461,7 @@ impl<'a> Wiring<'a> {
             local_tasks,
             config: Arc::new(self.component_config(component)),
             inbox: self.inboxes[i].clone(),
+            host: self.host_of_exec[i].map(|h| self.inboxes[h].0.clone()),
             outbox,
         }
     }
@@ -432,7 +493,6 @@ impl<'a> Wiring<'a> {
         );
         let component = parts.component.to_string();
         self.stats.insert(task, (component.clone(), stats.clone()));
-        let wake = parts.inbox.0.clone();
         let ctx = TaskContext {
             topology: self.topology.clone(),
             plan: self.plan.clone(),
@@ -440,9 +500,7 @@ impl<'a> Wiring<'a> {
             task_id: task,
             task_index: task - parts.first,
             config: parts.config.clone(),
-            waker: Waker::new(move || {
-                let _ = wake.try_send(Message::Wake);
-            }),
+            waker: Waker::new(wake_fn(parts)),
             stopping: {
                 let control = self.control.clone();
                 crate::components::Stopping::new(move || {
@@ -511,6 +569,7 @@ impl<'a> Wiring<'a> {
             inactive: false,
             checkpoints,
             resumed,
+            guests: Default::default(),
         }
     }
 
@@ -549,15 +608,15 @@ impl<'a> Wiring<'a> {
         tasks: Vec<BoltSlot>,
         resumed: bool,
     ) -> BoltExecutor {
-        BoltExecutor {
-            inbox: parts.inbox.1,
-            outbox: parts.outbox,
+        BoltExecutor::new(
+            parts.inbox.1,
+            parts.outbox,
             tasks,
-            first_task: *parts.tasks.start(),
-            tick: spec.tick.or_else(|| self.topology.config.tick_freq()),
-            control: self.control.clone(),
+            *parts.tasks.start(),
+            spec.tick.or_else(|| self.topology.config.tick_freq()),
+            self.control.clone(),
             resumed,
-        }
+        )
     }
 
     /// The acker's executor.
@@ -593,31 +652,21 @@ impl<'a> Wiring<'a> {
         mut pool: BTreeMap<u32, Pooled>,
     ) -> anyhow::Result<()> {
         let (plan, topology) = (self.plan.clone(), self.topology.clone());
+        let mut built = Vec::new();
         for (i, (component, tasks)) in plan.executors().into_iter().enumerate() {
             let w = self.worker_of_exec(i);
             let role = Role::of(&topology, component).ok_or_else(|| {
                 anyhow::anyhow!("component `{component}` of the plan is not in the topology")
             })?;
             let parts = self.executor_parts(i, component, tasks, Outbox::new(tables[w].clone()));
-            let name = format!("{component}-{}", parts.tasks.start());
-            let done = self.done.0.clone();
-            let handle = match role {
-                Role::Spout(_) => {
-                    let exec = self.resumed_spout(parts, &mut pool)?;
-                    spawn_named(name, done, move || exec.run())?
-                }
-                Role::Bolt(spec) => {
-                    let exec = self.resumed_bolt(parts, spec, &mut pool)?;
-                    spawn_named(name, done, move || exec.run())?
-                }
-                Role::Acker => {
-                    let exec = self.resumed_acker(parts, &mut pool)?;
-                    spawn_named(name, done, move || exec.run())?
-                }
+            let exec = match role {
+                Role::Spout(_) => Built::Spout(self.resumed_spout(parts, &mut pool)?),
+                Role::Bolt(spec) => Built::Bolt(self.resumed_bolt(parts, spec, &mut pool)?),
+                Role::Acker => Built::Acker(self.resumed_acker(parts, &mut pool)?),
             };
-            self.handles.push((component.to_string(), handle));
+            built.push((i, exec));
         }
-        Ok(())
+        self.launch(built)
     }
 
     /// Point a task taken over from an earlier layout at its new executor and worker.
@@ -625,10 +674,7 @@ impl<'a> Wiring<'a> {
         let task = slot.ctx.task_id;
         slot.ctx.topology = self.topology.clone();
         slot.ctx.plan = self.plan.clone();
-        let wake = parts.inbox.0.clone();
-        slot.ctx.waker.retarget(move || {
-            let _ = wake.try_send(Message::Wake);
-        });
+        slot.ctx.waker.retarget(wake_fn(parts));
         slot.emitter.router = Router::new(
             &self.topology,
             &self.plan,
@@ -722,6 +768,25 @@ impl<'a> Wiring<'a> {
             layout: Arc::new(std::sync::Mutex::new(Arc::new(layout))),
         }
     }
+}
+
+/// What wakes a task's executor: a `Wake` on its queue, and on its host's when it is chained
+/// (the host's thread is the one that waits).
+fn wake_fn(parts: &ExecutorParts) -> impl Fn() + Send + Sync + 'static {
+    let (own, host) = (parts.inbox.0.clone(), parts.host.clone());
+    move || {
+        let _ = own.try_send(Message::Wake);
+        if let Some(host) = &host {
+            let _ = host.try_send(Message::Wake);
+        }
+    }
+}
+
+/// An executor built and not running yet.
+enum Built {
+    Spout(SpoutExecutor),
+    Bolt(BoltExecutor),
+    Acker(AckerExecutor),
 }
 
 /// One task handed back by its executor, waiting for its place in a new layout.

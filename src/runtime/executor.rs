@@ -1,24 +1,23 @@
-//! Executors: one thread running the component code of one or more tasks. A bolt
-//! executor consumes its receive queue in batches (`consume-batch-when-available`) and hands
-//! each to its task (`bolt_task.rs`: a plain bolt executes it and acks each tuple for basic
-//! bolts; a bolt wrapped for checkpoints may hold it), moving output on through its outbox;
-//! the acker has an executor of its own (`acker_executor.rs`); a spout executor
+//! Executors: one thread running the component code of one or more tasks, and what they
+//! share. Bolt executors are in `bolt_executor.rs`, the acker's in `acker_executor.rs`; the
+//! bolts chained onto an executor run on its thread (`guests.rs`). A spout executor
 //! calls `next_tuple` while under `topology.max.spout.pending` (once there, again when a
 //! batch's worth of room is free: [`Throttle`]), tracks trees, and replays on fail or timeout.
 //! Both run their tasks' `finish` and pass end of input on.
 
 use super::acker::Acker;
-use super::bolt_task::{execute, BoltTask};
+use super::bolt_task::BoltTask;
 use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::Checkpointing;
-use super::collector::{BoltOut, Emitter, SpoutOut};
+use super::collector::{Emitter, SpoutOut};
+use super::guests::Guests;
 use super::message::Message;
 use super::metrics::{Histogram, TaskStats};
 use super::open_trees::OpenTrees;
 use super::routing::Outbox;
 use crate::components::{FatalError, Spout, SpoutStatus, TaskContext};
-use crate::model::plan::{streams, SYSTEM_TASK};
-use crate::tuple::{Tuple, Value};
+use crate::model::plan::streams;
+use crate::tuple::Value;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,10 +140,11 @@ pub struct RunControl {
 pub struct ExecutorReport {
     pub complete_latency: Histogram,
     /// Its tasks, whole: moved into new executors when the run is rebalanced.
-    pub tasks: Option<Parked>,
-    /// A parked executor's receive queue: what is still queued or on its way is handed to the
-    /// tasks' new executors.
-    pub inbox: Option<Receiver<Message>>,
+    /// (A host's report holds its guests' tasks too.)
+    pub tasks: Vec<Parked>,
+    /// A parked executor's receive queues (its own and its guests'): what is still queued or
+    /// on its way is handed to the tasks' new executors.
+    pub inbox: Vec<Receiver<Message>>,
 }
 
 /// The tasks of an executor that ended or parked.
@@ -208,272 +208,6 @@ pub type AckerSlot = TaskSlot<Acker>;
 /// One task of a bolt executor: a plain bolt, or one wrapped for checkpoints.
 pub type BoltSlot = TaskSlot<dyn BoltTask>;
 
-pub struct BoltExecutor {
-    pub inbox: Receiver<Message>,
-    pub outbox: Outbox,
-    /// Tasks in ascending id order, contiguous from `first_task`.
-    pub tasks: Vec<BoltSlot>,
-    pub first_task: u32,
-    pub tick: Option<Duration>,
-    pub control: Arc<RunControl>,
-    /// Its tasks were prepared by an executor before a rebalance: they go on as they were.
-    pub resumed: bool,
-}
-
-/// A bolt executor's timers: ticks, polls, and the last flush of its outbox.
-struct BoltTimers {
-    next_tick: Option<Instant>,
-    poll_every: Option<Duration>,
-    next_poll: Option<Instant>,
-    last_flush: Instant,
-}
-
-impl BoltTimers {
-    /// The next tick or poll, whichever is first.
-    fn deadline(&self) -> Option<Instant> {
-        match (self.next_tick, self.next_poll) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
-
-impl BoltExecutor {
-    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
-        if !self.resumed {
-            for t in &mut self.tasks {
-                t.component.bolt().prepare(&t.ctx)?;
-            }
-            for t in &mut self.tasks {
-                t.component.restore()?;
-            }
-        }
-        let poll_every = self
-            .tasks
-            .iter_mut()
-            .filter_map(|t| t.component.bolt().poll_interval())
-            .min();
-        let mut timers = BoltTimers {
-            next_tick: self.tick.map(|d| Instant::now() + d),
-            poll_every,
-            next_poll: poll_every.map(|d| Instant::now() + d),
-            last_flush: Instant::now(),
-        };
-        // Tasks with no upstream at all finish at once.
-        for i in 0..self.tasks.len() {
-            if self.tasks[i].eos_expected == 0 && !self.tasks[i].finished {
-                self.finish_task(i)?;
-            }
-        }
-        while self.tasks.iter().any(|t| !t.finished) {
-            let deadline = timers.deadline();
-            if !self.receive(deadline)? {
-                break;
-            }
-            if self.control.park.load(Ordering::Relaxed) {
-                return Ok(self.park());
-            }
-            // The clock is read only when there are timers (it costs a sixth of a fast pipeline).
-            if deadline.is_some() {
-                self.fire_timers(&mut timers)?;
-            }
-            if self.inbox.is_empty() {
-                // Idle: let components flush (stdout) and send partial batches on.
-                self.poll_all()?;
-                self.flush_acks();
-                self.outbox.flush();
-                timers.last_flush = Instant::now();
-            } else if timers.last_flush.elapsed() >= FLUSH_EVERY {
-                // Busy for a while: partial batches and acks still leave within a millisecond
-                // or so (acks also leave once ACK_PAIRS of them are waiting).
-                self.flush_acks();
-                self.outbox.flush();
-                timers.last_flush = Instant::now();
-            }
-        }
-        for t in self.tasks.iter_mut().filter(|t| !t.closed) {
-            t.component.close();
-            t.closed = true;
-        }
-        let mut report = self.park();
-        // Ended: nothing more is read from the queue, so it must close.
-        report.inbox = None;
-        Ok(report)
-    }
-
-    /// Send what is waiting and hand the tasks and the receive queue back.
-    fn park(&mut self) -> ExecutorReport {
-        self.flush_acks();
-        self.outbox.flush();
-        ExecutorReport {
-            tasks: Some(Parked::Bolts(std::mem::take(&mut self.tasks))),
-            inbox: Some(self.inbox.clone()),
-            ..Default::default()
-        }
-    }
-
-    /// Wait for a message until `deadline` (or for ever) and handle it, with whatever else is
-    /// queued by then. Returns false when the queue is gone.
-    #[inline]
-    fn receive(&mut self, deadline: Option<Instant>) -> anyhow::Result<bool> {
-        let msg = match deadline {
-            Some(d) => self.inbox.recv_deadline(d),
-            None => self
-                .inbox
-                .recv()
-                .map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        match msg {
-            Ok(m) => {
-                self.handle(m)?;
-                // Whatever else is queued now is handled before the timers and flushes: the
-                // acker gets many small messages, and each pass of the run loop reads the clock.
-                for _ in 0..DRAIN {
-                    match self.inbox.try_recv() {
-                        Ok(m) => self.handle(m)?,
-                        Err(_) => break,
-                    }
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// Tick and poll the tasks whose time has come.
-    fn fire_timers(&mut self, timers: &mut BoltTimers) -> anyhow::Result<()> {
-        let now = Instant::now();
-        if let (Some(t), Some(every)) = (timers.next_tick, self.tick) {
-            if now >= t {
-                self.tick_all()?;
-                timers.next_tick = Some(now + every);
-            }
-        }
-        if let (Some(p), Some(every)) = (timers.next_poll, timers.poll_every) {
-            if now >= p {
-                self.poll_all()?;
-                timers.next_poll = Some(now + every);
-            }
-        }
-        Ok(())
-    }
-
-    fn flush_acks(&mut self) {
-        for t in &mut self.tasks {
-            t.emitter.flush_acks(&mut self.outbox);
-        }
-    }
-
-    /// A batch of tuples for one of this executor's tasks: executed in place, timed per batch.
-    #[inline]
-    fn handle_tuples(&mut self, task: u32, tuples: Vec<Tuple>) -> anyhow::Result<()> {
-        let fill = self.inbox.len() as u64;
-        if let Some(t) = self.tasks.first() {
-            let peak = &t.emitter.stats.queue_peak;
-            if fill > peak.load(Ordering::Relaxed) {
-                peak.store(fill, Ordering::Relaxed);
-            }
-        }
-        let i = task.wrapping_sub(self.first_task) as usize;
-        if i >= self.tasks.len() || self.control.abandon.load(Ordering::Relaxed) {
-            // Past a drain's deadline the trees these belong to are given up.
-            return Ok(());
-        }
-        let slot = &mut self.tasks[i];
-        let mut out = BoltOut {
-            em: &mut slot.emitter,
-            outbox: &mut self.outbox,
-        };
-        slot.component.tuples(tuples, &mut out)
-    }
-
-    fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
-        match msg {
-            Message::Tuples { task, tuples } => self.handle_tuples(task, tuples)?,
-            // Acker traffic goes to the acker's own executor.
-            Message::Acks(_) => {}
-            Message::Eos { from, to } => {
-                let i = to.wrapping_sub(self.first_task) as usize;
-                if i >= self.tasks.len() {
-                    return Ok(());
-                }
-                let slot = &mut self.tasks[i];
-                let mut out = BoltOut {
-                    em: &mut slot.emitter,
-                    outbox: &mut self.outbox,
-                };
-                slot.component.upstream_ended(from, &mut out)?;
-                let t = &mut self.tasks[i];
-                t.eos_seen.insert(from);
-                if t.eos_seen.len() >= t.eos_expected as usize && !t.finished {
-                    self.finish_task(i)?;
-                }
-            }
-            Message::Marker { from, to, marker } => {
-                let i = to.wrapping_sub(self.first_task) as usize;
-                if let Some(slot) = self.tasks.get_mut(i) {
-                    let mut out = BoltOut {
-                        em: &mut slot.emitter,
-                        outbox: &mut self.outbox,
-                    };
-                    slot.component.marker(from, &marker, &mut out)?;
-                }
-            }
-            Message::Wake => self.poll_all()?,
-        }
-        Ok(())
-    }
-
-    fn tick_all(&mut self) -> anyhow::Result<()> {
-        for i in 0..self.tasks.len() {
-            if !self.tasks[i].finished {
-                let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
-                let slot = &mut self.tasks[i];
-                let mut out = BoltOut {
-                    em: &mut slot.emitter,
-                    outbox: &mut self.outbox,
-                };
-                execute(slot.component.bolt(), &tick, &mut out)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn poll_all(&mut self) -> anyhow::Result<()> {
-        for slot in &mut self.tasks {
-            if slot.finished {
-                continue;
-            }
-            let mut out = BoltOut {
-                em: &mut slot.emitter,
-                outbox: &mut self.outbox,
-            };
-            slot.component.bolt().poll(&mut out)?;
-        }
-        Ok(())
-    }
-
-    /// Every upstream task has finished: run `finish`, then tell downstream.
-    fn finish_task(&mut self, i: usize) -> anyhow::Result<()> {
-        let slot = &mut self.tasks[i];
-        let mut out = BoltOut {
-            em: &mut slot.emitter,
-            outbox: &mut self.outbox,
-        };
-        slot.component.finish(&mut out)?;
-        out.em.flush_acks(out.outbox);
-        slot.finished = true;
-        slot.component.finished(&mut out)?;
-        let from = out.em.task;
-        for &to in out.em.router.downstream() {
-            out.outbox.eos(from, to);
-        }
-        slot.component.ended(&mut out);
-        Ok(())
-    }
-}
-
 /// Where a spout task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Phase {
@@ -523,6 +257,8 @@ pub struct SpoutExecutor {
     pub checkpoints: Option<Checkpointing>,
     /// Its tasks were opened by an executor before a rebalance: they go on as they were.
     pub resumed: bool,
+    /// The bolt executors chained onto this one, run on its thread.
+    pub guests: Guests,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -576,6 +312,7 @@ pub(crate) fn spout_call<'a>(
 impl SpoutExecutor {
     pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
         let mut report = ExecutorReport::default();
+        self.guests.start()?;
         if self.resumed {
             self.outbox.drain_while_blocked(self.inbox.clone());
         } else {
@@ -589,14 +326,15 @@ impl SpoutExecutor {
             backoff: BACKOFF_MIN,
             last_flush: Instant::now(),
         };
-        while self.tasks.iter().any(|t| !t.finished) {
+        while self.tasks.iter().any(|t| !t.finished) || self.guests.unfinished() {
             if self.control.park.load(Ordering::Relaxed) {
                 // Acker answers already queued are taken now; later ones follow the tasks.
                 self.drain_acks(&mut report)?;
                 self.announce();
                 self.outbox.flush();
+                self.guests.pump()?;
                 let mut report = self.parked(report);
-                report.inbox = Some(self.inbox.clone());
+                report.inbox.insert(0, self.inbox.clone());
                 return Ok(report);
             }
             self.clock = Instant::now();
@@ -608,6 +346,9 @@ impl SpoutExecutor {
             let busy = self.run_round(pacing.room)?;
             self.announce();
             self.markers_due()?;
+            // What the round emitted goes through the chained bolts at once.
+            self.outbox.flush_chained();
+            self.guests.pump()?;
             if busy || handled {
                 pacing.backoff = BACKOFF_MIN;
                 if pacing.last_flush.elapsed() >= FLUSH_EVERY {
@@ -621,18 +362,21 @@ impl SpoutExecutor {
             }
         }
         self.close_all();
+        self.guests.close();
         Ok(self.parked(report))
     }
 
     /// The report with the tasks handed back.
     fn parked(&mut self, report: ExecutorReport) -> ExecutorReport {
-        ExecutorReport {
-            tasks: Some(Parked::Spouts {
+        let mut report = ExecutorReport {
+            tasks: vec![Parked::Spouts {
                 tasks: std::mem::take(&mut self.tasks),
                 inactive: self.inactive,
-            }),
+            }],
             ..report
-        }
+        };
+        self.guests.park_into(&mut report);
+        report
     }
 
     /// Open and activate every task.
@@ -678,6 +422,7 @@ impl SpoutExecutor {
         while let Some(m) = self
             .outbox
             .take_drained()
+            .or_else(|| self.guests.take_drained())
             .or_else(|| self.inbox.try_recv().ok())
         {
             handled = true;
@@ -796,6 +541,7 @@ impl SpoutExecutor {
     fn next_tuple(&mut self, i: usize) -> anyhow::Result<SpoutStatus> {
         if self.tasks[i].state.may_block {
             self.outbox.flush();
+            self.guests.idle()?;
         }
         let (spout, mut out) = spout_call(
             &mut self.tasks[i],
@@ -838,6 +584,7 @@ impl SpoutExecutor {
         report: &mut ExecutorReport,
     ) -> anyhow::Result<bool> {
         self.outbox.flush();
+        self.guests.idle()?;
         pacing.last_flush = Instant::now();
         let at_max = self
             .tasks
@@ -853,6 +600,11 @@ impl SpoutExecutor {
             THROTTLE_MAX
         } else {
             pacing.backoff
+        };
+        // A guest's tick or poll cuts the wait short.
+        let wait = match self.guests.deadline() {
+            Some(at) => wait.min(at.saturating_duration_since(Instant::now())),
+            None => wait,
         };
         match self.inbox.recv_timeout(pacing.until_rotate(wait)) {
             Ok(m) => self.on_message(m, report)?,

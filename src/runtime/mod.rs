@@ -4,11 +4,14 @@
 
 pub mod acker;
 pub(crate) mod acker_executor;
+pub(crate) mod bolt_executor;
 pub(crate) mod bolt_task;
 mod builder;
+mod chain_hosts;
 pub mod checkpoint;
 pub(crate) mod collector;
 pub(crate) mod executor;
+mod guests;
 pub(crate) mod message;
 pub mod metrics;
 pub(crate) mod open_trees;

@@ -18,6 +18,9 @@ pub struct RouteTable {
     /// Indexed by task id: the sink index to use.
     pub task_sink: Vec<usize>,
     pub sinks: Vec<SinkSpec>,
+    /// Indexed by task id: the task runs chained onto another executor of this worker (its
+    /// batches are handed over right after the step that filled them: `Outbox::flush_chained`).
+    pub chained: Vec<bool>,
 }
 
 #[derive(Debug, Clone)]
@@ -91,6 +94,26 @@ impl Outbox {
         let end = batch.len();
         batch.push(tuple);
         &mut batch[end]
+    }
+
+    /// Send the batches gathered for chained tasks (their executor runs on this thread, next).
+    pub fn flush_chained(&mut self) {
+        let mut i = 0;
+        while i < self.dirty.len() {
+            let task = self.dirty[i];
+            if self
+                .table
+                .chained
+                .get(task as usize)
+                .copied()
+                .unwrap_or(false)
+            {
+                self.dirty.swap_remove(i);
+                self.send_pending(task);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// Send everything batched so far.
@@ -235,14 +258,13 @@ fn acker_tasks(plan: &Plan) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// Every task a task of `component` can send to, acker tasks included, ascending: the tasks
-/// that wait for its end of input.
-pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str) -> Vec<u32> {
+/// Every task task `task` of `component` can send to, acker tasks included, ascending: the
+/// tasks that wait for its end of input. Over a chained edge that is its paired task only.
+pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str, task: u32) -> Vec<u32> {
     let mut tasks: Vec<u32> = topology
         .outputs_of(component)
         .filter(|s| plan.stream_id(&s.stream).is_some())
-        .filter_map(|s| plan.component(&s.to))
-        .flat_map(|c| c.tasks.clone())
+        .flat_map(|s| edge_targets(plan, component, &s.to, task))
         .collect();
     if !matches!(Role::of(topology, component), Some(Role::Acker)) {
         tasks.extend(acker_tasks(plan));
@@ -250,6 +272,23 @@ pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str) -> Ve
     tasks.sort_unstable();
     tasks.dedup();
     tasks
+}
+
+/// The tasks of `to` that task `task` of `from` may send to: all of them, or over a chained
+/// edge (equal task counts) the one at the same index.
+fn edge_targets(plan: &Plan, from: &str, to: &str, task: u32) -> Vec<u32> {
+    let Some(targets) = plan.component(to) else {
+        return Vec::new();
+    };
+    if plan.chains.is_chained(from, to) {
+        if let Some(first) = plan.component(from).map(|c| *c.tasks.start()) {
+            let paired = *targets.tasks.start() + task.saturating_sub(first);
+            if targets.tasks.contains(&paired) {
+                return vec![paired];
+            }
+        }
+    }
+    targets.tasks.clone().collect()
 }
 
 impl Router {
@@ -264,11 +303,13 @@ impl Router {
             (0..plan.stream_names.len()).map(|_| Vec::new()).collect();
         let from = topology.component(component);
         for s in topology.outputs_of(component) {
-            let (Some(sid), Some(targets)) = (plan.stream_id(&s.stream), plan.component(&s.to))
-            else {
+            let Some(sid) = plan.stream_id(&s.stream) else {
                 continue;
             };
-            let targets: Vec<u32> = targets.tasks.clone().collect();
+            let targets = edge_targets(plan, component, &s.to, task);
+            if targets.is_empty() {
+                continue;
+            }
             let fields = from
                 .and_then(|c| c.output_fields(&s.stream))
                 .unwrap_or_default();
@@ -289,7 +330,7 @@ impl Router {
         Router {
             streams,
             ackers: acker_tasks(plan),
-            downstream: downstream_tasks(topology, plan, component),
+            downstream: downstream_tasks(topology, plan, component, task),
         }
     }
 

@@ -109,6 +109,8 @@ pub struct RawComponent {
     /// `stateful: true|false`: the component keeps checkpointed state (or not, whatever
     /// `topology.stateful` says).
     pub stateful: Option<Spanned<RawValue>>,
+    /// `chain: false`: the component never runs fused with its neighbours.
+    pub chain: Option<Spanned<RawValue>>,
     /// Per-component `config:`.
     pub config: Vec<(Spanned<String>, Spanned<RawValue>)>,
 }

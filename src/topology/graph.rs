@@ -1,7 +1,9 @@
 //! The topology as a graph (`storm graph`): Graphviz dot or Mermaid. Components show their
 //! type and parallelism (spouts as rounded nodes, as Storm UI's visualization does); edges
-//! show the grouping, its fields, and the stream when it is not `default`.
+//! show the grouping, its fields, and the stream when it is not `default`; a chained edge (its
+//! two ends run fused on one thread) is drawn bold and says `chained`.
 
+use crate::model::chains::Chains;
 use crate::model::{Component, Stream, Topology, DEFAULT_STREAM};
 
 fn node_label(c: &Component) -> String {
@@ -12,13 +14,16 @@ fn node_label(c: &Component) -> String {
     label
 }
 
-fn edge_label(s: &Stream) -> String {
+fn edge_label(s: &Stream, chains: &Chains) -> String {
     let mut label = s.grouping.name().to_string();
     if let Some(fields) = s.grouping.key_fields() {
         label.push_str(&format!("({})", fields.join(", ")));
     }
     if s.stream != DEFAULT_STREAM {
         label.push_str(&format!(" on {}", s.stream));
+    }
+    if chains.is_chained(&s.from, &s.to) {
+        label.push_str(", chained");
     }
     label
 }
@@ -38,12 +43,17 @@ pub fn to_dot(t: &Topology) -> String {
             q(&node_label(c))
         ));
     }
+    let chains = Chains::of(t);
     for s in &t.streams {
+        let style = match chains.is_chained(&s.from, &s.to) {
+            true => ", style=bold",
+            false => "",
+        };
         out.push_str(&format!(
-            "  {} -> {} [label={}];\n",
+            "  {} -> {} [label={}{style}];\n",
             q(&s.from),
             q(&s.to),
-            q(&edge_label(s))
+            q(&edge_label(s, &chains))
         ));
     }
     out.push_str("}\n");
@@ -68,11 +78,16 @@ pub fn to_mermaid(t: &Topology) -> String {
             out.push_str(&format!("  c{i}[\"{label}\"]\n"));
         }
     }
+    let chains = Chains::of(t);
     for s in &t.streams {
+        let arrow = match chains.is_chained(&s.from, &s.to) {
+            true => "==>",
+            false => "-->",
+        };
         out.push_str(&format!(
-            "  {} -->|\"{}\"| {}\n",
+            "  {} {arrow}|\"{}\"| {}\n",
             node(&s.from),
-            esc(&edge_label(s)),
+            esc(&edge_label(s, &chains)),
             node(&s.to)
         ));
     }

@@ -286,6 +286,7 @@ impl Validator<'_> {
         let tick = self.component_tick(rc);
         let finish = self.finish_flag(rc, ctype, kind);
         let stateful = self.stateful_flag(rc, ctype);
+        let chain = self.chain_flag(rc);
         let (id, ctype) = (id?, ctype?);
         let args = match rc.args.as_ref().map(|a| a.value.to_json()) {
             Some(serde_json::Value::Object(m)) => m,
@@ -307,6 +308,7 @@ impl Validator<'_> {
             tick,
             finish,
             stateful,
+            chain,
             config: rc
                 .config
                 .iter()
@@ -454,6 +456,18 @@ impl Validator<'_> {
                 Some("built-in bolts finish by themselves at the end of input".into());
         }
         on
+    }
+
+    /// `chain: false` keeps the component out of operator chains (default true).
+    fn chain_flag(&mut self, rc: &RawComponent) -> bool {
+        let Some(c) = &rc.chain else { return true };
+        match c.value {
+            RawValue::Bool(on) => on,
+            _ => {
+                self.error("`chain` must be true or false", c.span);
+                true
+            }
+        }
     }
 
     fn tick(&mut self, t: &Spanned<RawValue>) -> Option<Duration> {

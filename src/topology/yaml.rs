@@ -119,6 +119,7 @@ const COMPONENT_KEYS: &[&str] = &[
     "cwd",
     "finish",
     "stateful",
+    "chain",
     "tick",
     "config",
 ];
@@ -213,6 +214,7 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
             "tick" => c.tick = Some(value.clone()),
             "finish" => c.finish = Some(value.clone()),
             "stateful" => c.stateful = Some(value.clone()),
+            "chain" => c.chain = Some(value.clone()),
             "config" => c.config = r.map(&value, "`config`").to_vec(),
             _ => r.unknown_key(&key, COMPONENT_KEYS, "a component"),
         }

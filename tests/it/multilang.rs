@@ -105,6 +105,7 @@ fn component(
         tick: None,
         finish: false,
         stateful: false,
+        chain: true,
         config: Default::default(),
     }
 }

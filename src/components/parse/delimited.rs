@@ -74,9 +74,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The fast path of a line that is one record on its own and quotes nothing (no quote, no
-    /// `\r` or `\n`, not empty, within the record limit): its cells are the text between
-    /// delimiters, exactly as csv-core reads them; those asked for are appended to `out`
+    /// The fast path of a line that is one record on its own (no `\r` or `\n`, not empty,
+    /// within the record limit) and quotes nothing or only whole cells (`quoted.rs`): its cells
+    /// are read exactly as csv-core reads them; those asked for are appended to `out`
     /// (`bounds` is scratch). `None` (and `out` unchanged) when csv-core must read the line.
     pub fn read_plain(
         &self,
@@ -88,14 +88,23 @@ impl Layout {
         if !self.delimiter.is_ascii()
             || b.is_empty()
             || b.len() > self.max_record
-            || memchr::memchr3(b'"', b'\r', b'\n', b).is_some()
+            || memchr::memchr2(b'\r', b'\n', b).is_some()
         {
             return None;
         }
         bounds.clear();
-        bounds.extend(memchr::memchr_iter(self.delimiter, b));
-        bounds.push(b.len());
-        let n = bounds.len();
+        let quoted = memchr::memchr(b'"', b).is_some();
+        if quoted {
+            // Cells quoted whole: `bounds` holds (start, end) pairs of their text.
+            super::quoted::cells(b, self.delimiter, bounds)?;
+        } else {
+            let mut start = 0;
+            for end in memchr::memchr_iter(self.delimiter, b).chain([b.len()]) {
+                bounds.extend([start, end]);
+                start = end + 1;
+            }
+        }
+        let n = bounds.len() / 2;
         let want = self.columns;
         if want > 0 && n != want {
             return Some(Err(format!(
@@ -103,15 +112,15 @@ impl Layout {
             )));
         }
         let cell = |i: usize| {
-            let start = match i {
-                0 => 0,
-                i => bounds.get(i - 1)? + 1,
-            };
-            line.get(start..*bounds.get(i)?)
+            let text = line.get(*bounds.get(2 * i)?..*bounds.get(2 * i + 1)?)?;
+            Some(match quoted {
+                true => super::quoted::unescape(text),
+                false => Value::str(text),
+            })
         };
         let at = out.len();
         let mut take = |i: usize| {
-            out.push(Value::str(cell(i)?));
+            out.push(cell(i)?);
             Some(())
         };
         let all = match &self.picks {

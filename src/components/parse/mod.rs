@@ -16,6 +16,7 @@ mod json_flat;
 mod json_stream;
 mod pairs;
 mod pattern;
+mod quoted;
 pub mod source;
 pub mod spec;
 pub mod types;

@@ -18,6 +18,7 @@ const OPTIONS: &[&str] = &[
     "cwd",
     "finish",
     "stateful",
+    "chain",
     "tick",
     "config",
     "args",
@@ -242,6 +243,7 @@ fn component_option(s: &Setting, c: &mut RawComponent, diags: &mut Vec<Diagnosti
         "tick" => set_once(&mut c.tick, v.clone(), key, diags),
         "finish" => set_once(&mut c.finish, v.clone(), key, diags),
         "stateful" => set_once(&mut c.stateful, v.clone(), key, diags),
+        "chain" => set_once(&mut c.chain, v.clone(), key, diags),
         "config" => c.config.extend(map_entries(v, "config", diags)),
         "args" => {
             if c.args.is_some() {

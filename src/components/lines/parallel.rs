@@ -1,0 +1,106 @@
+//! Reading fields ahead on several threads: the reader thread deals its chunks of lines out
+//! in turn to parse threads, each with its own copy of the format's fast path, and the spout
+//! takes them back in the same turn, so the lines keep their order while a JSON or CSV input
+//! is read on as many cores as the machine gives.
+
+use super::{ChunkResult, LineChunk};
+use crate::components::parse::Prefetch;
+use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError};
+
+/// Chunks queued into and out of each parse thread.
+const QUEUED: usize = 2;
+
+/// The most parse threads a reader starts.
+const MAX_THREADS: usize = 4;
+
+/// How many parse threads a reader of fields starts here: one per core, up to
+/// [`MAX_THREADS`]; one means the reader thread reads the fields itself.
+pub fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_THREADS)
+}
+
+/// A chunk on its way to a parse thread: the lines whose fields it reads (whole lines, not
+/// pieces of a longer one) are flagged.
+type Job = (ChunkResult, Vec<bool>);
+
+/// The reader thread's end: deals chunks out in turn.
+pub struct Spread {
+    txs: Vec<Sender<Job>>,
+    next: usize,
+}
+
+impl Spread {
+    /// Send `chunk` to the next parse thread, its lines `whole` to be read. False when the
+    /// spout is gone.
+    pub fn send(&mut self, chunk: ChunkResult, whole: Vec<bool>) -> bool {
+        let sent = self.txs[self.next].send((chunk, whole)).is_ok();
+        self.next = (self.next + 1) % self.txs.len();
+        sent
+    }
+}
+
+/// The spout's end: chunks from one reader, or from parse threads taken in turn.
+pub enum Chunks {
+    One(Receiver<ChunkResult>),
+    Dealt {
+        rxs: Vec<Receiver<ChunkResult>>,
+        next: usize,
+    },
+}
+
+impl Chunks {
+    /// The next chunk in the order it was read, if it is ready.
+    pub fn try_recv(&mut self) -> Result<ChunkResult, TryRecvError> {
+        match self {
+            Chunks::One(rx) => rx.try_recv(),
+            Chunks::Dealt { rxs, next } => {
+                let got = rxs[*next].try_recv()?;
+                *next = (*next + 1) % rxs.len();
+                Ok(got)
+            }
+        }
+    }
+}
+
+/// Start one parse thread per fast path in `readers` (named after `name`); returns the
+/// reader's and the spout's ends.
+pub fn spread(readers: Vec<Prefetch>, name: &str) -> std::io::Result<(Spread, Chunks)> {
+    let (mut txs, mut rxs) = (Vec::new(), Vec::new());
+    for (i, mut reader) in readers.into_iter().enumerate() {
+        let (job_tx, job_rx) = bounded::<Job>(QUEUED);
+        let (done_tx, done_rx) = bounded::<ChunkResult>(QUEUED);
+        std::thread::Builder::new()
+            .name(format!("{name}-parse-{i}"))
+            .spawn(move || {
+                for (mut chunk, whole) in job_rx {
+                    if let Ok(c) = &mut chunk {
+                        read_fields(&mut reader, c, &whole);
+                    }
+                    if done_tx.send(chunk).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        txs.push(job_tx);
+        rxs.push(done_rx);
+    }
+    Ok((Spread { txs, next: 0 }, Chunks::Dealt { rxs, next: 0 }))
+}
+
+/// Read the fields of the lines of `chunk` flagged in `whole` (the others are the spout
+/// parser's to read).
+fn read_fields(reader: &mut Prefetch, chunk: &mut LineChunk, whole: &[bool]) {
+    let mut start = 0;
+    chunk.parsed = chunk
+        .ends
+        .iter()
+        .zip(whole)
+        .map(|(&end, &whole)| {
+            let line = &chunk.text[start..end];
+            start = end;
+            whole.then(|| reader.read(line)).flatten()
+        })
+        .collect();
+}

@@ -1,0 +1,107 @@
+//! Operator chaining: which components run fused into the executor thread of the component
+//! before them. A bolt is chained onto its upstream when the edge between them is a
+//! `shuffle`, `local_or_shuffle` or `none` edge between equal numbers of executors and tasks
+//! (then paired task by task, as a forward edge), it has no other input, and neither side is
+//! a child process or says `chain: false`. A keyed edge (`fields`, `partial_key`, `global`,
+//! `all`) ends a chain, as a key-by does: the steps on either side keep a thread each, so a
+//! pipeline still spreads over the cores. `topology.chaining: false` turns chaining off.
+
+use super::{Component, Grouping, Topology};
+use std::collections::BTreeMap;
+
+/// The config key that turns chaining off for a whole topology.
+pub const CHAINING_KEY: &str = "topology.chaining";
+
+/// Chained edges of a topology: each chained bolt with the component it is fused onto.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Chains {
+    /// Chained bolt → its upstream component.
+    onto: BTreeMap<String, String>,
+}
+
+impl Chains {
+    /// The chained edges of `topology` (none when `topology.chaining` is false).
+    pub fn of(topology: &Topology) -> Chains {
+        let mut onto = BTreeMap::new();
+        if topology.config.get_bool(CHAINING_KEY) == Some(false) {
+            return Chains { onto };
+        }
+        for to in topology.bolts() {
+            let mut inputs = topology.inputs_of(&to.id);
+            let (Some(edge), None) = (inputs.next(), inputs.next()) else {
+                continue;
+            };
+            let Some(from) = topology.component(&edge.from) else {
+                continue;
+            };
+            if from.id != to.id && fusable(from, to, &edge.grouping) {
+                onto.insert(to.id.clone(), from.id.clone());
+            }
+        }
+        Chains { onto }
+    }
+
+    /// The component `bolt` is fused onto, if it is chained.
+    pub fn upstream_of(&self, bolt: &str) -> Option<&str> {
+        self.onto.get(bolt).map(String::as_str)
+    }
+
+    /// Whether the edge `from` → `to` is chained.
+    pub fn is_chained(&self, from: &str, to: &str) -> bool {
+        self.upstream_of(to) == Some(from)
+    }
+
+    /// The first component of the chain `component` is in (itself when it is not chained).
+    pub fn head_of<'a>(&'a self, component: &'a str) -> &'a str {
+        let mut at = component;
+        // A chain is acyclic (each link has one input), but a bound keeps a bad map finite.
+        for _ in 0..=self.onto.len() {
+            match self.upstream_of(at) {
+                Some(up) => at = up,
+                None => break,
+            }
+        }
+        at
+    }
+
+    /// How far down its chain `component` is (0: a head or an unchained component).
+    pub fn depth_of(&self, component: &str) -> usize {
+        let mut at = component;
+        let mut depth = 0;
+        while let Some(up) = self.upstream_of(at) {
+            if depth > self.onto.len() {
+                break;
+            }
+            at = up;
+            depth += 1;
+        }
+        depth
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.onto.is_empty()
+    }
+}
+
+/// Whether `to` may run fused onto `from` over an edge grouped by `grouping`.
+fn fusable(from: &Component, to: &Component, grouping: &Grouping) -> bool {
+    if !chain_allowed(from) || !chain_allowed(to) || from.parallelism != to.parallelism {
+        return false;
+    }
+    if from.tasks != to.tasks {
+        return false;
+    }
+    matches!(
+        grouping,
+        Grouping::Shuffle | Grouping::LocalOrShuffle | Grouping::None
+    )
+}
+
+/// A component may take part in a chain: it says nothing against it and is not a child
+/// process (a shell component's thread mostly waits on its child, which runs apart anyway).
+fn chain_allowed(c: &Component) -> bool {
+    c.chain && c.command.is_none()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,133 @@
+use super::*;
+use crate::config::{Config, Origin};
+use crate::model::{ComponentKind, ComponentType, Stream};
+
+/// A component of type `ctype` with `parallelism` executors and as many tasks.
+fn component(id: &str, ctype: &str, parallelism: u32) -> Component {
+    let ctype = ComponentType::from_name(ctype).expect("a built-in");
+    let kind = if ctype.can_be(ComponentKind::Bolt) {
+        ComponentKind::Bolt
+    } else {
+        ComponentKind::Spout
+    };
+    Component {
+        id: id.into(),
+        kind,
+        ctype,
+        args: serde_json::Map::new(),
+        parallelism,
+        tasks: parallelism,
+        outputs: BTreeMap::new(),
+        command: None,
+        cwd: None,
+        tick: None,
+        finish: false,
+        stateful: false,
+        chain: true,
+        config: BTreeMap::new(),
+    }
+}
+
+fn stream(from: &str, to: &str, grouping: Grouping) -> Stream {
+    Stream {
+        from: from.into(),
+        to: to.into(),
+        stream: "default".into(),
+        grouping,
+        name: None,
+    }
+}
+
+fn topology(components: Vec<Component>, streams: Vec<Stream>) -> Topology {
+    Topology {
+        name: "t".into(),
+        config: Config::default(),
+        components,
+        streams,
+        base_dir: ".".into(),
+    }
+}
+
+/// `stdin | filter | count(word) | stdout`, as the DSL writes it.
+fn pipeline(p: [u32; 4]) -> Topology {
+    topology(
+        vec![
+            component("in", "stdin", p[0]),
+            component("keep", "filter", p[1]),
+            component("count", "count", p[2]),
+            component("out", "stdout", p[3]),
+        ],
+        vec![
+            stream("in", "keep", Grouping::Shuffle),
+            stream("keep", "count", Grouping::Fields(vec!["word".into()])),
+            stream("count", "out", Grouping::Shuffle),
+        ],
+    )
+}
+
+#[test]
+fn shuffle_edges_between_equal_parallelism_chain_and_a_keyed_edge_ends_a_chain() {
+    for p in [1, 2] {
+        let c = Chains::of(&pipeline([p, p, p, p]));
+        assert_eq!(c.upstream_of("keep"), Some("in"), "the spout's first bolt");
+        assert!(
+            !c.is_chained("keep", "count"),
+            "a fields edge, parallelism {p}"
+        );
+        assert_eq!(c.upstream_of("out"), Some("count"));
+        assert_eq!(c.head_of("out"), "count");
+        assert_eq!(c.head_of("keep"), "in");
+        assert_eq!((c.depth_of("keep"), c.depth_of("in")), (1, 0));
+    }
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.streams[1].grouping = Grouping::LocalOrShuffle;
+    let c = Chains::of(&t);
+    assert_eq!(c.head_of("out"), "in", "a chain of three links");
+    assert_eq!(c.depth_of("out"), 3);
+}
+
+#[test]
+fn unequal_parallelism_or_tasks_breaks_the_chain() {
+    let c = Chains::of(&pipeline([1, 2, 2, 1]));
+    assert!(!c.is_chained("in", "keep"), "1 → 2");
+    assert!(!c.is_chained("count", "out"), "2 → 1");
+    let mut t = pipeline([2, 2, 2, 2]);
+    t.components[1].tasks = 4;
+    assert!(
+        !Chains::of(&t).is_chained("in", "keep"),
+        "2 tasks → 4 tasks"
+    );
+}
+
+#[test]
+fn chaining_is_turned_off_for_the_topology_or_per_component() {
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.config
+        .set(CHAINING_KEY, serde_json::json!(false), Origin::CommandLine);
+    assert!(Chains::of(&t).is_empty());
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.components[1].chain = false;
+    let c = Chains::of(&t);
+    assert!(!c.is_chained("in", "keep"), "keep says chain: false");
+    assert!(c.is_chained("count", "out"));
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.components[2].chain = false;
+    assert!(
+        !Chains::of(&t).is_chained("count", "out"),
+        "nothing is fused onto it"
+    );
+}
+
+#[test]
+fn a_bolt_with_two_inputs_a_direct_edge_or_a_child_process_is_not_chained() {
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.streams.push(stream("keep", "out", Grouping::Shuffle));
+    let c = Chains::of(&t);
+    assert!(!c.is_chained("count", "out") && !c.is_chained("keep", "out"));
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.streams[0].grouping = Grouping::Direct;
+    assert!(!Chains::of(&t).is_chained("in", "keep"));
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.components[1].command = Some(vec!["python3".into(), "keep.py".into()]);
+    assert!(!Chains::of(&t).is_chained("in", "keep"));
+}

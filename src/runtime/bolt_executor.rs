@@ -1,0 +1,381 @@
+//! A bolt executor: consumes its receive queue in batches (`consume-batch-when-available`) and
+//! hands each to its task (`bolt_task.rs`), moving output on through its outbox. It runs on a
+//! thread of its own ([`BoltExecutor::run`]), or as a guest on the thread of the executor it is
+//! chained onto ([`BoltExecutor::pump`], driven by `guests.rs`): then its queue is filled by
+//! that thread alone and emptied between its host's steps.
+
+use super::bolt_task::execute;
+use super::collector::BoltOut;
+use super::executor::{BoltSlot, ExecutorReport, Parked, RunControl, DRAIN, FLUSH_EVERY};
+use super::guests::Guests;
+use super::message::Message;
+use super::routing::Outbox;
+use crate::model::plan::{streams, SYSTEM_TASK};
+use crate::tuple::Tuple;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct BoltExecutor {
+    pub inbox: Receiver<Message>,
+    pub outbox: Outbox,
+    /// Tasks in ascending id order, contiguous from `first_task`.
+    pub tasks: Vec<BoltSlot>,
+    pub first_task: u32,
+    pub tick: Option<Duration>,
+    pub control: Arc<RunControl>,
+    /// Its tasks were prepared by an executor before a rebalance: they go on as they were.
+    pub resumed: bool,
+    /// The executors chained onto this one, run on its thread.
+    pub guests: Guests,
+    timers: BoltTimers,
+}
+
+/// A bolt executor's timers: ticks, polls, and the last flush of its outbox.
+#[derive(Debug)]
+struct BoltTimers {
+    next_tick: Option<Instant>,
+    poll_every: Option<Duration>,
+    next_poll: Option<Instant>,
+    last_flush: Instant,
+}
+
+impl BoltTimers {
+    /// The next tick or poll, whichever is first.
+    fn deadline(&self) -> Option<Instant> {
+        earliest(self.next_tick, self.next_poll)
+    }
+}
+
+/// The earlier of two optional instants.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl BoltExecutor {
+    pub fn new(
+        inbox: Receiver<Message>,
+        outbox: Outbox,
+        tasks: Vec<BoltSlot>,
+        first_task: u32,
+        tick: Option<Duration>,
+        control: Arc<RunControl>,
+        resumed: bool,
+    ) -> BoltExecutor {
+        BoltExecutor {
+            inbox,
+            outbox,
+            tasks,
+            first_task,
+            tick,
+            control,
+            resumed,
+            guests: Guests::default(),
+            timers: BoltTimers {
+                next_tick: None,
+                poll_every: None,
+                next_poll: None,
+                last_flush: Instant::now(),
+            },
+        }
+    }
+
+    /// Its component's id (for errors of a guest).
+    pub(crate) fn component(&self) -> &str {
+        self.tasks.first().map_or("", |t| t.ctx.component.as_str())
+    }
+
+    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
+        self.guests.start()?;
+        self.start()?;
+        while self.unfinished() || self.guests.unfinished() {
+            let deadline = earliest(self.timers.deadline(), self.guests.deadline());
+            if !self.receive(deadline)? {
+                break;
+            }
+            if self.control.park.load(Ordering::Relaxed) {
+                return Ok(self.park());
+            }
+            // The clock is read only when there are timers (it costs a sixth of a fast pipeline).
+            if self.timers.deadline().is_some() {
+                self.fire_timers()?;
+            }
+            self.outbox.flush_chained();
+            self.guests.pump()?;
+            if self.inbox.is_empty() {
+                // Idle: let components flush (stdout) and send partial batches on.
+                self.idle()?;
+                self.guests.idle()?;
+            } else if self.timers.last_flush.elapsed() >= FLUSH_EVERY {
+                // Busy for a while: partial batches and acks still leave within a millisecond
+                // or so (acks also leave once ACK_PAIRS of them are waiting).
+                self.flush();
+            }
+        }
+        self.close();
+        self.guests.close();
+        let mut report = self.park();
+        // Ended: nothing more is read from the queues, so they must close.
+        report.inbox.clear();
+        Ok(report)
+    }
+
+    /// Prepare (or, resumed, take over) its tasks; those with no upstream at all finish at once.
+    pub(crate) fn start(&mut self) -> anyhow::Result<()> {
+        if !self.resumed {
+            for t in &mut self.tasks {
+                t.component.bolt().prepare(&t.ctx)?;
+            }
+            for t in &mut self.tasks {
+                t.component.restore()?;
+            }
+        }
+        let poll_every = self
+            .tasks
+            .iter_mut()
+            .filter_map(|t| t.component.bolt().poll_interval())
+            .min();
+        self.timers = BoltTimers {
+            next_tick: self.tick.map(|d| Instant::now() + d),
+            poll_every,
+            next_poll: poll_every.map(|d| Instant::now() + d),
+            last_flush: Instant::now(),
+        };
+        for i in 0..self.tasks.len() {
+            if self.tasks[i].eos_expected == 0 && !self.tasks[i].finished {
+                self.finish_task(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Some task has not finished yet.
+    pub(crate) fn unfinished(&self) -> bool {
+        self.tasks.iter().any(|t| !t.finished)
+    }
+
+    /// When its next tick or poll is due.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.timers.deadline()
+    }
+
+    /// As a guest: handle everything its host queued for it, fire its timers when due, and
+    /// send what that emitted on. Returns whether there was anything.
+    pub(crate) fn pump(&mut self) -> anyhow::Result<bool> {
+        let mut handled = false;
+        while let Ok(m) = self.inbox.try_recv() {
+            self.handle(m)?;
+            handled = true;
+        }
+        if self.timers.deadline().is_some_and(|d| Instant::now() >= d) {
+            self.fire_timers()?;
+            handled = true;
+        }
+        if handled {
+            self.flush();
+        }
+        Ok(handled)
+    }
+
+    /// Nothing is waiting: let components flush (stdout) and send partial batches on.
+    pub(crate) fn idle(&mut self) -> anyhow::Result<()> {
+        self.poll_all()?;
+        self.flush();
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        self.flush_acks();
+        self.outbox.flush();
+        self.timers.last_flush = Instant::now();
+    }
+
+    /// Close every task not closed yet.
+    pub(crate) fn close(&mut self) {
+        for t in self.tasks.iter_mut().filter(|t| !t.closed) {
+            t.component.close();
+            t.closed = true;
+        }
+    }
+
+    /// Send what is waiting and hand the tasks and the receive queues back, its guests' too.
+    pub(crate) fn park(&mut self) -> ExecutorReport {
+        self.flush();
+        let mut report = ExecutorReport {
+            tasks: vec![Parked::Bolts(std::mem::take(&mut self.tasks))],
+            inbox: vec![self.inbox.clone()],
+            ..Default::default()
+        };
+        self.guests.park_into(&mut report);
+        report
+    }
+
+    /// Wait for a message until `deadline` (or for ever) and handle it, with whatever else is
+    /// queued by then. Returns false when the queue is gone.
+    #[inline]
+    fn receive(&mut self, deadline: Option<Instant>) -> anyhow::Result<bool> {
+        let msg = match deadline {
+            Some(d) => self.inbox.recv_deadline(d),
+            None => self
+                .inbox
+                .recv()
+                .map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match msg {
+            Ok(m) => {
+                self.handle(m)?;
+                // Whatever else is queued now is handled before the timers and flushes: the
+                // acker gets many small messages, and each pass of the run loop reads the clock.
+                for _ in 0..DRAIN {
+                    match self.inbox.try_recv() {
+                        Ok(m) => self.handle(m)?,
+                        Err(_) => break,
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Tick and poll the tasks whose time has come.
+    fn fire_timers(&mut self) -> anyhow::Result<()> {
+        let now = Instant::now();
+        if let (Some(t), Some(every)) = (self.timers.next_tick, self.tick) {
+            if now >= t {
+                self.tick_all()?;
+                self.timers.next_tick = Some(now + every);
+            }
+        }
+        if let (Some(p), Some(every)) = (self.timers.next_poll, self.timers.poll_every) {
+            if now >= p {
+                self.poll_all()?;
+                self.timers.next_poll = Some(now + every);
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_acks(&mut self) {
+        for t in &mut self.tasks {
+            t.emitter.flush_acks(&mut self.outbox);
+        }
+    }
+
+    /// A batch of tuples for one of this executor's tasks: executed in place, timed per batch.
+    #[inline]
+    fn handle_tuples(&mut self, task: u32, tuples: Vec<Tuple>) -> anyhow::Result<()> {
+        let fill = self.inbox.len() as u64;
+        if let Some(t) = self.tasks.first() {
+            let peak = &t.emitter.stats.queue_peak;
+            if fill > peak.load(Ordering::Relaxed) {
+                peak.store(fill, Ordering::Relaxed);
+            }
+        }
+        let i = task.wrapping_sub(self.first_task) as usize;
+        if i >= self.tasks.len() || self.control.abandon.load(Ordering::Relaxed) {
+            // Past a drain's deadline the trees these belong to are given up.
+            return Ok(());
+        }
+        let slot = &mut self.tasks[i];
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+        };
+        slot.component.tuples(tuples, &mut out)
+    }
+
+    fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
+        match msg {
+            Message::Tuples { task, tuples } => self.handle_tuples(task, tuples)?,
+            // Acker traffic goes to the acker's own executor.
+            Message::Acks(_) => {}
+            Message::Eos { from, to } => self.upstream_ended(from, to)?,
+            Message::Marker { from, to, marker } => {
+                let i = to.wrapping_sub(self.first_task) as usize;
+                if let Some(slot) = self.tasks.get_mut(i) {
+                    let mut out = BoltOut {
+                        em: &mut slot.emitter,
+                        outbox: &mut self.outbox,
+                    };
+                    slot.component.marker(from, &marker, &mut out)?;
+                }
+            }
+            Message::Wake => self.poll_all()?,
+        }
+        Ok(())
+    }
+
+    /// Task `from` said end of input to task `to`: finish `to` once all its upstream have.
+    fn upstream_ended(&mut self, from: u32, to: u32) -> anyhow::Result<()> {
+        let i = to.wrapping_sub(self.first_task) as usize;
+        if i >= self.tasks.len() {
+            return Ok(());
+        }
+        let slot = &mut self.tasks[i];
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+        };
+        slot.component.upstream_ended(from, &mut out)?;
+        let t = &mut self.tasks[i];
+        t.eos_seen.insert(from);
+        if t.eos_seen.len() >= t.eos_expected as usize && !t.finished {
+            self.finish_task(i)?;
+        }
+        Ok(())
+    }
+
+    fn tick_all(&mut self) -> anyhow::Result<()> {
+        for i in 0..self.tasks.len() {
+            if !self.tasks[i].finished {
+                let tick = Tuple::new(Default::default(), SYSTEM_TASK, streams::TICK);
+                let slot = &mut self.tasks[i];
+                let mut out = BoltOut {
+                    em: &mut slot.emitter,
+                    outbox: &mut self.outbox,
+                };
+                execute(slot.component.bolt(), &tick, &mut out)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_all(&mut self) -> anyhow::Result<()> {
+        for slot in &mut self.tasks {
+            if slot.finished {
+                continue;
+            }
+            let mut out = BoltOut {
+                em: &mut slot.emitter,
+                outbox: &mut self.outbox,
+            };
+            slot.component.bolt().poll(&mut out)?;
+        }
+        Ok(())
+    }
+
+    /// Every upstream task has finished: run `finish`, then tell downstream.
+    fn finish_task(&mut self, i: usize) -> anyhow::Result<()> {
+        let slot = &mut self.tasks[i];
+        let mut out = BoltOut {
+            em: &mut slot.emitter,
+            outbox: &mut self.outbox,
+        };
+        slot.component.finish(&mut out)?;
+        out.em.flush_acks(out.outbox);
+        slot.finished = true;
+        slot.component.finished(&mut out)?;
+        let from = out.em.task;
+        for &to in out.em.router.downstream() {
+            out.outbox.eos(from, to);
+        }
+        slot.component.ended(&mut out);
+        Ok(())
+    }
+}
