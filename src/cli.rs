@@ -440,6 +440,8 @@ pub enum GraphFormat {
 pub struct GraphArgs {
     #[command(flatten)]
     pub source: TopologySource,
+    #[command(flatten)]
+    pub config: ConfigOverrides,
     /// Graph language
     #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
     pub format: GraphFormat,

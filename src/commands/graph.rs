@@ -7,7 +7,7 @@ use std::io::Write;
 
 pub fn run(args: GraphArgs) -> anyhow::Result<Status> {
     let opts = LoadOptions {
-        overrides: Vec::new(),
+        overrides: args.config.overrides.clone(),
         filter: args.source.filter.clone(),
     };
     let loaded = match load_topology(

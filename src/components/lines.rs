@@ -435,6 +435,24 @@ impl LineSpout {
         true
     }
 
+    /// What the reader thread of a glob reads: the matched files, from where they were left.
+    fn glob_job(&self, g: &Globbing, pattern: PathBuf, cut: Option<usize>) -> glob::GlobJob {
+        glob::GlobJob {
+            pattern,
+            strip: g.strip.clone(),
+            starts: g.files.clone(),
+            restored_prints: g.prints.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            prints: g.prints.clone(),
+            closed: self.follow.as_ref().map(|f| f.closed.clone()),
+            from_end: self
+                .follow
+                .as_ref()
+                .is_some_and(|f| f.from_end && !f.resumed),
+            cut,
+            numbered: self.placement.is_some(),
+        }
+    }
+
     /// Start the reader thread (at the first `next_tuple`, so a `restore` can set where).
     fn start_reader(&mut self) -> anyhow::Result<()> {
         let Some(input) = self.input.take() else {
@@ -450,20 +468,7 @@ impl LineSpout {
         // Numbering lines (`file_line`): from the restored count, else counted at start.
         let numbering = self.placement.is_some().then_some(self.start_line);
         if let (Some(g), Input::File(pattern)) = (&self.glob, &input) {
-            let job = glob::GlobJob {
-                pattern: pattern.clone(),
-                strip: g.strip.clone(),
-                starts: g.files.clone(),
-                restored_prints: g.prints.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-                prints: g.prints.clone(),
-                closed: self.follow.as_ref().map(|f| f.closed.clone()),
-                from_end: self
-                    .follow
-                    .as_ref()
-                    .is_some_and(|f| f.from_end && !f.resumed),
-                cut,
-                numbered: self.placement.is_some(),
-            };
+            let job = self.glob_job(g, pattern.clone(), cut);
             std::thread::Builder::new()
                 .name(name)
                 .spawn(move || job.run(tx, read, invalid))?;
@@ -503,28 +508,54 @@ impl LineSpout {
             self.chunks = Some(parallel::Chunks::One(rx));
             return Ok(());
         }
-        // Fields read ahead on several threads, when there are cores for them.
-        let (spread, prefetch, chunks) = if prefetch.len() > 1 {
-            let (spread, chunks) = parallel::spread(prefetch, &name)?;
-            (Some(spread), Vec::new(), chunks)
-        } else {
-            (None, prefetch, parallel::Chunks::One(rx))
+        let reading = Reading {
+            cut,
+            prefetch: None,
+            numbering,
         };
-        std::thread::Builder::new().name(name).spawn(move || {
-            let lines = Reading {
-                cut,
-                prefetch: prefetch.into_iter().next(),
-                numbering,
-            };
-            let out = match spread {
-                Some(spread) => Out::Spread(spread),
-                None => Out::One(tx),
-            };
-            reader_thread(input, start, lines, out, read, invalid)
-        })?;
+        let chunks = spawn_plain_reader(
+            input,
+            start,
+            reading,
+            prefetch,
+            (tx, rx),
+            name,
+            read,
+            invalid,
+        )?;
         self.chunks = Some(chunks);
         Ok(())
     }
+}
+
+/// Start the reader thread of a plain input (stdin or one file, not followed): fields read
+/// ahead on several threads when there are cores for them (`readers`, one per thread), else
+/// on the reader thread itself. Returns the spout's end.
+#[allow(clippy::too_many_arguments)]
+fn spawn_plain_reader(
+    input: Input,
+    start: u64,
+    mut reading: Reading,
+    mut readers: Vec<super::parse::Prefetch>,
+    (tx, rx): (
+        crossbeam_channel::Sender<ChunkResult>,
+        crossbeam_channel::Receiver<ChunkResult>,
+    ),
+    name: String,
+    read: Arc<AtomicU64>,
+    invalid: Arc<AtomicU64>,
+) -> std::io::Result<parallel::Chunks> {
+    let (out, chunks) = if readers.len() > 1 {
+        let (spread, chunks) = parallel::spread(readers, &name)?;
+        (Out::Spread(spread), chunks)
+    } else {
+        reading.prefetch = readers.pop();
+        (Out::One(tx), parallel::Chunks::One(rx))
+    };
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || reader_thread(input, start, reading, out, read, invalid))?;
+    Ok(chunks)
 }
 
 /// Read `input` from raw offset `start` (a file seeks there; stdin skips that many bytes).

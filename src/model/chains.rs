@@ -4,7 +4,9 @@
 //! (then paired task by task, as a forward edge), it has no other input, and neither side is
 //! a child process or says `chain: false`. A keyed edge (`fields`, `partial_key`, `global`,
 //! `all`) ends a chain, as a key-by does: the steps on either side keep a thread each, so a
-//! pipeline still spreads over the cores. `topology.chaining: false` turns chaining off.
+//! pipeline still spreads over the cores. In a topology that keeps state a spout keeps a
+//! thread of its own: its loop paces the checkpoint rounds (a marker per pass), and a slow
+//! bolt on its thread would stretch them. `topology.chaining: false` turns chaining off.
 
 use super::{Component, Grouping, Topology};
 use std::collections::BTreeMap;
@@ -34,7 +36,8 @@ impl Chains {
             let Some(from) = topology.component(&edge.from) else {
                 continue;
             };
-            if from.id != to.id && fusable(from, to, &edge.grouping) {
+            let paces_checkpoints = from.is_spout() && topology.is_stateful();
+            if from.id != to.id && !paces_checkpoints && fusable(from, to, &edge.grouping) {
                 onto.insert(to.id.clone(), from.id.clone());
             }
         }

@@ -7,7 +7,7 @@
 use super::bolt_task::execute;
 use super::collector::BoltOut;
 use super::executor::{BoltSlot, ExecutorReport, Parked, RunControl, DRAIN, FLUSH_EVERY};
-use super::guests::Guests;
+use super::guests::{earliest, Guest, Guests};
 use super::message::Message;
 use super::routing::Outbox;
 use crate::model::plan::{streams, SYSTEM_TASK};
@@ -45,14 +45,6 @@ impl BoltTimers {
     /// The next tick or poll, whichever is first.
     fn deadline(&self) -> Option<Instant> {
         earliest(self.next_tick, self.next_poll)
-    }
-}
-
-/// The earlier of two optional instants.
-pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 
@@ -377,5 +369,35 @@ impl BoltExecutor {
         }
         slot.component.ended(&mut out);
         Ok(())
+    }
+}
+
+impl Guest for BoltExecutor {
+    fn component(&self) -> &str {
+        BoltExecutor::component(self)
+    }
+    fn start(&mut self) -> anyhow::Result<()> {
+        BoltExecutor::start(self)
+    }
+    fn pump(&mut self) -> anyhow::Result<bool> {
+        BoltExecutor::pump(self)
+    }
+    fn idle(&mut self) -> anyhow::Result<()> {
+        BoltExecutor::idle(self)
+    }
+    fn unfinished(&self) -> bool {
+        BoltExecutor::unfinished(self)
+    }
+    fn deadline(&self) -> Option<Instant> {
+        BoltExecutor::deadline(self)
+    }
+    fn take_drained(&mut self) -> Option<Message> {
+        self.outbox.take_drained()
+    }
+    fn close(&mut self) {
+        BoltExecutor::close(self)
+    }
+    fn park(&mut self) -> ExecutorReport {
+        BoltExecutor::park(self)
     }
 }

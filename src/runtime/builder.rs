@@ -15,12 +15,13 @@ use super::checkpoint::wrapper::Checkpointed;
 use super::checkpoint::{Checkpointing, RemoteCheckpoints, Report};
 use super::collector::Emitter;
 use super::executor::{
-    AckerSlot, BoltSlot, ExecutorReport, Parked, RunControl, SpoutExecutor, SpoutSlot, TaskSlot,
+    AckerSlot, BoltSlot, ExecutorReport, Parked, RunControl, SpoutSlot, TaskSlot,
 };
 use super::message::{Message, Transfer};
 use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
 use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
+use super::spout_executor::SpoutExecutor;
 use super::{task_seed, worker, Role, Running, DEFAULT_MAX_PENDING};
 use crate::components::{catalog, TaskContext, Waker};
 use crate::config::{Config, Origin};
@@ -406,9 +407,9 @@ impl<'a> Wiring<'a> {
                     guest
                         .outbox
                         .drain_while_blocked(self.inboxes[host].1.clone());
-                    s.guests.push(guest);
+                    s.guests.push(Box::new(guest));
                 }
-                Some(Built::Bolt(b)) => b.guests.push(guest),
+                Some(Built::Bolt(b)) => b.guests.push(Box::new(guest)),
                 _ => anyhow::bail!("executor {host} cannot host chained executor {i}"),
             }
         }

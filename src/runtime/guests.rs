@@ -2,37 +2,75 @@
 //! their queues filled by it alone and emptied right after each of its steps, in chain order,
 //! so a tuple crosses the whole chain without a queue hop between threads or a wake-up.
 
-use super::bolt_executor::{earliest, BoltExecutor};
 use super::executor::ExecutorReport;
 use super::message::Message;
 use super::ComponentFailed;
 use std::time::Instant;
 
+/// What a host drives of an executor chained onto it (a bolt executor, `bolt_executor.rs`).
+pub trait Guest: Send {
+    /// Its component's id.
+    fn component(&self) -> &str;
+    /// Prepare its tasks (or take them over after a rebalance).
+    fn start(&mut self) -> anyhow::Result<()>;
+    /// Handle what is queued for it and its due timers; whether there was anything.
+    fn pump(&mut self) -> anyhow::Result<bool>;
+    /// Its host is idle: poll its tasks and send partial batches on.
+    fn idle(&mut self) -> anyhow::Result<()>;
+    fn unfinished(&self) -> bool;
+    /// Its next tick or poll.
+    fn deadline(&self) -> Option<Instant>;
+    /// A message its outbox drained from the host's queue while a send blocked.
+    fn take_drained(&mut self) -> Option<Message>;
+    fn close(&mut self);
+    /// Hand its tasks and queue back.
+    fn park(&mut self) -> ExecutorReport;
+}
+
+/// The earlier of two optional instants.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Guests in chain order: each one's upstream comes before it.
 #[derive(Default)]
-pub struct Guests(Vec<BoltExecutor>);
+pub struct Guests(Vec<Box<dyn Guest>>);
 
-/// An error of guest `g`, named by its own component (not its host's).
-fn failed(g: &BoltExecutor, e: anyhow::Error) -> anyhow::Error {
-    if e.downcast_ref::<ComponentFailed>().is_some() {
-        return e;
+/// Run `f` on guest `g`: an error or a panic in it is named by the guest's own component (not
+/// its host's), as it would be on a thread of its own.
+fn guarded<T>(
+    g: &mut Box<dyn Guest>,
+    f: impl FnOnce(&mut Box<dyn Guest>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let component = g.component().to_string();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(g))) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) if e.downcast_ref::<ComponentFailed>().is_some() => Err(e),
+        Ok(Err(e)) => Err(e.context(ComponentFailed {
+            component,
+            crash: None,
+        })),
+        Err(panic) => Err(ComponentFailed {
+            component,
+            crash: Some(super::panic_message(panic.as_ref()).to_string()),
+        }
+        .into()),
     }
-    e.context(ComponentFailed {
-        component: g.component().to_string(),
-        crash: None,
-    })
 }
 
 impl Guests {
     /// Add `guest` after those already there (its upstream must be one of them, or the host).
-    pub fn push(&mut self, guest: BoltExecutor) {
+    pub fn push(&mut self, guest: Box<dyn Guest>) {
         self.0.push(guest);
     }
 
     /// Prepare every guest, downstream first, so each is ready before anything reaches it.
     pub fn start(&mut self) -> anyhow::Result<()> {
         for g in self.0.iter_mut().rev() {
-            g.start().map_err(|e| failed(g, e))?;
+            guarded(g, |g| g.start())?;
         }
         Ok(())
     }
@@ -42,7 +80,7 @@ impl Guests {
         loop {
             let mut any = false;
             for g in &mut self.0 {
-                any |= g.pump().map_err(|e| failed(g, e))?;
+                any |= guarded(g, |g| g.pump())?;
             }
             if !any {
                 return Ok(());
@@ -57,14 +95,14 @@ impl Guests {
         }
         self.pump()?;
         for g in &mut self.0 {
-            g.idle().map_err(|e| failed(g, e))?;
+            guarded(g, |g| g.idle())?;
         }
         self.pump()
     }
 
     /// Some guest has a task not finished yet.
     pub fn unfinished(&self) -> bool {
-        self.0.iter().any(BoltExecutor::unfinished)
+        self.0.iter().any(|g| g.unfinished())
     }
 
     /// The earliest tick or poll of any guest.
@@ -75,7 +113,7 @@ impl Guests {
     /// A message one of the guests' outboxes drained from the host's queue while a send
     /// blocked (a spout host's acks).
     pub fn take_drained(&mut self) -> Option<Message> {
-        self.0.iter_mut().find_map(|g| g.outbox.take_drained())
+        self.0.iter_mut().find_map(|g| g.take_drained())
     }
 
     pub fn close(&mut self) {

@@ -19,6 +19,7 @@ pub mod rebalance;
 pub mod reporters;
 pub(crate) mod routing;
 mod spout_checkpoints;
+pub(crate) mod spout_executor;
 pub(crate) mod tap;
 mod tcp;
 pub mod wire;
@@ -322,6 +323,8 @@ impl Running {
                     .merge(&report.complete_latency);
                 Ok(report)
             }
+            // A guest's failure (`guests.rs`) is named by the guest already.
+            Ok(Err(e)) if e.downcast_ref::<ComponentFailed>().is_some() => Err(e),
             Ok(Err(e)) => Err(e.context(ComponentFailed {
                 component,
                 crash: None,

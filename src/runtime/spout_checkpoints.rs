@@ -4,7 +4,7 @@
 //! wrapper around them, `checkpoint/wrapper.rs`.)
 
 use super::checkpoint::{split_root, task_key, Report, ROUND};
-use super::executor::{spout_call, SpoutExecutor};
+use super::spout_executor::{spout_call, SpoutExecutor};
 use crate::tuple::Value;
 use std::sync::Arc;
 

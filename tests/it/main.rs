@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
 mod acking;
+mod chaining;
 mod checkpoints;
 mod cli;
 pub(crate) mod cluster;

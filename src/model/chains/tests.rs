@@ -131,3 +131,15 @@ fn a_bolt_with_two_inputs_a_direct_edge_or_a_child_process_is_not_chained() {
     t.components[1].command = Some(vec!["python3".into(), "keep.py".into()]);
     assert!(!Chains::of(&t).is_chained("in", "keep"));
 }
+
+#[test]
+fn in_a_topology_that_keeps_state_a_spout_keeps_its_own_thread() {
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.components[2].stateful = true;
+    let c = Chains::of(&t);
+    assert!(
+        !c.is_chained("in", "keep"),
+        "the spout paces the checkpoint rounds"
+    );
+    assert!(c.is_chained("count", "out"), "bolts still chain");
+}

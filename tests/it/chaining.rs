@@ -1,0 +1,178 @@
+//! Operator chaining: chained runs give what unchained runs give (with acking, failures and
+//! replays, at parallelism 1 and 2), every component still shows in the stats and in
+//! `storm tap`-style counters, `storm graph` marks the chains, and the switches validate.
+
+use super::run::{expected_counts, messy_text, parse_counts};
+use assert_cmd::Command;
+use std::path::Path;
+use std::time::Duration;
+
+fn storm(conf_dir: &Path) -> Command {
+    let mut cmd = super::run::storm(conf_dir);
+    cmd.timeout(Duration::from_secs(240));
+    cmd
+}
+
+/// The word count with a filter chained onto the spout and `stdout` chained onto `count`, at
+/// parallelism `p` from `split` on (`count` → `stdout` is then a forward edge task by task).
+fn pipeline(p: u32) -> String {
+    format!(
+        "lines = stdin | keep = filter(\"len(line) > 0\") | split x{p} \
+         | count(word) x{p} | out = stdout x{p}"
+    )
+}
+
+/// Run `topology` on `text` with `chaining` on or off: its counts and its stats.
+fn run(
+    topology: &str,
+    text: &[u8],
+    chaining: bool,
+    extra: &[&str],
+) -> (std::collections::BTreeMap<String, u64>, serde_json::Value) {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .args(["run", "-e", topology, "-c"])
+        .arg(format!("topology.chaining={chaining}"))
+        .args(extra)
+        .arg("--stats")
+        .arg(&stats)
+        .write_stdin(text)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = std::fs::read_to_string(&stats).expect("stats written");
+    (
+        parse_counts(&out.stdout),
+        serde_json::from_str(&stats).expect("JSON"),
+    )
+}
+
+fn component<'a>(stats: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    stats["components"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("no component {id} in {stats}"))
+}
+
+#[test]
+fn a_chained_run_counts_what_an_unchained_one_counts_at_parallelism_one_and_two() {
+    let text = messy_text(200_000, 3);
+    let expected = expected_counts(&text);
+    for p in [1, 2] {
+        let topology = pipeline(p);
+        let (chained, stats) = run(&topology, &text, true, &[]);
+        let (unchained, _) = run(&topology, &text, false, &[]);
+        assert_eq!(chained, expected, "chained, parallelism {p}");
+        assert_eq!(unchained, expected, "unchained, parallelism {p}");
+        // Each chained component still counts its own work.
+        let lines = component(&stats, "lines")["emitted"].as_u64().unwrap_or(0);
+        let keep = component(&stats, "keep");
+        assert_eq!(keep["executed"].as_u64(), Some(lines), "{keep}");
+        assert!(keep["acked"].as_u64().unwrap_or(0) >= lines, "{keep}");
+        let words: u64 = expected.values().sum();
+        assert_eq!(component(&stats, "count")["executed"].as_u64(), Some(words));
+        assert!(component(&stats, "out")["executed"].as_u64().unwrap_or(0) > 0);
+    }
+}
+
+#[test]
+fn failures_inside_a_chain_are_replayed_until_every_word_is_counted() {
+    let text = messy_text(40_000, 5);
+    let expected = expected_counts(&text);
+    let topology =
+        "lines = stdin | split | chaos(fail=0.1, drop=0.05, seed=3) | count(word) | stdout";
+    let (got, stats) = run(
+        topology,
+        &text,
+        true,
+        &["-c", "topology.message.timeout.secs=1"],
+    );
+    for (word, n) in &expected {
+        let seen = got.get(word).copied().unwrap_or(0);
+        assert!(seen >= *n, "{word}: counted {seen}, true total {n}");
+    }
+    let lines = component(&stats, "lines");
+    assert!(lines["replayed"].as_u64().unwrap_or(0) > 0, "{lines}");
+    assert_eq!(lines["lost"], 0, "{lines}");
+}
+
+#[test]
+fn storm_graph_marks_chained_edges() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let graph = |args: &[&str]| {
+        let out = storm(conf.path())
+            .arg("graph")
+            .args(args)
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let dot = graph(&["-e", "stdin | split | count(word) | stdout"]);
+    assert!(
+        dot.contains(r#""stdin" -> "split" [label="shuffle, chained", style=bold];"#),
+        "{dot}"
+    );
+    assert!(
+        dot.contains(r#""split" -> "count" [label="fields(word)"];"#),
+        "a keyed edge ends a chain: {dot}"
+    );
+    assert!(dot.contains(r#""count" -> "stdout" [label="shuffle, chained", style=bold];"#));
+    let mermaid = graph(&[
+        "--format",
+        "mermaid",
+        "-e",
+        "stdin | split chain=false | count(word) | stdout",
+    ]);
+    assert!(mermaid.contains(r#"c0 -->|"shuffle"| c1"#), "{mermaid}");
+    assert!(
+        mermaid.contains(r#"c2 ==>|"shuffle, chained"| c3"#),
+        "{mermaid}"
+    );
+    let off = graph(&[
+        "-c",
+        "topology.chaining=false",
+        "-e",
+        "stdin | split | count(word) | stdout",
+    ]);
+    assert!(!off.contains("chained"), "{off}");
+}
+
+#[test]
+fn the_chaining_switches_are_checked_where_they_are_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("t.yaml");
+    std::fs::write(
+        &file,
+        "name: t\nconfig:\n  topology.chaining: false\nspouts:\n  - { id: s, type: stdin }\n\
+         bolts:\n  - { id: b, type: stdout, chain: false }\n\
+         streams:\n  - { from: s, to: b, grouping: shuffle }\n",
+    )
+    .expect("write");
+    storm(dir.path())
+        .arg("validate")
+        .arg(&file)
+        .assert()
+        .success();
+    std::fs::write(
+        &file,
+        "name: t\nspouts:\n  - { id: s, type: stdin }\n\
+         bolts:\n  - { id: b, type: stdout, chain: 3 }\n\
+         streams:\n  - { from: s, to: b, grouping: shuffle }\n",
+    )
+    .expect("write");
+    let out = storm(dir.path())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`chain` must be true or false"), "{err}");
+    assert!(err.contains("t.yaml:5:"), "located: {err}");
+}
