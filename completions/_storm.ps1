@@ -134,6 +134,8 @@ Register-ArgumentCompleter -Native -CommandName 'storm' -ScriptBlock {
             [CompletionResult]::new('-e', '-e', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
             [CompletionResult]::new('--expr', '--expr', [CompletionResultType]::ParameterName, 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Properties file for Flux `${key}` substitution')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Override one configuration key; VALUE is read as YAML (repeatable)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Graph language')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')

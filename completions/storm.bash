@@ -387,7 +387,7 @@ _storm() {
             return 0
             ;;
         storm__subcmd__graph)
-            opts="-e -h -V --expr --filter --format --help --version"
+            opts="-e -c -h -V --expr --filter --config --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -402,6 +402,14 @@ _storm() {
                     return 0
                     ;;
                 --filter)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

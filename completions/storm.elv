@@ -123,6 +123,8 @@ set edit:completion:arg-completer[storm] = {|@words|
             cand -e 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
             cand --expr 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)'
             cand --filter 'Properties file for Flux `${key}` substitution'
+            cand -c 'Override one configuration key; VALUE is read as YAML (repeatable)'
+            cand --config 'Override one configuration key; VALUE is read as YAML (repeatable)'
             cand --format 'Graph language'
             cand -h 'Print help'
             cand --help 'Print help'

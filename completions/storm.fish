@@ -99,6 +99,7 @@ complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcomma
 complete -c storm -n "__fish_storm_using_subcommand zk; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c storm -n "__fish_storm_using_subcommand graph" -s e -l expr -d 'The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)' -r
 complete -c storm -n "__fish_storm_using_subcommand graph" -l filter -d 'Properties file for Flux `${key}` substitution' -r -F
+complete -c storm -n "__fish_storm_using_subcommand graph" -s c -l config -d 'Override one configuration key; VALUE is read as YAML (repeatable)' -r
 complete -c storm -n "__fish_storm_using_subcommand graph" -l format -d 'Graph language' -r -f -a "dot\t''
 mermaid\t''"
 complete -c storm -n "__fish_storm_using_subcommand graph" -s h -l help -d 'Print help'
