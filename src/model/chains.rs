@@ -54,33 +54,25 @@ impl Chains {
         self.upstream_of(to) == Some(from)
     }
 
-    /// The first component of the chain `component` is in (itself when it is not chained).
-    pub fn head_of<'a>(&'a self, component: &'a str) -> &'a str {
-        let mut at = component;
-        // A chain is acyclic (each link has one input), but a bound keeps a bad map finite.
-        for _ in 0..=self.onto.len() {
-            match self.upstream_of(at) {
-                Some(up) => at = up,
-                None => break,
-            }
-        }
-        at
+    /// The components upstream of `component` along its chain, nearest first (a chain is
+    /// acyclic, each link having one input; the bound keeps a bad map finite anyway).
+    fn upstreams<'a>(&'a self, component: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        std::iter::successors(self.upstream_of(component), |up| self.upstream_of(up))
+            .take(self.onto.len())
     }
 
     /// How far down its chain `component` is (0: a head or an unchained component).
     pub fn depth_of(&self, component: &str) -> usize {
-        let mut at = component;
-        let mut depth = 0;
-        while let Some(up) = self.upstream_of(at) {
-            if depth > self.onto.len() {
-                break;
-            }
-            at = up;
-            depth += 1;
-        }
-        depth
+        self.upstreams(component).count()
     }
 
+    /// The first component of the chain `component` is in (itself when it is not chained).
+    #[cfg(test)]
+    pub fn head_of<'a>(&'a self, component: &'a str) -> &'a str {
+        self.upstreams(component).last().unwrap_or(component)
+    }
+
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.onto.is_empty()
     }
@@ -88,16 +80,13 @@ impl Chains {
 
 /// Whether `to` may run fused onto `from` over an edge grouped by `grouping`.
 fn fusable(from: &Component, to: &Component, grouping: &Grouping) -> bool {
-    if !chain_allowed(from) || !chain_allowed(to) || from.parallelism != to.parallelism {
-        return false;
-    }
-    if from.tasks != to.tasks {
-        return false;
-    }
-    matches!(
-        grouping,
-        Grouping::Shuffle | Grouping::LocalOrShuffle | Grouping::None
-    )
+    chain_allowed(from)
+        && chain_allowed(to)
+        && (from.parallelism, from.tasks) == (to.parallelism, to.tasks)
+        && matches!(
+            grouping,
+            Grouping::Shuffle | Grouping::LocalOrShuffle | Grouping::None
+        )
 }
 
 /// A component may take part in a chain: it says nothing against it and is not a child

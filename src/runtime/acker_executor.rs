@@ -3,12 +3,13 @@
 //! task's `Acker`, and ticks the acker at the message timeout so forgotten trees expire.
 
 use super::collector::BoltOut;
-use super::executor::{AckerSlot, ExecutorReport, Parked, RunControl, DRAIN, FLUSH_EVERY};
+use super::executor::receive;
+use super::executor::{AckerSlot, ExecutorReport, Parked, Receiving, RunControl, FLUSH_EVERY};
 use super::message::Message;
 use super::metrics::TaskStats;
 use super::routing::Outbox;
 use crate::components::{BoltCollector, FatalError};
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::Receiver;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,7 +36,7 @@ impl AckerExecutor {
         let mut next_tick = self.timeout.map(|d| Instant::now() + d);
         let mut last_flush = Instant::now();
         while self.tasks.iter().any(|t| !t.finished) {
-            if !self.receive(next_tick)? {
+            if !receive(&mut self, next_tick)? {
                 break;
             }
             if self.control.park.load(Ordering::Relaxed) {
@@ -77,33 +78,7 @@ impl AckerExecutor {
         self.outbox.flush();
     }
 
-    /// Wait for a message until `deadline` (or for ever) and handle it, with whatever else is
-    /// queued by then (the acker gets many small messages). Returns false when the queue is gone.
-    fn receive(&mut self, deadline: Option<Instant>) -> anyhow::Result<bool> {
-        let msg = match deadline {
-            Some(d) => self.inbox.recv_deadline(d),
-            None => self
-                .inbox
-                .recv()
-                .map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        match msg {
-            Ok(m) => {
-                self.handle(m)?;
-                for _ in 0..DRAIN {
-                    match self.inbox.try_recv() {
-                        Ok(m) => self.handle(m)?,
-                        Err(_) => break,
-                    }
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
+    fn handle_message(&mut self, msg: Message) -> anyhow::Result<()> {
         match msg {
             Message::Acks(a) => {
                 let i = a.task.wrapping_sub(self.first_task) as usize;
@@ -157,5 +132,14 @@ impl AckerExecutor {
         for &to in slot.emitter.router.downstream() {
             self.outbox.eos(from, to);
         }
+    }
+}
+
+impl Receiving for AckerExecutor {
+    fn inbox(&self) -> &Receiver<Message> {
+        &self.inbox
+    }
+    fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
+        self.handle_message(msg)
     }
 }

@@ -6,13 +6,14 @@
 
 use super::bolt_task::execute;
 use super::collector::BoltOut;
-use super::executor::{BoltSlot, ExecutorReport, Parked, RunControl, DRAIN, FLUSH_EVERY};
+use super::executor::receive;
+use super::executor::{BoltSlot, ExecutorReport, Parked, Receiving, RunControl, FLUSH_EVERY};
 use super::guests::{earliest, Guest, Guests};
 use super::message::Message;
 use super::routing::Outbox;
 use crate::model::plan::{streams, SYSTEM_TASK};
 use crate::tuple::Tuple;
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::Receiver;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,7 +87,7 @@ impl BoltExecutor {
         self.start()?;
         while self.unfinished() || self.guests.unfinished() {
             let deadline = earliest(self.timers.deadline(), self.guests.deadline());
-            if !self.receive(deadline)? {
+            if !receive(&mut self, deadline)? {
                 break;
             }
             if self.control.park.load(Ordering::Relaxed) {
@@ -96,8 +97,10 @@ impl BoltExecutor {
             if self.timers.deadline().is_some() {
                 self.fire_timers()?;
             }
-            self.outbox.flush_chained();
-            self.guests.pump()?;
+            if !self.guests.is_empty() {
+                self.outbox.flush_chained();
+                self.guests.pump()?;
+            }
             if self.inbox.is_empty() {
                 // Idle: let components flush (stdout) and send partial batches on.
                 self.idle()?;
@@ -160,7 +163,7 @@ impl BoltExecutor {
     pub(crate) fn pump(&mut self) -> anyhow::Result<bool> {
         let mut handled = false;
         while let Ok(m) = self.inbox.try_recv() {
-            self.handle(m)?;
+            self.handle_message(m)?;
             handled = true;
         }
         if self.timers.deadline().is_some_and(|d| Instant::now() >= d) {
@@ -204,35 +207,6 @@ impl BoltExecutor {
         };
         self.guests.park_into(&mut report);
         report
-    }
-
-    /// Wait for a message until `deadline` (or for ever) and handle it, with whatever else is
-    /// queued by then. Returns false when the queue is gone.
-    #[inline]
-    fn receive(&mut self, deadline: Option<Instant>) -> anyhow::Result<bool> {
-        let msg = match deadline {
-            Some(d) => self.inbox.recv_deadline(d),
-            None => self
-                .inbox
-                .recv()
-                .map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        match msg {
-            Ok(m) => {
-                self.handle(m)?;
-                // Whatever else is queued now is handled before the timers and flushes: the
-                // acker gets many small messages, and each pass of the run loop reads the clock.
-                for _ in 0..DRAIN {
-                    match self.inbox.try_recv() {
-                        Ok(m) => self.handle(m)?,
-                        Err(_) => break,
-                    }
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return Ok(false),
-        }
-        Ok(true)
     }
 
     /// Tick and poll the tasks whose time has come.
@@ -282,7 +256,7 @@ impl BoltExecutor {
         slot.component.tuples(tuples, &mut out)
     }
 
-    fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
+    fn handle_message(&mut self, msg: Message) -> anyhow::Result<()> {
         match msg {
             Message::Tuples { task, tuples } => self.handle_tuples(task, tuples)?,
             // Acker traffic goes to the acker's own executor.
@@ -399,5 +373,14 @@ impl Guest for BoltExecutor {
     }
     fn park(&mut self) -> ExecutorReport {
         BoltExecutor::park(self)
+    }
+}
+
+impl Receiving for BoltExecutor {
+    fn inbox(&self) -> &Receiver<Message> {
+        &self.inbox
+    }
+    fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
+        self.handle_message(msg)
     }
 }

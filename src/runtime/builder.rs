@@ -391,10 +391,16 @@ impl<'a> Wiring<'a> {
     /// Run what was built: each chained executor joins its host's guests (in chain order),
     /// every other one gets a thread.
     fn launch(&mut self, built: Vec<(usize, Built)>) -> anyhow::Result<()> {
+        let plan = self.plan.clone();
+        let executors = plan.executors();
         let mut at: BTreeMap<usize, Built> = built.into_iter().collect();
+        // Guests in chain order: by how far down its chain each one's component is.
         let mut guests: Vec<(usize, usize, usize)> = at
             .keys()
-            .filter_map(|&i| self.host_of_exec[i].map(|h| (self.chain_depth(i), h, i)))
+            .filter_map(|&i| {
+                let depth = plan.chains.depth_of(executors[i].0);
+                self.host_of_exec[i].map(|h| (depth, h, i))
+            })
             .collect();
         guests.sort_unstable();
         for (_, host, i) in guests {
@@ -414,7 +420,7 @@ impl<'a> Wiring<'a> {
             }
         }
         for (i, exec) in at {
-            let (component, tasks) = &self.plan.executors()[i];
+            let (component, tasks) = &executors[i];
             let name = format!("{component}-{}", tasks.start());
             let done = self.done.0.clone();
             let handle = match exec {
@@ -425,14 +431,6 @@ impl<'a> Wiring<'a> {
             self.handles.push((component.to_string(), handle));
         }
         Ok(())
-    }
-
-    /// How far down its chain executor `i`'s component is.
-    fn chain_depth(&self, i: usize) -> usize {
-        self.plan
-            .executors()
-            .get(i)
-            .map_or(0, |(c, _)| self.plan.chains.depth_of(c))
     }
 
     /// What the tasks of executor `i` share.

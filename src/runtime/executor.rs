@@ -12,10 +12,10 @@ use super::message::Message;
 use super::metrics::Histogram;
 use super::open_trees::OpenTrees;
 use crate::components::{Spout, TaskContext};
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The longest a partial batch waits in an outbox while its executor stays busy.
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(1);
@@ -143,3 +143,41 @@ pub struct SpoutState {
 
 /// One task of a spout executor.
 pub type SpoutSlot = TaskSlot<dyn Spout, SpoutState>;
+
+/// An executor that waits on its receive queue and handles what comes (bolts, the acker).
+pub(crate) trait Receiving {
+    fn inbox(&self) -> &Receiver<Message>;
+    fn handle(&mut self, msg: Message) -> anyhow::Result<()>;
+}
+
+/// Wait for a message until `deadline` (or for ever) and handle it, with up to [`DRAIN`] more
+/// queued by then: they are handled before the executor looks at its timers and flushes (the
+/// acker gets many small messages, and each pass of a run loop reads the clock). Returns
+/// false when the queue is gone.
+#[inline]
+pub(crate) fn receive(
+    exec: &mut impl Receiving,
+    deadline: Option<Instant>,
+) -> anyhow::Result<bool> {
+    let msg = match deadline {
+        Some(d) => exec.inbox().recv_deadline(d),
+        None => exec
+            .inbox()
+            .recv()
+            .map_err(|_| RecvTimeoutError::Disconnected),
+    };
+    match msg {
+        Ok(m) => {
+            exec.handle(m)?;
+            for _ in 0..DRAIN {
+                match exec.inbox().try_recv() {
+                    Ok(m) => exec.handle(m)?,
+                    Err(_) => break,
+                }
+            }
+        }
+        Err(RecvTimeoutError::Timeout) => {}
+        Err(RecvTimeoutError::Disconnected) => return Ok(false),
+    }
+    Ok(true)
+}

@@ -48,16 +48,8 @@ fn guarded<T>(
     let component = g.component().to_string();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(g))) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if e.downcast_ref::<ComponentFailed>().is_some() => Err(e),
-        Ok(Err(e)) => Err(e.context(ComponentFailed {
-            component,
-            crash: None,
-        })),
-        Err(panic) => Err(ComponentFailed {
-            component,
-            crash: Some(super::panic_message(panic.as_ref()).to_string()),
-        }
-        .into()),
+        Ok(Err(e)) => Err(ComponentFailed::named(component, Ok(e))),
+        Err(panic) => Err(ComponentFailed::named(component, Err(panic))),
     }
 }
 
@@ -65,6 +57,10 @@ impl Guests {
     /// Add `guest` after those already there (its upstream must be one of them, or the host).
     pub fn push(&mut self, guest: Box<dyn Guest>) {
         self.0.push(guest);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Prepare every guest, downstream first, so each is ready before anything reaches it.
@@ -77,6 +73,9 @@ impl Guests {
 
     /// Handle, in chain order, everything queued for the guests, until none has anything.
     pub fn pump(&mut self) -> anyhow::Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
         loop {
             let mut any = false;
             for g in &mut self.0 {

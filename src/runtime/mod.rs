@@ -212,6 +212,28 @@ impl std::fmt::Display for ComponentFailed {
 
 impl std::error::Error for ComponentFailed {}
 
+impl ComponentFailed {
+    /// How an executor of `component` failed, as the run ends with it: its error, named by
+    /// the component (unless a chained guest named its own already, `guests.rs`), or its panic.
+    fn named(
+        component: String,
+        failure: Result<anyhow::Error, Box<dyn std::any::Any + Send>>,
+    ) -> anyhow::Error {
+        match failure {
+            Ok(e) if e.downcast_ref::<ComponentFailed>().is_some() => e,
+            Ok(e) => e.context(ComponentFailed {
+                component,
+                crash: None,
+            }),
+            Err(panic) => ComponentFailed {
+                crash: Some(panic_message(panic.as_ref()).to_string()),
+                component,
+            }
+            .into(),
+        }
+    }
+}
+
 /// The message of a panic, as the executor thread's join hands it back.
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
     panic
@@ -323,17 +345,8 @@ impl Running {
                     .merge(&report.complete_latency);
                 Ok(report)
             }
-            // A guest's failure (`guests.rs`) is named by the guest already.
-            Ok(Err(e)) if e.downcast_ref::<ComponentFailed>().is_some() => Err(e),
-            Ok(Err(e)) => Err(e.context(ComponentFailed {
-                component,
-                crash: None,
-            })),
-            Err(p) => Err(ComponentFailed {
-                crash: Some(panic_message(p.as_ref()).to_string()),
-                component,
-            }
-            .into()),
+            Ok(Err(e)) => Err(ComponentFailed::named(component, Ok(e))),
+            Err(p) => Err(ComponentFailed::named(component, Err(p))),
         }
     }
 

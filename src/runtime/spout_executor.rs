@@ -214,8 +214,10 @@ impl SpoutExecutor {
             self.announce();
             self.markers_due()?;
             // What the round emitted goes through the chained bolts at once.
-            self.outbox.flush_chained();
-            self.guests.pump()?;
+            if !self.guests.is_empty() {
+                self.outbox.flush_chained();
+                self.guests.pump()?;
+            }
             if busy || handled {
                 pacing.backoff = BACKOFF_MIN;
                 if pacing.last_flush.elapsed() >= FLUSH_EVERY {

@@ -2,6 +2,7 @@
 //! acking off loses, timeouts and giving up, and `topology.max.spout.pending`.
 
 use super::run::{expected_counts, messy_text, parse_counts};
+use super::support::{stats, stats_component as component};
 use assert_cmd::Command;
 use std::path::Path;
 use std::time::Duration;
@@ -18,17 +19,6 @@ lines = stdin
   | chaos(fail=0.1, drop=0.05, seed=7) x2
   | count(word) x2
   | stdout";
-
-fn stats(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("stats written")).expect("JSON")
-}
-
-fn component<'a>(stats: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    stats["components"]
-        .as_array()
-        .and_then(|a| a.iter().find(|c| c["id"] == id))
-        .unwrap_or_else(|| panic!("no component {id} in {stats}"))
-}
 
 #[test]
 fn failures_and_drops_are_replayed_until_every_word_is_counted() {

@@ -3,6 +3,7 @@
 //! `storm tap`-style counters, `storm graph` marks the chains, and the switches validate.
 
 use super::run::{expected_counts, messy_text, parse_counts};
+use super::support::{stats, stats_component as component};
 use assert_cmd::Command;
 use std::path::Path;
 use std::time::Duration;
@@ -30,13 +31,13 @@ fn run(
     extra: &[&str],
 ) -> (std::collections::BTreeMap<String, u64>, serde_json::Value) {
     let conf = tempfile::tempdir().expect("tempdir");
-    let stats = conf.path().join("stats.json");
+    let stats_path = conf.path().join("stats.json");
     let out = storm(conf.path())
         .args(["run", "-e", topology, "-c"])
         .arg(format!("topology.chaining={chaining}"))
         .args(extra)
         .arg("--stats")
-        .arg(&stats)
+        .arg(&stats_path)
         .write_stdin(text)
         .output()
         .expect("runs");
@@ -45,18 +46,7 @@ fn run(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stats = std::fs::read_to_string(&stats).expect("stats written");
-    (
-        parse_counts(&out.stdout),
-        serde_json::from_str(&stats).expect("JSON"),
-    )
-}
-
-fn component<'a>(stats: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    stats["components"]
-        .as_array()
-        .and_then(|a| a.iter().find(|c| c["id"] == id))
-        .unwrap_or_else(|| panic!("no component {id} in {stats}"))
+    (parse_counts(&out.stdout), stats(&stats_path))
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! restart on the same state dir — the oracle is the word count of the input computed here.
 
 use super::run::{expected_counts, messy_text, parse_counts};
+use super::support::stats;
 use assert_cmd::Command;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -26,10 +27,6 @@ lines = stdin
   | count(word) x2
   | stdout"
     )
-}
-
-fn stats(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("stats written")).expect("JSON")
 }
 
 fn run_chaotic(

@@ -236,3 +236,16 @@ fn collect(
         }
     })
 }
+
+/// The `--stats` file of a run, read.
+pub fn stats(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("stats written")).expect("JSON")
+}
+
+/// Component `id` of a run's `--stats`.
+pub fn stats_component<'a>(stats: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    stats["components"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("no component {id} in {stats}"))
+}
