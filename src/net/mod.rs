@@ -9,6 +9,7 @@ pub mod http;
 pub mod link;
 pub mod listener;
 pub mod outbound;
+pub mod peers;
 pub mod reassembly;
 
 pub use link::{Link, Network};
