@@ -67,7 +67,6 @@ pub const ROLLED_BACK: i32 = 75;
 /// A worker process that ended on its own.
 #[derive(Debug, Clone)]
 pub struct WorkerExit {
-    pub topology: String,
     pub port: u16,
     pub status: ExitStatus,
 }
@@ -250,11 +249,7 @@ fn supervise(
         super::resources::sweep_copies();
     }
     if let Some(tx) = exits {
-        let _ = tx.send(WorkerExit {
-            topology: slot.topology.clone(),
-            port,
-            status,
-        });
+        let _ = tx.send(WorkerExit { port, status });
     }
     if status.success() {
         slot.finished = true;
