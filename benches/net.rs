@@ -39,20 +39,24 @@ fn workload() -> (Vec<u8>, u64) {
     (buf, frames)
 }
 
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap_or_else(|e| panic!("no loopback port: {e}"))
+/// Loopback, port 0: the listener gets a port of its own.
+fn any_port() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
 #[divan::bench(sample_count = 20)]
 fn tcp_link(bencher: Bencher) {
     let (buf, frames) = workload();
-    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
+    let addrs: BTreeMap<usize, SocketAddr> = [(0, any_port()), (1, any_port())].into();
     let a = TcpNetwork::new(addrs.clone(), [0], None);
     let b = TcpNetwork::new(addrs, [1], None);
     let (tx, rx) = crossbeam_channel::bounded(64);
     b.listen(1, tx).unwrap_or_else(|e| panic!("{e}"));
+    let bound = b
+        .peers()
+        .get(1)
+        .unwrap_or_else(|| panic!("worker 1 listens"));
+    a.peers().set(1, bound);
     let link = a.connect(0, 1).unwrap_or_else(|e| panic!("{e}"));
     let total = buf.len() * BUFFERS;
     let drain = |rx: &Receiver<Vec<u8>>| {

@@ -6,7 +6,7 @@ use compact_str::CompactString;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub mod numeric;
+pub(crate) mod numeric;
 
 /// One value inside a tuple. Strings are small-string optimised: words of up to 24 bytes never
 /// allocate, which is what makes word counts cheap.

@@ -225,6 +225,19 @@ pub struct TaskHeartbeat {
     /// Counters the task reports (emitted, acked, failed...).
     #[serde(default)]
     pub stats: serde_json::Map<String, serde_json::Value>,
+    /// Where the worker that wrote it listens for tuples (absent in beats written before it
+    /// started listening, and in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listening: Option<Listening>,
+}
+
+/// Where a worker listens: it binds port 0, so its peers learn the port it got from its
+/// heartbeats (through nimbus, or the ZooKeeper tree), keyed by its slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listening {
+    pub slot: NodePort,
+    /// `ip:port` as bound.
+    pub addr: String,
 }
 
 /// One child of `/taskerrors/{id}/{task}` (Storm's `TaskError`).

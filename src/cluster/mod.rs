@@ -6,26 +6,26 @@
 //! tree in a ZooKeeper ensemble instead; `leader` and `ha` let several nimbuses share it;
 //! `supervisor_zk` is a supervisor's own session with the ensemble.
 
-pub mod dump;
-pub mod ha;
-pub mod layout;
-pub mod leader;
-pub mod nimbus;
-pub mod nimbus_state;
-pub mod resources;
-pub mod retry;
+pub(crate) mod dump;
+pub(crate) mod ha;
+pub(crate) mod layout;
+pub(crate) mod leader;
+pub(crate) mod nimbus;
+pub(crate) mod nimbus_state;
+pub(crate) mod resources;
+pub(crate) mod retry;
 pub mod rpc;
-pub mod simulation;
-pub mod snapshot;
+pub(crate) mod simulation;
+pub(crate) mod snapshot;
 pub mod store;
-pub mod stormignore;
-pub mod submission;
-pub mod supervisor;
-pub mod supervisor_zk;
-pub mod tree;
-pub mod worker;
-pub mod worker_checkpoints;
-pub mod worker_logs;
+pub(crate) mod stormignore;
+pub(crate) mod submission;
+pub(crate) mod supervisor;
+pub(crate) mod supervisor_zk;
+pub(crate) mod tree;
+pub(crate) mod worker;
+pub(crate) mod worker_checkpoints;
+pub(crate) mod worker_logs;
 pub mod zookeeper;
 
 pub use nimbus_state::{ClusterError, ClusterState};

@@ -12,7 +12,9 @@
 //! refused, and slots whose workers keep dying avoided for `FAILING_FOR`.
 
 use super::ha::{self, Coordination, Leadership};
-use super::layout::{NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus};
+use super::layout::{
+    AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus,
+};
 use super::nimbus_state::{ClusterError, ClusterState};
 use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
 use super::store::{CoordinationStore, SessionId};
@@ -37,7 +39,8 @@ use std::time::Duration;
 const FAILING_FOR: Duration = Duration::from_secs(300);
 
 /// Why a supervisor's heartbeat is refused: another live supervisor (another id) already
-/// claims one of its host:port slots, and two workers cannot listen on one port.
+/// claims one of its host:port slots (the name its worker goes by in the UI, the logs and
+/// errors, which must say which worker it was).
 pub(crate) fn slot_clash(
     live: &BTreeMap<String, SupervisorInfo>,
     id: &str,
@@ -163,15 +166,19 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             active: false,
             paused: false,
             log_config: Default::default(),
+            listening: Vec::new(),
         });
     };
-    let assigned = state
-        .assignment(id)?
+    let assignment = state.assignment(id)?;
+    let assigned = assignment
+        .as_ref()
         .is_some_and(|a| a.task_to_node_port.values().any(|s| s == slot));
-    if assigned {
+    let mut listening = Vec::new();
+    if let Some(a) = assignment.as_ref().filter(|_| assigned) {
         for (task, beat) in beats {
             state.task_heartbeat(id, *task, beat)?;
         }
+        listening = listening_of(state, id, a)?;
     }
     let record = state.checkpoint_record(id)?.unwrap_or_default();
     Ok(BeatReply {
@@ -184,7 +191,28 @@ pub(crate) fn record_beats<S: CoordinationStore>(
             TopologyStatus::Inactive | TopologyStatus::Rebalancing
         ),
         log_config: state.log_config(id)?.live(crate::log_config::now_ms()),
+        listening,
     })
+}
+
+/// Where the workers of `assignment` listen: what the last heartbeat of each slot's first task
+/// says, if it was written by the worker of that slot (a task that moved keeps the beat of its
+/// old slot until its new worker beats).
+fn listening_of<S: CoordinationStore>(
+    state: &ClusterState<S>,
+    id: &str,
+    assignment: &AssignmentInfo,
+) -> Result<Vec<Listening>, ClusterError> {
+    let mut first: BTreeMap<&NodePort, u32> = BTreeMap::new();
+    for (task, slot) in &assignment.task_to_node_port {
+        first.entry(slot).or_insert(*task);
+    }
+    let mut out = Vec::new();
+    for (slot, task) in first {
+        let heard = state.task_heartbeat_of(id, task)?.and_then(|b| b.listening);
+        out.extend(heard.filter(|l| &l.slot == slot));
+    }
+    Ok(out)
 }
 
 impl Nimbus {

@@ -399,6 +399,15 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.write(&self.layout.task_beat(id, task), beat)
     }
 
+    /// The last heartbeat of one task, if any.
+    pub fn task_heartbeat_of(
+        &self,
+        id: &str,
+        task: u32,
+    ) -> Result<Option<TaskHeartbeat>, ClusterError> {
+        self.read(&self.layout.task_beat(id, task))
+    }
+
     pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
         let mut out = BTreeMap::new();
         let kids = match self.store.children(&self.layout.topology_beats(id), None) {

@@ -146,6 +146,7 @@ fn errors_keep_the_last_ten_and_heartbeats_read_back() {
         time_secs: 9,
         uptime_secs: 4,
         stats: serde_json::Map::new(),
+        listening: None,
     };
     state.task_heartbeat(&id, 3, &beat).unwrap();
     assert_eq!(state.task_heartbeats(&id).unwrap()[&3], beat);
@@ -188,6 +189,7 @@ fn slots_without_fresh_heartbeats_are_dead_after_their_grace_period() {
         time_secs: 140,
         uptime_secs: 40,
         stats: serde_json::Map::new(),
+        listening: None,
     };
     for (task, slot) in &a.task_to_node_port {
         if slot.node == "h1" {

@@ -4,7 +4,9 @@
 //! nimbus through a [`Client`]; nimbus answers with [`serve_connection`]. With a cluster secret, both
 //! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
-use super::layout::{AssignmentInfo, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus};
+use super::layout::{
+    AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus,
+};
 use super::retry::Retry;
 use crate::logging::{held_back, Throttle};
 use crate::net::auth::{self, Secret};
@@ -128,6 +130,9 @@ pub struct BeatReply {
         skip_serializing_if = "crate::log_config::LogConfig::is_empty"
     )]
     pub log_config: crate::log_config::LogConfig,
+    /// Where the workers of the assignment listen, as far as their heartbeats have said.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listening: Vec<Listening>,
 }
 
 /// What nimbus answers a worker joining a checkpointed topology's current generation.

@@ -9,6 +9,7 @@ use super::store::CoordinationStore;
 use super::tree::SharedTree;
 use crate::model::plan::Plan;
 use crate::model::Topology;
+#[cfg(test)]
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -61,6 +62,7 @@ pub fn default_supervisors(topology: &Topology) -> Vec<SimSupervisor> {
 #[derive(Debug)]
 pub struct Simulation {
     pub state: ClusterState<SharedTree>,
+    #[cfg(test)]
     pub topology_id: String,
 }
 
@@ -96,10 +98,12 @@ pub fn simulate(
     state.activate(&id)?;
     Ok(Simulation {
         state,
+        #[cfg(test)]
         topology_id: id,
     })
 }
 
+#[cfg(test)]
 /// Where each task landed, as `host:port` (for summaries).
 pub fn task_addresses(sim: &Simulation) -> Result<BTreeMap<u32, String>, ClusterError> {
     let Some(a) = sim.state.assignment(&sim.topology_id)? else {

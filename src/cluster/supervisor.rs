@@ -39,6 +39,7 @@ pub struct SupervisorOptions {
     pub id: String,
     /// The host workers bind to and peers connect to.
     pub host: String,
+    /// The ports naming its slots (each worker listens on a port the system gives it).
     pub ports: Vec<u16>,
     /// The `storm` executable that runs workers.
     pub exe: PathBuf,
@@ -66,7 +67,6 @@ pub const ROLLED_BACK: i32 = 75;
 /// A worker process that ended on its own.
 #[derive(Debug, Clone)]
 pub struct WorkerExit {
-    pub topology: String,
     pub port: u16,
     pub status: ExitStatus,
 }
@@ -127,24 +127,23 @@ enum Beat {
     Retry,
 }
 
-/// Check that the slots can be served: `host` resolves and each port can be bound on it
-/// (nothing else listens there). A supervisor that cannot serve its slots would otherwise take
-/// work whose workers can only fail.
-pub fn check_slots(host: &str, ports: &[u16]) -> anyhow::Result<()> {
+/// Check that the slots can be served: `host` resolves to an address of this machine, which
+/// its workers listen on (each on a port the system gives it, which it reports: a slot's port
+/// only names the slot, so a port in use by something else does not matter). A supervisor
+/// that cannot serve its slots would otherwise take work whose workers can only fail.
+pub fn check_slots(host: &str) -> anyhow::Result<()> {
     use std::net::ToSocketAddrs;
     let addr = (host, 0)
         .to_socket_addrs()
         .map_err(|e| anyhow::anyhow!("--host {host}: cannot resolve it: {e}"))?
         .next()
         .ok_or_else(|| anyhow::anyhow!("--host {host}: resolves to no address"))?;
-    for &port in ports {
-        let at = std::net::SocketAddr::new(addr.ip(), port);
-        std::net::TcpListener::bind(at).map_err(|e| {
-            anyhow::anyhow!(
-                "slot {host}:{port}: cannot listen on {at}: {e} (is something else using it?)"
-            )
-        })?;
-    }
+    std::net::TcpListener::bind(addr).map_err(|e| {
+        anyhow::anyhow!(
+            "--host {host}: workers cannot listen on {}: {e} (is it an address of this machine?)",
+            addr.ip()
+        )
+    })?;
     Ok(())
 }
 
@@ -155,7 +154,7 @@ pub fn run(
     stop: &AtomicBool,
     exits: Option<crossbeam_channel::Sender<WorkerExit>>,
 ) -> anyhow::Result<()> {
-    check_slots(&opts.host, &opts.ports)?;
+    check_slots(&opts.host)?;
     let mut zk = match &opts.zookeeper {
         Some(settings) => Some(ZkSupervisor::connect(settings, &opts.id)?),
         None => None,
@@ -250,11 +249,7 @@ fn supervise(
         super::resources::sweep_copies();
     }
     if let Some(tx) = exits {
-        let _ = tx.send(WorkerExit {
-            topology: slot.topology.clone(),
-            port,
-            status,
-        });
+        let _ = tx.send(WorkerExit { port, status });
     }
     if status.success() {
         slot.finished = true;
@@ -551,18 +546,14 @@ mod tests {
 
     #[test]
     fn slots_that_cannot_be_served_are_refused_at_start() {
-        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = taken.local_addr().unwrap().port();
-        let err = check_slots("127.0.0.1", &[port]).unwrap_err().to_string();
-        assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
-        let err = check_slots("no-such-host.invalid", &[6700])
-            .unwrap_err()
-            .to_string();
+        let err = check_slots("no-such-host.invalid").unwrap_err().to_string();
         assert!(
             err.contains("no-such-host.invalid: cannot resolve"),
             "{err}"
         );
-        drop(taken);
-        check_slots("127.0.0.1", &[port]).unwrap();
+        // An address of another machine (TEST-NET-1): nothing can listen on it here.
+        let err = check_slots("192.0.2.1").unwrap_err().to_string();
+        assert!(err.contains("workers cannot listen on 192.0.2.1"), "{err}");
+        check_slots("127.0.0.1").unwrap();
     }
 }

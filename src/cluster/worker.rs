@@ -1,14 +1,20 @@
 //! One worker: fetch the submitted topology and its assignment from
-//! nimbus, build the placement (one worker index per distinct slot of the assignment) and the
-//! address of every slot, run the executors assigned to this slot with the runtime, heartbeat
-//! its tasks to `/taskbeats`, report component errors to `/taskerrors`, and end when its
-//! executors have finished (end of input) or its slot is no longer assigned.
+//! nimbus, build the placement (one worker index per distinct slot of the assignment), run the
+//! executors assigned to this slot with the runtime, heartbeat its tasks to `/taskbeats`,
+//! report component errors to `/taskerrors`, and end when its executors have finished (end of
+//! input) or its slot is no longer assigned.
+//!
+//! A slot's port names the slot; the worker listens on its host's port 0, and tells the port
+//! it got with every heartbeat. The replies say where the other workers listen, and its links
+//! connect once they know (the worker beats more often until it knows them all).
 //!
 //! Heartbeats and errors go to nimbus, which writes them into the tree; given the ZooKeeper
 //! ensemble (as Storm's workers are), the worker writes them there itself on its own session,
 //! and reads its topology's status and assignment there, so they need no nimbus.
 
-use super::layout::{AssignmentInfo, NodePort, TaskError, TaskHeartbeat, TopologyStatus};
+use super::layout::{
+    AssignmentInfo, Listening, NodePort, TaskError, TaskHeartbeat, TopologyStatus,
+};
 use super::nimbus::{load_submission, now_secs, record_beats};
 use super::nimbus_state::ClusterState;
 use super::rpc::{self, BeatReply, Request, TopologyWork};
@@ -30,9 +36,15 @@ use std::time::{Duration, Instant};
 
 /// How often a worker heartbeats (Storm's `worker.heartbeat.frequency.secs`, shortened).
 const BEAT_EVERY: Duration = Duration::from_secs(1);
+/// How often a worker heartbeats while it does not know where every peer listens.
+const LEARN_EVERY: Duration = Duration::from_millis(50);
 /// A worker whose heartbeats fail for this long (nimbus, or with ZooKeeper the ensemble,
 /// unreachable) gives up (an orphan must not run forever).
 const NIMBUS_LOST_AFTER: Duration = Duration::from_secs(60);
+
+/// Set (to anything) in a worker's environment, the worker fails as it starts: the fault
+/// tests of a slot whose workers keep dying set it on one supervisor.
+pub(crate) const FAIL_AT_START_ENV: &str = "STORM_TEST_WORKER_FAILS";
 
 /// How a worker ended.
 pub enum WorkerEnd {
@@ -239,15 +251,11 @@ pub fn run(
     let (placement, me) = (located.placement, located.me);
     let my_slot = located.slots[me].clone();
     let secret = Secret::from_config(&topology.config);
-    let addresses = located.addresses.into_iter().enumerate().collect();
-    let net = TcpNetwork::new(addresses, [me], secret);
+    let net = TcpNetwork::new([(me, located.listen)].into(), [me], secret);
     let drain_limit = topology.config.message_timeout() + runtime::DRAIN_GRACE;
     let running = runtime::start_checkpointed(Arc::new(topology), &placement, &[me], &net, remote)?;
-    tracing::info!(
-        "worker {slot}: running {} task(s) of {id}",
-        running.stats.len()
-    );
     let stats = running.stats.clone();
+    tracing::info!("worker {slot}: running {} task(s) of {id}", stats.len());
     // Dropped when this function returns: the last reading follows the drain.
     let _reporters = runtime::reporters::start(reporting, id, my_slot.port, &stats);
     let w = Watch {
@@ -256,12 +264,33 @@ pub fn run(
         id,
         slot,
         my_slot: &my_slot,
+        listening: listening(&net, me, &my_slot, slot)?,
+        slots: &located.slots,
         stats: &stats,
         started: Instant::now(),
         stop: &stop,
         drain_limit,
     };
     w.watch_to_end(running, &net, checkpoints)
+}
+
+/// Where this worker (`me`, of slot `my_slot`, named `slot`) listens, now that it started.
+fn listening(
+    net: &TcpNetwork,
+    me: usize,
+    my_slot: &NodePort,
+    slot: &str,
+) -> anyhow::Result<Listening> {
+    let addr = net
+        .peers()
+        .get(me)
+        .filter(|a| a.port() != 0)
+        .ok_or_else(|| anyhow::anyhow!("worker {slot}: not listening after its start"))?;
+    tracing::info!("worker {slot}: listening on {addr}");
+    Ok(Listening {
+        slot: my_slot.clone(),
+        addr: addr.to_string(),
+    })
 }
 
 /// The submitted topology as this worker runs it: validated here, its shipped scripts
@@ -271,6 +300,10 @@ fn load_for_worker(
     id: &str,
     slot: &str,
 ) -> anyhow::Result<(Topology, Option<super::resources::Unpacked>)> {
+    anyhow::ensure!(
+        std::env::var_os(FAIL_AT_START_ENV).is_none(),
+        "worker {slot}: {FAIL_AT_START_ENV} is set: failing at start"
+    );
     let mut topology = load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
     let resources = super::resources::for_worker(&work.submission, &mut topology, id, slot)?;
@@ -296,6 +329,10 @@ struct Watch<'a> {
     id: &'a str,
     slot: &'a str,
     my_slot: &'a NodePort,
+    /// Where this worker listens, told with every heartbeat.
+    listening: Listening,
+    /// The slot of every worker, by index.
+    slots: &'a [NodePort],
     stats: &'a TaskStatsMap,
     started: Instant,
     stop: &'a AtomicBool,
@@ -305,8 +342,39 @@ struct Watch<'a> {
 
 impl Watch<'_> {
     fn beat(&self) -> anyhow::Result<BeatReply> {
-        self.sink
-            .beat(self.id, self.my_slot, beats_of(self.stats, self.started))
+        let mut beats = beats_of(self.stats, self.started);
+        for (_, b) in &mut beats {
+            b.listening = Some(self.listening.clone());
+        }
+        self.sink.beat(self.id, self.my_slot, beats)
+    }
+
+    /// Put where the other workers listen, as the reply says, in the network's book. Returns
+    /// when to beat next: soon while the book does not know every worker yet.
+    fn learn(&self, net: &TcpNetwork, heard: &[Listening]) -> Instant {
+        for l in heard {
+            let Some(w) = self.slots.iter().position(|s| *s == l.slot) else {
+                continue;
+            };
+            match l.addr.parse::<SocketAddr>() {
+                Ok(addr) if net.peers().get(w) != Some(addr) => {
+                    tracing::debug!("worker {}: {} listens on {addr}", self.slot, l.slot);
+                    net.peers().set(w, addr);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(
+                    "worker {}: {} reported `{}`: {e}",
+                    self.slot,
+                    l.slot,
+                    l.addr
+                ),
+            }
+        }
+        if net.peers().knows_all(self.slots.len()) {
+            Instant::now() + BEAT_EVERY
+        } else {
+            Instant::now() + LEARN_EVERY
+        }
     }
 
     /// [`Self::watch`], then the worker's end: its report to nimbus, or its failure.
@@ -379,6 +447,7 @@ impl Watch<'_> {
             match self.beat() {
                 Ok(reply) => {
                     last_contact = Instant::now();
+                    next_beat = self.learn(net, &reply.listening);
                     if let Some(c) = checkpoints {
                         c.heard(reply.generation, reply.committed);
                     }
@@ -500,13 +569,13 @@ impl Watch<'_> {
     }
 }
 
-/// Where a worker is in an assignment: the placement, the slots, their addresses, and which
-/// one is this worker's.
+/// Where a worker is in an assignment: the placement, the slots, which one is this worker's,
+/// and the address it listens on (its host's, port 0: the port it gets is reported).
 struct Located {
     placement: Placement,
     slots: Vec<NodePort>,
-    addresses: Vec<SocketAddr>,
     me: usize,
+    listen: SocketAddr,
 }
 
 /// Place worker `slot` (`host:port`) by `assignment`; `None` when it is not in it.
@@ -517,6 +586,7 @@ fn locate(
     slot: &str,
 ) -> anyhow::Result<Option<Located>> {
     let (placement, slots) = placement_of(plan, assignment)?;
+    // The slots' `host:port` names, resolved as this worker's own name is.
     let mut addresses = Vec::new();
     for s in &slots {
         let host = assignment.node_host.get(&s.node).ok_or_else(|| {
@@ -532,8 +602,8 @@ fn locate(
     Ok(Some(Located {
         placement,
         slots,
-        addresses,
         me,
+        listen: SocketAddr::new(me_addr.ip(), 0),
     }))
 }
 
@@ -684,6 +754,7 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
                 time_secs: now_secs(),
                 uptime_secs: started.elapsed().as_secs(),
                 stats: m,
+                listening: None,
             };
             (*task, beat)
         })
@@ -811,6 +882,7 @@ mod tests {
                 time_secs: 0,
                 uptime_secs: 0,
                 stats: v.as_object().cloned().unwrap_or_default(),
+                listening: None,
             }
         };
         let beats: BTreeMap<u32, TaskHeartbeat> = [
@@ -833,24 +905,12 @@ mod tests {
     /// beats land only while the slot is assigned; the status says run, pause or stop.
     #[test]
     fn beats_are_recorded_only_for_an_assigned_slot() {
-        let store = crate::cluster::tree::SharedTree::new();
-        let mut state = ClusterState::new(store.clone(), "/storm").unwrap();
-        let info = crate::cluster::layout::SupervisorInfo {
-            hostname: "h".into(),
-            time_secs: 1,
-            uptime_secs: 0,
-            ports: vec![6700],
-        };
-        let session = store.open_session(Duration::from_secs(30));
-        state.supervisor_heartbeat(session, "s", &info).unwrap();
-        let topo = crate::cluster::simulation::tests::wordcount(&[]);
-        let plan = Plan::new(&topo);
-        let id = state.submit(&topo, &plan, 100).unwrap();
-        state.assign(&id, &plan, 1, 100).unwrap();
+        let (state, id) = one_slot_cluster();
         let beat = TaskHeartbeat {
             time_secs: 7,
             uptime_secs: 1,
             stats: serde_json::Map::new(),
+            listening: None,
         };
         let beats = vec![(1, beat)];
         let ours = NodePort {
@@ -876,6 +936,65 @@ mod tests {
         assert!(!reply.active && !reply.paused);
         let reply = record_beats(&state, "gone-1-1", &ours, &beats).unwrap();
         assert!(!reply.assigned);
+    }
+
+    /// Word count submitted and assigned to supervisor `s`'s one slot, 6700: the state and
+    /// the topology's id.
+    fn one_slot_cluster() -> (ClusterState<crate::cluster::tree::SharedTree>, String) {
+        let store = crate::cluster::tree::SharedTree::new();
+        let mut state = ClusterState::new(store.clone(), "/storm").unwrap();
+        let info = crate::cluster::layout::SupervisorInfo {
+            hostname: "h".into(),
+            time_secs: 1,
+            uptime_secs: 0,
+            ports: vec![6700],
+        };
+        let session = store.open_session(Duration::from_secs(30));
+        state.supervisor_heartbeat(session, "s", &info).unwrap();
+        let topo = crate::cluster::simulation::tests::wordcount(&[]);
+        let plan = Plan::new(&topo);
+        let id = state.submit(&topo, &plan, 100).unwrap();
+        state.assign(&id, &plan, 1, 100).unwrap();
+        (state, id)
+    }
+
+    /// The reply says where the assignment's workers listen, as the last beat of each slot's
+    /// first task said; a beat written by the worker of another slot (the task moved, and its
+    /// new worker has not beaten yet) says nothing of this one.
+    #[test]
+    fn replies_say_where_the_workers_listen() {
+        let (state, id) = one_slot_cluster();
+        let first = *state
+            .assignment(&id)
+            .unwrap()
+            .unwrap()
+            .task_to_node_port
+            .keys()
+            .next()
+            .unwrap();
+        let slot = |port| NodePort {
+            node: "s".into(),
+            port,
+        };
+        let at = |port, addr: &str| Listening {
+            slot: slot(port),
+            addr: addr.into(),
+        };
+        let beat = |listening| TaskHeartbeat {
+            time_secs: 1,
+            uptime_secs: 0,
+            stats: serde_json::Map::new(),
+            listening,
+        };
+        let reply = record_beats(&state, &id, &slot(6700), &[(first, beat(None))]).unwrap();
+        assert!(reply.assigned && reply.listening.is_empty());
+        let stale = beat(Some(at(6701, "127.0.0.1:40001")));
+        state.task_heartbeat(&id, first, &stale).unwrap();
+        let reply = record_beats(&state, &id, &slot(6700), &[]).unwrap();
+        assert!(reply.listening.is_empty(), "{:?}", reply.listening);
+        let ours = beat(Some(at(6700, "127.0.0.1:40002")));
+        let reply = record_beats(&state, &id, &slot(6700), &[(first, ours)]).unwrap();
+        assert_eq!(reply.listening, vec![at(6700, "127.0.0.1:40002")]);
     }
 
     #[test]

@@ -30,8 +30,6 @@ const SHIP_RETRY_FOR: Duration = Duration::from_secs(30);
 /// A worker's checkpoints while it runs.
 pub struct WorkerCheckpoints {
     pub generation: u64,
-    /// The commit this worker's tasks restored.
-    pub txid: u64,
     /// The newest generation heard of.
     newest: Arc<AtomicU64>,
     /// Shipping failed: nimbus lost what this worker prepared, so it rolls back.
@@ -258,7 +256,6 @@ pub fn start(
     };
     let worker = WorkerCheckpoints {
         generation: joined.generation,
-        txid: joined.txid,
         newest,
         failed,
         shipper: Some(handle),

@@ -8,7 +8,7 @@ use super::{Bolt, CheckpointParticipant, Spout};
 use crate::expr::Type;
 pub use crate::model::ComponentKind;
 
-pub mod by_role;
+pub(crate) mod by_role;
 use crate::model::{Component, Stream};
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::raw::{RawComponent, RawValue, Span, Spanned};

@@ -85,6 +85,7 @@ impl<T: Item> Held<T> {
         self.ready.back().map(|r| r.0)
     }
 
+    #[cfg(test)]
     /// The checkpoints waiting for their commit, oldest first: (txid, the sink's number).
     pub fn ready(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.ready.iter().map(|(txid, (n, _))| (*txid, *n))

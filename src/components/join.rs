@@ -11,7 +11,7 @@
 //! `join/state.rs`). The tuples are kept per key in spill maps (see `join/held.rs`): past
 //! `topology.state.memory.limit` they go to disk when the run has a state dir.
 
-pub mod builtin;
+pub(crate) mod builtin;
 mod held;
 mod state;
 

@@ -6,15 +6,15 @@
 //! plus the lines still kept; a restored spout emits those first, then reads on from the offset
 //! (the reader thread starts at the first `next_tuple`, so a restore can say where).
 
-pub mod builtin;
-pub mod feed;
-pub mod fingerprint;
-pub mod follow;
-pub mod glob;
+pub(crate) mod builtin;
+pub(crate) mod feed;
+pub(crate) mod fingerprint;
+pub(crate) mod follow;
+pub(crate) mod glob;
 mod parallel;
 mod position;
-pub mod position_file;
-pub mod source_fields;
+pub(crate) mod position_file;
+pub(crate) mod source_fields;
 
 use super::replay::Replay;
 use super::{Spout, SpoutCollector, SpoutStatus, TaskContext};

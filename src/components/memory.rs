@@ -64,6 +64,7 @@ impl KeyBudget {
         }
     }
 
+    #[cfg(test)]
     /// A new key of about `bytes` bytes (key and value, in memory) is held: refused when the
     /// process's keyed state would pass the limit.
     pub fn add(&mut self, bytes: u64) -> Result<(), FatalError> {

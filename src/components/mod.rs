@@ -1,43 +1,43 @@
 //! Components: the spout and bolt interfaces the runtime drives (Storm's ISpout / IBolt), the
 //! collectors they emit through, and the built-ins, one file each.
 
-pub mod aggregate;
-pub mod builtin;
-pub mod catalog;
-pub mod chaos;
-pub mod committed;
+pub(crate) mod aggregate;
+pub(crate) mod builtin;
+pub(crate) mod catalog;
+pub(crate) mod chaos;
+pub(crate) mod committed;
 pub mod count;
-pub mod dedupe;
-pub mod discard;
-pub mod file_sink;
-pub mod filter;
-pub mod generate;
-pub mod held;
-pub mod http;
-pub mod http_sink;
+pub(crate) mod dedupe;
+pub(crate) mod discard;
+pub(crate) mod file_sink;
+pub(crate) mod filter;
+pub(crate) mod generate;
+pub(crate) mod held;
+pub(crate) mod http;
+pub(crate) mod http_sink;
 pub mod jdbc;
-pub mod join;
+pub(crate) mod join;
 pub mod kafka;
-pub mod lines;
-pub mod log;
-pub mod lookup;
-pub mod map;
-pub mod memory;
-pub mod output_gate;
+pub(crate) mod lines;
+pub(crate) mod log;
+pub(crate) mod lookup;
+pub(crate) mod map;
+pub(crate) mod memory;
+pub(crate) mod output_gate;
 pub mod parse;
 pub mod redis;
-pub mod registry;
-pub mod replay;
+pub(crate) mod registry;
+pub(crate) mod replay;
 pub mod shell;
-pub mod sink_args;
-pub mod sink_format;
-pub mod socket;
+pub(crate) mod sink_args;
+pub(crate) mod sink_format;
+pub(crate) mod socket;
 pub mod split;
 #[cfg(test)]
 pub(crate) mod state_check;
-pub mod stdout;
-pub mod template;
-pub mod test_words;
+pub(crate) mod stdout;
+pub(crate) mod template;
+pub(crate) mod test_words;
 
 pub use catalog::{input_fields, input_positions, wired_stream};
 

@@ -2,9 +2,9 @@
 //! it came from, with typed accessors for the keys the runtime reads.
 
 pub mod layers;
-pub mod reporters;
-pub mod rules;
-pub mod storm_keys;
+pub(crate) mod reporters;
+pub(crate) mod rules;
+pub(crate) mod storm_keys;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -12,7 +12,7 @@
 //! `true` `false` `null`, function calls and parentheses. So, as in Python,
 //! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/expressions.md`.
 
-pub mod ast;
+pub(crate) mod ast;
 mod check;
 mod eval;
 mod functions;

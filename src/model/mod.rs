@@ -5,7 +5,7 @@ use crate::config::Config;
 
 pub mod chains;
 pub mod plan;
-pub mod rebalance;
+pub(crate) mod rebalance;
 mod state_dir;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

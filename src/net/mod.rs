@@ -4,11 +4,12 @@
 //! (`runtime::wire`); nothing here names a tuple.
 
 pub mod auth;
-pub mod frame;
-pub mod http;
-pub mod link;
+pub(crate) mod frame;
+pub(crate) mod http;
+pub(crate) mod link;
 pub mod listener;
 pub mod outbound;
+pub mod peers;
 pub mod reassembly;
 
 pub use link::{Link, Network};

@@ -1,7 +1,9 @@
 //! The sending side of a worker's TCP transport: a [`TcpLink`] from one local worker to one
 //! peer worker (Storm's Netty `Client`). `send` queues a buffer of encoded frames on a bounded
 //! channel; a named writer thread connects lazily, retries with back-off (10 ms doubling to 2 s)
-//! while the peer is not up yet — workers start in any order — authenticates, and writes.
+//! while the peer is not up yet — workers start in any order — authenticates, and writes. The
+//! peer's address comes from the [`Peers`] book on each attempt: until the peer has reported
+//! the port it bound, the writer looks again every 10 ms.
 //!
 //! Backpressure: writes block while the peer does not read, the bounded queue fills, and `send`
 //! blocks the transfer thread. One blocking socket per link needs no event loop; the receiving
@@ -15,9 +17,10 @@
 use super::auth::{self, Secret};
 use super::link::Link;
 use super::listener::AUTH_CONTEXT;
+use super::peers::Peers;
 use crossbeam_channel::{Receiver, Sender};
 use std::io::{ErrorKind, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -74,10 +77,11 @@ pub(crate) struct TcpLink {
 
 impl TcpLink {
     /// Start the writer thread `worker-{from}-to-{to}`; nothing connects until the first send.
+    /// The peer's address is looked up in `peers` on every connect attempt.
     pub(crate) fn open(
         from: usize,
         to: usize,
-        addr: SocketAddr,
+        peers: Peers,
         secret: Option<Secret>,
         options: LinkOptions,
         severed: Arc<AtomicBool>,
@@ -88,7 +92,7 @@ impl TcpLink {
             severed: severed.clone(),
             from,
             to,
-            addr,
+            peers,
             secret,
             options,
             closing: closing.clone(),
@@ -156,7 +160,7 @@ struct Writer {
     severed: Arc<AtomicBool>,
     from: usize,
     to: usize,
-    addr: SocketAddr,
+    peers: Peers,
     secret: Option<Secret>,
     options: LinkOptions,
     closing: Arc<AtomicBool>,
@@ -256,7 +260,7 @@ impl Writer {
                 // Storm's Netty client drops what a broken connection was carrying too;
                 // resending could duplicate frames the peer already took. Acking replays the
                 // tuples; lasting buffers are sent again on the next connection.
-                tracing::warn!(from = self.from, to = self.to, addr = %self.addr, "connection lost, {} bytes dropped: {e}", out.frames.len());
+                tracing::warn!(from = self.from, to = self.to, addr = ?self.peers.get(self.to), "connection lost, {} bytes dropped: {e}", out.frames.len());
                 self.conn = None;
             }
         }
@@ -289,10 +293,11 @@ impl Writer {
                 return Ok(());
             }
             self.conn = None;
+            let tried = self.peers.get(self.to);
             match self.connect() {
                 Ok(mut s) => {
                     if failures > 0 {
-                        tracing::info!(from = self.from, to = self.to, addr = %self.addr, "connected after {failures} attempts");
+                        tracing::info!(from = self.from, to = self.to, addr = ?self.peers.get(self.to), "connected after {failures} attempts");
                     }
                     match self.resend_lasting(&mut s) {
                         Ok(()) => {
@@ -317,14 +322,20 @@ impl Writer {
                         && backoff >= self.options.backoff_max
                         && failures % 8 == 0
                     {
-                        tracing::warn!(from = self.from, to = self.to, addr = %self.addr, "peer worker still unreachable: {e}");
+                        tracing::warn!(from = self.from, to = self.to, addr = ?self.peers.get(self.to), "peer worker still unreachable: {e}");
                     } else {
-                        tracing::debug!(from = self.from, to = self.to, addr = %self.addr, "connect failed: {e}");
+                        tracing::debug!(from = self.from, to = self.to, addr = ?self.peers.get(self.to), "connect failed: {e}");
                     }
                     if !self.pause(backoff, urgency) {
                         return Err(GiveUp);
                     }
-                    backoff = (backoff * 2).min(self.options.backoff_max);
+                    // An address not known yet, or just learned, is looked at again soon.
+                    backoff = match self.peers.get(self.to) {
+                        Some(now) if Some(now) == tried => {
+                            (backoff * 2).min(self.options.backoff_max)
+                        }
+                        _ => self.options.backoff_min,
+                    };
                 }
             }
         }
@@ -356,7 +367,7 @@ impl Writer {
         tracing::warn!(
             from = self.from,
             to = self.to,
-            addr = %self.addr,
+            addr = ?self.peers.get(self.to),
             "gave up on the peer worker while closing; {buffers} frame buffers not delivered"
         );
     }
@@ -390,7 +401,12 @@ impl Writer {
 
     fn connect(&self) -> Result<TcpStream, String> {
         let t = self.options.handshake_timeout;
-        let mut s = TcpStream::connect_timeout(&self.addr, t).map_err(|e| e.to_string())?;
+        let addr = self
+            .peers
+            .get(self.to)
+            .filter(|a| a.port() != 0)
+            .ok_or("its address is not known yet")?;
+        let mut s = TcpStream::connect_timeout(&addr, t).map_err(|e| e.to_string())?;
         let _ = s.set_nodelay(true);
         if let Some(secret) = &self.secret {
             s.set_read_timeout(Some(t)).map_err(|e| e.to_string())?;

@@ -3,7 +3,8 @@
 //! (a mio receive loop, `net::listener`), which checks every data frame with this runtime's
 //! wire codec before handing it on; each (local worker, remote worker) pair gets a lazily
 //! connected `TcpLink` (`net::outbound`). With a cluster secret every connection is
-//! authenticated.
+//! authenticated. Addresses live in a [`Peers`] book: a local worker may listen on port 0 (its
+//! bound address is then recorded), and a peer's address may be learned, or change, later.
 //!
 //! Dropping the network stops its listeners (and so lets the workers' receive threads end).
 
@@ -12,6 +13,7 @@ use crate::net::auth::Secret;
 use crate::net::link::{Link, Network};
 use crate::net::listener::{self, ListenerHandle};
 use crate::net::outbound::{LinkOptions, TcpLink};
+use crate::net::peers::Peers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 /// Workers reached over TCP.
 pub struct TcpNetwork {
-    addrs: BTreeMap<usize, SocketAddr>,
+    addrs: Peers,
     local: BTreeSet<usize>,
     secret: Option<Secret>,
     options: LinkOptions,
@@ -29,14 +31,15 @@ pub struct TcpNetwork {
 }
 
 impl TcpNetwork {
-    /// `addrs` holds the address of every worker of the topology; `local` those run here.
+    /// `addrs` holds the addresses of the workers of the topology known so far; `local` those
+    /// run here.
     pub fn new(
         addrs: BTreeMap<usize, SocketAddr>,
         local: impl IntoIterator<Item = usize>,
         secret: Option<Secret>,
     ) -> TcpNetwork {
         TcpNetwork {
-            addrs,
+            addrs: Peers::new(addrs),
             local: local.into_iter().collect(),
             secret,
             options: LinkOptions::default(),
@@ -59,6 +62,12 @@ impl TcpNetwork {
         }
     }
 
+    /// The book of worker addresses: what is learned about a peer goes in here, and every
+    /// link reads it on its next connect attempt.
+    pub fn peers(&self) -> &Peers {
+        &self.addrs
+    }
+
     /// Halt every link at once: what is queued is dropped and nothing more is sent (the run
     /// is halted for a rollback; its tuples must not reach the workers of the next one).
     pub fn sever(&self) {
@@ -78,8 +87,7 @@ impl TcpNetwork {
 
     fn addr_of(&self, worker: usize) -> anyhow::Result<SocketAddr> {
         self.addrs
-            .get(&worker)
-            .copied()
+            .get(worker)
             .ok_or_else(|| anyhow::anyhow!("no network address for worker {worker}"))
     }
 }
@@ -109,6 +117,7 @@ impl Network for TcpNetwork {
             wire::check,
             into,
         )?;
+        self.addrs.set(worker, handle.addr);
         match self.listeners.lock() {
             Ok(mut l) => l.push(handle),
             Err(p) => p.into_inner().push(handle),
@@ -121,11 +130,10 @@ impl Network for TcpNetwork {
             !self.local.contains(&to),
             "worker {to} runs in this process; it needs no TCP link"
         );
-        let addr = self.addr_of(to)?;
         Ok(Box::new(TcpLink::open(
             from,
             to,
-            addr,
+            self.addrs.clone(),
             self.secret.clone(),
             self.options.clone(),
             self.severed.clone(),

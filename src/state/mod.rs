@@ -3,15 +3,15 @@
 //! committed (`commits.rs`), a task's entries read back one at a time (`entries.rs`), the compact encoding of typed values in both (`codec.rs`), and what
 //! a state dir holds (`dir.rs`, for `storm state ls|dump|clear`).
 
-pub mod codec;
-pub mod commits;
+pub(crate) mod codec;
+pub(crate) mod commits;
 pub mod dir;
-pub mod entries;
-pub mod guard;
-pub mod packed;
-pub mod paths;
-pub mod spill;
-pub mod store;
+pub(crate) mod entries;
+pub(crate) mod guard;
+pub(crate) mod packed;
+pub(crate) mod paths;
+pub(crate) mod spill;
+pub(crate) mod store;
 
 #[cfg(test)]
 mod crash_test;

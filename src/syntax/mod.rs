@@ -3,6 +3,6 @@
 //! "did you mean" (`suggest`). The lowest layer: it imports no other module of the crate.
 
 pub mod diag;
-pub mod raw;
-pub mod suggest;
-pub mod tree;
+pub(crate) mod raw;
+pub(crate) mod suggest;
+pub(crate) mod tree;

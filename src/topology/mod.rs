@@ -1,12 +1,12 @@
 //! Topology files: reading (YAML, Flux, DSL), validating into the model, and the graph view.
 
 pub mod dsl;
-pub mod flux;
-pub mod graph;
+pub(crate) mod flux;
+pub(crate) mod graph;
 #[cfg(test)]
 mod rebalance_tests;
 pub mod validate;
-pub mod yaml;
+pub(crate) mod yaml;
 
 use crate::model::Topology;
 use crate::syntax::diag::{Diagnostic, Source};

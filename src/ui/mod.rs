@@ -5,13 +5,13 @@
 //! the executors already keep; nothing is computed until a request comes, so the UI costs
 //! nothing while nobody looks.
 
-pub mod api;
-pub mod client;
-pub mod cluster;
-pub mod local;
-pub mod prometheus;
-pub mod server;
-pub mod windows;
+pub(crate) mod api;
+pub(crate) mod client;
+pub(crate) mod cluster;
+pub(crate) mod local;
+pub(crate) mod prometheus;
+pub(crate) mod server;
+pub(crate) mod windows;
 
 use crate::runtime::metrics::UserMetric;
 use std::collections::BTreeMap;

@@ -381,6 +381,46 @@ fn word_count_over_processes_equals_local_mode() {
     assert_eq!(split["emitted"], 44000);
 }
 
+/// Workers listen on ports the system gives them and report those: a run over processes works
+/// while the ports naming its slots (6700 and on) are taken by something else, and each
+/// worker says where it listens, on none of them.
+#[test]
+fn worker_processes_listen_on_the_ports_they_report_not_on_their_slots() {
+    let slots = 6700..6704;
+    // Where another program holds one of them already, it is taken all the same.
+    let _held: Vec<TcpListener> = slots
+        .clone()
+        .filter_map(|p| TcpListener::bind(("127.0.0.1", p)).ok())
+        .collect();
+    let text = word_text();
+    let out = TestCommand::cargo_bin("storm")
+        .expect("the storm binary")
+        .env_remove("STORM_CLUSTER_SECRET")
+        .env("STORM_LOG", "info")
+        .args(["run", "topologies/wordcount.yaml", "--quiet"])
+        .args(["--processes", "--workers", "3"])
+        .write_stdin(text.clone())
+        .timeout(WAIT)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    assert_eq!(lines, run_sorted(&text, &[]));
+    let ports: Vec<u16> = err
+        .lines()
+        .filter(|l| l.contains("worker 127.0.0.1:"))
+        .filter_map(|l| l.split_once(": listening on ")?.1.split_whitespace().next())
+        .filter_map(|a| a.rsplit_once(':')?.1.parse().ok())
+        .collect();
+    assert_eq!(ports.len(), 4, "three workers and the home one:\n{err}");
+    assert!(ports.iter().all(|p| !slots.contains(p)), "{ports:?}");
+}
+
 #[test]
 fn an_unreachable_nimbus_is_a_clear_error() {
     let port = free_port("127.0.0.1");

@@ -17,10 +17,14 @@ use storm::runtime::{self, TcpNetwork};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// A loopback address with a port free right now.
-fn free_addr() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr")
+/// Loopback, port 0: a worker listening there gets a port of its own.
+fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().expect("an address")
+}
+
+/// Where `net`'s local worker `w` listens, once it does.
+fn bound(net: &TcpNetwork, w: usize) -> SocketAddr {
+    net.peers().get(w).expect("worker listens")
 }
 
 fn options() -> LinkOptions {
@@ -41,19 +45,23 @@ struct Pair {
 }
 
 fn pair(secret_a: Option<&str>, secret_b: Option<&str>) -> Pair {
-    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
+    let addrs: BTreeMap<usize, SocketAddr> = [(0, any_port()), (1, any_port())].into();
     let a = TcpNetwork::new(addrs.clone(), [0], secret_a.map(Secret::new)).with_options(options());
-    let b = TcpNetwork::new(addrs.clone(), [1], secret_b.map(Secret::new)).with_options(options());
+    let b = TcpNetwork::new(addrs, [1], secret_b.map(Secret::new)).with_options(options());
     let (tx_a, into_a) = crossbeam_channel::bounded(64);
     let (tx_b, into_b) = crossbeam_channel::bounded(64);
     a.listen(0, tx_a).expect("listen 0");
     b.listen(1, tx_b).expect("listen 1");
+    // Each learns where the other listens, as workers do from their heartbeats.
+    a.peers().set(1, bound(&b, 1));
+    b.peers().set(0, bound(&a, 0));
+    let addr_b = bound(&b, 1);
     Pair {
         a,
         b,
         into_a,
         into_b,
-        addr_b: addrs[&1],
+        addr_b,
     }
 }
 
@@ -126,35 +134,38 @@ fn a_port_zero_listener_reports_the_port_it_bound() {
     assert!(net.listen(4, tx).is_err());
 }
 
+/// The peer starts late, and its address is learned only then: the link waits for both.
 #[test]
 fn a_link_waits_for_a_listener_that_starts_late() {
-    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
-    let a = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());
+    let a = TcpNetwork::new([(0, any_port())].into(), [0], None).with_options(options());
     let link = a.connect(0, 1).expect("link");
     link.send(eos(1, 2)).expect("queued while the peer is down");
+    // The peer's late start is what this test is about.
     std::thread::sleep(Duration::from_millis(300));
-    let b = TcpNetwork::new(addrs, [1], None);
+    let b = TcpNetwork::new([(1, any_port())].into(), [1], None);
     let (tx, rx) = crossbeam_channel::bounded(4);
     b.listen(1, tx).expect("listen");
+    a.peers().set(1, bound(&b, 1));
     assert_eq!(receive(&rx, 1), vec![Frame::Eos { from: 1, to: 2 }]);
 }
 
 #[test]
 fn a_link_reconnects_when_its_peer_restarts() {
-    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
-    let a = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());
+    let a = TcpNetwork::new([(0, any_port())].into(), [0], None).with_options(options());
     let link = a.connect(0, 1).expect("link");
-    let first = TcpNetwork::new(addrs.clone(), [1], None);
+    let first = TcpNetwork::new([(1, any_port())].into(), [1], None);
     let (tx, rx) = crossbeam_channel::bounded(4);
     first.listen(1, tx).expect("listen");
+    a.peers().set(1, bound(&first, 1));
     link.send(eos(1, 1)).expect("send");
     assert_eq!(receive(&rx, 1), vec![Frame::Eos { from: 1, to: 1 }]);
     drop(first);
-    // The peer comes back on the same address; frames sent meanwhile may be lost (as with
-    // Storm's Netty client), but the link gets through again.
-    let second = TcpNetwork::new(addrs, [1], None);
+    // The peer comes back on another port, which the link learns; frames sent meanwhile may
+    // be lost (as with Storm's Netty client), but the link gets through again.
+    let second = TcpNetwork::new([(1, any_port())].into(), [1], None);
     let (tx, rx) = crossbeam_channel::bounded(64);
     second.listen(1, tx).expect("listen again");
+    a.peers().set(1, bound(&second, 1));
     let mut arrived = None;
     for i in 0..100 {
         link.send(eos(2, i)).expect("send");
@@ -171,8 +182,7 @@ fn a_link_reconnects_when_its_peer_restarts() {
 
 #[test]
 fn dropping_a_link_to_a_peer_that_never_came_up_does_not_hang() {
-    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
-    let a = TcpNetwork::new(addrs, [0], None).with_options(LinkOptions {
+    let a = TcpNetwork::new([(0, any_port())].into(), [0], None).with_options(LinkOptions {
         linger: Duration::from_millis(300),
         ..options()
     });
@@ -235,11 +245,12 @@ fn with_a_secret_only_peers_proving_it_are_served() {
 
 #[test]
 fn a_full_receive_channel_holds_the_sender_back() {
-    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
+    let addrs: BTreeMap<usize, SocketAddr> = [(0, any_port()), (1, any_port())].into();
     let a = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());
     let b = TcpNetwork::new(addrs, [1], None);
     let (tx, rx) = crossbeam_channel::bounded(1);
     b.listen(1, tx).expect("listen");
+    a.peers().set(1, bound(&b, 1));
     let link = a.connect(0, 1).expect("link");
     // 1 MiB control frames: nobody reads `rx`, so the sender must block long before 256 MiB.
     let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -303,11 +314,14 @@ fn a_topology_runs_split_over_two_networks() {
     let topology = Arc::new(loaded.topology);
     let plan = storm::model::plan::Plan::new(&topology);
     let placement = Placement::round_robin(&plan, 2);
-    let addrs: BTreeMap<usize, SocketAddr> = [(0, free_addr()), (1, free_addr())].into();
+    let addrs: BTreeMap<usize, SocketAddr> = [(0, any_port()), (1, any_port())].into();
     let net0 = TcpNetwork::new(addrs.clone(), [0], None).with_options(options());
     let net1 = TcpNetwork::new(addrs, [1], None).with_options(options());
     let run0 = runtime::start(topology.clone(), &placement, &[0], &net0).expect("worker 0");
     let run1 = runtime::start(topology, &placement, &[1], &net1).expect("worker 1");
+    // Each started listening on a port of its own; its links wait until they learn the other's.
+    net0.peers().set(1, bound(&net1, 1));
+    net1.peers().set(0, bound(&net0, 0));
     let w1 = std::thread::spawn(move || run1.wait());
     let r0 = run0.wait().expect("worker 0 ran");
     let r1 = w1.join().expect("joined").expect("worker 1 ran");

@@ -4,6 +4,7 @@
 //! panicking executor fails the run, and end-of-input survives a broken connection.
 
 use crate::run::{expected_counts, messy_text, parse_counts};
+use crate::support::poll_until;
 use assert_cmd::cargo::CommandCargoExt;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -351,7 +352,14 @@ fn an_interrupt_during_a_rollback_ends_the_run() {
     run.write(&messy_text(200_000, 9));
     run.committed();
     signal(victim, "-KILL");
-    std::thread::sleep(Duration::from_millis(300));
+    // Interrupted once the supervisor has seen the worker die (it reaped it).
+    let pid = run.pid();
+    poll_until(
+        "the lost worker to be reaped",
+        WAIT,
+        Duration::from_millis(10),
+        || (!workers_of(pid).iter().any(|(p, _)| *p == victim)).then_some(()),
+    );
     signal(run.pid(), "-INT");
     let out = run.finish();
     assert!(

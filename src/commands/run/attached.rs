@@ -56,7 +56,10 @@ pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
     let has_home = topology.components.iter().any(|c| c.ctype.is_console());
 
     let interrupted = drain_on_signals()?;
-    let home_port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    // The home slot is named by a port this process holds for the whole run, so no other
+    // run on this host names its slot alike; the home worker listens on a port of its own.
+    let home_name = TcpListener::bind("127.0.0.1:0")?;
+    let home_port = home_name.local_addr()?.port();
     let (attached, home_id) = attach(&nimbus, &topology.name, has_home.then_some(home_port))?;
     let mut sub = submission(&args.source, &overrides, Some(home_id))?;
     ship_resources(&mut sub, &args.source, &topology)?;
@@ -79,6 +82,7 @@ pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
     let beats = beats.into_iter().collect();
     drop(watcher);
     drop(attached);
+    drop(home_name);
     let report = spread_report(home, &topology, &beats, started.elapsed());
     finish(&args, &report, Scope::Spread, topology.at_least_once())
 }

@@ -2,7 +2,8 @@
 //! own process on loopback, talking over TCP. This process is nimbus (a thread, with a
 //! temporary data folder), the supervisor of those worker processes, and the home of the
 //! `stdin` spouts and `stdout` sinks, which it runs in one extra worker of its own, so a shell
-//! pipeline behaves as in local mode.
+//! pipeline behaves as in local mode. Every worker listens on a port the system gives it
+//! (port 0) and reports it with its heartbeats; the slots' ports only name the slots.
 
 use super::{finish, load_for_run, run_home, spread_report, Scope, StopWatcher, StopWhen};
 use crate::cli::RunArgs;
@@ -57,15 +58,16 @@ fn remove_run_dir(dir: &std::path::Path) {
     }
 }
 
-/// Ports the OS says are free on loopback (bound, then released for the workers).
-fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()?;
-    listeners
-        .iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
+/// The ports naming the run's `n` slots: Storm's first slot port, 6700, and on. They name
+/// slots only: each worker listens on a port the system gives it and reports it, so nothing
+/// else on the machine using these ports matters.
+fn slot_ports(n: usize) -> anyhow::Result<Vec<u16>> {
+    const FIRST: u16 = 6700;
+    let last = u16::try_from(n)
+        .ok()
+        .and_then(|n| FIRST.checked_add(n))
+        .ok_or_else(|| anyhow::anyhow!("{n} workers are more slots than ports"))?;
+    Ok((FIRST..last).collect())
 }
 
 /// Remove the run folders (`storm-run-PID`) of runs that were killed too hard to clean up
@@ -120,7 +122,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
         None => None,
     };
 
-    let ports = free_ports(workers + 1)?;
+    let ports = slot_ports(workers + 1)?;
     let home_port = ports[workers];
     if has_home {
         register_home(&nimbus, home_port)?;

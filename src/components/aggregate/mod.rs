@@ -8,17 +8,17 @@
 //! Stateful (`stateful: true`), its groups, or its windows' open panes, are the entries of its
 //! checkpoints (see `state.rs`).
 
-pub mod builtin;
+pub(crate) mod builtin;
 mod closed;
-pub mod expand;
+pub(crate) mod expand;
 mod groups;
 mod keyed;
-pub mod lag;
-pub mod ops;
-pub mod ranking;
-pub mod saved;
+pub(crate) mod lag;
+pub(crate) mod ops;
+pub(crate) mod ranking;
+pub(crate) mod saved;
 mod state;
-pub mod window;
+pub(crate) mod window;
 
 use super::{Bolt, BoltCollector, TaskContext};
 use crate::model::plan::streams;
@@ -248,14 +248,6 @@ impl Spec {
             )
             .chain(self.ops.iter().map(|o| o.name.clone()))
             .collect()
-    }
-
-    /// Every input field it reads (for validation).
-    pub fn input_fields(&self) -> impl Iterator<Item = &str> {
-        self.by
-            .iter()
-            .map(String::as_str)
-            .chain(self.ops.iter().filter_map(|o| o.field.as_deref()))
     }
 }
 

@@ -211,14 +211,10 @@ impl<T> Panes<T> {
             .map(|(_, p)| p)
     }
 
+    #[cfg(test)]
     /// Every pane, oldest first.
     pub fn all(&self) -> impl Iterator<Item = (&i64, &T)> {
         self.panes.iter()
-    }
-
-    /// The pane starting at `start`, if it holds anything.
-    pub fn get(&self, start: i64) -> Option<&T> {
-        self.panes.get(&start)
     }
 
     /// Every pane, oldest first.
@@ -233,19 +229,6 @@ impl<T> Panes<T> {
 
     pub fn spec(&self) -> WindowSpec {
         self.spec
-    }
-}
-
-impl<T: Default> Panes<T> {
-    /// The pane of `t`, made empty the first time.
-    pub fn pane(&mut self, t: i64) -> &mut T {
-        self.panes.entry(floor_to(t, self.spec.every)).or_default()
-    }
-
-    /// The pane starting at `start` (a saved pane), made empty the first time; an error when
-    /// `start` is not the start of a pane.
-    pub fn pane_at(&mut self, start: i64) -> Result<&mut T, String> {
-        self.pane_at_with(start, T::default)
     }
 }
 

@@ -6,18 +6,6 @@ use crate::components::sink_args::{self as a, ArgError, Args};
 use crate::components::sink_format::RecordFormat;
 use std::time::Duration;
 
-/// Every argument of the sink (for validation's table).
-pub const ARGS: &[&str] = &[
-    "path",
-    "format",
-    "field",
-    "header",
-    "time",
-    "rotate",
-    "compression",
-    "sync",
-];
-
 pub const FORMATS: &[&str] = &["json", "ndjson", "csv", "tsv", "raw"];
 pub const COMPRESSIONS: &[&str] = &["none", "gzip", "zstd"];
 const ROTATE_KEYS: &[&str] = &["size", "interval", "records", "inactive"];
@@ -109,6 +97,7 @@ impl Config {
         })
     }
 
+    #[cfg(test)]
     /// The input fields the arguments name.
     pub fn fields(&self) -> Vec<String> {
         let mut out: Vec<String> = self.path.fields().iter().map(|s| s.to_string()).collect();

@@ -8,12 +8,12 @@
 //! its record was flushed (and fsynced: `sync`), so a crash may leave a last partial line and
 //! a replay may write a record twice. With `stateful: true`: exactly once, see `commit`.
 
-pub mod args;
-pub mod builtin;
-pub mod commit;
-pub mod names;
-pub mod part;
-pub mod path;
+pub(crate) mod args;
+pub(crate) mod builtin;
+pub(crate) mod commit;
+pub(crate) mod names;
+pub(crate) mod part;
+pub(crate) mod path;
 
 use crate::components::sink_format::{push_header, push_record};
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext};

@@ -2,15 +2,15 @@
 //! with the `socket` spout: reading records received over the network with `stdin`'s readers
 //! (`record`), and the address and size arguments (`settings`). Validation asks [`check`].
 
-pub mod builtin;
+pub(crate) mod builtin;
 mod handler;
 mod inbox;
 mod once;
-pub mod record;
-pub mod settings;
-pub mod spout;
+pub(crate) mod record;
+pub(crate) mod settings;
+pub(crate) mod spout;
 
-pub use handler::{is_source_field, HEADERS_FIELD, HEADER_PREFIX, REMOTE_FIELD};
+pub use handler::is_source_field;
 pub use spout::{output_fields, HttpSpout};
 
 use serde_json::Value as Json;

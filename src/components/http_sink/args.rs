@@ -6,19 +6,6 @@
 use crate::components::sink_args::{self as a, ArgError, Args};
 use std::time::Duration;
 
-pub const ARGS: &[&str] = &[
-    "url",
-    "method",
-    "format",
-    "batch",
-    "concurrency",
-    "headers",
-    "token",
-    "retry",
-    "timeout",
-    "idempotency_header",
-];
-
 pub const FORMATS: &[&str] = &["ndjson", "json", "csv"];
 pub const METHODS: &[&str] = &["POST", "PUT", "PATCH"];
 const BATCH_KEYS: &[&str] = &["max_records", "max_bytes", "timeout"];

@@ -7,11 +7,11 @@
 //! With `stateful: true`, batches are cut and keyed at checkpoints and sent once their
 //! checkpoint commits (see `txn`): keys then survive restarts too.
 
-pub mod args;
-pub mod body;
-pub mod builtin;
-pub mod sender;
-pub mod txn;
+pub(crate) mod args;
+pub(crate) mod body;
+pub(crate) mod builtin;
+pub(crate) mod sender;
+pub(crate) mod txn;
 
 use crate::components::sink_format::{push_record, RecordFormat};
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext};

@@ -5,14 +5,14 @@
 //! table or a query incrementally by an increasing column (`spout`). `url`, `pool`, `values`
 //! and `args` are what they share; `validate` checks the arguments offline.
 
-pub mod args;
-pub mod builtin;
-pub mod held;
-pub mod lookup;
-pub mod pool;
-pub mod sink;
-pub mod spout;
-pub mod url;
-pub mod validate;
-pub mod values;
+pub(crate) mod args;
+pub(crate) mod builtin;
+pub(crate) mod held;
+pub(crate) mod lookup;
+pub(crate) mod pool;
+pub(crate) mod sink;
+pub(crate) mod spout;
+pub(crate) mod url;
+pub(crate) mod validate;
+pub(crate) mod values;
 mod values_read;

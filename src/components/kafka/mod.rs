@@ -3,14 +3,14 @@
 //! and a sink bolt producing to a topic (transactions committed with checkpoints when
 //! `stateful`). Both speak to brokers through librdkafka (the `rdkafka` crate).
 
-pub mod args;
-pub mod builtin;
-pub mod commits;
-pub mod consumer;
-pub mod lag;
-pub mod offsets;
-pub mod record;
-pub mod sink;
-pub mod spout;
+pub(crate) mod args;
+pub(crate) mod builtin;
+pub(crate) mod commits;
+pub(crate) mod consumer;
+pub(crate) mod lag;
+pub(crate) mod offsets;
+pub(crate) mod record;
+pub(crate) mod sink;
+pub(crate) mod spout;
 
 pub use record::{output_fields, KAFKA_FIELDS};

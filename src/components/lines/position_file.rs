@@ -101,11 +101,6 @@ impl PositionFile {
         }
     }
 
-    /// Where the position is kept.
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
-    }
-
     fn write(&self, position: &Value) -> Result<(), String> {
         let shown = self.path.display();
         if let Some(dir) = self.path.parent() {

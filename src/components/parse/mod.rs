@@ -5,21 +5,21 @@
 //! crash, never a silently wrong value. `stdin` and `file` spouts given a `format` read their
 //! lines with the same [`Parser`].
 
-pub mod builtin;
+pub(crate) mod builtin;
 mod combined;
 mod delimited;
 mod drops;
 mod header;
-pub mod infer;
+pub(crate) mod infer;
 mod json;
 mod json_flat;
 mod json_stream;
 mod pairs;
 mod pattern;
 mod quoted;
-pub mod source;
+pub(crate) mod source;
 pub mod spec;
-pub mod types;
+pub(crate) mod types;
 
 use super::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::model::plan::{streams, StreamId};

@@ -144,11 +144,6 @@ impl Conn {
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
     }
-
-    /// Forget the connection (the next use makes a new one).
-    pub fn drop_connection(&mut self) {
-        self.con = None;
-    }
 }
 
 /// What went wrong talking to Redis.

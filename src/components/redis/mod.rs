@@ -4,17 +4,17 @@
 //! marker key); as a spout, a Redis stream read through a consumer group. Everything the
 //! rest of the program asks of it goes through the functions below.
 
-pub mod bolt;
-pub mod builtin;
-pub mod cache;
-pub mod command;
-pub mod conn;
-pub mod record;
-pub mod reply;
-pub mod spec;
-pub mod spout;
-pub mod template;
-pub mod txn;
+pub(crate) mod bolt;
+pub(crate) mod builtin;
+pub(crate) mod cache;
+pub(crate) mod command;
+pub(crate) mod conn;
+pub(crate) mod record;
+pub(crate) mod reply;
+pub(crate) mod spec;
+pub(crate) mod spout;
+pub(crate) mod template;
+pub(crate) mod txn;
 
 use crate::components::Spout;
 use crate::model::Component;

@@ -83,13 +83,6 @@ impl Command {
             Set | Hset | Incrby | Hincrby | Zincrby | Xadd | Publish
         )
     }
-
-    /// Whether writing it twice changes the result (replays are then counted twice without
-    /// `stateful: true`).
-    pub fn is_increment(self) -> bool {
-        use Command::*;
-        matches!(self, Incrby | Hincrby | Zincrby | Xadd | Publish)
-    }
 }
 
 /// The bolt's arguments, checked.
@@ -315,6 +308,7 @@ impl Spec {
         Ok(())
     }
 
+    #[cfg(test)]
     /// The input fields the arguments name (templates and `value`), for the checks of
     /// `storm validate` and for binding at start.
     pub fn input_fields(&self) -> Vec<String> {

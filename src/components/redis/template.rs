@@ -49,6 +49,7 @@ impl Template {
             .collect()
     }
 
+    #[cfg(test)]
     /// Whether the template names no field (a fixed key).
     pub fn is_fixed(&self) -> bool {
         self.fields().is_empty()

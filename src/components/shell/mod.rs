@@ -8,7 +8,7 @@
 //! Python 2-era `storm.py` emit under Python 3.
 
 mod bolt;
-pub mod builtin;
+pub(crate) mod builtin;
 pub mod context;
 mod lifecycle;
 mod process;

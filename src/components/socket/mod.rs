@@ -2,15 +2,14 @@
 //! 6587), read by `stdin`'s record readers or as syslog (RFC 3164 and RFC 5424). Validation
 //! asks [`check`].
 
-pub mod builtin;
-pub mod decode;
-pub mod framing;
+pub(crate) mod builtin;
+pub(crate) mod decode;
+pub(crate) mod framing;
 mod server;
-pub mod settings;
-pub mod spout;
-pub mod syslog;
+pub(crate) mod settings;
+pub(crate) mod spout;
+pub(crate) mod syslog;
 
-pub use decode::REMOTE_FIELD;
 pub use spout::{output_fields, SocketSpout};
 
 use serde_json::Value as Json;

@@ -21,7 +21,7 @@
 
 mod accept;
 mod conn;
-pub mod head;
+pub(crate) mod head;
 mod slots;
 #[cfg(test)]
 mod tests;

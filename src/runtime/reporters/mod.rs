@@ -2,7 +2,7 @@
 //! counters of this process every period on its own thread and sends them to Graphite, CSV
 //! files or stderr; a last reading is sent when the run ends.
 
-pub mod sample;
+pub(crate) mod sample;
 mod sinks;
 
 use crate::config::reporters::{self as conf, ReporterConf, Target};

@@ -130,18 +130,6 @@ impl Cold {
         Ok(())
     }
 
-    /// Remove the row of `key`, if held.
-    pub fn remove(&mut self, key: &[u8]) -> anyhow::Result<()> {
-        self.reader = None;
-        let mut removed = false;
-        self.write(|tx| {
-            removed = tx.open_table(ROWS)?.remove(key)?.is_some();
-            Ok(())
-        })?;
-        self.len -= u64::from(removed);
-        Ok(())
-    }
-
     /// Every row removed.
     pub fn clear(&mut self) -> anyhow::Result<()> {
         self.reader = None;

@@ -20,9 +20,9 @@
 //! Without any spill (everything fits), a lookup is one hash-map probe as before: the file is
 //! consulted only once something was written to it.
 
-pub mod cold;
-pub mod merge;
-pub mod order;
+pub(crate) mod cold;
+pub(crate) mod merge;
+pub(crate) mod order;
 
 use anyhow::Context;
 use cold::Cold;
@@ -185,6 +185,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         }
     }
 
+    #[cfg(test)]
     /// Evict once memory holds `n` entries past the limit (tests spill after a few).
     pub fn set_min_batch(&mut self, n: usize) {
         self.min_batch = n;
@@ -211,6 +212,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         self.hot.is_empty() && self.cold.as_ref().is_none_or(|c| c.rows() == 0)
     }
 
+    #[cfg(test)]
     /// Entries in memory, and in the file (some of those may be in memory too).
     pub fn sizes(&self) -> (usize, u64, u64) {
         let cold = self.cold.as_ref();
