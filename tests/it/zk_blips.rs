@@ -347,7 +347,11 @@ fn a_leader_lost_for_good_with_its_disk_never_strands_a_stateful_run() {
     // The new leader went on from its own copy.
     let log = cluster.logs.path().join(format!("{}.log", names[1 - lost]));
     let log = std::fs::read_to_string(log).unwrap_or_default();
-    assert!(log.contains("leads on from its replica"), "{}", cluster.logs());
+    assert!(
+        log.contains("leads on from its replica"),
+        "{}",
+        cluster.logs()
+    );
     cluster.until("the topology gone from the tree", || {
         let tree = cluster.dump()?;
         (!tree.contains(&format!("/storm/assignments/{id}"))).then_some(())
