@@ -449,13 +449,6 @@ impl Nimbus {
                 self.report_error(&id, task, error, worker)?;
                 Value::Null
             }
-            checkpoint @ (Request::CheckpointJoin { .. }
-            | Request::CheckpointState { .. }
-            | Request::Checkpoint { .. }
-            | Request::CheckpointStatus { .. }
-            | Request::CheckpointHeld { .. }
-            | Request::CheckpointExport { .. }
-            | Request::CheckpointReplica { .. }) => self.answer_checkpoint(checkpoint)?,
             Request::ConfValue { key } => self.conf_value(&key),
             Request::SetLogConfig { name, changes } => {
                 serde_json::to_value(self.set_log_config(&name, &changes)?)?
@@ -466,10 +459,12 @@ impl Nimbus {
                 start,
                 length,
             } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
+            // The checkpoint requests: answered apart.
+            checkpoint => self.answer_checkpoint(checkpoint)?,
         })
     }
 
-    /// [`Self::answer`] for the checkpoint requests.
+    /// [`Self::answer`] for the checkpoint requests (every other one is matched there).
     fn answer_checkpoint(&self, request: Request) -> anyhow::Result<Value> {
         Ok(match request {
             Request::CheckpointJoin {

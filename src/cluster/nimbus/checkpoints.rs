@@ -51,6 +51,9 @@ pub(crate) struct Keeper {
     stale: bool,
 }
 
+/// A topology's commit record and store.
+type Stores = (Arc<Commits>, Arc<Store>);
+
 /// The keepers of the topologies nimbus coordinates, by id.
 pub(crate) type Keepers = Arc<Mutex<BTreeMap<String, Keeper>>>;
 
@@ -197,7 +200,7 @@ impl Nimbus {
         recorded: Option<&CheckpointRecord>,
         me: &Option<String>,
         own_dir: bool,
-    ) -> anyhow::Result<((Arc<Commits>, Arc<Store>), u64)> {
+    ) -> anyhow::Result<(Stores, u64)> {
         let stores = open_stores(&self.data, id, &known.topology)?;
         let txid = stores.0.committed()?.map_or(0, |c| c.txid);
         let elsewhere = recorded.filter(|r| {
