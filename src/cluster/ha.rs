@@ -153,6 +153,17 @@ impl Coordination {
         self.election.get().map(Election::me)
     }
 
+    /// The other nimbuses registered now (their sessions live); none when ZooKeeper cannot
+    /// say.
+    pub fn peers(&self) -> Vec<String> {
+        let Some(election) = self.election.get() else {
+            return Vec::new();
+        };
+        let mut all = election.registered().unwrap_or_default();
+        all.retain(|a| a != election.me());
+        all
+    }
+
     /// A standby's answer to a request: who leads, if anyone does.
     pub fn standby_answer(&self) -> String {
         let me = self.election.get().map_or("?", Election::me);

@@ -188,6 +188,10 @@ pub struct CheckpointRecord {
     /// ZooKeeper; another one that leads fetches the state from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
+    /// The other nimbuses whose stores hold `txid` too: the holder copied the checkpoint to
+    /// each of them before recording it, so any of them leads on from its own copy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
 }
 
 /// `/storms/{id}` (Storm's `StormBase`).

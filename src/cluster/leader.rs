@@ -132,6 +132,11 @@ impl Election {
         )
     }
 
+    /// The addresses of the nimbuses registered now (their sessions live), this one included.
+    pub fn registered(&self) -> Result<Vec<String>, StoreError> {
+        self.store.children(&self.nimbuses, None)
+    }
+
     /// This nimbus's address.
     pub fn me(&self) -> &str {
         &self.me

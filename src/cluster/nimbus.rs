@@ -395,10 +395,13 @@ impl Nimbus {
     /// Answer one request from the RPC edge: the typed method it names, its answer as JSON.
     fn handle(&self, request: Request) -> Result<Value, String> {
         // With ZooKeeper, only the leader answers; a standby names it. What a nimbus taking
-        // over asks of the others' checkpoint stores is answered by any nimbus.
+        // over asks of the others' checkpoint stores, and the leader's copies of its
+        // checkpoints, are answered by any nimbus.
         let from_a_peer = matches!(
             request,
-            Request::CheckpointHeld { .. } | Request::CheckpointExport { .. }
+            Request::CheckpointHeld { .. }
+                | Request::CheckpointExport { .. }
+                | Request::CheckpointReplica { .. }
         );
         if let Some(zk) = self.zk.as_ref().filter(|_| !from_a_peer) {
             if !self.lead(zk) {
@@ -474,12 +477,6 @@ impl Nimbus {
                 self.report_error(&id, task, error, worker)?;
                 Value::Null
             }
-            checkpoint @ (Request::CheckpointJoin { .. }
-            | Request::CheckpointState { .. }
-            | Request::Checkpoint { .. }
-            | Request::CheckpointStatus { .. }
-            | Request::CheckpointHeld { .. }
-            | Request::CheckpointExport { .. }) => self.answer_checkpoint(checkpoint)?,
             Request::ConfValue { key } => self.conf_value(&key),
             Request::SetLogConfig { name, changes } => {
                 serde_json::to_value(self.set_log_config(&name, &changes)?)?
@@ -490,10 +487,12 @@ impl Nimbus {
                 start,
                 length,
             } => serde_json::to_value(self.worker_log(&file, start, length)?)?,
+            // The checkpoint requests: answered apart.
+            checkpoint => self.answer_checkpoint(checkpoint)?,
         })
     }
 
-    /// [`Self::answer`] for the checkpoint requests.
+    /// [`Self::answer`] for the checkpoint requests (every other one is matched there).
     fn answer_checkpoint(&self, request: Request) -> anyhow::Result<Value> {
         Ok(match request {
             Request::CheckpointJoin {
@@ -513,13 +512,17 @@ impl Nimbus {
                 news,
             } => serde_json::to_value(self.checkpoint_news(&id, generation, news)?)?,
             Request::CheckpointStatus { id } => serde_json::to_value(self.checkpoint_status(&id)?)?,
-            Request::CheckpointHeld { id } => json!(self.checkpoint_held(&id)?),
+            Request::CheckpointHeld { id, wanted } => json!(self.checkpoint_held(&id, wanted)?),
             Request::CheckpointExport {
                 id,
                 txid,
                 task,
                 from,
             } => serde_json::to_value(self.checkpoint_export(&id, txid, &task, from)?)?,
+            Request::CheckpointReplica { id, step } => {
+                self.checkpoint_replica(&id, step)?;
+                Value::Null
+            }
             _ => anyhow::bail!("not a checkpoint request"),
         })
     }
@@ -937,6 +940,7 @@ impl Nimbus {
         let data = self.data.clone();
         let removed = id.clone();
         let keepers = self.checkpoints.clone();
+        let secret = self.secret.clone();
         std::thread::Builder::new()
             .name("nimbus-kill".into())
             .spawn(move || {
@@ -955,6 +959,9 @@ impl Nimbus {
                 let _ = std::fs::remove_dir_all(&dir);
                 Nimbus::forget_checkpoints(&keepers, &removed);
                 let _ = std::fs::remove_dir_all(checkpoints::keeper_dir(&data, &removed));
+                if let Some(zk) = &zk {
+                    replicate::forget_replicas(zk, secret, &removed);
+                }
                 if !embedded {
                     tracing::info!("nimbus: removed {removed}");
                     return;
@@ -1192,7 +1199,10 @@ fn finished_in(state: &ClusterState<Shared>) -> BTreeMap<String, BTreeSet<NodePo
 mod checkpoints;
 mod handover;
 mod log_levels;
+mod pages;
 mod rebalance;
+mod replica;
+mod replicate;
 mod worker_log;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).

@@ -235,6 +235,7 @@ fn a_checkpoint_record_is_written_only_over_the_version_its_writer_read() {
         generation: 1,
         time_secs: 1,
         holder: Some(holder.into()),
+        replicas: Vec::new(),
     };
     let first = state
         .swap_checkpoint_record("t-1-1", &record(0, "a"), None)

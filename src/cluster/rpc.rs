@@ -176,6 +176,36 @@ pub enum CheckpointNews {
     Finished { task: u32 },
 }
 
+/// One step of the leader copying a topology's checkpoints to another nimbus (its replica):
+/// a whole copy when the replica is new or fell behind (`reset`, `rows`..., `install`),
+/// then at each commit what the checkpoint prepared (`prepared`...) and `ready`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReplicaStep {
+    /// Start a whole copy, beside the replica's store.
+    Reset,
+    /// A page of `task`'s committed state (packed) for the whole copy.
+    Rows {
+        task: crate::state::TaskKey,
+        state: String,
+    },
+    /// The whole copy holds checkpoint `txid`: it replaces the replica's store.
+    Install { txid: u64 },
+    /// A page of what checkpoint `txid` prepared for `task` (packed), onto a replica that
+    /// holds checkpoint `base`.
+    Prepared {
+        base: u64,
+        txid: u64,
+        task: crate::state::TaskKey,
+        state: String,
+    },
+    /// Every part of the checkpoints after `base` up to `txid` was sent: the replica holds
+    /// `txid` once the leader records it (it folds it in then, or when it leads).
+    Ready { base: u64, txid: u64 },
+    /// The topology was removed: the replica goes too.
+    Forget,
+}
+
 /// What nimbus answers a worker about a checkpointed topology.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointReply {
@@ -278,8 +308,13 @@ pub enum Request {
     /// -> `CheckpointReply`
     CheckpointStatus { id: String },
     /// From a nimbus taking over: the last checkpoint of topology `id` this nimbus's own
-    /// store committed (0: it holds none). Standbys answer it too. -> u64
-    CheckpointHeld { id: String },
+    /// store committed (0: it holds none), or `wanted` (which the tree records) when its
+    /// replica received that one whole. Standbys answer it too. -> u64
+    CheckpointHeld {
+        id: String,
+        #[serde(default)]
+        wanted: Option<u64>,
+    },
     /// From a nimbus taking over: a page of `task`'s committed state in this nimbus's own
     /// store, which must have committed `txid`. Standbys answer it too. -> `StatePage`
     CheckpointExport {
@@ -288,6 +323,10 @@ pub enum Request {
         task: crate::state::TaskKey,
         from: usize,
     },
+    /// From the leader, before it records a commit: one step of copying topology `id`'s
+    /// checkpoints into this nimbus's store, so it can lead on from them. Standbys answer
+    /// it. -> ()
+    CheckpointReplica { id: String, step: ReplicaStep },
     /// One key of nimbus's own configuration (`storm remoteconfvalue`): its value, `null`
     /// when unset; a secret only as `"<hidden>"`.
     ConfValue { key: String },
@@ -529,6 +568,8 @@ pub struct Client {
     addr: String,
     secret: Option<Secret>,
     retry: Retry,
+    /// How long one call waits to connect, and then for each read and write.
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for Client {
@@ -562,7 +603,15 @@ impl Client {
             addr: addr.into(),
             secret,
             retry: Retry::NONE,
+            timeout: CALL_TIMEOUT,
         }
+    }
+
+    /// This client, waiting at most `timeout` to connect and for each read and write (a
+    /// nimbus copying checkpoints to another one gives up on a frozen peer sooner).
+    pub fn with_timeout(mut self, timeout: Duration) -> Client {
+        self.timeout = timeout;
+        self
     }
 
     /// This client, retrying rounds over its addresses as `retry` says while no nimbus leads
@@ -633,7 +682,7 @@ impl Client {
 
     /// One request to the nimbus at `addr`.
     fn call_at<T: DeserializeOwned>(&self, addr: &str, request: &Request) -> Result<T, Failure> {
-        let mut stream = connect(addr).map_err(Failure::PassOver)?;
+        let mut stream = connect(addr, self.timeout).map_err(Failure::PassOver)?;
         if let Some(secret) = &self.secret {
             auth::client(&mut stream, secret, AUTH_CONTEXT).map_err(|e| {
                 Failure::Answered(anyhow::anyhow!(
@@ -652,8 +701,9 @@ impl Client {
             }
             if timed_out(&e) {
                 return Failure::PassOver(anyhow::anyhow!(
-                    "nimbus at {addr} did not answer within {CALL_TIMEOUT:?} (it is frozen, or \
-                     overloaded)"
+                    "nimbus at {addr} did not answer within {:?} (it is frozen, or \
+                     overloaded)",
+                    self.timeout
                 ));
             }
             let hint = if self.secret.is_none() {
@@ -691,24 +741,24 @@ fn closed_unanswered(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Whether a read gave up waiting for the answer ([`CALL_TIMEOUT`] passed).
+/// Whether a read gave up waiting for the answer (the client's timeout passed).
 fn timed_out(e: &anyhow::Error) -> bool {
     use std::io::ErrorKind::{TimedOut, WouldBlock};
     e.downcast_ref::<std::io::Error>()
         .is_some_and(|io| matches!(io.kind(), TimedOut | WouldBlock))
 }
 
-/// A connection to the nimbus at `addr`, with [`CALL_TIMEOUT`] on its reads and writes.
-fn connect(addr: &str) -> anyhow::Result<TcpStream> {
+/// A connection to the nimbus at `addr`, with `timeout` on its reads and writes.
+fn connect(addr: &str, timeout: Duration) -> anyhow::Result<TcpStream> {
     let target = addr
         .to_socket_addrs()
         .map_err(|e| anyhow::anyhow!("nimbus address `{addr}`: {e}"))?
         .next()
         .ok_or_else(|| anyhow::anyhow!("nimbus address `{addr}` resolves to nothing"))?;
-    let stream = TcpStream::connect_timeout(&target, CALL_TIMEOUT)
+    let stream = TcpStream::connect_timeout(&target, timeout)
         .map_err(|e| anyhow::anyhow!("cannot reach nimbus at {addr}: {e}"))?;
-    stream.set_read_timeout(Some(CALL_TIMEOUT))?;
-    stream.set_write_timeout(Some(CALL_TIMEOUT))?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
     Ok(stream)
 }
 

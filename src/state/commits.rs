@@ -5,8 +5,9 @@
 //!
 //! One table, `record`: `txid` and `at_ms` (u64, little-endian), `shape` (the name and the
 //! parallelisms as one [`super::codec`] list: `[name, [component, parallelism], …]`) and
-//! `workers` (u64: the worker stores the checkpoints need, `worker-0.redb` up), each value
-//! sealed with a checksum ([`super::guard`]) verified on read.
+//! `workers` (u64: the worker stores the checkpoints need, `worker-0.redb` up) and, in a
+//! nimbus's replica of another nimbus's store, `replicated` (u64: the checkpoint it received
+//! whole), each value sealed with a checksum ([`super::guard`]) verified on read.
 
 use super::codec;
 use super::guard::{self, caught};
@@ -123,6 +124,18 @@ impl Commits {
             Ok(())
         };
         caught(&self.name, write)
+    }
+
+    /// The checkpoint a copy of another store received whole (every part it prepared), not
+    /// yet committed here: a nimbus's replica of the leader's checkpoints.
+    pub fn replicated(&self) -> anyhow::Result<Option<u64>> {
+        self.get_u64("replicated")
+    }
+
+    /// Record that checkpoint `txid` was received whole (durably).
+    pub fn set_replicated(&self, txid: u64) -> anyhow::Result<()> {
+        self.put(&[("replicated", txid.to_le_bytes().to_vec())])
+            .with_context(|| format!("recording checkpoint {txid} received in {}", self.name))
     }
 
     /// How many worker stores the checkpoints need (recorded at the first run of a state dir).

@@ -1,9 +1,9 @@
 //! ZooKeeper blips under a run attached to a cluster of two nimbuses (issue 29, item 4): the
 //! ZooKeeper server killed and started again, and the leading nimbus frozen (SIGSTOP) past its
-//! session timeout and woken. Leadership may move to the other nimbus each time; a stateful
-//! word count fed through the run's standard input must still print the exact totals, exit 0
-//! and give its slots back. Every wait polls a condition; every process started here is ended
-//! by a guard.
+//! session timeout and woken, or then lost for good with its disk. Leadership may move to the
+//! other nimbus each time; a stateful word count fed through the run's standard input must
+//! still print the exact totals, exit 0 and give its slots back. Every wait polls a condition;
+//! every process started here is ended by a guard.
 
 use crate::cluster::{client, eventually, free_port, signal, storm, workers_of, Daemons, WAIT};
 use crate::run::{expected_counts, parse_counts};
@@ -110,13 +110,17 @@ impl Cluster {
         })
     }
 
-    /// The checkpoint topology `id` last committed, as its record in the tree says.
-    fn committed(&self, id: &str) -> Option<u64> {
+    /// Topology `id`'s checkpoint record in the tree.
+    fn record(&self, id: &str) -> Option<serde_json::Value> {
         let tree = self.dump()?;
         let prefix = format!("/storm/checkpoints/{id} = ");
         let record = tree.lines().find_map(|l| l.strip_prefix(&prefix))?;
-        let record: serde_json::Value = serde_json::from_str(record).ok()?;
-        record["txid"].as_u64()
+        serde_json::from_str(record).ok()
+    }
+
+    /// The checkpoint topology `id` last committed, as its record in the tree says.
+    fn committed(&self, id: &str) -> Option<u64> {
+        self.record(id)?["txid"].as_u64()
     }
 
     /// Wait until topology `id` commits a checkpoint past `after`; the one it committed.
@@ -261,15 +265,98 @@ fn a_zookeeper_restart_and_a_frozen_leader_never_strand_a_stateful_run() {
         expected_counts(text.as_bytes()),
         "{said}"
     );
-    // The nimbus leading after the freeze got the committed state from the other one.
+    // The nimbus leading after the freeze went on from its copy of the committed state, or
+    // fetched it from the other one.
     let logs = cluster.logs();
-    assert!(logs.contains("fetched checkpoint"), "{logs}");
+    assert!(
+        logs.contains("leads on from its replica") || logs.contains("fetched checkpoint"),
+        "{logs}"
+    );
     // Its slots are given back: no assignment, no worker left.
     eventually("the topology gone from the tree", || {
         let tree = cluster.dump()?;
         (!tree.contains(&format!("/storm/assignments/{id}"))).then_some(())
     });
     eventually("its workers to end", || {
+        workers_of(&id, &cluster.slots).is_empty().then_some(())
+    });
+}
+
+/// The leader lost for good with its disk, after a ZooKeeper restart: frozen past its session
+/// (the other nimbus leads), then SIGKILLed and its data folder removed, so nothing can be
+/// fetched from it. Each commit was copied to the other nimbus before it was recorded, so the
+/// stateful run goes on from that copy: exact totals, exit 0, slots given back.
+#[test]
+fn a_leader_lost_for_good_with_its_disk_never_strands_a_stateful_run() {
+    let mut cluster = Cluster::start();
+    let mut run = attached_count(&cluster.both(), true, &[]);
+    let id = cluster.topology_id("blip");
+    let _workers = Workers(id.clone(), cluster.slots.clone());
+    let mut text = lines(0, 2000);
+    run.write(text.as_bytes());
+    let before = cluster.commits_past(&id, 0);
+
+    // ZooKeeper killed and started again: sessions may expire, and leadership move.
+    cluster.ensemble.restart(0, false);
+    let after_restart = cluster.commits_past(&id, before);
+    let more = lines(2000, 4000);
+    run.write(more.as_bytes());
+    text.push_str(&more);
+
+    // A commit recorded by the leader names the other nimbus as holding it too.
+    let names = ["nimbus-a", "nimbus-b"];
+    let lost = cluster.until("a commit copied to the standby", || {
+        let record = cluster.record(&id)?;
+        let lost = cluster.leader();
+        let other = &cluster.nimbuses[1 - lost].0;
+        let copied = record["replicas"]
+            .as_array()?
+            .iter()
+            .any(|r| r.as_str() == Some(other));
+        let holder = record["holder"].as_str() == Some(&cluster.nimbuses[lost].0);
+        let past = record["txid"].as_u64()? > after_restart;
+        (copied && holder && past).then_some(lost)
+    });
+    let other = cluster.nimbuses[1 - lost].0.clone();
+
+    // Frozen past its session (the other one leads), then lost with its disk.
+    signal(cluster.nimbuses[lost].1, "-STOP");
+    cluster.until("the other nimbus to lead", || {
+        client(&["list", "--nimbus", &other])
+    });
+    cluster.daemons.kill(names[lost]);
+    let data = cluster.logs.path().join(format!("{}-data", names[lost]));
+    std::fs::remove_dir_all(&data).expect("remove the lost nimbus's data");
+    let last = lines(4000, 6000);
+    run.write(last.as_bytes());
+    text.push_str(&last);
+
+    let out = run.finish();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}: {said}\n{}",
+        out.status.code(),
+        cluster.logs()
+    );
+    assert_eq!(
+        parse_counts(&out.stdout),
+        expected_counts(text.as_bytes()),
+        "{said}"
+    );
+    // The new leader went on from its own copy.
+    let log = cluster.logs.path().join(format!("{}.log", names[1 - lost]));
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    assert!(
+        log.contains("leads on from its replica"),
+        "{}",
+        cluster.logs()
+    );
+    cluster.until("the topology gone from the tree", || {
+        let tree = cluster.dump()?;
+        (!tree.contains(&format!("/storm/assignments/{id}"))).then_some(())
+    });
+    cluster.until("its workers to end", || {
         workers_of(&id, &cluster.slots).is_empty().then_some(())
     });
 }

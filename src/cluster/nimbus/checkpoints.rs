@@ -13,27 +13,33 @@
 //! heartbeats and from every checkpoint answer), its spouts going back to their committed
 //! positions.
 
-use super::{now_secs, Nimbus};
+use super::pages::page;
+use super::replicate::Replica;
+use super::{now_secs, Known, Nimbus};
 use crate::cluster::layout::{CheckpointRecord, NodePort};
 use crate::cluster::rpc::{
     assignment_version, CheckpointNews, CheckpointReply, JoinReply, StatePage,
 };
 use crate::runtime::checkpoint::coordinator::Coordinator;
-use crate::runtime::checkpoint::{setup::saving_tasks, Report};
-use crate::state::{packed, Commits, RawState, Store, TaskKey};
+use crate::runtime::checkpoint::{setup::saving_tasks, task_key, Report};
+use crate::state::{packed, Commits, Store, TaskKey};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// The most bytes of rows one page of restored state carries (a request is at most 16 MB).
-const PAGE_BYTES: usize = 4 << 20;
 
 /// One topology's checkpoints, as nimbus keeps them.
 pub(crate) struct Keeper {
     pub(super) commits: Arc<Commits>,
     pub(super) store: Arc<Store>,
     expected: BTreeSet<u32>,
+    /// The store names of the tasks in `expected`.
+    pub(super) keys: Vec<TaskKey>,
     coordinator: Coordinator,
-    record: CheckpointRecord,
+    pub(super) record: CheckpointRecord,
+    /// Each commit is copied to the other nimbuses first (several nimbuses on ZooKeeper, the
+    /// store under nimbus's data folder).
+    pub(super) replicated: bool,
+    /// The other nimbuses' replicas, by address.
+    pub(super) replicas: BTreeMap<String, Replica>,
     /// The slots that joined this generation, with the incarnation of their worker.
     joined: BTreeMap<NodePort, u64>,
     /// Every slot of the assignment joined: the generation runs.
@@ -44,6 +50,9 @@ pub(crate) struct Keeper {
     /// and opened again from the tree.
     stale: bool,
 }
+
+/// A topology's commit record and store.
+type Stores = (Arc<Commits>, Arc<Store>);
 
 /// The keepers of the topologies nimbus coordinates, by id.
 pub(crate) type Keepers = Arc<Mutex<BTreeMap<String, Keeper>>>;
@@ -138,30 +147,17 @@ impl Nimbus {
             known.topology.is_stateful(),
             "topology {id} keeps no checkpointed state"
         );
-        let mut stores = open_stores(&self.data, id, &known.topology)?;
-        let mut txid = stores.0.committed()?.map_or(0, |c| c.txid);
         let recorded = self.state().checkpoint_record_at(id)?;
         let me = self.zk.as_ref().and_then(|zk| zk.me()).map(str::to_string);
-        // Committed through another nimbus (it led meanwhile): the state is fetched from its
-        // store, unless the topology keeps it in a dir of its own (a path on nimbus's host).
-        let elsewhere = recorded.as_ref().and_then(|(r, _)| {
-            let holder = r
-                .holder
-                .as_ref()
-                .filter(|h| me.as_ref().is_some_and(|m| m != *h));
-            holder.filter(|_| r.txid > 0).map(|h| (h.clone(), r.txid))
-        });
-        if let Some((holder, wanted)) = elsewhere {
-            if crate::runtime::checkpoint::setup::state_dir(&known.topology)?.is_none() {
-                drop(stores);
-                self.fetch_checkpoints(id, &holder, (wanted, txid), &known)?;
-                stores = open_stores(&self.data, id, &known.topology)?;
-                txid = stores.0.committed()?.map_or(0, |c| c.txid);
-            }
-        }
-        let (commits, store) = stores;
+        let own_dir = crate::runtime::checkpoint::setup::state_dir(&known.topology)?.is_none();
+        let ((commits, store), txid) =
+            self.stores_holding(id, &known, recorded.as_ref().map(|r| &r.0), &me, own_dir)?;
         store.fold(txid)?;
         store.discard_after(txid)?;
+        // What this store received as a replica is over: it leads from `txid` now.
+        if commits.replicated()?.is_some_and(|t| t != 0) {
+            commits.set_replicated(0)?;
+        }
         let expected = saving_tasks(&known.topology, &known.plan);
         // A generation already in the tree runs (this nimbus restarted): any join now is of a
         // restarted or moved worker.
@@ -181,12 +177,59 @@ impl Nimbus {
             commits,
             store,
             expected,
+            keys: task_keys(&known),
             record,
+            replicated: own_dir && self.zk.is_some(),
+            replicas: BTreeMap::new(),
             joined: BTreeMap::new(),
             sealed,
             version,
             stale: false,
         })
+    }
+
+    /// Topology `id`'s stores, holding what the tree's record says was committed, and the
+    /// checkpoint they hold. Committed through another nimbus (it led meanwhile), the state
+    /// is this nimbus's replica of it when the record names this one among those holding it,
+    /// else fetched from one of them — unless the topology keeps it in a dir of its own
+    /// (`own_dir` false: a path on nimbus's host).
+    fn stores_holding(
+        &self,
+        id: &str,
+        known: &Known,
+        recorded: Option<&CheckpointRecord>,
+        me: &Option<String>,
+        own_dir: bool,
+    ) -> anyhow::Result<(Stores, u64)> {
+        let stores = open_stores(&self.data, id, &known.topology)?;
+        let txid = stores.0.committed()?.map_or(0, |c| c.txid);
+        let elsewhere = recorded.filter(|r| {
+            let other = |m: &String| r.holder.as_ref().is_some_and(|h| h != m);
+            own_dir && r.txid > 0 && me.as_ref().is_some_and(other)
+        });
+        let Some(r) = elsewhere else {
+            return Ok((stores, txid));
+        };
+        let replica = me.as_ref().is_some_and(|m| r.replicas.contains(m));
+        if replica && holds(&stores.0, &stores.1, Some(r.txid))? == r.txid {
+            tracing::warn!(
+                "nimbus: {id}: leads on from its replica of checkpoint {} (committed by the nimbus at {})",
+                r.txid,
+                r.holder.as_deref().unwrap_or("?")
+            );
+            return Ok((stores, r.txid));
+        }
+        drop(stores);
+        let holders: Vec<&String> = r
+            .holder
+            .iter()
+            .chain(&r.replicas)
+            .filter(|h| Some(*h) != me.as_ref())
+            .collect();
+        self.fetch_from_any(id, &holders, (r.txid, txid), known)?;
+        let stores = open_stores(&self.data, id, &known.topology)?;
+        let txid = stores.0.committed()?.map_or(0, |c| c.txid);
+        Ok((stores, txid))
     }
 
     /// A worker joins (or asks again whether it may start).
@@ -300,9 +343,23 @@ impl Nimbus {
                     }
                     CheckpointNews::Finished { task } => Some(Report::Finished { task }),
                 };
-                if let Some(txid) = report.map(|r| k.coordinator.on(r)).transpose()?.flatten() {
+                if let Some(txid) = report.and_then(|r| k.coordinator.take(r)) {
+                    // Copied to the other nimbuses before it is committed and recorded: the
+                    // record names those that hold it.
+                    let replicas = if k.replicated {
+                        nimbus.replicate(
+                            id,
+                            (&*k.store, k.keys.as_slice()),
+                            &mut k.replicas,
+                            (k.record.txid, txid),
+                        )
+                    } else {
+                        Vec::new()
+                    };
+                    k.coordinator.commit(txid)?;
                     k.record.txid = txid;
                     k.record.time_secs = now_secs();
+                    k.record.replicas = replicas;
                     nimbus.write_record(id, k)?;
                     tracing::debug!(target: "storm::runtime::checkpoint", txid, "checkpoint committed");
                 }
@@ -343,28 +400,35 @@ impl Nimbus {
     }
 }
 
-/// The rows of `all` from `from`, up to [`PAGE_BYTES`] (at least one), with its position.
-pub(super) fn page(all: RawState, from: usize) -> StatePage {
-    let total = all.rows.len();
-    let mut size = 0;
-    let rows: Vec<_> = all
-        .rows
+/// The store names of topology `known`'s tasks that save checkpoints.
+pub(super) fn task_keys(known: &Known) -> Vec<TaskKey> {
+    let plan = &known.plan;
+    saving_tasks(&known.topology, plan)
         .into_iter()
-        .skip(from)
-        .take_while(|(k, v)| {
-            let fits = size < PAGE_BYTES;
-            size += k.len() + v.as_ref().map_or(0, Vec::len) + 8;
-            fits
+        .filter_map(|task| {
+            let component = plan.component_of_task(task);
+            let first = *plan.component(component)?.tasks.start();
+            Some(task_key(component, task - first))
         })
-        .collect();
-    let end = from.saturating_add(rows.len());
-    let raw = RawState {
-        rows,
-        position: all.position,
-    };
-    StatePage {
-        next: (end < total).then_some(end),
-        state: packed::pack(&raw),
+        .collect()
+}
+
+/// The checkpoint this nimbus's store or replica holds of a topology, with `commits` its
+/// commit record: the one committed, or a later one received whole once the tree records it
+/// (`recorded`), folded in then.
+pub(super) fn holds(
+    commits: &Commits,
+    store: &Store,
+    recorded: Option<u64>,
+) -> anyhow::Result<u64> {
+    let held = commits.committed()?.map_or(0, |c| c.txid);
+    match (recorded, commits.replicated()?) {
+        (Some(r), Some(whole)) if r == whole && r > held => {
+            store.fold(r)?;
+            commits.commit(r)?;
+            Ok(r)
+        }
+        _ => Ok(held),
     }
 }
 
@@ -383,20 +447,31 @@ fn taken_over(
             "checkpoint {} of {id} was committed by a nimbus whose store is not here (this one holds checkpoint {txid}); the state of a topology whose workers run in several processes is kept by the nimbus that leads",
             r.txid
         ),
-        Some(r) => (
-            CheckpointRecord {
-                txid,
-                holder: me,
-                ..r
-            },
-            true,
-        ),
+        Some(r) => {
+            // The nimbuses that held the commit still do when it is the one taken over.
+            let replicas: Vec<String> = if r.txid == txid {
+                let held = r.holder.iter().chain(&r.replicas).filter(|h| Some(*h) != me.as_ref());
+                held.cloned().collect()
+            } else {
+                Vec::new()
+            };
+            (
+                CheckpointRecord {
+                    txid,
+                    holder: me,
+                    replicas,
+                    ..r
+                },
+                true,
+            )
+        }
         None => (
             CheckpointRecord {
                 txid,
                 generation: 1,
                 time_secs: now_secs(),
                 holder: me,
+                replicas: Vec::new(),
             },
             false,
         ),
@@ -404,39 +479,11 @@ fn taken_over(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pages_cover_every_row_once_in_order() {
-        let rows: Vec<_> = (0..40u32)
-            .map(|i| (i.to_be_bytes().to_vec(), Some(vec![7; PAGE_BYTES / 9])))
-            .collect();
-        let all = RawState {
-            rows: rows.clone(),
-            position: Some(vec![1]),
-        };
-        let (mut got, mut from, mut pages) = (Vec::new(), Some(0), 0);
-        while let Some(f) = from {
-            let p = page(all.clone(), f);
-            let raw = packed::unpack(&p.state).expect("packed");
-            assert_eq!(raw.position, Some(vec![1]));
-            got.extend(raw.rows);
-            from = p.next;
-            pages += 1;
-        }
-        assert_eq!(got, rows);
-        assert!(pages > 1, "{pages}");
-        let empty = page(RawState::default(), 0);
-        assert_eq!(empty.next, None);
-    }
-}
-
-#[cfg(test)]
 mod generation_tests {
     use super::*;
     use crate::cluster::layout::SupervisorInfo;
     use crate::cluster::rpc::Submission;
+    use crate::state::RawState;
     use crate::tuple::Value;
     use std::time::Duration;
 
@@ -605,11 +652,11 @@ mod generation_tests {
     #[test]
     fn a_nimbus_exports_exactly_the_commit_its_store_holds() {
         let (_dir, n, id, slots) = nimbus_with_count();
-        assert_eq!(n.checkpoint_held(&id).expect("held"), 0);
+        assert_eq!(n.checkpoint_held(&id, None).expect("held"), 0);
         n.checkpoint_join(&id, &slots[0], 1).expect("join");
         n.checkpoint_join(&id, &slots[1], 2).expect("join");
         assert_eq!(prepare_all(&n, &id, 1, 1).committed, 1);
-        assert_eq!(n.checkpoint_held(&id).expect("held"), 1);
+        assert_eq!(n.checkpoint_held(&id, None).expect("held"), 1);
         let known = n.known(&id).expect("known");
         let task = *known.plan.component("count").expect("count").tasks.start();
         let key = crate::runtime::checkpoint::task_key("count", 0);
@@ -628,7 +675,7 @@ mod generation_tests {
         assert_eq!(page.next, None);
         // Closed keepers (a standby's) are read from the files.
         n.keepers().clear();
-        assert_eq!(n.checkpoint_held(&id).expect("held"), 1);
+        assert_eq!(n.checkpoint_held(&id, None).expect("held"), 1);
         assert!(n.checkpoint_export(&id, 1, &key, 0).is_ok());
     }
 

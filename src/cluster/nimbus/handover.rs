@@ -1,26 +1,25 @@
 //! The checkpoint store follows leadership. Nimbus keeps a topology's committed checkpoints in
-//! a store of its own, and records the last commit in the coordination tree; when another
-//! nimbus leads afterwards (a ZooKeeper blip, a frozen or dead leader) and finds that record
-//! written by another nimbus (the record names the nimbus whose store holds the commit), it
-//! fetches the committed state from that nimbus (every nimbus answers these requests, standby
-//! or not) into a fresh store before it coordinates anything. Nothing is fetched partially:
-//! the copy is written beside the store and moved in place once complete. When the holder
-//! cannot be reached, taking over is refused with an error naming it, and tried again at the
-//! next request (a frozen nimbus that wakes up answers then).
+//! a store of its own, copies each commit to the other nimbuses before recording it
+//! (`replicate`), and records the last commit in the coordination tree, naming the holder
+//! and the replicas. A nimbus that leads afterwards (a ZooKeeper blip, a frozen or dead
+//! leader) and is not among them fetches the committed state from one of them (every nimbus
+//! answers these requests, standby or not) into a fresh store before it coordinates anything.
+//! Nothing is fetched partially: the copy is written beside the store and moved in place once
+//! complete. When none can be reached, taking over is refused with an error naming them, and
+//! tried again at the next request (a frozen nimbus that wakes up answers then).
 
-use super::checkpoints::{keeper_dir, page};
+use super::checkpoints::{holds, keeper_dir, task_keys};
+use super::pages::page;
 use super::{Known, Nimbus};
 use crate::cluster::rpc::{Client, Request, StatePage};
-use crate::runtime::checkpoint::{setup::saving_tasks, task_key};
 use crate::state::{packed, Commits, Store, TaskKey};
 
 impl Nimbus {
-    /// The last checkpoint of topology `id` this nimbus's own store committed (0: none here).
-    pub(crate) fn checkpoint_held(&self, id: &str) -> anyhow::Result<u64> {
-        self.with_local_store(id, |commits, _| {
-            Ok(commits.committed()?.map_or(0, |c| c.txid))
-        })
-        .map(|held| held.unwrap_or(0))
+    /// The last checkpoint of topology `id` this nimbus's own store committed, or `wanted`
+    /// (recorded in the tree) when its replica received that one whole (0: none here).
+    pub(crate) fn checkpoint_held(&self, id: &str, wanted: Option<u64>) -> anyhow::Result<u64> {
+        self.with_local_store(id, |commits, store| holds(commits, store, wanted))
+            .map(|held| held.unwrap_or(0))
     }
 
     /// A page of `task`'s committed state in this nimbus's own store, which must have
@@ -33,7 +32,7 @@ impl Nimbus {
         from: usize,
     ) -> anyhow::Result<StatePage> {
         let exported = self.with_local_store(id, |commits, store| {
-            let held = commits.committed()?.map_or(0, |c| c.txid);
+            let held = holds(commits, store, Some(txid))?;
             anyhow::ensure!(
                 held == txid,
                 "this nimbus holds checkpoint {held} of {id}, not {txid}"
@@ -66,8 +65,32 @@ impl Nimbus {
     }
 
     /// Replace this nimbus's store of topology `id` (`held` is its last commit) by the one
+    /// of the first of `holders` that answers: the tree says each holds checkpoint `wanted`.
+    pub(super) fn fetch_from_any(
+        &self,
+        id: &str,
+        holders: &[&String],
+        (wanted, held): (u64, u64),
+        known: &Known,
+    ) -> anyhow::Result<()> {
+        let mut failed = Vec::new();
+        for holder in holders {
+            match self.fetch_checkpoints(id, holder, (wanted, held), known) {
+                Ok(()) => return Ok(()),
+                Err(e) => failed.push(format!("{e:#}")),
+            }
+        }
+        anyhow::ensure!(
+            !failed.is_empty(),
+            "checkpoint {wanted} of {id} was committed by a nimbus whose store is not here \
+             (this one holds checkpoint {held}), and the record names no other to fetch it from"
+        );
+        anyhow::bail!("{}", failed.join("; "))
+    }
+
+    /// Replace this nimbus's store of topology `id` (`held` is its last commit) by the one
     /// of the nimbus at `holder`, which the tree says holds checkpoint `wanted`.
-    pub(super) fn fetch_checkpoints(
+    fn fetch_checkpoints(
         &self,
         id: &str,
         holder: &str,
@@ -76,7 +99,10 @@ impl Nimbus {
     ) -> anyhow::Result<()> {
         let peer = Client::new(holder, self.secret.clone());
         let fetch = || -> anyhow::Result<u64> {
-            let txid: u64 = peer.call(&Request::CheckpointHeld { id: id.into() })?;
+            let txid: u64 = peer.call(&Request::CheckpointHeld {
+                id: id.into(),
+                wanted: Some(wanted),
+            })?;
             anyhow::ensure!(txid >= wanted, "it holds checkpoint {txid}");
             let dir = keeper_dir(&self.data, id);
             let copy = dir.with_file_name(format!("{id}.fetching"));
@@ -102,19 +128,6 @@ impl Nimbus {
         );
         Ok(())
     }
-}
-
-/// The store names of topology `known`'s tasks that save checkpoints.
-fn task_keys(known: &Known) -> Vec<TaskKey> {
-    let plan = &known.plan;
-    saving_tasks(&known.topology, plan)
-        .into_iter()
-        .filter_map(|task| {
-            let component = plan.component_of_task(task);
-            let first = *plan.component(component)?.tasks.start();
-            Some(task_key(component, task - first))
-        })
-        .collect()
 }
 
 /// Copy checkpoint `txid` of topology `id` from `peer`, page by page, into a new store and

@@ -97,12 +97,21 @@ impl Coordinator {
 
     /// Take one report; commits what it completes. Returns the txid committed, if any.
     pub fn on(&mut self, report: Report) -> anyhow::Result<Option<u64>> {
+        match self.take(report) {
+            Some(txid) => self.commit(txid).map(|()| Some(txid)),
+            None => Ok(None),
+        }
+    }
+
+    /// Take one report; the txid it makes ready to commit, if any, left for
+    /// [`Coordinator::commit`] (nimbus copies the checkpoint to the other nimbuses first).
+    pub fn take(&mut self, report: Report) -> Option<u64> {
         match report {
             Report::Prepared { txid, task } => {
                 let last = self.last_saved.entry(task).or_default();
                 *last = (*last).max(txid);
                 if txid <= self.report.last {
-                    return Ok(None);
+                    return None;
                 }
                 self.prepared
                     .entry(txid)
@@ -114,7 +123,11 @@ impl Coordinator {
                 self.finished.insert(task);
             }
         }
-        self.commit_ready()
+        self.prepared
+            .iter()
+            .rev()
+            .find(|(&txid, (_, saved))| self.ready(txid, saved))
+            .map(|(&txid, _)| txid)
     }
 
     /// Whether every task saved `txid`, or ended with its last save at or before it (its
@@ -128,15 +141,13 @@ impl Coordinator {
         })
     }
 
-    fn commit_ready(&mut self) -> anyhow::Result<Option<u64>> {
-        let Some((&txid, &(since, _))) = self
+    /// Commit `txid`, which [`Coordinator::take`] found ready: one write of the commit
+    /// record, then each store folds what it prepared.
+    pub fn commit(&mut self, txid: u64) -> anyhow::Result<()> {
+        let since = self
             .prepared
-            .iter()
-            .rev()
-            .find(|(&txid, (_, saved))| self.ready(txid, saved))
-        else {
-            return Ok(None);
-        };
+            .get(&txid)
+            .map_or_else(Instant::now, |(since, _)| *since);
         self.commits.commit(txid)?;
         for s in &self.stores {
             s.fold(txid)?;
@@ -147,7 +158,7 @@ impl Coordinator {
         self.report.latencies.push(since.elapsed());
         tracing::debug!(txid, "checkpoint committed");
         crate::components::committed::checkpoint_committed(txid);
-        Ok(Some(txid))
+        Ok(())
     }
 }
 
