@@ -58,11 +58,10 @@ versus() {
 # package, the whole process: import included) or mawk, in turns, RUNS rounds; medians.
 # Each row: wall and CPU (user + sys) of both, their ratios, peak RSS of storm, and the bytes of
 # input storm reads per CPU-second.
-# Last measured (2026-12-03, 3 rounds, a 2-core VM shared with other builds at load 12-18, so
-# CPU is the figure to compare; storm CPU-s vs DuckDB/mawk CPU-s):
-#   errors per service JSON 6.00 vs 3.59 (1.67x), CSV 5.66 vs 1.92 (2.95x), per-minute window
-#   6.86 vs 4.63 (1.48x), word count one-liner 0.93 vs 0.63 (1.48x), wordcount.yaml 0.92 vs 0.64;
-#   generate -> discard 1.05 CPU-s acking off, 4.27 CPU-s acking on (20 M tuples).
+# Last measured (2026-12-03 evening, quiet 2-core machine, 3 rounds; storm vs DuckDB/mawk wall):
+#   errors per service JSON 5.90 vs 2.91 s (2.03x), CSV 4.73 vs 1.72 s (2.75x), per-minute
+#   window 6.94 vs 3.82 s (1.82x), word count one-liner 0.93 vs 1.05 s (0.89x), wordcount.yaml
+#   0.95 vs 1.12 s; generate -> discard 15.5 M tuples/s acking off, 4.6 M/s acking on.
 DUCK_VENV="${TMPDIR:-/tmp}/storm-it-duckdb-venv"
 if ! "$DUCK_VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
   rm -rf "$DUCK_VENV"
