@@ -427,6 +427,7 @@ mod tests {
             stream_names: vec!["default".into()],
             ackers: 0,
             chains: Default::default(),
+            partials: Default::default(),
         }
     }
 
@@ -604,6 +605,7 @@ mod tests {
             stream_names: vec![],
             ackers: 0,
             chains: Default::default(),
+            partials: Default::default(),
         };
         assert_eq!(
             schedule(&empty, &[slot("h", 1)], 1, &Schedule::default()),

@@ -189,6 +189,13 @@ pub trait Builtin: Sync + 'static {
     fn keeps_state(&self) -> bool {
         false
     }
+    /// The key fields by which the bolt, written as `c` over an input with fields `input`,
+    /// also takes partial counts: tuples `[key…, n]` on stream `__partial`, each standing for
+    /// `n` input tuples with that key. Senders then count ahead of it (`model::partials`).
+    /// `None` (the default): it takes none.
+    fn partial_count_keys(&self, _c: &Component, _input: &[String]) -> Option<Vec<String>> {
+        None
+    }
     /// A spout that can go back to a checkpoint's position (`Spout::position`).
     fn rewinds(&self) -> bool {
         false

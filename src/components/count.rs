@@ -248,12 +248,27 @@ where
     K: std::borrow::Borrow<Q> + std::hash::Hash + Eq + Clone,
     Q: std::hash::Hash + Eq + ?Sized,
 {
+    add(map, key, owned, 1)
+}
+
+/// Add `by` to a key's count; returns the new count.
+#[inline]
+fn add<K, Q>(
+    map: &mut SpillMap<K, i64>,
+    key: &Q,
+    owned: impl Fn() -> K,
+    by: i64,
+) -> anyhow::Result<i64>
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq + Clone,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
     map.update(
         key,
         owned,
         || 0,
         |n| {
-            *n += 1;
+            *n = n.saturating_add(by);
             *n
         },
     )
@@ -296,6 +311,9 @@ impl Bolt for Count {
                 self.emit_all(out)?;
             }
             return Ok(());
+        }
+        if input.stream == streams::PARTIAL {
+            return self.add_partial(input);
         }
         let total = if self.keys.len() == 1 {
             let key = input.values.get(self.keys[0]).unwrap_or(&Value::Null);
@@ -394,6 +412,30 @@ impl BoltState for Count {
 }
 
 impl Count {
+    /// A partial count summed by a sender (`[key…, n]` on stream `__partial`, the key in the
+    /// order of `fields`): `n` tuples of that key at once.
+    fn add_partial(&mut self, input: &Tuple) -> anyhow::Result<()> {
+        let width = self.keys.len();
+        let (Some(Value::Int(n)), true) = (input.values.last(), input.values.len() == width + 1)
+        else {
+            anyhow::bail!(
+                "count: a partial count is not {width} key value(s) and a number: {:?}",
+                input.values
+            );
+        };
+        let n = *n;
+        if width == 1 {
+            match &input.values[0] {
+                Value::Str(word) => add(&mut self.strings, word.as_str(), || word.clone(), n)?,
+                key => add(&mut self.single, key, || key.clone(), n)?,
+            };
+        } else {
+            let key = &input.values[..width];
+            add(&mut self.multi, key, || key.to_vec(), n)?;
+        }
+        Ok(())
+    }
+
     /// A restored count keeps checkpointed state from then on.
     fn with_state_kept(&mut self) {
         if !self.stateful {
@@ -436,6 +478,22 @@ impl b::Builtin for CountType {
     }
     fn keeps_state(&self) -> bool {
         true
+    }
+    /// Only totals emitted at the end can be summed ahead: a tick's totals would lag, and
+    /// `emit: update` shows every step of a key's count.
+    fn partial_count_keys(
+        &self,
+        c: &crate::model::Component,
+        input: &[String],
+    ) -> Option<Vec<String>> {
+        match c.args.get("emit").and_then(|v| v.as_str()) {
+            None | Some("end") => {}
+            Some(_) => return None,
+        }
+        match b::strings(c.args.get("fields")) {
+            Some(k) if !k.is_empty() => Some(k),
+            _ => Some(vec![input.first()?.clone()]),
+        }
     }
     fn output_fields(&self, c: &crate::model::Component, input: Option<&[String]>) -> b::Fields {
         let mut keys = match b::strings(c.args.get("fields")) {

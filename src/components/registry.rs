@@ -95,6 +95,16 @@ impl ComponentType {
         self.descriptor().keeps_state()
     }
 
+    /// The key fields by which a bolt of this type, written as `c`, also takes partial counts
+    /// (`[key…, n]` on stream `__partial`) from an input with fields `input`.
+    pub fn partial_count_keys(
+        self,
+        c: &crate::model::Component,
+        input: &[String],
+    ) -> Option<Vec<String>> {
+        self.descriptor().partial_count_keys(c, input)
+    }
+
     pub fn rewinds(self) -> bool {
         self.descriptor().rewinds()
     }

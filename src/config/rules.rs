@@ -131,6 +131,7 @@ pub const RULES: &[(&str, Rule)] = &[
     // Checkpointed state (stateful bolts, resumable runs).
     ("topology.stateful", Rule::Bool),
     ("topology.chaining", Rule::Bool),
+    ("topology.partial.aggregation", Rule::Bool),
     ("topology.state.provider", Rule::OneOf(STATE_PROVIDERS)),
     ("topology.state.dir", Rule::OptionalString),
     ("topology.state.guarantee", Rule::OneOf(STATE_GUARANTEES)),

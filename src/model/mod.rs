@@ -4,6 +4,7 @@
 use crate::config::Config;
 
 pub mod chains;
+pub mod partials;
 pub mod plan;
 pub(crate) mod rebalance;
 mod state_dir;

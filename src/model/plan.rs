@@ -22,8 +22,17 @@ pub mod streams {
     pub const ACK_INIT: StreamId = 2;
     pub const ACK_ACK: StreamId = 3;
     pub const ACK_FAIL: StreamId = 4;
+    /// Partial counts summed on the sending side: `[key…, n]` (see `model::partials`).
+    pub const PARTIAL: StreamId = 5;
     /// Names of the fixed ids above, in order.
-    pub const SYSTEM: &[&str] = &["default", "__tick", "__ack_init", "__ack_ack", "__ack_fail"];
+    pub const SYSTEM: &[&str] = &[
+        "default",
+        "__tick",
+        "__ack_init",
+        "__ack_ack",
+        "__ack_fail",
+        "__partial",
+    ];
 }
 
 /// One component's tasks and executors.
@@ -46,6 +55,8 @@ pub struct Plan {
     pub ackers: u32,
     /// Which bolts run fused onto the component before them.
     pub chains: super::chains::Chains,
+    /// Which bolts take partial counts, summed by the components before them.
+    pub partials: super::partials::Partials,
 }
 
 impl Plan {
@@ -94,6 +105,7 @@ impl Plan {
             stream_names,
             ackers,
             chains: super::chains::Chains::of(topology),
+            partials: super::partials::Partials::of(topology),
         }
     }
 

@@ -176,16 +176,23 @@ impl BoltExecutor {
         Ok(handled)
     }
 
-    /// Nothing is waiting: let components flush (stdout) and send partial batches on.
+    /// Nothing is waiting: let components flush (stdout) and send partial batches and sums on.
     pub(crate) fn idle(&mut self) -> anyhow::Result<()> {
         self.poll_all()?;
-        self.flush();
+        self.flush_all();
         Ok(())
     }
 
     fn flush(&mut self) {
         self.flush_acks();
         self.outbox.flush();
+        self.timers.last_flush = Instant::now();
+    }
+
+    /// `flush`, and the sums held for bolts that take partial counts.
+    fn flush_all(&mut self) {
+        self.flush_acks();
+        self.outbox.flush_all();
         self.timers.last_flush = Instant::now();
     }
 
@@ -199,7 +206,7 @@ impl BoltExecutor {
 
     /// Send what is waiting and hand the tasks and the receive queues back, its guests' too.
     pub(crate) fn park(&mut self) -> ExecutorReport {
-        self.flush();
+        self.flush_all();
         let mut report = ExecutorReport {
             tasks: vec![Parked::Bolts(std::mem::take(&mut self.tasks))],
             inbox: vec![self.inbox.clone()],

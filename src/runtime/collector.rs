@@ -3,6 +3,7 @@
 
 use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
+use super::partials::Key;
 use super::routing::{Outbox, Router};
 use crate::components::{BoltCollector, SpoutCollector};
 use crate::model::plan::{streams, StreamId};
@@ -85,6 +86,10 @@ impl Emitter {
         TaskStats::add(&self.stats.emitted, 1);
         TaskStats::add(&self.stats.transferred, n as u64);
         self.stats.streams.add(stream, n as u64);
+        if self.router.sums_ahead() {
+            self.fan_out_summing(outbox, stream, values, stamp);
+            return n;
+        }
         let Some((&last, others)) = self.targets.split_last() else {
             return 0;
         };
@@ -101,6 +106,32 @@ impl Emitter {
             outbox.push(last, Tuple::new(values.into_values(), self.task, stream)),
         );
         n
+    }
+
+    /// `fan_out` where some targets take partial counts: for one of them the tuple's edge ids
+    /// are stamped and its key summed in the outbox; the others get it queued.
+    #[inline(never)]
+    fn fan_out_summing(
+        &mut self,
+        outbox: &mut Outbox,
+        stream: StreamId,
+        values: impl Payload,
+        mut stamp: impl FnMut(&mut SmallRng, &mut Tuple),
+    ) {
+        for &target in &self.targets {
+            let mut tuple = Tuple::new(Values::new(), self.task, stream);
+            match self.router.partial_keys(target) {
+                Some(keys) => {
+                    stamp(&mut self.rng, &mut tuple);
+                    outbox.absorb(target, self.task, values.key(keys), tuple.anchors);
+                }
+                None => {
+                    tuple.values = values.copy();
+                    stamp(&mut self.rng, &mut tuple);
+                    outbox.push(target, tuple);
+                }
+            }
+        }
     }
 
     fn queue_ack(&mut self, outbox: &mut Outbox, root: u64, val: u64) {
@@ -170,6 +201,8 @@ trait Payload {
     /// The values for one receiver when there are several.
     fn copy(&self) -> Values;
     fn into_values(self) -> Values;
+    /// Its key at `keys`, for a sum on the sending side.
+    fn key(&self, keys: &[usize]) -> Key<'_>;
 }
 
 impl Payload for Values {
@@ -184,6 +217,19 @@ impl Payload for Values {
     fn into_values(self) -> Values {
         self
     }
+    #[inline]
+    fn key(&self, keys: &[usize]) -> Key<'_> {
+        if let [k] = keys {
+            if let Some(Value::Str(s)) = self.get(*k) {
+                return Key::Str(s.as_str());
+            }
+        }
+        Key::Values(
+            keys.iter()
+                .map(|&k| self.get(k).cloned().unwrap_or(Value::Null))
+                .collect(),
+        )
+    }
 }
 
 impl Payload for &str {
@@ -197,6 +243,20 @@ impl Payload for &str {
     #[inline(always)]
     fn into_values(self) -> Values {
         crate::tuple::one_str(self)
+    }
+    #[inline]
+    fn key(&self, keys: &[usize]) -> Key<'_> {
+        match keys {
+            [0] => Key::Str(self),
+            _ => Key::Values(
+                keys.iter()
+                    .map(|&k| match k {
+                        0 => Value::str(self),
+                        _ => Value::Null,
+                    })
+                    .collect(),
+            ),
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod guests;
 pub(crate) mod message;
 pub mod metrics;
 pub(crate) mod open_trees;
+mod partials;
 pub(crate) mod rebalance;
 pub(crate) mod reporters;
 pub(crate) mod routing;

@@ -3,12 +3,13 @@
 //! worker's transfer queue for tasks in other workers (Storm's executor send queue).
 
 use super::message::{Acks, Message, Transfer, BATCH};
+use super::partials::{Key, Partials};
 use super::Role;
 use crate::grouping::{Choice, Grouper};
 use crate::java_hash;
 use crate::model::plan::{Plan, StreamId, ACKER_ID};
 use crate::model::Topology;
-use crate::tuple::{Tuple, Value};
+use crate::tuple::{Anchors, Tuple, Value};
 use crossbeam_channel::{select, Receiver, Sender};
 use std::collections::VecDeque;
 
@@ -50,6 +51,8 @@ pub struct Outbox {
     /// (breaks the spout → bolt → acker → spout cycle that full queues could otherwise lock).
     drain: Option<(Receiver<Message>, VecDeque<Message>)>,
     pub transferred: u64,
+    /// Tuples summed per key for tasks that take partial counts.
+    partials: Partials,
 }
 
 impl Outbox {
@@ -62,6 +65,7 @@ impl Outbox {
             dirty: Vec::new(),
             drain: None,
             transferred: 0,
+            partials: Partials::default(),
         }
     }
 
@@ -116,11 +120,41 @@ impl Outbox {
         }
     }
 
-    /// Send everything batched so far.
+    /// Count one tuple of `source` for `task` under `key`, with the edge ids it was stamped
+    /// with; all that is held leaves once a bound is reached.
+    pub fn absorb(&mut self, task: u32, source: u32, key: Key<'_>, anchors: Anchors) {
+        if self.partials.absorb(task, source, key, anchors) {
+            self.send_partials();
+        }
+    }
+
+    /// Send everything batched so far, and the sums held once the oldest is
+    /// `partials::MAX_AGE` old.
     pub fn flush(&mut self) {
+        if self.partials.any() && self.partials.aged() {
+            self.send_partials();
+        }
         while let Some(task) = self.dirty.pop() {
             self.send_pending(task);
         }
+    }
+
+    /// Send everything batched and summed so far: the executor is idle, parks or ends (a sum
+    /// held while a spout waits for its trees would hold them back).
+    pub fn flush_all(&mut self) {
+        if self.partials.any() {
+            self.send_partials();
+        }
+        self.flush();
+    }
+
+    /// Batch every sum held, as partial tuples.
+    fn send_partials(&mut self) {
+        let mut partials = std::mem::take(&mut self.partials);
+        partials.drain(|task, t| {
+            self.push(task, t);
+        });
+        self.partials = partials;
     }
 
     /// Send acker traffic (`Message::Acks`) to `task` at once. Nothing else is batched for the
@@ -156,6 +190,13 @@ impl Outbox {
     /// Send `msg` to task `to` behind the batch gathered for it: markers keep their place
     /// among the tuples.
     fn send_after_batch(&mut self, to: u32, msg: Message) {
+        if self.partials.any() {
+            let mut partials = std::mem::take(&mut self.partials);
+            partials.drain_for(to, |task, t| {
+                self.push(task, t);
+            });
+            self.partials = partials;
+        }
         self.send_pending(to);
         let sink = self.table.task_sink[to as usize];
         self.send(sink, msg);
@@ -250,6 +291,9 @@ pub struct Router {
     ackers: Vec<u32>,
     /// Every task this task can send to (for end of input), acker tasks included.
     downstream: Vec<u32>,
+    /// Indexed by task id: the key positions by which tuples for that task are summed on
+    /// this side (it takes partial counts); empty when no target takes them.
+    partial: Vec<Option<Box<[usize]>>>,
 }
 
 fn acker_tasks(plan: &Plan) -> Vec<u32> {
@@ -291,6 +335,33 @@ fn edge_targets(plan: &Plan, from: &str, to: &str, task: u32) -> Vec<u32> {
     targets.tasks.clone().collect()
 }
 
+/// Mark `targets` as summed on the sending side by `keys`, found among the edge's `fields`
+/// (left unsummed if one is not there). Only targets in other workers are summed: there a
+/// tuple costs its encoding, the network and its decoding, while a tuple to a task of this
+/// worker costs a queue hop, about what summing it here would (measured: no gain on a word
+/// count in one process, 20–40 % less wall time over two worker processes).
+fn sum_ahead(
+    partial: &mut Vec<Option<Box<[usize]>>>,
+    keys: &[String],
+    fields: &[String],
+    targets: &[u32],
+) {
+    let Some(at) = keys
+        .iter()
+        .map(|k| fields.iter().position(|f| f == k))
+        .collect::<Option<Box<[usize]>>>()
+    else {
+        return;
+    };
+    for &t in targets {
+        let t = t as usize;
+        if partial.len() <= t {
+            partial.resize(t + 1, None);
+        }
+        partial[t] = Some(at.clone());
+    }
+}
+
 impl Router {
     pub fn new(
         topology: &Topology,
@@ -301,6 +372,7 @@ impl Router {
     ) -> Router {
         let mut streams: Vec<Vec<Edge>> =
             (0..plan.stream_names.len()).map(|_| Vec::new()).collect();
+        let mut partial = Vec::new();
         let from = topology.component(component);
         for s in topology.outputs_of(component) {
             let Some(sid) = plan.stream_id(&s.stream) else {
@@ -322,6 +394,14 @@ impl Router {
                         .collect()
                 })
                 .unwrap_or_default();
+            if let Some(keys) = plan.partials.keys_of(&s.to) {
+                let remote: Vec<u32> = targets
+                    .iter()
+                    .copied()
+                    .filter(|t| !local_tasks.contains(t))
+                    .collect();
+                sum_ahead(&mut partial, keys, fields, &remote);
+            }
             let seed = u64::from(task).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(sid);
             streams[sid as usize].push(Edge {
                 grouper: Grouper::new(&s.grouping, targets, keys, local_tasks, seed),
@@ -331,7 +411,20 @@ impl Router {
             streams,
             ackers: acker_tasks(plan),
             downstream: downstream_tasks(topology, plan, component, task),
+            partial,
         }
+    }
+
+    /// Whether some target's tuples are summed on this side.
+    #[inline]
+    pub fn sums_ahead(&self) -> bool {
+        !self.partial.is_empty()
+    }
+
+    /// The key positions by which tuples for `task` are summed on this side, if they are.
+    #[inline]
+    pub fn partial_keys(&self, task: u32) -> Option<&[usize]> {
+        self.partial.get(task as usize)?.as_deref()
     }
 
     /// Target tasks of a (non-direct) emit, appended to `out`.

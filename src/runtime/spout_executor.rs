@@ -198,7 +198,7 @@ impl SpoutExecutor {
                 // Acker answers already queued are taken now; later ones follow the tasks.
                 self.drain_acks(&mut report)?;
                 self.announce();
-                self.outbox.flush();
+                self.outbox.flush_all();
                 self.guests.pump()?;
                 let mut report = self.parked(report);
                 report.inbox.insert(0, self.inbox.clone());
@@ -264,7 +264,7 @@ impl SpoutExecutor {
 
     /// Close every task and settle its counts of lost and replayed tuples.
     fn close_all(&mut self) {
-        self.outbox.flush();
+        self.outbox.flush_all();
         for t in self.tasks.iter_mut().filter(|t| !t.closed) {
             t.closed = true;
             t.component.close();
@@ -409,7 +409,7 @@ impl SpoutExecutor {
     #[inline]
     fn next_tuple(&mut self, i: usize) -> anyhow::Result<SpoutStatus> {
         if self.tasks[i].state.may_block {
-            self.outbox.flush();
+            self.outbox.flush_all();
             self.guests.idle()?;
         }
         let (spout, mut out) = spout_call(
@@ -452,7 +452,7 @@ impl SpoutExecutor {
         pacing: &mut Pacing,
         report: &mut ExecutorReport,
     ) -> anyhow::Result<bool> {
-        self.outbox.flush();
+        self.outbox.flush_all();
         self.guests.idle()?;
         pacing.last_flush = Instant::now();
         let at_max = self

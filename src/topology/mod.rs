@@ -4,6 +4,8 @@ pub mod dsl;
 pub(crate) mod flux;
 pub(crate) mod graph;
 #[cfg(test)]
+mod partials_tests;
+#[cfg(test)]
 mod rebalance_tests;
 pub mod validate;
 pub(crate) mod yaml;

@@ -33,6 +33,7 @@ mod net;
 mod newcomer;
 mod nimbus_failover;
 mod operator;
+mod partials;
 pub(crate) mod postgres;
 mod readers;
 mod rebalance;

@@ -1,0 +1,52 @@
+//! Which bolts of a topology read from the DSL take partial counts, and by which keys.
+
+use crate::model::partials::Partials;
+
+/// The partials of `text` loaded with `-c` overrides `config`.
+fn partials(text: &str, config: &[&str]) -> Partials {
+    let opts = super::LoadOptions {
+        overrides: config.iter().map(|c| c.to_string()).collect(),
+        filter: None,
+    };
+    let t = super::load_inline(text, &opts)
+        .expect("a valid topology")
+        .topology;
+    Partials::of(&t)
+}
+
+#[test]
+fn a_count_emitting_at_the_end_takes_sums_by_its_fields_or_its_first_input_field() {
+    let p = partials("stdin | split | count(word) | stdout", &[]);
+    assert_eq!(p.keys_of("count"), Some(&["word".to_string()][..]));
+    let p = partials("stdin | split | count | stdout", &[]);
+    assert_eq!(p.keys_of("count"), Some(&["word".to_string()][..]));
+    let p = partials(
+        "stdin(format=csv, header=true, fields=[a, b]) | count(b, a) | stdout",
+        &[],
+    );
+    assert_eq!(
+        p.keys_of("count"),
+        Some(&["b".to_string(), "a".to_string()][..])
+    );
+}
+
+#[test]
+fn ticks_updates_state_two_inputs_and_the_switch_keep_tuples_whole() {
+    for text in [
+        "stdin | split | count(word, emit=tick) | stdout",
+        "stdin | split | count(word, emit=update) | stdout",
+        "stdin | split | count(word) stateful=true | stdout",
+    ] {
+        assert_eq!(partials(text, &[]).keys_of("count"), None, "{text}");
+    }
+    let off = partials(
+        "stdin | split | count(word) | stdout",
+        &["topology.partial.aggregation=false"],
+    );
+    assert_eq!(off.keys_of("count"), None);
+    let stateful_elsewhere = partials(
+        "stdin | split | count(word) | stdout",
+        &["topology.stateful=true"],
+    );
+    assert_eq!(stateful_elsewhere.keys_of("count"), None);
+}
