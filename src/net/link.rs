@@ -15,6 +15,10 @@ pub trait Link: Send {
     fn send_lasting(&self, frames: Vec<u8>) -> anyhow::Result<()> {
         self.send(frames)
     }
+
+    /// Send a buffer that may be lost (a hint repeated while it holds, such as congestion):
+    /// never waits, and is dropped when the peer cannot take it at once.
+    fn send_droppable(&self, frames: Vec<u8>);
 }
 
 /// How workers in other processes are reached. Local mode has none.
@@ -33,6 +37,10 @@ impl Link for MemoryLink {
         self.0
             .send(frames)
             .map_err(|_| anyhow::anyhow!("peer worker has stopped"))
+    }
+
+    fn send_droppable(&self, frames: Vec<u8>) {
+        let _ = self.0.try_send(frames);
     }
 }
 

@@ -153,3 +153,69 @@ fn the_first_interrupt_ends_a_run_whose_spout_child_hangs() {
         },
     );
 }
+
+/// Two worker processes whose `split`s feed each other's `count`s, acking off (so nothing
+/// but the queues paces `stdin`): each run ends by itself with every count exact. Before,
+/// a worker's receive thread waited for its full `split` queue, which stopped what the other
+/// worker's `split` sent its `count`; with both workers there, each `split` waited on the
+/// other for ever (about one run in ten of a 50 MB input). Small queues make the workers
+/// congested at once, so the spouts are held and released many times.
+#[test]
+fn workers_feeding_each_other_with_acking_off_end_with_exact_counts() {
+    let (input, expected) = word_corpus(30_000, 12);
+    for trial in 0..4 {
+        let mut run = Run::start(
+            &[
+                "run",
+                "-e",
+                "stdin | split x2 | count(word) x2 | stdout",
+                "--processes",
+                "--workers",
+                "2",
+                "-c",
+                "topology.acker.executors=0",
+                "-c",
+                "topology.executor.receive.buffer.size=16",
+                "-c",
+                "topology.receiver.buffer.size=1",
+            ],
+            true,
+        );
+        run.feed(input.clone());
+        let out = run.finish_within(Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "trial {trial}: {stderr}");
+        let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), expected.len(), "trial {trial}: distinct words");
+        assert!(got == expected, "trial {trial}: the counts differ");
+    }
+}
+
+/// `lines` lines of `words` words each, drawn from a few thousand, and the `word\tcount`
+/// lines a word count of them prints, sorted.
+fn word_corpus(lines: usize, words: usize) -> (Vec<u8>, Vec<String>) {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    let mut text = String::new();
+    for _ in 0..lines {
+        for w in 0..words {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let word = format!("w{}", (state >> 33) % 4000);
+            if w > 0 {
+                text.push(' ');
+            }
+            text.push_str(&word);
+            *counts.entry(word).or_default() += 1;
+        }
+        text.push('\n');
+    }
+    let mut expected: Vec<String> = counts.iter().map(|(w, n)| format!("{w}\t{n}")).collect();
+    expected.sort();
+    (text.into_bytes(), expected)
+}
