@@ -39,9 +39,10 @@ impl Link for MemoryLink {
             .map_err(|_| anyhow::anyhow!("peer worker has stopped"))
     }
 
-    fn send_droppable(&self, frames: Vec<u8>) {
-        let _ = self.0.try_send(frames);
-    }
+    /// Dropped: the only droppable buffers are congestion hints, and workers in one process
+    /// share their run's marks already (told back to them, a hint would re-mark a worker
+    /// that has caught up since).
+    fn send_droppable(&self, _frames: Vec<u8>) {}
 }
 
 /// A bounded in-memory link and its receiving end.
