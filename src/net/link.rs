@@ -15,6 +15,10 @@ pub trait Link: Send {
     fn send_lasting(&self, frames: Vec<u8>) -> anyhow::Result<()> {
         self.send(frames)
     }
+
+    /// Send a buffer that may be lost (a hint repeated while it holds, such as congestion):
+    /// never waits, and is dropped when the peer cannot take it at once.
+    fn send_droppable(&self, frames: Vec<u8>);
 }
 
 /// How workers in other processes are reached. Local mode has none.
@@ -34,6 +38,11 @@ impl Link for MemoryLink {
             .send(frames)
             .map_err(|_| anyhow::anyhow!("peer worker has stopped"))
     }
+
+    /// Dropped: the only droppable buffers are congestion hints, and workers in one process
+    /// share their run's marks already (told back to them, a hint would re-mark a worker
+    /// that has caught up since).
+    fn send_droppable(&self, _frames: Vec<u8>) {}
 }
 
 /// A bounded in-memory link and its receiving end.

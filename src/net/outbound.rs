@@ -60,10 +60,12 @@ const IDLE_CHECK: Duration = Duration::from_millis(200);
 /// the fault tests of end-of-input use it on a real run.
 pub(crate) const LOSE_FIRST_LASTING_ENV: &str = "STORM_TEST_LOSE_FIRST_EOS";
 
-/// One buffer for the writer, and whether it is lasting.
+/// One buffer for the writer, and whether it is lasting, or droppable (written only on a
+/// connection that is up at that moment, never waited or lingered for).
 struct Outgoing {
     frames: Vec<u8>,
     lasting: bool,
+    droppable: bool,
 }
 
 /// A link to a worker in another process or on another host.
@@ -135,6 +137,7 @@ impl Link for TcpLink {
         self.queue(Outgoing {
             frames,
             lasting: false,
+            droppable: false,
         })
     }
 
@@ -142,7 +145,18 @@ impl Link for TcpLink {
         self.queue(Outgoing {
             frames,
             lasting: true,
+            droppable: false,
         })
+    }
+
+    fn send_droppable(&self, frames: Vec<u8>) {
+        if let (Some(tx), false) = (&self.tx, self.severed.load(Ordering::Relaxed)) {
+            let _ = tx.try_send(Outgoing {
+                frames,
+                lasting: false,
+                droppable: true,
+            });
+        }
     }
 }
 
@@ -232,8 +246,19 @@ impl Writer {
         }
     }
 
-    /// Write one buffer, connecting first if needed.
+    /// Write one buffer, connecting first if needed (a droppable one only on a live
+    /// connection).
     fn deliver(&mut self, out: Outgoing) -> Result<(), GiveUp> {
+        if out.droppable {
+            if let Some(mut stream) = self.conn.take().filter(alive) {
+                match self.write(&mut stream, &out.frames) {
+                    Ok(()) => self.conn = Some(stream),
+                    Err(WriteError::GiveUp) => return Err(GiveUp),
+                    Err(WriteError::Io(_)) => {}
+                }
+            }
+            return Ok(());
+        }
         if out.lasting && std::mem::take(&mut self.lose_first_lasting) {
             tracing::warn!(
                 from = self.from,

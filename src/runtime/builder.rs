@@ -297,6 +297,7 @@ impl<'a> Wiring<'a> {
                 w,
                 self.transfers[w].1.clone(),
                 links,
+                self.control.clone(),
             )?);
             let rx = incoming
                 .get(&w)
@@ -310,6 +311,7 @@ impl<'a> Wiring<'a> {
                 self.inbox_of_task(w),
                 self.inboxes.iter().map(|(tx, _)| tx.clone()).collect(),
                 self.topology.config.receiver_buffer_size(),
+                self.control.clone(),
             )?);
         }
         Ok(plumbing)

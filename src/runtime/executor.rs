@@ -39,6 +39,8 @@ pub struct RunControl {
     /// A drain's deadline has passed: spouts give up their open trees (counted as
     /// abandoned) and bolts drop the tuples still queued, so the run ends.
     pub abandon: AtomicBool,
+    /// Workers with more arriving than they take: spouts hold back while any is.
+    pub congestion: super::congestion::Congestion,
 }
 
 /// What an executor hands back when it ends.

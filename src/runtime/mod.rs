@@ -10,6 +10,7 @@ mod builder;
 mod chain_hosts;
 pub mod checkpoint;
 pub(crate) mod collector;
+pub(crate) mod congestion;
 pub(crate) mod executor;
 mod guests;
 pub(crate) mod message;

@@ -320,15 +320,23 @@ impl SpoutExecutor {
             self.inactive = paused;
             self.switch_activation(paused)?;
         }
+        // Some worker has more arriving than it takes: nothing new until it caught up.
+        let held = self.control.congestion.active();
         let mut busy = false;
         for i in 0..self.tasks.len() {
-            busy |= self.task_round(i, stopping, room)?;
+            busy |= self.task_round(i, stopping, held, room)?;
         }
         Ok(busy)
     }
 
-    /// Task `i`'s part of a round.
-    fn task_round(&mut self, i: usize, stopping: bool, room: usize) -> anyhow::Result<bool> {
+    /// Task `i`'s part of a round; `held`: it may not emit anything new.
+    fn task_round(
+        &mut self,
+        i: usize,
+        stopping: bool,
+        held: bool,
+        room: usize,
+    ) -> anyhow::Result<bool> {
         let slot = &mut self.tasks[i];
         if slot.finished {
             return Ok(false);
@@ -353,7 +361,7 @@ impl SpoutExecutor {
                 }
                 return Ok(false);
             }
-            _ if self.inactive => return Ok(false),
+            _ if self.inactive || held => return Ok(false),
             Phase::Throttled => {
                 let open = slot.state.trees.len();
                 if self.max_pending.is_some_and(|max| open + room > max) {

@@ -1,4 +1,4 @@
-//! The runtime's wire codec: tuples, acker traffic and end-of-input markers as the payloads of
+//! The runtime's wire codec: tuples, acker traffic, end-of-input markers and congestion as the payloads of
 //! the transport's data frames (`net::frame`), for every message that crosses workers, in
 //! memory (local mode) or over TCP. A tuple frame carries a batch for its one destination
 //! task, as executors send them. Pure, no I/O.
@@ -28,6 +28,8 @@ pub enum Frame {
         to: u32,
         marker: std::sync::Arc<Marker>,
     },
+    /// Worker `worker` is congested (`on`) or has caught up (see `congestion`).
+    Congestion { worker: u32, on: bool },
     /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
     Control { kind: u8, body: Vec<u8> },
 }
@@ -38,6 +40,7 @@ const TUPLE_MIN: usize = 4 + 2 + 4 + 4;
 const KIND_EOS: u8 = 2;
 const KIND_ACKS: u8 = 3;
 const KIND_MARKER: u8 = 4;
+const KIND_CONGESTION: u8 = 5;
 /// The fewest bytes a marker takes: source task, round, txid flag and value, verdict count.
 const MARKER_MIN: usize = 4 + 8 + 1 + 8 + 4;
 /// The fewest bytes a verdict takes: spout task, low, failure count.
@@ -68,6 +71,10 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
         Frame::Marker { from, to, marker } => {
             put_marker(out, *from, marker);
             (KIND_MARKER, *to)
+        }
+        Frame::Congestion { worker, on } => {
+            out.push(u8::from(*on));
+            (KIND_CONGESTION, *worker)
         }
         Frame::Control { kind, body } => {
             out.extend_from_slice(body);
@@ -149,6 +156,10 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
                 marker: std::sync::Arc::new(marker),
             }
         }
+        KIND_CONGESTION => Frame::Congestion {
+            worker: f.dest,
+            on: r.u8()? != 0,
+        },
         k if k >= FIRST_CONTROL => Frame::Control {
             kind: k,
             body: r.buf.to_vec(),
@@ -193,6 +204,9 @@ pub fn check(kind: u8, body: &[u8]) -> Result<(), DecodeError> {
         }
         KIND_MARKER => {
             r.marker()?;
+        }
+        KIND_CONGESTION => {
+            r.u8()?;
         }
         k => return Err(DecodeError::UnknownKind(k)),
     }
@@ -312,6 +326,9 @@ impl<'a> Reader<'a> {
         let (head, rest) = self.buf.split_at(n);
         self.buf = rest;
         Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
     }
     fn u16(&mut self) -> Result<u16, DecodeError> {
         let b = self.take(2)?;
@@ -483,6 +500,7 @@ mod tests {
                             .collect(),
                     }),
                 }),
+            (any::<u32>(), any::<bool>()).prop_map(|(worker, on)| Frame::Congestion { worker, on }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..20))
                 .prop_map(|(kind, body)| Frame::Control { kind, body }),
         ]

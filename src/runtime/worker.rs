@@ -3,6 +3,8 @@
 //! executors' receive queues in batches of at most `topology.receiver.buffer.size`. In local mode
 //! the links are in-memory channels; the path is the one the network will take.
 
+use super::congestion;
+use super::executor::RunControl;
 use super::message::{Message, Transfer};
 use super::wire::{self, Frame};
 use crate::net::frame;
@@ -10,8 +12,9 @@ use crate::net::link::Link;
 use crate::tuple::Tuple;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Bytes of encoded frames the transfer thread gathers for one destination before it sends
 /// them (a buffer passes it by at most one message).
@@ -26,43 +29,38 @@ const _: () = assert!(LINK_BUFFERS >= 2 && LINK_BUFFERS * TRANSFER_BATCH_BYTES <
 
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
 /// End-of-input markers go out as lasting buffers of their own, after the tuples gathered with
-/// them, so a link that reconnects can send them again.
+/// them, so a link that reconnects can send them again. It also tells every other worker when
+/// its own is congested, or has caught up (see `congestion`).
 pub fn spawn_transfer(
     worker: usize,
     transfers: Receiver<Transfer>,
     links: Vec<Option<Box<dyn Link>>>,
+    control: Arc<RunControl>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("worker-{worker}-transfer"))
         .spawn(move || {
             let mut buffers: Vec<Vec<u8>> = links.iter().map(|_| Vec::new()).collect();
             let mut lasting: Vec<Vec<u8>> = links.iter().map(|_| Vec::new()).collect();
-            while let Ok(first) = transfers.recv() {
-                // Batch whatever is queued into one buffer per destination worker.
-                let mut next = Some(first);
-                while let Some(t) = next {
-                    let Transfer {
-                        worker: to,
-                        message,
-                    } = t;
-                    let into = if matches!(message, Message::Eos { .. }) {
-                        lasting.get_mut(to)
-                    } else {
-                        buffers.get_mut(to)
+            let mut told = Told::default();
+            loop {
+                let first = match transfers.recv_timeout(congestion::REFRESH / 2) {
+                    Ok(t) => Some(t),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                };
+                gather(first, &transfers, &mut buffers, &mut lasting);
+                if let Some(on) = told.due(control.congestion.marked(worker)) {
+                    let frame = Frame::Congestion {
+                        worker: worker as u32,
+                        on,
                     };
-                    if let Some(buf) = into {
-                        if let Err(e) = encode_message(message, buf) {
-                            // Sent, it would break the link and be replayed for ever.
-                            crate::stderr_println!("error: {e}");
-                            std::process::exit(1);
-                        }
+                    let mut buf = Vec::new();
+                    wire::encode(&frame, &mut buf);
+                    // Repeated while it holds, and expiring: not worth waiting for.
+                    for link in links.iter().flatten() {
+                        link.send_droppable(buf.clone());
                     }
-                    // Check the size before taking the next message: one taken and then left
-                    // behind by the `break` would be lost.
-                    if buffers.iter().any(|b| b.len() >= TRANSFER_BATCH_BYTES) {
-                        break;
-                    }
-                    next = transfers.try_recv().ok();
                 }
                 for w in 0..links.len() {
                     let Some(Some(link)) = links.get(w) else {
@@ -73,6 +71,61 @@ pub fn spawn_transfer(
                 }
             }
         })
+}
+
+/// Batch `first` and whatever else is queued into one buffer per destination worker
+/// (end-of-input markers into `lasting`), until some buffer is full.
+fn gather(
+    first: Option<Transfer>,
+    transfers: &Receiver<Transfer>,
+    buffers: &mut [Vec<u8>],
+    lasting: &mut [Vec<u8>],
+) {
+    let mut next = first;
+    while let Some(t) = next {
+        let Transfer {
+            worker: to,
+            message,
+        } = t;
+        let into = if matches!(message, Message::Eos { .. }) {
+            lasting.get_mut(to)
+        } else {
+            buffers.get_mut(to)
+        };
+        if let Some(buf) = into {
+            if let Err(e) = encode_message(message, buf) {
+                // Sent, it would break the link and be replayed for ever.
+                crate::stderr_println!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+        // Check the size before taking the next message: one taken and then left behind by
+        // the `break` would be lost.
+        if buffers.iter().any(|b| b.len() >= TRANSFER_BATCH_BYTES) {
+            break;
+        }
+        next = transfers.try_recv().ok();
+    }
+}
+
+/// What a transfer thread last told the other workers of its own worker's congestion.
+#[derive(Default)]
+struct Told {
+    on: bool,
+    at: Option<Instant>,
+}
+
+impl Told {
+    /// What to tell now, if anything: a change, or a congestion still on (marks expire).
+    fn due(&mut self, on: bool) -> Option<bool> {
+        let stale = || self.at.is_none_or(|at| at.elapsed() >= congestion::REFRESH);
+        if on == self.on && !(on && stale()) {
+            return None;
+        }
+        self.on = on;
+        self.at = Some(Instant::now());
+        Some(on)
+    }
 }
 
 /// Send what `buf` holds, if anything, leaving it empty.
@@ -134,20 +187,22 @@ fn encode_tuples(task: u32, tuples: Vec<Tuple>, buf: &mut Vec<u8>) -> Result<(),
     encode_tuples(task, second, buf)
 }
 
-/// Batches a receive thread holds for one executor whose queue is full before it waits for it.
-/// The receive thread serves every executor of its worker: waiting at once on one full queue
-/// would stall tuples (and acks) for all the others, and two workers feeding each other could
-/// then wait on each other forever. Holding a bounded backlog keeps the others flowing.
-const BACKLOG: usize = 4096;
-
 /// Spawn a worker's receive thread: frames in from `incoming`, batches out to local executors.
 /// `inbox_of_task[task]` is the index into `inboxes` of the executor running `task`.
+///
+/// The thread serves every executor of its worker, and never waits for one whose queue is
+/// full: it holds a backlog for it instead. Waiting would stall what arrives for all the
+/// others, and two workers feeding each other (each one's executors sending to the other's
+/// through its transfer thread and link) could then wait on each other for ever. A backlog
+/// past `congestion::HIGH_WATER` marks the worker congested instead, which holds back the
+/// spouts of every worker until the backlogs are empty (see `congestion`).
 pub fn spawn_receive(
     worker: usize,
     incoming: Receiver<Vec<u8>>,
     inbox_of_task: Vec<Option<usize>>,
     inboxes: Vec<Sender<Message>>,
     batch_size: usize,
+    control: Arc<RunControl>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name(format!("worker-{worker}-receive"))
@@ -158,6 +213,9 @@ pub fn spawn_receive(
                 inboxes,
                 inbox_of_task,
                 batch_size: batch_size.max(1),
+                worker,
+                control,
+                congested: false,
             };
             loop {
                 let next = if r.backlog.iter().any(|b| !b.is_empty()) {
@@ -177,6 +235,7 @@ pub fn spawn_receive(
                     r.flush();
                 }
                 r.retry_backlog();
+                r.watch_congestion();
             }
             // Links closed: hand over whatever is held, waiting as needed.
             r.flush();
@@ -184,6 +243,9 @@ pub fn spawn_receive(
                 for m in b.drain(..) {
                     let _ = r.inboxes[i].send(m);
                 }
+            }
+            if r.congested {
+                r.control.congestion.clear(worker);
             }
         })
 }
@@ -193,8 +255,13 @@ struct Receiving {
     inbox_of_task: Vec<Option<usize>>,
     /// The batch under way for each executor: its task and tuples.
     per_exec: Vec<(u32, Vec<crate::tuple::Tuple>)>,
+    /// What each executor's full queue could not take yet, in order.
     backlog: Vec<VecDeque<Message>>,
     batch_size: usize,
+    worker: usize,
+    control: Arc<RunControl>,
+    /// This worker is marked congested.
+    congested: bool,
 }
 
 impl Receiving {
@@ -263,6 +330,13 @@ impl Receiving {
                     self.deliver(i, Message::Marker { from, to, marker });
                 }
             }
+            Frame::Congestion { worker, on } => {
+                let congestion = &self.control.congestion;
+                match on {
+                    true => congestion.mark(worker as usize),
+                    false => congestion.clear(worker as usize),
+                }
+            }
             Frame::Control { .. } => {}
         }
     }
@@ -282,27 +356,39 @@ impl Receiving {
         }
     }
 
-    /// In order per executor: behind its backlog, else straight in if there is room.
+    /// In order per executor: behind its backlog, else straight in if there is room. Never
+    /// waits (see `spawn_receive`).
     fn deliver(&mut self, i: usize, msg: Message) {
         let backlog = &mut self.backlog[i];
         if backlog.is_empty() {
             match self.inboxes[i].try_send(msg) {
-                Ok(()) => return,
+                Ok(()) => {}
                 Err(TrySendError::Full(m)) => backlog.push_back(m),
-                Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Disconnected(_)) => {}
             }
         } else {
             backlog.push_back(msg);
         }
-        // Backpressure once the backlog is long: wait for this executor.
-        while backlog.len() > BACKLOG {
-            match backlog.pop_front() {
-                Some(m) => {
-                    if self.inboxes[i].send(m).is_err() {
-                        backlog.clear();
-                    }
+    }
+
+    /// Mark the worker congested once a backlog is past the high-water mark (refreshed while
+    /// it lasts), and clear the mark once every backlog is empty.
+    fn watch_congestion(&mut self) {
+        let over = self
+            .backlog
+            .iter()
+            .any(|b| b.len() > congestion::HIGH_WATER);
+        if over || self.congested {
+            if self.backlog.iter().all(|b| b.is_empty()) {
+                tracing::debug!(worker = self.worker, "caught up");
+                self.congested = false;
+                self.control.congestion.clear(self.worker);
+            } else {
+                if !self.congested {
+                    tracing::debug!(worker = self.worker, "congested");
                 }
-                None => break,
+                self.congested = true;
+                self.control.congestion.mark(self.worker);
             }
         }
     }
@@ -371,7 +457,7 @@ mod tests {
             .expect("transfer queue");
         drop(transfers_tx);
         let links: Vec<Option<Box<dyn Link>>> = vec![None, Some(Box::new(link))];
-        spawn_transfer(0, transfers_rx, links)
+        spawn_transfer(0, transfers_rx, links, Arc::default())
             .expect("spawn")
             .join()
             .expect("transfer thread ends");
@@ -398,7 +484,14 @@ mod tests {
         let (inbox_tx, inbox_rx) = crossbeam_channel::unbounded();
         // Tasks 3 and 4 run on executor 0.
         let inbox_of_task = vec![None, None, None, Some(0), Some(0)];
-        let handle = spawn_receive(0, frames_rx, inbox_of_task, vec![inbox_tx], 2);
+        let handle = spawn_receive(
+            0,
+            frames_rx,
+            inbox_of_task,
+            vec![inbox_tx],
+            2,
+            Arc::default(),
+        );
         let mut buf = Vec::new();
         wire::encode(
             &Frame::Tuples {
@@ -452,5 +545,128 @@ mod tests {
         assert_eq!(flat(3), vec![0, 1, 2, 3, 4]);
         assert_eq!(flat(4), vec![0, 1, 2]);
         assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [3, 3, 3, 4, 4]);
+    }
+
+    /// Poll `done` until it holds; fail naming `what` after 10 s.
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// An executor that takes nothing does not hold up the others of its worker (two workers
+    /// feeding each other would wait on each other for ever): what arrives for them still goes
+    /// through, the backlog marks the worker congested, and the mark is cleared once the
+    /// executor caught up.
+    #[test]
+    fn a_full_executor_holds_up_no_other_and_marks_its_worker_congested() {
+        let (frames_tx, frames_rx) = crossbeam_channel::bounded(1);
+        let (stuck_tx, stuck_rx) = crossbeam_channel::bounded(1);
+        let (free_tx, free_rx) = crossbeam_channel::unbounded();
+        // Task 1 runs on executor 0, which takes nothing for now; task 2 on executor 1.
+        let inbox_of_task = vec![None, Some(0), Some(1)];
+        let control = Arc::new(RunControl::default());
+        let handle = spawn_receive(
+            3,
+            frames_rx,
+            inbox_of_task,
+            vec![stuck_tx, free_tx],
+            1,
+            control.clone(),
+        )
+        .expect("spawn");
+        let send = |buf: Vec<u8>| {
+            let taken = frames_tx.send_timeout(buf, Duration::from_secs(10));
+            assert!(taken.is_ok(), "the receive thread takes what arrives");
+        };
+        // Far more than any backlog the thread could once hold before it waited.
+        for _ in 0..10_000 {
+            let mut buf = Vec::new();
+            let frame = Frame::Tuples {
+                task: 1,
+                tuples: tuples(1),
+            };
+            wire::encode(&frame, &mut buf);
+            send(buf);
+        }
+        let mut buf = Vec::new();
+        wire::encode(&Frame::Eos { from: 9, to: 2 }, &mut buf);
+        send(buf);
+        let got = free_rx.recv_timeout(Duration::from_secs(10));
+        assert!(
+            matches!(got, Ok(Message::Eos { from: 9, to: 2 })),
+            "{got:?}"
+        );
+        assert!(control.congestion.marked(3), "the backlog marks the worker");
+        assert!(control.congestion.active(), "spouts hold back");
+        let mut taken = 0;
+        while taken < 10_000 {
+            if stuck_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+                break;
+            }
+            taken += 1;
+        }
+        assert_eq!(
+            taken, 10_000,
+            "every message reaches the executor, in the end"
+        );
+        wait_for("the mark to clear", || !control.congestion.active());
+        drop(frames_tx);
+        handle.join().expect("receive thread ends");
+    }
+
+    /// A congested worker's transfer thread tells every other worker, again while it lasts,
+    /// and once more when it is over; the frames mark and clear it at the other end.
+    #[test]
+    fn congestion_is_told_to_every_other_worker() {
+        let (transfers_tx, transfers_rx) = crossbeam_channel::unbounded::<Transfer>();
+        /// A link to a worker in another process, as far as droppable buffers go.
+        struct Remote(Sender<Vec<u8>>);
+        impl Link for Remote {
+            fn send(&self, frames: Vec<u8>) -> anyhow::Result<()> {
+                Ok(self.0.send(frames)?)
+            }
+            fn send_droppable(&self, frames: Vec<u8>) {
+                let _ = self.0.try_send(frames);
+            }
+        }
+        let (tx, frames) = crossbeam_channel::bounded(1000);
+        let links: Vec<Option<Box<dyn Link>>> = vec![None, Some(Box::new(Remote(tx)))];
+        let control = Arc::new(RunControl::default());
+        control.congestion.mark(0);
+        let handle = spawn_transfer(0, transfers_rx, links, control.clone()).expect("spawn");
+        let told = || {
+            let buf = frames
+                .recv_timeout(Duration::from_secs(10))
+                .expect("a frame");
+            match wire::decode(&buf).expect("decodes").map(|(f, _)| f) {
+                Some(Frame::Congestion { worker: 0, on }) => on,
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        assert!(told());
+        assert!(told(), "told again while it lasts");
+        control.congestion.clear(0);
+        // Told "on" until the thread noticed, then "off".
+        while told() {}
+        // At the other end (worker 1 of another process).
+        let (frames_tx, frames_rx) = crossbeam_channel::unbounded();
+        let peer = Arc::new(RunControl::default());
+        let receive = spawn_receive(1, frames_rx, vec![], vec![], 1, peer.clone()).expect("spawn");
+        for on in [true, false] {
+            let mut buf = Vec::new();
+            wire::encode(&Frame::Congestion { worker: 0, on }, &mut buf);
+            frames_tx.send(buf).expect("receive thread");
+            wait_for("the peer's mark", || peer.congestion.active() == on);
+        }
+        drop(frames_tx);
+        receive.join().expect("receive thread ends");
+        drop(transfers_tx);
+        handle.join().expect("transfer thread ends");
     }
 }

@@ -153,3 +153,150 @@ fn the_first_interrupt_ends_a_run_whose_spout_child_hangs() {
         },
     );
 }
+
+/// Two worker processes whose `split`s feed each other's `count`s, acking off (so nothing
+/// but the queues paces `stdin`): each run ends by itself with every count exact. Before,
+/// a worker's receive thread waited for its full `split` queue, which stopped what the other
+/// worker's `split` sent its `count`; with both workers there, each `split` waited on the
+/// other for ever (about one run in ten of a 50 MB input). Small queues make the workers
+/// congested at once, so the spouts are held and released many times.
+#[test]
+fn workers_feeding_each_other_with_acking_off_end_with_exact_counts() {
+    let (input, expected) = word_corpus(30_000, 12);
+    for trial in 0..4 {
+        let mut run = Run::start(
+            &[
+                "run",
+                "-e",
+                "stdin | split x2 | count(word) x2 | stdout",
+                "--processes",
+                "--workers",
+                "2",
+                "-c",
+                "topology.acker.executors=0",
+                "-c",
+                "topology.executor.receive.buffer.size=16",
+                "-c",
+                "topology.receiver.buffer.size=1",
+            ],
+            true,
+        );
+        run.feed(input.clone());
+        let out = run.finish_within(Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "trial {trial}: {stderr}");
+        let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), expected.len(), "trial {trial}: distinct words");
+        assert!(got == expected, "trial {trial}: the counts differ");
+    }
+}
+
+/// `lines` lines of `words` words each, drawn from a few thousand, and the `word\tcount`
+/// lines a word count of them prints, sorted.
+fn word_corpus(lines: usize, words: usize) -> (Vec<u8>, Vec<String>) {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    let mut text = String::new();
+    for _ in 0..lines {
+        for w in 0..words {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let word = format!("w{}", (state >> 33) % 4000);
+            if w > 0 {
+                text.push(' ');
+            }
+            text.push_str(&word);
+            *counts.entry(word).or_default() += 1;
+        }
+        text.push('\n');
+    }
+    let mut expected: Vec<String> = counts.iter().map(|(w, n)| format!("{w}\t{n}")).collect();
+    expected.sort();
+    (text.into_bytes(), expected)
+}
+
+/// A shell bolt whose child hangs on its first tuple (writing `hanging` next to it first),
+/// until its worker process is gone.
+const HANGING_BOLT: &str = r#"
+import os, sys, time
+sys.path.insert(0, os.environ["STORM_TEST_MULTILANG"])
+import storm
+class Hang(storm.BasicBolt):
+    def process(self, tup):
+        open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "hanging"), "w").close()
+        worker = os.getppid()
+        while os.getppid() == worker:
+            time.sleep(0.1)
+        sys.exit(0)
+Hang().run()
+"#;
+
+/// The first interrupt ends a run over processes whose worker cannot end its drain (a shell
+/// bolt's child hangs, and the subprocess timeout is 600 s): once a replaced worker would have
+/// drained too (message timeout + heartbeat timeout + 10 s), with an error and exit 1. Before,
+/// the run went on until the subprocess timeout.
+#[test]
+fn the_first_interrupt_ends_a_run_over_processes_whose_worker_cannot_drain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bolt = dir.path().join("bolt.py");
+    std::fs::write(&bolt, HANGING_BOLT).expect("write bolt");
+    let topology = format!(
+        "stdin | shell(python3, {}) fields=[word] | stdout",
+        bolt.display()
+    );
+    let multilang = concat!(env!("CARGO_MANIFEST_DIR"), "/multilang/python");
+    let conf = tempfile::tempdir().expect("tempdir");
+    let mut child = assert_cmd::cargo::CommandCargoExt::cargo_bin("storm")
+        .map(|mut c: std::process::Command| {
+            c.env("STORM_CONF_DIR", conf.path())
+                .env("STORM_TEST_MULTILANG", multilang)
+                .env_remove("STORM_LOG")
+                .current_dir(dir.path())
+                .args(["run", "-e", &topology, "--processes", "--workers", "1"])
+                // Acking off: the tuple the child holds never times out at its spout.
+                .args(["-c", "topology.acker.executors=0"])
+                .args(["-c", "topology.subprocess.timeout.secs=600"])
+                .args(["-c", "topology.message.timeout.secs=2"])
+                .args(["-c", "nimbus.task.timeout.secs=2"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped());
+            c
+        })
+        .expect("the storm binary")
+        .spawn()
+        .expect("start storm run");
+    let mut stdin = child.stdin.take().expect("piped");
+    std::io::Write::write_all(&mut stdin, b"a\n").expect("write stdin");
+    crate::support::poll_until(
+        "the child to hang on its tuple",
+        Duration::from_secs(90),
+        Duration::from_millis(20),
+        || dir.path().join("hanging").exists().then_some(()),
+    );
+    let interrupted = std::time::Instant::now();
+    signal(child.id(), "-INT");
+    let status = crate::support::poll_until(
+        "storm run to end",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || child.try_wait().ok().flatten(),
+    );
+    let took = interrupted.elapsed();
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("did not end their drain"), "{stderr}");
+    assert!(
+        took >= Duration::from_secs(10),
+        "ended after {took:?}: {stderr}"
+    );
+    drop(stdin);
+}

@@ -192,6 +192,33 @@ impl Run {
         stdin.flush().expect("flush stdin");
     }
 
+    /// Write `bytes` to its stdin on a thread of its own, then close it (a run that stops
+    /// reading cannot block the test).
+    pub(crate) fn feed(&mut self, bytes: Vec<u8>) {
+        let mut stdin = self.child().stdin.take().expect("stdin is piped");
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+
+    /// Wait at most `wait` for it to end; its exit status and output.
+    pub(crate) fn finish_within(&mut self, wait: Duration) -> Output {
+        let child = self.child();
+        let status =
+            crate::support::poll_until("storm run to end", wait, Duration::from_millis(20), || {
+                child.try_wait().ok().flatten()
+            });
+        let collect = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            h.map(|h| h.join().expect("pipe reader"))
+                .unwrap_or_default()
+        };
+        Output {
+            status,
+            stdout: collect(self.stdout.take()),
+            stderr: collect(self.stderr.take()),
+        }
+    }
+
     /// Close its stdin: the end of its input.
     pub(crate) fn close_stdin(&mut self) {
         drop(self.child().stdin.take());

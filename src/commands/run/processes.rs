@@ -137,8 +137,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
 
     // Signals and --duration deactivate the topology: every worker's spouts stop and it drains.
     let stop = Arc::new(AtomicBool::new(false));
+    // A worker stopped or hung is replaced after the heartbeat timeout, and drains then.
+    let workers_deadline = topology.config.nimbus_task_timeout() + WORKERS_GRACE;
+    let when = StopWhen::new(interrupted, args.duration).abandon_after(
+        topology.config.message_timeout() + workers_deadline,
+        end_stuck_drain(dir.clone()),
+    );
     let watcher = StopWatcher::spawn(
-        StopWhen::new(interrupted, args.duration),
+        when,
         deactivate(&nimbus, &topology.name, stop.clone()),
         None,
     )?;
@@ -251,6 +257,24 @@ fn deactivate(nimbus: &Arc<Nimbus>, name: &str, stop: Arc<AtomicBool>) -> impl F
             tracing::warn!("stopping the topology: {e:#}");
         }
         stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How much longer than its workers' own drain deadline (which each counts from when its
+/// heartbeat told it of the stop, or from its start when it replaced a worker lost meanwhile)
+/// the run waits for them before it ends them.
+const WORKERS_GRACE: Duration = Duration::from_secs(5);
+
+/// What ends a run whose workers did not end their drain by their deadline (a worker stuck
+/// where the drain cannot reach it): the error, the run's folder removed, and exit 1 (the
+/// workers, launched with a parent-death signal, end with this process).
+fn end_stuck_drain(dir: PathBuf) -> impl FnOnce() + Send + 'static {
+    move || {
+        crate::stderr_println!(
+            "error: the workers did not end their drain; ending them (the output may be incomplete)"
+        );
+        remove_run_dir(&dir);
+        std::process::exit(1);
     }
 }
 
