@@ -21,6 +21,11 @@ fn an_early_interrupt_ends_a_stateful_run_over_processes() {
                 "2",
                 "-c",
                 "topology.stateful=true",
+                // A drain that cannot end is given up at this timeout plus the workers'
+                // heartbeat timeout and a grace: well within the test's wait, even when the
+                // start takes seconds on a loaded machine.
+                "-c",
+                "topology.message.timeout.secs=5",
             ],
             true,
         );
