@@ -11,7 +11,7 @@
 
 use super::builtin as b;
 use super::memory::{spill_to, value_bytes, KeyBudget};
-use super::{Bolt, BoltCollector, BoltState, TaskContext};
+use super::{Bolt, BoltCollector, BoltState, ChangeSink, TaskContext};
 use crate::model::plan::streams;
 use crate::state::codec;
 use crate::state::spill::{order, Layout, SpillMap};
@@ -362,14 +362,26 @@ impl crate::components::CheckpointParticipant for Count {
 
 impl BoltState for Count {
     fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
-        let n = |n: &i64| Some(Value::Int(*n));
-        self.strings
-            .changes(all, |k, c| out.push((Value::Str(k.clone()), n(c))))?;
-        self.single
-            .changes(all, |k, c| out.push((k.clone(), n(c))))?;
-        self.multi.changes(all, |k, c| {
-            out.push((Value::List(Box::new(k.clone())), n(c)))
+        self.changes_into(all, &mut |k, v| {
+            out.push((k.clone(), v.cloned()));
+            Ok(())
         })
+    }
+
+    /// Each changed key goes to `sink` as its map lists it.
+    fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
+        let mut failed = None;
+        let mut send = |k: Value, n: i64| {
+            if failed.is_none() {
+                failed = sink(&k, Some(&Value::Int(n))).err();
+            }
+        };
+        self.strings
+            .changes(all, |k, c| send(Value::Str(k.clone()), *c))?;
+        self.single.changes(all, |k, c| send(k.clone(), *c))?;
+        self.multi
+            .changes(all, |k, c| send(Value::List(Box::new(k.clone())), *c))?;
+        failed.map_or(Ok(()), Err)
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {

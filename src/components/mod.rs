@@ -267,6 +267,16 @@ pub trait BoltState {
     /// every entry (the first checkpoint of a run). Clears the record of changes.
     /// Fails when state kept on disk (spilled keys) cannot be read.
     fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()>;
+    /// [`BoltState::changes`] handed to `sink` one entry at a time, which is how a checkpoint
+    /// takes them: state of many keys overrides it so the entries are never all held at once.
+    fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
+        let mut out = Vec::new();
+        self.changes(all, &mut out)?;
+        for (k, v) in &out {
+            sink(k, v.as_ref())?;
+        }
+        Ok(())
+    }
     /// Start from these entries (the last committed checkpoint), replacing what is held.
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()>;
     /// [`BoltState::restore`] from entries read one at a time as they are taken (the runtime
@@ -278,6 +288,8 @@ pub trait BoltState {
         self.restore(all)
     }
 }
+
+pub use crate::state::store::ChangeSink;
 
 /// Saved entries as a restore reads them: one at a time, each possibly an error of the store.
 pub type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;

@@ -61,6 +61,10 @@ fn prepared(txid: u64) -> (String, String) {
 /// position.
 pub type TaskChanges<'a> = (&'a TaskKey, &'a [(Value, Option<Value>)], Option<&'a Value>);
 
+/// Takes a task's changes one row at a time (`None`: the key was removed) as
+/// [`Store::prepare_with`] writes them, so a checkpoint of millions of keys is never held whole.
+pub type ChangeSink<'a> = dyn FnMut(&Value, Option<&Value>) -> anyhow::Result<()> + 'a;
+
 /// One task's part of a checkpoint or its committed state, as the store encodes it: rows of
 /// (key, value, `None` for a removal) and a spout's position.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -146,32 +150,56 @@ impl Store {
 
     /// [`Store::prepare`] for several tasks (a worker's) in one transaction: one fsync for all.
     pub fn prepare_all(&self, txid: u64, tasks: &[TaskChanges<'_>]) -> anyhow::Result<()> {
-        let (changes_table, position_table) = prepared(txid);
-        self.write(Durability::Immediate, |tx| {
-            let mut table = tx.open_table(Prepared::new(&changes_table))?;
-            let mut positions = tx.open_table(Positions::new(&position_table))?;
-            let (mut key, mut value) = (Vec::new(), Vec::new());
+        self.write_prepared(txid, |rows| {
             for (task, changes, position) in tasks {
-                let (component, index) = (task.component.as_str(), task.index);
                 for (k, v) in changes.iter() {
-                    key.clear();
-                    codec::encode(k, &mut key);
-                    let v = v.as_ref().map(|v| {
-                        value.clear();
-                        codec::encode(v, &mut value);
-                        value.as_slice()
-                    });
-                    let sealed = guard::seal_change(component, index, &key, v);
-                    table.insert((component, index, key.as_slice()), sealed.as_slice())?;
+                    rows.change(task, k, v.as_ref())?;
                 }
                 if let Some(p) = position {
-                    let sealed = seal_position(component, index, &codec::to_bytes(p));
-                    positions.insert((component, index), sealed.as_slice())?;
+                    rows.position(task, p)?;
                 }
             }
             Ok(())
         })
         .with_context(|| format!("preparing checkpoint {txid}"))
+    }
+
+    /// [`Store::prepare`] with the changes handed one at a time by `fill` to the sink it is
+    /// given, written as they come: a task whose checkpoint lists millions of keys never holds
+    /// them all. An error of `fill` writes nothing.
+    pub fn prepare_with(
+        &self,
+        txid: u64,
+        task: &TaskKey,
+        position: Option<&Value>,
+        fill: impl FnOnce(&mut ChangeSink<'_>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.write_prepared(txid, |rows| {
+            fill(&mut |k, v| rows.change(task, k, v))?;
+            match position {
+                Some(p) => rows.position(task, p),
+                None => Ok(()),
+            }
+        })
+        .with_context(|| format!("preparing checkpoint {txid} of {task}"))
+    }
+
+    /// Durably write, in one transaction, what `f` puts in `txid`'s prepared tables.
+    fn write_prepared(
+        &self,
+        txid: u64,
+        f: impl FnOnce(&mut PreparedRows<'_>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let (changes_table, position_table) = prepared(txid);
+        self.write(Durability::Immediate, |tx| {
+            let mut rows = PreparedRows {
+                changes: tx.open_table(Prepared::new(&changes_table))?,
+                positions: tx.open_table(Positions::new(&position_table))?,
+                key: Vec::new(),
+                value: Vec::new(),
+            };
+            f(&mut rows)
+        })
     }
 
     /// Fold what every txid up to `txid` prepared into the committed entries, oldest first, in
@@ -482,6 +510,41 @@ fn unseal_position<'a>(component: &str, index: u32, stored: &'a [u8]) -> anyhow:
 }
 
 /// The digests a write transaction changes, loaded on first use and saved at its end.
+/// A checkpoint's prepared tables open in a write transaction, and buffers to encode into.
+struct PreparedRows<'t> {
+    changes: redb::Table<'t, (&'static str, u32, &'static [u8]), &'static [u8]>,
+    positions: redb::Table<'t, (&'static str, u32), &'static [u8]>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl PreparedRows<'_> {
+    /// `task`'s key `k` changed to `v` (`None`: removed).
+    fn change(&mut self, task: &TaskKey, k: &Value, v: Option<&Value>) -> anyhow::Result<()> {
+        let (component, index) = (task.component.as_str(), task.index);
+        self.key.clear();
+        codec::encode(k, &mut self.key);
+        let v = v.map(|v| {
+            self.value.clear();
+            codec::encode(v, &mut self.value);
+            self.value.as_slice()
+        });
+        let sealed = guard::seal_change(component, index, &self.key, v);
+        self.changes
+            .insert((component, index, self.key.as_slice()), sealed.as_slice())?;
+        Ok(())
+    }
+
+    /// `task`'s position is `p`.
+    fn position(&mut self, task: &TaskKey, p: &Value) -> anyhow::Result<()> {
+        let (component, index) = (task.component.as_str(), task.index);
+        let sealed = seal_position(component, index, &codec::to_bytes(p));
+        self.positions
+            .insert((component, index), sealed.as_slice())?;
+        Ok(())
+    }
+}
+
 #[derive(Default)]
 struct Digests(std::collections::BTreeMap<(String, u32), Digest>);
 
@@ -650,6 +713,30 @@ mod tests {
         ok(store.fold(1));
         assert_eq!(entries(&store, &a), vec![(s("x"), Value::Int(1))]);
         assert_eq!(store.position(&sp).ok(), Some(Some(position)));
+    }
+
+    #[test]
+    fn prepare_with_writes_changes_as_they_come_and_nothing_when_filling_fails() {
+        let store = Store::memory().unwrap_or_else(|e| panic!("{e:#}"));
+        let a = task("count", 0);
+        ok(store.prepare_with(1, &a, Some(&Value::Int(3)), |sink| {
+            for i in 0..1000 {
+                sink(&s(&format!("k{i}")), Some(&Value::Int(i)))?;
+            }
+            sink(&s("gone"), None)
+        }));
+        let failed = store.prepare_with(2, &a, None, |sink| {
+            sink(&s("k1"), Some(&Value::Int(-1)))?;
+            anyhow::bail!("the state could not be read")
+        });
+        let message = failed.err().map(|e| format!("{e:#}")).unwrap_or_default();
+        assert!(message.contains("could not be read"), "{message}");
+        assert_eq!(store.prepared_txids().ok(), Some(vec![1]));
+        ok(store.fold(2));
+        let held = entries(&store, &a);
+        assert_eq!(held.len(), 1000);
+        assert!(held.contains(&(s("k1"), Value::Int(1))));
+        assert_eq!(store.position(&a).ok(), Some(Some(Value::Int(3))));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! counts of skipped tuples `late_dropped`, `unusable`). Op states are as `saved.rs` writes them.
 
 use super::{saved, Aggregate};
-use crate::components::{BoltState, Entries};
+use crate::components::{BoltState, ChangeSink, Entries};
 use crate::tuple::{Value, Values};
 use std::collections::BTreeMap;
 
@@ -29,15 +29,27 @@ fn states_value(states: &[super::State]) -> Value {
 
 impl BoltState for Aggregate {
     fn changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
-        if self.windows.is_some() {
-            self.pane_changes(all, out)?;
-            out.push((Value::str(PROGRESS), Some(self.progress())));
+        self.changes_into(all, &mut |k, v| {
+            out.push((k.clone(), v.cloned()));
             Ok(())
-        } else {
-            self.groups.changes(all, |k, states| {
-                out.push((key_value(k), Some(states_value(states))))
-            })
+        })
+    }
+
+    /// Groups go to `sink` as their map lists them; a window's panes are listed first.
+    fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
+        if self.windows.is_some() {
+            let mut out = Vec::new();
+            self.pane_changes(all, &mut out)?;
+            out.push((Value::str(PROGRESS), Some(self.progress())));
+            return out.iter().try_for_each(|(k, v)| sink(k, v.as_ref()));
         }
+        let mut failed = None;
+        self.groups.changes(all, |k, states| {
+            if failed.is_none() {
+                failed = sink(&key_value(k), Some(&states_value(states))).err();
+            }
+        })?;
+        failed.map_or(Ok(()), Err)
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {

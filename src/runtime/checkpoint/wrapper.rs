@@ -121,15 +121,18 @@ impl Checkpointed {
     /// Save the state under `txid` (with `position`) and tell the coordinator.
     fn save(&mut self, txid: u64, position: Option<&Value>, task: u32) -> anyhow::Result<()> {
         let side = &mut self.side;
-        let mut changes = Vec::new();
-        if let Some(state) = self.bolt.state() {
-            state
-                .changes(!side.saved, &mut changes)
-                .map_err(|e| e.context(format!("saving {}", side.key)))?;
-        }
+        let bolt = &mut self.bolt;
+        let all = !side.saved;
+        self.cp
+            .store
+            .prepare_with(txid, &side.key, position, |sink| match bolt.state() {
+                Some(state) => state
+                    .changes_into(all, sink)
+                    .map_err(|e| e.context(format!("saving {}", side.key))),
+                None => Ok(()),
+            })?;
         side.saved = true;
         side.last_txid = Some(txid);
-        self.cp.store.prepare(txid, &side.key, &changes, position)?;
         let _ = self.cp.reports.send(Report::Prepared { txid, task });
         Ok(())
     }

@@ -178,6 +178,40 @@ impl Drop for Cold {
     }
 }
 
+/// Entries leaving memory hold this many encoded rows at most before they are written.
+const CHUNK: usize = 16 * 1024;
+
+/// Rows to write, handed one at a time and written a chunk at a time: an eviction of
+/// millions of entries never holds all their encodings at once.
+#[derive(Default)]
+pub struct Batch {
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Rows written so far.
+    pub written: u64,
+}
+
+impl Batch {
+    /// Add the row (order bytes, record), writing the chunk to `cold` once it is full.
+    pub fn push(&mut self, cold: &mut Cold, row: (Vec<u8>, Vec<u8>)) -> anyhow::Result<()> {
+        self.rows.push(row);
+        if self.rows.len() >= CHUNK {
+            self.flush(cold)?;
+        }
+        Ok(())
+    }
+
+    /// Write what is left.
+    pub fn flush(&mut self, cold: &mut Cold) -> anyhow::Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        self.written += self.rows.len() as u64;
+        cold.put(&mut self.rows)?;
+        self.rows.clear();
+        Ok(())
+    }
+}
+
 /// The rows of a spill file in key order: (order bytes, record).
 pub struct Scan {
     range: redb::Range<'static, &'static [u8], &'static [u8]>,

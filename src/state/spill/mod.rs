@@ -25,7 +25,7 @@ pub(crate) mod merge;
 pub(crate) mod order;
 
 use anyhow::Context;
-use cold::Cold;
+use cold::{Batch, Cold};
 use std::borrow::Borrow;
 use std::hash::Hash;
 use std::path::PathBuf;
@@ -361,10 +361,10 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             // keys' estimate does not see. Past half the limit, memory makes room instead.
             self.open_cold()?;
             let keep = self.hot.len() / 2;
-            let mut rows = Vec::new();
-            self.take_out(false, keep, &mut rows);
-            self.take_out(true, keep, &mut rows);
-            self.write_rows(rows)?;
+            let mut batch = Batch::default();
+            self.take_out(false, keep, &mut batch)?;
+            self.take_out(true, keep, &mut batch)?;
+            self.write_rest(batch)?;
         }
         let bytes = entry_bytes(&*self.layout, self.grows, &k, &v);
         self.held += bytes;
@@ -460,33 +460,37 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             return Ok(());
         }
         self.open_cold()?;
-        let mut rows = Vec::new();
+        let mut batch = Batch::default();
         for any in [false, true] {
-            self.take_out(any, usize::MAX, &mut rows);
+            self.take_out(any, usize::MAX, &mut batch)?;
             if self.budget.relieved() {
                 break;
             }
         }
-        self.write_rows(rows)
+        self.write_rest(batch)
     }
 
     /// Every entry in memory written to the file.
     fn evict_all(&mut self) -> anyhow::Result<()> {
         self.open_cold()?;
-        let mut rows = Vec::with_capacity(self.hot.len());
+        let mut batch = Batch::default();
         let SpillMap {
             hot,
             layout,
             budget,
             cold_dirty,
+            cold,
+            held,
             ..
         } = self;
-        for (k, s) in hot.drain() {
-            rows.push(row(&**layout, &k, &s, cold_dirty));
+        if let Some(cold) = cold.as_deref_mut() {
+            for (k, s) in hot.drain() {
+                batch.push(cold, row(&**layout, &k, &s, cold_dirty))?;
+            }
         }
         budget.clear();
-        self.held = 0;
-        self.write_rows(rows)
+        *held = 0;
+        self.write_rest(batch)
     }
 
     fn open_cold(&mut self) -> anyhow::Result<()> {
@@ -503,10 +507,10 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         Ok(())
     }
 
-    /// Take entries out of memory into `rows` until relieved and at most `keep` are left:
+    /// Take entries out of memory into `batch` until relieved and at most `keep` are left:
     /// untouched ones (touched ones are spared once and lose the mark), or with `any`, every
     /// one.
-    fn take_out(&mut self, any: bool, keep: usize, rows: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+    fn take_out(&mut self, any: bool, keep: usize, batch: &mut Batch) -> anyhow::Result<()> {
         let SpillMap {
             hot,
             layout,
@@ -514,33 +518,41 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             cold_dirty,
             grows,
             held,
+            cold,
             ..
         } = self;
+        let Some(cold) = cold.as_deref_mut() else {
+            return Ok(());
+        };
+        let mut written = Ok(());
         let mut left = hot.len();
         hot.retain(|k, s| {
-            if budget.relieved() && left <= keep {
+            if written.is_err() || (budget.relieved() && left <= keep) {
                 return true;
             }
             if s.touched && !any {
                 s.touched = false;
                 return true;
             }
-            rows.push(row(&**layout, k, s, cold_dirty));
+            written = batch.push(cold, row(&**layout, k, s, cold_dirty));
             let bytes = entry_bytes(&**layout, *grows, k, &s.v);
             *held = held.saturating_sub(bytes);
             budget.forget(bytes);
             left -= 1;
             false
         });
+        written
     }
 
-    fn write_rows(&mut self, mut rows: Vec<(Vec<u8>, Vec<u8>)>) -> anyhow::Result<()> {
-        let Some(cold) = self.cold.as_mut() else {
+    /// Write what `batch` still holds: one eviction done.
+    fn write_rest(&mut self, mut batch: Batch) -> anyhow::Result<()> {
+        let Some(cold) = self.cold.as_deref_mut() else {
             return Ok(());
         };
+        batch.flush(cold)?;
         self.evictions += 1;
-        self.evicted += rows.len() as u64;
-        cold.put(&mut rows)
+        self.evicted += batch.written;
+        Ok(())
     }
 
     /// Every entry, each once, in key order (by order bytes), as (order bytes, key, value):

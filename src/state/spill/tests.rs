@@ -225,3 +225,31 @@ fn the_file_is_made_when_needed_and_removed_with_the_map() {
     drop(m);
     assert!(!file.exists(), "the spill file is removed with its map");
 }
+
+/// An eviction of more entries than a write chunk holds writes them all, and the changes a
+/// checkpoint lists after it still name every key changed, with its value.
+#[test]
+fn an_eviction_larger_than_a_chunk_keeps_every_entry_and_change() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut m = map(dir.path(), 60_000, true);
+    m.set_min_batch(usize::MAX);
+    let n = 50_000u32;
+    for k in 0..n {
+        let key = format!("k{k:05}");
+        m.update(key.as_str(), || key.clone(), || 0, |v| *v += i64::from(k))
+            .expect("updates");
+    }
+    m.set_min_batch(0);
+    m.evict_all().expect("evicts");
+    assert_eq!(m.evicted, u64::from(n));
+    let mut changed = BTreeMap::new();
+    m.changes(false, |k, v| {
+        changed.insert(k.clone(), *v);
+    })
+    .expect("lists changes");
+    assert_eq!(changed.len(), n as usize);
+    assert!((0..n).all(|k| changed.get(&format!("k{k:05}")) == Some(&i64::from(k))));
+    let all = sorted(&mut m);
+    assert_eq!(all.len(), n as usize);
+    assert_eq!(all.first(), Some(&("k00000".to_string(), 0)));
+}
