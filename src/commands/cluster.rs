@@ -154,11 +154,7 @@ pub(crate) fn command_client(addr: &str, overrides: &[String]) -> anyhow::Result
 
 /// SIGINT/SIGTERM set the returned flag (the daemons then stop cleanly).
 fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, flag.clone())?;
-    }
-    Ok(flag)
+    super::signals::on_stop_signals(super::signals::Second::SetsTheFlag)
 }
 
 pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
