@@ -10,8 +10,8 @@ mod processes;
 
 use super::{load_topology, signals, Status};
 use crate::cli::RunArgs;
-use crate::cluster::layout::TaskHeartbeat;
-use crate::cluster::rpc::Client;
+use crate::cluster::coordination::layout::TaskHeartbeat;
+use crate::cluster::protocol::rpc::Client;
 use crate::cluster::worker;
 use crate::model::Topology;
 use crate::runtime::metrics::TaskStats;

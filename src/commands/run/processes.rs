@@ -7,9 +7,9 @@
 
 use super::{finish, load_for_run, run_home, spread_report, Scope, StopWatcher, StopWhen};
 use crate::cli::RunArgs;
-use crate::cluster::layout::SupervisorInfo;
+use crate::cluster::coordination::layout::SupervisorInfo;
 use crate::cluster::nimbus::{now_secs, Nimbus};
-use crate::cluster::rpc::Client;
+use crate::cluster::protocol::rpc::Client;
 use crate::cluster::{supervisor, CoordinationStore};
 use crate::commands::cluster::{secret_env, ship_resources, submission};
 use crate::commands::signals;

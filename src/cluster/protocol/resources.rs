@@ -16,8 +16,8 @@
 //! components' working folders into it, as Storm's workers run children in the extracted
 //! `resources/`; every other path stays as submitted.
 
-use super::rpc::Submission;
-use super::stormignore::{StormIgnore, FILE_NAME};
+use crate::cluster::protocol::rpc::Submission;
+use crate::cluster::protocol::stormignore::{StormIgnore, FILE_NAME};
 use crate::model::Topology;
 use std::path::{Component as Part, Path, PathBuf};
 
