@@ -15,6 +15,6 @@ pub(crate) mod supervisor;
 pub(crate) mod worker;
 pub(crate) mod worker_logs;
 
-pub use coordination::store::{CoordinationStore, CreateMode, SessionId, StoreError};
 pub use coordination::tree::SharedTree;
+pub use coordination::znode_store::{CoordinationStore, CreateMode, SessionId, StoreError};
 pub use nimbus::cluster_state::{ClusterError, ClusterState};

@@ -276,15 +276,15 @@ pub fn submission(
 }
 
 /// Pack the multilang resources of a topology read from a file into its submission, so any
-/// worker can run its shell components (`cluster::protocol::resources`); `-e` topologies ship nothing.
+/// worker can run its shell components (`cluster::protocol::multilang_files`); `-e` topologies ship nothing.
 pub fn ship_resources(
     sub: &mut Submission,
     source: &TopologySource,
     topology: &crate::model::Topology,
 ) -> anyhow::Result<()> {
     if source.file.is_some() {
-        let resources = crate::cluster::protocol::resources::collect(topology)?;
-        sub.resources = crate::cluster::protocol::resources::pack(&resources);
+        let resources = crate::cluster::protocol::multilang_files::collect(topology)?;
+        sub.resources = crate::cluster::protocol::multilang_files::pack(&resources);
     }
     Ok(())
 }

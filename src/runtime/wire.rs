@@ -106,7 +106,7 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
     let Some(f) = net_frame::split(buf)? else {
         return Ok(None);
     };
-    let mut r = Reader { buf: f.body };
+    let mut r = ByteCursor { buf: f.body };
     let frame = match f.kind {
         KIND_TUPLES => Message::Tuples {
             task: f.dest,
@@ -163,7 +163,7 @@ pub fn validate(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
 
 /// The payload check the network runs on every data frame it receives (see `net::frame::Check`).
 pub fn check(kind: u8, body: &[u8]) -> Result<(), DecodeError> {
-    let mut r = Reader { buf: body };
+    let mut r = ByteCursor { buf: body };
     match kind {
         KIND_TUPLES => {
             let n = r.count(TUPLE_MIN)?;
@@ -243,11 +243,11 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
 /// Nesting deeper than this is refused (bounded recursion on hostile input).
 const MAX_DEPTH: usize = 64;
 
-struct Reader<'a> {
+struct ByteCursor<'a> {
     buf: &'a [u8],
 }
 
-impl<'a> Reader<'a> {
+impl<'a> ByteCursor<'a> {
     /// A batch of tuples: the payload of a tuples frame.
     fn tuples(&mut self) -> Result<Vec<Tuple>, DecodeError> {
         let n = self.count(TUPLE_MIN)?;

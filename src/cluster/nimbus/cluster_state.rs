@@ -7,7 +7,7 @@ use crate::cluster::coordination::layout::{
     AssignmentInfo, CheckpointRecord, Layout, NodePort, StormBase, SupervisorInfo, TaskError,
     TaskHeartbeat, TaskInfo, TopologyStatus, KEPT_ERRORS, SUBTREES,
 };
-use crate::cluster::coordination::store::{
+use crate::cluster::coordination::znode_store::{
     child_path, CoordinationStore, CreateMode, SessionId, StoreError,
 };
 use crate::model::plan::Plan;
@@ -191,7 +191,8 @@ impl<S: CoordinationStore> ClusterState<S> {
         match version {
             Some(v) => Ok(self.store.set_data(&path, &data, Some(v))?.version),
             None => {
-                if let Some(parent) = crate::cluster::coordination::store::parent_path(&path) {
+                if let Some(parent) = crate::cluster::coordination::znode_store::parent_path(&path)
+                {
                     self.store.create_all(parent)?;
                 }
                 self.store.create(&path, &data, CreateMode::Persistent)?;
@@ -510,7 +511,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     /// (how a supervisor learns of new work without polling).
     pub fn watch_assignments(
         &self,
-        watch: Option<crate::cluster::coordination::store::Watcher>,
+        watch: Option<crate::cluster::coordination::znode_store::Watcher>,
     ) -> Result<Vec<String>, ClusterError> {
         Ok(self.store.children(&self.layout.assignments(), watch)?)
     }
@@ -519,7 +520,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     pub fn watch_assignment(
         &self,
         id: &str,
-        watch: crate::cluster::coordination::store::Watcher,
+        watch: crate::cluster::coordination::znode_store::Watcher,
     ) -> Result<Option<AssignmentInfo>, ClusterError> {
         let path = self.layout.assignment(id);
         match self.store.exists(&path, Some(watch))? {

@@ -4,7 +4,7 @@
 //! `{root}/blobstore/{id}` so that whichever nimbus leads can serve a topology another one
 //! took.
 
-use crate::cluster::coordination::store::{CoordinationStore, StoreError};
+use crate::cluster::coordination::znode_store::{CoordinationStore, StoreError};
 use crate::cluster::coordination::zookeeper::{ZkSettings, ZkStore};
 use crate::cluster::nimbus::leader::Election;
 use crate::cluster::protocol::rpc::{Submission, NOT_LEADER};

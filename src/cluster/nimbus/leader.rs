@@ -8,7 +8,9 @@
 //! connected session, and re-enters the race (new nodes) when the store had to open a new
 //! session after an expiry.
 
-use crate::cluster::coordination::store::{child_path, CoordinationStore, CreateMode, StoreError};
+use crate::cluster::coordination::znode_store::{
+    child_path, CoordinationStore, CreateMode, StoreError,
+};
 use crate::cluster::coordination::zookeeper::{ZkStore, OWN_SESSION};
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -18,8 +18,8 @@ use self::submission::{home_assign, home_reassign};
 use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus,
 };
-use crate::cluster::coordination::store::{CoordinationStore, SessionId};
 use crate::cluster::coordination::tree::{SharedTree, Tree};
+use crate::cluster::coordination::znode_store::{CoordinationStore, SessionId};
 use crate::cluster::protocol::rpc::{
     self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork,
 };
@@ -751,7 +751,7 @@ impl Nimbus {
     pub(crate) fn submit(&self, sub: Submission) -> anyhow::Result<String> {
         let topology = load_submission(&sub).map_err(|e| anyhow::anyhow!("{e}"))?;
         // Refuse damaged or oversized resources now rather than in every worker.
-        crate::cluster::protocol::resources::unpack(&sub.resources)
+        crate::cluster::protocol::multilang_files::unpack(&sub.resources)
             .map_err(|e| anyhow::anyhow!("the submission's multilang resources: {e:#}"))?;
         if self.zk.is_some() {
             self::ha::fits_in_a_node(&topology.name, &sub)?;

@@ -4,8 +4,8 @@
 //! process, as Storm's UUIDs are), so assignments read `"1":"host1:6700"`.
 
 use crate::cluster::coordination::layout::SupervisorInfo;
-use crate::cluster::coordination::store::CoordinationStore;
 use crate::cluster::coordination::tree::SharedTree;
+use crate::cluster::coordination::znode_store::CoordinationStore;
 use crate::cluster::nimbus::cluster_state::{ClusterError, ClusterState};
 use crate::model::plan::Plan;
 use crate::model::Topology;

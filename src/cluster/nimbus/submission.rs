@@ -3,7 +3,7 @@
 //! `stdin` and `stdout` executors stay in the `storm run` process.
 
 use crate::cluster::coordination::layout::AssignmentInfo;
-use crate::cluster::coordination::store::{CoordinationStore, StoreError};
+use crate::cluster::coordination::znode_store::{CoordinationStore, StoreError};
 use crate::cluster::nimbus::cluster_state::{ClusterError, ClusterState};
 use crate::cluster::protocol::rpc::Submission;
 use crate::model::plan::Plan;

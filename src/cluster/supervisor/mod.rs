@@ -248,7 +248,7 @@ fn supervise(
     slot.child = None;
     if !status.success() {
         // A worker that died cannot have removed its copy of the topology's resources.
-        crate::cluster::protocol::resources::sweep_copies();
+        crate::cluster::protocol::multilang_files::sweep_copies();
     }
     if let Some(tx) = exits {
         let _ = tx.send(WorkerExit { port, status });
@@ -492,7 +492,7 @@ fn kill(slot: &mut Slot, port: u16) {
         let _ = child.kill();
         let _ = child.wait();
         // A killed worker cannot remove its copy of the topology's resources.
-        crate::cluster::protocol::resources::sweep_copies();
+        crate::cluster::protocol::multilang_files::sweep_copies();
     }
 }
 

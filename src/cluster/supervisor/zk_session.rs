@@ -8,7 +8,7 @@
 //! again and every watch registered again on the new session.
 
 use crate::cluster::coordination::layout::{AssignmentInfo, SupervisorInfo};
-use crate::cluster::coordination::store::{
+use crate::cluster::coordination::znode_store::{
     child_path, watcher, CoordinationStore, StoreError, WatchedEvent, Watcher,
 };
 use crate::cluster::coordination::zookeeper::{ZkSettings, ZkStore, OWN_SESSION};

@@ -8,7 +8,7 @@ use crate::cluster::coordination::layout::NodePort;
 use crate::cluster::protocol::rpc::{
     self, CheckpointNews, CheckpointReply, JoinReply, Request, StatePage,
 };
-use crate::components::lines::feed;
+use crate::components::stdin_file::feed;
 use crate::model::plan::Plan;
 use crate::model::Topology;
 use crate::placement::Placement;

@@ -303,7 +303,7 @@ fn load_for_worker(
     slot: &str,
 ) -> anyhow::Result<(
     Topology,
-    Option<crate::cluster::protocol::resources::Unpacked>,
+    Option<crate::cluster::protocol::multilang_files::Unpacked>,
 )> {
     anyhow::ensure!(
         std::env::var_os(FAIL_AT_START_ENV).is_none(),
@@ -311,8 +311,12 @@ fn load_for_worker(
     );
     let mut topology = load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
-    let resources =
-        crate::cluster::protocol::resources::for_worker(&work.submission, &mut topology, id, slot)?;
+    let resources = crate::cluster::protocol::multilang_files::for_worker(
+        &work.submission,
+        &mut topology,
+        id,
+        slot,
+    )?;
     // Storm's workers know their topology's id as `storm.id` (multilang children are told it).
     topology
         .config
@@ -624,7 +628,7 @@ fn roll_back(
 ) -> WorkerEnd {
     tracing::warn!("worker {slot}: a worker of the topology was lost; rolling back");
     halter.halt();
-    if let Some(f) = crate::components::lines::feed::get() {
+    if let Some(f) = crate::components::stdin_file::feed::get() {
         f.new_epoch();
     }
 
@@ -847,7 +851,7 @@ pub fn report_from_heartbeats(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::coordination::store::CoordinationStore;
+    use crate::cluster::coordination::znode_store::CoordinationStore;
 
     fn component(id: &str, tasks: &[u32]) -> crate::runtime::metrics::ComponentReport {
         crate::runtime::metrics::ComponentReport {
