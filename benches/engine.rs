@@ -11,7 +11,8 @@ use storm::grouping::Grouper;
 use storm::model::plan::{streams, StreamId};
 use storm::model::Grouping;
 use storm::runtime::acker::Acker;
-use storm::runtime::wire::{self as frame, Frame};
+use storm::runtime::message::Message;
+use storm::runtime::wire as frame;
 use storm::tuple::{Anchor, Tuple, Value};
 
 fn main() {
@@ -66,7 +67,7 @@ fn batch(n: usize) -> Vec<Tuple> {
 
 #[divan::bench(args = [1, 64, 1024])]
 fn frame_encode(bencher: Bencher, n: usize) {
-    let f = Frame::Tuples {
+    let f = Message::Tuples {
         task: 5,
         tuples: batch(n),
     };
@@ -83,7 +84,7 @@ fn frame_encode(bencher: Bencher, n: usize) {
 #[divan::bench(args = [1, 64, 1024])]
 fn frame_decode(bencher: Bencher, n: usize) {
     let mut buf = Vec::new();
-    let f = Frame::Tuples {
+    let f = Message::Tuples {
         task: 5,
         tuples: batch(n),
     };

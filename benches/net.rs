@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use storm::net::Network;
-use storm::runtime::wire::{self as frame, Frame};
+use storm::runtime::message::Message;
+use storm::runtime::wire as frame;
 use storm::runtime::TcpNetwork;
 use storm::tuple::{Tuple, Value};
 
@@ -33,7 +34,7 @@ fn workload() -> (Vec<u8>, u64) {
                 anchors: Default::default(),
             })
             .collect();
-        frame::encode(&Frame::Tuples { task: 7, tuples }, &mut buf);
+        frame::encode(&Message::Tuples { task: 7, tuples }, &mut buf);
         frames += 1;
     }
     (buf, frames)

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storm::cluster::rpc::{self, Request};
+use storm::cluster::protocol::rpc::{self, Request};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(request) = rpc::decode_request(data) {

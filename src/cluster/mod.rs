@@ -1,33 +1,20 @@
-//! The cluster's coordination state: a ZooKeeper-shaped tree (`store`, `tree`, `snapshot`,
-//! `dump`), Storm's layout of it (`layout`), Nimbus's reading and
-//! writing of the state (`nimbus_state`, which places executors with `crate::placement`), the simulated cluster behind
-//! `storm zk dump` (`simulation`). The daemons: `nimbus` (serving `rpc`), `supervisor`, and
-//! `worker` processes (tuples between workers over `runtime::tcp`). `zookeeper` keeps the
-//! tree in a ZooKeeper ensemble instead; `leader` and `ha` let several nimbuses share it;
-//! `supervisor_zk` is a supervisor's own session with the ensemble.
+//! The cluster, in folders by role. `coordination`: the ZooKeeper-shaped tree that holds the
+//! cluster state (the store interface, the in-memory tree, ZooKeeper, Storm's layout of it,
+//! snapshots and dumps). `protocol`: what daemons and commands say to each other (`rpc`, the
+//! client's retries, the multilang files a submission ships). The daemons: `nimbus` (with the
+//! cluster state as it reads and writes it, which places executors with `crate::placement`;
+//! leader election and HA on ZooKeeper; submissions; the simulated cluster behind
+//! `storm zk dump`), `supervisor` (with its own ZooKeeper session), and `worker` processes
+//! (tuples between workers over `runtime::tcp`; their part in checkpoints). `worker_logs` stays
+//! here: supervisors write the logs, nimbus serves them, the UI and `storm logs` read them.
 
-pub(crate) mod dump;
-pub(crate) mod ha;
-pub(crate) mod layout;
-pub(crate) mod leader;
+pub mod coordination;
 pub(crate) mod nimbus;
-pub(crate) mod nimbus_state;
-pub(crate) mod resources;
-pub(crate) mod retry;
-pub mod rpc;
-pub(crate) mod simulation;
-pub(crate) mod snapshot;
-pub mod store;
-pub(crate) mod stormignore;
-pub(crate) mod submission;
+pub mod protocol;
 pub(crate) mod supervisor;
-pub(crate) mod supervisor_zk;
-pub(crate) mod tree;
 pub(crate) mod worker;
-pub(crate) mod worker_checkpoints;
 pub(crate) mod worker_logs;
-pub mod zookeeper;
 
-pub use nimbus_state::{ClusterError, ClusterState};
-pub use store::{CoordinationStore, CreateMode, SessionId, StoreError};
-pub use tree::SharedTree;
+pub use coordination::tree::SharedTree;
+pub use coordination::znode_store::{CoordinationStore, CreateMode, SessionId, StoreError};
+pub use nimbus::cluster_state::{ClusterError, ClusterState};

@@ -7,10 +7,10 @@ use crate::cli::{
     KillArgs, NimbusAddrArgs, NimbusArgs, OperationArgs, RebalanceArgs, SubmitArgs, SupervisorArgs,
     WorkerArgs,
 };
+use crate::cluster::coordination::zookeeper::ZkSettings;
 use crate::cluster::nimbus::Nimbus;
-use crate::cluster::rpc::{self, Request, Submission, TopologySummary};
-use crate::cluster::supervisor_zk::ZkSupervisorSettings;
-use crate::cluster::zookeeper::ZkSettings;
+use crate::cluster::protocol::rpc::{self, Request, Submission, TopologySummary};
+use crate::cluster::supervisor::zk_session::ZkSupervisorSettings;
 use crate::cluster::{supervisor, worker};
 use crate::config::{layers, Config};
 use crate::net::auth::Secret;
@@ -73,7 +73,7 @@ pub(crate) fn nimbus_addrs(given: Option<&str>, config: &Config) -> Result<Strin
     if !seeds.is_empty() {
         return Ok(seeds.join(","));
     }
-    match crate::cluster::ha::registered_nimbuses(config) {
+    match crate::cluster::nimbus::ha::registered_nimbuses(config) {
         Some(Ok(found)) if !found.is_empty() => Ok(found.join(",")),
         Some(Ok(_)) => {
             crate::stderr_println!("error: no nimbus is registered in ZooKeeper");
@@ -117,7 +117,7 @@ pub(crate) fn acting_nimbus(
 ) -> Result<rpc::Client, Status> {
     let client = client_nimbus(given, config)?;
     let conf = layers::cluster_config(&config.overrides).unwrap_or_else(|_| layers::defaults());
-    match crate::cluster::retry::Retry::from_config(&conf) {
+    match crate::cluster::protocol::retry::Retry::from_config(&conf) {
         Ok(retry) => Ok(client.with_retry(retry)),
         Err(e) => {
             crate::stderr_println!("error: {e:#}");
@@ -148,17 +148,13 @@ pub(crate) fn nimbus_client(addr: &str, overrides: &[String]) -> rpc::Client {
 /// `storm.nimbus.retry.*` keys say.
 pub(crate) fn command_client(addr: &str, overrides: &[String]) -> anyhow::Result<rpc::Client> {
     let config = layers::cluster_config(overrides).unwrap_or_else(|_| layers::defaults());
-    let retry = crate::cluster::retry::Retry::from_config(&config)?;
+    let retry = crate::cluster::protocol::retry::Retry::from_config(&config)?;
     Ok(rpc::Client::new(addr, Secret::from_config(&config)).with_retry(retry))
 }
 
 /// SIGINT/SIGTERM set the returned flag (the daemons then stop cleanly).
 fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, flag.clone())?;
-    }
-    Ok(flag)
+    super::signals::on_stop_signals(super::signals::Second::SetsTheFlag)
 }
 
 pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
@@ -280,15 +276,15 @@ pub fn submission(
 }
 
 /// Pack the multilang resources of a topology read from a file into its submission, so any
-/// worker can run its shell components (`cluster::resources`); `-e` topologies ship nothing.
+/// worker can run its shell components (`cluster::protocol::multilang_files`); `-e` topologies ship nothing.
 pub fn ship_resources(
     sub: &mut Submission,
     source: &TopologySource,
     topology: &crate::model::Topology,
 ) -> anyhow::Result<()> {
     if source.file.is_some() {
-        let resources = crate::cluster::resources::collect(topology)?;
-        sub.resources = crate::cluster::resources::pack(&resources);
+        let resources = crate::cluster::protocol::multilang_files::collect(topology)?;
+        sub.resources = crate::cluster::protocol::multilang_files::pack(&resources);
     }
     Ok(())
 }
@@ -400,9 +396,9 @@ pub fn get_errors(a: crate::cli::GetErrorsArgs) -> anyhow::Result<Status> {
         crate::stderr_println!("error: no running topology named `{}`", a.name);
         return Ok(Status::Failure);
     };
-    let work: crate::cluster::rpc::TopologyWork =
+    let work: crate::cluster::protocol::rpc::TopologyWork =
         nimbus.call(&Request::Topology { id: row.id.clone() })?;
-    let topology = crate::cluster::submission::load_submission(&work.submission)
+    let topology = crate::cluster::nimbus::submission::load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {}: {e}", row.id))?;
     let plan = crate::model::plan::Plan::new(&topology);
     let dump: String = nimbus.call(&Request::Dump { json: true })?;

@@ -5,8 +5,8 @@
 use super::cluster::client_nimbus;
 use super::Status;
 use crate::cli::LogsArgs;
-use crate::cluster::layout::NodePort;
-use crate::cluster::rpc::{Request, TopologySummary, TopologyWork};
+use crate::cluster::coordination::layout::NodePort;
+use crate::cluster::protocol::rpc::{Request, TopologySummary, TopologyWork};
 use crate::cluster::worker_logs::{LogChunk, WORKER_LOG};
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -30,7 +30,7 @@ pub fn run(a: LogsArgs) -> anyhow::Result<Status> {
         crate::stderr_println!("error: {} has no workers yet (not assigned)", row.id);
         return Ok(Status::Failure);
     };
-    let topology = crate::cluster::submission::load_submission(&work.submission)
+    let topology = crate::cluster::nimbus::submission::load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {}: {e}", row.id))?;
     let plan = crate::model::plan::Plan::new(&topology);
     let tasks: Vec<u32> = match &a.component {

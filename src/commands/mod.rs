@@ -14,6 +14,7 @@ pub(crate) mod progress;
 pub(crate) mod reaper;
 pub(crate) mod run;
 pub(crate) mod set_log_level;
+pub(crate) mod signals;
 pub(crate) mod state;
 pub(crate) mod storm_cli;
 pub(crate) mod top;

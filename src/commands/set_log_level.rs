@@ -5,7 +5,7 @@
 use super::cluster::{acting_nimbus, operation_token};
 use super::Status;
 use crate::cli::SetLogLevelArgs;
-use crate::cluster::rpc::Request;
+use crate::cluster::protocol::rpc::Request;
 use crate::log_config::{now_ms, Change, LogConfig};
 
 pub fn run(a: SetLogLevelArgs) -> anyhow::Result<Status> {

@@ -3,9 +3,11 @@
 
 use super::Status;
 use crate::cli::{TreeFormat, ZkDumpArgs};
-use crate::cluster::dump;
-use crate::cluster::simulation::{default_supervisors, parse_slots, simulate, SimSupervisor};
-use crate::cluster::zookeeper::{ZkSettings, ZkStore};
+use crate::cluster::coordination::dump;
+use crate::cluster::coordination::zookeeper::{ZkSettings, ZkStore};
+use crate::cluster::nimbus::simulation::{
+    default_supervisors, parse_slots, simulate, SimSupervisor,
+};
 use crate::cluster::{ClusterError, CoordinationStore, StoreError};
 use crate::model::Topology;
 use crate::topology::LoadOptions;
@@ -15,7 +17,7 @@ use std::io::Write;
 pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     if let Some(addr) = &args.nimbus {
         // The live tree, printed by nimbus in the simulated dump's format.
-        let request = crate::cluster::rpc::Request::Dump {
+        let request = crate::cluster::protocol::rpc::Request::Dump {
             json: args.format == TreeFormat::Json,
         };
         let nimbus = super::cluster::nimbus_client(addr, &args.config.overrides);
@@ -150,7 +152,7 @@ fn print_tree(text: &str) -> anyhow::Result<Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::simulation::tests::wordcount;
+    use crate::cluster::nimbus::simulation::tests::wordcount;
 
     #[test]
     fn json_output_is_one_document_ending_in_a_newline() {

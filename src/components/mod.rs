@@ -18,7 +18,6 @@ pub(crate) mod http_sink;
 pub mod jdbc;
 pub(crate) mod join;
 pub mod kafka;
-pub(crate) mod lines;
 pub(crate) mod log;
 pub(crate) mod lookup;
 pub(crate) mod map;
@@ -35,6 +34,7 @@ pub(crate) mod socket;
 pub mod split;
 #[cfg(test)]
 pub(crate) mod state_check;
+pub(crate) mod stdin_file;
 pub(crate) mod stdout;
 pub(crate) mod template;
 pub(crate) mod test_words;

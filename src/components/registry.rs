@@ -7,8 +7,8 @@ pub use crate::model::ComponentType;
 
 /// Every built-in's descriptor; a [`ComponentType`] is an index into it.
 const BUILTINS: &[&dyn Builtin] = &[
-    &lines::builtin::StdinType,
-    &lines::builtin::FileType,
+    &stdin_file::builtin::StdinType,
+    &stdin_file::builtin::FileType,
     &generate::GenerateType,
     &split::SplitType,
     &count::CountType,

@@ -3,7 +3,7 @@
 //! an operand is arithmetic (`+ -`, tighter `* / %`, tighter unary `-`) over fields, literals,
 //! function calls and parentheses.
 
-use crate::nesting::Level;
+use crate::recursion_guard::Level;
 use nom::bytes::complete::{tag, take_while, take_while1};
 use nom::character::complete::{char, satisfy};
 use nom::combinator::{not, recognize};

@@ -111,6 +111,7 @@ impl AckerExecutor {
             }
             // Only acker traffic and end of input are sent to an acker.
             Message::Tuples { .. } | Message::Marker { .. } | Message::Wake => {}
+            Message::Congestion { .. } | Message::Control { .. } => {}
         }
         Ok(())
     }

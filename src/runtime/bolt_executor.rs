@@ -280,6 +280,8 @@ impl BoltExecutor {
                 }
             }
             Message::Wake => self.poll_all()?,
+            // The receive thread keeps these: they never reach an executor.
+            Message::Congestion { .. } | Message::Control { .. } => {}
         }
         Ok(())
     }

@@ -7,23 +7,31 @@ use crate::tuple::Tuple;
 /// this size, or when the executor goes idle (Storm's batching of the disruptor queues).
 pub const BATCH: usize = 256;
 
-/// One element of an executor's receive queue (elements are batches, as in Storm's disruptor queues).
-#[derive(Debug)]
+/// What travels between executors, and between workers as the payload of one wire frame
+/// (`wire` encodes and decodes it). On an executor's receive queue an element is a batch, as in
+/// Storm's disruptor queues.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    /// Tuples for task `task` of this executor, in the order they were sent.
+    /// Tuples for task `task`, in the order they were sent.
     Tuples { task: u32, tuples: Vec<Tuple> },
     /// Acker traffic (see [`Acks`]).
     Acks(Acks),
     /// Task `from` has finished and will send no more to task `to`.
     Eos { from: u32, to: u32 },
     /// A checkpoint round's marker from task `from` to task `to`, after the tuples it sent
-    /// before it (see `checkpoint`).
+    /// before it (see `checkpoint`); shared by the destinations it is sent to.
     Marker {
         from: u32,
         to: u32,
         marker: std::sync::Arc<super::checkpoint::Marker>,
     },
-    /// Something outside asked the executor to look at its component (`Waker`).
+    /// Worker `worker` is congested (`on`) or has caught up (see `congestion`). Between
+    /// workers only: the receive thread acts on it, no executor is sent one.
+    Congestion { worker: u32, on: bool },
+    /// Opaque control payload (handshakes, heartbeats): kind ≥ 16. Between workers only.
+    Control { kind: u8, body: Vec<u8> },
+    /// Something outside asked the executor to look at its component (`Waker`). Within a
+    /// worker only: it encodes to nothing.
     Wake,
 }
 

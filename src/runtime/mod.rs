@@ -13,7 +13,7 @@ pub(crate) mod collector;
 pub(crate) mod congestion;
 pub(crate) mod executor;
 mod guests;
-pub(crate) mod message;
+pub mod message;
 pub mod metrics;
 pub(crate) mod open_trees;
 mod partials;

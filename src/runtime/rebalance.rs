@@ -273,7 +273,7 @@ fn redeliver(messages: Vec<Message>, plan: &Plan, queues: &[Sender<Message>]) {
             Message::Tuples { task, .. } => *task,
             Message::Acks(a) => a.task,
             Message::Eos { to, .. } | Message::Marker { to, .. } => *to,
-            Message::Wake => continue,
+            Message::Wake | Message::Congestion { .. } | Message::Control { .. } => continue,
         };
         if let Some(q) = exec_of_task.get(&task).and_then(|&i| queues.get(i)) {
             // The new executors run: a full queue empties.

@@ -1,38 +1,17 @@
 //! The runtime's wire codec: tuples, acker traffic, end-of-input markers and congestion as the payloads of
 //! the transport's data frames (`net::frame`), for every message that crosses workers, in
 //! memory (local mode) or over TCP. A tuple frame carries a batch for its one destination
-//! task, as executors send them. Pure, no I/O.
+//! task, as executors send them. A frame carries one [`Message`], the type executors queue.
+//! Pure, no I/O.
 //!
 //! Decoding never panics and never allocates more than the bytes it was given justify: every
 //! count is checked against what remains before anything is reserved.
 
 use super::checkpoint::{Marker, Verdict};
-use super::message::Acks;
+use super::message::{Acks, Message};
 use crate::net::frame::{self as net_frame, DecodeError, FIRST_CONTROL};
 use crate::tuple::{Anchor, Anchors, Tuple, Value, Values};
 use compact_str::CompactString;
-
-/// What a frame carries.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Frame {
-    /// Tuples for task `task` of the receiving worker.
-    Tuples { task: u32, tuples: Vec<Tuple> },
-    /// Acker traffic for a task of the receiving worker.
-    Acks(Acks),
-    /// End of input from task `from` to task `to`.
-    Eos { from: u32, to: u32 },
-    /// A checkpoint round's marker from task `from` to task `to` (shared by the destinations
-    /// it is sent to).
-    Marker {
-        from: u32,
-        to: u32,
-        marker: std::sync::Arc<Marker>,
-    },
-    /// Worker `worker` is congested (`on`) or has caught up (see `congestion`).
-    Congestion { worker: u32, on: bool },
-    /// Opaque control payload (handshakes, heartbeats): kind ≥ 16.
-    Control { kind: u8, body: Vec<u8> },
-}
 
 const KIND_TUPLES: u8 = 1;
 /// The fewest bytes a tuple takes: source task, stream, and the two counts.
@@ -46,15 +25,15 @@ const MARKER_MIN: usize = 4 + 8 + 1 + 8 + 4;
 /// The fewest bytes a verdict takes: spout task, low, failure count.
 const VERDICT_MIN: usize = 4 + 8 + 4;
 
-/// Append one encoded frame to `out`.
-pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
+/// Append `frame` encoded to `out` (nothing for a [`Message::Wake`], which is never sent).
+pub fn encode(frame: &Message, out: &mut Vec<u8>) {
     let start = net_frame::begin(out);
     let (kind, dest) = match frame {
-        Frame::Tuples { task, tuples } => {
+        Message::Tuples { task, tuples } => {
             put_tuples(out, tuples);
             (KIND_TUPLES, *task)
         }
-        Frame::Acks(a) => {
+        Message::Acks(a) => {
             put_u32(out, a.from);
             out.extend_from_slice(&a.stream.to_be_bytes());
             put_u32(out, a.pairs.len() as u32);
@@ -64,21 +43,25 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) {
             }
             (KIND_ACKS, a.task)
         }
-        Frame::Eos { from, to } => {
+        Message::Eos { from, to } => {
             put_u32(out, *from);
             (KIND_EOS, *to)
         }
-        Frame::Marker { from, to, marker } => {
+        Message::Marker { from, to, marker } => {
             put_marker(out, *from, marker);
             (KIND_MARKER, *to)
         }
-        Frame::Congestion { worker, on } => {
+        Message::Congestion { worker, on } => {
             out.push(u8::from(*on));
             (KIND_CONGESTION, *worker)
         }
-        Frame::Control { kind, body } => {
+        Message::Control { kind, body } => {
             out.extend_from_slice(body);
             (*kind, 0)
+        }
+        Message::Wake => {
+            out.truncate(start);
+            return;
         }
     };
     net_frame::end(out, start, kind, dest);
@@ -119,13 +102,13 @@ fn put_tuples(out: &mut Vec<u8>, tuples: &[Tuple]) {
 
 /// Decode one frame from the front of `buf`. `Ok(None)` means more bytes are needed;
 /// `Ok(Some((frame, used)))` consumed `used` bytes.
-pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
+pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, DecodeError> {
     let Some(f) = net_frame::split(buf)? else {
         return Ok(None);
     };
-    let mut r = Reader { buf: f.body };
+    let mut r = ByteCursor { buf: f.body };
     let frame = match f.kind {
-        KIND_TUPLES => Frame::Tuples {
+        KIND_TUPLES => Message::Tuples {
             task: f.dest,
             tuples: r.tuples()?,
         },
@@ -137,36 +120,36 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Frame, usize)>, DecodeError> {
             for _ in 0..n {
                 pairs.push((r.u64()?, r.u64()?));
             }
-            Frame::Acks(Acks {
+            Message::Acks(Acks {
                 task: f.dest,
                 from,
                 stream,
                 pairs,
             })
         }
-        KIND_EOS => Frame::Eos {
+        KIND_EOS => Message::Eos {
             from: r.u32()?,
             to: f.dest,
         },
         KIND_MARKER => {
             let (from, marker) = r.marker()?;
-            Frame::Marker {
+            Message::Marker {
                 from,
                 to: f.dest,
                 marker: std::sync::Arc::new(marker),
             }
         }
-        KIND_CONGESTION => Frame::Congestion {
+        KIND_CONGESTION => Message::Congestion {
             worker: f.dest,
             on: r.u8()? != 0,
         },
-        k if k >= FIRST_CONTROL => Frame::Control {
+        k if k >= FIRST_CONTROL => Message::Control {
             kind: k,
             body: r.buf.to_vec(),
         },
         k => return Err(DecodeError::UnknownKind(k)),
     };
-    if !r.buf.is_empty() && !matches!(frame, Frame::Control { .. }) {
+    if !r.buf.is_empty() && !matches!(frame, Message::Control { .. }) {
         return Err(DecodeError::Malformed("trailing bytes"));
     }
     Ok(Some((frame, f.used)))
@@ -180,7 +163,7 @@ pub fn validate(buf: &[u8]) -> Result<Option<usize>, DecodeError> {
 
 /// The payload check the network runs on every data frame it receives (see `net::frame::Check`).
 pub fn check(kind: u8, body: &[u8]) -> Result<(), DecodeError> {
-    let mut r = Reader { buf: body };
+    let mut r = ByteCursor { buf: body };
     match kind {
         KIND_TUPLES => {
             let n = r.count(TUPLE_MIN)?;
@@ -260,11 +243,11 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
 /// Nesting deeper than this is refused (bounded recursion on hostile input).
 const MAX_DEPTH: usize = 64;
 
-struct Reader<'a> {
+struct ByteCursor<'a> {
     buf: &'a [u8],
 }
 
-impl<'a> Reader<'a> {
+impl<'a> ByteCursor<'a> {
     /// A batch of tuples: the payload of a tuples frame.
     fn tuples(&mut self) -> Result<Vec<Tuple>, DecodeError> {
         let n = self.count(TUPLE_MIN)?;
@@ -442,7 +425,7 @@ mod tests {
         })
     }
 
-    fn frame() -> impl Strategy<Value = Frame> {
+    fn frame() -> impl Strategy<Value = Message> {
         let tuple = (
             any::<u32>(),
             any::<u16>(),
@@ -460,20 +443,20 @@ mod tests {
             });
         prop_oneof![
             (any::<u32>(), proptest::collection::vec(tuple, 0..5))
-                .prop_map(|(task, tuples)| Frame::Tuples { task, tuples }),
+                .prop_map(|(task, tuples)| Message::Tuples { task, tuples }),
             (
                 any::<u32>(),
                 any::<u32>(),
                 any::<u16>(),
                 proptest::collection::vec((any::<u64>(), any::<u64>()), 0..5)
             )
-                .prop_map(|(task, from, stream, pairs)| Frame::Acks(Acks {
+                .prop_map(|(task, from, stream, pairs)| Message::Acks(Acks {
                     task,
                     from,
                     stream,
                     pairs
                 })),
-            (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
+            (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Message::Eos { from, to }),
             (
                 any::<u32>(),
                 any::<u32>(),
@@ -488,7 +471,7 @@ mod tests {
                     0..3
                 )
             )
-                .prop_map(|(from, to, round, txid, vs)| Frame::Marker {
+                .prop_map(|(from, to, round, txid, vs)| Message::Marker {
                     from,
                     to,
                     marker: std::sync::Arc::new(Marker {
@@ -500,9 +483,10 @@ mod tests {
                             .collect(),
                     }),
                 }),
-            (any::<u32>(), any::<bool>()).prop_map(|(worker, on)| Frame::Congestion { worker, on }),
+            (any::<u32>(), any::<bool>())
+                .prop_map(|(worker, on)| Message::Congestion { worker, on }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..20))
-                .prop_map(|(kind, body)| Frame::Control { kind, body }),
+                .prop_map(|(kind, body)| Message::Control { kind, body }),
         ]
     }
 
@@ -568,7 +552,7 @@ mod tests {
     #[test]
     fn nan_values_round_trip_bit_for_bit() {
         let nan = f64::from_bits(0x7ff8_0000_0000_0abc);
-        let f = Frame::Tuples {
+        let f = Message::Tuples {
             task: 3,
             tuples: vec![Tuple {
                 values: vec![Value::Float(nan), Value::Int(42)].into(),
@@ -601,11 +585,11 @@ mod reassembly_tests {
     use crate::net::reassembly::Reassembly;
     use proptest::prelude::*;
 
-    fn frames() -> impl Strategy<Value = Vec<Frame>> {
+    fn frames() -> impl Strategy<Value = Vec<Message>> {
         let f = prop_oneof![
-            (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Frame::Eos { from, to }),
+            (any::<u32>(), any::<u32>()).prop_map(|(from, to)| Message::Eos { from, to }),
             (16u8.., proptest::collection::vec(any::<u8>(), 0..40))
-                .prop_map(|(kind, body)| Frame::Control { kind, body }),
+                .prop_map(|(kind, body)| Message::Control { kind, body }),
         ];
         proptest::collection::vec(f, 0..6)
     }

@@ -6,7 +6,7 @@
 use super::congestion;
 use super::executor::RunControl;
 use super::message::{Message, Transfer};
-use super::wire::{self, Frame};
+use super::wire;
 use crate::net::frame;
 use crate::net::link::Link;
 use crate::tuple::Tuple;
@@ -51,7 +51,7 @@ pub fn spawn_transfer(
                 };
                 gather(first, &transfers, &mut buffers, &mut lasting);
                 if let Some(on) = told.due(control.congestion.marked(worker)) {
-                    let frame = Frame::Congestion {
+                    let frame = Message::Congestion {
                         worker: worker as u32,
                         on,
                     };
@@ -150,12 +150,7 @@ const FRAME_LIMIT: usize = frame::HEADER_LEN + frame::MAX_FRAME;
 fn encode_message(msg: Message, buf: &mut Vec<u8>) -> Result<(), String> {
     match msg {
         Message::Tuples { task, tuples } => encode_tuples(task, tuples, buf)?,
-        Message::Acks(a) => wire::encode(&Frame::Acks(a), buf),
-        Message::Eos { from, to } => wire::encode(&Frame::Eos { from, to }, buf),
-        Message::Marker { from, to, marker } => {
-            wire::encode(&Frame::Marker { from, to, marker }, buf)
-        }
-        Message::Wake => {}
+        other => wire::encode(&other, buf),
     }
     Ok(())
 }
@@ -164,14 +159,14 @@ fn encode_message(msg: Message, buf: &mut Vec<u8>) -> Result<(), String> {
 /// split in halves; a single tuple too large is an error naming its size and the limit.
 fn encode_tuples(task: u32, tuples: Vec<Tuple>, buf: &mut Vec<u8>) -> Result<(), String> {
     let start = buf.len();
-    let frame = Frame::Tuples { task, tuples };
+    let frame = Message::Tuples { task, tuples };
     wire::encode(&frame, buf);
     let size = buf.len() - start;
     if size <= FRAME_LIMIT {
         return Ok(());
     }
     buf.truncate(start);
-    let Frame::Tuples { mut tuples, .. } = frame else {
+    let Message::Tuples { mut tuples, .. } = frame else {
         return Ok(());
     };
     if tuples.len() < 2 {
@@ -285,9 +280,9 @@ impl Receiving {
         }
     }
 
-    fn dispatch(&mut self, f: Frame) {
+    fn dispatch(&mut self, f: Message) {
         match f {
-            Frame::Tuples { task, tuples } => {
+            Message::Tuples { task, tuples } => {
                 let Some(i) = self.inbox_of_task.get(task as usize).copied().flatten() else {
                     tracing::warn!(
                         task,
@@ -310,34 +305,35 @@ impl Receiving {
                     }
                 }
             }
-            Frame::Acks(a) => {
+            Message::Acks(a) => {
                 if let Some(i) = self.inbox_of_task.get(a.task as usize).copied().flatten() {
                     self.hand_over(i);
                     self.deliver(i, Message::Acks(a));
                 }
             }
-            Frame::Eos { from, to } => {
+            Message::Eos { from, to } => {
                 if let Some(i) = self.inbox_of_task.get(to as usize).copied().flatten() {
                     // Keep order: tuples before the end-of-input marker.
                     self.hand_over(i);
                     self.deliver(i, Message::Eos { from, to });
                 }
             }
-            Frame::Marker { from, to, marker } => {
+            Message::Marker { from, to, marker } => {
                 if let Some(i) = self.inbox_of_task.get(to as usize).copied().flatten() {
                     // Keep order: tuples before the marker.
                     self.hand_over(i);
                     self.deliver(i, Message::Marker { from, to, marker });
                 }
             }
-            Frame::Congestion { worker, on } => {
+            Message::Congestion { worker, on } => {
                 let congestion = &self.control.congestion;
                 match on {
                     true => congestion.mark(worker as usize),
                     false => congestion.clear(worker as usize),
                 }
             }
-            Frame::Control { .. } => {}
+            // Handshakes and heartbeats are the link's; a wake is never sent.
+            Message::Control { .. } | Message::Wake => {}
         }
     }
 
@@ -434,7 +430,7 @@ mod tests {
         // 20 000 batches of 64 tuples: about 20 MB encoded, queued before the thread starts.
         let mut one = Vec::new();
         wire::encode(
-            &Frame::Tuples {
+            &Message::Tuples {
                 task: 2,
                 tuples: tuples(64),
             },
@@ -472,7 +468,7 @@ mod tests {
             );
         }
         let mut eos = Vec::new();
-        wire::encode(&Frame::Eos { from: 1, to: 2 }, &mut eos);
+        wire::encode(&Message::Eos { from: 1, to: 2 }, &mut eos);
         assert_eq!(buffers.last(), Some(&eos));
     }
 
@@ -494,20 +490,20 @@ mod tests {
         );
         let mut buf = Vec::new();
         wire::encode(
-            &Frame::Tuples {
+            &Message::Tuples {
                 task: 3,
                 tuples: tuples(5),
             },
             &mut buf,
         );
         wire::encode(
-            &Frame::Tuples {
+            &Message::Tuples {
                 task: 4,
                 tuples: tuples(3),
             },
             &mut buf,
         );
-        wire::encode(&Frame::Eos { from: 1, to: 4 }, &mut buf);
+        wire::encode(&Message::Eos { from: 1, to: 4 }, &mut buf);
         frames_tx.send(buf).expect("receive thread");
         drop(frames_tx);
         handle.expect("spawn").join().expect("receive thread ends");
@@ -587,7 +583,7 @@ mod tests {
         // Far more than any backlog the thread could once hold before it waited.
         for _ in 0..10_000 {
             let mut buf = Vec::new();
-            let frame = Frame::Tuples {
+            let frame = Message::Tuples {
                 task: 1,
                 tuples: tuples(1),
             };
@@ -595,7 +591,7 @@ mod tests {
             send(buf);
         }
         let mut buf = Vec::new();
-        wire::encode(&Frame::Eos { from: 9, to: 2 }, &mut buf);
+        wire::encode(&Message::Eos { from: 9, to: 2 }, &mut buf);
         send(buf);
         let got = free_rx.recv_timeout(Duration::from_secs(10));
         assert!(
@@ -645,7 +641,7 @@ mod tests {
                 .recv_timeout(Duration::from_secs(10))
                 .expect("a frame");
             match wire::decode(&buf).expect("decodes").map(|(f, _)| f) {
-                Some(Frame::Congestion { worker: 0, on }) => on,
+                Some(Message::Congestion { worker: 0, on }) => on,
                 other => panic!("unexpected {other:?}"),
             }
         };
@@ -660,7 +656,7 @@ mod tests {
         let receive = spawn_receive(1, frames_rx, vec![], vec![], 1, peer.clone()).expect("spawn");
         for on in [true, false] {
             let mut buf = Vec::new();
-            wire::encode(&Frame::Congestion { worker: 0, on }, &mut buf);
+            wire::encode(&Message::Congestion { worker: 0, on }, &mut buf);
             frames_tx.send(buf).expect("receive thread");
             wait_for("the peer's mark", || peer.congestion.active() == on);
         }

@@ -74,7 +74,7 @@ pub fn to_bytes(v: &Value) -> Vec<u8> {
 
 /// Decode one value from the front of `bytes`: the value and the bytes it took.
 pub fn decode(bytes: &[u8]) -> anyhow::Result<(Value, usize)> {
-    let mut r = Reader { bytes, pos: 0 };
+    let mut r = ByteCursor { bytes, pos: 0 };
     let v = r.value(0)?;
     Ok((v, r.pos))
 }
@@ -114,12 +114,12 @@ fn put_bytes(b: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Reads values from bytes, knowing where it is for errors.
-struct Reader<'a> {
+struct ByteCursor<'a> {
     bytes: &'a [u8],
     pos: usize,
 }
 
-impl Reader<'_> {
+impl ByteCursor<'_> {
     fn value(&mut self, depth: usize) -> anyhow::Result<Value> {
         let at = self.pos;
         let tag = self.byte()?;

@@ -44,7 +44,7 @@ impl Commits {
         let name = path.display().to_string();
         caught(&name, || {
             let db = Database::create(&path)
-                .map_err(|e| super::store::open_error("commit record", &name, e))?;
+                .map_err(|e| super::checkpoint_store::open_error("commit record", &name, e))?;
             Commits::with_table(db, name.clone())
         })
     }

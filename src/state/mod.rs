@@ -1,8 +1,9 @@
 //! State kept across failures and restarts: the store a worker writes checkpoints into
-//! (`store.rs`, an embedded ACID database or memory), the record of which checkpoint is
+//! (`checkpoint_store.rs`, an embedded ACID database or memory), the record of which checkpoint is
 //! committed (`commits.rs`), a task's entries read back one at a time (`entries.rs`), the compact encoding of typed values in both (`codec.rs`), and what
 //! a state dir holds (`dir.rs`, for `storm state ls|dump|clear`).
 
+pub(crate) mod checkpoint_store;
 pub(crate) mod codec;
 pub(crate) mod commits;
 pub mod dir;
@@ -11,13 +12,12 @@ pub(crate) mod guard;
 pub(crate) mod packed;
 pub(crate) mod paths;
 pub(crate) mod spill;
-pub(crate) mod store;
 
 #[cfg(test)]
 mod crash_test;
 
+pub use checkpoint_store::{RawState, Store};
 pub use commits::Commits;
-pub use store::{RawState, Store};
 
 /// Names a task's state across runs: its component and its index within the component (task
 /// ids may differ between runs; a component's tasks keep their order).

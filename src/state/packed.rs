@@ -2,7 +2,7 @@
 //! parts to nimbus and restored state back to workers: the rows and position laid end to end
 //! (lengths as LEB128), then base64.
 
-use super::store::RawState;
+use super::checkpoint_store::RawState;
 use base64::Engine;
 
 fn put_len(n: usize, out: &mut Vec<u8>) {
@@ -47,12 +47,12 @@ pub fn pack(raw: &RawState) -> String {
     base64::engine::general_purpose::STANDARD.encode(out)
 }
 
-struct Reader<'a> {
+struct ByteCursor<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
-impl Reader<'_> {
+impl ByteCursor<'_> {
     fn byte(&mut self) -> anyhow::Result<u8> {
         let b = *self
             .bytes
@@ -100,7 +100,7 @@ pub fn unpack(text: &str) -> anyhow::Result<RawState> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
         .map_err(|e| anyhow::anyhow!("packed state is not base64: {e}"))?;
-    let mut r = Reader {
+    let mut r = ByteCursor {
         bytes: &bytes,
         at: 0,
     };

@@ -2,7 +2,7 @@
 //! testing spout/counter map onto built-ins; `${ENV-NAME}` and `--filter` `${key}` substitution;
 //! `includes` one level deep; anything that needs a JVM class is rejected where it is written.
 
-use super::yaml::Reader;
+use super::yaml::TreeReader;
 use crate::model::ComponentType;
 use crate::syntax::diag::{Diagnostic, Severity};
 use crate::syntax::raw::{RawComponent, RawStream, RawTopology, RawValue, Spanned};
@@ -77,7 +77,7 @@ pub fn read_topology_of(
     let Some(includes) = tree.value.get("includes") else {
         return raw;
     };
-    let mut r = Reader::default();
+    let mut r = TreeReader::default();
     for inc in r.list(includes, "`includes`").to_vec() {
         include::include(&mut r, &mut raw, &inc, (text, base_dir), props);
     }
@@ -89,7 +89,7 @@ const NO_OP_WORKER_HOOK: &str = "org.apache.storm.hooks.BaseWorkerHook";
 
 /// `workerHooks`: JVM classes, refused, but for Storm's no-op base class, which is ignored
 /// with a warning.
-fn worker_hooks(r: &mut Reader, key: &Spanned<String>, value: &Spanned<RawValue>) {
+fn worker_hooks(r: &mut TreeReader, key: &Spanned<String>, value: &Spanned<RawValue>) {
     let hooks = r.list(value, "`workerHooks`").to_vec();
     let no_op = |h: &Spanned<RawValue>| {
         h.value.get("className").and_then(|v| v.value.as_str()) == Some(NO_OP_WORKER_HOOK)
@@ -114,7 +114,7 @@ fn worker_hooks(r: &mut Reader, key: &Spanned<String>, value: &Spanned<RawValue>
 }
 
 pub(super) fn read_one(tree: &Spanned<RawValue>) -> RawTopology {
-    let mut r = Reader::default();
+    let mut r = TreeReader::default();
     let mut raw = RawTopology::default();
     for (key, value) in r.map(tree, "the topology").to_vec() {
         if super::yaml::read_shared_key(&mut r, &key, &value, &mut raw, read_component, read_stream)
@@ -161,7 +161,7 @@ fn runs_program(v: &Spanned<RawValue>) -> bool {
         .is_some_and(|t| t.runs_program())
 }
 
-fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
+fn read_component(r: &mut TreeReader, v: &Spanned<RawValue>) -> RawComponent {
     let mut c = RawComponent {
         span: v.span,
         ..RawComponent::default()
@@ -221,7 +221,7 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
 
 /// A Flux resource hint: a number, accepted with a warning, since storm has no resource-aware
 /// scheduler to give it to.
-fn resource_hint(r: &mut Reader, key: &Spanned<String>, value: &Spanned<RawValue>) {
+fn resource_hint(r: &mut TreeReader, key: &Spanned<String>, value: &Spanned<RawValue>) {
     if !matches!(value.value, RawValue::Int(_) | RawValue::Float(_)) {
         r.error(format!("`{}` must be a number", key.value), value.span);
         return;
@@ -242,7 +242,12 @@ fn resource_hint(r: &mut Reader, key: &Spanned<String>, value: &Spanned<RawValue
 /// `setNamedStream: [name, [fields]]` declare output streams; `addComponentConfig: [key, value]`
 /// (a method of Flux's shell wrappers only) adds to the component's configuration (Storm's
 /// `getComponentConfiguration`), under its `config:` entries.
-fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue>, shell: bool) {
+fn config_methods(
+    r: &mut TreeReader,
+    c: &mut RawComponent,
+    value: &Spanned<RawValue>,
+    shell: bool,
+) {
     let mut config_added = Vec::new();
     for m in r.list(value, "`configMethods`").to_vec() {
         let Some(name) = m
@@ -297,7 +302,7 @@ fn config_methods(r: &mut Reader, c: &mut RawComponent, value: &Spanned<RawValue
     c.config.splice(0..0, config_added);
 }
 
-fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
+fn read_stream(r: &mut TreeReader, v: &Spanned<RawValue>) -> RawStream {
     let mut s = RawStream {
         span: v.span,
         ..RawStream::default()

@@ -9,11 +9,11 @@ pub use crate::syntax::tree::{parse_tree, resolve_scalar};
 
 /// Typed reads from a spanned tree, collecting a diagnostic for each value of the wrong kind.
 #[derive(Debug, Default)]
-pub struct Reader {
+pub struct TreeReader {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-impl Reader {
+impl TreeReader {
     pub fn error(&mut self, message: impl Into<String>, span: Span) {
         self.diagnostics.push(Diagnostic::error(message, span));
     }
@@ -128,7 +128,7 @@ const GROUPING_KEYS: &[&str] = &["type", "args", "stream"];
 
 /// Read our own YAML format from its tree.
 pub fn read_topology(tree: &Spanned<RawValue>) -> RawTopology {
-    let mut r = Reader::default();
+    let mut r = TreeReader::default();
     let mut raw = RawTopology::default();
     if !matches!(tree.value, RawValue::Map(_)) {
         r.error(
@@ -149,12 +149,12 @@ pub fn read_topology(tree: &Spanned<RawValue>) -> RawTopology {
 /// `streams` — read into `raw` with the format's own component and stream readers. Returns
 /// false for any other key.
 pub(super) fn read_shared_key(
-    r: &mut Reader,
+    r: &mut TreeReader,
     key: &Spanned<String>,
     value: &Spanned<RawValue>,
     raw: &mut RawTopology,
-    component: fn(&mut Reader, &Spanned<RawValue>) -> RawComponent,
-    stream: fn(&mut Reader, &Spanned<RawValue>) -> RawStream,
+    component: fn(&mut TreeReader, &Spanned<RawValue>) -> RawComponent,
+    stream: fn(&mut TreeReader, &Spanned<RawValue>) -> RawStream,
 ) -> bool {
     match key.value.as_str() {
         "name" => raw.name = r.string(value, "`name`"),
@@ -183,7 +183,7 @@ pub(super) fn read_shared_key(
     true
 }
 
-fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
+fn read_component(r: &mut TreeReader, v: &Spanned<RawValue>) -> RawComponent {
     let mut c = RawComponent {
         span: v.span,
         ..RawComponent::default()
@@ -222,7 +222,7 @@ fn read_component(r: &mut Reader, v: &Spanned<RawValue>) -> RawComponent {
     c
 }
 
-fn read_stream(r: &mut Reader, v: &Spanned<RawValue>) -> RawStream {
+fn read_stream(r: &mut TreeReader, v: &Spanned<RawValue>) -> RawStream {
     let mut s = RawStream {
         span: v.span,
         ..RawStream::default()

@@ -5,7 +5,7 @@
 use super::{
     components_of, Action, ErrorView, Source, SupervisorView, TaskFigures, TaskView, TopologyView,
 };
-use crate::cluster::layout::{TaskHeartbeat, TopologyStatus};
+use crate::cluster::coordination::layout::{TaskHeartbeat, TopologyStatus};
 use crate::cluster::nimbus::{now_secs, Nimbus};
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -517,7 +517,7 @@ fn a_worker_bounds_the_memory_of_partial_frames_and_keeps_serving() {
     let mut good = TcpStream::connect(addr).expect("connect");
     let mut eos = Vec::new();
     storm::runtime::wire::encode(
-        &storm::runtime::wire::Frame::Eos { from: 1, to: 2 },
+        &storm::runtime::message::Message::Eos { from: 1, to: 2 },
         &mut eos,
     );
     good.write_all(&eos).expect("send");

@@ -1,6 +1,6 @@
 //! The source tree's shape, checked: which module may import which (no cycle between top-level
-//! modules), and how long a function may grow. docs/architecture.md describes the layers; these tests
-//! keep the code to it.
+//! modules, nor between the role folders of `cluster/`), and how long a function may grow.
+//! docs/architecture.md describes the layers; these tests keep the code to it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -346,6 +346,61 @@ fn no_import_cycle_between_top_level_modules() {
         cycles.is_empty(),
         "top-level modules in an import cycle:\n{}",
         cycles.join("\n")
+    );
+}
+
+/// The modules inside `cluster/` grouped by role folder (`coordination`, `protocol`, `nimbus`,
+/// `supervisor`, `worker`; a file at the root, such as `worker_logs`, is a group of its own) →
+/// the groups they import.
+fn cluster_role_graph(
+    graph: &BTreeMap<ModPath, BTreeSet<ModPath>>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let role = |module: &ModPath| match module.as_slice() {
+        [top, role, ..] if top == "cluster" => Some(role.clone()),
+        _ => None,
+    };
+    let mut roles: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, targets) in graph {
+        let Some(from_role) = role(from) else {
+            continue;
+        };
+        let entry = roles.entry(from_role.clone()).or_default();
+        entry.extend(
+            targets
+                .iter()
+                .filter_map(role)
+                .filter(|to| *to != from_role),
+        );
+    }
+    roles
+}
+
+#[test]
+fn the_cluster_is_in_role_folders_without_an_import_cycle() {
+    let roles = cluster_role_graph(&import_graph());
+    for folder in ["coordination", "protocol", "nimbus", "supervisor", "worker"] {
+        assert!(
+            roles.contains_key(folder),
+            "no cluster/{folder}/: {roles:?}"
+        );
+    }
+    let cycles = folder_cycles(&roles);
+    assert!(
+        cycles.is_empty(),
+        "cluster's role folders in an import cycle:\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// The coordination store is the bottom of the cluster: it knows nothing of the daemons or of
+/// what they say to each other.
+#[test]
+fn the_coordination_store_imports_no_other_cluster_role() {
+    let roles = cluster_role_graph(&import_graph());
+    let imported = roles.get("coordination").cloned().unwrap_or_default();
+    assert!(
+        imported.is_empty(),
+        "cluster/coordination/ imports {imported:?}"
     );
 }
 

@@ -12,7 +12,8 @@ use storm::net::auth::Secret;
 use storm::net::outbound::LinkOptions;
 use storm::net::Network;
 use storm::placement::Placement;
-use storm::runtime::wire::{self as frame, Frame};
+use storm::runtime::message::Message;
+use storm::runtime::wire as frame;
 use storm::runtime::{self, TcpNetwork};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -67,12 +68,12 @@ fn pair(secret_a: Option<&str>, secret_b: Option<&str>) -> Pair {
 
 fn eos(from: u32, to: u32) -> Vec<u8> {
     let mut buf = Vec::new();
-    frame::encode(&Frame::Eos { from, to }, &mut buf);
+    frame::encode(&Message::Eos { from, to }, &mut buf);
     buf
 }
 
 /// Every frame in the buffers received within `WAIT` until `n` frames have arrived.
-fn receive(rx: &Receiver<Vec<u8>>, n: usize) -> Vec<Frame> {
+fn receive(rx: &Receiver<Vec<u8>>, n: usize) -> Vec<Message> {
     let mut got = Vec::new();
     while got.len() < n {
         let Ok(buf) = rx.recv_timeout(WAIT) else {
@@ -114,9 +115,9 @@ fn frames_cross_both_ways_between_two_networks() {
     }
     ba.send(eos(9, 3)).expect("send");
     let got = receive(&p.into_b, 100);
-    let want: Vec<Frame> = (0..100).map(|i| Frame::Eos { from: i, to: 7 }).collect();
+    let want: Vec<Message> = (0..100).map(|i| Message::Eos { from: i, to: 7 }).collect();
     assert_eq!(got, want, "in order, none lost");
-    assert_eq!(receive(&p.into_a, 1), vec![Frame::Eos { from: 9, to: 3 }]);
+    assert_eq!(receive(&p.into_a, 1), vec![Message::Eos { from: 9, to: 3 }]);
 }
 
 #[test]
@@ -146,7 +147,7 @@ fn a_link_waits_for_a_listener_that_starts_late() {
     let (tx, rx) = crossbeam_channel::bounded(4);
     b.listen(1, tx).expect("listen");
     a.peers().set(1, bound(&b, 1));
-    assert_eq!(receive(&rx, 1), vec![Frame::Eos { from: 1, to: 2 }]);
+    assert_eq!(receive(&rx, 1), vec![Message::Eos { from: 1, to: 2 }]);
 }
 
 #[test]
@@ -158,7 +159,7 @@ fn a_link_reconnects_when_its_peer_restarts() {
     first.listen(1, tx).expect("listen");
     a.peers().set(1, bound(&first, 1));
     link.send(eos(1, 1)).expect("send");
-    assert_eq!(receive(&rx, 1), vec![Frame::Eos { from: 1, to: 1 }]);
+    assert_eq!(receive(&rx, 1), vec![Message::Eos { from: 1, to: 1 }]);
     drop(first);
     // The peer comes back on another port, which the link learns; frames sent meanwhile may
     // be lost (as with Storm's Netty client), but the link gets through again.
@@ -175,7 +176,7 @@ fn a_link_reconnects_when_its_peer_restarts() {
         }
     }
     assert!(
-        matches!(arrived, Some(Frame::Eos { from: 2, .. })),
+        matches!(arrived, Some(Message::Eos { from: 2, .. })),
         "{arrived:?}"
     );
 }
@@ -212,7 +213,7 @@ fn garbage_and_oversized_frames_close_the_connection_not_the_worker() {
     assert!(p.into_b.try_recv().is_err(), "nothing bad was handed on");
     let ab = p.a.connect(0, 1).expect("link");
     ab.send(eos(4, 5)).expect("send");
-    assert_eq!(receive(&p.into_b, 1), vec![Frame::Eos { from: 4, to: 5 }]);
+    assert_eq!(receive(&p.into_b, 1), vec![Message::Eos { from: 4, to: 5 }]);
 }
 
 #[test]
@@ -234,7 +235,7 @@ fn with_a_secret_only_peers_proving_it_are_served() {
     // The right secret works, and only its frame arrives.
     let good = p.a.connect(0, 1).expect("link");
     good.send(eos(4, 5)).expect("send");
-    assert_eq!(receive(&p.into_b, 1), vec![Frame::Eos { from: 4, to: 5 }]);
+    assert_eq!(receive(&p.into_b, 1), vec![Message::Eos { from: 4, to: 5 }]);
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         p.into_b.try_recv().is_err(),
@@ -258,7 +259,7 @@ fn a_full_receive_channel_holds_the_sender_back() {
     let sender = std::thread::spawn(move || {
         let mut big = Vec::new();
         frame::encode(
-            &Frame::Control {
+            &Message::Control {
                 kind: 20,
                 body: vec![0; 1 << 20],
             },

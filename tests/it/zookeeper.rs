@@ -777,7 +777,7 @@ fn outcome(
     session: &mut Option<u64>,
     op: &Op,
 ) -> String {
-    use storm::cluster::store::Stat;
+    use storm::cluster::coordination::znode_store::Stat;
     use storm::cluster::CreateMode;
     let stat = |s: &Stat, session: &Option<u64>| {
         let owned = s.ephemeral_owner.is_some() && s.ephemeral_owner == *session;
@@ -841,7 +841,7 @@ fn outcome(
 #[test]
 fn the_zookeeper_store_answers_as_the_embedded_tree() {
     use proptest::test_runner::{Config, TestRunner};
-    use storm::cluster::zookeeper::{ZkSettings, ZkStore};
+    use storm::cluster::coordination::zookeeper::{ZkSettings, ZkStore};
     use storm::cluster::{CoordinationStore, SharedTree};
     let ensemble = Ensemble::start(1);
     let config = storm::config::layers::defaults();
@@ -880,8 +880,8 @@ fn the_zookeeper_store_answers_as_the_embedded_tree() {
 /// Watches fire as ZooKeeper's do, and closing a session removes its ephemeral nodes.
 #[test]
 fn zookeeper_watches_and_sessions() {
-    use storm::cluster::store::{watcher, EventKind};
-    use storm::cluster::zookeeper::{ZkSettings, ZkStore};
+    use storm::cluster::coordination::znode_store::{watcher, EventKind};
+    use storm::cluster::coordination::zookeeper::{ZkSettings, ZkStore};
     use storm::cluster::{CoordinationStore, CreateMode};
     let ensemble = Ensemble::start(1);
     let config = storm::config::layers::defaults();
@@ -1015,8 +1015,8 @@ fn owned(args: &[&str]) -> Vec<String> {
 /// in a new session, counted by the epoch.
 #[test]
 fn the_store_recovers_from_its_session_ending() {
-    use storm::cluster::store::watcher;
-    use storm::cluster::zookeeper::{ZkSettings, ZkStore};
+    use storm::cluster::coordination::znode_store::watcher;
+    use storm::cluster::coordination::zookeeper::{ZkSettings, ZkStore};
     use storm::cluster::{CoordinationStore, CreateMode};
     let mut ensemble = Ensemble::start(1);
     let config = storm::config::layers::defaults();

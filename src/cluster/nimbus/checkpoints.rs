@@ -16,8 +16,8 @@
 use super::pages::page;
 use super::replicate::Replica;
 use super::{now_secs, Known, Nimbus};
-use crate::cluster::layout::{CheckpointRecord, NodePort};
-use crate::cluster::rpc::{
+use crate::cluster::coordination::layout::{CheckpointRecord, NodePort};
+use crate::cluster::protocol::rpc::{
     assignment_version, CheckpointNews, CheckpointReply, JoinReply, StatePage,
 };
 use crate::runtime::checkpoint::coordinator::Coordinator;
@@ -240,10 +240,9 @@ impl Nimbus {
         incarnation: u64,
     ) -> anyhow::Result<JoinReply> {
         let assignment = self.state().assignment(id)?.unwrap_or_default();
-        let killed = self
-            .state()
-            .storm_base(id)?
-            .is_some_and(|b| b.status == crate::cluster::layout::TopologyStatus::Killed);
+        let killed = self.state().storm_base(id)?.is_some_and(|b| {
+            b.status == crate::cluster::coordination::layout::TopologyStatus::Killed
+        });
         let version = assignment_version(&assignment);
         let slots: BTreeSet<NodePort> = assignment.task_to_node_port.into_values().collect();
         self.with_keeper(id, |nimbus, k| {
@@ -481,8 +480,8 @@ fn taken_over(
 #[cfg(test)]
 mod generation_tests {
     use super::*;
-    use crate::cluster::layout::SupervisorInfo;
-    use crate::cluster::rpc::Submission;
+    use crate::cluster::coordination::layout::SupervisorInfo;
+    use crate::cluster::protocol::rpc::Submission;
     use crate::state::RawState;
     use crate::tuple::Value;
     use std::time::Duration;

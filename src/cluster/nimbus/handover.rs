@@ -11,7 +11,7 @@
 use super::checkpoints::{holds, keeper_dir, task_keys};
 use super::pages::page;
 use super::{Known, Nimbus};
-use crate::cluster::rpc::{Client, Request, StatePage};
+use crate::cluster::protocol::rpc::{Client, Request, StatePage};
 use crate::state::{packed, Commits, Store, TaskKey};
 
 impl Nimbus {

@@ -3,7 +3,7 @@
 //! its heartbeat's answer and installs them in its log filter.
 
 use super::{no_running_topology, Nimbus};
-use crate::cluster::layout::TopologyStatus;
+use crate::cluster::coordination::layout::TopologyStatus;
 use crate::log_config::{self, Change, LogConfig};
 
 impl Nimbus {

@@ -2,7 +2,7 @@
 //! nimbus: at most [`PAGE_BYTES`] of rows each (a request is at most 16 MB), each carrying the
 //! task's position.
 
-use crate::cluster::rpc::StatePage;
+use crate::cluster::protocol::rpc::StatePage;
 use crate::state::{packed, RawState};
 
 /// The most bytes of rows one page carries.

@@ -6,8 +6,8 @@
 //! lost, as in Storm.
 
 use super::{now_secs, Known, Nimbus};
-use crate::cluster::layout::TopologyStatus;
-use crate::cluster::rpc::Submission;
+use crate::cluster::coordination::layout::TopologyStatus;
+use crate::cluster::protocol::rpc::Submission;
 use crate::model::plan::Plan;
 use crate::model::rebalance::{Invalid, Rebalance, Unsupported};
 use serde::{Deserialize, Serialize};
@@ -157,7 +157,7 @@ impl Nimbus {
             tracing::info!("nimbus: {id} is no longer rebalancing; the rebalance is dropped");
             return Ok(());
         }
-        let topology = crate::cluster::submission::load_submission(&p.submission)
+        let topology = crate::cluster::nimbus::submission::load_submission(&p.submission)
             .map_err(|e| anyhow::anyhow!("the rebalanced topology does not validate: {e}"))?;
         let plan = Plan::new(&topology);
         let state = self.state();

@@ -13,7 +13,7 @@
 
 use super::checkpoints::{holds, keeper_dir};
 use super::Nimbus;
-use crate::cluster::rpc::ReplicaStep;
+use crate::cluster::protocol::rpc::ReplicaStep;
 use crate::state::{packed, Commits, Store};
 use std::path::{Path, PathBuf};
 

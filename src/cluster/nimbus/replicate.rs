@@ -13,7 +13,7 @@
 
 use super::pages::for_each_page;
 use super::Nimbus;
-use crate::cluster::rpc::{Client, ReplicaStep, Request};
+use crate::cluster::protocol::rpc::{Client, ReplicaStep, Request};
 use crate::state::{Store, TaskKey};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -101,7 +101,7 @@ impl Nimbus {
 /// Tell every other registered nimbus that topology `id` was removed, so each removes its
 /// replica (one that does not answer keeps its copy: removing it is left to an operator).
 pub(super) fn forget_replicas(
-    zk: &crate::cluster::ha::Coordination,
+    zk: &crate::cluster::nimbus::ha::Coordination,
     secret: Option<crate::net::auth::Secret>,
     id: &str,
 ) {

@@ -6,9 +6,9 @@
 use super::{drain_on_signals, finish, load_for_run, run_home, spread_report};
 use super::{Scope, StopWatcher, StopWhen};
 use crate::cli::RunArgs;
-use crate::cluster::layout::{SupervisorInfo, TaskHeartbeat};
+use crate::cluster::coordination::layout::{SupervisorInfo, TaskHeartbeat};
 use crate::cluster::nimbus::now_secs;
-use crate::cluster::rpc::{Client, Request, TopologySummary};
+use crate::cluster::protocol::rpc::{Client, Request, TopologySummary};
 use crate::commands::cluster::{command_client, ship_resources, submission};
 use crate::commands::Status;
 use std::net::TcpListener;

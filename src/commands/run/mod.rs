@@ -8,10 +8,10 @@ mod attached;
 mod local;
 mod processes;
 
-use super::{load_topology, Status};
+use super::{load_topology, signals, Status};
 use crate::cli::RunArgs;
-use crate::cluster::layout::TaskHeartbeat;
-use crate::cluster::rpc::Client;
+use crate::cluster::coordination::layout::TaskHeartbeat;
+use crate::cluster::protocol::rpc::Client;
 use crate::cluster::worker;
 use crate::model::Topology;
 use crate::runtime::metrics::TaskStats;
@@ -100,19 +100,7 @@ fn start_over(topology: &Topology) -> Result<(), Status> {
 /// First SIGINT/SIGTERM sets the flag (stop the spouts and drain); a second one while draining
 /// erases the progress line and exits 130 at once.
 fn drain_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
-    let signalled = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let flag = signalled.clone();
-        let action = move || {
-            if flag.swap(true, Ordering::SeqCst) {
-                crate::logging::clear_status_line();
-                signal_hook::low_level::exit(130);
-            }
-        };
-        // SAFETY: the action is async-signal-safe: atomics, one write(2), and _exit.
-        unsafe { signal_hook::low_level::register(sig, action) }?;
-    }
-    Ok(signalled)
+    signals::on_stop_signals(signals::Second::Exits)
 }
 
 use crate::runtime::DRAIN_GRACE;

@@ -7,11 +7,12 @@
 
 use super::{finish, load_for_run, run_home, spread_report, Scope, StopWatcher, StopWhen};
 use crate::cli::RunArgs;
-use crate::cluster::layout::SupervisorInfo;
+use crate::cluster::coordination::layout::SupervisorInfo;
 use crate::cluster::nimbus::{now_secs, Nimbus};
-use crate::cluster::rpc::Client;
+use crate::cluster::protocol::rpc::Client;
 use crate::cluster::{supervisor, CoordinationStore};
 use crate::commands::cluster::{secret_env, ship_resources, submission};
+use crate::commands::signals;
 use crate::commands::Status;
 use crate::config::Config;
 use crate::net::auth::Secret;
@@ -323,24 +324,8 @@ fn fail_with_workers(
 /// draining removes the temporary folder and exits 130 at once (the workers, launched with a
 /// parent-death signal, end with this process).
 fn drain_on_signals(dir: PathBuf) -> anyhow::Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let signalled = Arc::new(AtomicBool::new(false));
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    let first = signalled.clone();
-    std::thread::Builder::new()
-        .name("run-signals".into())
-        .spawn(move || {
-            for (n, _) in signals.forever().enumerate() {
-                if n == 0 {
-                    first.store(true, Ordering::Relaxed);
-                } else {
-                    crate::logging::clear_status_line();
-                    remove_run_dir(&dir);
-                    std::process::exit(130);
-                }
-            }
-        })?;
-    Ok(signalled)
+    let clean_up = Box::new(move || remove_run_dir(&dir));
+    signals::on_stop_signals(signals::Second::CleansUpAndExits(clean_up))
 }
 
 /// Storm's heartbeat timeout for the run's own workers: a worker whose tasks have all missed

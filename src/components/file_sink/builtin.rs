@@ -1,4 +1,4 @@
-//! The sink's side of the `file` built-in (the spout's is `lines::builtin`, which hands a
+//! The sink's side of the `file` built-in (the spout's is `stdin_file::builtin`, which hands a
 //! `file` placed as a bolt to this module): its arguments, checks, input fields and build.
 
 use crate::components::builtin::{self as b, arg, ArgShape as A, Written};

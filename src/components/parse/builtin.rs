@@ -58,7 +58,7 @@ impl b::Builtin for ParseType {
     }
     fn check(&self, w: &mut Written) {
         // (As the line spouts read them: `fields` without their file fields.)
-        let args = crate::components::lines::source_fields::reader_args(&w.args_json());
+        let args = crate::components::stdin_file::source_fields::reader_args(&w.args_json());
         check_spec(w, &args, None);
     }
     fn bolt(&self, c: &Component, _base: &Path) -> anyhow::Result<Box<dyn Bolt>> {

@@ -98,7 +98,7 @@ pub const ERROR_FIELDS: &[&str] = &["line", "reason"];
 
 /// One format's reader, with the conversions of `types`.
 pub struct Parser {
-    reader: Reader,
+    reader: FormatReader,
     types: Vec<Option<FieldType>>,
     names: Vec<String>,
     scratch: Vec<Value>,
@@ -118,7 +118,8 @@ pub struct Parser {
     published: Option<Arc<OnceLock<delimited::Layout>>>,
 }
 
-enum Reader {
+/// What reads a line (or record) into fields, one per format.
+enum FormatReader {
     Json(json::JsonFields),
     /// The combined log scanner, and the positions of the fields kept (all when `None`).
     Combined(Option<Vec<usize>>),
@@ -130,30 +131,30 @@ enum Reader {
 impl Parser {
     pub fn new(spec: &Spec) -> Result<Parser, String> {
         let reader = match &spec.format {
-            Format::Json { paths } => Reader::Json(json::JsonFields::new(paths)),
+            Format::Json { paths } => FormatReader::Json(json::JsonFields::new(paths)),
             Format::Delimited {
                 delimiter,
                 header,
                 columns,
                 keep,
-            } => Reader::Delimited(Box::new(delimited::Delimited::new(
+            } => FormatReader::Delimited(Box::new(delimited::Delimited::new(
                 *delimiter,
                 *header,
                 columns.clone(),
                 keep.clone(),
             ))),
             Format::Regex { pattern, keep } if pattern == spec::COMBINED_PATTERN => {
-                Reader::Combined(keep.clone())
+                FormatReader::Combined(keep.clone())
             }
             Format::Regex { pattern, keep } => {
-                Reader::Pattern(pattern::Pattern::new(pattern, keep.clone())?)
+                FormatReader::Pattern(pattern::Pattern::new(pattern, keep.clone())?)
             }
             Format::Pairs {
                 logfmt,
                 separator,
                 pair_separator,
                 keys,
-            } => Reader::Pairs(pairs::Pairs::new(
+            } => FormatReader::Pairs(pairs::Pairs::new(
                 *logfmt,
                 separator.clone(),
                 pair_separator.clone(),
@@ -161,7 +162,7 @@ impl Parser {
             )),
         };
         Ok(Parser {
-            infer: !matches!(reader, Reader::Json(_)),
+            infer: !matches!(reader, FormatReader::Json(_)),
             reader,
             types: spec.outputs.iter().map(|(_, t)| *t).collect(),
             names: spec.field_names(),
@@ -179,8 +180,10 @@ impl Parser {
     /// and CSV/TSV; `None` for the other formats.
     pub fn read_ahead(&mut self, spec: &Spec) -> Option<Prefetch> {
         let ahead = match (&self.reader, &spec.format) {
-            (Reader::Json(_), Format::Json { paths }) => Ahead::Json(json::JsonFields::new(paths)),
-            (Reader::Delimited(_), _) => {
+            (FormatReader::Json(_), Format::Json { paths }) => {
+                Ahead::Json(json::JsonFields::new(paths))
+            }
+            (FormatReader::Delimited(_), _) => {
                 let layout = self.published.get_or_insert_with(Arc::default).clone();
                 Ahead::Delimited(layout, Vec::new())
             }
@@ -198,7 +201,7 @@ impl Parser {
     /// Set the longest record read (a csv/tsv record, a JSON value of a stream), in bytes.
     pub fn set_max_record(&mut self, bytes: usize) {
         self.max_record = bytes;
-        if let Reader::Delimited(d) = &mut self.reader {
+        if let FormatReader::Delimited(d) = &mut self.reader {
             d.set_max_record(bytes);
         }
         if let Some(s) = &mut self.stream {
@@ -231,7 +234,7 @@ impl Parser {
     /// Why nothing at all can be read (the header lacks a column asked for): the run must end.
     pub fn fatal(&self) -> Option<&str> {
         match &self.reader {
-            Reader::Delimited(d) => d.broken(),
+            FormatReader::Delimited(d) => d.broken(),
             _ => None,
         }
     }
@@ -250,8 +253,8 @@ impl Parser {
             _ => line,
         };
         match &mut self.reader {
-            Reader::Json(_) if self.stream.is_some() => return self.parse_stream(line),
-            Reader::Json(j) => {
+            FormatReader::Json(_) if self.stream.is_some() => return self.parse_stream(line),
+            FormatReader::Json(j) => {
                 // A blank line between records is no record (as jq reads them).
                 let start = line.trim_start();
                 if start.is_empty() {
@@ -271,10 +274,12 @@ impl Parser {
                     return Err(e);
                 }
             }
-            Reader::Combined(keep) => combined::extract(line, keep.as_deref(), &mut self.scratch)?,
-            Reader::Pattern(p) => p.extract(line, &mut self.scratch)?,
-            Reader::Pairs(p) => p.extract(line, &mut self.scratch)?,
-            Reader::Delimited(d) => {
+            FormatReader::Combined(keep) => {
+                combined::extract(line, keep.as_deref(), &mut self.scratch)?
+            }
+            FormatReader::Pattern(p) => p.extract(line, &mut self.scratch)?,
+            FormatReader::Pairs(p) => p.extract(line, &mut self.scratch)?,
+            FormatReader::Delimited(d) => {
                 let step = d.feed(line, &mut self.scratch);
                 if let Some(slot) = self.published.as_ref().filter(|s| s.get().is_none()) {
                     if let Some(layout) = d.layout() {
@@ -296,7 +301,7 @@ impl Parser {
         if !std::mem::replace(&mut self.in_piece, true) {
             self.line += 1;
         }
-        if !matches!(self.reader, Reader::Json(_)) {
+        if !matches!(self.reader, FormatReader::Json(_)) {
             return Err(delimited::too_long(self.max_record, false));
         }
         let stream = self
@@ -330,7 +335,7 @@ impl Parser {
             let record = match piece {
                 json_stream::Piece::Value(text) => {
                     let read = match &mut self.reader {
-                        Reader::Json(j) => j.extract(&text, &mut self.scratch),
+                        FormatReader::Json(j) => j.extract(&text, &mut self.scratch),
                         _ => Err("not a JSON reader".to_string()),
                     };
                     read.and_then(|()| self.finish_values())
@@ -355,9 +360,9 @@ impl Parser {
         // The first line may start with a byte-order mark, which `parse` strips.
         let between = self.line > 0
             && match &self.reader {
-                Reader::Json(_) => self.stream.is_none() && !self.in_piece,
+                FormatReader::Json(_) => self.stream.is_none() && !self.in_piece,
                 // The layout is published once the header is read, and never changes after.
-                Reader::Delimited(d) => {
+                FormatReader::Delimited(d) => {
                     !d.is_pending() && self.published.as_ref().is_some_and(|s| s.get().is_some())
                 }
                 _ => false,
@@ -371,7 +376,7 @@ impl Parser {
 
     /// A record is under way over several lines (fed in part).
     pub fn pending(&self) -> bool {
-        matches!(&self.reader, Reader::Delimited(d) if d.is_pending())
+        matches!(&self.reader, FormatReader::Delimited(d) if d.is_pending())
             || self
                 .stream
                 .as_ref()
@@ -381,7 +386,7 @@ impl Parser {
     /// The columns a header named, once one was read.
     pub fn header_columns(&self) -> Option<Vec<String>> {
         match &self.reader {
-            Reader::Delimited(d) => d.header_columns().map(<[String]>::to_vec),
+            FormatReader::Delimited(d) => d.header_columns().map(<[String]>::to_vec),
             _ => None,
         }
     }
@@ -406,7 +411,7 @@ impl Parser {
     /// Go on after a header an earlier run read (the input is read from after it).
     pub fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
         match &mut self.reader {
-            Reader::Delimited(d) => d.restore_header(columns),
+            FormatReader::Delimited(d) => d.restore_header(columns),
             _ => Err("a header was given, but this format reads none".into()),
         }
     }
@@ -422,7 +427,7 @@ impl Parser {
             return Some((text.chars().take(200).collect(), reason));
         }
         match &mut self.reader {
-            Reader::Delimited(d) => d.unfinished().map(|t| {
+            FormatReader::Delimited(d) => d.unfinished().map(|t| {
                 (
                     t,
                     "a quoted cell is not closed at the end of input".to_string(),

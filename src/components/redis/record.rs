@@ -27,7 +27,7 @@ enum Slot {
     Read(usize),
 }
 
-pub struct Reader {
+pub struct RecordReader {
     parser: Option<Parser>,
     slots: Vec<Slot>,
     field: Option<String>,
@@ -61,8 +61,8 @@ pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
     }
 }
 
-impl Reader {
-    pub fn new(args: &Args) -> Result<Reader, String> {
+impl RecordReader {
+    pub fn new(args: &Args) -> Result<RecordReader, String> {
         let fields = output_fields(args)?;
         let format = args.contains_key("format");
         let read = match format {
@@ -87,7 +87,7 @@ impl Reader {
             false => None,
         };
         let field = args.get("field").and_then(Json::as_str).map(String::from);
-        Ok(Reader {
+        Ok(RecordReader {
             parser,
             slots,
             field,
@@ -168,12 +168,12 @@ mod tests {
     #[test]
     fn entries_read_by_name_by_value_or_by_format() {
         let e = entry(&[("user", "ann"), ("n", "3")]);
-        let mut r = Reader::new(&args(serde_json::json!({}))).expect("reader");
+        let mut r = RecordReader::new(&args(serde_json::json!({}))).expect("reader");
         assert_eq!(
             r.read("1-0", &e),
             Ok(vec![Values::from_vec(vec![Value::str("ann")])])
         );
-        let mut r = Reader::new(&args(
+        let mut r = RecordReader::new(&args(
             serde_json::json!({"fields": ["redis_id", "n", "user"]}),
         ))
         .expect("reader");
@@ -182,7 +182,7 @@ mod tests {
         let j = entry(&[("data", r#"{"a": 1}"#)]);
         let a = args(serde_json::json!({"format": "json", "fields": ["a", "redis_id"]}));
         assert_eq!(output_fields(&a), Ok(vec!["a".into(), "redis_id".into()]));
-        let mut r = Reader::new(&a).expect("reader");
+        let mut r = RecordReader::new(&a).expect("reader");
         let want = vec![Value::Int(1), Value::str("2-0")];
         assert_eq!(r.read("2-0", &j), Ok(vec![Values::from_vec(want)]));
         assert!(r.read("3-0", &entry(&[("data", "{")])).is_err());

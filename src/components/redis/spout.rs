@@ -7,7 +7,7 @@
 //! died) are claimed (`XAUTOCLAIM`) and emitted: at least once, as Storm's spouts are.
 
 use super::conn::{self, Conn};
-use super::record::Reader;
+use super::record::RecordReader;
 use super::reply::{self, Entry};
 use crate::components::{FatalError, Spout, SpoutCollector, SpoutStatus, TaskContext};
 use crate::model::plan::streams;
@@ -40,7 +40,7 @@ pub struct RedisSpout {
     consumer: String,
     claim_after: Duration,
     max_retries: Option<u32>,
-    reader: Reader,
+    reader: RecordReader,
     label: String,
     conn: Option<Conn>,
     /// Entries read and not yet emitted.
@@ -76,7 +76,7 @@ impl RedisSpout {
             consumer: text("consumer").unwrap_or_default(),
             claim_after,
             max_retries: crate::components::replay::max_retries(args),
-            reader: Reader::new(args)?,
+            reader: RecordReader::new(args)?,
             label: "redis".into(),
             conn: None,
             ready: VecDeque::new(),

@@ -574,7 +574,7 @@ impl ShellProcess {
         write_poll: Poll,
         stderr: ChildStderr,
     ) -> Result<(), String> {
-        let reader = Reader {
+        let reader = StdoutReader {
             stdout: self.stdout.clone(),
             poll: read_poll,
             events: self.events.clone(),
@@ -883,7 +883,7 @@ impl Drop for ShellProcess {
     }
 }
 
-impl Drop for Reader {
+impl Drop for StdoutReader {
     fn drop(&mut self) {
         self.events.lock().closed = true;
         self.events.ready.notify_all();
@@ -997,7 +997,7 @@ fn saw_hang_up(ready: &Events) -> bool {
 }
 
 /// The reader thread: the child's stdout into batches of events.
-struct Reader {
+struct StdoutReader {
     stdout: Arc<Stdout>,
     poll: Poll,
     events: Arc<Received>,
@@ -1015,7 +1015,7 @@ enum Next {
     Stop,
 }
 
-impl Reader {
+impl StdoutReader {
     fn run(mut self) {
         let mut ready = Events::with_capacity(4);
         let mut hung_up = false;

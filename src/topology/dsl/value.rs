@@ -1,7 +1,7 @@
 //! The DSL's values, read like YAML flow values: `42`, `true`, `null`, `word`, `"text"`,
 //! `[a, b]`, `{k: v}`; used for args, options and config.
 
-use crate::nesting::Level;
+use crate::recursion_guard::Level;
 use nom::branch::alt;
 use nom::bytes::complete::take_while1;
 use nom::character::complete::char;

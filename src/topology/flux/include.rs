@@ -4,13 +4,13 @@
 use super::{is_flux, read_one, substitute, Properties};
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::raw::{RawTopology, RawValue, Span, Spanned};
-use crate::topology::yaml::{self, Reader};
+use crate::topology::yaml::{self, TreeReader};
 use std::path::Path;
 
 /// One `includes` entry (Flux: one level; without `override` the including file wins; streams
 /// are always appended). Everything read from the included file is located at the entry.
 pub(super) fn include(
-    r: &mut Reader,
+    r: &mut TreeReader,
     raw: &mut RawTopology,
     inc: &Spanned<RawValue>,
     (root_text, base): (Option<&str>, &Path),

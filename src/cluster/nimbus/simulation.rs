@@ -3,10 +3,10 @@
 //! Each simulated supervisor is named after its host (a real supervisor's id is unique per
 //! process, as Storm's UUIDs are), so assignments read `"1":"host1:6700"`.
 
-use super::layout::SupervisorInfo;
-use super::nimbus_state::{ClusterError, ClusterState};
-use super::store::CoordinationStore;
-use super::tree::SharedTree;
+use crate::cluster::coordination::layout::SupervisorInfo;
+use crate::cluster::coordination::tree::SharedTree;
+use crate::cluster::coordination::znode_store::CoordinationStore;
+use crate::cluster::nimbus::cluster_state::{ClusterError, ClusterState};
 use crate::model::plan::Plan;
 use crate::model::Topology;
 #[cfg(test)]
@@ -118,7 +118,7 @@ pub fn task_addresses(sim: &Simulation) -> Result<BTreeMap<u32, String>, Cluster
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cluster::dump;
+    use crate::cluster::coordination::dump;
     use crate::config::{Config, Origin};
     use crate::model::{Component, ComponentKind, ComponentType, Grouping, Stream};
 

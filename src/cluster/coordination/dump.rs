@@ -2,7 +2,7 @@
 //! has data, ` = ` and the data as compact JSON; or the same tree as one nested JSON document.
 //! Works over any `CoordinationStore`, so a live cluster's tree prints the same way.
 
-use super::store::{child_path, CoordinationStore, StoreError};
+use crate::cluster::coordination::znode_store::{child_path, CoordinationStore, StoreError};
 use serde_json::{Map, Value};
 use std::cmp::Ordering;
 
@@ -97,8 +97,8 @@ fn node_json(store: &dyn CoordinationStore, path: &str) -> Result<Value, StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::store::CreateMode;
-    use crate::cluster::tree::SharedTree;
+    use crate::cluster::coordination::tree::SharedTree;
+    use crate::cluster::coordination::znode_store::CreateMode;
 
     fn sample() -> SharedTree {
         let t = SharedTree::new();

@@ -4,9 +4,11 @@
 //! prepare, and when they end, to nimbus. Every answer names the current generation; a newer
 //! one than this worker's means a worker was lost and this one must roll back.
 
-use super::layout::NodePort;
-use super::rpc::{self, CheckpointNews, CheckpointReply, JoinReply, Request, StatePage};
-use crate::components::lines::feed;
+use crate::cluster::coordination::layout::NodePort;
+use crate::cluster::protocol::rpc::{
+    self, CheckpointNews, CheckpointReply, JoinReply, Request, StatePage,
+};
+use crate::components::stdin_file::feed;
 use crate::model::plan::Plan;
 use crate::model::Topology;
 use crate::placement::Placement;

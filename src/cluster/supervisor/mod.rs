@@ -1,14 +1,16 @@
 //! A supervisor: registers itself under an ephemeral
 //! `/supervisors/{id}` node and learns its assignments (through nimbus, which holds the node
 //! on a session kept alive by the supervisor's heartbeats and answers them with its work; or,
-//! with ZooKeeper configured, on its own session, watching `/assignments`: `supervisor_zk`),
+//! with ZooKeeper configured, on its own session, watching `/assignments`: `zk_session`),
 //! launches one worker process per assigned slot, restarts workers that die, kills workers
 //! whose slot is no longer assigned, and ends its workers when it stops.
 
-use super::layout::{NodePort, SupervisorInfo};
+use self::zk_session::{ZkSupervisor, ZkSupervisorSettings};
 use super::nimbus::now_secs;
-use super::rpc::{self, Request, SlotWork};
-use super::supervisor_zk::{ZkSupervisor, ZkSupervisorSettings};
+use crate::cluster::coordination::layout::{NodePort, SupervisorInfo};
+use crate::cluster::protocol::rpc::{self, Request, SlotWork};
+
+pub(crate) mod zk_session;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
@@ -246,7 +248,7 @@ fn supervise(
     slot.child = None;
     if !status.success() {
         // A worker that died cannot have removed its copy of the topology's resources.
-        super::resources::sweep_copies();
+        crate::cluster::protocol::multilang_files::sweep_copies();
     }
     if let Some(tx) = exits {
         let _ = tx.send(WorkerExit { port, status });
@@ -490,7 +492,7 @@ fn kill(slot: &mut Slot, port: u16) {
         let _ = child.kill();
         let _ = child.wait();
         // A killed worker cannot remove its copy of the topology's resources.
-        super::resources::sweep_copies();
+        crate::cluster::protocol::multilang_files::sweep_copies();
     }
 }
 

@@ -7,11 +7,13 @@
 //! When the session expires the store opens a new one (its epoch moves): the node is created
 //! again and every watch registered again on the new session.
 
-use super::layout::{AssignmentInfo, SupervisorInfo};
-use super::nimbus_state::ClusterState;
-use super::rpc::{self, SlotWork};
-use super::store::{child_path, watcher, CoordinationStore, StoreError, WatchedEvent, Watcher};
-use super::zookeeper::{ZkSettings, ZkStore, OWN_SESSION};
+use crate::cluster::coordination::layout::{AssignmentInfo, SupervisorInfo};
+use crate::cluster::coordination::znode_store::{
+    child_path, watcher, CoordinationStore, StoreError, WatchedEvent, Watcher,
+};
+use crate::cluster::coordination::zookeeper::{ZkSettings, ZkStore, OWN_SESSION};
+use crate::cluster::nimbus::cluster_state::ClusterState;
+use crate::cluster::protocol::rpc::{self, SlotWork};
 use crossbeam_channel::Receiver;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -90,7 +92,7 @@ impl ZkSupervisor {
             return Ok(());
         }
         let live = self.state.supervisors().map_err(|e| self.said(e))?;
-        if let Some(clash) = super::nimbus::slot_clash(&live, &self.id, info) {
+        if let Some(clash) = crate::cluster::nimbus::slot_clash(&live, &self.id, info) {
             self.registered = None;
             return Err(format!("not registered (it gets no work): {clash}"));
         }
@@ -236,8 +238,8 @@ impl AssignmentWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::layout::NodePort;
-    use crate::cluster::tree::SharedTree;
+    use crate::cluster::coordination::layout::NodePort;
+    use crate::cluster::coordination::tree::SharedTree;
 
     fn assignment(slots: &[(u32, &str, u16)]) -> Vec<u8> {
         let mut a = AssignmentInfo::default();

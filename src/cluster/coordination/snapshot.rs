@@ -3,8 +3,8 @@
 //! with their timeouts and restored as freshly touched: a supervisor that does not come back
 //! loses its ephemeral nodes one timeout after the restart. Watches are not saved.
 
-use super::store::{parent_path, validate_path, SessionId, Stat};
-use super::tree::{Node, Session, Tree};
+use crate::cluster::coordination::tree::{Node, Session, Tree};
+use crate::cluster::coordination::znode_store::{parent_path, validate_path, SessionId, Stat};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -201,8 +201,8 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::store::{CoordinationStore, CreateMode};
-    use crate::cluster::tree::SharedTree;
+    use crate::cluster::coordination::tree::SharedTree;
+    use crate::cluster::coordination::znode_store::{CoordinationStore, CreateMode};
 
     #[test]
     fn snapshot_round_trips_through_a_file() {

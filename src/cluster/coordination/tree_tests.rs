@@ -2,7 +2,7 @@
 //! sessions and watches.
 
 use super::*;
-use crate::cluster::store::watcher;
+use crate::cluster::coordination::znode_store::watcher;
 
 fn tree_with(paths: &[&str]) -> Tree {
     let mut t = Tree::new();
@@ -256,7 +256,7 @@ mod invariants {
                 }
                 prop_assert_eq!(node.stat.num_children as usize, node.children.len());
                 for kid in &node.children {
-                    let kid_path = crate::cluster::store::child_path(path, kid);
+                    let kid_path = crate::cluster::coordination::znode_store::child_path(path, kid);
                     prop_assert!(t.nodes.contains_key(&kid_path));
                 }
                 if let Some(owner) = node.stat.ephemeral_owner {

@@ -3,7 +3,7 @@
 //! the plain structure; `SharedTree` puts it behind a lock and implements `CoordinationStore`
 //! so nimbus, supervisors and workers of one process can share it.
 
-use super::store::{
+use crate::cluster::coordination::znode_store::{
     parent_path, validate_path, CoordinationStore, CreateMode, EventKind, SessionId, Stat,
     StoreError, WatchedEvent, Watcher,
 };

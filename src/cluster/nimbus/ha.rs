@@ -4,10 +4,10 @@
 //! `{root}/blobstore/{id}` so that whichever nimbus leads can serve a topology another one
 //! took.
 
-use super::leader::Election;
-use super::rpc::{Submission, NOT_LEADER};
-use super::store::{CoordinationStore, StoreError};
-use super::zookeeper::{ZkSettings, ZkStore};
+use crate::cluster::coordination::znode_store::{CoordinationStore, StoreError};
+use crate::cluster::coordination::zookeeper::{ZkSettings, ZkStore};
+use crate::cluster::nimbus::leader::Election;
+use crate::cluster::protocol::rpc::{Submission, NOT_LEADER};
 use crate::config::Config;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

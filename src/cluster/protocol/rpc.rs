@@ -4,10 +4,10 @@
 //! nimbus through a [`Client`]; nimbus answers with [`serve_connection`]. With a cluster secret, both
 //! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
-use super::layout::{
+use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus,
 };
-use super::retry::Retry;
+use crate::cluster::protocol::retry::Retry;
 use crate::logging::{held_back, Throttle};
 use crate::net::auth::{self, Secret};
 use serde::de::DeserializeOwned;

@@ -16,8 +16,8 @@
 //! components' working folders into it, as Storm's workers run children in the extracted
 //! `resources/`; every other path stays as submitted.
 
-use super::rpc::Submission;
-use super::stormignore::{StormIgnore, FILE_NAME};
+use crate::cluster::protocol::rpc::Submission;
+use crate::cluster::protocol::stormignore::{StormIgnore, FILE_NAME};
 use crate::model::Topology;
 use std::path::{Component as Part, Path, PathBuf};
 
@@ -237,7 +237,7 @@ pub fn unpack(packed: &str) -> anyhow::Result<Resources> {
     let rest = bytes
         .strip_prefix(MAGIC)
         .ok_or_else(|| anyhow::anyhow!("the resources are not in a format this storm reads"))?;
-    let mut reader = Reader(rest);
+    let mut reader = ByteCursor(rest);
     let base = reader.text()?;
     let count = u32::from_be_bytes(
         reader
@@ -293,9 +293,9 @@ fn unhex(s: &str) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Reads length-prefixed fields.
-struct Reader<'a>(&'a [u8]);
+struct ByteCursor<'a>(&'a [u8]);
 
-impl<'a> Reader<'a> {
+impl<'a> ByteCursor<'a> {
     fn field(&mut self) -> anyhow::Result<&'a [u8]> {
         let damaged = || anyhow::anyhow!("the resources are damaged (cut short)");
         let (len, rest) = self.0.split_first_chunk::<4>().ok_or_else(damaged)?;
@@ -429,5 +429,5 @@ pub fn relocate(topology: &mut Topology, copy: &Path) {
 }
 
 #[cfg(test)]
-#[path = "resources_tests.rs"]
+#[path = "multilang_files_tests.rs"]
 mod tests;

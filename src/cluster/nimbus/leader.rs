@@ -8,8 +8,10 @@
 //! connected session, and re-enters the race (new nodes) when the store had to open a new
 //! session after an expiry.
 
-use super::store::{child_path, CoordinationStore, CreateMode, StoreError};
-use super::zookeeper::{ZkStore, OWN_SESSION};
+use crate::cluster::coordination::znode_store::{
+    child_path, CoordinationStore, CreateMode, StoreError,
+};
+use crate::cluster::coordination::zookeeper::{ZkStore, OWN_SESSION};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 const LATCH_PREFIX: &str = "latch-";

@@ -16,7 +16,7 @@
 //! The client is asynchronous; every call here blocks on it with a deadline (the connection
 //! timeout), so a lost ensemble is an error, never a hang.
 
-use super::store::{
+use crate::cluster::coordination::znode_store::{
     validate_path, CoordinationStore, CreateMode, EventKind, SessionId, Stat, StoreError,
     WatchedEvent, Watcher,
 };

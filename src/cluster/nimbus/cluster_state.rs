@@ -3,11 +3,13 @@
 //! submitted (`/taskbeats/{id}`, `/tasks`, `/storms`), scheduled (`/assignments`), activated,
 //! re-assigned after failures, and task heartbeats and errors.
 
-use super::layout::{
+use crate::cluster::coordination::layout::{
     AssignmentInfo, CheckpointRecord, Layout, NodePort, StormBase, SupervisorInfo, TaskError,
     TaskHeartbeat, TaskInfo, TopologyStatus, KEPT_ERRORS, SUBTREES,
 };
-use super::store::{child_path, CoordinationStore, CreateMode, SessionId, StoreError};
+use crate::cluster::coordination::znode_store::{
+    child_path, CoordinationStore, CreateMode, SessionId, StoreError,
+};
 use crate::model::plan::Plan;
 use crate::model::Topology;
 use crate::placement::{self, executors_of, Dead, Schedule, ScheduleError, Slot};
@@ -189,7 +191,8 @@ impl<S: CoordinationStore> ClusterState<S> {
         match version {
             Some(v) => Ok(self.store.set_data(&path, &data, Some(v))?.version),
             None => {
-                if let Some(parent) = super::store::parent_path(&path) {
+                if let Some(parent) = crate::cluster::coordination::znode_store::parent_path(&path)
+                {
                     self.store.create_all(parent)?;
                 }
                 self.store.create(&path, &data, CreateMode::Persistent)?;
@@ -508,7 +511,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     /// (how a supervisor learns of new work without polling).
     pub fn watch_assignments(
         &self,
-        watch: Option<super::store::Watcher>,
+        watch: Option<crate::cluster::coordination::znode_store::Watcher>,
     ) -> Result<Vec<String>, ClusterError> {
         Ok(self.store.children(&self.layout.assignments(), watch)?)
     }
@@ -517,7 +520,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     pub fn watch_assignment(
         &self,
         id: &str,
-        watch: super::store::Watcher,
+        watch: crate::cluster::coordination::znode_store::Watcher,
     ) -> Result<Option<AssignmentInfo>, ClusterError> {
         let path = self.layout.assignment(id);
         match self.store.exists(&path, Some(watch))? {
@@ -600,5 +603,5 @@ fn executor_counts(plan: &Plan) -> BTreeMap<String, u32> {
 }
 
 #[cfg(test)]
-#[path = "nimbus_state_tests.rs"]
+#[path = "cluster_state_tests.rs"]
 mod tests;

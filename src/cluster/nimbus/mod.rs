@@ -3,7 +3,7 @@
 //! `LOCAL/nimbus/stormdist/ID`, Storm's `master_code_dir`), schedules and activates them, watches supervisor sessions and task
 //! heartbeats and re-assigns the work of dead slots after `nimbus.task.timeout.secs`, records
 //! component errors, and kills topologies. It is driven through typed methods: requests that
-//! arrive over [`super::rpc`] are translated to them, and `storm run --processes` calls them
+//! arrive over [`crate::cluster::protocol::rpc`] are translated to them, and `storm run --processes` calls them
 //! directly.
 //!
 //! Under faults it stays bounded: at most `MAX_CONNECTIONS` connections at once, accept
@@ -11,16 +11,18 @@
 //! refused (`submission::within_cluster_bounds`), a supervisor claiming another's slots
 //! refused, and slots whose workers keep dying avoided for `FAILING_FOR`.
 
-use super::ha::{self, Coordination, Leadership};
-use super::layout::{
+use self::cluster_state::{ClusterError, ClusterState};
+use self::ha::{Coordination, Leadership};
+pub use self::submission::load_submission;
+use self::submission::{home_assign, home_reassign};
+use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus,
 };
-use super::nimbus_state::{ClusterError, ClusterState};
-use super::rpc::{self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork};
-use super::store::{CoordinationStore, SessionId};
-pub use super::submission::load_submission;
-use super::submission::{home_assign, home_reassign};
-use super::tree::{SharedTree, Tree};
+use crate::cluster::coordination::tree::{SharedTree, Tree};
+use crate::cluster::coordination::znode_store::{CoordinationStore, SessionId};
+use crate::cluster::protocol::rpc::{
+    self, BeatReply, Request, SlotWork, Submission, TopologySummary, TopologyWork,
+};
 use crate::config::Config;
 use crate::logging::{held_back, Throttle};
 use crate::model::plan::Plan;
@@ -547,10 +549,10 @@ impl Nimbus {
         let state = self.state();
         let root = state.layout().root().to_string();
         Ok(if json {
-            let doc = super::dump::to_json(&*self.store, &root)?;
+            let doc = crate::cluster::coordination::dump::to_json(&*self.store, &root)?;
             serde_json::to_string_pretty(&doc)? + "\n"
         } else {
-            super::dump::to_text(&*self.store, &root)?
+            crate::cluster::coordination::dump::to_text(&*self.store, &root)?
         })
     }
 
@@ -749,10 +751,10 @@ impl Nimbus {
     pub(crate) fn submit(&self, sub: Submission) -> anyhow::Result<String> {
         let topology = load_submission(&sub).map_err(|e| anyhow::anyhow!("{e}"))?;
         // Refuse damaged or oversized resources now rather than in every worker.
-        super::resources::unpack(&sub.resources)
+        crate::cluster::protocol::multilang_files::unpack(&sub.resources)
             .map_err(|e| anyhow::anyhow!("the submission's multilang resources: {e:#}"))?;
         if self.zk.is_some() {
-            super::ha::fits_in_a_node(&topology.name, &sub)?;
+            self::ha::fits_in_a_node(&topology.name, &sub)?;
         }
         let plan = Plan::new(&topology);
         let mut state = self.state();
@@ -1197,12 +1199,17 @@ fn finished_in(state: &ClusterState<Shared>) -> BTreeMap<String, BTreeSet<NodePo
 }
 
 mod checkpoints;
+pub(crate) mod cluster_state;
+pub(crate) mod ha;
 mod handover;
+pub(crate) mod leader;
 mod log_levels;
 mod pages;
 mod rebalance;
 mod replica;
 mod replicate;
+pub(crate) mod simulation;
+pub(crate) mod submission;
 mod worker_log;
 
 /// A kill's or rebalance's wait within bounds, as a request error (the client's to fix).
@@ -1238,7 +1245,7 @@ fn no_running_topology(state: &ClusterState<Shared>, name: &str) -> anyhow::Erro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::rpc::Client;
+    use crate::cluster::protocol::rpc::Client;
 
     fn with_secret() -> Config {
         let mut config = crate::config::layers::defaults();

@@ -2,10 +2,10 @@
 //! placement of runs that have a home worker (`storm run --processes` and `--nimbus`), whose
 //! `stdin` and `stdout` executors stay in the `storm run` process.
 
-use super::layout::AssignmentInfo;
-use super::nimbus_state::{ClusterError, ClusterState};
-use super::rpc::Submission;
-use super::store::{CoordinationStore, StoreError};
+use crate::cluster::coordination::layout::AssignmentInfo;
+use crate::cluster::coordination::znode_store::{CoordinationStore, StoreError};
+use crate::cluster::nimbus::cluster_state::{ClusterError, ClusterState};
+use crate::cluster::protocol::rpc::Submission;
 use crate::model::plan::Plan;
 use crate::model::Topology;
 use crate::placement::{executors_of, place_with_home, Dead, Executor};
@@ -196,9 +196,9 @@ pub(crate) fn home_reassign<S: CoordinationStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::layout::{NodePort, SupervisorInfo};
-    use crate::cluster::simulation::tests::wordcount;
-    use crate::cluster::tree::SharedTree;
+    use crate::cluster::coordination::layout::{NodePort, SupervisorInfo};
+    use crate::cluster::coordination::tree::SharedTree;
+    use crate::cluster::nimbus::simulation::tests::wordcount;
     use std::time::Duration;
 
     #[test]

@@ -1,8 +1,8 @@
 //! Tests of Nimbus's reading and writing of the cluster state.
 
 use super::*;
-use crate::cluster::simulation::tests::wordcount;
-use crate::cluster::tree::SharedTree;
+use crate::cluster::coordination::tree::SharedTree;
+use crate::cluster::nimbus::simulation::tests::wordcount;
 use std::time::Duration;
 
 fn cluster(hosts: &[(&str, &[u16])]) -> (SharedTree, ClusterState<SharedTree>, Vec<SessionId>) {
@@ -206,7 +206,7 @@ fn slots_without_fresh_heartbeats_are_dead_after_their_grace_period() {
 #[test]
 fn assignment_watches_fire_when_nimbus_writes() {
     let (_, mut state, _) = cluster(&[("h", &[1, 2])]);
-    let (w, rx) = crate::cluster::store::watcher();
+    let (w, rx) = crate::cluster::coordination::znode_store::watcher();
     assert!(state.watch_assignments(Some(w)).unwrap().is_empty());
     let topo = wordcount(&[]);
     let plan = Plan::new(&topo);
@@ -215,15 +215,15 @@ fn assignment_watches_fire_when_nimbus_writes() {
     let event = rx.try_recv().unwrap();
     assert_eq!(
         event.kind,
-        crate::cluster::store::EventKind::NodeChildrenChanged
+        crate::cluster::coordination::znode_store::EventKind::NodeChildrenChanged
     );
-    let (w, rx) = crate::cluster::store::watcher();
+    let (w, rx) = crate::cluster::coordination::znode_store::watcher();
     assert!(state.watch_assignment(&id, w).unwrap().is_some());
     let dead = [Dead::Slot("h:1".parse().unwrap())];
     state.reassign(&id, &plan, 1, &dead, 6).unwrap();
     assert_eq!(
         rx.try_recv().map(|e| e.kind),
-        Ok(crate::cluster::store::EventKind::NodeDataChanged)
+        Ok(crate::cluster::coordination::znode_store::EventKind::NodeDataChanged)
     );
 }
 

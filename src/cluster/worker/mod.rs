@@ -12,15 +12,17 @@
 //! ensemble (as Storm's workers are), the worker writes them there itself on its own session,
 //! and reads its topology's status and assignment there, so they need no nimbus.
 
-use super::layout::{
+use self::checkpoints::{self as worker_checkpoints, Start};
+use super::nimbus::{load_submission, now_secs, record_beats};
+use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, TaskError, TaskHeartbeat, TopologyStatus,
 };
-use super::nimbus::{load_submission, now_secs, record_beats};
-use super::nimbus_state::ClusterState;
-use super::rpc::{self, BeatReply, Request, TopologyWork};
-use super::supervisor_zk::ZkSupervisorSettings;
-use super::worker_checkpoints::{self, Start};
-use super::zookeeper::ZkStore;
+use crate::cluster::nimbus::cluster_state::ClusterState;
+use crate::cluster::protocol::rpc::{self, BeatReply, Request, TopologyWork};
+use crate::cluster::supervisor::zk_session::ZkSupervisorSettings;
+
+pub(crate) mod checkpoints;
+use crate::cluster::coordination::zookeeper::ZkStore;
 use crate::model::plan::Plan;
 use crate::model::Topology;
 use crate::net::auth::Secret;
@@ -299,14 +301,22 @@ fn load_for_worker(
     work: &TopologyWork,
     id: &str,
     slot: &str,
-) -> anyhow::Result<(Topology, Option<super::resources::Unpacked>)> {
+) -> anyhow::Result<(
+    Topology,
+    Option<crate::cluster::protocol::multilang_files::Unpacked>,
+)> {
     anyhow::ensure!(
         std::env::var_os(FAIL_AT_START_ENV).is_none(),
         "worker {slot}: {FAIL_AT_START_ENV} is set: failing at start"
     );
     let mut topology = load_submission(&work.submission)
         .map_err(|e| anyhow::anyhow!("topology {id} does not validate here:\n{e}"))?;
-    let resources = super::resources::for_worker(&work.submission, &mut topology, id, slot)?;
+    let resources = crate::cluster::protocol::multilang_files::for_worker(
+        &work.submission,
+        &mut topology,
+        id,
+        slot,
+    )?;
     // Storm's workers know their topology's id as `storm.id` (multilang children are told it).
     topology
         .config
@@ -618,7 +628,7 @@ fn roll_back(
 ) -> WorkerEnd {
     tracing::warn!("worker {slot}: a worker of the topology was lost; rolling back");
     halter.halt();
-    if let Some(f) = crate::components::lines::feed::get() {
+    if let Some(f) = crate::components::stdin_file::feed::get() {
         f.new_epoch();
     }
 
@@ -841,7 +851,7 @@ pub fn report_from_heartbeats(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::store::CoordinationStore;
+    use crate::cluster::coordination::znode_store::CoordinationStore;
 
     fn component(id: &str, tasks: &[u32]) -> crate::runtime::metrics::ComponentReport {
         crate::runtime::metrics::ComponentReport {
@@ -940,10 +950,13 @@ mod tests {
 
     /// Word count submitted and assigned to supervisor `s`'s one slot, 6700: the state and
     /// the topology's id.
-    fn one_slot_cluster() -> (ClusterState<crate::cluster::tree::SharedTree>, String) {
-        let store = crate::cluster::tree::SharedTree::new();
+    fn one_slot_cluster() -> (
+        ClusterState<crate::cluster::coordination::tree::SharedTree>,
+        String,
+    ) {
+        let store = crate::cluster::coordination::tree::SharedTree::new();
         let mut state = ClusterState::new(store.clone(), "/storm").unwrap();
-        let info = crate::cluster::layout::SupervisorInfo {
+        let info = crate::cluster::coordination::layout::SupervisorInfo {
             hostname: "h".into(),
             time_secs: 1,
             uptime_secs: 0,
@@ -951,7 +964,7 @@ mod tests {
         };
         let session = store.open_session(Duration::from_secs(30));
         state.supervisor_heartbeat(session, "s", &info).unwrap();
-        let topo = crate::cluster::simulation::tests::wordcount(&[]);
+        let topo = crate::cluster::nimbus::simulation::tests::wordcount(&[]);
         let plan = Plan::new(&topo);
         let id = state.submit(&topo, &plan, 100).unwrap();
         state.assign(&id, &plan, 1, 100).unwrap();
@@ -999,7 +1012,7 @@ mod tests {
 
     #[test]
     fn placement_follows_the_distinct_slots_of_the_assignment() {
-        let topo = crate::cluster::simulation::tests::wordcount(&[]);
+        let topo = crate::cluster::nimbus::simulation::tests::wordcount(&[]);
         let plan = Plan::new(&topo);
         let mut a = AssignmentInfo::default();
         let slot = |p| NodePort {
