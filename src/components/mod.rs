@@ -289,7 +289,7 @@ pub trait BoltState {
     }
 }
 
-pub use crate::state::store::ChangeSink;
+pub use crate::state::checkpoint_store::ChangeSink;
 
 /// Saved entries as a restore reads them: one at a time, each possibly an error of the store.
 pub type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
