@@ -189,6 +189,12 @@ pub trait Builtin: Sync + 'static {
     fn keeps_state(&self) -> bool {
         false
     }
+    /// Emits what it holds in bursts (every key at the end of input, a window's rows as it
+    /// closes) rather than a few tuples per input. A step fused after it would queue a whole
+    /// burst in memory, so such a bolt ends a chain (`model::chains`).
+    fn emits_in_bursts(&self) -> bool {
+        false
+    }
     /// The key fields by which the bolt, written as `c` over an input with fields `input`,
     /// also takes partial counts: tuples `[key…, n]` on stream `__partial`, each standing for
     /// `n` input tuples with that key. Senders then count ahead of it (`model::partials`).

@@ -491,6 +491,9 @@ impl b::Builtin for CountType {
     fn keeps_state(&self) -> bool {
         true
     }
+    fn emits_in_bursts(&self) -> bool {
+        true
+    }
     /// Only totals emitted at the end can be summed ahead: a tick's totals would lag, and
     /// `emit: update` shows every step of a key's count.
     fn partial_count_keys(

@@ -95,6 +95,10 @@ impl ComponentType {
         self.descriptor().keeps_state()
     }
 
+    pub fn emits_in_bursts(self) -> bool {
+        self.descriptor().emits_in_bursts()
+    }
+
     /// The key fields by which a bolt of this type, written as `c`, also takes partial counts
     /// (`[key…, n]` on stream `__partial`) from an input with fields `input`.
     pub fn partial_count_keys(

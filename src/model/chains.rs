@@ -2,7 +2,10 @@
 //! before them. A bolt is chained onto its upstream when the edge between them is a
 //! `shuffle`, `local_or_shuffle` or `none` edge between equal numbers of executors and tasks
 //! (then paired task by task, as a forward edge), it has no other input, and neither side is
-//! a child process or says `chain: false`. A keyed edge (`fields`, `partial_key`, `global`,
+//! a child process or says `chain: false`, and the upstream is not a bolt that emits in
+//! bursts (`count`, `aggregate`, `top`, `join`: every key at the end, a window's rows as it
+//! closes): a fused step runs only after its upstream's call returns, so its queue cannot push
+//! back and would hold the whole burst (20 M keys' totals took a gigabyte). A keyed edge (`fields`, `partial_key`, `global`,
 //! `all`) ends a chain, as a key-by does: the steps on either side keep a thread each, so a
 //! pipeline still spreads over the cores. In a topology that keeps state a spout keeps a
 //! thread of its own: its loop paces the checkpoint rounds (a marker per pass), and a slow
@@ -81,6 +84,7 @@ impl Chains {
 /// Whether `to` may run fused onto `from` over an edge grouped by `grouping`.
 fn fusable(from: &Component, to: &Component, grouping: &Grouping) -> bool {
     chain_allowed(from)
+        && !from.ctype.emits_in_bursts()
         && chain_allowed(to)
         && (from.parallelism, from.tasks) == (to.parallelism, to.tasks)
         && matches!(

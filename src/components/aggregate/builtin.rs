@@ -65,6 +65,9 @@ impl b::Builtin for AggregateType {
     fn keeps_state(&self) -> bool {
         true
     }
+    fn emits_in_bursts(&self) -> bool {
+        true
+    }
     fn output_fields(&self, c: &Component, _input: Option<&[String]>) -> b::Fields {
         Some(Some(
             Spec::from_args(&c.args)
@@ -124,6 +127,9 @@ impl b::Builtin for TopType {
         &["by", "time", "score"]
     }
     fn keeps_state(&self) -> bool {
+        true
+    }
+    fn emits_in_bursts(&self) -> bool {
         true
     }
     fn output_fields(&self, c: &Component, _input: Option<&[String]>) -> b::Fields {

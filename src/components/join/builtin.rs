@@ -34,6 +34,9 @@ impl b::Builtin for JoinType {
     fn keeps_state(&self) -> bool {
         true
     }
+    fn emits_in_bursts(&self) -> bool {
+        true
+    }
     fn output_fields(&self, c: &Component, _input: Option<&[String]>) -> b::Fields {
         Some(Some(
             Spec::from_args(&c.args)

@@ -48,19 +48,19 @@ fn topology(components: Vec<Component>, streams: Vec<Stream>) -> Topology {
     }
 }
 
-/// `stdin | filter | count(word) | stdout`, as the DSL writes it.
+/// `stdin | filter | dedupe(word) | stdout`, as the DSL writes it.
 fn pipeline(p: [u32; 4]) -> Topology {
     topology(
         vec![
             component("in", "stdin", p[0]),
             component("keep", "filter", p[1]),
-            component("count", "count", p[2]),
+            component("dedupe", "dedupe", p[2]),
             component("out", "stdout", p[3]),
         ],
         vec![
             stream("in", "keep", Grouping::Shuffle),
-            stream("keep", "count", Grouping::Fields(vec!["word".into()])),
-            stream("count", "out", Grouping::Shuffle),
+            stream("keep", "dedupe", Grouping::Fields(vec!["word".into()])),
+            stream("dedupe", "out", Grouping::Shuffle),
         ],
     )
 }
@@ -71,11 +71,11 @@ fn shuffle_edges_between_equal_parallelism_chain_and_a_keyed_edge_ends_a_chain()
         let c = Chains::of(&pipeline([p, p, p, p]));
         assert_eq!(c.upstream_of("keep"), Some("in"), "the spout's first bolt");
         assert!(
-            !c.is_chained("keep", "count"),
+            !c.is_chained("keep", "dedupe"),
             "a fields edge, parallelism {p}"
         );
-        assert_eq!(c.upstream_of("out"), Some("count"));
-        assert_eq!(c.head_of("out"), "count");
+        assert_eq!(c.upstream_of("out"), Some("dedupe"));
+        assert_eq!(c.head_of("out"), "dedupe");
         assert_eq!(c.head_of("keep"), "in");
         assert_eq!((c.depth_of("keep"), c.depth_of("in")), (1, 0));
     }
@@ -90,7 +90,7 @@ fn shuffle_edges_between_equal_parallelism_chain_and_a_keyed_edge_ends_a_chain()
 fn unequal_parallelism_or_tasks_breaks_the_chain() {
     let c = Chains::of(&pipeline([1, 2, 2, 1]));
     assert!(!c.is_chained("in", "keep"), "1 → 2");
-    assert!(!c.is_chained("count", "out"), "2 → 1");
+    assert!(!c.is_chained("dedupe", "out"), "2 → 1");
     let mut t = pipeline([2, 2, 2, 2]);
     t.components[1].tasks = 4;
     assert!(
@@ -109,11 +109,11 @@ fn chaining_is_turned_off_for_the_topology_or_per_component() {
     t.components[1].chain = false;
     let c = Chains::of(&t);
     assert!(!c.is_chained("in", "keep"), "keep says chain: false");
-    assert!(c.is_chained("count", "out"));
+    assert!(c.is_chained("dedupe", "out"));
     let mut t = pipeline([1, 1, 1, 1]);
     t.components[2].chain = false;
     assert!(
-        !Chains::of(&t).is_chained("count", "out"),
+        !Chains::of(&t).is_chained("dedupe", "out"),
         "nothing is fused onto it"
     );
 }
@@ -123,7 +123,7 @@ fn a_bolt_with_two_inputs_a_direct_edge_or_a_child_process_is_not_chained() {
     let mut t = pipeline([1, 1, 1, 1]);
     t.streams.push(stream("keep", "out", Grouping::Shuffle));
     let c = Chains::of(&t);
-    assert!(!c.is_chained("count", "out") && !c.is_chained("keep", "out"));
+    assert!(!c.is_chained("dedupe", "out") && !c.is_chained("keep", "out"));
     let mut t = pipeline([1, 1, 1, 1]);
     t.streams[0].grouping = Grouping::Direct;
     assert!(!Chains::of(&t).is_chained("in", "keep"));
@@ -141,5 +141,19 @@ fn in_a_topology_that_keeps_state_a_spout_keeps_its_own_thread() {
         !c.is_chained("in", "keep"),
         "the spout paces the checkpoint rounds"
     );
-    assert!(c.is_chained("count", "out"), "bolts still chain");
+    assert!(c.is_chained("dedupe", "out"), "bolts still chain");
+}
+
+#[test]
+fn a_bolt_that_emits_in_bursts_ends_a_chain() {
+    for burst in ["count", "aggregate", "top", "join"] {
+        let mut t = pipeline([1, 1, 1, 1]);
+        t.components[2].ctype = ComponentType::from_name(burst).expect("a built-in");
+        let c = Chains::of(&t);
+        assert!(
+            !c.is_chained("dedupe", "out"),
+            "{burst} emits every key at once"
+        );
+        assert!(c.is_chained("in", "keep"));
+    }
 }
