@@ -10,6 +10,7 @@
 
 pub(crate) mod builtin;
 mod closed;
+pub(crate) mod exact;
 pub(crate) mod expand;
 mod groups;
 mod keyed;
