@@ -10,18 +10,18 @@
 //! `topology.partial.aggregation: false` turns it off.
 
 use super::Topology;
-use crate::components::aggregate::ops::OpSpec;
 use std::collections::BTreeMap;
 
 /// The config key that turns partial aggregation off for a whole topology.
 pub const PARTIAL_KEY: &str = "topology.partial.aggregation";
 
-/// What one bolt takes: sums by `keys`, of its ops (an `aggregate` or `top`) or counts.
+/// What one bolt takes: sums by `keys`, of its ops' states (an `aggregate` or `top`) or counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partial {
     pub keys: Vec<String>,
-    /// The ops whose states are sent (`[key…, state…, unusable]`); `None`: counts (`[key…, n]`).
-    pub ops: Option<Vec<OpSpec>>,
+    /// Op states (`[key…, state…, unusable]`, the ops as `Builtin::partial_ops` gives them);
+    /// `false`: counts (`[key…, n]`).
+    pub states: bool,
 }
 
 /// The bolts that take partial counts or states, each with its key fields.
@@ -48,25 +48,26 @@ impl Partials {
             else {
                 continue;
             };
-            let partial = match to.ctype.partial_count_keys(to, fields) {
-                Some(keys) => Partial { keys, ops: None },
-                None => match to.ctype.partial_ops(to) {
-                    Some((keys, ops)) => Partial {
-                        keys,
-                        ops: Some(ops),
-                    },
+            let (partial, op_fields) = match to.ctype.partial_ops(to) {
+                Some((keys, ops)) => {
+                    let read = ops.into_iter().filter_map(|o| o.field).collect();
+                    (Partial { keys, states: true }, read)
+                }
+                None => match to.ctype.partial_count_keys(to, fields) {
+                    Some(keys) => (
+                        Partial {
+                            keys,
+                            states: false,
+                        },
+                        Vec::new(),
+                    ),
                     None => continue,
                 },
             };
-            let op_fields = partial
-                .ops
-                .iter()
-                .flatten()
-                .filter_map(|o| o.field.as_ref());
             if partial
                 .keys
                 .iter()
-                .chain(op_fields)
+                .chain(&op_fields)
                 .all(|f| fields.contains(f))
             {
                 keys.insert(to.id.clone(), partial);

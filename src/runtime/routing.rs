@@ -344,6 +344,7 @@ fn edge_targets(plan: &Plan, from: &str, to: &str, task: u32) -> Vec<u32> {
 /// processes).
 fn sum_ahead(
     partial: &mut Vec<Option<std::sync::Arc<Fold>>>,
+    to: Option<&crate::model::Component>,
     what: &crate::model::partials::Partial,
     fields: &[String],
     targets: &[u32],
@@ -352,9 +353,10 @@ fn sum_ahead(
     let Some(keys) = what.keys.iter().map(at).collect::<Option<Box<[usize]>>>() else {
         return;
     };
-    let ops = match &what.ops {
-        None => None,
-        Some(ops) => {
+    let ops = match (what.states, to.and_then(|c| c.ctype.partial_ops(c))) {
+        (false, _) => None,
+        (true, None) => return,
+        (true, Some((_, ops))) => {
             let read = |o: &OpSpec| match &o.field {
                 None => Some((o.kind, None)),
                 Some(f) => Some((o.kind, Some(at(f)?))),
@@ -413,7 +415,8 @@ impl Router {
                     .copied()
                     .filter(|t| !local_tasks.contains(t))
                     .collect();
-                sum_ahead(&mut partial, what, fields, &remote);
+                let to = topology.component(&s.to);
+                sum_ahead(&mut partial, to, what, fields, &remote);
             }
             let seed = u64::from(task).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(sid);
             streams[sid as usize].push(Edge {

@@ -59,7 +59,7 @@ fn a_plain_aggregate_or_top_takes_partial_states_and_a_windowed_one_does_not() {
     );
     let agg = p.of_bolt("aggregate").expect("takes partials");
     assert_eq!(agg.keys, vec!["s".to_string()]);
-    assert_eq!(agg.ops.as_ref().map(Vec::len), Some(3));
+    assert!(agg.states);
     let p = partials(
         "stdin(format=csv, header=true, fields=[s, x]) | top(by=[s], n=2) | stdout",
         &[],

@@ -233,3 +233,17 @@ fn summed_aggregates_equal_unsummed_ones_and_the_reference_to_the_bit() {
         );
     }
 }
+
+/// A `top` without a window takes partial states too: the same ranking as without them.
+#[test]
+fn a_summed_top_ranks_as_an_unsummed_one() {
+    let rows = 30_000;
+    let (csv, _) = decimal_rows(rows);
+    let topology = "stdin(format=csv, header=true, fields=[service, ms, v]) \
+        | top(by=[service], n=5, score=ms) | stdout(format=json)";
+    let (summed, stats) = run(topology, csv.as_bytes(), true, &[]);
+    let (plain, _) = run(topology, csv.as_bytes(), false, &[]);
+    assert_eq!(summed, plain);
+    assert_eq!(String::from_utf8_lossy(&summed).lines().count(), 5);
+    assert!(executed(&stats, "top") < rows as u64, "{stats}");
+}

@@ -32,14 +32,13 @@ const HLL_PRECISION: u8 = 14;
 use std::collections::{HashMap, HashSet};
 
 /// One op as written: its kind, the field it reads, and its output name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OpSpec {
     pub kind: Kind,
     pub field: Option<String>,
     pub name: String,
 }
 
-/// `Eq`: a percentile's `P` is checked to be between 0 and 1 when read, never NaN.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
     Count,
@@ -56,8 +55,6 @@ pub enum Kind {
     /// The `n` most frequent values.
     Top(usize),
 }
-
-impl Eq for Kind {}
 
 /// The op names, for help and did-you-mean.
 pub const OPS: &[&str] = &[
