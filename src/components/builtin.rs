@@ -202,6 +202,16 @@ pub trait Builtin: Sync + 'static {
     fn partial_count_keys(&self, _c: &Component, _input: &[String]) -> Option<Vec<String>> {
         None
     }
+    /// The key fields and ops by which the bolt, written as `c`, also takes partial op states:
+    /// tuples `[key…, state…, unusable]` on stream `__partial`, each state one op's state over
+    /// some input tuples with that key, to be merged (`aggregate::partial`). `None` (the
+    /// default): it takes none.
+    fn partial_ops(
+        &self,
+        _c: &Component,
+    ) -> Option<(Vec<String>, Vec<crate::components::aggregate::ops::OpSpec>)> {
+        None
+    }
     /// A spout that can go back to a checkpoint's position (`Spout::position`).
     fn rewinds(&self) -> bool {
         false

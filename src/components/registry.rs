@@ -109,6 +109,15 @@ impl ComponentType {
         self.descriptor().partial_count_keys(c, input)
     }
 
+    /// The key fields and ops by which a bolt of this type, written as `c`, also takes partial
+    /// op states (`[key…, state…, unusable]` on stream `__partial`).
+    pub fn partial_ops(
+        self,
+        c: &crate::model::Component,
+    ) -> Option<(Vec<String>, Vec<crate::components::aggregate::ops::OpSpec>)> {
+        self.descriptor().partial_ops(c)
+    }
+
     pub fn rewinds(self) -> bool {
         self.descriptor().rewinds()
     }

@@ -1,9 +1,11 @@
-//! Partial aggregation (local-global): which bolts take partial counts, and by which key
-//! fields. A bolt takes them when its type says it can (`Builtin::partial_count_keys`: a
-//! `count` that emits its totals at the end), it has one input, every key field is a field
-//! of that input, and nothing in the topology keeps checkpointed state (a sum held on the
-//! sending side would straddle a checkpoint). The components feeding it then sum tuples per
-//! key and target task and send the sums (`runtime::partials`). Every grouping keeps its
+//! Partial aggregation (local-global): which bolts take partial counts or partial op states,
+//! and by which key fields. A bolt takes them when its type says it can
+//! (`Builtin::partial_count_keys`: a `count` that emits its totals at the end;
+//! `Builtin::partial_ops`: an `aggregate` or `top` without a window or event time, emitting
+//! at the end, every op of which merges exactly), it has one input, every key and op field is
+//! a field of that input, and nothing in the topology keeps checkpointed state (a sum held on
+//! the sending side would straddle a checkpoint). The components feeding it then sum tuples
+//! per key and target task and send the sums (`runtime::partials`). Every grouping keeps its
 //! meaning: the sums are made after the grouping chose each tuple's task.
 //! `topology.partial.aggregation: false` turns it off.
 
@@ -13,10 +15,19 @@ use std::collections::BTreeMap;
 /// The config key that turns partial aggregation off for a whole topology.
 pub const PARTIAL_KEY: &str = "topology.partial.aggregation";
 
-/// The bolts that take partial counts, each with its key fields.
+/// What one bolt takes: sums by `keys`, of its ops' states (an `aggregate` or `top`) or counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partial {
+    pub keys: Vec<String>,
+    /// Op states (`[key…, state…, unusable]`, the ops as `Builtin::partial_ops` gives them);
+    /// `false`: counts (`[key…, n]`).
+    pub states: bool,
+}
+
+/// The bolts that take partial counts or states, each with its key fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Partials {
-    keys: BTreeMap<String, Vec<String>>,
+    keys: BTreeMap<String, Partial>,
 }
 
 impl Partials {
@@ -37,18 +48,41 @@ impl Partials {
             else {
                 continue;
             };
-            let Some(k) = to.ctype.partial_count_keys(to, fields) else {
-                continue;
+            let (partial, op_fields) = match to.ctype.partial_ops(to) {
+                Some((keys, ops)) => {
+                    let read = ops.into_iter().filter_map(|o| o.field).collect();
+                    (Partial { keys, states: true }, read)
+                }
+                None => match to.ctype.partial_count_keys(to, fields) {
+                    Some(keys) => (
+                        Partial {
+                            keys,
+                            states: false,
+                        },
+                        Vec::new(),
+                    ),
+                    None => continue,
+                },
             };
-            if k.iter().all(|f| fields.contains(f)) {
-                keys.insert(to.id.clone(), k);
+            if partial
+                .keys
+                .iter()
+                .chain(&op_fields)
+                .all(|f| fields.contains(f))
+            {
+                keys.insert(to.id.clone(), partial);
             }
         }
         Partials { keys }
     }
 
-    /// The key fields of `bolt`, if it takes partial counts.
+    /// The key fields of `bolt`, if it takes partial counts or states.
     pub fn keys_of(&self, bolt: &str) -> Option<&[String]> {
-        self.keys.get(bolt).map(Vec::as_slice)
+        self.keys.get(bolt).map(|p| p.keys.as_slice())
+    }
+
+    /// What `bolt` takes, if it takes partials.
+    pub fn of_bolt(&self, bolt: &str) -> Option<&Partial> {
+        self.keys.get(bolt)
     }
 }

@@ -22,7 +22,8 @@ pub mod streams {
     pub const ACK_INIT: StreamId = 2;
     pub const ACK_ACK: StreamId = 3;
     pub const ACK_FAIL: StreamId = 4;
-    /// Partial counts summed on the sending side: `[key…, n]` (see `model::partials`).
+    /// Partial counts or op states summed on the sending side: `[key…, n]` or
+    /// `[key…, state…, unusable]` (see `model::partials`).
     pub const PARTIAL: StreamId = 5;
     /// Names of the fixed ids above, in order.
     pub const SYSTEM: &[&str] = &[

@@ -120,10 +120,16 @@ impl Emitter {
     ) {
         for &target in &self.targets {
             let mut tuple = Tuple::new(Values::new(), self.task, stream);
-            match self.router.partial_keys(target) {
-                Some(keys) => {
+            match self.router.partial_fold(target) {
+                Some(fold) => {
                     stamp(&mut self.rng, &mut tuple);
-                    outbox.absorb(target, self.task, values.key(keys), tuple.anchors);
+                    let key = values.key(&fold.keys);
+                    match &fold.ops {
+                        None => outbox.absorb(target, self.task, key, None, tuple.anchors),
+                        Some(ops) => values.with_values(|v| {
+                            outbox.absorb(target, self.task, key, Some((ops, v)), tuple.anchors)
+                        }),
+                    }
                 }
                 None => {
                     tuple.values = values.copy();
@@ -203,9 +209,14 @@ trait Payload {
     fn into_values(self) -> Values;
     /// Its key at `keys`, for a sum on the sending side.
     fn key(&self, keys: &[usize]) -> Key<'_>;
+    /// Call `f` with its values (built, for a payload not yet built).
+    fn with_values<R>(&self, f: impl FnOnce(&Values) -> R) -> R;
 }
 
 impl Payload for Values {
+    fn with_values<R>(&self, f: impl FnOnce(&Values) -> R) -> R {
+        f(self)
+    }
     #[inline(always)]
     fn route(&self, router: &mut Router, stream: StreamId, out: &mut Vec<u32>) {
         router.route(stream, self, out);
@@ -233,6 +244,9 @@ impl Payload for Values {
 }
 
 impl Payload for &str {
+    fn with_values<R>(&self, f: impl FnOnce(&Values) -> R) -> R {
+        f(&crate::tuple::one_str(self))
+    }
     #[inline(always)]
     fn route(&self, router: &mut Router, stream: StreamId, out: &mut Vec<u32>) {
         router.route_str(stream, self, out);

@@ -1,11 +1,14 @@
-//! Partial counts on the sending side (local-global aggregation): tuples bound for a bolt that
-//! takes partial counts (see `model::partials`) are counted per target task and key here
-//! instead of being sent one by one, and leave as one `[key…, n]` tuple per key on stream
-//! `__partial`. Each task of the bolt receives exactly the tuples it would have received,
-//! only summed, so its totals are the same. A partial tuple carries the trees of every tuple
+//! Partial counts and op states on the sending side (local-global aggregation): tuples bound
+//! for a bolt that takes partials (see `model::partials`) are counted, or folded into the
+//! bolt's op states, per target task and key here instead of being sent one by one, and leave
+//! as one `[key…, n]` (a `count`) or `[key…, state…, unusable]` (an `aggregate` or `top`, see
+//! `aggregate::partial`) tuple per key on stream `__partial`. Each task of the bolt receives
+//! exactly the tuples it would have received, only summed, so its results are the same. A partial tuple carries the trees of every tuple
 //! it sums (the XOR of their edge ids per root), so acking stays exact: it completes those
 //! trees when the bolt acks it, and fails them all when the bolt fails it.
 
+use crate::components::aggregate::ops::{Kind, State};
+use crate::components::aggregate::partial::partial_row;
 use crate::model::plan::streams;
 use crate::tuple::{Anchors, Tuple, Value, Values};
 use compact_str::CompactString;
@@ -20,14 +23,81 @@ const MAX_TUPLES: usize = 256 * 1024;
 /// How long a first tuple may wait in a sum before it is sent anyway.
 pub(crate) const MAX_AGE: Duration = Duration::from_millis(50);
 
+/// What a key held with a set or a sketch (`count_distinct`, `top`, `percentile`) weighs
+/// against `MAX_KEYS`: such states are larger than a count.
+const HEAVY_KEY: usize = 16;
+
 type Hasher = foldhash::fast::FixedState;
 
-/// What one sending task holds for one target task: a count per key (single string keys
-/// apart, looked up without building a key), and the trees of every tuple summed.
+/// An op to fold and the position of the field it reads.
+pub(crate) type OpAt = (Kind, Option<usize>);
+
+/// How tuples bound for one target task are summed: by the values at `keys`, counted, or
+/// folded into the states of `ops` (each with the position of the field it reads).
+#[derive(Debug)]
+pub(crate) struct Fold {
+    pub keys: Box<[usize]>,
+    pub ops: Option<Box<[OpAt]>>,
+}
+
+/// The ops of a fold, and the tuple's values they read.
+pub(crate) type Ops<'a> = Option<(&'a [OpAt], &'a Values)>;
+
+/// What is held for one key: a count, or op states and how many tuples had a value an op
+/// could not use.
+enum Acc {
+    Count(i64),
+    Ops(Box<(Vec<State>, i64)>),
+}
+
+impl Acc {
+    #[inline]
+    fn new(ops: Ops<'_>) -> Acc {
+        match ops {
+            None => Acc::Count(0),
+            Some((ops, _)) => Acc::Ops(Box::new((
+                ops.iter().map(|(k, _)| State::new(*k)).collect(),
+                0,
+            ))),
+        }
+    }
+
+    /// Take one tuple.
+    #[inline]
+    fn take(&mut self, ops: Ops<'_>) {
+        match (self, ops) {
+            (Acc::Count(n), _) => *n += 1,
+            (Acc::Ops(held), Some((ops, values))) => {
+                let mut all_used = true;
+                for (state, (_, field)) in held.0.iter_mut().zip(ops) {
+                    all_used &= state.add(field.and_then(|i| values.get(i)));
+                }
+                held.1 += i64::from(!all_used);
+            }
+            (Acc::Ops(_), None) => {}
+        }
+    }
+
+    /// The partial tuple's values for `key`.
+    fn row(self, mut key: Values) -> Values {
+        match self {
+            Acc::Count(n) => {
+                key.push(Value::Int(n));
+                key
+            }
+            Acc::Ops(held) => partial_row(key, &held.0, held.1),
+        }
+    }
+}
+
+/// What one sending task holds for one target task: a count or op states per key (single
+/// string keys apart, looked up without building a key), and the trees of every tuple summed.
 struct Sums {
     source: u32,
-    strings: HashMap<CompactString, i64, Hasher>,
-    others: HashMap<Values, i64, Hasher>,
+    /// What one key weighs against `MAX_KEYS`.
+    weight: usize,
+    strings: HashMap<CompactString, Acc, Hasher>,
+    others: HashMap<Values, Acc, Hasher>,
     /// Per root, the XOR of the edge ids of the tuples summed. They travel on the last
     /// partial tuple sent to the task: a task executes its tuples in order, so acking that
     /// one means every sum before it was counted, and its trees may complete.
@@ -35,9 +105,16 @@ struct Sums {
 }
 
 impl Sums {
-    fn new(source: u32) -> Sums {
+    fn new(source: u32, ops: Ops<'_>) -> Sums {
+        let heavy =
+            |(k, _): &OpAt| matches!(k, Kind::CountDistinct | Kind::Top(_) | Kind::Percentile(_));
+        let weight = match ops {
+            Some((ops, _)) if ops.iter().any(heavy) => HEAVY_KEY,
+            _ => 1,
+        };
         Sums {
             source,
+            weight,
             strings: HashMap::default(),
             others: HashMap::default(),
             anchors: Anchors::new(),
@@ -45,7 +122,7 @@ impl Sums {
     }
 
     fn keys(&self) -> usize {
-        self.strings.len() + self.others.len()
+        (self.strings.len() + self.others.len()) * self.weight
     }
 
     fn is_empty(&self) -> bool {
@@ -69,11 +146,8 @@ impl Sums {
         let mut tuples = self
             .strings
             .drain()
-            .map(|(k, n)| smallvec::smallvec![Value::Str(k), Value::Int(n)])
-            .chain(self.others.drain().map(|(mut k, n)| {
-                k.push(Value::Int(n));
-                k
-            }))
+            .map(|(k, acc)| acc.row(smallvec::smallvec![Value::Str(k)]))
+            .chain(self.others.drain().map(|(k, acc)| acc.row(k)))
             .map(|values| Tuple::new(values, source, streams::PARTIAL))
             .peekable();
         while let Some(mut tuple) = tuples.next() {
@@ -107,19 +181,33 @@ pub(crate) enum Key<'a> {
 }
 
 impl Partials {
-    /// Count one tuple of `source` for `task` under `key`, with the edge ids it was stamped
-    /// with. Returns whether the bounds are reached: everything should be sent now.
-    pub fn absorb(&mut self, task: u32, source: u32, key: Key<'_>, anchors: Anchors) -> bool {
-        let sums = self.sums_of(task, source);
+    /// Count one tuple of `source` for `task` under `key` (or fold it into `ops`' states),
+    /// with the edge ids it was stamped with. Returns whether the bounds are reached:
+    /// everything should be sent now.
+    pub fn absorb(
+        &mut self,
+        task: u32,
+        source: u32,
+        key: Key<'_>,
+        ops: Ops<'_>,
+        anchors: Anchors,
+    ) -> bool {
+        let sums = self.sums_of(task, source, ops);
         let before = sums.keys();
         match key {
             Key::Str(s) => match sums.strings.get_mut(s) {
-                Some(n) => *n += 1,
+                Some(acc) => acc.take(ops),
                 None => {
-                    sums.strings.insert(CompactString::from(s), 1);
+                    let mut acc = Acc::new(ops);
+                    acc.take(ops);
+                    sums.strings.insert(CompactString::from(s), acc);
                 }
             },
-            Key::Values(k) => *sums.others.entry(k).or_insert(0) += 1,
+            Key::Values(k) => sums
+                .others
+                .entry(k)
+                .or_insert_with(|| Acc::new(ops))
+                .take(ops),
         }
         if !anchors.is_empty() {
             sums.add_anchors(anchors);
@@ -134,7 +222,7 @@ impl Partials {
 
     /// The sums of `source` for `task`, listing `task` as held if it was not.
     #[inline]
-    fn sums_of(&mut self, task: u32, source: u32) -> &mut Sums {
+    fn sums_of(&mut self, task: u32, source: u32, ops: Ops<'_>) -> &mut Sums {
         let at = task as usize;
         if self.by_task.len() <= at {
             self.by_task.resize_with(at + 1, Vec::new);
@@ -146,7 +234,7 @@ impl Partials {
         let i = match senders.iter().position(|s| s.source == source) {
             Some(i) => i,
             None => {
-                senders.push(Sums::new(source));
+                senders.push(Sums::new(source, ops));
                 senders.len() - 1
             }
         };
@@ -207,7 +295,7 @@ mod tests {
         if root != 0 {
             anchors.push(Anchor::new(root, edge));
         }
-        p.absorb(task, 7, Key::Str(w), anchors)
+        p.absorb(task, 7, Key::Str(w), None, anchors)
     }
 
     /// A partial tuple as sent: its task, its values and its (root, ack) anchors.
@@ -276,7 +364,7 @@ mod tests {
         let mut p = Partials::default();
         for _ in 0..3 {
             let key = Key::Values(smallvec::smallvec![Value::str("x"), Value::Int(1)]);
-            p.absorb(2, 7, key, Anchors::new());
+            p.absorb(2, 7, key, None, Anchors::new());
         }
         let out = drained(&mut p);
         assert_eq!(

@@ -3,8 +3,9 @@
 //! worker's transfer queue for tasks in other workers (Storm's executor send queue).
 
 use super::message::{Acks, Message, Transfer, BATCH};
-use super::partials::{Key, Partials};
+use super::partials::{Fold, Key, Ops, Partials};
 use super::Role;
+use crate::components::aggregate::ops::OpSpec;
 use crate::grouping::{Choice, Grouper};
 use crate::java_hash;
 use crate::model::plan::{Plan, StreamId, ACKER_ID};
@@ -122,8 +123,8 @@ impl Outbox {
 
     /// Count one tuple of `source` for `task` under `key`, with the edge ids it was stamped
     /// with; all that is held leaves once a bound is reached.
-    pub fn absorb(&mut self, task: u32, source: u32, key: Key<'_>, anchors: Anchors) {
-        if self.partials.absorb(task, source, key, anchors) {
+    pub fn absorb(&mut self, task: u32, source: u32, key: Key<'_>, ops: Ops<'_>, anchors: Anchors) {
+        if self.partials.absorb(task, source, key, ops, anchors) {
             self.send_partials();
         }
     }
@@ -291,9 +292,9 @@ pub struct Router {
     ackers: Vec<u32>,
     /// Every task this task can send to (for end of input), acker tasks included.
     downstream: Vec<u32>,
-    /// Indexed by task id: the key positions by which tuples for that task are summed on
-    /// this side (it takes partial counts); empty when no target takes them.
-    partial: Vec<Option<Box<[usize]>>>,
+    /// Indexed by task id: how tuples for that task are summed on this side (it takes partial
+    /// counts or op states); empty when no target takes them.
+    partial: Vec<Option<std::sync::Arc<Fold>>>,
 }
 
 fn acker_tasks(plan: &Plan) -> Vec<u32> {
@@ -335,30 +336,44 @@ fn edge_targets(plan: &Plan, from: &str, to: &str, task: u32) -> Vec<u32> {
     targets.tasks.clone().collect()
 }
 
-/// Mark `targets` as summed on the sending side by `keys`, found among the edge's `fields`
-/// (left unsummed if one is not there). Only targets in other workers are summed: there a
-/// tuple costs its encoding, the network and its decoding, while a tuple to a task of this
-/// worker costs a queue hop, about what summing it here would (measured: no gain on a word
-/// count in one process, 20–40 % less wall time over two worker processes).
+/// Mark `targets` as summed on the sending side as `what` says, its key and op fields found
+/// among the edge's `fields` (left unsummed if one is not there). Only targets in other
+/// workers are summed: there a tuple costs its encoding, the network and its decoding, while
+/// a tuple to a task of this worker costs a queue hop, about what summing it here would
+/// (measured: no gain on a word count in one process, 20–40 % less wall time over two worker
+/// processes).
 fn sum_ahead(
-    partial: &mut Vec<Option<Box<[usize]>>>,
-    keys: &[String],
+    partial: &mut Vec<Option<std::sync::Arc<Fold>>>,
+    to: Option<&crate::model::Component>,
+    what: &crate::model::partials::Partial,
     fields: &[String],
     targets: &[u32],
 ) {
-    let Some(at) = keys
-        .iter()
-        .map(|k| fields.iter().position(|f| f == k))
-        .collect::<Option<Box<[usize]>>>()
-    else {
+    let at = |f: &String| fields.iter().position(|x| x == f);
+    let Some(keys) = what.keys.iter().map(at).collect::<Option<Box<[usize]>>>() else {
         return;
     };
+    let ops = match (what.states, to.and_then(|c| c.ctype.partial_ops(c))) {
+        (false, _) => None,
+        (true, None) => return,
+        (true, Some((_, ops))) => {
+            let read = |o: &OpSpec| match &o.field {
+                None => Some((o.kind, None)),
+                Some(f) => Some((o.kind, Some(at(f)?))),
+            };
+            match ops.iter().map(read).collect::<Option<Box<[_]>>>() {
+                Some(ops) => Some(ops),
+                None => return,
+            }
+        }
+    };
+    let fold = std::sync::Arc::new(Fold { keys, ops });
     for &t in targets {
         let t = t as usize;
         if partial.len() <= t {
             partial.resize(t + 1, None);
         }
-        partial[t] = Some(at.clone());
+        partial[t] = Some(fold.clone());
     }
 }
 
@@ -394,13 +409,14 @@ impl Router {
                         .collect()
                 })
                 .unwrap_or_default();
-            if let Some(keys) = plan.partials.keys_of(&s.to) {
+            if let Some(what) = plan.partials.of_bolt(&s.to) {
                 let remote: Vec<u32> = targets
                     .iter()
                     .copied()
                     .filter(|t| !local_tasks.contains(t))
                     .collect();
-                sum_ahead(&mut partial, keys, fields, &remote);
+                let to = topology.component(&s.to);
+                sum_ahead(&mut partial, to, what, fields, &remote);
             }
             let seed = u64::from(task).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(sid);
             streams[sid as usize].push(Edge {
@@ -423,7 +439,7 @@ impl Router {
 
     /// The key positions by which tuples for `task` are summed on this side, if they are.
     #[inline]
-    pub fn partial_keys(&self, task: u32) -> Option<&[usize]> {
+    pub fn partial_fold(&self, task: u32) -> Option<&Fold> {
         self.partial.get(task as usize)?.as_deref()
     }
 

@@ -50,3 +50,27 @@ fn ticks_updates_state_two_inputs_and_the_switch_keep_tuples_whole() {
     );
     assert_eq!(stateful_elsewhere.keys_of("count"), None);
 }
+
+#[test]
+fn a_plain_aggregate_or_top_takes_partial_states_and_a_windowed_one_does_not() {
+    let p = partials(
+        "stdin(format=csv, header=true, fields=[s, x]) | aggregate(by=[s], ops=[count, avg(x), max(x)]) | stdout",
+        &[],
+    );
+    let agg = p.of_bolt("aggregate").expect("takes partials");
+    assert_eq!(agg.keys, vec!["s".to_string()]);
+    assert!(agg.states);
+    let p = partials(
+        "stdin(format=csv, header=true, fields=[s, x]) | top(by=[s], n=2) | stdout",
+        &[],
+    );
+    assert!(p.of_bolt("top").is_some());
+    for text in [
+        "stdin(format=csv, header=true, fields=[s, x]) | aggregate(by=[s], ops=[count], window={tumbling: 10}) | stdout",
+        "stdin(format=csv, header=true, fields=[s, x]) | aggregate(by=[s], ops=[count], emit=update) | stdout",
+        "stdin(format=csv, header=true, fields=[s, x]) | aggregate(by=[s], ops=[count_distinct(x)], approx=true) | stdout",
+        "stdin(format=csv, header=true, fields=[s, x]) | aggregate(by=[s], ops=[sum(x)]) stateful=true | stdout",
+    ] {
+        assert_eq!(partials(text, &[]).of_bolt("aggregate"), None, "{text}");
+    }
+}

@@ -127,3 +127,123 @@ fn keys_of_several_fields_are_summed_exactly() {
     let (plain, _) = run(topology, csv.as_bytes(), false, &[]);
     assert_eq!(rows(&plain), expected);
 }
+
+/// One service's numbers in quarters (exact in floats), for the reference.
+#[derive(Default)]
+struct Reference {
+    count: u64,
+    quarters: Vec<i64>,
+    any_float: bool,
+}
+
+/// CSV rows `service,ms,v`: `ms` a whole or quarter number (exact sums, so a reference can
+/// add them in integers) or empty; `v` a number with one decimal (whose float sums depend on
+/// the order without exact summation), `n/a` or empty. Many repeated keys.
+fn decimal_rows(n: usize) -> (String, BTreeMap<String, Reference>) {
+    let mut csv = String::from("service,ms,v\n");
+    let mut reference: BTreeMap<String, Reference> = BTreeMap::new();
+    let mut s = 29u64;
+    for _ in 0..n {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let service = format!("svc{}", (s >> 33) % 40);
+        let r = reference.entry(service.clone()).or_default();
+        r.count += 1;
+        let q = ((s >> 40) % 40_000) as i64;
+        let ms = match (s >> 20) % 10 {
+            0 => String::new(),
+            _ if q % 4 == 0 => format!("{}", q / 4),
+            _ => format!("{}.{}", q / 4, ["", "25", "5", "75"][(q % 4) as usize]),
+        };
+        if !ms.is_empty() {
+            r.quarters.push(q);
+            r.any_float |= q % 4 != 0;
+        }
+        let k = (s >> 12) % 100_000;
+        let v = match (s >> 8) % 50 {
+            0 => "n/a".to_string(),
+            1..=4 => String::new(),
+            _ => format!("{}.{}", k / 10, k % 10),
+        };
+        csv.push_str(&format!("{service},{ms},{v}\n"));
+    }
+    (csv, reference)
+}
+
+/// `aggregate` with every op that merges, over two worker processes: with partial states
+/// summed on the sending side its rows are, to the last bit of every float, those of a run
+/// without, and they agree with a reference computed here; its task in the other worker
+/// receives fewer tuples than there are rows.
+#[test]
+fn summed_aggregates_equal_unsummed_ones_and_the_reference_to_the_bit() {
+    let rows = 60_000;
+    let (csv, reference) = decimal_rows(rows);
+    let topology = "stdin(format=csv, header=true, fields=[service, ms, v]) \
+        | aggregate(by=[service], ops=[count, sum(ms), avg(ms), min(ms), max(ms), count_distinct(ms), \
+          \"top(2, ms)\", sum(v), avg(v), min(v), max(v), first(v), last(v), \"percentile(v, 0.9)\"]) x2 \
+        | stdout(format=json)";
+    let sorted = |out: &[u8]| -> Vec<String> {
+        let mut lines: Vec<String> = String::from_utf8_lossy(out)
+            .lines()
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let (summed, stats) = run(topology, csv.as_bytes(), true, &[]);
+    assert!(executed(&stats, "aggregate") < rows as u64, "{stats}");
+    let (plain, plain_stats) = run(topology, csv.as_bytes(), false, &[]);
+    assert_eq!(executed(&plain_stats, "aggregate"), rows as u64);
+    assert_eq!(sorted(&summed), sorted(&plain));
+    let got: BTreeMap<String, serde_json::Value> = sorted(&summed)
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON row");
+            (v["service"].as_str().unwrap_or("").to_string(), v)
+        })
+        .collect();
+    assert_eq!(got.len(), reference.len());
+    for (service, r) in &reference {
+        let row = &got[service];
+        let total: i64 = r.quarters.iter().sum();
+        let sum = total as f64 / 4.0;
+        assert_eq!(row["count"].as_u64(), Some(r.count), "{row}");
+        match r.any_float {
+            true => assert_eq!(
+                row["sum_ms"].as_f64().map(f64::to_bits),
+                Some(sum.to_bits())
+            ),
+            false => assert_eq!(row["sum_ms"].as_i64(), Some(total / 4), "{row}"),
+        }
+        let avg = sum / r.quarters.len() as f64;
+        assert_eq!(
+            row["avg_ms"].as_f64().map(f64::to_bits),
+            Some(avg.to_bits()),
+            "{row}"
+        );
+        let min = r.quarters.iter().min().copied().unwrap_or(0) as f64 / 4.0;
+        let max = r.quarters.iter().max().copied().unwrap_or(0) as f64 / 4.0;
+        assert_eq!(row["min_ms"].as_f64(), Some(min), "{row}");
+        assert_eq!(row["max_ms"].as_f64(), Some(max), "{row}");
+        let distinct: std::collections::BTreeSet<i64> = r.quarters.iter().copied().collect();
+        assert_eq!(
+            row["count_distinct_ms"].as_u64(),
+            Some(distinct.len() as u64)
+        );
+    }
+}
+
+/// A `top` without a window takes partial states too: the same ranking as without them.
+#[test]
+fn a_summed_top_ranks_as_an_unsummed_one() {
+    let rows = 30_000;
+    let (csv, _) = decimal_rows(rows);
+    let topology = "stdin(format=csv, header=true, fields=[service, ms, v]) \
+        | top(by=[service], n=5, score=ms) | stdout(format=json)";
+    let (summed, stats) = run(topology, csv.as_bytes(), true, &[]);
+    let (plain, _) = run(topology, csv.as_bytes(), false, &[]);
+    assert_eq!(summed, plain);
+    assert_eq!(String::from_utf8_lossy(&summed).lines().count(), 5);
+    assert!(executed(&stats, "top") < rows as u64, "{stats}");
+}

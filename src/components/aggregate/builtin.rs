@@ -85,6 +85,9 @@ impl b::Builtin for AggregateType {
         check_ops(w);
         lag_bound(w);
     }
+    fn partial_ops(&self, c: &Component) -> Option<(Vec<String>, Vec<OpSpec>)> {
+        super::partial::partial_ops(&c.args, false)
+    }
     fn checkpointed_bolt(
         &self,
         c: &Component,
@@ -151,6 +154,9 @@ impl b::Builtin for TopType {
     }
     fn check_placed(&self, w: &mut Written, c: &Component, taken: &dyn Fn(&str) -> bool) {
         check_split(w, c, taken)
+    }
+    fn partial_ops(&self, c: &Component) -> Option<(Vec<String>, Vec<OpSpec>)> {
+        super::partial::partial_ops(&c.args, true)
     }
     fn checkpointed_bolt(
         &self,

@@ -10,11 +10,13 @@
 
 pub(crate) mod builtin;
 mod closed;
+pub(crate) mod exact;
 pub(crate) mod expand;
 mod groups;
 mod keyed;
 pub(crate) mod lag;
 pub(crate) mod ops;
+pub(crate) mod partial;
 pub(crate) mod ranking;
 pub(crate) mod saved;
 mod state;
@@ -709,6 +711,9 @@ impl Bolt for Aggregate {
                 self.emit_all(out)?;
             }
             return Ok(());
+        }
+        if input.stream == streams::PARTIAL {
+            return self.add_partial(input);
         }
         let key: Values = self
             .keys

@@ -6,6 +6,7 @@
 //! `top(n, f)` gives the `n` most frequent values of `f` as a list of `[value, count]` pairs,
 //! most frequent first, ties in the values' text order: `[["/a", 3], ["/b", 2]]`.
 
+use super::exact::ExactSum;
 use crate::tuple::Value;
 use hyperloglogplus::{HyperLogLog, HyperLogLogPlus};
 use sketches_ddsketch::{Config, DDSketch};
@@ -175,20 +176,27 @@ fn default_name(kind: Kind, field: Option<&str>) -> String {
 #[derive(Clone)]
 pub enum State {
     Count(i64),
-    /// Integers add up as integers until one overflows or a float arrives.
+    /// Integers add up as integers (wide enough never to overflow), floats exactly apart;
+    /// the result is an integer when every number was one and it fits, else the correctly
+    /// rounded float of the exact total (the same in any order).
     Sum {
-        int: i64,
-        float: f64,
+        int: i128,
+        float: ExactSum,
         is_float: bool,
         seen: bool,
     },
     Avg {
-        sum: f64,
+        sum: ExactSum,
         n: u64,
     },
+    /// `min`/`max`: the best value of the kind of the first (numbers, strings or booleans
+    /// compare only among themselves; other kinds are skipped), and in `others` the best of
+    /// each other kind seen, first seen first, so that a partial state merged later keeps
+    /// exactly what its values would have kept (see `partial.rs`).
     Extreme {
         best: Option<Value>,
         max: bool,
+        others: Vec<Value>,
     },
     Distinct(HashSet<Value>),
     Approx(Box<Hll>),
@@ -211,18 +219,23 @@ impl State {
             Kind::Count => State::Count(0),
             Kind::Sum => State::Sum {
                 int: 0,
-                float: 0.0,
+                float: ExactSum::default(),
                 is_float: false,
                 seen: false,
             },
-            Kind::Avg => State::Avg { sum: 0.0, n: 0 },
+            Kind::Avg => State::Avg {
+                sum: ExactSum::default(),
+                n: 0,
+            },
             Kind::Min => State::Extreme {
                 best: None,
                 max: false,
+                others: Vec::new(),
             },
             Kind::Max => State::Extreme {
                 best: None,
                 max: true,
+                others: Vec::new(),
             },
             Kind::CountDistinct => State::Distinct(HashSet::new()),
             Kind::ApproxDistinct => match Hll::new(HLL_PRECISION, Default::default()) {
@@ -263,13 +276,13 @@ impl State {
             } => add_to_sum(int, float, is_float, seen, v),
             State::Avg { sum, n } => match v.as_f64() {
                 Some(f) => {
-                    *sum += f;
+                    sum.add(f);
                     *n += 1;
                     true
                 }
                 None => false,
             },
-            State::Extreme { best, max } => keep_extreme(best, *max, v),
+            State::Extreme { best, max, others } => keep_extreme(best, *max, others, v),
             State::Distinct(set) => {
                 if !set.contains(v) {
                     set.insert(v.clone());
@@ -328,28 +341,27 @@ impl State {
                     seen: s2,
                 },
             ) => {
-                if !*s2 {
-                    return;
-                }
-                *seen = true;
-                let both_int = !*is_float && !*if2;
-                match (both_int, int.checked_add(*i2)) {
-                    (true, Some(s)) => *int = s,
-                    _ => {
-                        let mine = if *is_float { *float } else { *int as f64 };
-                        let theirs = if *if2 { *f2 } else { *i2 as f64 };
-                        *is_float = true;
-                        *float = mine + theirs;
-                    }
-                }
+                *int = int.wrapping_add(*i2);
+                float.merge(f2);
+                *is_float |= *if2;
+                *seen |= *s2;
             }
             (State::Avg { sum, n }, State::Avg { sum: s2, n: n2 }) => {
-                *sum += s2;
+                sum.merge(s2);
                 *n += n2;
             }
             (State::Extreme { .. }, State::Extreme { best: None, .. }) => {}
-            (me @ State::Extreme { .. }, State::Extreme { best: Some(b), .. }) => {
-                me.add(Some(b));
+            (
+                me @ State::Extreme { .. },
+                State::Extreme {
+                    best: Some(b),
+                    others,
+                    ..
+                },
+            ) => {
+                for v in std::iter::once(b).chain(others) {
+                    me.add(Some(v));
+                }
             }
             (State::Distinct(a), State::Distinct(b)) => a.extend(b.iter().cloned()),
             (State::Approx(a), State::Approx(b)) => {
@@ -376,12 +388,19 @@ impl State {
             State::Sum { seen: false, .. } => Value::Null,
             State::Sum {
                 int,
-                is_float: false,
+                float,
+                is_float,
                 ..
-            } => Value::Int(*int),
-            State::Sum { float, .. } => Value::Float(*float),
+            } => match (*is_float, i64::try_from(*int)) {
+                (false, Ok(i)) => Value::Int(i),
+                _ => {
+                    let mut total = float.clone();
+                    total.add_int(*int);
+                    Value::Float(total.value())
+                }
+            },
             State::Avg { n: 0, .. } => Value::Null,
-            State::Avg { sum, n } => Value::Float(*sum / *n as f64),
+            State::Avg { sum, n } => Value::Float(sum.value() / *n as f64),
             State::Extreme { best, .. } | State::First(best) | State::Last(best) => {
                 best.clone().unwrap_or(Value::Null)
             }
@@ -457,50 +476,56 @@ fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
     }
 }
 
-/// `sum`'s step: integers while they fit, floats from the first float or overflow on. `false`
-/// for a value that is not a number.
+/// `sum`'s step: an integer to the integers, any other number to the floats. `false` for a
+/// value that is not a number.
 #[inline]
 fn add_to_sum(
-    int: &mut i64,
-    float: &mut f64,
+    int: &mut i128,
+    float: &mut ExactSum,
     is_float: &mut bool,
     seen: &mut bool,
     v: &Value,
 ) -> bool {
-    // Seen once a number is added: a sum of no numbers is null, as an average is.
-    let number = matches!(v, Value::Int(_)) || v.as_f64().is_some();
-    *seen |= number;
     match v {
-        Value::Int(i) if !*is_float => match int.checked_add(*i) {
-            Some(s) => *int = s,
-            None => {
-                *is_float = true;
-                *float = *int as f64 + *i as f64;
-            }
-        },
+        // Wrapping only past 2^64 integers at the extreme: never, in practice.
+        Value::Int(i) => *int = int.wrapping_add(i128::from(*i)),
         _ => match v.as_f64() {
             Some(f) => {
-                if !*is_float {
-                    *is_float = true;
-                    *float = *int as f64;
-                }
-                *float += f;
+                *is_float = true;
+                float.add(f);
             }
             None => return false,
         },
     }
+    // Seen once a number is added: a sum of no numbers is null, as an average is.
+    *seen = true;
     true
 }
 
 /// `min`/`max`'s step: keep `v` if it beats the best so far. `false` for a value that does not
 /// compare with it.
 #[inline]
-fn keep_extreme(best: &mut Option<Value>, max: bool, v: &Value) -> bool {
+fn keep_extreme(best: &mut Option<Value>, max: bool, others: &mut Vec<Value>, v: &Value) -> bool {
+    let beats = |v: &Value, b: &Value| {
+        compare(v, b).map(|o| (o == std::cmp::Ordering::Greater) == max && o.is_ne())
+    };
     let better = match best {
         None => true,
-        Some(b) => match compare(v, b) {
-            Some(o) => (o == std::cmp::Ordering::Greater) == max && o != std::cmp::Ordering::Equal,
-            None => return false,
+        Some(b) => match beats(v, b) {
+            Some(better) => better,
+            None => {
+                // Of another kind: skipped, but the best of its kind is kept aside (values
+                // that compare with nothing, lists and maps, are not).
+                if compare(v, v).is_none() {
+                    return false;
+                }
+                match others.iter_mut().find_map(|o| Some((beats(v, o)?, o))) {
+                    Some((true, o)) => *o = v.clone(),
+                    Some((false, _)) => {}
+                    None => others.push(v.clone()),
+                }
+                return false;
+            }
         },
     };
     if better {

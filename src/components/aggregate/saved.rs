@@ -5,6 +5,7 @@
 //! the sketches (`approx` distinct counts, `percentile`) their fields as serde writes them
 //! (maps and lists of numbers), null while empty.
 
+use super::exact::ExactSum;
 use super::ops::{Hll, Kind, State};
 use crate::tuple::Value;
 use sketches_ddsketch::DDSketch;
@@ -13,12 +14,20 @@ use sketches_ddsketch::DDSketch;
 pub fn encode(state: &State) -> Value {
     match state {
         // Their state is their result (null before a value).
-        State::Count(_)
-        | State::Sum { .. }
-        | State::Extreme { .. }
-        | State::First(_)
-        | State::Last(_) => state.value(),
-        State::Avg { sum, n } => Value::list(vec![Value::Float(*sum), Value::Int(*n as i64)]),
+        State::Count(_) | State::Extreme { .. } | State::First(_) | State::Last(_) => state.value(),
+        State::Sum { seen: false, .. } => Value::Null,
+        State::Sum {
+            int,
+            float,
+            is_float,
+            ..
+        } => match (*is_float, i64::try_from(*int)) {
+            (false, Ok(i)) => Value::Int(i),
+            (false, Err(_)) => Value::str(&int.to_string()),
+            (true, _) if *int == 0 => float.to_value(),
+            (true, _) => Value::list(vec![Value::str(&int.to_string()), float.to_value()]),
+        },
+        State::Avg { sum, n } => Value::list(vec![sum.to_value(), Value::Int(*n as i64)]),
         State::Distinct(set) => {
             let mut all: Vec<Value> = set.iter().cloned().collect();
             all.sort_by_cached_key(Value::plain_text);
@@ -46,18 +55,12 @@ pub fn decode(kind: Kind, v: &Value) -> Result<State, String> {
         (_, Value::Null) if !matches!(kind, Kind::Count | Kind::Avg) => {}
         (State::Count(n), Value::Int(i)) if *i >= 0 => *n = *i,
         (State::Count(_), _) => return Err(bad("a count")),
-        (State::Sum { int, seen, .. }, Value::Int(i)) => (*int, *seen) = (*i, true),
-        (State::Sum { .. }, Value::Float(f)) => {
-            state = State::Sum {
-                int: 0,
-                float: *f,
-                is_float: true,
-                seen: true,
-            }
-        }
-        (State::Sum { .. }, _) => return Err(bad("a sum")),
+        (State::Sum { .. }, v) => state = decode_sum(v).ok_or_else(|| bad("a sum"))?,
         (State::Avg { sum, n }, Value::List(l)) => match l.as_slice() {
-            [Value::Float(s), Value::Int(c)] if *c >= 0 => (*sum, *n) = (*s, *c as u64),
+            [s, Value::Int(c)] if *c >= 0 => {
+                *sum = ExactSum::from_value(s).ok_or_else(|| bad("[sum, n]"))?;
+                *n = *c as u64;
+            }
             _ => return Err(bad("[sum, n]")),
         },
         (State::Avg { .. }, _) => return Err(bad("[sum, n]")),
@@ -83,6 +86,30 @@ pub fn decode(kind: Kind, v: &Value) -> Result<State, String> {
         (State::Frequent { .. }, _) => return Err(bad("[value, count] pairs")),
     }
     Ok(state)
+}
+
+/// A `sum` saved by [`encode`]: an integer (as a number, or as text past 64 bits), the exact
+/// float sum, or `[integer text, float sum]`.
+fn decode_sum(v: &Value) -> Option<State> {
+    let int = |v: &Value| match v {
+        Value::Int(i) => Some(i128::from(*i)),
+        Value::Str(s) => s.parse().ok(),
+        _ => None,
+    };
+    let (int, float, is_float) = match v {
+        Value::Int(_) | Value::Str(_) => (int(v)?, ExactSum::default(), false),
+        Value::List(l) => match l.as_slice() {
+            [i @ Value::Str(_), f] => (int(i)?, ExactSum::from_value(f)?, true),
+            _ => (0, ExactSum::from_value(v)?, true),
+        },
+        _ => (0, ExactSum::from_value(v)?, true),
+    };
+    Some(State::Sum {
+        int,
+        float,
+        is_float,
+        seen: true,
+    })
 }
 
 /// A value for messages, cut short.
