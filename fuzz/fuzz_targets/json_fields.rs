@@ -2,7 +2,8 @@
 //! (serde_json) and against serde_json's own tree: wherever the fast path answers, the general
 //! reader answers the same values; wherever serde_json's tree reads the line, the general reader
 //! gives what the tree holds at each path (null through a non-object, the last of a repeated
-//! key). The first byte picks the paths; never a panic, never a difference.
+//! key), and a line that is JSON but not an object is an error. The first byte picks the
+//! paths; never a panic, never a difference.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -43,6 +44,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(general.as_ref(), Ok(fast), "fast path on {line:?}");
     }
     if let Ok(tree) = serde_json::from_str::<serde_json::Value>(line) {
+        if !tree.is_object() {
+            assert_eq!(general, Err("not a JSON object".to_string()), "{line:?}");
+            return;
+        }
         let expected: Vec<Value> = paths.iter().map(|p| reference(&tree, p)).collect();
         assert_eq!(general, Ok(expected), "general reader on {line:?}");
     }
