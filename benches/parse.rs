@@ -1,5 +1,6 @@
 //! Micro-benchmarks of the record readers on lines shaped like `gen_events.py`'s: the JSON
-//! fast path taking three fields of a flat object, as `stdin(format=json, fields=[...])` does.
+//! fast path taking three fields of an object (flat, or with a nested member to skip), as
+//! `stdin(format=json, fields=[...])` does.
 //! Run: `cargo bench --bench parse`.
 
 use divan::{black_box, Bencher};
@@ -31,12 +32,26 @@ fn lines() -> Vec<String> {
 
 #[divan::bench(sample_count = 200, sample_size = 1000)]
 fn json_three_fields(bencher: Bencher) {
+    three_fields(bencher, lines());
+}
+
+/// The same lines with a nested member before the wanted fields (skipped by the fast path).
+#[divan::bench(sample_count = 200, sample_size = 1000)]
+fn json_three_fields_nested(bencher: Bencher) {
+    let nested = r#","req":{"path":"/api/v1","args":[1,"a\"b",{"k":null}]},"level""#;
+    let lines = lines()
+        .into_iter()
+        .map(|l| l.replacen(",\"level\"", nested, 1))
+        .collect();
+    three_fields(bencher, lines);
+}
+
+fn three_fields(bencher: Bencher, lines: Vec<String>) {
     let mut args = Map::new();
     args.insert("format".into(), json!("json"));
     args.insert("fields".into(), json!(["ts", "endpoint", "latency_ms"]));
     let spec = Spec::from_args(&args).expect("a valid spec");
     let mut parser = Parser::new(&spec).expect("a parser");
-    let lines = lines();
     let mut i = 0;
     bencher.bench_local(|| {
         i = (i + 1) % lines.len();

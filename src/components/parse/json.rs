@@ -5,34 +5,14 @@
 //! (integers as integers); nested values become lists and maps; of a key written twice, the
 //! last counts — all as `serde_json::Value` would answer.
 
-use super::json_flat;
+use super::json_scan::{self, Node};
 use crate::tuple::Value;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// The wanted paths as a tree: each node may be wanted itself (`slots`: where its value goes)
-/// and have wanted children.
-#[derive(Debug, Default)]
-struct Node {
-    slots: Vec<usize>,
-    children: Vec<(String, Node)>,
-}
-
 impl Node {
-    fn child(&self, key: &str) -> Option<&Node> {
-        self.children.iter().find(|(k, _)| k == key).map(|(_, n)| n)
-    }
-
-    /// Every slot at or under this node.
-    fn slots(&self, out: &mut Vec<usize>) {
-        out.extend(&self.slots);
-        for (_, c) in &self.children {
-            c.slots(out);
-        }
-    }
-
     /// Fill the slots under this node from an already built value.
     fn fill_from(&self, v: &Value, out: &mut [Value]) {
         let Value::Map(m) = v else { return };
@@ -77,28 +57,26 @@ impl JsonFields {
         }
     }
 
-    /// The fields of `line` by the flat fast path alone, appended to `out`; `None` (and `out`
+    /// The fields of `line` by the fast path alone, appended to `out`; `None` (and `out`
     /// unchanged) when the line needs the general reader.
-    pub fn extract_flat(&mut self, line: &str, out: &mut Vec<Value>) -> Option<()> {
+    pub fn extract_fast(&mut self, line: &str, out: &mut Vec<Value>) -> Option<()> {
         self.values.clear();
         self.values.resize(self.count, Value::Null);
-        let root = &self.root;
-        let wanted = |key: &str| match root.child(key) {
-            None => json_flat::Wanted::No,
-            Some(n) if n.children.is_empty() => json_flat::Wanted::Into(&n.slots),
-            Some(_) => json_flat::Wanted::Deeper,
-        };
-        json_flat::extract(line, wanted, &mut self.values)?;
+        json_scan::extract(line, &self.root, &mut self.values)?;
         out.append(&mut self.values);
         Some(())
     }
 
     /// The fields of `line`, in order, appended to `out`.
     pub fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
-        if self.extract_flat(line, out).is_some() {
-            return Ok(());
+        match self.extract_fast(line, out) {
+            Some(()) => Ok(()),
+            None => self.extract_general(line, out),
         }
-        // The general reader, from a clean slate.
+    }
+
+    /// The fields of `line` by the general reader alone (serde_json), appended to `out`.
+    fn extract_general(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
         self.values.clear();
         self.values.resize(self.count, Value::Null);
         let mut de = serde_json::Deserializer::from_str(line);
@@ -113,6 +91,21 @@ impl JsonFields {
         out.append(&mut self.values);
         Ok(())
     }
+}
+
+/// The JSON fast path's values for `line` (`None`: it leaves the line to the general reader)
+/// beside the general reader's, fields `paths`: what the fuzz target compares.
+#[doc(hidden)]
+pub fn both_readers(
+    paths: &[Vec<String>],
+    line: &str,
+) -> (Option<Vec<Value>>, Result<Vec<Value>, String>) {
+    let mut fields = JsonFields::new(paths);
+    let mut fast = Vec::new();
+    let fast = fields.extract_fast(line, &mut fast).map(|()| fast);
+    let mut general = Vec::new();
+    let general = fields.extract_general(line, &mut general).map(|()| general);
+    (fast, general)
 }
 
 fn describe(e: &serde_json::Error) -> String {
@@ -379,6 +372,121 @@ mod tests {
         Value::from_json(at)
     }
 
+    /// A JSON value written as text: keys may repeat, numbers are odd (`-0`, `1e400`, beyond
+    /// i64), strings hold every kind of escape, spaces are sprinkled.
+    fn json_text_value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            any::<i64>().prop_map(|i| i.to_string()),
+            (-1e12f64..1e12).prop_map(|f| f.to_string()),
+            prop_oneof![
+                Just("-0"),
+                Just("-0.0"),
+                Just("1e400"),
+                Just("1E+2"),
+                Just("0.5e-3"),
+                Just("18446744073709551616"),
+                Just("123456789012345678901234567890"),
+            ]
+            .prop_map(str::to_string),
+            "[a-z\"\u{e9}\u{1F600}\n ]{0,8}".prop_map(|s| serde_json::Value::from(s).to_string()),
+            prop_oneof![
+                Just(r#""a\/b\b\f\r\t""#),
+                Just(r#""\u00e9x""#),
+                Just(r#""\ud800""#),
+                Just(r#""\ud83d\ude00""#),
+                Just(r#""\\\"""#),
+            ]
+            .prop_map(str::to_string),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            let spaced = (
+                inner.clone(),
+                prop_oneof![Just(""), Just(" "), Just("\t\n ")],
+            )
+                .prop_map(|(v, ws)| format!("{ws}{v}{ws}"));
+            prop_oneof![
+                proptest::collection::vec(spaced.clone(), 0..4)
+                    .prop_map(|items| format!("[{}]", items.join(","))),
+                proptest::collection::vec(("[abc]", spaced), 0..4).prop_map(|members| {
+                    let members: Vec<String> = members
+                        .iter()
+                        .map(|(k, v)| format!("\"{k}\":{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// A line: one object of such values.
+    fn json_text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(("[abc]", json_text_value()), 0..5).prop_map(|members| {
+            let members: Vec<String> = members
+                .iter()
+                .map(|(k, v)| format!("\"{k}\" : {v}"))
+                .collect();
+            format!(" {{{}}}", members.join(","))
+        })
+    }
+
+    /// The fast path answers only what the general reader answers, and where serde_json's own
+    /// tree reads the line, both give what it holds at each path.
+    fn agree(line: &str, paths: &[Vec<String>]) -> Result<(), TestCaseError> {
+        let mut fields = JsonFields::new(paths);
+        let mut fast = Vec::new();
+        let answered = fields.extract_fast(line, &mut fast).is_some();
+        let mut general = Vec::new();
+        let read = fields.extract_general(line, &mut general);
+        if answered {
+            prop_assert_eq!(&read, &Ok(()), "{}", line);
+            prop_assert_eq!(&fast, &general, "{}", line);
+        }
+        if let Ok(tree) = serde_json::from_str::<serde_json::Value>(line) {
+            if !tree.is_object() {
+                prop_assert_eq!(&read, &Err("not a JSON object".to_string()), "{}", line);
+                return Ok(());
+            }
+            let expected: Vec<Value> = paths.iter().map(|p| reference(&tree, p)).collect();
+            prop_assert_eq!(&general, &expected, "{}", line);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_fast_path_reads_nested_lines_repeated_keys_and_escapes() {
+        let paths: Vec<Vec<String>> = [vec!["a"], vec!["b", "c"], vec!["d"]]
+            .iter()
+            .map(|p| p.iter().map(|s| s.to_string()).collect())
+            .collect();
+        for (line, want) in [
+            (
+                r#"{"x":{"y":[1,{"z":"\u00e9"}]},"a":"q\"uo\\te\n","b":{"c":2.5,"c":3},"d":1e400}"#,
+                None,
+            ),
+            (
+                r#"{"x":{"y":[1,{"z":"\u00e9"}]},"a":"q\"uo\\te\n","b":{"c":2.5,"c":3},"d":1}"#,
+                Some(vec![
+                    Value::str("q\"uo\\te\n"),
+                    Value::Int(3),
+                    Value::Int(1),
+                ]),
+            ),
+            (
+                r#"{"b":{"c":1},"b":[1],"a":true,"skip":1e400,"a":null,"d":"x"}"#,
+                Some(vec![Value::Null, Value::Null, Value::str("x")]),
+            ),
+        ] {
+            let mut fields = JsonFields::new(&paths);
+            let mut out = Vec::new();
+            let got = fields.extract_fast(line, &mut out).map(|()| out);
+            assert_eq!(got, want, "{line}");
+            agree(line, &paths).expect("the readers agree");
+        }
+    }
+
     proptest! {
         #[test]
         fn extraction_equals_serde_json(
@@ -395,36 +503,28 @@ mod tests {
             prop_assert_eq!(out, expected);
         }
 
-        /// On lines damaged at random (a byte replaced, dropped or doubled), the flat fast
-        /// path answers only when the general reader gives the same values.
+        /// On lines written as text (keys repeated, odd numbers and escapes, spaces) and then
+        /// damaged at random (a byte replaced, dropped or doubled), the fast path answers only
+        /// what the general reader answers; and both give serde_json's values where its own
+        /// tree reads the line.
         #[test]
-        fn the_flat_path_agrees_with_the_general_reader(
-            doc in proptest::collection::btree_map("[abc]", json_value(), 0..5),
-            at in 0usize..200,
-            byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b'}'), Just(b'0'), Just(b'.'), Just(b' '), Just(b'e'), Just(b'-'), Just(b'\x01'), Just(b'\t')],
-            how in 0u8..3,
+        fn the_fast_path_agrees_with_the_general_reader(
+            line in json_text(),
+            at in 0usize..400,
+            byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b'}'), Just(b']'), Just(b'{'), Just(b':'), Just(b'0'), Just(b'.'), Just(b' '), Just(b'e'), Just(b'-'), Just(b'u'), Just(b'\x01'), Just(b'\t')],
+            how in 0u8..4,
+            paths in proptest::collection::vec(proptest::collection::vec("[abc]", 1..4), 1..4),
         ) {
-            let mut line = serde_json::Value::Object(doc.into_iter().collect()).to_string().into_bytes();
+            let mut line = line.into_bytes();
             let at = at % line.len();
             match how {
                 0 => line[at] = byte,
                 1 => { line.remove(at); }
-                _ => line.insert(at, line[at]),
+                2 => line.insert(at, line[at]),
+                _ => {}
             }
             let Ok(line) = String::from_utf8(line) else { return Ok(()) };
-            let paths = [vec!["a".to_string()], vec!["b".to_string()]];
-            let fields = JsonFields::new(&paths);
-            let wanted = |key: &str| match fields.root.child(key) {
-                None => json_flat::Wanted::No,
-                Some(n) if n.children.is_empty() => json_flat::Wanted::Into(&n.slots),
-                Some(_) => json_flat::Wanted::Deeper,
-            };
-            let mut fast = vec![Value::Null; 2];
-            if json_flat::extract(&line, wanted, &mut fast).is_some() {
-                let read: serde_json::Value = serde_json::from_str(&line).map_err(|e| TestCaseError::fail(format!("{line}: accepted, but {e}")))?;
-                let expected: Vec<Value> = paths.iter().map(|p| reference(&read, p)).collect();
-                prop_assert_eq!(fast, expected, "{}", line);
-            }
+            agree(&line, &paths)?;
         }
 
         #[test]

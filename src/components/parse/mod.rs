@@ -12,7 +12,7 @@ mod drops;
 mod header;
 pub(crate) mod infer;
 mod json;
-mod json_flat;
+mod json_scan;
 mod json_stream;
 mod pairs;
 mod pattern;
@@ -29,6 +29,8 @@ use std::sync::{Arc, OnceLock};
 use types::FieldType;
 
 pub use drops::DropWarnings;
+#[doc(hidden)]
+pub use json::both_readers as json_readers;
 
 /// Values read from `scratch` (which is left empty), converted (`types`) or inferred (`infer`:
 /// a text format).
@@ -82,7 +84,7 @@ impl Prefetch {
     pub fn read(&mut self, line: &str) -> Option<Values> {
         self.scratch.clear();
         match &mut self.ahead {
-            Ahead::Json(fields) => fields.extract_flat(line, &mut self.scratch)?,
+            Ahead::Json(fields) => fields.extract_fast(line, &mut self.scratch)?,
             Ahead::Delimited(layout, bounds) => layout
                 .get()?
                 .read_plain(line, bounds, &mut self.scratch)?
