@@ -58,10 +58,10 @@ versus() {
 # package, the whole process: import included) or mawk, in turns, RUNS rounds; medians.
 # Each row: wall and CPU (user + sys) of both, their ratios, peak RSS of storm, and the bytes of
 # input storm reads per CPU-second.
-# Last measured (2026-12-03 evening, quiet 2-core machine, 3 rounds; storm vs DuckDB/mawk wall):
-#   errors per service JSON 5.90 vs 2.91 s (2.03x), CSV 4.73 vs 1.72 s (2.75x), per-minute
-#   window 6.94 vs 3.82 s (1.82x), word count one-liner 0.93 vs 1.05 s (0.89x), wordcount.yaml
-#   0.95 vs 1.12 s; generate -> discard 15.5 M tuples/s acking off, 4.6 M/s acking on.
+# Last measured (2026-12-04 05:01, c727b0f, quiet 2-core machine, 3 rounds; storm vs DuckDB/mawk wall):
+#   errors per service JSON 4.63 vs 2.32 s (2.00x), CSV 3.85 vs 1.37 s (2.81x), per-minute
+#   window 5.27 vs 3.04 s (1.73x), word count one-liner 0.72 vs 0.88 s (0.82x), wordcount.yaml
+#   0.68 vs 0.87 s; generate -> discard 17.4 M tuples/s acking off, 5.5 M/s acking on.
 DUCK_VENV="${TMPDIR:-/tmp}/storm-it-duckdb-venv"
 if ! "$DUCK_VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
   rm -rf "$DUCK_VENV"
