@@ -255,7 +255,10 @@ impl BoltState for Dedupe {
             (Memory::Exact(set), _) => {
                 set.track_changes_if_untracked();
                 let mut keys = Vec::new();
-                set.changes(all, |k, _| keys.push((k.clone(), Value::Bool(true))))?;
+                set.changes(all, |k, _| {
+                    keys.push((k.clone(), Value::Bool(true)));
+                    Ok(())
+                })?;
                 keys
             }
             (Memory::Cache(c), true) => c

@@ -43,13 +43,9 @@ impl BoltState for Aggregate {
             out.push((Value::str(PROGRESS), Some(self.progress())));
             return out.iter().try_for_each(|(k, v)| sink(k, v.as_ref()));
         }
-        let mut failed = None;
         self.groups.changes(all, |k, states| {
-            if failed.is_none() {
-                failed = sink(&key_value(k), Some(&states_value(states))).err();
-            }
-        })?;
-        failed.map_or(Ok(()), Err)
+            sink(&key_value(k), Some(&states_value(states)))
+        })
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
@@ -102,7 +98,8 @@ impl Aggregate {
         for (start, pane) in w.panes.panes_mut() {
             pane.track_changes_if_untracked();
             pane.changes(all, |k, states| {
-                out.push((pane_key(*start, k), Some(states_value(states))))
+                out.push((pane_key(*start, k), Some(states_value(states))));
+                Ok(())
             })?;
         }
         Ok(())

@@ -578,8 +578,13 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     }
 
     /// Hand `emit` the entries changed since the last call (with `all`, every entry, each
-    /// once), and clear the record of changes.
-    pub fn changes(&mut self, all: bool, mut emit: impl FnMut(&K, &V)) -> anyhow::Result<()> {
+    /// once), and clear the record of changes. The first error of `emit` stops the listing
+    /// and is returned.
+    pub fn changes(
+        &mut self,
+        all: bool,
+        mut emit: impl FnMut(&K, &V) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         let Some(mut dirty) = self.dirty.take() else {
             return Ok(());
         };
@@ -594,11 +599,20 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         result
     }
 
-    fn all_changes(&mut self, emit: &mut impl FnMut(&K, &V)) -> anyhow::Result<()> {
+    fn all_changes(
+        &mut self,
+        emit: &mut impl FnMut(&K, &V) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         for s in self.hot.values_mut() {
             s.dirty = false;
         }
-        self.each(emit)
+        let mut emitted = Ok(());
+        self.each(|k, v| {
+            if emitted.is_ok() {
+                emitted = emit(k, v);
+            }
+        })?;
+        emitted
     }
 
     /// Hand `f` every entry, each once (those in memory, then those only in the file), in no
@@ -619,12 +633,16 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         Ok(())
     }
 
-    fn listed_changes(&mut self, dirty: &[K], emit: &mut impl FnMut(&K, &V)) -> anyhow::Result<()> {
+    fn listed_changes(
+        &mut self,
+        dirty: &[K],
+        emit: &mut impl FnMut(&K, &V) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         for k in dirty {
             if let Some(s) = self.hot.get_mut(k) {
                 if s.dirty {
                     s.dirty = false;
-                    emit(k, &s.v);
+                    emit(k, &s.v)?;
                 }
                 continue;
             }
@@ -638,7 +656,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             }
             if let Some(record) = cold.get(&self.buf)? {
                 let (k, v) = decode(&*self.layout, &self.to, &record)?;
-                emit(&k, &v);
+                emit(&k, &v)?;
             }
         }
         Ok(())

@@ -136,7 +136,11 @@ proptest! {
                     let all = all || first;
                     first = false;
                     let mut listed = Vec::new();
-                    m.changes(all, |k, v| listed.push((k.clone(), *v))).expect("changes");
+                    m.changes(all, |k, v| {
+                        listed.push((k.clone(), *v));
+                        Ok(())
+                    })
+                    .expect("changes");
                     let mut keys: Vec<&String> = listed.iter().map(|(k, _)| k).collect();
                     keys.sort();
                     keys.dedup();
@@ -245,6 +249,7 @@ fn an_eviction_larger_than_a_chunk_keeps_every_entry_and_change() {
     let mut changed = BTreeMap::new();
     m.changes(false, |k, v| {
         changed.insert(k.clone(), *v);
+        Ok(())
     })
     .expect("lists changes");
     assert_eq!(changed.len(), n as usize);
