@@ -416,7 +416,12 @@ impl ShellBolt {
         if let Some(child) = &mut self.child {
             child.end_direct();
         }
-        result
+        result?;
+        // The last direct read may have brought more than the one message handled before the
+        // time was up. The reader thread never saw those, so nothing would wake the executor
+        // for them, while the child may be waiting for the answer to one (an emit's task ids):
+        // handle them now.
+        self.pump(out)
     }
 
     fn converse_directly(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {

@@ -763,10 +763,16 @@ impl ShellProcess {
         true
     }
 
-    /// The reader thread reads again.
+    /// The reader thread reads again. Messages the executor read itself and has not taken
+    /// yet were never seen by the reader thread, which therefore will not wake the executor
+    /// for them: the executor is woken here instead (else an emit waiting for its task ids
+    /// would wait for the executor's next timer, and the child with it).
     pub fn end_direct(&mut self) {
         self.stdout.lock().executor_reads = false;
         self.stdout.released.notify_all();
+        if !self.received.is_empty() {
+            self.notify.wake();
+        }
     }
 
     /// Between [`ShellProcess::begin_direct`] and [`ShellProcess::end_direct`]: flush what is
@@ -1149,6 +1155,46 @@ fn drain_stderr(stderr: impl Read, tail: Arc<Mutex<VecDeque<String>>>, label: St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Messages the executor read directly and did not take before it stopped reading wake
+    /// it: nobody else will (the reader thread never saw them).
+    #[test]
+    fn messages_read_directly_and_not_taken_wake_the_executor_when_it_stops_reading() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let counted = wakes.clone();
+        // Two messages in one write, then silence.
+        let script = r#"printf '{"command":"ack","id":"1"}\nend\n{"command":"ack","id":"2"}\nend\n'; sleep 30"#;
+        let command = ["sh", "-c", script].map(String::from);
+        let launch = Launch {
+            command: &command,
+            cwd: dir.path(),
+            env: &[],
+            label: "test",
+            waker: Some(Waker::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+            })),
+            gather: true,
+            write_batch: 1,
+        };
+        let mut child = ShellProcess::spawn(&launch).expect("the child starts");
+        assert!(child.begin_direct());
+        let first = child.recv_direct(Duration::ZERO, Duration::from_secs(10));
+        assert!(matches!(first, Some(ChildEvent::Message(_))), "{first:?}");
+        // The executor has looked (as its pump does before taking events); the second message
+        // came with the first read and is still waiting.
+        child.rearm();
+        let before = wakes.load(Ordering::SeqCst);
+        child.end_direct();
+        assert_eq!(wakes.load(Ordering::SeqCst), before + 1);
+        assert!(matches!(child.try_recv(), Some(ChildEvent::Message(_))));
+        // Nothing left: stopping again wakes nobody.
+        assert!(child.begin_direct());
+        child.rearm();
+        child.end_direct();
+        assert_eq!(wakes.load(Ordering::SeqCst), before + 1);
+    }
 
     /// A started `sleep` under a guard with a fresh pid directory.
     fn guarded_sleep(dir: &Path) -> (SpawnGuard, u32) {
