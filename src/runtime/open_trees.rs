@@ -132,7 +132,8 @@ impl OpenTrees {
     }
 
     /// Trees open for at least `timeout` at `now`: closed and returned with their roots
-    /// (Storm's rotation, called every `timeout`, so a tree expires after one to two timeouts).
+    /// (the spout executor calls it four times per `timeout`, so a tree expires after one to
+    /// 1.25 timeouts).
     pub fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<(u64, Value)> {
         let old = |started: &Instant| now.saturating_duration_since(*started) >= timeout;
         let roots: Vec<u64> = match &self.trees {

@@ -142,6 +142,16 @@ struct Pacing {
     last_flush: Instant,
 }
 
+/// How many times per message timeout the open trees are checked for expiry: a tree fails
+/// between one and 1.25 timeouts after it started (Storm's rotation, once per timeout, lets it
+/// live up to two), so a lost tuple is replayed sooner and at a steadier delay.
+const CHECKS_PER_TIMEOUT: u32 = 4;
+
+/// The time between two expiry checks for a message timeout of `timeout`.
+fn rotation(timeout: Duration) -> Duration {
+    timeout / CHECKS_PER_TIMEOUT
+}
+
 /// The shortest idle wait of a spout executor, and where it starts again once busy.
 const BACKOFF_MIN: Duration = Duration::from_micros(50);
 /// The longest idle wait of a spout executor.
@@ -189,7 +199,7 @@ impl SpoutExecutor {
             throttle: Throttle::new(),
             room: self.max_pending.map_or(1, resume_room),
             window: self.max_pending.unwrap_or(0) * self.tasks.len(),
-            next_rotate: self.timeout.map(|t| Instant::now() + t),
+            next_rotate: self.timeout.map(|t| Instant::now() + rotation(t)),
             backoff: BACKOFF_MIN,
             last_flush: Instant::now(),
         };
@@ -305,7 +315,7 @@ impl SpoutExecutor {
         if let (Some(at), Some(every)) = (pacing.next_rotate, self.timeout) {
             if self.clock >= at {
                 self.expire()?;
-                pacing.next_rotate = Some(Instant::now() + every);
+                pacing.next_rotate = Some(Instant::now() + rotation(every));
             }
         }
         Ok(())

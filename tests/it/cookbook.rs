@@ -758,10 +758,19 @@ fn the_http_hourly_files_recipe_publishes_each_posted_event_once() {
         lines[..100].join("\n") + "\n",
     )
     .expect("writes");
+    // Each acknowledged POST waits for a checkpoint: every 100 ms here, not the default 1 s.
     let args = |t: &str| -> Vec<String> {
-        ["run", "--state-dir", "hourly-state", "-e", t]
-            .map(String::from)
-            .to_vec()
+        [
+            "run",
+            "--state-dir",
+            "hourly-state",
+            "-e",
+            t,
+            "-c",
+            "topology.state.checkpoint.interval.ms=100",
+        ]
+        .map(String::from)
+        .to_vec()
     };
     let run = super::http_spout::Run::start(&args(&topology), dir.path(), &[], 1);
     let addr = run.addr().to_string();

@@ -359,7 +359,16 @@ fn storm_rebalance_says_what_is_wrong() {
         "not a whole number",
     );
     usage(&["t", "--ui", "127.0.0.1:1", "-n", "0"], "-n");
-    let out = rebalance(&["t", "--nimbus", "127.0.0.1:1"]);
+    // One retry round, soon: the error is the same as after the default back-off's 25 s.
+    let out = rebalance(&[
+        "t",
+        "--nimbus",
+        "127.0.0.1:1",
+        "-c",
+        "storm.nimbus.retry.times=1",
+        "-c",
+        "storm.nimbus.retry.interval.millis=10",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:1"));
 
