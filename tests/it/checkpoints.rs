@@ -166,10 +166,10 @@ pub(crate) fn kill_after_commits(
 
 /// Kill the count three times, each after a few more commits, then let it finish: its totals
 /// are the true ones, and the last run went on from where it was, not from the start.
-fn killed_runs_resume_exactly(from_stdin: bool, extra: &[&str]) {
+fn killed_runs_resume_exactly(from_stdin: bool, extra: &[&str], words: usize) {
     let conf = tempfile::tempdir().expect("tempdir");
     let file = conf.path().join("input.txt");
-    let text = messy_text(2_000_000, 5);
+    let text = messy_text(words, 5);
     std::fs::write(&file, &text).expect("input written");
     let dir = conf.path().join("state");
     let spout = match from_stdin {
@@ -218,19 +218,20 @@ fn killed_runs_resume_exactly(from_stdin: bool, extra: &[&str]) {
 
 #[test]
 fn a_run_killed_mid_way_resumes_from_its_state_dir_with_exact_totals() {
-    killed_runs_resume_exactly(false, &[]);
+    killed_runs_resume_exactly(false, &[], 800_000);
 }
 
 #[test]
 fn a_stdin_run_killed_mid_way_resumes_on_the_same_input_with_exact_totals() {
-    killed_runs_resume_exactly(true, &[]);
+    killed_runs_resume_exactly(true, &[], 800_000);
 }
 
 /// Over worker processes nimbus (in the `storm run` process) keeps the state dir: a run killed
 /// whole, workers and all, goes on from it too.
 #[test]
 fn a_run_over_worker_processes_killed_mid_way_resumes_from_its_state_dir() {
-    killed_runs_resume_exactly(true, &["--processes", "--workers", "2"]);
+    // Fewer words: every tree crosses processes, four at a time, so a run takes longer.
+    killed_runs_resume_exactly(true, &["--processes", "--workers", "2"], 200_000);
 }
 
 #[test]

@@ -31,6 +31,9 @@ fn keys_file(dir: &Path, n: usize) -> (String, BTreeMap<String, u64>) {
     (path.display().to_string(), want)
 }
 
+/// The state memory limit of these runs: 250 kB, which a few tens of thousands of keys pass.
+const LIMIT: &str = "topology.state.memory.limit=250000";
+
 fn storm(dir: &Path) -> Command {
     let mut c = Command::cargo_bin("storm").expect("the storm binary");
     c.current_dir(dir)
@@ -40,11 +43,11 @@ fn storm(dir: &Path) -> Command {
     c
 }
 
-/// Run `topology` with a 1 MB limit and a state dir: stdout lines, stderr.
+/// Run `topology` with the [`LIMIT`] and a state dir: stdout lines, stderr.
 fn spilling_run(dir: &Path, topology: &str, extra: &[&str]) -> (Vec<String>, String) {
     let out = storm(dir)
         .args(["run", "-e", topology, "--state-dir", "state"])
-        .args(["-c", "topology.state.memory.limit=1000000"])
+        .args(["-c", LIMIT])
         .args(extra)
         .output()
         .expect("runs");
@@ -63,7 +66,7 @@ fn expected_lines(want: &BTreeMap<String, u64>) -> Vec<String> {
 fn a_count_past_the_limit_spills_and_prints_exact_totals_in_key_order() {
     for stateful in ["false", "true"] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (path, want) = keys_file(dir.path(), 200_000);
+        let (path, want) = keys_file(dir.path(), 50_000);
         let topology = format!("file({path}) | count | stdout");
         let stateful = format!("topology.stateful={stateful}");
         let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", &stateful]);
@@ -77,7 +80,7 @@ fn a_count_past_the_limit_spills_and_prints_exact_totals_in_key_order() {
 #[test]
 fn an_aggregate_past_the_limit_spills_and_prints_exact_rows_in_key_order() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, want) = keys_file(dir.path(), 200_000);
+    let (path, want) = keys_file(dir.path(), 50_000);
     let topology = format!("file({path}) | aggregate(by=[line], ops=[count]) | stdout");
     let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", "topology.stateful=true"]);
     assert!(stderr.contains("spilling to"), "{stderr}");
@@ -90,7 +93,7 @@ fn an_aggregate_past_the_limit_spills_and_prints_exact_rows_in_key_order() {
 #[test]
 fn a_top_past_the_limit_ranks_as_in_memory() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, want) = keys_file(dir.path(), 100_000);
+    let (path, want) = keys_file(dir.path(), 25_000);
     let topology = format!("file({path}) | top(by=[line], n=5) | stdout");
     let (spilled, stderr) = spilling_run(dir.path(), &topology, &[]);
     assert!(stderr.contains("spilling to"), "{stderr}");
@@ -108,10 +111,10 @@ fn a_top_past_the_limit_ranks_as_in_memory() {
 #[test]
 fn without_a_state_dir_the_limit_still_ends_the_run() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, _) = keys_file(dir.path(), 100_000);
+    let (path, _) = keys_file(dir.path(), 25_000);
     let out = storm(dir.path())
         .args(["run", "-e", &format!("file({path}) | count | discard")])
-        .args(["-c", "topology.state.memory.limit=1000000"])
+        .args(["-c", LIMIT])
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -125,7 +128,7 @@ fn without_a_state_dir_the_limit_still_ends_the_run() {
 #[test]
 fn a_spilling_count_killed_and_resumed_is_exact() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, want) = keys_file(dir.path(), 200_000);
+    let (path, want) = keys_file(dir.path(), 100_000);
     let topology = format!("name spilled\nlines = file({path})\n  | count x2\n  | stdout");
     let stdout = killed_twice_then_resumed(dir.path(), &topology, "spilled");
     let mut got = BTreeMap::new();
@@ -141,7 +144,7 @@ fn a_spilling_count_killed_and_resumed_is_exact() {
 #[test]
 fn a_dedupe_past_the_limit_spills_and_passes_each_key_once() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, want) = keys_file(dir.path(), 150_000);
+    let (path, want) = keys_file(dir.path(), 40_000);
     let topology = format!("file({path}) | dedupe | stdout");
     let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", "topology.stateful=true"]);
     assert!(stderr.contains("spilling to"), "{stderr}");
@@ -184,14 +187,14 @@ fn windowed_counts(path: &str, size: usize) -> Vec<String> {
 fn a_windowed_aggregate_past_the_limit_spills_its_panes_and_prints_each_window_exactly() {
     for stateful in ["false", "true"] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (path, _) = keys_file(dir.path(), 150_000);
+        let (path, _) = keys_file(dir.path(), 40_000);
         let topology = format!(
-            "file({path}) | aggregate(by=[line], window={{tumbling: 120000}}, ops=[count]) | stdout"
+            "file({path}) | aggregate(by=[line], window={{tumbling: 30000}}, ops=[count]) | stdout"
         );
         let stateful = format!("topology.stateful={stateful}");
         let (lines, stderr) = spilling_run(dir.path(), &topology, &["-c", &stateful]);
         assert!(stderr.contains("spilling to"), "{stateful}: {stderr}");
-        assert_eq!(lines, windowed_counts(&path, 120_000), "{stateful}");
+        assert_eq!(lines, windowed_counts(&path, 30_000), "{stateful}");
         let left = std::fs::read_dir(dir.path().join("state/spill")).expect("the spill dir");
         assert_eq!(left.count(), 0, "spill files are removed at the end");
     }
@@ -201,9 +204,9 @@ fn a_windowed_aggregate_past_the_limit_spills_its_panes_and_prints_each_window_e
 #[test]
 fn a_sliding_top_past_the_limit_ranks_each_window_as_in_memory() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, _) = keys_file(dir.path(), 100_000);
+    let (path, _) = keys_file(dir.path(), 25_000);
     let topology = format!(
-        "file({path}) | top(by=[line], n=3, window={{sliding: 100000, every: 50000}}) | stdout"
+        "file({path}) | top(by=[line], n=3, window={{sliding: 25000, every: 12500}}) | stdout"
     );
     let (spilled, stderr) = spilling_run(dir.path(), &topology, &[]);
     assert!(stderr.contains("spilling to"), "{stderr}");
@@ -225,7 +228,7 @@ fn a_sliding_top_past_the_limit_ranks_each_window_as_in_memory() {
 #[test]
 fn a_spilling_window_killed_and_resumed_is_exact() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, _) = keys_file(dir.path(), 150_000);
+    let (path, _) = keys_file(dir.path(), 75_000);
     let topology = format!(
         "name spilled_window\nlines = file({path})\n  | aggregate(by=[line], window={{tumbling: 10000000}}, ops=[count])\n  | stdout"
     );
@@ -234,7 +237,7 @@ fn a_spilling_window_killed_and_resumed_is_exact() {
     assert_eq!(lines, windowed_counts(&path, 10_000_000));
 }
 
-/// Run the stateful `topology` named `name` under a 1 MB limit with a state dir in `dir`,
+/// Run the stateful `topology` named `name` under the [`LIMIT`] with a state dir in `dir`,
 /// killed after 3 and after 6 committed checkpoints, then to the end: its standard output.
 fn killed_twice_then_resumed(dir: &Path, topology: &str, name: &str) -> String {
     let state = dir.join("state");
@@ -247,7 +250,7 @@ fn killed_twice_then_resumed(dir: &Path, topology: &str, name: &str) -> String {
         "-c",
         "topology.stateful=true",
         "-c",
-        "topology.state.memory.limit=1000000",
+        LIMIT,
         "-c",
         "topology.state.checkpoint.interval.ms=200",
         "-c",
@@ -269,18 +272,18 @@ fn killed_twice_then_resumed(dir: &Path, topology: &str, name: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Orders `(time, user, amount)` and users `(time, id, name)` for a join: 60,000 orders over
-/// 25,000 users, a tenth of the users missing and a seventh there twice; written as JSON
+/// Orders `(time, user, amount)` and users `(time, id, name)` for a join: 30,000 orders over
+/// 12,500 users, a tenth of the users missing and a seventh there twice; written as JSON
 /// lines to `orders.jsonl` and `users.jsonl` in `dir`.
 type Orders = Vec<(i64, u64, u64)>;
 type Users = Vec<(i64, u64, String)>;
 
 fn join_inputs(dir: &Path) -> (Orders, Users) {
-    let orders: Orders = (0..60_000u64)
-        .map(|i| (i as i64, (i * 7919) % 25_000, i))
+    let orders: Orders = (0..30_000u64)
+        .map(|i| (i as i64, (i * 7919) % 12_500, i))
         .collect();
     let mut users: Users = Vec::new();
-    for k in (0..25_000u64).filter(|k| k % 10 != 3) {
+    for k in (0..12_500u64).filter(|k| k % 10 != 3) {
         users.push((k as i64 * 2, k, format!("user{k}")));
         if k % 7 == 0 {
             users.push((k as i64 * 2 + 1, k, format!("again{k}")));
@@ -359,7 +362,7 @@ fn join_topology(dir: &Path, name: &str, size: Option<i64>) -> String {
 /// stateless or checkpointed; no spill file is left.
 #[test]
 fn a_join_past_the_limit_spills_and_prints_exact_rows() {
-    for size in [None, Some(20_000)] {
+    for size in [None, Some(10_000)] {
         for stateful in ["false", "true"] {
             let dir = tempfile::tempdir().expect("tempdir");
             let (orders, users) = join_inputs(dir.path());
@@ -371,7 +374,7 @@ fn a_join_past_the_limit_spills_and_prints_exact_rows() {
                 "{size:?} {stateful}: {stderr}"
             );
             let want = join_expected(&orders, &users, size);
-            assert!(want.len() > 60_000, "{}", want.len());
+            assert!(want.len() > 30_000, "{}", want.len());
             assert_eq!(lines, want, "{size:?} {stateful}");
             let left = std::fs::read_dir(dir.path().join("state/spill")).expect("the spill dir");
             assert_eq!(left.count(), 0, "spill files are removed at the end");
