@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Multilang benchmark: N tuples through a Python pass-through bolt (generate -> shell -> discard,
 # acking on), with the task-id answer Apache Storm's storm.py waits for after every emit, and
-# without it (need_task_ids false). For each: tuples/s, CPU seconds of storm and of its child,
+# without it (need_task_ids false), and with task ids and a count after the bolt (its emits
+# then cross a queue to another executor). For each: tuples/s, CPU seconds of storm and of its child,
 # and each as a share of one core over the run (from `storm run --stats`); then the child alone,
 # fed the same messages from a file: the fastest it can go. Medians of RUNS runs.
 # Needs only python3 (and cargo, unless STORM names a built binary).
@@ -28,9 +29,10 @@ runs, n = int(os.environ["RUNS"]), int(os.environ["N"])
 work = tempfile.mkdtemp()
 
 
-def run_storm(storm, bolt, ids):
+def run_storm(storm, bolt, ids, hop=False):
     stats = os.path.join(work, "stats.json")
-    topo = f"generate(count={n}) | shell(python3, {bolt}) fields=[word] | discard"
+    then = "count(word) | discard" if hop else "discard"
+    topo = f"generate(count={n}) | shell(python3, {bolt}) fields=[word] | {then}"
     env = dict(os.environ, NEED_TASK_IDS="1" if ids else "0")
     subprocess.run([storm, "run", "-q", "--stats", stats, "-e", topo], env=env, check=True,
                    stdout=subprocess.DEVNULL)
@@ -79,6 +81,9 @@ for bolt in bolts:
             mode = "task ids" if ids else "need_task_ids false"
             cases.append((f"storm, {mode}{stag}{tag}",
                           lambda s=storm, b=bolt, i=ids: run_storm(s, b, i)))
+        # A count after the bolt: its emits cross a queue to another executor.
+        cases.append((f"storm, task ids, then a count{stag}{tag}",
+                      lambda s=storm, b=bolt: run_storm(s, b, True, hop=True)))
     for ids in (True, False):
         mode = "task ids" if ids else "need_task_ids false"
         cases.append((f"child alone, {mode}{tag}", lambda b=bolt, i=ids: run_alone(b, i)))

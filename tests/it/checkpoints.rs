@@ -90,7 +90,7 @@ mod fault_schedules {
         fn random_fault_schedules_end_in_the_exact_count(
             seed in 0u64..1000,
             fail in 0.0f64..0.3,
-            drop in 0.0f64..0.1,
+            drop in 0.0f64..0.05,
             text_seed in 0u64..1000,
         ) {
             let text = messy_text(6_000, text_seed);

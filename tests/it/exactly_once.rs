@@ -6,7 +6,7 @@ use crate::run_reliability::{signal, Run};
 use std::collections::BTreeMap;
 
 /// Two `generate` tasks of 150,000 random words each, counted with checkpointed state.
-const GENERATED: &str = "generate(count=60000) x2 | count(word) x2 | stdout";
+const GENERATED: &str = "generate(count=150000) x2 | count(word) x2 | stdout";
 
 /// `word count` lines as a map; a word printed twice fails the test.
 fn totals(stdout: &[u8]) -> BTreeMap<String, u64> {
@@ -44,7 +44,7 @@ fn generated_input_stays_exact_when_a_worker_is_sigkilled() {
     let out = clean.finish();
     assert!(out.status.success());
     let expected = totals(&out.stdout);
-    assert_eq!(expected.values().sum::<u64>(), 120_000);
+    assert_eq!(expected.values().sum::<u64>(), 300_000);
     let mut rolled_back = 0;
     for trial in 0..10 {
         let mut run = stateful_run(&[]);

@@ -384,14 +384,14 @@ streams:
 ",
         b = mock.brokers
     );
-    // Dropped tuples stay in flight until they time out (3 s): a commit past one of them would
+    // Dropped tuples stay in flight until they time out (1 s): a commit past one of them would
     // be seen below.
     let args = run_args(
         dir.path(),
         &yaml,
         &[
             "topology.max.spout.pending=200",
-            "topology.message.timeout.secs=3",
+            "topology.message.timeout.secs=1",
         ],
     );
     let run = Running::start(&args, dir.path(), None);

@@ -71,7 +71,7 @@ fn failed_and_lost_tuples_before_a_summed_count_are_replayed_until_counted() {
     let text = messy_text(40_000, 5);
     let expected = expected_counts(&text);
     let topology =
-        "lines = stdin | split x2 | chaos(fail=0.1, drop=0.05, seed=3) x2 | count(word) x2 | stdout";
+        "lines = stdin | split x2 | chaos(fail=0.1, drop=0.02, seed=3) x2 | count(word) x2 | stdout";
     let (out, stats) = run(
         topology,
         &text,
