@@ -302,7 +302,7 @@ fn mid_way<T>(run: &mut Run, what: &str, mut victims: impl FnMut() -> Option<T>)
 #[test]
 fn a_stateful_count_is_exact_when_a_worker_process_is_killed() {
     let conf = tempfile::tempdir().expect("tempdir");
-    let text = messy_text(600_000, 17);
+    let text = messy_text(400_000, 17);
     let args = count_args("rb", &["--processes", "--workers", "2"]);
     let mut run = Run::start(conf.path(), &args, text.clone());
     let parent = run.pid();
@@ -438,7 +438,7 @@ fn a_stateful_cluster_run_is_exact_when_a_worker_is_killed() {
     let (_daemons, addr, supervisors) = cluster(dir.path(), 2);
     let our_slots: Vec<String> = supervisors.iter().flat_map(|(_, s)| s.clone()).collect();
 
-    let text = messy_text(600_000, 23);
+    let text = messy_text(400_000, 23);
     let args = count_args("rbc", &["--nimbus", &addr, "--workers", "2"]);
     let mut run = Run::start(dir.path(), &args, text.clone());
     let id = run.submitted_id("rbc");
@@ -469,7 +469,7 @@ fn state_follows_executors_moved_off_a_lost_supervisor() {
     let (mut daemons, addr, supervisors) = cluster(dir.path(), 3);
     let our_slots: Vec<String> = supervisors.iter().flat_map(|(_, s)| s.clone()).collect();
 
-    let text = messy_text(600_000, 29);
+    let text = messy_text(400_000, 29);
     let args = count_args("rbs", &["--nimbus", &addr, "--workers", "2"]);
     let mut run = Run::start(dir.path(), &args, text.clone());
     let id = run.submitted_id("rbs");
