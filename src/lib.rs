@@ -23,6 +23,7 @@ macro_rules! stderr_println {
 }
 
 pub mod cli;
+pub mod clock;
 pub mod cluster;
 pub mod commands;
 pub mod components;

@@ -80,6 +80,8 @@ pub struct Dedupe {
     memory: Memory,
     window: Option<Window>,
     window_started: Instant,
+    /// The time a `window` of time goes by.
+    machine_clock: crate::clock::Clock,
     seen_in_window: u64,
     /// Tuples so far (orders a cache's keys by when they were last seen).
     seq: u64,
@@ -128,6 +130,7 @@ impl Dedupe {
             memory,
             window,
             window_started: Instant::now(),
+            machine_clock: crate::clock::Clock::system(),
             seen_in_window: 0,
             seq: 0,
             changed: None,
@@ -147,7 +150,7 @@ impl Dedupe {
     fn roll_window(&mut self) -> anyhow::Result<()> {
         let ended = match self.window {
             None => false,
-            Some(Window::Time(d)) => self.window_started.elapsed() >= d,
+            Some(Window::Time(d)) => self.machine_clock.since(self.window_started) >= d,
             Some(Window::Count(n)) => self.seen_in_window >= n,
         };
         if ended {
@@ -165,7 +168,7 @@ impl Dedupe {
                 (Memory::Exact(set), None) => set.clear()?,
                 (Memory::Cache(c), None) => c.clear(),
             }
-            self.window_started = Instant::now();
+            self.window_started = self.machine_clock.now();
             self.seen_in_window = 0;
         }
         Ok(())
@@ -202,6 +205,8 @@ impl Dedupe {
 impl Bolt for Dedupe {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.keys = super::input_positions(ctx, &self.key_names)?;
+        self.machine_clock = ctx.clock.clone();
+        self.window_started = self.machine_clock.now();
         if let Memory::Exact(set) = &mut self.memory {
             set.bound(Box::new(KeyBudget::for_task(ctx, "dedupe")), spill_to(ctx));
         }
@@ -327,7 +332,7 @@ impl BoltState for Dedupe {
                 c.push(k, Seen { at, dirty: false });
             }
         }
-        self.window_started = Instant::now();
+        self.window_started = self.machine_clock.now();
         Ok(())
     }
 }
@@ -460,6 +465,32 @@ mod tests {
         let mut keys: Vec<String> = store.keys().map(|k| k.to_json().to_string()).collect();
         keys.sort();
         assert_eq!(keys, [r#""window""#, r#"["b"]"#, r#"["c"]"#]);
+    }
+
+    /// A `window` of time forgets its keys once the task's clock has passed it, and not
+    /// before (a clock moved by hand: no sleeping).
+    #[test]
+    fn a_time_window_forgets_its_keys_when_the_clock_passes_it() {
+        let args = serde_json::json!({"window": "10s"});
+        let mut d = Dedupe::new(args.as_object().expect("an object")).expect("valid");
+        d.keys = vec![0];
+        d.machine_clock = crate::clock::Clock::manual();
+        d.window_started = d.machine_clock.now();
+        let mut out = crate::components::state_check::Rows::default();
+        let mut send = |d: &mut Dedupe, k: &str| {
+            d.execute(&tuple(smallvec::smallvec![Value::str(k)]), &mut out)
+                .expect("execute");
+        };
+        send(&mut d, "a");
+        send(&mut d, "a");
+        d.machine_clock.advance(Duration::from_millis(9_999));
+        send(&mut d, "a");
+        send(&mut d, "b");
+        d.machine_clock.advance(Duration::from_millis(1));
+        send(&mut d, "a");
+        send(&mut d, "b");
+        let passed: Vec<Value> = out.0.iter().map(|(_, v)| v[0].clone()).collect();
+        assert_eq!(passed, ["a", "b", "a", "b"].map(Value::str));
     }
 
     #[test]

@@ -171,6 +171,8 @@ pub struct Join {
     panes: Option<Panes<Pane>>,
     /// Count windows: tuples seen.
     clock: i64,
+    /// The time processing-time windows and `idle` go by.
+    machine_clock: crate::clock::Clock,
     /// Event time: the latest time seen on each input (`i64::MIN` before its first tuple).
     latest: Vec<i64>,
     /// When each input last sent a tuple (for `idle`).
@@ -199,6 +201,7 @@ impl Join {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Join> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("join: {e}"))?;
         let n = spec.inputs.len();
+        let machine_clock = crate::clock::Clock::system();
         Ok(Join {
             panes: spec.window.map(Panes::new),
             spec,
@@ -209,7 +212,8 @@ impl Join {
             whole: held::new_pane(n, &Default::default(), &None, "whole"),
             clock: i64::MIN,
             latest: vec![i64::MIN; n],
-            heard: vec![std::time::Instant::now(); n],
+            heard: vec![machine_clock.now(); n],
+            machine_clock,
             late: 0,
             late_stream: None,
             strict: false,
@@ -315,7 +319,7 @@ impl Join {
         }
         match self.times[i] {
             Some(at) => input.values.get(at).and_then(window::event_time),
-            None => Some(now_millis()),
+            None => Some(self.machine_clock.epoch_millis()),
         }
     }
 
@@ -351,7 +355,7 @@ impl Join {
             Measure::Millis if self.spec.time.is_some() => {
                 self.latest[i] = self.latest[i].max(t);
                 if let Some(h) = self.heard.get_mut(i) {
-                    *h = std::time::Instant::now();
+                    *h = self.machine_clock.now();
                 }
                 let watermark = self.watermark();
                 self.close(watermark, out)?;
@@ -367,7 +371,8 @@ impl Join {
     /// delivered a tuple (as Storm's watermark generator takes the lowest over its input
     /// streams), so a slower input holds windows open instead of making its tuples late.
     fn watermark(&self) -> i64 {
-        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle);
+        let now = self.machine_clock.now();
+        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle, now);
         lowest.saturating_sub(self.spec.lag)
     }
 
@@ -427,14 +432,10 @@ fn keep(
     Ok(())
 }
 
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl Bolt for Join {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
+        self.machine_clock = ctx.clock.clone();
+        self.heard = vec![self.machine_clock.now(); self.heard.len()];
         self.budget = super::memory::KeyBudget::for_task(ctx, "join");
         self.spill = super::memory::spill_to(ctx);
         self.whole = self.new_pane("whole");
@@ -494,7 +495,7 @@ impl Bolt for Join {
     /// windows close once a silent input stops holding the watermark back.
     fn poll(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         if self.by_clock() {
-            self.close(now_millis(), out)?;
+            self.close(self.machine_clock.epoch_millis(), out)?;
         } else if self.spec.idle.is_some() && self.spec.time.is_some() && self.panes.is_some() {
             let watermark = self.watermark();
             self.close(watermark, out)?;
@@ -642,5 +643,37 @@ mod tests {
         assert_eq!(got, want);
         let inner: Vec<&str> = want.iter().copied().filter(|r| !r.ends_with('/')).collect();
         assert_eq!(feed(&mut join(w, false), &input), inner);
+    }
+
+    /// Processing-time windows close when the task's clock passes their end, input or not,
+    /// and not before (a clock moved by hand: no sleeping).
+    #[test]
+    fn processing_time_windows_close_when_the_clock_passes_their_end() {
+        let mut j = join(serde_json::json!({"tumbling": "10s"}), false);
+        j.machine_clock = crate::clock::Clock::manual_at(60_000);
+        let mut out = Rows::default();
+        let send = |j: &mut Join, out: &mut Rows, (i, k, v): (usize, &str, i64)| {
+            let values: Values = smallvec::smallvec![Value::str(k), Value::Int(v)];
+            let t = Tuple::new(values, 1, streams::DEFAULT);
+            j.windowed(i, k.to_string(), &t, out).expect("not strict");
+        };
+        let shown = |out: &Rows| -> Vec<String> {
+            let row = |r: &Values| format!("{}/{}", r[0].plain_text(), r[1].plain_text());
+            out.0.iter().map(row).collect()
+        };
+        send(&mut j, &mut out, (0, "a", 1));
+        j.machine_clock.advance(Duration::from_millis(9_999));
+        send(&mut j, &mut out, (1, "a", 10));
+        j.poll(&mut out).expect("poll");
+        assert!(out.0.is_empty(), "closed early: {:?}", shown(&out));
+        j.machine_clock.advance(Duration::from_millis(1));
+        j.poll(&mut out).expect("poll");
+        assert_eq!(shown(&out), ["1/10"]);
+        // The next window: its own tuples only, closed by the clock alone.
+        send(&mut j, &mut out, (0, "b", 2));
+        send(&mut j, &mut out, (1, "b", 20));
+        j.machine_clock.advance(Duration::from_secs(10));
+        j.poll(&mut out).expect("poll");
+        assert_eq!(shown(&out), ["1/10", "2/20"]);
     }
 }

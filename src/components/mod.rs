@@ -69,6 +69,9 @@ pub struct TaskContext {
     pub waker: Waker,
     /// Whether the run is stopping (signal, `--duration`, a killed topology).
     pub stopping: Stopping,
+    /// The time the task goes by (processing-time windows, idle inputs, rollovers): the
+    /// machine's in a run, one moved by hand in tests.
+    pub clock: crate::clock::Clock,
 }
 
 /// Whether the run is stopping: its spouts stop and it drains. A component that waits on

@@ -508,6 +508,7 @@ impl<'a> Wiring<'a> {
                     control.stop.load(std::sync::atomic::Ordering::Relaxed)
                 })
             },
+            clock: crate::clock::Clock::system(),
         };
         let router = Router::new(
             &self.topology,

@@ -6,7 +6,7 @@ use super::{
     components_of, Action, ErrorView, Source, SupervisorView, TaskFigures, TaskView, TopologyView,
 };
 use crate::cluster::coordination::layout::{TaskHeartbeat, TopologyStatus};
-use crate::cluster::nimbus::{now_secs, Nimbus};
+use crate::cluster::nimbus::Nimbus;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,7 +131,7 @@ impl ClusterUi {
             id: id.to_string(),
             name: base.name,
             status: status.into(),
-            uptime: Duration::from_secs(now_secs().saturating_sub(base.launch_time_secs)),
+            uptime: Duration::from_secs(self.0.now_secs().saturating_sub(base.launch_time_secs)),
             workers: slots.len(),
             msg_timeout_secs: known.topology.config.message_timeout().as_secs(),
             debug: known.topology.config.debug(),
@@ -173,7 +173,7 @@ impl Source for ClusterUi {
             host,
             port: None,
             leader: self.0.leads(),
-            uptime_secs: self.0.started.elapsed().as_secs(),
+            uptime_secs: self.0.uptime().as_secs(),
         }]
     }
 

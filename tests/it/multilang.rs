@@ -170,6 +170,7 @@ fn context(topology: Topology, id: &str) -> TaskContext {
         task_index: 0,
         waker: Waker::noop(),
         stopping: storm::components::Stopping::never(),
+        clock: storm::clock::Clock::system(),
     }
 }
 

@@ -115,7 +115,10 @@ pub struct Nimbus {
     /// Set to end the accept loop and the monitor.
     pub stop: Arc<AtomicBool>,
     /// When this nimbus started (its UI's `nimbusUpTime`).
-    pub started: std::time::Instant,
+    started: std::time::Instant,
+    /// The time heartbeats, failing slots, uptimes and rebalance waits go by: the machine's,
+    /// or one moved by hand in tests.
+    clock: crate::clock::Clock,
 }
 
 /// A data folder that lost its `tree.json` but kept submissions under `stormdist/`: nimbus
@@ -237,6 +240,25 @@ impl Nimbus {
         config: Config,
         zk: Option<Arc<Coordination>>,
     ) -> anyhow::Result<Arc<Nimbus>> {
+        Nimbus::open_on(data, config, zk, crate::clock::Clock::system())
+    }
+
+    /// As [`Nimbus::open`], going by `clock` (tests move it by hand).
+    #[cfg(test)]
+    pub(crate) fn open_with_clock(
+        data: &Path,
+        config: Config,
+        clock: crate::clock::Clock,
+    ) -> anyhow::Result<Arc<Nimbus>> {
+        Nimbus::open_on(data, config, None, clock)
+    }
+
+    fn open_on(
+        data: &Path,
+        config: Config,
+        zk: Option<Arc<Coordination>>,
+        clock: crate::clock::Clock,
+    ) -> anyhow::Result<Arc<Nimbus>> {
         // `storm.local.dir`: the data folder's parent when it is `.../nimbus` (the default
         // `storm-local/nimbus`), else the data folder itself.
         let local_dir = match data.file_name() {
@@ -278,10 +300,21 @@ impl Nimbus {
             dirty: AtomicBool::new(true),
             secret,
             stop: Arc::new(AtomicBool::new(false)),
-            started: std::time::Instant::now(),
+            started: clock.now(),
+            clock,
         });
         nimbus.save()?;
         Ok(nimbus)
+    }
+
+    /// How long this nimbus has been up, by its clock.
+    pub fn uptime(&self) -> Duration {
+        self.clock.since(self.started)
+    }
+
+    /// Seconds since the Unix epoch by this nimbus's clock.
+    pub fn now_secs(&self) -> u64 {
+        self.clock.epoch_millis().max(0) as u64 / 1000
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState<Shared>> {
@@ -640,7 +673,7 @@ impl Nimbus {
         self.changed();
         let err = TaskError {
             error,
-            time_secs: now_secs(),
+            time_secs: self.now_secs(),
             worker,
         };
         self.state().report_error(id, task, &err)?;
@@ -671,14 +704,14 @@ impl Nimbus {
             .map(|host| format!("{host}:{}", slot.port));
         let err = TaskError {
             error: format!("worker slot {slot} keeps failing: {error}"),
-            time_secs: now_secs(),
+            time_secs: self.now_secs(),
             worker,
         };
         for task in tasks {
             state.report_error(id, task, &err)?;
         }
         self.failing_lock()
-            .insert((id.to_string(), slot.clone()), now_secs());
+            .insert((id.to_string(), slot.clone()), self.now_secs());
         Ok(())
     }
 
@@ -706,7 +739,7 @@ impl Nimbus {
     }
 
     fn failing_reports(&self) -> Vec<(String, NodePort)> {
-        let now = now_secs();
+        let now = self.now_secs();
         let mut failing = self.failing_lock();
         failing.retain(|_, since| now.saturating_sub(*since) < FAILING_FOR.as_secs());
         failing.keys().cloned().collect()
@@ -769,7 +802,7 @@ impl Nimbus {
                 );
             }
         }
-        let id = state.submit(&topology, &plan, now_secs())?;
+        let id = state.submit(&topology, &plan, self.now_secs())?;
         let dir = self.stormdist(&id);
         std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::write(dir.join("submission.json"), serde_json::to_vec(&sub)?))
@@ -815,17 +848,24 @@ impl Nimbus {
             // A run with a home worker keeps its home executors where they are; the work of
             // its dead slots moves to free live ones.
             Some(home) if state.assignment(id)?.is_some() => {
-                home_reassign(state, id, home, &dead, now_secs())
+                home_reassign(state, id, home, &dead, self.now_secs())
             }
-            Some(home) => home_assign(state, id, &known.topology, &known.plan, home, now_secs()),
-            None => state.reassign(id, &known.plan, workers, &dead, now_secs()),
+            Some(home) => home_assign(
+                state,
+                id,
+                &known.topology,
+                &known.plan,
+                home,
+                self.now_secs(),
+            ),
+            None => state.reassign(id, &known.plan, workers, &dead, self.now_secs()),
         }
     }
 
     pub(crate) fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
         let state = self.state();
         let finished = self.finished_lock();
-        let now = now_secs();
+        let now = self.now_secs();
         let mut out = Vec::new();
         for id in state.topology_ids()? {
             let Some(base) = state.storm_base(&id)? else {
@@ -1030,7 +1070,7 @@ impl Nimbus {
             let assignment = state.assignment(&id)?;
             let finished = self.finished_lock().get(&id).cloned().unwrap_or_default();
             let mut dead: Vec<Dead> = state
-                .dead_slots(&id, now_secs(), timeout)?
+                .dead_slots(&id, self.now_secs(), timeout)?
                 .into_iter()
                 .filter(|d| !matches!(d, Dead::Slot(s) if finished.contains(s)))
                 .collect();
@@ -1168,7 +1208,7 @@ impl Nimbus {
     pub(crate) fn dead_slots(&self, id: &str) -> anyhow::Result<Vec<NodePort>> {
         let timeout = self.config.nimbus_task_timeout().as_secs().max(1);
         let finished = self.finished_lock().get(id).cloned().unwrap_or_default();
-        let dead = self.state().dead_slots(id, now_secs(), timeout)?;
+        let dead = self.state().dead_slots(id, self.now_secs(), timeout)?;
         Ok(dead
             .into_iter()
             .filter_map(|d| match d {
@@ -1257,30 +1297,45 @@ mod tests {
         config
     }
 
-    /// The rows of `storm list`, without the uptime (the two answers may straddle a second).
-    fn rows(list: Vec<TopologySummary>) -> Vec<(String, String, String, usize)> {
+    /// The rows of `storm list`, uptime included (the nimbus's clock stands still).
+    fn rows(list: Vec<TopologySummary>) -> Vec<(String, String, String, usize, u64)> {
         list.into_iter()
-            .map(|t| (t.name, t.id, t.status, t.workers))
+            .map(|t| (t.name, t.id, t.status, t.workers, t.uptime_secs))
             .collect()
+    }
+
+    fn stdin_to_stdout() -> Submission {
+        Submission {
+            path: "<-e>".into(),
+            text: "stdin | stdout".into(),
+            overrides: Vec::new(),
+            home: None,
+            resources: String::new(),
+            parallelism: Default::default(),
+        }
+    }
+
+    /// Uptimes go by the nimbus's clock: none while it stands still, 90 s once it moved.
+    #[test]
+    fn uptimes_go_by_the_nimbus_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = crate::clock::Clock::manual();
+        let nimbus = Nimbus::open_with_clock(dir.path(), with_secret(), clock.clone()).unwrap();
+        nimbus.submit(stdin_to_stdout()).unwrap();
+        assert_eq!(nimbus.list().unwrap()[0].uptime_secs, 0);
+        clock.advance(Duration::from_secs(90));
+        assert_eq!(nimbus.list().unwrap()[0].uptime_secs, 90);
     }
 
     #[test]
     fn requests_over_rpc_answer_what_the_typed_methods_return() {
         let dir = tempfile::tempdir().unwrap();
-        let nimbus = Nimbus::open(dir.path(), with_secret()).unwrap();
+        let clock = crate::clock::Clock::manual();
+        let nimbus = Nimbus::open_with_clock(dir.path(), with_secret(), clock).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let threads = nimbus.serve(listener).unwrap();
-        let id = nimbus
-            .submit(Submission {
-                path: "<-e>".into(),
-                text: "stdin | stdout".into(),
-                overrides: Vec::new(),
-                home: None,
-                resources: String::new(),
-                parallelism: Default::default(),
-            })
-            .unwrap();
+        let id = nimbus.submit(stdin_to_stdout()).unwrap();
 
         let client = Client::new(&addr, Secret::from_config(&with_secret()));
         let listed: Vec<TopologySummary> = client.call(&Request::List).unwrap();

@@ -5,7 +5,7 @@
 //! workers whose assignment changed; the state bolts keep in memory in those processes is
 //! lost, as in Storm.
 
-use super::{now_secs, Known, Nimbus};
+use super::{Known, Nimbus};
 use crate::cluster::coordination::layout::TopologyStatus;
 use crate::cluster::protocol::rpc::Submission;
 use crate::model::plan::Plan;
@@ -63,7 +63,7 @@ impl Nimbus {
             .unwrap_or_else(|| known.topology.config.message_timeout());
         // Recorded before it is answered: a nimbus that takes over carries it out.
         let recorded = Recorded {
-            due_secs: now_secs() + wait.as_secs(),
+            due_secs: self.now_secs() + wait.as_secs(),
             previous,
             submission: submission.clone(),
         };
@@ -75,7 +75,7 @@ impl Nimbus {
         drop(state);
         self.save()?;
         let pending = Pending {
-            due: Instant::now() + wait,
+            due: self.clock.now() + wait,
             submission,
             previous,
         };
@@ -91,7 +91,7 @@ impl Nimbus {
     /// `rebalancing` with nothing pending (its nimbus was replaced meanwhile) goes back to
     /// active as it was.
     pub(super) fn finish_rebalances(&self) -> anyhow::Result<()> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let due: Vec<(String, Pending)> = {
             let mut pending = self.rebalances.lock().unwrap_or_else(|e| e.into_inner());
             let ids: Vec<String> = pending
@@ -127,7 +127,7 @@ impl Nimbus {
             }
             // Accepted by a nimbus that led before: carried out here, when it is due.
             if let Some(r) = state.pending_rebalance::<Recorded>(&id)? {
-                let left = Duration::from_secs(r.due_secs.saturating_sub(now_secs()));
+                let left = Duration::from_secs(r.due_secs.saturating_sub(self.now_secs()));
                 tracing::info!(
                     "nimbus: {id}: carrying out the rebalance the previous leader accepted"
                 );
@@ -183,7 +183,7 @@ impl Nimbus {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.to_string(), known.clone());
-        let assigned = state.rebalance_assign(id, &known.plan, workers, now_secs());
+        let assigned = state.rebalance_assign(id, &known.plan, workers, self.now_secs());
         state.set_status(id, p.previous)?;
         state.set_pending_rebalance::<Recorded>(id, None)?;
         drop(state);

@@ -267,6 +267,8 @@ pub struct Aggregate {
     windows: Option<keyed::Windows>,
     /// Count windows: tuples seen.
     clock: i64,
+    /// The time processing-time windows, `idle` and the `watermark` interval go by.
+    machine_clock: crate::clock::Clock,
     /// Event time, per input component: the latest time seen (`i64::MIN` before its first).
     latest: Vec<i64>,
     /// When each input component last sent a tuple (for `idle`).
@@ -301,6 +303,7 @@ pub struct Aggregate {
 impl Aggregate {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("aggregate: {e}"))?;
+        let machine_clock = crate::clock::Clock::system();
         Ok(Aggregate {
             windows: spec
                 .window
@@ -313,11 +316,12 @@ impl Aggregate {
             stateful: false,
             clock: i64::MIN,
             latest: vec![i64::MIN],
-            heard: vec![std::time::Instant::now()],
+            heard: vec![machine_clock.now()],
             inputs: Vec::new(),
             plan: None,
             pending_watermark: i64::MIN,
-            watermark_moved: std::time::Instant::now(),
+            watermark_moved: machine_clock.now(),
+            machine_clock,
             late: None,
             late_dropped: 0,
             strict: false,
@@ -481,7 +485,7 @@ impl Aggregate {
         }
         match self.time {
             Some(i) => input.values.get(i).and_then(window::event_time),
-            None => Some(now_millis()),
+            None => Some(self.machine_clock.epoch_millis()),
         }
     }
 
@@ -563,10 +567,10 @@ impl Aggregate {
     /// newest event time).
     fn move_watermark(&mut self, out: &mut dyn BoltCollector) -> Result<(), super::FatalError> {
         if let Some(every) = self.spec.watermark {
-            if self.watermark_moved.elapsed().as_millis() < every as u128 {
+            if self.machine_clock.since(self.watermark_moved).as_millis() < every as u128 {
                 return Ok(());
             }
-            self.watermark_moved = std::time::Instant::now();
+            self.watermark_moved = self.machine_clock.now();
         }
         self.close_windows(self.pending_watermark, out)
     }
@@ -583,10 +587,11 @@ impl Aggregate {
             _ => 0,
         };
         self.latest[at] = self.latest[at].max(t);
+        let now = self.machine_clock.now();
         if let Some(h) = self.heard.get_mut(at) {
-            *h = std::time::Instant::now();
+            *h = now;
         }
-        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle);
+        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle, now);
         lowest.saturating_sub(self.spec.lag)
     }
 }
@@ -611,12 +616,6 @@ pub(crate) fn rank<'a>(scores: impl Iterator<Item = (&'a Values, Value)>, n: usi
                 .collect()
         })
         .collect()
-}
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A group's output row: its key values, then each op's value.
@@ -689,10 +688,11 @@ impl Bolt for Aggregate {
             }
         }
         self.latest = vec![i64::MIN; inputs.len().max(1)];
-        self.heard = vec![std::time::Instant::now(); inputs.len().max(1)];
+        self.machine_clock = ctx.clock.clone();
+        self.heard = vec![self.machine_clock.now(); inputs.len().max(1)];
         self.inputs = inputs;
         self.plan = Some(ctx.plan.clone());
-        self.watermark_moved = std::time::Instant::now();
+        self.watermark_moved = self.machine_clock.now();
         let one_task = ctx
             .plan
             .component(&ctx.component)
@@ -755,10 +755,11 @@ impl Bolt for Aggregate {
                 .as_ref()
                 .is_some_and(|w| w.measure() == window::Measure::Millis);
         if by_clock {
-            self.close_windows(now_millis(), out)?;
+            self.close_windows(self.machine_clock.epoch_millis(), out)?;
         } else if self.spec.idle.is_some() && self.time.is_some() {
             // A silent input may have turned idle: the others alone move the watermark.
-            let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle);
+            let now = self.machine_clock.now();
+            let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle, now);
             let watermark = lowest.saturating_sub(self.spec.lag);
             if watermark > self.pending_watermark {
                 self.pending_watermark = watermark;
@@ -819,6 +820,43 @@ impl crate::components::CheckpointParticipant for Aggregate {
         match self.stateful {
             true => Some(self),
             false => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::state_check::{tuple, Rows};
+    use std::time::Duration;
+
+    /// A processing-time window closes when the task's clock passes its end, input or not,
+    /// and not before (a clock moved by hand: no sleeping).
+    #[test]
+    fn a_processing_time_window_closes_when_the_clock_passes_its_end() {
+        let args = serde_json::json!({"window": {"tumbling": "10s"}, "ops": ["count"]});
+        let mut agg = Aggregate::new(args.as_object().expect("an object")).expect("valid");
+        agg.fields = vec![None];
+        agg.machine_clock = crate::clock::Clock::manual_at(60_000);
+        let mut out = Rows::default();
+        for _ in 0..3 {
+            agg.execute(&tuple(smallvec::smallvec![Value::Int(1)]), &mut out)
+                .expect("execute");
+        }
+        agg.machine_clock.advance(Duration::from_millis(9_999));
+        agg.poll(&mut out).expect("poll");
+        assert!(out.0.is_empty(), "closed early: {:?}", out.0);
+        agg.machine_clock.advance(Duration::from_millis(1));
+        agg.poll(&mut out).expect("poll");
+        let [(_, row)] = &out.0[..] else {
+            panic!("one window, one row: {:?}", out.0)
+        };
+        for want in [
+            Value::Int(3),
+            window::time_value(60_000),
+            window::time_value(70_000),
+        ] {
+            assert!(row.contains(&want), "{want:?} not in {row:?}");
         }
     }
 }

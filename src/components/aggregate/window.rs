@@ -300,11 +300,16 @@ pub fn lowest_active(
     latest: &[i64],
     heard: &[std::time::Instant],
     idle: Option<std::time::Duration>,
+    now: std::time::Instant,
 ) -> i64 {
     let Some(d) = idle else {
         return latest.iter().copied().min().unwrap_or(i64::MIN);
     };
-    let active = |i: &usize| heard.get(*i).is_none_or(|h| h.elapsed() < d);
+    let active = |i: &usize| {
+        heard
+            .get(*i)
+            .is_none_or(|h| now.saturating_duration_since(*h) < d)
+    };
     let lowest = (0..latest.len()).filter(active).map(|i| latest[i]).min();
     lowest
         .or_else(|| latest.iter().copied().filter(|&t| t > i64::MIN).min())
@@ -391,6 +396,22 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An input not heard from within `idle` (by the `now` given) stops holding the
+    /// watermark back; one heard from in time still does.
+    #[test]
+    fn an_input_silent_for_longer_than_idle_stops_holding_the_watermark() {
+        let t0 = std::time::Instant::now();
+        let at = |s: u64| t0 + std::time::Duration::from_secs(s);
+        let idle = Some(std::time::Duration::from_secs(3));
+        let (latest, heard) = ([100, 50], [at(5), at(0)]);
+        assert_eq!(lowest_active(&latest, &heard, idle, at(2)), 50);
+        assert_eq!(lowest_active(&latest, &heard, idle, at(3)), 100);
+        assert_eq!(lowest_active(&latest, &heard, None, at(60)), 50);
+        // Every input idle: the lowest of those that sent anything.
+        let latest = [i64::MIN, 70];
+        assert_eq!(lowest_active(&latest, &heard, idle, at(60)), 70);
+    }
 
     #[test]
     fn specs() {

@@ -54,6 +54,8 @@ pub struct FileSink {
     /// spouts' pending bound).
     sync_records: u64,
     last_sync: Instant,
+    /// The time rotation, syncing and records without a time go by.
+    machine_clock: crate::clock::Clock,
     txn: Option<Txn>,
     bad_times: crate::logging::Throttle,
 }
@@ -77,6 +79,7 @@ impl FileSink {
             unsynced: Vec::new(),
             sync_records: u64::MAX,
             last_sync: Instant::now(),
+            machine_clock: crate::clock::Clock::system(),
             txn: stateful.then(Txn::default),
             bad_times: crate::logging::Throttle::new(Duration::from_secs(10)),
         })
@@ -88,7 +91,8 @@ impl FileSink {
 
     /// The record's time: its `time` field (epoch ms or RFC 3339), else the clock's.
     fn time_of(&mut self, input: &Tuple) -> i64 {
-        let now = || jiff::Timestamp::now().as_millisecond();
+        let clock = self.machine_clock.clone();
+        let now = || clock.epoch_millis();
         let Some(at) = self.time_at else { return now() };
         let t = input
             .values
@@ -118,7 +122,8 @@ impl FileSink {
                     self.close(&b)?;
                 }
             }
-            let part = self.open_part(bucket).map_err(|e| self.fatal(e))?;
+            let mut part = self.open_part(bucket).map_err(|e| self.fatal(e))?;
+            part.stamp(self.machine_clock.now());
             self.open.insert(bucket.to_string(), part);
         }
         let label = self.label.clone();
@@ -203,8 +208,9 @@ impl FileSink {
             .open
             .iter()
             .filter(|(_, p)| {
-                r.interval.is_some_and(|i| p.opened.elapsed() >= i)
-                    || p.last_write.elapsed() >= r.inactive
+                let clock = &self.machine_clock;
+                r.interval.is_some_and(|i| clock.since(p.opened) >= i)
+                    || clock.since(p.last_write) >= r.inactive
             })
             .map(|(b, _)| b.clone())
             .collect();
@@ -219,7 +225,7 @@ impl FileSink {
     fn sync(&mut self, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
         let fsync = self.cfg.sync.fsync;
         let result = self.open.values_mut().try_for_each(|p| p.seal(fsync));
-        self.last_sync = Instant::now();
+        self.last_sync = self.machine_clock.now();
         match result {
             Ok(()) => {
                 self.unsynced.drain(..).for_each(|t| out.ack(&t));
@@ -388,6 +394,7 @@ impl BoltState for FileSink {
                 .map_err(|e| self.fatal(e))?;
             p.records = s.records;
             p.bytes = s.bytes;
+            p.stamp(self.machine_clock.now());
             self.open.insert(s.bucket, p);
         }
         self.next = saved.next;
@@ -401,6 +408,8 @@ impl BoltState for FileSink {
 impl Bolt for FileSink {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         self.label = format!("{} task {}", ctx.component, ctx.task_index);
+        self.machine_clock = ctx.clock.clone();
+        self.last_sync = self.machine_clock.now();
         self.names = crate::components::input_fields(ctx);
         let position = |n: &str| self.names.iter().position(|f| f == n);
         self.cfg
@@ -443,9 +452,10 @@ impl Bolt for FileSink {
         line.push('\n');
         let time = self.time_of(input);
         let bucket = self.cfg.path.render(&input.values, time);
+        let now = self.machine_clock.now();
         let written = self.part_for(&bucket).and_then(|p| {
             p.write(line.as_bytes())?;
-            p.last_write = Instant::now();
+            p.last_write = now;
             Ok(())
         });
         self.line = line;
@@ -473,7 +483,8 @@ impl Bolt for FileSink {
         if self.txn.is_some() {
             return self.publish_committed();
         }
-        if !self.unsynced.is_empty() && self.last_sync.elapsed() >= self.cfg.sync.interval {
+        let since_sync = self.machine_clock.since(self.last_sync);
+        if !self.unsynced.is_empty() && since_sync >= self.cfg.sync.interval {
             self.sync(out)?;
         }
         Ok(())

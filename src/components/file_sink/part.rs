@@ -122,6 +122,12 @@ impl Part {
         Part::over(file, temp, target, c, len)
     }
 
+    /// Count the part's age and idleness from `now`.
+    pub fn stamp(&mut self, now: Instant) {
+        self.opened = now;
+        self.last_write = now;
+    }
+
     fn over(
         file: File,
         temp: PathBuf,

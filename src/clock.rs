@@ -1,0 +1,138 @@
+//! Time as a task or daemon sees it: the machine's clocks in a run, a clock moved by hand in
+//! tests, so what waits on time (processing-time windows, idle inputs, rollovers, timeouts) can
+//! be tested without sleeping.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A source of the monotonic instant and the wall-clock time. Cloning shares it: advancing a
+/// manual clock moves every clone.
+#[derive(Clone, Default)]
+pub struct Clock(Source);
+
+#[derive(Clone, Default)]
+enum Source {
+    /// The machine's clocks.
+    #[default]
+    System,
+    /// Times that move only when `advance` is called.
+    Manual(Arc<Mutex<Frozen>>),
+}
+
+/// Where a manual clock stands.
+#[derive(Clone, Copy)]
+struct Frozen {
+    instant: Instant,
+    wall: SystemTime,
+}
+
+impl Clock {
+    /// The machine's clocks (what a run uses).
+    pub fn system() -> Clock {
+        Clock(Source::System)
+    }
+
+    /// A clock that starts at the machine's present time and stands still until
+    /// [`Clock::advance`] moves it.
+    pub fn manual() -> Clock {
+        let now = Frozen {
+            instant: Instant::now(),
+            wall: SystemTime::now(),
+        };
+        Clock(Source::Manual(Arc::new(Mutex::new(now))))
+    }
+
+    /// A manual clock standing at `millis` after the Unix epoch.
+    pub fn manual_at(millis: i64) -> Clock {
+        let clock = Clock::manual();
+        if let Source::Manual(at) = &clock.0 {
+            let wall = UNIX_EPOCH + Duration::from_millis(millis.max(0) as u64);
+            at.lock().unwrap_or_else(|e| e.into_inner()).wall = wall;
+        }
+        clock
+    }
+
+    /// The monotonic instant (for intervals and deadlines).
+    pub fn now(&self) -> Instant {
+        match &self.0 {
+            Source::System => Instant::now(),
+            Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).instant,
+        }
+    }
+
+    /// The wall-clock time (for times shown or stored, and processing-time windows).
+    pub fn wall(&self) -> SystemTime {
+        match &self.0 {
+            Source::System => SystemTime::now(),
+            Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).wall,
+        }
+    }
+
+    /// Milliseconds since the Unix epoch by the wall clock (0 before it).
+    pub fn epoch_millis(&self) -> i64 {
+        self.wall()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    /// How long since `earlier` by this clock (zero if `earlier` is later).
+    pub fn since(&self, earlier: Instant) -> Duration {
+        self.now().saturating_duration_since(earlier)
+    }
+
+    /// Move a manual clock (both its instant and its wall time) forward by `by`. The machine's
+    /// clocks cannot be moved: false there.
+    pub fn advance(&self, by: Duration) -> bool {
+        match &self.0 {
+            Source::System => false,
+            Source::Manual(at) => {
+                let mut at = at.lock().unwrap_or_else(|e| e.into_inner());
+                at.instant += by;
+                at.wall += by;
+                true
+            }
+        }
+    }
+
+    /// Whether this clock only moves by hand.
+    pub fn is_manual(&self) -> bool {
+        matches!(self.0, Source::Manual(_))
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_manual() {
+            "Clock::manual"
+        } else {
+            "Clock::system"
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manual_clock_stands_still_until_advanced_and_clones_move_together() {
+        let clock = Clock::manual_at(60_000);
+        let copy = clock.clone();
+        let (start, wall) = (clock.now(), clock.epoch_millis());
+        assert_eq!(wall, 60_000);
+        assert_eq!(clock.now(), start);
+        assert!(copy.advance(Duration::from_millis(1500)));
+        assert_eq!(clock.since(start), Duration::from_millis(1500));
+        assert_eq!(clock.epoch_millis(), 61_500);
+    }
+
+    #[test]
+    fn the_system_clock_moves_by_itself_and_refuses_to_be_moved() {
+        let clock = Clock::system();
+        assert!(!clock.advance(Duration::from_secs(1)));
+        let start = clock.now();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(clock.since(start) >= Duration::from_millis(2));
+        assert!(clock.epoch_millis() > 1_700_000_000_000);
+    }
+}
