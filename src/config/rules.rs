@@ -32,6 +32,8 @@ pub enum Rule {
     Fraction,
     /// A TCP port, 1–65535.
     Port,
+    /// A TCP port to listen on, 1–65535, or 0: a free one, which the daemon reports.
+    ListenPort,
     /// One of a fixed set of strings.
     OneOf(&'static [&'static str]),
     /// Environment variables: a map of names to strings, numbers or booleans, or null.
@@ -226,7 +228,7 @@ pub const RULES: &[(&str, Rule)] = &[
         },
     ),
     // Nimbus's UI (Storm's `ui.port`); `ui.host` and `ui.token` are ours.
-    ("ui.port", Rule::Port),
+    ("ui.port", Rule::ListenPort),
     ("ui.host", Rule::String),
     ("ui.token", Rule::OptionalString),
 ];
@@ -305,6 +307,10 @@ pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
         },
         Rule::Fraction => check_fraction(value),
         Rule::Port => check_port(value),
+        Rule::ListenPort if value.as_u64() == Some(0) => Ok(()),
+        Rule::ListenPort => {
+            check_port(value).map_err(|e| e.replace("1–65535", "1–65535, or 0 for a free one"))
+        }
         Rule::OneOf(names) => match value.as_str() {
             Some(s) if names.contains(&s) => Ok(()),
             _ => Err(format!(
@@ -583,6 +589,18 @@ mod tests {
             assert!(err.contains(expected), "{key}: {err}");
         }
         assert!(check_value("topology.stats.sample.rate", &json!(0)).is_ok());
+    }
+
+    /// `ui.port` may be 0 (a free port, which nimbus reports); a port others connect to may not.
+    #[test]
+    fn a_port_to_listen_on_may_be_zero_and_others_may_not() {
+        assert!(check_value("ui.port", &json!(0)).is_ok());
+        assert_eq!(
+            check_value("ui.port", &json!(70000)),
+            Err("must be a port number, 1–65535, or 0 for a free one (got 70000)".to_string())
+        );
+        assert!(check_value("nimbus.thrift.port", &json!(0)).is_err());
+        assert!(check_value("storm.zookeeper.port", &json!(0)).is_err());
     }
 
     #[test]

@@ -198,15 +198,27 @@ streams:
     grouping: global
 ";
 
-pub(crate) fn start_nimbus(daemons: &mut Daemons, addr: &str, data: &Path) {
-    daemons.spawn(
+/// Start nimbus on a port it picks (and its UI too), its standard error in `data`.log; the
+/// address it listens on, once it answers.
+pub(crate) fn start_nimbus(daemons: &mut Daemons, data: &Path) -> String {
+    start_nimbus_at(daemons, "127.0.0.1:0", data)
+}
+
+/// Start nimbus listening on `listen` (port 0, or the address a restarted nimbus had); the
+/// address it reports, once it answers.
+pub(crate) fn start_nimbus_at(daemons: &mut Daemons, listen: &str, data: &Path) -> String {
+    let log = data.with_extension("log");
+    daemons.spawn_logged(
         "nimbus",
         storm()
-            .args(["nimbus", "--listen", addr, "--data"])
+            .args(["nimbus", "--listen", listen, "--data"])
             .arg(data)
-            .args(["-c", "nimbus.task.timeout.secs=3"]),
+            .args(["-c", "nimbus.task.timeout.secs=3", "-c", "ui.port=0"]),
+        &log,
     );
-    eventually("nimbus to answer", || client(&["list", "--nimbus", addr]));
+    let addr = crate::support::nimbus_addr(&log);
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    addr
 }
 
 #[test]
@@ -215,9 +227,8 @@ fn nimbus_and_two_supervisors_run_a_topology_through_a_killed_worker_and_a_resta
     let file = dir.path().join("count.yaml");
     std::fs::write(&file, SUBMITTED).expect("write the topology");
     let data = dir.path().join("nimbus");
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    start_nimbus(&mut daemons, &addr, &data);
+    let addr = start_nimbus(&mut daemons, &data);
     let mut our_slots = Vec::new();
     for (i, host) in two_hosts().into_iter().enumerate() {
         let ports = [free_port(host), free_port(host)];
@@ -297,7 +308,7 @@ fn nimbus_and_two_supervisors_run_a_topology_through_a_killed_worker_and_a_resta
 
     // A restarted nimbus carries on with the same topology.
     daemons.stop("nimbus");
-    start_nimbus(&mut daemons, &addr, &data);
+    start_nimbus_at(&mut daemons, &addr, &data);
     let listed = client(&["list", "--nimbus", &addr]).expect("list after the restart");
     assert!(listed.contains(&id), "{listed}");
     let tree = client(&["zk", "dump", "--nimbus", &addr]).expect("dump after the restart");
@@ -514,15 +525,18 @@ streams:
 #[test]
 fn nimbus_with_a_secret_answers_only_clients_that_know_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    daemons.spawn(
+    let log = dir.path().join("nimbus.log");
+    daemons.spawn_logged(
         "nimbus",
         storm()
             .env("STORM_CLUSTER_SECRET", "s3cret")
-            .args(["nimbus", "--listen", &addr, "--data"])
-            .arg(dir.path().join("nimbus")),
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
+            .arg(dir.path().join("nimbus"))
+            .args(["-c", "ui.port=0"]),
+        &log,
     );
+    let addr = crate::support::nimbus_addr(&log);
     let with = |secret: Option<&str>| {
         let mut c = storm();
         if let Some(s) = secret {

@@ -104,23 +104,25 @@ fn client(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Start nimbus on a port it picks; its address and pid, once it answers.
 fn start_nimbus(daemons: &mut Daemons, data: &Path) -> (String, u32) {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let pid = start_nimbus_at(daemons, "nimbus", &addr, data);
-    (addr, pid)
+    start_nimbus_at(daemons, "nimbus", "127.0.0.1:0", data)
 }
 
-fn start_nimbus_at(daemons: &mut Daemons, name: &str, addr: &str, data: &Path) -> u32 {
+/// Start nimbus listening on `listen` (port 0, or the address a restarted nimbus had); the
+/// address it reports and its pid, once it answers.
+fn start_nimbus_at(daemons: &mut Daemons, name: &str, listen: &str, data: &Path) -> (String, u32) {
     let pid = daemons.spawn(
         name,
         storm()
             .env("STORM_LOG", "info")
-            .args(["nimbus", "--listen", addr, "--data"])
+            .args(["nimbus", "--listen", listen, "--data"])
             .arg(data)
-            .args(["-c", "nimbus.task.timeout.secs=3"]),
+            .args(["-c", "nimbus.task.timeout.secs=3", "-c", "ui.port=0"]),
     );
-    eventually("nimbus to answer", || client(&["list", "--nimbus", addr]));
-    pid
+    let addr = crate::support::nimbus_addr(&daemons.log_path(name));
+    eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
+    (addr, pid)
 }
 
 /// One request in nimbus's wire format (a 4-byte big-endian length, then JSON), written by
@@ -207,7 +209,6 @@ fn nimbus_holds_little_for_announced_requests_and_cuts_slow_senders() {
 fn nimbus_without_file_descriptors_backs_off_and_logs_little() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut daemons = Daemons::new(dir.path());
-    let addr = format!("127.0.0.1:{}", free_port());
     let data = dir.path().join("nimbus");
     let storm_exe = storm().get_program().to_owned();
     // The shell lowers the open-files limit, then becomes nimbus.
@@ -215,12 +216,12 @@ fn nimbus_without_file_descriptors_backs_off_and_logs_little() {
         "nimbus",
         Command::new("sh")
             .arg("-c")
-            .arg(r#"ulimit -n 40 && exec "$0" nimbus --listen "$1" --data "$2""#)
+            .arg(r#"ulimit -n 40 && exec "$0" nimbus --listen 127.0.0.1:0 --data "$1""#)
             .arg(&storm_exe)
-            .arg(&addr)
             .arg(&data)
             .env_remove("STORM_CLUSTER_SECRET"),
     );
+    let addr = crate::support::nimbus_addr(&daemons.log_path("nimbus"));
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     // Connections that send nothing hold a descriptor each until the limit is reached.
     let mut held = Vec::new();

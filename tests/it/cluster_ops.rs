@@ -18,21 +18,20 @@ fn cluster(
     slots: usize,
     extra: &[&str],
 ) -> (String, String) {
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let ui = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let log_dir = format!("storm.log.dir={}", logs.display());
-    daemons.spawn(
+    let log = dir.join("nimbus.log");
+    daemons.spawn_logged(
         "nimbus",
         storm()
             .env_remove("STORM_LOG")
-            .args(["nimbus", "--listen", &addr, "--data"])
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
             .arg(dir.join("nimbus"))
             .args(["-c", "nimbus.task.timeout.secs=3", "-c", &log_dir])
-            .args([
-                "-c",
-                &format!("ui.port={}", ui.rsplit(':').next().unwrap_or("0")),
-            ]),
+            .args(["-c", "ui.port=0"]),
+        &log,
     );
+    let addr = crate::support::nimbus_addr(&log);
+    let ui = crate::support::nimbus_ui_addr(&log);
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let ports: Vec<String> = (0..slots)
         .map(|_| free_port("127.0.0.1").to_string())

@@ -79,14 +79,17 @@ fn a_shell_bolt_runs_on_the_cluster_after_its_submitted_folder_is_deleted() {
     let sources = tempfile::tempdir().expect("tempdir");
     let file = write_sources(sources.path(), &topology(&out, INPUTS as u64, 1000));
 
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    daemons.spawn(
+    let log = keep.path().join("nimbus.log");
+    daemons.spawn_logged(
         "nimbus",
         storm()
-            .args(["nimbus", "--listen", &addr, "--data"])
-            .arg(&data),
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
+            .arg(&data)
+            .args(["-c", "ui.port=0"]),
+        &log,
     );
+    let addr = crate::support::nimbus_addr(&log);
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let port = free_port("127.0.0.1").to_string();
     daemons.spawn(

@@ -3,7 +3,7 @@
 //! (`storm.nimbus.retry.*`) until the standby leads; a connection cut before any answer is
 //! named as such, never blamed on a cluster secret.
 
-use crate::cluster::{client, eventually, free_port, storm, Daemons};
+use crate::cluster::{client, eventually, storm, Daemons};
 use crate::zookeeper::{start_nimbus, Ensemble};
 use std::net::TcpListener;
 
@@ -29,12 +29,10 @@ streams:
 fn two_nimbuses() -> (Ensemble, Daemons, String, String) {
     let ensemble = Ensemble::start(1);
     let zk = ensemble.storm_options();
-    let a = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let b = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    start_nimbus(&mut daemons, "nimbus-a", &a, &zk);
+    let (a, _) = start_nimbus(&mut daemons, "nimbus-a", &zk);
     eventually("nimbus A to lead", || client(&["list", "--nimbus", &a]));
-    start_nimbus(&mut daemons, "nimbus-b", &b, &zk);
+    let (b, _) = start_nimbus(&mut daemons, "nimbus-b", &zk);
     eventually("nimbus B to stand by", || {
         let out = storm().args(["list", "--nimbus", &b]).output().ok()?;
         String::from_utf8_lossy(&out.stderr)

@@ -434,20 +434,18 @@ fn a_cluster_rebalance_writes_the_new_assignment_and_the_topology_runs_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("t.yaml");
     std::fs::write(&file, CLUSTER).expect("write the topology");
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let ui = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let ui_port = ui
-        .rsplit_once(':')
-        .map(|(_, p)| p.to_string())
-        .expect("a port");
     let mut daemons = Daemons::default();
-    daemons.spawn(
+    let log = dir.path().join("nimbus.log");
+    daemons.spawn_logged(
         "nimbus",
         cluster_storm()
-            .args(["nimbus", "--listen", &addr, "--data"])
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
             .arg(dir.path().join("nimbus"))
-            .args(["-c", &format!("ui.port={ui_port}")]),
+            .args(["-c", "ui.port=0"]),
+        &log,
     );
+    let addr = crate::support::nimbus_addr(&log);
+    let ui = crate::support::nimbus_ui_addr(&log);
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let ports = [free_port("127.0.0.1"), free_port("127.0.0.1")];
     let slots: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();

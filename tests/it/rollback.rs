@@ -344,9 +344,8 @@ fn committed_txid(addr: &str, id: &str) -> Option<u64> {
 /// Nimbus (tasks time out after 3 s) and two supervisors on loopback with `slots` slots
 /// each: the daemons, nimbus's address, and each supervisor's name and slots.
 fn cluster(dir: &Path, slots: usize) -> (Daemons, String, Vec<(&'static str, Vec<String>)>) {
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    start_nimbus(&mut daemons, &addr, &dir.join("nimbus"));
+    let addr = start_nimbus(&mut daemons, &dir.join("nimbus"));
     let mut supervisors = Vec::new();
     for (name, host) in ["supervisor-a", "supervisor-b"]
         .into_iter()

@@ -21,6 +21,34 @@ pub(crate) fn poll_until<T>(
     }
 }
 
+/// The address a daemon reports in its standard error `log` on a line that starts with
+/// `prefix` (`nimbus: listening on ADDR (data in ...)`, `nimbus: ui on http://ADDR/`), once it
+/// has. Daemons listen on port 0 and say which port they got, so no test picks a port that
+/// another process may take before the daemon binds it.
+pub(crate) fn reported_addr(log: &Path, prefix: &str) -> String {
+    poll_until(
+        &format!("`{prefix}` in {}", log.display()),
+        Duration::from_secs(60),
+        Duration::from_millis(20),
+        || {
+            let text = std::fs::read_to_string(log).ok()?;
+            let rest = text.lines().find_map(|l| l.strip_prefix(prefix))?;
+            let addr = rest.split_whitespace().next()?;
+            Some(addr.trim_end_matches('/').to_string())
+        },
+    )
+}
+
+/// Where `storm nimbus` listens: the address it reports in its standard error `log`.
+pub(crate) fn nimbus_addr(log: &Path) -> String {
+    reported_addr(log, "nimbus: listening on ")
+}
+
+/// Where nimbus serves its UI: the address it reports in its standard error `log`.
+pub(crate) fn nimbus_ui_addr(log: &Path) -> String {
+    reported_addr(log, "nimbus: ui on http://")
+}
+
 /// The address a `storm run --ui` child prints on stderr (`ui: http://ADDR/`), read as it
 /// comes; stderr keeps being read after it, so the child never blocks on a full pipe. Fails
 /// with what the child said if it ends without one.

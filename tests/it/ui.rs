@@ -810,23 +810,29 @@ fn nimbus_serves_the_ui_of_the_cluster_and_storm_deactivate_pauses_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("uitest.yaml");
     std::fs::write(&file, TOPOLOGY).expect("write the topology");
-    let nimbus_addr = format!("127.0.0.1:{}", free_port());
-    let ui = format!("127.0.0.1:{}", free_port());
+    let slots = format!("{},{}", free_port(), free_port());
+    // Nimbus and its UI listen on ports they pick and report.
+    let log = dir.path().join("nimbus.log");
+    // Dropped in reverse order of declaration: the supervisor (and its workers) first.
+    let _nimbus = spawn_daemon(
+        storm()
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
+            .arg(dir.path().join("nimbus"))
+            .args(["-c", "ui.port=0"])
+            .stderr(std::fs::File::create(&log).expect("a log file")),
+    );
+    let nimbus_addr = crate::support::nimbus_addr(&log);
+    let ui = crate::support::nimbus_ui_addr(&log);
     let ui_port = ui
         .rsplit_once(':')
         .map(|(_, p)| p.to_string())
         .expect("port");
-    let slots = format!("{},{}", free_port(), free_port());
-    // Dropped in reverse order of declaration: the supervisor (and its workers) first.
-    let _nimbus = spawn_daemon(
-        storm()
-            .args(["nimbus", "--listen", &nimbus_addr, "--data"])
-            .arg(dir.path().join("nimbus"))
-            .args(["-c", &format!("ui.port={ui_port}")]),
-    );
     eventually("nimbus's UI", || TcpStream::connect(&ui).ok());
-    let _supervisor =
-        spawn_daemon(storm().args(["supervisor", "--nimbus", &nimbus_addr, "--slots", &slots]));
+    let _supervisor = spawn_daemon(
+        storm()
+            .args(["supervisor", "--nimbus", &nimbus_addr, "--slots", &slots])
+            .stderr(Stdio::null()),
+    );
     eventually("the supervisor", || {
         (get(&ui, "/api/v1/supervisor/summary")["supervisors"]
             .as_array()?
@@ -923,11 +929,11 @@ fn nimbus_serves_the_ui_of_the_cluster_and_storm_deactivate_pauses_it() {
 }
 
 /// A daemon child, ended like a run when dropped.
+/// Start a daemon; its standard error goes where `cmd` says.
 fn spawn_daemon(cmd: &mut Command) -> UiRun {
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .expect("start a daemon");
     UiRun {

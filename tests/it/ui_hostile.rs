@@ -3,7 +3,7 @@
 //! the fd limit. Each time the process lives and a probe on a fresh connection is answered.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -80,19 +80,11 @@ fn local_run(nofile: Option<u32>) -> Served {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// `storm nimbus` with its UI on a free port, optionally under `prlimit` with this many file
-/// descriptors.
+/// `storm nimbus` with its UI on a port it picks and reports, optionally under `prlimit` with
+/// this many file descriptors.
 fn nimbus(nofile: Option<u32>) -> Served {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ui = format!("127.0.0.1:{}", free_port());
-    let port = ui.rsplit(':').next().unwrap_or_default().to_string();
+    let log = dir.path().join("nimbus.log");
     let mut cmd = match nofile {
         Some(n) => {
             let mut c = Command::new("prlimit");
@@ -105,18 +97,18 @@ fn nimbus(nofile: Option<u32>) -> Served {
     };
     let child = cmd
         .env_remove("STORM_CLUSTER_SECRET")
-        .args(["nimbus", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["nimbus", "--listen", "127.0.0.1:0"])
         .arg("--data")
         .arg(dir.path().join("nimbus"))
-        .args(["-c", &format!("ui.port={port}")])
+        .args(["-c", "ui.port=0"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("a log file"))
         .spawn()
         .expect("start storm nimbus");
     let served = Served {
         child,
-        addr: ui,
+        addr: crate::support::nimbus_ui_addr(&log),
         _dir: dir,
     };
     wait_for_probe(&served.addr, WAIT);

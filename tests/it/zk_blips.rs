@@ -29,35 +29,27 @@ impl Cluster {
         let zk = ensemble.storm_options();
         let logs = tempfile::tempdir().expect("tempdir");
         let mut daemons = Daemons::default();
-        // A port found free may be taken by another test before the nimbus binds it: then
-        // the nimbus says so in its log and is started again on another one.
-        let mut nimbus = |name: &'static str| loop {
-            let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+        // Each nimbus listens on a port it picks and reports.
+        let mut nimbus = |name: &'static str| {
             let data = logs.path().join(format!("{name}-data"));
             let log = logs.path().join(format!("{name}.log"));
             let pid = daemons.spawn_logged(
                 name,
                 storm()
-                    .args(["nimbus", "--listen", &addr, "--data"])
+                    .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
                     .arg(&data)
-                    .args(["-c", "nimbus.task.timeout.secs=10"])
+                    .args(["-c", "nimbus.task.timeout.secs=10", "-c", "ui.port=0"])
                     .args(&zk)
                     .env("STORM_LOG", "info"),
                 &log,
             );
-            let listening = eventually("the nimbus to listen", || {
-                let text = std::fs::read_to_string(&log).ok()?;
-                let said = |what: &str| text.contains(&format!("{what} {addr}"));
-                (said("listening on") || said("cannot listen on")).then(|| said("listening on"))
+            let addr = crate::support::nimbus_addr(&log);
+            eventually("the nimbus to answer", || {
+                let out = storm().args(["list", "--nimbus", &addr]).output().ok()?;
+                let said = String::from_utf8_lossy(&out.stderr);
+                (out.status.success() || said.contains("not the leader")).then_some(())
             });
-            if listening {
-                eventually("the nimbus to answer", || {
-                    let out = storm().args(["list", "--nimbus", &addr]).output().ok()?;
-                    let said = String::from_utf8_lossy(&out.stderr);
-                    (out.status.success() || said.contains("not the leader")).then_some(())
-                });
-                return (addr, pid);
-            }
+            (addr, pid)
         };
         let a = nimbus("nimbus-a");
         eventually("nimbus A to lead", || client(&["list", "--nimbus", &a.0]));

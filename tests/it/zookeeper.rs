@@ -233,22 +233,24 @@ fn paths_of(dump: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Start a nimbus; its pid.
+/// Start a nimbus on a port it picks; the address it reports, and its pid.
 pub(crate) fn start_nimbus(
     daemons: &mut Daemons,
     name: &'static str,
-    addr: &str,
     zk: &[String],
-) -> u32 {
+) -> (String, u32) {
     let data = tempfile::tempdir().expect("tempdir").keep();
-    daemons.spawn(
+    let log = data.join("stderr.log");
+    let pid = daemons.spawn_logged(
         name,
         storm()
-            .args(["nimbus", "--listen", addr, "--data"])
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
             .arg(&data)
-            .args(["-c", "nimbus.task.timeout.secs=10"])
+            .args(["-c", "nimbus.task.timeout.secs=10", "-c", "ui.port=0"])
             .args(zk),
-    )
+        &log,
+    );
+    (crate::support::nimbus_addr(&log), pid)
 }
 
 /// Start a supervisor with `n` slots, adding them (`HOST:PORT`) to `ours`, with the options
@@ -309,9 +311,8 @@ fn a_standalone_zookeeper_holds_the_tree_and_the_supervisors_ephemeral_nodes() {
     let ensemble = Ensemble::start(1);
     let zk = ensemble.storm_options();
     let dir = tempfile::tempdir().expect("tempdir");
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    let (addr, _) = start_nimbus(&mut daemons, "nimbus", &zk);
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let [host_a, host_b] = two_hosts();
     let mut slots = Vec::new();
@@ -393,9 +394,8 @@ fn a_supervisor_registers_on_its_own_session_and_watches_its_assignments() {
     let ensemble = Ensemble::start(1);
     let zk = ensemble.storm_options();
     let dir = tempfile::tempdir().expect("tempdir");
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    let nimbus = start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    let (addr, nimbus) = start_nimbus(&mut daemons, "nimbus", &zk);
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let mut slots = Vec::new();
     let host = "127.0.0.1";
@@ -499,9 +499,8 @@ fn workers_write_their_own_heartbeats_into_zookeeper() {
     let ensemble = Ensemble::start(1);
     let zk = ensemble.storm_options();
     let dir = tempfile::tempdir().expect("tempdir");
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    let nimbus = start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    let (addr, nimbus) = start_nimbus(&mut daemons, "nimbus", &zk);
     eventually("nimbus to answer", || client(&["list", "--nimbus", &addr]));
     let mut slots = Vec::new();
     let host = "127.0.0.1";
@@ -563,13 +562,11 @@ fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() 
     let mut ensemble = Ensemble::start(3);
     let zk = ensemble.storm_options();
     let dir = tempfile::tempdir().expect("tempdir");
-    let a = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let b = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let both = format!("{a},{b}");
     let mut daemons = Daemons::default();
-    start_nimbus(&mut daemons, "nimbus-a", &a, &zk);
+    let (a, _) = start_nimbus(&mut daemons, "nimbus-a", &zk);
     eventually("nimbus A to lead", || client(&["list", "--nimbus", &a]));
-    start_nimbus(&mut daemons, "nimbus-b", &b, &zk);
+    let (b, _) = start_nimbus(&mut daemons, "nimbus-b", &zk);
+    let both = format!("{a},{b}");
     let ensemble_addr = ensemble.connect();
     let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
     eventually("nimbus B registered", || {
@@ -665,18 +662,21 @@ fn a_standby_nimbus_takes_over_on_a_three_server_ensemble_that_loses_a_server() 
 fn a_nimbus_whose_session_expired_comes_back_as_a_standby() {
     let ensemble = Ensemble::start(1);
     let zk = ensemble.storm_options();
-    let a = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let b = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    let pid_a = daemons.spawn(
+    let data_a = tempfile::tempdir().expect("tempdir").keep();
+    let log_a = data_a.join("stderr.log");
+    let pid_a = daemons.spawn_logged(
         "nimbus-a",
         storm()
-            .args(["nimbus", "--listen", &a, "--data"])
-            .arg(tempfile::tempdir().expect("tempdir").keep())
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
+            .arg(&data_a)
+            .args(["-c", "ui.port=0"])
             .args(&zk),
+        &log_a,
     );
+    let a = crate::support::nimbus_addr(&log_a);
     eventually("nimbus A to lead", || client(&["list", "--nimbus", &a]));
-    start_nimbus(&mut daemons, "nimbus-b", &b, &zk);
+    let (b, _) = start_nimbus(&mut daemons, "nimbus-b", &zk);
     let ensemble_addr = ensemble.connect();
     let dump = || client(&["zk", "dump", "--zookeeper", &ensemble_addr]);
     eventually("nimbus B registered", || {
@@ -1042,9 +1042,8 @@ fn the_store_recovers_from_its_session_ending() {
 fn a_nimbus_without_zookeeper_stops_leading_until_it_returns() {
     let mut ensemble = Ensemble::start(1);
     let zk = ensemble.storm_options();
-    let addr = format!("127.0.0.1:{}", free_port("127.0.0.1"));
     let mut daemons = Daemons::default();
-    start_nimbus(&mut daemons, "nimbus", &addr, &zk);
+    let (addr, _) = start_nimbus(&mut daemons, "nimbus", &zk);
     eventually("nimbus to lead", || client(&["list", "--nimbus", &addr]));
 
     ensemble.kill(0);
@@ -1081,13 +1080,11 @@ fn shipped_scripts_survive_the_nimbus_that_took_them_and_their_deleted_folder() 
     let zk = ensemble.storm_options();
     let keep = tempfile::tempdir().expect("tempdir");
     let out = keep.path().join("recorded.txt");
-    let a = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let b = format!("127.0.0.1:{}", free_port("127.0.0.1"));
-    let both = format!("{a},{b}");
     let mut daemons = Daemons::default();
-    start_nimbus(&mut daemons, "nimbus-a", &a, &zk);
+    let (a, _) = start_nimbus(&mut daemons, "nimbus-a", &zk);
     eventually("nimbus A to lead", || client(&["list", "--nimbus", &a]));
-    start_nimbus(&mut daemons, "nimbus-b", &b, &zk);
+    let (b, _) = start_nimbus(&mut daemons, "nimbus-b", &zk);
+    let both = format!("{a},{b}");
     let mut slots = Vec::new();
     let host = ("127.0.0.1", 1);
     start_supervisor(&mut daemons, "supervisor", &both, host, &mut slots, &zk);
