@@ -252,45 +252,47 @@ fn key_value(k: &Values) -> Value {
 
 impl BoltState for Dedupe {
     fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+        self.changes_into(all, &mut |k, v| {
+            out.push((k.clone(), v.cloned()));
+            Ok(())
+        })
+    }
+
+    /// Keys go to `sink` as they are listed (exact keys past the memory limit from the spill
+    /// file), never all collected first; the window's progress last.
+    fn changes_into(&mut self, all: bool, sink: &mut super::ChangeSink<'_>) -> anyhow::Result<()> {
         let changed = std::mem::take(self.changed.get_or_insert_with(Changed::default));
         if !all {
-            out.extend(changed.removed.iter().map(|k| (key_value(k), None)));
+            for k in &changed.removed {
+                sink(&key_value(k), None)?;
+            }
         }
-        let present: Vec<(Values, Value)> = match (&mut self.memory, all) {
+        match (&mut self.memory, all) {
             (Memory::Exact(set), _) => {
                 set.track_changes_if_untracked();
-                let mut keys = Vec::new();
-                set.changes(all, |k, _| {
-                    keys.push((k.clone(), Value::Bool(true)));
-                    Ok(())
-                })?;
-                keys
+                let seen = Value::Bool(true);
+                set.changes(all, |k, _| sink(&key_value(k), Some(&seen)))?;
             }
-            (Memory::Cache(c), true) => c
-                .iter_mut()
-                .map(|(k, s)| {
+            (Memory::Cache(c), true) => {
+                for (k, s) in c.iter_mut() {
                     s.dirty = false;
-                    (k.clone(), Value::Int(s.at as i64))
-                })
-                .collect(),
-            (Memory::Cache(c), false) => changed
-                .dirty
-                .into_iter()
-                .filter_map(|k| {
-                    let s = c.peek_mut(&k)?;
-                    s.dirty = false;
-                    let at = Value::Int(s.at as i64);
-                    Some((k, at))
-                })
-                .collect(),
-        };
-        out.extend(present.into_iter().map(|(k, v)| (key_value(&k), Some(v))));
+                    sink(&key_value(k), Some(&Value::Int(s.at as i64)))?;
+                }
+            }
+            (Memory::Cache(c), false) => {
+                for k in changed.dirty {
+                    if let Some(s) = c.peek_mut(&k) {
+                        s.dirty = false;
+                        sink(&key_value(&k), Some(&Value::Int(s.at as i64)))?;
+                    }
+                }
+            }
+        }
         let progress = [("seen", self.seen_in_window), ("seq", self.seq)]
             .into_iter()
             .map(|(k, v)| (k.to_string(), Value::Int(v as i64)))
             .collect();
-        out.push((Value::str(WINDOW), Some(Value::Map(Box::new(progress)))));
-        Ok(())
+        sink(&Value::str(WINDOW), Some(&Value::Map(Box::new(progress))))
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {

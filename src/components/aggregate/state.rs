@@ -35,13 +35,12 @@ impl BoltState for Aggregate {
         })
     }
 
-    /// Groups go to `sink` as their map lists them; a window's panes are listed first.
+    /// Groups (or a window's pane entries, then its progress) go to `sink` as their maps list
+    /// them: past the memory limit, from the spill file, never all held at once.
     fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
         if self.windows.is_some() {
-            let mut out = Vec::new();
-            self.pane_changes(all, &mut out)?;
-            out.push((Value::str(PROGRESS), Some(self.progress())));
-            return out.iter().try_for_each(|(k, v)| sink(k, v.as_ref()));
+            self.pane_changes(all, sink)?;
+            return sink(&Value::str(PROGRESS), Some(&self.progress()));
         }
         self.groups.changes(all, |k, states| {
             sink(&key_value(k), Some(&states_value(states)))
@@ -85,21 +84,20 @@ impl Aggregate {
         }
     }
 
-    /// Every open pane's entries (`all`) or those changed, and those of retired panes.
-    /// Fails when a spilled pane cannot be read.
-    fn pane_changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
+    /// Every open pane's entries (`all`) or those changed, and those of retired panes, to
+    /// `sink` one at a time. Fails when a spilled pane cannot be read or `sink` fails.
+    fn pane_changes(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
         let Some(w) = self.windows.as_mut() else {
             return Ok(());
         };
         w.track_changes_if_untracked();
         for (start, key) in w.removed.iter_mut().flat_map(|r| r.drain(..)) {
-            out.push((pane_key(start, &key), None));
+            sink(&pane_key(start, &key), None)?;
         }
         for (start, pane) in w.panes.panes_mut() {
             pane.track_changes_if_untracked();
             pane.changes(all, |k, states| {
-                out.push((pane_key(*start, k), Some(states_value(states))));
-                Ok(())
+                sink(&pane_key(*start, k), Some(&states_value(states)))
             })?;
         }
         Ok(())

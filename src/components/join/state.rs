@@ -8,7 +8,7 @@
 
 use super::held::{Held, Pane};
 use super::Join;
-use crate::components::{BoltState, Entries};
+use crate::components::{BoltState, ChangeSink, Entries};
 use crate::tuple::{Value, Values};
 
 /// Where a kept tuple is: its pane (`None`: the whole input), input, key and position.
@@ -54,16 +54,26 @@ type Out = Vec<(Value, Option<Value>)>;
 
 impl BoltState for Join {
     fn changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
+        self.changes_into(all, &mut |k, v| {
+            out.push((k.clone(), v.cloned()));
+            Ok(())
+        })
+    }
+
+    /// Kept tuples go to `sink` as they are listed (past the memory limit, from the spill
+    /// file), never all collected first; the progress last.
+    fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
         let changed = std::mem::take(self.changed.get_or_insert_with(Changed::default));
         match all {
-            true => self.every_tuple(out)?,
+            true => self.every_tuple(sink)?,
             false => {
-                out.extend(changed.dropped.iter().map(|at| (entry_key(at), None)));
-                self.kept_tuples(changed.kept, out)?;
+                for at in &changed.dropped {
+                    sink(&entry_key(at), None)?;
+                }
+                self.kept_tuples(changed.kept, sink)?;
             }
         }
-        out.push((Value::str(PROGRESS), Some(self.progress())));
-        Ok(())
+        sink(&Value::str(PROGRESS), Some(&self.progress()))
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {
@@ -129,15 +139,16 @@ impl Join {
     }
 
     /// The tuples of every pane (and the whole input), each as an entry.
-    fn every_tuple(&mut self, out: &mut Out) -> anyhow::Result<()> {
+    fn every_tuple(&mut self, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
         let mut all = |pane: Option<i64>, map: &mut Pane| {
-            map.each(|key, held| {
+            map.try_each(|key, held| {
                 for (i, rows) in held.inputs.iter().enumerate() {
                     for (pos, row) in rows.iter().enumerate() {
                         let at = (pane, i, key.clone(), pos);
-                        out.push((entry_key(&at), Some(Value::list(row.to_vec()))));
+                        sink(&entry_key(&at), Some(&Value::list(row.to_vec())))?;
                     }
                 }
+                Ok(())
             })
         };
         all(None, &mut self.whole)?;
@@ -150,7 +161,7 @@ impl Join {
     /// The tuples kept since the last checkpoint, read back from memory or their spill file
     /// (a key's spilled tuples once for its run of positions); those of panes retired since
     /// are gone (their removal is written instead).
-    fn kept_tuples(&mut self, kept: Vec<At>, out: &mut Out) -> anyhow::Result<()> {
+    fn kept_tuples(&mut self, kept: Vec<At>, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
         let mut last: Option<(Option<i64>, String, Held)> = None;
         for at in kept {
             let (pane, i, key, pos) = &at;
@@ -168,7 +179,7 @@ impl Join {
                 }
             };
             if let Some(row) = row {
-                out.push((entry_key(&at), Some(Value::list(row.to_vec()))));
+                sink(&entry_key(&at), Some(&Value::list(row.to_vec())))?;
             }
         }
         Ok(())

@@ -606,20 +606,26 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         for s in self.hot.values_mut() {
             s.dirty = false;
         }
-        let mut emitted = Ok(());
-        self.each(|k, v| {
-            if emitted.is_ok() {
-                emitted = emit(k, v);
-            }
-        })?;
-        emitted
+        self.try_each(|k, v| emit(k, v))
     }
 
     /// Hand `f` every entry, each once (those in memory, then those only in the file), in no
     /// particular order.
     pub fn each(&mut self, mut f: impl FnMut(&K, &V)) -> anyhow::Result<()> {
+        self.try_each(|k, v| {
+            f(k, v);
+            Ok(())
+        })
+    }
+
+    /// Call `f` on every entry, those in memory and then those spilled; the first error, of
+    /// `f` or of reading the spill file, ends the listing and is returned.
+    pub fn try_each(
+        &mut self,
+        mut f: impl FnMut(&K, &V) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         for (k, s) in self.hot.iter() {
-            f(k, &s.v);
+            f(k, &s.v)?;
         }
         let Some(cold) = self.cold.as_mut() else {
             return Ok(());
@@ -627,7 +633,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         for row in cold.scan()? {
             let (k, v) = self.decode(&row?.1)?;
             if !self.hot.contains_key(&k) {
-                f(&k, &v);
+                f(&k, &v)?;
             }
         }
         Ok(())

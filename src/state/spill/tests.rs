@@ -258,3 +258,39 @@ fn an_eviction_larger_than_a_chunk_keeps_every_entry_and_change() {
     assert_eq!(all.len(), n as usize);
     assert_eq!(all.first(), Some(&("k00000".to_string(), 0)));
 }
+
+/// `try_each` lists entries in memory and spilled ones alike, and the first error of its
+/// callback ends the listing there and comes back (what `changes` relies on to stop a
+/// checkpoint whose writing failed).
+#[test]
+fn try_each_lists_memory_and_spill_and_stops_at_the_first_error() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut m = map(dir.path(), 4, true);
+    for k in 0..20u8 {
+        m.update(key(k).as_str(), || key(k), || 0, |v| *v += 1)
+            .expect("updates");
+    }
+    assert!(m.spilled(), "20 entries past a limit of 4 spill");
+    let mut seen = Vec::new();
+    m.try_each(|k, _| {
+        seen.push(k.clone());
+        Ok(())
+    })
+    .expect("lists");
+    seen.sort();
+    assert_eq!(seen, (0..20u8).map(key).collect::<Vec<_>>());
+    let mut calls = 0;
+    let err = m
+        .try_each(|_, _| {
+            calls += 1;
+            match calls {
+                7 => Err(anyhow::anyhow!("the sink is full")),
+                _ => Ok(()),
+            }
+        })
+        .expect_err("the callback's error");
+    assert_eq!(
+        (calls, err.to_string()),
+        (7, "the sink is full".to_string())
+    );
+}
