@@ -32,6 +32,7 @@ pub mod expr;
 pub mod grouping;
 pub mod java_hash;
 pub(crate) mod java_random;
+pub(crate) mod lifeline;
 pub(crate) mod log_config;
 pub mod logging;
 pub mod model;

@@ -66,15 +66,17 @@ fn a_tuple_over_the_frame_limit_fails_the_run_with_a_clear_error() {
     );
 }
 
-/// A shell spout whose child emits three tuples, starts a grandchild in its process group
-/// (its pid written to `grandchild.pid`), then hangs in `next` (saying so with a file
-/// `hanging`).
+/// A shell spout whose child (its pid written to `child.pid`) emits three tuples, starts a
+/// grandchild in its process group (its pid written to `grandchild.pid`), then hangs in
+/// `next` (saying so with a file `hanging`).
 const HANGING_SPOUT: &str = r#"
 import os, subprocess, sys, time
 sys.path.insert(0, os.environ["STORM_TEST_MULTILANG"])
 import storm
 class Hang(storm.Spout):
     def initialize(self, conf, context):
+        with open("child.pid", "w") as f:
+            f.write(str(os.getpid()))
         self.n = 0
         child = subprocess.Popen(["sleep", "300"])
         with open("grandchild.pid", "w") as f:
@@ -304,4 +306,63 @@ fn the_first_interrupt_ends_a_run_over_processes_whose_worker_cannot_drain() {
         "ended after {took:?}: {stderr}"
     );
     drop(stdin);
+}
+
+/// The pid a test child wrote to `file` in `dir`.
+fn pid_in(dir: &std::path::Path, file: &str) -> u32 {
+    std::fs::read_to_string(dir.join(file))
+        .expect("a pid file")
+        .trim()
+        .parse()
+        .expect("a pid")
+}
+
+/// A run SIGKILLed, so that none of its own clean-up runs, still takes its multilang child
+/// with it: the kernel kills the child when storm dies. The child here hangs in `next` and
+/// never reads its stdin again, so the pipe closing would not end it.
+#[test]
+fn a_sigkilled_run_takes_its_multilang_children_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("spout.py"), HANGING_SPOUT).expect("write spout");
+    let topology = format!(
+        "shell(python3, {}) fields=[word] | stdout",
+        dir.path().join("spout.py").display()
+    );
+    let multilang = concat!(env!("CARGO_MANIFEST_DIR"), "/multilang/python");
+    let conf = tempfile::tempdir().expect("tempdir");
+    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"));
+    run.env("STORM_CONF_DIR", conf.path())
+        .env("STORM_TEST_MULTILANG", multilang)
+        .current_dir(dir.path())
+        .args(["run", "-e", &topology])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut storm = run.spawn().expect("start storm run");
+    crate::support::poll_until(
+        "the child to hang in `next`",
+        Duration::from_secs(90),
+        Duration::from_millis(20),
+        || dir.path().join("hanging").exists().then_some(()),
+    );
+    let child = pid_in(dir.path(), "child.pid");
+    signal(storm.id(), "-KILL");
+    let _ = storm.wait();
+    let ended = std::time::Instant::now() + Duration::from_secs(10);
+    let gone = loop {
+        let state = crate::run_reliability::stat_of(child);
+        if state.is_none_or(|(_, s)| s == 'Z') || std::time::Instant::now() > ended {
+            break state.is_none_or(|(_, s)| s == 'Z');
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // What the child started outlives it (the kernel's request is not inherited): end it
+    // here, and the child too should it have survived, before asserting.
+    signal(pid_in(dir.path(), "grandchild.pid"), "-KILL");
+    if !gone {
+        signal(child, "-KILL");
+    }
+    assert!(
+        gone,
+        "the multilang child {child} outlived a SIGKILLed storm run"
+    );
 }

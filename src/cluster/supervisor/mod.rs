@@ -422,7 +422,7 @@ fn launch(opts: &SupervisorOptions, topology: &str, port: u16) -> Option<Child> 
         }
     }
     if opts.die_with_parent {
-        die_with_parent(&mut command);
+        crate::lifeline::die_with_parent(&mut command);
         // A process group of its own: Ctrl-C at a terminal (SIGINT to the foreground group)
         // reaches `storm run` alone, which drains its workers, instead of killing them too
         // (restarted, they would roll the drain back).
@@ -461,30 +461,6 @@ fn zookeeper_args(zk: Option<&ZkSupervisorSettings>) -> Vec<String> {
         ms(zk.settings.connection_timeout),
     ]
 }
-
-/// The child gets SIGKILL when the launching thread ends (Linux's parent-death signal); a
-/// parent that is already gone by then makes it exit at once.
-#[cfg(target_os = "linux")]
-fn die_with_parent(command: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: between fork and exec the closure calls only `prctl`, `getppid` and `_exit`,
-    // which are async-signal-safe, and allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_command: &mut Command) {}
 
 fn kill(slot: &mut Slot, port: u16) {
     if let Some(mut child) = slot.child.take() {

@@ -402,9 +402,9 @@ fn start_child(
     // The child gets a process group of its own, so Ctrl-C at a terminal (or any signal to
     // storm's group) reaches storm alone: storm drains, and its children finish the tuples
     // in flight instead of dying with it and being restarted mid-drain. A child still ends
-    // with storm: storm stops it at the end, and its stdin closes if storm dies.
-    Spawn::new(program)
-        .args(args)
+    // with storm: storm stops it at the end, and the kernel kills it if storm dies.
+    let mut cmd = Spawn::new(program);
+    cmd.args(args)
         // Our environment, but never the cluster secret: user code has no business with it.
         .env_remove(super::context::SECRET_ENV)
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
@@ -413,15 +413,14 @@ fn start_child(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            format!(
-                "cannot start `{}` in {}: {e}",
-                launch.command.join(" "),
-                launch.cwd.display()
-            )
-        })
+        .process_group(0);
+    crate::lifeline::spawn_for_process_life(cmd).map_err(|e| {
+        format!(
+            "cannot start `{}` in {}: {e}",
+            launch.command.join(" "),
+            launch.cwd.display()
+        )
+    })
 }
 
 /// SIGKILL the process group the child leads (it was started as its leader), so what it
