@@ -3,6 +3,8 @@
 
 use crate::run_reliability::{signal, Run};
 use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// 20 trials, the signal 0 to 380 ms after the start (so in every phase of the start: before
@@ -365,4 +367,96 @@ fn a_sigkilled_run_takes_its_multilang_children_with_it() {
         gone,
         "the multilang child {child} outlived a SIGKILLed storm run"
     );
+}
+
+/// `storm run -e "stdin | stdout"` with `extra` flags, its standard output piped and never
+/// read; its standard input fed from a thread. Returns the run, and the bytes fed so far.
+fn run_with_an_unread_output(extra: &[&str]) -> (std::process::Child, Arc<AtomicUsize>) {
+    let conf = tempfile::tempdir().expect("tempdir").keep();
+    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"));
+    run.env("STORM_CONF_DIR", &conf)
+        .env_remove("STORM_CLUSTER_SECRET")
+        .args([
+            "run",
+            "-e",
+            "stdin | stdout",
+            "-c",
+            "topology.message.timeout.secs=1",
+        ])
+        .args(extra)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = run.spawn().expect("start storm run");
+    let mut stdin = child.stdin.take().expect("piped");
+    let fed = Arc::new(AtomicUsize::new(0));
+    let counted = fed.clone();
+    std::thread::spawn(move || {
+        let chunk: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+        while std::io::Write::write_all(&mut stdin, chunk.as_bytes()).is_ok() {
+            counted.fetch_add(chunk.len(), Ordering::Relaxed);
+        }
+    });
+    (child, fed)
+}
+
+/// Interrupt `run` once its output is blocked: it took in more than its input and output
+/// pipes hold, then stopped taking in more for a second (its queues behind the blocked
+/// output are full); how long it took to end, its status and its standard error.
+fn interrupt_when_blocked(
+    run: std::process::Child,
+    fed: &AtomicUsize,
+) -> (Duration, std::process::ExitStatus, String) {
+    // SIGKILLed should the test fail before it ends.
+    struct Guard(std::process::Child);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut run = Guard(run);
+    let mut last = (0, std::time::Instant::now());
+    crate::support::poll_until(
+        "storm run to stop taking in its input",
+        Duration::from_secs(120),
+        Duration::from_millis(50),
+        || {
+            let now = fed.load(Ordering::Relaxed);
+            if now != last.0 {
+                last = (now, std::time::Instant::now());
+            }
+            (now > 128 << 10 && last.1.elapsed() >= Duration::from_secs(1)).then_some(())
+        },
+    );
+    let interrupted = std::time::Instant::now();
+    signal(run.0.id(), "-INT");
+    let status = crate::support::poll_until(
+        "storm run to end",
+        Duration::from_secs(120),
+        Duration::from_millis(50),
+        || run.0.try_wait().ok().flatten(),
+    );
+    let mut stderr = String::new();
+    if let Some(mut e) = run.0.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    (interrupted.elapsed(), status, stderr)
+}
+
+/// A run whose output nobody reads (its stdout pipe full, the writing thread blocked) still
+/// ends after the first interrupt: its drain is given up after the message timeout and the
+/// grace, and when the run still has not ended the grace after that, it exits 1 saying why.
+/// Before, it waited for a reader for ever.
+#[test]
+fn the_first_interrupt_ends_a_run_whose_output_is_not_read() {
+    let (run, fed) = run_with_an_unread_output(&[]);
+    let (took, status, stderr) = interrupt_when_blocked(run, &fed);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the run did not end after its drain was given up"),
+        "{stderr}"
+    );
+    // The message timeout (1 s), the grace (5 s), the grace again.
+    assert!(took >= Duration::from_secs(10), "{took:?}");
 }

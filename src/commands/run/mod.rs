@@ -114,6 +114,9 @@ struct StopWhen {
     signalled: Arc<AtomicBool>,
     deadline: Option<Instant>,
     abandon: Option<(Duration, Abandon)>,
+    /// With [`StopWhen::end_if_stuck`]: what ends the process when the run is still going
+    /// [`DRAIN_GRACE`] after its drain was given up.
+    stuck: Option<Abandon>,
 }
 
 impl StopWhen {
@@ -123,7 +126,16 @@ impl StopWhen {
             signalled,
             deadline: duration.map(|d| Instant::now() + d),
             abandon: None,
+            stuck: None,
         }
+    }
+
+    /// Call `action` when the run has not ended [`DRAIN_GRACE`] after its drain was given up:
+    /// a thread is blocked where giving up cannot reach it (writing to an output nobody
+    /// reads), and only ending the process ends the run.
+    fn end_if_stuck(mut self, action: impl FnOnce() + Send + 'static) -> StopWhen {
+        self.stuck = Some(Box::new(action));
+        self
     }
 
     /// Call `action` once the drain has gone on for `message_timeout` + [`DRAIN_GRACE`]
@@ -195,7 +207,8 @@ fn watch(
     let bar = progress.map(|stats| (super::progress::Progress::new(), stats));
     let mut on_stop = Some(on_stop);
     let mut abandon = when.abandon.take();
-    let mut stopped_at: Option<Instant> = None;
+    let mut stuck = when.stuck.take();
+    let (mut stopped_at, mut gave_up_at): (Option<Instant>, Option<Instant>) = (None, None);
     while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ended.recv_timeout(WATCH_EVERY) {
         if when.due() {
             if let Some(stop) = on_stop.take() {
@@ -211,7 +224,13 @@ fn watch(
                         DRAIN_GRACE.as_secs()
                     );
                     give_up();
+                    gave_up_at = Some(Instant::now());
                 }
+            }
+        }
+        if gave_up_at.is_some_and(|at| at.elapsed() >= DRAIN_GRACE) {
+            if let Some(end) = stuck.take() {
+                end();
             }
         }
         if let Some((b, stats)) = &bar {
