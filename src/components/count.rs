@@ -361,13 +361,6 @@ impl crate::components::CheckpointParticipant for Count {
 }
 
 impl BoltState for Count {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
-        self.changes_into(all, &mut |k, v| {
-            out.push((k.clone(), v.cloned()));
-            Ok(())
-        })
-    }
-
     /// Each changed key goes to `sink` as its map lists it.
     fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
         let mut send = |k: Value, n: i64| sink(&k, Some(&Value::Int(n)));

@@ -251,13 +251,6 @@ fn key_value(k: &Values) -> Value {
 }
 
 impl BoltState for Dedupe {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
-        self.changes_into(all, &mut |k, v| {
-            out.push((k.clone(), v.cloned()));
-            Ok(())
-        })
-    }
-
     /// Keys go to `sink` as they are listed (exact keys past the memory limit from the spill
     /// file), never all collected first; the window's progress last.
     fn changes_into(&mut self, all: bool, sink: &mut super::ChangeSink<'_>) -> anyhow::Result<()> {

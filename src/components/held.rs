@@ -43,6 +43,16 @@ impl<T> Default for Held<T> {
 }
 
 impl<T: Item> Held<T> {
+    /// [`Held::save`], its entries handed to a checkpoint's `sink`.
+    pub fn save_into(
+        &mut self,
+        sink: &mut crate::components::ChangeSink<'_>,
+    ) -> anyhow::Result<()> {
+        self.save()
+            .iter()
+            .try_for_each(|(k, v)| sink(k, v.as_ref()))
+    }
+
     /// A checkpoint's save: the open items go under the next number; the state to save.
     pub fn save(&mut self) -> Vec<(Value, Option<Value>)> {
         self.saved += 1;

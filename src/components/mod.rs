@@ -266,19 +266,17 @@ pub trait Spout: Send {
 /// The state of a stateful bolt (`stateful: true`): key/value pairs of typed values, saved at
 /// each checkpoint and given back when a run resumes (Storm's `KeyValueState`).
 pub trait BoltState {
-    /// Append the entries changed since the last call (`None`: removed) to `out`; with `all`,
-    /// every entry (the first checkpoint of a run). Clears the record of changes.
-    /// Fails when state kept on disk (spilled keys) cannot be read.
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()>;
-    /// [`BoltState::changes`] handed to `sink` one entry at a time, which is how a checkpoint
-    /// takes them: state of many keys overrides it so the entries are never all held at once.
-    fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {
-        let mut out = Vec::new();
-        self.changes(all, &mut out)?;
-        for (k, v) in &out {
-            sink(k, v.as_ref())?;
-        }
-        Ok(())
+    /// Hand `sink` the entries changed since the last call (`None`: removed), one at a time,
+    /// which is how a checkpoint takes them, so state of many keys is never all held at once;
+    /// with `all`, every entry (the first checkpoint of a run). Clears the record of changes.
+    /// Fails when state kept on disk (spilled keys) cannot be read, or when `sink` fails.
+    fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()>;
+    /// [`BoltState::changes_into`] collected in `out` (tests compare states so).
+    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+        self.changes_into(all, &mut |k, v| {
+            out.push((k.clone(), v.cloned()));
+            Ok(())
+        })
     }
     /// Start from these entries (the last committed checkpoint), replacing what is held.
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()>;

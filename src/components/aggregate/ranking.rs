@@ -226,7 +226,11 @@ fn bounds_key(b: Bounds) -> Value {
 }
 
 impl crate::components::BoltState for TotalRanking {
-    fn changes(&mut self, all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+    fn changes_into(
+        &mut self,
+        all: bool,
+        sink: &mut crate::components::ChangeSink<'_>,
+    ) -> anyhow::Result<()> {
         let touched = std::mem::take(self.touched.get_or_insert_with(BTreeSet::new));
         let windows: Vec<Bounds> = match all {
             true => self.candidates.keys().copied().collect(),
@@ -239,13 +243,12 @@ impl crate::components::BoltState for TotalRanking {
                 };
                 Value::List(Box::new(rows.iter().map(pair).collect()))
             });
-            out.push((bounds_key(b), saved));
+            sink(&bounds_key(b), saved.as_ref())?;
         }
         let mut tasks: Vec<(&u32, &i64)> = self.watermarks.iter().collect();
         tasks.sort();
         let marks = tasks.into_iter().map(|(_, w)| Value::Int(*w)).collect();
-        out.push((Value::str(WATERMARKS), Some(Value::List(Box::new(marks)))));
-        Ok(())
+        sink(&Value::str(WATERMARKS), Some(&Value::List(Box::new(marks))))
     }
 
     fn restore(&mut self, entries: Vec<(Value, Value)>) -> anyhow::Result<()> {

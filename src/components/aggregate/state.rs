@@ -13,8 +13,6 @@ use std::collections::BTreeMap;
 /// The key of the entry of window progress.
 const PROGRESS: &str = "progress";
 
-type Out = Vec<(Value, Option<Value>)>;
-
 fn key_value(key: &Values) -> Value {
     Value::list(key.to_vec())
 }
@@ -28,13 +26,6 @@ fn states_value(states: &[super::State]) -> Value {
 }
 
 impl BoltState for Aggregate {
-    fn changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
-        self.changes_into(all, &mut |k, v| {
-            out.push((k.clone(), v.cloned()));
-            Ok(())
-        })
-    }
-
     /// Groups (or a window's pane entries, then its progress) go to `sink` as their maps list
     /// them: past the memory limit, from the spill file, never all held at once.
     fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {

@@ -340,7 +340,11 @@ impl FileSink {
 impl BoltState for FileSink {
     /// A checkpoint's save: every open part synced (its length saved), the parts closed
     /// since the last save set aside for this checkpoint, and all not yet published saved.
-    fn changes(&mut self, _all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+    fn changes_into(
+        &mut self,
+        _all: bool,
+        sink: &mut crate::components::ChangeSink<'_>,
+    ) -> anyhow::Result<()> {
         self.clean_staging()?;
         let sealed = self.open.values_mut().try_for_each(|p| p.seal(true));
         sealed.map_err(|e| self.fatal(e))?;
@@ -374,8 +378,7 @@ impl BoltState for FileSink {
             next: self.next.clone(),
         };
         let json = serde_json::to_string(&saved).map_err(|e| self.fatal(e))?;
-        out.push((Value::str(STATE_KEY), Some(Value::str(&json))));
-        Ok(())
+        sink(&Value::str(STATE_KEY), Some(&Value::str(&json)))
     }
 
     /// Resume from a checkpoint: publish what it had closed, reopen what it had open.

@@ -174,7 +174,11 @@ impl HttpSink {
 }
 
 impl BoltState for HttpSink {
-    fn changes(&mut self, _all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+    fn changes_into(
+        &mut self,
+        _all: bool,
+        sink: &mut crate::components::ChangeSink<'_>,
+    ) -> anyhow::Result<()> {
         let (m, b) = (self.cfg.batch.max_records, self.cfg.batch.max_bytes);
         let t = self.txn_mut()?;
         let mut batches = t.prepared.take().unwrap_or_default();
@@ -187,8 +191,7 @@ impl BoltState for HttpSink {
             batches: t.unsent(),
         };
         let json = serde_json::to_string(&saved).map_err(|e| self.fatal(e))?;
-        out.push((Value::str(STATE_KEY), Some(Value::str(&json))));
-        Ok(())
+        sink(&Value::str(STATE_KEY), Some(&Value::str(&json)))
     }
 
     /// Resume: every batch the checkpoint holds is sent again, with its key.

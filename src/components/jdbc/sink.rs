@@ -368,9 +368,13 @@ impl JdbcSink {
 }
 
 impl BoltState for JdbcSink {
-    fn changes(&mut self, _all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+    fn changes_into(
+        &mut self,
+        _all: bool,
+        sink: &mut crate::components::ChangeSink<'_>,
+    ) -> anyhow::Result<()> {
         if let Some(h) = self.held.as_mut() {
-            out.extend(h.save());
+            h.save_into(sink)?;
         }
         Ok(())
     }

@@ -50,16 +50,7 @@ fn entry_key((pane, i, key, pos): &At) -> Value {
     ])
 }
 
-type Out = Vec<(Value, Option<Value>)>;
-
 impl BoltState for Join {
-    fn changes(&mut self, all: bool, out: &mut Out) -> anyhow::Result<()> {
-        self.changes_into(all, &mut |k, v| {
-            out.push((k.clone(), v.cloned()));
-            Ok(())
-        })
-    }
-
     /// Kept tuples go to `sink` as they are listed (past the memory limit, from the spill
     /// file), never all collected first; the progress last.
     fn changes_into(&mut self, all: bool, sink: &mut ChangeSink<'_>) -> anyhow::Result<()> {

@@ -365,12 +365,15 @@ impl BoltState for KafkaSink {
     /// the next number, and the state is that number and every checkpoint's records not yet
     /// written (so a crash after the checkpoint commits and before its transaction does loses
     /// nothing).
-    fn changes(&mut self, _all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+    fn changes_into(
+        &mut self,
+        _all: bool,
+        sink: &mut crate::components::ChangeSink<'_>,
+    ) -> anyhow::Result<()> {
         let Some(t) = self.txn.as_mut() else {
             return Ok(());
         };
-        out.extend(t.held.save());
-        Ok(())
+        t.held.save_into(sink)
     }
 
     /// Resume from a checkpoint: its records not marked as written in the marker topic are

@@ -286,9 +286,13 @@ fn query_answers(
 }
 
 impl BoltState for RedisBolt {
-    fn changes(&mut self, _all: bool, out: &mut Vec<(Value, Option<Value>)>) -> anyhow::Result<()> {
+    fn changes_into(
+        &mut self,
+        _all: bool,
+        sink: &mut crate::components::ChangeSink<'_>,
+    ) -> anyhow::Result<()> {
         if let Some(t) = self.txn.as_mut() {
-            out.extend(t.held.save());
+            t.held.save_into(sink)?;
         }
         Ok(())
     }
