@@ -7,20 +7,19 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A source of the monotonic instant and the wall-clock time. Cloning shares it: advancing a
 /// manual clock moves every clone.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug)]
 pub struct Clock(Source);
 
-#[derive(Clone, Default)]
+#[derive(Clone, Debug)]
 enum Source {
     /// The machine's clocks.
-    #[default]
     System,
     /// Times that move only when `advance` is called.
     Manual(Arc<Mutex<Frozen>>),
 }
 
 /// Where a manual clock stands.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Frozen {
     instant: Instant,
     wall: SystemTime,
@@ -60,18 +59,14 @@ impl Clock {
         }
     }
 
-    /// The wall-clock time (for times shown or stored, and processing-time windows).
-    pub fn wall(&self) -> SystemTime {
-        match &self.0 {
+    /// Milliseconds since the Unix epoch by the wall clock (0 before it): for times shown or
+    /// stored, and processing-time windows.
+    pub fn epoch_millis(&self) -> i64 {
+        let wall = match &self.0 {
             Source::System => SystemTime::now(),
             Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).wall,
-        }
-    }
-
-    /// Milliseconds since the Unix epoch by the wall clock (0 before it).
-    pub fn epoch_millis(&self) -> i64 {
-        self.wall()
-            .duration_since(UNIX_EPOCH)
+        };
+        wall.duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64)
     }
 
@@ -92,21 +87,6 @@ impl Clock {
                 true
             }
         }
-    }
-
-    /// Whether this clock only moves by hand.
-    pub fn is_manual(&self) -> bool {
-        matches!(self.0, Source::Manual(_))
-    }
-}
-
-impl std::fmt::Debug for Clock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.is_manual() {
-            "Clock::manual"
-        } else {
-            "Clock::system"
-        })
     }
 }
 

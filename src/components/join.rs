@@ -354,7 +354,8 @@ impl Join {
             Measure::Count => self.close(self.clock + 1, out)?,
             Measure::Millis if self.spec.time.is_some() => {
                 self.latest[i] = self.latest[i].max(t);
-                if let Some(h) = self.heard.get_mut(i) {
+                // When inputs were last heard from matters with `idle` only.
+                if let (Some(_), Some(h)) = (self.spec.idle, self.heard.get_mut(i)) {
                     *h = self.machine_clock.now();
                 }
                 let watermark = self.watermark();
@@ -371,8 +372,8 @@ impl Join {
     /// delivered a tuple (as Storm's watermark generator takes the lowest over its input
     /// streams), so a slower input holds windows open instead of making its tuples late.
     fn watermark(&self) -> i64 {
-        let now = self.machine_clock.now();
-        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle, now);
+        let idle = self.spec.idle.map(|d| (d, self.machine_clock.now()));
+        let lowest = window::lowest_active(&self.latest, &self.heard, idle);
         lowest.saturating_sub(self.spec.lag)
     }
 

@@ -92,32 +92,33 @@ class Hang(storm.Spout):
 Hang().run()
 "#;
 
+/// `storm run` of [`HANGING_SPOUT`] into `stdout`, the spout written to `dir` (where the run
+/// starts), its configuration folder `conf`.
+fn hanging_spout_run(dir: &std::path::Path, conf: &std::path::Path) -> std::process::Command {
+    let spout = dir.join("spout.py");
+    std::fs::write(&spout, HANGING_SPOUT).expect("write spout");
+    let topology = format!("shell(python3, {}) fields=[word] | stdout", spout.display());
+    let multilang = concat!(env!("CARGO_MANIFEST_DIR"), "/multilang/python");
+    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"));
+    run.env("STORM_CONF_DIR", conf)
+        .env("STORM_TEST_MULTILANG", multilang)
+        .current_dir(dir)
+        .args(["run", "-e", &topology]);
+    run
+}
+
 /// The first Ctrl-C ends a run whose shell spout child hangs in `next` (it is killed after a
 /// grace of 2 s, not at the subprocess timeout, here 600 s), and what the child started in
 /// its process group ends with it.
 #[test]
 fn the_first_interrupt_ends_a_run_whose_spout_child_hangs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("spout.py"), HANGING_SPOUT).expect("write spout");
-    let topology = format!(
-        "shell(python3, {}) fields=[word] | stdout",
-        dir.path().join("spout.py").display()
-    );
-    let multilang = concat!(env!("CARGO_MANIFEST_DIR"), "/multilang/python");
     let conf = tempfile::tempdir().expect("tempdir");
-    let mut child = assert_cmd::cargo::CommandCargoExt::cargo_bin("storm")
-        .map(|mut c: std::process::Command| {
-            c.env("STORM_CONF_DIR", conf.path())
-                .env("STORM_TEST_MULTILANG", multilang)
-                .current_dir(dir.path())
-                .args(["run", "-e", &topology])
-                // Without the stop's grace, only this timeout would end the turn.
-                .args(["-c", "topology.subprocess.timeout.secs=600"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            c
-        })
-        .expect("the storm binary")
+    let mut child = hanging_spout_run(dir.path(), conf.path())
+        // Without the stop's grace, only this timeout would end the turn.
+        .args(["-c", "topology.subprocess.timeout.secs=600"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start storm run");
     let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
@@ -146,11 +147,7 @@ fn the_first_interrupt_ends_a_run_whose_spout_child_hangs() {
         stderr.contains("the child gave no answer within 2s; killing it"),
         "{stderr}"
     );
-    let pid: u32 = std::fs::read_to_string(dir.path().join("grandchild.pid"))
-        .expect("the grandchild's pid")
-        .trim()
-        .parse()
-        .expect("a pid");
+    let pid = pid_in(dir.path(), "grandchild.pid");
     crate::support::poll_until(
         "the grandchild to end",
         Duration::from_secs(10),
@@ -325,21 +322,12 @@ fn pid_in(dir: &std::path::Path, file: &str) -> u32 {
 #[test]
 fn a_sigkilled_run_takes_its_multilang_children_with_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("spout.py"), HANGING_SPOUT).expect("write spout");
-    let topology = format!(
-        "shell(python3, {}) fields=[word] | stdout",
-        dir.path().join("spout.py").display()
-    );
-    let multilang = concat!(env!("CARGO_MANIFEST_DIR"), "/multilang/python");
     let conf = tempfile::tempdir().expect("tempdir");
-    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"));
-    run.env("STORM_CONF_DIR", conf.path())
-        .env("STORM_TEST_MULTILANG", multilang)
-        .current_dir(dir.path())
-        .args(["run", "-e", &topology])
+    let mut storm = hanging_spout_run(dir.path(), conf.path())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut storm = run.spawn().expect("start storm run");
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start storm run");
     crate::support::poll_until(
         "the child to hang in `next`",
         Duration::from_secs(90),

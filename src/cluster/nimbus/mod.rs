@@ -225,22 +225,14 @@ impl Nimbus {
     /// Always the embedded tree (`storm run --processes` keeps its run to itself, whatever
     /// `storm.zookeeper.servers` says); the `storm nimbus` daemon uses [`Nimbus::open_daemon`].
     pub fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
-        Nimbus::open_with(data, config, None)
+        Nimbus::open_with(data, config, None, crate::clock::Clock::system())
     }
 
     /// Open the `storm nimbus` daemon's state: in the ZooKeeper ensemble of
     /// `storm.zookeeper.servers` when it is set, else as [`Nimbus::open`].
     pub fn open_daemon(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
         let zk = Coordination::from_config(&config)?.map(Arc::new);
-        Nimbus::open_with(data, config, zk)
-    }
-
-    fn open_with(
-        data: &Path,
-        config: Config,
-        zk: Option<Arc<Coordination>>,
-    ) -> anyhow::Result<Arc<Nimbus>> {
-        Nimbus::open_on(data, config, zk, crate::clock::Clock::system())
+        Nimbus::open_with(data, config, zk, crate::clock::Clock::system())
     }
 
     /// As [`Nimbus::open`], going by `clock` (tests move it by hand).
@@ -250,10 +242,10 @@ impl Nimbus {
         config: Config,
         clock: crate::clock::Clock,
     ) -> anyhow::Result<Arc<Nimbus>> {
-        Nimbus::open_on(data, config, None, clock)
+        Nimbus::open_with(data, config, None, clock)
     }
 
-    fn open_on(
+    fn open_with(
         data: &Path,
         config: Config,
         zk: Option<Arc<Coordination>>,

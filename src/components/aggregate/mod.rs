@@ -587,11 +587,15 @@ impl Aggregate {
             _ => 0,
         };
         self.latest[at] = self.latest[at].max(t);
-        let now = self.machine_clock.now();
-        if let Some(h) = self.heard.get_mut(at) {
-            *h = now;
-        }
-        let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle, now);
+        // When inputs were last heard from matters with `idle` only: no clock read otherwise.
+        let idle = self.spec.idle.map(|d| {
+            let now = self.machine_clock.now();
+            if let Some(h) = self.heard.get_mut(at) {
+                *h = now;
+            }
+            (d, now)
+        });
+        let lowest = window::lowest_active(&self.latest, &self.heard, idle);
         lowest.saturating_sub(self.spec.lag)
     }
 }
@@ -758,8 +762,8 @@ impl Bolt for Aggregate {
             self.close_windows(self.machine_clock.epoch_millis(), out)?;
         } else if self.spec.idle.is_some() && self.time.is_some() {
             // A silent input may have turned idle: the others alone move the watermark.
-            let now = self.machine_clock.now();
-            let lowest = window::lowest_active(&self.latest, &self.heard, self.spec.idle, now);
+            let idle = self.spec.idle.map(|d| (d, self.machine_clock.now()));
+            let lowest = window::lowest_active(&self.latest, &self.heard, idle);
             let watermark = lowest.saturating_sub(self.spec.lag);
             if watermark > self.pending_watermark {
                 self.pending_watermark = watermark;

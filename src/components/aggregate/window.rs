@@ -293,16 +293,15 @@ pub fn idle_arg(
     }
 }
 
-/// The lowest latest time of the inputs that are not idle (each heard from within `idle`),
-/// or of all of them without `idle`. When every input is idle, the lowest of those that sent
+/// The lowest latest time of the inputs that are not idle (each heard from within `idle`'s
+/// duration by its instant, the present), or of all of them without `idle`. When every input is idle, the lowest of those that sent
 /// anything: an input that never sent holds nothing back once it is idle.
 pub fn lowest_active(
     latest: &[i64],
     heard: &[std::time::Instant],
-    idle: Option<std::time::Duration>,
-    now: std::time::Instant,
+    idle: Option<(std::time::Duration, std::time::Instant)>,
 ) -> i64 {
-    let Some(d) = idle else {
+    let Some((d, now)) = idle else {
         return latest.iter().copied().min().unwrap_or(i64::MIN);
     };
     let active = |i: &usize| {
@@ -403,14 +402,14 @@ mod tests {
     fn an_input_silent_for_longer_than_idle_stops_holding_the_watermark() {
         let t0 = std::time::Instant::now();
         let at = |s: u64| t0 + std::time::Duration::from_secs(s);
-        let idle = Some(std::time::Duration::from_secs(3));
+        let idle = |now| Some((std::time::Duration::from_secs(3), now));
         let (latest, heard) = ([100, 50], [at(5), at(0)]);
-        assert_eq!(lowest_active(&latest, &heard, idle, at(2)), 50);
-        assert_eq!(lowest_active(&latest, &heard, idle, at(3)), 100);
-        assert_eq!(lowest_active(&latest, &heard, None, at(60)), 50);
+        assert_eq!(lowest_active(&latest, &heard, idle(at(2))), 50);
+        assert_eq!(lowest_active(&latest, &heard, idle(at(3))), 100);
+        assert_eq!(lowest_active(&latest, &heard, None), 50);
         // Every input idle: the lowest of those that sent anything.
         let latest = [i64::MIN, 70];
-        assert_eq!(lowest_active(&latest, &heard, idle, at(60)), 70);
+        assert_eq!(lowest_active(&latest, &heard, idle(at(60))), 70);
     }
 
     #[test]

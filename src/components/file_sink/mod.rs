@@ -91,9 +91,9 @@ impl FileSink {
 
     /// The record's time: its `time` field (epoch ms or RFC 3339), else the clock's.
     fn time_of(&mut self, input: &Tuple) -> i64 {
-        let clock = self.machine_clock.clone();
-        let now = || clock.epoch_millis();
-        let Some(at) = self.time_at else { return now() };
+        let Some(at) = self.time_at else {
+            return self.machine_clock.epoch_millis();
+        };
         let t = input
             .values
             .get(at)
@@ -105,7 +105,7 @@ impl FileSink {
                     self.label
                 );
             }
-            now()
+            self.machine_clock.epoch_millis()
         })
     }
 
@@ -203,12 +203,11 @@ impl FileSink {
 
     /// Close the parts whose age or idleness says so.
     fn rotate_by_time(&mut self) -> anyhow::Result<()> {
-        let r = &self.cfg.rotate;
+        let (r, clock) = (&self.cfg.rotate, &self.machine_clock);
         let due: Vec<String> = self
             .open
             .iter()
             .filter(|(_, p)| {
-                let clock = &self.machine_clock;
                 r.interval.is_some_and(|i| clock.since(p.opened) >= i)
                     || clock.since(p.last_write) >= r.inactive
             })
