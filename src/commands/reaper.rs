@@ -3,7 +3,8 @@
 //! (`setsid cmd &`) escapes it. So a worker process, and a `storm run`, becomes a child
 //! subreaper (Linux's `PR_SET_CHILD_SUBREAPER`): such a descendant is re-parented to it when
 //! its own parent ends, rather than to init, and whatever is left among its children when the
-//! command ends is SIGKILLed and reaped.
+//! command ends is SIGKILLed and reaped. (A process SIGKILLed itself runs none of this; its
+//! children's groups are then ended by the guard in `lifeline.rs`.)
 
 /// While held, this process adopts its orphaned descendants; dropped, it ends them.
 pub(crate) struct Reaper {

@@ -268,7 +268,10 @@ fn the_first_interrupt_ends_a_run_over_processes_whose_worker_cannot_drain() {
                 .args(["-c", "topology.acker.executors=0"])
                 .args(["-c", "topology.subprocess.timeout.secs=600"])
                 .args(["-c", "topology.message.timeout.secs=2"])
-                .args(["-c", "nimbus.task.timeout.secs=2"])
+                // Long enough that a worker slowed by a loaded machine is not replaced before
+                // the drain's deadline: a replaced worker drains at once (the held tuple was
+                // lost with the old one), and the run would rightly end with 0.
+                .args(["-c", "nimbus.task.timeout.secs=5"])
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped());
@@ -317,10 +320,11 @@ fn pid_in(dir: &std::path::Path, file: &str) -> u32 {
 }
 
 /// A run SIGKILLed, so that none of its own clean-up runs, still takes its multilang child
-/// with it: the kernel kills the child when storm dies. The child here hangs in `next` and
-/// never reads its stdin again, so the pipe closing would not end it.
+/// with it (the kernel kills the child when storm dies) and what the child started (the guard
+/// kills the child's process group). The child here hangs in `next` and never reads its stdin
+/// again, so the pipe closing would not end it; its `sleep 300` reads nothing at all.
 #[test]
-fn a_sigkilled_run_takes_its_multilang_children_with_it() {
+fn a_sigkilled_run_takes_its_multilang_children_and_theirs_with_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = tempfile::tempdir().expect("tempdir");
     let mut storm = hanging_spout_run(dir.path(), conf.path())
@@ -335,25 +339,31 @@ fn a_sigkilled_run_takes_its_multilang_children_with_it() {
         || dir.path().join("hanging").exists().then_some(()),
     );
     let child = pid_in(dir.path(), "child.pid");
+    let grandchild = pid_in(dir.path(), "grandchild.pid");
     signal(storm.id(), "-KILL");
     let _ = storm.wait();
     let ended = std::time::Instant::now() + Duration::from_secs(10);
-    let gone = loop {
-        let state = crate::run_reliability::stat_of(child);
-        if state.is_none_or(|(_, s)| s == 'Z') || std::time::Instant::now() > ended {
-            break state.is_none_or(|(_, s)| s == 'Z');
+    let gone = |pid| crate::run_reliability::stat_of(pid).is_none_or(|(_, s)| s == 'Z');
+    let (child_gone, grandchild_gone) = loop {
+        let both = (gone(child), gone(grandchild));
+        if both == (true, true) || std::time::Instant::now() > ended {
+            break both;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    // What the child started outlives it (the kernel's request is not inherited): end it
-    // here, and the child too should it have survived, before asserting.
-    signal(pid_in(dir.path(), "grandchild.pid"), "-KILL");
-    if !gone {
-        signal(child, "-KILL");
+    // End whatever survived before asserting, so a failure leaves nothing running.
+    for (pid, dead) in [(child, child_gone), (grandchild, grandchild_gone)] {
+        if !dead {
+            signal(pid, "-KILL");
+        }
     }
     assert!(
-        gone,
+        child_gone,
         "the multilang child {child} outlived a SIGKILLed storm run"
+    );
+    assert!(
+        grandchild_gone,
+        "what the multilang child started ({grandchild}) outlived a SIGKILLed storm run"
     );
 }
 

@@ -31,7 +31,6 @@ use mio::{Events, Interest, Poll, Token};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command as Spawn, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -358,7 +357,7 @@ impl Drop for SpawnGuard {
             return;
         }
         if let Some(child) = &mut self.child {
-            kill_group(child);
+            crate::lifeline::end_group(child);
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -402,7 +401,8 @@ fn start_child(
     // The child gets a process group of its own, so Ctrl-C at a terminal (or any signal to
     // storm's group) reaches storm alone: storm drains, and its children finish the tuples
     // in flight instead of dying with it and being restarted mid-drain. A child still ends
-    // with storm: storm stops it at the end, and the kernel kills it if storm dies.
+    // with storm: storm stops it and its group at the end, and if storm dies the kernel kills
+    // the child and the guard its group (`lifeline.rs`).
     let mut cmd = Spawn::new(program);
     cmd.args(args)
         // Our environment, but never the cluster secret: user code has no business with it.
@@ -412,27 +412,14 @@ fn start_child(
         .current_dir(launch.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    crate::lifeline::spawn_for_process_life(cmd).map_err(|e| {
+        .stderr(Stdio::piped());
+    crate::lifeline::spawn_group_for_process_life(cmd).map_err(|e| {
         format!(
             "cannot start `{}` in {}: {e}",
             launch.command.join(" "),
             launch.cwd.display()
         )
     })
-}
-
-/// SIGKILL the process group the child leads (it was started as its leader), so what it
-/// started in its group (a pipeline, a `cmd &`) ends with it. Called before the child is
-/// reaped: until then its pid, the group's id, cannot be reused.
-fn kill_group(child: &Child) {
-    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-    }
 }
 
 /// A started child's pipes, non-blocking and watched, with the wakers of their threads.
@@ -864,7 +851,7 @@ impl ShellProcess {
         self.stdout.released.notify_all();
         let _ = self.wake_reader.wake();
         if self.exit.is_none() {
-            kill_group(&self.child);
+            crate::lifeline::end_group(&self.child);
             let _ = self.child.kill();
             self.exit = self.child.wait().ok();
         }
