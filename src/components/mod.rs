@@ -295,9 +295,9 @@ pub use crate::state::checkpoint_store::ChangeSink;
 /// Saved entries as a restore reads them: one at a time, each possibly an error of the store.
 pub type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
 
-/// A tuple processor (Storm's IBolt). It knows nothing of checkpoints: a bolt that takes part
-/// in them also implements [`CheckpointParticipant`], and its type builds it through
-/// `Builtin::checkpointed_bolt`; the runtime then wraps it (Storm's `StatefulBoltExecutor`).
+/// A tuple processor (Storm's IBolt), and nothing else: keeping state across a restart is
+/// another trait, declared below, which the runtime drives by wrapping the bolts that have it
+/// (Storm's `StatefulBoltExecutor`).
 pub trait Bolt: Send {
     fn prepare(&mut self, _ctx: &TaskContext) -> anyhow::Result<()> {
         Ok(())
