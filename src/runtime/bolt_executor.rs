@@ -5,6 +5,7 @@
 //! that thread alone and emptied between its host's steps.
 
 use super::bolt_task::execute;
+use super::chain_ledger::ChainLedger;
 use super::collector::BoltOut;
 use super::executor::receive;
 use super::executor::{BoltSlot, ExecutorReport, Parked, Receiving, RunControl, FLUSH_EVERY};
@@ -50,6 +51,14 @@ impl BoltTimers {
 }
 
 impl BoltExecutor {
+    /// Settle its tasks' acks of trees held by the spout executor it is chained onto (`Some`),
+    /// or send them all to the acker (`None`).
+    pub fn set_ledger(&mut self, ledger: Option<ChainLedger>) {
+        for t in &mut self.tasks {
+            t.emitter.ledger = ledger.clone();
+        }
+    }
+
     pub fn new(
         inbox: Receiver<Message>,
         outbox: Outbox,

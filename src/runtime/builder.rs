@@ -405,6 +405,20 @@ impl<'a> Wiring<'a> {
             })
             .collect();
         guests.sort_unstable();
+        // Ledgers are shared only as this placement chains executors (a rebalance may have
+        // moved tasks that had one).
+        for exec in at.values_mut() {
+            match exec {
+                Built::Spout(s) => {
+                    s.ledger = None;
+                    for t in &mut s.tasks {
+                        t.emitter.ledger = None;
+                    }
+                }
+                Built::Bolt(b) => b.set_ledger(None),
+                Built::Acker(_) => {}
+            }
+        }
         for (_, host, i) in guests {
             let Some(Built::Bolt(mut guest)) = at.remove(&i) else {
                 anyhow::bail!("chained executor {i} is not a local bolt");
@@ -415,9 +429,18 @@ impl<'a> Wiring<'a> {
                     guest
                         .outbox
                         .drain_while_blocked(self.inboxes[host].1.clone());
+                    // The trees the spout starts are settled on its thread with the guests.
+                    let ledger = s.ledger.get_or_insert_with(Default::default).clone();
+                    for t in &mut s.tasks {
+                        t.emitter.ledger = Some(ledger.clone());
+                    }
+                    guest.set_ledger(Some(ledger));
                     s.guests.push(Box::new(guest));
                 }
-                Some(Built::Bolt(b)) => b.guests.push(Box::new(guest)),
+                Some(Built::Bolt(b)) => {
+                    guest.set_ledger(None);
+                    b.guests.push(Box::new(guest));
+                }
                 _ => anyhow::bail!("executor {host} cannot host chained executor {i}"),
             }
         }
@@ -572,6 +595,7 @@ impl<'a> Wiring<'a> {
             checkpoints,
             resumed,
             guests: Default::default(),
+            ledger: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The collectors components emit through (Storm's OutputCollector / SpoutOutputCollector):
 //! routing each emit, stamping acker edge ids on tracked tuples (Storm's XOR tree), and counting.
 
+use super::chain_ledger::ChainLedger;
 use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
 use super::partials::Key;
@@ -25,7 +26,10 @@ pub struct Emitter {
     /// same tree travel as one message (XOR is associative, so the acker sees the same value).
     acks: Vec<(u64, u64)>,
     /// Trees started by a spout and not yet announced to the acker: (root, XOR of edges).
-    inits: Vec<(u64, u64)>,
+    pub inits: Vec<(u64, u64)>,
+    /// A task of a spout executor with chained bolts, or of one of those bolts: the trees its
+    /// executor's spouts started this round, which acks settle here (see `chain_ledger.rs`).
+    pub ledger: Option<ChainLedger>,
 }
 
 /// Pairs an acker message holds before it is sent without waiting for the end of the batch.
@@ -59,6 +63,7 @@ impl Emitter {
             component,
             acks: Vec::new(),
             inits: Vec::new(),
+            ledger: None,
         }
     }
 
@@ -141,6 +146,9 @@ impl Emitter {
     }
 
     fn queue_ack(&mut self, outbox: &mut Outbox, root: u64, val: u64) {
+        if self.ledger.as_ref().is_some_and(|l| l.absorb(root, val)) {
+            return;
+        }
         // Consecutive acks usually belong to the same tree (the words of one line).
         if let Some(last) = self.acks.last_mut() {
             if last.0 == root {
@@ -315,9 +323,14 @@ impl SpoutOut<'_> {
         }
         if let Some(id) = msg_id {
             if track && n > 0 {
-                em.inits.push((root, xor));
-                if em.inits.len() >= ACK_PAIRS {
-                    em.flush_acks(self.outbox);
+                match &em.ledger {
+                    Some(ledger) => ledger.hold(root, em.task, xor),
+                    None => {
+                        em.inits.push((root, xor));
+                        if em.inits.len() >= ACK_PAIRS {
+                            em.flush_acks(self.outbox);
+                        }
+                    }
                 }
                 self.trees.open(root, id);
             } else {
@@ -446,7 +459,16 @@ impl BoltCollector for BoltOut<'_> {
         }
         // After the acks gathered so far, so the acker sees them in the order they were made.
         self.em.flush_acks(self.outbox);
-        let roots = input.anchors.iter().map(|a| (a.root, 0)).collect();
+        let ledger = self.em.ledger.as_ref();
+        let roots: Vec<(u64, u64)> = input
+            .anchors
+            .iter()
+            .filter(|a| !ledger.is_some_and(|l| l.fail(a.root)))
+            .map(|a| (a.root, 0))
+            .collect();
+        if roots.is_empty() {
+            return;
+        }
         self.em.send_pairs(self.outbox, streams::ACK_FAIL, roots);
     }
 

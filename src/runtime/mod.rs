@@ -8,6 +8,7 @@ pub(crate) mod bolt_executor;
 pub(crate) mod bolt_task;
 mod builder;
 mod chain_hosts;
+pub(crate) mod chain_ledger;
 pub mod checkpoint;
 pub(crate) mod collector;
 pub(crate) mod congestion;

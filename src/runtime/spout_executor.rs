@@ -3,6 +3,7 @@
 //! fail or timeout, runs the bolts chained onto it (`guests.rs`) right after each round, and
 //! passes end of input on.
 
+use super::chain_ledger::ChainLedger;
 use super::checkpoint::Checkpointing;
 use super::collector::SpoutOut;
 use super::executor::{ExecutorReport, Parked, Phase, RunControl, SpoutSlot, FLUSH_EVERY};
@@ -126,6 +127,8 @@ pub struct SpoutExecutor {
     pub resumed: bool,
     /// The bolt executors chained onto this one, run on its thread.
     pub guests: Guests,
+    /// With guests: the trees started this round, settled once the guests have handled them.
+    pub ledger: Option<ChainLedger>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -210,6 +213,8 @@ impl SpoutExecutor {
                 self.announce();
                 self.outbox.flush_all();
                 self.guests.pump()?;
+                self.settle_chain(&mut report)?;
+                self.outbox.flush_all();
                 let mut report = self.parked(report);
                 report.inbox.insert(0, self.inbox.clone());
                 return Ok(report);
@@ -227,6 +232,7 @@ impl SpoutExecutor {
             if !self.guests.is_empty() {
                 self.outbox.flush_chained();
                 self.guests.pump()?;
+                self.settle_chain(&mut report)?;
             }
             if busy || handled {
                 pacing.backoff = BACKOFF_MIN;
@@ -461,6 +467,33 @@ impl SpoutExecutor {
                     .store(total, Ordering::Relaxed);
             }
         }
+    }
+
+    /// After the guests handled a round: a held tree they completed is acked to its spout here,
+    /// one they failed is failed, and the others are announced to the acker with the XOR of
+    /// the edges still open (see `chain_ledger.rs`).
+    fn settle_chain(&mut self, report: &mut ExecutorReport) -> anyhow::Result<()> {
+        let Some(ledger) = &self.ledger else {
+            return Ok(());
+        };
+        let held = ledger.take();
+        if held.is_empty() {
+            return Ok(());
+        }
+        for (root, h) in held {
+            let i = h.task.wrapping_sub(self.first_task) as usize;
+            if h.failed {
+                self.on_outcome(i, root, streams::ACK_FAIL, report)?;
+            } else if h.val == 0 {
+                self.on_outcome(i, root, streams::ACK_ACK, report)?;
+            } else if let Some(t) = self.tasks.get_mut(i) {
+                t.emitter.inits.push((root, h.val));
+            }
+        }
+        for t in &mut self.tasks {
+            t.emitter.flush_acks(&mut self.outbox);
+        }
+        Ok(())
     }
 
     /// Nothing to do right now: send partial batches on, then wait for acks or a moment.

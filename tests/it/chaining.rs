@@ -92,6 +92,39 @@ fn failures_inside_a_chain_are_replayed_until_every_word_is_counted() {
     assert_eq!(lines["lost"], 0, "{lines}");
 }
 
+/// A tree the chain completes on the spout's thread (a line the filter drops) is acked there:
+/// the acker hears of none of them (it does, chaining off). Trees that leave the chain still
+/// reach it, and every line is acked either way.
+#[test]
+fn trees_completed_inside_a_chain_never_reach_the_acker() {
+    let text: String = (0..20_000)
+        .map(|i| if i % 2 == 0 { "ab\n" } else { "abcd efgh\n" })
+        .collect();
+    let acker_heard = |stats: &serde_json::Value| component(stats, "__acker")["executed"].as_u64();
+    let lines_acked = |stats: &serde_json::Value| {
+        let lines = component(stats, "lines");
+        assert_eq!(lines["emitted"].as_u64(), Some(20_000), "{lines}");
+        lines["acked"].as_u64()
+    };
+    let dropped =
+        "lines = stdin | keep = filter(\"len(line) > 100\") | split | count(word) | stdout";
+    let (got, stats) = run(dropped, text.as_bytes(), true, &[]);
+    assert!(got.is_empty(), "{got:?}");
+    assert_eq!(lines_acked(&stats), Some(20_000));
+    assert_eq!(acker_heard(&stats), Some(0), "chained");
+    let (_, stats) = run(dropped, text.as_bytes(), false, &[]);
+    assert_eq!(lines_acked(&stats), Some(20_000));
+    assert!(acker_heard(&stats) > Some(0), "unchained");
+
+    let half = "lines = stdin | keep = filter(\"len(line) > 2\") | split | count(word) | stdout";
+    let (got, stats) = run(half, text.as_bytes(), true, &[]);
+    let expected: std::collections::BTreeMap<String, u64> =
+        [("abcd".to_string(), 10_000), ("efgh".to_string(), 10_000)].into();
+    assert_eq!(got, expected);
+    assert_eq!(lines_acked(&stats), Some(20_000));
+    assert!(acker_heard(&stats) > Some(0), "the kept lines' trees");
+}
+
 #[test]
 fn storm_graph_marks_chained_edges() {
     let conf = tempfile::tempdir().expect("tempdir");
