@@ -596,6 +596,7 @@ impl<'a> Wiring<'a> {
             resumed,
             guests: Default::default(),
             ledger: None,
+            settling: Vec::new(),
         }
     }
 

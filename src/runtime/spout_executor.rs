@@ -3,7 +3,7 @@
 //! fail or timeout, runs the bolts chained onto it (`guests.rs`) right after each round, and
 //! passes end of input on.
 
-use super::chain_ledger::ChainLedger;
+use super::chain_ledger::{ChainLedger, Held};
 use super::checkpoint::Checkpointing;
 use super::collector::SpoutOut;
 use super::executor::{ExecutorReport, Parked, Phase, RunControl, SpoutSlot, FLUSH_EVERY};
@@ -129,6 +129,8 @@ pub struct SpoutExecutor {
     pub guests: Guests,
     /// With guests: the trees started this round, settled once the guests have handled them.
     pub ledger: Option<ChainLedger>,
+    /// Scratch for settling the ledger, kept between rounds.
+    pub settling: Vec<(u64, Held)>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -476,11 +478,13 @@ impl SpoutExecutor {
         let Some(ledger) = &self.ledger else {
             return Ok(());
         };
-        let held = ledger.take();
+        let mut held = std::mem::take(&mut self.settling);
+        ledger.take_into(&mut held);
         if held.is_empty() {
+            self.settling = held;
             return Ok(());
         }
-        for (root, h) in held {
+        for &(root, h) in &held {
             let i = h.task.wrapping_sub(self.first_task) as usize;
             if h.failed {
                 self.on_outcome(i, root, streams::ACK_FAIL, report)?;
@@ -490,6 +494,7 @@ impl SpoutExecutor {
                 t.emitter.inits.push((root, h.val));
             }
         }
+        self.settling = held;
         for t in &mut self.tasks {
             t.emitter.flush_acks(&mut self.outbox);
         }
