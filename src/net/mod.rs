@@ -9,7 +9,8 @@ pub(crate) mod http;
 pub(crate) mod link;
 pub mod listener;
 pub mod outbound;
-pub mod peers;
+pub(crate) mod peers;
 pub mod reassembly;
 
-pub use link::{Link, Network};
+pub(crate) use link::Link;
+pub use link::Network;

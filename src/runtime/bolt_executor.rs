@@ -18,18 +18,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub struct BoltExecutor {
-    pub inbox: Receiver<Message>,
-    pub outbox: Outbox,
+pub(crate) struct BoltExecutor {
+    pub(crate) inbox: Receiver<Message>,
+    pub(crate) outbox: Outbox,
     /// Tasks in ascending id order, contiguous from `first_task`.
-    pub tasks: Vec<BoltSlot>,
-    pub first_task: u32,
-    pub tick: Option<Duration>,
-    pub control: Arc<RunControl>,
+    pub(crate) tasks: Vec<BoltSlot>,
+    pub(crate) first_task: u32,
+    pub(crate) tick: Option<Duration>,
+    pub(crate) control: Arc<RunControl>,
     /// Its tasks were prepared by an executor before a rebalance: they go on as they were.
-    pub resumed: bool,
+    pub(crate) resumed: bool,
     /// The executors chained onto this one, run on its thread.
-    pub guests: Guests,
+    pub(crate) guests: Guests,
     timers: BoltTimers,
 }
 
@@ -50,7 +50,7 @@ impl BoltTimers {
 }
 
 impl BoltExecutor {
-    pub fn new(
+    pub(crate) fn new(
         inbox: Receiver<Message>,
         outbox: Outbox,
         tasks: Vec<BoltSlot>,
@@ -82,7 +82,7 @@ impl BoltExecutor {
         self.tasks.first().map_or("", |t| t.ctx.component.as_str())
     }
 
-    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
+    pub(crate) fn run(mut self) -> anyhow::Result<ExecutorReport> {
         self.guests.start()?;
         self.start()?;
         while self.unfinished() || self.guests.unfinished() {

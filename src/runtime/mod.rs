@@ -8,7 +8,7 @@ pub(crate) mod bolt_executor;
 pub(crate) mod bolt_task;
 mod builder;
 mod chain_hosts;
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 pub(crate) mod collector;
 pub(crate) mod congestion;
 pub(crate) mod executor;
@@ -47,10 +47,10 @@ pub(crate) const DEFAULT_MAX_PENDING: u64 = crate::config::DEFAULT_MAX_SPOUT_PEN
 
 /// How a run is laid out now (a local run's changes with each rebalance): what its UI shows.
 #[derive(Debug)]
-pub struct Layout {
-    pub topology: Arc<Topology>,
-    pub plan: Arc<Plan>,
-    pub placement: Placement,
+pub(crate) struct Layout {
+    pub(crate) topology: Arc<Topology>,
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) placement: Placement,
 }
 
 /// The layout, replaced whole by each rebalance.
@@ -60,20 +60,20 @@ pub(crate) type SharedLayout = Arc<std::sync::Mutex<Arc<Layout>>>;
 #[derive(Debug)]
 pub struct RunReport {
     pub components: Vec<ComponentReport>,
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
     /// Tuples given up after their retries.
     pub lost: u64,
     /// Trees still pending when a drain's deadline passed, given up (local runs).
-    pub abandoned: u64,
+    pub(crate) abandoned: u64,
     /// Whether acking was on.
-    pub acking: bool,
+    pub(crate) acking: bool,
     /// What checkpoints did, when the run took them.
-    pub checkpoints: Option<checkpoint::coordinator::CheckpointReport>,
+    pub(crate) checkpoints: Option<checkpoint::coordinator::CheckpointReport>,
 }
 
 /// How long past `topology.message.timeout.secs` a drain (a signal, `--duration`, a kill)
 /// may take before what is still pending is given up (abandoned) and the run ends.
-pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
 /// A running topology: stats readable while it runs, a stop switch, and the final join.
 pub struct Running {
@@ -173,7 +173,7 @@ pub fn start(
 }
 
 /// [`start`], with checkpoints coordinated by another process when `remote` is given.
-pub fn start_checkpointed(
+pub(crate) fn start_checkpointed(
     topology: Arc<Topology>,
     placement: &Placement,
     local: &[usize],
@@ -197,10 +197,10 @@ pub(crate) fn task_seed(task: u32) -> u64 {
 /// The component a run failed in: the context of its error, or the error itself when its
 /// executor panicked. A worker files the error under that component's task by it.
 #[derive(Debug)]
-pub struct ComponentFailed {
-    pub component: String,
+pub(crate) struct ComponentFailed {
+    pub(crate) component: String,
     /// The panic's message, when the executor crashed.
-    pub crash: Option<String>,
+    pub(crate) crash: Option<String>,
 }
 
 impl std::fmt::Display for ComponentFailed {
@@ -248,13 +248,13 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
 /// Stops a run where it is, from another thread: every executor parks (nothing is drained or
 /// closed), so the run's `wait` returns soon after. What a rollback does to the old run.
 #[derive(Clone)]
-pub struct Halter {
+pub(crate) struct Halter {
     control: Arc<RunControl>,
     wake: Vec<crossbeam_channel::Sender<message::Message>>,
 }
 
 impl Halter {
-    pub fn halt(&self) {
+    pub(crate) fn halt(&self) {
         self.control.park.store(true, Ordering::Relaxed);
         for w in &self.wake {
             // A full queue means a busy executor, which sees the flag after its message.
@@ -265,7 +265,7 @@ impl Halter {
 
 impl Running {
     /// The handle that halts this run.
-    pub fn halter(&self) -> Halter {
+    pub(crate) fn halter(&self) -> Halter {
         Halter {
             control: self.control.clone(),
             wake: self.wake.clone(),
@@ -273,7 +273,7 @@ impl Running {
     }
 
     /// Ask the spouts to stop and the topology to drain (signals, `--duration`).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.control.stop.store(true, Ordering::Relaxed);
     }
 

@@ -70,7 +70,7 @@ impl TcpNetwork {
 
     /// Halt every link at once: what is queued is dropped and nothing more is sent (the run
     /// is halted for a rollback; its tuples must not reach the workers of the next one).
-    pub fn sever(&self) {
+    pub(crate) fn sever(&self) {
         self.severed.store(true, Ordering::Relaxed);
     }
 

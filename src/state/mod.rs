@@ -16,7 +16,8 @@ pub(crate) mod spill;
 #[cfg(test)]
 mod crash_test;
 
-pub use checkpoint_store::{RawState, Store};
+pub(crate) use checkpoint_store::RawState;
+pub use checkpoint_store::Store;
 pub use commits::Commits;
 
 /// Names a task's state across runs: its component and its index within the component (task
@@ -37,7 +38,7 @@ impl std::fmt::Display for TaskKey {
 
 /// Where a topology's state is kept (`topology.state.provider`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Provider {
+pub(crate) enum Provider {
     /// In this process only: checkpoints run, nothing survives the process.
     Memory,
     /// One crash-safe database per worker under this dir, and the commit record beside them.

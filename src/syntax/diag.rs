@@ -24,7 +24,7 @@ impl Span {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     Warning,
     Error,
 }
@@ -32,12 +32,12 @@ pub enum Severity {
 /// One problem found in a source.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {
-    pub severity: Severity,
-    pub message: String,
+    pub(crate) severity: Severity,
+    pub(crate) message: String,
     /// Where in the source; `None` for problems about the file as a whole.
     pub span: Option<Span>,
     /// A suggestion (`help: did you mean `count`?`).
-    pub help: Option<String>,
+    pub(crate) help: Option<String>,
 }
 
 impl Diagnostic {

@@ -13,7 +13,7 @@
 
 use self::cluster_state::{ClusterError, ClusterState};
 use self::ha::{Coordination, Leadership};
-pub use self::submission::load_submission;
+pub(crate) use self::submission::load_submission;
 use self::submission::{home_assign, home_reassign};
 use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus,
@@ -87,7 +87,7 @@ pub(crate) struct Known {
 }
 
 /// The nimbus daemon's state, shared by its connection threads and its monitor.
-pub struct Nimbus {
+pub(crate) struct Nimbus {
     /// The embedded tree (empty and unused when the tree is in ZooKeeper).
     tree: SharedTree,
     /// Where the tree is: the embedded one, or a ZooKeeper ensemble.
@@ -113,7 +113,7 @@ pub struct Nimbus {
     /// `storm.cluster.secret`: clients must prove it.
     secret: Option<Secret>,
     /// Set to end the accept loop and the monitor.
-    pub stop: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicBool>,
     /// When this nimbus started (its UI's `nimbusUpTime`).
     started: std::time::Instant,
     /// The time heartbeats, failing slots, uptimes and rebalance waits go by: the machine's,
@@ -147,7 +147,7 @@ fn warn_orphans(tree_file: &Path, stormdist: &Path) {
     );
 }
 
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -224,13 +224,13 @@ impl Nimbus {
     /// Open nimbus's state under `data`: the saved tree if there is one, else a fresh one.
     /// Always the embedded tree (`storm run --processes` keeps its run to itself, whatever
     /// `storm.zookeeper.servers` says); the `storm nimbus` daemon uses [`Nimbus::open_daemon`].
-    pub fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
+    pub(crate) fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
         Nimbus::open_with(data, config, None, crate::clock::Clock::system())
     }
 
     /// Open the `storm nimbus` daemon's state: in the ZooKeeper ensemble of
     /// `storm.zookeeper.servers` when it is set, else as [`Nimbus::open`].
-    pub fn open_daemon(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
+    pub(crate) fn open_daemon(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
         let zk = Coordination::from_config(&config)?.map(Arc::new);
         Nimbus::open_with(data, config, zk, crate::clock::Clock::system())
     }
@@ -300,12 +300,12 @@ impl Nimbus {
     }
 
     /// How long this nimbus has been up, by its clock.
-    pub fn uptime(&self) -> Duration {
+    pub(crate) fn uptime(&self) -> Duration {
         self.clock.since(self.started)
     }
 
     /// Seconds since the Unix epoch by this nimbus's clock.
-    pub fn now_secs(&self) -> u64 {
+    pub(crate) fn now_secs(&self) -> u64 {
         self.clock.epoch_millis().max(0) as u64 / 1000
     }
 
@@ -315,7 +315,7 @@ impl Nimbus {
 
     /// Save the tree (Storm relies on ZooKeeper's own persistence; ours is this file).
     /// With ZooKeeper there is nothing to save: the ensemble keeps the tree.
-    pub fn save(&self) -> anyhow::Result<()> {
+    pub(crate) fn save(&self) -> anyhow::Result<()> {
         self.dirty.store(false, Ordering::Relaxed);
         if self.zk.is_some() {
             return Ok(());
@@ -327,7 +327,7 @@ impl Nimbus {
 
     /// Accept connections on `listener` (one thread each) and run the monitor, until
     /// [`Nimbus::stop`] is set. Returns the accept and monitor threads.
-    pub fn serve(
+    pub(crate) fn serve(
         self: &Arc<Nimbus>,
         listener: TcpListener,
     ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
@@ -1163,12 +1163,12 @@ impl Nimbus {
     }
 
     /// Whether this nimbus leads now (asked of ZooKeeper; a lone nimbus leads).
-    pub fn leads(&self) -> bool {
+    pub(crate) fn leads(&self) -> bool {
         self.zk.as_ref().is_none_or(|zk| zk.leads_now())
     }
 
     /// Enter the leader election as `address` (with ZooKeeper; a lone nimbus leads anyway).
-    pub fn elect_as(&self, address: &str) -> anyhow::Result<()> {
+    pub(crate) fn elect_as(&self, address: &str) -> anyhow::Result<()> {
         match &self.zk {
             Some(zk) => zk.elect_as(&self.config.zookeeper_root(), address),
             None => Ok(()),

@@ -34,7 +34,7 @@ const MAX_OPEN: usize = 256;
 /// How long the end of a run waits for its last checkpoint to commit before publishing.
 const COMMIT_WAIT: Duration = Duration::from_secs(30);
 
-pub struct FileSink {
+pub(crate) struct FileSink {
     cfg: Config,
     base_dir: PathBuf,
     label: String,
@@ -62,7 +62,7 @@ pub struct FileSink {
 
 impl FileSink {
     /// The sink from its arguments (`stateful`: files published with the checkpoints).
-    pub fn new(args: &Args, stateful: bool, base_dir: &Path) -> Result<FileSink, String> {
+    pub(crate) fn new(args: &Args, stateful: bool, base_dir: &Path) -> Result<FileSink, String> {
         let cfg = Config::from_args(args).map_err(|e| e.to_string())?;
         Ok(FileSink {
             cfg,
@@ -540,7 +540,7 @@ impl crate::components::CheckpointParticipant for FileSink {
 }
 
 /// The sink for component `c` (relative paths from the topology file's folder).
-pub fn bolt(
+pub(crate) fn bolt(
     c: &crate::model::Component,
     base_dir: &Path,
 ) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {

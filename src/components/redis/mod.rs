@@ -22,9 +22,9 @@ use crate::model::Component;
 type Args = serde_json::Map<String, serde_json::Value>;
 
 /// What only the bolt reads (`url` and `field` are both's).
-pub const BOLT_ARGS: &[&str] = &["command", "key", "value", "ttl", "as", "filter", "cache"];
+pub(crate) const BOLT_ARGS: &[&str] = &["command", "key", "value", "ttl", "as", "filter", "cache"];
 /// What only the spout reads (with the record arguments of `stdin` and `max_retries`).
-pub const SPOUT_ARGS: &[&str] = &["stream", "group", "consumer", "claim_after"];
+pub(crate) const SPOUT_ARGS: &[&str] = &["stream", "group", "consumer", "claim_after"];
 /// The record arguments (the spout's).
 const RECORD_ARGS: &[&str] = &[
     "format",
@@ -39,13 +39,15 @@ const RECORD_ARGS: &[&str] = &[
 ];
 
 /// The spout for a component.
-pub fn spout(c: &Component) -> anyhow::Result<Box<dyn Spout>> {
+pub(crate) fn spout(c: &Component) -> anyhow::Result<Box<dyn Spout>> {
     let s = spout::RedisSpout::new(&c.args).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
     Ok(Box::new(s))
 }
 
 /// The bolt for a component.
-pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
+pub(crate) fn bolt(
+    c: &Component,
+) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
     let b =
         bolt::RedisBolt::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
     Ok(Box::new(b))
@@ -53,7 +55,7 @@ pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn crate::components::Checkpoi
 
 /// The arguments' problems for the role (spout or bolt), each with the argument it is
 /// about (`None`: the component as a whole), as `storm validate` reports them.
-pub fn check(args: &Args, is_spout: bool) -> Vec<(Option<String>, String)> {
+pub(crate) fn check(args: &Args, is_spout: bool) -> Vec<(Option<String>, String)> {
     let (others, role, other_role) = match is_spout {
         true => (BOLT_ARGS, "spout", "bolt"),
         false => (&[SPOUT_ARGS, RECORD_ARGS].concat()[..], "bolt", "spout"),
@@ -82,7 +84,10 @@ pub fn check(args: &Args, is_spout: bool) -> Vec<(Option<String>, String)> {
 }
 
 /// The default stream's fields (`None` inside: emits nothing; `None`: needs the input's).
-pub fn output_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<String>>> {
+pub(crate) fn output_fields(
+    c: &Component,
+    input: Option<&[String]>,
+) -> Option<Option<Vec<String>>> {
     if c.is_spout() {
         return Some(Some(record::output_fields(&c.args).unwrap_or_default()));
     }
@@ -96,7 +101,7 @@ pub fn output_fields(c: &Component, input: Option<&[String]>) -> Option<Option<V
 }
 
 /// The input fields a bolt's arguments name, each with the argument that names it.
-pub fn named_fields(args: &Args) -> Vec<(&'static str, String)> {
+pub(crate) fn named_fields(args: &Args) -> Vec<(&'static str, String)> {
     let Ok(spec) = spec::Spec::from_args(args) else {
         return Vec::new();
     };
