@@ -2,6 +2,7 @@
 //! tests, so what waits on time (processing-time windows, idle inputs, rollovers, timeouts) can
 //! be tested without sleeping.
 
+#[cfg(test)]
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,11 +15,13 @@ pub struct Clock(Source);
 enum Source {
     /// The machine's clocks.
     System,
-    /// Times that move only when `advance` is called.
+    /// Times that move only when `advance` is called (unit tests only).
+    #[cfg(test)]
     Manual(Arc<Mutex<Frozen>>),
 }
 
 /// Where a manual clock stands.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug)]
 struct Frozen {
     instant: Instant,
@@ -33,6 +36,7 @@ impl Clock {
 
     /// A clock that starts at the machine's present time and stands still until
     /// [`Clock::advance`] moves it.
+    #[cfg(test)]
     pub(crate) fn manual() -> Clock {
         let now = Frozen {
             instant: Instant::now(),
@@ -42,6 +46,7 @@ impl Clock {
     }
 
     /// A manual clock standing at `millis` after the Unix epoch.
+    #[cfg(test)]
     pub(crate) fn manual_at(millis: i64) -> Clock {
         let clock = Clock::manual();
         if let Source::Manual(at) = &clock.0 {
@@ -55,6 +60,7 @@ impl Clock {
     pub(crate) fn now(&self) -> Instant {
         match &self.0 {
             Source::System => Instant::now(),
+            #[cfg(test)]
             Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).instant,
         }
     }
@@ -64,6 +70,7 @@ impl Clock {
     pub(crate) fn epoch_millis(&self) -> i64 {
         let wall = match &self.0 {
             Source::System => SystemTime::now(),
+            #[cfg(test)]
             Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).wall,
         };
         wall.duration_since(UNIX_EPOCH)
@@ -77,6 +84,7 @@ impl Clock {
 
     /// Move a manual clock (both its instant and its wall time) forward by `by`. The machine's
     /// clocks cannot be moved: false there.
+    #[cfg(test)]
     pub(crate) fn advance(&self, by: Duration) -> bool {
         match &self.0 {
             Source::System => false,

@@ -16,6 +16,5 @@ pub(crate) mod worker;
 pub(crate) mod worker_logs;
 
 pub use coordination::tree::SharedTree;
-pub(crate) use coordination::znode_store::SessionId;
 pub use coordination::znode_store::{CoordinationStore, CreateMode, StoreError};
-pub(crate) use nimbus::cluster_state::{ClusterError, ClusterState};
+pub(crate) use nimbus::cluster_state::ClusterError;

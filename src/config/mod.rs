@@ -122,11 +122,6 @@ impl Config {
             .unwrap_or(1024) as usize
     }
 
-    pub(crate) fn executor_send_buffer_size(&self) -> usize {
-        self.get_u64("topology.executor.send.buffer.size")
-            .unwrap_or(1024) as usize
-    }
-
     pub fn debug(&self) -> bool {
         self.get_bool("topology.debug").unwrap_or(false)
     }

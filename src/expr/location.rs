@@ -2,6 +2,7 @@
 //! expression text, which was written in the file as a (possibly quoted, possibly escaped)
 //! string. This maps the range back through the quoting, so the caret lands on the right column.
 
+#[cfg(test)]
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::raw::Span;
 use std::ops::Range;
@@ -9,6 +10,7 @@ use std::ops::Range;
 /// Every problem of a `where` expression as located file diagnostics: `expr_text` is the
 /// expression (the decoded string), written at `literal` in `source`; `fields` are the input
 /// fields when known. Empty when the expression is fine.
+#[cfg(test)]
 pub(crate) fn diagnostics(
     source: &str,
     literal: Span,

@@ -21,7 +21,7 @@ mod parser;
 mod syntax_error;
 mod types;
 
-pub(crate) use location::{diagnostics, source_span};
+pub(crate) use location::source_span;
 pub(crate) use types::Type;
 
 use crate::tuple::Value;
@@ -67,11 +67,6 @@ pub fn parse(text: &str) -> Result<Expr, ExprError> {
 }
 
 impl Expr {
-    /// The syntax tree.
-    pub(crate) fn root(&self) -> &ast::Node {
-        &self.root
-    }
-
     /// Every problem with this expression given the input fields (unknown fields, bad regex,
     /// operand types).
     pub fn check(&self, fields: &[String]) -> Vec<ExprError> {
@@ -112,6 +107,7 @@ impl Expr {
     }
 
     /// Bind field names to positions, as a value; fails with the first problem found.
+    #[cfg(test)]
     pub(crate) fn compile_value(&self, fields: &[String]) -> Result<CompiledValue, ExprError> {
         let slots: Vec<usize> = (0..fields.len()).collect();
         self.compile_value_at(fields, &slots)

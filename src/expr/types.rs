@@ -26,6 +26,7 @@ impl Type {
     }
 
     /// The short name (`int`, `float`, `str`, `bool`, `null`, `any`).
+    #[cfg(test)]
     pub(crate) fn name(self) -> &'static str {
         match self {
             Type::Str => "str",

@@ -77,6 +77,7 @@ impl Partials {
     }
 
     /// The key fields of `bolt`, if it takes partial counts or states.
+    #[cfg(test)]
     pub(crate) fn keys_of(&self, bolt: &str) -> Option<&[String]> {
         self.keys.get(bolt).map(|p| p.keys.as_slice())
     }

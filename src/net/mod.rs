@@ -12,5 +12,4 @@ pub mod outbound;
 pub(crate) mod peers;
 pub mod reassembly;
 
-pub(crate) use link::Link;
 pub use link::Network;

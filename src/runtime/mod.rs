@@ -272,11 +272,6 @@ impl Running {
         }
     }
 
-    /// Ask the spouts to stop and the topology to drain (signals, `--duration`).
-    pub(crate) fn stop(&self) {
-        self.control.stop.store(true, Ordering::Relaxed);
-    }
-
     /// Wait until every executor has ended, or one has failed (returned at once); rebalances
     /// asked meanwhile are carried out between the waits.
     pub fn wait(mut self) -> anyhow::Result<RunReport> {

@@ -35,12 +35,3 @@ impl std::fmt::Display for TaskKey {
         write!(f2, "{}[{}]", self.component, self.index)
     }
 }
-
-/// Where a topology's state is kept (`topology.state.provider`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Provider {
-    /// In this process only: checkpoints run, nothing survives the process.
-    Memory,
-    /// One crash-safe database per worker under this dir, and the commit record beside them.
-    Embedded(std::path::PathBuf),
-}

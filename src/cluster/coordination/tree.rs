@@ -67,10 +67,6 @@ impl Tree {
         }
     }
 
-    pub(crate) fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
-    }
-
     pub(crate) fn create(
         &mut self,
         path: &str,

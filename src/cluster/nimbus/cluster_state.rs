@@ -204,17 +204,6 @@ impl<S: CoordinationStore> ClusterState<S> {
         }
     }
 
-    /// Write `/checkpoints/{id}`.
-    pub(crate) fn set_checkpoint_record(
-        &self,
-        id: &str,
-        record: &CheckpointRecord,
-    ) -> Result<(), ClusterError> {
-        self.store
-            .put(&self.layout.checkpoint(id), &json_bytes(record))?;
-        Ok(())
-    }
-
     /// `/logconfigs/{id}`: the log levels set for the topology (none set: empty).
     pub(crate) fn log_config(
         &self,
@@ -518,6 +507,7 @@ impl<S: CoordinationStore> ClusterState<S> {
 
     /// The topology ids with an assignment; the watcher fires when one is added or removed
     /// (how a supervisor learns of new work without polling).
+    #[cfg(test)]
     pub(crate) fn watch_assignments(
         &self,
         watch: Option<crate::cluster::coordination::znode_store::Watcher>,
@@ -526,6 +516,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// One assignment; the watcher fires when it changes or is deleted.
+    #[cfg(test)]
     pub(crate) fn watch_assignment(
         &self,
         id: &str,

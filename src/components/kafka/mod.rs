@@ -13,4 +13,4 @@ pub(crate) mod record;
 pub(crate) mod sink;
 pub(crate) mod spout;
 
-pub(crate) use record::{output_fields, KAFKA_FIELDS};
+pub(crate) use record::output_fields;

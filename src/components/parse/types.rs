@@ -22,15 +22,6 @@ impl FieldType {
         })
     }
 
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            FieldType::Int => "int",
-            FieldType::Float => "float",
-            FieldType::Str => "str",
-            FieldType::Bool => "bool",
-        }
-    }
-
     /// The type in words, with its article.
     fn described(self) -> &'static str {
         match self {
