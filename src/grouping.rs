@@ -161,10 +161,7 @@ impl Grouper {
 /// `n` targets. The key is the 4-byte big-endian `hashCode` of each key value
 /// (`PartialKeyGrouping.getKeyBytes`); `java.util.Random` seeded with `Arrays.hashCode` of those
 /// bytes draws two indexes, the second moved on by one when it repeats the first.
-pub(crate) fn partial_key_candidates(
-    hashes: impl IntoIterator<Item = i32>,
-    n: usize,
-) -> [usize; 2] {
+fn partial_key_candidates(hashes: impl IntoIterator<Item = i32>, n: usize) -> [usize; 2] {
     let seed = hashes
         .into_iter()
         .flat_map(i32::to_be_bytes)

@@ -48,12 +48,12 @@ pub fn string_hash(s: &str) -> i32 {
 }
 
 /// `Long.hashCode`.
-pub(crate) fn long_hash(v: i64) -> i32 {
+fn long_hash(v: i64) -> i32 {
     (v ^ ((v as u64) >> 32) as i64) as i32
 }
 
 /// `Double.hashCode` (with Java's canonical NaN).
-pub(crate) fn double_hash(v: f64) -> i32 {
+fn double_hash(v: f64) -> i32 {
     let bits = if v.is_nan() {
         0x7ff8_0000_0000_0000u64
     } else {
@@ -96,7 +96,7 @@ fn hash(v: &Value, integral_as_long: bool) -> i32 {
 }
 
 /// `List.hashCode`: `31*h + e.hashCode`, starting from 1.
-pub(crate) fn list_hash<'a>(items: impl IntoIterator<Item = &'a Value>) -> i32 {
+fn list_hash<'a>(items: impl IntoIterator<Item = &'a Value>) -> i32 {
     items
         .into_iter()
         .fold(1i32, |h, v| h.wrapping_mul(31).wrapping_add(value_hash(v)))

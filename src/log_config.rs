@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Storm's (log4j's) level names, as written back.
-pub(crate) const LEVELS: [&str; 8] = [
+const LEVELS: [&str; 8] = [
     "ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF",
 ];
 
@@ -17,23 +17,23 @@ pub(crate) const LEVELS: [&str; 8] = [
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub(crate) struct LogConfig {
     #[serde(rename = "namedLoggerLevels", default)]
-    pub(crate) named: BTreeMap<String, LoggerLevel>,
+    named: BTreeMap<String, LoggerLevel>,
 }
 
 /// One logger's setting, with Storm's REST field names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct LoggerLevel {
-    pub(crate) target_level: String,
+struct LoggerLevel {
+    target_level: String,
     /// What the logger returns to: `None` (null) is the level its process started with
     /// (`STORM_LOG`, `warn` by default), the only level this storm returns to.
     #[serde(default)]
-    pub(crate) reset_level: Option<String>,
+    reset_level: Option<String>,
     /// Seconds the level holds (0: until changed).
     #[serde(default)]
-    pub(crate) timeout: u64,
+    timeout: u64,
     /// When it stops holding, in Unix milliseconds (0: never), as Storm's nimbus sets it.
     #[serde(default)]
-    pub(crate) timeout_epoch: u64,
+    timeout_epoch: u64,
 }
 
 /// One change asked for: set a logger's level for a while, or reset it (Storm's `-r`).

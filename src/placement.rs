@@ -98,7 +98,7 @@ impl Placement {
 
 /// Round-robin: the targets of `items` items in turn, item `i` getting `targets[i % len]`
 /// (nothing when there are no targets).
-pub(crate) fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
+fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
     targets
         .iter()
         .cycle()
@@ -126,7 +126,7 @@ impl Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Executor {
     pub(crate) first: u32,
-    pub(crate) last: u32,
+    last: u32,
 }
 
 impl Executor {
@@ -149,7 +149,7 @@ pub(crate) fn executors_of(plan: &Plan) -> Vec<Executor> {
 /// Where each executor runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Schedule {
-    pub(crate) executors: BTreeMap<Executor, NodePort>,
+    executors: BTreeMap<Executor, NodePort>,
 }
 
 impl Schedule {
@@ -275,7 +275,7 @@ pub(crate) fn schedule(
 }
 
 /// [`schedule`] over an explicit executor list (sorted by first task).
-pub(crate) fn schedule_executors(
+fn schedule_executors(
     executors: &[Executor],
     slots: &[Slot],
     workers: u32,

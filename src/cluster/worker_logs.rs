@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// The folder under `storm.log.dir` that holds the workers' logs (Storm's name).
-pub(crate) const ARTIFACTS: &str = "workers-artifacts";
+const ARTIFACTS: &str = "workers-artifacts";
 /// The current log of a worker.
 pub(crate) const WORKER_LOG: &str = "worker.log";
 /// How much of a log `/api/v1/log` and `storm logs` show by default: its last 50 KiB, as
 /// Storm's logviewer does.
-pub(crate) const DEFAULT_LENGTH: u64 = 51_200;
+const DEFAULT_LENGTH: u64 = 51_200;
 /// The most one read returns.
-pub(crate) const MAX_LENGTH: u64 = 16 * 1024 * 1024;
+const MAX_LENGTH: u64 = 16 * 1024 * 1024;
 
 /// Where and how a supervisor keeps its workers' logs.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,13 +27,13 @@ pub(crate) struct LogSettings {
     /// `storm.log.dir/workers-artifacts`, absolute.
     pub(crate) dir: PathBuf,
     /// A log past this size is rotated.
-    pub(crate) max_bytes: u64,
+    max_bytes: u64,
     /// Rotated files kept (`worker.log.1` … `worker.log.N`); 0 keeps only the current file,
     /// truncated at the size.
-    pub(crate) keep: usize,
+    keep: usize,
     /// A topology's folder is removed this long after its last write, once no worker of it
     /// runs here.
-    pub(crate) cleanup_age: Duration,
+    cleanup_age: Duration,
     /// How often old folders are looked for.
     pub(crate) cleanup_every: Duration,
 }
@@ -60,7 +60,7 @@ impl LogSettings {
     }
 
     /// `workers-artifacts/ID/PORT`.
-    pub(crate) fn worker_dir(&self, id: &str, port: u16) -> PathBuf {
+    fn worker_dir(&self, id: &str, port: u16) -> PathBuf {
         self.dir.join(id).join(port.to_string())
     }
 
@@ -178,7 +178,7 @@ fn newest_write(dir: &Path) -> Option<SystemTime> {
 
 /// A log file rotated by size: past `max_bytes`, `worker.log.(k)` becomes `worker.log.(k+1)`
 /// (the oldest beyond `keep` removed) and `worker.log` becomes `worker.log.1`.
-pub(crate) struct RotatingLog {
+struct RotatingLog {
     path: PathBuf,
     file: std::fs::File,
     written: u64,
@@ -188,7 +188,7 @@ pub(crate) struct RotatingLog {
 
 impl RotatingLog {
     /// Open `path` to append (a restarted worker goes on in the same file).
-    pub(crate) fn open(path: PathBuf, max_bytes: u64, keep: usize) -> anyhow::Result<RotatingLog> {
+    fn open(path: PathBuf, max_bytes: u64, keep: usize) -> anyhow::Result<RotatingLog> {
         let file = append(&path)?;
         let written = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(RotatingLog {
@@ -202,7 +202,7 @@ impl RotatingLog {
 
     /// Write `bytes`, rotating first when they would take the file past its size (a chunk
     /// larger than the size goes whole into a fresh file).
-    pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if self.written > 0 && self.written + bytes.len() as u64 > self.max_bytes {
             self.rotate()?;
         }
@@ -289,9 +289,9 @@ pub(crate) fn log_path(file: &str) -> Result<PathBuf, LogError> {
 /// A piece of a log: `length` bytes from `start`, of a file of `size` bytes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct LogChunk {
-    pub(crate) start: u64,
-    pub(crate) length: u64,
-    pub(crate) size: u64,
+    start: u64,
+    length: u64,
+    size: u64,
     /// The bytes as text (invalid UTF-8 replaced).
     pub(crate) text: String,
 }

@@ -317,7 +317,7 @@ pub(crate) fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
 }
 
 /// `storm list` as a table: name, id, status, workers, uptime.
-pub(crate) fn render_list(rows: &[TopologySummary]) -> String {
+fn render_list(rows: &[TopologySummary]) -> String {
     let mut table = vec![[
         "NAME".to_string(),
         "ID".to_string(),

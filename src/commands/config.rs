@@ -38,7 +38,7 @@ fn hide_url_passwords(value: &serde_json::Value) -> serde_json::Value {
 
 /// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned; a key not obeyed
 /// here ends with its class.
-pub(crate) fn render(config: &Config) -> String {
+fn render(config: &Config) -> String {
     render_only(config, |_| true)
 }
 

@@ -122,7 +122,7 @@ fn tree_text(
 }
 
 /// Simulate the cluster at `fixed_time` (or now) and print its tree in `format`.
-pub(crate) fn render(
+fn render(
     topology: &Topology,
     supervisors: &[SimSupervisor],
     fixed_time: Option<u64>,

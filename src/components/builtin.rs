@@ -299,7 +299,7 @@ pub struct TypeCx<'a> {
 
 impl TypeCx<'_> {
     /// Every field of unknown type.
-    pub(crate) fn any(&self) -> Vec<Type> {
+    fn any(&self) -> Vec<Type> {
         vec![Type::Any; self.fields.len()]
     }
 

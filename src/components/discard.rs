@@ -5,7 +5,7 @@ use super::{Bolt, BoltCollector};
 use crate::tuple::Tuple;
 
 #[derive(Default)]
-pub(crate) struct Discard;
+struct Discard;
 
 impl Bolt for Discard {
     fn execute(&mut self, _input: &Tuple, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {

@@ -8,13 +8,13 @@ use crate::expr::Compiled;
 use crate::model::plan::streams;
 use crate::tuple::Tuple;
 
-pub(crate) struct Filter {
+struct Filter {
     source: String,
     compiled: Option<Compiled>,
 }
 
 impl Filter {
-    pub(crate) fn new(args: &serde_json::Map<String, serde_json::Value>) -> Filter {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> Filter {
         Filter {
             source: args
                 .get("where")

@@ -15,7 +15,7 @@ use std::time::Instant;
 /// Words for random tuples (Storm's TestWordSpout list, and a few more).
 pub(crate) const WORDS: &[&str] = &["nathan", "mike", "jackson", "golda", "bertels"];
 
-pub(crate) struct Generate {
+struct Generate {
     count: Option<u64>,
     values: Vec<Values>,
     rate: Option<f64>,
@@ -33,10 +33,7 @@ pub(crate) struct Generate {
 }
 
 impl Generate {
-    pub(crate) fn new(
-        args: &serde_json::Map<String, serde_json::Value>,
-        task_index: u32,
-    ) -> Generate {
+    fn new(args: &serde_json::Map<String, serde_json::Value>, task_index: u32) -> Generate {
         let values = args
             .get("values")
             .and_then(|v| v.as_array())

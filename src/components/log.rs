@@ -7,7 +7,7 @@ use crate::tuple::Tuple;
 use std::io::Write;
 
 #[derive(Default)]
-pub(crate) struct Log {
+struct Log {
     prefix: String,
 }
 

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-pub(crate) struct Lookup {
+struct Lookup {
     path: PathBuf,
     key: String,
     on: String,
@@ -25,7 +25,7 @@ pub(crate) struct Lookup {
 }
 
 impl Lookup {
-    pub(crate) fn new(
+    fn new(
         args: &serde_json::Map<String, serde_json::Value>,
         base_dir: &Path,
     ) -> anyhow::Result<Lookup> {

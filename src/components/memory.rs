@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The config key: bytes of keyed state the process may hold (null: half of physical memory;
 /// 0: no limit).
-pub(crate) const LIMIT_KEY: &str = "topology.state.memory.limit";
+const LIMIT_KEY: &str = "topology.state.memory.limit";
 
 /// Bytes of keyed state estimated for every task of this process.
 static TOTAL: AtomicU64 = AtomicU64::new(0);
@@ -67,7 +67,7 @@ impl KeyBudget {
     #[cfg(test)]
     /// A new key of about `bytes` bytes (key and value, in memory) is held: refused when the
     /// process's keyed state would pass the limit.
-    pub(crate) fn add(&mut self, bytes: u64) -> Result<(), FatalError> {
+    fn add(&mut self, bytes: u64) -> Result<(), FatalError> {
         match self.note_key(bytes) {
             true => Err(self.refused()),
             false => Ok(()),
@@ -97,7 +97,7 @@ impl KeyBudget {
     }
 
     /// A key of about `bytes` bytes (as given to [`KeyBudget::add`]) is no longer held.
-    pub(crate) fn remove(&mut self, bytes: u64) {
+    fn remove(&mut self, bytes: u64) {
         let bytes = (bytes + ENTRY_OVERHEAD).min(self.bytes);
         self.keys = self.keys.saturating_sub(1);
         self.bytes -= bytes;
@@ -105,7 +105,7 @@ impl KeyBudget {
     }
 
     /// Every key is forgotten (state restored from a checkpoint, a window cleared).
-    pub(crate) fn clear(&mut self) {
+    fn clear(&mut self) {
         TOTAL.fetch_sub(self.bytes, Ordering::Relaxed);
         self.keys = 0;
         self.bytes = 0;

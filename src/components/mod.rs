@@ -4,42 +4,42 @@
 pub(crate) mod aggregate;
 pub(crate) mod builtin;
 pub(crate) mod catalog;
-pub(crate) mod chaos;
+mod chaos;
 pub(crate) mod committed;
 pub mod count;
-pub(crate) mod dedupe;
-pub(crate) mod discard;
-pub(crate) mod file_sink;
-pub(crate) mod filter;
-pub(crate) mod generate;
-pub(crate) mod held;
-pub(crate) mod http;
-pub(crate) mod http_sink;
+mod dedupe;
+mod discard;
+mod file_sink;
+mod filter;
+mod generate;
+mod held;
+mod http;
+mod http_sink;
 pub(crate) mod jdbc;
-pub(crate) mod join;
-pub(crate) mod kafka;
-pub(crate) mod log;
-pub(crate) mod lookup;
-pub(crate) mod map;
-pub(crate) mod memory;
+mod join;
+mod kafka;
+mod log;
+mod lookup;
+mod map;
+mod memory;
 pub(crate) mod output_gate;
 pub mod parse;
 pub(crate) mod redis;
-pub(crate) mod registry;
-pub(crate) mod replay;
+mod registry;
+mod replay;
 pub mod shell;
-pub(crate) mod sink_args;
-pub(crate) mod sink_format;
-pub(crate) mod socket;
+mod sink_args;
+mod sink_format;
+mod socket;
 pub mod split;
 #[cfg(test)]
-pub(crate) mod state_check;
+mod state_check;
 pub(crate) mod stdin_file;
 pub(crate) mod stdout;
-pub(crate) mod template;
-pub(crate) mod test_words;
+mod template;
+mod test_words;
 
-pub(crate) use catalog::{input_fields, input_positions, wired_stream};
+use catalog::{input_fields, input_positions, wired_stream};
 
 use crate::config::Config;
 use crate::model::plan::{Plan, StreamId};
@@ -89,21 +89,21 @@ impl Stopping {
         Stopping::new(|| false)
     }
 
-    pub(crate) fn now(&self) -> bool {
+    fn now(&self) -> bool {
         (self.0)()
     }
 }
 
 impl TaskContext {
-    pub(crate) fn stream_name(&self, id: StreamId) -> &str {
+    fn stream_name(&self, id: StreamId) -> &str {
         self.plan.stream_name(id)
     }
 
-    pub(crate) fn component_of_task(&self, task: u32) -> &str {
+    fn component_of_task(&self, task: u32) -> &str {
         self.plan.component_of_task(task)
     }
 
-    pub(crate) fn spec(&self) -> Option<&crate::model::Component> {
+    fn spec(&self) -> Option<&crate::model::Component> {
         self.topology.component(&self.component)
     }
 }
@@ -132,7 +132,7 @@ impl Waker {
         Waker::new(|| {})
     }
 
-    pub(crate) fn wake(&self) {
+    fn wake(&self) {
         let f = self.0.read().unwrap_or_else(|e| e.into_inner()).clone();
         f()
     }
@@ -290,10 +290,10 @@ pub trait BoltState {
     }
 }
 
-pub(crate) use crate::state::checkpoint_store::ChangeSink;
+use crate::state::checkpoint_store::ChangeSink;
 
 /// Saved entries as a restore reads them: one at a time, each possibly an error of the store.
-pub(crate) type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
+type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
 
 /// A tuple processor (Storm's IBolt). It knows nothing of checkpoints: a bolt that takes part
 /// in them also implements [`CheckpointParticipant`], and its type builds it through

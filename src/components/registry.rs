@@ -43,7 +43,7 @@ static HTTP: super::builtin::by_role::ByRole = super::builtin::by_role::ByRole {
 };
 
 /// One handle per descriptor, in the registry's order.
-pub(crate) const ALL: &[ComponentType] = &handles::<{ BUILTINS.len() }>();
+const ALL: &[ComponentType] = &handles::<{ BUILTINS.len() }>();
 
 const fn handles<const N: usize>() -> [ComponentType; N] {
     let mut all = [ComponentType(0); N];
@@ -75,61 +75,20 @@ impl ComponentType {
             .find(|t| t.classes().contains(&class))
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         self.descriptor().name()
-    }
-
-    pub(crate) fn summary(self) -> &'static str {
-        self.descriptor().summary()
     }
 
     pub fn is_flux_only(self) -> bool {
         self.descriptor().flux_only()
     }
 
-    pub(crate) fn is_console(self) -> bool {
-        self.descriptor().is_console()
-    }
-
     pub(crate) fn keeps_state(self) -> bool {
         self.descriptor().keeps_state()
     }
 
-    pub(crate) fn emits_in_bursts(self) -> bool {
-        self.descriptor().emits_in_bursts()
-    }
-
-    /// The key fields by which a bolt of this type, written as `c`, also takes partial counts
-    /// (`[key…, n]` on stream `__partial`) from an input with fields `input`.
-    pub(crate) fn partial_count_keys(
-        self,
-        c: &crate::model::Component,
-        input: &[String],
-    ) -> Option<Vec<String>> {
-        self.descriptor().partial_count_keys(c, input)
-    }
-
-    /// The key fields and ops by which a bolt of this type, written as `c`, also takes partial
-    /// op states (`[key…, state…, unusable]` on stream `__partial`).
-    pub(crate) fn partial_ops(
-        self,
-        c: &crate::model::Component,
-    ) -> Option<(Vec<String>, Vec<crate::components::aggregate::ops::OpSpec>)> {
-        self.descriptor().partial_ops(c)
-    }
-
-    pub(crate) fn rewinds(self) -> bool {
+    fn rewinds(self) -> bool {
         self.descriptor().rewinds()
-    }
-
-    /// Whether a spout of this type written with `args` rewinds.
-    pub(crate) fn rewinds_with(self, args: &serde_json::Map<String, serde_json::Value>) -> bool {
-        self.descriptor().rewinds_with(args)
-    }
-
-    /// The arguments with which a spout of this type rewinds, when only some do.
-    pub(crate) fn rewinds_when(self) -> Option<&'static str> {
-        self.descriptor().rewinds_when()
     }
 
     /// Whether this type can be a spout, a bolt, or both.

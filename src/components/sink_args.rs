@@ -31,7 +31,7 @@ impl std::fmt::Display for ArgError {
 
 /// A byte size: a whole number of bytes, or text with a unit (`10MB`, `64 KiB`, `1g`; decimal
 /// units are powers of 1000, `i` units of 1024).
-pub(crate) fn byte_size(v: &Json) -> Option<u64> {
+fn byte_size(v: &Json) -> Option<u64> {
     match v {
         Json::Number(n) => n.as_u64(),
         Json::String(s) => {

@@ -36,7 +36,7 @@ pub(crate) fn release_held(committed: Option<u64>) -> std::io::Result<()> {
 
 /// How tuples are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum OutputFormat {
+enum OutputFormat {
     /// Values joined by TAB.
     #[default]
     Tsv,
@@ -47,13 +47,13 @@ pub(crate) enum OutputFormat {
 }
 
 /// The formats `stdout` writes, as `format:` names them.
-pub(crate) const FORMATS: &[&str] = &["tsv", "json", "csv"];
+const FORMATS: &[&str] = &["tsv", "json", "csv"];
 
 /// The CSV header is written once per process, whichever task writes first.
 static HEADER_WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 #[derive(Default)]
-pub(crate) struct Stdout {
+struct Stdout {
     format: OutputFormat,
     /// `fields`: the fields written, in order (all when empty).
     wanted: Vec<String>,
@@ -71,7 +71,7 @@ pub(crate) struct Stdout {
 }
 
 impl Stdout {
-    pub(crate) fn new(args: &serde_json::Map<String, serde_json::Value>) -> Stdout {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> Stdout {
         let format = match args.get("format").and_then(|v| v.as_str()) {
             Some("json") => OutputFormat::Json,
             Some("csv") => OutputFormat::Csv,

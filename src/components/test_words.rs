@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
-pub(crate) struct TestWordSpout {
+struct TestWordSpout {
     rng: SmallRng,
     next: Instant,
 }
@@ -40,7 +40,7 @@ impl Spout for TestWordSpout {
 }
 
 #[derive(Default)]
-pub(crate) struct TestWordCounter {
+struct TestWordCounter {
     counts: FxHashMap<Value, i64>,
 }
 

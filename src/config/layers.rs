@@ -12,7 +12,7 @@ use crate::syntax::tree::parse_tree;
 use std::path::{Path, PathBuf};
 
 /// Storm's defaults, compiled into the binary.
-pub(crate) const DEFAULTS_YAML: &str = include_str!("../../conf/defaults.yaml");
+const DEFAULTS_YAML: &str = include_str!("../../conf/defaults.yaml");
 
 /// The built-in defaults layer.
 pub fn defaults() -> Config {
@@ -44,7 +44,7 @@ pub(crate) fn is_known_key(key: &str) -> bool {
 }
 
 /// The user configuration file in effect, if any (see the module doc).
-pub(crate) fn user_config_path() -> Option<PathBuf> {
+fn user_config_path() -> Option<PathBuf> {
     match std::env::var_os("STORM_CONF_DIR") {
         Some(dir) => {
             let p = Path::new(&dir).join("storm.yaml");
@@ -115,7 +115,7 @@ pub(crate) fn apply_overrides(
 }
 
 /// One `-c KEY=VALUE`, VALUE read as YAML (`-c topology.workers=2` gives the number 2).
-pub(crate) fn parse_override(text: &str) -> Result<(String, serde_json::Value), String> {
+fn parse_override(text: &str) -> Result<(String, serde_json::Value), String> {
     let Some((key, value)) = text.split_once('=') else {
         return Err(format!("-c {text}: expected KEY=VALUE"));
     };

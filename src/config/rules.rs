@@ -235,12 +235,12 @@ pub(crate) const RULES: &[(&str, Rule)] = &[
 
 /// The values of `topology.state.provider`: state in this process only, or in an embedded
 /// crash-safe database under `topology.state.dir`.
-pub(crate) const STATE_PROVIDERS: &[&str] = &["memory", "embedded"];
+const STATE_PROVIDERS: &[&str] = &["memory", "embedded"];
 
 /// The values of `topology.state.guarantee`: what a stateful topology promises its state.
 /// `exactly_once` refuses spouts that cannot rewind to a checkpoint; `at_least_once` accepts
 /// them (their tuples may reach the state again after a failure).
-pub(crate) const STATE_GUARANTEES: &[&str] = &["exactly_once", "at_least_once"];
+const STATE_GUARANTEES: &[&str] = &["exactly_once", "at_least_once"];
 
 pub(crate) fn rule_of(key: &str) -> Option<Rule> {
     RULES.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)

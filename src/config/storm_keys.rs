@@ -72,7 +72,7 @@ pub(crate) fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option
 }
 
 /// Apache Storm 2.x's configuration keys, sorted.
-pub(crate) const STORM_KEYS: &[&str] = &[
+const STORM_KEYS: &[&str] = &[
     "blacklist.scheduler.assume.supervisor.bad.based.on.bad.slot",
     "blacklist.scheduler.reporter",
     "blacklist.scheduler.resume.time.secs",

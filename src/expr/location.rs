@@ -11,7 +11,7 @@ use std::ops::Range;
 /// expression (the decoded string), written at `literal` in `source`; `fields` are the input
 /// fields when known. Empty when the expression is fine.
 #[cfg(test)]
-pub(crate) fn diagnostics(
+fn diagnostics(
     source: &str,
     literal: Span,
     expr_text: &str,

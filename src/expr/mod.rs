@@ -12,7 +12,7 @@
 //! `true` `false` `null`, function calls and parentheses. So, as in Python,
 //! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/expressions.md`.
 
-pub(crate) mod ast;
+mod ast;
 mod check;
 mod eval;
 mod functions;
@@ -75,7 +75,7 @@ impl Expr {
 
     /// As `check`; with `None` (input fields not known, e.g. after a shell component that
     /// declares none) field names are not checked.
-    pub(crate) fn check_with(&self, fields: Option<&[String]>) -> Vec<ExprError> {
+    fn check_with(&self, fields: Option<&[String]>) -> Vec<ExprError> {
         self.check_typed(fields, &[])
     }
 
@@ -108,7 +108,7 @@ impl Expr {
 
     /// Bind field names to positions, as a value; fails with the first problem found.
     #[cfg(test)]
-    pub(crate) fn compile_value(&self, fields: &[String]) -> Result<CompiledValue, ExprError> {
+    fn compile_value(&self, fields: &[String]) -> Result<CompiledValue, ExprError> {
         let slots: Vec<usize> = (0..fields.len()).collect();
         self.compile_value_at(fields, &slots)
     }

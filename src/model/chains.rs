@@ -15,7 +15,7 @@ use super::{Component, Grouping, Topology};
 use std::collections::BTreeMap;
 
 /// The config key that turns chaining off for a whole topology.
-pub(crate) const CHAINING_KEY: &str = "topology.chaining";
+const CHAINING_KEY: &str = "topology.chaining";
 
 /// Chained edges of a topology: each chained bolt with the component it is fused onto.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,12 +71,12 @@ impl Chains {
 
     /// The first component of the chain `component` is in (itself when it is not chained).
     #[cfg(test)]
-    pub(crate) fn head_of<'a>(&'a self, component: &'a str) -> &'a str {
+    fn head_of<'a>(&'a self, component: &'a str) -> &'a str {
         self.upstreams(component).last().unwrap_or(component)
     }
 
     #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.onto.is_empty()
     }
 }

@@ -19,15 +19,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(crate) struct BoltExecutor {
-    pub(crate) inbox: Receiver<Message>,
+    inbox: Receiver<Message>,
     pub(crate) outbox: Outbox,
     /// Tasks in ascending id order, contiguous from `first_task`.
-    pub(crate) tasks: Vec<BoltSlot>,
-    pub(crate) first_task: u32,
-    pub(crate) tick: Option<Duration>,
-    pub(crate) control: Arc<RunControl>,
+    tasks: Vec<BoltSlot>,
+    first_task: u32,
+    tick: Option<Duration>,
+    control: Arc<RunControl>,
     /// Its tasks were prepared by an executor before a rebalance: they go on as they were.
-    pub(crate) resumed: bool,
+    resumed: bool,
     /// The executors chained onto this one, run on its thread.
     pub(crate) guests: Guests,
     timers: BoltTimers,
@@ -78,7 +78,7 @@ impl BoltExecutor {
     }
 
     /// Its component's id (for errors of a guest).
-    pub(crate) fn component(&self) -> &str {
+    fn component(&self) -> &str {
         self.tasks.first().map_or("", |t| t.ctx.component.as_str())
     }
 
@@ -120,7 +120,7 @@ impl BoltExecutor {
     }
 
     /// Prepare (or, resumed, take over) its tasks; those with no upstream at all finish at once.
-    pub(crate) fn start(&mut self) -> anyhow::Result<()> {
+    fn start(&mut self) -> anyhow::Result<()> {
         if !self.resumed {
             for t in &mut self.tasks {
                 t.component.bolt().prepare(&t.ctx)?;
@@ -149,18 +149,18 @@ impl BoltExecutor {
     }
 
     /// Some task has not finished yet.
-    pub(crate) fn unfinished(&self) -> bool {
+    fn unfinished(&self) -> bool {
         self.tasks.iter().any(|t| !t.finished)
     }
 
     /// When its next tick or poll is due.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
+    fn deadline(&self) -> Option<Instant> {
         self.timers.deadline()
     }
 
     /// As a guest: handle everything its host queued for it, fire its timers when due, and
     /// send what that emitted on. Returns whether there was anything.
-    pub(crate) fn pump(&mut self) -> anyhow::Result<bool> {
+    fn pump(&mut self) -> anyhow::Result<bool> {
         let mut handled = false;
         while let Ok(m) = self.inbox.try_recv() {
             self.handle_message(m)?;
@@ -177,7 +177,7 @@ impl BoltExecutor {
     }
 
     /// Nothing is waiting: let components flush (stdout) and send partial batches and sums on.
-    pub(crate) fn idle(&mut self) -> anyhow::Result<()> {
+    fn idle(&mut self) -> anyhow::Result<()> {
         self.poll_all()?;
         self.flush_all();
         Ok(())
@@ -197,7 +197,7 @@ impl BoltExecutor {
     }
 
     /// Close every task not closed yet.
-    pub(crate) fn close(&mut self) {
+    fn close(&mut self) {
         for t in self.tasks.iter_mut().filter(|t| !t.closed) {
             t.component.close();
             t.closed = true;
@@ -205,7 +205,7 @@ impl BoltExecutor {
     }
 
     /// Send what is waiting and hand the tasks and the receive queues back, its guests' too.
-    pub(crate) fn park(&mut self) -> ExecutorReport {
+    fn park(&mut self) -> ExecutorReport {
         self.flush_all();
         let mut report = ExecutorReport {
             tasks: vec![Parked::Bolts(std::mem::take(&mut self.tasks))],

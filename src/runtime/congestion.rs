@@ -20,7 +20,7 @@ pub(crate) const HIGH_WATER: usize = 64;
 /// How often a congested worker tells the others again.
 pub(crate) const REFRESH: Duration = Duration::from_millis(100);
 /// How long a mark counts without being refreshed.
-pub(crate) const EXPIRY: Duration = Duration::from_secs(1);
+const EXPIRY: Duration = Duration::from_secs(1);
 
 /// The congested workers as this process knows them, each with when it last said so.
 #[derive(Debug, Default)]

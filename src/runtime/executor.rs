@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(1);
 /// Messages a bolt executor handles from its queue, once one has arrived, before it looks at
 /// its timers and flushes.
-pub(crate) const DRAIN: usize = 15;
+const DRAIN: usize = 15;
 
 /// Run-wide switches every executor watches.
 #[derive(Debug, Default)]

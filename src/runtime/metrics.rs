@@ -144,17 +144,17 @@ pub(crate) struct UserMetrics {
 pub(crate) struct UserMetric {
     pub(crate) updates: u64,
     pub(crate) last: serde_json::Value,
-    pub(crate) sum: f64,
+    sum: f64,
     /// When the last update came (for "last" across tasks), as a global sequence.
     #[serde(skip)]
-    pub(crate) seq: u64,
+    seq: u64,
 }
 
 /// Orders updates across tasks, so a component's `last` is the last of any of its tasks.
 static UPDATE_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl UserMetrics {
-    pub(crate) fn update(&mut self, name: &str, value: &serde_json::Value) {
+    fn update(&mut self, name: &str, value: &serde_json::Value) {
         if !self.by_name.contains_key(name) && self.by_name.len() >= MAX_USER_METRICS {
             self.dropped += 1;
             return;
@@ -230,11 +230,11 @@ impl Histogram {
         self.sum_us += other.sum_us;
     }
 
-    pub(crate) fn count(&self) -> u64 {
+    fn count(&self) -> u64 {
         self.count
     }
 
-    pub(crate) fn mean_ms(&self) -> f64 {
+    fn mean_ms(&self) -> f64 {
         if self.count == 0 {
             0.0
         } else {
@@ -242,7 +242,7 @@ impl Histogram {
         }
     }
 
-    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
+    fn quantile_ms(&self, q: f64) -> f64 {
         if self.count == 0 {
             return 0.0;
         }
@@ -302,9 +302,9 @@ pub(crate) struct TaskReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct LatencyReport {
-    pub(crate) mean: f64,
-    pub(crate) p50: f64,
-    pub(crate) p99: f64,
+    mean: f64,
+    p50: f64,
+    p99: f64,
 }
 
 impl LatencyReport {

@@ -3,29 +3,29 @@
 //! link → receive thread path that processes and hosts use (only the link differs).
 
 pub mod acker;
-pub(crate) mod acker_executor;
-pub(crate) mod bolt_executor;
-pub(crate) mod bolt_task;
+mod acker_executor;
+mod bolt_executor;
+mod bolt_task;
 mod builder;
 mod chain_hosts;
 pub(crate) mod checkpoint;
-pub(crate) mod collector;
-pub(crate) mod congestion;
+mod collector;
+mod congestion;
 pub(crate) mod executor;
 mod guests;
 pub mod message;
 pub mod metrics;
-pub(crate) mod open_trees;
+mod open_trees;
 mod partials;
 pub(crate) mod rebalance;
 pub(crate) mod reporters;
-pub(crate) mod routing;
+mod routing;
 mod spout_checkpoints;
-pub(crate) mod spout_executor;
+mod spout_executor;
 pub(crate) mod tap;
 mod tcp;
 pub mod wire;
-pub(crate) mod worker;
+mod worker;
 
 pub use tcp::TcpNetwork;
 
@@ -43,7 +43,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Default `topology.max.spout.pending` when acking is on and none is set.
-pub(crate) const DEFAULT_MAX_PENDING: u64 = crate::config::DEFAULT_MAX_SPOUT_PENDING;
+const DEFAULT_MAX_PENDING: u64 = crate::config::DEFAULT_MAX_SPOUT_PENDING;
 
 /// How a run is laid out now (a local run's changes with each rebalance): what its UI shows.
 #[derive(Debug)]
@@ -54,7 +54,7 @@ pub(crate) struct Layout {
 }
 
 /// The layout, replaced whole by each rebalance.
-pub(crate) type SharedLayout = Arc<std::sync::Mutex<Arc<Layout>>>;
+type SharedLayout = Arc<std::sync::Mutex<Arc<Layout>>>;
 
 /// What a finished run reports.
 #[derive(Debug)]
@@ -104,7 +104,7 @@ pub struct Running {
 
 /// What a component of the plan is to the runtime.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Role<'t> {
+enum Role<'t> {
     Spout(&'t Component),
     Bolt(&'t Component),
     /// The acker: a system component with no spec in the topology; the runtime supplies it.
@@ -113,7 +113,7 @@ pub(crate) enum Role<'t> {
 
 impl<'t> Role<'t> {
     /// The role of plan component `id`; `None` for an id the plan cannot hold.
-    pub(crate) fn of(topology: &'t Topology, id: &str) -> Option<Role<'t>> {
+    fn of(topology: &'t Topology, id: &str) -> Option<Role<'t>> {
         match topology.component(id) {
             Some(c) if c.is_spout() => Some(Role::Spout(c)),
             Some(c) => Some(Role::Bolt(c)),
@@ -123,7 +123,7 @@ impl<'t> Role<'t> {
     }
 
     /// The kind the run report shows.
-    pub(crate) fn kind(&self) -> &'static str {
+    fn kind(&self) -> &'static str {
         match self {
             Role::Spout(_) => "spout",
             Role::Bolt(_) => "bolt",
@@ -133,7 +133,7 @@ impl<'t> Role<'t> {
 }
 
 /// Local mode: every worker is in this process.
-pub(crate) struct InProcess;
+struct InProcess;
 
 impl Network for InProcess {
     fn listen(
@@ -190,7 +190,7 @@ pub(crate) fn start_checkpointed(
 /// The seed of a task's root and edge ids: fresh entropy on every start. Seeding from the task
 /// id alone made a restarted task draw the same ids again, so it could reuse the root of a
 /// tree an acker still held and corrupt that tree's XOR (Storm's ids are random too).
-pub(crate) fn task_seed(task: u32) -> u64 {
+fn task_seed(task: u32) -> u64 {
     rand::random::<u64>() ^ u64::from(task)
 }
 
@@ -200,7 +200,7 @@ pub(crate) fn task_seed(task: u32) -> u64 {
 pub(crate) struct ComponentFailed {
     pub(crate) component: String,
     /// The panic's message, when the executor crashed.
-    pub(crate) crash: Option<String>,
+    crash: Option<String>,
 }
 
 impl std::fmt::Display for ComponentFailed {

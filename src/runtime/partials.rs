@@ -21,7 +21,7 @@ const MAX_KEYS: usize = 16 * 1024;
 /// each run of tuples of one tree adds an anchor).
 const MAX_TUPLES: usize = 256 * 1024;
 /// How long a first tuple may wait in a sum before it is sent anyway.
-pub(crate) const MAX_AGE: Duration = Duration::from_millis(50);
+const MAX_AGE: Duration = Duration::from_millis(50);
 
 /// What a key held with a set or a sketch (`count_distinct`, `top`, `percentile`) weighs
 /// against `MAX_KEYS`: such states are larger than a count.
@@ -30,7 +30,7 @@ const HEAVY_KEY: usize = 16;
 type Hasher = foldhash::fast::FixedState;
 
 /// An op to fold and the position of the field it reads.
-pub(crate) type OpAt = (Kind, Option<usize>);
+type OpAt = (Kind, Option<usize>);
 
 /// How tuples bound for one target task are summed: by the values at `keys`, counted, or
 /// folded into the states of `ops` (each with the position of the field it reads).

@@ -51,7 +51,7 @@ pub(crate) struct Outbox {
     /// Spouts drain their own receive queue while a send blocks, so acks can always flow
     /// (breaks the spout → bolt → acker → spout cycle that full queues could otherwise lock).
     drain: Option<(Receiver<Message>, VecDeque<Message>)>,
-    pub(crate) transferred: u64,
+    transferred: u64,
     /// Tuples summed per key for tasks that take partial counts.
     partials: Partials,
 }

@@ -75,7 +75,7 @@ impl TcpNetwork {
     }
 
     /// Stop every listener and join its thread (also done on drop).
-    pub(crate) fn shutdown(&self) {
+    fn shutdown(&self) {
         let taken = match self.listeners.lock() {
             Ok(mut l) => std::mem::take(&mut *l),
             Err(p) => std::mem::take(&mut *p.into_inner()),

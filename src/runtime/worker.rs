@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 
 /// Bytes of encoded frames the transfer thread gathers for one destination before it sends
 /// them (a buffer passes it by at most one message).
-pub(crate) const TRANSFER_BATCH_BYTES: usize = 64 << 10;
+const TRANSFER_BATCH_BYTES: usize = 64 << 10;
 
 /// Bytes of frame buffers a worker's incoming channel holds before senders wait: with buffers
 /// of about `TRANSFER_BATCH_BYTES`, its capacity in buffers is `LINK_BUFFERS`. Gathering 1 MiB
 /// per destination into a channel of 64 buffers let 64 MiB wait between two workers.
-pub(crate) const LINK_BYTES: usize = 4 << 20;
+const LINK_BYTES: usize = 4 << 20;
 pub(crate) const LINK_BUFFERS: usize = LINK_BYTES / TRANSFER_BATCH_BYTES;
 const _: () = assert!(LINK_BUFFERS >= 2 && LINK_BUFFERS * TRANSFER_BATCH_BYTES <= LINK_BYTES);
 

@@ -59,7 +59,7 @@ fn prepared(txid: u64) -> (String, String) {
 
 /// One task's part of a checkpoint: its changes (`None`: removed) and, for a spout, its
 /// position.
-pub(crate) type TaskChanges<'a> = (&'a TaskKey, &'a [(Value, Option<Value>)], Option<&'a Value>);
+type TaskChanges<'a> = (&'a TaskKey, &'a [(Value, Option<Value>)], Option<&'a Value>);
 
 /// Takes a task's changes one row at a time (`None`: the key was removed) as
 /// [`Store::prepare_with`] writes them, so a checkpoint of millions of keys is never held whole.
@@ -149,7 +149,7 @@ impl Store {
     }
 
     /// [`Store::prepare`] for several tasks (a worker's) in one transaction: one fsync for all.
-    pub(crate) fn prepare_all(&self, txid: u64, tasks: &[TaskChanges<'_>]) -> anyhow::Result<()> {
+    fn prepare_all(&self, txid: u64, tasks: &[TaskChanges<'_>]) -> anyhow::Result<()> {
         self.write_prepared(txid, |rows| {
             for (task, changes, position) in tasks {
                 for (k, v) in changes.iter() {

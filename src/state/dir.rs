@@ -8,13 +8,13 @@ use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 
 pub use super::paths::worker_path;
-pub(crate) use super::paths::{commits_path, COMMITS_FILE};
+use super::paths::{commits_path, COMMITS_FILE};
 
 /// A worker's store file found in a state dir.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct WorkerFile {
     pub(crate) worker: usize,
-    pub(crate) path: PathBuf,
+    path: PathBuf,
 }
 
 /// What a state dir holds, as a resume would restore it.

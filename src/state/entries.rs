@@ -10,7 +10,7 @@ use crate::tuple::Value;
 use anyhow::Context;
 
 /// The committed table's rows from a task's first on: (component, index, key) → sealed value.
-pub(crate) type Rows = redb::Range<'static, (&'static str, u32, &'static [u8]), &'static [u8]>;
+type Rows = redb::Range<'static, (&'static str, u32, &'static [u8]), &'static [u8]>;
 
 /// The entries of one task, decoded as they are read; an error (a damaged row, or rows that
 /// do not match the task's digest) ends them.

@@ -14,11 +14,11 @@
 use anyhow::bail;
 
 /// Bytes a checksum adds.
-pub(crate) const SUM_BYTES: usize = 8;
+const SUM_BYTES: usize = 8;
 
 /// FNV-1a (64 bits) over `parts`, each preceded by its length so no two splits of the same
 /// bytes collide. Any change of a single byte changes the result.
-pub(crate) fn checksum(parts: &[&[u8]]) -> u64 {
+fn checksum(parts: &[&[u8]]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0100_0000_01b3;
     let mut h = OFFSET;
@@ -121,7 +121,7 @@ pub(crate) fn unseal_change<'a>(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Digest {
     pub(crate) rows: u64,
-    pub(crate) xor: u64,
+    xor: u64,
 }
 
 impl Digest {

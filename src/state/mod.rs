@@ -5,10 +5,10 @@
 
 pub(crate) mod checkpoint_store;
 pub(crate) mod codec;
-pub(crate) mod commits;
+mod commits;
 pub mod dir;
-pub(crate) mod entries;
-pub(crate) mod guard;
+mod entries;
+mod guard;
 pub(crate) mod packed;
 pub(crate) mod paths;
 pub(crate) mod spill;

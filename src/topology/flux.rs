@@ -61,11 +61,7 @@ pub(crate) fn is_flux(tree: &Spanned<RawValue>) -> bool {
 
 #[cfg(test)]
 /// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`.
-pub(crate) fn read_topology(
-    tree: &Spanned<RawValue>,
-    base_dir: &Path,
-    props: &Properties,
-) -> RawTopology {
+fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
     read_topology_of(tree, None, base_dir, props)
 }
 

@@ -9,12 +9,12 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How far back capacity looks (Storm's UI uses its 10-minute window).
-pub(crate) const CAPACITY_WINDOW: Duration = Duration::from_secs(600);
+const CAPACITY_WINDOW: Duration = Duration::from_secs(600);
 /// Samples closer together than this are not kept (one a second at most per component).
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// The version reported as `stormVersion`: this program's, and the API it answers.
-pub(crate) const VERSION: &str = concat!(
+const VERSION: &str = concat!(
     "storm-rs ",
     env!("CARGO_PKG_VERSION"),
     " (Storm 2.x UI REST API)"

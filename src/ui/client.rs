@@ -47,7 +47,7 @@ pub(crate) fn post_body(
 }
 
 /// The `host:port` part of an address given with or without `http://` and a trailing `/`.
-pub(crate) fn host_port(addr: &str) -> &str {
+fn host_port(addr: &str) -> &str {
     addr.trim_start_matches("http://").trim_end_matches('/')
 }
 

@@ -99,7 +99,7 @@ impl LocalRun {
 }
 
 /// One task's counters as they are now.
-pub(crate) fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
+fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
     TaskView {
         task,
         worker: worker.to_string(),
@@ -128,7 +128,7 @@ const TAP_BUFFER: usize = 10_000;
 
 /// Listen to the emits of `component` (every task of it): JSON lines on the returned channel,
 /// which ends when the run does. `stream` must be one the component declares.
-pub(crate) fn tap(
+fn tap(
     plan: &Plan,
     stats: &BTreeMap<u32, (String, Arc<TaskStats>)>,
     component: &str,

@@ -5,13 +5,13 @@
 //! the executors already keep; nothing is computed until a request comes, so the UI costs
 //! nothing while nobody looks.
 
-pub(crate) mod api;
+mod api;
 pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod local;
-pub(crate) mod prometheus;
+mod prometheus;
 pub(crate) mod server;
-pub(crate) mod windows;
+mod windows;
 
 use crate::runtime::metrics::UserMetric;
 use std::collections::BTreeMap;
@@ -85,11 +85,11 @@ pub(crate) trait Source: Send + Sync + 'static {
 /// A nimbus, as `/nimbus/summary` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct NimbusView {
-    pub(crate) host: String,
+    host: String,
     /// Its port for clients (unknown: `None`, shown as null).
-    pub(crate) port: Option<u16>,
-    pub(crate) leader: bool,
-    pub(crate) uptime_secs: u64,
+    port: Option<u16>,
+    leader: bool,
+    uptime_secs: u64,
 }
 
 /// An operation of the REST API's POSTs (and of `storm activate|deactivate|kill`).
@@ -110,7 +110,7 @@ pub(crate) enum Action {
 
 impl Action {
     /// The name Storm's REST API gives the operation (`topologyOperation`).
-    pub(crate) fn name(&self) -> &'static str {
+    fn name(&self) -> &'static str {
         match self {
             Action::Activate => "activate",
             Action::Deactivate => "deactivate",
@@ -123,100 +123,100 @@ impl Action {
 /// One supervisor, as the cluster summary shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SupervisorView {
-    pub(crate) id: String,
-    pub(crate) host: String,
-    pub(crate) uptime_secs: u64,
-    pub(crate) slots_total: usize,
-    pub(crate) slots_used: usize,
+    id: String,
+    host: String,
+    uptime_secs: u64,
+    slots_total: usize,
+    slots_used: usize,
 }
 
 /// A topology and its components' figures at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TopologyView {
-    pub(crate) id: String,
-    pub(crate) name: String,
+    id: String,
+    name: String,
     /// Storm's status names: `ACTIVE`, `INACTIVE`, `REBALANCING`, `KILLED`.
-    pub(crate) status: String,
-    pub(crate) uptime: Duration,
-    pub(crate) workers: usize,
-    pub(crate) msg_timeout_secs: u64,
-    pub(crate) debug: bool,
+    status: String,
+    uptime: Duration,
+    workers: usize,
+    msg_timeout_secs: u64,
+    debug: bool,
     /// The topology's configuration, secrets left out (`/topology/:id`'s `configuration`).
-    pub(crate) configuration: serde_json::Map<String, serde_json::Value>,
-    pub(crate) components: Vec<ComponentView>,
+    configuration: serde_json::Map<String, serde_json::Value>,
+    components: Vec<ComponentView>,
 }
 
 /// One component (spout or bolt) with its tasks' counters.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct ComponentView {
-    pub(crate) id: String,
-    pub(crate) spout: bool,
+struct ComponentView {
+    id: String,
+    spout: bool,
     /// A system component (`__acker`): shown only when asked (`?sys=1`).
-    pub(crate) system: bool,
+    system: bool,
     /// Its emits are logged (`topology.debug`, the topology's or its own `config`).
-    pub(crate) debug: bool,
-    pub(crate) executors: usize,
-    pub(crate) tasks: Vec<TaskView>,
+    debug: bool,
+    executors: usize,
+    tasks: Vec<TaskView>,
     /// The components and streams it reads, with the grouping.
-    pub(crate) inputs: Vec<InputView>,
+    inputs: Vec<InputView>,
     /// Reported errors, oldest first (at most a few).
-    pub(crate) errors: Vec<ErrorView>,
+    errors: Vec<ErrorView>,
     /// User metrics (a multilang child's `metrics` command), over its tasks.
-    pub(crate) metrics: BTreeMap<String, UserMetric>,
+    metrics: BTreeMap<String, UserMetric>,
     /// The output streams it declares.
-    pub(crate) outputs: Vec<String>,
+    outputs: Vec<String>,
     /// Spouts reading partitions (`kafka`): how far behind each partition it is, by topic and
     /// partition (each partition as the task reading it last reported).
-    pub(crate) lag: Vec<crate::components::PartitionLag>,
+    lag: Vec<crate::components::PartitionLag>,
 }
 
 /// One task's counters since it started.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct TaskView {
-    pub(crate) task: u32,
+struct TaskView {
+    task: u32,
     /// `host:port` of its worker.
-    pub(crate) worker: String,
+    worker: String,
     /// The id of the supervisor running its worker (empty in a local run).
-    pub(crate) supervisor: String,
-    pub(crate) emitted: u64,
-    pub(crate) transferred: u64,
-    pub(crate) executed: u64,
-    pub(crate) acked: u64,
-    pub(crate) failed: u64,
-    pub(crate) execute_ns: u64,
+    supervisor: String,
+    emitted: u64,
+    transferred: u64,
+    executed: u64,
+    acked: u64,
+    failed: u64,
+    execute_ns: u64,
     /// Spouts: sampled complete latencies summed (µs), and how many were sampled.
-    pub(crate) complete_us: u64,
-    pub(crate) completes_sampled: u64,
-    pub(crate) errors: u64,
-    pub(crate) dropped: u64,
+    complete_us: u64,
+    completes_sampled: u64,
+    errors: u64,
+    dropped: u64,
     /// Emitted and transferred per output stream, by stream name (streams emitted on only).
-    pub(crate) streams: BTreeMap<String, (u64, u64)>,
+    streams: BTreeMap<String, (u64, u64)>,
 }
 
 /// A subscription of a component: whom it reads, which stream, how grouped.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct InputView {
-    pub(crate) component: String,
-    pub(crate) stream: String,
-    pub(crate) grouping: String,
+struct InputView {
+    component: String,
+    stream: String,
+    grouping: String,
 }
 
 /// A reported error.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ErrorView {
-    pub(crate) error: String,
-    pub(crate) time_secs: u64,
-    pub(crate) worker: String,
+struct ErrorView {
+    error: String,
+    time_secs: u64,
+    worker: String,
 }
 
 impl ComponentView {
     /// The sum of one counter over the component's tasks.
-    pub(crate) fn sum(&self, f: impl Fn(&TaskView) -> u64) -> u64 {
+    fn sum(&self, f: impl Fn(&TaskView) -> u64) -> u64 {
         self.tasks.iter().map(f).sum()
     }
 
     /// Mean complete latency in ms of the sampled trees (0 before any completed).
-    pub(crate) fn complete_latency_ms(&self) -> f64 {
+    fn complete_latency_ms(&self) -> f64 {
         let n = self.sum(|t| t.completes_sampled);
         match n {
             0 => 0.0,
@@ -227,7 +227,7 @@ impl ComponentView {
     /// Emitted and transferred on each output stream, summed over the tasks: every declared
     /// stream (zeros before its first tuple) and every stream counted; system streams
     /// (`__ack_ack`, ...) only with `sys`.
-    pub(crate) fn stream_sums(&self, sys: bool) -> BTreeMap<String, (u64, u64)> {
+    fn stream_sums(&self, sys: bool) -> BTreeMap<String, (u64, u64)> {
         let mut out: BTreeMap<String, (u64, u64)> =
             self.outputs.iter().map(|s| (s.clone(), (0, 0))).collect();
         for t in &self.tasks {
@@ -242,7 +242,7 @@ impl ComponentView {
     }
 
     /// Mean execute latency in ms (0 before anything ran).
-    pub(crate) fn execute_latency_ms(&self) -> f64 {
+    fn execute_latency_ms(&self) -> f64 {
         let executed = self.sum(|t| t.executed);
         if executed == 0 {
             0.0
@@ -253,26 +253,26 @@ impl ComponentView {
 }
 
 impl TopologyView {
-    pub(crate) fn executors(&self) -> usize {
+    fn executors(&self) -> usize {
         self.user_components(true).map(|c| c.executors).sum()
     }
 
-    pub(crate) fn tasks(&self) -> usize {
+    fn tasks(&self) -> usize {
         self.user_components(true).map(|c| c.tasks.len()).sum()
     }
 
     /// The components, system ones only with `sys`.
-    pub(crate) fn user_components(&self, sys: bool) -> impl Iterator<Item = &ComponentView> {
+    fn user_components(&self, sys: bool) -> impl Iterator<Item = &ComponentView> {
         self.components.iter().filter(move |c| sys || !c.system)
     }
 
-    pub(crate) fn component(&self, id: &str) -> Option<&ComponentView> {
+    fn component(&self, id: &str) -> Option<&ComponentView> {
         self.components.iter().find(|c| c.id == id)
     }
 }
 
 /// Storm's way of showing a duration: `1d 2h 3m 4s`, leading zero units left out.
-pub(crate) fn pretty_uptime(secs: u64) -> String {
+fn pretty_uptime(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {
         format!("{d}d {h}h {m}m {s}s")
@@ -300,11 +300,11 @@ mod tests {
 
 /// What a source knows of each task, to be laid out per component by [`components_of`].
 #[derive(Debug, Default)]
-pub(crate) struct TaskFigures {
-    pub(crate) tasks: BTreeMap<u32, TaskView>,
-    pub(crate) errors: BTreeMap<u32, Vec<ErrorView>>,
-    pub(crate) metrics: BTreeMap<u32, crate::runtime::metrics::UserMetrics>,
-    pub(crate) lag: BTreeMap<u32, Vec<crate::components::PartitionLag>>,
+struct TaskFigures {
+    tasks: BTreeMap<u32, TaskView>,
+    errors: BTreeMap<u32, Vec<ErrorView>>,
+    metrics: BTreeMap<u32, crate::runtime::metrics::UserMetrics>,
+    lag: BTreeMap<u32, Vec<crate::components::PartitionLag>>,
 }
 
 /// The lag of a component's tasks, one entry per partition (a partition two tasks report,
@@ -324,7 +324,7 @@ fn lag_of(
 
 /// The components of a topology with the figures of their tasks (tasks not reported are left
 /// out), in the plan's order, and their inputs from the topology's streams.
-pub(crate) fn components_of(
+fn components_of(
     topology: &crate::model::Topology,
     plan: &crate::model::plan::Plan,
     figures: &TaskFigures,
@@ -388,7 +388,7 @@ pub(crate) fn components_of(
 
 /// A configuration as the UI shows it: every key but those holding secrets (the cluster
 /// secret, any `*.password`, and tokens such as `ui.token`).
-pub(crate) fn shown_configuration(
+fn shown_configuration(
     config: &crate::config::Config,
 ) -> serde_json::Map<String, serde_json::Value> {
     match config.to_json() {

@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 
 /// Sibling order in a dump: names that are numbers (task ids) by value and first, then the
 /// others by name. So `/tasks/ID/2` comes before `/tasks/ID/10`.
-pub(crate) fn child_order(a: &str, b: &str) -> Ordering {
+fn child_order(a: &str, b: &str) -> Ordering {
     match (a.parse::<u64>(), b.parse::<u64>()) {
         (Ok(x), Ok(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
         (Ok(_), Err(_)) => Ordering::Less,
@@ -24,7 +24,7 @@ fn sorted_children(store: &dyn CoordinationStore, path: &str) -> Result<Vec<Stri
 }
 
 /// A node's data as JSON: `None` when empty; text that is not JSON becomes a JSON string.
-pub(crate) fn data_value(data: &[u8]) -> Option<Value> {
+fn data_value(data: &[u8]) -> Option<Value> {
     if data.is_empty() {
         return None;
     }
@@ -35,7 +35,7 @@ pub(crate) fn data_value(data: &[u8]) -> Option<Value> {
 }
 
 /// Every node under (and including) `root`, parents first, with its data.
-pub(crate) fn walk(
+fn walk(
     store: &dyn CoordinationStore,
     root: &str,
 ) -> Result<Vec<(String, Option<Value>)>, StoreError> {

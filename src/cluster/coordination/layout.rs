@@ -59,16 +59,16 @@ impl Layout {
     pub(crate) fn supervisors(&self) -> String {
         self.sub("supervisors")
     }
-    pub(crate) fn tasks(&self) -> String {
+    fn tasks(&self) -> String {
         self.sub("tasks")
     }
-    pub(crate) fn taskbeats(&self) -> String {
+    fn taskbeats(&self) -> String {
         self.sub("taskbeats")
     }
-    pub(crate) fn taskerrors(&self) -> String {
+    fn taskerrors(&self) -> String {
         self.sub("taskerrors")
     }
-    pub(crate) fn checkpoints(&self) -> String {
+    fn checkpoints(&self) -> String {
         self.sub("checkpoints")
     }
     /// `/checkpoints/{id}`: a [`CheckpointRecord`] (checkpointed topologies only; the subtree

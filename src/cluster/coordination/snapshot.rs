@@ -14,30 +14,30 @@ const FORMAT: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct TreeSnapshot {
-    pub(crate) format: u32,
-    pub(crate) zxid: u64,
-    pub(crate) next_session: SessionId,
-    pub(crate) sessions: Vec<SessionSnapshot>,
+    format: u32,
+    zxid: u64,
+    next_session: SessionId,
+    sessions: Vec<SessionSnapshot>,
     /// Parents before children.
-    pub(crate) nodes: Vec<NodeSnapshot>,
+    nodes: Vec<NodeSnapshot>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct SessionSnapshot {
-    pub(crate) id: SessionId,
-    pub(crate) timeout_ms: u64,
+struct SessionSnapshot {
+    id: SessionId,
+    timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct NodeSnapshot {
-    pub(crate) path: String,
+struct NodeSnapshot {
+    path: String,
     /// The data when it is UTF-8 text (always, for the JSON Storm writes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) data: Option<String>,
+    data: Option<String>,
     /// The data when it is not UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) data_bytes: Option<Vec<u8>>,
-    pub(crate) stat: Stat,
+    data_bytes: Option<Vec<u8>>,
+    stat: Stat,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -67,12 +67,7 @@ impl Tree {
         }
     }
 
-    pub(crate) fn create(
-        &mut self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> Result<String, StoreError> {
+    fn create(&mut self, path: &str, data: &[u8], mode: CreateMode) -> Result<String, StoreError> {
         validate_path(path)?;
         let parent = parent_path(path).ok_or_else(|| StoreError::NodeExists(path.to_string()))?;
         if let Some(owner) = mode.owner() {
@@ -113,7 +108,7 @@ impl Tree {
         Ok(path)
     }
 
-    pub(crate) fn get_data(
+    fn get_data(
         &mut self,
         path: &str,
         watch: Option<Watcher>,
@@ -130,7 +125,7 @@ impl Tree {
         Ok(out)
     }
 
-    pub(crate) fn set_data(
+    fn set_data(
         &mut self,
         path: &str,
         data: &[u8],
@@ -153,7 +148,7 @@ impl Tree {
         Ok(stat)
     }
 
-    pub(crate) fn delete(&mut self, path: &str, version: Option<i32>) -> Result<(), StoreError> {
+    fn delete(&mut self, path: &str, version: Option<i32>) -> Result<(), StoreError> {
         validate_path(path)?;
         let parent = parent_path(path)
             .ok_or_else(|| StoreError::BadArguments("cannot delete the root".into()))?;
@@ -179,11 +174,7 @@ impl Tree {
         Ok(())
     }
 
-    pub(crate) fn exists(
-        &mut self,
-        path: &str,
-        watch: Option<Watcher>,
-    ) -> Result<Option<Stat>, StoreError> {
+    fn exists(&mut self, path: &str, watch: Option<Watcher>) -> Result<Option<Stat>, StoreError> {
         validate_path(path)?;
         if let Some(w) = watch {
             add_watch(&mut self.data_watches, path, w);
@@ -191,11 +182,7 @@ impl Tree {
         Ok(self.nodes.get(path).map(|n| n.stat.clone()))
     }
 
-    pub(crate) fn children(
-        &mut self,
-        path: &str,
-        watch: Option<Watcher>,
-    ) -> Result<Vec<String>, StoreError> {
+    fn children(&mut self, path: &str, watch: Option<Watcher>) -> Result<Vec<String>, StoreError> {
         validate_path(path)?;
         let node = self
             .nodes
@@ -208,7 +195,7 @@ impl Tree {
         Ok(kids)
     }
 
-    pub(crate) fn open_session(&mut self, timeout: Duration) -> SessionId {
+    fn open_session(&mut self, timeout: Duration) -> SessionId {
         let id = self.next_session;
         self.next_session += 1;
         self.sessions.insert(
@@ -221,7 +208,7 @@ impl Tree {
         id
     }
 
-    pub(crate) fn touch_session(&mut self, session: SessionId) -> Result<(), StoreError> {
+    fn touch_session(&mut self, session: SessionId) -> Result<(), StoreError> {
         let s = self
             .sessions
             .get_mut(&session)
@@ -231,7 +218,7 @@ impl Tree {
     }
 
     /// End a session and delete its ephemeral nodes (ZooKeeper's session close or expiry).
-    pub(crate) fn close_session(&mut self, session: SessionId) -> Result<(), StoreError> {
+    fn close_session(&mut self, session: SessionId) -> Result<(), StoreError> {
         self.sessions
             .remove(&session)
             .ok_or(StoreError::SessionExpired(session))?;
@@ -249,7 +236,7 @@ impl Tree {
     }
 
     /// Expire the sessions not touched within their timeout as of `now`.
-    pub(crate) fn expire_sessions_at(&mut self, now: Instant) -> Vec<SessionId> {
+    fn expire_sessions_at(&mut self, now: Instant) -> Vec<SessionId> {
         let mut stale: Vec<SessionId> = self
             .sessions
             .iter()

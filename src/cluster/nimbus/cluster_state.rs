@@ -508,7 +508,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     /// The topology ids with an assignment; the watcher fires when one is added or removed
     /// (how a supervisor learns of new work without polling).
     #[cfg(test)]
-    pub(crate) fn watch_assignments(
+    fn watch_assignments(
         &self,
         watch: Option<crate::cluster::coordination::znode_store::Watcher>,
     ) -> Result<Vec<String>, ClusterError> {
@@ -517,7 +517,7 @@ impl<S: CoordinationStore> ClusterState<S> {
 
     /// One assignment; the watcher fires when it changes or is deleted.
     #[cfg(test)]
-    pub(crate) fn watch_assignment(
+    fn watch_assignment(
         &self,
         id: &str,
         watch: crate::cluster::coordination::znode_store::Watcher,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// meanwhile and come back as each supervisor registers with the new leader.
 /// The most bytes a submission kept in ZooKeeper may take (the server's default node limit,
 /// `jute.maxbuffer`, is 1 MB; some room is left for the request around it).
-pub(crate) const ZK_NODE_LIMIT: usize = 1000 * 1000;
+const ZK_NODE_LIMIT: usize = 1000 * 1000;
 
 /// Refuse a submission too large for one ZooKeeper node, before anything is stored.
 pub(crate) fn fits_in_a_node(id: &str, sub: &Submission) -> anyhow::Result<()> {

@@ -237,7 +237,7 @@ impl Nimbus {
 
     /// As [`Nimbus::open`], going by `clock` (tests move it by hand).
     #[cfg(test)]
-    pub(crate) fn open_with_clock(
+    fn open_with_clock(
         data: &Path,
         config: Config,
         clock: crate::clock::Clock,
@@ -315,7 +315,7 @@ impl Nimbus {
 
     /// Save the tree (Storm relies on ZooKeeper's own persistence; ours is this file).
     /// With ZooKeeper there is nothing to save: the ensemble keeps the tree.
-    pub(crate) fn save(&self) -> anyhow::Result<()> {
+    fn save(&self) -> anyhow::Result<()> {
         self.dirty.store(false, Ordering::Relaxed);
         if self.zk.is_some() {
             return Ok(());
@@ -570,7 +570,7 @@ impl Nimbus {
         }
     }
 
-    pub(crate) fn dump(&self, json: bool) -> anyhow::Result<String> {
+    fn dump(&self, json: bool) -> anyhow::Result<String> {
         let state = self.state();
         let root = state.layout().root().to_string();
         Ok(if json {
@@ -588,7 +588,7 @@ impl Nimbus {
     }
 
     /// End a session (its ephemeral nodes go); an unknown one is already gone.
-    pub(crate) fn close_session(&self, session: SessionId) {
+    fn close_session(&self, session: SessionId) {
         self.changed();
         let _ = self.store.close_session(session);
     }
@@ -612,7 +612,7 @@ impl Nimbus {
     }
 
     /// What a worker of topology `id` needs to start.
-    pub(crate) fn topology_work(&self, id: &str) -> anyhow::Result<TopologyWork> {
+    fn topology_work(&self, id: &str) -> anyhow::Result<TopologyWork> {
         let known = self.known(id)?;
         let state = self.state();
         let status = state
@@ -627,7 +627,7 @@ impl Nimbus {
 
     /// A worker's task heartbeats (recorded while its slot is assigned), answered with whether
     /// it is still assigned and whether the topology is active.
-    pub(crate) fn task_beats(
+    fn task_beats(
         &self,
         id: &str,
         slot: &NodePort,
@@ -638,7 +638,7 @@ impl Nimbus {
     }
 
     /// The worker on `slot` finished its executors (end of input).
-    pub(crate) fn worker_finished(&self, id: String, slot: NodePort) {
+    fn worker_finished(&self, id: String, slot: NodePort) {
         self.changed();
         tracing::info!("nimbus: {id}: the worker on {slot} finished");
         // The state's lock first, as everywhere both are taken.
@@ -655,7 +655,7 @@ impl Nimbus {
     }
 
     /// Record a component error under `/taskerrors` (Storm's `report-error`).
-    pub(crate) fn report_error(
+    fn report_error(
         &self,
         id: &str,
         task: u32,
@@ -675,12 +675,7 @@ impl Nimbus {
     /// A supervisor reports that the worker on `slot` keeps dying: the slot's tasks get the
     /// error under `/taskerrors`, and the slot is avoided (its work moved at the next monitor
     /// round) for [`FAILING_FOR`].
-    pub(crate) fn slot_failing(
-        &self,
-        id: &str,
-        slot: &NodePort,
-        error: &str,
-    ) -> anyhow::Result<()> {
+    fn slot_failing(&self, id: &str, slot: &NodePort, error: &str) -> anyhow::Result<()> {
         self.changed();
         tracing::warn!("nimbus: {id}: the worker on {slot} keeps failing: {error}");
         let state = self.state();
@@ -854,7 +849,7 @@ impl Nimbus {
         }
     }
 
-    pub(crate) fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
+    fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
         let state = self.state();
         let finished = self.finished_lock();
         let now = self.now_secs();
@@ -1234,7 +1229,7 @@ mod checkpoints;
 pub(crate) mod cluster_state;
 pub(crate) mod ha;
 mod handover;
-pub(crate) mod leader;
+mod leader;
 mod log_levels;
 mod pages;
 mod rebalance;

@@ -16,8 +16,8 @@ use std::time::Duration;
 /// One simulated supervisor: a host and its worker ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SimSupervisor {
-    pub(crate) host: String,
-    pub(crate) ports: Vec<u16>,
+    host: String,
+    ports: Vec<u16>,
 }
 
 /// `--slots HOST:PORT,...` as supervisors, one per host, hosts and ports in the order given.
@@ -63,7 +63,7 @@ pub(crate) fn default_supervisors(topology: &Topology) -> Vec<SimSupervisor> {
 pub(crate) struct Simulation {
     pub(crate) state: ClusterState<SharedTree>,
     #[cfg(test)]
-    pub(crate) topology_id: String,
+    topology_id: String,
 }
 
 /// Register the supervisors, then submit, schedule and activate the topology at `now_secs`.
@@ -105,7 +105,7 @@ pub(crate) fn simulate(
 
 #[cfg(test)]
 /// Where each task landed, as `host:port` (for summaries).
-pub(crate) fn task_addresses(sim: &Simulation) -> Result<BTreeMap<u32, String>, ClusterError> {
+fn task_addresses(sim: &Simulation) -> Result<BTreeMap<u32, String>, ClusterError> {
     let Some(a) = sim.state.assignment(&sim.topology_id)? else {
         return Ok(BTreeMap::new());
     };

@@ -24,9 +24,9 @@ use std::path::{Component as Part, Path, PathBuf};
 /// The most bytes of resources one submission may carry (all files together): hex-encoded
 /// they fit one request to nimbus (`rpc::MAX_MESSAGE_BYTES`). With ZooKeeper a submission
 /// must also fit one node (`ha::fits_in_a_node`, about 1 MB).
-pub(crate) const MAX_TOTAL_BYTES: usize = 4 * 1024 * 1024;
+const MAX_TOTAL_BYTES: usize = 4 * 1024 * 1024;
 /// The most files one submission may carry.
-pub(crate) const MAX_FILES: usize = 10_000;
+const MAX_FILES: usize = 10_000;
 /// Marks the packed format (and its version).
 const MAGIC: &[u8] = b"STORMRES1";
 
@@ -34,8 +34,8 @@ const MAGIC: &[u8] = b"STORMRES1";
 /// paths ('/'-separated, empty when it is the root); each file's path is relative to that root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Resources {
-    pub(crate) base: String,
-    pub(crate) files: Vec<(String, Vec<u8>)>,
+    base: String,
+    files: Vec<(String, Vec<u8>)>,
 }
 
 /// Collect the resources of `topology`'s shell components (see the module comment).
@@ -317,12 +317,12 @@ impl<'a> ByteCursor<'a> {
 pub(crate) struct Unpacked {
     dir: PathBuf,
     /// Where the topology file would be: shell components resolve from here.
-    pub(crate) topology_dir: PathBuf,
+    topology_dir: PathBuf,
 }
 
 impl Unpacked {
     /// Write `r` into `dir` (created; emptied first).
-    pub(crate) fn write(r: &Resources, dir: &Path) -> anyhow::Result<Unpacked> {
+    fn write(r: &Resources, dir: &Path) -> anyhow::Result<Unpacked> {
         let _ = std::fs::remove_dir_all(dir);
         let topology_dir = dir.join(&r.base);
         let mk = |d: &Path| {
@@ -379,7 +379,7 @@ pub(crate) fn for_worker(
 }
 
 /// The folder workers unpack their copies in.
-pub(crate) fn copies_root() -> PathBuf {
+fn copies_root() -> PathBuf {
     std::env::temp_dir().join("storm-resources")
 }
 
@@ -392,7 +392,7 @@ pub(crate) fn sweep_copies() {
 /// Remove the copies under `root` left by workers that are gone (a SIGKILLed worker cannot
 /// remove its own): each folder's name ends with its worker's pid. Only where `/proc` lists
 /// the live processes; elsewhere copies of killed workers stay.
-pub(crate) fn sweep(root: &Path) {
+fn sweep(root: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
     }
@@ -412,7 +412,7 @@ pub(crate) fn sweep(root: &Path) {
 
 /// Point the shell components whose working folder [`collect`] shipped (the topology's folder
 /// or one relative to it) at the same place under `copy`, the unpacked topology folder.
-pub(crate) fn relocate(topology: &mut Topology, copy: &Path) {
+fn relocate(topology: &mut Topology, copy: &Path) {
     let base = topology.base_dir.clone();
     for c in &mut topology.components {
         if !c.ctype.runs_program() {

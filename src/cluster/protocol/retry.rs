@@ -11,9 +11,9 @@ pub(crate) struct Retry {
     /// Rounds after the first (0: one round only).
     pub(crate) times: u32,
     /// The wait before the first retry.
-    pub(crate) interval: Duration,
+    interval: Duration,
     /// The longest wait between two rounds.
-    pub(crate) ceiling: Duration,
+    ceiling: Duration,
 }
 
 /// Defaults that bound a command's retries to about 25 seconds, past a fail-over with the

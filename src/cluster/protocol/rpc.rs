@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The handshake context of nimbus connections (workers' links use another).
-pub(crate) const AUTH_CONTEXT: &str = "nimbus";
+const AUTH_CONTEXT: &str = "nimbus";
 
 /// Requests and responses larger than this are refused (a topology file is a few kilobytes).
-pub(crate) const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
+const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
 
 /// How long a call waits for nimbus to connect and answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -352,7 +352,7 @@ pub enum Request {
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Response {
+enum Response {
     Ok(serde_json::Value),
     Error(String),
 }
@@ -474,7 +474,7 @@ pub fn decode_request(body: &[u8]) -> anyhow::Result<Request> {
 /// a request's buffer takes its share as it grows with the bytes that arrive, and gives it back
 /// when answered. The first `READ_STEP` of every request is free, so small requests (every
 /// request but a submission) are never refused for want of it.
-pub(crate) const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
+const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
 
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 

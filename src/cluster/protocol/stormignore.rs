@@ -38,7 +38,7 @@ impl StormIgnore {
         }
     }
 
-    pub(crate) fn parse(text: &str) -> StormIgnore {
+    fn parse(text: &str) -> StormIgnore {
         let rules = text.lines().filter_map(rule).collect();
         StormIgnore { rules }
     }

@@ -36,17 +36,17 @@ const NIMBUS_RETRY_MAX: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub(crate) struct SupervisorOptions {
     /// Nimbus, called with the cluster secret.
-    pub(crate) nimbus: rpc::Client,
+    nimbus: rpc::Client,
     /// Its id in `/supervisors` (unique per supervisor process, as Storm's UUIDs are).
     pub(crate) id: String,
     /// The host workers bind to and peers connect to.
-    pub(crate) host: String,
+    host: String,
     /// The ports naming its slots (each worker listens on a port the system gives it).
-    pub(crate) ports: Vec<u16>,
+    ports: Vec<u16>,
     /// The `storm` executable that runs workers.
-    pub(crate) exe: PathBuf,
+    exe: PathBuf,
     /// Session timeout: nimbus forgets the supervisor this long after its last heartbeat.
-    pub(crate) session_timeout: Duration,
+    session_timeout: Duration,
     /// Extra environment of worker processes (the cluster secret given with `-c`).
     pub(crate) env: Vec<(String, String)>,
     /// Workers get SIGKILL when the thread that launched them ends, however this process ends
@@ -103,7 +103,7 @@ impl Slot {
 
 /// The delay before restarting a worker after `deaths` deaths in a row: 0.5 s, 1 s, 2 s, ...
 /// up to `RESTART_MAX`.
-pub(crate) fn restart_delay(deaths: u32) -> Duration {
+fn restart_delay(deaths: u32) -> Duration {
     let doublings = deaths.saturating_sub(1).min(16);
     RESTART_MIN.saturating_mul(1 << doublings).min(RESTART_MAX)
 }
@@ -133,7 +133,7 @@ enum Beat {
 /// its workers listen on (each on a port the system gives it, which it reports: a slot's port
 /// only names the slot, so a port in use by something else does not matter). A supervisor
 /// that cannot serve its slots would otherwise take work whose workers can only fail.
-pub(crate) fn check_slots(host: &str) -> anyhow::Result<()> {
+fn check_slots(host: &str) -> anyhow::Result<()> {
     use std::net::ToSocketAddrs;
     let addr = (host, 0)
         .to_socket_addrs()
@@ -473,7 +473,7 @@ fn kill(slot: &mut Slot, port: u16) {
 }
 
 /// A supervisor id unique to this process on this host.
-pub(crate) fn default_id(host: &str) -> String {
+fn default_id(host: &str) -> String {
     format!("{host}-{}", std::process::id())
 }
 

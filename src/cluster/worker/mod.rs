@@ -21,7 +21,7 @@ use crate::cluster::nimbus::cluster_state::ClusterState;
 use crate::cluster::protocol::rpc::{self, BeatReply, Request, TopologyWork};
 use crate::cluster::supervisor::zk_session::ZkSupervisorSettings;
 
-pub(crate) mod checkpoints;
+mod checkpoints;
 use crate::cluster::coordination::zookeeper::ZkStore;
 use crate::model::plan::Plan;
 use crate::model::Topology;
@@ -46,7 +46,7 @@ const NIMBUS_LOST_AFTER: Duration = Duration::from_secs(60);
 
 /// Set (to anything) in a worker's environment, the worker fails as it starts: the fault
 /// tests of a slot whose workers keep dying set it on one supervisor.
-pub(crate) const FAIL_AT_START_ENV: &str = "STORM_TEST_WORKER_FAILS";
+const FAIL_AT_START_ENV: &str = "STORM_TEST_WORKER_FAILS";
 
 /// How a worker ended.
 pub(crate) enum WorkerEnd {
@@ -61,7 +61,7 @@ pub(crate) enum WorkerEnd {
 
 /// The placement an assignment describes: executors (in `Plan::executors()` order) to worker
 /// indexes, one index per distinct slot in slot order, and the slots themselves.
-pub(crate) fn placement_of(
+fn placement_of(
     plan: &Plan,
     assignment: &AssignmentInfo,
 ) -> anyhow::Result<(Placement, Vec<NodePort>)> {

@@ -11,13 +11,13 @@ use crate::state::spill::{Budget, SpillMap, SpillTo};
 use crate::tuple::Values;
 
 /// One pane's keys and their partial aggregates.
-pub(crate) type Pane = SpillMap<Values, Vec<State>>;
+type Pane = SpillMap<Values, Vec<State>>;
 
 /// Makes an empty pane map (its layout: how a group is written to disk).
 pub(crate) type MakePane = Box<dyn Fn() -> Pane + Send>;
 
 /// Makes a new pane's share of the memory bound.
-pub(crate) type MakeBudget = Box<dyn Fn() -> Box<dyn Budget> + Send>;
+type MakeBudget = Box<dyn Fn() -> Box<dyn Budget> + Send>;
 
 /// Partial aggregates per pane, how far windows have been closed, and the bound panes share.
 pub(crate) struct Windows {

@@ -57,7 +57,7 @@ pub(crate) enum Kind {
 }
 
 /// The op names, for help and did-you-mean.
-pub(crate) const OPS: &[&str] = &[
+const OPS: &[&str] = &[
     "count",
     "sum",
     "avg",

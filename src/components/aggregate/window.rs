@@ -24,7 +24,7 @@ pub(crate) struct WindowSpec {
 
 impl WindowSpec {
     /// `{tumbling: 1m}`, `{sliding: 5m, every: 1m}`, `{tumbling: 1000}` (tuples).
-    pub(crate) fn from_json(v: &serde_json::Value) -> Result<WindowSpec, String> {
+    fn from_json(v: &serde_json::Value) -> Result<WindowSpec, String> {
         let serde_json::Value::Object(m) = v else {
             return Err("`window` must be `{tumbling: D}` or `{sliding: D, every: E}`".into());
         };
@@ -244,7 +244,7 @@ fn floor_to(t: i64, step: i64) -> i64 {
 }
 
 /// `window`, the event-time field `time`, and `lag` in ms, as read from the arguments.
-pub(crate) type WindowArgs = (Option<WindowSpec>, Option<String>, i64);
+type WindowArgs = (Option<WindowSpec>, Option<String>, i64);
 
 /// The windowing arguments `aggregate`, `top` and `join` share: `window`, the event-time field
 /// `time`, and how late (ms) a tuple may come, `lag`. An error names the argument.

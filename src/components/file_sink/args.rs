@@ -99,7 +99,7 @@ impl Config {
 
     #[cfg(test)]
     /// The input fields the arguments name.
-    pub(crate) fn fields(&self) -> Vec<String> {
+    fn fields(&self) -> Vec<String> {
         let mut out: Vec<String> = self.path.fields().iter().map(|s| s.to_string()).collect();
         out.extend(self.raw_field.clone());
         out.extend(self.time_field.clone());

@@ -20,7 +20,7 @@ pub(crate) const ARGS: &[b::Arg] = &[
 
 /// The formats either role reads (the shape check of the shared `format`; each role's own
 /// check then refuses the other's).
-pub(crate) const EITHER_FORMAT: &[&str] = &[
+const EITHER_FORMAT: &[&str] = &[
     "json", "csv", "tsv", "regex", "logfmt", "kv", "combined", "ndjson", "raw",
 ];
 

@@ -99,7 +99,7 @@ impl Template {
     }
 
     /// Whether the template changes with time.
-    pub(crate) fn is_timed(&self) -> bool {
+    fn is_timed(&self) -> bool {
         self.pieces
             .iter()
             .any(|p| matches!(p, Piece::Text { timed: true, .. }))

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The fields of a request, besides its records: the client's address and the headers.
-pub(crate) const REMOTE_FIELD: &str = "http_remote";
-pub(crate) const HEADERS_FIELD: &str = "http_headers";
-pub(crate) const HEADER_PREFIX: &str = "http_header_";
+const REMOTE_FIELD: &str = "http_remote";
+const HEADERS_FIELD: &str = "http_headers";
+const HEADER_PREFIX: &str = "http_header_";
 
 /// Whether `name` is a field of the request rather than of its records.
 pub(crate) fn is_source_field(name: &str) -> bool {
@@ -29,7 +29,7 @@ pub(crate) fn is_source_field(name: &str) -> bool {
 
 /// A header name as a field name's tail: lower case, `-` as `_` (`X-Request-Id` →
 /// `x_request_id`).
-pub(crate) fn header_key(name: &str) -> String {
+fn header_key(name: &str) -> String {
     name.to_ascii_lowercase().replace('-', "_")
 }
 

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Where a request's answer goes (every client that sent its key and waits).
-pub(crate) type Reply = tokio::sync::oneshot::Sender<Response>;
+type Reply = tokio::sync::oneshot::Sender<Response>;
 
 /// A request's answer, due once its records are done (and, under checkpoints, committed).
 pub(crate) struct Answer {
@@ -25,7 +25,7 @@ pub(crate) struct Answer {
 
 impl Answer {
     /// 200 to every client waiting (one may have gone: nothing to tell it).
-    pub(crate) fn ok(self) {
+    fn ok(self) {
         for r in self.replies {
             let _ = r.send(handler::accepted(self.accepted, self.rejected));
         }

@@ -38,7 +38,7 @@ pub(crate) use crate::components::parse::source::fields_arg;
 
 /// The record arguments with the source's fields taken out of `fields`: what `stdin`'s
 /// readers are given.
-pub(crate) fn reader_args(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Args, String> {
+fn reader_args(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Args, String> {
     let mut args = crate::components::parse::source::without_source_fields(args, is_source)?;
     // Only source fields asked: the reader reads all it has.
     if args

@@ -64,14 +64,14 @@ pub(crate) struct Settings {
 }
 
 /// The default `idempotency_ttl`: clients retry within minutes.
-pub(crate) const DEFAULT_IDEMPOTENCY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+const DEFAULT_IDEMPOTENCY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The default `max_body`: 1 MiB.
-pub(crate) const DEFAULT_MAX_BODY: usize = 1 << 20;
+const DEFAULT_MAX_BODY: usize = 1 << 20;
 /// The default `queue`: records accepted and not yet emitted.
-pub(crate) const DEFAULT_QUEUE: usize = 10_000;
+const DEFAULT_QUEUE: usize = 10_000;
 /// The default bound on open connections.
-pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 256;
+const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 impl Settings {
     pub(crate) fn from_args(args: &Args) -> Result<Settings, ArgError> {
@@ -208,7 +208,7 @@ pub(crate) fn size_arg(args: &Args, key: &'static str, default: usize) -> Result
 
 /// A size: a number of bytes, or a number with a unit `B`, `KB`/`K`/`KiB`, `MB`/`M`/`MiB`,
 /// `GB`/`G`/`GiB` (any case; all powers of 1024).
-pub(crate) fn size(v: &Json) -> Option<usize> {
+fn size(v: &Json) -> Option<usize> {
     match v {
         Json::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
         Json::String(s) => {

@@ -7,7 +7,7 @@ use crate::components::sink_args::{self as a, ArgError, Args};
 use std::time::Duration;
 
 pub(crate) const FORMATS: &[&str] = &["ndjson", "json", "csv"];
-pub(crate) const METHODS: &[&str] = &["POST", "PUT", "PATCH"];
+const METHODS: &[&str] = &["POST", "PUT", "PATCH"];
 const BATCH_KEYS: &[&str] = &["max_records", "max_bytes", "timeout"];
 const RETRY_KEYS: &[&str] = &["attempts", "initial", "max"];
 
@@ -57,8 +57,8 @@ pub(crate) struct Config {
     pub(crate) format: BodyFormat,
     pub(crate) batch: Batch,
     pub(crate) concurrency: usize,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) token: Option<String>,
+    headers: Vec<(String, String)>,
+    token: Option<String>,
     pub(crate) retry: Retry,
     pub(crate) timeout: Duration,
     pub(crate) idempotency_header: String,
@@ -216,7 +216,7 @@ fn check_header_name(name: &str) -> Result<(), String> {
 }
 
 /// `http://host[:port]/path` (https needs TLS, which this build leaves out).
-pub(crate) fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), String> {
     let shown = redact_url(url);
     let rest = if let Some(r) = url.strip_prefix("http://") {
         r
@@ -264,7 +264,7 @@ pub(crate) fn redact_url(url: &str) -> String {
 }
 
 /// `text` with each `${NAME}` replaced by the environment variable's value.
-pub(crate) fn expand_env(text: &str) -> Result<String, String> {
+fn expand_env(text: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(i) = rest.find("${") {

@@ -188,7 +188,7 @@ fn snippet(text: &str) -> String {
 }
 
 /// `Retry-After`: seconds, or an HTTP date.
-pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
+fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
@@ -201,7 +201,7 @@ pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
 
 /// The wait before attempt `attempt + 1`: `initial` doubled each time up to `max`, a random
 /// half of it taken off (jitter, so senders that failed together do not retry together).
-pub(crate) fn backoff(r: &Retry, attempt: u32) -> Duration {
+fn backoff(r: &Retry, attempt: u32) -> Duration {
     let exp = r
         .initial
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));

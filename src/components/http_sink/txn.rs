@@ -19,9 +19,9 @@ const END_WAIT: Duration = Duration::from_secs(60);
 
 /// A batch with its key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Keyed {
-    pub(crate) key: String,
-    pub(crate) records: Vec<String>,
+struct Keyed {
+    key: String,
+    records: Vec<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

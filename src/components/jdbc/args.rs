@@ -20,7 +20,7 @@ pub(crate) const SINK_ARGS: &[&str] = &[
     "retry",
     "commits_table",
 ];
-pub(crate) const LOOKUP_ARGS: &[&str] = &[
+const LOOKUP_ARGS: &[&str] = &[
     "url", "query", "params", "select", "cache", "missing", "retry",
 ];
 pub(crate) const SPOUT_ARGS: &[&str] = &[

@@ -25,14 +25,14 @@ pub(crate) struct Cache {
 }
 
 impl Cache {
-    pub(crate) fn new(size: NonZeroUsize, ttl: Duration) -> Cache {
+    fn new(size: NonZeroUsize, ttl: Duration) -> Cache {
         Cache {
             entries: lru::LruCache::new(size),
             ttl,
         }
     }
 
-    pub(crate) fn get(&mut self, key: &str, now: Instant) -> Option<Arc<Vec<Values>>> {
+    fn get(&mut self, key: &str, now: Instant) -> Option<Arc<Vec<Values>>> {
         let (at, rows) = self.entries.get(key)?;
         if now.saturating_duration_since(*at) < self.ttl {
             return Some(rows.clone());
@@ -41,7 +41,7 @@ impl Cache {
         None
     }
 
-    pub(crate) fn put(&mut self, key: String, rows: Arc<Vec<Values>>, now: Instant) {
+    fn put(&mut self, key: String, rows: Arc<Vec<Values>>, now: Instant) {
         self.entries.put(key, (now, rows));
     }
 }

@@ -58,7 +58,7 @@ impl Pool {
     }
 
     /// The pool of this process for `config` (made on first use).
-    pub(crate) fn shared(config: postgres::Config) -> Arc<Pool> {
+    fn shared(config: postgres::Config) -> Arc<Pool> {
         static POOLS: OnceLock<Mutex<HashMap<String, Arc<Pool>>>> = OnceLock::new();
         // Its Debug text hides the password: two users' pools are told apart by it too.
         let key = format!("{config:?}{:?}", config.get_password());
@@ -77,7 +77,7 @@ impl Pool {
     }
 
     /// An idle connection, or a new one.
-    pub(crate) fn get(&self) -> Result<Conn, postgres::Error> {
+    fn get(&self) -> Result<Conn, postgres::Error> {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match idle.filter(|c| !c.client.is_closed()) {
             Some(c) => Ok(c),
@@ -89,7 +89,7 @@ impl Pool {
     }
 
     /// Give `conn` back (dropped when closed or when enough are idle).
-    pub(crate) fn put(&self, conn: Conn) {
+    fn put(&self, conn: Conn) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if !conn.client.is_closed() && idle.len() < MAX_IDLE {
             idle.push(conn);
@@ -160,7 +160,7 @@ impl std::fmt::Display for Failure {
 
 /// Whether `e` is about the connection (lost, refused, the server going down) rather than
 /// the statement.
-pub(crate) fn is_connection(e: &postgres::Error) -> bool {
+fn is_connection(e: &postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
@@ -176,7 +176,7 @@ pub(crate) fn is_connection(e: &postgres::Error) -> bool {
 }
 
 /// `e` as one line: the server's message with its detail and hint, or the client's, redacted.
-pub(crate) fn describe_error(e: &postgres::Error) -> String {
+fn describe_error(e: &postgres::Error) -> String {
     let text = match e.as_db_error() {
         Some(db) => {
             let mut s = format!("{} ({})", db.message(), db.code().code());

@@ -6,7 +6,7 @@
 use std::str::FromStr;
 
 /// `url` as written, with `$NAME` / `${NAME}` read from the environment.
-pub(crate) fn resolve(written: &str) -> Result<String, String> {
+fn resolve(written: &str) -> Result<String, String> {
     let Some(name) = env_name(written) else {
         return Ok(written.to_string());
     };

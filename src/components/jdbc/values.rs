@@ -58,7 +58,7 @@ impl ToSql for Enc {
 }
 
 /// What a value is, for messages.
-pub(crate) fn kind_of(v: &Value) -> &'static str {
+fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a bool",
@@ -116,7 +116,7 @@ pub(crate) fn encode(v: &Value, ty: &Type) -> Result<Enc, String> {
 }
 
 /// A type's name as SQL writes it, with an article: `an integer`, `a timestamp`.
-pub(crate) fn type_name(ty: &Type) -> String {
+fn type_name(ty: &Type) -> String {
     let name = match *ty {
         Type::BOOL => "boolean",
         Type::INT2 => "smallint",

@@ -12,13 +12,13 @@ use crate::components::{BoltState, ChangeSink, Entries};
 use crate::tuple::{Value, Values};
 
 /// Where a kept tuple is: its pane (`None`: the whole input), input, key and position.
-pub(crate) type At = (Option<i64>, usize, String, usize);
+type At = (Option<i64>, usize, String, usize);
 
 /// Tuples kept, and dropped with their panes, since the last checkpoint.
 #[derive(Default)]
 pub(crate) struct Changed {
     pub(crate) kept: Vec<At>,
-    pub(crate) dropped: Vec<At>,
+    dropped: Vec<At>,
 }
 
 impl Changed {
@@ -37,7 +37,7 @@ impl Changed {
     }
 }
 
-pub(crate) const WHOLE: &str = "whole";
+const WHOLE: &str = "whole";
 const PROGRESS: &str = "progress";
 
 fn entry_key((pane, i, key, pos): &At) -> Value {

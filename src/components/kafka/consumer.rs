@@ -146,7 +146,7 @@ impl Shared {
 
 /// The consumer's callbacks: rebalances of the group.
 pub(crate) struct SpoutContext {
-    pub(crate) shared: Shared,
+    shared: Shared,
 }
 
 impl ClientContext for SpoutContext {}

@@ -10,7 +10,7 @@ use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
 /// The fields a message gives besides its payload.
-pub(crate) const KAFKA_FIELDS: &[&str] = &[
+const KAFKA_FIELDS: &[&str] = &[
     "kafka_key",
     "kafka_partition",
     "kafka_offset",
@@ -18,11 +18,11 @@ pub(crate) const KAFKA_FIELDS: &[&str] = &[
 ];
 
 /// The field of every header (a map of name to value) and the prefix of one header's field.
-pub(crate) const HEADERS_FIELD: &str = "kafka_headers";
-pub(crate) const HEADER_PREFIX: &str = "kafka_header_";
+const HEADERS_FIELD: &str = "kafka_headers";
+const HEADER_PREFIX: &str = "kafka_header_";
 
 /// Whether `name` is a field of the message rather than of its payload's records.
-pub(crate) fn is_source_field(name: &str) -> bool {
+fn is_source_field(name: &str) -> bool {
     KAFKA_FIELDS.contains(&name)
         || name == HEADERS_FIELD
         || name
@@ -32,12 +32,12 @@ pub(crate) fn is_source_field(name: &str) -> bool {
 
 /// A header name as a field name's tail: lower case, `-` and `.` as `_` (`trace-id` →
 /// `trace_id`), as the `http` spout names its headers.
-pub(crate) fn header_key(name: &str) -> String {
+fn header_key(name: &str) -> String {
     name.to_ascii_lowercase().replace(['-', '.'], "_")
 }
 
 /// The payload's field without `format`.
-pub(crate) const VALUE_FIELD: &str = "value";
+const VALUE_FIELD: &str = "value";
 
 type Args = serde_json::Map<String, Json>;
 

@@ -38,10 +38,10 @@ enum Format {
 }
 
 /// The formats, for messages.
-pub(crate) const FORMATS: &[&str] = &["json", "csv", "tsv", "raw"];
+const FORMATS: &[&str] = &["json", "csv", "tsv", "raw"];
 
 /// The delivery callback's side: each record's id and its error, if any.
-pub(crate) struct SinkContext {
+struct SinkContext {
     results: Sender<(usize, Option<String>)>,
     waker: Waker,
 }

@@ -31,7 +31,7 @@ fn closest<'a>(name: &str, columns: &'a [String]) -> Option<&'a String> {
 }
 
 /// A column name in quotes, a space at either end shown as `·` and control characters escaped.
-pub(crate) fn visible(name: &str) -> String {
+fn visible(name: &str) -> String {
     let body = name.trim_matches(' ');
     let lead = name.len() - name.trim_start_matches(' ').len();
     let trail = if body.is_empty() {

@@ -19,7 +19,7 @@ mod pattern;
 mod quoted;
 pub(crate) mod source;
 pub mod spec;
-pub(crate) mod types;
+mod types;
 
 use super::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::model::plan::{streams, StreamId};
@@ -96,7 +96,7 @@ impl Prefetch {
 
 /// The stream unreadable lines go to, and its fields.
 pub(crate) const ERRORS_STREAM: &str = "errors";
-pub(crate) const ERROR_FIELDS: &[&str] = &["line", "reason"];
+const ERROR_FIELDS: &[&str] = &["line", "reason"];
 
 /// One format's reader, with the conversions of `types`.
 pub struct Parser {
@@ -219,7 +219,7 @@ impl Parser {
 
     /// Whether a file's `first_line` (its header) has the columns `spec` asks for: the error
     /// when it lacks one (`storm validate` reads a `file` spout's header this way).
-    pub(crate) fn check_header(spec: &Spec, first_line: &str) -> Result<(), String> {
+    fn check_header(spec: &Spec, first_line: &str) -> Result<(), String> {
         let mut parser = Parser::new(spec)?;
         let _ = parser.parse(first_line);
         match parser.fatal() {
@@ -458,7 +458,7 @@ pub(crate) const DEFAULT_MAX_RECORD: usize = delimited::MAX_RECORD_BYTES;
 /// The config key of the longest record a reader takes, in bytes.
 pub(crate) const MAX_RECORD_KEY: &str = "topology.record.max.bytes";
 
-pub(crate) struct Parse {
+struct Parse {
     spec: Spec,
     parser: Option<Parser>,
     /// Position of the field read.
@@ -470,7 +470,7 @@ pub(crate) struct Parse {
 }
 
 impl Parse {
-    pub(crate) fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Parse> {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Parse> {
         let spec = Spec::from_args(args).map_err(|e| anyhow::anyhow!("parse: {}", e.message))?;
         Ok(Parse {
             spec,

@@ -9,7 +9,7 @@ use serde_json::{Map, Value as Json};
 pub(crate) const FORMATS: &[&str] = &["json", "csv", "tsv", "regex", "logfmt", "kv", "combined"];
 
 /// The fields of Apache/nginx "combined" log lines, in order.
-pub(crate) const COMBINED_FIELDS: &[&str] = &[
+const COMBINED_FIELDS: &[&str] = &[
     "ip", "ident", "user", "time", "method", "path", "protocol", "status", "bytes", "referer",
     "agent",
 ];
@@ -232,7 +232,7 @@ fn json(fields: &[String]) -> Result<(Format, Vec<String>), SpecError> {
 
 /// The keys of a JSON field path: `a.b`; a key holding a dot or a bracket is quoted, `"c.d"`,
 /// after a dot or in brackets (`a."c.d"`, `a["c.d"]`). `None` when it is not a path.
-pub(crate) fn field_path(text: &str) -> Option<Vec<String>> {
+fn field_path(text: &str) -> Option<Vec<String>> {
     let mut keys = Vec::new();
     let mut rest = text;
     loop {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 type Args = serde_json::Map<String, serde_json::Value>;
 
 /// Inputs sent in one pipeline at most.
-pub(crate) const BATCH: usize = 512;
+const BATCH: usize = 512;
 /// How long the end of a run waits for its last checkpoint to commit.
 const COMMIT_WAIT: Duration = Duration::from_secs(30);
 

@@ -15,8 +15,8 @@ pub(crate) struct Answer {
 pub(crate) struct Cache {
     entries: Option<lru::LruCache<String, (Instant, Answer)>>,
     ttl: Duration,
-    pub(crate) hits: u64,
-    pub(crate) misses: u64,
+    hits: u64,
+    misses: u64,
 }
 
 impl Cache {

@@ -10,7 +10,7 @@ pub(crate) type Words = Vec<String>;
 
 /// A spec bound to its input's fields.
 pub(crate) struct Bound {
-    pub(crate) spec: Spec,
+    spec: Spec,
     /// Where each `value` field is in the input.
     value_at: Vec<usize>,
     /// The input's field names (`xadd` and `publish` of the whole tuple).

@@ -6,16 +6,16 @@
 use std::time::{Duration, Instant};
 
 /// The config key a topology or `storm.yaml` may give the URL under.
-pub(crate) const URL_KEY: &str = "redis.url";
+const URL_KEY: &str = "redis.url";
 /// The environment variable read when neither the argument nor the key is set.
-pub(crate) const URL_ENV: &str = "REDIS_URL";
+const URL_ENV: &str = "REDIS_URL";
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// How long the start waits for the server to answer.
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a lost connection is retried before the waiting tuples fail (or, with exactly-once
 /// writes, the run ends).
-pub(crate) const RETRY_FOR: Duration = Duration::from_secs(15);
+const RETRY_FOR: Duration = Duration::from_secs(15);
 /// How long one command may take to answer before the connection counts as lost.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -78,7 +78,7 @@ impl Conn {
     }
 
     /// The URL with its password hidden.
-    pub(crate) fn shown(&self) -> String {
+    fn shown(&self) -> String {
         redact(&self.url)
     }
 

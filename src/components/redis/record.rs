@@ -10,9 +10,9 @@ use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
 /// The field holding the entry's id.
-pub(crate) const ID_FIELD: &str = "redis_id";
+const ID_FIELD: &str = "redis_id";
 /// The record's field without `format` and `fields`.
-pub(crate) const VALUE_FIELD: &str = "value";
+const VALUE_FIELD: &str = "value";
 
 type Args = serde_json::Map<String, Json>;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 type Args = serde_json::Map<String, Json>;
 
 /// The commands, by their argument name.
-pub(crate) const COMMANDS: &[&str] = &[
+const COMMANDS: &[&str] = &[
     "get",
     "hget",
     "hmget",
@@ -26,7 +26,7 @@ pub(crate) const COMMANDS: &[&str] = &[
 ];
 
 /// How many answers a lookup keeps by default, and for how long.
-pub(crate) const DEFAULT_CACHE: usize = 10_000;
+const DEFAULT_CACHE: usize = 10_000;
 pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub(crate) struct Spec {
 }
 
 /// An error, with the argument it is about (`None`: the arguments as a whole).
-pub(crate) type SpecError = (Option<&'static str>, String);
+type SpecError = (Option<&'static str>, String);
 
 fn strings(args: &Args, key: &'static str) -> Result<Vec<String>, SpecError> {
     match args.get(key) {
@@ -311,7 +311,7 @@ impl Spec {
     #[cfg(test)]
     /// The input fields the arguments name (templates and `value`), for the checks of
     /// `storm validate` and for binding at start.
-    pub(crate) fn input_fields(&self) -> Vec<String> {
+    fn input_fields(&self) -> Vec<String> {
         let mut names: Vec<String> = self.key.fields().iter().map(|s| s.to_string()).collect();
         for f in &self.fields {
             names.extend(f.fields().iter().map(|s| s.to_string()));

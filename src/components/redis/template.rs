@@ -51,7 +51,7 @@ impl Template {
 
     #[cfg(test)]
     /// Whether the template names no field (a fixed key).
-    pub(crate) fn is_fixed(&self) -> bool {
+    fn is_fixed(&self) -> bool {
         self.fields().is_empty()
     }
 

@@ -8,9 +8,9 @@ use crate::model::{Component, ComponentKind};
 use std::path::Path;
 
 /// The Flux class of a shell spout.
-pub(crate) const SPOUT_CLASS: &str = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout";
+const SPOUT_CLASS: &str = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout";
 /// The Flux class of a shell bolt.
-pub(crate) const BOLT_CLASS: &str = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt";
+const BOLT_CLASS: &str = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt";
 
 /// The `shell` built-in.
 pub(crate) struct ShellType;

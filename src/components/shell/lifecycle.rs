@@ -16,9 +16,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Failures that make a child "keep dying".
-pub(crate) const MAX_FAILURES: usize = 5;
+const MAX_FAILURES: usize = 5;
 /// The window in which [`MAX_FAILURES`] failures are fatal even with work done in between.
-pub(crate) const FAILURE_WINDOW: Duration = Duration::from_secs(30);
+const FAILURE_WINDOW: Duration = Duration::from_secs(30);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 

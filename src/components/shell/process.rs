@@ -60,7 +60,7 @@ const RESPONSIVE_FOR: Duration = Duration::from_millis(50);
 
 /// The longest a message that nobody waits for (an ack, a log) goes unannounced to the
 /// executor while the reader is responsive.
-pub(crate) const NOTIFY_DELAY: Duration = Duration::from_micros(500);
+const NOTIFY_DELAY: Duration = Duration::from_micros(500);
 
 /// Buffered bytes towards the child that make [`ShellProcess::wants_flush`] say yes.
 const FLUSH_BYTES: usize = 16 * 1024;

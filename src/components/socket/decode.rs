@@ -10,7 +10,7 @@ use crate::tuple::{Value, Values};
 use std::net::SocketAddr;
 
 /// The peer's address as a field.
-pub(crate) const REMOTE_FIELD: &str = "socket_remote";
+const REMOTE_FIELD: &str = "socket_remote";
 
 pub(crate) fn is_source_field(name: &str) -> bool {
     name == REMOTE_FIELD
@@ -63,7 +63,7 @@ impl Decode {
     }
 
     /// The source fields' values for `peer`.
-    pub(crate) fn source(&self, peer: SocketAddr) -> Vec<Value> {
+    fn source(&self, peer: SocketAddr) -> Vec<Value> {
         self.layout
             .source_fields()
             .iter()
@@ -113,7 +113,7 @@ impl Decode {
 }
 
 /// A frame's text as kept on the `errors` stream: at most 4 KiB.
-pub(crate) fn shorten(text: &str) -> String {
+fn shorten(text: &str) -> String {
     let mut end = text.len().min(4096);
     while !text.is_char_boundary(end) {
         end -= 1;

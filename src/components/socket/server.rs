@@ -16,7 +16,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 /// Batches of items the channel holds (each from one read: at most a read buffer's worth).
-pub(crate) const CHANNEL: usize = 256;
+const CHANNEL: usize = 256;
 /// Bytes read per call.
 const CHUNK: usize = 64 * 1024;
 

@@ -30,7 +30,7 @@ pub(crate) struct Settings {
 }
 
 /// The default bound on open TCP connections.
-pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 fn one_of<T>(
     args: &Args,

@@ -58,15 +58,15 @@ const MONTHS: &[&str] = &[
 /// A message read into its parts.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Message {
-    pub(crate) facility: &'static str,
-    pub(crate) severity: &'static str,
-    pub(crate) timestamp: Option<String>,
-    pub(crate) host: Option<String>,
-    pub(crate) app: Option<String>,
-    pub(crate) procid: Option<String>,
-    pub(crate) msgid: Option<String>,
-    pub(crate) structured_data: Option<BTreeMap<String, Value>>,
-    pub(crate) message: String,
+    facility: &'static str,
+    severity: &'static str,
+    timestamp: Option<String>,
+    host: Option<String>,
+    app: Option<String>,
+    procid: Option<String>,
+    msgid: Option<String>,
+    structured_data: Option<BTreeMap<String, Value>>,
+    message: String,
 }
 
 impl Message {
@@ -100,7 +100,7 @@ fn now_ymd() -> (i16, i8, i8) {
 }
 
 /// [`parse`] with today's date given.
-pub(crate) fn parse_at(text: &str, today: (i16, i8, i8)) -> Result<Message, String> {
+fn parse_at(text: &str, today: (i16, i8, i8)) -> Result<Message, String> {
     let text = text.trim_end_matches(['\r', '\n', '\0']);
     let (pri, rest) = priority(text)?;
     let facility = FACILITIES[usize::from(pri / 8)];

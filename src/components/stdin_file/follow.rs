@@ -76,7 +76,7 @@ impl Ident {
 /// The file beside `path` (in its folder) that is the file `old`: where a rotation renamed it
 /// (same device, inode and fingerprint), else, when `old` had a fingerprint, a file with it
 /// (moved by a copy). Not the file the name points at now.
-pub(crate) fn find_rotated(path: &Path, old: Ident) -> Option<(PathBuf, FileId)> {
+fn find_rotated(path: &Path, old: Ident) -> Option<(PathBuf, FileId)> {
     let current = std::fs::metadata(path).ok().map(|m| FileId::of(&m));
     let files: Vec<(PathBuf, FileId)> = std::fs::read_dir(folder_of(path))
         .ok()?
@@ -102,7 +102,7 @@ pub(crate) fn find_rotated(path: &Path, old: Ident) -> Option<(PathBuf, FileId)>
 /// were never read: named as `path` plus a suffix (`app.log.1`, `app.log-2026…`), last written
 /// at or after `after` (file times tick coarsely), not compressed archives, not one of `known` and not the file the
 /// name points at now. Oldest first: the order the rotations made them.
-pub(crate) fn unread_rotations(
+fn unread_rotations(
     path: &Path,
     after: std::time::SystemTime,
     known: &[FileId],
@@ -147,7 +147,7 @@ fn folder_of(path: &Path) -> &Path {
 
 /// Why a followed file's reading stopped: the caller reopens the name from byte 0, or ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
+enum Stop {
     /// The spout is gone: the run is ending.
     Closed,
     /// The name now points at another file (rename-and-create); the old one was read to its end.
@@ -158,7 +158,7 @@ pub(crate) enum Stop {
 
 /// A followed file as a `Read` that waits at its end: `read` gives 0 bytes only when reading
 /// should stop, and `stop` then says why.
-pub(crate) struct Follower {
+struct Follower {
     path: PathBuf,
     file: std::fs::File,
     id: FileId,
@@ -174,11 +174,7 @@ pub(crate) struct Follower {
 
 impl Follower {
     /// `path` opened and read from byte `start`; `closed` is set when the spout goes.
-    pub(crate) fn open(
-        path: &Path,
-        start: u64,
-        closed: Arc<AtomicBool>,
-    ) -> Result<Follower, String> {
+    fn open(path: &Path, start: u64, closed: Arc<AtomicBool>) -> Result<Follower, String> {
         let mut file = std::fs::File::open(path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         let meta = file
@@ -200,14 +196,14 @@ impl Follower {
     }
 
     /// Publish the file's fingerprint into `prints` as soon as it has one.
-    pub(crate) fn with_prints(mut self, prints: Option<Prints>) -> Follower {
+    fn with_prints(mut self, prints: Option<Prints>) -> Follower {
         self.prints = prints;
         self.note_print();
         self
     }
 
     /// Its fingerprint, if it has one yet.
-    pub(crate) fn print(&mut self) -> Option<u64> {
+    fn print(&mut self) -> Option<u64> {
         self.note_print();
         self.print
     }
@@ -225,17 +221,17 @@ impl Follower {
     }
 
     /// The file being read.
-    pub(crate) fn id(&self) -> FileId {
+    fn id(&self) -> FileId {
         self.id
     }
 
     /// When the file being read was last written (None where the system cannot say).
-    pub(crate) fn modified(&self) -> Option<std::time::SystemTime> {
+    fn modified(&self) -> Option<std::time::SystemTime> {
         self.file.metadata().and_then(|m| m.modified()).ok()
     }
 
     /// Why the last `read` gave 0 bytes.
-    pub(crate) fn stop(&self) -> Option<Stop> {
+    fn stop(&self) -> Option<Stop> {
         self.stop
     }
 

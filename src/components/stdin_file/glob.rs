@@ -29,7 +29,7 @@ pub(crate) fn is_glob(path: &str) -> bool {
 }
 
 /// The regular files `pattern` matches, sorted by path.
-pub(crate) fn matches(pattern: &Path) -> Result<Vec<PathBuf>, String> {
+fn matches(pattern: &Path) -> Result<Vec<PathBuf>, String> {
     let text = pattern
         .to_str()
         .ok_or_else(|| format!("{}: the glob is not UTF-8", pattern.display()))?;

@@ -7,7 +7,7 @@ use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
 /// The fields a `file` spout gives besides what it reads.
-pub(crate) const FILE_FIELDS: &[&str] = &["file_path", "file_line"];
+const FILE_FIELDS: &[&str] = &["file_path", "file_line"];
 
 type Args = serde_json::Map<String, Json>;
 

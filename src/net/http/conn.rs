@@ -193,7 +193,7 @@ async fn linger(stream: &mut TcpStream) {
 }
 
 /// A short plain-text answer (the protocol's own refusals).
-pub(crate) fn plain(status: u16, message: &str) -> Response {
+fn plain(status: u16, message: &str) -> Response {
     Response {
         status,
         content_type: "text/plain; charset=utf-8".into(),

@@ -21,7 +21,7 @@
 
 mod accept;
 mod conn;
-pub(crate) mod head;
+mod head;
 mod slots;
 #[cfg(test)]
 mod tests;

@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 /// What the coordinator did over a run.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct CheckpointReport {
-    pub(crate) committed: u64,
+    committed: u64,
     /// The last committed txid (0: none).
-    pub(crate) last: u64,
+    last: u64,
     /// From the first task saving a checkpoint to its commit, per commit.
-    pub(crate) latencies: Vec<Duration>,
+    latencies: Vec<Duration>,
 }
 
 impl CheckpointReport {
     /// The `q` quantile (0..=1) of commit latency, in milliseconds.
-    pub(crate) fn latency_ms(&self, q: f64) -> Option<f64> {
+    fn latency_ms(&self, q: f64) -> Option<f64> {
         let mut ms: Vec<f64> = self
             .latencies
             .iter()

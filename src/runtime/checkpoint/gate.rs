@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 /// What to do with a held input now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fate {
+enum Fate {
     Apply,
     Drop,
     Wait,
@@ -62,7 +62,7 @@ impl Gate {
 
     /// What to do with `input` of a complete round.
     #[inline]
-    pub(crate) fn fate(&self, input: &Tuple) -> Fate {
+    fn fate(&self, input: &Tuple) -> Fate {
         if !self.failed.is_empty() && input.anchors.iter().any(|a| self.failed.contains(&a.root)) {
             return Fate::Drop;
         }

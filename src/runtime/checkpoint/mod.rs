@@ -19,8 +19,8 @@
 
 pub(crate) mod bolt_side;
 pub(crate) mod coordinator;
-pub(crate) mod gate;
-pub(crate) mod rounds;
+mod gate;
+mod rounds;
 pub(crate) mod setup;
 pub(crate) mod spout_side;
 pub(crate) mod wrapper;
@@ -35,7 +35,7 @@ use std::time::Duration;
 pub(crate) const ROUND: Duration = Duration::from_millis(2);
 
 /// Bits of a tree number in a root id under checkpoints: the spout task's id above them.
-pub(crate) const SEQ_BITS: u32 = 40;
+const SEQ_BITS: u32 = 40;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 
 /// The spout task and tree number of a root id made under checkpoints.
@@ -87,15 +87,15 @@ pub(crate) struct Checkpointing {
     /// The last committed txid when the run started (0: none); txids go on from it.
     pub(crate) base: u64,
     /// Rounds per checkpoint.
-    pub(crate) ratio: u64,
+    ratio: u64,
     /// Whether the run resumes from a committed checkpoint.
     pub(crate) resuming: bool,
     /// Coordinated by another process (nimbus): a rollback may restore a task's state saved
     /// after its end-of-input output, so that state is marked as such.
-    pub(crate) remote: bool,
+    remote: bool,
     /// This start is a rollback within the run: a task restored from a state saved after its
     /// end-of-input output does not emit it again.
-    pub(crate) rollback: bool,
+    rollback: bool,
 }
 
 impl Checkpointing {
@@ -122,10 +122,10 @@ pub(crate) struct RemoteCheckpoints {
 }
 
 /// The position a bolt task's state is saved with once its end-of-input output was emitted.
-pub(crate) const FINISHED: &str = "finished";
+const FINISHED: &str = "finished";
 
 /// Rounds per checkpoint for a checkpoint interval.
-pub(crate) fn ratio_for(interval: Duration) -> u64 {
+fn ratio_for(interval: Duration) -> u64 {
     (interval.as_millis() / ROUND.as_millis()).max(1) as u64
 }
 

@@ -40,7 +40,7 @@ impl Rounds {
 
     /// Every round up to this one is complete.
     #[cfg(test)]
-    pub(crate) fn complete(&self) -> u64 {
+    fn complete(&self) -> u64 {
         self.complete
     }
 
@@ -74,7 +74,7 @@ impl Rounds {
 
     /// Whether every upstream task ended.
     #[cfg(test)]
-    pub(crate) fn all_ended(&self) -> bool {
+    fn all_ended(&self) -> bool {
         self.latest.len() >= self.expected as usize && self.latest.values().all(|&r| r == ENDED)
     }
 

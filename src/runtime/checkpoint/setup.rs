@@ -30,13 +30,13 @@ pub(crate) fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> 
 
 /// Checkpoints set up for the workers of this process.
 pub(crate) struct Setup {
-    pub(crate) commits: Arc<Commits>,
-    pub(crate) stores: BTreeMap<usize, Arc<Store>>,
+    commits: Arc<Commits>,
+    stores: BTreeMap<usize, Arc<Store>>,
     /// The last committed txid (0: none).
-    pub(crate) base: u64,
-    pub(crate) ratio: u64,
+    base: u64,
+    ratio: u64,
     /// Coordinated by nimbus, and whether this start is a rollback within the run.
-    pub(crate) remote: Option<bool>,
+    remote: Option<bool>,
 }
 
 impl Setup {
@@ -173,7 +173,7 @@ pub(crate) fn open_state_dir(
 
 /// A state dir keeps each task's state in the store of the worker that ran it: a resumed run
 /// must have as many workers, so each task finds its state where it left it.
-pub(crate) fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
+fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
     if !dir.exists() {
         return Ok(());
     }

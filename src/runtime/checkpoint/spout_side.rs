@@ -59,7 +59,7 @@ impl SpoutSide {
 
     /// Completed trees whose ack is held.
     #[cfg(test)]
-    pub(crate) fn holding(&self) -> usize {
+    fn holding(&self) -> usize {
         self.held.len()
     }
 

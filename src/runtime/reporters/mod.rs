@@ -2,7 +2,7 @@
 //! counters of this process every period on its own thread and sends them to Graphite, CSV
 //! files or stderr; a last reading is sent when the run ends.
 
-pub(crate) mod sample;
+mod sample;
 mod sinks;
 
 use crate::config::reporters::{self as conf, ReporterConf, Target};
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The task counters a reporter reads.
-pub(crate) type Stats = BTreeMap<u32, (String, Arc<TaskStats>)>;
+type Stats = BTreeMap<u32, (String, Arc<TaskStats>)>;
 
 /// The running reporters; dropping them sends a last reading and stops their threads.
 pub(crate) struct Reporters {

@@ -43,7 +43,7 @@ const COUNTS: &[Count] = &[
 ];
 
 /// A name part with the characters that would split or break a dotted path made `_`.
-pub(crate) fn part(s: &str) -> String {
+fn part(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c == '.' || c == '/' || c.is_whitespace() {

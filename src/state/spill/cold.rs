@@ -113,7 +113,7 @@ impl Cold {
     }
 
     /// Write `rows` (order bytes, record), replacing rows of the same keys.
-    pub(crate) fn put(&mut self, rows: &mut [(Vec<u8>, Vec<u8>)]) -> anyhow::Result<()> {
+    fn put(&mut self, rows: &mut [(Vec<u8>, Vec<u8>)]) -> anyhow::Result<()> {
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         self.reader = None;
         let mut added = 0;

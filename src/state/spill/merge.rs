@@ -6,7 +6,7 @@ use super::{Entry, SpillMap};
 use std::hash::Hash;
 
 /// One map's entries in key order.
-pub(crate) type Sorted<'a, K, V> =
+type Sorted<'a, K, V> =
     std::iter::Peekable<Box<dyn Iterator<Item = anyhow::Result<Entry<K, V>>> + 'a>>;
 
 /// `map`'s entries in key order: read back from its file when it spilled, else its memory

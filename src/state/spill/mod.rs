@@ -20,7 +20,7 @@
 //! Without any spill (everything fits), a lookup is one hash-map probe as before: the file is
 //! consulted only once something was written to it.
 
-pub(crate) mod cold;
+mod cold;
 pub(crate) mod merge;
 pub(crate) mod order;
 
@@ -34,7 +34,7 @@ use std::path::PathBuf;
 const MIN_BATCH: usize = 256;
 
 /// An entry read in key order: its order bytes, key and value.
-pub(crate) type Entry<K, V> = (Vec<u8>, K, V);
+type Entry<K, V> = (Vec<u8>, K, V);
 
 type Hot<K, V> = std::collections::HashMap<K, Slot<V>, foldhash::fast::FixedState>;
 
@@ -62,7 +62,7 @@ pub(crate) trait Budget: Send {
 }
 
 /// No bound (outside a run, or before `prepare`).
-pub(crate) struct Unbounded;
+struct Unbounded;
 
 impl Budget for Unbounded {
     fn note(&mut self, _: u64) -> bool {
@@ -149,8 +149,8 @@ pub(crate) struct SpillMap<K, V> {
     /// Bytes noted to the budget for the entries in memory.
     held: u64,
     /// Evictions so far, and entries they wrote.
-    pub(crate) evictions: u64,
-    pub(crate) evicted: u64,
+    evictions: u64,
+    evicted: u64,
 }
 
 impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {

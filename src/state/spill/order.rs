@@ -18,7 +18,7 @@ const OTHER: u8 = 0x30;
 
 /// `v` with every float that equals an integer as that integer (how `Value`'s `Eq` and `Hash`
 /// see it) and one NaN, in lists and maps too.
-pub(crate) fn canonical(v: &Value) -> std::borrow::Cow<'_, Value> {
+fn canonical(v: &Value) -> std::borrow::Cow<'_, Value> {
     use std::borrow::Cow;
     match v {
         Value::Float(f) => match float_as_int(*f) {
@@ -107,7 +107,7 @@ pub(crate) fn str_order(s: &str, out: &mut Vec<u8>) {
 
 /// Append `bytes` so that what follows cannot change their order: 0 and 1 are escaped
 /// (0 → 1 1, 1 → 1 2) and a 0 ends them, below every escaped byte.
-pub(crate) fn escaped(bytes: &[u8], out: &mut Vec<u8>) {
+fn escaped(bytes: &[u8], out: &mut Vec<u8>) {
     for &b in bytes {
         match b {
             0 | 1 => out.extend_from_slice(&[1, b + 1]),

@@ -55,7 +55,7 @@ pub(super) struct Edge {
     pub(crate) grouping: Option<Spanned<String>>,
     pub(crate) fields: Vec<Spanned<String>>,
     /// Span of the bracket when there is one.
-    pub(crate) bracket: Option<Span>,
+    bracket: Option<Span>,
     pub(crate) settings: Vec<Setting>,
 }
 

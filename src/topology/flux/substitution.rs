@@ -11,7 +11,7 @@ use std::path::Path;
 /// Substitution sources: the environment (`${ENV-NAME}`) and `--filter` properties (`${key}`).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Properties {
-    pub(crate) values: HashMap<String, String>,
+    values: HashMap<String, String>,
 }
 
 impl Properties {

@@ -33,11 +33,11 @@ pub(crate) use write::{
 };
 
 /// The line that ends every message.
-pub(crate) const END: &str = "end";
+const END: &str = "end";
 /// Longest message we accept from a child before calling it a protocol error.
-pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Offending texts quoted in errors are cut to this many characters.
-pub(crate) const EXCERPT_CHARS: usize = 200;
+const EXCERPT_CHARS: usize = 200;
 
 /// `text` cut to [`EXCERPT_CHARS`] characters (with `…` when cut), for error messages.
 pub(crate) fn excerpt(text: &str) -> String {
@@ -125,15 +125,15 @@ impl LogLevel {
 /// A message that breaks the protocol; the text quotes the offending message (truncated).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtocolError {
-    pub(crate) problem: String,
-    pub(crate) text: String,
+    problem: String,
+    text: String,
     /// A message that is not JSON at all: the line where it stops being JSON (truncated),
     /// most likely something the child printed to its stdout.
-    pub(crate) stray_line: Option<String>,
+    stray_line: Option<String>,
 }
 
 impl ProtocolError {
-    pub(crate) fn new(problem: impl Into<String>, text: &str) -> ProtocolError {
+    fn new(problem: impl Into<String>, text: &str) -> ProtocolError {
         ProtocolError {
             problem: problem.into(),
             text: excerpt(text),
