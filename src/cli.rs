@@ -96,61 +96,61 @@ pub struct JarArgs {
         allow_hyphen_values = true,
         value_name = "ARGS"
     )]
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct RemoteConfValueArgs {
     /// The configuration key
     #[arg(value_name = "KEY")]
-    pub key: String,
+    pub(crate) key: String,
     #[command(flatten)]
-    pub target: NimbusAddrArgs,
+    pub(crate) target: NimbusAddrArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct GetErrorsArgs {
     /// Topology name (or id)
-    pub name: String,
+    pub(crate) name: String,
     #[command(flatten)]
-    pub target: NimbusAddrArgs,
+    pub(crate) target: NimbusAddrArgs,
 }
 
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("changes").required(true).multiple(true).args(["set", "reset"]))]
 pub struct SetLogLevelArgs {
     /// Topology name (or id)
-    pub name: String,
+    pub(crate) name: String,
     /// Set LOGGER (a module path such as `storm::runtime`, or ROOT) to LEVEL (ALL, TRACE,
     /// DEBUG, INFO, WARN, ERROR, FATAL, OFF), for TIMEOUT seconds when given (repeatable)
     #[arg(short = 'l', long = "level", value_name = "LOGGER=LEVEL[:TIMEOUT]",
           value_parser = crate::log_config::parse_setting)]
-    pub set: Vec<crate::log_config::Change>,
+    pub(crate) set: Vec<crate::log_config::Change>,
     /// Put LOGGER back at its starting level (repeatable)
     #[arg(short = 'r', long = "reset", value_name = "LOGGER",
           value_parser = crate::log_config::parse_reset)]
-    pub reset: Vec<crate::log_config::Change>,
+    pub(crate) reset: Vec<crate::log_config::Change>,
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub(crate) target: TargetArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// Topology name (or id)
-    pub name: String,
+    pub(crate) name: String,
     /// Only the workers running this component's tasks
-    pub component: Option<String>,
+    pub(crate) component: Option<String>,
     /// Bytes shown from the end of each worker's log
     #[arg(long, value_name = "BYTES", default_value_t = 51_200,
           value_parser = clap::value_parser!(u64).range(1..=16 * 1024 * 1024))]
-    pub length: u64,
+    pub(crate) length: u64,
     #[command(flatten)]
-    pub target: NimbusAddrArgs,
+    pub(crate) target: NimbusAddrArgs,
 }
 
 /// What `storm monitor`'s throughput counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Watch {
+pub(crate) enum Watch {
     #[default]
     Emitted,
     Transferred,
@@ -159,10 +159,10 @@ pub enum Watch {
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
     /// Topology name (or id)
-    pub name: String,
+    pub(crate) name: String,
     /// The component watched
     #[arg(short = 'm', long = "component", value_name = "COMPONENT")]
-    pub component: String,
+    pub(crate) component: String,
     /// The output stream watched
     #[arg(
         short = 's',
@@ -170,28 +170,28 @@ pub struct MonitorArgs {
         value_name = "STREAM",
         default_value = "default"
     )]
-    pub stream: String,
+    pub(crate) stream: String,
     /// Seconds between two lines
     #[arg(short = 'i', long = "interval", value_name = "SECS", default_value_t = 4,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pub interval: u64,
+    pub(crate) interval: u64,
     /// The count the throughput is of
     #[arg(short = 'w', long = "watch", value_enum, default_value_t = Watch::Emitted)]
-    pub watch: Watch,
+    pub(crate) watch: Watch,
     /// Stop after this many lines (default: until interrupted)
     #[arg(long, value_name = "N")]
-    pub count: Option<u64>,
+    pub(crate) count: Option<u64>,
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub(crate) target: TargetArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct ConfValueArgs {
     /// The configuration key
     #[arg(value_name = "KEY")]
-    pub key: String,
+    pub(crate) key: String,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 /// The built-in component types, one line each, under `storm run --help`.
@@ -210,24 +210,24 @@ fn components_help() -> String {
 #[derive(Debug, Args, Clone)]
 #[group(skip)]
 #[command(group = clap::ArgGroup::new("topology").required(true).args(["file", "expr"]))]
-pub struct TopologySource {
+pub(crate) struct TopologySource {
     /// Topology file (`.yaml`/`.yml`, Flux YAML, or `.storm` DSL)
     #[arg(value_name = "FILE", conflicts_with = "expr")]
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// The topology inline, in the DSL (e.g. `stdin | split | count(word) | stdout`)
     #[arg(short = 'e', long = "expr", value_name = "TEXT")]
-    pub expr: Option<String>,
+    pub(crate) expr: Option<String>,
     /// Properties file for Flux `${key}` substitution
     #[arg(long = "filter", value_name = "FILE")]
-    pub filter: Option<PathBuf>,
+    pub(crate) filter: Option<PathBuf>,
 }
 
 /// `-c KEY=VALUE` overrides (VALUE read as YAML).
 #[derive(Debug, Args, Clone, Default)]
-pub struct ConfigOverrides {
+pub(crate) struct ConfigOverrides {
     /// Override one configuration key; VALUE is read as YAML (repeatable)
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", value_parser = key_value)]
-    pub overrides: Vec<String>,
+    pub(crate) overrides: Vec<String>,
 }
 
 /// `-c` takes `KEY=VALUE` with a non-empty key (a usage error otherwise).
@@ -239,7 +239,7 @@ fn key_value(text: &str) -> Result<String, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum DiagFormat {
+pub(crate) enum DiagFormat {
     #[default]
     Text,
     Json,
@@ -249,7 +249,7 @@ pub enum DiagFormat {
 pub struct ValidateArgs {
     /// Topology files
     #[arg(value_name = "FILE", required_unless_present = "expr")]
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
     /// A topology inline, in the DSL
     #[arg(
         short = 'e',
@@ -257,19 +257,19 @@ pub struct ValidateArgs {
         value_name = "TEXT",
         conflicts_with = "files"
     )]
-    pub expr: Option<String>,
+    pub(crate) expr: Option<String>,
     /// Properties file for Flux `${key}` substitution
     #[arg(long = "filter", value_name = "FILE")]
-    pub filter: Option<PathBuf>,
+    pub(crate) filter: Option<PathBuf>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
     /// Output format of the diagnostics
     #[arg(long, value_enum, default_value_t = DiagFormat::Text)]
-    pub format: DiagFormat,
+    pub(crate) format: DiagFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum ProgressMode {
+pub(crate) enum ProgressMode {
     #[default]
     Auto,
     Never,
@@ -279,53 +279,53 @@ pub enum ProgressMode {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub source: TopologySource,
+    pub(crate) source: TopologySource,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
     /// Number of workers (overrides topology.workers)
     #[arg(long, value_name = "N")]
-    pub workers: Option<u32>,
+    pub(crate) workers: Option<u32>,
     /// Run each worker as its own process, talking over loopback TCP
     #[arg(long)]
-    pub processes: bool,
+    pub(crate) processes: bool,
     /// Run attached on a running cluster
     #[arg(long, value_name = "ADDR")]
-    pub nimbus: Option<String>,
+    pub(crate) nimbus: Option<String>,
     /// Stop (gracefully, draining) after this long: `30s`, `2m`
     #[arg(long, value_name = "DUR", value_parser = humantime::parse_duration)]
-    pub duration: Option<std::time::Duration>,
+    pub(crate) duration: Option<std::time::Duration>,
     /// Keep checkpointed state in DIR (an embedded database per worker), and resume from what
     /// DIR holds (sets topology.state.dir and topology.state.provider=embedded)
     #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    pub(crate) state_dir: Option<PathBuf>,
     /// Start over: remove what the state dir holds first, even a damaged one (refused while a
     /// run holds it)
     #[arg(long)]
-    pub fresh: bool,
+    pub(crate) fresh: bool,
     /// Progress display on stderr
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
+    pub(crate) progress: ProgressMode,
     /// Print nothing on stderr but errors (no summary)
     #[arg(short, long)]
     pub quiet: bool,
     /// End the run with an error at the first input line that cannot be read, value that
     /// cannot be converted or late tuple (sets topology.strict=true)
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Print the per-component summary at the end even when stderr is not a terminal
     #[arg(long, conflicts_with = "quiet")]
-    pub summary: bool,
+    pub(crate) summary: bool,
     /// Include system components (the acker, `__acker`) in the summary
     #[arg(long)]
-    pub system: bool,
+    pub(crate) system: bool,
     /// Write the full run figures as JSON to FILE
     #[arg(long, value_name = "FILE")]
-    pub stats: Option<PathBuf>,
+    pub(crate) stats: Option<PathBuf>,
     /// Serve the Storm UI, its REST API and /metrics while the run lasts [default ADDR:
     /// 127.0.0.1:8080; port 0 picks a free one]
     #[arg(long, value_name = "ADDR", num_args = 0..=1,
           default_missing_value = crate::ui::DEFAULT_ADDR, value_parser = ui_addr)]
-    pub ui: Option<String>,
+    pub(crate) ui: Option<String>,
 }
 
 /// `--ui` takes `HOST:PORT` (a file name there means the option swallowed the topology).
@@ -361,30 +361,30 @@ pub enum StateCommand {
 pub struct StateDirArgs {
     /// The state dir (`--state-dir`, `topology.state.dir`)
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
 pub struct StateDumpArgs {
     /// The state dir (`--state-dir`, `topology.state.dir`)
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
-    pub format: TreeFormat,
+    pub(crate) format: TreeFormat,
 }
 
 #[derive(Debug, Args)]
 pub struct StateClearArgs {
     /// The state dir (`--state-dir`, `topology.state.dir`)
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Do not ask (needed when standard input is not a terminal)
     #[arg(long, short = 'y')]
-    pub yes: bool,
+    pub(crate) yes: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum TreeFormat {
+pub(crate) enum TreeFormat {
     #[default]
     Text,
     Json,
@@ -397,7 +397,7 @@ pub struct ZkDumpArgs {
         value_name = "FILE",
         required_unless_present_any = ["nimbus", "expr", "zookeeper"]
     )]
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// A topology inline, in the DSL
     #[arg(
         short = 'e',
@@ -405,32 +405,32 @@ pub struct ZkDumpArgs {
         value_name = "TEXT",
         conflicts_with = "file"
     )]
-    pub expr: Option<String>,
+    pub(crate) expr: Option<String>,
     /// Supervisor slots: one supervisor per host named (default: localhost with supervisor.slots.ports)
     #[arg(long, value_name = "HOST:PORT,...", value_delimiter = ',')]
-    pub slots: Vec<String>,
+    pub(crate) slots: Vec<String>,
     /// Print the live tree of a running cluster instead
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["file", "expr", "slots"])]
-    pub nimbus: Option<String>,
+    pub(crate) nimbus: Option<String>,
     /// Print the live tree held by a ZooKeeper ensemble (under storm.zookeeper.root)
     #[arg(
         long,
         value_name = "HOST:PORT,...",
         conflicts_with_all = ["file", "expr", "slots", "nimbus", "fixed_time"]
     )]
-    pub zookeeper: Option<String>,
+    pub(crate) zookeeper: Option<String>,
     /// Output format
     #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
-    pub format: TreeFormat,
+    pub(crate) format: TreeFormat,
     /// Use this Unix time (seconds) instead of the clock, for reproducible dumps
     #[arg(long, value_name = "SECS")]
-    pub fixed_time: Option<u64>,
+    pub(crate) fixed_time: Option<u64>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum GraphFormat {
+pub(crate) enum GraphFormat {
     #[default]
     Dot,
     Mermaid,
@@ -439,114 +439,114 @@ pub enum GraphFormat {
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     #[command(flatten)]
-    pub source: TopologySource,
+    pub(crate) source: TopologySource,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
     /// Graph language
     #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
-    pub format: GraphFormat,
+    pub(crate) format: GraphFormat,
 }
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
     /// Topology file whose `config:` takes part
     #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// Properties file for Flux `${key}` substitution
     #[arg(long = "filter", value_name = "FILE")]
-    pub filter: Option<PathBuf>,
+    pub(crate) filter: Option<PathBuf>,
     /// List only the keys set that Storm knows but that have no effect here
     #[arg(long)]
-    pub unused: bool,
+    pub(crate) unused: bool,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell
     #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
+    pub(crate) shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
 pub struct NimbusArgs {
     /// Address to listen on
     #[arg(long, default_value = "127.0.0.1:6627", value_name = "ADDR")]
-    pub listen: String,
+    pub(crate) listen: String,
     /// Folder where the coordination tree is persisted
     #[arg(long, value_name = "DIR")]
-    pub data: Option<PathBuf>,
+    pub(crate) data: Option<PathBuf>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct SupervisorArgs {
     /// Nimbus address, or several comma-separated (default: nimbus.seeds)
     #[arg(long, value_name = "ADDR,...")]
-    pub nimbus: Option<String>,
+    pub(crate) nimbus: Option<String>,
     /// This supervisor's host name (what workers bind to and peers connect to)
     #[arg(long, default_value = "127.0.0.1", value_name = "NAME")]
-    pub host: String,
+    pub(crate) host: String,
     /// Worker slot ports (default: supervisor.slots.ports)
     #[arg(long, value_name = "PORT,...", value_delimiter = ',')]
-    pub slots: Vec<u16>,
+    pub(crate) slots: Vec<u16>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
     #[command(flatten)]
-    pub source: TopologySource,
+    pub(crate) source: TopologySource,
     /// Nimbus address, or several comma-separated (default: nimbus.seeds)
     #[arg(long, value_name = "ADDR,...")]
-    pub nimbus: Option<String>,
+    pub(crate) nimbus: Option<String>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct NimbusAddrArgs {
     /// Nimbus address, or several comma-separated (default: nimbus.seeds)
     #[arg(long, value_name = "ADDR,...")]
-    pub nimbus: Option<String>,
+    pub(crate) nimbus: Option<String>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
     /// Topology name
-    pub name: String,
+    pub(crate) name: String,
     /// Nimbus address, or several comma-separated (default: nimbus.seeds)
     #[arg(long, value_name = "ADDR,...")]
-    pub nimbus: Option<String>,
+    pub(crate) nimbus: Option<String>,
     /// Seconds to wait between deactivating and removing (default: the topology's
     /// topology.message.timeout.secs)
     #[arg(short = 'w', long, value_name = "SECS",
           value_parser = clap::value_parser!(u64).range(0..=crate::model::rebalance::MAX_WAIT_SECS))]
-    pub wait: Option<u64>,
+    pub(crate) wait: Option<u64>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Nimbus address
     #[arg(long, value_name = "ADDR")]
-    pub nimbus: String,
+    pub(crate) nimbus: String,
     /// Topology id
     #[arg(long)]
-    pub topology: String,
+    pub(crate) topology: String,
     /// Host and port of this worker's slot
     #[arg(long, value_name = "HOST:PORT")]
-    pub slot: String,
+    pub(crate) slot: String,
     /// The ZooKeeper ensemble (`host:port,...`) to write task heartbeats and errors to
     /// (instead of sending them to nimbus)
     #[arg(long, value_name = "HOST:PORT,...")]
-    pub zookeeper: Option<String>,
+    pub(crate) zookeeper: Option<String>,
     /// `storm.zookeeper.root`
     #[arg(
         long,
@@ -554,7 +554,7 @@ pub struct WorkerArgs {
         default_value = "/storm",
         requires = "zookeeper"
     )]
-    pub zookeeper_root: String,
+    pub(crate) zookeeper_root: String,
     /// `storm.zookeeper.session.timeout`, in milliseconds
     #[arg(
         long,
@@ -562,7 +562,7 @@ pub struct WorkerArgs {
         default_value_t = 20_000,
         requires = "zookeeper"
     )]
-    pub zookeeper_session_ms: u64,
+    pub(crate) zookeeper_session_ms: u64,
     /// `storm.zookeeper.connection.timeout`, in milliseconds
     #[arg(
         long,
@@ -570,20 +570,20 @@ pub struct WorkerArgs {
         default_value_t = 15_000,
         requires = "zookeeper"
     )]
-    pub zookeeper_connection_ms: u64,
+    pub(crate) zookeeper_connection_ms: u64,
 }
 
 /// Where an operation or a view reaches the topology: nimbus, or the UI of a run (neither:
 /// nimbus as `nimbus.seeds` or ZooKeeper find it).
 #[derive(Debug, Args, Clone)]
 #[command(group = clap::ArgGroup::new("target").args(["nimbus", "ui"]))]
-pub struct TargetArgs {
+pub(crate) struct TargetArgs {
     /// Nimbus address, or several comma-separated (default: nimbus.seeds)
     #[arg(long, value_name = "ADDR")]
-    pub nimbus: Option<String>,
+    pub(crate) nimbus: Option<String>,
     /// The UI of a run or of nimbus (`storm run --ui`, nimbus's ui.port)
     #[arg(long, value_name = "ADDR")]
-    pub ui: Option<String>,
+    pub(crate) ui: Option<String>,
     /// The UI's token (ui.token or storm.cluster.secret), for operations through --ui
     #[arg(
         long,
@@ -591,65 +591,65 @@ pub struct TargetArgs {
         env = "STORM_UI_TOKEN",
         hide_env_values = true
     )]
-    pub token: Option<String>,
+    pub(crate) token: Option<String>,
     #[command(flatten)]
-    pub config: ConfigOverrides,
+    pub(crate) config: ConfigOverrides,
 }
 
 #[derive(Debug, Args)]
 pub struct OperationArgs {
     /// Topology name (or id)
-    pub name: String,
+    pub(crate) name: String,
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub(crate) target: TargetArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct RebalanceArgs {
     /// Topology name (or id)
-    pub name: String,
+    pub(crate) name: String,
     /// Seconds the spouts stay deactivated before the switch, at most (default: the topology's
     /// message timeout; the switch comes sooner once no tuple tree is pending)
     #[arg(short = 'w', long = "wait", value_name = "SECS",
           value_parser = clap::value_parser!(u64).range(0..=crate::model::rebalance::MAX_WAIT_SECS))]
-    pub wait: Option<u64>,
+    pub(crate) wait: Option<u64>,
     /// The new number of workers (at most 256)
     #[arg(short = 'n', long = "num-workers", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=crate::topology::validate::bounds::MAX_WORKERS as i64))]
-    pub num_workers: Option<u32>,
+    pub(crate) num_workers: Option<u32>,
     /// A component's new number of executors, 1 to its task count (repeatable)
     #[arg(short = 'e', long = "executor", value_name = "COMPONENT=PARALLELISM",
           value_parser = crate::model::rebalance::parse_executor)]
-    pub executors: Vec<(String, u32)>,
+    pub(crate) executors: Vec<(String, u32)>,
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub(crate) target: TargetArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub(crate) target: TargetArgs,
     /// Topology name or id (default: the first one)
     #[arg(long, value_name = "NAME")]
-    pub topology: Option<String>,
+    pub(crate) topology: Option<String>,
     /// Seconds between refreshes
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
-    pub interval: f64,
+    pub(crate) interval: f64,
 }
 
 #[derive(Debug, Args)]
 pub struct TapArgs {
     /// Topology name (or id)
-    pub name: String,
+    pub(crate) name: String,
     /// The component whose emits are shown
-    pub component: String,
+    pub(crate) component: String,
     /// Only the tuples of this stream
     #[arg(long, value_name = "STREAM")]
-    pub stream: Option<String>,
+    pub(crate) stream: Option<String>,
     /// Show this share of the tuples (0 < R <= 1: one in round(1/R))
     #[arg(long, value_name = "R", default_value_t = 1.0)]
-    pub sample: f64,
+    pub(crate) sample: f64,
     /// The UI of the run (`storm run FILE --ui ADDR`)
     #[arg(long, value_name = "ADDR")]
-    pub ui: String,
+    pub(crate) ui: String,
 }

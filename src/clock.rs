@@ -2,6 +2,7 @@
 //! tests, so what waits on time (processing-time windows, idle inputs, rollovers, timeouts) can
 //! be tested without sleeping.
 
+#[cfg(test)]
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,11 +15,13 @@ pub struct Clock(Source);
 enum Source {
     /// The machine's clocks.
     System,
-    /// Times that move only when `advance` is called.
+    /// Times that move only when `advance` is called (unit tests only).
+    #[cfg(test)]
     Manual(Arc<Mutex<Frozen>>),
 }
 
 /// Where a manual clock stands.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug)]
 struct Frozen {
     instant: Instant,
@@ -33,7 +36,8 @@ impl Clock {
 
     /// A clock that starts at the machine's present time and stands still until
     /// [`Clock::advance`] moves it.
-    pub fn manual() -> Clock {
+    #[cfg(test)]
+    pub(crate) fn manual() -> Clock {
         let now = Frozen {
             instant: Instant::now(),
             wall: SystemTime::now(),
@@ -42,7 +46,8 @@ impl Clock {
     }
 
     /// A manual clock standing at `millis` after the Unix epoch.
-    pub fn manual_at(millis: i64) -> Clock {
+    #[cfg(test)]
+    pub(crate) fn manual_at(millis: i64) -> Clock {
         let clock = Clock::manual();
         if let Source::Manual(at) = &clock.0 {
             let wall = UNIX_EPOCH + Duration::from_millis(millis.max(0) as u64);
@@ -52,18 +57,20 @@ impl Clock {
     }
 
     /// The monotonic instant (for intervals and deadlines).
-    pub fn now(&self) -> Instant {
+    pub(crate) fn now(&self) -> Instant {
         match &self.0 {
             Source::System => Instant::now(),
+            #[cfg(test)]
             Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).instant,
         }
     }
 
     /// Milliseconds since the Unix epoch by the wall clock (0 before it): for times shown or
     /// stored, and processing-time windows.
-    pub fn epoch_millis(&self) -> i64 {
+    pub(crate) fn epoch_millis(&self) -> i64 {
         let wall = match &self.0 {
             Source::System => SystemTime::now(),
+            #[cfg(test)]
             Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).wall,
         };
         wall.duration_since(UNIX_EPOCH)
@@ -71,13 +78,14 @@ impl Clock {
     }
 
     /// How long since `earlier` by this clock (zero if `earlier` is later).
-    pub fn since(&self, earlier: Instant) -> Duration {
+    pub(crate) fn since(&self, earlier: Instant) -> Duration {
         self.now().saturating_duration_since(earlier)
     }
 
     /// Move a manual clock (both its instant and its wall time) forward by `by`. The machine's
     /// clocks cannot be moved: false there.
-    pub fn advance(&self, by: Duration) -> bool {
+    #[cfg(test)]
+    pub(crate) fn advance(&self, by: Duration) -> bool {
         match &self.0 {
             Source::System => false,
             Source::Manual(at) => {

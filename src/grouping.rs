@@ -95,7 +95,7 @@ impl Grouper {
         Grouper { kind, targets }
     }
 
-    pub fn targets(&self) -> &[u32] {
+    pub(crate) fn targets(&self) -> &[u32] {
         &self.targets
     }
 
@@ -112,7 +112,7 @@ impl Grouper {
 
     /// `choose` for a tuple whose one value is the string `s`, without building it.
     #[inline]
-    pub fn choose_str(&mut self, s: &str) -> Choice {
+    pub(crate) fn choose_str(&mut self, s: &str) -> Choice {
         // `s` at index 0, null (hash 0) past the end.
         self.choose_keyed(|k| if k == 0 { java_hash::string_hash(s) } else { 0 })
     }
@@ -161,7 +161,7 @@ impl Grouper {
 /// `n` targets. The key is the 4-byte big-endian `hashCode` of each key value
 /// (`PartialKeyGrouping.getKeyBytes`); `java.util.Random` seeded with `Arrays.hashCode` of those
 /// bytes draws two indexes, the second moved on by one when it repeats the first.
-pub fn partial_key_candidates(hashes: impl IntoIterator<Item = i32>, n: usize) -> [usize; 2] {
+fn partial_key_candidates(hashes: impl IntoIterator<Item = i32>, n: usize) -> [usize; 2] {
     let seed = hashes
         .into_iter()
         .flat_map(i32::to_be_bytes)

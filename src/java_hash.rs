@@ -48,12 +48,12 @@ pub fn string_hash(s: &str) -> i32 {
 }
 
 /// `Long.hashCode`.
-pub fn long_hash(v: i64) -> i32 {
+fn long_hash(v: i64) -> i32 {
     (v ^ ((v as u64) >> 32) as i64) as i32
 }
 
 /// `Double.hashCode` (with Java's canonical NaN).
-pub fn double_hash(v: f64) -> i32 {
+fn double_hash(v: f64) -> i32 {
     let bits = if v.is_nan() {
         0x7ff8_0000_0000_0000u64
     } else {
@@ -63,13 +63,13 @@ pub fn double_hash(v: f64) -> i32 {
 }
 
 /// `hashCode` of one value as its Java counterpart would give it.
-pub fn value_hash(v: &Value) -> i32 {
+pub(crate) fn value_hash(v: &Value) -> i32 {
     hash(v, false)
 }
 
 /// `hashCode` of one value as a key: as Java's, but a float with an integral value hashes as
 /// the integer it equals (see the module comment).
-pub fn key_hash(v: &Value) -> i32 {
+pub(crate) fn key_hash(v: &Value) -> i32 {
     hash(v, true)
 }
 
@@ -96,20 +96,23 @@ fn hash(v: &Value, integral_as_long: bool) -> i32 {
 }
 
 /// `List.hashCode`: `31*h + e.hashCode`, starting from 1.
-pub fn list_hash<'a>(items: impl IntoIterator<Item = &'a Value>) -> i32 {
+fn list_hash<'a>(items: impl IntoIterator<Item = &'a Value>) -> i32 {
     items
         .into_iter()
         .fold(1i32, |h, v| h.wrapping_mul(31).wrapping_add(value_hash(v)))
 }
 
 /// The task index Storm's fields grouping chooses for these key values.
-pub fn choose_index<'a>(keys: impl IntoIterator<Item = &'a Value>, num_tasks: usize) -> usize {
+pub(crate) fn choose_index<'a>(
+    keys: impl IntoIterator<Item = &'a Value>,
+    num_tasks: usize,
+) -> usize {
     floor_mod(list_hash(keys), num_tasks)
 }
 
 /// Java's `Math.floorMod(h, n)` for a task count `n` (at least 1).
 #[inline]
-pub fn floor_mod(h: i32, n: usize) -> usize {
+pub(crate) fn floor_mod(h: i32, n: usize) -> usize {
     let n = n.max(1);
     if n.is_power_of_two() {
         // floorMod by a power of two is a mask of the two's-complement bits (no division).

@@ -3,7 +3,7 @@
 
 /// The 48-bit linear congruential generator of `java.util.Random`.
 #[derive(Debug, Clone)]
-pub struct JavaRandom {
+pub(crate) struct JavaRandom {
     seed: u64,
 }
 
@@ -13,7 +13,7 @@ const MASK: u64 = (1 << 48) - 1;
 
 impl JavaRandom {
     /// `new Random(seed)`: the seed is scrambled with the multiplier.
-    pub fn new(seed: i64) -> JavaRandom {
+    pub(crate) fn new(seed: i64) -> JavaRandom {
         JavaRandom {
             seed: (seed as u64 ^ MULTIPLIER) & MASK,
         }
@@ -27,7 +27,7 @@ impl JavaRandom {
 
     /// `nextInt(bound)` for `bound >= 1`: a power of two takes the high bits; any other bound
     /// rejects the draws that would bias the remainder, exactly as Java's loop does.
-    pub fn next_int(&mut self, bound: i32) -> i32 {
+    pub(crate) fn next_int(&mut self, bound: i32) -> i32 {
         let bound = bound.max(1);
         let r = self.next(31);
         let m = bound - 1;

@@ -37,7 +37,7 @@ pub(crate) fn die_with_parent(command: &mut Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn die_with_parent(_command: &mut Command) {}
+fn die_with_parent(_command: &mut Command) {}
 
 /// A command to start, and where its child goes.
 type Request = (Command, Sender<io::Result<Child>>);

@@ -9,31 +9,31 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Storm's (log4j's) level names, as written back.
-pub const LEVELS: [&str; 8] = [
+const LEVELS: [&str; 8] = [
     "ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF",
 ];
 
 /// The levels set for one topology (Storm's `namedLoggerLevels`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct LogConfig {
+pub(crate) struct LogConfig {
     #[serde(rename = "namedLoggerLevels", default)]
-    pub named: BTreeMap<String, LoggerLevel>,
+    named: BTreeMap<String, LoggerLevel>,
 }
 
 /// One logger's setting, with Storm's REST field names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoggerLevel {
-    pub target_level: String,
+struct LoggerLevel {
+    target_level: String,
     /// What the logger returns to: `None` (null) is the level its process started with
     /// (`STORM_LOG`, `warn` by default), the only level this storm returns to.
     #[serde(default)]
-    pub reset_level: Option<String>,
+    reset_level: Option<String>,
     /// Seconds the level holds (0: until changed).
     #[serde(default)]
-    pub timeout: u64,
+    timeout: u64,
     /// When it stops holding, in Unix milliseconds (0: never), as Storm's nimbus sets it.
     #[serde(default)]
-    pub timeout_epoch: u64,
+    timeout_epoch: u64,
 }
 
 /// One change asked for: set a logger's level for a while, or reset it (Storm's `-r`).
@@ -51,7 +51,7 @@ pub enum Change {
 }
 
 impl Change {
-    pub fn logger(&self) -> &str {
+    pub(crate) fn logger(&self) -> &str {
         match self {
             Change::Set { logger, .. } | Change::Reset { logger } => logger,
         }
@@ -59,7 +59,7 @@ impl Change {
 }
 
 /// A Storm level name in upper case, or why it is not one.
-pub fn level(text: &str) -> Result<String, String> {
+pub(crate) fn level(text: &str) -> Result<String, String> {
     let up = text.trim().to_ascii_uppercase();
     if LEVELS.contains(&up.as_str()) {
         Ok(up)
@@ -73,7 +73,7 @@ pub fn level(text: &str) -> Result<String, String> {
 
 /// A logger name this storm can filter on: `ROOT` (everything) or a Rust module path
 /// (`storm`, `storm::runtime::executor`).
-pub fn logger(name: &str) -> Result<String, String> {
+pub(crate) fn logger(name: &str) -> Result<String, String> {
     if name.eq_ignore_ascii_case("ROOT") {
         return Ok("ROOT".into());
     }
@@ -92,7 +92,7 @@ pub fn logger(name: &str) -> Result<String, String> {
 }
 
 /// `storm set_log_level -l LOGGER=LEVEL[:TIMEOUT]` (Storm's syntax; TIMEOUT in seconds).
-pub fn parse_setting(text: &str) -> Result<Change, String> {
+pub(crate) fn parse_setting(text: &str) -> Result<Change, String> {
     let (name, rest) = text.split_once('=').ok_or_else(|| {
         format!("expected LOGGER=LEVEL[:TIMEOUT], e.g. `storm=DEBUG:30`, not `{text}`")
     })?;
@@ -114,7 +114,7 @@ pub fn parse_setting(text: &str) -> Result<Change, String> {
 }
 
 /// `storm set_log_level -r LOGGER`.
-pub fn parse_reset(text: &str) -> Result<Change, String> {
+pub(crate) fn parse_reset(text: &str) -> Result<Change, String> {
     Ok(Change::Reset {
         logger: logger(text.trim())?,
     })
@@ -122,7 +122,7 @@ pub fn parse_reset(text: &str) -> Result<Change, String> {
 
 /// The changes of Storm's REST body `{"namedLoggerLevels": {LOGGER: {"target_level": LEVEL,
 /// "timeout": SECS}}}`; a logger without a target level is reset (Storm's REMOVE).
-pub fn changes_of_body(body: &Value) -> Result<Vec<Change>, String> {
+pub(crate) fn changes_of_body(body: &Value) -> Result<Vec<Change>, String> {
     let named = body
         .get("namedLoggerLevels")
         .and_then(Value::as_object)
@@ -156,12 +156,12 @@ pub fn changes_of_body(body: &Value) -> Result<Vec<Change>, String> {
 }
 
 impl LogConfig {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.named.is_empty()
     }
 
     /// Carry out `changes` at `now_ms` (Unix milliseconds): a set level's timeout starts now.
-    pub fn apply(&mut self, changes: &[Change], now_ms: u64) {
+    pub(crate) fn apply(&mut self, changes: &[Change], now_ms: u64) {
         for c in changes {
             match c {
                 Change::Set {
@@ -191,7 +191,7 @@ impl LogConfig {
     }
 
     /// The settings still holding at `now_ms` (a timed-out one is no longer in effect).
-    pub fn live(&self, now_ms: u64) -> LogConfig {
+    pub(crate) fn live(&self, now_ms: u64) -> LogConfig {
         LogConfig {
             named: self
                 .named
@@ -204,7 +204,7 @@ impl LogConfig {
 
     /// What a log filter installs at `now_ms`: logger, level and the whole seconds left
     /// (rounded up; 0: no timeout), the timed-out ones left out.
-    pub fn directives(&self, now_ms: u64) -> Vec<(String, String, u64)> {
+    pub(crate) fn directives(&self, now_ms: u64) -> Vec<(String, String, u64)> {
         self.live(now_ms)
             .named
             .into_iter()
@@ -219,7 +219,7 @@ impl LogConfig {
     }
 
     /// One line describing the settings, for logs: `storm=DEBUG (10s), ROOT=INFO`.
-    pub fn describe(&self, now_ms: u64) -> String {
+    pub(crate) fn describe(&self, now_ms: u64) -> String {
         let d = self.directives(now_ms);
         if d.is_empty() {
             return "none (every logger at its starting level)".into();
@@ -235,7 +235,7 @@ impl LogConfig {
 }
 
 /// The time now in Unix milliseconds.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 static STATUS_LINE: AtomicBool = AtomicBool::new(false);
 
 /// A progress line was drawn (`true`) or removed (`false`).
-pub fn status_line_drawn(drawn: bool) {
+pub(crate) fn status_line_drawn(drawn: bool) {
     STATUS_LINE.store(drawn, Ordering::Relaxed);
 }
 
 /// Erase a progress line left on the terminal, before an early exit (a closed standard output,
 /// a second Ctrl-C). Safe to call from a signal handler: an atomic load and one write(2) of a
 /// constant, through a `File` that is never dropped (so fd 2 is not closed) and takes no lock.
-pub fn clear_status_line() {
+pub(crate) fn clear_status_line() {
     use std::io::Write;
     use std::os::fd::FromRawFd;
     if !STATUS_LINE.swap(false, Ordering::Relaxed) {
@@ -112,7 +112,7 @@ fn directive_level(storm: &str) -> Option<&'static str> {
 /// (`storm`, `storm::runtime::executor`) or `ROOT` (everything), with a Storm level and a
 /// timeout in seconds (0: none) after which the starting level is back. Refused, changing
 /// nothing, when a name or level cannot be a filter directive.
-pub fn set_named_levels(levels: &[(String, String, u64)]) -> anyhow::Result<()> {
+pub(crate) fn set_named_levels(levels: &[(String, String, u64)]) -> anyhow::Result<()> {
     let Some(l) = LEVELS.get() else {
         anyhow::bail!("logging was not set up in this process");
     };
@@ -226,14 +226,14 @@ fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
 /// Lets one kind of log message through at most once per period, counting the ones held back.
 /// A `static` per kind: `static REFUSED: Throttle = Throttle::new(Duration::from_secs(10));`.
 #[derive(Debug)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     period: Duration,
     last: Mutex<Option<Instant>>,
     held: AtomicU64,
 }
 
 impl Throttle {
-    pub const fn new(period: Duration) -> Throttle {
+    pub(crate) const fn new(period: Duration) -> Throttle {
         Throttle {
             period,
             last: Mutex::new(None),
@@ -243,7 +243,7 @@ impl Throttle {
 
     /// `Some(n)` when a message may be logged now, `n` being how many were held back since the
     /// last one; `None` (and one more held back) otherwise.
-    pub fn allow(&self) -> Option<u64> {
+    pub(crate) fn allow(&self) -> Option<u64> {
         self.allow_at(Instant::now())
     }
 
@@ -263,7 +263,7 @@ impl Throttle {
 }
 
 /// The suffix telling how many messages of the same kind a [`Throttle`] held back.
-pub fn held_back(n: u64) -> String {
+pub(crate) fn held_back(n: u64) -> String {
     if n == 0 {
         String::new()
     } else {

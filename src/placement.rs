@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A worker slot: a supervisor (by id) and one of its ports (Storm's `node+port`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodePort {
-    pub node: String,
-    pub port: u16,
+    pub(crate) node: String,
+    pub(crate) port: u16,
 }
 
 impl std::fmt::Display for NodePort {
@@ -83,7 +83,7 @@ impl Placement {
     }
 
     /// The executors (component, tasks) that worker `w` runs.
-    pub fn executors_of<'p>(
+    pub(crate) fn executors_of<'p>(
         &self,
         plan: &'p Plan,
         w: usize,
@@ -98,7 +98,7 @@ impl Placement {
 
 /// Round-robin: the targets of `items` items in turn, item `i` getting `targets[i % len]`
 /// (nothing when there are no targets).
-pub(crate) fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
+fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item = &T> {
     targets
         .iter()
         .cycle()
@@ -107,14 +107,14 @@ pub(crate) fn round_robin<T>(items: usize, targets: &[T]) -> impl Iterator<Item 
 
 /// A slot offered by a live supervisor: its id, host and one of its ports.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Slot {
-    pub node: String,
-    pub host: String,
-    pub port: u16,
+pub(crate) struct Slot {
+    pub(crate) node: String,
+    pub(crate) host: String,
+    pub(crate) port: u16,
 }
 
 impl Slot {
-    pub fn node_port(&self) -> NodePort {
+    pub(crate) fn node_port(&self) -> NodePort {
         NodePort {
             node: self.node.clone(),
             port: self.port,
@@ -125,8 +125,8 @@ impl Slot {
 /// An executor: a contiguous range of task ids (Storm's `[start-task end-task]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Executor {
-    pub first: u32,
-    pub last: u32,
+    pub(crate) first: u32,
+    last: u32,
 }
 
 impl Executor {
@@ -149,7 +149,7 @@ pub(crate) fn executors_of(plan: &Plan) -> Vec<Executor> {
 /// Where each executor runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Schedule {
-    pub executors: BTreeMap<Executor, NodePort>,
+    executors: BTreeMap<Executor, NodePort>,
 }
 
 impl Schedule {
@@ -191,14 +191,14 @@ impl Schedule {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ScheduleError {
+pub(crate) enum ScheduleError {
     #[error("no worker slots are available for {0} executors (are any supervisors running?)")]
     NoSlots(usize),
 }
 
 /// Something that stopped heart-beating: one worker slot, or a whole supervisor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dead {
+pub(crate) enum Dead {
     Slot(NodePort),
     Supervisor(String),
 }
@@ -275,7 +275,7 @@ pub(crate) fn schedule(
 }
 
 /// [`schedule`] over an explicit executor list (sorted by first task).
-pub(crate) fn schedule_executors(
+fn schedule_executors(
     executors: &[Executor],
     slots: &[Slot],
     workers: u32,

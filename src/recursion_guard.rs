@@ -5,11 +5,11 @@ use std::cell::Cell;
 use std::thread::LocalKey;
 
 /// One level of nesting, released on drop.
-pub struct Level(&'static LocalKey<Cell<usize>>);
+pub(crate) struct Level(&'static LocalKey<Cell<usize>>);
 
 impl Level {
     /// Go one level deeper on `depth`; `None` (and nothing held) past `max` levels.
-    pub fn enter(depth: &'static LocalKey<Cell<usize>>, max: usize) -> Option<Level> {
+    pub(crate) fn enter(depth: &'static LocalKey<Cell<usize>>, max: usize) -> Option<Level> {
         let now = depth.with(|d| {
             d.set(d.get() + 1);
             d.get()

@@ -19,7 +19,7 @@ const SIZE: usize = 24;
 
 /// `CompactString::new(text)`, without the stall for strings shorter than 24 bytes.
 #[inline(always)]
-pub fn word(text: &str) -> CompactString {
+pub(crate) fn word(text: &str) -> CompactString {
     if text.len() < SIZE && layout_matches() {
         let form = inline_form(text.as_bytes());
         // SAFETY: `layout_matches` checked that `CompactString` is 24 bytes and that

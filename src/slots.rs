@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 #[derive(Debug)]
-pub struct Slots<T> {
+pub(crate) struct Slots<T> {
     /// (id, value); `None` when the slot is free.
     slots: Vec<(u64, Option<T>)>,
     free: VecDeque<u32>,
@@ -27,7 +27,7 @@ impl<T> Default for Slots<T> {
 
 impl<T> Slots<T> {
     /// Keep `value` under a fresh id whose high half is `tag` (make it non-zero, so no id is 0).
-    pub fn insert(&mut self, tag: u32, value: T) -> u64 {
+    pub(crate) fn insert(&mut self, tag: u32, value: T) -> u64 {
         let index = match self.free.pop_front() {
             Some(i) => i,
             None => {
@@ -41,14 +41,14 @@ impl<T> Slots<T> {
         id
     }
 
-    pub fn get(&self, id: u64) -> Option<&T> {
+    pub(crate) fn get(&self, id: u64) -> Option<&T> {
         match self.slots.get(id as u32 as usize) {
             Some((held, value)) if *held == id => value.as_ref(),
             _ => None,
         }
     }
 
-    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
         match self.slots.get_mut(id as u32 as usize) {
             Some((held, value)) if *held == id => value.as_mut(),
             _ => None,
@@ -56,7 +56,7 @@ impl<T> Slots<T> {
     }
 
     /// Take the value kept under `id`, freeing its slot.
-    pub fn remove(&mut self, id: u64) -> Option<T> {
+    pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
         let index = id as u32;
         let (held, value) = self.slots.get_mut(index as usize)?;
         if *held != id {
@@ -69,7 +69,7 @@ impl<T> Slots<T> {
     }
 
     /// Take every value with its id (in slot order), leaving the table empty.
-    pub fn drain(&mut self) -> Vec<(u64, T)> {
+    pub(crate) fn drain(&mut self) -> Vec<(u64, T)> {
         self.free.clear();
         self.len = 0;
         std::mem::take(&mut self.slots)
@@ -79,18 +79,18 @@ impl<T> Slots<T> {
     }
 
     /// The ids of the values `pick` selects.
-    pub fn ids_where(&self, mut pick: impl FnMut(&T) -> bool) -> Vec<u64> {
+    pub(crate) fn ids_where(&self, mut pick: impl FnMut(&T) -> bool) -> Vec<u64> {
         self.slots
             .iter()
             .filter_map(|(id, v)| v.as_ref().filter(|v| pick(v)).map(|_| *id))
             .collect()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 }

@@ -77,7 +77,7 @@ impl std::hash::Hash for Value {
 impl Value {
     /// A list of integers as one (saved state reads its times this way); `None` for anything
     /// else.
-    pub fn int_list(&self) -> Option<Vec<i64>> {
+    pub(crate) fn int_list(&self) -> Option<Vec<i64>> {
         let Value::List(l) = self else {
             return None;
         };
@@ -90,12 +90,12 @@ impl Value {
     }
 
     /// A list value.
-    pub fn list(items: Vec<Value>) -> Value {
+    pub(crate) fn list(items: Vec<Value>) -> Value {
         Value::List(Box::new(items))
     }
 
     /// The integer field `name` of a map value (saved state reads its progress this way).
-    pub fn int_field(&self, name: &str) -> Result<i64, String> {
+    pub(crate) fn int_field(&self, name: &str) -> Result<i64, String> {
         match self {
             Value::Map(m) => match m.get(name) {
                 Some(Value::Int(i)) => Ok(*i),
@@ -109,7 +109,7 @@ impl Value {
         Value::Str(CompactString::new(s))
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s.as_str()),
             _ => None,
@@ -117,7 +117,7 @@ impl Value {
     }
 
     /// The number, exact when an integer; `None` for anything else.
-    pub fn as_num(&self) -> Option<numeric::Num> {
+    pub(crate) fn as_num(&self) -> Option<numeric::Num> {
         match self {
             Value::Int(i) => Some(numeric::Num::Int(*i)),
             Value::Float(f) => Some(numeric::Num::Float(*f)),
@@ -125,7 +125,7 @@ impl Value {
         }
     }
 
-    pub fn as_f64(&self) -> Option<f64> {
+    pub(crate) fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Int(i) => Some(*i as f64),
             Value::Float(f) => Some(*f),
@@ -155,7 +155,7 @@ impl Value {
     }
 
     /// Convert to JSON (multilang messages, `--stats`, lists and maps in `stdout`).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         match self {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
@@ -172,7 +172,7 @@ impl Value {
     }
 
     /// The value as `stdout` writes it, on its own.
-    pub fn plain_text(&self) -> String {
+    pub(crate) fn plain_text(&self) -> String {
         let mut s = String::new();
         self.write_plain(&mut s);
         s
@@ -182,7 +182,7 @@ impl Value {
     /// `"42"` matches the integer `42`, and `1.0` prints as `1`), but with every float equal
     /// to an integer written as that integer (`-0.0` as `0`, and inside lists and maps too),
     /// so values equal by `==` have one text.
-    pub fn key_text(&self) -> String {
+    pub(crate) fn key_text(&self) -> String {
         match self {
             Value::Float(_) | Value::List(_) | Value::Map(_) => self.as_key().plain_text(),
             _ => self.plain_text(),
@@ -203,7 +203,7 @@ impl Value {
 
     /// Append this value as `stdout` prints it: strings as they are, numbers in decimal,
     /// null as empty, lists and maps as JSON.
-    pub fn write_plain(&self, out: &mut String) {
+    pub(crate) fn write_plain(&self, out: &mut String) {
         match self {
             Value::Null => {}
             Value::Bool(b) => {
@@ -242,7 +242,7 @@ pub type Values = smallvec::SmallVec<[Value; 1]>;
 /// built elsewhere and then copied in is read back before its stores are done: a
 /// store-forwarding stall).
 #[inline(always)]
-pub fn one_str(s: &str) -> Values {
+pub(crate) fn one_str(s: &str) -> Values {
     let mut values = Values::new();
     if values.capacity() == 0 {
         values.push(Value::Str(crate::short_str::word(s)));
@@ -282,13 +282,13 @@ const _: () = assert!(std::mem::size_of::<Tuple>() == 64);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Anchor {
     /// The root id: the spout tuple's tree, which also picks the acker task.
-    pub root: u64,
+    pub(crate) root: u64,
     /// What acking this tuple sends for `root`: its own edge id, XORed with the edge id of
     /// every tuple since emitted anchored to it. Storm keeps the second part apart, as one
     /// `ackVal` per tuple, and XORs it in at the ack; folding it in here as each edge is
     /// made is the same XOR, and keeps the tuple within a cache line. The receiving
     /// executor alone changes it; on the wire it is the bare edge id.
-    pub ack: std::cell::Cell<u64>,
+    pub(crate) ack: std::cell::Cell<u64>,
 }
 
 impl Anchor {
@@ -301,7 +301,7 @@ impl Anchor {
 }
 
 /// The trees of one tuple: almost always zero or one.
-pub type Anchors = smallvec::SmallVec<[Anchor; 1]>;
+pub(crate) type Anchors = smallvec::SmallVec<[Anchor; 1]>;
 
 impl Tuple {
     pub fn new(values: Values, source_task: u32, stream: StreamId) -> Tuple {
@@ -313,7 +313,7 @@ impl Tuple {
         }
     }
 
-    pub fn is_tick(&self) -> bool {
+    pub(crate) fn is_tick(&self) -> bool {
         self.stream == streams::TICK
     }
 }

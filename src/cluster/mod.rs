@@ -16,5 +16,5 @@ pub(crate) mod worker;
 pub(crate) mod worker_logs;
 
 pub use coordination::tree::SharedTree;
-pub use coordination::znode_store::{CoordinationStore, CreateMode, SessionId, StoreError};
-pub use nimbus::cluster_state::{ClusterError, ClusterState};
+pub use coordination::znode_store::{CoordinationStore, CreateMode, StoreError};
+pub(crate) use nimbus::cluster_state::ClusterError;

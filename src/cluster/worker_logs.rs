@@ -12,37 +12,37 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// The folder under `storm.log.dir` that holds the workers' logs (Storm's name).
-pub const ARTIFACTS: &str = "workers-artifacts";
+const ARTIFACTS: &str = "workers-artifacts";
 /// The current log of a worker.
-pub const WORKER_LOG: &str = "worker.log";
+pub(crate) const WORKER_LOG: &str = "worker.log";
 /// How much of a log `/api/v1/log` and `storm logs` show by default: its last 50 KiB, as
 /// Storm's logviewer does.
-pub const DEFAULT_LENGTH: u64 = 51_200;
+const DEFAULT_LENGTH: u64 = 51_200;
 /// The most one read returns.
-pub const MAX_LENGTH: u64 = 16 * 1024 * 1024;
+const MAX_LENGTH: u64 = 16 * 1024 * 1024;
 
 /// Where and how a supervisor keeps its workers' logs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LogSettings {
+pub(crate) struct LogSettings {
     /// `storm.log.dir/workers-artifacts`, absolute.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// A log past this size is rotated.
-    pub max_bytes: u64,
+    max_bytes: u64,
     /// Rotated files kept (`worker.log.1` … `worker.log.N`); 0 keeps only the current file,
     /// truncated at the size.
-    pub keep: usize,
+    keep: usize,
     /// A topology's folder is removed this long after its last write, once no worker of it
     /// runs here.
-    pub cleanup_age: Duration,
+    cleanup_age: Duration,
     /// How often old folders are looked for.
-    pub cleanup_every: Duration,
+    pub(crate) cleanup_every: Duration,
 }
 
 impl LogSettings {
     /// From `storm.log.dir` (null: `storm.local.dir`/logs, `storm-local/logs` by default),
     /// `worker.log.max.bytes`, `worker.log.keep.files`, `logviewer.cleanup.age.mins` and
     /// `logviewer.cleanup.interval.secs`.
-    pub fn from_config(config: &Config) -> anyhow::Result<LogSettings> {
+    pub(crate) fn from_config(config: &Config) -> anyhow::Result<LogSettings> {
         let dir = artifacts_dir(config);
         std::fs::create_dir_all(&dir)
             .map_err(|e| anyhow::anyhow!("storm.log.dir: cannot create {}: {e}", dir.display()))?;
@@ -60,13 +60,13 @@ impl LogSettings {
     }
 
     /// `workers-artifacts/ID/PORT`.
-    pub fn worker_dir(&self, id: &str, port: u16) -> PathBuf {
+    fn worker_dir(&self, id: &str, port: u16) -> PathBuf {
         self.dir.join(id).join(port.to_string())
     }
 
     /// Send a worker's standard output and error (and its children's) to its log: one pipe
     /// for both, copied by a thread named after the slot until every writer has closed it.
-    pub fn capture(
+    pub(crate) fn capture(
         &self,
         id: &str,
         port: u16,
@@ -100,7 +100,7 @@ impl LogSettings {
 
     /// Remove the topology folders nothing was written to for [`LogSettings::cleanup_age`]
     /// at `now`, but those of `running` topologies. Returns the ids removed.
-    pub fn sweep(&self, now: SystemTime, running: &[String]) -> Vec<String> {
+    pub(crate) fn sweep(&self, now: SystemTime, running: &[String]) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
@@ -148,7 +148,7 @@ fn pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
 
 /// `storm.log.dir/workers-artifacts` as `config` says (null: `storm.local.dir`/logs,
 /// `storm-local/logs` by default), as given (not created, not made absolute).
-pub fn artifacts_dir(config: &Config) -> PathBuf {
+pub(crate) fn artifacts_dir(config: &Config) -> PathBuf {
     let base = match config.get("storm.log.dir").and_then(|v| v.as_str()) {
         Some(d) => PathBuf::from(d),
         None => {
@@ -178,7 +178,7 @@ fn newest_write(dir: &Path) -> Option<SystemTime> {
 
 /// A log file rotated by size: past `max_bytes`, `worker.log.(k)` becomes `worker.log.(k+1)`
 /// (the oldest beyond `keep` removed) and `worker.log` becomes `worker.log.1`.
-pub struct RotatingLog {
+struct RotatingLog {
     path: PathBuf,
     file: std::fs::File,
     written: u64,
@@ -188,7 +188,7 @@ pub struct RotatingLog {
 
 impl RotatingLog {
     /// Open `path` to append (a restarted worker goes on in the same file).
-    pub fn open(path: PathBuf, max_bytes: u64, keep: usize) -> anyhow::Result<RotatingLog> {
+    fn open(path: PathBuf, max_bytes: u64, keep: usize) -> anyhow::Result<RotatingLog> {
         let file = append(&path)?;
         let written = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(RotatingLog {
@@ -202,7 +202,7 @@ impl RotatingLog {
 
     /// Write `bytes`, rotating first when they would take the file past its size (a chunk
     /// larger than the size goes whole into a fresh file).
-    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if self.written > 0 && self.written + bytes.len() as u64 > self.max_bytes {
             self.rotate()?;
         }
@@ -248,7 +248,7 @@ fn append(path: &Path) -> anyhow::Result<std::fs::File> {
 
 /// Why a log cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum LogError {
+pub(crate) enum LogError {
     /// The name is not a worker log's (`TOPOLOGY-ID/PORT/worker.log[.N]`).
     #[error("{0}")]
     Refused(String),
@@ -258,7 +258,7 @@ pub enum LogError {
 
 /// The relative path a log's name stands for, when it names a worker log and nothing else:
 /// `TOPOLOGY-ID/PORT/worker.log` or a rotated `worker.log.N`.
-pub fn log_path(file: &str) -> Result<PathBuf, LogError> {
+pub(crate) fn log_path(file: &str) -> Result<PathBuf, LogError> {
     let refuse = || {
         LogError::Refused(format!(
             "`{file}` is not a worker log: name one as TOPOLOGY-ID/PORT/worker.log (or a \
@@ -288,17 +288,17 @@ pub fn log_path(file: &str) -> Result<PathBuf, LogError> {
 
 /// A piece of a log: `length` bytes from `start`, of a file of `size` bytes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct LogChunk {
-    pub start: u64,
-    pub length: u64,
-    pub size: u64,
+pub(crate) struct LogChunk {
+    start: u64,
+    length: u64,
+    size: u64,
     /// The bytes as text (invalid UTF-8 replaced).
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// Read `length` bytes (default [`DEFAULT_LENGTH`], at most [`MAX_LENGTH`]) from `start`
 /// (default: the last `length` bytes) of `path`.
-pub fn read_chunk(
+pub(crate) fn read_chunk(
     path: &Path,
     start: Option<u64>,
     length: Option<u64>,

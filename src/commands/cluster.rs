@@ -157,7 +157,7 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     super::signals::on_stop_signals(super::signals::Second::SetsTheFlag)
 }
 
-pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
+pub(crate) fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
     let config = match daemon_config(&a.config) {
         Ok(c) => c,
         Err(s) => return Ok(s),
@@ -195,7 +195,7 @@ pub fn nimbus(a: NimbusArgs) -> anyhow::Result<Status> {
 }
 
 /// A secret given with `-c` reaches worker processes through their environment.
-pub fn secret_env(config: &Config) -> Vec<(String, String)> {
+pub(crate) fn secret_env(config: &Config) -> Vec<(String, String)> {
     config
         .get("storm.cluster.secret")
         .and_then(|v| v.as_str())
@@ -204,7 +204,7 @@ pub fn secret_env(config: &Config) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
+pub(crate) fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
     let config = match daemon_config(&a.config) {
         Ok(c) => c,
         Err(s) => return Ok(s),
@@ -247,7 +247,7 @@ pub fn supervisor(a: SupervisorArgs) -> anyhow::Result<Status> {
 
 /// What `storm submit` and `storm run --processes` send: the file's text as written, its
 /// absolute path (for relative commands and files), and the `-c` overrides.
-pub fn submission(
+pub(crate) fn submission(
     source: &TopologySource,
     overrides: &[String],
     home: Option<String>,
@@ -277,7 +277,7 @@ pub fn submission(
 
 /// Pack the multilang resources of a topology read from a file into its submission, so any
 /// worker can run its shell components (`cluster::protocol::multilang_files`); `-e` topologies ship nothing.
-pub fn ship_resources(
+pub(crate) fn ship_resources(
     sub: &mut Submission,
     source: &TopologySource,
     topology: &crate::model::Topology,
@@ -289,7 +289,7 @@ pub fn ship_resources(
     Ok(())
 }
 
-pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
+pub(crate) fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
     let opts = LoadOptions {
         overrides: a.config.overrides.clone(),
         filter: a.source.filter.clone(),
@@ -317,7 +317,7 @@ pub fn submit(a: SubmitArgs) -> anyhow::Result<Status> {
 }
 
 /// `storm list` as a table: name, id, status, workers, uptime.
-pub fn render_list(rows: &[TopologySummary]) -> String {
+fn render_list(rows: &[TopologySummary]) -> String {
     let mut table = vec![[
         "NAME".to_string(),
         "ID".to_string(),
@@ -350,7 +350,7 @@ pub fn render_list(rows: &[TopologySummary]) -> String {
     out
 }
 
-pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
+pub(crate) fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
     let nimbus = match client_nimbus(a.nimbus.as_deref(), &a.config) {
         Ok(n) => n,
         Err(s) => return Ok(s),
@@ -366,7 +366,7 @@ pub fn list(a: NimbusAddrArgs) -> anyhow::Result<Status> {
 
 /// `storm remoteconfvalue KEY`: `KEY: VALUE` from nimbus's own configuration; a key nimbus
 /// does not have is an error.
-pub fn remote_conf_value(a: crate::cli::RemoteConfValueArgs) -> anyhow::Result<Status> {
+pub(crate) fn remote_conf_value(a: crate::cli::RemoteConfValueArgs) -> anyhow::Result<Status> {
     let nimbus = match client_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
         Ok(n) => n,
         Err(s) => return Ok(s),
@@ -383,7 +383,7 @@ pub fn remote_conf_value(a: crate::cli::RemoteConfValueArgs) -> anyhow::Result<S
 /// `storm get-errors NAME`: Storm's answer, `{"Topology Name": NAME, "Comp-Errors": {COMPONENT:
 /// LAST ERROR}}`, from the errors nimbus keeps under `/taskerrors` (the latest of each
 /// component's tasks).
-pub fn get_errors(a: crate::cli::GetErrorsArgs) -> anyhow::Result<Status> {
+pub(crate) fn get_errors(a: crate::cli::GetErrorsArgs) -> anyhow::Result<Status> {
     let nimbus = match client_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
         Ok(n) => n,
         Err(s) => return Ok(s),
@@ -443,7 +443,7 @@ fn last_errors(
         .collect()
 }
 
-pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
+pub(crate) fn kill(a: KillArgs) -> anyhow::Result<Status> {
     let request = Request::Kill {
         name: a.name.clone(),
         wait_secs: a.wait,
@@ -461,7 +461,7 @@ pub fn kill(a: KillArgs) -> anyhow::Result<Status> {
 }
 
 /// `storm activate NAME` / `storm deactivate NAME`, through nimbus or a UI.
-pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
+pub(crate) fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
     let verb = if active { "activate" } else { "deactivate" };
     let id = if let Some(ui) = &a.target.ui {
         let path = format!("/api/v1/topology/{}/{verb}", super::ui::encode(&a.name));
@@ -486,7 +486,7 @@ pub fn set_active(a: OperationArgs, active: bool) -> anyhow::Result<Status> {
 /// `storm rebalance NAME [-w SECS] [-n N] [-e COMPONENT=PARALLELISM]...`, through nimbus or
 /// a UI (a local run's, `storm run --ui`, or nimbus's). Without `-w` the wait is the
 /// topology's message timeout.
-pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
+pub(crate) fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
     let Some(ui) = &a.target.ui else {
         let request = Request::Rebalance {
             name: a.name.clone(),
@@ -537,7 +537,7 @@ pub fn rebalance(a: RebalanceArgs) -> anyhow::Result<Status> {
     Ok(Status::Success)
 }
 
-pub fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
+pub(crate) fn worker(a: WorkerArgs) -> anyhow::Result<Status> {
     // Whatever a multilang child detached ends with the worker.
     let _reaper = super::reaper::Reaper::start();
     let nimbus = nimbus_client(&a.nimbus, &[]);

@@ -14,7 +14,7 @@ pub fn script(shell: clap_complete::Shell) -> Vec<u8> {
     buf
 }
 
-pub fn run(args: CompletionsArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(args: CompletionsArgs) -> anyhow::Result<Status> {
     let buf = script(args.shell);
     let mut out = std::io::stdout().lock();
     match out.write_all(&buf).and_then(|()| out.flush()) {

@@ -38,7 +38,7 @@ fn hide_url_passwords(value: &serde_json::Value) -> serde_json::Value {
 
 /// One line per key: `KEY = VALUE  (ORIGIN)`, keys sorted, columns aligned; a key not obeyed
 /// here ends with its class.
-pub fn render(config: &Config) -> String {
+fn render(config: &Config) -> String {
     render_only(config, |_| true)
 }
 
@@ -76,7 +76,7 @@ fn render_only(config: &Config, keep: impl Fn(&str) -> bool) -> String {
         .collect()
 }
 
-pub fn run(args: ConfigArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(args: ConfigArgs) -> anyhow::Result<Status> {
     let config = match &args.file {
         Some(file) => {
             let opts = LoadOptions {

@@ -5,7 +5,7 @@ use crate::cli::{GraphArgs, GraphFormat};
 use crate::topology::{graph, LoadOptions};
 use std::io::Write;
 
-pub fn run(args: GraphArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(args: GraphArgs) -> anyhow::Result<Status> {
     let opts = LoadOptions {
         overrides: args.config.overrides.clone(),
         filter: args.source.filter.clone(),

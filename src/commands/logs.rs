@@ -11,7 +11,7 @@ use crate::cluster::worker_logs::{LogChunk, WORKER_LOG};
 use std::collections::BTreeSet;
 use std::io::Write;
 
-pub fn run(a: LogsArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(a: LogsArgs) -> anyhow::Result<Status> {
     let nimbus = match client_nimbus(a.target.nimbus.as_deref(), &a.target.config) {
         Ok(n) => n,
         Err(s) => return Ok(s),

@@ -4,23 +4,23 @@
 use crate::cli::{Cli, Command, StateCommand, ZkCommand};
 use std::process::ExitCode;
 
-pub(crate) mod cluster;
+mod cluster;
 pub mod completions;
-pub(crate) mod config;
-pub(crate) mod graph;
-pub(crate) mod logs;
-pub(crate) mod monitor;
-pub(crate) mod progress;
-pub(crate) mod reaper;
-pub(crate) mod run;
-pub(crate) mod set_log_level;
-pub(crate) mod signals;
-pub(crate) mod state;
-pub(crate) mod storm_cli;
-pub(crate) mod top;
-pub(crate) mod ui;
-pub(crate) mod validate;
-pub(crate) mod zk;
+mod config;
+mod graph;
+mod logs;
+mod monitor;
+mod progress;
+mod reaper;
+mod run;
+mod set_log_level;
+mod signals;
+mod state;
+mod storm_cli;
+mod top;
+mod ui;
+mod validate;
+mod zk;
 
 /// The exit status of a command that ran to its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +83,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
 /// Load the topology a command names (a file, or `-e` DSL text). On failure the reason is
 /// printed on stderr (diagnostics rendered against the source) and the exit status returned;
 /// on success its warnings are printed on stderr when `show_warnings`.
-pub(crate) fn load_topology(
+fn load_topology(
     file: Option<&std::path::Path>,
     expr: Option<&str>,
     opts: &crate::topology::LoadOptions,

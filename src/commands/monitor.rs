@@ -100,7 +100,7 @@ fn sample(ui: &str, path: &str, stream: &str) -> anyhow::Result<(Value, Sample)>
     Ok((page, s))
 }
 
-pub fn run(a: MonitorArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(a: MonitorArgs) -> anyhow::Result<Status> {
     let ui = match ui_address(&a) {
         Ok(u) => u,
         Err(s) => return Ok(s),

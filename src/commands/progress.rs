@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
     started: Instant,
     /// Not a terminal (`--progress always` into a file or pipe): a plain line every second.
@@ -17,7 +17,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new() -> Progress {
+    pub(crate) fn new() -> Progress {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
         bar.set_style(
             ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
@@ -34,7 +34,7 @@ impl Progress {
     }
 
     /// Redraw from the live counters of every spout task.
-    pub fn update(&self, stats: &BTreeMap<u32, (String, Arc<TaskStats>)>) {
+    pub(crate) fn update(&self, stats: &BTreeMap<u32, (String, Arc<TaskStats>)>) {
         let mut per: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
         for (component, s) in stats.values() {
             let total = s.progress_total.load(Ordering::Relaxed);
@@ -76,7 +76,7 @@ impl Progress {
         self.bar.tick();
     }
 
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         self.bar.finish_and_clear();
         crate::logging::status_line_drawn(false);
     }

@@ -8,7 +8,7 @@ use crate::cli::SetLogLevelArgs;
 use crate::cluster::protocol::rpc::Request;
 use crate::log_config::{now_ms, Change, LogConfig};
 
-pub fn run(a: SetLogLevelArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(a: SetLogLevelArgs) -> anyhow::Result<Status> {
     let changes: Vec<Change> = a.set.iter().chain(&a.reset).cloned().collect();
     let (id, config) = match &a.target.ui {
         Some(ui) => through_ui(ui, &a, &changes)?,

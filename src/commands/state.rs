@@ -8,12 +8,12 @@ use crate::tuple::Value;
 use anyhow::Context;
 use std::io::{BufRead, IsTerminal, Write};
 
-pub fn ls(args: StateDirArgs) -> anyhow::Result<Status> {
+pub(crate) fn ls(args: StateDirArgs) -> anyhow::Result<Status> {
     let contents = dir::read(&args.dir)?;
     write_out(&render_ls(&args.dir, &contents))
 }
 
-pub fn dump(args: StateDumpArgs) -> anyhow::Result<Status> {
+pub(crate) fn dump(args: StateDumpArgs) -> anyhow::Result<Status> {
     let contents = dir::read(&args.dir)?;
     let text = match args.format {
         TreeFormat::Text => render_dump_text(&contents),
@@ -22,7 +22,7 @@ pub fn dump(args: StateDumpArgs) -> anyhow::Result<Status> {
     write_out(&text)
 }
 
-pub fn clear(args: StateClearArgs) -> anyhow::Result<Status> {
+pub(crate) fn clear(args: StateClearArgs) -> anyhow::Result<Status> {
     dir::check(&args.dir).context("not removing it")?;
     if !args.yes {
         if !std::io::stdin().is_terminal() {

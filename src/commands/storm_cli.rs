@@ -7,7 +7,7 @@ use crate::cli::{ConfValueArgs, JarArgs};
 use crate::config::layers;
 
 /// `storm jar`: no JVM runs here. One line saying what to use instead; usage status (2).
-pub fn jar(args: &JarArgs) -> Status {
+pub(crate) fn jar(args: &JarArgs) -> Status {
     let what = args.args.first().map_or("a jar", String::as_str);
     crate::stderr_println!(
         "error: storm jar: {what} is JVM code and this storm runs no JVM; describe the topology \
@@ -18,7 +18,7 @@ pub fn jar(args: &JarArgs) -> Status {
 }
 
 /// `storm version`: the version, and what this storm is.
-pub fn version() -> Status {
+pub(crate) fn version() -> Status {
     println!(
         "storm {} (a Rust implementation of Apache Storm's model: Flux YAML, multilang, \
          nimbus and supervisors; no JVM)",
@@ -29,7 +29,7 @@ pub fn version() -> Status {
 
 /// `storm localconfvalue KEY`: `KEY: VALUE` (the value as JSON) from the local layers; a key
 /// that is not set is an error, never a made-up value. Secrets are never printed.
-pub fn local_conf_value(args: &ConfValueArgs) -> Status {
+pub(crate) fn local_conf_value(args: &ConfValueArgs) -> Status {
     let config = match layers::cluster_config(&args.config.overrides) {
         Ok(c) => c,
         Err(errors) => {

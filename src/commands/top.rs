@@ -155,7 +155,7 @@ fn pick_topology(ui: &str, wanted: Option<&str>) -> anyhow::Result<String> {
     }
 }
 
-pub fn run(a: TopArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(a: TopArgs) -> anyhow::Result<Status> {
     anyhow::ensure!(
         a.interval.is_finite() && a.interval >= 0.1,
         "--interval must be at least 0.1 seconds (got {})",

@@ -11,7 +11,7 @@ use crate::ui::server::{self, UiServer};
 use std::sync::Arc;
 
 /// The token that guards the UI's POSTs: `ui.token`, else the cluster secret.
-pub fn ui_token(config: &Config) -> Option<String> {
+pub(crate) fn ui_token(config: &Config) -> Option<String> {
     ["ui.token", "storm.cluster.secret"]
         .iter()
         .filter_map(|k| config.get(k).and_then(|v| v.as_str()))
@@ -25,7 +25,7 @@ pub fn ui_token(config: &Config) -> Option<String> {
 }
 
 /// Serve the UI of a local run at `addr`; says where on stderr.
-pub fn serve_local(
+pub(crate) fn serve_local(
     addr: &str,
     topology: Arc<Topology>,
     running: &Running,
@@ -42,7 +42,7 @@ pub fn serve_local(
 }
 
 /// Serve the UI of a cluster at `addr` (the worker processes of `storm run --processes`).
-pub fn serve_cluster(
+pub(crate) fn serve_cluster(
     nimbus: &Arc<Nimbus>,
     addr: &str,
     config: &Config,
@@ -55,7 +55,7 @@ pub fn serve_cluster(
 
 /// Serve nimbus's UI at `ui.host:ui.port` (default 127.0.0.1:8080). Nimbus runs on without it
 /// when the port is taken (a warning says so).
-pub fn serve_nimbus(nimbus: &Arc<Nimbus>, config: &Config) -> Option<UiServer> {
+pub(crate) fn serve_nimbus(nimbus: &Arc<Nimbus>, config: &Config) -> Option<UiServer> {
     let host = config
         .get("ui.host")
         .and_then(|v| v.as_str())
@@ -78,7 +78,7 @@ pub fn serve_nimbus(nimbus: &Arc<Nimbus>, config: &Config) -> Option<UiServer> {
 }
 
 /// A path segment with the characters a URL path cannot hold escaped.
-pub fn encode(segment: &str) -> String {
+pub(crate) fn encode(segment: &str) -> String {
     segment
         .bytes()
         .map(|b| match b {
@@ -92,7 +92,7 @@ pub fn encode(segment: &str) -> String {
 
 /// `storm tap NAME COMPONENT`: the component's emits as JSON lines on stdout, until the run
 /// ends (or the reader of stdout goes away).
-pub fn tap(a: TapArgs) -> anyhow::Result<Status> {
+pub(crate) fn tap(a: TapArgs) -> anyhow::Result<Status> {
     anyhow::ensure!(
         a.sample > 0.0 && a.sample <= 1.0,
         "--sample must be above 0 and at most 1 (got {})",

@@ -7,7 +7,7 @@ use crate::syntax::diag::{json_all, render_all, Diagnostic, Severity, Source};
 use crate::topology::{load_file, load_inline, LoadError, LoadOptions, Loaded};
 use std::io::Write;
 
-pub fn run(args: ValidateArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<Status> {
     let opts = LoadOptions {
         overrides: args.config.overrides.clone(),
         filter: args.filter.clone(),

@@ -14,7 +14,7 @@ use crate::topology::LoadOptions;
 use anyhow::Context;
 use std::io::Write;
 
-pub fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
+pub(crate) fn dump(args: ZkDumpArgs) -> anyhow::Result<Status> {
     if let Some(addr) = &args.nimbus {
         // The live tree, printed by nimbus in the simulated dump's format.
         let request = crate::cluster::protocol::rpc::Request::Dump {
@@ -122,7 +122,7 @@ fn tree_text(
 }
 
 /// Simulate the cluster at `fixed_time` (or now) and print its tree in `format`.
-pub fn render(
+fn render(
     topology: &Topology,
     supervisors: &[SimSupervisor],
     fixed_time: Option<u64>,

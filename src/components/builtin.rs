@@ -6,7 +6,7 @@
 
 use super::{Bolt, CheckpointParticipant, Spout};
 use crate::expr::Type;
-pub use crate::model::ComponentKind;
+pub(crate) use crate::model::ComponentKind;
 
 pub(crate) mod by_role;
 use crate::model::{Component, Stream};
@@ -43,7 +43,7 @@ pub enum DefaultGrouping {
 
 /// What a built-in's argument must look like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArgShape {
+pub(crate) enum ArgShape {
     Fields,
     Text,
     Number,
@@ -65,57 +65,57 @@ pub enum ArgShape {
 /// One argument of a built-in: its name and shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Arg {
-    pub name: &'static str,
-    pub shape: ArgShape,
+    pub(crate) name: &'static str,
+    pub(crate) shape: ArgShape,
 }
 
 /// An argument (short to write in argument tables).
-pub const fn arg(name: &'static str, shape: ArgShape) -> Arg {
+pub(crate) const fn arg(name: &'static str, shape: ArgShape) -> Arg {
     Arg { name, shape }
 }
 
 /// The default stream's fields: `Ready(None)` for a sink, `Wait` until the input is known.
-pub type Fields = Option<Option<Vec<String>>>;
+pub(crate) type Fields = Option<Option<Vec<String>>>;
 
 /// A component as written, for a built-in's own checks: where to report, and what it needs.
 pub struct Written<'a> {
-    pub rc: &'a RawComponent,
-    pub kind: ComponentKind,
-    pub parallelism: u32,
-    pub tasks: u32,
+    pub(crate) rc: &'a RawComponent,
+    pub(crate) kind: ComponentKind,
+    pub(crate) parallelism: u32,
+    pub(crate) tasks: u32,
     /// The topology file's folder (relative paths are relative to it).
-    pub base_dir: &'a Path,
+    pub(crate) base_dir: &'a Path,
     /// The source text the spans point into.
-    pub text: &'a str,
-    pub diags: &'a mut Vec<Diagnostic>,
+    pub(crate) text: &'a str,
+    pub(crate) diags: &'a mut Vec<Diagnostic>,
 }
 
 impl<'a> Written<'a> {
     /// Report an error; the result takes a `help`.
-    pub fn error(&mut self, message: impl Into<String>, span: Span) -> &mut Diagnostic {
+    pub(crate) fn error(&mut self, message: impl Into<String>, span: Span) -> &mut Diagnostic {
         self.diags.push(Diagnostic::error(message, span));
         let last = self.diags.len() - 1;
         &mut self.diags[last]
     }
 
     /// An argument as written.
-    pub fn arg(&self, key: &str) -> Option<&'a Spanned<RawValue>> {
+    pub(crate) fn arg(&self, key: &str) -> Option<&'a Spanned<RawValue>> {
         let rc: &'a RawComponent = self.rc;
         rc.args.as_ref().and_then(|a| a.value.get(key))
     }
 
     /// Where the type is written (else the whole component).
-    pub fn at_type(&self) -> Span {
+    pub(crate) fn at_type(&self) -> Span {
         self.rc.ctype.as_ref().map_or(self.rc.span, |t| t.span)
     }
 
     /// Where an argument is written, else where the type is.
-    pub fn arg_span(&self, key: &str) -> Span {
+    pub(crate) fn arg_span(&self, key: &str) -> Span {
         self.arg(key).map_or(self.at_type(), |v| v.span)
     }
 
     /// The arguments as JSON (empty when absent or not a map).
-    pub fn args_json(&self) -> serde_json::Map<String, serde_json::Value> {
+    pub(crate) fn args_json(&self) -> serde_json::Map<String, serde_json::Value> {
         match self.rc.args.as_ref().map(|a| a.value.to_json()) {
             Some(serde_json::Value::Object(m)) => m,
             _ => serde_json::Map::new(),
@@ -126,10 +126,10 @@ impl<'a> Written<'a> {
 /// What the checks that need the input see: the fields and types of the first stream into the
 /// component, and the whole wiring (a `join` reads several inputs).
 pub struct Input<'a> {
-    pub fields: Option<&'a [String]>,
-    pub types: &'a [Type],
-    pub streams: &'a [Stream],
-    pub by_id: &'a HashMap<&'a str, &'a Component>,
+    pub(crate) fields: Option<&'a [String]>,
+    pub(crate) types: &'a [Type],
+    pub(crate) streams: &'a [Stream],
+    pub(crate) by_id: &'a HashMap<&'a str, &'a Component>,
 }
 
 /// A built-in component type. Everything but `name`, `summary` and `roles` has a default: a
@@ -289,28 +289,28 @@ pub trait Builtin: Sync + 'static {
 
 /// What the type rules see: the component, as written, its input's fields and types.
 pub struct TypeCx<'a> {
-    pub source: &'a str,
-    pub c: &'a Component,
-    pub rc: &'a RawComponent,
+    pub(crate) source: &'a str,
+    pub(crate) c: &'a Component,
+    pub(crate) rc: &'a RawComponent,
     /// Its default stream's fields.
-    pub fields: &'a [String],
-    pub input: Option<(&'a [String], &'a [Type])>,
+    pub(crate) fields: &'a [String],
+    pub(crate) input: Option<(&'a [String], &'a [Type])>,
 }
 
 impl TypeCx<'_> {
     /// Every field of unknown type.
-    pub fn any(&self) -> Vec<Type> {
+    fn any(&self) -> Vec<Type> {
         vec![Type::Any; self.fields.len()]
     }
 
     /// Every field of type `t`.
-    pub fn all(&self, t: Type) -> Vec<Type> {
+    pub(crate) fn all(&self, t: Type) -> Vec<Type> {
         vec![t; self.fields.len()]
     }
 }
 
 /// The names in an argument that is one name or a list, each with where it is written.
-pub fn field_items(v: &Spanned<RawValue>) -> Vec<(String, Span)> {
+pub(crate) fn field_items(v: &Spanned<RawValue>) -> Vec<(String, Span)> {
     let list: Vec<&Spanned<RawValue>> = match &v.value {
         RawValue::List(items) => items.iter().collect(),
         _ => vec![v],
@@ -321,7 +321,7 @@ pub fn field_items(v: &Spanned<RawValue>) -> Vec<(String, Span)> {
 }
 
 /// A list of strings out of a JSON argument.
-pub fn strings(v: Option<&serde_json::Value>) -> Option<Vec<String>> {
+pub(crate) fn strings(v: Option<&serde_json::Value>) -> Option<Vec<String>> {
     let list = v?.as_array()?;
     Some(
         list.iter()
@@ -331,13 +331,13 @@ pub fn strings(v: Option<&serde_json::Value>) -> Option<Vec<String>> {
 }
 
 /// One field named `f`, ready.
-pub fn one_field(f: &str) -> Fields {
+pub(crate) fn one_field(f: &str) -> Fields {
     Some(Some(vec![f.to_string()]))
 }
 
 impl ArgShape {
     /// What is wrong with `v` for this shape, if anything.
-    pub fn problem(&self, v: &RawValue) -> Option<String> {
+    pub(crate) fn problem(&self, v: &RawValue) -> Option<String> {
         if self.accepts(v) {
             return None;
         }

@@ -6,12 +6,16 @@ use crate::model::Component;
 use std::path::Path;
 
 /// A spout instance for one task, as its type builds it.
-pub fn spout(c: &Component, task_index: u32, base_dir: &Path) -> anyhow::Result<Box<dyn Spout>> {
+pub(crate) fn spout(
+    c: &Component,
+    task_index: u32,
+    base_dir: &Path,
+) -> anyhow::Result<Box<dyn Spout>> {
     c.ctype.spout(c, task_index, base_dir)
 }
 
 /// A bolt instance for one task, as its type builds it: plain, or taking part in checkpoints.
-pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<BoltInstance> {
+pub(crate) fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<BoltInstance> {
     match c.ctype.checkpointed_bolt(c, base_dir) {
         Some(participant) => participant.map(BoltInstance::Participant),
         None => c.ctype.bolt(c, base_dir).map(BoltInstance::Plain),
@@ -20,7 +24,7 @@ pub fn bolt(c: &Component, base_dir: &Path) -> anyhow::Result<BoltInstance> {
 
 /// Where each of `names` is among the fields of the first stream into the task's component;
 /// an error names the component and the missing field.
-pub fn input_positions<S: AsRef<str>>(
+pub(crate) fn input_positions<S: AsRef<str>>(
     ctx: &TaskContext,
     names: &[S],
 ) -> anyhow::Result<Vec<usize>> {
@@ -39,7 +43,7 @@ pub fn input_positions<S: AsRef<str>>(
 
 /// The id of the task's component's output stream `name`, when a stream from the component
 /// reads it (`errors` of `parse`, `late` of a windowed `aggregate`): unwired, nothing is sent.
-pub fn wired_stream(ctx: &TaskContext, name: &str) -> Option<crate::model::plan::StreamId> {
+pub(crate) fn wired_stream(ctx: &TaskContext, name: &str) -> Option<crate::model::plan::StreamId> {
     ctx.topology
         .outputs_of(&ctx.component)
         .any(|s| s.stream == name)
@@ -49,7 +53,7 @@ pub fn wired_stream(ctx: &TaskContext, name: &str) -> Option<crate::model::plan:
 
 /// The fields of the first stream into the task's component (what pass-through bolts emit and
 /// what `args.field`-style arguments name).
-pub fn input_fields(ctx: &TaskContext) -> Vec<String> {
+pub(crate) fn input_fields(ctx: &TaskContext) -> Vec<String> {
     ctx.topology
         .inputs_of(&ctx.component)
         .find_map(|s| {

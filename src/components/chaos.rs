@@ -11,7 +11,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
 
-pub struct Chaos {
+struct Chaos {
     fail: f64,
     drop: f64,
     delay: Option<Duration>,
@@ -22,7 +22,7 @@ pub struct Chaos {
 }
 
 impl Chaos {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Chaos {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> Chaos {
         let frac = |k: &str| {
             args.get(k)
                 .and_then(|v| v.as_f64())
@@ -76,7 +76,7 @@ impl Bolt for Chaos {
 }
 
 /// The `chaos` built-in.
-pub struct ChaosType;
+pub(crate) struct ChaosType;
 
 impl b::Builtin for ChaosType {
     fn name(&self) -> &'static str {

@@ -9,18 +9,18 @@ use std::time::{Duration, Instant};
 static COMMITTED: AtomicU64 = AtomicU64::new(0);
 
 /// Checkpoint `txid` committed.
-pub fn checkpoint_committed(txid: u64) {
+pub(crate) fn checkpoint_committed(txid: u64) {
     COMMITTED.fetch_max(txid, Ordering::SeqCst);
 }
 
 /// The last checkpoint known committed here (0: none yet).
-pub fn last() -> u64 {
+pub(crate) fn last() -> u64 {
     COMMITTED.load(Ordering::SeqCst)
 }
 
 /// Wait until checkpoint `txid` (or a later one) committed; `false` when it did not within
 /// `timeout`.
-pub fn wait_for(txid: u64, timeout: Duration) -> bool {
+pub(crate) fn wait_for(txid: u64, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     while last() < txid {
         if Instant::now() > deadline {

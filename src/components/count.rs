@@ -447,7 +447,7 @@ impl Count {
 }
 
 /// The `count` built-in.
-pub struct CountType;
+pub(crate) struct CountType;
 
 impl b::Builtin for CountType {
     fn name(&self) -> &'static str {

@@ -73,7 +73,7 @@ enum Window {
     Count(u64),
 }
 
-pub struct Dedupe {
+struct Dedupe {
     key_names: Vec<String>,
     /// Positions of the key fields (empty: the whole tuple).
     keys: Vec<usize>,
@@ -96,7 +96,7 @@ fn key_bytes(key: &Values) -> u64 {
 }
 
 impl Dedupe {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Dedupe> {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Dedupe> {
         let key_names = match args.get("key") {
             None => Vec::new(),
             Some(serde_json::Value::String(s)) => vec![s.clone()],
@@ -138,7 +138,7 @@ impl Dedupe {
     }
 
     /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
-    pub fn with_state(mut self, stateful: bool) -> Dedupe {
+    fn with_state(mut self, stateful: bool) -> Dedupe {
         self.changed = stateful.then(Changed::default);
         if let Memory::Exact(set) = &mut self.memory {
             set.track_changes(stateful);
@@ -358,7 +358,7 @@ impl Dedupe {
 }
 
 /// The `dedupe` built-in.
-pub struct DedupeType;
+pub(crate) struct DedupeType;
 
 impl b::Builtin for DedupeType {
     fn name(&self) -> &'static str {

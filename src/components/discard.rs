@@ -5,7 +5,7 @@ use super::{Bolt, BoltCollector};
 use crate::tuple::Tuple;
 
 #[derive(Default)]
-pub struct Discard;
+struct Discard;
 
 impl Bolt for Discard {
     fn execute(&mut self, _input: &Tuple, _out: &mut dyn BoltCollector) -> anyhow::Result<()> {
@@ -14,7 +14,7 @@ impl Bolt for Discard {
 }
 
 /// The `discard` built-in.
-pub struct DiscardType;
+pub(crate) struct DiscardType;
 
 impl b::Builtin for DiscardType {
     fn name(&self) -> &'static str {

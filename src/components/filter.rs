@@ -8,13 +8,13 @@ use crate::expr::Compiled;
 use crate::model::plan::streams;
 use crate::tuple::Tuple;
 
-pub struct Filter {
+struct Filter {
     source: String,
     compiled: Option<Compiled>,
 }
 
 impl Filter {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Filter {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> Filter {
         Filter {
             source: args
                 .get("where")
@@ -54,7 +54,7 @@ impl Bolt for Filter {
 }
 
 /// The `filter` built-in.
-pub struct FilterType;
+pub(crate) struct FilterType;
 
 impl b::Builtin for FilterType {
     fn name(&self) -> &'static str {

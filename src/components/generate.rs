@@ -13,9 +13,9 @@ use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
 /// Words for random tuples (Storm's TestWordSpout list, and a few more).
-pub const WORDS: &[&str] = &["nathan", "mike", "jackson", "golda", "bertels"];
+pub(crate) const WORDS: &[&str] = &["nathan", "mike", "jackson", "golda", "bertels"];
 
-pub struct Generate {
+struct Generate {
     count: Option<u64>,
     values: Vec<Values>,
     rate: Option<f64>,
@@ -33,7 +33,7 @@ pub struct Generate {
 }
 
 impl Generate {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>, task_index: u32) -> Generate {
+    fn new(args: &serde_json::Map<String, serde_json::Value>, task_index: u32) -> Generate {
         let values = args
             .get("values")
             .and_then(|v| v.as_array())
@@ -208,7 +208,7 @@ mod position {
 }
 
 /// The `generate` built-in.
-pub struct GenerateType;
+pub(crate) struct GenerateType;
 
 impl b::Builtin for GenerateType {
     fn name(&self) -> &'static str {

@@ -9,7 +9,7 @@ use crate::tuple::Value;
 use std::collections::VecDeque;
 
 /// What a sink holds, and how it is saved in a checkpoint.
-pub trait Item: Sized {
+pub(crate) trait Item: Sized {
     /// The error when saved items cannot be read back.
     const UNREADABLE: &'static str;
     fn to_value(&self) -> Value;
@@ -17,14 +17,14 @@ pub trait Item: Sized {
 }
 
 /// A checkpoint's items under the sink's number.
-pub type Numbered<T> = (u64, Vec<T>);
+pub(crate) type Numbered<T> = (u64, Vec<T>);
 
 #[derive(Debug)]
-pub struct Held<T> {
+pub(crate) struct Held<T> {
     /// The items of the inputs since the last checkpoint was saved.
-    pub open: Vec<T>,
+    pub(crate) open: Vec<T>,
     /// The sink's number of its last saved checkpoint.
-    pub saved: u64,
+    pub(crate) saved: u64,
     /// The items saved with checkpoint `saved` whose marker has not come yet.
     pending: Option<Numbered<T>>,
     /// The items of each checkpoint (its txid, its items) not yet written, oldest first.
@@ -44,7 +44,7 @@ impl<T> Default for Held<T> {
 
 impl<T: Item> Held<T> {
     /// [`Held::save`], its entries handed to a checkpoint's `sink`.
-    pub fn save_into(
+    pub(crate) fn save_into(
         &mut self,
         sink: &mut crate::components::ChangeSink<'_>,
     ) -> anyhow::Result<()> {
@@ -54,7 +54,7 @@ impl<T: Item> Held<T> {
     }
 
     /// A checkpoint's save: the open items go under the next number; the state to save.
-    pub fn save(&mut self) -> Vec<(Value, Option<Value>)> {
+    pub(crate) fn save(&mut self) -> Vec<(Value, Option<Value>)> {
         self.saved += 1;
         if let Some(p) = self.pending.take() {
             // Saved without a marker after it: kept with the next checkpoint.
@@ -70,7 +70,7 @@ impl<T: Item> Held<T> {
     }
 
     /// Checkpoint `txid` is complete for this task: its items wait for its commit.
-    pub fn marker(&mut self, txid: u64) {
+    pub(crate) fn marker(&mut self, txid: u64) {
         let numbered = match self.pending.take() {
             Some(p) => p,
             None => {
@@ -83,7 +83,7 @@ impl<T: Item> Held<T> {
     }
 
     /// The oldest checkpoint's items when that checkpoint is committed (`committed`).
-    pub fn due(&mut self, committed: u64) -> Option<(u64, Numbered<T>)> {
+    pub(crate) fn due(&mut self, committed: u64) -> Option<(u64, Numbered<T>)> {
         let first = self.ready.front().map(|r| r.0)?;
         (first <= committed)
             .then(|| self.ready.pop_front())
@@ -91,25 +91,28 @@ impl<T: Item> Held<T> {
     }
 
     /// The txid of the last checkpoint with items waiting for its commit.
-    pub fn last_ready(&self) -> Option<u64> {
+    pub(crate) fn last_ready(&self) -> Option<u64> {
         self.ready.back().map(|r| r.0)
     }
 
     #[cfg(test)]
     /// The checkpoints waiting for their commit, oldest first: (txid, the sink's number).
-    pub fn ready(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+    pub(crate) fn ready(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.ready.iter().map(|(txid, (n, _))| (*txid, *n))
     }
 
     /// At a clean end: what came after the last marker, under the next number.
-    pub fn rest(&mut self) -> Numbered<T> {
+    pub(crate) fn rest(&mut self) -> Numbered<T> {
         let mut items = self.pending.take().map(|p| p.1).unwrap_or_default();
         items.append(&mut self.open);
         (self.saved + 1, items)
     }
 
     /// Resume from a saved state: its number, and its checkpoints' items not yet written.
-    pub fn restore(&mut self, entries: &[(Value, Value)]) -> Result<Vec<Numbered<T>>, String> {
+    pub(crate) fn restore(
+        &mut self,
+        entries: &[(Value, Value)],
+    ) -> Result<Vec<Numbered<T>>, String> {
         let mut held = Vec::new();
         for (k, v) in entries {
             match (k.as_str(), v) {
@@ -123,7 +126,7 @@ impl<T: Item> Held<T> {
 }
 
 /// Checkpoints' items as one value: a list of `[number, [item…]]`.
-pub fn encode<T: Item>(held: &[&Numbered<T>]) -> Value {
+pub(crate) fn encode<T: Item>(held: &[&Numbered<T>]) -> Value {
     let one = |(n, items): &&Numbered<T>| {
         let items = items.iter().map(Item::to_value).collect();
         Value::list(vec![Value::Int(*n as i64), Value::list(items)])
@@ -132,7 +135,7 @@ pub fn encode<T: Item>(held: &[&Numbered<T>]) -> Value {
 }
 
 /// The checkpoints' items [`encode`] wrote; an error is the item's [`Item::UNREADABLE`].
-pub fn decode<T: Item>(v: &Value) -> Result<Vec<Numbered<T>>, String> {
+pub(crate) fn decode<T: Item>(v: &Value) -> Result<Vec<Numbered<T>>, String> {
     let bad = || T::UNREADABLE.to_string();
     let Value::List(checkpoints) = v else {
         return Err(bad());

@@ -25,35 +25,35 @@ use std::time::Duration;
 
 /// The stream tuples later than their windows go to, when wired: `from` (the input component)
 /// and `late_tuple` (the tuple as a map of its fields), since the inputs' fields differ.
-pub const LATE_STREAM: &str = "late";
+const LATE_STREAM: &str = "late";
 /// The fields of the `late` stream.
-pub const LATE_FIELDS: [&str; 2] = ["from", "late_tuple"];
+const LATE_FIELDS: [&str; 2] = ["from", "late_tuple"];
 
 /// One input as configured.
 #[derive(Debug, Clone)]
-pub struct Input {
-    pub from: String,
-    pub key: String,
-    pub left: bool,
+struct Input {
+    from: String,
+    key: String,
+    left: bool,
 }
 
 /// A checked `join` configuration.
 #[derive(Debug, Clone)]
-pub struct Spec {
-    pub inputs: Vec<Input>,
+struct Spec {
+    inputs: Vec<Input>,
     /// (component, field) pairs.
-    pub select: Vec<(String, String)>,
-    pub window: Option<WindowSpec>,
+    select: Vec<(String, String)>,
+    window: Option<WindowSpec>,
     /// Event time: the field of every input holding its time (epoch ms or RFC 3339).
-    pub time: Option<String>,
+    time: Option<String>,
     /// How late (ms) an event-time tuple may come before its windows close.
-    pub lag: i64,
+    lag: i64,
     /// Event time: after this long without a tuple an input no longer holds windows open.
-    pub idle: Option<Duration>,
+    idle: Option<Duration>,
 }
 
 /// The keys an entry of `inputs` may have.
-pub const INPUT_KEYS: [&str; 3] = ["from", "key", "kind"];
+const INPUT_KEYS: [&str; 3] = ["from", "key", "kind"];
 
 /// An entry of `inputs` is a map of known keys (a misspelt `kind` would quietly make a left
 /// join an inner one).
@@ -73,7 +73,7 @@ fn input_keys(entry: &serde_json::Value) -> Result<(), String> {
 }
 
 impl Spec {
-    pub fn from_args(
+    fn from_args(
         args: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Spec, (&'static str, String)> {
         let bad = |m: &str| ("inputs", m.to_string());
@@ -151,12 +151,12 @@ impl Spec {
         })
     }
 
-    pub fn output_fields(&self) -> Vec<String> {
+    fn output_fields(&self) -> Vec<String> {
         self.select.iter().map(|(_, f)| f.clone()).collect()
     }
 }
 
-pub struct Join {
+struct Join {
     spec: Spec,
     /// Per input: key position, and the positions of its selected fields' (output index, field).
     keys: Vec<usize>,
@@ -198,7 +198,7 @@ pub struct Join {
 }
 
 impl Join {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Join> {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Join> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("join: {e}"))?;
         let n = spec.inputs.len();
         let machine_clock = crate::clock::Clock::system();
@@ -228,7 +228,7 @@ impl Join {
     }
 
     /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
-    pub fn with_state(mut self, stateful: bool) -> Join {
+    fn with_state(mut self, stateful: bool) -> Join {
         self.changed = stateful.then(Default::default);
         self
     }

@@ -7,7 +7,7 @@ use crate::tuple::Tuple;
 use std::io::Write;
 
 #[derive(Default)]
-pub struct Log {
+struct Log {
     prefix: String,
 }
 
@@ -34,7 +34,7 @@ impl Bolt for Log {
 }
 
 /// The `log` built-in.
-pub struct LogType;
+pub(crate) struct LogType;
 
 impl b::Builtin for LogType {
     fn name(&self) -> &'static str {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-pub struct Lookup {
+struct Lookup {
     path: PathBuf,
     key: String,
     on: String,
@@ -25,7 +25,7 @@ pub struct Lookup {
 }
 
 impl Lookup {
-    pub fn new(
+    fn new(
         args: &serde_json::Map<String, serde_json::Value>,
         base_dir: &Path,
     ) -> anyhow::Result<Lookup> {
@@ -197,7 +197,7 @@ impl Bolt for Lookup {
 }
 
 /// The `lookup` built-in.
-pub struct LookupType;
+pub(crate) struct LookupType;
 
 impl b::Builtin for LookupType {
     fn name(&self) -> &'static str {

@@ -13,16 +13,16 @@ use crate::tuple::{Tuple, Value, Values};
 /// The arguments of a `map`, read from `args` (shapes are checked by the validator; anything
 /// malformed is left out here).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Spec {
-    pub set: Vec<(String, String)>,
-    pub rename: Vec<(String, String)>,
-    pub keep: Option<Vec<String>>,
-    pub drop: Vec<String>,
+struct Spec {
+    set: Vec<(String, String)>,
+    rename: Vec<(String, String)>,
+    keep: Option<Vec<String>>,
+    drop: Vec<String>,
 }
 
 /// Which step of a `map` named a field that was not there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+enum Step {
     Rename,
     Keep,
     Drop,
@@ -30,7 +30,7 @@ pub enum Step {
 
 /// What `Spec::apply` asks of its caller: the value of a `set` entry given the fields so far,
 /// and what to do about a name that is not there.
-pub trait Visitor<T> {
+trait Visitor<T> {
     /// The value for `set` entry `k` (expression `expr`) given the current fields.
     fn set(&mut self, k: usize, expr: &str, current: &[(String, T)]) -> T;
     /// Entry `k` of `step` names `name`, which is not among `current`.
@@ -71,7 +71,7 @@ fn names(v: Option<&serde_json::Value>) -> Option<Vec<String>> {
 }
 
 impl Spec {
-    pub fn from_args(args: &serde_json::Map<String, serde_json::Value>) -> Spec {
+    fn from_args(args: &serde_json::Map<String, serde_json::Value>) -> Spec {
         Spec {
             set: pairs(args.get("set"), expression_text),
             rename: pairs(args.get("rename"), |v| v.as_str().map(str::to_string)),
@@ -81,7 +81,7 @@ impl Spec {
     }
 
     /// Apply the steps to the input fields, each carrying a `T` (a type, a value slot, …).
-    pub fn apply<T: Clone>(
+    fn apply<T: Clone>(
         &self,
         input: Vec<(String, T)>,
         visitor: &mut dyn Visitor<T>,
@@ -124,7 +124,7 @@ impl Spec {
     }
 
     /// The output fields for these input fields.
-    pub fn output_fields(&self, input: &[String]) -> Vec<String> {
+    fn output_fields(&self, input: &[String]) -> Vec<String> {
         struct Names;
         impl Visitor<()> for Names {
             fn set(&mut self, _: usize, _: &str, _: &[(String, ())]) {}
@@ -176,7 +176,7 @@ impl Visitor<usize> for Compiler {
     }
 }
 
-pub struct Map {
+struct Map {
     spec: Spec,
     plan: Option<Plan>,
     /// The input values, then each `set` result: reused from tuple to tuple.
@@ -184,7 +184,7 @@ pub struct Map {
 }
 
 impl Map {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Map {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> Map {
         Map {
             spec: Spec::from_args(args),
             plan: None,
@@ -246,7 +246,7 @@ impl Bolt for Map {
 mod check;
 
 /// The `map` built-in.
-pub struct MapType;
+pub(crate) struct MapType;
 
 impl b::Builtin for MapType {
     fn name(&self) -> &'static str {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The config key: bytes of keyed state the process may hold (null: half of physical memory;
 /// 0: no limit).
-pub const LIMIT_KEY: &str = "topology.state.memory.limit";
+const LIMIT_KEY: &str = "topology.state.memory.limit";
 
 /// Bytes of keyed state estimated for every task of this process.
 static TOTAL: AtomicU64 = AtomicU64::new(0);
@@ -19,7 +19,7 @@ const ENTRY_OVERHEAD: u64 = 16;
 
 /// One task's share of the bound.
 #[derive(Debug, Default)]
-pub struct KeyBudget {
+pub(crate) struct KeyBudget {
     /// `None`: unbounded (no limit, or outside a run).
     limit: Option<u64>,
     who: String,
@@ -29,7 +29,7 @@ pub struct KeyBudget {
 
 impl KeyBudget {
     /// The budget of the task `ctx` describes, with the limit its config sets.
-    pub fn for_task(ctx: &TaskContext, kind: &str) -> KeyBudget {
+    pub(crate) fn for_task(ctx: &TaskContext, kind: &str) -> KeyBudget {
         let limit = match ctx.config.get(LIMIT_KEY) {
             Some(serde_json::Value::Number(n)) => n.as_u64().filter(|&b| b > 0),
             _ => default_limit(),
@@ -44,7 +44,7 @@ impl KeyBudget {
 
     /// A budget of `limit` bytes for tests (spilling forced by a tiny one).
     #[cfg(test)]
-    pub fn with_limit(limit: u64, who: &str) -> KeyBudget {
+    pub(crate) fn with_limit(limit: u64, who: &str) -> KeyBudget {
         KeyBudget {
             limit: Some(limit),
             who: who.into(),
@@ -55,7 +55,7 @@ impl KeyBudget {
 
     /// Another share of the same limit for the same task, holding nothing yet (a window's
     /// next pane).
-    pub fn fresh(&self) -> KeyBudget {
+    pub(crate) fn fresh(&self) -> KeyBudget {
         KeyBudget {
             limit: self.limit,
             who: self.who.clone(),
@@ -67,7 +67,7 @@ impl KeyBudget {
     #[cfg(test)]
     /// A new key of about `bytes` bytes (key and value, in memory) is held: refused when the
     /// process's keyed state would pass the limit.
-    pub fn add(&mut self, bytes: u64) -> Result<(), FatalError> {
+    fn add(&mut self, bytes: u64) -> Result<(), FatalError> {
         match self.note_key(bytes) {
             true => Err(self.refused()),
             false => Ok(()),
@@ -97,7 +97,7 @@ impl KeyBudget {
     }
 
     /// A key of about `bytes` bytes (as given to [`KeyBudget::add`]) is no longer held.
-    pub fn remove(&mut self, bytes: u64) {
+    fn remove(&mut self, bytes: u64) {
         let bytes = (bytes + ENTRY_OVERHEAD).min(self.bytes);
         self.keys = self.keys.saturating_sub(1);
         self.bytes -= bytes;
@@ -105,7 +105,7 @@ impl KeyBudget {
     }
 
     /// Every key is forgotten (state restored from a checkpoint, a window cleared).
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
         TOTAL.fetch_sub(self.bytes, Ordering::Relaxed);
         self.keys = 0;
         self.bytes = 0;
@@ -142,7 +142,7 @@ impl crate::state::spill::Budget for KeyBudget {
 /// Where the keyed state of the task `ctx` describes spills past the limit: a scratch file
 /// per task under `spill/` of the state dir when the run has one (`--state-dir`,
 /// `topology.state.provider: embedded`); `None` without one (the limit then ends the run).
-pub fn spill_to(ctx: &TaskContext) -> Option<crate::state::spill::SpillTo> {
+pub(crate) fn spill_to(ctx: &TaskContext) -> Option<crate::state::spill::SpillTo> {
     let dir = ctx.topology.state_dir().ok()??;
     let limit = match ctx.config.get(LIMIT_KEY) {
         Some(serde_json::Value::Number(n)) => n.as_u64().filter(|&b| b > 0),
@@ -164,7 +164,7 @@ impl Drop for KeyBudget {
 }
 
 /// About how many bytes `v` takes in memory: its 24 bytes, and what it points to.
-pub fn value_bytes(v: &Value) -> u64 {
+pub(crate) fn value_bytes(v: &Value) -> u64 {
     const INLINE: u64 = std::mem::size_of::<Value>() as u64;
     match v {
         Value::Str(s) if s.is_heap_allocated() => INLINE + s.len() as u64,

@@ -4,42 +4,42 @@
 pub(crate) mod aggregate;
 pub(crate) mod builtin;
 pub(crate) mod catalog;
-pub(crate) mod chaos;
+mod chaos;
 pub(crate) mod committed;
 pub mod count;
-pub(crate) mod dedupe;
-pub(crate) mod discard;
-pub(crate) mod file_sink;
-pub(crate) mod filter;
-pub(crate) mod generate;
-pub(crate) mod held;
-pub(crate) mod http;
-pub(crate) mod http_sink;
-pub mod jdbc;
-pub(crate) mod join;
-pub mod kafka;
-pub(crate) mod log;
-pub(crate) mod lookup;
-pub(crate) mod map;
-pub(crate) mod memory;
+mod dedupe;
+mod discard;
+mod file_sink;
+mod filter;
+mod generate;
+mod held;
+mod http;
+mod http_sink;
+pub(crate) mod jdbc;
+mod join;
+mod kafka;
+mod log;
+mod lookup;
+mod map;
+mod memory;
 pub(crate) mod output_gate;
 pub mod parse;
-pub mod redis;
-pub(crate) mod registry;
-pub(crate) mod replay;
+pub(crate) mod redis;
+mod registry;
+mod replay;
 pub mod shell;
-pub(crate) mod sink_args;
-pub(crate) mod sink_format;
-pub(crate) mod socket;
+mod sink_args;
+mod sink_format;
+mod socket;
 pub mod split;
 #[cfg(test)]
-pub(crate) mod state_check;
+mod state_check;
 pub(crate) mod stdin_file;
 pub(crate) mod stdout;
-pub(crate) mod template;
-pub(crate) mod test_words;
+mod template;
+mod test_words;
 
-pub use catalog::{input_fields, input_positions, wired_stream};
+use catalog::{input_fields, input_positions, wired_stream};
 
 use crate::config::Config;
 use crate::model::plan::{Plan, StreamId};
@@ -52,7 +52,7 @@ use std::time::Duration;
 /// crashing, a protocol the component cannot recover from.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct FatalError(pub String);
+pub struct FatalError(pub(crate) String);
 
 /// What a task knows about where it runs (Storm's TopologyContext).
 #[derive(Clone)]
@@ -80,7 +80,7 @@ pub struct TaskContext {
 pub struct Stopping(Arc<dyn Fn() -> bool + Send + Sync>);
 
 impl Stopping {
-    pub fn new(f: impl Fn() -> bool + Send + Sync + 'static) -> Stopping {
+    pub(crate) fn new(f: impl Fn() -> bool + Send + Sync + 'static) -> Stopping {
         Stopping(Arc::new(f))
     }
 
@@ -89,21 +89,21 @@ impl Stopping {
         Stopping::new(|| false)
     }
 
-    pub fn now(&self) -> bool {
+    fn now(&self) -> bool {
         (self.0)()
     }
 }
 
 impl TaskContext {
-    pub fn stream_name(&self, id: StreamId) -> &str {
+    fn stream_name(&self, id: StreamId) -> &str {
         self.plan.stream_name(id)
     }
 
-    pub fn component_of_task(&self, task: u32) -> &str {
+    fn component_of_task(&self, task: u32) -> &str {
         self.plan.component_of_task(task)
     }
 
-    pub fn spec(&self) -> Option<&crate::model::Component> {
+    fn spec(&self) -> Option<&crate::model::Component> {
         self.topology.component(&self.component)
     }
 }
@@ -118,12 +118,12 @@ type WakeFn = Arc<dyn Fn() + Send + Sync>;
 pub struct Waker(Arc<std::sync::RwLock<WakeFn>>);
 
 impl Waker {
-    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Waker {
+    pub(crate) fn new(f: impl Fn() + Send + Sync + 'static) -> Waker {
         Waker(Arc::new(std::sync::RwLock::new(Arc::new(f))))
     }
 
     /// Make this waker and every clone of it call `f` from now on.
-    pub fn retarget(&self, f: impl Fn() + Send + Sync + 'static) {
+    pub(crate) fn retarget(&self, f: impl Fn() + Send + Sync + 'static) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(f);
     }
 
@@ -132,7 +132,7 @@ impl Waker {
         Waker::new(|| {})
     }
 
-    pub fn wake(&self) {
+    fn wake(&self) {
         let f = self.0.read().unwrap_or_else(|e| e.into_inner()).clone();
         f()
     }
@@ -174,14 +174,14 @@ pub trait SpoutCollector {
 /// How far a spout is behind one partition of its input (Storm's `KafkaOffsetLagResult`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PartitionLag {
-    pub topic: String,
-    pub partition: i32,
+    pub(crate) topic: String,
+    pub(crate) partition: i32,
     /// The offset committed for the spout (the next to read), -1 when there is none.
-    pub committed: i64,
+    pub(crate) committed: i64,
     /// The partition's end: the offset the next record written gets (its high watermark).
-    pub head: i64,
+    pub(crate) head: i64,
     /// Records between the commit (or, without one, the start of the partition) and the end.
-    pub lag: i64,
+    pub(crate) lag: i64,
 }
 
 /// How a bolt emits and acks (Storm's OutputCollector).
@@ -290,10 +290,10 @@ pub trait BoltState {
     }
 }
 
-pub use crate::state::checkpoint_store::ChangeSink;
+use crate::state::checkpoint_store::ChangeSink;
 
 /// Saved entries as a restore reads them: one at a time, each possibly an error of the store.
-pub type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
+type Entries<'a> = dyn Iterator<Item = anyhow::Result<(Value, Value)>> + 'a;
 
 /// A tuple processor (Storm's IBolt), and nothing else: keeping state across a restart is
 /// another trait, declared below, which the runtime drives by wrapping the bolts that have it
@@ -361,14 +361,14 @@ impl<T: Bolt + 'static> AsBolt for T {
 }
 
 /// A bolt instance as its type builds it: plain, or taking part in checkpoints.
-pub enum BoltInstance {
+pub(crate) enum BoltInstance {
     Plain(Box<dyn Bolt>),
     Participant(Box<dyn CheckpointParticipant>),
 }
 
 impl BoltInstance {
     /// The bolt, for a run that takes no checkpoints: nothing of checkpoints is called.
-    pub fn into_plain(self) -> Box<dyn Bolt> {
+    pub(crate) fn into_plain(self) -> Box<dyn Bolt> {
         match self {
             BoltInstance::Plain(b) => b,
             BoltInstance::Participant(p) => p.into_bolt(),

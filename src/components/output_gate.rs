@@ -22,19 +22,19 @@ struct Held {
 
 /// The held lines of this process's `stdout` tasks.
 #[derive(Default)]
-pub struct Gate {
+pub(crate) struct Gate {
     tasks: Mutex<BTreeMap<u32, Held>>,
 }
 
 static GATE: OnceLock<Gate> = OnceLock::new();
 
 /// Hold this process's standard output from now on.
-pub fn enable() {
+pub(crate) fn enable() {
     GATE.get_or_init(Gate::default);
 }
 
 /// The gate, when output is held.
-pub fn get() -> Option<&'static Gate> {
+pub(crate) fn get() -> Option<&'static Gate> {
     GATE.get()
 }
 
@@ -44,7 +44,7 @@ impl Gate {
     }
 
     /// Task `task` wrote `text` from inputs of round `round`.
-    pub fn write(&self, task: u32, round: u64, text: &str) {
+    pub(crate) fn write(&self, task: u32, round: u64, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -55,7 +55,7 @@ impl Gate {
 
     /// Round `round` (checkpoint `txid`) is complete for task `task`: its lines of that round
     /// and before go out once `txid` commits.
-    pub fn mark(&self, task: u32, round: u64, txid: u64) {
+    pub(crate) fn mark(&self, task: u32, round: u64, txid: u64) {
         self.lock()
             .entry(task)
             .or_default()
@@ -64,7 +64,7 @@ impl Gate {
     }
 
     /// Checkpoint `committed` committed: write what it covers to `out`.
-    pub fn release(&self, committed: u64, out: &mut impl Write) -> std::io::Result<()> {
+    pub(crate) fn release(&self, committed: u64, out: &mut impl Write) -> std::io::Result<()> {
         let mut tasks = self.lock();
         for held in tasks.values_mut() {
             let mut upto = None;
@@ -87,12 +87,12 @@ impl Gate {
     }
 
     /// A rollback: what is held will be produced again.
-    pub fn discard(&self) {
+    pub(crate) fn discard(&self) {
         self.lock().clear();
     }
 
     /// The run is over (no rollback can come): write everything held to `out`.
-    pub fn release_all(&self, out: &mut impl Write) -> std::io::Result<()> {
+    pub(crate) fn release_all(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut tasks = self.lock();
         for held in tasks.values_mut() {
             for (_, lines) in std::mem::take(&mut held.lines) {

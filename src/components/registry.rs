@@ -3,7 +3,7 @@
 
 use super::builtin::Builtin;
 use super::*;
-pub use crate::model::ComponentType;
+pub(crate) use crate::model::ComponentType;
 
 /// Every built-in's descriptor; a [`ComponentType`] is an index into it.
 const BUILTINS: &[&dyn Builtin] = &[
@@ -43,7 +43,7 @@ static HTTP: super::builtin::by_role::ByRole = super::builtin::by_role::ByRole {
 };
 
 /// One handle per descriptor, in the registry's order.
-pub const ALL: &[ComponentType] = &handles::<{ BUILTINS.len() }>();
+const ALL: &[ComponentType] = &handles::<{ BUILTINS.len() }>();
 
 const fn handles<const N: usize>() -> [ComponentType; N] {
     let mut all = [ComponentType(0); N];
@@ -68,82 +68,41 @@ impl ComponentType {
     }
 
     /// The type a Flux `className` stands for.
-    pub fn from_class(class: &str) -> Option<ComponentType> {
+    pub(crate) fn from_class(class: &str) -> Option<ComponentType> {
         Self::ALL
             .iter()
             .copied()
             .find(|t| t.classes().contains(&class))
     }
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         self.descriptor().name()
-    }
-
-    pub fn summary(self) -> &'static str {
-        self.descriptor().summary()
     }
 
     pub fn is_flux_only(self) -> bool {
         self.descriptor().flux_only()
     }
 
-    pub fn is_console(self) -> bool {
-        self.descriptor().is_console()
-    }
-
-    pub fn keeps_state(self) -> bool {
+    pub(crate) fn keeps_state(self) -> bool {
         self.descriptor().keeps_state()
     }
 
-    pub fn emits_in_bursts(self) -> bool {
-        self.descriptor().emits_in_bursts()
-    }
-
-    /// The key fields by which a bolt of this type, written as `c`, also takes partial counts
-    /// (`[key…, n]` on stream `__partial`) from an input with fields `input`.
-    pub fn partial_count_keys(
-        self,
-        c: &crate::model::Component,
-        input: &[String],
-    ) -> Option<Vec<String>> {
-        self.descriptor().partial_count_keys(c, input)
-    }
-
-    /// The key fields and ops by which a bolt of this type, written as `c`, also takes partial
-    /// op states (`[key…, state…, unusable]` on stream `__partial`).
-    pub fn partial_ops(
-        self,
-        c: &crate::model::Component,
-    ) -> Option<(Vec<String>, Vec<crate::components::aggregate::ops::OpSpec>)> {
-        self.descriptor().partial_ops(c)
-    }
-
-    pub fn rewinds(self) -> bool {
+    fn rewinds(self) -> bool {
         self.descriptor().rewinds()
     }
 
-    /// Whether a spout of this type written with `args` rewinds.
-    pub fn rewinds_with(self, args: &serde_json::Map<String, serde_json::Value>) -> bool {
-        self.descriptor().rewinds_with(args)
-    }
-
-    /// The arguments with which a spout of this type rewinds, when only some do.
-    pub fn rewinds_when(self) -> Option<&'static str> {
-        self.descriptor().rewinds_when()
-    }
-
     /// Whether this type can be a spout, a bolt, or both.
-    pub fn can_be(self, kind: super::builtin::ComponentKind) -> bool {
+    pub(crate) fn can_be(self, kind: super::builtin::ComponentKind) -> bool {
         self.descriptor().can_be(kind)
     }
 
     /// The names of the spout types that rewind, for messages.
-    pub fn rewinding_names() -> Vec<&'static str> {
+    pub(crate) fn rewinding_names() -> Vec<&'static str> {
         Self::names_where(|t| t.rewinds())
     }
 
     /// The names of the types that keep state, for messages.
-    pub fn stateful_names() -> Vec<&'static str> {
+    pub(crate) fn stateful_names() -> Vec<&'static str> {
         Self::names_where(|t| t.keeps_state())
     }
 

@@ -24,7 +24,7 @@ struct Kept<T> {
 /// Tuples in flight by message id, in [`Slots`]: the id's high half counts the tuples kept,
 /// so an answer for a tuple whose slot was reused is ignored.
 #[derive(Debug)]
-pub struct Replay<T> {
+pub(crate) struct Replay<T> {
     inflight: Slots<Kept<T>>,
     kept: u32,
     queue: VecDeque<u64>,
@@ -37,7 +37,7 @@ pub struct Replay<T> {
 }
 
 impl<T: Clone> Replay<T> {
-    pub fn new(max_retries: Option<u32>) -> Replay<T> {
+    pub(crate) fn new(max_retries: Option<u32>) -> Replay<T> {
         Replay {
             inflight: Slots::default(),
             kept: 0,
@@ -50,18 +50,18 @@ impl<T: Clone> Replay<T> {
     }
 
     /// Name the spout task in the log (`component` and task id).
-    pub fn set_label(&mut self, component: &str, task: u32) {
+    pub(crate) fn set_label(&mut self, component: &str, task: u32) {
         self.label = format!("spout \"{component}\" task {task}");
     }
 
     /// Keep a new tuple; returns its id (the message id to emit with).
-    pub fn track(&mut self, value: T) -> u64 {
+    pub(crate) fn track(&mut self, value: T) -> u64 {
         self.kept = self.kept.checked_add(1).unwrap_or(1);
         self.inflight.insert(self.kept, Kept { value, retries: 0 })
     }
 
     /// The next failed tuple to emit again, if any.
-    pub fn next_replay(&mut self) -> Option<(u64, T)> {
+    pub(crate) fn next_replay(&mut self) -> Option<(u64, T)> {
         while let Some(id) = self.queue.pop_front() {
             if let Some(kept) = self.inflight.get(id) {
                 return Some((id, kept.value.clone()));
@@ -71,14 +71,14 @@ impl<T: Clone> Replay<T> {
     }
 
     /// The tuple kept under `msg_id` (as the spout emitted it), if it is still kept.
-    pub fn kept_mut(&mut self, msg_id: &Value) -> Option<&mut T> {
+    pub(crate) fn kept_mut(&mut self, msg_id: &Value) -> Option<&mut T> {
         let kept = self.inflight.get_mut(id_of(msg_id)?)?;
         Some(&mut kept.value)
     }
 
     /// Every tuple still kept (in flight, or failed and waiting to be emitted again), oldest
     /// first (ids count up in their high half; after 2^32 tuples the order restarts).
-    pub fn kept(&self) -> Vec<&T> {
+    pub(crate) fn kept(&self) -> Vec<&T> {
         let mut ids = self.inflight.ids_where(|_| true);
         ids.sort_by_key(|id| id >> 32);
         ids.iter()
@@ -87,14 +87,14 @@ impl<T: Clone> Replay<T> {
     }
 
     /// Its tree completed (`msg_id` as the spout emitted it): forget it.
-    pub fn ack(&mut self, msg_id: &Value) {
+    pub(crate) fn ack(&mut self, msg_id: &Value) {
         if let Some(id) = id_of(msg_id) {
             self.inflight.remove(id);
         }
     }
 
     /// Its tree failed: queue it again, or give up after `max_retries`.
-    pub fn fail(&mut self, msg_id: &Value) {
+    pub(crate) fn fail(&mut self, msg_id: &Value) {
         let Some(id) = id_of(msg_id) else {
             return;
         };
@@ -140,7 +140,7 @@ impl<T: Clone> Replay<T> {
         );
     }
 
-    pub fn lost(&self) -> u64 {
+    pub(crate) fn lost(&self) -> u64 {
         self.lost
     }
 }
@@ -154,7 +154,7 @@ fn id_of(msg_id: &Value) -> Option<u64> {
 }
 
 /// `args.max_retries` of a spout (absent: retry for ever, as Storm's spouts do).
-pub fn max_retries(args: &serde_json::Map<String, serde_json::Value>) -> Option<u32> {
+pub(crate) fn max_retries(args: &serde_json::Map<String, serde_json::Value>) -> Option<u32> {
     args.get("max_retries")
         .and_then(|v| v.as_u64())
         .map(|v| v.min(u64::from(u32::MAX)) as u32)

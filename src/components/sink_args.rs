@@ -5,17 +5,17 @@
 use serde_json::Value as Json;
 use std::time::Duration;
 
-pub type Args = serde_json::Map<String, Json>;
+pub(crate) type Args = serde_json::Map<String, Json>;
 
 /// A problem with one argument: its dotted name and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArgError {
-    pub arg: String,
-    pub message: String,
+pub(crate) struct ArgError {
+    pub(crate) arg: String,
+    pub(crate) message: String,
 }
 
 impl ArgError {
-    pub fn new(arg: impl Into<String>, message: impl Into<String>) -> ArgError {
+    pub(crate) fn new(arg: impl Into<String>, message: impl Into<String>) -> ArgError {
         ArgError {
             arg: arg.into(),
             message: message.into(),
@@ -31,7 +31,7 @@ impl std::fmt::Display for ArgError {
 
 /// A byte size: a whole number of bytes, or text with a unit (`10MB`, `64 KiB`, `1g`; decimal
 /// units are powers of 1000, `i` units of 1024).
-pub fn byte_size(v: &Json) -> Option<u64> {
+fn byte_size(v: &Json) -> Option<u64> {
     match v {
         Json::Number(n) => n.as_u64(),
         Json::String(s) => {
@@ -59,7 +59,7 @@ pub fn byte_size(v: &Json) -> Option<u64> {
 }
 
 /// The map argument `name` (empty when absent), its keys checked against `known`.
-pub fn nested<'a>(
+pub(crate) fn nested<'a>(
     args: &'a Args,
     name: &str,
     known: &[&str],
@@ -89,7 +89,7 @@ pub fn nested<'a>(
 }
 
 /// `map[key]` as a byte size ≥ 1, named `name.key` in errors.
-pub fn size_in(map: Option<&Args>, name: &str, key: &str) -> Result<Option<u64>, ArgError> {
+pub(crate) fn size_in(map: Option<&Args>, name: &str, key: &str) -> Result<Option<u64>, ArgError> {
     let Some(v) = map.and_then(|m| m.get(key)) else {
         return Ok(None);
     };
@@ -103,7 +103,7 @@ pub fn size_in(map: Option<&Args>, name: &str, key: &str) -> Result<Option<u64>,
 }
 
 /// `map[key]` as a whole number ≥ 1.
-pub fn count_in(map: Option<&Args>, name: &str, key: &str) -> Result<Option<u64>, ArgError> {
+pub(crate) fn count_in(map: Option<&Args>, name: &str, key: &str) -> Result<Option<u64>, ArgError> {
     let Some(v) = map.and_then(|m| m.get(key)) else {
         return Ok(None);
     };
@@ -117,7 +117,7 @@ pub fn count_in(map: Option<&Args>, name: &str, key: &str) -> Result<Option<u64>
 }
 
 /// `map[key]` as a duration > 0.
-pub fn duration_in(
+pub(crate) fn duration_in(
     map: Option<&Args>,
     name: &str,
     key: &str,
@@ -135,7 +135,7 @@ pub fn duration_in(
 }
 
 /// A text argument, or an error when it is there but not text.
-pub fn text<'a>(args: &'a Args, key: &str) -> Result<Option<&'a str>, ArgError> {
+pub(crate) fn text<'a>(args: &'a Args, key: &str) -> Result<Option<&'a str>, ArgError> {
     match args.get(key) {
         None => Ok(None),
         Some(Json::String(s)) => Ok(Some(s)),
@@ -144,7 +144,11 @@ pub fn text<'a>(args: &'a Args, key: &str) -> Result<Option<&'a str>, ArgError> 
 }
 
 /// A one-of argument.
-pub fn one_of<'a>(args: &'a Args, key: &str, names: &[&str]) -> Result<Option<&'a str>, ArgError> {
+pub(crate) fn one_of<'a>(
+    args: &'a Args,
+    key: &str,
+    names: &[&str],
+) -> Result<Option<&'a str>, ArgError> {
     match text(args, key)? {
         None => Ok(None),
         Some(s) if names.contains(&s) => Ok(Some(s)),
@@ -162,7 +166,7 @@ pub fn one_of<'a>(args: &'a Args, key: &str, names: &[&str]) -> Result<Option<&'
 
 /// Report `e` of a `kind` sink at its argument (a nested one, `rotate.size`, at its key inside
 /// the map when the key is unknown, else at its value).
-pub fn report(w: &mut crate::components::builtin::Written, kind: &str, e: &ArgError) {
+pub(crate) fn report(w: &mut crate::components::builtin::Written, kind: &str, e: &ArgError) {
     use crate::syntax::raw::{RawValue, Spanned};
     let mut parts = e.arg.splitn(2, '.');
     let top = w.arg(parts.next().unwrap_or(""));
@@ -188,7 +192,7 @@ pub fn report(w: &mut crate::components::builtin::Written, kind: &str, e: &ArgEr
 
 /// A spout's arguments and a sink's of one type, once each, `format` accepting `formats`
 /// (each role's own check refuses the other's formats).
-pub fn both_roles(
+pub(crate) fn both_roles(
     spout: Vec<crate::components::builtin::Arg>,
     sink: &[crate::components::builtin::Arg],
     formats: &'static [&'static str],
@@ -210,7 +214,7 @@ pub fn both_roles(
 }
 
 /// Arguments of `type_name`'s other role given to this one (`role`): an error at each name.
-pub fn other_role_args(
+pub(crate) fn other_role_args(
     w: &mut crate::components::builtin::Written,
     type_name: &str,
     theirs: &[&str],

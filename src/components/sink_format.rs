@@ -5,7 +5,7 @@ use crate::tuple::Value;
 
 /// A record's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordFormat {
+pub(crate) enum RecordFormat {
     /// One JSON object per record, the field names as keys.
     Json,
     /// RFC 4180 CSV, cells quoted where needed.
@@ -18,7 +18,7 @@ pub enum RecordFormat {
 
 impl RecordFormat {
     /// The format `name` stands for (`ndjson` and `jsonl` are `json`).
-    pub fn from_name(name: &str) -> Option<RecordFormat> {
+    pub(crate) fn from_name(name: &str) -> Option<RecordFormat> {
         Some(match name {
             "json" | "ndjson" | "jsonl" => RecordFormat::Json,
             "csv" => RecordFormat::Csv,
@@ -31,7 +31,7 @@ impl RecordFormat {
 
 /// Append the record of `values` (fields `names`) to `out`, without a line end. `raw` writes
 /// the value at `raw_at`.
-pub fn push_record(
+pub(crate) fn push_record(
     out: &mut String,
     format: RecordFormat,
     names: &[String],
@@ -73,7 +73,7 @@ pub fn push_record(
 }
 
 /// A CSV or TSV header row of `names` (no line end).
-pub fn push_header(out: &mut String, format: RecordFormat, names: &[String]) {
+pub(crate) fn push_header(out: &mut String, format: RecordFormat, names: &[String]) {
     for (i, n) in names.iter().enumerate() {
         if i > 0 {
             out.push(if format == RecordFormat::Csv {

@@ -120,7 +120,7 @@ impl Bolt for Split {
 }
 
 /// The `split` built-in.
-pub struct SplitType;
+pub(crate) struct SplitType;
 
 impl b::Builtin for SplitType {
     fn name(&self) -> &'static str {

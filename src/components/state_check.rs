@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 /// What a bolt sends, in order, with the stream.
 #[derive(Default)]
-pub struct Rows(pub Vec<(StreamId, Values)>);
+pub(crate) struct Rows(pub(crate) Vec<(StreamId, Values)>);
 
 impl BoltCollector for Rows {
     fn emit(&mut self, stream: StreamId, _: &[&Tuple], v: Values) -> Vec<u32> {
@@ -27,7 +27,7 @@ impl BoltCollector for Rows {
 }
 
 /// Everything `make()` sends for `input` and at its end.
-pub fn straight<B: Bolt>(make: &impl Fn() -> B, input: &[Tuple]) -> Vec<(StreamId, Values)> {
+pub(crate) fn straight<B: Bolt>(make: &impl Fn() -> B, input: &[Tuple]) -> Vec<(StreamId, Values)> {
     let mut bolt = make();
     let mut out = Rows::default();
     for t in input {
@@ -38,10 +38,10 @@ pub fn straight<B: Bolt>(make: &impl Fn() -> B, input: &[Tuple]) -> Vec<(StreamI
 }
 
 /// The entries a store holds after folding changes: `None` removes.
-pub type Folded = HashMap<Value, Value>;
+pub(crate) type Folded = HashMap<Value, Value>;
 
 /// Take `bolt`'s changes (`all`: every entry) and fold them into `store`.
-pub fn checkpoint(bolt: &mut dyn CheckpointParticipant, all: bool, store: &mut Folded) {
+pub(crate) fn checkpoint(bolt: &mut dyn CheckpointParticipant, all: bool, store: &mut Folded) {
     let mut changes = Vec::new();
     bolt.state()
         .expect("a stateful bolt has state")
@@ -58,7 +58,7 @@ pub fn checkpoint(bolt: &mut dyn CheckpointParticipant, all: bool, store: &mut F
 /// What `make()` sends when checkpointed at each of `cuts` (positions in `input`, ascending)
 /// and resumed from the last: the first bolt's output up to the last cut, then the output of a
 /// fresh bolt restored from the folded checkpoints and fed the rest.
-pub fn resumed<B: CheckpointParticipant>(
+pub(crate) fn resumed<B: CheckpointParticipant>(
     make: &impl Fn() -> B,
     input: &[Tuple],
     cuts: &[usize],
@@ -89,12 +89,12 @@ pub fn resumed<B: CheckpointParticipant>(
 }
 
 /// A tuple of `values` on the default stream from task 1.
-pub fn tuple(values: Values) -> Tuple {
+pub(crate) fn tuple(values: Values) -> Tuple {
     Tuple::new(values, 1, crate::model::plan::streams::DEFAULT)
 }
 
 /// A tick tuple.
-pub fn tick() -> Tuple {
+pub(crate) fn tick() -> Tuple {
     Tuple::new(
         Values::new(),
         crate::model::plan::SYSTEM_TASK,
@@ -103,7 +103,7 @@ pub fn tick() -> Tuple {
 }
 
 /// Cut positions for an input of up to `n` tuples: one to four, ascending.
-pub fn cuts(n: usize) -> impl proptest::strategy::Strategy<Value = Vec<usize>> {
+pub(crate) fn cuts(n: usize) -> impl proptest::strategy::Strategy<Value = Vec<usize>> {
     proptest::collection::vec(0..=n, 1..=4).prop_map(|mut c| {
         c.sort_unstable();
         c

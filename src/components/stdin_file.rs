@@ -8,12 +8,12 @@
 
 pub(crate) mod builtin;
 pub(crate) mod feed;
-pub(crate) mod fingerprint;
-pub(crate) mod follow;
-pub(crate) mod glob;
+mod fingerprint;
+mod follow;
+mod glob;
 mod parallel;
 mod position;
-pub(crate) mod position_file;
+mod position_file;
 pub(crate) mod source_fields;
 
 use super::replay::Replay;
@@ -148,7 +148,7 @@ fn emit_line(
 }
 
 /// Where the lines come from.
-pub enum Input {
+enum Input {
     Stdin,
     File(PathBuf),
 }
@@ -163,7 +163,7 @@ impl Input {
     }
 }
 
-pub struct LineSpout {
+struct LineSpout {
     /// Until the reader thread starts (at the first `next_tuple`, after any `restore`).
     input: Option<Input>,
     /// `stdin` or `file`, for positions.
@@ -244,7 +244,7 @@ struct Parsing {
 }
 
 impl LineSpout {
-    pub fn new(input: Input, max_retries: Option<u32>) -> LineSpout {
+    fn new(input: Input, max_retries: Option<u32>) -> LineSpout {
         LineSpout {
             kind: input.kind(),
             input: Some(input),
@@ -274,7 +274,7 @@ impl LineSpout {
     }
 
     /// `path` is a glob (`strip`: the folder a relative pattern was joined to).
-    pub fn globbing(mut self, strip: Option<PathBuf>) -> LineSpout {
+    fn globbing(mut self, strip: Option<PathBuf>) -> LineSpout {
         self.kind = "file-glob";
         self.glob = Some(Globbing {
             strip,
@@ -287,17 +287,13 @@ impl LineSpout {
 
     /// Give the file fields (`file_path`, `file_line`) where `placement` puts them; `path`
     /// is the file's path as the topology wrote it.
-    pub fn with_file_fields(
-        mut self,
-        placement: source_fields::Placement,
-        path: &str,
-    ) -> LineSpout {
+    fn with_file_fields(mut self, placement: source_fields::Placement, path: &str) -> LineSpout {
         self.placement = Some((placement, Value::str(path)));
         self
     }
 
     /// Follow the file as it grows (`follow: true`), starting at its end with `from_end`.
-    pub fn following(mut self, from_end: bool) -> LineSpout {
+    fn following(mut self, from_end: bool) -> LineSpout {
         self.follow = Some(Following {
             from_end,
             closed: Arc::default(),
@@ -309,7 +305,7 @@ impl LineSpout {
     }
 
     /// Read lines into fields as `parse` would (the spout's `format` and its options).
-    pub fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
+    fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
         self.cut_long = matches!(spec.format, super::parse::spec::Format::Json { .. });
         let mut parser = super::parse::Parser::new(spec)?;
         self.prefetch = (0..parallel::threads())

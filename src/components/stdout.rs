@@ -23,7 +23,7 @@ fn writer() -> &'static Mutex<std::io::BufWriter<std::io::Stdout>> {
 
 /// Write what the output gate holds for checkpoint `committed` and before (`None`: all of
 /// it, the run is over). Nothing when output is not held.
-pub fn release_held(committed: Option<u64>) -> std::io::Result<()> {
+pub(crate) fn release_held(committed: Option<u64>) -> std::io::Result<()> {
     let Some(gate) = super::output_gate::get() else {
         return Ok(());
     };
@@ -36,7 +36,7 @@ pub fn release_held(committed: Option<u64>) -> std::io::Result<()> {
 
 /// How tuples are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OutputFormat {
+enum OutputFormat {
     /// Values joined by TAB.
     #[default]
     Tsv,
@@ -47,13 +47,13 @@ pub enum OutputFormat {
 }
 
 /// The formats `stdout` writes, as `format:` names them.
-pub const FORMATS: &[&str] = &["tsv", "json", "csv"];
+const FORMATS: &[&str] = &["tsv", "json", "csv"];
 
 /// The CSV header is written once per process, whichever task writes first.
 static HEADER_WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 #[derive(Default)]
-pub struct Stdout {
+struct Stdout {
     format: OutputFormat,
     /// `fields`: the fields written, in order (all when empty).
     wanted: Vec<String>,
@@ -71,7 +71,7 @@ pub struct Stdout {
 }
 
 impl Stdout {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Stdout {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> Stdout {
         let format = match args.get("format").and_then(|v| v.as_str()) {
             Some("json") => OutputFormat::Json,
             Some("csv") => OutputFormat::Csv,
@@ -301,7 +301,7 @@ impl crate::components::CheckpointParticipant for Stdout {
 }
 
 /// The `stdout` built-in.
-pub struct StdoutType;
+pub(crate) struct StdoutType;
 
 impl b::Builtin for StdoutType {
     fn name(&self) -> &'static str {

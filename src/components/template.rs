@@ -4,7 +4,7 @@
 
 /// One piece of a template as written.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Part {
+pub(crate) enum Part {
     Text(String),
     /// `{name}`: the name, trimmed.
     Field(String),
@@ -12,7 +12,7 @@ pub enum Part {
 
 /// Why a template cannot be read.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SplitError {
+pub(crate) enum SplitError {
     /// A `{` with no `}` after it.
     Unclosed,
     /// `{}` (or only spaces between the braces).
@@ -22,7 +22,7 @@ pub enum SplitError {
 }
 
 /// The pieces of `text`, in order; adjacent text is one piece, and no text piece is empty.
-pub fn split(text: &str) -> Result<Vec<Part>, SplitError> {
+pub(crate) fn split(text: &str) -> Result<Vec<Part>, SplitError> {
     let mut parts = Vec::new();
     let mut literal = String::new();
     let mut chars = text.chars().peekable();

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
-pub struct TestWordSpout {
+struct TestWordSpout {
     rng: SmallRng,
     next: Instant,
 }
@@ -40,7 +40,7 @@ impl Spout for TestWordSpout {
 }
 
 #[derive(Default)]
-pub struct TestWordCounter {
+struct TestWordCounter {
     counts: FxHashMap<Value, i64>,
 }
 
@@ -63,7 +63,7 @@ impl Bolt for TestWordCounter {
 }
 
 /// The `test_word_spout` built-in.
-pub struct TestWordSpoutType;
+pub(crate) struct TestWordSpoutType;
 
 impl b::Builtin for TestWordSpoutType {
     fn name(&self) -> &'static str {
@@ -98,7 +98,7 @@ impl b::Builtin for TestWordSpoutType {
 }
 
 /// The `test_word_counter` built-in.
-pub struct TestWordCounterType;
+pub(crate) struct TestWordCounterType;
 
 impl b::Builtin for TestWordCounterType {
     fn name(&self) -> &'static str {

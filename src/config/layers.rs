@@ -12,7 +12,7 @@ use crate::syntax::tree::parse_tree;
 use std::path::{Path, PathBuf};
 
 /// Storm's defaults, compiled into the binary.
-pub const DEFAULTS_YAML: &str = include_str!("../../conf/defaults.yaml");
+const DEFAULTS_YAML: &str = include_str!("../../conf/defaults.yaml");
 
 /// The built-in defaults layer.
 pub fn defaults() -> Config {
@@ -30,12 +30,12 @@ pub fn defaults() -> Config {
 }
 
 /// Every key the defaults know (for did-you-mean on unknown `topology.*` keys).
-pub fn known_keys() -> Vec<String> {
+pub(crate) fn known_keys() -> Vec<String> {
     defaults().entries.into_keys().collect()
 }
 
 /// Whether the built-in defaults have `key` (the keys this implementation reads).
-pub fn is_known_key(key: &str) -> bool {
+pub(crate) fn is_known_key(key: &str) -> bool {
     static KNOWN: std::sync::OnceLock<std::collections::BTreeSet<String>> =
         std::sync::OnceLock::new();
     KNOWN
@@ -44,7 +44,7 @@ pub fn is_known_key(key: &str) -> bool {
 }
 
 /// The user configuration file in effect, if any (see the module doc).
-pub fn user_config_path() -> Option<PathBuf> {
+fn user_config_path() -> Option<PathBuf> {
     match std::env::var_os("STORM_CONF_DIR") {
         Some(dir) => {
             let p = Path::new(&dir).join("storm.yaml");
@@ -58,7 +58,7 @@ pub fn user_config_path() -> Option<PathBuf> {
 }
 
 /// Apply a YAML map's entries as one layer; `origin` builds each value's origin from its line.
-pub fn apply_entries(
+pub(crate) fn apply_entries(
     config: &mut Config,
     entries: &[(Spanned<String>, Spanned<RawValue>)],
     text: &str,
@@ -72,7 +72,7 @@ pub fn apply_entries(
 }
 
 /// Layer the user's `storm.yaml` (if any) over `config`. Errors are one line each, located.
-pub fn apply_user_file(config: &mut Config) -> Result<(), String> {
+pub(crate) fn apply_user_file(config: &mut Config) -> Result<(), String> {
     let Some(path) = user_config_path() else {
         return Ok(());
     };
@@ -96,7 +96,10 @@ pub fn apply_user_file(config: &mut Config) -> Result<(), String> {
 }
 
 /// Apply `-c KEY=VALUE` overrides (VALUE read as YAML). Every bad one is reported.
-pub fn apply_overrides(config: &mut Config, overrides: &[String]) -> Result<(), Vec<String>> {
+pub(crate) fn apply_overrides(
+    config: &mut Config,
+    overrides: &[String],
+) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
     for o in overrides {
         match parse_override(o) {
@@ -112,7 +115,7 @@ pub fn apply_overrides(config: &mut Config, overrides: &[String]) -> Result<(), 
 }
 
 /// One `-c KEY=VALUE`, VALUE read as YAML (`-c topology.workers=2` gives the number 2).
-pub fn parse_override(text: &str) -> Result<(String, serde_json::Value), String> {
+fn parse_override(text: &str) -> Result<(String, serde_json::Value), String> {
     let Some((key, value)) = text.split_once('=') else {
         return Err(format!("-c {text}: expected KEY=VALUE"));
     };
@@ -126,7 +129,7 @@ pub fn parse_override(text: &str) -> Result<(String, serde_json::Value), String>
 }
 
 /// Where a value came from, as `storm config` and error messages say it.
-pub fn describe(origin: &Origin) -> String {
+pub(crate) fn describe(origin: &Origin) -> String {
     match origin {
         Origin::Default => "default".into(),
         Origin::StormYaml { path, line } | Origin::Topology { path, line } => {
@@ -138,7 +141,7 @@ pub fn describe(origin: &Origin) -> String {
 
 /// The configuration of a command without a topology (cluster daemons, `storm config`):
 /// defaults, `storm.yaml`, `-c`; every rule checked. Errors are whole lines.
-pub fn cluster_config(overrides: &[String]) -> Result<Config, Vec<String>> {
+pub(crate) fn cluster_config(overrides: &[String]) -> Result<Config, Vec<String>> {
     let mut config = defaults();
     let mut errors = Vec::new();
     if let Err(e) = apply_user_file(&mut config) {

@@ -26,12 +26,12 @@ pub enum Origin {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub value: serde_json::Value,
-    pub origin: Origin,
+    pub(crate) origin: Origin,
 }
 
 /// Default `topology.max.spout.pending` when acking is on and none is set: bounds the lines a
 /// replaying spout keeps, and so memory.
-pub const DEFAULT_MAX_SPOUT_PENDING: u64 = 4096;
+pub(crate) const DEFAULT_MAX_SPOUT_PENDING: u64 = 4096;
 
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -40,7 +40,7 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&serde_json::Value> {
         self.entries
             .get(key)
             .map(|e| &e.value)
@@ -51,21 +51,21 @@ impl Config {
         self.entries.insert(key.into(), Entry { value, origin });
     }
 
-    pub fn get_u64(&self, key: &str) -> Option<u64> {
+    pub(crate) fn get_u64(&self, key: &str) -> Option<u64> {
         self.get(key).and_then(|v| v.as_u64())
     }
 
-    pub fn get_bool(&self, key: &str) -> Option<bool> {
+    pub(crate) fn get_bool(&self, key: &str) -> Option<bool> {
         self.get(key).and_then(|v| v.as_bool())
     }
 
     /// A duration key: a number of seconds, or humantime text (`30s`, `1m 30s`).
-    pub fn get_duration(&self, key: &str) -> Option<Duration> {
+    pub(crate) fn get_duration(&self, key: &str) -> Option<Duration> {
         duration_of(self.get(key)?)
     }
 
     /// All values as a plain JSON object (for the multilang handshake's `conf`).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::Value::Object(
             self.entries
                 .iter()
@@ -79,51 +79,46 @@ impl Config {
     }
 
     /// `None` = one acker per worker; `Some(0)` = acking disabled.
-    pub fn acker_executors(&self) -> Option<u32> {
+    pub(crate) fn acker_executors(&self) -> Option<u32> {
         self.get_u64("topology.acker.executors").map(|v| v as u32)
     }
 
-    pub fn max_spout_pending(&self) -> Option<u64> {
+    pub(crate) fn max_spout_pending(&self) -> Option<u64> {
         self.get_u64("topology.max.spout.pending")
     }
 
     /// The trees a spout task keeps open at most when acking is on: the set value, else
     /// [`DEFAULT_MAX_SPOUT_PENDING`].
-    pub fn max_spout_pending_or_default(&self) -> u64 {
+    pub(crate) fn max_spout_pending_or_default(&self) -> u64 {
         self.max_spout_pending()
             .unwrap_or(DEFAULT_MAX_SPOUT_PENDING)
     }
 
-    pub fn message_timeout(&self) -> Duration {
+    pub(crate) fn message_timeout(&self) -> Duration {
         self.get_duration("topology.message.timeout.secs")
             .unwrap_or(Duration::from_secs(30))
     }
 
-    pub fn message_timeouts_enabled(&self) -> bool {
+    pub(crate) fn message_timeouts_enabled(&self) -> bool {
         self.get_bool("topology.enable.message.timeouts")
             .unwrap_or(true)
     }
 
-    pub fn tick_freq(&self) -> Option<Duration> {
+    pub(crate) fn tick_freq(&self) -> Option<Duration> {
         self.get_duration("topology.tick.tuple.freq.secs")
     }
 
-    pub fn receiver_buffer_size(&self) -> usize {
+    pub(crate) fn receiver_buffer_size(&self) -> usize {
         self.get_u64("topology.receiver.buffer.size").unwrap_or(8) as usize
     }
 
-    pub fn transfer_buffer_size(&self) -> usize {
+    pub(crate) fn transfer_buffer_size(&self) -> usize {
         self.get_u64("topology.transfer.buffer.size")
             .unwrap_or(1024) as usize
     }
 
-    pub fn executor_receive_buffer_size(&self) -> usize {
+    pub(crate) fn executor_receive_buffer_size(&self) -> usize {
         self.get_u64("topology.executor.receive.buffer.size")
-            .unwrap_or(1024) as usize
-    }
-
-    pub fn executor_send_buffer_size(&self) -> usize {
-        self.get_u64("topology.executor.send.buffer.size")
             .unwrap_or(1024) as usize
     }
 
@@ -132,19 +127,19 @@ impl Config {
     }
 
     /// `topology.stateful`: every stateful built-in keeps state unless it says otherwise.
-    pub fn stateful(&self) -> bool {
+    pub(crate) fn stateful(&self) -> bool {
         self.get_bool("topology.stateful").unwrap_or(false)
     }
 
     /// `topology.state.provider`: `memory` (the default) or `embedded`.
-    pub fn state_provider(&self) -> &str {
+    pub(crate) fn state_provider(&self) -> &str {
         self.get("topology.state.provider")
             .and_then(|v| v.as_str())
             .unwrap_or("memory")
     }
 
     /// `topology.state.dir`, or `./storm-state/NAME` when unset.
-    pub fn state_dir(&self, topology: &str) -> PathBuf {
+    pub(crate) fn state_dir(&self, topology: &str) -> PathBuf {
         match self.get("topology.state.dir").and_then(|v| v.as_str()) {
             Some(dir) => PathBuf::from(dir),
             None => PathBuf::from("storm-state").join(topology),
@@ -152,7 +147,7 @@ impl Config {
     }
 
     /// `topology.state.checkpoint.interval.ms` (Storm's default: one second).
-    pub fn checkpoint_interval(&self) -> Duration {
+    pub(crate) fn checkpoint_interval(&self) -> Duration {
         Duration::from_millis(
             self.get_u64("topology.state.checkpoint.interval.ms")
                 .unwrap_or(1000)
@@ -160,14 +155,14 @@ impl Config {
         )
     }
 
-    pub fn zookeeper_root(&self) -> String {
+    pub(crate) fn zookeeper_root(&self) -> String {
         self.get("storm.zookeeper.root")
             .and_then(|v| v.as_str())
             .unwrap_or("/storm")
             .to_string()
     }
 
-    pub fn slots_ports(&self) -> Vec<u16> {
+    pub(crate) fn slots_ports(&self) -> Vec<u16> {
         self.get("supervisor.slots.ports")
             .and_then(|v| v.as_array())
             .map(|a| {
@@ -179,14 +174,14 @@ impl Config {
             .unwrap_or_else(|| vec![6700, 6701, 6702, 6703])
     }
 
-    pub fn nimbus_task_timeout(&self) -> Duration {
+    pub(crate) fn nimbus_task_timeout(&self) -> Duration {
         self.get_duration("nimbus.task.timeout.secs")
             .unwrap_or(Duration::from_secs(30))
     }
 }
 
 /// Seconds as a number, or humantime text.
-pub fn duration_of(v: &serde_json::Value) -> Option<Duration> {
+pub(crate) fn duration_of(v: &serde_json::Value) -> Option<Duration> {
     match v {
         serde_json::Value::Number(n) => n
             .as_f64()

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The configuration key.
-pub const KEY: &str = "topology.metrics.reporters";
+pub(crate) const KEY: &str = "topology.metrics.reporters";
 
 /// Where one reporter sends its figures.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// Graphite's plaintext protocol over TCP.
     Graphite {
         host: String,
@@ -27,11 +27,11 @@ pub enum Target {
 
 /// One configured reporter.
 #[derive(Debug, Clone)]
-pub struct ReporterConf {
-    pub target: Target,
-    pub period: Duration,
+pub(crate) struct ReporterConf {
+    pub(crate) target: Target,
+    pub(crate) period: Duration,
     /// Only metrics whose full name matches are reported (Storm's `RegexFilter`).
-    pub filter: Option<Regex>,
+    pub(crate) filter: Option<Regex>,
 }
 
 /// Storm's default reporting period: 10 seconds.
@@ -39,7 +39,10 @@ const DEFAULT_PERIOD_SECS: u64 = 10;
 
 /// Every reporter the value lists, or a located error naming the entry and the option.
 /// `local_dir` is `storm.local.dir`, where CSV files go when `csv.log.dir` is not given.
-pub fn parse(value: Option<&Value>, local_dir: Option<&str>) -> anyhow::Result<Vec<ReporterConf>> {
+pub(crate) fn parse(
+    value: Option<&Value>,
+    local_dir: Option<&str>,
+) -> anyhow::Result<Vec<ReporterConf>> {
     let list = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 /// What a key accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// An integer ≥ min; `nullable` allows null (= unset).
     Int {
         min: u64,
@@ -47,7 +47,7 @@ pub enum Rule {
 }
 
 /// The rule of every key that has one.
-pub const RULES: &[(&str, Rule)] = &[
+pub(crate) const RULES: &[(&str, Rule)] = &[
     (
         "topology.workers",
         Rule::Int {
@@ -235,28 +235,28 @@ pub const RULES: &[(&str, Rule)] = &[
 
 /// The values of `topology.state.provider`: state in this process only, or in an embedded
 /// crash-safe database under `topology.state.dir`.
-pub const STATE_PROVIDERS: &[&str] = &["memory", "embedded"];
+const STATE_PROVIDERS: &[&str] = &["memory", "embedded"];
 
 /// The values of `topology.state.guarantee`: what a stateful topology promises its state.
 /// `exactly_once` refuses spouts that cannot rewind to a checkpoint; `at_least_once` accepts
 /// them (their tuples may reach the state again after a failure).
-pub const STATE_GUARANTEES: &[&str] = &["exactly_once", "at_least_once"];
+const STATE_GUARANTEES: &[&str] = &["exactly_once", "at_least_once"];
 
-pub fn rule_of(key: &str) -> Option<Rule> {
+pub(crate) fn rule_of(key: &str) -> Option<Rule> {
     RULES.iter().find(|(k, _)| *k == key).map(|(_, r)| *r)
 }
 
 /// A value that breaks its key's rule.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Violation {
-    pub key: String,
-    pub origin: Origin,
+pub(crate) struct Violation {
+    pub(crate) key: String,
+    pub(crate) origin: Origin,
     /// What is wrong, without the key (`must be a power of two: 512 or 1024`).
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// Check one value against its key's rule (keys without a rule accept anything).
-pub fn check_value(key: &str, value: &Value) -> Result<(), String> {
+pub(crate) fn check_value(key: &str, value: &Value) -> Result<(), String> {
     let Some(rule) = rule_of(key) else {
         return Ok(());
     };
@@ -452,7 +452,7 @@ fn show(v: &Value) -> String {
 }
 
 /// Every rule broken in an effective configuration.
-pub fn check(config: &Config) -> Vec<Violation> {
+pub(crate) fn check(config: &Config) -> Vec<Violation> {
     config
         .entries
         .iter()
@@ -470,7 +470,7 @@ pub fn check(config: &Config) -> Vec<Violation> {
 
 /// Rewrite duration keys given as humantime text to whole or fractional seconds, so the
 /// runtime and multilang components see Storm's numbers. Run after `check`.
-pub fn normalize(config: &mut Config) {
+pub(crate) fn normalize(config: &mut Config) {
     for (key, entry) in config.entries.iter_mut() {
         if let Some(Rule::Duration { .. }) = rule_of(key) {
             if let (Value::String(_), Some(d)) = (&entry.value, duration_of(&entry.value)) {

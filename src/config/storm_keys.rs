@@ -8,7 +8,7 @@ use super::{Config, Origin};
 
 /// What a configuration key is to this implementation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyClass {
+pub(crate) enum KeyClass {
     /// Read here: it changes what storm does.
     Obeyed,
     /// A Storm key with nothing to act on here: accepted, and listed by `storm config --unused`.
@@ -18,7 +18,7 @@ pub enum KeyClass {
 }
 
 /// The class of `key`: obeyed when the built-in defaults or the rules know it.
-pub fn class_of(key: &str) -> KeyClass {
+pub(crate) fn class_of(key: &str) -> KeyClass {
     if super::layers::is_known_key(key) || super::rules::rule_of(key).is_some() {
         KeyClass::Obeyed
     } else if STORM_KEYS.binary_search(&key).is_ok() {
@@ -29,7 +29,7 @@ pub fn class_of(key: &str) -> KeyClass {
 }
 
 /// Storm keys set (not by our defaults) that have no effect here, sorted.
-pub fn no_effect_keys(config: &Config) -> Vec<String> {
+pub(crate) fn no_effect_keys(config: &Config) -> Vec<String> {
     config
         .entries
         .iter()
@@ -40,7 +40,7 @@ pub fn no_effect_keys(config: &Config) -> Vec<String> {
 
 /// The one line said at start when Storm keys without effect here are set: how many, and
 /// where to see them.
-pub fn no_effect_summary(config: &Config) -> Option<String> {
+pub(crate) fn no_effect_summary(config: &Config) -> Option<String> {
     let n = no_effect_keys(config).len();
     (n > 0).then(|| {
         format!(
@@ -51,13 +51,13 @@ pub fn no_effect_summary(config: &Config) -> Option<String> {
 }
 
 /// Unknown `topology.*` keys (warnings in Storm's spirit), each with a close known key if any.
-pub fn unknown_topology_keys(config: &Config) -> Vec<(String, Option<String>)> {
+pub(crate) fn unknown_topology_keys(config: &Config) -> Vec<(String, Option<String>)> {
     unknown_keys(config, "topology.")
 }
 
 /// Unknown keys starting with `prefix` (neither ours nor Storm's: `storm_keys`), each with a
 /// close known key if any.
-pub fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String>)> {
+pub(crate) fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String>)> {
     let known = super::layers::known_keys();
     config
         .entries
@@ -72,7 +72,7 @@ pub fn unknown_keys(config: &Config, prefix: &str) -> Vec<(String, Option<String
 }
 
 /// Apache Storm 2.x's configuration keys, sorted.
-pub const STORM_KEYS: &[&str] = &[
+const STORM_KEYS: &[&str] = &[
     "blacklist.scheduler.assume.supervisor.bad.based.on.bad.slot",
     "blacklist.scheduler.reporter",
     "blacklist.scheduler.resume.time.secs",

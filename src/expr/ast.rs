@@ -5,13 +5,13 @@ use std::ops::Range;
 
 /// One node and where it was written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
-    pub kind: NodeKind,
-    pub span: Range<usize>,
+pub(crate) struct Node {
+    pub(crate) kind: NodeKind,
+    pub(crate) span: Range<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum NodeKind {
+pub(crate) enum NodeKind {
     /// An input field, by name.
     Field(String),
     Str(String),
@@ -38,7 +38,7 @@ pub enum NodeKind {
 
 /// Arithmetic operators: `*` `/` `//` `%` bind tighter than `+` `-`, all left-associative.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArithOp {
+pub(crate) enum ArithOp {
     Add,
     Sub,
     Mul,
@@ -50,7 +50,7 @@ pub enum ArithOp {
 }
 
 impl ArithOp {
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             ArithOp::Add => "+",
             ArithOp::Sub => "-",
@@ -64,7 +64,7 @@ impl ArithOp {
 
 /// Comparison operators, all of the same precedence and not chained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmpOp {
+pub(crate) enum CmpOp {
     Eq,
     Ne,
     Lt,
@@ -80,7 +80,7 @@ pub enum CmpOp {
 
 impl CmpOp {
     /// Operators as written, longest first where one is a prefix of another.
-    pub const ALL: &'static [(&'static str, CmpOp)] = &[
+    pub(crate) const ALL: &'static [(&'static str, CmpOp)] = &[
         ("==", CmpOp::Eq),
         ("!=", CmpOp::Ne),
         ("<=", CmpOp::Le),
@@ -93,7 +93,7 @@ impl CmpOp {
         ("ends_with", CmpOp::EndsWith),
     ];
 
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         CmpOp::ALL
             .iter()
             .find(|(_, op)| *op == self)
@@ -102,13 +102,13 @@ impl CmpOp {
     }
 
     /// `<`, `<=`, `>`, `>=`.
-    pub fn is_ordering(self) -> bool {
+    pub(crate) fn is_ordering(self) -> bool {
         matches!(self, CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge)
     }
 }
 
 /// Words that cannot be field names (write `` `and` `` to name such a field).
-pub const KEYWORDS: &[&str] = &[
+pub(crate) const KEYWORDS: &[&str] = &[
     "and",
     "or",
     "not",

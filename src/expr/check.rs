@@ -33,15 +33,15 @@ pub(super) fn closest<'a, I: IntoIterator<Item = &'a str>>(
 
 pub(super) struct Checker<'f> {
     /// The input fields; `None` when they are not known (unknown fields are then not reported).
-    pub fields: Option<&'f [String]>,
+    pub(crate) fields: Option<&'f [String]>,
     /// Their types, by position (missing: `Any`).
-    pub types: &'f [Type],
-    pub errors: Vec<ExprError>,
+    pub(crate) types: &'f [Type],
+    pub(crate) errors: Vec<ExprError>,
 }
 
 impl Checker<'_> {
     /// The whole expression must be a condition.
-    pub fn check_root(&mut self, root: &Node) {
+    pub(crate) fn check_root(&mut self, root: &Node) {
         self.condition(root);
     }
 
@@ -58,7 +58,7 @@ impl Checker<'_> {
     }
 
     /// The type of `node`, reporting every problem inside it.
-    pub fn ty(&mut self, node: &Node) -> Type {
+    pub(crate) fn ty(&mut self, node: &Node) -> Type {
         match &node.kind {
             NodeKind::Field(name) => self.field(name, &node.span),
             NodeKind::Str(_) => Type::Str,

@@ -92,7 +92,7 @@ pub(super) enum Arg {
 
 /// Arguments and result of a function.
 pub(super) struct Signature {
-    pub arity: RangeInclusive<usize>,
+    pub(crate) arity: RangeInclusive<usize>,
     /// The expected argument at each position; the last one repeats.
     args: &'static [Arg],
     /// How the arguments are written, for "takes …" messages.
@@ -111,7 +111,7 @@ enum Yields {
 }
 
 impl Signature {
-    pub fn arg(&self, k: usize) -> Arg {
+    pub(crate) fn arg(&self, k: usize) -> Arg {
         self.args
             .get(k)
             .or(self.args.last())
@@ -120,7 +120,7 @@ impl Signature {
     }
 
     /// `2 or 3 arguments (s, start[, len])`.
-    pub fn describe_arity(&self) -> String {
+    pub(crate) fn describe_arity(&self) -> String {
         let (lo, hi) = (*self.arity.start(), *self.arity.end());
         let count = match (lo, hi) {
             (1, 1) => "1 argument".to_string(),
@@ -132,7 +132,7 @@ impl Signature {
         format!("{count} ({})", self.shape)
     }
 
-    pub fn result(&self, args: &[Type]) -> Type {
+    pub(crate) fn result(&self, args: &[Type]) -> Type {
         match self.result {
             Yields::Fixed(t) => t,
             Yields::JoinFrom(k) => args
@@ -165,7 +165,7 @@ fn sig(
 }
 
 impl Func {
-    pub fn from_name(name: &str) -> Option<Func> {
+    pub(crate) fn from_name(name: &str) -> Option<Func> {
         use Func::*;
         Some(match name {
             "lower" => Lower,
@@ -197,7 +197,7 @@ impl Func {
         })
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         use Func::*;
         match self {
             Lower => "lower",
@@ -228,7 +228,7 @@ impl Func {
         }
     }
 
-    pub fn signature(self) -> Signature {
+    pub(crate) fn signature(self) -> Signature {
         use Arg as A;
         use Func::*;
         match self {

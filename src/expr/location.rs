@@ -2,6 +2,7 @@
 //! expression text, which was written in the file as a (possibly quoted, possibly escaped)
 //! string. This maps the range back through the quoting, so the caret lands on the right column.
 
+#[cfg(test)]
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::raw::Span;
 use std::ops::Range;
@@ -9,7 +10,8 @@ use std::ops::Range;
 /// Every problem of a `where` expression as located file diagnostics: `expr_text` is the
 /// expression (the decoded string), written at `literal` in `source`; `fields` are the input
 /// fields when known. Empty when the expression is fine.
-pub fn diagnostics(
+#[cfg(test)]
+fn diagnostics(
     source: &str,
     literal: Span,
     expr_text: &str,
@@ -36,7 +38,7 @@ pub fn diagnostics(
 /// `literal` in `source`. Double-quoted strings with backslash escapes (DSL, YAML, JSON),
 /// single-quoted strings with `''`, and plain text are understood; anything else (YAML block
 /// scalars, folded lines) maps approximately, always inside `literal`.
-pub fn source_span(source: &str, literal: Span, inner: Range<usize>) -> Span {
+pub(crate) fn source_span(source: &str, literal: Span, inner: Range<usize>) -> Span {
     let Some(written) = source.get(literal.start..literal.end) else {
         return literal;
     };

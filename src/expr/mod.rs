@@ -12,7 +12,7 @@
 //! `true` `false` `null`, function calls and parentheses. So, as in Python,
 //! `not len(word) < 3` means `not (len(word) < 3)`. See `docs/expressions.md`.
 
-pub(crate) mod ast;
+mod ast;
 mod check;
 mod eval;
 mod functions;
@@ -21,8 +21,8 @@ mod parser;
 mod syntax_error;
 mod types;
 
-pub use location::{diagnostics, source_span};
-pub use types::Type;
+pub(crate) use location::source_span;
+pub(crate) use types::Type;
 
 use crate::tuple::Value;
 use nom_locate::LocatedSpan;
@@ -34,9 +34,9 @@ type In<'a> = LocatedSpan<&'a str>;
 /// A problem inside an expression, located by byte range within the expression text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExprError {
-    pub span: Range<usize>,
-    pub message: String,
-    pub help: Option<String>,
+    pub(crate) span: Range<usize>,
+    pub(crate) message: String,
+    pub(crate) help: Option<String>,
 }
 
 impl std::fmt::Display for ExprError {
@@ -67,11 +67,6 @@ pub fn parse(text: &str) -> Result<Expr, ExprError> {
 }
 
 impl Expr {
-    /// The syntax tree.
-    pub fn root(&self) -> &ast::Node {
-        &self.root
-    }
-
     /// Every problem with this expression given the input fields (unknown fields, bad regex,
     /// operand types).
     pub fn check(&self, fields: &[String]) -> Vec<ExprError> {
@@ -80,13 +75,13 @@ impl Expr {
 
     /// As `check`; with `None` (input fields not known, e.g. after a shell component that
     /// declares none) field names are not checked.
-    pub fn check_with(&self, fields: Option<&[String]>) -> Vec<ExprError> {
+    fn check_with(&self, fields: Option<&[String]>) -> Vec<ExprError> {
         self.check_typed(fields, &[])
     }
 
     /// As `check_with`, knowing the type of each input field (by position; `Type::Any` or
     /// missing where unknown): a string field compared with a number is an error.
-    pub fn check_typed(&self, fields: Option<&[String]>, types: &[Type]) -> Vec<ExprError> {
+    pub(crate) fn check_typed(&self, fields: Option<&[String]>, types: &[Type]) -> Vec<ExprError> {
         let mut checker = check::Checker {
             fields,
             types,
@@ -97,7 +92,11 @@ impl Expr {
     }
 
     /// Check the expression as a value (`map`'s `set`): its type, and every problem.
-    pub fn check_value(&self, fields: Option<&[String]>, types: &[Type]) -> (Type, Vec<ExprError>) {
+    pub(crate) fn check_value(
+        &self,
+        fields: Option<&[String]>,
+        types: &[Type],
+    ) -> (Type, Vec<ExprError>) {
         let mut checker = check::Checker {
             fields,
             types,
@@ -108,14 +107,15 @@ impl Expr {
     }
 
     /// Bind field names to positions, as a value; fails with the first problem found.
-    pub fn compile_value(&self, fields: &[String]) -> Result<CompiledValue, ExprError> {
+    #[cfg(test)]
+    fn compile_value(&self, fields: &[String]) -> Result<CompiledValue, ExprError> {
         let slots: Vec<usize> = (0..fields.len()).collect();
         self.compile_value_at(fields, &slots)
     }
 
     /// As `compile_value`, field `fields[k]` being read from position `slots[k]` of the
     /// values given to `eval`.
-    pub fn compile_value_at(
+    pub(crate) fn compile_value_at(
         &self,
         fields: &[String],
         slots: &[usize],
@@ -154,13 +154,13 @@ impl Expr {
 
 /// An expression bound to the input fields, computing a value per tuple.
 #[derive(Debug, Clone)]
-pub struct CompiledValue {
+pub(crate) struct CompiledValue {
     calc: eval::Calc,
 }
 
 impl CompiledValue {
     /// The value for the tuple with these values (in input field order).
-    pub fn eval(&self, values: &[Value]) -> Value {
+    pub(crate) fn eval(&self, values: &[Value]) -> Value {
         self.calc.eval(values)
     }
 }

@@ -110,7 +110,7 @@ fn tree_depth(root: &Node) -> usize {
 }
 
 /// Parse a whole expression.
-pub fn parse(text: &str) -> Result<Node, ExprError> {
+pub(crate) fn parse(text: &str) -> Result<Node, ExprError> {
     let i = In::new(text);
     NODES.with(|n| n.set(0));
     let result = (|| {

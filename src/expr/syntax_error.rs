@@ -11,14 +11,14 @@ use super::In;
 /// The furthest failure, with what would have been accepted there.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct PErr {
-    pub offset: usize,
+    pub(crate) offset: usize,
     expected: Vec<&'static str>,
     /// A specific complaint with its range, instead of "expected …".
     message: Option<(Range<usize>, String)>,
 }
 
 impl PErr {
-    pub fn expected(offset: usize, what: &'static str) -> PErr {
+    pub(crate) fn expected(offset: usize, what: &'static str) -> PErr {
         PErr {
             offset,
             expected: vec![what],
@@ -26,7 +26,7 @@ impl PErr {
         }
     }
 
-    pub fn message(span: Range<usize>, text: impl Into<String>) -> PErr {
+    pub(crate) fn message(span: Range<usize>, text: impl Into<String>) -> PErr {
         PErr {
             offset: span.start,
             expected: Vec::new(),
@@ -34,7 +34,7 @@ impl PErr {
         }
     }
 
-    pub fn into_expr_error(self, text: &str) -> ExprError {
+    pub(crate) fn into_expr_error(self, text: &str) -> ExprError {
         if let Some((span, message)) = self.message {
             return ExprError {
                 span,

@@ -26,7 +26,8 @@ impl Type {
     }
 
     /// The short name (`int`, `float`, `str`, `bool`, `null`, `any`).
-    pub fn name(self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Type::Str => "str",
             Type::Int => "int",

@@ -15,18 +15,18 @@ use super::{Component, Grouping, Topology};
 use std::collections::BTreeMap;
 
 /// The config key that turns chaining off for a whole topology.
-pub const CHAINING_KEY: &str = "topology.chaining";
+const CHAINING_KEY: &str = "topology.chaining";
 
 /// Chained edges of a topology: each chained bolt with the component it is fused onto.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Chains {
+pub(crate) struct Chains {
     /// Chained bolt → its upstream component.
     onto: BTreeMap<String, String>,
 }
 
 impl Chains {
     /// The chained edges of `topology` (none when `topology.chaining` is false).
-    pub fn of(topology: &Topology) -> Chains {
+    pub(crate) fn of(topology: &Topology) -> Chains {
         let mut onto = BTreeMap::new();
         if topology.config.get_bool(CHAINING_KEY) == Some(false) {
             return Chains { onto };
@@ -48,12 +48,12 @@ impl Chains {
     }
 
     /// The component `bolt` is fused onto, if it is chained.
-    pub fn upstream_of(&self, bolt: &str) -> Option<&str> {
+    pub(crate) fn upstream_of(&self, bolt: &str) -> Option<&str> {
         self.onto.get(bolt).map(String::as_str)
     }
 
     /// Whether the edge `from` → `to` is chained.
-    pub fn is_chained(&self, from: &str, to: &str) -> bool {
+    pub(crate) fn is_chained(&self, from: &str, to: &str) -> bool {
         self.upstream_of(to) == Some(from)
     }
 
@@ -65,18 +65,18 @@ impl Chains {
     }
 
     /// How far down its chain `component` is (0: a head or an unchained component).
-    pub fn depth_of(&self, component: &str) -> usize {
+    pub(crate) fn depth_of(&self, component: &str) -> usize {
         self.upstreams(component).count()
     }
 
     /// The first component of the chain `component` is in (itself when it is not chained).
     #[cfg(test)]
-    pub fn head_of<'a>(&'a self, component: &'a str) -> &'a str {
+    fn head_of<'a>(&'a self, component: &'a str) -> &'a str {
         self.upstreams(component).last().unwrap_or(component)
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.onto.is_empty()
     }
 }

@@ -3,8 +3,8 @@
 
 use crate::config::Config;
 
-pub mod chains;
-pub mod partials;
+pub(crate) mod chains;
+pub(crate) mod partials;
 pub mod plan;
 pub(crate) mod rebalance;
 mod state_dir;
@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The most workers a topology may ask for (`topology.workers`, and a rebalance's).
-pub const MAX_WORKERS: u32 = 256;
+pub(crate) const MAX_WORKERS: u32 = 256;
 
 /// The stream every component emits on unless it names another (Storm's `Utils.DEFAULT_STREAM_ID`).
-pub const DEFAULT_STREAM: &str = "default";
+pub(crate) const DEFAULT_STREAM: &str = "default";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Topology {
@@ -75,7 +75,7 @@ impl Component {
     }
 
     /// A string argument, if present and a string.
-    pub fn arg_str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn arg_str(&self, key: &str) -> Option<&str> {
         self.args.get(key).and_then(|v| v.as_str())
     }
 
@@ -111,7 +111,7 @@ pub enum Grouping {
 
 impl Grouping {
     /// The name as our YAML writes it.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Grouping::Shuffle => "shuffle",
             Grouping::Fields(_) => "fields",
@@ -126,7 +126,7 @@ impl Grouping {
 
     /// Every grouping type name accepted (lower case; matching is case-insensitive and
     /// `localOrShuffle` / `partialKey` spellings are accepted too).
-    pub const NAMES: &'static [&'static str] = &[
+    pub(crate) const NAMES: &'static [&'static str] = &[
         "shuffle",
         "fields",
         "all",
@@ -138,7 +138,7 @@ impl Grouping {
     ];
 
     /// The key fields of a fields or partial-key grouping.
-    pub fn key_fields(&self) -> Option<&[String]> {
+    pub(crate) fn key_fields(&self) -> Option<&[String]> {
         match self {
             Grouping::Fields(f) | Grouping::PartialKey(f) => Some(f),
             _ => None,
@@ -158,20 +158,20 @@ impl Topology {
     }
 
     /// Streams that feed the given component.
-    pub fn inputs_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Stream> + 'a {
+    pub(crate) fn inputs_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Stream> + 'a {
         self.streams.iter().filter(move |s| s.to == id)
     }
 
     /// Streams that leave the given component.
-    pub fn outputs_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Stream> + 'a {
+    pub(crate) fn outputs_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a Stream> + 'a {
         self.streams.iter().filter(move |s| s.from == id)
     }
 
-    pub fn spouts(&self) -> impl Iterator<Item = &Component> {
+    pub(crate) fn spouts(&self) -> impl Iterator<Item = &Component> {
         self.components.iter().filter(|c| c.is_spout())
     }
 
-    pub fn bolts(&self) -> impl Iterator<Item = &Component> {
+    pub(crate) fn bolts(&self) -> impl Iterator<Item = &Component> {
         self.components.iter().filter(|c| !c.is_spout())
     }
 
@@ -181,7 +181,7 @@ impl Topology {
     }
 
     /// The ids of its spouts that cannot rewind to a checkpoint.
-    pub fn unrewinding_spouts(&self) -> Vec<&str> {
+    pub(crate) fn unrewinding_spouts(&self) -> Vec<&str> {
         self.components
             .iter()
             .filter(|c| c.kind == ComponentKind::Spout && !c.ctype.rewinds_with(&c.args))
@@ -192,12 +192,12 @@ impl Topology {
     /// Whether its state is kept at least once rather than exactly once: stateful, with a
     /// spout that cannot rewind (which validation allows only with
     /// `topology.state.guarantee: at_least_once`).
-    pub fn at_least_once(&self) -> bool {
+    pub(crate) fn at_least_once(&self) -> bool {
         self.is_stateful() && !self.unrewinding_spouts().is_empty()
     }
 
     /// Total executors and tasks of user components.
-    pub fn executor_and_task_counts(&self) -> (u64, u64) {
+    pub(crate) fn executor_and_task_counts(&self) -> (u64, u64) {
         self.components.iter().fold((0, 0), |(e, t), c| {
             (e + u64::from(c.parallelism), t + u64::from(c.tasks))
         })

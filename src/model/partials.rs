@@ -13,26 +13,26 @@ use super::Topology;
 use std::collections::BTreeMap;
 
 /// The config key that turns partial aggregation off for a whole topology.
-pub const PARTIAL_KEY: &str = "topology.partial.aggregation";
+const PARTIAL_KEY: &str = "topology.partial.aggregation";
 
 /// What one bolt takes: sums by `keys`, of its ops' states (an `aggregate` or `top`) or counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Partial {
-    pub keys: Vec<String>,
+pub(crate) struct Partial {
+    pub(crate) keys: Vec<String>,
     /// Op states (`[key…, state…, unusable]`, the ops as `Builtin::partial_ops` gives them);
     /// `false`: counts (`[key…, n]`).
-    pub states: bool,
+    pub(crate) states: bool,
 }
 
 /// The bolts that take partial counts or states, each with its key fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Partials {
+pub(crate) struct Partials {
     keys: BTreeMap<String, Partial>,
 }
 
 impl Partials {
     /// The bolts of `topology` that take partial counts (none when turned off).
-    pub fn of(topology: &Topology) -> Partials {
+    pub(crate) fn of(topology: &Topology) -> Partials {
         let mut keys = BTreeMap::new();
         if topology.config.get_bool(PARTIAL_KEY) == Some(false) || topology.is_stateful() {
             return Partials { keys };
@@ -77,12 +77,13 @@ impl Partials {
     }
 
     /// The key fields of `bolt`, if it takes partial counts or states.
-    pub fn keys_of(&self, bolt: &str) -> Option<&[String]> {
+    #[cfg(test)]
+    pub(crate) fn keys_of(&self, bolt: &str) -> Option<&[String]> {
         self.keys.get(bolt).map(|p| p.keys.as_slice())
     }
 
     /// What `bolt` takes, if it takes partials.
-    pub fn of_bolt(&self, bolt: &str) -> Option<&Partial> {
+    pub(crate) fn of_bolt(&self, bolt: &str) -> Option<&Partial> {
         self.keys.get(bolt)
     }
 }

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
 /// Storm's acker bolt id.
-pub const ACKER_ID: &str = "__acker";
+pub(crate) const ACKER_ID: &str = "__acker";
 /// Storm's system component (source of tick tuples).
-pub const SYSTEM_ID: &str = "__system";
+pub(crate) const SYSTEM_ID: &str = "__system";
 /// The task id tick tuples and other system tuples come from (Storm: -1; ids here start at 1).
 pub const SYSTEM_TASK: u32 = 0;
 
@@ -21,12 +21,12 @@ pub mod streams {
     pub const TICK: StreamId = 1;
     pub const ACK_INIT: StreamId = 2;
     pub const ACK_ACK: StreamId = 3;
-    pub const ACK_FAIL: StreamId = 4;
+    pub(crate) const ACK_FAIL: StreamId = 4;
     /// Partial counts or op states summed on the sending side: `[key…, n]` or
     /// `[key…, state…, unusable]` (see `model::partials`).
-    pub const PARTIAL: StreamId = 5;
+    pub(crate) const PARTIAL: StreamId = 5;
     /// Names of the fixed ids above, in order.
-    pub const SYSTEM: &[&str] = &[
+    pub(crate) const SYSTEM: &[&str] = &[
         "default",
         "__tick",
         "__ack_init",
@@ -39,25 +39,25 @@ pub mod streams {
 /// One component's tasks and executors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComponentTasks {
-    pub id: String,
+    pub(crate) id: String,
     /// Task ids, consecutive.
     pub tasks: RangeInclusive<u32>,
     /// Executors as contiguous task ranges, in task order.
-    pub executors: Vec<RangeInclusive<u32>>,
+    pub(crate) executors: Vec<RangeInclusive<u32>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// In lexicographic order of component id, system components included.
-    pub components: Vec<ComponentTasks>,
+    pub(crate) components: Vec<ComponentTasks>,
     /// Interned stream names (index = StreamId).
-    pub stream_names: Vec<String>,
+    pub(crate) stream_names: Vec<String>,
     /// Acker executors (0 = acking off).
-    pub ackers: u32,
+    pub(crate) ackers: u32,
     /// Which bolts run fused onto the component before them.
-    pub chains: super::chains::Chains,
+    pub(crate) chains: super::chains::Chains,
     /// Which bolts take partial counts, summed by the components before them.
-    pub partials: super::partials::Partials,
+    pub(crate) partials: super::partials::Partials,
 }
 
 impl Plan {
@@ -117,7 +117,7 @@ impl Plan {
             .map(|i| i as StreamId)
     }
 
-    pub fn stream_name(&self, id: StreamId) -> &str {
+    pub(crate) fn stream_name(&self, id: StreamId) -> &str {
         self.stream_names
             .get(id as usize)
             .map(|s| s.as_str())
@@ -129,7 +129,7 @@ impl Plan {
     }
 
     /// The component a task belongs to (`__system` for `SYSTEM_TASK`).
-    pub fn component_of_task(&self, task: u32) -> &str {
+    pub(crate) fn component_of_task(&self, task: u32) -> &str {
         if task == SYSTEM_TASK {
             return SYSTEM_ID;
         }
@@ -141,7 +141,7 @@ impl Plan {
     }
 
     /// Every task id with its component, in task order.
-    pub fn task_to_component(&self) -> BTreeMap<u32, &str> {
+    pub(crate) fn task_to_component(&self) -> BTreeMap<u32, &str> {
         self.components
             .iter()
             .flat_map(|c| c.tasks.clone().map(move |t| (t, c.id.as_str())))
@@ -149,7 +149,7 @@ impl Plan {
     }
 
     /// All executors in task order, with their component.
-    pub fn executors(&self) -> Vec<(&str, RangeInclusive<u32>)> {
+    pub(crate) fn executors(&self) -> Vec<(&str, RangeInclusive<u32>)> {
         let mut all: Vec<(&str, RangeInclusive<u32>)> = self
             .components
             .iter()
@@ -159,7 +159,7 @@ impl Plan {
         all
     }
 
-    pub fn total_tasks(&self) -> u32 {
+    pub(crate) fn total_tasks(&self) -> u32 {
         self.components
             .iter()
             .map(|c| c.tasks.end() - c.tasks.start() + 1)
@@ -169,7 +169,7 @@ impl Plan {
 
 /// Split `count` tasks starting at `first` into `executors` contiguous ranges whose sizes differ
 /// by at most one, larger first (Storm's `partition-fixed`).
-pub fn executor_ranges(first: u32, count: u32, executors: u32) -> Vec<RangeInclusive<u32>> {
+pub(crate) fn executor_ranges(first: u32, count: u32, executors: u32) -> Vec<RangeInclusive<u32>> {
     let executors = executors.clamp(1, count.max(1));
     let base = count / executors;
     let extra = count % executors;

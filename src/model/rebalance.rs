@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// A rebalance that cannot be carried out as asked (a bad request, not a failure).
 #[derive(Debug)]
-pub struct Invalid(pub String);
+pub(crate) struct Invalid(pub(crate) String);
 
 impl std::fmt::Display for Invalid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -23,7 +23,7 @@ impl std::error::Error for Invalid {}
 
 /// A rebalance this kind of run cannot carry out (yet).
 #[derive(Debug)]
-pub struct Unsupported(pub String);
+pub(crate) struct Unsupported(pub(crate) String);
 
 impl std::fmt::Display for Unsupported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -35,19 +35,19 @@ impl std::error::Error for Unsupported {}
 
 /// A rebalance request: nothing given keeps the current value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rebalance {
+pub(crate) struct Rebalance {
     /// The new `topology.workers`.
-    pub workers: Option<u32>,
+    pub(crate) workers: Option<u32>,
     /// New executor counts, by component id.
-    pub executors: BTreeMap<String, u32>,
+    pub(crate) executors: BTreeMap<String, u32>,
 }
 
 /// The longest wait a kill or a rebalance takes (a week): a longer one is surely a mistake, and
 /// an unbounded one would overflow the clock.
-pub const MAX_WAIT_SECS: u64 = 7 * 24 * 3600;
+pub(crate) const MAX_WAIT_SECS: u64 = 7 * 24 * 3600;
 
 /// A kill's or a rebalance's wait, in seconds, within [`MAX_WAIT_SECS`].
-pub fn check_wait(secs: u64) -> Result<(), String> {
+pub(crate) fn check_wait(secs: u64) -> Result<(), String> {
     match secs <= MAX_WAIT_SECS {
         true => Ok(()),
         false => Err(format!(
@@ -60,7 +60,7 @@ impl Rebalance {
     /// Check the request against `topology` (whose plan is `plan`): a worker count of at least
     /// one; known user components (with a suggestion for a misspelt one), each given between 1
     /// and its task count executors.
-    pub fn check(&self, topology: &Topology, plan: &Plan) -> Result<(), String> {
+    pub(crate) fn check(&self, topology: &Topology, plan: &Plan) -> Result<(), String> {
         if self.workers == Some(0) {
             return Err("the number of workers must be at least 1".into());
         }
@@ -99,7 +99,7 @@ impl Rebalance {
 
     /// The topology after the rebalance: the new worker and executor counts, the acker's
     /// count pinned to what `plan` has (tasks never change). Checked first.
-    pub fn apply(&self, topology: &Topology, plan: &Plan) -> Result<Topology, String> {
+    pub(crate) fn apply(&self, topology: &Topology, plan: &Plan) -> Result<Topology, String> {
         self.check(topology, plan)?;
         let mut t = topology.clone();
         if let Some(w) = self.workers {
@@ -121,7 +121,7 @@ impl Rebalance {
 }
 
 /// Parse `-e COMPONENT=PARALLELISM` (Storm's `storm rebalance -e`).
-pub fn parse_executor(text: &str) -> Result<(String, u32), String> {
+pub(crate) fn parse_executor(text: &str) -> Result<(String, u32), String> {
     let bad = || format!("expected COMPONENT=PARALLELISM (e.g. `count=3`), got `{text}`");
     let (id, n) = text.split_once('=').ok_or_else(bad)?;
     let id = id.trim();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 impl Topology {
     /// The state dir of an `embedded` provider; `None` for `memory`.
-    pub fn state_dir(&self) -> anyhow::Result<Option<PathBuf>> {
+    pub(crate) fn state_dir(&self) -> anyhow::Result<Option<PathBuf>> {
         let config = &self.config;
         match config.state_provider() {
             "memory" => Ok(None),

@@ -24,9 +24,9 @@ use std::io::{Read, Write};
 type HmacSha256 = Hmac<Sha256>;
 
 /// Control frame kinds of the handshake.
-pub(crate) const KIND_CHALLENGE: u8 = 16;
-pub(crate) const KIND_PROOF: u8 = 17;
-pub(crate) const KIND_ACCEPTED: u8 = 18;
+const KIND_CHALLENGE: u8 = 16;
+const KIND_PROOF: u8 = 17;
+const KIND_ACCEPTED: u8 = 18;
 const NONCE_LEN: usize = 32;
 const MAC_LEN: usize = 32;
 /// No handshake frame is longer than this: larger headers are refused before any buffering.

@@ -7,11 +7,11 @@
 //!
 //! Splitting never panics and never trusts a length beyond the bytes it was given.
 
-pub const HEADER_LEN: usize = 9;
+pub(crate) const HEADER_LEN: usize = 9;
 /// Frames larger than this are refused (the connection is dropped, not the worker).
-pub const MAX_FRAME: usize = 64 << 20;
+pub(crate) const MAX_FRAME: usize = 64 << 20;
 /// The first kind of control frame; kinds below it carry data.
-pub const FIRST_CONTROL: u8 = 16;
+pub(crate) const FIRST_CONTROL: u8 = 16;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -25,24 +25,24 @@ pub enum DecodeError {
 
 /// Checks the payload of a data frame of a kind without building anything from it: what the
 /// owner of data frames gives the network so it can refuse bad frames cheaply.
-pub type Check = fn(kind: u8, body: &[u8]) -> Result<(), DecodeError>;
+pub(crate) type Check = fn(kind: u8, body: &[u8]) -> Result<(), DecodeError>;
 
 /// One frame at the front of a buffer, its payload still in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Split<'a> {
-    pub kind: u8,
-    pub dest: u32,
-    pub body: &'a [u8],
+    pub(crate) kind: u8,
+    pub(crate) dest: u32,
+    pub(crate) body: &'a [u8],
     /// Bytes the frame takes, header included.
-    pub used: usize,
+    pub(crate) used: usize,
 }
 
 /// A frame of any kind with its payload copied out (handshakes, tests).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RawFrame {
-    pub kind: u8,
-    pub dest: u32,
-    pub body: Vec<u8>,
+    pub(crate) kind: u8,
+    pub(crate) dest: u32,
+    pub(crate) body: Vec<u8>,
 }
 
 /// Start a frame at the end of `out`: room for its header, filled in by [`end`]. Returns where

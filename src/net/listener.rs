@@ -39,7 +39,7 @@ const MAX_CONNECTIONS: usize = 1024;
 const READ_CHUNK: usize = 128 << 10;
 /// Memory all connections' partial frames may hold together; the connection whose frame would
 /// go past it is closed.
-pub(crate) const MAX_BUFFERED: usize = 128 << 20;
+const MAX_BUFFERED: usize = 128 << 20;
 /// A connection must deliver its first whole frame within this many handshake timeouts.
 const FIRST_FRAME_MARGIN: u32 = 4;
 /// A partial frame that receives no byte for this long closes its connection.

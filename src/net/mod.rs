@@ -9,7 +9,7 @@ pub(crate) mod http;
 pub(crate) mod link;
 pub mod listener;
 pub mod outbound;
-pub mod peers;
+pub(crate) mod peers;
 pub mod reassembly;
 
-pub use link::{Link, Network};
+pub use link::Network;

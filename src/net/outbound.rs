@@ -58,7 +58,7 @@ const IDLE_CHECK: Duration = Duration::from_millis(200);
 /// Set (to anything) in a worker's environment, each link of that worker loses its first
 /// lasting buffer together with its connection, as a connection that breaks just then would:
 /// the fault tests of end-of-input use it on a real run.
-pub(crate) const LOSE_FIRST_LASTING_ENV: &str = "STORM_TEST_LOSE_FIRST_EOS";
+const LOSE_FIRST_LASTING_ENV: &str = "STORM_TEST_LOSE_FIRST_EOS";
 
 /// One buffer for the writer, and whether it is lasting, or droppable (written only on a
 /// connection that is up at that moment, never waited or lingered for).

@@ -12,7 +12,7 @@ pub struct Peers(Arc<RwLock<BTreeMap<usize, SocketAddr>>>);
 
 impl Peers {
     /// A book that knows `addrs` to begin with.
-    pub fn new(addrs: BTreeMap<usize, SocketAddr>) -> Peers {
+    pub(crate) fn new(addrs: BTreeMap<usize, SocketAddr>) -> Peers {
         Peers(Arc::new(RwLock::new(addrs)))
     }
 
@@ -33,7 +33,7 @@ impl Peers {
     }
 
     /// Whether the address of every worker in `0..workers` is known (one with port 0 is not).
-    pub fn knows_all(&self, workers: usize) -> bool {
+    pub(crate) fn knows_all(&self, workers: usize) -> bool {
         (0..workers).all(|w| self.get(w).is_some_and(|a| a.port() != 0))
     }
 }

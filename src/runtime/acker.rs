@@ -66,7 +66,7 @@ impl Acker {
     }
 
     /// A tick (every message timeout): forget the trees untouched since the one before.
-    pub fn rotate(&mut self) {
+    pub(crate) fn rotate(&mut self) {
         let keep_from = self.rotation;
         self.pending.retain(|_, e| e.rotation >= keep_from);
         self.rotation = self.rotation.wrapping_add(1);

@@ -14,19 +14,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub struct AckerExecutor {
-    pub inbox: Receiver<Message>,
-    pub outbox: Outbox,
+pub(crate) struct AckerExecutor {
+    pub(crate) inbox: Receiver<Message>,
+    pub(crate) outbox: Outbox,
     /// Tasks in ascending id order, contiguous from `first_task`.
-    pub tasks: Vec<AckerSlot>,
-    pub first_task: u32,
+    pub(crate) tasks: Vec<AckerSlot>,
+    pub(crate) first_task: u32,
     /// The message timeout: each tick forgets the trees untouched since the one before.
-    pub timeout: Option<Duration>,
-    pub control: Arc<RunControl>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) control: Arc<RunControl>,
 }
 
 impl AckerExecutor {
-    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
+    pub(crate) fn run(mut self) -> anyhow::Result<ExecutorReport> {
         // Tasks with no upstream at all finish at once.
         for i in 0..self.tasks.len() {
             if self.tasks[i].eos_expected == 0 && !self.tasks[i].finished {

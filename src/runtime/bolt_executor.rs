@@ -19,18 +19,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub struct BoltExecutor {
-    pub inbox: Receiver<Message>,
-    pub outbox: Outbox,
+pub(crate) struct BoltExecutor {
+    inbox: Receiver<Message>,
+    pub(crate) outbox: Outbox,
     /// Tasks in ascending id order, contiguous from `first_task`.
-    pub tasks: Vec<BoltSlot>,
-    pub first_task: u32,
-    pub tick: Option<Duration>,
-    pub control: Arc<RunControl>,
+    tasks: Vec<BoltSlot>,
+    first_task: u32,
+    tick: Option<Duration>,
+    control: Arc<RunControl>,
     /// Its tasks were prepared by an executor before a rebalance: they go on as they were.
-    pub resumed: bool,
+    resumed: bool,
     /// The executors chained onto this one, run on its thread.
-    pub guests: Guests,
+    pub(crate) guests: Guests,
     timers: BoltTimers,
 }
 
@@ -53,13 +53,13 @@ impl BoltTimers {
 impl BoltExecutor {
     /// Settle its tasks' acks of trees held by the spout executor it is chained onto (`Some`),
     /// or send them all to the acker (`None`).
-    pub fn set_ledger(&mut self, ledger: Option<ChainLedger>) {
+    pub(crate) fn set_ledger(&mut self, ledger: Option<ChainLedger>) {
         for t in &mut self.tasks {
             t.emitter.ledger = ledger.clone();
         }
     }
 
-    pub fn new(
+    pub(crate) fn new(
         inbox: Receiver<Message>,
         outbox: Outbox,
         tasks: Vec<BoltSlot>,
@@ -87,11 +87,11 @@ impl BoltExecutor {
     }
 
     /// Its component's id (for errors of a guest).
-    pub(crate) fn component(&self) -> &str {
+    fn component(&self) -> &str {
         self.tasks.first().map_or("", |t| t.ctx.component.as_str())
     }
 
-    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
+    pub(crate) fn run(mut self) -> anyhow::Result<ExecutorReport> {
         self.guests.start()?;
         self.start()?;
         while self.unfinished() || self.guests.unfinished() {
@@ -129,7 +129,7 @@ impl BoltExecutor {
     }
 
     /// Prepare (or, resumed, take over) its tasks; those with no upstream at all finish at once.
-    pub(crate) fn start(&mut self) -> anyhow::Result<()> {
+    fn start(&mut self) -> anyhow::Result<()> {
         if !self.resumed {
             for t in &mut self.tasks {
                 t.component.bolt().prepare(&t.ctx)?;
@@ -158,18 +158,18 @@ impl BoltExecutor {
     }
 
     /// Some task has not finished yet.
-    pub(crate) fn unfinished(&self) -> bool {
+    fn unfinished(&self) -> bool {
         self.tasks.iter().any(|t| !t.finished)
     }
 
     /// When its next tick or poll is due.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
+    fn deadline(&self) -> Option<Instant> {
         self.timers.deadline()
     }
 
     /// As a guest: handle everything its host queued for it, fire its timers when due, and
     /// send what that emitted on. Returns whether there was anything.
-    pub(crate) fn pump(&mut self) -> anyhow::Result<bool> {
+    fn pump(&mut self) -> anyhow::Result<bool> {
         let mut handled = false;
         while let Ok(m) = self.inbox.try_recv() {
             self.handle_message(m)?;
@@ -186,7 +186,7 @@ impl BoltExecutor {
     }
 
     /// Nothing is waiting: let components flush (stdout) and send partial batches and sums on.
-    pub(crate) fn idle(&mut self) -> anyhow::Result<()> {
+    fn idle(&mut self) -> anyhow::Result<()> {
         self.poll_all()?;
         self.flush_all();
         Ok(())
@@ -206,7 +206,7 @@ impl BoltExecutor {
     }
 
     /// Close every task not closed yet.
-    pub(crate) fn close(&mut self) {
+    fn close(&mut self) {
         for t in self.tasks.iter_mut().filter(|t| !t.closed) {
             t.component.close();
             t.closed = true;
@@ -214,7 +214,7 @@ impl BoltExecutor {
     }
 
     /// Send what is waiting and hand the tasks and the receive queues back, its guests' too.
-    pub(crate) fn park(&mut self) -> ExecutorReport {
+    fn park(&mut self) -> ExecutorReport {
         self.flush_all();
         let mut report = ExecutorReport {
             tasks: vec![Parked::Bolts(std::mem::take(&mut self.tasks))],

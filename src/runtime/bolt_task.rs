@@ -46,7 +46,7 @@ pub(crate) trait BoltTask: Send {
 }
 
 /// A bolt in a run that takes no checkpoints: each batch goes straight to `execute`.
-pub(crate) struct Plain(pub Box<dyn Bolt>);
+pub(crate) struct Plain(pub(crate) Box<dyn Bolt>);
 
 impl BoltTask for Plain {
     fn bolt(&mut self) -> &mut dyn Bolt {

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Held {
     /// The spout task that started it.
-    pub task: u32,
+    pub(crate) task: u32,
     /// The XOR of its edges still open: zero when the chain completed it.
-    pub val: u64,
+    pub(crate) val: u64,
     /// A chained bolt failed it.
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 /// The trees held, in the order they were started, and where the last one found was: the
@@ -50,7 +50,7 @@ impl ChainLedger {
     }
 
     /// Hold the tree `root` just started by spout task `task`, its first edges `val`.
-    pub fn hold(&self, root: u64, task: u32, val: u64) {
+    pub(crate) fn hold(&self, root: u64, task: u32, val: u64) {
         let held = Held {
             task,
             val,
@@ -60,7 +60,7 @@ impl ChainLedger {
     }
 
     /// XOR an ack into `root` when it is held; false when it is not (the ack goes to the acker).
-    pub fn absorb(&self, root: u64, val: u64) -> bool {
+    pub(crate) fn absorb(&self, root: u64, val: u64) -> bool {
         match self.book().find(root) {
             Some(h) => {
                 h.val ^= val;
@@ -71,7 +71,7 @@ impl ChainLedger {
     }
 
     /// Mark `root` failed when it is held; false when it is not (the fail goes to the acker).
-    pub fn fail(&self, root: u64) -> bool {
+    pub(crate) fn fail(&self, root: u64) -> bool {
         match self.book().find(root) {
             Some(h) => {
                 h.failed = true;
@@ -83,7 +83,7 @@ impl ChainLedger {
 
     /// Every tree held, in the order they were started, released into `out` (emptied first;
     /// its room is kept for the next round).
-    pub fn take_into(&self, out: &mut Vec<(u64, Held)>) {
+    pub(crate) fn take_into(&self, out: &mut Vec<(u64, Held)>) {
         out.clear();
         let mut book = self.book();
         if !book.held.is_empty() {

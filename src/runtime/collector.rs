@@ -15,21 +15,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// State shared by both collectors of one task.
-pub struct Emitter {
-    pub task: u32,
-    pub router: Router,
-    pub stats: Arc<TaskStats>,
-    pub rng: SmallRng,
+pub(crate) struct Emitter {
+    pub(crate) task: u32,
+    pub(crate) router: Router,
+    pub(crate) stats: Arc<TaskStats>,
+    pub(crate) rng: SmallRng,
     targets: Vec<u32>,
-    pub component: String,
+    pub(crate) component: String,
     /// Acks waiting to be sent, XOR-combined per root: acks of one batch that belong to the
     /// same tree travel as one message (XOR is associative, so the acker sees the same value).
     acks: Vec<(u64, u64)>,
     /// Trees started by a spout and not yet announced to the acker: (root, XOR of edges).
-    pub inits: Vec<(u64, u64)>,
+    pub(crate) inits: Vec<(u64, u64)>,
     /// A task of a spout executor with chained bolts, or of one of those bolts: the trees its
     /// executor's spouts started this round, which acks settle here (see `chain_ledger.rs`).
-    pub ledger: Option<ChainLedger>,
+    pub(crate) ledger: Option<ChainLedger>,
 }
 
 /// Pairs an acker message holds before it is sent without waiting for the end of the batch.
@@ -46,7 +46,7 @@ fn fresh_id(rng: &mut SmallRng) -> u64 {
 }
 
 impl Emitter {
-    pub fn new(
+    pub(crate) fn new(
         task: u32,
         router: Router,
         stats: Arc<TaskStats>,
@@ -171,7 +171,7 @@ impl Emitter {
     /// acker task on `__ack_init` (root, XOR of the tree's first edges) and one on `__ack_ack`
     /// (root, ack value). Fewer, larger messages than Storm's one tuple per ack; the acker
     /// applies the same XORs.
-    pub fn flush_acks(&mut self, outbox: &mut Outbox) {
+    pub(crate) fn flush_acks(&mut self, outbox: &mut Outbox) {
         if !self.inits.is_empty() {
             let inits = std::mem::replace(&mut self.inits, Vec::with_capacity(ACK_PAIRS));
             self.send_pairs(outbox, streams::ACK_INIT, inits);
@@ -283,15 +283,15 @@ impl Payload for &str {
 }
 
 /// A spout task's collector.
-pub struct SpoutOut<'a> {
-    pub em: &'a mut Emitter,
-    pub outbox: &'a mut Outbox,
+pub(crate) struct SpoutOut<'a> {
+    pub(crate) em: &'a mut Emitter,
+    pub(crate) outbox: &'a mut Outbox,
     /// The task's open trees: the collector opens one per tracked emit.
-    pub trees: &'a mut OpenTrees,
+    pub(crate) trees: &'a mut OpenTrees,
     /// The start time given to trees opened now (the clock read at the start of the round).
-    pub now: Instant,
+    pub(crate) now: Instant,
     /// Message ids to ack at once (acking off, or no receivers).
-    pub ack_now: &'a mut Vec<Value>,
+    pub(crate) ack_now: &'a mut Vec<Value>,
 }
 
 impl SpoutOut<'_> {
@@ -380,9 +380,9 @@ impl SpoutCollector for SpoutOut<'_> {
 }
 
 /// A bolt task's collector.
-pub struct BoltOut<'a> {
-    pub em: &'a mut Emitter,
-    pub outbox: &'a mut Outbox,
+pub(crate) struct BoltOut<'a> {
+    pub(crate) em: &'a mut Emitter,
+    pub(crate) outbox: &'a mut Outbox,
 }
 
 impl BoltOut<'_> {

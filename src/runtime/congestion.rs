@@ -16,15 +16,15 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Messages held for one executor, past its full queue, that make its worker congested.
-pub const HIGH_WATER: usize = 64;
+pub(crate) const HIGH_WATER: usize = 64;
 /// How often a congested worker tells the others again.
-pub const REFRESH: Duration = Duration::from_millis(100);
+pub(crate) const REFRESH: Duration = Duration::from_millis(100);
 /// How long a mark counts without being refreshed.
-pub const EXPIRY: Duration = Duration::from_secs(1);
+const EXPIRY: Duration = Duration::from_secs(1);
 
 /// The congested workers as this process knows them, each with when it last said so.
 #[derive(Debug, Default)]
-pub struct Congestion {
+pub(crate) struct Congestion {
     marks: Mutex<BTreeMap<usize, Instant>>,
     /// Some mark is held (it may have expired): the spouts' cheap first look.
     any: AtomicBool,
@@ -32,28 +32,28 @@ pub struct Congestion {
 
 impl Congestion {
     /// Worker `worker` is congested (again, or still).
-    pub fn mark(&self, worker: usize) {
+    pub(crate) fn mark(&self, worker: usize) {
         self.with_marks(|m| {
             m.insert(worker, Instant::now());
         });
     }
 
     /// Worker `worker` has caught up.
-    pub fn clear(&self, worker: usize) {
+    pub(crate) fn clear(&self, worker: usize) {
         self.with_marks(|m| {
             m.remove(&worker);
         });
     }
 
     /// Whether `worker`'s own mark is held (its transfer thread tells the others).
-    pub fn marked(&self, worker: usize) -> bool {
+    pub(crate) fn marked(&self, worker: usize) -> bool {
         self.any.load(Ordering::Relaxed)
             && self.with_marks(|m| m.get(&worker).is_some_and(|at| at.elapsed() < EXPIRY))
     }
 
     /// Whether spouts should hold back: some worker is congested (marks past their expiry
     /// are dropped).
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         if !self.any.load(Ordering::Relaxed) {
             return false;
         }

@@ -21,42 +21,42 @@ use std::time::{Duration, Instant};
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(1);
 /// Messages a bolt executor handles from its queue, once one has arrived, before it looks at
 /// its timers and flushes.
-pub(crate) const DRAIN: usize = 15;
+const DRAIN: usize = 15;
 
 /// Run-wide switches every executor watches.
 #[derive(Debug, Default)]
-pub struct RunControl {
+pub(crate) struct RunControl {
     /// Stop the spouts and drain (signal, `--duration`, closed output).
-    pub stop: AtomicBool,
+    pub(crate) stop: AtomicBool,
     /// Storm's deactivated topology (`storm deactivate`, the UI): spouts are not asked for
     /// tuples until it is cleared; acks and replays go on.
-    pub paused: AtomicBool,
+    pub(crate) paused: AtomicBool,
     /// A rebalance is under way (Storm's `REBALANCING` status).
-    pub rebalancing: AtomicBool,
+    pub(crate) rebalancing: AtomicBool,
     /// Executors stop where they are and hand their tasks back, to be started again in a
     /// new layout (a rebalance of a local run): nothing is closed or cleaned up.
-    pub park: AtomicBool,
+    pub(crate) park: AtomicBool,
     /// A drain's deadline has passed: spouts give up their open trees (counted as
     /// abandoned) and bolts drop the tuples still queued, so the run ends.
-    pub abandon: AtomicBool,
+    pub(crate) abandon: AtomicBool,
     /// Workers with more arriving than they take: spouts hold back while any is.
-    pub congestion: super::congestion::Congestion,
+    pub(crate) congestion: super::congestion::Congestion,
 }
 
 /// What an executor hands back when it ends.
 #[derive(Debug, Default)]
-pub struct ExecutorReport {
-    pub complete_latency: Histogram,
+pub(crate) struct ExecutorReport {
+    pub(crate) complete_latency: Histogram,
     /// Its tasks, whole: moved into new executors when the run is rebalanced.
     /// (A host's report holds its guests' tasks too.)
-    pub tasks: Vec<Parked>,
+    pub(crate) tasks: Vec<Parked>,
     /// A parked executor's receive queues (its own and its guests'): what is still queued or
     /// on its way is handed to the tasks' new executors.
-    pub inbox: Vec<Receiver<Message>>,
+    pub(crate) inbox: Vec<Receiver<Message>>,
 }
 
 /// The tasks of an executor that ended or parked.
-pub enum Parked {
+pub(crate) enum Parked {
     /// Spout tasks, and whether they had been told they were deactivated.
     Spouts {
         tasks: Vec<SpoutSlot>,
@@ -78,25 +78,30 @@ impl std::fmt::Debug for Parked {
 
 /// One task of an executor: its component instance, collector state, end-of-input bookkeeping,
 /// and what the executor keeps per task beside them (`state`: a spout's trees and phase).
-pub struct TaskSlot<C: ?Sized, S = ()> {
-    pub ctx: TaskContext,
-    pub component: Box<C>,
-    pub emitter: Emitter,
-    pub state: S,
+pub(crate) struct TaskSlot<C: ?Sized, S = ()> {
+    pub(crate) ctx: TaskContext,
+    pub(crate) component: Box<C>,
+    pub(crate) emitter: Emitter,
+    pub(crate) state: S,
     /// Upstream tasks that must say end-of-input before this task finishes.
-    pub eos_expected: u32,
+    pub(crate) eos_expected: u32,
     /// The upstream tasks that have said it: a marker sent again after a link reconnected
     /// counts once.
-    pub eos_seen: BTreeSet<u32>,
-    pub finished: bool,
+    pub(crate) eos_seen: BTreeSet<u32>,
+    pub(crate) finished: bool,
     /// Its component was closed (`cleanup`, `close`): an executor that takes the task over
     /// after a rebalance does not close it again.
-    pub closed: bool,
+    pub(crate) closed: bool,
 }
 
 impl<C: ?Sized, S: Default> TaskSlot<C, S> {
     /// A task that finishes once `eos_expected` upstream tasks have said end of input.
-    pub fn new(ctx: TaskContext, component: Box<C>, emitter: Emitter, eos_expected: u32) -> Self {
+    pub(crate) fn new(
+        ctx: TaskContext,
+        component: Box<C>,
+        emitter: Emitter,
+        eos_expected: u32,
+    ) -> Self {
         TaskSlot {
             ctx,
             component,
@@ -111,14 +116,14 @@ impl<C: ?Sized, S: Default> TaskSlot<C, S> {
 }
 
 /// One task of the acker's executor (`acker_executor.rs`).
-pub type AckerSlot = TaskSlot<Acker>;
+pub(crate) type AckerSlot = TaskSlot<Acker>;
 
 /// One task of a bolt executor: a plain bolt, or one wrapped for checkpoints.
-pub type BoltSlot = TaskSlot<dyn BoltTask>;
+pub(crate) type BoltSlot = TaskSlot<dyn BoltTask>;
 
 /// Where a spout task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// `next_tuple` is called every round.
     #[default]
     Active,
@@ -133,18 +138,18 @@ pub enum Phase {
 
 /// What a spout task keeps beside its component: its open trees and its phase.
 #[derive(Debug, Default)]
-pub struct SpoutState {
-    pub trees: OpenTrees,
-    pub phase: Phase,
+pub(crate) struct SpoutState {
+    pub(crate) trees: OpenTrees,
+    pub(crate) phase: Phase,
     /// Its part in checkpoints, when the run takes them.
-    pub side: Option<SpoutSide>,
+    pub(crate) side: Option<SpoutSide>,
     /// The spout may block in `next_tuple` (`Spout::may_block`, read once when the task is
     /// built): what it emitted is sent on before each call.
-    pub may_block: bool,
+    pub(crate) may_block: bool,
 }
 
 /// One task of a spout executor.
-pub type SpoutSlot = TaskSlot<dyn Spout, SpoutState>;
+pub(crate) type SpoutSlot = TaskSlot<dyn Spout, SpoutState>;
 
 /// An executor that waits on its receive queue and handles what comes (bolts, the acker).
 pub(crate) trait Receiving {

@@ -8,7 +8,7 @@ use super::ComponentFailed;
 use std::time::Instant;
 
 /// What a host drives of an executor chained onto it (a bolt executor, `bolt_executor.rs`).
-pub trait Guest: Send {
+pub(crate) trait Guest: Send {
     /// Its component's id.
     fn component(&self) -> &str;
     /// Prepare its tasks (or take them over after a rebalance).
@@ -37,7 +37,7 @@ pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
 
 /// Guests in chain order: each one's upstream comes before it.
 #[derive(Default)]
-pub struct Guests(Vec<Box<dyn Guest>>);
+pub(crate) struct Guests(Vec<Box<dyn Guest>>);
 
 /// Run `f` on guest `g`: an error or a panic in it is named by the guest's own component (not
 /// its host's), as it would be on a thread of its own.
@@ -55,16 +55,16 @@ fn guarded<T>(
 
 impl Guests {
     /// Add `guest` after those already there (its upstream must be one of them, or the host).
-    pub fn push(&mut self, guest: Box<dyn Guest>) {
+    pub(crate) fn push(&mut self, guest: Box<dyn Guest>) {
         self.0.push(guest);
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Prepare every guest, downstream first, so each is ready before anything reaches it.
-    pub fn start(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn start(&mut self) -> anyhow::Result<()> {
         for g in self.0.iter_mut().rev() {
             guarded(g, |g| g.start())?;
         }
@@ -72,7 +72,7 @@ impl Guests {
     }
 
     /// Handle, in chain order, everything queued for the guests, until none has anything.
-    pub fn pump(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn pump(&mut self) -> anyhow::Result<()> {
         if self.0.is_empty() {
             return Ok(());
         }
@@ -88,7 +88,7 @@ impl Guests {
     }
 
     /// The host is idle: let the guests flush (stdout) and send partial batches on.
-    pub fn idle(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn idle(&mut self) -> anyhow::Result<()> {
         if self.0.is_empty() {
             return Ok(());
         }
@@ -100,29 +100,29 @@ impl Guests {
     }
 
     /// Some guest has a task not finished yet.
-    pub fn unfinished(&self) -> bool {
+    pub(crate) fn unfinished(&self) -> bool {
         self.0.iter().any(|g| g.unfinished())
     }
 
     /// The earliest tick or poll of any guest.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.0.iter().fold(None, |at, g| earliest(at, g.deadline()))
     }
 
     /// A message one of the guests' outboxes drained from the host's queue while a send
     /// blocked (a spout host's acks).
-    pub fn take_drained(&mut self) -> Option<Message> {
+    pub(crate) fn take_drained(&mut self) -> Option<Message> {
         self.0.iter_mut().find_map(|g| g.take_drained())
     }
 
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         for g in &mut self.0 {
             g.close();
         }
     }
 
     /// Park every guest into the host's `report`: its tasks and queues go with the host's.
-    pub fn park_into(&mut self, report: &mut ExecutorReport) {
+    pub(crate) fn park_into(&mut self, report: &mut ExecutorReport) {
         for mut g in std::mem::take(&mut self.0) {
             let r = g.park();
             report.tasks.extend(r.tasks);

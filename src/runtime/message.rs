@@ -5,7 +5,7 @@ use crate::tuple::Tuple;
 
 /// Tuples per batch: an executor's outgoing batch to one destination is sent when it reaches
 /// this size, or when the executor goes idle (Storm's batching of the disruptor queues).
-pub const BATCH: usize = 256;
+pub(crate) const BATCH: usize = 256;
 
 /// What travels between executors, and between workers as the payload of one wire frame
 /// (`wire` encodes and decodes it). On an executor's receive queue an element is a batch, as in
@@ -41,15 +41,15 @@ pub enum Message {
 /// The same on an executor's queue and in a wire frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Acks {
-    pub task: u32,
-    pub from: u32,
-    pub stream: StreamId,
-    pub pairs: Vec<(u64, u64)>,
+    pub(crate) task: u32,
+    pub(crate) from: u32,
+    pub(crate) stream: StreamId,
+    pub(crate) pairs: Vec<(u64, u64)>,
 }
 
 /// One element of a worker's transfer queue: a message for another worker.
 #[derive(Debug)]
-pub struct Transfer {
-    pub worker: usize,
-    pub message: Message,
+pub(crate) struct Transfer {
+    pub(crate) worker: usize,
+    pub(crate) message: Message,
 }

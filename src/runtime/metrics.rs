@@ -9,58 +9,58 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 #[derive(Debug, Default)]
-pub struct TaskStats {
-    pub emitted: AtomicU64,
-    pub transferred: AtomicU64,
-    pub executed: AtomicU64,
-    pub acked: AtomicU64,
-    pub failed: AtomicU64,
-    pub replayed: AtomicU64,
-    pub timed_out: AtomicU64,
-    pub lost: AtomicU64,
+pub(crate) struct TaskStats {
+    pub(crate) emitted: AtomicU64,
+    pub(crate) transferred: AtomicU64,
+    pub(crate) executed: AtomicU64,
+    pub(crate) acked: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) replayed: AtomicU64,
+    pub(crate) timed_out: AtomicU64,
+    pub(crate) lost: AtomicU64,
     /// Spouts: trees still open when a drain's deadline passed, given up unfinished.
-    pub abandoned: AtomicU64,
-    pub errors: AtomicU64,
+    pub(crate) abandoned: AtomicU64,
+    pub(crate) errors: AtomicU64,
     /// Inputs a component could not read and dropped (no `errors` stream wired).
-    pub dropped: AtomicU64,
-    pub execute_ns: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    pub(crate) execute_ns: AtomicU64,
     /// Spouts: complete latency of the sampled trees (one in eight), summed in microseconds,
     /// and how many were sampled: the UI's live `completeLatency`.
-    pub complete_us: AtomicU64,
-    pub completes_sampled: AtomicU64,
+    pub(crate) complete_us: AtomicU64,
+    pub(crate) completes_sampled: AtomicU64,
     /// Highest receive-queue fill seen, in batches.
-    pub queue_peak: AtomicU64,
+    pub(crate) queue_peak: AtomicU64,
     /// Spouts that know their input size (`file`): bytes read and total.
-    pub progress_done: AtomicU64,
-    pub progress_total: AtomicU64,
-    pub is_spout: std::sync::atomic::AtomicBool,
+    pub(crate) progress_done: AtomicU64,
+    pub(crate) progress_total: AtomicU64,
+    pub(crate) is_spout: std::sync::atomic::AtomicBool,
     /// Trees a spout task has open now (a rebalance waits for none).
-    pub pending: AtomicU64,
+    pub(crate) pending: AtomicU64,
     /// Spouts: most trees open at once (bounded by `topology.max.spout.pending`).
-    pub pending_peak: AtomicU64,
+    pub(crate) pending_peak: AtomicU64,
     /// User metrics by name (rarely updated: a lock is cheap enough).
     pub(crate) user: Mutex<UserMetrics>,
     /// The last few errors reported, with when (Unix seconds), oldest first: the UI shows them.
-    pub recent_errors: Mutex<VecDeque<(String, u64)>>,
+    pub(crate) recent_errors: Mutex<VecDeque<(String, u64)>>,
     /// Listeners to this task's emits (`storm tap`, `topology.debug`).
-    pub taps: super::tap::Taps,
+    pub(crate) taps: super::tap::Taps,
     /// Emitted and transferred per output stream (Storm's `__emit-count-STREAM`).
-    pub streams: StreamCounts,
+    pub(crate) streams: StreamCounts,
     /// Spouts reading partitioned input (`kafka`): the last lag they reported, per partition.
-    pub lag: Mutex<Vec<crate::components::PartitionLag>>,
+    pub(crate) lag: Mutex<Vec<crate::components::PartitionLag>>,
 }
 
 /// Emitted and transferred tuples per stream, indexed by stream id: a slice sized once when
 /// the task is built (the plan's stream count), so counting an emit allocates nothing and
 /// costs two relaxed adds beside the totals.
 #[derive(Debug, Default)]
-pub struct StreamCounts {
+pub(crate) struct StreamCounts {
     counts: std::sync::OnceLock<Box<[(AtomicU64, AtomicU64)]>>,
 }
 
 impl StreamCounts {
     /// Count streams `0..streams` from now on (before, and past them, nothing is counted).
-    pub fn size(&self, streams: usize) {
+    pub(crate) fn size(&self, streams: usize) {
         let _ = self.counts.set(
             (0..streams)
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
@@ -70,7 +70,7 @@ impl StreamCounts {
 
     /// One tuple emitted on `stream`, sent to `transferred` tasks.
     #[inline]
-    pub fn add(&self, stream: crate::model::plan::StreamId, transferred: u64) {
+    pub(crate) fn add(&self, stream: crate::model::plan::StreamId, transferred: u64) {
         if let Some((e, t)) = self.counts.get().and_then(|c| c.get(usize::from(stream))) {
             TaskStats::add(e, 1);
             TaskStats::add(t, transferred);
@@ -78,7 +78,7 @@ impl StreamCounts {
     }
 
     /// `(stream id, emitted, transferred)` of the streams emitted on.
-    pub fn read(&self) -> Vec<(crate::model::plan::StreamId, u64, u64)> {
+    pub(crate) fn read(&self) -> Vec<(crate::model::plan::StreamId, u64, u64)> {
         let Some(c) = self.counts.get() else {
             return Vec::new();
         };
@@ -94,7 +94,7 @@ impl StreamCounts {
 }
 
 /// Errors kept per task for the UI.
-pub const RECENT_ERRORS: usize = 10;
+pub(crate) const RECENT_ERRORS: usize = 10;
 
 impl TaskStats {
     #[inline]
@@ -103,7 +103,7 @@ impl TaskStats {
     }
 
     /// An error was reported: counted, and kept among the recent ones.
-    pub fn record_error(&self, msg: &str) {
+    pub(crate) fn record_error(&self, msg: &str) {
         Self::add(&self.errors, 1);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -116,7 +116,7 @@ impl TaskStats {
     }
 
     /// The spout's lag now (a copy of its last report).
-    pub fn lag(&self) -> Vec<crate::components::PartitionLag> {
+    pub(crate) fn lag(&self) -> Vec<crate::components::PartitionLag> {
         self.lag.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -134,27 +134,27 @@ pub(crate) const MAX_USER_METRICS: usize = 256;
 /// A task's user metrics, and a sequence that orders their updates across tasks.
 #[derive(Debug, Default)]
 pub(crate) struct UserMetrics {
-    pub by_name: BTreeMap<String, UserMetric>,
+    pub(crate) by_name: BTreeMap<String, UserMetric>,
     /// Updates of names beyond [`MAX_USER_METRICS`].
-    pub dropped: u64,
+    pub(crate) dropped: u64,
 }
 
 /// One user metric: how often it was updated, the last value, and the sum of the numeric ones.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct UserMetric {
-    pub updates: u64,
-    pub last: serde_json::Value,
-    pub sum: f64,
+pub(crate) struct UserMetric {
+    pub(crate) updates: u64,
+    pub(crate) last: serde_json::Value,
+    sum: f64,
     /// When the last update came (for "last" across tasks), as a global sequence.
     #[serde(skip)]
-    pub seq: u64,
+    seq: u64,
 }
 
 /// Orders updates across tasks, so a component's `last` is the last of any of its tasks.
 static UPDATE_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl UserMetrics {
-    pub fn update(&mut self, name: &str, value: &serde_json::Value) {
+    fn update(&mut self, name: &str, value: &serde_json::Value) {
         if !self.by_name.contains_key(name) && self.by_name.len() >= MAX_USER_METRICS {
             self.dropped += 1;
             return;
@@ -167,7 +167,7 @@ impl UserMetrics {
     }
 
     /// Fold another task's metrics into these (a component's total).
-    pub fn merge(&mut self, other: &UserMetrics) {
+    pub(crate) fn merge(&mut self, other: &UserMetrics) {
         self.dropped += other.dropped;
         for (name, m) in &other.by_name {
             let into = self.by_name.entry(name.clone()).or_default();
@@ -209,7 +209,7 @@ impl Histogram {
         (8 + frac) << (log - 3)
     }
 
-    pub fn record(&mut self, us: u64) {
+    pub(crate) fn record(&mut self, us: u64) {
         let b = Self::bucket_of(us);
         if self.buckets.len() <= b {
             self.buckets.resize(b + 1, 0);
@@ -219,7 +219,7 @@ impl Histogram {
         self.sum_us += us;
     }
 
-    pub fn merge(&mut self, other: &Histogram) {
+    pub(crate) fn merge(&mut self, other: &Histogram) {
         if self.buckets.len() < other.buckets.len() {
             self.buckets.resize(other.buckets.len(), 0);
         }
@@ -230,11 +230,11 @@ impl Histogram {
         self.sum_us += other.sum_us;
     }
 
-    pub fn count(&self) -> u64 {
+    fn count(&self) -> u64 {
         self.count
     }
 
-    pub fn mean_ms(&self) -> f64 {
+    fn mean_ms(&self) -> f64 {
         if self.count == 0 {
             0.0
         } else {
@@ -242,7 +242,7 @@ impl Histogram {
         }
     }
 
-    pub fn quantile_ms(&self, q: f64) -> f64 {
+    fn quantile_ms(&self, q: f64) -> f64 {
         if self.count == 0 {
             return 0.0;
         }
@@ -262,49 +262,49 @@ impl Histogram {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ComponentReport {
     pub id: String,
-    pub kind: &'static str,
-    pub tasks: u32,
-    pub executors: u32,
+    pub(crate) kind: &'static str,
+    pub(crate) tasks: u32,
+    pub(crate) executors: u32,
     pub emitted: u64,
-    pub transferred: u64,
+    pub(crate) transferred: u64,
     pub executed: u64,
     pub acked: u64,
-    pub failed: u64,
-    pub replayed: u64,
-    pub timed_out: u64,
-    pub lost: u64,
-    pub errors: u64,
+    pub(crate) failed: u64,
+    pub(crate) replayed: u64,
+    pub(crate) timed_out: u64,
+    pub(crate) lost: u64,
+    pub(crate) errors: u64,
     /// Inputs the component could not read and dropped (`parse` without an `errors` stream).
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// Mean execute latency, ms.
-    pub execute_latency_ms: f64,
+    pub(crate) execute_latency_ms: f64,
     /// Fraction of the run its executors spent executing (Storm UI's capacity).
-    pub capacity: f64,
-    pub queue_peak: u64,
+    pub(crate) capacity: f64,
+    pub(crate) queue_peak: u64,
     /// Spouts: most trees open at once in any one task.
-    pub pending_peak: u64,
-    pub complete_latency_ms: Option<LatencyReport>,
+    pub(crate) pending_peak: u64,
+    pub(crate) complete_latency_ms: Option<LatencyReport>,
     /// User metrics (a multilang child's `metrics` command) by name, over all tasks.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub metrics: BTreeMap<String, UserMetric>,
-    pub per_task: Vec<TaskReport>,
+    pub(crate) metrics: BTreeMap<String, UserMetric>,
+    pub(crate) per_task: Vec<TaskReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TaskReport {
-    pub task: u32,
-    pub emitted: u64,
-    pub transferred: u64,
-    pub executed: u64,
-    pub acked: u64,
-    pub failed: u64,
+pub(crate) struct TaskReport {
+    pub(crate) task: u32,
+    pub(crate) emitted: u64,
+    pub(crate) transferred: u64,
+    pub(crate) executed: u64,
+    pub(crate) acked: u64,
+    pub(crate) failed: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LatencyReport {
-    pub mean: f64,
-    pub p50: f64,
-    pub p99: f64,
+pub(crate) struct LatencyReport {
+    mean: f64,
+    p50: f64,
+    p99: f64,
 }
 
 impl LatencyReport {

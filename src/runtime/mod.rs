@@ -3,30 +3,30 @@
 //! link → receive thread path that processes and hosts use (only the link differs).
 
 pub mod acker;
-pub(crate) mod acker_executor;
-pub(crate) mod bolt_executor;
-pub(crate) mod bolt_task;
+mod acker_executor;
+mod bolt_executor;
+mod bolt_task;
 mod builder;
 mod chain_hosts;
-pub(crate) mod chain_ledger;
-pub mod checkpoint;
-pub(crate) mod collector;
-pub(crate) mod congestion;
+mod chain_ledger;
+pub(crate) mod checkpoint;
+mod collector;
+mod congestion;
 pub(crate) mod executor;
 mod guests;
 pub mod message;
 pub mod metrics;
-pub(crate) mod open_trees;
+mod open_trees;
 mod partials;
 pub(crate) mod rebalance;
 pub(crate) mod reporters;
-pub(crate) mod routing;
+mod routing;
 mod spout_checkpoints;
-pub(crate) mod spout_executor;
+mod spout_executor;
 pub(crate) mod tap;
 mod tcp;
 pub mod wire;
-pub(crate) mod worker;
+mod worker;
 
 pub use tcp::TcpNetwork;
 
@@ -44,37 +44,37 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Default `topology.max.spout.pending` when acking is on and none is set.
-pub(crate) const DEFAULT_MAX_PENDING: u64 = crate::config::DEFAULT_MAX_SPOUT_PENDING;
+const DEFAULT_MAX_PENDING: u64 = crate::config::DEFAULT_MAX_SPOUT_PENDING;
 
 /// How a run is laid out now (a local run's changes with each rebalance): what its UI shows.
 #[derive(Debug)]
-pub struct Layout {
-    pub topology: Arc<Topology>,
-    pub plan: Arc<Plan>,
-    pub placement: Placement,
+pub(crate) struct Layout {
+    pub(crate) topology: Arc<Topology>,
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) placement: Placement,
 }
 
 /// The layout, replaced whole by each rebalance.
-pub(crate) type SharedLayout = Arc<std::sync::Mutex<Arc<Layout>>>;
+type SharedLayout = Arc<std::sync::Mutex<Arc<Layout>>>;
 
 /// What a finished run reports.
 #[derive(Debug)]
 pub struct RunReport {
     pub components: Vec<ComponentReport>,
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
     /// Tuples given up after their retries.
     pub lost: u64,
     /// Trees still pending when a drain's deadline passed, given up (local runs).
-    pub abandoned: u64,
+    pub(crate) abandoned: u64,
     /// Whether acking was on.
-    pub acking: bool,
+    pub(crate) acking: bool,
     /// What checkpoints did, when the run took them.
-    pub checkpoints: Option<checkpoint::coordinator::CheckpointReport>,
+    pub(crate) checkpoints: Option<checkpoint::coordinator::CheckpointReport>,
 }
 
 /// How long past `topology.message.timeout.secs` a drain (a signal, `--duration`, a kill)
 /// may take before what is still pending is given up (abandoned) and the run ends.
-pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
 /// A running topology: stats readable while it runs, a stop switch, and the final join.
 pub struct Running {
@@ -105,7 +105,7 @@ pub struct Running {
 
 /// What a component of the plan is to the runtime.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Role<'t> {
+enum Role<'t> {
     Spout(&'t Component),
     Bolt(&'t Component),
     /// The acker: a system component with no spec in the topology; the runtime supplies it.
@@ -114,7 +114,7 @@ pub(crate) enum Role<'t> {
 
 impl<'t> Role<'t> {
     /// The role of plan component `id`; `None` for an id the plan cannot hold.
-    pub(crate) fn of(topology: &'t Topology, id: &str) -> Option<Role<'t>> {
+    fn of(topology: &'t Topology, id: &str) -> Option<Role<'t>> {
         match topology.component(id) {
             Some(c) if c.is_spout() => Some(Role::Spout(c)),
             Some(c) => Some(Role::Bolt(c)),
@@ -124,7 +124,7 @@ impl<'t> Role<'t> {
     }
 
     /// The kind the run report shows.
-    pub(crate) fn kind(&self) -> &'static str {
+    fn kind(&self) -> &'static str {
         match self {
             Role::Spout(_) => "spout",
             Role::Bolt(_) => "bolt",
@@ -134,7 +134,7 @@ impl<'t> Role<'t> {
 }
 
 /// Local mode: every worker is in this process.
-pub(crate) struct InProcess;
+struct InProcess;
 
 impl Network for InProcess {
     fn listen(
@@ -174,7 +174,7 @@ pub fn start(
 }
 
 /// [`start`], with checkpoints coordinated by another process when `remote` is given.
-pub fn start_checkpointed(
+pub(crate) fn start_checkpointed(
     topology: Arc<Topology>,
     placement: &Placement,
     local: &[usize],
@@ -191,17 +191,17 @@ pub fn start_checkpointed(
 /// The seed of a task's root and edge ids: fresh entropy on every start. Seeding from the task
 /// id alone made a restarted task draw the same ids again, so it could reuse the root of a
 /// tree an acker still held and corrupt that tree's XOR (Storm's ids are random too).
-pub(crate) fn task_seed(task: u32) -> u64 {
+fn task_seed(task: u32) -> u64 {
     rand::random::<u64>() ^ u64::from(task)
 }
 
 /// The component a run failed in: the context of its error, or the error itself when its
 /// executor panicked. A worker files the error under that component's task by it.
 #[derive(Debug)]
-pub struct ComponentFailed {
-    pub component: String,
+pub(crate) struct ComponentFailed {
+    pub(crate) component: String,
     /// The panic's message, when the executor crashed.
-    pub crash: Option<String>,
+    crash: Option<String>,
 }
 
 impl std::fmt::Display for ComponentFailed {
@@ -249,13 +249,13 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
 /// Stops a run where it is, from another thread: every executor parks (nothing is drained or
 /// closed), so the run's `wait` returns soon after. What a rollback does to the old run.
 #[derive(Clone)]
-pub struct Halter {
+pub(crate) struct Halter {
     control: Arc<RunControl>,
     wake: Vec<crossbeam_channel::Sender<message::Message>>,
 }
 
 impl Halter {
-    pub fn halt(&self) {
+    pub(crate) fn halt(&self) {
         self.control.park.store(true, Ordering::Relaxed);
         for w in &self.wake {
             // A full queue means a busy executor, which sees the flag after its message.
@@ -266,16 +266,11 @@ impl Halter {
 
 impl Running {
     /// The handle that halts this run.
-    pub fn halter(&self) -> Halter {
+    pub(crate) fn halter(&self) -> Halter {
         Halter {
             control: self.control.clone(),
             wake: self.wake.clone(),
         }
-    }
-
-    /// Ask the spouts to stop and the topology to drain (signals, `--duration`).
-    pub fn stop(&self) {
-        self.control.stop.store(true, Ordering::Relaxed);
     }
 
     /// Wait until every executor has ended, or one has failed (returned at once); rebalances

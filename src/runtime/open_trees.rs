@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 type Open = (Value, Instant);
 
 #[derive(Debug)]
-pub struct OpenTrees {
+pub(crate) struct OpenTrees {
     trees: Trees,
 }
 
@@ -67,7 +67,7 @@ impl Numbered {
 impl OpenTrees {
     /// Trees numbered in order for spout task `task`, from a random start (a restarted task
     /// does not reuse the roots of trees an acker may still hold).
-    pub fn numbered(task: u32, rng: &mut SmallRng) -> OpenTrees {
+    pub(crate) fn numbered(task: u32, rng: &mut SmallRng) -> OpenTrees {
         OpenTrees {
             trees: Trees::Numbered(Numbered {
                 task,
@@ -79,7 +79,7 @@ impl OpenTrees {
     }
 
     /// A fresh root id for a tree about to start; `open` or `release` it next.
-    pub fn reserve(&mut self, rng: &mut SmallRng, now: Instant) -> u64 {
+    pub(crate) fn reserve(&mut self, rng: &mut SmallRng, now: Instant) -> u64 {
         match &mut self.trees {
             Trees::Random(slots) => {
                 let tag = loop {
@@ -100,7 +100,7 @@ impl OpenTrees {
     }
 
     /// The tree `root` (from `reserve`, which gave its start time) is for message id `id`.
-    pub fn open(&mut self, root: u64, id: Value) {
+    pub(crate) fn open(&mut self, root: u64, id: Value) {
         let held = match &mut self.trees {
             Trees::Random(slots) => slots.get_mut(root),
             Trees::Numbered(n) => n.slot(root).and_then(|s| s.as_mut()),
@@ -111,12 +111,12 @@ impl OpenTrees {
     }
 
     /// The tree `root` (from `reserve`) did not start after all (nobody received its tuple).
-    pub fn release(&mut self, root: u64) {
+    pub(crate) fn release(&mut self, root: u64) {
         self.close(root);
     }
 
     /// The tree `root` is done: its message id and start time, if it was open.
-    pub fn close(&mut self, root: u64) -> Option<(Value, Instant)> {
+    pub(crate) fn close(&mut self, root: u64) -> Option<(Value, Instant)> {
         match &mut self.trees {
             Trees::Random(slots) => slots.remove(root),
             Trees::Numbered(n) => n.close(root),
@@ -124,7 +124,7 @@ impl OpenTrees {
     }
 
     /// Under numbering: every tree numbered below this one is over.
-    pub fn low(&self) -> Option<u64> {
+    pub(crate) fn low(&self) -> Option<u64> {
         match &self.trees {
             Trees::Random(_) => None,
             Trees::Numbered(n) => Some(n.base),
@@ -134,7 +134,7 @@ impl OpenTrees {
     /// Trees open for at least `timeout` at `now`: closed and returned with their roots
     /// (the spout executor calls it four times per `timeout`, so a tree expires after one to
     /// 1.25 timeouts).
-    pub fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<(u64, Value)> {
+    pub(crate) fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<(u64, Value)> {
         let old = |started: &Instant| now.saturating_duration_since(*started) >= timeout;
         let roots: Vec<u64> = match &self.trees {
             Trees::Random(slots) => slots.ids_where(|(_, started)| old(started)),
@@ -154,14 +154,14 @@ impl OpenTrees {
             .collect()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match &self.trees {
             Trees::Random(slots) => slots.len(),
             Trees::Numbered(n) => n.len,
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }

@@ -21,7 +21,7 @@ const MAX_KEYS: usize = 16 * 1024;
 /// each run of tuples of one tree adds an anchor).
 const MAX_TUPLES: usize = 256 * 1024;
 /// How long a first tuple may wait in a sum before it is sent anyway.
-pub(crate) const MAX_AGE: Duration = Duration::from_millis(50);
+const MAX_AGE: Duration = Duration::from_millis(50);
 
 /// What a key held with a set or a sketch (`count_distinct`, `top`, `percentile`) weighs
 /// against `MAX_KEYS`: such states are larger than a count.
@@ -30,14 +30,14 @@ const HEAVY_KEY: usize = 16;
 type Hasher = foldhash::fast::FixedState;
 
 /// An op to fold and the position of the field it reads.
-pub(crate) type OpAt = (Kind, Option<usize>);
+type OpAt = (Kind, Option<usize>);
 
 /// How tuples bound for one target task are summed: by the values at `keys`, counted, or
 /// folded into the states of `ops` (each with the position of the field it reads).
 #[derive(Debug)]
 pub(crate) struct Fold {
-    pub keys: Box<[usize]>,
-    pub ops: Option<Box<[OpAt]>>,
+    pub(crate) keys: Box<[usize]>,
+    pub(crate) ops: Option<Box<[OpAt]>>,
 }
 
 /// The ops of a fold, and the tuple's values they read.
@@ -184,7 +184,7 @@ impl Partials {
     /// Count one tuple of `source` for `task` under `key` (or fold it into `ops`' states),
     /// with the edge ids it was stamped with. Returns whether the bounds are reached:
     /// everything should be sent now.
-    pub fn absorb(
+    pub(crate) fn absorb(
         &mut self,
         task: u32,
         source: u32,
@@ -243,17 +243,17 @@ impl Partials {
 
     /// Whether anything is held.
     #[inline]
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         !self.held.is_empty()
     }
 
     /// Whether the oldest sum has waited long enough to be sent.
-    pub fn aged(&self) -> bool {
+    pub(crate) fn aged(&self) -> bool {
         self.since.is_some_and(|t| t.elapsed() >= MAX_AGE)
     }
 
     /// Take every sum held, as `(task, tuple)` pairs for the outbox.
-    pub fn drain(&mut self, mut send: impl FnMut(u32, Tuple)) {
+    pub(crate) fn drain(&mut self, mut send: impl FnMut(u32, Tuple)) {
         for task in std::mem::take(&mut self.held) {
             self.drain_task(task, &mut send);
         }
@@ -263,7 +263,7 @@ impl Partials {
     }
 
     /// Take the sums held for `task` (before its end of input or a marker goes to it).
-    pub fn drain_for(&mut self, task: u32, mut send: impl FnMut(u32, Tuple)) {
+    pub(crate) fn drain_for(&mut self, task: u32, mut send: impl FnMut(u32, Tuple)) {
         if let Some(i) = self.held.iter().position(|&t| t == task) {
             self.held.swap_remove(i);
             self.drain_task(task, &mut send);

@@ -48,7 +48,7 @@ const DRAINED_POLLS: u32 = 3;
 
 /// Asks a local run to rebalance; cheap to clone.
 #[derive(Clone)]
-pub struct Rebalancer {
+pub(crate) struct Rebalancer {
     switches: Sender<Switch>,
     layout: SharedLayout,
     control: Arc<RunControl>,
@@ -57,7 +57,7 @@ pub struct Rebalancer {
 
 impl Rebalancer {
     /// The run's layout as of now.
-    pub fn layout(&self) -> Arc<Layout> {
+    pub(crate) fn layout(&self) -> Arc<Layout> {
         self.layout
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -66,7 +66,7 @@ impl Rebalancer {
 
     /// Start a rebalance: checked here (an [`Invalid`] error for a bad request), carried out
     /// on a thread of its own after at most `wait`.
-    pub fn start(&self, request: &Rebalance, wait: Duration) -> anyhow::Result<()> {
+    pub(crate) fn start(&self, request: &Rebalance, wait: Duration) -> anyhow::Result<()> {
         let layout = self.layout();
         if layout.topology.is_stateful() {
             return Err(Invalid(

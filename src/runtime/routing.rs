@@ -16,17 +16,17 @@ use std::collections::VecDeque;
 
 /// Where the executor of each task lives, as seen from one worker.
 #[derive(Debug, Clone)]
-pub struct RouteTable {
+pub(crate) struct RouteTable {
     /// Indexed by task id: the sink index to use.
-    pub task_sink: Vec<usize>,
-    pub sinks: Vec<SinkSpec>,
+    pub(crate) task_sink: Vec<usize>,
+    pub(crate) sinks: Vec<SinkSpec>,
     /// Indexed by task id: the task runs chained onto another executor of this worker (its
     /// batches are handed over right after the step that filled them: `Outbox::flush_chained`).
-    pub chained: Vec<bool>,
+    pub(crate) chained: Vec<bool>,
 }
 
 #[derive(Debug, Clone)]
-pub enum SinkSpec {
+pub(crate) enum SinkSpec {
     /// An executor of this worker.
     Local(Sender<Message>),
     /// Another worker, through this worker's transfer queue.
@@ -37,7 +37,7 @@ pub enum SinkSpec {
 }
 
 /// Batches outgoing tuples per target task (a batch goes to the sink of its task).
-pub struct Outbox {
+pub(crate) struct Outbox {
     table: RouteTable,
     /// Indexed by task id.
     pending: Vec<Vec<Tuple>>,
@@ -51,13 +51,13 @@ pub struct Outbox {
     /// Spouts drain their own receive queue while a send blocks, so acks can always flow
     /// (breaks the spout → bolt → acker → spout cycle that full queues could otherwise lock).
     drain: Option<(Receiver<Message>, VecDeque<Message>)>,
-    pub transferred: u64,
+    transferred: u64,
     /// Tuples summed per key for tasks that take partial counts.
     partials: Partials,
 }
 
 impl Outbox {
-    pub fn new(table: RouteTable) -> Outbox {
+    pub(crate) fn new(table: RouteTable) -> Outbox {
         let n = table.task_sink.len();
         Outbox {
             table,
@@ -71,18 +71,18 @@ impl Outbox {
     }
 
     /// Keep draining `inbox` into a side queue whenever a send would block.
-    pub fn drain_while_blocked(&mut self, inbox: Receiver<Message>) {
+    pub(crate) fn drain_while_blocked(&mut self, inbox: Receiver<Message>) {
         self.drain = Some((inbox, VecDeque::new()));
     }
 
     /// Messages drained while blocked, to be handled before the receive queue.
-    pub fn take_drained(&mut self) -> Option<Message> {
+    pub(crate) fn take_drained(&mut self) -> Option<Message> {
         self.drain.as_mut().and_then(|(_, q)| q.pop_front())
     }
 
     /// Queue `tuple` for `task`; returns it where it now lies, to be finished in place.
     #[inline(always)]
-    pub fn push(&mut self, task: u32, tuple: Tuple) -> &mut Tuple {
+    pub(crate) fn push(&mut self, task: u32, tuple: Tuple) -> &mut Tuple {
         let at = task as usize;
         // A batch also ends at BATCH_BYTES of payload, so a queue of large tuples holds as
         // little memory as one of small ones: memory stays bounded by the queue sizes. A full
@@ -102,7 +102,7 @@ impl Outbox {
     }
 
     /// Send the batches gathered for chained tasks (their executor runs on this thread, next).
-    pub fn flush_chained(&mut self) {
+    pub(crate) fn flush_chained(&mut self) {
         let mut i = 0;
         while i < self.dirty.len() {
             let task = self.dirty[i];
@@ -123,7 +123,14 @@ impl Outbox {
 
     /// Count one tuple of `source` for `task` under `key`, with the edge ids it was stamped
     /// with; all that is held leaves once a bound is reached.
-    pub fn absorb(&mut self, task: u32, source: u32, key: Key<'_>, ops: Ops<'_>, anchors: Anchors) {
+    pub(crate) fn absorb(
+        &mut self,
+        task: u32,
+        source: u32,
+        key: Key<'_>,
+        ops: Ops<'_>,
+        anchors: Anchors,
+    ) {
         if self.partials.absorb(task, source, key, ops, anchors) {
             self.send_partials();
         }
@@ -131,7 +138,7 @@ impl Outbox {
 
     /// Send everything batched so far, and the sums held once the oldest is
     /// `partials::MAX_AGE` old.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if self.partials.any() && self.partials.aged() {
             self.send_partials();
         }
@@ -142,7 +149,7 @@ impl Outbox {
 
     /// Send everything batched and summed so far: the executor is idle, parks or ends (a sum
     /// held while a spout waits for its trees would hold them back).
-    pub fn flush_all(&mut self) {
+    pub(crate) fn flush_all(&mut self) {
         if self.partials.any() {
             self.send_partials();
         }
@@ -160,7 +167,13 @@ impl Outbox {
 
     /// Send acker traffic (`Message::Acks`) to `task` at once. Nothing else is batched for the
     /// tasks that receive it (ackers and spouts), so it keeps its order with their tuples.
-    pub fn send_acks(&mut self, task: u32, from: u32, stream: StreamId, pairs: Vec<(u64, u64)>) {
+    pub(crate) fn send_acks(
+        &mut self,
+        task: u32,
+        from: u32,
+        stream: StreamId,
+        pairs: Vec<(u64, u64)>,
+    ) {
         let Some(&sink) = self.table.task_sink.get(task as usize) else {
             return;
         };
@@ -174,12 +187,12 @@ impl Outbox {
     }
 
     /// End of input from `from` to `to`, after everything batched for `to` so far.
-    pub fn eos(&mut self, from: u32, to: u32) {
+    pub(crate) fn eos(&mut self, from: u32, to: u32) {
         self.send_after_batch(to, Message::Eos { from, to });
     }
 
     /// A checkpoint round's marker from `from` to `to`, after everything batched for `to`.
-    pub fn marker(
+    pub(crate) fn marker(
         &mut self,
         from: u32,
         to: u32,
@@ -285,7 +298,7 @@ struct Edge {
 }
 
 /// Chooses target tasks for everything one task emits (Storm's `task-fn`).
-pub struct Router {
+pub(crate) struct Router {
     /// Indexed by stream id.
     streams: Vec<Vec<Edge>>,
     /// Acker tasks (empty when acking is off).
@@ -305,7 +318,12 @@ fn acker_tasks(plan: &Plan) -> Vec<u32> {
 
 /// Every task task `task` of `component` can send to, acker tasks included, ascending: the
 /// tasks that wait for its end of input. Over a chained edge that is its paired task only.
-pub fn downstream_tasks(topology: &Topology, plan: &Plan, component: &str, task: u32) -> Vec<u32> {
+pub(crate) fn downstream_tasks(
+    topology: &Topology,
+    plan: &Plan,
+    component: &str,
+    task: u32,
+) -> Vec<u32> {
     let mut tasks: Vec<u32> = topology
         .outputs_of(component)
         .filter(|s| plan.stream_id(&s.stream).is_some())
@@ -378,7 +396,7 @@ fn sum_ahead(
 }
 
 impl Router {
-    pub fn new(
+    pub(crate) fn new(
         topology: &Topology,
         plan: &Plan,
         component: &str,
@@ -433,25 +451,25 @@ impl Router {
 
     /// Whether some target's tuples are summed on this side.
     #[inline]
-    pub fn sums_ahead(&self) -> bool {
+    pub(crate) fn sums_ahead(&self) -> bool {
         !self.partial.is_empty()
     }
 
     /// The key positions by which tuples for `task` are summed on this side, if they are.
     #[inline]
-    pub fn partial_fold(&self, task: u32) -> Option<&Fold> {
+    pub(crate) fn partial_fold(&self, task: u32) -> Option<&Fold> {
         self.partial.get(task as usize)?.as_deref()
     }
 
     /// Target tasks of a (non-direct) emit, appended to `out`.
     #[inline]
-    pub fn route(&mut self, stream: StreamId, values: &[Value], out: &mut Vec<u32>) {
+    pub(crate) fn route(&mut self, stream: StreamId, values: &[Value], out: &mut Vec<u32>) {
         self.route_by(stream, out, |g| g.choose(values));
     }
 
     /// `route` for a tuple whose one value is the string `s`, without building it.
     #[inline]
-    pub fn route_str(&mut self, stream: StreamId, s: &str, out: &mut Vec<u32>) {
+    pub(crate) fn route_str(&mut self, stream: StreamId, s: &str, out: &mut Vec<u32>) {
         self.route_by(stream, out, |g| g.choose_str(s));
     }
 
@@ -476,7 +494,7 @@ impl Router {
     }
 
     /// Whether `task` receives `stream` by direct grouping from this task.
-    pub fn is_direct_target(&self, stream: StreamId, task: u32) -> bool {
+    pub(crate) fn is_direct_target(&self, stream: StreamId, task: u32) -> bool {
         self.streams.get(stream as usize).is_some_and(|edges| {
             edges
                 .iter()
@@ -485,16 +503,16 @@ impl Router {
     }
 
     /// The acker tasks (empty when acking is off).
-    pub fn ackers(&self) -> &[u32] {
+    pub(crate) fn ackers(&self) -> &[u32] {
         &self.ackers
     }
 
-    pub fn acking(&self) -> bool {
+    pub(crate) fn acking(&self) -> bool {
         !self.ackers.is_empty()
     }
 
     /// The acker task tracking a tree (Storm: fields grouping on the root id).
-    pub fn acker_for(&self, root: u64) -> u32 {
+    pub(crate) fn acker_for(&self, root: u64) -> u32 {
         if let [only] = self.ackers[..] {
             return only;
         }
@@ -502,7 +520,7 @@ impl Router {
         self.ackers[i]
     }
 
-    pub fn downstream(&self) -> &[u32] {
+    pub(crate) fn downstream(&self) -> &[u32] {
         &self.downstream
     }
 }

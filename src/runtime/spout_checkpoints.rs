@@ -52,7 +52,7 @@ impl SpoutExecutor {
 
     /// Send task `i`'s next marker (with `last`, its final one: the next checkpoint round),
     /// after giving the spout the acks the verdict allows; at a checkpoint, save its position.
-    pub(crate) fn send_marker(&mut self, i: usize, last: bool) -> anyhow::Result<()> {
+    fn send_marker(&mut self, i: usize, last: bool) -> anyhow::Result<()> {
         let (Some(cp), slot) = (&self.checkpoints, &mut self.tasks[i]) else {
             return Ok(());
         };

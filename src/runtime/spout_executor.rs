@@ -106,31 +106,31 @@ impl Throttle {
     }
 }
 
-pub struct SpoutExecutor {
-    pub inbox: Receiver<Message>,
-    pub outbox: Outbox,
-    pub tasks: Vec<SpoutSlot>,
-    pub first_task: u32,
-    pub max_pending: Option<usize>,
+pub(crate) struct SpoutExecutor {
+    pub(crate) inbox: Receiver<Message>,
+    pub(crate) outbox: Outbox,
+    pub(crate) tasks: Vec<SpoutSlot>,
+    pub(crate) first_task: u32,
+    pub(crate) max_pending: Option<usize>,
     /// `Some(timeout)` when message timeouts are on and acking is on.
-    pub timeout: Option<Duration>,
-    pub control: Arc<RunControl>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) control: Arc<RunControl>,
     /// Scratch for the collector: ids to ack at once, by the current call.
-    pub ack_now: Vec<Value>,
+    pub(crate) ack_now: Vec<Value>,
     /// The clock as read at the start of the current round (the start time of trees opened
     /// during it).
-    pub clock: Instant,
+    pub(crate) clock: Instant,
     /// Paused by the operator (see `RunControl::paused`), as last seen.
-    pub inactive: bool,
-    pub checkpoints: Option<Checkpointing>,
+    pub(crate) inactive: bool,
+    pub(crate) checkpoints: Option<Checkpointing>,
     /// Its tasks were opened by an executor before a rebalance: they go on as they were.
-    pub resumed: bool,
+    pub(crate) resumed: bool,
     /// The bolt executors chained onto this one, run on its thread.
-    pub guests: Guests,
+    pub(crate) guests: Guests,
     /// With guests: the trees started this round, settled once the guests have handled them.
-    pub ledger: Option<ChainLedger>,
+    pub(crate) ledger: Option<ChainLedger>,
     /// Scratch for settling the ledger, kept between rounds.
-    pub settling: Vec<(u64, Held)>,
+    pub(crate) settling: Vec<(u64, Held)>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -192,7 +192,7 @@ pub(crate) fn spout_call<'a>(
 }
 
 impl SpoutExecutor {
-    pub fn run(mut self) -> anyhow::Result<ExecutorReport> {
+    pub(crate) fn run(mut self) -> anyhow::Result<ExecutorReport> {
         let mut report = ExecutorReport::default();
         self.guests.start()?;
         if self.resumed {

@@ -9,33 +9,33 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// The listeners of one task.
 #[derive(Debug, Default)]
-pub struct Taps {
+pub(crate) struct Taps {
     on: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
 }
 
 /// One listener: which stream, how often, where to.
 #[derive(Debug)]
-pub struct Listener {
+pub(crate) struct Listener {
     /// Only this stream (by id), or all.
-    pub stream: Option<crate::model::plan::StreamId>,
+    pub(crate) stream: Option<crate::model::plan::StreamId>,
     /// Names of the streams by id, for the lines.
-    pub stream_names: Arc<Vec<String>>,
-    pub component: String,
+    pub(crate) stream_names: Arc<Vec<String>>,
+    pub(crate) component: String,
     /// Take one emit in `every` (1: all).
-    pub every: u64,
-    pub seen: u64,
-    pub tx: Sender<String>,
+    pub(crate) every: u64,
+    pub(crate) seen: u64,
+    pub(crate) tx: Sender<String>,
 }
 
 impl Taps {
     /// Whether anyone listens (checked on every emit).
     #[inline]
-    pub fn on(&self) -> bool {
+    pub(crate) fn on(&self) -> bool {
         self.on.load(Relaxed)
     }
 
-    pub fn add(&self, listener: Listener) {
+    pub(crate) fn add(&self, listener: Listener) {
         let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         l.push(listener);
         self.on.store(true, Relaxed);
@@ -43,7 +43,7 @@ impl Taps {
 
     /// Hand one emit to the listeners that want it; listeners that went away are dropped.
     #[cold]
-    pub fn publish(&self, task: u32, stream: crate::model::plan::StreamId, values: &Values) {
+    pub(crate) fn publish(&self, task: u32, stream: crate::model::plan::StreamId, values: &Values) {
         let mut listeners = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         listeners.retain_mut(|l| {
             if l.stream.is_some_and(|s| s != stream) {
@@ -106,7 +106,7 @@ fn debug_channel() -> &'static (Sender<String>, crossbeam_channel::Receiver<Stri
 /// `topology.debug: true` (Storm's; `debug` is the component's effective value): every emit
 /// of a user component's task is written to stderr as a JSON line prefixed `debug: ` (a worker
 /// process's stderr is its log). Called as each task is made, so not one emit is missed.
-pub fn debug(debug: bool, plan: &crate::model::plan::Plan, component: &str, taps: &Taps) {
+pub(crate) fn debug(debug: bool, plan: &crate::model::plan::Plan, component: &str, taps: &Taps) {
     if !debug || component.starts_with("__") {
         return;
     }
@@ -121,7 +121,7 @@ pub fn debug(debug: bool, plan: &crate::model::plan::Plan, component: &str, taps
 }
 
 /// Print the debug lines still waiting (at the end of a run, before the process exits).
-pub fn flush_debug() {
+pub(crate) fn flush_debug() {
     if let Some((_, rx)) = DEBUG.get() {
         let _printing = PRINTING.lock().unwrap_or_else(|e| e.into_inner());
         while let Ok(line) = rx.try_recv() {

@@ -70,12 +70,12 @@ impl TcpNetwork {
 
     /// Halt every link at once: what is queued is dropped and nothing more is sent (the run
     /// is halted for a rollback; its tuples must not reach the workers of the next one).
-    pub fn sever(&self) {
+    pub(crate) fn sever(&self) {
         self.severed.store(true, Ordering::Relaxed);
     }
 
     /// Stop every listener and join its thread (also done on drop).
-    pub(crate) fn shutdown(&self) {
+    fn shutdown(&self) {
         let taken = match self.listeners.lock() {
             Ok(mut l) => std::mem::take(&mut *l),
             Err(p) => std::mem::take(&mut *p.into_inner()),

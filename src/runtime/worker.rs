@@ -18,20 +18,20 @@ use std::time::{Duration, Instant};
 
 /// Bytes of encoded frames the transfer thread gathers for one destination before it sends
 /// them (a buffer passes it by at most one message).
-pub const TRANSFER_BATCH_BYTES: usize = 64 << 10;
+const TRANSFER_BATCH_BYTES: usize = 64 << 10;
 
 /// Bytes of frame buffers a worker's incoming channel holds before senders wait: with buffers
 /// of about `TRANSFER_BATCH_BYTES`, its capacity in buffers is `LINK_BUFFERS`. Gathering 1 MiB
 /// per destination into a channel of 64 buffers let 64 MiB wait between two workers.
-pub const LINK_BYTES: usize = 4 << 20;
-pub const LINK_BUFFERS: usize = LINK_BYTES / TRANSFER_BATCH_BYTES;
+const LINK_BYTES: usize = 4 << 20;
+pub(crate) const LINK_BUFFERS: usize = LINK_BYTES / TRANSFER_BATCH_BYTES;
 const _: () = assert!(LINK_BUFFERS >= 2 && LINK_BUFFERS * TRANSFER_BATCH_BYTES <= LINK_BYTES);
 
 /// Spawn a worker's transfer thread: `Transfer`s in, frames out on `links[worker]`.
 /// End-of-input markers go out as lasting buffers of their own, after the tuples gathered with
 /// them, so a link that reconnects can send them again. It also tells every other worker when
 /// its own is congested, or has caught up (see `congestion`).
-pub fn spawn_transfer(
+pub(crate) fn spawn_transfer(
     worker: usize,
     transfers: Receiver<Transfer>,
     links: Vec<Option<Box<dyn Link>>>,
@@ -191,7 +191,7 @@ fn encode_tuples(task: u32, tuples: Vec<Tuple>, buf: &mut Vec<u8>) -> Result<(),
 /// through its transfer thread and link) could then wait on each other for ever. A backlog
 /// past `congestion::HIGH_WATER` marks the worker congested instead, which holds back the
 /// spouts of every worker until the backlogs are empty (see `congestion`).
-pub fn spawn_receive(
+pub(crate) fn spawn_receive(
     worker: usize,
     incoming: Receiver<Vec<u8>>,
     inbox_of_task: Vec<Option<usize>>,

@@ -59,18 +59,18 @@ fn prepared(txid: u64) -> (String, String) {
 
 /// One task's part of a checkpoint: its changes (`None`: removed) and, for a spout, its
 /// position.
-pub type TaskChanges<'a> = (&'a TaskKey, &'a [(Value, Option<Value>)], Option<&'a Value>);
+type TaskChanges<'a> = (&'a TaskKey, &'a [(Value, Option<Value>)], Option<&'a Value>);
 
 /// Takes a task's changes one row at a time (`None`: the key was removed) as
 /// [`Store::prepare_with`] writes them, so a checkpoint of millions of keys is never held whole.
-pub type ChangeSink<'a> = dyn FnMut(&Value, Option<&Value>) -> anyhow::Result<()> + 'a;
+pub(crate) type ChangeSink<'a> = dyn FnMut(&Value, Option<&Value>) -> anyhow::Result<()> + 'a;
 
 /// One task's part of a checkpoint or its committed state, as the store encodes it: rows of
 /// (key, value, `None` for a removal) and a spout's position.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawState {
-    pub rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    pub position: Option<Vec<u8>>,
+pub(crate) struct RawState {
+    pub(crate) rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    pub(crate) position: Option<Vec<u8>>,
 }
 
 pub struct Store {
@@ -97,7 +97,7 @@ impl Store {
     }
 
     /// A store in memory.
-    pub fn memory() -> anyhow::Result<Store> {
+    pub(crate) fn memory() -> anyhow::Result<Store> {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .context("cannot make a store in memory")?;
@@ -149,7 +149,7 @@ impl Store {
     }
 
     /// [`Store::prepare`] for several tasks (a worker's) in one transaction: one fsync for all.
-    pub fn prepare_all(&self, txid: u64, tasks: &[TaskChanges<'_>]) -> anyhow::Result<()> {
+    fn prepare_all(&self, txid: u64, tasks: &[TaskChanges<'_>]) -> anyhow::Result<()> {
         self.write_prepared(txid, |rows| {
             for (task, changes, position) in tasks {
                 for (k, v) in changes.iter() {
@@ -167,7 +167,7 @@ impl Store {
     /// [`Store::prepare`] with the changes handed one at a time by `fill` to the sink it is
     /// given, written as they come: a task whose checkpoint lists millions of keys never holds
     /// them all. An error of `fill` writes nothing.
-    pub fn prepare_with(
+    pub(crate) fn prepare_with(
         &self,
         txid: u64,
         task: &TaskKey,
@@ -204,7 +204,7 @@ impl Store {
 
     /// Fold what every txid up to `txid` prepared into the committed entries, oldest first, in
     /// one transaction. Folding again is harmless.
-    pub fn fold(&self, txid: u64) -> anyhow::Result<()> {
+    pub(crate) fn fold(&self, txid: u64) -> anyhow::Result<()> {
         self.write(Durability::None, |tx| {
             let mut committed = tx.open_table(COMMITTED)?;
             let mut positions = tx.open_table(POSITIONS)?;
@@ -248,7 +248,7 @@ impl Store {
     }
 
     /// Drop what txids after `txid` prepared (never committed: a restore starts from `txid`).
-    pub fn discard_after(&self, txid: u64) -> anyhow::Result<()> {
+    pub(crate) fn discard_after(&self, txid: u64) -> anyhow::Result<()> {
         self.write(Durability::None, |tx| {
             for t in prepared_txids(tx.list_tables()?.map(|h| h.name().to_string())) {
                 if t > txid {
@@ -263,12 +263,12 @@ impl Store {
     }
 
     /// `task`'s committed entries.
-    pub fn entries(&self, task: &TaskKey) -> anyhow::Result<Vec<(Value, Value)>> {
+    pub(crate) fn entries(&self, task: &TaskKey) -> anyhow::Result<Vec<(Value, Value)>> {
         self.entries_of(task)?.collect()
     }
 
     /// `task`'s committed entries, read (and verified) one at a time as they are taken.
-    pub fn entries_of(&self, task: &TaskKey) -> anyhow::Result<super::entries::Entries> {
+    pub(crate) fn entries_of(&self, task: &TaskKey) -> anyhow::Result<super::entries::Entries> {
         let open = || -> anyhow::Result<super::entries::Entries> {
             let tx = self.db.begin_read()?;
             let (c, i) = (task.component.as_str(), task.index);
@@ -290,7 +290,7 @@ impl Store {
     }
 
     /// `task`'s committed position (spouts).
-    pub fn position(&self, task: &TaskKey) -> anyhow::Result<Option<Value>> {
+    pub(crate) fn position(&self, task: &TaskKey) -> anyhow::Result<Option<Value>> {
         let read = || -> anyhow::Result<Option<Value>> {
             let tx = self.db.begin_read()?;
             let table = tx.open_table(POSITIONS)?;
@@ -305,7 +305,7 @@ impl Store {
     }
 
     /// Every task with committed entries or a position.
-    pub fn tasks(&self) -> anyhow::Result<Vec<TaskKey>> {
+    pub(crate) fn tasks(&self) -> anyhow::Result<Vec<TaskKey>> {
         let read = || -> anyhow::Result<Vec<TaskKey>> {
             let tx = self.db.begin_read()?;
             let mut tasks = std::collections::BTreeSet::new();
@@ -336,7 +336,7 @@ impl Store {
     /// What `txid` prepared for `task`, as encoded in the store: its rows (key, value or
     /// `None` for a removal) and its position. A worker ships these to nimbus, which keeps the
     /// topology's checkpoints when its workers run in several processes.
-    pub fn prepared_rows(&self, txid: u64, task: &TaskKey) -> anyhow::Result<RawState> {
+    pub(crate) fn prepared_rows(&self, txid: u64, task: &TaskKey) -> anyhow::Result<RawState> {
         let read = || -> anyhow::Result<RawState> {
             let tx = self.db.begin_read()?;
             let (changes_table, position_table) = prepared(txid);
@@ -375,7 +375,12 @@ impl Store {
 
     /// Write rows and a position read with [`Store::prepared_rows`] as prepared under `txid`
     /// (durably: a part of a checkpoint nimbus keeps).
-    pub fn prepare_rows(&self, txid: u64, task: &TaskKey, raw: &RawState) -> anyhow::Result<()> {
+    pub(crate) fn prepare_rows(
+        &self,
+        txid: u64,
+        task: &TaskKey,
+        raw: &RawState,
+    ) -> anyhow::Result<()> {
         let (changes_table, position_table) = prepared(txid);
         self.write(Durability::Immediate, |tx| {
             let mut table = tx.open_table(Prepared::new(&changes_table))?;
@@ -396,7 +401,7 @@ impl Store {
 
     /// `task`'s committed entries and position, as encoded in the store (every row verified
     /// against its checksum, and the rows against the task's digest).
-    pub fn committed_rows(&self, task: &TaskKey) -> anyhow::Result<RawState> {
+    pub(crate) fn committed_rows(&self, task: &TaskKey) -> anyhow::Result<RawState> {
         self.read(|| self.committed_rows_inner(task))
             .with_context(|| format!("reading the state of {task} in {}", self.name))
     }
@@ -438,7 +443,7 @@ impl Store {
     }
 
     /// Make `raw` (from [`Store::committed_rows`] of another store) `task`'s committed state.
-    pub fn restore_rows(&self, task: &TaskKey, raw: &RawState) -> anyhow::Result<()> {
+    pub(crate) fn restore_rows(&self, task: &TaskKey, raw: &RawState) -> anyhow::Result<()> {
         self.write(Durability::None, |tx| {
             let mut committed = tx.open_table(COMMITTED)?;
             let (component, index) = (task.component.as_str(), task.index);
@@ -466,13 +471,13 @@ impl Store {
     }
 
     /// Make every write so far durable (those written without waiting for the disk too).
-    pub fn sync(&self) -> anyhow::Result<()> {
+    pub(crate) fn sync(&self) -> anyhow::Result<()> {
         self.write(Durability::Immediate, |_| Ok(()))
             .with_context(|| format!("syncing {}", self.name))
     }
 
     /// Drop what txids up to `txid` prepared (shipped elsewhere, so not needed here).
-    pub fn drop_prepared_upto(&self, txid: u64) -> anyhow::Result<()> {
+    pub(crate) fn drop_prepared_upto(&self, txid: u64) -> anyhow::Result<()> {
         self.write(Durability::None, |tx| {
             for t in prepared_txids(tx.list_tables()?.map(|h| h.name().to_string())) {
                 if t > txid {
@@ -488,7 +493,7 @@ impl Store {
     }
 
     /// The txids with prepared changes or positions not yet folded, oldest first.
-    pub fn prepared_txids(&self) -> anyhow::Result<Vec<u64>> {
+    pub(crate) fn prepared_txids(&self) -> anyhow::Result<Vec<u64>> {
         let read = || -> anyhow::Result<Vec<u64>> {
             let tx = self.db.begin_read()?;
             let names = tx.list_tables()?.map(|h| h.name().to_string());

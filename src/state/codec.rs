@@ -32,7 +32,7 @@ const MAP: u8 = 7;
 const MAX_DEPTH: usize = 512;
 
 /// Append `v`'s encoding to `out`.
-pub fn encode(v: &Value, out: &mut Vec<u8>) {
+pub(crate) fn encode(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Null => out.push(NULL),
         Value::Bool(false) => out.push(FALSE),
@@ -66,21 +66,21 @@ pub fn encode(v: &Value, out: &mut Vec<u8>) {
 }
 
 /// `v`'s encoding on its own.
-pub fn to_bytes(v: &Value) -> Vec<u8> {
+pub(crate) fn to_bytes(v: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     encode(v, &mut out);
     out
 }
 
 /// Decode one value from the front of `bytes`: the value and the bytes it took.
-pub fn decode(bytes: &[u8]) -> anyhow::Result<(Value, usize)> {
+pub(crate) fn decode(bytes: &[u8]) -> anyhow::Result<(Value, usize)> {
     let mut r = ByteCursor { bytes, pos: 0 };
     let v = r.value(0)?;
     Ok((v, r.pos))
 }
 
 /// Decode `bytes` holding exactly one value (bytes left over are an error).
-pub fn from_bytes(bytes: &[u8]) -> anyhow::Result<Value> {
+pub(crate) fn from_bytes(bytes: &[u8]) -> anyhow::Result<Value> {
     let (v, used) = decode(bytes)?;
     if used != bytes.len() {
         bail!(

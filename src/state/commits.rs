@@ -20,14 +20,14 @@ const RECORD: TableDefinition<&str, &[u8]> = TableDefinition::new("record");
 
 /// What the commit record holds about the last committed checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Committed {
-    pub txid: u64,
+pub(crate) struct Committed {
+    pub(crate) txid: u64,
     /// Milliseconds since the Unix epoch when it was committed.
-    pub at_ms: u64,
+    pub(crate) at_ms: u64,
 }
 
 /// A topology's name and each component's parallelism.
-pub type Shape = (String, Vec<(String, u32)>);
+pub(crate) type Shape = (String, Vec<(String, u32)>);
 
 pub struct Commits {
     db: Database,
@@ -50,7 +50,7 @@ impl Commits {
     }
 
     /// A commit record in memory.
-    pub fn memory() -> anyhow::Result<Commits> {
+    pub(crate) fn memory() -> anyhow::Result<Commits> {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .context("cannot make a commit record in memory")?;
@@ -89,7 +89,7 @@ impl Commits {
     }
 
     /// The last committed checkpoint, if any.
-    pub fn committed(&self) -> anyhow::Result<Option<Committed>> {
+    pub(crate) fn committed(&self) -> anyhow::Result<Option<Committed>> {
         let Some(txid) = self.get_u64("txid")? else {
             return Ok(None);
         };
@@ -128,29 +128,29 @@ impl Commits {
 
     /// The checkpoint a copy of another store received whole (every part it prepared), not
     /// yet committed here: a nimbus's replica of the leader's checkpoints.
-    pub fn replicated(&self) -> anyhow::Result<Option<u64>> {
+    pub(crate) fn replicated(&self) -> anyhow::Result<Option<u64>> {
         self.get_u64("replicated")
     }
 
     /// Record that checkpoint `txid` was received whole (durably).
-    pub fn set_replicated(&self, txid: u64) -> anyhow::Result<()> {
+    pub(crate) fn set_replicated(&self, txid: u64) -> anyhow::Result<()> {
         self.put(&[("replicated", txid.to_le_bytes().to_vec())])
             .with_context(|| format!("recording checkpoint {txid} received in {}", self.name))
     }
 
     /// How many worker stores the checkpoints need (recorded at the first run of a state dir).
-    pub fn workers(&self) -> anyhow::Result<Option<u64>> {
+    pub(crate) fn workers(&self) -> anyhow::Result<Option<u64>> {
         self.get_u64("workers")
     }
 
     /// Record how many worker stores the checkpoints need.
-    pub fn set_workers(&self, workers: u64) -> anyhow::Result<()> {
+    pub(crate) fn set_workers(&self, workers: u64) -> anyhow::Result<()> {
         self.put(&[("workers", workers.to_le_bytes().to_vec())])
             .with_context(|| format!("recording the worker count in {}", self.name))
     }
 
     /// The topology's name and each component's parallelism, as the first run recorded them.
-    pub fn shape(&self) -> anyhow::Result<Option<Shape>> {
+    pub(crate) fn shape(&self) -> anyhow::Result<Option<Shape>> {
         let Some(bytes) = self.get("shape")? else {
             return Ok(None);
         };

@@ -7,42 +7,43 @@ use crate::tuple::Value;
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 
-pub use super::paths::{commits_path, worker_path, COMMITS_FILE};
+pub use super::paths::worker_path;
+use super::paths::{commits_path, COMMITS_FILE};
 
 /// A worker's store file found in a state dir.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkerFile {
-    pub worker: usize,
-    pub path: PathBuf,
+pub(crate) struct WorkerFile {
+    pub(crate) worker: usize,
+    path: PathBuf,
 }
 
 /// What a state dir holds, as a resume would restore it.
 #[derive(Debug)]
-pub struct Contents {
+pub(crate) struct Contents {
     /// The topology's name and parallelisms, as its first run recorded them.
-    pub shape: Option<super::commits::Shape>,
-    pub committed: Option<Committed>,
+    pub(crate) shape: Option<super::commits::Shape>,
+    pub(crate) committed: Option<Committed>,
     /// Every file of the dir with its size in bytes, by name.
-    pub files: Vec<(String, u64)>,
-    pub workers: Vec<WorkerContents>,
+    pub(crate) files: Vec<(String, u64)>,
+    pub(crate) workers: Vec<WorkerContents>,
 }
 
 #[derive(Debug)]
-pub struct WorkerContents {
-    pub file: WorkerFile,
-    pub tasks: Vec<TaskContents>,
+pub(crate) struct WorkerContents {
+    pub(crate) file: WorkerFile,
+    pub(crate) tasks: Vec<TaskContents>,
 }
 
 /// One task's committed state.
 #[derive(Debug)]
-pub struct TaskContents {
-    pub task: TaskKey,
-    pub entries: Vec<(Value, Value)>,
-    pub position: Option<Value>,
+pub(crate) struct TaskContents {
+    pub(crate) task: TaskKey,
+    pub(crate) entries: Vec<(Value, Value)>,
+    pub(crate) position: Option<Value>,
 }
 
 /// Check that `dir` is a state dir: it exists and holds the commit record.
-pub fn check(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn check(dir: &Path) -> anyhow::Result<()> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => bail!("{} is not a directory", dir.display()),
@@ -59,7 +60,7 @@ pub fn check(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// The worker stores in `dir` (`worker-N.redb`), by worker number.
-pub fn worker_files(dir: &Path) -> anyhow::Result<Vec<WorkerFile>> {
+pub(crate) fn worker_files(dir: &Path) -> anyhow::Result<Vec<WorkerFile>> {
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     let mut files = Vec::new();
@@ -85,7 +86,7 @@ pub fn worker_files(dir: &Path) -> anyhow::Result<Vec<WorkerFile>> {
 
 /// Read what `dir` holds. Each store is first brought to the committed checkpoint (folded to
 /// it, later prepared checkpoints discarded), as a resume would.
-pub fn read(dir: &Path) -> anyhow::Result<Contents> {
+pub(crate) fn read(dir: &Path) -> anyhow::Result<Contents> {
     check(dir)?;
     let commits = Commits::open(dir)?;
     let committed = commits.committed()?;
@@ -139,7 +140,7 @@ fn file_sizes(dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
 /// worker store (damaged or not), and while a run holds one of them open (the database lock
 /// that also keeps `storm state ls` out). The files stay locked by this process until they are
 /// gone, so a run starting meanwhile cannot take them.
-pub fn clear(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn clear(dir: &Path) -> anyhow::Result<()> {
     let workers = worker_files(dir)?;
     let commits = commits_path(dir);
     if !commits.is_file() && workers.is_empty() {
@@ -180,7 +181,7 @@ fn lock_unless_held(path: &Path) -> anyhow::Result<Option<redb::Database>> {
 /// What a state dir must hold before its stores are opened, so a damaged or partly deleted
 /// one is refused rather than started over: no empty file, and a commit record whenever a
 /// worker store is there. `storm run --fresh` or `storm state clear` start over instead.
-pub fn check_parts(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_parts(dir: &Path) -> anyhow::Result<()> {
     if !dir.exists() {
         return Ok(());
     }
@@ -211,7 +212,7 @@ pub fn check_parts(dir: &Path) -> anyhow::Result<()> {
 /// After the commit record of `dir` is open: every worker store the committed checkpoint
 /// needs (as the record counts them) is there; checked before the stores are opened, which
 /// would make a missing one anew and empty.
-pub fn check_needed_stores(dir: &Path, commits: &Commits) -> anyhow::Result<()> {
+pub(crate) fn check_needed_stores(dir: &Path, commits: &Commits) -> anyhow::Result<()> {
     let Some(committed) = commits.committed()? else {
         return Ok(());
     };
@@ -237,7 +238,7 @@ pub fn check_needed_stores(dir: &Path, commits: &Commits) -> anyhow::Result<()> 
 /// (with `init`'s records) and `workers` empty worker stores are written in a temporary dir
 /// beside it, which is then renamed to `dir`. A crash meanwhile leaves at most the temporary
 /// dir (a hidden `.NAME.new-PID`), never a half-made state dir.
-pub fn create_atomically(
+pub(crate) fn create_atomically(
     dir: &Path,
     workers: usize,
     init: impl FnOnce(&Commits) -> anyhow::Result<()>,

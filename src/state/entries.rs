@@ -10,11 +10,11 @@ use crate::tuple::Value;
 use anyhow::Context;
 
 /// The committed table's rows from a task's first on: (component, index, key) → sealed value.
-pub type Rows = redb::Range<'static, (&'static str, u32, &'static [u8]), &'static [u8]>;
+type Rows = redb::Range<'static, (&'static str, u32, &'static [u8]), &'static [u8]>;
 
 /// The entries of one task, decoded as they are read; an error (a damaged row, or rows that
 /// do not match the task's digest) ends them.
-pub struct Entries {
+pub(crate) struct Entries {
     /// `None` once the task's rows are done (or failed).
     rows: Option<Rows>,
     task: TaskKey,

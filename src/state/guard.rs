@@ -14,11 +14,11 @@
 use anyhow::bail;
 
 /// Bytes a checksum adds.
-pub const SUM_BYTES: usize = 8;
+const SUM_BYTES: usize = 8;
 
 /// FNV-1a (64 bits) over `parts`, each preceded by its length so no two splits of the same
 /// bytes collide. Any change of a single byte changes the result.
-pub fn checksum(parts: &[&[u8]]) -> u64 {
+fn checksum(parts: &[&[u8]]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0100_0000_01b3;
     let mut h = OFFSET;
@@ -43,7 +43,7 @@ fn row_sum(domain: &str, component: &str, index: u32, key: &[u8], value: &[u8]) 
 }
 
 /// `value` with the checksum of a row of `domain` of task (`component`, `index`) under `key`.
-pub fn seal(domain: &str, component: &str, index: u32, key: &[u8], value: &[u8]) -> Vec<u8> {
+pub(crate) fn seal(domain: &str, component: &str, index: u32, key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len() + SUM_BYTES);
     out.extend_from_slice(value);
     out.extend_from_slice(&row_sum(domain, component, index, key, value).to_le_bytes());
@@ -51,7 +51,7 @@ pub fn seal(domain: &str, component: &str, index: u32, key: &[u8], value: &[u8])
 }
 
 /// The value of a sealed row and its checksum, once verified.
-pub fn unseal<'a>(
+pub(crate) fn unseal<'a>(
     domain: &str,
     component: &str,
     index: u32,
@@ -76,7 +76,7 @@ pub fn unseal<'a>(
 }
 
 /// The checksum stored at the end of a sealed row (unverified: to take it out of a digest).
-pub fn stored_sum(stored: &[u8]) -> u64 {
+pub(crate) fn stored_sum(stored: &[u8]) -> u64 {
     let at = stored.len().saturating_sub(SUM_BYTES);
     let mut sum = [0u8; SUM_BYTES];
     let tail = &stored[at..];
@@ -85,7 +85,12 @@ pub fn stored_sum(stored: &[u8]) -> u64 {
 }
 
 /// A prepared change (`None`: the key was removed), sealed.
-pub fn seal_change(component: &str, index: u32, key: &[u8], value: Option<&[u8]>) -> Vec<u8> {
+pub(crate) fn seal_change(
+    component: &str,
+    index: u32,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Vec<u8> {
     let mut tagged = Vec::with_capacity(1 + value.map_or(0, <[u8]>::len));
     match value {
         Some(v) => {
@@ -98,7 +103,7 @@ pub fn seal_change(component: &str, index: u32, key: &[u8], value: Option<&[u8]>
 }
 
 /// A prepared change out of its sealed bytes, once verified.
-pub fn unseal_change<'a>(
+pub(crate) fn unseal_change<'a>(
     component: &str,
     index: u32,
     key: &[u8],
@@ -114,30 +119,30 @@ pub fn unseal_change<'a>(
 
 /// A task's committed rows as a count and the XOR of their checksums.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Digest {
-    pub rows: u64,
-    pub xor: u64,
+pub(crate) struct Digest {
+    pub(crate) rows: u64,
+    xor: u64,
 }
 
 impl Digest {
-    pub fn add(&mut self, sum: u64) {
+    pub(crate) fn add(&mut self, sum: u64) {
         self.rows += 1;
         self.xor ^= sum;
     }
 
-    pub fn remove(&mut self, sum: u64) {
+    pub(crate) fn remove(&mut self, sum: u64) {
         self.rows = self.rows.wrapping_sub(1);
         self.xor ^= sum;
     }
 
     /// Its stored bytes, sealed for task (`component`, `index`).
-    pub fn to_bytes(self, component: &str, index: u32) -> Vec<u8> {
+    pub(crate) fn to_bytes(self, component: &str, index: u32) -> Vec<u8> {
         let mut raw = self.rows.to_le_bytes().to_vec();
         raw.extend_from_slice(&self.xor.to_le_bytes());
         seal("digest", component, index, &[], &raw)
     }
 
-    pub fn from_bytes(component: &str, index: u32, stored: &[u8]) -> anyhow::Result<Digest> {
+    pub(crate) fn from_bytes(component: &str, index: u32, stored: &[u8]) -> anyhow::Result<Digest> {
         let (raw, _) = unseal("digest", component, index, &[], stored)?;
         let (Some(rows), Some(xor)) = (raw.get(..8), raw.get(8..16)) else {
             bail!(
@@ -178,7 +183,7 @@ fn quiet_guarded_panics() {
 
 /// Run `f`, which reads or writes the database file `name`; a panic inside it (the database
 /// library meeting a damaged file) becomes an error naming the file.
-pub fn caught<T>(name: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+pub(crate) fn caught<T>(name: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
     quiet_guarded_panics();
     let was = GUARDED.with(|g| g.replace(true));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));

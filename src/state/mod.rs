@@ -5,10 +5,10 @@
 
 pub(crate) mod checkpoint_store;
 pub(crate) mod codec;
-pub(crate) mod commits;
+mod commits;
 pub mod dir;
-pub(crate) mod entries;
-pub(crate) mod guard;
+mod entries;
+mod guard;
 pub(crate) mod packed;
 pub(crate) mod paths;
 pub(crate) mod spill;
@@ -16,7 +16,8 @@ pub(crate) mod spill;
 #[cfg(test)]
 mod crash_test;
 
-pub use checkpoint_store::{RawState, Store};
+pub(crate) use checkpoint_store::RawState;
+pub use checkpoint_store::Store;
 pub use commits::Commits;
 
 /// Names a task's state across runs: its component and its index within the component (task
@@ -33,13 +34,4 @@ impl std::fmt::Display for TaskKey {
     fn fmt(&self, f2: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f2, "{}[{}]", self.component, self.index)
     }
-}
-
-/// Where a topology's state is kept (`topology.state.provider`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Provider {
-    /// In this process only: checkpoints run, nothing survives the process.
-    Memory,
-    /// One crash-safe database per worker under this dir, and the commit record beside them.
-    Embedded(std::path::PathBuf),
 }

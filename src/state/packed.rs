@@ -24,7 +24,7 @@ fn put_bytes(b: &[u8], out: &mut Vec<u8>) {
 }
 
 /// `raw` as text.
-pub fn pack(raw: &RawState) -> String {
+pub(crate) fn pack(raw: &RawState) -> String {
     let mut out = Vec::new();
     put_len(raw.rows.len(), &mut out);
     for (k, v) in &raw.rows {
@@ -96,7 +96,7 @@ impl ByteCursor<'_> {
 }
 
 /// The state `text` packs.
-pub fn unpack(text: &str) -> anyhow::Result<RawState> {
+pub(crate) fn unpack(text: &str) -> anyhow::Result<RawState> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
         .map_err(|e| anyhow::anyhow!("packed state is not base64: {e}"))?;

@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 /// The commit record's file name: a dir holding one is a state dir.
-pub const COMMITS_FILE: &str = "checkpoint.redb";
+pub(crate) const COMMITS_FILE: &str = "checkpoint.redb";
 
 /// The commit record's file in `dir`.
-pub fn commits_path(dir: &Path) -> PathBuf {
+pub(crate) fn commits_path(dir: &Path) -> PathBuf {
     dir.join(COMMITS_FILE)
 }
 
@@ -16,6 +16,6 @@ pub fn worker_path(dir: &Path, worker: usize) -> PathBuf {
 }
 
 /// The dir of the scratch files keyed state spills to (see `state::spill`).
-pub fn spill_dir(dir: &Path) -> PathBuf {
+pub(crate) fn spill_dir(dir: &Path) -> PathBuf {
     dir.join("spill")
 }

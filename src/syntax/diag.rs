@@ -24,7 +24,7 @@ impl Span {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     Warning,
     Error,
 }
@@ -32,12 +32,12 @@ pub enum Severity {
 /// One problem found in a source.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {
-    pub severity: Severity,
-    pub message: String,
+    pub(crate) severity: Severity,
+    pub(crate) message: String,
     /// Where in the source; `None` for problems about the file as a whole.
     pub span: Option<Span>,
     /// A suggestion (`help: did you mean `count`?`).
-    pub help: Option<String>,
+    pub(crate) help: Option<String>,
 }
 
 impl Diagnostic {
@@ -108,7 +108,7 @@ impl LineIndex {
     }
 
     /// The text of a 1-based line, without its line break.
-    pub(crate) fn line<'t>(&self, text: &'t str, line: usize) -> &'t str {
+    fn line<'t>(&self, text: &'t str, line: usize) -> &'t str {
         let start = self
             .starts
             .get(line.wrapping_sub(1))
@@ -224,11 +224,11 @@ impl Diagnostic {
 
 /// The most characters of a source line shown under a diagnostic: a longer line is cut to a
 /// window around the column (a minified file must not repeat its whole text per error).
-pub(crate) const MAX_EXCERPT_CHARS: usize = 120;
+const MAX_EXCERPT_CHARS: usize = 120;
 /// How far before the column the window of a long line starts.
 const EXCERPT_LEAD: usize = 40;
 /// The most diagnostics rendered for one source; the rest are counted in one last line.
-pub(crate) const MAX_REPORTED: usize = 100;
+const MAX_REPORTED: usize = 100;
 
 /// The part of a source line shown under a diagnostic.
 struct Excerpt {

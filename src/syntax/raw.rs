@@ -2,13 +2,13 @@
 //! front-ends all produce a `RawTopology`; `validate` turns it into the model and reports
 //! every mistake at its place. Nothing beyond validation sees these types.
 
-pub use crate::syntax::diag::Span;
+pub(crate) use crate::syntax::diag::Span;
 
 /// A value with the place it was written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Spanned<T> {
-    pub value: T,
-    pub span: Span,
+pub(crate) struct Spanned<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
 }
 
 impl<T> Spanned<T> {
@@ -19,7 +19,7 @@ impl<T> Spanned<T> {
 
 /// A generic value tree with spans: config values, `args`, anything free-form.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RawValue {
+pub(crate) enum RawValue {
     Null,
     Bool(bool),
     Int(i64),
@@ -74,57 +74,57 @@ impl RawValue {
 /// The whole file as written.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RawTopology {
-    pub name: Option<Spanned<String>>,
+    pub(crate) name: Option<Spanned<String>>,
     /// `config:` entries in file order.
-    pub config: Vec<(Spanned<String>, Spanned<RawValue>)>,
-    pub spouts: Vec<RawComponent>,
-    pub bolts: Vec<RawComponent>,
-    pub streams: Vec<RawStream>,
+    pub(crate) config: Vec<(Spanned<String>, Spanned<RawValue>)>,
+    pub(crate) spouts: Vec<RawComponent>,
+    pub(crate) bolts: Vec<RawComponent>,
+    pub(crate) streams: Vec<RawStream>,
     /// Problems the front-end found while reading (syntax, unknown keys, JVM classes...),
     /// reported together with validation's own.
-    pub diagnostics: Vec<crate::syntax::diag::Diagnostic>,
+    pub(crate) diagnostics: Vec<crate::syntax::diag::Diagnostic>,
 }
 
 /// One spout or bolt as written.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RawComponent {
     /// The whole entry, for errors about missing keys.
-    pub span: Span,
-    pub id: Option<Spanned<String>>,
+    pub(crate) span: Span,
+    pub(crate) id: Option<Spanned<String>>,
     /// `type:` (or the built-in a Flux `className` maps to, spanned at the class name).
-    pub ctype: Option<Spanned<String>>,
-    pub args: Option<Spanned<RawValue>>,
-    pub parallelism: Option<Spanned<i64>>,
-    pub tasks: Option<Spanned<i64>>,
+    pub(crate) ctype: Option<Spanned<String>>,
+    pub(crate) args: Option<Spanned<RawValue>>,
+    pub(crate) parallelism: Option<Spanned<i64>>,
+    pub(crate) tasks: Option<Spanned<i64>>,
     /// `fields:` — output fields of the default stream.
-    pub fields: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(crate) fields: Option<Spanned<Vec<Spanned<String>>>>,
     /// Named output streams: `streams: { name: [fields] }` or Flux `setNamedStream`.
-    pub streams: Vec<(Spanned<String>, Vec<Spanned<String>>)>,
-    pub command: Option<Spanned<Vec<Spanned<String>>>>,
-    pub cwd: Option<Spanned<String>>,
+    pub(crate) streams: Vec<(Spanned<String>, Vec<Spanned<String>>)>,
+    pub(crate) command: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(crate) cwd: Option<Spanned<String>>,
     /// `tick:` as written (humantime text or seconds).
-    pub tick: Option<Spanned<RawValue>>,
+    pub(crate) tick: Option<Spanned<RawValue>>,
     /// `finish: true`: a shell bolt is told of the end of its input.
-    pub finish: Option<Spanned<RawValue>>,
+    pub(crate) finish: Option<Spanned<RawValue>>,
     /// `stateful: true|false`: the component keeps checkpointed state (or not, whatever
     /// `topology.stateful` says).
-    pub stateful: Option<Spanned<RawValue>>,
+    pub(crate) stateful: Option<Spanned<RawValue>>,
     /// `chain: false`: the component never runs fused with its neighbours.
-    pub chain: Option<Spanned<RawValue>>,
+    pub(crate) chain: Option<Spanned<RawValue>>,
     /// Per-component `config:`.
-    pub config: Vec<(Spanned<String>, Spanned<RawValue>)>,
+    pub(crate) config: Vec<(Spanned<String>, Spanned<RawValue>)>,
 }
 
 /// One stream as written.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct RawStream {
-    pub span: Span,
-    pub from: Option<Spanned<String>>,
-    pub to: Option<Spanned<String>>,
+pub(crate) struct RawStream {
+    pub(crate) span: Span,
+    pub(crate) from: Option<Spanned<String>>,
+    pub(crate) to: Option<Spanned<String>>,
     /// Grouping type name as written.
-    pub grouping: Option<Spanned<String>>,
+    pub(crate) grouping: Option<Spanned<String>>,
     /// Grouping args (field names).
-    pub grouping_args: Option<Spanned<Vec<Spanned<String>>>>,
-    pub stream: Option<Spanned<String>>,
-    pub name: Option<Spanned<String>>,
+    pub(crate) grouping_args: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(crate) stream: Option<Spanned<String>>,
+    pub(crate) name: Option<Spanned<String>>,
 }

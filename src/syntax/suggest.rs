@@ -1,7 +1,10 @@
 //! "Did you mean": the closest of the known words to a mistyped one.
 
 /// The closest candidate to `word`, if one is close enough to be a likely typo.
-pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn suggest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     // Similar overall (Jaro-Winkler) and only a few edits away, so long shared prefixes such
     // as `topology.` do not make unrelated keys look alike.

@@ -50,7 +50,7 @@ struct Builder {
 }
 
 /// Parse YAML text into a spanned value tree. An empty document is `Null`.
-pub fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
+pub(crate) fn parse_tree(text: &str) -> Result<Spanned<RawValue>, Diagnostic> {
     let mut parser = Parser::new_from_str(text);
     let mut tree = Builder::default();
     while let Some(next) = parser.next_event() {
@@ -181,7 +181,7 @@ impl Builder {
 }
 
 /// A plain (unquoted) scalar's value: null, bool, integer, float or string.
-pub fn resolve_scalar(text: &str) -> RawValue {
+pub(crate) fn resolve_scalar(text: &str) -> RawValue {
     scalar(text, ScalarStyle::Plain)
 }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 mod include;
 mod substitution;
 
-pub use substitution::{substitute, Properties};
+pub(crate) use substitution::{substitute, Properties};
 
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -45,7 +45,7 @@ const NEEDS_JVM: &str = "storm runs no JVM: use a built-in `type:` or a shell co
 (org.apache.storm.flux.wrappers.bolts.FluxShellBolt) instead";
 
 /// Whether a YAML tree is a Flux file: it names JVM classes or uses Flux-only sections.
-pub fn is_flux(tree: &Spanned<RawValue>) -> bool {
+pub(crate) fn is_flux(tree: &Spanned<RawValue>) -> bool {
     let v = &tree.value;
     if ["components", "includes", "topologySource"]
         .iter()
@@ -61,13 +61,13 @@ pub fn is_flux(tree: &Spanned<RawValue>) -> bool {
 
 #[cfg(test)]
 /// Read a Flux file's tree (after substitution); `base_dir` resolves `includes`.
-pub fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
+fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) -> RawTopology {
     read_topology_of(tree, None, base_dir, props)
 }
 
 /// [`read_topology`] knowing the file's own text, so an include that leads back to the file
 /// is reported as a cycle.
-pub fn read_topology_of(
+pub(crate) fn read_topology_of(
     tree: &Spanned<RawValue>,
     text: Option<&str>,
     base_dir: &Path,
@@ -339,7 +339,7 @@ fn read_stream(r: &mut TreeReader, v: &Spanned<RawValue>) -> RawStream {
 }
 
 /// A problem with the `--filter` file, reported with the topology's diagnostics.
-pub fn filter_error(message: String) -> Diagnostic {
+pub(crate) fn filter_error(message: String) -> Diagnostic {
     Diagnostic::unlocated(Severity::Error, message)
 }
 

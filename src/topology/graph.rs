@@ -29,7 +29,7 @@ fn edge_label(s: &Stream, chains: &Chains) -> String {
 }
 
 /// Graphviz dot: `storm graph FILE | dot -Tsvg > topology.svg`.
-pub fn to_dot(t: &Topology) -> String {
+pub(crate) fn to_dot(t: &Topology) -> String {
     let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
     let mut out = format!(
         "digraph {} {{\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n",
@@ -61,7 +61,7 @@ pub fn to_dot(t: &Topology) -> String {
 }
 
 /// Mermaid flowchart (renders in GitHub markdown).
-pub fn to_mermaid(t: &Topology) -> String {
+pub(crate) fn to_mermaid(t: &Topology) -> String {
     let esc = |s: &str| s.replace('"', "#quot;");
     let node = |id: &str| {
         t.components

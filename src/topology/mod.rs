@@ -1,14 +1,14 @@
 //! Topology files: reading (YAML, Flux, DSL), validating into the model, and the graph view.
 
 pub mod dsl;
-pub(crate) mod flux;
+mod flux;
 pub(crate) mod graph;
 #[cfg(test)]
 mod partials_tests;
 #[cfg(test)]
 mod rebalance_tests;
 pub mod validate;
-pub(crate) mod yaml;
+mod yaml;
 
 use crate::model::Topology;
 use crate::syntax::diag::{Diagnostic, Source};
@@ -28,8 +28,8 @@ pub struct LoadOptions {
 #[derive(Debug)]
 pub struct Loaded {
     pub topology: Topology,
-    pub source: Source,
-    pub warnings: Vec<Diagnostic>,
+    pub(crate) source: Source,
+    pub(crate) warnings: Vec<Diagnostic>,
 }
 
 /// Why a topology could not be loaded.
@@ -45,11 +45,11 @@ pub enum LoadError {
 }
 
 /// Files larger than this are refused before reading (a topology is a few kilobytes).
-pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// What [`read_bounded`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Bounded {
+enum Bounded {
     /// All of it, within the limit.
     Whole(Vec<u8>),
     /// More than the limit (only the limit and one byte were read).
@@ -58,7 +58,7 @@ pub enum Bounded {
 
 /// Read a file, but never more than `limit` bytes: devices (`/dev/zero`), pipes and files that
 /// grow while read have no trustworthy size, so the read itself is cut off.
-pub fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Bounded> {
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Bounded> {
     use std::io::Read;
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
@@ -72,7 +72,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Bounded> {
 
 /// [`read_bounded`] with [`MAX_FILE_BYTES`], as UTF-8 text; the error is one phrase
 /// (`too large ...`, the I/O error, `not UTF-8 text`).
-pub fn read_text_bounded(path: &Path) -> Result<String, String> {
+fn read_text_bounded(path: &Path) -> Result<String, String> {
     match read_bounded(path, MAX_FILE_BYTES).map_err(|e| e.to_string())? {
         Bounded::Whole(b) => String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()),
         Bounded::TooLarge => Err(format!("larger than the limit of {MAX_FILE_BYTES} bytes")),

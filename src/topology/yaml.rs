@@ -5,21 +5,21 @@ use crate::syntax::diag::Diagnostic;
 use crate::syntax::raw::{RawComponent, RawStream, RawTopology, RawValue, Span, Spanned};
 
 use crate::syntax::suggest::suggest;
-pub use crate::syntax::tree::{parse_tree, resolve_scalar};
+pub(crate) use crate::syntax::tree::{parse_tree, resolve_scalar};
 
 /// Typed reads from a spanned tree, collecting a diagnostic for each value of the wrong kind.
 #[derive(Debug, Default)]
-pub struct TreeReader {
-    pub diagnostics: Vec<Diagnostic>,
+pub(crate) struct TreeReader {
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
 impl TreeReader {
-    pub fn error(&mut self, message: impl Into<String>, span: Span) {
+    pub(crate) fn error(&mut self, message: impl Into<String>, span: Span) {
         self.diagnostics.push(Diagnostic::error(message, span));
     }
 
     /// The entries of a map, or an error naming what was expected.
-    pub fn map<'a>(
+    pub(crate) fn map<'a>(
         &mut self,
         v: &'a Spanned<RawValue>,
         what: &str,
@@ -34,7 +34,11 @@ impl TreeReader {
         }
     }
 
-    pub fn list<'a>(&mut self, v: &'a Spanned<RawValue>, what: &str) -> &'a [Spanned<RawValue>] {
+    pub(crate) fn list<'a>(
+        &mut self,
+        v: &'a Spanned<RawValue>,
+        what: &str,
+    ) -> &'a [Spanned<RawValue>] {
         match &v.value {
             RawValue::List(l) => l,
             RawValue::Null => &[],
@@ -46,7 +50,7 @@ impl TreeReader {
     }
 
     /// A string (numbers and booleans are accepted as their text, as YAML users expect).
-    pub fn string(&mut self, v: &Spanned<RawValue>, what: &str) -> Option<Spanned<String>> {
+    pub(crate) fn string(&mut self, v: &Spanned<RawValue>, what: &str) -> Option<Spanned<String>> {
         let text = match &v.value {
             RawValue::Str { text, .. } => text.clone(),
             RawValue::Int(i) => i.to_string(),
@@ -60,7 +64,7 @@ impl TreeReader {
         Some(Spanned::new(text, v.span))
     }
 
-    pub fn int(&mut self, v: &Spanned<RawValue>, what: &str) -> Option<Spanned<i64>> {
+    pub(crate) fn int(&mut self, v: &Spanned<RawValue>, what: &str) -> Option<Spanned<i64>> {
         match &v.value {
             RawValue::Int(i) => Some(Spanned::new(*i, v.span)),
             _ => {
@@ -71,7 +75,7 @@ impl TreeReader {
     }
 
     /// A list of strings; a single string is read as a one-element list.
-    pub fn strings(
+    pub(crate) fn strings(
         &mut self,
         v: &Spanned<RawValue>,
         what: &str,
@@ -93,7 +97,7 @@ impl TreeReader {
     }
 
     /// An unknown key: an error, with a suggestion among the known ones.
-    pub fn unknown_key(&mut self, key: &Spanned<String>, known: &[&str], context: &str) {
+    pub(crate) fn unknown_key(&mut self, key: &Spanned<String>, known: &[&str], context: &str) {
         let mut d = Diagnostic::error(
             format!("unknown key `{}` in {context}", key.value),
             key.span,
@@ -127,7 +131,7 @@ const STREAM_KEYS: &[&str] = &["from", "to", "grouping", "stream", "name"];
 const GROUPING_KEYS: &[&str] = &["type", "args", "stream"];
 
 /// Read our own YAML format from its tree.
-pub fn read_topology(tree: &Spanned<RawValue>) -> RawTopology {
+pub(crate) fn read_topology(tree: &Spanned<RawValue>) -> RawTopology {
     let mut r = TreeReader::default();
     let mut raw = RawTopology::default();
     if !matches!(tree.value, RawValue::Map(_)) {

@@ -12,13 +12,13 @@ const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 /// The integer a float is equal to, when it has an integral value in `i64`'s range
 /// (`-0.0` is `0`).
 #[inline]
-pub fn float_as_int(x: f64) -> Option<i64> {
+pub(crate) fn float_as_int(x: f64) -> Option<i64> {
     // Every float in [-2^63, 2^63) converts exactly once it has no fraction.
     (x.fract() == 0.0 && (-TWO_POW_63..TWO_POW_63).contains(&x)).then_some(x as i64)
 }
 
 /// Order of an integer and a float, exactly. NaN is above every number.
-pub fn cmp_int_float(i: i64, x: f64) -> Ordering {
+pub(crate) fn cmp_int_float(i: i64, x: f64) -> Ordering {
     if x.is_nan() || x >= TWO_POW_63 {
         return Ordering::Less;
     }
@@ -34,7 +34,7 @@ pub fn cmp_int_float(i: i64, x: f64) -> Ordering {
 }
 
 /// Order of two floats: `-0.0` equals `0.0`, NaN equals NaN and is above every number.
-pub fn cmp_floats(a: f64, b: f64) -> Ordering {
+pub(crate) fn cmp_floats(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,
@@ -45,14 +45,14 @@ pub fn cmp_floats(a: f64, b: f64) -> Ordering {
 
 /// A number, exact when an integer.
 #[derive(Debug, Clone, Copy)]
-pub enum Num {
+pub(crate) enum Num {
     Int(i64),
     Float(f64),
 }
 
 impl Num {
     /// The total order of numbers described in the module comment.
-    pub fn order(self, other: Num) -> Ordering {
+    pub(crate) fn order(self, other: Num) -> Ordering {
         match (self, other) {
             (Num::Int(a), Num::Int(b)) => a.cmp(&b),
             (Num::Int(a), Num::Float(b)) => cmp_int_float(a, b),
@@ -61,7 +61,7 @@ impl Num {
         }
     }
 
-    pub fn as_f64(self) -> f64 {
+    pub(crate) fn as_f64(self) -> f64 {
         match self {
             Num::Int(i) => i as f64,
             Num::Float(x) => x,
@@ -71,7 +71,7 @@ impl Num {
 
 /// The bits a float hashes as when it is not an integer's value: one NaN for all.
 #[inline]
-pub fn float_key_bits(x: f64) -> u64 {
+pub(crate) fn float_key_bits(x: f64) -> u64 {
     if x.is_nan() {
         f64::NAN.to_bits()
     } else {
@@ -81,7 +81,7 @@ pub fn float_key_bits(x: f64) -> u64 {
 
 /// `a / b` as a float (Python's true division), correctly rounded for integers of any size;
 /// `None` for a zero divisor.
-pub fn true_div(a: Num, b: Num) -> Option<f64> {
+pub(crate) fn true_div(a: Num, b: Num) -> Option<f64> {
     if b.as_f64() == 0.0 {
         return None;
     }
@@ -120,7 +120,7 @@ fn int_div(x: i64, y: i64) -> f64 {
 
 /// `a // b` on integers: the quotient rounded toward negative infinity; `None` for a zero
 /// divisor or a result out of range.
-pub fn floor_div_int(a: i64, b: i64) -> Option<i64> {
+pub(crate) fn floor_div_int(a: i64, b: i64) -> Option<i64> {
     let q = a.checked_div(b)?;
     let r = a.checked_rem(b)?;
     Some(if r != 0 && ((r < 0) != (b < 0)) {
@@ -131,7 +131,7 @@ pub fn floor_div_int(a: i64, b: i64) -> Option<i64> {
 }
 
 /// `a % b` on integers with the sign of `b` (Python's); `None` for a zero divisor.
-pub fn py_mod_int(a: i64, b: i64) -> Option<i64> {
+pub(crate) fn py_mod_int(a: i64, b: i64) -> Option<i64> {
     if b == 0 {
         return None;
     }
@@ -145,12 +145,12 @@ pub fn py_mod_int(a: i64, b: i64) -> Option<i64> {
 }
 
 /// `a % b` on floats with the sign of `b` (Python's); `None` for a zero divisor.
-pub fn py_mod_float(a: f64, b: f64) -> Option<f64> {
+pub(crate) fn py_mod_float(a: f64, b: f64) -> Option<f64> {
     float_divmod(a, b).map(|(_, m)| m)
 }
 
 /// `a // b` on floats: floored, as a float (Python's); `None` for a zero divisor.
-pub fn floor_div_float(a: f64, b: f64) -> Option<f64> {
+pub(crate) fn floor_div_float(a: f64, b: f64) -> Option<f64> {
     float_divmod(a, b).map(|(q, _)| q)
 }
 

@@ -9,12 +9,12 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How far back capacity looks (Storm's UI uses its 10-minute window).
-pub const CAPACITY_WINDOW: Duration = Duration::from_secs(600);
+const CAPACITY_WINDOW: Duration = Duration::from_secs(600);
 /// Samples closer together than this are not kept (one a second at most per component).
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 /// The version reported as `stormVersion`: this program's, and the API it answers.
-pub const VERSION: &str = concat!(
+const VERSION: &str = concat!(
     "storm-rs ",
     env!("CARGO_PKG_VERSION"),
     " (Storm 2.x UI REST API)"
@@ -23,14 +23,14 @@ pub const VERSION: &str = concat!(
 /// Execute-time samples taken when a request reads the figures: capacity is the share of
 /// the time between the oldest kept sample and now that the executors spent executing.
 #[derive(Debug, Default)]
-pub struct CapacityWindow {
+pub(crate) struct CapacityWindow {
     samples: HashMap<(String, String), VecDeque<(Instant, u64)>>,
 }
 
 impl CapacityWindow {
     /// Capacity of component `c` of topology `t` now (Storm: executed × execute latency over
     /// the window, per executor). Before a second sample, over the topology's uptime.
-    pub fn capacity(&mut self, t: &TopologyView, c: &ComponentView, now: Instant) -> f64 {
+    pub(crate) fn capacity(&mut self, t: &TopologyView, c: &ComponentView, now: Instant) -> f64 {
         let exec_ns = c.sum(|x| x.execute_ns);
         let executors = c.executors.max(1) as f64;
         let q = self
@@ -77,7 +77,7 @@ fn spout_or_bolt(c: &ComponentView) -> &'static str {
 }
 
 /// `/api/v1/cluster/summary`.
-pub fn cluster_summary(sups: &[SupervisorView], tops: &[TopologyView]) -> Value {
+pub(crate) fn cluster_summary(sups: &[SupervisorView], tops: &[TopologyView]) -> Value {
     let total: usize = sups.iter().map(|s| s.slots_total).sum();
     let used: usize = sups.iter().map(|s| s.slots_used).sum();
     json!({
@@ -101,7 +101,7 @@ pub fn cluster_summary(sups: &[SupervisorView], tops: &[TopologyView]) -> Value 
 }
 
 /// `/api/v1/supervisor/summary`.
-pub fn supervisor_summary(sups: &[SupervisorView]) -> Value {
+pub(crate) fn supervisor_summary(sups: &[SupervisorView]) -> Value {
     let list: Vec<Value> = sups
         .iter()
         .map(|s| {
@@ -123,7 +123,7 @@ pub fn supervisor_summary(sups: &[SupervisorView]) -> Value {
 }
 
 /// `/api/v1/supervisor?id=ID|host=HOST`: the supervisors named and the workers they run.
-pub fn supervisor(sups: &[SupervisorView], tops: &[TopologyView]) -> Value {
+pub(crate) fn supervisor(sups: &[SupervisorView], tops: &[TopologyView]) -> Value {
     let summary = supervisor_summary(sups);
     let on_them = |w: &Value| {
         sups.iter().any(|s| {
@@ -144,7 +144,7 @@ pub fn supervisor(sups: &[SupervisorView], tops: &[TopologyView]) -> Value {
 }
 
 /// `/api/v1/nimbus/summary`.
-pub fn nimbus_summary(nimbuses: &[super::NimbusView]) -> Value {
+pub(crate) fn nimbus_summary(nimbuses: &[super::NimbusView]) -> Value {
     let list: Vec<Value> = nimbuses
         .iter()
         .map(|n| {
@@ -163,7 +163,7 @@ pub fn nimbus_summary(nimbuses: &[super::NimbusView]) -> Value {
 }
 
 /// `/api/v1/history/summary`: the topologies this UI knows (Storm lists those the user ran).
-pub fn history_summary(tops: &[TopologyView]) -> Value {
+pub(crate) fn history_summary(tops: &[TopologyView]) -> Value {
     json!({ "topo-history": tops.iter().map(|t| t.id.as_str()).collect::<Vec<_>>() })
 }
 
@@ -171,7 +171,7 @@ pub fn history_summary(tops: &[TopologyView]) -> Value {
 /// `{"spoutId", "spoutType": "KAFKA", "spoutLagResult": {TOPIC: {PARTITION: {"topic",
 /// "partition", "consumerCommittedOffset", "logHeadOffset", "lag"}}}}` (the fields of
 /// storm-kafka-monitor's `KafkaOffsetLagResult`), for each spout that reports a lag.
-pub fn lag(t: &TopologyView) -> Value {
+pub(crate) fn lag(t: &TopologyView) -> Value {
     let mut out = serde_json::Map::new();
     for c in t.components.iter().filter(|c| c.spout && !c.lag.is_empty()) {
         let mut topics = serde_json::Map::new();
@@ -196,7 +196,7 @@ pub fn lag(t: &TopologyView) -> Value {
 /// `/api/v1/topology/:id/metrics` (`t` holds the counters of window `name`): each component's
 /// figures per output stream: `emitted` and `transferred` per stream over all time (as
 /// `outputStats`); the others, kept per component, in one `:all` row.
-pub fn metrics(t: &TopologyView, name: &str, only: Option<&str>, sys: bool) -> Value {
+pub(crate) fn metrics(t: &TopologyView, name: &str, only: Option<&str>, sys: bool) -> Value {
     let row = |v: Value| json!([{ "stream_id": ":all", "value": v }]);
     let per_stream = |c: &ComponentView, pick: fn(&(u64, u64)) -> u64, total: u64| {
         if name != super::windows::ALL_TIME {
@@ -275,7 +275,7 @@ fn topology_head(t: &TopologyView) -> serde_json::Map<String, Value> {
 }
 
 /// `/api/v1/topology/summary`.
-pub fn topology_summary(tops: &[TopologyView]) -> Value {
+pub(crate) fn topology_summary(tops: &[TopologyView]) -> Value {
     let list: Vec<Value> = tops
         .iter()
         .map(|t| Value::Object(topology_head(t)))
@@ -416,7 +416,7 @@ fn workers(t: &TopologyView) -> Vec<Value> {
 
 /// One row of `topologyStats`: `t`'s figures over the window `name` (`t` already holds the
 /// counters of that window), and the seconds the window really covers.
-pub fn topology_stats(t: &TopologyView, name: &str, covered_secs: u64, sys: bool) -> Value {
+pub(crate) fn topology_stats(t: &TopologyView, name: &str, covered_secs: u64, sys: bool) -> Value {
     let spouts: Vec<&ComponentView> = t.user_components(sys).filter(|c| c.spout).collect();
     let sampled: u64 = spouts.iter().map(|c| c.sum(|x| x.completes_sampled)).sum();
     let complete_us: u64 = spouts.iter().map(|c| c.sum(|x| x.complete_us)).sum();
@@ -439,7 +439,7 @@ pub fn topology_stats(t: &TopologyView, name: &str, covered_secs: u64, sys: bool
 /// `/api/v1/topology/:id` (`sys` adds the system components, as Storm's `?sys=1`): `t` holds
 /// the counters of window `name`, `full` those since the start (capacity is over its own
 /// window); `stats` are the `topologyStats` rows of every window.
-pub fn topology(
+pub(crate) fn topology(
     (t, full): (&TopologyView, &TopologyView),
     (name, stats): (&str, Vec<Value>),
     sys: bool,
@@ -482,7 +482,7 @@ pub fn topology(
 
 /// `/api/v1/topology/:id/component/:component`: `t` and `c` hold the counters of window
 /// `name`.
-pub fn component(
+pub(crate) fn component(
     (t, full): (&TopologyView, &TopologyView),
     c: &ComponentView,
     name: &str,
@@ -638,7 +638,7 @@ fn executor_row(t: &TopologyView, c: &ComponentView, x: &super::TaskView) -> Val
 
 /// `/api/v1/topology/:id/visualization`: each component with its type, capacity, latency,
 /// transferred count and inputs (the shape Storm's UI draws its graph from).
-pub fn visualization(
+pub(crate) fn visualization(
     t: &TopologyView,
     sys: bool,
     window: &mut CapacityWindow,
@@ -689,14 +689,14 @@ fn sanitize(s: &str) -> String {
 }
 
 /// The answer to a POST operation.
-pub fn operation(id: &str, action: &Action) -> Value {
+pub(crate) fn operation(id: &str, action: &Action) -> Value {
     json!({ "topologyOperation": action.name(), "topologyId": id, "status": "success" })
 }
 
 /// The body of `POST /topology/:id/rebalance/:wait-time`, as Storm's UI takes it:
 /// `{"rebalanceOptions": {"numWorkers": N, "executors": {"component": n}}}`, every part
 /// optional (an empty body re-places the topology as it is). Unknown keys are errors.
-pub fn rebalance_options(body: &str) -> Result<Rebalance, String> {
+pub(crate) fn rebalance_options(body: &str) -> Result<Rebalance, String> {
     if body.trim().is_empty() {
         return Ok(Rebalance::default());
     }
@@ -734,7 +734,7 @@ pub fn rebalance_options(body: &str) -> Result<Rebalance, String> {
 /// A form post's rebalance options (`application/x-www-form-urlencoded`): a
 /// `rebalanceOptions` field holding the JSON object, or `numWorkers=N` as a field of its own;
 /// `callback` and `count` are ignored as in the JSON body.
-pub fn rebalance_form(pairs: &[(String, String)]) -> Result<Rebalance, String> {
+pub(crate) fn rebalance_form(pairs: &[(String, String)]) -> Result<Rebalance, String> {
     let mut options = serde_json::Map::new();
     for (k, v) in pairs {
         match k.as_str() {

@@ -27,22 +27,27 @@ fn auth_line(token: Option<&str>) -> String {
 }
 
 /// GET `path` from the UI at `addr` (`host:port`, or `http://host:port`) and parse the JSON.
-pub fn get_json(addr: &str, path: &str) -> anyhow::Result<Value> {
+pub(crate) fn get_json(addr: &str, path: &str) -> anyhow::Result<Value> {
     request(addr, "GET", path, read_token().as_deref(), "")
 }
 
 /// POST to `path` (Storm's operations), with the UI's token when there is one.
-pub fn post_json(addr: &str, path: &str, token: Option<&str>) -> anyhow::Result<Value> {
+pub(crate) fn post_json(addr: &str, path: &str, token: Option<&str>) -> anyhow::Result<Value> {
     request(addr, "POST", path, token, "")
 }
 
 /// POST `body` (JSON) to `path`, with the UI's token when there is one.
-pub fn post_body(addr: &str, path: &str, token: Option<&str>, body: &str) -> anyhow::Result<Value> {
+pub(crate) fn post_body(
+    addr: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> anyhow::Result<Value> {
     request(addr, "POST", path, token, body)
 }
 
 /// The `host:port` part of an address given with or without `http://` and a trailing `/`.
-pub fn host_port(addr: &str) -> &str {
+fn host_port(addr: &str) -> &str {
     addr.trim_start_matches("http://").trim_end_matches('/')
 }
 
@@ -90,7 +95,11 @@ fn request(
 
 /// GET a stream of lines (a tap) and hand each non-empty one to `each` as it comes; returns
 /// when the server ends the answer (the run ended).
-pub fn stream_lines(addr: &str, path: &str, mut each: impl FnMut(&str)) -> anyhow::Result<()> {
+pub(crate) fn stream_lines(
+    addr: &str,
+    path: &str,
+    mut each: impl FnMut(&str),
+) -> anyhow::Result<()> {
     use std::io::BufRead;
     let hp = host_port(addr);
     let mut stream =

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Nimbus, seen by the UI.
-pub struct ClusterUi(pub Arc<Nimbus>);
+pub(crate) struct ClusterUi(pub(crate) Arc<Nimbus>);
 
 /// A counter of a task's heartbeat (0 when the worker does not report it).
 fn stat(beat: &TaskHeartbeat, key: &str) -> u64 {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A running local topology as the UI sees it.
-pub struct LocalRun {
+pub(crate) struct LocalRun {
     id: String,
     stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
     control: Arc<RunControl>,
@@ -29,7 +29,7 @@ pub struct LocalRun {
 }
 
 impl LocalRun {
-    pub fn new(
+    pub(crate) fn new(
         stats: BTreeMap<u32, (String, Arc<TaskStats>)>,
         control: Arc<RunControl>,
         rebalancer: Rebalancer,
@@ -99,7 +99,7 @@ impl LocalRun {
 }
 
 /// One task's counters as they are now.
-pub fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
+fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
     TaskView {
         task,
         worker: worker.to_string(),
@@ -128,7 +128,7 @@ const TAP_BUFFER: usize = 10_000;
 
 /// Listen to the emits of `component` (every task of it): JSON lines on the returned channel,
 /// which ends when the run does. `stream` must be one the component declares.
-pub fn tap(
+fn tap(
     plan: &Plan,
     stats: &BTreeMap<u32, (String, Arc<TaskStats>)>,
     component: &str,

@@ -5,24 +5,24 @@
 //! the executors already keep; nothing is computed until a request comes, so the UI costs
 //! nothing while nobody looks.
 
-pub(crate) mod api;
+mod api;
 pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod local;
-pub(crate) mod prometheus;
+mod prometheus;
 pub(crate) mod server;
-pub(crate) mod windows;
+mod windows;
 
 use crate::runtime::metrics::UserMetric;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Where the UI listens when `--ui` names no address, and nimbus's default `ui.port`.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
-pub const DEFAULT_PORT: u16 = 8080;
+pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+pub(crate) const DEFAULT_PORT: u16 = 8080;
 
 /// What the UI can read and steer: a local run or a cluster.
-pub trait Source: Send + Sync + 'static {
+pub(crate) trait Source: Send + Sync + 'static {
     /// The supervisors (a local run has one, this process).
     fn supervisors(&self) -> Vec<SupervisorView>;
     /// Every topology known, with its figures as of now.
@@ -84,17 +84,17 @@ pub trait Source: Send + Sync + 'static {
 
 /// A nimbus, as `/nimbus/summary` shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NimbusView {
-    pub host: String,
+pub(crate) struct NimbusView {
+    host: String,
     /// Its port for clients (unknown: `None`, shown as null).
-    pub port: Option<u16>,
-    pub leader: bool,
-    pub uptime_secs: u64,
+    port: Option<u16>,
+    leader: bool,
+    uptime_secs: u64,
 }
 
 /// An operation of the REST API's POSTs (and of `storm activate|deactivate|kill`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub(crate) enum Action {
     Activate,
     Deactivate,
     Kill {
@@ -110,7 +110,7 @@ pub enum Action {
 
 impl Action {
     /// The name Storm's REST API gives the operation (`topologyOperation`).
-    pub fn name(&self) -> &'static str {
+    fn name(&self) -> &'static str {
         match self {
             Action::Activate => "activate",
             Action::Deactivate => "deactivate",
@@ -122,101 +122,101 @@ impl Action {
 
 /// One supervisor, as the cluster summary shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SupervisorView {
-    pub id: String,
-    pub host: String,
-    pub uptime_secs: u64,
-    pub slots_total: usize,
-    pub slots_used: usize,
+pub(crate) struct SupervisorView {
+    id: String,
+    host: String,
+    uptime_secs: u64,
+    slots_total: usize,
+    slots_used: usize,
 }
 
 /// A topology and its components' figures at one moment.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TopologyView {
-    pub id: String,
-    pub name: String,
+pub(crate) struct TopologyView {
+    id: String,
+    name: String,
     /// Storm's status names: `ACTIVE`, `INACTIVE`, `REBALANCING`, `KILLED`.
-    pub status: String,
-    pub uptime: Duration,
-    pub workers: usize,
-    pub msg_timeout_secs: u64,
-    pub debug: bool,
+    status: String,
+    uptime: Duration,
+    workers: usize,
+    msg_timeout_secs: u64,
+    debug: bool,
     /// The topology's configuration, secrets left out (`/topology/:id`'s `configuration`).
-    pub configuration: serde_json::Map<String, serde_json::Value>,
-    pub components: Vec<ComponentView>,
+    configuration: serde_json::Map<String, serde_json::Value>,
+    components: Vec<ComponentView>,
 }
 
 /// One component (spout or bolt) with its tasks' counters.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ComponentView {
-    pub id: String,
-    pub spout: bool,
+struct ComponentView {
+    id: String,
+    spout: bool,
     /// A system component (`__acker`): shown only when asked (`?sys=1`).
-    pub system: bool,
+    system: bool,
     /// Its emits are logged (`topology.debug`, the topology's or its own `config`).
-    pub debug: bool,
-    pub executors: usize,
-    pub tasks: Vec<TaskView>,
+    debug: bool,
+    executors: usize,
+    tasks: Vec<TaskView>,
     /// The components and streams it reads, with the grouping.
-    pub inputs: Vec<InputView>,
+    inputs: Vec<InputView>,
     /// Reported errors, oldest first (at most a few).
-    pub errors: Vec<ErrorView>,
+    errors: Vec<ErrorView>,
     /// User metrics (a multilang child's `metrics` command), over its tasks.
-    pub metrics: BTreeMap<String, UserMetric>,
+    metrics: BTreeMap<String, UserMetric>,
     /// The output streams it declares.
-    pub outputs: Vec<String>,
+    outputs: Vec<String>,
     /// Spouts reading partitions (`kafka`): how far behind each partition it is, by topic and
     /// partition (each partition as the task reading it last reported).
-    pub lag: Vec<crate::components::PartitionLag>,
+    lag: Vec<crate::components::PartitionLag>,
 }
 
 /// One task's counters since it started.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct TaskView {
-    pub task: u32,
+struct TaskView {
+    task: u32,
     /// `host:port` of its worker.
-    pub worker: String,
+    worker: String,
     /// The id of the supervisor running its worker (empty in a local run).
-    pub supervisor: String,
-    pub emitted: u64,
-    pub transferred: u64,
-    pub executed: u64,
-    pub acked: u64,
-    pub failed: u64,
-    pub execute_ns: u64,
+    supervisor: String,
+    emitted: u64,
+    transferred: u64,
+    executed: u64,
+    acked: u64,
+    failed: u64,
+    execute_ns: u64,
     /// Spouts: sampled complete latencies summed (µs), and how many were sampled.
-    pub complete_us: u64,
-    pub completes_sampled: u64,
-    pub errors: u64,
-    pub dropped: u64,
+    complete_us: u64,
+    completes_sampled: u64,
+    errors: u64,
+    dropped: u64,
     /// Emitted and transferred per output stream, by stream name (streams emitted on only).
-    pub streams: BTreeMap<String, (u64, u64)>,
+    streams: BTreeMap<String, (u64, u64)>,
 }
 
 /// A subscription of a component: whom it reads, which stream, how grouped.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InputView {
-    pub component: String,
-    pub stream: String,
-    pub grouping: String,
+struct InputView {
+    component: String,
+    stream: String,
+    grouping: String,
 }
 
 /// A reported error.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ErrorView {
-    pub error: String,
-    pub time_secs: u64,
-    pub worker: String,
+struct ErrorView {
+    error: String,
+    time_secs: u64,
+    worker: String,
 }
 
 impl ComponentView {
     /// The sum of one counter over the component's tasks.
-    pub fn sum(&self, f: impl Fn(&TaskView) -> u64) -> u64 {
+    fn sum(&self, f: impl Fn(&TaskView) -> u64) -> u64 {
         self.tasks.iter().map(f).sum()
     }
 
     /// Mean complete latency in ms of the sampled trees (0 before any completed).
-    pub fn complete_latency_ms(&self) -> f64 {
+    fn complete_latency_ms(&self) -> f64 {
         let n = self.sum(|t| t.completes_sampled);
         match n {
             0 => 0.0,
@@ -227,7 +227,7 @@ impl ComponentView {
     /// Emitted and transferred on each output stream, summed over the tasks: every declared
     /// stream (zeros before its first tuple) and every stream counted; system streams
     /// (`__ack_ack`, ...) only with `sys`.
-    pub fn stream_sums(&self, sys: bool) -> BTreeMap<String, (u64, u64)> {
+    fn stream_sums(&self, sys: bool) -> BTreeMap<String, (u64, u64)> {
         let mut out: BTreeMap<String, (u64, u64)> =
             self.outputs.iter().map(|s| (s.clone(), (0, 0))).collect();
         for t in &self.tasks {
@@ -242,7 +242,7 @@ impl ComponentView {
     }
 
     /// Mean execute latency in ms (0 before anything ran).
-    pub fn execute_latency_ms(&self) -> f64 {
+    fn execute_latency_ms(&self) -> f64 {
         let executed = self.sum(|t| t.executed);
         if executed == 0 {
             0.0
@@ -253,26 +253,26 @@ impl ComponentView {
 }
 
 impl TopologyView {
-    pub fn executors(&self) -> usize {
+    fn executors(&self) -> usize {
         self.user_components(true).map(|c| c.executors).sum()
     }
 
-    pub fn tasks(&self) -> usize {
+    fn tasks(&self) -> usize {
         self.user_components(true).map(|c| c.tasks.len()).sum()
     }
 
     /// The components, system ones only with `sys`.
-    pub fn user_components(&self, sys: bool) -> impl Iterator<Item = &ComponentView> {
+    fn user_components(&self, sys: bool) -> impl Iterator<Item = &ComponentView> {
         self.components.iter().filter(move |c| sys || !c.system)
     }
 
-    pub fn component(&self, id: &str) -> Option<&ComponentView> {
+    fn component(&self, id: &str) -> Option<&ComponentView> {
         self.components.iter().find(|c| c.id == id)
     }
 }
 
 /// Storm's way of showing a duration: `1d 2h 3m 4s`, leading zero units left out.
-pub fn pretty_uptime(secs: u64) -> String {
+fn pretty_uptime(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {
         format!("{d}d {h}h {m}m {s}s")
@@ -300,11 +300,11 @@ mod tests {
 
 /// What a source knows of each task, to be laid out per component by [`components_of`].
 #[derive(Debug, Default)]
-pub(crate) struct TaskFigures {
-    pub tasks: BTreeMap<u32, TaskView>,
-    pub errors: BTreeMap<u32, Vec<ErrorView>>,
-    pub metrics: BTreeMap<u32, crate::runtime::metrics::UserMetrics>,
-    pub lag: BTreeMap<u32, Vec<crate::components::PartitionLag>>,
+struct TaskFigures {
+    tasks: BTreeMap<u32, TaskView>,
+    errors: BTreeMap<u32, Vec<ErrorView>>,
+    metrics: BTreeMap<u32, crate::runtime::metrics::UserMetrics>,
+    lag: BTreeMap<u32, Vec<crate::components::PartitionLag>>,
 }
 
 /// The lag of a component's tasks, one entry per partition (a partition two tasks report,
@@ -324,7 +324,7 @@ fn lag_of(
 
 /// The components of a topology with the figures of their tasks (tasks not reported are left
 /// out), in the plan's order, and their inputs from the topology's streams.
-pub(crate) fn components_of(
+fn components_of(
     topology: &crate::model::Topology,
     plan: &crate::model::plan::Plan,
     figures: &TaskFigures,
@@ -388,7 +388,7 @@ pub(crate) fn components_of(
 
 /// A configuration as the UI shows it: every key but those holding secrets (the cluster
 /// secret, any `*.password`, and tokens such as `ui.token`).
-pub fn shown_configuration(
+fn shown_configuration(
     config: &crate::config::Config,
 ) -> serde_json::Map<String, serde_json::Value> {
     match config.to_json() {

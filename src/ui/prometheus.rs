@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::time::Instant;
 
 /// The content type of the exposition format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A per-task counter: metric name, help, and how to read it.
 type TaskCounter = (&'static str, &'static str, fn(&TaskView) -> u64);
@@ -55,7 +55,7 @@ fn component_labels(t: &TopologyView, c: &ComponentView) -> String {
 }
 
 /// The whole exposition for these topologies.
-pub fn render(tops: &[TopologyView], window: &mut CapacityWindow, now: Instant) -> String {
+pub(crate) fn render(tops: &[TopologyView], window: &mut CapacityWindow, now: Instant) -> String {
     let mut out = String::new();
     header(
         &mut out,

@@ -23,11 +23,11 @@ const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
 
 /// A running UI server; it stops when dropped.
-pub struct UiServer {
+pub(crate) struct UiServer {
     _server: http::Server,
     /// Dropped with the server: the sampler of the stats windows ends.
     _sampling: crossbeam_channel::Sender<()>,
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 /// How often the counters are sampled for the stats windows.
@@ -64,7 +64,7 @@ impl http::Handler for Shared {
 }
 
 /// Listen on `addr` and serve `source` until the returned server is dropped.
-pub fn start(
+pub(crate) fn start(
     addr: &str,
     source: Arc<dyn Source>,
     token: Option<String>,

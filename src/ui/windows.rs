@@ -8,13 +8,13 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// The windows Storm's UI offers, as `?window=` names them.
-pub const WINDOWS: [&str; 4] = ["600", "10800", "86400", ":all-time"];
+pub(crate) const WINDOWS: [&str; 4] = ["600", "10800", "86400", ":all-time"];
 
 /// The all-time window's name.
-pub const ALL_TIME: &str = ":all-time";
+pub(crate) const ALL_TIME: &str = ":all-time";
 
 /// A window's length (`None`: all time), or why the name is not one.
-pub fn parse(name: &str) -> Result<Option<Duration>, String> {
+pub(crate) fn parse(name: &str) -> Result<Option<Duration>, String> {
     match name {
         ":all-time" => Ok(None),
         "600" | "10800" | "86400" => Ok(name.parse().ok().map(Duration::from_secs)),
@@ -26,7 +26,7 @@ pub fn parse(name: &str) -> Result<Option<Duration>, String> {
 }
 
 /// How Storm's UI writes a window.
-pub fn pretty(name: &str) -> &'static str {
+pub(crate) fn pretty(name: &str) -> &'static str {
     match name {
         "600" => "10m 0s",
         "10800" => "3h 0m 0s",
@@ -67,7 +67,7 @@ type Sample = (Instant, HashMap<u32, Counters>);
 
 /// Samples per topology and window length.
 #[derive(Default)]
-pub struct Windows {
+pub(crate) struct Windows {
     by_topology: HashMap<String, [VecDeque<Sample>; 3]>,
 }
 
@@ -80,7 +80,7 @@ const LENGTHS: [Duration; 3] = [
 
 impl Windows {
     /// Keep the counters of `tops` as of `now` (topologies no longer listed are forgotten).
-    pub fn record(&mut self, tops: &[TopologyView], now: Instant) {
+    pub(crate) fn record(&mut self, tops: &[TopologyView], now: Instant) {
         self.by_topology
             .retain(|id, _| tops.iter().any(|t| &t.id == id));
         for t in tops {
@@ -112,7 +112,12 @@ impl Windows {
     /// really covers: all of it when the topology is younger than the window (its figures
     /// since it started), else back to the sample that opens it (a little shorter than the
     /// window, or the whole history kept when the UI started after the topology).
-    pub fn over(&self, t: &TopologyView, len: Duration, now: Instant) -> (TopologyView, u64) {
+    pub(crate) fn over(
+        &self,
+        t: &TopologyView,
+        len: Duration,
+        now: Instant,
+    ) -> (TopologyView, u64) {
         if t.uptime <= len {
             return (t.clone(), t.uptime.as_secs());
         }

@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 
 /// Sibling order in a dump: names that are numbers (task ids) by value and first, then the
 /// others by name. So `/tasks/ID/2` comes before `/tasks/ID/10`.
-pub fn child_order(a: &str, b: &str) -> Ordering {
+fn child_order(a: &str, b: &str) -> Ordering {
     match (a.parse::<u64>(), b.parse::<u64>()) {
         (Ok(x), Ok(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
         (Ok(_), Err(_)) => Ordering::Less,
@@ -24,7 +24,7 @@ fn sorted_children(store: &dyn CoordinationStore, path: &str) -> Result<Vec<Stri
 }
 
 /// A node's data as JSON: `None` when empty; text that is not JSON becomes a JSON string.
-pub fn data_value(data: &[u8]) -> Option<Value> {
+fn data_value(data: &[u8]) -> Option<Value> {
     if data.is_empty() {
         return None;
     }
@@ -35,7 +35,7 @@ pub fn data_value(data: &[u8]) -> Option<Value> {
 }
 
 /// Every node under (and including) `root`, parents first, with its data.
-pub fn walk(
+fn walk(
     store: &dyn CoordinationStore,
     root: &str,
 ) -> Result<Vec<(String, Option<Value>)>, StoreError> {
@@ -52,7 +52,7 @@ pub fn walk(
 }
 
 /// The text dump: one line per node, each ending in a newline.
-pub fn to_text(store: &dyn CoordinationStore, root: &str) -> Result<String, StoreError> {
+pub(crate) fn to_text(store: &dyn CoordinationStore, root: &str) -> Result<String, StoreError> {
     let mut out = String::new();
     for (path, data) in walk(store, root)? {
         out.push_str(&path);
@@ -67,7 +67,7 @@ pub fn to_text(store: &dyn CoordinationStore, root: &str) -> Result<String, Stor
 
 /// The JSON dump: the root node as an object with its `path`; every node has `data` when it
 /// has data and `children` (by name) when it has children.
-pub fn to_json(store: &dyn CoordinationStore, root: &str) -> Result<Value, StoreError> {
+pub(crate) fn to_json(store: &dyn CoordinationStore, root: &str) -> Result<Value, StoreError> {
     let mut doc = Map::new();
     doc.insert("path".into(), Value::String(root.to_string()));
     if let Value::Object(node) = node_json(store, root)? {

@@ -1,12 +1,12 @@
 //! Storm's ZooKeeper layout: where each piece of cluster state lives
 //! under `storm.zookeeper.root`, and the JSON each node holds. See docs/coordination.md.
 
-pub use crate::placement::NodePort;
+pub(crate) use crate::placement::NodePort;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The subtree roots, created with the cluster state (Storm's `mk-storm-cluster-state`).
-pub const SUBTREES: &[&str] = &[
+pub(crate) const SUBTREES: &[&str] = &[
     "assignments",
     "storms",
     "supervisors",
@@ -16,17 +16,17 @@ pub const SUBTREES: &[&str] = &[
 ];
 
 /// How many errors `/taskerrors/{id}/{task}` keeps (Storm keeps the last 10).
-pub const KEPT_ERRORS: usize = 10;
+pub(crate) const KEPT_ERRORS: usize = 10;
 
 /// Paths of the cluster state under one root.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     root: String,
 }
 
 impl Layout {
     /// `root` is `storm.zookeeper.root` (e.g. `/storm`); a trailing `/` is ignored.
-    pub fn new(root: &str) -> Layout {
+    pub(crate) fn new(root: &str) -> Layout {
         let trimmed = root.trim_end_matches('/');
         Layout {
             root: if trimmed.is_empty() {
@@ -38,7 +38,7 @@ impl Layout {
     }
 
     /// The root itself (`/` when the configured root is `/`).
-    pub fn root(&self) -> &str {
+    pub(crate) fn root(&self) -> &str {
         if self.root.is_empty() {
             "/"
         } else {
@@ -50,88 +50,88 @@ impl Layout {
         format!("{}/{name}", self.root)
     }
 
-    pub fn assignments(&self) -> String {
+    pub(crate) fn assignments(&self) -> String {
         self.sub("assignments")
     }
-    pub fn storms(&self) -> String {
+    pub(crate) fn storms(&self) -> String {
         self.sub("storms")
     }
-    pub fn supervisors(&self) -> String {
+    pub(crate) fn supervisors(&self) -> String {
         self.sub("supervisors")
     }
-    pub fn tasks(&self) -> String {
+    fn tasks(&self) -> String {
         self.sub("tasks")
     }
-    pub fn taskbeats(&self) -> String {
+    fn taskbeats(&self) -> String {
         self.sub("taskbeats")
     }
-    pub fn taskerrors(&self) -> String {
+    fn taskerrors(&self) -> String {
         self.sub("taskerrors")
     }
-    pub fn checkpoints(&self) -> String {
+    fn checkpoints(&self) -> String {
         self.sub("checkpoints")
     }
     /// `/checkpoints/{id}`: a [`CheckpointRecord`] (checkpointed topologies only; the subtree
     /// appears with the first, since Storm's layout has none).
-    pub fn checkpoint(&self, id: &str) -> String {
+    pub(crate) fn checkpoint(&self, id: &str) -> String {
         format!("{}/{id}", self.checkpoints())
     }
 
-    pub fn logconfigs(&self) -> String {
+    pub(crate) fn logconfigs(&self) -> String {
         self.sub("logconfigs")
     }
     /// `/logconfigs/{id}`: a topology's log levels set by name (`log_config::LogConfig`;
     /// Storm's node of the same name). Created with the first `set_log_level`.
-    pub fn log_config(&self, id: &str) -> String {
+    pub(crate) fn log_config(&self, id: &str) -> String {
         format!("{}/{id}", self.logconfigs())
     }
 
     /// `/assignments/{id}`: an [`AssignmentInfo`].
-    pub fn assignment(&self, id: &str) -> String {
+    pub(crate) fn assignment(&self, id: &str) -> String {
         format!("{}/{id}", self.assignments())
     }
     /// `/storms/{id}`: a [`StormBase`].
-    pub fn storm(&self, id: &str) -> String {
+    pub(crate) fn storm(&self, id: &str) -> String {
         format!("{}/{id}", self.storms())
     }
     /// `/storms/{id}/rebalance`: a rebalance accepted and not yet carried out (its new
     /// submission, when it is due and the status to put back), so a nimbus that takes over
     /// carries it out.
-    pub fn pending_rebalance(&self, id: &str) -> String {
+    pub(crate) fn pending_rebalance(&self, id: &str) -> String {
         format!("{}/{id}/rebalance", self.storms())
     }
     /// `/supervisors/{supervisor-id}` (ephemeral): a [`SupervisorInfo`].
-    pub fn supervisor(&self, id: &str) -> String {
+    pub(crate) fn supervisor(&self, id: &str) -> String {
         format!("{}/{id}", self.supervisors())
     }
     /// `/tasks/{id}`: no data; one child per task.
-    pub fn topology_tasks(&self, id: &str) -> String {
+    pub(crate) fn topology_tasks(&self, id: &str) -> String {
         format!("{}/{id}", self.tasks())
     }
     /// `/tasks/{id}/{task}`: a [`TaskInfo`].
-    pub fn task(&self, id: &str, task: u32) -> String {
+    pub(crate) fn task(&self, id: &str, task: u32) -> String {
         format!("{}/{id}/{task}", self.tasks())
     }
     /// `/taskbeats/{id}`: no data; created at submission.
-    pub fn topology_beats(&self, id: &str) -> String {
+    pub(crate) fn topology_beats(&self, id: &str) -> String {
         format!("{}/{id}", self.taskbeats())
     }
     /// `/taskbeats/{id}/{task}`: a [`TaskHeartbeat`].
-    pub fn task_beat(&self, id: &str, task: u32) -> String {
+    pub(crate) fn task_beat(&self, id: &str, task: u32) -> String {
         format!("{}/{id}/{task}", self.taskbeats())
     }
     /// `/taskbeats/{id}/finished`: the slots whose worker finished its executors (a list of
     /// [`NodePort`]), so a nimbus that takes over knows them.
-    pub fn finished_slots(&self, id: &str) -> String {
+    pub(crate) fn finished_slots(&self, id: &str) -> String {
         format!("{}/{id}/finished", self.taskbeats())
     }
     /// `/taskerrors/{id}`: no data.
-    pub fn topology_errors(&self, id: &str) -> String {
+    pub(crate) fn topology_errors(&self, id: &str) -> String {
         format!("{}/{id}", self.taskerrors())
     }
     /// `/taskerrors/{id}/{task}`: no data; sequential children `e0000000000`... each a
     /// [`TaskError`].
-    pub fn task_errors(&self, id: &str, task: u32) -> String {
+    pub(crate) fn task_errors(&self, id: &str, task: u32) -> String {
         format!("{}/{id}/{task}", self.taskerrors())
     }
 }
@@ -140,23 +140,23 @@ impl Layout {
 /// `task_to_node_port` is a supervisor id; `node_host` resolves it to the host name workers
 /// connect to.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct AssignmentInfo {
-    pub master_code_dir: String,
-    pub node_host: BTreeMap<String, String>,
-    pub task_to_node_port: BTreeMap<u32, NodePort>,
-    pub task_to_start_time: BTreeMap<u32, u64>,
+pub(crate) struct AssignmentInfo {
+    pub(crate) master_code_dir: String,
+    pub(crate) node_host: BTreeMap<String, String>,
+    pub(crate) task_to_node_port: BTreeMap<u32, NodePort>,
+    pub(crate) task_to_start_time: BTreeMap<u32, u64>,
 }
 
 impl AssignmentInfo {
     /// `host:port` of the worker running a task.
-    pub fn task_address(&self, task: u32) -> Option<String> {
+    pub(crate) fn task_address(&self, task: u32) -> Option<String> {
         let np = self.task_to_node_port.get(&task)?;
         let host = self.node_host.get(&np.node)?;
         Some(format!("{host}:{}", np.port))
     }
 
     /// The tasks of one slot, in order.
-    pub fn tasks_of(&self, slot: &NodePort) -> Vec<u32> {
+    pub(crate) fn tasks_of(&self, slot: &NodePort) -> Vec<u32> {
         self.task_to_node_port
             .iter()
             .filter(|(_, s)| *s == slot)
@@ -168,7 +168,7 @@ impl AssignmentInfo {
 /// A topology's status (Storm's `:active`, `:inactive`, `:killed`, `:rebalancing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum TopologyStatus {
+pub(crate) enum TopologyStatus {
     Active,
     Inactive,
     Killed,
@@ -180,78 +180,78 @@ pub enum TopologyStatus {
 /// every worker restores after a rollback, and a moved executor's new worker restores), and
 /// the rollback generation (bumped when a worker is lost; workers of an older one roll back).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct CheckpointRecord {
-    pub txid: u64,
-    pub generation: u64,
-    pub time_secs: u64,
+pub(crate) struct CheckpointRecord {
+    pub(crate) txid: u64,
+    pub(crate) generation: u64,
+    pub(crate) time_secs: u64,
     /// The address of the nimbus whose store holds `txid` (with several nimbuses on
     /// ZooKeeper; another one that leads fetches the state from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub holder: Option<String>,
+    pub(crate) holder: Option<String>,
     /// The other nimbuses whose stores hold `txid` too: the holder copied the checkpoint to
     /// each of them before recording it, so any of them leads on from its own copy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub replicas: Vec<String>,
+    pub(crate) replicas: Vec<String>,
 }
 
 /// `/storms/{id}` (Storm's `StormBase`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StormBase {
-    pub name: String,
-    pub status: TopologyStatus,
-    pub launch_time_secs: u64,
-    pub num_workers: u32,
+pub(crate) struct StormBase {
+    pub(crate) name: String,
+    pub(crate) status: TopologyStatus,
+    pub(crate) launch_time_secs: u64,
+    pub(crate) num_workers: u32,
     /// Executors per component, system components included.
-    pub component_executors: BTreeMap<String, u32>,
+    pub(crate) component_executors: BTreeMap<String, u32>,
 }
 
 /// `/tasks/{id}/{task}` (Storm's `TaskInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskInfo {
-    pub component: String,
+pub(crate) struct TaskInfo {
+    pub(crate) component: String,
 }
 
 /// `/supervisors/{supervisor-id}` (Storm's `SupervisorInfo`), refreshed by its heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SupervisorInfo {
-    pub hostname: String,
-    pub time_secs: u64,
-    pub uptime_secs: u64,
+    pub(crate) hostname: String,
+    pub(crate) time_secs: u64,
+    pub(crate) uptime_secs: u64,
     /// Worker slot ports.
-    pub ports: Vec<u16>,
+    pub(crate) ports: Vec<u16>,
 }
 
 /// `/taskbeats/{id}/{task}` (Storm's `TaskHeartbeat`), written by the worker running it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskHeartbeat {
-    pub time_secs: u64,
-    pub uptime_secs: u64,
+    pub(crate) time_secs: u64,
+    pub(crate) uptime_secs: u64,
     /// Counters the task reports (emitted, acked, failed...).
     #[serde(default)]
-    pub stats: serde_json::Map<String, serde_json::Value>,
+    pub(crate) stats: serde_json::Map<String, serde_json::Value>,
     /// Where the worker that wrote it listens for tuples (absent in beats written before it
     /// started listening, and in records written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listening: Option<Listening>,
+    pub(crate) listening: Option<Listening>,
 }
 
 /// Where a worker listens: it binds port 0, so its peers learn the port it got from its
 /// heartbeats (through nimbus, or the ZooKeeper tree), keyed by its slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Listening {
-    pub slot: NodePort,
+pub(crate) struct Listening {
+    pub(crate) slot: NodePort,
     /// `ip:port` as bound.
-    pub addr: String,
+    pub(crate) addr: String,
 }
 
 /// One child of `/taskerrors/{id}/{task}` (Storm's `TaskError`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskError {
-    pub error: String,
-    pub time_secs: u64,
+pub(crate) struct TaskError {
+    pub(crate) error: String,
+    pub(crate) time_secs: u64,
     /// `host:port` of the worker it happened in (absent in records written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker: Option<String>,
+    pub(crate) worker: Option<String>,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 pub(crate) mod dump;
 pub(crate) mod layout;
-pub(crate) mod snapshot;
+mod snapshot;
 pub(crate) mod tree;
 pub mod znode_store;
 pub mod zookeeper;

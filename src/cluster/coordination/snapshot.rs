@@ -13,35 +13,35 @@ use std::time::{Duration, Instant};
 const FORMAT: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TreeSnapshot {
-    pub format: u32,
-    pub zxid: u64,
-    pub next_session: SessionId,
-    pub sessions: Vec<SessionSnapshot>,
+pub(crate) struct TreeSnapshot {
+    format: u32,
+    zxid: u64,
+    next_session: SessionId,
+    sessions: Vec<SessionSnapshot>,
     /// Parents before children.
-    pub nodes: Vec<NodeSnapshot>,
+    nodes: Vec<NodeSnapshot>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionSnapshot {
-    pub id: SessionId,
-    pub timeout_ms: u64,
+struct SessionSnapshot {
+    id: SessionId,
+    timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeSnapshot {
-    pub path: String,
+struct NodeSnapshot {
+    path: String,
     /// The data when it is UTF-8 text (always, for the JSON Storm writes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<String>,
+    data: Option<String>,
     /// The data when it is not UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_bytes: Option<Vec<u8>>,
-    pub stat: Stat,
+    data_bytes: Option<Vec<u8>>,
+    stat: Stat,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum SnapshotError {
+pub(crate) enum SnapshotError {
     #[error("cannot read or write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -57,7 +57,7 @@ pub enum SnapshotError {
 }
 
 impl Tree {
-    pub fn snapshot(&self) -> TreeSnapshot {
+    pub(crate) fn snapshot(&self) -> TreeSnapshot {
         let mut sessions: Vec<SessionSnapshot> = self
             .sessions
             .iter()
@@ -96,7 +96,7 @@ impl Tree {
 
     /// Rebuild a tree, checking that it is one: valid paths, no orphans, no children under
     /// ephemeral nodes, ephemeral owners among the sessions.
-    pub fn from_snapshot(snap: TreeSnapshot) -> Result<Tree, SnapshotError> {
+    pub(crate) fn from_snapshot(snap: TreeSnapshot) -> Result<Tree, SnapshotError> {
         let invalid = |m: String| Err(SnapshotError::Invalid(m));
         if snap.format != FORMAT {
             return invalid(format!(
@@ -170,7 +170,7 @@ impl Tree {
 
     /// Write the snapshot to `path` (through a temporary file and a rename, so a crash never
     /// leaves half a file).
-    pub fn save(&self, path: &Path) -> Result<(), SnapshotError> {
+    pub(crate) fn save(&self, path: &Path) -> Result<(), SnapshotError> {
         let io = |source| SnapshotError::Io {
             path: path.to_path_buf(),
             source,
@@ -184,7 +184,7 @@ impl Tree {
         std::fs::rename(&tmp, path).map_err(io)
     }
 
-    pub fn load(path: &Path) -> Result<Tree, SnapshotError> {
+    pub(crate) fn load(path: &Path) -> Result<Tree, SnapshotError> {
         let text = std::fs::read_to_string(path).map_err(|source| SnapshotError::Io {
             path: path.to_path_buf(),
             source,

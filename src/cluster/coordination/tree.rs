@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 /// One znode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Node {
-    pub data: Vec<u8>,
-    pub stat: Stat,
+pub(crate) struct Node {
+    pub(crate) data: Vec<u8>,
+    pub(crate) stat: Stat,
     /// Child names.
-    pub children: BTreeSet<String>,
+    pub(crate) children: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ pub(crate) struct Session {
 
 /// The whole tree, its sessions and its pending watches.
 #[derive(Debug)]
-pub struct Tree {
+pub(crate) struct Tree {
     pub(crate) nodes: BTreeMap<String, Node>,
     pub(crate) sessions: HashMap<SessionId, Session>,
     pub(crate) next_session: SessionId,
@@ -45,7 +45,7 @@ impl Default for Tree {
 
 impl Tree {
     /// A tree holding only the root `/`.
-    pub fn new() -> Tree {
+    pub(crate) fn new() -> Tree {
         let mut nodes = BTreeMap::new();
         nodes.insert("/".to_string(), Node::empty(0, None));
         Tree::from_parts(nodes, HashMap::new(), 1, 0)
@@ -67,16 +67,7 @@ impl Tree {
         }
     }
 
-    pub fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
-    }
-
-    pub fn create(
-        &mut self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> Result<String, StoreError> {
+    fn create(&mut self, path: &str, data: &[u8], mode: CreateMode) -> Result<String, StoreError> {
         validate_path(path)?;
         let parent = parent_path(path).ok_or_else(|| StoreError::NodeExists(path.to_string()))?;
         if let Some(owner) = mode.owner() {
@@ -117,7 +108,7 @@ impl Tree {
         Ok(path)
     }
 
-    pub fn get_data(
+    fn get_data(
         &mut self,
         path: &str,
         watch: Option<Watcher>,
@@ -134,7 +125,7 @@ impl Tree {
         Ok(out)
     }
 
-    pub fn set_data(
+    fn set_data(
         &mut self,
         path: &str,
         data: &[u8],
@@ -157,7 +148,7 @@ impl Tree {
         Ok(stat)
     }
 
-    pub fn delete(&mut self, path: &str, version: Option<i32>) -> Result<(), StoreError> {
+    fn delete(&mut self, path: &str, version: Option<i32>) -> Result<(), StoreError> {
         validate_path(path)?;
         let parent = parent_path(path)
             .ok_or_else(|| StoreError::BadArguments("cannot delete the root".into()))?;
@@ -183,11 +174,7 @@ impl Tree {
         Ok(())
     }
 
-    pub fn exists(
-        &mut self,
-        path: &str,
-        watch: Option<Watcher>,
-    ) -> Result<Option<Stat>, StoreError> {
+    fn exists(&mut self, path: &str, watch: Option<Watcher>) -> Result<Option<Stat>, StoreError> {
         validate_path(path)?;
         if let Some(w) = watch {
             add_watch(&mut self.data_watches, path, w);
@@ -195,11 +182,7 @@ impl Tree {
         Ok(self.nodes.get(path).map(|n| n.stat.clone()))
     }
 
-    pub fn children(
-        &mut self,
-        path: &str,
-        watch: Option<Watcher>,
-    ) -> Result<Vec<String>, StoreError> {
+    fn children(&mut self, path: &str, watch: Option<Watcher>) -> Result<Vec<String>, StoreError> {
         validate_path(path)?;
         let node = self
             .nodes
@@ -212,7 +195,7 @@ impl Tree {
         Ok(kids)
     }
 
-    pub fn open_session(&mut self, timeout: Duration) -> SessionId {
+    fn open_session(&mut self, timeout: Duration) -> SessionId {
         let id = self.next_session;
         self.next_session += 1;
         self.sessions.insert(
@@ -225,7 +208,7 @@ impl Tree {
         id
     }
 
-    pub fn touch_session(&mut self, session: SessionId) -> Result<(), StoreError> {
+    fn touch_session(&mut self, session: SessionId) -> Result<(), StoreError> {
         let s = self
             .sessions
             .get_mut(&session)
@@ -235,7 +218,7 @@ impl Tree {
     }
 
     /// End a session and delete its ephemeral nodes (ZooKeeper's session close or expiry).
-    pub fn close_session(&mut self, session: SessionId) -> Result<(), StoreError> {
+    fn close_session(&mut self, session: SessionId) -> Result<(), StoreError> {
         self.sessions
             .remove(&session)
             .ok_or(StoreError::SessionExpired(session))?;
@@ -253,7 +236,7 @@ impl Tree {
     }
 
     /// Expire the sessions not touched within their timeout as of `now`.
-    pub fn expire_sessions_at(&mut self, now: Instant) -> Vec<SessionId> {
+    fn expire_sessions_at(&mut self, now: Instant) -> Vec<SessionId> {
         let mut stale: Vec<SessionId> = self
             .sessions
             .iter()
@@ -338,7 +321,7 @@ impl SharedTree {
         SharedTree::from_tree(Tree::new())
     }
 
-    pub fn from_tree(tree: Tree) -> SharedTree {
+    pub(crate) fn from_tree(tree: Tree) -> SharedTree {
         SharedTree {
             inner: Arc::new(Mutex::new(tree)),
         }
@@ -346,7 +329,7 @@ impl SharedTree {
 
     /// Direct access to the tree (for snapshots and tests). A lock poisoned by a panicking
     /// holder is still usable: every operation leaves the tree consistent before it can panic.
-    pub fn lock(&self) -> MutexGuard<'_, Tree> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Tree> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

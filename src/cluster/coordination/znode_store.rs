@@ -7,7 +7,7 @@ use crossbeam_channel::{Receiver, Sender};
 use std::time::Duration;
 
 /// A client session (ZooKeeper's session id). Ephemeral nodes belong to one and vanish with it.
-pub type SessionId = u64;
+pub(crate) type SessionId = u64;
 
 /// ZooKeeper's error codes, as far as the operations here can produce them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,14 +49,14 @@ pub enum CreateMode {
 }
 
 impl CreateMode {
-    pub fn owner(self) -> Option<SessionId> {
+    pub(crate) fn owner(self) -> Option<SessionId> {
         match self {
             CreateMode::Ephemeral(s) | CreateMode::EphemeralSequential(s) => Some(s),
             _ => None,
         }
     }
 
-    pub fn is_sequential(self) -> bool {
+    pub(crate) fn is_sequential(self) -> bool {
         matches!(
             self,
             CreateMode::PersistentSequential | CreateMode::EphemeralSequential(_)
@@ -68,9 +68,9 @@ impl CreateMode {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stat {
     /// Transaction that created the node.
-    pub czxid: u64,
+    pub(crate) czxid: u64,
     /// Transaction that last changed the data.
-    pub mzxid: u64,
+    pub(crate) mzxid: u64,
     /// Data version: 0 at creation, +1 on every set.
     pub version: i32,
     /// Children version: +1 on every child created or deleted.
@@ -98,7 +98,7 @@ pub struct WatchedEvent {
 
 /// Where a watch delivers its (single) event. Registering the same watcher twice on one node
 /// and kind delivers one event, as ZooKeeper does.
-pub type Watcher = Sender<WatchedEvent>;
+pub(crate) type Watcher = Sender<WatchedEvent>;
 
 /// A new watcher and the receiver its events arrive on.
 pub fn watcher() -> (Watcher, Receiver<WatchedEvent>) {
@@ -195,7 +195,7 @@ pub trait CoordinationStore: Send + Sync {
 }
 
 /// The path of a child.
-pub fn child_path(parent: &str, name: &str) -> String {
+pub(crate) fn child_path(parent: &str, name: &str) -> String {
     if parent == "/" {
         format!("/{name}")
     } else {
@@ -204,7 +204,7 @@ pub fn child_path(parent: &str, name: &str) -> String {
 }
 
 /// The parent of a path (`None` for the root).
-pub fn parent_path(path: &str) -> Option<&str> {
+pub(crate) fn parent_path(path: &str) -> Option<&str> {
     match path.rfind('/') {
         Some(0) if path.len() > 1 => Some("/"),
         Some(0) | None => None,
@@ -213,7 +213,7 @@ pub fn parent_path(path: &str) -> Option<&str> {
 }
 
 /// Check a path as ZooKeeper does: absolute, no empty, `.` or `..` parts, no trailing slash.
-pub fn validate_path(path: &str) -> Result<(), StoreError> {
+pub(crate) fn validate_path(path: &str) -> Result<(), StoreError> {
     let bad = |reason| {
         Err(StoreError::BadPath {
             path: path.to_string(),

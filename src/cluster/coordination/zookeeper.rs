@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use zookeeper_client as zk;
 
 /// The session id that stands for the store's own ZooKeeper session.
-pub const OWN_SESSION: SessionId = 0;
+pub(crate) const OWN_SESSION: SessionId = 0;
 
 /// Storm's defaults: `storm.zookeeper.port`, `storm.zookeeper.session.timeout` and
 /// `storm.zookeeper.connection.timeout` (milliseconds).
@@ -41,15 +41,15 @@ const DEFAULT_CONNECTION_MS: u64 = 15_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZkSettings {
     /// ZooKeeper's connect string: `host:port,host:port`.
-    pub connect: String,
-    pub session_timeout: Duration,
-    pub connection_timeout: Duration,
+    pub(crate) connect: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connection_timeout: Duration,
 }
 
 impl ZkSettings {
     /// The ensemble named by `storm.zookeeper.servers` (hosts, or `host:port`), with
     /// `storm.zookeeper.port` for hosts without a port; `None` when no server is set.
-    pub fn from_config(config: &Config) -> Option<ZkSettings> {
+    pub(crate) fn from_config(config: &Config) -> Option<ZkSettings> {
         let servers = config.get("storm.zookeeper.servers")?.as_array()?;
         let port = config
             .get_u64("storm.zookeeper.port")
@@ -172,7 +172,7 @@ impl ZkStore {
     }
 
     /// The connect string.
-    pub fn address(&self) -> &str {
+    pub(crate) fn address(&self) -> &str {
         &self.settings.connect
     }
 
@@ -184,12 +184,12 @@ impl ZkStore {
 
     /// Whether the store's own session is connected now (a disconnected client may be
     /// expired on the servers without knowing it yet).
-    pub fn connected(&self) -> bool {
+    pub(crate) fn connected(&self) -> bool {
         self.lock_own().state() == zk::SessionState::SyncConnected
     }
 
     /// Make sure the store's own session is usable: a new one replaces one that ended.
-    pub fn renew(&self) -> Result<(), StoreError> {
+    pub(crate) fn renew(&self) -> Result<(), StoreError> {
         self.own_client().map(|_| ())
     }
 

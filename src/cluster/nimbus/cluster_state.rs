@@ -18,7 +18,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
+pub(crate) enum ClusterError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -34,19 +34,19 @@ pub enum ClusterError {
 
 /// Nimbus's view of the coordination tree.
 #[derive(Debug)]
-pub struct ClusterState<S: CoordinationStore> {
+pub(crate) struct ClusterState<S: CoordinationStore> {
     store: S,
     layout: Layout,
     /// Submissions so far: the COUNTER of `NAME-COUNTER-TIMESTAMP`.
     submitted: u64,
     /// `storm.local.dir`, the base of `master_code_dir`.
-    pub local_dir: String,
+    pub(crate) local_dir: String,
 }
 
 impl<S: CoordinationStore> ClusterState<S> {
     /// Open the cluster state under `root`, creating the subtree roots (Storm's
     /// `mk-storm-cluster-state`). The submission counter continues from the topologies present.
-    pub fn new(store: S, root: &str) -> Result<ClusterState<S>, ClusterError> {
+    pub(crate) fn new(store: S, root: &str) -> Result<ClusterState<S>, ClusterError> {
         let layout = Layout::new(root);
         for sub in SUBTREES {
             store.create_all(&child_path(layout.root(), sub))?;
@@ -65,11 +65,11 @@ impl<S: CoordinationStore> ClusterState<S> {
         })
     }
 
-    pub fn store(&self) -> &S {
+    pub(crate) fn store(&self) -> &S {
         &self.store
     }
 
-    pub fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }
 
@@ -94,7 +94,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// A supervisor's heartbeat: its ephemeral `/supervisors/{id}` node, created or refreshed.
-    pub fn supervisor_heartbeat(
+    pub(crate) fn supervisor_heartbeat(
         &self,
         session: SessionId,
         id: &str,
@@ -135,7 +135,7 @@ impl<S: CoordinationStore> ClusterState<S> {
         Ok(())
     }
 
-    pub fn supervisors(&self) -> Result<BTreeMap<String, SupervisorInfo>, ClusterError> {
+    pub(crate) fn supervisors(&self) -> Result<BTreeMap<String, SupervisorInfo>, ClusterError> {
         let mut out = BTreeMap::new();
         for id in self.store.children(&self.layout.supervisors(), None)? {
             if let Some(info) = self.read(&self.layout.supervisor(&id))? {
@@ -146,24 +146,27 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// Ids of the topologies in `/storms`.
-    pub fn topology_ids(&self) -> Result<Vec<String>, ClusterError> {
+    pub(crate) fn topology_ids(&self) -> Result<Vec<String>, ClusterError> {
         Ok(self.store.children(&self.layout.storms(), None)?)
     }
 
-    pub fn storm_base(&self, id: &str) -> Result<Option<StormBase>, ClusterError> {
+    pub(crate) fn storm_base(&self, id: &str) -> Result<Option<StormBase>, ClusterError> {
         self.read(&self.layout.storm(id))
     }
 
-    pub fn assignment(&self, id: &str) -> Result<Option<AssignmentInfo>, ClusterError> {
+    pub(crate) fn assignment(&self, id: &str) -> Result<Option<AssignmentInfo>, ClusterError> {
         self.read(&self.layout.assignment(id))
     }
 
-    pub fn checkpoint_record(&self, id: &str) -> Result<Option<CheckpointRecord>, ClusterError> {
+    pub(crate) fn checkpoint_record(
+        &self,
+        id: &str,
+    ) -> Result<Option<CheckpointRecord>, ClusterError> {
         self.read(&self.layout.checkpoint(id))
     }
 
     /// `/checkpoints/{id}` with its data version.
-    pub fn checkpoint_record_at(
+    pub(crate) fn checkpoint_record_at(
         &self,
         id: &str,
     ) -> Result<Option<(CheckpointRecord, i32)>, ClusterError> {
@@ -180,7 +183,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     /// Write `/checkpoints/{id}` only while it is at `version` (`None`: only while there is
     /// none), so a nimbus that no longer leads cannot overwrite what the leader recorded;
     /// returns the new version.
-    pub fn swap_checkpoint_record(
+    pub(crate) fn swap_checkpoint_record(
         &self,
         id: &str,
         record: &CheckpointRecord,
@@ -201,24 +204,16 @@ impl<S: CoordinationStore> ClusterState<S> {
         }
     }
 
-    /// Write `/checkpoints/{id}`.
-    pub fn set_checkpoint_record(
+    /// `/logconfigs/{id}`: the log levels set for the topology (none set: empty).
+    pub(crate) fn log_config(
         &self,
         id: &str,
-        record: &CheckpointRecord,
-    ) -> Result<(), ClusterError> {
-        self.store
-            .put(&self.layout.checkpoint(id), &json_bytes(record))?;
-        Ok(())
-    }
-
-    /// `/logconfigs/{id}`: the log levels set for the topology (none set: empty).
-    pub fn log_config(&self, id: &str) -> Result<crate::log_config::LogConfig, ClusterError> {
+    ) -> Result<crate::log_config::LogConfig, ClusterError> {
         Ok(self.read(&self.layout.log_config(id))?.unwrap_or_default())
     }
 
     /// Write `/logconfigs/{id}` (its parent appears with the first).
-    pub fn set_log_config(
+    pub(crate) fn set_log_config(
         &self,
         id: &str,
         config: &crate::log_config::LogConfig,
@@ -230,7 +225,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     /// Submission as Nimbus does it (its steps 1-3): a new id `NAME-COUNTER-TIMESTAMP`,
     /// `/taskbeats/{id}`, one `/tasks/{id}/{task}` per task of the plan, and the storm base,
     /// still inactive. Schedule with [`Self::assign`], then [`Self::activate`].
-    pub fn submit(
+    pub(crate) fn submit(
         &mut self,
         topology: &Topology,
         plan: &Plan,
@@ -258,7 +253,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// The slots of live supervisors not used by other topologies.
-    pub fn available_slots(&self, id: &str) -> Result<Vec<Slot>, ClusterError> {
+    pub(crate) fn available_slots(&self, id: &str) -> Result<Vec<Slot>, ClusterError> {
         let mut taken: BTreeSet<NodePort> = BTreeSet::new();
         for other in self.store.children(&self.layout.assignments(), None)? {
             if other != id {
@@ -284,7 +279,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     /// Schedule a topology (step 4 of a submission): read the current assignment, place the executors
     /// on the available slots, record start times of the tasks that moved, and write the
     /// assignment only when it changed. Returns whether it was written.
-    pub fn assign(
+    pub(crate) fn assign(
         &self,
         id: &str,
         plan: &Plan,
@@ -296,7 +291,7 @@ impl<S: CoordinationStore> ClusterState<S> {
 
     /// Re-assignment after failures (step 6 of a submission): the executors of the dead slots or
     /// supervisors move; the others keep their slots and start times.
-    pub fn reassign(
+    pub(crate) fn reassign(
         &self,
         id: &str,
         plan: &Plan,
@@ -347,7 +342,7 @@ impl<S: CoordinationStore> ClusterState<S> {
 
     /// A rebalance's assignment: `plan`'s executors scheduled afresh over `workers` slots
     /// (the topology's own slots count as free), and the worker count in `/storms/{id}`.
-    pub fn rebalance_assign(
+    pub(crate) fn rebalance_assign(
         &self,
         id: &str,
         plan: &Plan,
@@ -375,7 +370,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// Set a topology's status in `/storms/{id}`.
-    pub fn set_status(&self, id: &str, status: TopologyStatus) -> Result<(), ClusterError> {
+    pub(crate) fn set_status(&self, id: &str, status: TopologyStatus) -> Result<(), ClusterError> {
         let path = self.layout.storm(id);
         let mut base: StormBase = self
             .read(&path)?
@@ -388,12 +383,12 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// Activation (step 5 of a submission): only the status in `/storms/{id}` changes.
-    pub fn activate(&self, id: &str) -> Result<(), ClusterError> {
+    pub(crate) fn activate(&self, id: &str) -> Result<(), ClusterError> {
         self.set_status(id, TopologyStatus::Active)
     }
 
     /// A task's heartbeat, written by its worker.
-    pub fn task_heartbeat(
+    pub(crate) fn task_heartbeat(
         &self,
         id: &str,
         task: u32,
@@ -403,7 +398,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// The last heartbeat of one task, if any.
-    pub fn task_heartbeat_of(
+    pub(crate) fn task_heartbeat_of(
         &self,
         id: &str,
         task: u32,
@@ -411,7 +406,10 @@ impl<S: CoordinationStore> ClusterState<S> {
         self.read(&self.layout.task_beat(id, task))
     }
 
-    pub fn task_heartbeats(&self, id: &str) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
+    pub(crate) fn task_heartbeats(
+        &self,
+        id: &str,
+    ) -> Result<BTreeMap<u32, TaskHeartbeat>, ClusterError> {
         let mut out = BTreeMap::new();
         let kids = match self.store.children(&self.layout.topology_beats(id), None) {
             Ok(k) => k,
@@ -430,7 +428,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// The rebalance of topology `id` accepted and not yet carried out, as recorded.
-    pub fn pending_rebalance<T: DeserializeOwned>(
+    pub(crate) fn pending_rebalance<T: DeserializeOwned>(
         &self,
         id: &str,
     ) -> Result<Option<T>, ClusterError> {
@@ -438,7 +436,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// Record the rebalance of topology `id` accepted (`None`: carried out or dropped).
-    pub fn set_pending_rebalance<T: Serialize>(
+    pub(crate) fn set_pending_rebalance<T: Serialize>(
         &self,
         id: &str,
         pending: Option<&T>,
@@ -454,14 +452,14 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// The slots of topology `id` whose worker finished, as recorded.
-    pub fn finished_slots(&self, id: &str) -> Result<BTreeSet<NodePort>, ClusterError> {
+    pub(crate) fn finished_slots(&self, id: &str) -> Result<BTreeSet<NodePort>, ClusterError> {
         Ok(self
             .read(&self.layout.finished_slots(id))?
             .unwrap_or_default())
     }
 
     /// Record the slots of topology `id` whose worker finished (none: the record goes).
-    pub fn set_finished_slots(
+    pub(crate) fn set_finished_slots(
         &self,
         id: &str,
         slots: &BTreeSet<NodePort>,
@@ -479,7 +477,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     /// The slots of a topology whose tasks all stopped heart-beating (Storm's `alive-tasks`):
     /// no task of the slot has a heartbeat newer than `timeout_secs`, and the slot's tasks
     /// started longer ago than that (a worker just launched gets its grace period).
-    pub fn dead_slots(
+    pub(crate) fn dead_slots(
         &self,
         id: &str,
         now_secs: u64,
@@ -509,7 +507,8 @@ impl<S: CoordinationStore> ClusterState<S> {
 
     /// The topology ids with an assignment; the watcher fires when one is added or removed
     /// (how a supervisor learns of new work without polling).
-    pub fn watch_assignments(
+    #[cfg(test)]
+    fn watch_assignments(
         &self,
         watch: Option<crate::cluster::coordination::znode_store::Watcher>,
     ) -> Result<Vec<String>, ClusterError> {
@@ -517,7 +516,8 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// One assignment; the watcher fires when it changes or is deleted.
-    pub fn watch_assignment(
+    #[cfg(test)]
+    fn watch_assignment(
         &self,
         id: &str,
         watch: crate::cluster::coordination::znode_store::Watcher,
@@ -531,7 +531,12 @@ impl<S: CoordinationStore> ClusterState<S> {
 
     /// Record a task's error as a sequential child, keeping the last [`KEPT_ERRORS`]
     /// (Storm's `report-task-error`).
-    pub fn report_error(&self, id: &str, task: u32, error: &TaskError) -> Result<(), ClusterError> {
+    pub(crate) fn report_error(
+        &self,
+        id: &str,
+        task: u32,
+        error: &TaskError,
+    ) -> Result<(), ClusterError> {
         let dir = self.layout.task_errors(id, task);
         self.store.create_all(&dir)?;
         self.store.create(
@@ -549,7 +554,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// A topology's errors, oldest first.
-    pub fn task_errors(&self, id: &str, task: u32) -> Result<Vec<TaskError>, ClusterError> {
+    pub(crate) fn task_errors(&self, id: &str, task: u32) -> Result<Vec<TaskError>, ClusterError> {
         let dir = self.layout.task_errors(id, task);
         let mut kids = match self.store.children(&dir, None) {
             Ok(k) => k,
@@ -565,7 +570,7 @@ impl<S: CoordinationStore> ClusterState<S> {
     }
 
     /// Forget a killed topology everywhere (Storm's `remove-storm!`).
-    pub fn remove_topology(&self, id: &str) -> Result<(), ClusterError> {
+    pub(crate) fn remove_topology(&self, id: &str) -> Result<(), ClusterError> {
         self.store.delete_all(&self.layout.topology_tasks(id))?;
         self.store.delete_all(&self.layout.topology_beats(id))?;
         self.store.delete_all(&self.layout.topology_errors(id))?;

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 /// meanwhile and come back as each supervisor registers with the new leader.
 /// The most bytes a submission kept in ZooKeeper may take (the server's default node limit,
 /// `jute.maxbuffer`, is 1 MB; some room is left for the request around it).
-pub const ZK_NODE_LIMIT: usize = 1000 * 1000;
+const ZK_NODE_LIMIT: usize = 1000 * 1000;
 
 /// Refuse a submission too large for one ZooKeeper node, before anything is stored.
-pub fn fits_in_a_node(id: &str, sub: &Submission) -> anyhow::Result<()> {
+pub(crate) fn fits_in_a_node(id: &str, sub: &Submission) -> anyhow::Result<()> {
     let len = serde_json::to_vec(sub)?.len();
     anyhow::ensure!(
         len <= ZK_NODE_LIMIT,
@@ -35,13 +35,13 @@ pub fn fits_in_a_node(id: &str, sub: &Submission) -> anyhow::Result<()> {
 const SETTLE: Duration = Duration::from_secs(10);
 
 /// Where a submission is kept in the ensemble.
-pub fn submission_path(root: &str, id: &str) -> String {
+pub(crate) fn submission_path(root: &str, id: &str) -> String {
     format!("{}/blobstore/{id}", root.trim_end_matches('/'))
 }
 
 /// The addresses of the nimbuses registered in the ensemble of `storm.zookeeper.servers`
 /// (leader first); `None` without an ensemble.
-pub fn registered_nimbuses(config: &Config) -> Option<Result<Vec<String>, StoreError>> {
+pub(crate) fn registered_nimbuses(config: &Config) -> Option<Result<Vec<String>, StoreError>> {
     let settings = ZkSettings::from_config(config)?;
     let root = config.zookeeper_root();
     Some(ZkStore::connect(settings).and_then(|store| {
@@ -57,7 +57,7 @@ pub fn registered_nimbuses(config: &Config) -> Option<Result<Vec<String>, StoreE
 
 /// This nimbus's standing, as of one look at ZooKeeper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Leadership {
+pub(crate) enum Leadership {
     Standby,
     Leads,
     /// Leads, and did not at the previous look.
@@ -65,7 +65,7 @@ pub enum Leadership {
 }
 
 /// A nimbus's connection to the ensemble.
-pub struct Coordination {
+pub(crate) struct Coordination {
     store: Arc<ZkStore>,
     election: OnceLock<Election>,
     leading: AtomicBool,
@@ -74,7 +74,7 @@ pub struct Coordination {
 
 impl Coordination {
     /// Connect when `storm.zookeeper.servers` is set; `None` keeps the embedded tree.
-    pub fn from_config(config: &Config) -> anyhow::Result<Option<Coordination>> {
+    pub(crate) fn from_config(config: &Config) -> anyhow::Result<Option<Coordination>> {
         let Some(settings) = ZkSettings::from_config(config) else {
             return Ok(None);
         };
@@ -92,12 +92,12 @@ impl Coordination {
         }))
     }
 
-    pub fn store(&self) -> Arc<dyn CoordinationStore> {
+    pub(crate) fn store(&self) -> Arc<dyn CoordinationStore> {
         self.store.clone()
     }
 
     /// Register as `address` and enter the leader election.
-    pub fn elect_as(&self, root: &str, address: &str) -> anyhow::Result<()> {
+    pub(crate) fn elect_as(&self, root: &str, address: &str) -> anyhow::Result<()> {
         let election = self
             .election
             .get_or_init(|| Election::new(self.store.clone(), root, address));
@@ -108,7 +108,7 @@ impl Coordination {
 
     /// Look at ZooKeeper: does this nimbus lead? A nimbus outside any election (one started
     /// in-process) leads alone.
-    pub fn check(&self) -> Leadership {
+    pub(crate) fn check(&self) -> Leadership {
         let leads = self.leads_now();
         let before = self.leading.swap(leads, Ordering::AcqRel);
         match (leads, before) {
@@ -131,7 +131,7 @@ impl Coordination {
 
     /// Whether this nimbus took over from another one so recently that supervisors may not
     /// have registered with it yet: it must not take their absence for death.
-    pub fn settling(&self) -> bool {
+    pub(crate) fn settling(&self) -> bool {
         self.took_over
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -139,23 +139,23 @@ impl Coordination {
     }
 
     /// Whether this nimbus leads, asked of ZooKeeper now (without noting a take-over).
-    pub fn leads_now(&self) -> bool {
+    pub(crate) fn leads_now(&self) -> bool {
         self.election.get().is_none_or(Election::leads)
     }
 
     /// Forget leading, so the next look takes over again from scratch.
-    pub fn step_down(&self) {
+    pub(crate) fn step_down(&self) {
         self.leading.store(false, Ordering::Release);
     }
 
     /// This nimbus's address in the election, once it entered it.
-    pub fn me(&self) -> Option<&str> {
+    pub(crate) fn me(&self) -> Option<&str> {
         self.election.get().map(Election::me)
     }
 
     /// The other nimbuses registered now (their sessions live); none when ZooKeeper cannot
     /// say.
-    pub fn peers(&self) -> Vec<String> {
+    pub(crate) fn peers(&self) -> Vec<String> {
         let Some(election) = self.election.get() else {
             return Vec::new();
         };
@@ -165,7 +165,7 @@ impl Coordination {
     }
 
     /// A standby's answer to a request: who leads, if anyone does.
-    pub fn standby_answer(&self) -> String {
+    pub(crate) fn standby_answer(&self) -> String {
         let me = self.election.get().map_or("?", Election::me);
         if !self.store.connected() {
             // Asking the ensemble would only wait out the connection timeout.
@@ -183,7 +183,12 @@ impl Coordination {
     }
 
     /// Keep a submission in the ensemble.
-    pub fn keep_submission(&self, root: &str, id: &str, sub: &Submission) -> anyhow::Result<()> {
+    pub(crate) fn keep_submission(
+        &self,
+        root: &str,
+        id: &str,
+        sub: &Submission,
+    ) -> anyhow::Result<()> {
         fits_in_a_node(id, sub)?;
         let data = serde_json::to_vec(sub)?;
         self.store
@@ -192,7 +197,7 @@ impl Coordination {
     }
 
     /// Copy a submission kept in the ensemble to `file`, unless the file is there already.
-    pub fn fetch_submission(&self, root: &str, id: &str, file: &Path) -> anyhow::Result<()> {
+    pub(crate) fn fetch_submission(&self, root: &str, id: &str, file: &Path) -> anyhow::Result<()> {
         if file.is_file() {
             return Ok(());
         }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 const LATCH_PREFIX: &str = "latch-";
 
 /// One nimbus's place in the election.
-pub struct Election {
+pub(crate) struct Election {
     store: Arc<ZkStore>,
     /// `{root}/nimbuses` and `{root}/leader-lock`.
     nimbuses: String,
@@ -59,7 +59,7 @@ fn sequence_of(name: &str) -> u64 {
 }
 
 impl Election {
-    pub fn new(store: Arc<ZkStore>, root: &str, me: &str) -> Election {
+    pub(crate) fn new(store: Arc<ZkStore>, root: &str, me: &str) -> Election {
         let root = root.trim_end_matches('/');
         Election {
             store,
@@ -75,7 +75,7 @@ impl Election {
     }
 
     /// Register and enter the race on the current session, unless already done on it.
-    pub fn join(&self) -> Result<(), StoreError> {
+    pub(crate) fn join(&self) -> Result<(), StoreError> {
         self.store.renew()?;
         let mut joined = self.lock_joined();
         let epoch = self.store.epoch();
@@ -108,7 +108,7 @@ impl Election {
 
     /// Whether this nimbus leads now: connected, in the race on the current session, and
     /// first in line.
-    pub fn leads(&self) -> bool {
+    pub(crate) fn leads(&self) -> bool {
         if self.join().is_err() || !self.store.connected() {
             return false;
         }
@@ -122,12 +122,12 @@ impl Election {
     }
 
     /// The leader's address, as its latch says.
-    pub fn leader(&self) -> Option<String> {
+    pub(crate) fn leader(&self) -> Option<String> {
         leader_at(&*self.store, &self.lock)
     }
 
     /// The leader's address in the tree under `root` of `store`.
-    pub fn leader_in(store: &dyn CoordinationStore, root: &str) -> Option<String> {
+    pub(crate) fn leader_in(store: &dyn CoordinationStore, root: &str) -> Option<String> {
         leader_at(
             store,
             &format!("{}/leader-lock", root.trim_end_matches('/')),
@@ -135,12 +135,12 @@ impl Election {
     }
 
     /// The addresses of the nimbuses registered now (their sessions live), this one included.
-    pub fn registered(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn registered(&self) -> Result<Vec<String>, StoreError> {
         self.store.children(&self.nimbuses, None)
     }
 
     /// This nimbus's address.
-    pub fn me(&self) -> &str {
+    pub(crate) fn me(&self) -> &str {
         &self.me
     }
 }

@@ -13,7 +13,7 @@
 
 use self::cluster_state::{ClusterError, ClusterState};
 use self::ha::{Coordination, Leadership};
-pub use self::submission::load_submission;
+pub(crate) use self::submission::load_submission;
 use self::submission::{home_assign, home_reassign};
 use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskError, TaskHeartbeat, TopologyStatus,
@@ -87,7 +87,7 @@ pub(crate) struct Known {
 }
 
 /// The nimbus daemon's state, shared by its connection threads and its monitor.
-pub struct Nimbus {
+pub(crate) struct Nimbus {
     /// The embedded tree (empty and unused when the tree is in ZooKeeper).
     tree: SharedTree,
     /// Where the tree is: the embedded one, or a ZooKeeper ensemble.
@@ -113,7 +113,7 @@ pub struct Nimbus {
     /// `storm.cluster.secret`: clients must prove it.
     secret: Option<Secret>,
     /// Set to end the accept loop and the monitor.
-    pub stop: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicBool>,
     /// When this nimbus started (its UI's `nimbusUpTime`).
     started: std::time::Instant,
     /// The time heartbeats, failing slots, uptimes and rebalance waits go by: the machine's,
@@ -147,7 +147,7 @@ fn warn_orphans(tree_file: &Path, stormdist: &Path) {
     );
 }
 
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -224,20 +224,20 @@ impl Nimbus {
     /// Open nimbus's state under `data`: the saved tree if there is one, else a fresh one.
     /// Always the embedded tree (`storm run --processes` keeps its run to itself, whatever
     /// `storm.zookeeper.servers` says); the `storm nimbus` daemon uses [`Nimbus::open_daemon`].
-    pub fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
+    pub(crate) fn open(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
         Nimbus::open_with(data, config, None, crate::clock::Clock::system())
     }
 
     /// Open the `storm nimbus` daemon's state: in the ZooKeeper ensemble of
     /// `storm.zookeeper.servers` when it is set, else as [`Nimbus::open`].
-    pub fn open_daemon(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
+    pub(crate) fn open_daemon(data: &Path, config: Config) -> anyhow::Result<Arc<Nimbus>> {
         let zk = Coordination::from_config(&config)?.map(Arc::new);
         Nimbus::open_with(data, config, zk, crate::clock::Clock::system())
     }
 
     /// As [`Nimbus::open`], going by `clock` (tests move it by hand).
     #[cfg(test)]
-    pub(crate) fn open_with_clock(
+    fn open_with_clock(
         data: &Path,
         config: Config,
         clock: crate::clock::Clock,
@@ -300,12 +300,12 @@ impl Nimbus {
     }
 
     /// How long this nimbus has been up, by its clock.
-    pub fn uptime(&self) -> Duration {
+    pub(crate) fn uptime(&self) -> Duration {
         self.clock.since(self.started)
     }
 
     /// Seconds since the Unix epoch by this nimbus's clock.
-    pub fn now_secs(&self) -> u64 {
+    pub(crate) fn now_secs(&self) -> u64 {
         self.clock.epoch_millis().max(0) as u64 / 1000
     }
 
@@ -315,7 +315,7 @@ impl Nimbus {
 
     /// Save the tree (Storm relies on ZooKeeper's own persistence; ours is this file).
     /// With ZooKeeper there is nothing to save: the ensemble keeps the tree.
-    pub fn save(&self) -> anyhow::Result<()> {
+    fn save(&self) -> anyhow::Result<()> {
         self.dirty.store(false, Ordering::Relaxed);
         if self.zk.is_some() {
             return Ok(());
@@ -327,7 +327,7 @@ impl Nimbus {
 
     /// Accept connections on `listener` (one thread each) and run the monitor, until
     /// [`Nimbus::stop`] is set. Returns the accept and monitor threads.
-    pub fn serve(
+    pub(crate) fn serve(
         self: &Arc<Nimbus>,
         listener: TcpListener,
     ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
@@ -570,7 +570,7 @@ impl Nimbus {
         }
     }
 
-    pub(crate) fn dump(&self, json: bool) -> anyhow::Result<String> {
+    fn dump(&self, json: bool) -> anyhow::Result<String> {
         let state = self.state();
         let root = state.layout().root().to_string();
         Ok(if json {
@@ -588,7 +588,7 @@ impl Nimbus {
     }
 
     /// End a session (its ephemeral nodes go); an unknown one is already gone.
-    pub(crate) fn close_session(&self, session: SessionId) {
+    fn close_session(&self, session: SessionId) {
         self.changed();
         let _ = self.store.close_session(session);
     }
@@ -612,7 +612,7 @@ impl Nimbus {
     }
 
     /// What a worker of topology `id` needs to start.
-    pub(crate) fn topology_work(&self, id: &str) -> anyhow::Result<TopologyWork> {
+    fn topology_work(&self, id: &str) -> anyhow::Result<TopologyWork> {
         let known = self.known(id)?;
         let state = self.state();
         let status = state
@@ -627,7 +627,7 @@ impl Nimbus {
 
     /// A worker's task heartbeats (recorded while its slot is assigned), answered with whether
     /// it is still assigned and whether the topology is active.
-    pub(crate) fn task_beats(
+    fn task_beats(
         &self,
         id: &str,
         slot: &NodePort,
@@ -638,7 +638,7 @@ impl Nimbus {
     }
 
     /// The worker on `slot` finished its executors (end of input).
-    pub(crate) fn worker_finished(&self, id: String, slot: NodePort) {
+    fn worker_finished(&self, id: String, slot: NodePort) {
         self.changed();
         tracing::info!("nimbus: {id}: the worker on {slot} finished");
         // The state's lock first, as everywhere both are taken.
@@ -655,7 +655,7 @@ impl Nimbus {
     }
 
     /// Record a component error under `/taskerrors` (Storm's `report-error`).
-    pub(crate) fn report_error(
+    fn report_error(
         &self,
         id: &str,
         task: u32,
@@ -675,12 +675,7 @@ impl Nimbus {
     /// A supervisor reports that the worker on `slot` keeps dying: the slot's tasks get the
     /// error under `/taskerrors`, and the slot is avoided (its work moved at the next monitor
     /// round) for [`FAILING_FOR`].
-    pub(crate) fn slot_failing(
-        &self,
-        id: &str,
-        slot: &NodePort,
-        error: &str,
-    ) -> anyhow::Result<()> {
+    fn slot_failing(&self, id: &str, slot: &NodePort, error: &str) -> anyhow::Result<()> {
         self.changed();
         tracing::warn!("nimbus: {id}: the worker on {slot} keeps failing: {error}");
         let state = self.state();
@@ -854,7 +849,7 @@ impl Nimbus {
         }
     }
 
-    pub(crate) fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
+    fn list(&self) -> anyhow::Result<Vec<TopologySummary>> {
         let state = self.state();
         let finished = self.finished_lock();
         let now = self.now_secs();
@@ -1163,12 +1158,12 @@ impl Nimbus {
     }
 
     /// Whether this nimbus leads now (asked of ZooKeeper; a lone nimbus leads).
-    pub fn leads(&self) -> bool {
+    pub(crate) fn leads(&self) -> bool {
         self.zk.as_ref().is_none_or(|zk| zk.leads_now())
     }
 
     /// Enter the leader election as `address` (with ZooKeeper; a lone nimbus leads anyway).
-    pub fn elect_as(&self, address: &str) -> anyhow::Result<()> {
+    pub(crate) fn elect_as(&self, address: &str) -> anyhow::Result<()> {
         match &self.zk {
             Some(zk) => zk.elect_as(&self.config.zookeeper_root(), address),
             None => Ok(()),
@@ -1234,7 +1229,7 @@ mod checkpoints;
 pub(crate) mod cluster_state;
 pub(crate) mod ha;
 mod handover;
-pub(crate) mod leader;
+mod leader;
 mod log_levels;
 mod pages;
 mod rebalance;

@@ -15,13 +15,13 @@ use std::time::Duration;
 
 /// One simulated supervisor: a host and its worker ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimSupervisor {
-    pub host: String,
-    pub ports: Vec<u16>,
+pub(crate) struct SimSupervisor {
+    host: String,
+    ports: Vec<u16>,
 }
 
 /// `--slots HOST:PORT,...` as supervisors, one per host, hosts and ports in the order given.
-pub fn parse_slots(specs: &[String]) -> Result<Vec<SimSupervisor>, String> {
+pub(crate) fn parse_slots(specs: &[String]) -> Result<Vec<SimSupervisor>, String> {
     let mut hosts: Vec<SimSupervisor> = Vec::new();
     for spec in specs {
         let spec = spec.trim();
@@ -51,7 +51,7 @@ pub fn parse_slots(specs: &[String]) -> Result<Vec<SimSupervisor>, String> {
 }
 
 /// The default: one supervisor `localhost` with `supervisor.slots.ports`.
-pub fn default_supervisors(topology: &Topology) -> Vec<SimSupervisor> {
+pub(crate) fn default_supervisors(topology: &Topology) -> Vec<SimSupervisor> {
     vec![SimSupervisor {
         host: "localhost".into(),
         ports: topology.config.slots_ports(),
@@ -60,14 +60,14 @@ pub fn default_supervisors(topology: &Topology) -> Vec<SimSupervisor> {
 
 /// The simulated cluster after the submission.
 #[derive(Debug)]
-pub struct Simulation {
-    pub state: ClusterState<SharedTree>,
+pub(crate) struct Simulation {
+    pub(crate) state: ClusterState<SharedTree>,
     #[cfg(test)]
-    pub topology_id: String,
+    topology_id: String,
 }
 
 /// Register the supervisors, then submit, schedule and activate the topology at `now_secs`.
-pub fn simulate(
+pub(crate) fn simulate(
     topology: &Topology,
     supervisors: &[SimSupervisor],
     now_secs: u64,
@@ -105,7 +105,7 @@ pub fn simulate(
 
 #[cfg(test)]
 /// Where each task landed, as `host:port` (for summaries).
-pub fn task_addresses(sim: &Simulation) -> Result<BTreeMap<u32, String>, ClusterError> {
+fn task_addresses(sim: &Simulation) -> Result<BTreeMap<u32, String>, ClusterError> {
     let Some(a) = sim.state.assignment(&sim.topology_id)? else {
         return Ok(BTreeMap::new());
     };

@@ -13,7 +13,7 @@ use crate::topology::{load_inline, load_text, LoadError, LoadOptions};
 use std::path::Path;
 
 /// Validate a submission's text as `storm validate` would; errors come back rendered.
-pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
+pub(crate) fn load_submission(sub: &Submission) -> Result<Topology, String> {
     let opts = LoadOptions {
         overrides: sub.overrides.clone(),
         filter: None,
@@ -54,14 +54,14 @@ pub fn load_submission(sub: &Submission) -> Result<Topology, String> {
 
 /// The most tasks (acker tasks included) a cluster topology may have: nimbus keeps one entry
 /// per task in its tree, so this bounds its memory and scheduling time whatever is submitted.
-pub const MAX_TASKS: u64 = 100_000;
+const MAX_TASKS: u64 = 100_000;
 /// The most workers a cluster topology may ask for.
-pub const MAX_WORKERS: u64 = 10_000;
+const MAX_WORKERS: u64 = 10_000;
 
 /// Refuse a topology too large for nimbus to schedule: more than [`MAX_WORKERS`] workers or
 /// [`MAX_TASKS`] tasks. Counted from the configuration as written (no narrowing casts), before
 /// any per-task structure is built.
-pub fn within_cluster_bounds(topology: &Topology) -> Result<(), String> {
+fn within_cluster_bounds(topology: &Topology) -> Result<(), String> {
     let workers = topology.config.get_u64("topology.workers").unwrap_or(1);
     if workers > MAX_WORKERS {
         return Err(format!(

@@ -5,4 +5,4 @@
 pub(crate) mod multilang_files;
 pub(crate) mod retry;
 pub mod rpc;
-pub(crate) mod stormignore;
+mod stormignore;

@@ -24,22 +24,22 @@ use std::path::{Component as Part, Path, PathBuf};
 /// The most bytes of resources one submission may carry (all files together): hex-encoded
 /// they fit one request to nimbus (`rpc::MAX_MESSAGE_BYTES`). With ZooKeeper a submission
 /// must also fit one node (`ha::fits_in_a_node`, about 1 MB).
-pub const MAX_TOTAL_BYTES: usize = 4 * 1024 * 1024;
+const MAX_TOTAL_BYTES: usize = 4 * 1024 * 1024;
 /// The most files one submission may carry.
-pub const MAX_FILES: usize = 10_000;
+const MAX_FILES: usize = 10_000;
 /// Marks the packed format (and its version).
 const MAGIC: &[u8] = b"STORMRES1";
 
 /// Files to ship: `base` is the topology file's folder relative to the common root of all
 /// paths ('/'-separated, empty when it is the root); each file's path is relative to that root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Resources {
-    pub base: String,
-    pub files: Vec<(String, Vec<u8>)>,
+pub(crate) struct Resources {
+    base: String,
+    files: Vec<(String, Vec<u8>)>,
 }
 
 /// Collect the resources of `topology`'s shell components (see the module comment).
-pub fn collect(topology: &Topology) -> anyhow::Result<Resources> {
+pub(crate) fn collect(topology: &Topology) -> anyhow::Result<Resources> {
     if !topology.components.iter().any(|c| c.ctype.runs_program()) {
         return Ok(Resources::default());
     }
@@ -209,7 +209,7 @@ fn slashed(p: &Path) -> String {
 
 /// The packed form carried by a submission: hex of the length-prefixed bytes; empty when
 /// there is nothing to ship.
-pub fn pack(r: &Resources) -> String {
+pub(crate) fn pack(r: &Resources) -> String {
     if r.files.is_empty() {
         return String::new();
     }
@@ -229,7 +229,7 @@ pub fn pack(r: &Resources) -> String {
 
 /// Read back what [`pack`] wrote, checking the bounds and that every path stays inside the
 /// folder it will be unpacked into.
-pub fn unpack(packed: &str) -> anyhow::Result<Resources> {
+pub(crate) fn unpack(packed: &str) -> anyhow::Result<Resources> {
     if packed.is_empty() {
         return Ok(Resources::default());
     }
@@ -314,15 +314,15 @@ impl<'a> ByteCursor<'a> {
 
 /// A worker's unpacked copy of its topology's resources, removed when dropped.
 #[derive(Debug)]
-pub struct Unpacked {
+pub(crate) struct Unpacked {
     dir: PathBuf,
     /// Where the topology file would be: shell components resolve from here.
-    pub topology_dir: PathBuf,
+    topology_dir: PathBuf,
 }
 
 impl Unpacked {
     /// Write `r` into `dir` (created; emptied first).
-    pub fn write(r: &Resources, dir: &Path) -> anyhow::Result<Unpacked> {
+    fn write(r: &Resources, dir: &Path) -> anyhow::Result<Unpacked> {
         let _ = std::fs::remove_dir_all(dir);
         let topology_dir = dir.join(&r.base);
         let mk = |d: &Path| {
@@ -356,7 +356,7 @@ impl Drop for Unpacked {
 /// `sub`) whose working folder was shipped then run from the copy. Nothing else changes: other
 /// paths (`file` spouts, `lookup` tables) still resolve from the topology's folder as
 /// submitted. `None` when nothing was shipped.
-pub fn for_worker(
+pub(crate) fn for_worker(
     sub: &Submission,
     topology: &mut Topology,
     id: &str,
@@ -379,20 +379,20 @@ pub fn for_worker(
 }
 
 /// The folder workers unpack their copies in.
-pub fn copies_root() -> PathBuf {
+fn copies_root() -> PathBuf {
     std::env::temp_dir().join("storm-resources")
 }
 
 /// Remove the copies left by workers that are gone: a supervisor calls it when one of its
 /// workers dies and when it stops, a worker before it unpacks its own.
-pub fn sweep_copies() {
+pub(crate) fn sweep_copies() {
     sweep(&copies_root());
 }
 
 /// Remove the copies under `root` left by workers that are gone (a SIGKILLed worker cannot
 /// remove its own): each folder's name ends with its worker's pid. Only where `/proc` lists
 /// the live processes; elsewhere copies of killed workers stay.
-pub fn sweep(root: &Path) {
+fn sweep(root: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
     }
@@ -412,7 +412,7 @@ pub fn sweep(root: &Path) {
 
 /// Point the shell components whose working folder [`collect`] shipped (the topology's folder
 /// or one relative to it) at the same place under `copy`, the unpacked topology folder.
-pub fn relocate(topology: &mut Topology, copy: &Path) {
+fn relocate(topology: &mut Topology, copy: &Path) {
     let base = topology.base_dir.clone();
     for c in &mut topology.components {
         if !c.ctype.runs_program() {

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 /// Extra rounds over the nimbus addresses when none leads, and the waits between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retry {
+pub(crate) struct Retry {
     /// Rounds after the first (0: one round only).
-    pub times: u32,
+    pub(crate) times: u32,
     /// The wait before the first retry.
-    pub interval: Duration,
+    interval: Duration,
     /// The longest wait between two rounds.
-    pub ceiling: Duration,
+    ceiling: Duration,
 }
 
 /// Defaults that bound a command's retries to about 25 seconds, past a fail-over with the
@@ -25,14 +25,14 @@ const DEFAULT_CEILING_MS: u64 = 10_000;
 
 impl Retry {
     /// One round only: what daemons use (they have their own loops).
-    pub const NONE: Retry = Retry {
+    pub(crate) const NONE: Retry = Retry {
         times: 0,
         interval: Duration::ZERO,
         ceiling: Duration::ZERO,
     };
 
     /// The retries `config` asks for; a key set to anything but a whole number is an error.
-    pub fn from_config(config: &Config) -> anyhow::Result<Retry> {
+    pub(crate) fn from_config(config: &Config) -> anyhow::Result<Retry> {
         let times = whole(config, "storm.nimbus.retry.times", DEFAULT_TIMES)?;
         let interval = whole(
             config,
@@ -55,7 +55,7 @@ impl Retry {
     /// These retries, with rounds added until their waits add up to at least `total` (what
     /// a long-lived client waits for a leader to be elected again, however few rounds a
     /// one-off command makes).
-    pub fn at_least(mut self, total: Duration) -> Retry {
+    pub(crate) fn at_least(mut self, total: Duration) -> Retry {
         if self.interval.is_zero() {
             self.interval = Duration::from_millis(DEFAULT_INTERVAL_MS);
             self.ceiling = self.ceiling.max(self.interval);
@@ -72,7 +72,7 @@ impl Retry {
     }
 
     /// The wait after a round that waited `previous` (the first wait is `interval`).
-    pub fn next_wait(&self, previous: Option<Duration>) -> Duration {
+    pub(crate) fn next_wait(&self, previous: Option<Duration>) -> Duration {
         match previous {
             None => self.interval,
             Some(p) => p.saturating_mul(2).min(self.ceiling),

@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The handshake context of nimbus connections (workers' links use another).
-pub const AUTH_CONTEXT: &str = "nimbus";
+const AUTH_CONTEXT: &str = "nimbus";
 
 /// Requests and responses larger than this are refused (a topology file is a few kilobytes).
-pub const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
+const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
 
 /// How long a call waits for nimbus to connect and answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,45 +32,45 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Submission {
     /// The file's path (absolute, so shell components and `file` spouts resolve), or `<-e>`.
-    pub path: String,
+    pub(crate) path: String,
     /// The file's text.
-    pub text: String,
+    pub(crate) text: String,
     /// `-c KEY=VALUE` overrides given at submission.
     #[serde(default)]
-    pub overrides: Vec<String>,
+    pub(crate) overrides: Vec<String>,
     /// `storm run --processes`: the supervisor id whose single slot holds the `stdin` and
     /// `stdout` executors (they run in the `storm run` process).
     #[serde(default)]
-    pub home: Option<String>,
+    pub(crate) home: Option<String>,
     /// Multilang resources shipped with the topology (`resources::pack`); empty when none.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub resources: String,
+    pub(crate) resources: String,
     /// Executor counts set by rebalances, by component id (over the file's `parallelism`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub parallelism: BTreeMap<String, u32>,
+    pub(crate) parallelism: BTreeMap<String, u32>,
 }
 
 /// What a worker needs to start: the submission, its assignment and the topology's status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TopologyWork {
-    pub submission: Submission,
-    pub assignment: Option<AssignmentInfo>,
-    pub status: TopologyStatus,
+pub(crate) struct TopologyWork {
+    pub(crate) submission: Submission,
+    pub(crate) assignment: Option<AssignmentInfo>,
+    pub(crate) status: TopologyStatus,
 }
 
 /// One slot of a supervisor and the topology assigned to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SlotWork {
-    pub topology: String,
-    pub port: u16,
+pub(crate) struct SlotWork {
+    pub(crate) topology: String,
+    pub(crate) port: u16,
     /// Changes whenever the topology's assignment changes: its workers then restart, since a
     /// worker's placement and peer addresses are fixed when it starts (Storm's supervisor
     /// restarts the workers whose assignment changed).
-    pub version: u64,
+    pub(crate) version: u64,
 }
 
 /// The slots topology `id`'s assignment gives `supervisor`, one `SlotWork` per port.
-pub fn slot_work(id: &str, a: &AssignmentInfo, supervisor: &str) -> Vec<SlotWork> {
+pub(crate) fn slot_work(id: &str, a: &AssignmentInfo, supervisor: &str) -> Vec<SlotWork> {
     let ports: std::collections::BTreeSet<u16> = a
         .task_to_node_port
         .values()
@@ -89,7 +89,7 @@ pub fn slot_work(id: &str, a: &AssignmentInfo, supervisor: &str) -> Vec<SlotWork
 }
 
 /// A stable digest of an assignment (FNV-1a over its placement), for [`SlotWork::version`].
-pub fn assignment_version(a: &AssignmentInfo) -> u64 {
+pub(crate) fn assignment_version(a: &AssignmentInfo) -> u64 {
     let text = serde_json::to_string(&(&a.node_host, &a.task_to_node_port)).unwrap_or_default();
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
@@ -98,65 +98,65 @@ pub fn assignment_version(a: &AssignmentInfo) -> u64 {
 
 /// One line of `storm list`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopologySummary {
-    pub name: String,
-    pub id: String,
-    pub status: String,
-    pub workers: usize,
-    pub uptime_secs: u64,
+pub(crate) struct TopologySummary {
+    pub(crate) name: String,
+    pub(crate) id: String,
+    pub(crate) status: String,
+    pub(crate) workers: usize,
+    pub(crate) uptime_secs: u64,
 }
 
 /// What a worker learns from each heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BeatReply {
+pub(crate) struct BeatReply {
     /// The worker's slot is still in the topology's assignment.
-    pub assigned: bool,
+    pub(crate) assigned: bool,
     /// The topology is active (a killed one stops its spouts and drains).
-    pub active: bool,
+    pub(crate) active: bool,
     /// The topology is deactivated: its spouts pause until it is activated again.
     #[serde(default)]
-    pub paused: bool,
+    pub(crate) paused: bool,
     /// The topology's rollback generation (checkpointed topologies): a worker of an older one
     /// rolls back.
     #[serde(default)]
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// The last checkpoint committed in that generation.
     #[serde(default)]
-    pub committed: u64,
+    pub(crate) committed: u64,
     /// The topology's log levels in effect (`/logconfigs/ID`): the worker installs them in
     /// its log filter when they change.
     #[serde(
         default,
         skip_serializing_if = "crate::log_config::LogConfig::is_empty"
     )]
-    pub log_config: crate::log_config::LogConfig,
+    pub(crate) log_config: crate::log_config::LogConfig,
     /// Where the workers of the assignment listen, as far as their heartbeats have said.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub listening: Vec<Listening>,
+    pub(crate) listening: Vec<Listening>,
 }
 
 /// What nimbus answers a worker joining a checkpointed topology's current generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JoinReply {
-    pub generation: u64,
+pub(crate) struct JoinReply {
+    pub(crate) generation: u64,
     /// Every worker of the assignment joined this generation: start.
-    pub ready: bool,
+    pub(crate) ready: bool,
     /// The last committed checkpoint (0: none), what the workers restore.
-    pub txid: u64,
+    pub(crate) txid: u64,
     /// The [`assignment_version`] the generation runs with: a worker that placed itself by
     /// another fetches the assignment again.
-    pub assignment: u64,
+    pub(crate) assignment: u64,
     /// The topology was killed (or its run stopped): a joining worker runs nothing.
     #[serde(default)]
-    pub killed: bool,
+    pub(crate) killed: bool,
 }
 
 /// One page of a task's committed state, packed (`state::packed`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatePage {
-    pub state: String,
+pub(crate) struct StatePage {
+    pub(crate) state: String,
     /// The row the next page starts at, if there is one.
-    pub next: Option<usize>,
+    pub(crate) next: Option<usize>,
 }
 
 /// What a worker tells nimbus about a checkpoint.
@@ -208,12 +208,12 @@ pub enum ReplicaStep {
 
 /// What nimbus answers a worker about a checkpointed topology.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckpointReply {
-    pub generation: u64,
+pub(crate) struct CheckpointReply {
+    pub(crate) generation: u64,
     /// The last committed checkpoint (0: none).
-    pub committed: u64,
+    pub(crate) committed: u64,
     /// Every worker of the generation finished its executors.
-    pub all_finished: bool,
+    pub(crate) all_finished: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -352,7 +352,7 @@ pub enum Request {
 /// The response envelope: `{"ok": VALUE}` or `{"error": "MESSAGE"}`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Response {
+enum Response {
     Ok(serde_json::Value),
     Error(String),
 }
@@ -474,7 +474,7 @@ pub fn decode_request(body: &[u8]) -> anyhow::Result<Request> {
 /// a request's buffer takes its share as it grows with the bytes that arrive, and gives it back
 /// when answered. The first `READ_STEP` of every request is free, so small requests (every
 /// request but a submission) are never refused for want of it.
-pub const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
+const MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
 
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
@@ -558,13 +558,13 @@ impl Write for Deadline<'_> {
 }
 
 /// What a standby nimbus's refusals contain, so a client tries the next address it knows.
-pub const NOT_LEADER: &str = "is not the leader nimbus";
+pub(crate) const NOT_LEADER: &str = "is not the leader nimbus";
 
 /// Nimbus at one address, or the leader among several (a comma-separated list, as
 /// `nimbus.seeds`), and the cluster secret this process proves when it calls it (`None`: the
 /// cluster has none).
 #[derive(Clone)]
-pub struct Client {
+pub(crate) struct Client {
     addr: String,
     secret: Option<Secret>,
     retry: Retry,
@@ -598,7 +598,7 @@ impl Failure {
 }
 
 impl Client {
-    pub fn new(addr: impl Into<String>, secret: Option<Secret>) -> Client {
+    pub(crate) fn new(addr: impl Into<String>, secret: Option<Secret>) -> Client {
         Client {
             addr: addr.into(),
             secret,
@@ -609,27 +609,27 @@ impl Client {
 
     /// This client, waiting at most `timeout` to connect and for each read and write (a
     /// nimbus copying checkpoints to another one gives up on a frozen peer sooner).
-    pub fn with_timeout(mut self, timeout: Duration) -> Client {
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Client {
         self.timeout = timeout;
         self
     }
 
     /// This client, retrying rounds over its addresses as `retry` says while no nimbus leads
     /// (an election under way, a leader that died mid-call).
-    pub fn with_retry(mut self, retry: Retry) -> Client {
+    pub(crate) fn with_retry(mut self, retry: Retry) -> Client {
         self.retry = retry;
         self
     }
 
     /// This client, retrying at least `total` while no nimbus leads (a run attached to the
     /// cluster outlives elections; a one-off command gives up after its own rounds).
-    pub fn riding_out_elections(self, total: Duration) -> Client {
+    pub(crate) fn riding_out_elections(self, total: Duration) -> Client {
         let retry = self.retry.at_least(total);
         self.with_retry(retry)
     }
 
     /// Nimbus's address (or addresses), as given.
-    pub fn addr(&self) -> &str {
+    pub(crate) fn addr(&self) -> &str {
         &self.addr
     }
 
@@ -637,7 +637,7 @@ impl Client {
     /// addresses they are tried in turn, passing over those that cannot be reached, that
     /// closed the connection before answering, and standbys that answer they do not lead;
     /// with a [`Retry`], rounds over them go on with back-off until one leads.
-    pub fn call<T: DeserializeOwned>(&self, request: &Request) -> anyhow::Result<T> {
+    pub(crate) fn call<T: DeserializeOwned>(&self, request: &Request) -> anyhow::Result<T> {
         let list: Vec<&str> = self
             .addr
             .split(',')
@@ -772,7 +772,7 @@ impl std::fmt::Display for Client {
 /// that sends garbage only loses its connection. The handshake and the request must arrive
 /// within `CALL_TIMEOUT`, and a request's length is reserved from [`MAX_IN_FLIGHT_BYTES`]
 /// before its body is read.
-pub fn serve_connection(
+pub(crate) fn serve_connection(
     stream: TcpStream,
     secret: Option<&Secret>,
     handle: impl FnOnce(Request) -> Result<serde_json::Value, String>,

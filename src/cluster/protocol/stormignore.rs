@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// The patterns of one `.stormignore`.
 #[derive(Debug, Clone, Default)]
-pub struct StormIgnore {
+pub(crate) struct StormIgnore {
     rules: Vec<Rule>,
 }
 
@@ -25,11 +25,11 @@ struct Rule {
 }
 
 /// The file name patterns are read from, in the topology's folder.
-pub const FILE_NAME: &str = ".stormignore";
+pub(crate) const FILE_NAME: &str = ".stormignore";
 
 impl StormIgnore {
     /// The patterns in `dir/.stormignore`; none when there is no such file.
-    pub fn load(dir: &Path) -> anyhow::Result<StormIgnore> {
+    pub(crate) fn load(dir: &Path) -> anyhow::Result<StormIgnore> {
         let file = dir.join(FILE_NAME);
         match std::fs::read_to_string(&file) {
             Ok(text) => Ok(StormIgnore::parse(&text)),
@@ -38,13 +38,13 @@ impl StormIgnore {
         }
     }
 
-    pub fn parse(text: &str) -> StormIgnore {
+    fn parse(text: &str) -> StormIgnore {
         let rules = text.lines().filter_map(rule).collect();
         StormIgnore { rules }
     }
 
     /// Whether `path` ('/'-separated, relative to the folder) is left out.
-    pub fn ignores(&self, path: &str, is_dir: bool) -> bool {
+    pub(crate) fn ignores(&self, path: &str, is_dir: bool) -> bool {
         let name = path.rsplit('/').next().unwrap_or(path);
         let mut ignored = false;
         for r in &self.rules {

@@ -34,43 +34,43 @@ const NIMBUS_RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// What a supervisor is and where it reports.
 #[derive(Debug, Clone)]
-pub struct SupervisorOptions {
+pub(crate) struct SupervisorOptions {
     /// Nimbus, called with the cluster secret.
-    pub nimbus: rpc::Client,
+    nimbus: rpc::Client,
     /// Its id in `/supervisors` (unique per supervisor process, as Storm's UUIDs are).
-    pub id: String,
+    pub(crate) id: String,
     /// The host workers bind to and peers connect to.
-    pub host: String,
+    host: String,
     /// The ports naming its slots (each worker listens on a port the system gives it).
-    pub ports: Vec<u16>,
+    ports: Vec<u16>,
     /// The `storm` executable that runs workers.
-    pub exe: PathBuf,
+    exe: PathBuf,
     /// Session timeout: nimbus forgets the supervisor this long after its last heartbeat.
-    pub session_timeout: Duration,
+    session_timeout: Duration,
     /// Extra environment of worker processes (the cluster secret given with `-c`).
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// Workers get SIGKILL when the thread that launched them ends, however this process ends
     /// (`storm run --processes`: nothing may outlive the run). Linux only.
-    pub die_with_parent: bool,
+    pub(crate) die_with_parent: bool,
     /// Ports whose worker is to be killed (SIGKILL, which also ends a stopped process); it is
     /// then restarted like any dead worker.
-    pub kill_requests: Option<crossbeam_channel::Receiver<u16>>,
+    pub(crate) kill_requests: Option<crossbeam_channel::Receiver<u16>>,
     /// With ZooKeeper: the supervisor registers and watches its assignments there itself.
-    pub zookeeper: Option<ZkSupervisorSettings>,
+    pub(crate) zookeeper: Option<ZkSupervisorSettings>,
     /// Where workers' output is kept (`storm supervisor`); none: workers write to the
     /// supervisor's own standard output and error (`storm run --processes`).
-    pub logs: Option<super::worker_logs::LogSettings>,
+    pub(crate) logs: Option<super::worker_logs::LogSettings>,
 }
 
 /// The exit status of a worker that stopped to roll back with the other workers of its
 /// checkpointed topology (`EX_TEMPFAIL`): started again at once, not counted as a death.
-pub const ROLLED_BACK: i32 = 75;
+pub(crate) const ROLLED_BACK: i32 = 75;
 
 /// A worker process that ended on its own.
 #[derive(Debug, Clone)]
-pub struct WorkerExit {
-    pub port: u16,
-    pub status: ExitStatus,
+pub(crate) struct WorkerExit {
+    pub(crate) port: u16,
+    pub(crate) status: ExitStatus,
 }
 
 struct Slot {
@@ -103,7 +103,7 @@ impl Slot {
 
 /// The delay before restarting a worker after `deaths` deaths in a row: 0.5 s, 1 s, 2 s, ...
 /// up to `RESTART_MAX`.
-pub fn restart_delay(deaths: u32) -> Duration {
+fn restart_delay(deaths: u32) -> Duration {
     let doublings = deaths.saturating_sub(1).min(16);
     RESTART_MIN.saturating_mul(1 << doublings).min(RESTART_MAX)
 }
@@ -133,7 +133,7 @@ enum Beat {
 /// its workers listen on (each on a port the system gives it, which it reports: a slot's port
 /// only names the slot, so a port in use by something else does not matter). A supervisor
 /// that cannot serve its slots would otherwise take work whose workers can only fail.
-pub fn check_slots(host: &str) -> anyhow::Result<()> {
+fn check_slots(host: &str) -> anyhow::Result<()> {
     use std::net::ToSocketAddrs;
     let addr = (host, 0)
         .to_socket_addrs()
@@ -151,7 +151,7 @@ pub fn check_slots(host: &str) -> anyhow::Result<()> {
 
 /// Run until `stop` is set; every worker exit is sent on `exits` if given. Fails at once when
 /// the slots cannot be served ([`check_slots`]).
-pub fn run(
+pub(crate) fn run(
     opts: &SupervisorOptions,
     stop: &AtomicBool,
     exits: Option<crossbeam_channel::Sender<WorkerExit>>,
@@ -473,12 +473,12 @@ fn kill(slot: &mut Slot, port: u16) {
 }
 
 /// A supervisor id unique to this process on this host.
-pub fn default_id(host: &str) -> String {
+fn default_id(host: &str) -> String {
     format!("{host}-{}", std::process::id())
 }
 
 /// The options of a supervisor with the current executable.
-pub fn options(
+pub(crate) fn options(
     nimbus: rpc::Client,
     host: &str,
     ports: Vec<u16>,

@@ -25,14 +25,14 @@ const REFRESH: Duration = Duration::from_secs(3);
 
 /// Where a supervisor finds the ensemble.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZkSupervisorSettings {
-    pub settings: ZkSettings,
+pub(crate) struct ZkSupervisorSettings {
+    pub(crate) settings: ZkSettings,
     /// `storm.zookeeper.root`.
-    pub root: String,
+    pub(crate) root: String,
 }
 
 /// A supervisor's session with the ensemble: its registration and its assignment watches.
-pub struct ZkSupervisor {
+pub(crate) struct ZkSupervisor {
     store: Arc<ZkStore>,
     state: ClusterState<Arc<ZkStore>>,
     id: String,
@@ -43,7 +43,7 @@ pub struct ZkSupervisor {
 
 impl ZkSupervisor {
     /// Connect to the ensemble; fails when no server answers within the connection timeout.
-    pub fn connect(zk: &ZkSupervisorSettings, id: &str) -> anyhow::Result<ZkSupervisor> {
+    pub(crate) fn connect(zk: &ZkSupervisorSettings, id: &str) -> anyhow::Result<ZkSupervisor> {
         let store = Arc::new(
             ZkStore::connect(zk.settings.clone())
                 .map_err(|e| anyhow::anyhow!("storm.zookeeper.servers: {e}"))?,
@@ -63,7 +63,7 @@ impl ZkSupervisor {
     /// supervisor. An error leaves the workers as they are; the caller tries again later.
     /// While disconnected it fails at once rather than wait out the connection timeout, so
     /// the workers stay supervised.
-    pub fn beat(&mut self, info: &SupervisorInfo) -> Result<Vec<SlotWork>, String> {
+    pub(crate) fn beat(&mut self, info: &SupervisorInfo) -> Result<Vec<SlotWork>, String> {
         self.store.renew().map_err(|e| self.said(e))?;
         if !self.store.connected() {
             return Err(format!(
@@ -116,7 +116,7 @@ impl ZkSupervisor {
     }
 
     /// Remove the supervisor's node (its session closes when the store is dropped).
-    pub fn unregister(&self) {
+    pub(crate) fn unregister(&self) {
         let path = self.state.layout().supervisor(&self.id);
         let _ = self.store.delete(&path, None);
     }

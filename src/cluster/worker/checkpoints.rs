@@ -30,8 +30,8 @@ const JOIN_WAIT: Duration = Duration::from_secs(300);
 const SHIP_RETRY_FOR: Duration = Duration::from_secs(30);
 
 /// A worker's checkpoints while it runs.
-pub struct WorkerCheckpoints {
-    pub generation: u64,
+pub(crate) struct WorkerCheckpoints {
+    pub(crate) generation: u64,
     /// The newest generation heard of.
     newest: Arc<AtomicU64>,
     /// Shipping failed: nimbus lost what this worker prepared, so it rolls back.
@@ -41,13 +41,13 @@ pub struct WorkerCheckpoints {
 
 impl WorkerCheckpoints {
     /// Whether this worker must roll back (a newer generation, or a part nimbus never got).
-    pub fn rolled_back(&self) -> bool {
+    pub(crate) fn rolled_back(&self) -> bool {
         self.newest.load(Ordering::Relaxed) > self.generation || self.failed.load(Ordering::Relaxed)
     }
 
     /// What a heartbeat's answer says: the current generation, and the last commit in it
     /// (what it covers of the held output goes out).
-    pub fn heard(&self, generation: u64, committed: u64) {
+    pub(crate) fn heard(&self, generation: u64, committed: u64) {
         self.newest.fetch_max(generation, Ordering::Relaxed);
         if generation == self.generation {
             release_output(committed);
@@ -56,7 +56,7 @@ impl WorkerCheckpoints {
 
     /// Wait until everything the tasks reported is shipped (their report channel is closed
     /// once the run ended).
-    pub fn shipped(&mut self) {
+    pub(crate) fn shipped(&mut self) {
         if let Some(h) = self.shipper.take() {
             let _ = h.join();
         }
@@ -64,7 +64,7 @@ impl WorkerCheckpoints {
 }
 
 /// How a worker's start in a checkpointed topology went.
-pub enum Start {
+pub(crate) enum Start {
     /// Joined and restored: what the runtime takes part in checkpoints with.
     Started(RemoteCheckpoints, WorkerCheckpoints),
     /// `stop` was set while joining.
@@ -179,16 +179,16 @@ fn restore(
 
 /// Who a worker is: its topology, its slot, its incarnation (drawn once per worker run), and
 /// the version of the assignment it placed itself by.
-pub struct Joining<'a> {
-    pub id: &'a str,
-    pub slot: &'a NodePort,
-    pub incarnation: u64,
-    pub assignment: u64,
+pub(crate) struct Joining<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) slot: &'a NodePort,
+    pub(crate) incarnation: u64,
+    pub(crate) assignment: u64,
 }
 
 /// Join the generation, restore this worker's tasks and start shipping their reports. A
 /// generation that ends while this worker restores is joined again.
-pub fn start(
+pub(crate) fn start(
     nimbus: &rpc::Client,
     who: &Joining<'_>,
     (topology, plan, placement, me): (&Topology, &Plan, &Placement, usize),

@@ -21,7 +21,7 @@ use crate::cluster::nimbus::cluster_state::ClusterState;
 use crate::cluster::protocol::rpc::{self, BeatReply, Request, TopologyWork};
 use crate::cluster::supervisor::zk_session::ZkSupervisorSettings;
 
-pub(crate) mod checkpoints;
+mod checkpoints;
 use crate::cluster::coordination::zookeeper::ZkStore;
 use crate::model::plan::Plan;
 use crate::model::Topology;
@@ -46,10 +46,10 @@ const NIMBUS_LOST_AFTER: Duration = Duration::from_secs(60);
 
 /// Set (to anything) in a worker's environment, the worker fails as it starts: the fault
 /// tests of a slot whose workers keep dying set it on one supervisor.
-pub(crate) const FAIL_AT_START_ENV: &str = "STORM_TEST_WORKER_FAILS";
+const FAIL_AT_START_ENV: &str = "STORM_TEST_WORKER_FAILS";
 
 /// How a worker ended.
-pub enum WorkerEnd {
+pub(crate) enum WorkerEnd {
     /// Every local executor finished.
     Finished(RunReport),
     /// The slot was taken away (kill, re-assignment) or nimbus was lost.
@@ -61,7 +61,7 @@ pub enum WorkerEnd {
 
 /// The placement an assignment describes: executors (in `Plan::executors()` order) to worker
 /// indexes, one index per distinct slot in slot order, and the slots themselves.
-pub fn placement_of(
+fn placement_of(
     plan: &Plan,
     assignment: &AssignmentInfo,
 ) -> anyhow::Result<(Placement, Vec<NodePort>)> {
@@ -197,7 +197,7 @@ impl Beats<'_> {
 /// Run the worker of slot `slot` (`host:port`) of topology `id` until it finishes, its slot is
 /// unassigned, or `stop` is set (then it drains). With `zk`, heartbeats and errors are written
 /// into that ensemble instead of sent to nimbus.
-pub fn run(
+pub(crate) fn run(
     nimbus: &rpc::Client,
     zk: Option<&ZkSupervisorSettings>,
     id: &str,
@@ -775,7 +775,7 @@ type TaskStatsMap = BTreeMap<u32, (String, Arc<TaskStats>)>;
 
 /// Add the figures other workers reported in their heartbeats to this worker's report, so the
 /// summary of a run spread over processes counts every task.
-pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartbeat>) {
+pub(crate) fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartbeat>) {
     let stat = |b: &TaskHeartbeat, k: &str| b.stats.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
     let known: std::collections::BTreeSet<u32> = report
         .components
@@ -817,7 +817,7 @@ pub fn merge_heartbeats(report: &mut RunReport, beats: &BTreeMap<u32, TaskHeartb
 }
 
 /// A run report made only of heartbeats (a `--processes` run with no executor at home).
-pub fn report_from_heartbeats(
+pub(crate) fn report_from_heartbeats(
     plan: &Plan,
     beats: &BTreeMap<u32, TaskHeartbeat>,
     elapsed: Duration,

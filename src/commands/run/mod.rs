@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Run the topology `args` names, in the mode they ask for.
-pub fn run(args: RunArgs) -> anyhow::Result<Status> {
+pub(crate) fn run(args: RunArgs) -> anyhow::Result<Status> {
     // Whatever a multilang child detached ends with the run.
     let _reaper = crate::commands::reaper::Reaper::start();
     if let Some(addr) = args.nimbus.clone() {

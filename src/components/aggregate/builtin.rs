@@ -12,10 +12,10 @@ use crate::syntax::raw::{RawComponent, RawValue, Span, Spanned};
 use std::path::Path;
 
 /// The `aggregate` built-in.
-pub struct AggregateType;
+pub(crate) struct AggregateType;
 
 /// The `top` built-in.
-pub struct TopType;
+pub(crate) struct TopType;
 
 impl b::Builtin for AggregateType {
     fn name(&self) -> &'static str {

@@ -8,20 +8,24 @@ use crate::model::plan::streams;
 use crate::tuple::{Value, Values};
 
 /// A window being sent: its bounds, and how a partial ranking names it.
-pub struct Closed {
+pub(crate) struct Closed {
     /// Start and end, in the window's measure.
-    pub span: (i64, i64),
+    pub(crate) span: (i64, i64),
     /// Start and end as the rows show them (times or tuple counts).
-    pub bounds: [Value; 2],
+    pub(crate) bounds: [Value; 2],
     /// The watermark that closed it.
-    pub watermark: i64,
+    pub(crate) watermark: i64,
     /// A partial ranking (one task of a `top` of several): candidates, not ranked rows.
-    pub partial: bool,
+    pub(crate) partial: bool,
 }
 
 impl Closed {
     /// One row per key: the key values, the window's bounds, each op's value.
-    pub fn send_rows(&self, rows: Rows<'_>, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
+    pub(crate) fn send_rows(
+        &self,
+        rows: Rows<'_>,
+        out: &mut dyn BoltCollector,
+    ) -> anyhow::Result<()> {
         match rows {
             Rows::Loose(mut rows) => {
                 sort_by_key_text(&mut rows, |r| &r.0);
@@ -48,7 +52,7 @@ impl Closed {
     }
 
     /// The `n` keys with the highest scores (the first op), ranked from 1.
-    pub fn send_ranked(
+    pub(crate) fn send_ranked(
         &self,
         rows: Rows<'_>,
         n: usize,

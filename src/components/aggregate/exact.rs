@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 
 /// The exact sum of the floats added.
 #[derive(Clone, Debug, Default)]
-pub struct ExactSum {
+pub(crate) struct ExactSum {
     /// Non-overlapping floats in increasing magnitude whose exact total is the sum of the
     /// finite terms; rarely more than two.
     parts: SmallVec<[f64; 2]>,
@@ -24,7 +24,7 @@ pub struct ExactSum {
 impl ExactSum {
     /// Add `x` exactly.
     #[inline]
-    pub fn add(&mut self, x: f64) {
+    pub(crate) fn add(&mut self, x: f64) {
         if !x.is_finite() {
             self.special += x;
             return;
@@ -55,7 +55,7 @@ impl ExactSum {
     }
 
     /// Add an integer of any size exactly (in pieces of 32 bits, each exact as a float).
-    pub fn add_int(&mut self, i: i128) {
+    pub(crate) fn add_int(&mut self, i: i128) {
         let negative = i < 0;
         let magnitude = i.unsigned_abs();
         for shift in [96, 64, 32, 0] {
@@ -67,7 +67,7 @@ impl ExactSum {
     }
 
     /// Add everything `other` holds.
-    pub fn merge(&mut self, other: &ExactSum) {
+    pub(crate) fn merge(&mut self, other: &ExactSum) {
         for &p in &other.parts {
             self.add(p);
         }
@@ -75,7 +75,7 @@ impl ExactSum {
     }
 
     /// The sum, correctly rounded to a float (round half to even); 0 for no terms.
-    pub fn value(&self) -> f64 {
+    pub(crate) fn value(&self) -> f64 {
         if self.special != 0.0 {
             return self.special;
         }
@@ -127,7 +127,7 @@ impl ExactSum {
 
     /// As a value: the float itself while it is one part (what a plain float sum saved), else
     /// `[special, part…]`, in one form for one sum.
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         let parts = match self.special == 0.0 {
             true => self.canonical(),
             false => SmallVec::new(),
@@ -145,7 +145,7 @@ impl ExactSum {
     }
 
     /// Read back what [`ExactSum::to_value`] wrote.
-    pub fn from_value(v: &Value) -> Option<ExactSum> {
+    pub(crate) fn from_value(v: &Value) -> Option<ExactSum> {
         let mut sum = ExactSum::default();
         match v {
             Value::Float(f) => sum.add(*f),

@@ -10,17 +10,17 @@ use crate::model::{Component, Grouping, Stream, Topology, DEFAULT_STREAM};
 use crate::components::aggregate::ranking::{PARTIAL, RANKING_ARG, TOTAL};
 
 /// The id of the partial rankings of a split `top`.
-pub fn partial_id(top: &str) -> String {
+pub(crate) fn partial_id(top: &str) -> String {
     format!("{top}.partial")
 }
 
 /// Whether this component is a `top` that runs split (more than one task).
-pub fn splits(c: &Component) -> bool {
+pub(crate) fn splits(c: &Component) -> bool {
     c.ctype.ranks_in_parts() && c.tasks > 1 && !c.args.contains_key(RANKING_ARG)
 }
 
 /// Split every `top` with more than one task into its partial and total rankings.
-pub fn split_rankings(t: &mut Topology) {
+pub(crate) fn split_rankings(t: &mut Topology) {
     let mut i = 0;
     while i < t.components.len() {
         if splits(&t.components[i]) {

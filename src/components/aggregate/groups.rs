@@ -10,13 +10,13 @@ use crate::state::spill::{order, Layout, SpillMap};
 use crate::tuple::{Value, Values};
 
 /// The groups of `spec`'s ops.
-pub fn map(spec: &Spec) -> SpillMap<Values, Vec<State>> {
+pub(crate) fn map(spec: &Spec) -> SpillMap<Values, Vec<State>> {
     let kinds = spec.ops.iter().map(|o| o.kind).collect();
     SpillMap::new(Box::new(Groups { kinds }))
 }
 
 /// Makes the empty groups of a window's pane, for ops of `kinds`.
-pub fn maker(kinds: Vec<Kind>) -> super::keyed::MakePane {
+pub(crate) fn maker(kinds: Vec<Kind>) -> super::keyed::MakePane {
     Box::new(move || {
         SpillMap::new(Box::new(Groups {
             kinds: kinds.clone(),
@@ -25,7 +25,7 @@ pub fn maker(kinds: Vec<Kind>) -> super::keyed::MakePane {
 }
 
 /// Makes the empty groups of a window's pane, for `spec`'s ops.
-pub fn pane_maker(spec: &Spec) -> super::keyed::MakePane {
+pub(crate) fn pane_maker(spec: &Spec) -> super::keyed::MakePane {
     maker(spec.ops.iter().map(|o| o.kind).collect())
 }
 
@@ -80,12 +80,12 @@ impl Layout<Values, Vec<State>> for Groups {
 /// the same order: higher scores first, keys that came first first among equal scores, scores
 /// that are not numbers last.
 #[derive(Default)]
-pub struct Best {
+pub(crate) struct Best {
     rows: Vec<(Values, Value)>,
 }
 
 impl Best {
-    pub fn offer(&mut self, key: Values, score: Value, n: usize) {
+    pub(crate) fn offer(&mut self, key: Values, score: Value, n: usize) {
         // Whether the new score goes before `held` (`rank`'s comparison of the two is Less).
         let behind = |held: &Value| match (held.as_num(), score.as_num()) {
             (Some(h), Some(new)) => h.order(new).is_lt(),
@@ -103,7 +103,7 @@ impl Best {
     }
 
     /// The rows as `rank` makes them: the rank from 1, the key values, the score.
-    pub fn ranked(self) -> Vec<Values> {
+    pub(crate) fn ranked(self) -> Vec<Values> {
         self.rows
             .into_iter()
             .enumerate()

@@ -11,17 +11,17 @@ use crate::state::spill::{Budget, SpillMap, SpillTo};
 use crate::tuple::Values;
 
 /// One pane's keys and their partial aggregates.
-pub type Pane = SpillMap<Values, Vec<State>>;
+type Pane = SpillMap<Values, Vec<State>>;
 
 /// Makes an empty pane map (its layout: how a group is written to disk).
-pub type MakePane = Box<dyn Fn() -> Pane + Send>;
+pub(crate) type MakePane = Box<dyn Fn() -> Pane + Send>;
 
 /// Makes a new pane's share of the memory bound.
-pub type MakeBudget = Box<dyn Fn() -> Box<dyn Budget> + Send>;
+type MakeBudget = Box<dyn Fn() -> Box<dyn Budget> + Send>;
 
 /// Partial aggregates per pane, how far windows have been closed, and the bound panes share.
-pub struct Windows {
-    pub panes: Panes<Pane>,
+pub(crate) struct Windows {
+    pub(crate) panes: Panes<Pane>,
     make: MakePane,
     /// The task's share of the memory bound, one for each new pane (`None`: unbounded).
     budget: Option<MakeBudget>,
@@ -29,17 +29,17 @@ pub struct Windows {
     spill: Option<SpillTo>,
     /// Stateful: the (pane, key) entries of panes retired since the last checkpoint (`None`:
     /// stateless).
-    pub removed: Option<Vec<(i64, Values)>>,
+    pub(crate) removed: Option<Vec<(i64, Values)>>,
 }
 
 /// A closed window's rows: in memory (in no order), or read back in key order.
-pub enum Rows<'a> {
+pub(crate) enum Rows<'a> {
     Loose(Vec<(Values, Vec<State>)>),
     Ordered(Box<dyn Iterator<Item = anyhow::Result<(Values, Vec<State>)>> + 'a>),
 }
 
 impl Windows {
-    pub fn new(spec: WindowSpec, make: MakePane) -> Windows {
+    pub(crate) fn new(spec: WindowSpec, make: MakePane) -> Windows {
         Windows {
             panes: Panes::new(spec),
             make,
@@ -51,25 +51,25 @@ impl Windows {
 
     /// Count keys against the budgets `budget` makes (one per pane), spilling beside `spill`
     /// past them.
-    pub fn bound(&mut self, budget: MakeBudget, spill: Option<SpillTo>) {
+    pub(crate) fn bound(&mut self, budget: MakeBudget, spill: Option<SpillTo>) {
         self.budget = Some(budget);
         self.spill = spill;
     }
 
     /// Keep the record of changes checkpoints take.
-    pub fn track_changes(&mut self, on: bool) {
+    pub(crate) fn track_changes(&mut self, on: bool) {
         self.removed = on.then(Vec::new);
     }
 
     /// Start keeping the record of changes, unless it is kept already.
-    pub fn track_changes_if_untracked(&mut self) {
+    pub(crate) fn track_changes_if_untracked(&mut self) {
         if self.removed.is_none() {
             self.removed = Some(Vec::new());
         }
     }
 
     /// Drop every pane (state restored from a checkpoint comes next).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.panes = Panes::new(self.panes.spec());
         if let Some(r) = self.removed.as_mut() {
             r.clear();
@@ -77,18 +77,18 @@ impl Windows {
     }
 
     /// Whether every window a tuple at `t` falls into has closed already.
-    pub fn is_late(&self, t: i64) -> bool {
+    pub(crate) fn is_late(&self, t: i64) -> bool {
         self.panes.is_late(t)
     }
 
-    pub fn measure(&self) -> Measure {
+    pub(crate) fn measure(&self) -> Measure {
         self.panes.spec().measure
     }
 
     /// Apply `f` to the states of `key` in the pane of `t` (made with `fresh` the first time).
     /// Fails when a spilled pane cannot be read or written, or past the memory limit with
     /// nowhere to spill.
-    pub fn update<R>(
+    pub(crate) fn update<R>(
         &mut self,
         t: i64,
         key: &Values,
@@ -101,7 +101,7 @@ impl Windows {
     }
 
     /// The pane starting at `start`, made (bound, and tracked when stateful) the first time.
-    pub fn pane_at(&mut self, start: i64) -> anyhow::Result<&mut Pane> {
+    pub(crate) fn pane_at(&mut self, start: i64) -> anyhow::Result<&mut Pane> {
         let Windows {
             panes,
             make,
@@ -127,7 +127,7 @@ impl Windows {
     /// Every window that holds data and ends at or before `watermark`, oldest first (all of
     /// them when `watermark` is `i64::MAX`: the end of input), handed to `emit` as its start,
     /// end and rows; then the panes no window needs any more are dropped.
-    pub fn close(
+    pub(crate) fn close(
         &mut self,
         watermark: i64,
         mut emit: impl FnMut(i64, i64, Rows<'_>) -> anyhow::Result<()>,

@@ -12,7 +12,7 @@ const MAX_OPEN_WINDOWS: i64 = 1000;
 
 /// `lag` of an `aggregate`, `top` or `join` beyond a day, or beyond many windows' worth:
 /// a located warning saying how many windows of every key it holds at once.
-pub fn lag_bound(w: &mut Written) {
+pub(crate) fn lag_bound(w: &mut Written) {
     let Some(args) = w.rc.args.as_ref() else {
         return;
     };

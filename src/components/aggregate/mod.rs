@@ -10,7 +10,7 @@
 
 pub(crate) mod builtin;
 mod closed;
-pub(crate) mod exact;
+mod exact;
 pub(crate) mod expand;
 mod groups;
 mod keyed;
@@ -30,37 +30,37 @@ use ops::{OpSpec, State};
 
 /// When rows are emitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Emit {
+enum Emit {
     End,
     Tick,
     Update,
 }
 
-pub const EMITS: &[&str] = &["end", "tick", "update"];
+const EMITS: &[&str] = &["end", "tick", "update"];
 
 /// A checked `aggregate` configuration.
 #[derive(Debug, Clone)]
-pub struct Spec {
-    pub by: Vec<String>,
-    pub ops: Vec<OpSpec>,
-    pub emit: Emit,
-    pub window: Option<window::WindowSpec>,
+pub(crate) struct Spec {
+    by: Vec<String>,
+    ops: Vec<OpSpec>,
+    emit: Emit,
+    window: Option<window::WindowSpec>,
     /// Event time: the field holding each tuple's time (epoch ms or RFC 3339).
-    pub time: Option<String>,
+    time: Option<String>,
     /// How late (ms) an event-time tuple may arrive before its windows close.
-    pub lag: i64,
+    lag: i64,
     /// Event time: how often (ms) the watermark moves (Storm's `withWatermarkInterval`);
     /// `None`: with every tuple.
-    pub watermark: Option<i64>,
+    watermark: Option<i64>,
     /// Event time: after this long without a tuple an input no longer holds windows open.
-    pub idle: Option<std::time::Duration>,
+    idle: Option<std::time::Duration>,
 }
 
 /// The stream tuples later than their windows go to, when wired.
-pub const LATE_STREAM: &str = "late";
+const LATE_STREAM: &str = "late";
 
 /// A `top` as an aggregate of one op (`count`, or `sum(score)`), and its `n`.
-pub fn top_spec(
+fn top_spec(
     args: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(Spec, usize), (&'static str, String)> {
     let n = match args.get("n") {
@@ -85,7 +85,7 @@ pub fn top_spec(
 
 /// The output fields of a `top`: `window_start`, `window_end` (windowed), `rank`, the `by`
 /// fields, `score`.
-pub fn top_fields(spec: &Spec) -> Vec<String> {
+fn top_fields(spec: &Spec) -> Vec<String> {
     let bounds = ["window_start", "window_end"].map(String::from);
     let windowed = spec
         .window
@@ -180,7 +180,7 @@ fn watermark_arg(args: &Args) -> Result<Option<i64>, (&'static str, String)> {
 
 impl Spec {
     /// The arguments as the runtime reads them; an error names the argument it is about.
-    pub fn from_args(
+    fn from_args(
         args: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Spec, (&'static str, String)> {
         let by = names(args, "by", "`by` must be field names")?.unwrap_or_default();
@@ -236,7 +236,7 @@ impl Spec {
 
     /// The `by` fields, then `window_start` and `window_end` when windowed, then one field
     /// per op: the order of the rows it emits.
-    pub fn output_fields(&self) -> Vec<String> {
+    fn output_fields(&self) -> Vec<String> {
         let bounds = ["window_start", "window_end"].map(String::from);
         self.by
             .iter()
@@ -253,7 +253,7 @@ impl Spec {
     }
 }
 
-pub struct Aggregate {
+struct Aggregate {
     spec: Spec,
     /// Positions of the `by` fields, of each op's field and of the event time in the input.
     keys: Vec<usize>,
@@ -301,7 +301,7 @@ pub struct Aggregate {
 }
 
 impl Aggregate {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("aggregate: {e}"))?;
         let machine_clock = crate::clock::Clock::system();
         Ok(Aggregate {
@@ -336,7 +336,7 @@ impl Aggregate {
     }
 
     /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
-    pub fn with_state(mut self, stateful: bool) -> Aggregate {
+    fn with_state(mut self, stateful: bool) -> Aggregate {
         self.stateful = stateful;
         self.groups.track_changes(stateful);
         if let Some(w) = self.windows.as_mut() {
@@ -347,7 +347,7 @@ impl Aggregate {
 
     /// The `top` bolt: per window (or for the whole input), the `n` keys of `by` with the
     /// highest `score` (a field summed, or the count of tuples), ranked from 1.
-    pub fn top(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
+    fn top(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
         let (spec, n) = top_spec(args).map_err(|(_, e)| anyhow::anyhow!("top: {e}"))?;
         let mut a = Aggregate::new(&serde_json::Map::new())?;
         a.windows = spec
@@ -632,7 +632,7 @@ fn row_of(key: &Values, states: &[State]) -> Values {
 
 /// Sort rows by the text of their key values (keys of mixed types still get one order).
 /// A fixed order of the value types, for ties of equal text.
-pub(crate) fn type_rank(v: &Value) -> u8 {
+fn type_rank(v: &Value) -> u8 {
     match v {
         Value::Null => 0,
         Value::Bool(_) => 1,

@@ -13,12 +13,12 @@ use sketches_ddsketch::{Config, DDSketch};
 
 /// A HyperLogLog++ sketch of values; one fixed hasher, so the sketches of panes merge (and a
 /// sketch saved by one run goes on in the next).
-pub type Hll = HyperLogLogPlus<Value, FixedSip>;
+pub(crate) type Hll = HyperLogLogPlus<Value, FixedSip>;
 
 /// Builds the standard library's SipHash with fixed keys (as `BuildHasherDefault` does); a
 /// unit type serde can write, so a sketch can be saved.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct FixedSip;
+pub(crate) struct FixedSip;
 
 impl std::hash::BuildHasher for FixedSip {
     type Hasher = std::collections::hash_map::DefaultHasher;
@@ -34,13 +34,13 @@ use std::collections::{HashMap, HashSet};
 /// One op as written: its kind, the field it reads, and its output name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpSpec {
-    pub kind: Kind,
-    pub field: Option<String>,
-    pub name: String,
+    pub(crate) kind: Kind,
+    pub(crate) field: Option<String>,
+    pub(crate) name: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Count,
     Sum,
     Avg,
@@ -57,7 +57,7 @@ pub enum Kind {
 }
 
 /// The op names, for help and did-you-mean.
-pub const OPS: &[&str] = &[
+const OPS: &[&str] = &[
     "count",
     "sum",
     "avg",
@@ -73,7 +73,7 @@ pub const OPS: &[&str] = &[
 impl OpSpec {
     /// Read `count`, `sum(f)`, `percentile(f, 0.99)`, each optionally followed by `as NAME`
     /// (`as` in any case).
-    pub fn parse(text: &str) -> Result<OpSpec, String> {
+    pub(crate) fn parse(text: &str) -> Result<OpSpec, String> {
         let text = text.trim();
         let (call, alias) = split_alias(text);
         if let Some(a) = alias {
@@ -174,7 +174,7 @@ fn default_name(kind: Kind, field: Option<&str>) -> String {
 
 /// The running state of one op for one key.
 #[derive(Clone)]
-pub enum State {
+pub(crate) enum State {
     Count(i64),
     /// Integers add up as integers (wide enough never to overflow), floats exactly apart;
     /// the result is an integer when every number was one and it fits, else the correctly
@@ -214,7 +214,7 @@ pub enum State {
 }
 
 impl State {
-    pub fn new(kind: Kind) -> State {
+    pub(crate) fn new(kind: Kind) -> State {
         match kind {
             Kind::Count => State::Count(0),
             Kind::Sum => State::Sum {
@@ -258,7 +258,7 @@ impl State {
 
     /// Take one value (`None` for `count`, which reads no field). `false`: the value could not
     /// be used (not a number where one is needed).
-    pub fn add(&mut self, v: Option<&Value>) -> bool {
+    pub(crate) fn add(&mut self, v: Option<&Value>) -> bool {
         if let State::Count(n) = self {
             *n += 1;
             return true;
@@ -324,7 +324,7 @@ impl State {
 
     /// Fold another partial result of the same op into this one (a pane into its window;
     /// `other` is the later pane, which matters for `first` and `last`).
-    pub fn merge(&mut self, other: &State) {
+    pub(crate) fn merge(&mut self, other: &State) {
         match (self, other) {
             (State::Count(a), State::Count(b)) => *a += b,
             (
@@ -382,7 +382,7 @@ impl State {
     }
 
     /// The op's result now.
-    pub fn value(&self) -> Value {
+    pub(crate) fn value(&self) -> Value {
         match self {
             State::Count(n) => Value::Int(*n),
             State::Sum { seen: false, .. } => Value::Null,

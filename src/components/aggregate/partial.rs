@@ -16,14 +16,14 @@ use super::{saved, Aggregate, Emit, Spec};
 use crate::tuple::{Tuple, Value, Values};
 
 /// Whether the states of `kind` merge into exactly what one state fed every value would hold.
-pub fn merges_exactly(kind: Kind) -> bool {
+fn merges_exactly(kind: Kind) -> bool {
     !matches!(kind, Kind::ApproxDistinct)
 }
 
 /// The `by` fields and ops of an `aggregate` (or a `top`, `top: true`) written with `args`,
 /// when it takes partial states: no window, no event time, emitting at the end, every op
 /// merging exactly.
-pub fn partial_ops(
+pub(crate) fn partial_ops(
     args: &serde_json::Map<String, serde_json::Value>,
     top: bool,
 ) -> Option<(Vec<String>, Vec<OpSpec>)> {
@@ -36,7 +36,7 @@ pub fn partial_ops(
 }
 
 /// `state` as it travels in a partial tuple.
-pub fn wire(state: &State) -> Value {
+fn wire(state: &State) -> Value {
     match state {
         State::Extreme { best, others, .. } => {
             Value::list(best.iter().chain(others.iter()).cloned().collect())
@@ -46,7 +46,7 @@ pub fn wire(state: &State) -> Value {
 }
 
 /// A state of `kind` read from a partial tuple.
-pub fn unwire(kind: Kind, v: &Value) -> Result<State, String> {
+fn unwire(kind: Kind, v: &Value) -> Result<State, String> {
     match (kind, v) {
         (Kind::Min | Kind::Max, Value::List(bests)) => {
             let mut state = State::new(kind);
@@ -61,7 +61,7 @@ pub fn unwire(kind: Kind, v: &Value) -> Result<State, String> {
 }
 
 /// The partial tuple of `key` with `states` and the count of values they could not use.
-pub fn partial_row(key: Values, states: &[State], unusable: i64) -> Values {
+pub(crate) fn partial_row(key: Values, states: &[State], unusable: i64) -> Values {
     let mut row = key;
     row.extend(states.iter().map(wire));
     row.push(Value::Int(unusable));

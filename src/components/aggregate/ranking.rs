@@ -18,9 +18,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The argument that tells the two halves of a split `top` apart in the validated topology
 /// (an argument starting with `__` cannot be written, so it is never a user's).
-pub const RANKING_ARG: &str = "__ranking";
-pub const PARTIAL: &str = "partial";
-pub const TOTAL: &str = "total";
+pub(crate) const RANKING_ARG: &str = "__ranking";
+pub(crate) const PARTIAL: &str = "partial";
+pub(crate) const TOTAL: &str = "total";
 
 /// The first field of a partial row: a candidate, or only a watermark.
 const CANDIDATE: &str = "rank";
@@ -28,7 +28,7 @@ const PROGRESS: &str = "watermark";
 
 /// The fields a partial task sends: `kind` (`rank` or `watermark`), `watermark`, the window
 /// bounds in epoch milliseconds (null without windows), the key fields, `score`.
-pub fn partial_fields(by: &[String]) -> Vec<String> {
+pub(crate) fn partial_fields(by: &[String]) -> Vec<String> {
     ["kind", "watermark", "window_start", "window_end"]
         .into_iter()
         .map(String::from)
@@ -38,7 +38,7 @@ pub fn partial_fields(by: &[String]) -> Vec<String> {
 }
 
 /// A candidate of a partial task: `ranked` is a `rank, key..., score` row.
-pub fn candidate(watermark: i64, bounds: Option<(i64, i64)>, ranked: Values) -> Values {
+pub(crate) fn candidate(watermark: i64, bounds: Option<(i64, i64)>, ranked: Values) -> Values {
     let (start, end) = match bounds {
         Some((s, e)) => (Value::Int(s), Value::Int(e)),
         None => (Value::Null, Value::Null),
@@ -50,7 +50,7 @@ pub fn candidate(watermark: i64, bounds: Option<(i64, i64)>, ranked: Values) -> 
 }
 
 /// A partial task's progress alone: every window ending at or before `watermark` is sent.
-pub fn progress(watermark: i64, width: usize) -> Values {
+pub(crate) fn progress(watermark: i64, width: usize) -> Values {
     [Value::str(PROGRESS), Value::Int(watermark)]
         .into_iter()
         .chain(std::iter::repeat_n(Value::Null, width - 2))
@@ -59,14 +59,14 @@ pub fn progress(watermark: i64, width: usize) -> Values {
 
 /// What a partial task keeps to send its progress once per window step, not per tuple.
 #[derive(Debug)]
-pub struct Partial {
+pub(crate) struct Partial {
     /// The last watermark sent.
-    pub sent: Option<i64>,
-    pub width: usize,
+    pub(crate) sent: Option<i64>,
+    pub(crate) width: usize,
 }
 
 impl Partial {
-    pub fn new(by: &[String]) -> Partial {
+    pub(crate) fn new(by: &[String]) -> Partial {
         Partial {
             sent: None,
             width: partial_fields(by).len(),
@@ -74,7 +74,7 @@ impl Partial {
     }
 
     /// Whether `watermark` reached a window step (`every` ms) the last one sent had not.
-    pub fn due(&mut self, watermark: i64, every: i64) -> bool {
+    pub(crate) fn due(&mut self, watermark: i64, every: i64) -> bool {
         let step = |w: i64| w.div_euclid(every.max(1));
         let due = match self.sent {
             None => true,
@@ -91,7 +91,7 @@ impl Partial {
 type Candidate = (Values, Value);
 
 /// The total ranking: candidates per window, and each partial task's watermark.
-pub struct TotalRanking {
+pub(crate) struct TotalRanking {
     n: usize,
     /// Key fields' positions in a partial row.
     key_width: usize,
@@ -107,7 +107,9 @@ pub struct TotalRanking {
 type Bounds = Option<(i64, i64)>;
 
 impl TotalRanking {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<TotalRanking> {
+    pub(crate) fn new(
+        args: &serde_json::Map<String, serde_json::Value>,
+    ) -> anyhow::Result<TotalRanking> {
         let (spec, n) = super::top_spec(args).map_err(|(_, e)| anyhow::anyhow!("top: {e}"))?;
         Ok(TotalRanking {
             n,
@@ -120,7 +122,7 @@ impl TotalRanking {
     }
 
     /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
-    pub fn with_state(mut self, stateful: bool) -> TotalRanking {
+    pub(crate) fn with_state(mut self, stateful: bool) -> TotalRanking {
         self.touched = stateful.then(BTreeSet::new);
         self
     }

@@ -11,7 +11,7 @@ use crate::tuple::Value;
 use sketches_ddsketch::DDSketch;
 
 /// `state` as a value.
-pub fn encode(state: &State) -> Value {
+pub(crate) fn encode(state: &State) -> Value {
     match state {
         // Their state is their result (null before a value).
         State::Count(_) | State::Extreme { .. } | State::First(_) | State::Last(_) => state.value(),
@@ -48,7 +48,7 @@ pub fn encode(state: &State) -> Value {
 }
 
 /// The state of an op of `kind` saved as `v`; an error says what was expected.
-pub fn decode(kind: Kind, v: &Value) -> Result<State, String> {
+pub(crate) fn decode(kind: Kind, v: &Value) -> Result<State, String> {
     let mut state = State::new(kind);
     let bad = |what: &str| format!("{what} expected, found {}", shown(v));
     match (&mut state, v) {

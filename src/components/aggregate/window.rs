@@ -10,21 +10,21 @@ use std::collections::{BTreeMap, HashMap};
 
 /// A window's length or step: milliseconds, or tuples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
+pub(crate) enum Measure {
     Millis,
     Count,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WindowSpec {
-    pub measure: Measure,
-    pub size: i64,
-    pub every: i64,
+pub(crate) struct WindowSpec {
+    pub(crate) measure: Measure,
+    pub(crate) size: i64,
+    pub(crate) every: i64,
 }
 
 impl WindowSpec {
     /// `{tumbling: 1m}`, `{sliding: 5m, every: 1m}`, `{tumbling: 1000}` (tuples).
-    pub fn from_json(v: &serde_json::Value) -> Result<WindowSpec, String> {
+    fn from_json(v: &serde_json::Value) -> Result<WindowSpec, String> {
         let serde_json::Value::Object(m) = v else {
             return Err("`window` must be `{tumbling: D}` or `{sliding: D, every: E}`".into());
         };
@@ -91,7 +91,7 @@ fn measure_of(v: &serde_json::Value) -> Result<(Measure, i64), String> {
 /// Panes of the `every` step (the whole window when tumbling), each holding `T`, and how far
 /// windows have been closed: the bookkeeping every windowed component shares (`aggregate`
 /// keeps partial aggregates in a pane, `join` the tuples).
-pub struct Panes<T> {
+pub(crate) struct Panes<T> {
     spec: WindowSpec,
     panes: BTreeMap<i64, T>,
     /// Every window ending at or before this has been closed (emitted, or passed empty).
@@ -99,7 +99,7 @@ pub struct Panes<T> {
 }
 
 impl<T> Panes<T> {
-    pub fn new(spec: WindowSpec) -> Panes<T> {
+    pub(crate) fn new(spec: WindowSpec) -> Panes<T> {
         Panes {
             spec,
             panes: BTreeMap::new(),
@@ -108,19 +108,19 @@ impl<T> Panes<T> {
     }
 
     /// Whether every window a tuple at `t` falls into has closed already.
-    pub fn is_late(&self, t: i64) -> bool {
+    pub(crate) fn is_late(&self, t: i64) -> bool {
         floor_to(t, self.spec.every).saturating_add(self.spec.size) <= self.closed_to
     }
 
     /// The start of the pane of `t`.
-    pub fn pane_start(&self, t: i64) -> i64 {
+    pub(crate) fn pane_start(&self, t: i64) -> i64 {
         floor_to(t, self.spec.every)
     }
 
     /// The starts of every window that holds data and ends at or before `watermark`, oldest
     /// first (all of them when `watermark` is `i64::MAX`: the end of input), now closed. Read
     /// each with [`Panes::window`], then [`Panes::retire`] the panes they no longer need.
-    pub fn due(&mut self, watermark: i64) -> Vec<i64> {
+    pub(crate) fn due(&mut self, watermark: i64) -> Vec<i64> {
         let mut out = Vec::new();
         if watermark <= self.closed_to {
             return out;
@@ -162,14 +162,14 @@ impl<T> Panes<T> {
     }
 
     /// The panes of the window starting at `start`, oldest first.
-    pub fn window(&self, start: i64) -> impl Iterator<Item = &T> + Clone {
+    pub(crate) fn window(&self, start: i64) -> impl Iterator<Item = &T> + Clone {
         self.panes
             .range(start..start.saturating_add(self.spec.size))
             .map(|(_, p)| p)
     }
 
     /// Drop the panes whose every window has closed; returns them, oldest first.
-    pub fn retire(&mut self) -> Vec<(i64, T)> {
+    pub(crate) fn retire(&mut self) -> Vec<(i64, T)> {
         let (size, closed) = (self.spec.size, self.closed_to);
         let done: Vec<i64> = self
             .panes
@@ -183,18 +183,22 @@ impl<T> Panes<T> {
     }
 
     /// Every window ending at or before this has been closed.
-    pub fn closed_to(&self) -> i64 {
+    pub(crate) fn closed_to(&self) -> i64 {
         self.closed_to
     }
 
     /// Go on from a saved state: windows closed to `closed_to`.
-    pub fn set_closed_to(&mut self, closed_to: i64) {
+    pub(crate) fn set_closed_to(&mut self, closed_to: i64) {
         self.closed_to = closed_to;
     }
 
     /// The pane starting at `start`, made by `make` the first time; an error when `start` is
     /// not the start of a pane (a saved pane of another window spec).
-    pub fn pane_at_with(&mut self, start: i64, make: impl FnOnce() -> T) -> Result<&mut T, String> {
+    pub(crate) fn pane_at_with(
+        &mut self,
+        start: i64,
+        make: impl FnOnce() -> T,
+    ) -> Result<&mut T, String> {
         if floor_to(start, self.spec.every) != start {
             return Err(format!(
                 "{start} is not the start of a pane (a multiple of {})",
@@ -205,7 +209,7 @@ impl<T> Panes<T> {
     }
 
     /// The panes of the window starting at `start`, oldest first, to change.
-    pub fn window_mut(&mut self, start: i64) -> impl Iterator<Item = &mut T> {
+    pub(crate) fn window_mut(&mut self, start: i64) -> impl Iterator<Item = &mut T> {
         self.panes
             .range_mut(start..start.saturating_add(self.spec.size))
             .map(|(_, p)| p)
@@ -213,38 +217,38 @@ impl<T> Panes<T> {
 
     #[cfg(test)]
     /// Every pane, oldest first.
-    pub fn all(&self) -> impl Iterator<Item = (&i64, &T)> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = (&i64, &T)> {
         self.panes.iter()
     }
 
     /// Every pane, oldest first.
-    pub fn panes_mut(&mut self) -> impl Iterator<Item = (&i64, &mut T)> {
+    pub(crate) fn panes_mut(&mut self) -> impl Iterator<Item = (&i64, &mut T)> {
         self.panes.iter_mut()
     }
 
     /// The pane starting at `start`, if it holds anything.
-    pub fn get_mut(&mut self, start: i64) -> Option<&mut T> {
+    pub(crate) fn get_mut(&mut self, start: i64) -> Option<&mut T> {
         self.panes.get_mut(&start)
     }
 
-    pub fn spec(&self) -> WindowSpec {
+    pub(crate) fn spec(&self) -> WindowSpec {
         self.spec
     }
 }
 
 /// A map by key values, hashed with foldhash (fast on the short strings keys mostly are).
-pub type KeyMap<V> = HashMap<Values, V, foldhash::fast::FixedState>;
+pub(crate) type KeyMap<V> = HashMap<Values, V, foldhash::fast::FixedState>;
 
 fn floor_to(t: i64, step: i64) -> i64 {
     t.div_euclid(step) * step
 }
 
 /// `window`, the event-time field `time`, and `lag` in ms, as read from the arguments.
-pub type WindowArgs = (Option<WindowSpec>, Option<String>, i64);
+type WindowArgs = (Option<WindowSpec>, Option<String>, i64);
 
 /// The windowing arguments `aggregate`, `top` and `join` share: `window`, the event-time field
 /// `time`, and how late (ms) a tuple may come, `lag`. An error names the argument.
-pub fn window_args(
+pub(crate) fn window_args(
     args: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<WindowArgs, (&'static str, String)> {
     let window = args
@@ -271,7 +275,7 @@ pub fn window_args(
 
 /// The `idle` argument: after this long without a tuple, an input no longer holds the
 /// event-time watermark back (Flink's `withIdleness`), so windows close on the others.
-pub fn idle_arg(
+pub(crate) fn idle_arg(
     args: &serde_json::Map<String, serde_json::Value>,
     time: Option<&str>,
 ) -> Result<Option<std::time::Duration>, (&'static str, String)> {
@@ -296,7 +300,7 @@ pub fn idle_arg(
 /// The lowest latest time of the inputs that are not idle (each heard from within `idle`'s
 /// duration by its instant, the present), or of all of them without `idle`. When every input is idle, the lowest of those that sent
 /// anything: an input that never sent holds nothing back once it is idle.
-pub fn lowest_active(
+pub(crate) fn lowest_active(
     latest: &[i64],
     heard: &[std::time::Instant],
     idle: Option<(std::time::Duration, std::time::Instant)>,
@@ -318,7 +322,7 @@ pub fn lowest_active(
 /// A time bound as `stdout` shows it: RFC 3339, UTC, milliseconds.
 /// Times before 1970 print as such; a bound past what a timestamp can hold (a window that
 /// ends after the year 9999) stays the number of milliseconds it is.
-pub fn time_value(ms: i64) -> Value {
+pub(crate) fn time_value(ms: i64) -> Value {
     match jiff::Timestamp::from_millisecond(ms) {
         Ok(t) => Value::str(&t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()),
         Err(_) => Value::Int(ms),
@@ -326,7 +330,7 @@ pub fn time_value(ms: i64) -> Value {
 }
 
 /// An event time: epoch milliseconds, or an RFC 3339 string in UTC.
-pub fn event_time(v: &Value) -> Option<i64> {
+pub(crate) fn event_time(v: &Value) -> Option<i64> {
     let ms = match v {
         Value::Int(ms) => *ms,
         Value::Float(f) if f.is_finite() => *f as i64,

@@ -11,10 +11,10 @@ use crate::syntax::raw::{RawComponent, RawValue, Span};
 use std::path::Path;
 
 /// A spout built-in and a bolt built-in under one name.
-pub struct ByRole {
-    pub summary: &'static str,
-    pub spout: &'static dyn Builtin,
-    pub bolt: &'static dyn Builtin,
+pub(crate) struct ByRole {
+    pub(crate) summary: &'static str,
+    pub(crate) spout: &'static dyn Builtin,
+    pub(crate) bolt: &'static dyn Builtin,
 }
 
 impl ByRole {

@@ -6,14 +6,14 @@ use crate::components::sink_args::{self as a, ArgError, Args};
 use crate::components::sink_format::RecordFormat;
 use std::time::Duration;
 
-pub const FORMATS: &[&str] = &["json", "ndjson", "csv", "tsv", "raw"];
-pub const COMPRESSIONS: &[&str] = &["none", "gzip", "zstd"];
+pub(crate) const FORMATS: &[&str] = &["json", "ndjson", "csv", "tsv", "raw"];
+pub(crate) const COMPRESSIONS: &[&str] = &["none", "gzip", "zstd"];
 const ROTATE_KEYS: &[&str] = &["size", "interval", "records", "inactive"];
 const SYNC_KEYS: &[&str] = &["records", "interval", "fsync"];
 
 /// How part files are compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
+pub(crate) enum Compression {
     None,
     Gzip,
     Zstd,
@@ -21,39 +21,39 @@ pub enum Compression {
 
 /// When a part file is closed and the next one opened.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rotate {
+pub(crate) struct Rotate {
     /// Bytes of records (before compression).
-    pub size: Option<u64>,
+    pub(crate) size: Option<u64>,
     /// Time since the part was opened.
-    pub interval: Option<Duration>,
-    pub records: Option<u64>,
+    pub(crate) interval: Option<Duration>,
+    pub(crate) records: Option<u64>,
     /// Time since the part was last written.
-    pub inactive: Duration,
+    pub(crate) inactive: Duration,
 }
 
 /// When written records are flushed (and fsynced) and their tuples acked (without state).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sync {
-    pub records: u64,
-    pub interval: Duration,
-    pub fsync: bool,
+pub(crate) struct Sync {
+    pub(crate) records: u64,
+    pub(crate) interval: Duration,
+    pub(crate) fsync: bool,
 }
 
 /// The sink's arguments, checked.
 #[derive(Debug, Clone)]
-pub struct Config {
-    pub path: Template,
-    pub format: RecordFormat,
-    pub raw_field: Option<String>,
-    pub header: bool,
-    pub time_field: Option<String>,
-    pub rotate: Rotate,
-    pub compression: Compression,
-    pub sync: Sync,
+pub(crate) struct Config {
+    pub(crate) path: Template,
+    pub(crate) format: RecordFormat,
+    pub(crate) raw_field: Option<String>,
+    pub(crate) header: bool,
+    pub(crate) time_field: Option<String>,
+    pub(crate) rotate: Rotate,
+    pub(crate) compression: Compression,
+    pub(crate) sync: Sync,
 }
 
 impl Config {
-    pub fn from_args(args: &Args) -> Result<Config, ArgError> {
+    pub(crate) fn from_args(args: &Args) -> Result<Config, ArgError> {
         let path = a::text(args, "path")?
             .ok_or_else(|| ArgError::new("path", "the `file` sink needs `path` (a file name, with `{field}` and `%Y-%m-%d` patterns)"))?;
         let path = Template::parse(path).map_err(|e| ArgError::new("path", e))?;
@@ -99,7 +99,7 @@ impl Config {
 
     #[cfg(test)]
     /// The input fields the arguments name.
-    pub fn fields(&self) -> Vec<String> {
+    fn fields(&self) -> Vec<String> {
         let mut out: Vec<String> = self.path.fields().iter().map(|s| s.to_string()).collect();
         out.extend(self.raw_field.clone());
         out.extend(self.time_field.clone());

@@ -7,7 +7,7 @@ use crate::syntax::raw::{RawComponent, Span};
 use std::path::Path;
 
 /// What a `file` sink reads.
-pub const ARGS: &[b::Arg] = &[
+pub(crate) const ARGS: &[b::Arg] = &[
     arg("path", A::Text),
     arg("format", A::OneOf(super::args::FORMATS)),
     arg("field", A::Text),
@@ -20,17 +20,17 @@ pub const ARGS: &[b::Arg] = &[
 
 /// The formats either role reads (the shape check of the shared `format`; each role's own
 /// check then refuses the other's).
-pub const EITHER_FORMAT: &[&str] = &[
+const EITHER_FORMAT: &[&str] = &[
     "json", "csv", "tsv", "regex", "logfmt", "kv", "combined", "ndjson", "raw",
 ];
 
 /// `spout` (the file spout's arguments, with `format` widened) and the sink's, once each.
-pub fn both_roles(spout: Vec<b::Arg>) -> Vec<b::Arg> {
+pub(crate) fn both_roles(spout: Vec<b::Arg>) -> Vec<b::Arg> {
     crate::components::sink_args::both_roles(spout, ARGS, EITHER_FORMAT)
 }
 
 /// A `file` sink's checks: spout arguments refused, then the sink's own.
-pub fn check(w: &mut Written, spout_args: &[b::Arg]) {
+pub(crate) fn check(w: &mut Written, spout_args: &[b::Arg]) {
     let mine: Vec<&str> = ARGS.iter().map(|a| a.name).collect();
     let theirs: Vec<&str> = spout_args
         .iter()
@@ -45,7 +45,7 @@ pub fn check(w: &mut Written, spout_args: &[b::Arg]) {
 }
 
 /// The input fields a sink's `field`, `time` and `path` name, each where it is written.
-pub fn named_input_fields(rc: &RawComponent) -> Vec<(String, Span)> {
+pub(crate) fn named_input_fields(rc: &RawComponent) -> Vec<(String, Span)> {
     let arg = |key: &str| rc.args.as_ref().and_then(|a| a.value.get(key));
     let mut out: Vec<(String, Span)> = ["field", "time"]
         .iter()
@@ -67,7 +67,7 @@ pub fn named_input_fields(rc: &RawComponent) -> Vec<(String, Span)> {
 }
 
 /// The sink for component `c`.
-pub fn bolt(
+pub(crate) fn bolt(
     c: &Component,
     base_dir: &Path,
 ) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {

@@ -13,53 +13,53 @@ use std::path::{Path, PathBuf};
 
 /// A closed part waiting for its checkpoint's commit: where it is, where it goes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pending {
-    pub temp: PathBuf,
-    pub target: PathBuf,
+pub(crate) struct Pending {
+    pub(crate) temp: PathBuf,
+    pub(crate) target: PathBuf,
 }
 
 /// An open part as a checkpoint saves it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedPart {
-    pub bucket: String,
-    pub temp: PathBuf,
-    pub target: PathBuf,
-    pub len: u64,
-    pub records: u64,
-    pub bytes: u64,
+pub(crate) struct SavedPart {
+    pub(crate) bucket: String,
+    pub(crate) temp: PathBuf,
+    pub(crate) target: PathBuf,
+    pub(crate) len: u64,
+    pub(crate) records: u64,
+    pub(crate) bytes: u64,
 }
 
 /// What a checkpoint saves of the sink.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Saved {
-    pub seq: u64,
-    pub parts: Vec<SavedPart>,
-    pub pending: Vec<Pending>,
-    pub next: BTreeMap<String, u64>,
+pub(crate) struct Saved {
+    pub(crate) seq: u64,
+    pub(crate) parts: Vec<SavedPart>,
+    pub(crate) pending: Vec<Pending>,
+    pub(crate) next: BTreeMap<String, u64>,
 }
 
 /// The stateful side of the sink.
 #[derive(Debug, Default)]
-pub struct Txn {
+pub(crate) struct Txn {
     /// Names the staging files.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// Parts closed since the last save.
-    pub closed: Vec<Pending>,
+    pub(crate) closed: Vec<Pending>,
     /// Parts set aside by the last save, until its checkpoint's marker.
-    pub prepared: Option<Vec<Pending>>,
+    pub(crate) prepared: Option<Vec<Pending>>,
     /// Each checkpoint's parts (its txid), oldest first, until it commits.
-    pub ready: VecDeque<(u64, Vec<Pending>)>,
-    pub last_marker: Option<u64>,
+    pub(crate) ready: VecDeque<(u64, Vec<Pending>)>,
+    pub(crate) last_marker: Option<u64>,
     /// `finish` ran (the input ended) and a save came after it.
-    pub finished: bool,
-    pub saved_after_finish: bool,
+    pub(crate) finished: bool,
+    pub(crate) saved_after_finish: bool,
     /// The staging dir was cleared of what no checkpoint refers to.
-    pub cleaned: bool,
+    pub(crate) cleaned: bool,
 }
 
 impl Txn {
     /// Every part not yet published, in order.
-    pub fn unpublished(&self) -> Vec<Pending> {
+    pub(crate) fn unpublished(&self) -> Vec<Pending> {
         let mut out: Vec<Pending> = self
             .ready
             .iter()
@@ -70,7 +70,7 @@ impl Txn {
     }
 
     /// The parts of the checkpoints committed by now (`committed`: the last one).
-    pub fn due(&mut self, committed: u64) -> Vec<Pending> {
+    pub(crate) fn due(&mut self, committed: u64) -> Vec<Pending> {
         let mut out = Vec::new();
         while self.ready.front().is_some_and(|r| r.0 <= committed) {
             if let Some((_, parts)) = self.ready.pop_front() {
@@ -84,7 +84,7 @@ impl Txn {
 /// Publish `p`: rename it to its name (made with its directories), synced. Done already when
 /// only the name exists; a file already there under the name is kept, and `p` gets the next
 /// free part name instead (said in a warning).
-pub fn publish(p: &Pending) -> std::io::Result<PathBuf> {
+pub(crate) fn publish(p: &Pending) -> std::io::Result<PathBuf> {
     if !p.temp.exists() {
         if !p.target.exists() {
             tracing::warn!(
@@ -130,7 +130,7 @@ pub fn publish(p: &Pending) -> std::io::Result<PathBuf> {
 }
 
 /// Remove every file of `staging` but those in `keep`.
-pub fn clear_staging(staging: &Path, keep: &[&Path]) -> std::io::Result<usize> {
+pub(crate) fn clear_staging(staging: &Path, keep: &[&Path]) -> std::io::Result<usize> {
     let mut removed = 0;
     let entries = match std::fs::read_dir(staging) {
         Ok(e) => e,

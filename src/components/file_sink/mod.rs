@@ -8,12 +8,12 @@
 //! its record was flushed (and fsynced: `sync`), so a crash may leave a last partial line and
 //! a replay may write a record twice. With `stateful: true`: exactly once, see `commit`.
 
-pub(crate) mod args;
+mod args;
 pub(crate) mod builtin;
-pub(crate) mod commit;
-pub(crate) mod names;
-pub(crate) mod part;
-pub(crate) mod path;
+mod commit;
+mod names;
+mod part;
+mod path;
 
 use crate::components::sink_format::{push_header, push_record};
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext};
@@ -34,7 +34,7 @@ const MAX_OPEN: usize = 256;
 /// How long the end of a run waits for its last checkpoint to commit before publishing.
 const COMMIT_WAIT: Duration = Duration::from_secs(30);
 
-pub struct FileSink {
+struct FileSink {
     cfg: Config,
     base_dir: PathBuf,
     label: String,
@@ -62,7 +62,7 @@ pub struct FileSink {
 
 impl FileSink {
     /// The sink from its arguments (`stateful`: files published with the checkpoints).
-    pub fn new(args: &Args, stateful: bool, base_dir: &Path) -> Result<FileSink, String> {
+    fn new(args: &Args, stateful: bool, base_dir: &Path) -> Result<FileSink, String> {
         let cfg = Config::from_args(args).map_err(|e| e.to_string())?;
         Ok(FileSink {
             cfg,
@@ -540,7 +540,7 @@ impl crate::components::CheckpointParticipant for FileSink {
 }
 
 /// The sink for component `c` (relative paths from the topology file's folder).
-pub fn bolt(
+fn bolt(
     c: &crate::model::Component,
     base_dir: &Path,
 ) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 /// The name of part `n` of the bucket at `path`, for task `task` (`None`: the only task).
-pub fn part_name(path: &Path, task: Option<u32>, n: u64) -> PathBuf {
+pub(crate) fn part_name(path: &Path, task: Option<u32>, n: u64) -> PathBuf {
     if task.is_none() && n == 0 {
         return path.to_path_buf();
     }

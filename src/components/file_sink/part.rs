@@ -49,20 +49,20 @@ impl Enc {
 }
 
 /// A part file being written.
-pub struct Part {
+pub(crate) struct Part {
     /// Where its bytes are written (under the staging dir when they are published later).
-    pub temp: PathBuf,
+    pub(crate) temp: PathBuf,
     /// Its published name.
-    pub target: PathBuf,
+    pub(crate) target: PathBuf,
     enc: Option<Enc>,
     compression: Compression,
     /// Bytes on disk at the last seal.
-    pub len: u64,
+    pub(crate) len: u64,
     /// Bytes of records written (before compression).
-    pub bytes: u64,
-    pub records: u64,
-    pub opened: Instant,
-    pub last_write: Instant,
+    pub(crate) bytes: u64,
+    pub(crate) records: u64,
+    pub(crate) opened: Instant,
+    pub(crate) last_write: Instant,
     /// Written to since the last seal.
     dirty: bool,
 }
@@ -74,7 +74,7 @@ fn located(e: std::io::Error, what: &str, path: &Path) -> std::io::Error {
 impl Part {
     /// A new, empty part file at `temp` (made with its directories; an existing file at
     /// `temp` is an error when `exclusive`).
-    pub fn create(
+    pub(crate) fn create(
         temp: PathBuf,
         target: PathBuf,
         c: Compression,
@@ -95,7 +95,7 @@ impl Part {
 
     /// A part file a checkpoint saved, `len` bytes long then: cut back to that length (what
     /// was written after the checkpoint is written again from replayed inputs).
-    pub fn resume(
+    pub(crate) fn resume(
         temp: PathBuf,
         target: PathBuf,
         c: Compression,
@@ -123,7 +123,7 @@ impl Part {
     }
 
     /// Count the part's age and idleness from `now`.
-    pub fn stamp(&mut self, now: Instant) {
+    pub(crate) fn stamp(&mut self, now: Instant) {
         self.opened = now;
         self.last_write = now;
     }
@@ -151,7 +151,7 @@ impl Part {
     }
 
     /// Write one record's bytes.
-    pub fn write(&mut self, record: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn write(&mut self, record: &[u8]) -> std::io::Result<()> {
         let enc = self
             .enc
             .as_mut()
@@ -166,7 +166,7 @@ impl Part {
 
     /// Make what was written whole on disk: end the compressed member, flush, and with
     /// `fsync` sync the file's data. `len` is then the file's length.
-    pub fn seal(&mut self, fsync: bool) -> std::io::Result<()> {
+    pub(crate) fn seal(&mut self, fsync: bool) -> std::io::Result<()> {
         if !self.dirty {
             return Ok(());
         }
@@ -190,14 +190,14 @@ impl Part {
     }
 
     /// Seal and close (synced: a closed part is published or acked as it is).
-    pub fn close(mut self) -> std::io::Result<(PathBuf, PathBuf)> {
+    pub(crate) fn close(mut self) -> std::io::Result<(PathBuf, PathBuf)> {
         self.seal(true)?;
         Ok((self.temp, self.target))
     }
 }
 
 /// Sync a directory, so a file created or renamed in it survives a crash.
-pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| located(e, "sync the directory", dir))

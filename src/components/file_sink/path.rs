@@ -16,7 +16,7 @@ enum Piece {
 
 /// A parsed `path`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Template {
+pub(crate) struct Template {
     written: String,
     pieces: Vec<Piece>,
     /// The rendered time pieces for the last second rendered.
@@ -25,7 +25,7 @@ pub struct Template {
 
 impl Template {
     /// Parse `path`: `{name}` is a field (`{{` and `}}` are braces), `%…` a strftime pattern.
-    pub fn parse(path: &str) -> Result<Template, String> {
+    pub(crate) fn parse(path: &str) -> Result<Template, String> {
         if path.trim().is_empty() {
             return Err("is empty".into());
         }
@@ -75,7 +75,7 @@ impl Template {
     }
 
     /// The field names the template reads, in order.
-    pub fn fields(&self) -> Vec<&str> {
+    pub(crate) fn fields(&self) -> Vec<&str> {
         self.pieces
             .iter()
             .filter_map(|p| match p {
@@ -86,7 +86,10 @@ impl Template {
     }
 
     /// Set where each field is among the input's fields (`position` of a name).
-    pub fn bind(&mut self, mut position: impl FnMut(&str) -> Option<usize>) -> Result<(), String> {
+    pub(crate) fn bind(
+        &mut self,
+        mut position: impl FnMut(&str) -> Option<usize>,
+    ) -> Result<(), String> {
         for p in &mut self.pieces {
             if let Piece::Field { name, at } = p {
                 *at = position(name).ok_or_else(|| format!("the input has no field `{name}`"))?;
@@ -96,14 +99,14 @@ impl Template {
     }
 
     /// Whether the template changes with time.
-    pub fn is_timed(&self) -> bool {
+    fn is_timed(&self) -> bool {
         self.pieces
             .iter()
             .any(|p| matches!(p, Piece::Text { timed: true, .. }))
     }
 
     /// The directories before the first pattern: where the sink writes (never empty: `.`).
-    pub fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         let fixed = match self.pieces.first() {
             Some(Piece::Text { text, timed }) => match timed {
                 true => &text[..text.find('%').unwrap_or(0)],
@@ -119,7 +122,7 @@ impl Template {
     }
 
     /// The path of a record with `values`, at `epoch_ms` (UTC).
-    pub fn render(&mut self, values: &[crate::tuple::Value], epoch_ms: i64) -> String {
+    pub(crate) fn render(&mut self, values: &[crate::tuple::Value], epoch_ms: i64) -> String {
         let second = epoch_ms.div_euclid(1000);
         if self.is_timed() && self.cache.as_ref().is_none_or(|c| c.0 != second) {
             let ts = jiff::Timestamp::from_second(second).unwrap_or(jiff::Timestamp::UNIX_EPOCH);

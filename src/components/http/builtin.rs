@@ -8,11 +8,11 @@ use crate::model::Component;
 use std::path::Path;
 
 /// The `http` built-in.
-pub struct HttpType;
+pub(crate) struct HttpType;
 
 /// A network spout's arguments: its own (shapes its check reads) and the record arguments of
 /// `stdin`, with `format` one of `formats`.
-pub fn network_args(own: &[&'static str], formats: &'static [&'static str]) -> Vec<b::Arg> {
+pub(crate) fn network_args(own: &[&'static str], formats: &'static [&'static str]) -> Vec<b::Arg> {
     let mut args: Vec<b::Arg> = own
         .iter()
         .map(|n| match *n {
@@ -39,7 +39,7 @@ pub fn network_args(own: &[&'static str], formats: &'static [&'static str]) -> V
 
 /// Report a spout's problems, each at its argument (or the type); one already reported at
 /// the same place (a shape) is not said twice.
-pub fn report(w: &mut Written, name: &str, problems: Vec<(&'static str, String)>) {
+pub(crate) fn report(w: &mut Written, name: &str, problems: Vec<(&'static str, String)>) {
     for (key, message) in problems {
         let span = w.arg_span(key);
         if w.diags.iter().any(|d| d.is_error() && d.span == Some(span)) {

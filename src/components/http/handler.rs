@@ -14,12 +14,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The fields of a request, besides its records: the client's address and the headers.
-pub const REMOTE_FIELD: &str = "http_remote";
-pub const HEADERS_FIELD: &str = "http_headers";
-pub const HEADER_PREFIX: &str = "http_header_";
+const REMOTE_FIELD: &str = "http_remote";
+const HEADERS_FIELD: &str = "http_headers";
+const HEADER_PREFIX: &str = "http_header_";
 
 /// Whether `name` is a field of the request rather than of its records.
-pub fn is_source_field(name: &str) -> bool {
+pub(crate) fn is_source_field(name: &str) -> bool {
     name == REMOTE_FIELD
         || name == HEADERS_FIELD
         || name
@@ -29,23 +29,23 @@ pub fn is_source_field(name: &str) -> bool {
 
 /// A header name as a field name's tail: lower case, `-` as `_` (`X-Request-Id` →
 /// `x_request_id`).
-pub fn header_key(name: &str) -> String {
+fn header_key(name: &str) -> String {
     name.to_ascii_lowercase().replace('-', "_")
 }
 
 /// What answers the spout's requests.
-pub struct Ingest {
-    pub path: String,
-    pub health_path: String,
-    pub token: Option<String>,
-    pub ack: bool,
+pub(crate) struct Ingest {
+    pub(crate) path: String,
+    pub(crate) health_path: String,
+    pub(crate) token: Option<String>,
+    pub(crate) ack: bool,
     /// The header that names each request once (`idempotency_header`): required then.
-    pub idempotency_header: Option<String>,
-    pub spec: Option<Spec>,
-    pub layout: Layout,
-    pub max_record: usize,
-    pub inbox: Arc<Inbox>,
-    pub stopping: Stopping,
+    pub(crate) idempotency_header: Option<String>,
+    pub(crate) spec: Option<Spec>,
+    pub(crate) layout: Layout,
+    pub(crate) max_record: usize,
+    pub(crate) inbox: Arc<Inbox>,
+    pub(crate) stopping: Stopping,
 }
 
 fn json_answer(status: u16, body: serde_json::Value) -> Response {
@@ -58,7 +58,7 @@ fn json_answer(status: u16, body: serde_json::Value) -> Response {
 }
 
 /// An error answer: `{"error": …}`.
-pub fn refusal(status: u16, why: &str) -> Response {
+pub(crate) fn refusal(status: u16, why: &str) -> Response {
     let mut r = json_answer(status, serde_json::json!({ "error": why }));
     if matches!(status, 429 | 503) {
         r.headers.push(("Retry-After", "1".into()));
@@ -67,7 +67,7 @@ pub fn refusal(status: u16, why: &str) -> Response {
 }
 
 /// The answer once records are in: how many were taken and how many could not be read.
-pub fn accepted(accepted: usize, rejected: usize) -> Response {
+pub(crate) fn accepted(accepted: usize, rejected: usize) -> Response {
     json_answer(
         200,
         serde_json::json!({ "accepted": accepted, "rejected": rejected }),

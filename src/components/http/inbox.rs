@@ -12,12 +12,12 @@ use std::sync::Mutex;
 
 /// One request's records, what could not be read of it, and (with `ack: true`) where its
 /// answer goes once its tuple trees completed.
-pub struct Batch {
-    pub records: Vec<Values>,
-    pub bad: Vec<(String, String)>,
-    pub reply: Option<tokio::sync::oneshot::Sender<Response>>,
+pub(crate) struct Batch {
+    pub(crate) records: Vec<Values>,
+    pub(crate) bad: Vec<(String, String)>,
+    pub(crate) reply: Option<tokio::sync::oneshot::Sender<Response>>,
     /// The request's idempotency key (with `idempotency_header`).
-    pub key: Option<String>,
+    pub(crate) key: Option<String>,
 }
 
 #[derive(Default)]
@@ -27,7 +27,7 @@ struct Queue {
 }
 
 /// The queue between the server's threads and the spout.
-pub struct Inbox {
+pub(crate) struct Inbox {
     queue: Mutex<Queue>,
     capacity: usize,
     waker: Waker,
@@ -37,7 +37,7 @@ pub struct Inbox {
 
 /// Why a batch was not taken.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// The queue is full: try later.
     Full,
     /// The spout does not take records now (deactivated or stopping).
@@ -45,7 +45,7 @@ pub enum Refused {
 }
 
 impl Inbox {
-    pub fn new(capacity: usize, waker: Waker) -> Inbox {
+    pub(crate) fn new(capacity: usize, waker: Waker) -> Inbox {
         Inbox {
             queue: Mutex::new(Queue::default()),
             capacity,
@@ -60,7 +60,7 @@ impl Inbox {
 
     /// Queue a batch; an empty queue takes any batch (a body may hold more records than the
     /// queue, but `max_body` bounds it).
-    pub fn push(&self, batch: Batch) -> Result<(), (Refused, Batch)> {
+    pub(crate) fn push(&self, batch: Batch) -> Result<(), (Refused, Batch)> {
         if !self.active.load(Ordering::Acquire) {
             return Err((Refused::Inactive, batch));
         }
@@ -78,7 +78,7 @@ impl Inbox {
     }
 
     /// The next batch, oldest first.
-    pub fn pop(&self) -> Option<Batch> {
+    pub(crate) fn pop(&self) -> Option<Batch> {
         let mut q = self.queue();
         let b = q.batches.pop_front()?;
         q.records -= b.records.len() + b.bad.len();
@@ -86,17 +86,17 @@ impl Inbox {
     }
 
     /// Whether a request would be taken now (the health check).
-    pub fn healthy(&self) -> bool {
+    pub(crate) fn healthy(&self) -> bool {
         self.active.load(Ordering::Acquire) && self.queue().records < self.capacity
     }
 
-    pub fn set_active(&self, yes: bool) {
+    pub(crate) fn set_active(&self, yes: bool) {
         self.active.store(yes, Ordering::Release);
     }
 
     /// Close: refuse from now on, and drop what waits (their clients, still waiting with
     /// `ack: true`, get a 503).
-    pub fn close(&self) -> usize {
+    pub(crate) fn close(&self) -> usize {
         self.set_active(false);
         let mut q = self.queue();
         let left = q.records;

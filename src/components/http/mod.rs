@@ -8,17 +8,17 @@ mod inbox;
 mod once;
 pub(crate) mod record;
 pub(crate) mod settings;
-pub(crate) mod spout;
+mod spout;
 
-pub use handler::is_source_field;
-pub use spout::{output_fields, HttpSpout};
+use handler::is_source_field;
+use spout::{output_fields, HttpSpout};
 
 use serde_json::Value as Json;
 
 type Args = serde_json::Map<String, Json>;
 
 /// The arguments the `http` spout reads (besides the record arguments of `stdin`).
-pub const ARGS: &[&str] = &[
+const ARGS: &[&str] = &[
     "listen",
     "path",
     "health_path",
@@ -34,7 +34,7 @@ pub const ARGS: &[&str] = &[
 
 /// Every problem with a spout's arguments, each with the argument it is about: what
 /// `storm validate` reports, located there. `tasks`: how many tasks the spout runs as.
-pub fn check(args: &Args, tasks: u32) -> Vec<(&'static str, String)> {
+fn check(args: &Args, tasks: u32) -> Vec<(&'static str, String)> {
     let (mut problems, args, read) = settings::all_problems(args, settings::Settings::from_args);
     let Some(settings) = read else {
         return problems;

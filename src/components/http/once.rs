@@ -13,26 +13,26 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Where a request's answer goes (every client that sent its key and waits).
-pub type Reply = tokio::sync::oneshot::Sender<Response>;
+type Reply = tokio::sync::oneshot::Sender<Response>;
 
 /// A request's answer, due once its records are done (and, under checkpoints, committed).
-pub struct Answer {
-    pub key: Option<String>,
-    pub accepted: usize,
-    pub rejected: usize,
-    pub replies: Vec<Reply>,
+pub(crate) struct Answer {
+    pub(crate) key: Option<String>,
+    pub(crate) accepted: usize,
+    pub(crate) rejected: usize,
+    pub(crate) replies: Vec<Reply>,
 }
 
 impl Answer {
     /// 200 to every client waiting (one may have gone: nothing to tell it).
-    pub fn ok(self) {
+    fn ok(self) {
         for r in self.replies {
             let _ = r.send(handler::accepted(self.accepted, self.rejected));
         }
     }
 
     /// 500 to every client waiting: the request must be sent again.
-    pub fn failed(self) {
+    pub(crate) fn failed(self) {
         for r in self.replies {
             let _ = r.send(handler::refusal(
                 500,
@@ -53,7 +53,7 @@ enum Seen {
 }
 
 /// What to do with a request that arrived with a key.
-pub enum Arrival {
+pub(crate) enum Arrival {
     /// Emit its records but those numbered in the list (done before); the answer is the
     /// caller's to hold.
     Take(Answer, Vec<u32>),
@@ -64,7 +64,7 @@ pub enum Arrival {
 }
 
 /// The keys taken and the answers held until their checkpoint commits.
-pub struct Once {
+pub(crate) struct Once {
     checkpoints: bool,
     ttl: Duration,
     keys: HashMap<String, Seen>,
@@ -86,7 +86,7 @@ fn now_ms() -> u64 {
 }
 
 impl Once {
-    pub fn new(ttl: Duration) -> Once {
+    pub(crate) fn new(ttl: Duration) -> Once {
         Once {
             checkpoints: false,
             ttl,
@@ -99,12 +99,12 @@ impl Once {
     }
 
     /// The run checkpoints: answers wait for their checkpoint's commit.
-    pub fn set_checkpoints(&mut self, yes: bool) {
+    pub(crate) fn set_checkpoints(&mut self, yes: bool) {
         self.checkpoints = yes;
     }
 
     /// Request `request` arrived (with a key in `answer.key`, or none).
-    pub fn arrive(&mut self, request: u64, answer: Answer) -> Arrival {
+    pub(crate) fn arrive(&mut self, request: u64, answer: Answer) -> Arrival {
         let Some(key) = answer.key.clone() else {
             return Arrival::Take(answer, Vec::new());
         };
@@ -148,7 +148,7 @@ impl Once {
     }
 
     /// Record `index` of request `request` is done (its tree completed).
-    pub fn record_done(&mut self, request: u64, index: u32) {
+    pub(crate) fn record_done(&mut self, request: u64, index: u32) {
         let Some(key) = self.requests.get(&request) else {
             return;
         };
@@ -158,7 +158,7 @@ impl Once {
     }
 
     /// Every record of a request is done: answer now, or once they are committed.
-    pub fn done(&mut self, request: u64, answer: Answer) {
+    pub(crate) fn done(&mut self, request: u64, answer: Answer) {
         self.requests.remove(&request);
         let Some(key) = answer.key.clone() else {
             return answer.ok();
@@ -174,7 +174,7 @@ impl Once {
 
     /// Every record of a request is done or failed, and one failed: its clients send it
     /// again, and the resend emits the records not done.
-    pub fn failed(&mut self, request: u64, answer: Answer) {
+    pub(crate) fn failed(&mut self, request: u64, answer: Answer) {
         if let Some(key) = self.requests.remove(&request) {
             match self.keys.remove(&key) {
                 Some(Seen::InFlight { done, .. }) if !done.is_empty() => {
@@ -187,13 +187,13 @@ impl Once {
     }
 
     /// A request over whose answer was already sent (a failure without a key).
-    pub fn forget(&mut self, request: u64) {
+    pub(crate) fn forget(&mut self, request: u64) {
         self.requests.remove(&request);
     }
 
     /// The keys whose records are done, or some of them, for a checkpoint (those committed
     /// longer than the ttl ago are forgotten first); what is done so far goes with it.
-    pub fn position(&mut self) -> Value {
+    pub(crate) fn position(&mut self) -> Value {
         let oldest = now_ms().saturating_sub(u64::try_from(self.ttl.as_millis()).unwrap_or(0));
         self.keys.retain(|_, s| match s {
             Seen::Done { at_ms, committed } => !*committed || *at_ms >= oldest,
@@ -219,7 +219,7 @@ impl Once {
     }
 
     /// The position taken last is saved under checkpoint `txid`.
-    pub fn saved(&mut self, txid: u64) {
+    pub(crate) fn saved(&mut self, txid: u64) {
         if !self.saving.is_empty() {
             self.saved
                 .push_back((txid, std::mem::take(&mut self.saving)));
@@ -227,7 +227,7 @@ impl Once {
     }
 
     /// Answer the requests whose checkpoint committed (`committed`: the last one).
-    pub fn commits(&mut self, committed: u64) {
+    pub(crate) fn commits(&mut self, committed: u64) {
         while self.saved.front().is_some_and(|(t, _)| *t <= committed) {
             let Some((_, answers)) = self.saved.pop_front() else {
                 break;
@@ -244,12 +244,12 @@ impl Once {
     }
 
     /// Whether answers wait for a commit.
-    pub fn holding(&self) -> bool {
+    pub(crate) fn holding(&self) -> bool {
         !self.saved.is_empty()
     }
 
     /// Go on from a position: its keys were committed, whole or in part.
-    pub fn restore(&mut self, position: &Value) -> anyhow::Result<()> {
+    pub(crate) fn restore(&mut self, position: &Value) -> anyhow::Result<()> {
         let Value::Map(keys) = position else {
             anyhow::bail!("an http spout's position must be a map of keys, not {position:?}");
         };

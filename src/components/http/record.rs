@@ -14,7 +14,7 @@ use serde_json::Value as Json;
 type Args = serde_json::Map<String, Json>;
 
 /// The one field without `format`.
-pub const LINE_FIELD: &str = "line";
+pub(crate) const LINE_FIELD: &str = "line";
 
 /// Where an output field's value comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,18 +27,18 @@ enum Slot {
 
 /// Which output field takes which value.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     slots: Vec<Slot>,
     source: Vec<String>,
     /// The output is what the reader gives, as it gives it.
     identity: bool,
 }
 
-pub use crate::components::parse::source::fields_arg;
+pub(crate) use crate::components::parse::source::fields_arg;
 
 /// The record arguments with the source's fields taken out of `fields`: what `stdin`'s
 /// readers are given.
-pub fn reader_args(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Args, String> {
+fn reader_args(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Args, String> {
     let mut args = crate::components::parse::source::without_source_fields(args, is_source)?;
     // Only source fields asked: the reader reads all it has.
     if args
@@ -52,13 +52,16 @@ pub fn reader_args(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Args
 }
 
 /// The reader's spec, for a `format` other than the source's own ones.
-pub fn reader_spec(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Spec, String> {
+pub(crate) fn reader_spec(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Result<Spec, String> {
     Spec::from_args(&reader_args(args, is_source)?).map_err(|e| e.message)
 }
 
 /// The record arguments' problems, each with the argument it is about (`format`, `columns`,
 /// `fields`, …), for a `format` of `stdin`'s readers.
-pub fn check_reader(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Vec<(&'static str, String)> {
+pub(crate) fn check_reader(
+    args: &Args,
+    is_source: &dyn Fn(&str) -> bool,
+) -> Vec<(&'static str, String)> {
     if !args.contains_key("format") {
         return Vec::new();
     }
@@ -74,7 +77,7 @@ pub fn check_reader(args: &Args, is_source: &dyn Fn(&str) -> bool) -> Vec<(&'sta
 impl Layout {
     /// The layout for `fields` (or, without it, all of `read`): `read` are the fields the
     /// format gives, `is_source` says which other names the source gives.
-    pub fn new(
+    pub(crate) fn new(
         fields: Option<Vec<String>>,
         read: &[String],
         is_source: &dyn Fn(&str) -> bool,
@@ -113,13 +116,13 @@ impl Layout {
     }
 
     /// The source fields asked for, in the order [`Layout::fill`] wants their values.
-    pub fn source_fields(&self) -> &[String] {
+    pub(crate) fn source_fields(&self) -> &[String] {
         &self.source
     }
 
     /// The output values of a record: `read` from the reader, `source` the values of
     /// [`Layout::source_fields`].
-    pub fn fill(&self, read: Values, source: &[Value]) -> Values {
+    pub(crate) fn fill(&self, read: Values, source: &[Value]) -> Values {
         if self.identity {
             return read;
         }
@@ -136,14 +139,14 @@ impl Layout {
 /// What reading a text gave: records (as the reader's values) and the lines that could not
 /// be read, with why.
 #[derive(Debug, Default)]
-pub struct Read {
-    pub records: Vec<Values>,
-    pub bad: Vec<(String, String)>,
+pub(crate) struct Read {
+    pub(crate) records: Vec<Values>,
+    pub(crate) bad: Vec<(String, String)>,
 }
 
 /// Read one line into `out`: with a parser, its records (a JSON array gives several);
 /// without, the line itself. Blank lines are no record.
-pub fn read_line(parser: Option<&mut Parser>, line: &str, out: &mut Read) {
+pub(crate) fn read_line(parser: Option<&mut Parser>, line: &str, out: &mut Read) {
     let line = line.strip_suffix('\r').unwrap_or(line);
     let Some(parser) = parser else {
         if !line.trim().is_empty() {
@@ -162,7 +165,7 @@ pub fn read_line(parser: Option<&mut Parser>, line: &str, out: &mut Read) {
 }
 
 /// At the end of a text: a record left open (an unclosed quote or JSON value) is bad.
-pub fn read_end(parser: Option<&mut Parser>, what: &str, out: &mut Read) {
+pub(crate) fn read_end(parser: Option<&mut Parser>, what: &str, out: &mut Read) {
     if let Some((text, reason)) = parser.and_then(Parser::unfinished) {
         out.bad
             .push((text, reason.replace("at the end of input", what)));
@@ -170,7 +173,11 @@ pub fn read_end(parser: Option<&mut Parser>, what: &str, out: &mut Read) {
 }
 
 /// Read a whole text (a request body) with a fresh parser for `spec`.
-pub fn read_text(spec: Option<&Spec>, text: &str, max_record: usize) -> Result<Read, String> {
+pub(crate) fn read_text(
+    spec: Option<&Spec>,
+    text: &str,
+    max_record: usize,
+) -> Result<Read, String> {
     let mut parser = spec.map(Parser::new).transpose()?;
     if let Some(p) = &mut parser {
         p.set_max_record(max_record);
@@ -202,7 +209,7 @@ fn preview(line: &str) -> String {
 /// Record `at` (counted from 1) could not be read: its text and the reason on the `errors`
 /// stream when one is wired, else dropped, counted and warned about (with `topology.strict`,
 /// the error that ends the run).
-pub fn unreadable(
+pub(crate) fn unreadable(
     errors: Option<StreamId>,
     warnings: &mut DropWarnings,
     at: u64,

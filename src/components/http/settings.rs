@@ -8,11 +8,11 @@ use serde_json::Value as Json;
 type Args = serde_json::Map<String, Json>;
 
 /// A problem with one argument: its name (where validation locates it) and what is wrong.
-pub type ArgError = (&'static str, String);
+pub(crate) type ArgError = (&'static str, String);
 
 /// The bearer token: as written, or the name of the environment variable holding it.
 #[derive(Clone, PartialEq, Eq)]
-pub enum Token {
+pub(crate) enum Token {
     Text(String),
     Env(String),
 }
@@ -29,7 +29,7 @@ impl std::fmt::Debug for Token {
 
 impl Token {
     /// The token's value (read from the environment now, for `Env`).
-    pub fn resolve(&self) -> Result<String, String> {
+    pub(crate) fn resolve(&self) -> Result<String, String> {
         match self {
             Token::Text(t) => Ok(t.clone()),
             Token::Env(name) => match std::env::var(name) {
@@ -44,37 +44,37 @@ impl Token {
 
 /// What the `http` spout was asked for.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `host:port` as written (`:8080` made `0.0.0.0:8080`).
-    pub listen: String,
-    pub path: String,
-    pub health_path: String,
-    pub token: Option<Token>,
-    pub max_body: usize,
-    pub max_connections: usize,
+    pub(crate) listen: String,
+    pub(crate) path: String,
+    pub(crate) health_path: String,
+    pub(crate) token: Option<Token>,
+    pub(crate) max_body: usize,
+    pub(crate) max_connections: usize,
     /// Answer once the records' tuple trees completed (else once they are queued).
-    pub ack: bool,
+    pub(crate) ack: bool,
     /// Records waiting to be emitted past which a request is answered 429.
-    pub queue: usize,
+    pub(crate) queue: usize,
     /// The request header naming each request once (`idempotency_header`): a request sent
     /// again with a key already taken is answered without its records being emitted again.
-    pub idempotency_header: Option<String>,
+    pub(crate) idempotency_header: Option<String>,
     /// How long a taken key is remembered (`idempotency_ttl`).
-    pub idempotency_ttl: std::time::Duration,
+    pub(crate) idempotency_ttl: std::time::Duration,
 }
 
 /// The default `idempotency_ttl`: clients retry within minutes.
-pub const DEFAULT_IDEMPOTENCY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+const DEFAULT_IDEMPOTENCY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The default `max_body`: 1 MiB.
-pub const DEFAULT_MAX_BODY: usize = 1 << 20;
+const DEFAULT_MAX_BODY: usize = 1 << 20;
 /// The default `queue`: records accepted and not yet emitted.
-pub const DEFAULT_QUEUE: usize = 10_000;
+const DEFAULT_QUEUE: usize = 10_000;
 /// The default bound on open connections.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 impl Settings {
-    pub fn from_args(args: &Args) -> Result<Settings, ArgError> {
+    pub(crate) fn from_args(args: &Args) -> Result<Settings, ArgError> {
         let listen = match args.get("listen") {
             None => {
                 return Err((
@@ -120,7 +120,7 @@ impl Settings {
 
     /// Exactly once with checkpoints: answered once the records are committed, and each
     /// request taken once by its key.
-    pub fn exactly_once(&self) -> bool {
+    pub(crate) fn exactly_once(&self) -> bool {
         self.ack && self.idempotency_header.is_some()
     }
 }
@@ -182,7 +182,7 @@ fn url_path(args: &Args, key: &'static str, default: &str) -> Result<String, Arg
 }
 
 /// A whole-number argument ≥ 1.
-pub fn count_arg(args: &Args, key: &'static str, default: usize) -> Result<usize, ArgError> {
+pub(crate) fn count_arg(args: &Args, key: &'static str, default: usize) -> Result<usize, ArgError> {
     match args.get(key) {
         None => Ok(default),
         Some(v) => v
@@ -194,7 +194,7 @@ pub fn count_arg(args: &Args, key: &'static str, default: usize) -> Result<usize
 }
 
 /// A size argument (see [`size`]).
-pub fn size_arg(args: &Args, key: &'static str, default: usize) -> Result<usize, ArgError> {
+pub(crate) fn size_arg(args: &Args, key: &'static str, default: usize) -> Result<usize, ArgError> {
     match args.get(key) {
         None => Ok(default),
         Some(v) => size(v).filter(|n| *n >= 1).ok_or_else(|| {
@@ -208,7 +208,7 @@ pub fn size_arg(args: &Args, key: &'static str, default: usize) -> Result<usize,
 
 /// A size: a number of bytes, or a number with a unit `B`, `KB`/`K`/`KiB`, `MB`/`M`/`MiB`,
 /// `GB`/`G`/`GiB` (any case; all powers of 1024).
-pub fn size(v: &Json) -> Option<usize> {
+fn size(v: &Json) -> Option<usize> {
     match v {
         Json::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
         Json::String(s) => {
@@ -232,7 +232,7 @@ pub fn size(v: &Json) -> Option<usize> {
 
 /// A listening address: `host:port`, `[v6]:port` or `:port` (every interface). The host is an
 /// IP address or a name (resolved when the spout starts); the port 0–65535 (0: any free one).
-pub fn address(v: &Json) -> Result<String, String> {
+pub(crate) fn address(v: &Json) -> Result<String, String> {
     let Some(text) = v.as_str().map(str::trim) else {
         return Err("`listen` must be an address `host:port` (e.g. `0.0.0.0:8080`)".into());
     };
@@ -266,7 +266,7 @@ pub fn address(v: &Json) -> Result<String, String> {
 /// Every problem `read` finds in `args`, not only the first: after each, the argument at
 /// fault is set aside (an address made a placeholder) and the rest read again. Returns the
 /// problems and the arguments that then read cleanly, with what they read.
-pub fn all_problems<T>(
+pub(crate) fn all_problems<T>(
     args: &Args,
     read: impl Fn(&Args) -> Result<T, ArgError>,
 ) -> (Vec<ArgError>, Args, Option<T>) {
@@ -291,7 +291,7 @@ pub fn all_problems<T>(
 }
 
 /// Whether an address asks for any free port (each task would get its own).
-pub fn any_port(listen: &str) -> bool {
+pub(crate) fn any_port(listen: &str) -> bool {
     listen.rsplit_once(':').is_some_and(|(_, p)| p == "0")
 }
 

@@ -33,7 +33,7 @@ struct Waiter {
     answer: Option<Answer>,
 }
 
-pub struct HttpSpout {
+pub(crate) struct HttpSpout {
     settings: Settings,
     spec: Option<Spec>,
     layout: Layout,
@@ -57,7 +57,7 @@ pub struct HttpSpout {
 }
 
 /// The output fields for the spout's arguments.
-pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
+pub(crate) fn output_fields(args: &Args) -> Result<Vec<String>, String> {
     if let Some(fields) = record::fields_arg(args)? {
         return Ok(fields);
     }
@@ -75,7 +75,7 @@ fn read_fields(args: &Args) -> Result<(Option<Spec>, Vec<String>), String> {
 }
 
 impl HttpSpout {
-    pub fn new(args: &Args) -> Result<HttpSpout, String> {
+    pub(crate) fn new(args: &Args) -> Result<HttpSpout, String> {
         let settings = Settings::from_args(args).map_err(|(_, why)| why)?;
         let (spec, read) = read_fields(args)?;
         let layout = Layout::new(

@@ -6,14 +6,14 @@
 use crate::components::sink_args::{self as a, ArgError, Args};
 use std::time::Duration;
 
-pub const FORMATS: &[&str] = &["ndjson", "json", "csv"];
-pub const METHODS: &[&str] = &["POST", "PUT", "PATCH"];
+pub(crate) const FORMATS: &[&str] = &["ndjson", "json", "csv"];
+const METHODS: &[&str] = &["POST", "PUT", "PATCH"];
 const BATCH_KEYS: &[&str] = &["max_records", "max_bytes", "timeout"];
 const RETRY_KEYS: &[&str] = &["attempts", "initial", "max"];
 
 /// A request body's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyFormat {
+pub(crate) enum BodyFormat {
     /// One JSON object a line.
     Ndjson,
     /// One JSON array of objects.
@@ -23,7 +23,7 @@ pub enum BodyFormat {
 }
 
 impl BodyFormat {
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             BodyFormat::Ndjson => "application/x-ndjson",
             BodyFormat::Json => "application/json",
@@ -34,34 +34,34 @@ impl BodyFormat {
 
 /// When a batch is sent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Batch {
-    pub max_records: usize,
-    pub max_bytes: usize,
-    pub timeout: Duration,
+pub(crate) struct Batch {
+    pub(crate) max_records: usize,
+    pub(crate) max_bytes: usize,
+    pub(crate) timeout: Duration,
 }
 
 /// Retries of a batch the server did not take (5xx, 429, 408, no answer).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Retry {
+pub(crate) struct Retry {
     /// Attempts in all (the first included).
-    pub attempts: u32,
-    pub initial: Duration,
-    pub max: Duration,
+    pub(crate) attempts: u32,
+    pub(crate) initial: Duration,
+    pub(crate) max: Duration,
 }
 
 /// The sink's arguments, checked (secrets still as written: `${NAME}` not yet read).
 #[derive(Clone)]
-pub struct Config {
-    pub url: String,
-    pub method: String,
-    pub format: BodyFormat,
-    pub batch: Batch,
-    pub concurrency: usize,
-    pub headers: Vec<(String, String)>,
-    pub token: Option<String>,
-    pub retry: Retry,
-    pub timeout: Duration,
-    pub idempotency_header: String,
+pub(crate) struct Config {
+    pub(crate) url: String,
+    pub(crate) method: String,
+    pub(crate) format: BodyFormat,
+    pub(crate) batch: Batch,
+    pub(crate) concurrency: usize,
+    headers: Vec<(String, String)>,
+    token: Option<String>,
+    pub(crate) retry: Retry,
+    pub(crate) timeout: Duration,
+    pub(crate) idempotency_header: String,
 }
 
 impl std::fmt::Debug for Config {
@@ -79,7 +79,7 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    pub fn from_args(args: &Args) -> Result<Config, ArgError> {
+    pub(crate) fn from_args(args: &Args) -> Result<Config, ArgError> {
         let url = a::text(args, "url")?.ok_or_else(|| {
             ArgError::new(
                 "url",
@@ -137,7 +137,7 @@ impl Config {
     }
 
     /// The headers sent with every request, `${NAME}`s read from the environment.
-    pub fn resolved_headers(&self) -> Result<Vec<(String, String)>, String> {
+    pub(crate) fn resolved_headers(&self) -> Result<Vec<(String, String)>, String> {
         let mut out = Vec::new();
         for (k, v) in &self.headers {
             let value = expand_env(v).map_err(|e| format!("header `{k}`: {e}"))?;
@@ -216,7 +216,7 @@ fn check_header_name(name: &str) -> Result<(), String> {
 }
 
 /// `http://host[:port]/path` (https needs TLS, which this build leaves out).
-pub fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), String> {
     let shown = redact_url(url);
     let rest = if let Some(r) = url.strip_prefix("http://") {
         r
@@ -249,7 +249,7 @@ pub fn check_url(url: &str) -> Result<(), String> {
 }
 
 /// `url` with any password in it replaced by `***`.
-pub fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
@@ -264,7 +264,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// `text` with each `${NAME}` replaced by the environment variable's value.
-pub fn expand_env(text: &str) -> Result<String, String> {
+fn expand_env(text: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(i) = rest.find("${") {

@@ -3,7 +3,7 @@
 use super::args::BodyFormat;
 
 /// The body of `records` (each a JSON object, or a CSV row for `Csv`).
-pub fn body(format: BodyFormat, names: &[String], records: &[String]) -> Vec<u8> {
+pub(crate) fn body(format: BodyFormat, names: &[String], records: &[String]) -> Vec<u8> {
     let size: usize = records.iter().map(|r| r.len() + 1).sum();
     let mut out = String::with_capacity(size + 2);
     match format {
@@ -38,7 +38,7 @@ pub fn body(format: BodyFormat, names: &[String], records: &[String]) -> Vec<u8>
 
 /// The batches `records` make: at most `max_records` records and (unless one record is
 /// larger) `max_bytes` bytes each.
-pub fn cut(records: Vec<String>, max_records: usize, max_bytes: usize) -> Vec<Vec<String>> {
+pub(crate) fn cut(records: Vec<String>, max_records: usize, max_bytes: usize) -> Vec<Vec<String>> {
     let mut out: Vec<Vec<String>> = Vec::new();
     let mut bytes = 0;
     for r in records {

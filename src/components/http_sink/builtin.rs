@@ -5,7 +5,7 @@ use crate::model::{Component, ComponentKind};
 use std::path::Path;
 
 /// What an `http` sink reads.
-pub const ARGS: &[b::Arg] = &[
+const ARGS: &[b::Arg] = &[
     arg("url", A::Text),
     arg("method", A::Text),
     arg("format", A::OneOf(super::args::FORMATS)),
@@ -19,7 +19,7 @@ pub const ARGS: &[b::Arg] = &[
 ];
 
 /// The `http` built-in (as a sink).
-pub struct HttpType;
+pub(crate) struct HttpType;
 
 impl b::Builtin for HttpType {
     fn name(&self) -> &'static str {
@@ -60,13 +60,13 @@ impl b::Builtin for HttpType {
 }
 
 /// The sink's `errors` stream and its fields.
-pub fn errors_stream() -> (String, Vec<String>) {
+fn errors_stream() -> (String, Vec<String>) {
     let fields = super::ERROR_FIELDS.iter().map(|f| f.to_string()).collect();
     (super::ERRORS_STREAM.into(), fields)
 }
 
 /// An `http` sink's checks (the first problem, located at its argument).
-pub fn check(w: &mut Written) {
+fn check(w: &mut Written) {
     let json = w.args_json();
     if let Err(e) = super::args::Config::from_args(&json) {
         crate::components::sink_args::report(w, "http", &e);

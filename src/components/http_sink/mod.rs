@@ -7,11 +7,11 @@
 //! With `stateful: true`, batches are cut and keyed at checkpoints and sent once their
 //! checkpoint commits (see `txn`): keys then survive restarts too.
 
-pub(crate) mod args;
-pub(crate) mod body;
+mod args;
+mod body;
 pub(crate) mod builtin;
-pub(crate) mod sender;
-pub(crate) mod txn;
+mod sender;
+mod txn;
 
 use crate::components::sink_format::{push_record, RecordFormat};
 use crate::components::{Bolt, BoltCollector, BoltState, FatalError, TaskContext};
@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 type Args = serde_json::Map<String, serde_json::Value>;
 
 /// The stream refused records go to, and its fields.
-pub const ERRORS_STREAM: &str = "errors";
-pub const ERROR_FIELDS: &[&str] = &["line", "reason"];
+const ERRORS_STREAM: &str = "errors";
+const ERROR_FIELDS: &[&str] = &["line", "reason"];
 
 /// A batch being filled (without state).
 #[derive(Default)]
@@ -43,7 +43,7 @@ struct InFlight {
     tuples: Vec<Tuple>,
 }
 
-pub struct HttpSink {
+struct HttpSink {
     cfg: Config,
     label: String,
     names: Vec<String>,
@@ -59,7 +59,7 @@ pub struct HttpSink {
 
 impl HttpSink {
     /// The sink from its arguments (`stateful`: batches sent once their checkpoint commits).
-    pub fn new(args: &Args, stateful: bool) -> Result<HttpSink, String> {
+    fn new(args: &Args, stateful: bool) -> Result<HttpSink, String> {
         let cfg = Config::from_args(args).map_err(|e| e.to_string())?;
         Ok(HttpSink {
             cfg,
@@ -335,7 +335,7 @@ impl crate::components::CheckpointParticipant for HttpSink {
 }
 
 /// The sink for component `c`.
-pub fn bolt(
+fn bolt(
     c: &crate::model::Component,
 ) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
     Ok(Box::new(

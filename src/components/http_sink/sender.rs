@@ -15,16 +15,16 @@ use std::time::Duration;
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// One request to make.
-pub struct Job {
-    pub id: u64,
+pub(crate) struct Job {
+    pub(crate) id: u64,
     /// The idempotency key, the same on every attempt.
-    pub key: String,
-    pub body: Vec<u8>,
+    pub(crate) key: String,
+    pub(crate) body: Vec<u8>,
 }
 
 /// What became of a batch.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A 2xx answer.
     Delivered,
     /// A 4xx (other than 408 and 429): the batch will not be taken as it is.
@@ -34,27 +34,27 @@ pub enum Outcome {
 }
 
 /// What every request carries.
-pub struct Target {
-    pub url: String,
-    pub shown_url: String,
-    pub method: String,
-    pub content_type: &'static str,
-    pub headers: Vec<(String, String)>,
-    pub idempotency_header: String,
-    pub retry: Retry,
-    pub timeout: Duration,
+pub(crate) struct Target {
+    pub(crate) url: String,
+    pub(crate) shown_url: String,
+    pub(crate) method: String,
+    pub(crate) content_type: &'static str,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) idempotency_header: String,
+    pub(crate) retry: Retry,
+    pub(crate) timeout: Duration,
 }
 
 /// The sender threads; dropping the job channel ends them.
-pub struct Pool {
+pub(crate) struct Pool {
     jobs: Option<Sender<Job>>,
-    pub results: Receiver<(u64, Outcome)>,
+    pub(crate) results: Receiver<(u64, Outcome)>,
     threads: Vec<std::thread::JoinHandle<()>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Pool {
-    pub fn start(
+    pub(crate) fn start(
         target: Target,
         concurrency: usize,
         waker: Waker,
@@ -101,14 +101,14 @@ impl Pool {
         })
     }
 
-    pub fn send(&self, job: Job) {
+    pub(crate) fn send(&self, job: Job) {
         if let Some(j) = &self.jobs {
             let _ = j.send(job);
         }
     }
 
     /// Stop retrying (the batches still out give up) and end the threads.
-    pub fn shut(&mut self, abandon: bool) {
+    pub(crate) fn shut(&mut self, abandon: bool) {
         if abandon {
             self.stop.store(true, Ordering::SeqCst);
         }
@@ -188,7 +188,7 @@ fn snippet(text: &str) -> String {
 }
 
 /// `Retry-After`: seconds, or an HTTP date.
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
+fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
@@ -201,7 +201,7 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
 
 /// The wait before attempt `attempt + 1`: `initial` doubled each time up to `max`, a random
 /// half of it taken off (jitter, so senders that failed together do not retry together).
-pub fn backoff(r: &Retry, attempt: u32) -> Duration {
+fn backoff(r: &Retry, attempt: u32) -> Duration {
     let exp = r
         .initial
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));

@@ -19,9 +19,9 @@ const END_WAIT: Duration = Duration::from_secs(60);
 
 /// A batch with its key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Keyed {
-    pub key: String,
-    pub records: Vec<String>,
+struct Keyed {
+    key: String,
+    records: Vec<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -32,30 +32,30 @@ struct Saved {
 }
 
 #[derive(Default)]
-pub struct Txn {
+pub(crate) struct Txn {
     epoch: String,
     task: u32,
     n: u64,
     /// Records since the last save.
-    pub open: Vec<String>,
+    pub(crate) open: Vec<String>,
     prepared: Option<Vec<Keyed>>,
     ready: VecDeque<(u64, Vec<Keyed>)>,
     /// Sent and not yet answered, by request id.
     sent: HashMap<u64, Keyed>,
     last_marker: Option<u64>,
-    pub finished: bool,
+    pub(crate) finished: bool,
     saved_after_finish: bool,
 }
 
 impl Txn {
-    pub fn start(&mut self, ctx: &TaskContext) {
+    pub(crate) fn start(&mut self, ctx: &TaskContext) {
         self.task = ctx.task_index;
         if self.epoch.is_empty() {
             self.epoch = format!("{:016x}", rand::random::<u64>());
         }
     }
 
-    pub fn marker(&mut self, txid: u64) {
+    pub(crate) fn marker(&mut self, txid: u64) {
         if let Some(b) = self.prepared.take() {
             self.ready.push_back((txid, b));
         }

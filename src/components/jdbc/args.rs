@@ -5,13 +5,13 @@
 use serde_json::Value as Json;
 use std::time::Duration;
 
-pub type Args = serde_json::Map<String, Json>;
+pub(crate) type Args = serde_json::Map<String, Json>;
 
 /// An argument problem: the argument (`None`: the component) and what is wrong.
-pub type Problem = (Option<&'static str>, String);
+pub(crate) type Problem = (Option<&'static str>, String);
 
 /// The names of the arguments of each role (for validation and the docs' check).
-pub const SINK_ARGS: &[&str] = &[
+pub(crate) const SINK_ARGS: &[&str] = &[
     "url",
     "table",
     "columns",
@@ -20,10 +20,10 @@ pub const SINK_ARGS: &[&str] = &[
     "retry",
     "commits_table",
 ];
-pub const LOOKUP_ARGS: &[&str] = &[
+const LOOKUP_ARGS: &[&str] = &[
     "url", "query", "params", "select", "cache", "missing", "retry",
 ];
-pub const SPOUT_ARGS: &[&str] = &[
+pub(crate) const SPOUT_ARGS: &[&str] = &[
     "url",
     "table",
     "query",
@@ -37,7 +37,7 @@ pub const SPOUT_ARGS: &[&str] = &[
 ];
 
 /// The arguments of `jdbc` (both roles) or of `jdbc_lookup`.
-pub fn known(jdbc: bool) -> Vec<&'static str> {
+pub(crate) fn known(jdbc: bool) -> Vec<&'static str> {
     match jdbc {
         true => {
             let mut all: Vec<&str> = SINK_ARGS.to_vec();
@@ -49,7 +49,7 @@ pub fn known(jdbc: bool) -> Vec<&'static str> {
 }
 
 /// How long a lost connection is retried while tuples wait (`retry`, default 30s).
-pub fn retry(args: &Args) -> Result<Duration, Problem> {
+pub(crate) fn retry(args: &Args) -> Result<Duration, Problem> {
     match args.get("retry") {
         None => Ok(Duration::from_secs(30)),
         Some(v) => crate::config::duration_of(v)
@@ -58,7 +58,7 @@ pub fn retry(args: &Args) -> Result<Duration, Problem> {
 }
 
 /// `url`, as written (resolved from the environment at run start).
-pub fn url(args: &Args) -> Result<&str, Problem> {
+pub(crate) fn url(args: &Args) -> Result<&str, Problem> {
     let url = args.get("url").and_then(Json::as_str).ok_or((
         Some("url"),
         "needs `url`: a PostgreSQL connection string (`postgresql://USER@HOST:PORT/DB`, or `$VAR` to read it from the environment)".to_string(),
@@ -71,7 +71,7 @@ pub fn url(args: &Args) -> Result<&str, Problem> {
 
 /// Whether `name` is a plain SQL name (`errors`, `public.errors` where `dotted`), used as
 /// written in statements (so lower case, as PostgreSQL folds unquoted names).
-pub fn is_sql_name(name: &str, dotted: bool) -> bool {
+pub(crate) fn is_sql_name(name: &str, dotted: bool) -> bool {
     let part = |p: &str| {
         let mut chars = p.chars();
         chars
@@ -86,7 +86,7 @@ pub fn is_sql_name(name: &str, dotted: bool) -> bool {
 }
 
 /// A required SQL name argument.
-pub fn sql_name(args: &Args, key: &'static str, dotted: bool) -> Result<String, Problem> {
+pub(crate) fn sql_name(args: &Args, key: &'static str, dotted: bool) -> Result<String, Problem> {
     let Some(v) = args.get(key) else {
         return Err((Some(key), format!("needs `{key}`")));
     };
@@ -104,7 +104,7 @@ pub fn sql_name(args: &Args, key: &'static str, dotted: bool) -> Result<String, 
 
 /// `columns` of the sink: each a field written to the column of its name, or a one-entry map
 /// `{column: field}`; as (column, field) pairs.
-pub fn columns(args: &Args) -> Result<Vec<(String, String)>, Problem> {
+pub(crate) fn columns(args: &Args) -> Result<Vec<(String, String)>, Problem> {
     let bad = || {
         (
             Some("columns"),
@@ -146,7 +146,10 @@ pub fn columns(args: &Args) -> Result<Vec<(String, String)>, Problem> {
 }
 
 /// `on_conflict`: the key columns of an upsert (each one of `columns`).
-pub fn on_conflict(args: &Args, columns: &[(String, String)]) -> Result<Vec<String>, Problem> {
+pub(crate) fn on_conflict(
+    args: &Args,
+    columns: &[(String, String)],
+) -> Result<Vec<String>, Problem> {
     let Some(v) = args.get("on_conflict") else {
         return Ok(Vec::new());
     };
@@ -187,13 +190,13 @@ pub fn on_conflict(args: &Args, columns: &[(String, String)]) -> Result<Vec<Stri
 
 /// `batch`: rows per transaction and how long the first of them may wait.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Batch {
-    pub rows: usize,
-    pub timeout: Duration,
+pub(crate) struct Batch {
+    pub(crate) rows: usize,
+    pub(crate) timeout: Duration,
 }
 
 /// `batch: N`, or `batch: {rows: N, timeout: 100ms}` (defaults 500 rows, 100ms).
-pub fn batch(args: &Args, default_rows: usize) -> Result<Batch, Problem> {
+pub(crate) fn batch(args: &Args, default_rows: usize) -> Result<Batch, Problem> {
     let mut b = Batch {
         rows: default_rows,
         timeout: Duration::from_millis(100),
@@ -236,7 +239,7 @@ pub fn batch(args: &Args, default_rows: usize) -> Result<Batch, Problem> {
 }
 
 /// The highest `$n` in `query` (outside quotes): how many parameters it takes.
-pub fn parameter_count(query: &str) -> usize {
+pub(crate) fn parameter_count(query: &str) -> usize {
     let mut max = 0;
     let mut quote: Option<char> = None;
     for (i, c) in query.char_indices() {
@@ -260,7 +263,7 @@ pub fn parameter_count(query: &str) -> usize {
 }
 
 /// A list-of-field-names argument (`params`, `select`, the spout's `columns`).
-pub fn names(args: &Args, key: &'static str) -> Result<Vec<String>, Problem> {
+pub(crate) fn names(args: &Args, key: &'static str) -> Result<Vec<String>, Problem> {
     let bad = || (Some(key), format!("`{key}` must be a list of names"));
     match args.get(key) {
         None => Ok(Vec::new()),

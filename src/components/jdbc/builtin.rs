@@ -30,7 +30,7 @@ fn report(w: &mut Written, role: Role) {
 }
 
 /// The `jdbc` built-in.
-pub struct JdbcType;
+pub(crate) struct JdbcType;
 
 impl b::Builtin for JdbcType {
     fn name(&self) -> &'static str {
@@ -90,7 +90,7 @@ impl b::Builtin for JdbcType {
 }
 
 /// The `jdbc_lookup` built-in.
-pub struct JdbcLookupType;
+pub(crate) struct JdbcLookupType;
 
 impl b::Builtin for JdbcLookupType {
     fn name(&self) -> &'static str {

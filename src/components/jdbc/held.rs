@@ -5,10 +5,10 @@
 use crate::tuple::{Value, Values};
 
 /// One row: the values of the columns, in order.
-pub type Row = Values;
+pub(crate) type Row = Values;
 
 /// The rows held, per checkpoint.
-pub type Held = crate::components::held::Held<Row>;
+pub(crate) type Held = crate::components::held::Held<Row>;
 
 impl crate::components::held::Item for Row {
     const UNREADABLE: &'static str = "the saved rows of the sink are not readable";

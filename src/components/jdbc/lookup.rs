@@ -19,20 +19,20 @@ use std::time::{Duration, Instant};
 
 /// The answers of the last queries: parameters' text → selected rows, each with when it was
 /// read; at most `size` of them, none older than `ttl`.
-pub struct Cache {
+pub(crate) struct Cache {
     entries: lru::LruCache<String, (Instant, Arc<Vec<Values>>)>,
     ttl: Duration,
 }
 
 impl Cache {
-    pub fn new(size: NonZeroUsize, ttl: Duration) -> Cache {
+    fn new(size: NonZeroUsize, ttl: Duration) -> Cache {
         Cache {
             entries: lru::LruCache::new(size),
             ttl,
         }
     }
 
-    pub fn get(&mut self, key: &str, now: Instant) -> Option<Arc<Vec<Values>>> {
+    fn get(&mut self, key: &str, now: Instant) -> Option<Arc<Vec<Values>>> {
         let (at, rows) = self.entries.get(key)?;
         if now.saturating_duration_since(*at) < self.ttl {
             return Some(rows.clone());
@@ -41,13 +41,13 @@ impl Cache {
         None
     }
 
-    pub fn put(&mut self, key: String, rows: Arc<Vec<Values>>, now: Instant) {
+    fn put(&mut self, key: String, rows: Arc<Vec<Values>>, now: Instant) {
         self.entries.put(key, (now, rows));
     }
 }
 
 /// `cache: N` (entries, kept 60s) or `cache: {size: N, ttl: 60s}`; none without it.
-pub fn cache_of(a: &Args) -> Result<Option<Cache>, args::Problem> {
+pub(crate) fn cache_of(a: &Args) -> Result<Option<Cache>, args::Problem> {
     let bad = |m: &str| (Some("cache"), m.to_string());
     let size = |v: &Json| {
         v.as_u64()
@@ -74,7 +74,7 @@ pub fn cache_of(a: &Args) -> Result<Option<Cache>, args::Problem> {
     }
 }
 
-pub struct JdbcLookup {
+pub(crate) struct JdbcLookup {
     url: String,
     query: String,
     params: Vec<String>,
@@ -93,7 +93,7 @@ pub struct JdbcLookup {
 }
 
 impl JdbcLookup {
-    pub fn new(a: &Args) -> Result<JdbcLookup, String> {
+    pub(crate) fn new(a: &Args) -> Result<JdbcLookup, String> {
         let m = |p: args::Problem| p.1;
         let query = a
             .get("query")

@@ -5,14 +5,14 @@
 //! table or a query incrementally by an increasing column (`spout`). `url`, `pool`, `values`
 //! and `args` are what they share; `validate` checks the arguments offline.
 
-pub(crate) mod args;
+mod args;
 pub(crate) mod builtin;
-pub(crate) mod held;
-pub(crate) mod lookup;
-pub(crate) mod pool;
-pub(crate) mod sink;
-pub(crate) mod spout;
+mod held;
+mod lookup;
+mod pool;
+mod sink;
+mod spout;
 pub(crate) mod url;
-pub(crate) mod validate;
-pub(crate) mod values;
+mod validate;
+mod values;
 mod values_read;

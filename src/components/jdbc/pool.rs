@@ -15,14 +15,14 @@ const MAX_IDLE: usize = 16;
 const MAX_STATEMENTS: usize = 64;
 
 /// A connection with its prepared statements.
-pub struct Conn {
-    pub client: Client,
+pub(crate) struct Conn {
+    pub(crate) client: Client,
     statements: HashMap<String, Statement>,
 }
 
 impl Conn {
     /// The prepared statement of `sql` (prepared once per connection).
-    pub fn prepare(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
+    pub(crate) fn prepare(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
@@ -36,17 +36,17 @@ impl Conn {
 }
 
 /// The connections to one server as one user.
-pub struct Pool {
+pub(crate) struct Pool {
     config: postgres::Config,
     /// Where it connects, for messages (no password).
-    pub target: String,
+    pub(crate) target: String,
     idle: Mutex<Vec<Conn>>,
 }
 
 impl Pool {
     /// The pool for the connection string `url` of the component `label`, with the password
     /// from the `jdbc.password` config key when the string has none.
-    pub fn for_task(
+    pub(crate) fn for_task(
         ctx: &crate::components::TaskContext,
         url: &str,
         label: &str,
@@ -58,7 +58,7 @@ impl Pool {
     }
 
     /// The pool of this process for `config` (made on first use).
-    pub fn shared(config: postgres::Config) -> Arc<Pool> {
+    fn shared(config: postgres::Config) -> Arc<Pool> {
         static POOLS: OnceLock<Mutex<HashMap<String, Arc<Pool>>>> = OnceLock::new();
         // Its Debug text hides the password: two users' pools are told apart by it too.
         let key = format!("{config:?}{:?}", config.get_password());
@@ -77,7 +77,7 @@ impl Pool {
     }
 
     /// An idle connection, or a new one.
-    pub fn get(&self) -> Result<Conn, postgres::Error> {
+    fn get(&self) -> Result<Conn, postgres::Error> {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match idle.filter(|c| !c.client.is_closed()) {
             Some(c) => Ok(c),
@@ -89,7 +89,7 @@ impl Pool {
     }
 
     /// Give `conn` back (dropped when closed or when enough are idle).
-    pub fn put(&self, conn: Conn) {
+    fn put(&self, conn: Conn) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if !conn.client.is_closed() && idle.len() < MAX_IDLE {
             idle.push(conn);
@@ -98,7 +98,7 @@ impl Pool {
 
     /// Run `f` on a connection, given back after; a connection lost on the way is retried
     /// with back-off until `bound` has passed (or `stop` says the run is stopping).
-    pub fn with<T>(
+    pub(crate) fn with<T>(
         &self,
         bound: Duration,
         stop: &dyn Fn() -> bool,
@@ -143,7 +143,7 @@ impl Pool {
 
 /// Why a statement did not run.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The server could not be reached (or the connection kept breaking) within the bound.
     Unreachable(String),
     /// The server refused it (a type, a constraint, a missing table): doing it again fails.
@@ -160,7 +160,7 @@ impl std::fmt::Display for Failure {
 
 /// Whether `e` is about the connection (lost, refused, the server going down) rather than
 /// the statement.
-pub fn is_connection(e: &postgres::Error) -> bool {
+fn is_connection(e: &postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
@@ -176,7 +176,7 @@ pub fn is_connection(e: &postgres::Error) -> bool {
 }
 
 /// `e` as one line: the server's message with its detail and hint, or the client's, redacted.
-pub fn describe_error(e: &postgres::Error) -> String {
+fn describe_error(e: &postgres::Error) -> String {
     let text = match e.as_db_error() {
         Some(db) => {
             let mut s = format!("{} ({})", db.message(), db.code().code());
@@ -203,7 +203,7 @@ pub fn describe_error(e: &postgres::Error) -> String {
 
 /// Run a `CREATE TABLE IF NOT EXISTS`: two tasks making it at once may race (one gets a
 /// unique violation on the catalog), which is no error.
-pub fn create_table(client: &mut Client, sql: &str) -> Result<(), postgres::Error> {
+pub(crate) fn create_table(client: &mut Client, sql: &str) -> Result<(), postgres::Error> {
     match client.batch_execute(sql) {
         Err(e) if matches!(e.code().map(|c| c.code()), Some("23505" | "42P07")) => Ok(()),
         other => other,

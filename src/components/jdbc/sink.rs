@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 /// Parameters one statement may carry (PostgreSQL's limit is 65535).
 const MAX_PARAMS: usize = 65_535;
 
-pub struct JdbcSink {
+pub(crate) struct JdbcSink {
     url: String,
     table: String,
     /// (column, field) pairs.
@@ -50,7 +50,7 @@ pub struct JdbcSink {
 }
 
 impl JdbcSink {
-    pub fn new(a: &args::Args, stateful: bool) -> Result<JdbcSink, String> {
+    pub(crate) fn new(a: &args::Args, stateful: bool) -> Result<JdbcSink, String> {
         let named = |p: args::Problem| p.1;
         let columns = args::columns(a).map_err(named)?;
         Ok(JdbcSink {

@@ -20,7 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub struct JdbcSpout {
+pub(crate) struct JdbcSpout {
     url: String,
     /// The query with the bound (`$1`), and (table, no `start`) the one without it.
     bounded: String,
@@ -52,7 +52,7 @@ pub struct JdbcSpout {
 type Queries = (String, Option<String>, String, Vec<String>);
 
 /// The queries the spout runs, from `table` or `query`.
-pub fn queries(a: &Args, limit: usize) -> Result<Queries, args::Problem> {
+pub(crate) fn queries(a: &Args, limit: usize) -> Result<Queries, args::Problem> {
     let column = args::sql_name(a, "column", false)?;
     let columns = args::names(a, "columns")?;
     if columns.is_empty() {
@@ -102,7 +102,7 @@ pub fn queries(a: &Args, limit: usize) -> Result<Queries, args::Problem> {
 
 /// Whether storm reads the columns at `picked` of `stmt`'s result; the error says which does
 /// not and how to cast it.
-pub fn check_readable(stmt: &postgres::Statement, picked: &[usize]) -> Result<(), String> {
+pub(crate) fn check_readable(stmt: &postgres::Statement, picked: &[usize]) -> Result<(), String> {
     for &i in picked {
         let c = &stmt.columns()[i];
         let ty = c.type_();
@@ -131,7 +131,7 @@ pub fn check_readable(stmt: &postgres::Statement, picked: &[usize]) -> Result<()
 }
 
 impl JdbcSpout {
-    pub fn new(a: &Args) -> Result<JdbcSpout, String> {
+    pub(crate) fn new(a: &Args) -> Result<JdbcSpout, String> {
         let m = |p: args::Problem| p.1;
         let limit = args::batch(a, 1000).map_err(m)?.rows;
         let (bounded, unbounded, column, columns) = queries(a, limit).map_err(m)?;

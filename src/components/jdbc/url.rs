@@ -6,7 +6,7 @@
 use std::str::FromStr;
 
 /// `url` as written, with `$NAME` / `${NAME}` read from the environment.
-pub fn resolve(written: &str) -> Result<String, String> {
+fn resolve(written: &str) -> Result<String, String> {
     let Some(name) = env_name(written) else {
         return Ok(written.to_string());
     };
@@ -14,7 +14,7 @@ pub fn resolve(written: &str) -> Result<String, String> {
 }
 
 /// The variable an `url` written as `$NAME` or `${NAME}` reads.
-pub fn env_name(written: &str) -> Option<&str> {
+pub(crate) fn env_name(written: &str) -> Option<&str> {
     let rest = written.trim().strip_prefix('$')?;
     let name = rest
         .strip_prefix('{')
@@ -25,7 +25,7 @@ pub fn env_name(written: &str) -> Option<&str> {
 }
 
 /// Parse a connection string; the error never repeats its text (it may hold a password).
-pub fn parse(url: &str) -> Result<postgres::Config, String> {
+pub(crate) fn parse(url: &str) -> Result<postgres::Config, String> {
     postgres::Config::from_str(url).map_err(|e| {
         format!(
             "`url` is not a PostgreSQL connection string ({}); write `postgresql://USER@HOST:PORT/DB` or `host=… user=… dbname=…`",
@@ -36,7 +36,7 @@ pub fn parse(url: &str) -> Result<postgres::Config, String> {
 
 /// The configuration to connect with: `url` resolved and parsed, with `password` (from the
 /// config or `PGPASSWORD`) when the string has none.
-pub fn config(written: &str, password: Option<&str>) -> Result<postgres::Config, String> {
+pub(crate) fn config(written: &str, password: Option<&str>) -> Result<postgres::Config, String> {
     let mut config = parse(&resolve(written)?)?;
     if config.get_password().is_none() {
         let env = std::env::var("PGPASSWORD").ok();
@@ -51,7 +51,7 @@ pub fn config(written: &str, password: Option<&str>) -> Result<postgres::Config,
 }
 
 /// Where `config` connects, for messages: `user@host:port/db`, no password.
-pub fn describe(config: &postgres::Config) -> String {
+pub(crate) fn describe(config: &postgres::Config) -> String {
     use postgres::config::Host;
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
@@ -67,7 +67,7 @@ pub fn describe(config: &postgres::Config) -> String {
 
 /// `text` with every password in it replaced by `***`: the one of `scheme://user:pw@host`,
 /// and the value of `password=` (a `key=value` string or a URL's query).
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {

@@ -10,7 +10,7 @@ use crate::syntax::raw::{RawComponent, RawValue, Spanned};
 
 /// Which of the three a component is.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Role {
+pub(crate) enum Role {
     Sink,
     Lookup,
     Spout,
@@ -65,7 +65,7 @@ fn problems(a: &Args, role: Role) -> Vec<Problem> {
 }
 
 /// Each problem with where it is: at the argument, else the arguments, else the type.
-pub fn check(rc: &RawComponent, role: Role) -> Vec<(String, Span)> {
+pub(crate) fn check(rc: &RawComponent, role: Role) -> Vec<(String, Span)> {
     let at_type = rc.ctype.as_ref().map_or(rc.span, |t| t.span);
     let Some(raw) = &rc.args else {
         let name = if role == Role::Lookup {
@@ -126,7 +126,7 @@ fn wrong_role(raw: &Spanned<RawValue>, role: Role) -> Vec<(String, Span)> {
 
 /// The input fields the arguments name: a sink's `columns` (a name, or the field of a
 /// `{column: field}`), a lookup's `params`.
-pub fn named_input_fields(rc: &RawComponent, role: Role) -> Vec<(String, Span)> {
+pub(crate) fn named_input_fields(rc: &RawComponent, role: Role) -> Vec<(String, Span)> {
     let key = match role {
         Role::Sink => "columns",
         Role::Lookup => "params",

@@ -12,7 +12,7 @@ type BoxError = Box<dyn Error + Sync + Send>;
 
 /// A parameter, encoded for its type.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Enc {
+pub(crate) enum Enc {
     Null,
     Bool(bool),
     I16(i16),
@@ -58,7 +58,7 @@ impl ToSql for Enc {
 }
 
 /// What a value is, for messages.
-pub fn kind_of(v: &Value) -> &'static str {
+fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a bool",
@@ -71,7 +71,7 @@ pub fn kind_of(v: &Value) -> &'static str {
 }
 
 /// `v` encoded for a parameter of type `ty`; the error says what did not fit.
-pub fn encode(v: &Value, ty: &Type) -> Result<Enc, String> {
+pub(crate) fn encode(v: &Value, ty: &Type) -> Result<Enc, String> {
     let whole = |v: &Value| -> Option<i64> {
         match v {
             Value::Int(n) => Some(*n),
@@ -116,7 +116,7 @@ pub fn encode(v: &Value, ty: &Type) -> Result<Enc, String> {
 }
 
 /// A type's name as SQL writes it, with an article: `an integer`, `a timestamp`.
-pub fn type_name(ty: &Type) -> String {
+fn type_name(ty: &Type) -> String {
     let name = match *ty {
         Type::BOOL => "boolean",
         Type::INT2 => "smallint",
@@ -166,7 +166,7 @@ fn timestamp_of_millis(ms: i64) -> Option<String> {
 }
 
 /// Column `i` of `row` as a value; the error names the column and its type.
-pub fn decode(row: &postgres::Row, i: usize) -> Result<Value, String> {
+pub(crate) fn decode(row: &postgres::Row, i: usize) -> Result<Value, String> {
     let column = &row.columns()[i];
     let ty = column.type_();
     let get = |r: Result<Option<Value>, postgres::Error>| -> Result<Value, String> {

@@ -9,7 +9,7 @@ use postgres::types::Type;
 type BoxError = Box<dyn std::error::Error + Sync + Send>;
 
 /// The types [`read`] reads.
-pub const READABLE: &[Type] = &[
+pub(crate) const READABLE: &[Type] = &[
     Type::NUMERIC,
     Type::TIMESTAMP,
     Type::TIMESTAMPTZ,
@@ -22,7 +22,7 @@ pub const READABLE: &[Type] = &[
 /// Microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
-pub fn read(ty: &Type, raw: &[u8]) -> Result<Value, BoxError> {
+pub(crate) fn read(ty: &Type, raw: &[u8]) -> Result<Value, BoxError> {
     match *ty {
         Type::NUMERIC => numeric(raw),
         Type::TIMESTAMP | Type::TIMESTAMPTZ => {

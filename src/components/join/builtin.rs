@@ -9,7 +9,7 @@ use crate::syntax::raw::{RawValue, Span, Spanned};
 use std::path::Path;
 
 /// The `join` built-in.
-pub struct JoinType;
+pub(crate) struct JoinType;
 
 impl b::Builtin for JoinType {
     fn name(&self) -> &'static str {

@@ -16,8 +16,8 @@ use crate::tuple::{Value, Values};
 /// One key's tuples in a pane, per input in the order they came, and about how many bytes
 /// they take in memory.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Held {
-    pub inputs: Vec<Vec<Values>>,
+pub(crate) struct Held {
+    pub(crate) inputs: Vec<Vec<Values>>,
     bytes: u64,
 }
 
@@ -29,7 +29,7 @@ fn tuple_bytes(t: &Values) -> u64 {
 }
 
 impl Held {
-    pub fn new(inputs: usize) -> Held {
+    pub(crate) fn new(inputs: usize) -> Held {
         Held {
             inputs: vec![Vec::new(); inputs],
             bytes: 0,
@@ -37,7 +37,7 @@ impl Held {
     }
 
     /// Keep `t` as input `i`'s next tuple: its position.
-    pub fn push(&mut self, i: usize, t: Values) -> usize {
+    pub(crate) fn push(&mut self, i: usize, t: Values) -> usize {
         self.bytes += tuple_bytes(&t);
         let list = &mut self.inputs[i];
         list.push(t);
@@ -46,7 +46,7 @@ impl Held {
 
     /// Put a restored tuple at `pos` of input `i` (positions not restored yet are empty);
     /// an error when `pos` holds one already.
-    pub fn place(&mut self, i: usize, pos: usize, t: Values) -> Result<(), String> {
+    pub(crate) fn place(&mut self, i: usize, pos: usize, t: Values) -> Result<(), String> {
         let list = &mut self.inputs[i];
         if list.len() <= pos {
             self.bytes += TUPLE_OVERHEAD * (pos + 1 - list.len()) as u64;
@@ -61,7 +61,7 @@ impl Held {
     }
 
     /// The first input left without a tuple at some position (after a restore), if any.
-    pub fn gap(&self) -> Option<usize> {
+    pub(crate) fn gap(&self) -> Option<usize> {
         (0..self.inputs.len()).find(|&i| self.inputs[i].iter().any(|t| t.is_empty()))
     }
 
@@ -75,7 +75,7 @@ impl Held {
 }
 
 /// A pane's tuples (or the whole input's), by key text.
-pub type Pane = SpillMap<String, Held>;
+pub(crate) type Pane = SpillMap<String, Held>;
 
 /// How a key's tuples are written when they spill: the key text (which is also its order:
 /// keys are joined in the byte order of their text), then for each input its tuple count and
@@ -163,7 +163,12 @@ impl Record<'_> {
 
 /// An empty pane of `inputs` inputs, counted against a fresh share of `budget` and spilling
 /// beside `spill` (its file named after `suffix`).
-pub fn new_pane(inputs: usize, budget: &KeyBudget, spill: &Option<SpillTo>, suffix: &str) -> Pane {
+pub(crate) fn new_pane(
+    inputs: usize,
+    budget: &KeyBudget,
+    spill: &Option<SpillTo>,
+    suffix: &str,
+) -> Pane {
     let mut pane = SpillMap::new(Box::new(Tuples { inputs }));
     let to = spill.clone().map(|s| s.with_suffix(suffix));
     pane.bound(Box::new(budget.fresh()), to);
@@ -172,16 +177,16 @@ pub fn new_pane(inputs: usize, budget: &KeyBudget, spill: &Option<SpillTo>, suff
 
 /// How joined rows are made: each input's selected fields (output index, field index) and
 /// kind, and the output's width.
-pub struct Shape<'a> {
-    pub picks: &'a [Vec<(usize, usize)>],
-    pub inputs: &'a [Input],
-    pub width: usize,
+pub(crate) struct Shape<'a> {
+    pub(crate) picks: &'a [Vec<(usize, usize)>],
+    pub(crate) inputs: &'a [Input],
+    pub(crate) width: usize,
 }
 
 impl Shape<'_> {
     /// Join the tuples of `panes` (oldest first) key by key in key order, and emit the rows.
     /// Fails when a spilled pane cannot be read.
-    pub fn join<'p>(
+    pub(crate) fn join<'p>(
         &self,
         panes: impl Iterator<Item = &'p mut Pane>,
         out: &mut dyn BoltCollector,

@@ -12,19 +12,19 @@ use crate::components::{BoltState, ChangeSink, Entries};
 use crate::tuple::{Value, Values};
 
 /// Where a kept tuple is: its pane (`None`: the whole input), input, key and position.
-pub type At = (Option<i64>, usize, String, usize);
+type At = (Option<i64>, usize, String, usize);
 
 /// Tuples kept, and dropped with their panes, since the last checkpoint.
 #[derive(Default)]
-pub struct Changed {
-    pub kept: Vec<At>,
-    pub dropped: Vec<At>,
+pub(crate) struct Changed {
+    pub(crate) kept: Vec<At>,
+    dropped: Vec<At>,
 }
 
 impl Changed {
     /// Panes whose windows have all closed: their tuples leave the checkpoint. Fails when a
     /// spilled pane cannot be read.
-    pub fn retired(&mut self, panes: Vec<(i64, Pane)>) -> anyhow::Result<()> {
+    pub(crate) fn retired(&mut self, panes: Vec<(i64, Pane)>) -> anyhow::Result<()> {
         for (start, mut pane) in panes {
             pane.each(|key, held| {
                 for (i, rows) in held.inputs.iter().enumerate() {
@@ -37,7 +37,7 @@ impl Changed {
     }
 }
 
-pub const WHOLE: &str = "whole";
+const WHOLE: &str = "whole";
 const PROGRESS: &str = "progress";
 
 fn entry_key((pane, i, key, pos): &At) -> Value {

@@ -5,12 +5,12 @@ use serde_json::Value as Json;
 use std::time::Duration;
 
 /// How long the start waits for the brokers to answer (and a topic to be known).
-pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Args = serde_json::Map<String, Json>;
 
 /// `brokers` as librdkafka's `bootstrap.servers`: a list of `host:port`, or one comma string.
-pub fn brokers(args: &Args) -> Result<String, String> {
+pub(crate) fn brokers(args: &Args) -> Result<String, String> {
     let list: Vec<String> = match args.get("brokers") {
         None => return Err("needs `brokers` (e.g. `brokers: [localhost:9092]`)".into()),
         Some(Json::String(s)) => s.split(',').map(|b| b.trim().to_string()).collect(),
@@ -30,7 +30,7 @@ pub fn brokers(args: &Args) -> Result<String, String> {
 }
 
 /// `options`: librdkafka properties given as they are (`{"session.timeout.ms": 6000}`).
-pub fn options(args: &Args) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn options(args: &Args) -> Result<Vec<(String, String)>, String> {
     let Some(map) = args.get("options") else {
         return Ok(Vec::new());
     };
@@ -50,7 +50,7 @@ pub fn options(args: &Args) -> Result<Vec<(String, String)>, String> {
 }
 
 /// A client configuration for `brokers` with `options` over the given defaults.
-pub fn client_config(
+pub(crate) fn client_config(
     args: &Args,
     defaults: &[(&str, &str)],
 ) -> Result<rdkafka::ClientConfig, String> {
@@ -68,7 +68,7 @@ pub fn client_config(
 }
 
 /// A string-or-list argument as a list (`topics`).
-pub fn strings(args: &Args, key: &str) -> Result<Vec<String>, String> {
+pub(crate) fn strings(args: &Args, key: &str) -> Result<Vec<String>, String> {
     match args.get(key) {
         None => Ok(Vec::new()),
         Some(Json::String(s)) => Ok(s.split(',').map(|t| t.trim().to_string()).collect()),

@@ -52,7 +52,7 @@ fn shape(name: &str) -> A {
 }
 
 /// The `kafka` built-in.
-pub struct KafkaType;
+pub(crate) struct KafkaType;
 
 impl b::Builtin for KafkaType {
     fn name(&self) -> &'static str {

@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 /// One record to write.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Record {
-    pub topic: String,
-    pub key: Option<String>,
-    pub payload: String,
+pub(crate) struct Record {
+    pub(crate) topic: String,
+    pub(crate) key: Option<String>,
+    pub(crate) payload: String,
     /// Headers written with it (name, value), in order.
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 impl crate::components::held::Item for Record {
@@ -69,7 +69,7 @@ fn header(v: &Value) -> Option<(String, String)> {
 
 /// The highest checkpoint number `txn_id` marked as written in `topic`, read with
 /// `read_committed` from the start to the end of each partition (0: none, or no such topic).
-pub fn last_written(
+pub(crate) fn last_written(
     config: &rdkafka::ClientConfig,
     topic: &str,
     txn_id: &str,

@@ -17,12 +17,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A topic and partition.
-pub type Tp = (Arc<str>, i32);
+pub(crate) type Tp = (Arc<str>, i32);
 
 /// Where a partition is read from the first time it is assigned (Storm's
 /// `FirstPollOffsetStrategy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FirstPoll {
+pub(crate) enum FirstPoll {
     /// From the start, whatever the group committed.
     Earliest,
     /// From the end, whatever the group committed.
@@ -34,14 +34,14 @@ pub enum FirstPoll {
 }
 
 impl FirstPoll {
-    pub const NAMES: &'static [&'static str] = &[
+    pub(crate) const NAMES: &'static [&'static str] = &[
         "earliest",
         "latest",
         "uncommitted_earliest",
         "uncommitted_latest",
     ];
 
-    pub fn from_name(name: &str) -> Option<FirstPoll> {
+    pub(crate) fn from_name(name: &str) -> Option<FirstPoll> {
         Some(match name {
             "earliest" => FirstPoll::Earliest,
             "latest" => FirstPoll::Latest,
@@ -71,17 +71,17 @@ impl FirstPoll {
 
 /// A partition this task reads.
 #[derive(Debug)]
-pub struct Owned {
-    pub offsets: PartitionOffsets,
+pub(crate) struct Owned {
+    pub(crate) offsets: PartitionOffsets,
     /// Which assignment it belongs to: answers for an earlier one are ignored.
-    pub epoch: u64,
-    pub paused: bool,
+    pub(crate) epoch: u64,
+    pub(crate) paused: bool,
 }
 
 /// The partitions this task reads, shared with the rebalance callback.
 #[derive(Debug)]
-pub struct Partitions {
-    pub owned: BTreeMap<Tp, Owned>,
+pub(crate) struct Partitions {
+    pub(crate) owned: BTreeMap<Tp, Owned>,
     epoch: u64,
     /// Partitions assigned before in this process (`earliest`/`latest` apply to the first).
     seen: BTreeSet<(String, i32)>,
@@ -102,7 +102,10 @@ impl Partitions {
     }
 
     /// The commits due for `which` partitions (all when `None`), marked as made.
-    pub fn commits(&mut self, which: Option<&BTreeSet<(String, i32)>>) -> TopicPartitionList {
+    pub(crate) fn commits(
+        &mut self,
+        which: Option<&BTreeSet<(String, i32)>>,
+    ) -> TopicPartitionList {
         let mut tpl = TopicPartitionList::new();
         for ((topic, p), owned) in &mut self.owned {
             if which.is_some_and(|w| !w.contains(&(topic.to_string(), *p))) {
@@ -123,10 +126,10 @@ impl Partitions {
 
 /// A shared, locked [`Partitions`].
 #[derive(Clone, Debug)]
-pub struct Shared(Arc<Mutex<Partitions>>);
+pub(crate) struct Shared(Arc<Mutex<Partitions>>);
 
 impl Shared {
-    pub fn new(first_poll: FirstPoll, label: &str) -> Shared {
+    pub(crate) fn new(first_poll: FirstPoll, label: &str) -> Shared {
         Shared(Arc::new(Mutex::new(Partitions {
             owned: BTreeMap::new(),
             epoch: 0,
@@ -136,14 +139,14 @@ impl Shared {
         })))
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Partitions> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Partitions> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// The consumer's callbacks: rebalances of the group.
-pub struct SpoutContext {
-    pub shared: Shared,
+pub(crate) struct SpoutContext {
+    shared: Shared,
 }
 
 impl ClientContext for SpoutContext {}
@@ -216,7 +219,7 @@ impl SpoutContext {
 }
 
 /// The consumer for `config`, its brokers checked to answer within [`START_TIMEOUT`].
-pub fn connect(
+pub(crate) fn connect(
     mut config: rdkafka::ClientConfig,
     group: &str,
     first_poll: FirstPoll,
@@ -248,7 +251,7 @@ pub fn connect(
 }
 
 /// The partitions of `topics` (each must exist), sorted.
-pub fn partitions_of(
+pub(crate) fn partitions_of(
     consumer: &BaseConsumer<SpoutContext>,
     topics: &[String],
 ) -> Result<Vec<(String, i32)>, String> {
@@ -270,7 +273,7 @@ pub fn partitions_of(
 }
 
 /// The topics on the brokers whose name matches `pattern` (sorted).
-pub fn matching_topics(
+pub(crate) fn matching_topics(
     consumer: &BaseConsumer<SpoutContext>,
     pattern: &regex::Regex,
 ) -> Result<Vec<String>, String> {
@@ -288,7 +291,7 @@ pub fn matching_topics(
 }
 
 /// Task `index` of `tasks`' share of `partitions`: those at `index` mod `tasks`.
-pub fn share(partitions: &[(String, i32)], index: u32, tasks: u32) -> Vec<(String, i32)> {
+pub(crate) fn share(partitions: &[(String, i32)], index: u32, tasks: u32) -> Vec<(String, i32)> {
     let tasks = tasks.max(1) as usize;
     partitions
         .iter()
@@ -300,7 +303,7 @@ pub fn share(partitions: &[(String, i32)], index: u32, tasks: u32) -> Vec<(Strin
 
 /// Read `share` with checkpoints: from `restored` offsets where a position gives one, else as
 /// `first_poll` says.
-pub fn assign_share(
+pub(crate) fn assign_share(
     consumer: &BaseConsumer<SpoutContext>,
     shared: &Shared,
     share: &[(String, i32)],

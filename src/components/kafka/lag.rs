@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often the lag is read unless `lag_interval` says otherwise.
-pub const DEFAULT_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_EVERY: Duration = Duration::from_secs(5);
 
 /// Where the committed offsets come from.
-pub enum Committed {
+pub(crate) enum Committed {
     /// The consumer group's commits, read from the brokers.
     Group,
     /// The spout's own commit point (offsets live in checkpoints).
@@ -25,7 +25,7 @@ pub enum Committed {
 }
 
 /// A running lag reader; it stops when dropped.
-pub struct LagPoller {
+pub(crate) struct LagPoller {
     report: Arc<Mutex<Option<Vec<PartitionLag>>>>,
     _stop: crossbeam_channel::Sender<()>,
 }
@@ -33,7 +33,7 @@ pub struct LagPoller {
 impl LagPoller {
     /// Read the lag of the partitions `shared` holds every `every`, with a client of
     /// `config` (whose `group.id` is the spout's group).
-    pub fn start(
+    pub(crate) fn start(
         config: &rdkafka::ClientConfig,
         committed: Committed,
         shared: Shared,
@@ -77,7 +77,7 @@ impl LagPoller {
     }
 
     /// The report read since the last `take`, if any.
-    pub fn take(&self) -> Option<Vec<PartitionLag>> {
+    pub(crate) fn take(&self) -> Option<Vec<PartitionLag>> {
         self.report.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
@@ -141,7 +141,7 @@ fn group_commits<'a>(
 
 /// One partition's lag: from the commit to the head, or, without a commit, from the start
 /// of what the partition holds (its low watermark).
-pub fn lag_of(
+pub(crate) fn lag_of(
     topic: String,
     partition: i32,
     committed: i64,

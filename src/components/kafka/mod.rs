@@ -3,14 +3,14 @@
 //! and a sink bolt producing to a topic (transactions committed with checkpoints when
 //! `stateful`). Both speak to brokers through librdkafka (the `rdkafka` crate).
 
-pub(crate) mod args;
+mod args;
 pub(crate) mod builtin;
-pub(crate) mod commits;
-pub(crate) mod consumer;
-pub(crate) mod lag;
-pub(crate) mod offsets;
-pub(crate) mod record;
-pub(crate) mod sink;
-pub(crate) mod spout;
+mod commits;
+mod consumer;
+mod lag;
+mod offsets;
+mod record;
+mod sink;
+mod spout;
 
-pub use record::{output_fields, KAFKA_FIELDS};
+use record::output_fields;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// One partition's messages in flight.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PartitionOffsets {
+pub(crate) struct PartitionOffsets {
     /// Offsets emitted and not done, with how many of their tuples are not done.
     pending: BTreeMap<i64, u32>,
     /// The offset after the last one emitted (`None`: nothing emitted yet).
@@ -21,7 +21,7 @@ pub struct PartitionOffsets {
 impl PartitionOffsets {
     /// Start from `offset` (a restored position, or where reading starts): nothing before it
     /// is pending.
-    pub fn starting_at(offset: i64) -> PartitionOffsets {
+    pub(crate) fn starting_at(offset: i64) -> PartitionOffsets {
         PartitionOffsets {
             pending: BTreeMap::new(),
             next: Some(offset),
@@ -31,7 +31,7 @@ impl PartitionOffsets {
 
     /// Message `offset` was read and gave `tuples` tuples (0: nothing to wait for, as for a
     /// message sent to `errors` at once). Offsets come in increasing order.
-    pub fn emitted(&mut self, offset: i64, tuples: u32) {
+    pub(crate) fn emitted(&mut self, offset: i64, tuples: u32) {
         if tuples > 0 {
             *self.pending.entry(offset).or_insert(0) += tuples;
         }
@@ -40,7 +40,7 @@ impl PartitionOffsets {
 
     /// One tuple of message `offset` is done (acked, or given up on). An offset not pending
     /// (an answer for a message of an earlier assignment) changes nothing.
-    pub fn done(&mut self, offset: i64) {
+    pub(crate) fn done(&mut self, offset: i64) {
         if let Some(left) = self.pending.get_mut(&offset) {
             *left = left.saturating_sub(1);
             if *left == 0 {
@@ -51,7 +51,7 @@ impl PartitionOffsets {
 
     /// The offset every message before which is done: what a commit says (Kafka commits the
     /// next offset to read). `None` before anything was emitted.
-    pub fn commit_point(&self) -> Option<i64> {
+    pub(crate) fn commit_point(&self) -> Option<i64> {
         match self.pending.keys().next() {
             Some(&first) => Some(first),
             None => self.next,
@@ -59,22 +59,22 @@ impl PartitionOffsets {
     }
 
     /// The commit point when it moved since the last [`PartitionOffsets::committed`].
-    pub fn to_commit(&self) -> Option<i64> {
+    pub(crate) fn to_commit(&self) -> Option<i64> {
         self.commit_point().filter(|&p| Some(p) != self.committed)
     }
 
     /// `offset` was committed.
-    pub fn committed(&mut self, offset: i64) {
+    pub(crate) fn committed(&mut self, offset: i64) {
         self.committed = Some(offset);
     }
 
     /// Messages in flight (for pausing a partition that runs too far ahead).
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.pending.len()
     }
 
     /// The offset after the last emitted.
-    pub fn next(&self) -> Option<i64> {
+    pub(crate) fn next(&self) -> Option<i64> {
         self.next
     }
 }

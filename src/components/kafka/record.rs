@@ -10,7 +10,7 @@ use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
 /// The fields a message gives besides its payload.
-pub const KAFKA_FIELDS: &[&str] = &[
+const KAFKA_FIELDS: &[&str] = &[
     "kafka_key",
     "kafka_partition",
     "kafka_offset",
@@ -18,11 +18,11 @@ pub const KAFKA_FIELDS: &[&str] = &[
 ];
 
 /// The field of every header (a map of name to value) and the prefix of one header's field.
-pub const HEADERS_FIELD: &str = "kafka_headers";
-pub const HEADER_PREFIX: &str = "kafka_header_";
+const HEADERS_FIELD: &str = "kafka_headers";
+const HEADER_PREFIX: &str = "kafka_header_";
 
 /// Whether `name` is a field of the message rather than of its payload's records.
-pub fn is_source_field(name: &str) -> bool {
+fn is_source_field(name: &str) -> bool {
     KAFKA_FIELDS.contains(&name)
         || name == HEADERS_FIELD
         || name
@@ -32,12 +32,12 @@ pub fn is_source_field(name: &str) -> bool {
 
 /// A header name as a field name's tail: lower case, `-` and `.` as `_` (`trace-id` →
 /// `trace_id`), as the `http` spout names its headers.
-pub fn header_key(name: &str) -> String {
+fn header_key(name: &str) -> String {
     name.to_ascii_lowercase().replace(['-', '.'], "_")
 }
 
 /// The payload's field without `format`.
-pub const VALUE_FIELD: &str = "value";
+const VALUE_FIELD: &str = "value";
 
 type Args = serde_json::Map<String, Json>;
 
@@ -59,20 +59,20 @@ enum Slot {
 }
 
 /// What a message is read from.
-pub struct Message<'a> {
-    pub payload: Option<&'a [u8]>,
-    pub key: Option<&'a [u8]>,
-    pub partition: i32,
-    pub offset: i64,
+pub(crate) struct Message<'a> {
+    pub(crate) payload: Option<&'a [u8]>,
+    pub(crate) key: Option<&'a [u8]>,
+    pub(crate) partition: i32,
+    pub(crate) offset: i64,
     /// Milliseconds since the epoch, when the message has a time.
-    pub timestamp: Option<i64>,
+    pub(crate) timestamp: Option<i64>,
     /// Its headers in order (name, value; a header may have no value), given only when the
     /// reader [wants them](RecordReader::wants_headers).
-    pub headers: Vec<(&'a str, Option<&'a [u8]>)>,
+    pub(crate) headers: Vec<(&'a str, Option<&'a [u8]>)>,
 }
 
 /// Reads messages into tuple values.
-pub struct RecordReader {
+pub(crate) struct RecordReader {
     parser: Option<Parser>,
     slots: Vec<Slot>,
 }
@@ -84,7 +84,7 @@ fn reader_spec(args: &Args) -> Result<Spec, String> {
 }
 
 /// The spout's output fields for its arguments.
-pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
+pub(crate) fn output_fields(args: &Args) -> Result<Vec<String>, String> {
     if let Some(fields) = fields_arg(args)? {
         return Ok(fields);
     }
@@ -95,7 +95,7 @@ pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
 }
 
 impl RecordReader {
-    pub fn new(args: &Args) -> Result<RecordReader, String> {
+    pub(crate) fn new(args: &Args) -> Result<RecordReader, String> {
         let fields = output_fields(args)?;
         let format = args.contains_key("format");
         let read = match format {
@@ -133,14 +133,14 @@ impl RecordReader {
     }
 
     /// Whether the fields hold headers (else [`Message::headers`] may be left empty).
-    pub fn wants_headers(&self) -> bool {
+    pub(crate) fn wants_headers(&self) -> bool {
         self.slots
             .iter()
             .any(|s| matches!(s, Slot::Headers | Slot::Header(_)))
     }
 
     /// Set the longest record read, in bytes.
-    pub fn set_max_record(&mut self, bytes: usize) {
+    pub(crate) fn set_max_record(&mut self, bytes: usize) {
         if let Some(p) = &mut self.parser {
             p.set_max_record(bytes);
         }
@@ -148,7 +148,7 @@ impl RecordReader {
 
     /// The tuples of one message (usually one; a JSON array gives one per element), or why
     /// it cannot be read.
-    pub fn read(&mut self, msg: &Message<'_>) -> Result<Vec<Values>, String> {
+    pub(crate) fn read(&mut self, msg: &Message<'_>) -> Result<Vec<Values>, String> {
         let text = msg.payload.map(String::from_utf8_lossy);
         let Some(parser) = &mut self.parser else {
             let value = text.map_or(Value::Null, |t| Value::str(&t));

@@ -38,10 +38,10 @@ enum Format {
 }
 
 /// The formats, for messages.
-pub const FORMATS: &[&str] = &["json", "csv", "tsv", "raw"];
+const FORMATS: &[&str] = &["json", "csv", "tsv", "raw"];
 
 /// The delivery callback's side: each record's id and its error, if any.
-pub struct SinkContext {
+struct SinkContext {
     results: Sender<(usize, Option<String>)>,
     waker: Waker,
 }
@@ -68,7 +68,7 @@ struct Txn {
     txn_id: String,
 }
 
-pub struct KafkaSink {
+pub(crate) struct KafkaSink {
     args: Args,
     label: String,
     topic: Option<String>,
@@ -91,7 +91,7 @@ pub struct KafkaSink {
 impl KafkaSink {
     /// Make the sink from its arguments (`stateful`: transactional, committed with the
     /// checkpoints; its inputs are then acked by the checkpoint gate as they arrive).
-    pub fn new(args: &Args, stateful: bool) -> Result<KafkaSink, String> {
+    pub(crate) fn new(args: &Args, stateful: bool) -> Result<KafkaSink, String> {
         super::args::brokers(args)?;
         super::args::options(args)?;
         let text = |k: &str| args.get(k).and_then(Json::as_str).map(String::from);

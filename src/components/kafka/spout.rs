@@ -46,7 +46,7 @@ struct Kept {
     retries: u32,
 }
 
-pub struct KafkaSpout {
+pub(crate) struct KafkaSpout {
     args: Args,
     topics: Topics,
     group: Option<String>,
@@ -77,7 +77,7 @@ pub struct KafkaSpout {
 }
 
 impl KafkaSpout {
-    pub fn new(args: &Args) -> Result<KafkaSpout, String> {
+    pub(crate) fn new(args: &Args) -> Result<KafkaSpout, String> {
         super::args::brokers(args)?;
         super::args::options(args)?;
         let topics = super::args::strings(args, "topics")?;

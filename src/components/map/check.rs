@@ -100,7 +100,7 @@ impl Visitor<Type> for Walk<'_> {
 
 /// The output fields of a `map` with their types, and every problem with its arguments.
 /// `input` is the input fields and their types, when known.
-pub fn walk(
+pub(crate) fn walk(
     source: &str,
     rc: &RawComponent,
     args: &serde_json::Map<String, serde_json::Value>,

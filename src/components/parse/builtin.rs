@@ -11,7 +11,7 @@ use crate::model::Component;
 use std::path::Path;
 
 /// What `parse` reads, and `stdin`/`file` with `format:`.
-pub const READS_FORMAT: &[b::Arg] = &[
+pub(crate) const READS_FORMAT: &[b::Arg] = &[
     arg("format", A::OneOf(FORMATS)),
     arg("fields", A::Fields),
     arg("header", A::Bool),
@@ -23,7 +23,7 @@ pub const READS_FORMAT: &[b::Arg] = &[
 ];
 
 /// The `parse` built-in.
-pub struct ParseType;
+pub(crate) struct ParseType;
 
 impl b::Builtin for ParseType {
     fn name(&self) -> &'static str {
@@ -67,14 +67,14 @@ impl b::Builtin for ParseType {
 }
 
 /// The `errors` stream of a component that parses: the lines it could not read, and why.
-pub fn errors_stream() -> (String, Vec<String>) {
+pub(crate) fn errors_stream() -> (String, Vec<String>) {
     let fields = super::ERROR_FIELDS.iter().map(|f| f.to_string()).collect();
     (super::ERRORS_STREAM.into(), fields)
 }
 
 /// The fields a parsing component emits; none when its arguments are wrong (reported where
 /// they are checked).
-pub fn parsed_fields(args: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+pub(crate) fn parsed_fields(args: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
     Spec::from_args(args)
         .map(|s| s.field_names())
         .unwrap_or_default()
@@ -82,7 +82,10 @@ pub fn parsed_fields(args: &serde_json::Map<String, serde_json::Value>) -> Vec<S
 
 /// The types of a parsing component's fields: those it converts to; the others as read,
 /// which is not known here (a JSON value may be anything).
-pub fn parsed_types(args: &serde_json::Map<String, serde_json::Value>, count: usize) -> Vec<Type> {
+pub(crate) fn parsed_types(
+    args: &serde_json::Map<String, serde_json::Value>,
+    count: usize,
+) -> Vec<Type> {
     let Ok(spec) = Spec::from_args(args) else {
         return vec![Type::Any; count];
     };
@@ -101,7 +104,7 @@ pub fn parsed_types(args: &serde_json::Map<String, serde_json::Value>, count: us
 /// A parsing component's format and options must make sense together: checked as the runtime
 /// reads them, each problem located at the argument it is about. `file`: the file a `file`
 /// spout reads, whose header (when it has one and it is there) must have the columns asked for.
-pub fn check_spec(
+pub(crate) fn check_spec(
     w: &mut Written,
     args: &serde_json::Map<String, serde_json::Value>,
     file: Option<&str>,

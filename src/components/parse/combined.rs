@@ -8,7 +8,11 @@ use crate::tuple::Value;
 
 /// The fields of `line` (those at `keep`, or all), appended to `out`; an error when it is not
 /// a combined log line.
-pub fn extract(line: &str, keep: Option<&[usize]>, out: &mut Vec<Value>) -> Result<(), String> {
+pub(crate) fn extract(
+    line: &str,
+    keep: Option<&[usize]>,
+    out: &mut Vec<Value>,
+) -> Result<(), String> {
     let fields = scan(line).ok_or_else(|| "does not match the pattern".to_string())?;
     let value = |f: &Option<&str>| f.map_or(Value::Null, Value::str);
     match keep {

@@ -8,9 +8,9 @@ use csv_core::{ReadRecordResult, Reader, ReaderBuilder};
 
 /// A quoted cell may hold newlines; past this many bytes an unfinished record is an error
 /// (an unbalanced quote would otherwise swallow the rest of the input).
-pub const MAX_RECORD_BYTES: usize = 1 << 20;
+pub(crate) const MAX_RECORD_BYTES: usize = 1 << 20;
 
-pub struct Delimited {
+pub(crate) struct Delimited {
     reader: Reader,
     /// What the plain-line fast path needs to know (kept equal to the fields below).
     layout: Layout,
@@ -37,7 +37,7 @@ pub struct Delimited {
 }
 
 /// The error for a record past `max` bytes (`quoted`: a quoted cell went on over lines).
-pub fn too_long(max: usize, quoted: bool) -> String {
+pub(crate) fn too_long(max: usize, quoted: bool) -> String {
     let size = if max % (1 << 20) == 0 {
         format!("{} MiB", max >> 20)
     } else {
@@ -53,7 +53,7 @@ pub fn too_long(max: usize, quoted: bool) -> String {
 
 /// What one line gave.
 #[derive(Debug, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// A whole record: its values were appended.
     Record,
     /// The record goes on in the next line (a quoted cell holds a newline).
@@ -65,7 +65,7 @@ pub enum Step {
 /// How the records after the header are laid out: what reading a plain line needs, with no
 /// other state (so the line spout's reader thread can read lines ahead with it).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Layout {
+pub(crate) struct Layout {
     delimiter: u8,
     /// The header's (or `columns`') column count; 0: not checked.
     columns: usize,
@@ -78,7 +78,7 @@ impl Layout {
     /// within the record limit) and quotes nothing or only whole cells (`quoted.rs`): its cells
     /// are read exactly as csv-core reads them; those asked for are appended to `out`
     /// (`bounds` is scratch). `None` (and `out` unchanged) when csv-core must read the line.
-    pub fn read_plain(
+    pub(crate) fn read_plain(
         &self,
         line: &str,
         bounds: &mut Vec<usize>,
@@ -137,7 +137,12 @@ impl Layout {
 }
 
 impl Delimited {
-    pub fn new(delimiter: u8, header: bool, columns: Vec<String>, keep: Vec<String>) -> Delimited {
+    pub(crate) fn new(
+        delimiter: u8,
+        header: bool,
+        columns: Vec<String>,
+        keep: Vec<String>,
+    ) -> Delimited {
         let mut d = Delimited {
             reader: ReaderBuilder::new().delimiter(delimiter).build(),
             layout: Layout {
@@ -166,17 +171,17 @@ impl Delimited {
     }
 
     /// Set the longest record read, in bytes.
-    pub fn set_max_record(&mut self, bytes: usize) {
+    pub(crate) fn set_max_record(&mut self, bytes: usize) {
         self.max_record = bytes.max(1);
     }
 
     /// Why nothing can be read, when the header lacks a column asked for.
-    pub fn broken(&self) -> Option<&str> {
+    pub(crate) fn broken(&self) -> Option<&str> {
         self.broken.as_deref()
     }
 
     /// Feed one line (without its line end).
-    pub fn feed(&mut self, line: &str, out: &mut Vec<Value>) -> Result<Step, String> {
+    pub(crate) fn feed(&mut self, line: &str, out: &mut Vec<Value>) -> Result<Step, String> {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
@@ -214,7 +219,7 @@ impl Delimited {
 
     /// The layout of the records after the header (`None` while the header is still to be
     /// read, or when it lacks a column asked for).
-    pub fn layout(&mut self) -> Option<&Layout> {
+    pub(crate) fn layout(&mut self) -> Option<&Layout> {
         if self.header || self.broken.is_some() {
             return None;
         }
@@ -238,17 +243,17 @@ impl Delimited {
     }
 
     /// A record is under way (a quoted cell went on past the last line fed).
-    pub fn is_pending(&self) -> bool {
+    pub(crate) fn is_pending(&self) -> bool {
         !self.pending.is_empty()
     }
 
     /// The column names, once a header was read (what a resumed run needs in its place).
-    pub fn header_columns(&self) -> Option<&[String]> {
+    pub(crate) fn header_columns(&self) -> Option<&[String]> {
         self.header_read.then_some(self.columns.as_slice())
     }
 
     /// Take `columns` as the header a run before this one read: the input goes on after it.
-    pub fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
+    pub(crate) fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
         if !self.header {
             return Err("a header was given, but this reader reads none".into());
         }
@@ -262,7 +267,7 @@ impl Delimited {
     }
 
     /// The text of an unfinished record, for an error at the end of input.
-    pub fn unfinished(&mut self) -> Option<String> {
+    pub(crate) fn unfinished(&mut self) -> Option<String> {
         let text = std::mem::take(&mut self.pending);
         self.reset();
         (!text.is_empty()).then_some(text)

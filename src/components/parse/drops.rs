@@ -9,7 +9,7 @@ use std::time::Duration;
 /// Warnings about dropped lines: the first few, then one line per period with how many more;
 /// with `topology.strict`, the first dropped line is an error that ends the run. Also the
 /// tally of what was read, for a run of which nothing could be.
-pub struct DropWarnings {
+pub(crate) struct DropWarnings {
     component: String,
     shown: u32,
     later: crate::logging::Throttle,
@@ -19,14 +19,14 @@ pub struct DropWarnings {
     dropped: u64,
     first: Vec<String>,
     /// Whether lines dropped with none read is an error at the end of input.
-    pub judge_input: bool,
+    pub(crate) judge_input: bool,
 }
 
 impl DropWarnings {
     const FIRST: u32 = 3;
     const PERIOD: Duration = Duration::from_secs(10);
 
-    pub fn new(component: &str) -> DropWarnings {
+    pub(crate) fn new(component: &str) -> DropWarnings {
         DropWarnings {
             component: component.to_string(),
             shown: 0,
@@ -40,7 +40,7 @@ impl DropWarnings {
     }
 
     /// For a task: strict when `topology.strict` is on.
-    pub fn for_task(ctx: &TaskContext) -> DropWarnings {
+    pub(crate) fn for_task(ctx: &TaskContext) -> DropWarnings {
         let mut w = DropWarnings::new(&ctx.component);
         w.strict = ctx.config.get_bool(STRICT_KEY).unwrap_or(false);
         w
@@ -48,13 +48,13 @@ impl DropWarnings {
 
     /// A record was read.
     #[inline]
-    pub fn read(&mut self) {
+    pub(crate) fn read(&mut self) {
         self.read += 1;
     }
 
     /// Line `at` was dropped for `reason`: warned about (bounded), or with `strict` the error
     /// that ends the run.
-    pub fn dropped(&mut self, at: u64, line: &str, reason: &str) -> Result<(), FatalError> {
+    pub(crate) fn dropped(&mut self, at: u64, line: &str, reason: &str) -> Result<(), FatalError> {
         let preview: String = line.chars().take(120).collect();
         self.dropped += 1;
         if self.first.len() < Self::FIRST as usize {
@@ -83,7 +83,7 @@ impl DropWarnings {
     }
 
     /// At the end of input: the error when lines came but none could be read.
-    pub fn nothing_read(&self) -> Result<(), FatalError> {
+    pub(crate) fn nothing_read(&self) -> Result<(), FatalError> {
         if self.read > 0 || self.dropped == 0 || !self.judge_input {
             return Ok(());
         }

@@ -4,7 +4,7 @@
 //! would give a neighbouring column's values under the asked name: never done.
 
 /// The error for `name`, which none of the header's `columns` is.
-pub fn missing(name: &str, columns: &[String]) -> String {
+pub(crate) fn missing(name: &str, columns: &[String]) -> String {
     let shown: Vec<String> = columns.iter().map(|c| visible(c)).collect();
     let mut msg = format!("the header has no column `{name}`");
     if let Some(c) = columns.iter().find(|c| c.trim() == name) {
@@ -31,7 +31,7 @@ fn closest<'a>(name: &str, columns: &'a [String]) -> Option<&'a String> {
 }
 
 /// A column name in quotes, a space at either end shown as `·` and control characters escaped.
-pub fn visible(name: &str) -> String {
+fn visible(name: &str) -> String {
     let body = name.trim_matches(' ');
     let lead = name.len() - name.trim_start_matches(' ').len();
     let trail = if body.is_empty() {

@@ -11,7 +11,7 @@ use crate::tuple::Value;
 const MAX_DECIMAL_DIGITS: usize = 15;
 
 /// What `cell` reads as: `Some(number)` for a canonical integer or decimal, `None` for text.
-pub fn number(cell: &str) -> Option<Value> {
+pub(crate) fn number(cell: &str) -> Option<Value> {
     let b = cell.as_bytes();
     let digits = b.strip_prefix(b"-").unwrap_or(b);
     let negative = digits.len() != b.len();
@@ -52,7 +52,7 @@ pub fn number(cell: &str) -> Option<Value> {
 
 /// `value` as read from a text format: a number when its text is one (see [`number`]).
 #[inline]
-pub fn infer(value: Value) -> Value {
+pub(crate) fn infer(value: Value) -> Value {
     match &value {
         Value::Str(s) if !s.is_empty() && s.len() <= 24 => number(s).unwrap_or(value),
         _ => value,

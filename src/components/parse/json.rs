@@ -27,14 +27,14 @@ impl Node {
     }
 }
 
-pub struct JsonFields {
+pub(crate) struct JsonFields {
     root: Node,
     count: usize,
     values: Vec<Value>,
 }
 
 impl JsonFields {
-    pub fn new(paths: &[Vec<String>]) -> JsonFields {
+    pub(crate) fn new(paths: &[Vec<String>]) -> JsonFields {
         let mut root = Node::default();
         for (i, p) in paths.iter().enumerate() {
             let mut node = &mut root;
@@ -59,7 +59,7 @@ impl JsonFields {
 
     /// The fields of `line` by the fast path alone, appended to `out`; `None` (and `out`
     /// unchanged) when the line needs the general reader.
-    pub fn extract_fast(&mut self, line: &str, out: &mut Vec<Value>) -> Option<()> {
+    pub(crate) fn extract_fast(&mut self, line: &str, out: &mut Vec<Value>) -> Option<()> {
         self.values.clear();
         self.values.resize(self.count, Value::Null);
         json_scan::extract(line, &self.root, &mut self.values)?;
@@ -68,7 +68,7 @@ impl JsonFields {
     }
 
     /// The fields of `line`, in order, appended to `out`.
-    pub fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
+    pub(crate) fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
         match self.extract_fast(line, out) {
             Some(()) => Ok(()),
             None => self.extract_general(line, out),

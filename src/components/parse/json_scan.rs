@@ -12,19 +12,19 @@ use crate::tuple::Value;
 /// The wanted paths as a tree: each node may be wanted itself (`slots`: where its value goes)
 /// and have wanted children.
 #[derive(Debug, Default)]
-pub struct Node {
-    pub slots: Vec<usize>,
-    pub children: Vec<(String, Node)>,
+pub(crate) struct Node {
+    pub(crate) slots: Vec<usize>,
+    pub(crate) children: Vec<(String, Node)>,
 }
 
 impl Node {
     #[inline]
-    pub fn child(&self, key: &str) -> Option<&Node> {
+    pub(crate) fn child(&self, key: &str) -> Option<&Node> {
         self.children.iter().find(|(k, _)| k == key).map(|(_, n)| n)
     }
 
     /// Every slot at or under this node.
-    pub fn slots(&self, out: &mut Vec<usize>) {
+    pub(crate) fn slots(&self, out: &mut Vec<usize>) {
         out.extend(&self.slots);
         for (_, c) in &self.children {
             c.slots(out);
@@ -50,7 +50,7 @@ const MAX_DEPTH: u32 = 64;
 
 /// The wanted values of `line` into `out` (slots as `root` numbers them, a later key of the
 /// same name replacing an earlier one), or `None` when the general reader must read the line.
-pub fn extract(line: &str, root: &Node, out: &mut [Value]) -> Option<()> {
+pub(crate) fn extract(line: &str, root: &Node, out: &mut [Value]) -> Option<()> {
     let mut s = Scan {
         b: line.as_bytes(),
         i: 0,

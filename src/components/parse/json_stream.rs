@@ -5,7 +5,7 @@
 //! the record limit is skipped to its end and reported once.
 
 /// Cuts fed text into whole top-level JSON values.
-pub struct JsonStream {
+pub(crate) struct JsonStream {
     /// The value being gathered.
     buf: String,
     /// Nesting depth inside the value being gathered.
@@ -23,7 +23,7 @@ pub struct JsonStream {
 
 /// One piece of the fed text's outcome.
 #[derive(Debug, PartialEq)]
-pub enum Piece {
+pub(crate) enum Piece {
     /// A whole value's text.
     Value(String),
     /// A value longer than the limit was skipped.
@@ -33,7 +33,7 @@ pub enum Piece {
 }
 
 impl JsonStream {
-    pub fn new(max: usize) -> JsonStream {
+    pub(crate) fn new(max: usize) -> JsonStream {
         JsonStream {
             buf: String::new(),
             depth: 0,
@@ -46,27 +46,27 @@ impl JsonStream {
         }
     }
 
-    pub fn set_max(&mut self, max: usize) {
+    pub(crate) fn set_max(&mut self, max: usize) {
         self.max = max;
     }
 
     /// A value is open: the text fed so far does not end between records.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.depth > 0 || self.scalar || !self.buf.is_empty()
     }
 
     /// Inside a top-level array (between or in its elements).
-    pub fn in_array(&self) -> bool {
+    pub(crate) fn in_array(&self) -> bool {
         self.in_array
     }
 
     /// Go on between the elements of a top-level array (a resumed run starts there).
-    pub fn resume_in_array(&mut self) {
+    pub(crate) fn resume_in_array(&mut self) {
         self.in_array = true;
     }
 
     /// Feed one line (its line end is added back): the values it completes, in order.
-    pub fn feed(&mut self, line: &str, out: &mut Vec<Piece>) {
+    pub(crate) fn feed(&mut self, line: &str, out: &mut Vec<Piece>) {
         for c in line.chars() {
             self.step(c, out);
         }
@@ -74,14 +74,14 @@ impl JsonStream {
     }
 
     /// Feed a piece of a line that goes on in the next text fed (no line end after it).
-    pub fn feed_piece(&mut self, piece: &str, out: &mut Vec<Piece>) {
+    pub(crate) fn feed_piece(&mut self, piece: &str, out: &mut Vec<Piece>) {
         for c in piece.chars() {
             self.step(c, out);
         }
     }
 
     /// At the end of input: what is left unfinished, if anything.
-    pub fn unfinished(&mut self) -> Option<String> {
+    pub(crate) fn unfinished(&mut self) -> Option<String> {
         let open = self.is_open() || self.in_array;
         let text = std::mem::take(&mut self.buf);
         *self = JsonStream::new(self.max);

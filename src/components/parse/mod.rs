@@ -19,7 +19,7 @@ mod pattern;
 mod quoted;
 pub(crate) mod source;
 pub mod spec;
-pub(crate) mod types;
+mod types;
 
 use super::{Bolt, BoltCollector, FatalError, TaskContext};
 use crate::model::plan::{streams, StreamId};
@@ -28,7 +28,7 @@ use spec::{Format, Spec};
 use std::sync::{Arc, OnceLock};
 use types::FieldType;
 
-pub use drops::DropWarnings;
+pub(crate) use drops::DropWarnings;
 #[doc(hidden)]
 pub use json::both_readers as json_readers;
 
@@ -95,8 +95,8 @@ impl Prefetch {
 }
 
 /// The stream unreadable lines go to, and its fields.
-pub const ERRORS_STREAM: &str = "errors";
-pub const ERROR_FIELDS: &[&str] = &["line", "reason"];
+pub(crate) const ERRORS_STREAM: &str = "errors";
+const ERROR_FIELDS: &[&str] = &["line", "reason"];
 
 /// One format's reader, with the conversions of `types`.
 pub struct Parser {
@@ -201,7 +201,7 @@ impl Parser {
     }
 
     /// Set the longest record read (a csv/tsv record, a JSON value of a stream), in bytes.
-    pub fn set_max_record(&mut self, bytes: usize) {
+    pub(crate) fn set_max_record(&mut self, bytes: usize) {
         self.max_record = bytes;
         if let FormatReader::Delimited(d) = &mut self.reader {
             d.set_max_record(bytes);
@@ -213,13 +213,13 @@ impl Parser {
 
     /// The next record of the last line fed beyond the one `parse` gave (JSON values several
     /// to a line: the elements of an array).
-    pub fn next_ready(&mut self) -> Option<Result<Values, String>> {
+    pub(crate) fn next_ready(&mut self) -> Option<Result<Values, String>> {
         self.ready.pop_front()
     }
 
     /// Whether a file's `first_line` (its header) has the columns `spec` asks for: the error
     /// when it lacks one (`storm validate` reads a `file` spout's header this way).
-    pub fn check_header(spec: &Spec, first_line: &str) -> Result<(), String> {
+    fn check_header(spec: &Spec, first_line: &str) -> Result<(), String> {
         let mut parser = Parser::new(spec)?;
         let _ = parser.parse(first_line);
         match parser.fatal() {
@@ -229,12 +229,12 @@ impl Parser {
     }
 
     /// The number of the line last fed (1 for the first).
-    pub fn line(&self) -> u64 {
+    pub(crate) fn line(&self) -> u64 {
         self.line
     }
 
     /// Why nothing at all can be read (the header lacks a column asked for): the run must end.
-    pub fn fatal(&self) -> Option<&str> {
+    pub(crate) fn fatal(&self) -> Option<&str> {
         match &self.reader {
             FormatReader::Delimited(d) => d.broken(),
             _ => None,
@@ -299,7 +299,7 @@ impl Parser {
 
     /// A piece of a line too long to hold whole, which goes on in the next text fed (JSON
     /// only: read as a stream of values from here on).
-    pub fn parse_piece(&mut self, piece: &str) -> Result<Option<Values>, String> {
+    pub(crate) fn parse_piece(&mut self, piece: &str) -> Result<Option<Values>, String> {
         if !std::mem::replace(&mut self.in_piece, true) {
             self.line += 1;
         }
@@ -377,7 +377,7 @@ impl Parser {
     }
 
     /// A record is under way over several lines (fed in part).
-    pub fn pending(&self) -> bool {
+    pub(crate) fn pending(&self) -> bool {
         matches!(&self.reader, FormatReader::Delimited(d) if d.is_pending())
             || self
                 .stream
@@ -386,7 +386,7 @@ impl Parser {
     }
 
     /// The columns a header named, once one was read.
-    pub fn header_columns(&self) -> Option<Vec<String>> {
+    pub(crate) fn header_columns(&self) -> Option<Vec<String>> {
         match &self.reader {
             FormatReader::Delimited(d) => d.header_columns().map(<[String]>::to_vec),
             _ => None,
@@ -396,13 +396,13 @@ impl Parser {
     /// Where a JSON value stream stands between records, for a checkpoint: `Some(true)`
     /// inside a top-level array, `Some(false)` between values, `None` when JSON is read line
     /// by line (or the format is not JSON).
-    pub fn json_stream(&self) -> Option<bool> {
+    pub(crate) fn json_stream(&self) -> Option<bool> {
         self.stream.as_ref().map(json_stream::JsonStream::in_array)
     }
 
     /// Go on reading JSON values where an earlier run's stream stood (`in_array`: between the
     /// elements of a top-level array).
-    pub fn resume_json_stream(&mut self, in_array: bool) {
+    pub(crate) fn resume_json_stream(&mut self, in_array: bool) {
         let mut stream = json_stream::JsonStream::new(self.max_record);
         if in_array {
             stream.resume_in_array();
@@ -411,7 +411,7 @@ impl Parser {
     }
 
     /// Go on after a header an earlier run read (the input is read from after it).
-    pub fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
+    pub(crate) fn restore_header(&mut self, columns: Vec<String>) -> Result<(), String> {
         match &mut self.reader {
             FormatReader::Delimited(d) => d.restore_header(columns),
             _ => Err("a header was given, but this format reads none".into()),
@@ -419,7 +419,7 @@ impl Parser {
     }
 
     /// At the end of input: a record left unfinished (an unclosed quote), as (text, reason).
-    pub fn unfinished(&mut self) -> Option<(String, String)> {
+    pub(crate) fn unfinished(&mut self) -> Option<(String, String)> {
         if let Some(text) = self
             .stream
             .as_mut()
@@ -450,15 +450,15 @@ fn several_values(line: &str, max: usize) -> bool {
 }
 
 /// The config key that makes a dropped line an error (`storm run --strict`).
-pub const STRICT_KEY: &str = "topology.strict";
+pub(crate) const STRICT_KEY: &str = "topology.strict";
 
 /// The longest record a reader takes unless `topology.record.max.bytes` says otherwise.
-pub const DEFAULT_MAX_RECORD: usize = delimited::MAX_RECORD_BYTES;
+pub(crate) const DEFAULT_MAX_RECORD: usize = delimited::MAX_RECORD_BYTES;
 
 /// The config key of the longest record a reader takes, in bytes.
-pub const MAX_RECORD_KEY: &str = "topology.record.max.bytes";
+pub(crate) const MAX_RECORD_KEY: &str = "topology.record.max.bytes";
 
-pub struct Parse {
+struct Parse {
     spec: Spec,
     parser: Option<Parser>,
     /// Position of the field read.
@@ -470,7 +470,7 @@ pub struct Parse {
 }
 
 impl Parse {
-    pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Parse> {
+    fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Parse> {
         let spec = Spec::from_args(args).map_err(|e| anyhow::anyhow!("parse: {}", e.message))?;
         Ok(Parse {
             spec,

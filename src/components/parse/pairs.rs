@@ -6,7 +6,7 @@
 
 use crate::tuple::Value;
 
-pub struct Pairs {
+pub(crate) struct Pairs {
     logfmt: bool,
     separator: String,
     pair_separator: Option<String>,
@@ -15,7 +15,7 @@ pub struct Pairs {
 }
 
 impl Pairs {
-    pub fn new(
+    pub(crate) fn new(
         logfmt: bool,
         separator: String,
         pair_separator: Option<String>,
@@ -31,7 +31,7 @@ impl Pairs {
         }
     }
 
-    pub fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
+    pub(crate) fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
         self.found.iter_mut().for_each(|f| *f = None);
         if self.logfmt {
             self.logfmt_pairs(line)?;

@@ -5,7 +5,7 @@
 use crate::tuple::Value;
 use regex::{CaptureLocations, Regex};
 
-pub struct Pattern {
+pub(crate) struct Pattern {
     regex: Regex,
     /// Capture group index of each named group, in order.
     groups: Vec<usize>,
@@ -14,7 +14,7 @@ pub struct Pattern {
 
 impl Pattern {
     /// `keep`: the positions (among the named groups) of those emitted; all when `None`.
-    pub fn new(pattern: &str, keep: Option<Vec<usize>>) -> Result<Pattern, String> {
+    pub(crate) fn new(pattern: &str, keep: Option<Vec<usize>>) -> Result<Pattern, String> {
         let regex = Regex::new(pattern).map_err(|e| format!("invalid regex: {e}"))?;
         let named: Vec<usize> = regex
             .capture_names()
@@ -33,7 +33,7 @@ impl Pattern {
         })
     }
 
-    pub fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
+    pub(crate) fn extract(&mut self, line: &str, out: &mut Vec<Value>) -> Result<(), String> {
         if self
             .regex
             .captures_read(&mut self.locations, line)

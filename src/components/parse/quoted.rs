@@ -7,7 +7,7 @@ use crate::tuple::Value;
 
 /// Append the (start, end) byte bounds of each cell's text in `b` (inside the quotes of a
 /// quoted cell) to `bounds`. `None` when a quote is used otherwise than around a whole cell.
-pub fn cells(b: &[u8], delimiter: u8, bounds: &mut Vec<usize>) -> Option<()> {
+pub(crate) fn cells(b: &[u8], delimiter: u8, bounds: &mut Vec<usize>) -> Option<()> {
     let mut i = 0;
     loop {
         let end = if b.get(i) == Some(&b'"') {
@@ -46,7 +46,7 @@ fn closing_quote(b: &[u8], from: usize) -> Option<usize> {
 }
 
 /// A cell's value: its text with each `""` read as `"` (an unquoted cell has none).
-pub fn unescape(text: &str) -> Value {
+pub(crate) fn unescape(text: &str) -> Value {
     if text.contains("\"\"") {
         Value::str(&text.replace("\"\"", "\""))
     } else {

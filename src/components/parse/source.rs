@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 type Args = serde_json::Map<String, Json>;
 
 /// The `fields` argument, when given, as names.
-pub fn fields_arg(args: &Args) -> Result<Option<Vec<String>>, String> {
+pub(crate) fn fields_arg(args: &Args) -> Result<Option<Vec<String>>, String> {
     match args.get("fields") {
         None => Ok(None),
         Some(Json::Array(items)) => items
@@ -24,7 +24,7 @@ pub fn fields_arg(args: &Args) -> Result<Option<Vec<String>>, String> {
 }
 
 /// `args` with the names `is_source` picks taken out of `fields` (a list left empty stays).
-pub fn without_source_fields(
+pub(crate) fn without_source_fields(
     args: &Args,
     is_source: &dyn Fn(&str) -> bool,
 ) -> Result<Args, String> {

@@ -6,10 +6,10 @@ use super::types::FieldType;
 use serde_json::{Map, Value as Json};
 
 /// The formats `parse` reads.
-pub const FORMATS: &[&str] = &["json", "csv", "tsv", "regex", "logfmt", "kv", "combined"];
+pub(crate) const FORMATS: &[&str] = &["json", "csv", "tsv", "regex", "logfmt", "kv", "combined"];
 
 /// The fields of Apache/nginx "combined" log lines, in order.
-pub const COMBINED_FIELDS: &[&str] = &[
+const COMBINED_FIELDS: &[&str] = &[
     "ip", "ident", "user", "time", "method", "path", "protocol", "status", "bytes", "referer",
     "agent",
 ];
@@ -17,15 +17,15 @@ pub const COMBINED_FIELDS: &[&str] = &[
 /// A checked parse configuration.
 #[derive(Debug, Clone)]
 pub struct Spec {
-    pub format: Format,
+    pub(crate) format: Format,
     /// The input field read (`field`); `None`: the first.
-    pub field: Option<String>,
+    pub(crate) field: Option<String>,
     /// Output fields in order, each with the type it is converted to (`None`: as read).
-    pub outputs: Vec<(String, Option<FieldType>)>,
+    pub(crate) outputs: Vec<(String, Option<FieldType>)>,
 }
 
 #[derive(Debug, Clone)]
-pub enum Format {
+pub(crate) enum Format {
     /// Top-level or dotted paths, one per output field.
     Json { paths: Vec<Vec<String>> },
     /// `header`: the first line names the columns; `columns`: names given; `keep`: the columns
@@ -54,8 +54,8 @@ pub enum Format {
 /// A problem with the arguments: which argument (for the location) and what is wrong.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpecError {
-    pub arg: &'static str,
-    pub message: String,
+    pub(crate) arg: &'static str,
+    pub(crate) message: String,
 }
 
 fn err(arg: &'static str, message: impl Into<String>) -> SpecError {
@@ -66,7 +66,7 @@ fn err(arg: &'static str, message: impl Into<String>) -> SpecError {
 }
 
 /// The Apache/nginx combined log format as a regex with one named group per field.
-pub const COMBINED_PATTERN: &str = r#"^(?P<ip>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<time>[^\]]*)\] "(?P<method>\S+) (?P<path>\S+) (?P<protocol>[^"]*)" (?P<status>\d{3}) (?P<bytes>\d+|-)(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?\s*$"#;
+pub(crate) const COMBINED_PATTERN: &str = r#"^(?P<ip>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<time>[^\]]*)\] "(?P<method>\S+) (?P<path>\S+) (?P<protocol>[^"]*)" (?P<status>\d{3}) (?P<bytes>\d+|-)(?: "(?P<referer>(?:[^"\\]|\\.)*)" "(?P<agent>(?:[^"\\]|\\.)*)")?\s*$"#;
 
 impl Spec {
     /// Check `args` (the `format` and its options) and work out the output fields.
@@ -151,7 +151,7 @@ impl Spec {
     }
 
     /// The output field names.
-    pub fn field_names(&self) -> Vec<String> {
+    pub(crate) fn field_names(&self) -> Vec<String> {
         self.outputs.iter().map(|(n, _)| n.clone()).collect()
     }
 }
@@ -232,7 +232,7 @@ fn json(fields: &[String]) -> Result<(Format, Vec<String>), SpecError> {
 
 /// The keys of a JSON field path: `a.b`; a key holding a dot or a bracket is quoted, `"c.d"`,
 /// after a dot or in brackets (`a."c.d"`, `a["c.d"]`). `None` when it is not a path.
-pub fn field_path(text: &str) -> Option<Vec<String>> {
+fn field_path(text: &str) -> Option<Vec<String>> {
     let mut keys = Vec::new();
     let mut rest = text;
     loop {

@@ -4,7 +4,7 @@
 use crate::tuple::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldType {
+pub(crate) enum FieldType {
     Int,
     Float,
     Str,
@@ -12,7 +12,7 @@ pub enum FieldType {
 }
 
 impl FieldType {
-    pub fn from_name(name: &str) -> Option<FieldType> {
+    pub(crate) fn from_name(name: &str) -> Option<FieldType> {
         Some(match name {
             "int" => FieldType::Int,
             "float" => FieldType::Float,
@@ -20,15 +20,6 @@ impl FieldType {
             "bool" => FieldType::Bool,
             _ => return None,
         })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FieldType::Int => "int",
-            FieldType::Float => "float",
-            FieldType::Str => "str",
-            FieldType::Bool => "bool",
-        }
     }
 
     /// The type in words, with its article.
@@ -43,7 +34,7 @@ impl FieldType {
 
     /// `value` as this type. Null stays null (a missing field); `-` converts to null for
     /// numbers (the access log's "no bytes").
-    pub fn convert(self, value: Value) -> Result<Value, String> {
+    pub(crate) fn convert(self, value: Value) -> Result<Value, String> {
         let bad = |v: &Value| {
             let mut shown = String::new();
             v.write_plain(&mut shown);

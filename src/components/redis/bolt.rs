@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 type Args = serde_json::Map<String, serde_json::Value>;
 
 /// Inputs sent in one pipeline at most.
-pub const BATCH: usize = 512;
+const BATCH: usize = 512;
 /// How long the end of a run waits for its last checkpoint to commit.
 const COMMIT_WAIT: Duration = Duration::from_secs(30);
 
-pub struct RedisBolt {
+pub(crate) struct RedisBolt {
     args: Args,
     spec: Spec,
     bound: Option<Bound>,
@@ -38,7 +38,7 @@ pub struct RedisBolt {
 }
 
 impl RedisBolt {
-    pub fn new(args: &Args, stateful: bool) -> Result<RedisBolt, String> {
+    pub(crate) fn new(args: &Args, stateful: bool) -> Result<RedisBolt, String> {
         let spec = Spec::from_args(args).map_err(|e| e.1)?;
         let ttl = spec.ttl.unwrap_or(super::spec::DEFAULT_CACHE_TTL);
         Ok(RedisBolt {

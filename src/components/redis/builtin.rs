@@ -28,7 +28,7 @@ const OWN_ARGS: &[b::Arg] = &[
 ];
 
 /// The `redis` built-in.
-pub struct RedisType;
+pub(crate) struct RedisType;
 
 impl b::Builtin for RedisType {
     fn name(&self) -> &'static str {

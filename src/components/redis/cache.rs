@@ -7,21 +7,21 @@ use std::time::{Duration, Instant};
 
 /// What a lookup answered: the values it adds, and whether it found something.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
-    pub values: Vec<Value>,
-    pub hit: bool,
+pub(crate) struct Answer {
+    pub(crate) values: Vec<Value>,
+    pub(crate) hit: bool,
 }
 
-pub struct Cache {
+pub(crate) struct Cache {
     entries: Option<lru::LruCache<String, (Instant, Answer)>>,
     ttl: Duration,
-    pub hits: u64,
-    pub misses: u64,
+    hits: u64,
+    misses: u64,
 }
 
 impl Cache {
     /// A cache of `bound` answers (0: none) kept `ttl` each.
-    pub fn new(bound: usize, ttl: Duration) -> Cache {
+    pub(crate) fn new(bound: usize, ttl: Duration) -> Cache {
         Cache {
             entries: NonZeroUsize::new(bound).map(lru::LruCache::new),
             ttl,
@@ -31,7 +31,7 @@ impl Cache {
     }
 
     /// The answer for `key` if one younger than the ttl is kept.
-    pub fn get(&mut self, key: &str, now: Instant) -> Option<Answer> {
+    pub(crate) fn get(&mut self, key: &str, now: Instant) -> Option<Answer> {
         let entries = self.entries.as_mut()?;
         let fresh = match entries.get(key) {
             Some((at, a)) if now.duration_since(*at) < self.ttl => Some(a.clone()),
@@ -48,7 +48,7 @@ impl Cache {
         fresh
     }
 
-    pub fn put(&mut self, key: String, answer: Answer, now: Instant) {
+    pub(crate) fn put(&mut self, key: String, answer: Answer, now: Instant) {
         if let Some(entries) = self.entries.as_mut() {
             entries.put(key, (now, answer));
         }

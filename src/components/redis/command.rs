@@ -6,11 +6,11 @@ use super::template::Template;
 use crate::tuple::Value;
 
 /// A command as its words (`["HINCRBY", "h", "f", "1"]`).
-pub type Words = Vec<String>;
+pub(crate) type Words = Vec<String>;
 
 /// A spec bound to its input's fields.
-pub struct Bound {
-    pub spec: Spec,
+pub(crate) struct Bound {
+    spec: Spec,
     /// Where each `value` field is in the input.
     value_at: Vec<usize>,
     /// The input's field names (`xadd` and `publish` of the whole tuple).
@@ -19,7 +19,7 @@ pub struct Bound {
 
 impl Bound {
     /// Bind `spec` to an input with fields `inputs`; an error names a missing field.
-    pub fn new(mut spec: Spec, inputs: &[String]) -> Result<Bound, String> {
+    pub(crate) fn new(mut spec: Spec, inputs: &[String]) -> Result<Bound, String> {
         spec.key.bind(inputs)?;
         for f in &mut spec.fields {
             f.bind(inputs)?;
@@ -46,7 +46,7 @@ impl Bound {
     }
 
     /// The lookup for a tuple.
-    pub fn read(&self, values: &[Value]) -> Words {
+    pub(crate) fn read(&self, values: &[Value]) -> Words {
         let s = &self.spec;
         let mut words = vec![s.command.name().to_ascii_uppercase(), s.key.render(values)];
         words.extend(Self::render_all(&s.fields, values));
@@ -100,7 +100,7 @@ impl Bound {
     }
 
     /// The writes for a tuple, or why it cannot be written (a value that is no number).
-    pub fn writes(&self, values: &[Value]) -> Result<Vec<Words>, String> {
+    pub(crate) fn writes(&self, values: &[Value]) -> Result<Vec<Words>, String> {
         let s = &self.spec;
         let key = s.key.render(values);
         let field = || {
@@ -162,7 +162,7 @@ impl Bound {
 }
 
 /// A command to send, from its words.
-pub fn cmd(words: &[String]) -> redis::Cmd {
+pub(crate) fn cmd(words: &[String]) -> redis::Cmd {
     let mut c = redis::cmd(words.first().map_or("PING", String::as_str));
     for w in &words[1.min(words.len())..] {
         c.arg(w.as_str());

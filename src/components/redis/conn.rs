@@ -6,23 +6,23 @@
 use std::time::{Duration, Instant};
 
 /// The config key a topology or `storm.yaml` may give the URL under.
-pub const URL_KEY: &str = "redis.url";
+const URL_KEY: &str = "redis.url";
 /// The environment variable read when neither the argument nor the key is set.
-pub const URL_ENV: &str = "REDIS_URL";
+const URL_ENV: &str = "REDIS_URL";
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// How long the start waits for the server to answer.
-pub const START_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a lost connection is retried before the waiting tuples fail (or, with exactly-once
 /// writes, the run ends).
-pub const RETRY_FOR: Duration = Duration::from_secs(15);
+const RETRY_FOR: Duration = Duration::from_secs(15);
 /// How long one command may take to answer before the connection counts as lost.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Args = serde_json::Map<String, serde_json::Value>;
 
 /// The URL to use: the argument, the config key, the environment, or the default.
-pub fn resolve_url(args: &Args, config: Option<&crate::config::Config>) -> String {
+pub(crate) fn resolve_url(args: &Args, config: Option<&crate::config::Config>) -> String {
     let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(String::from);
     text(args.get("url"))
         .or_else(|| config.and_then(|c| text(c.get(URL_KEY))))
@@ -31,7 +31,7 @@ pub fn resolve_url(args: &Args, config: Option<&crate::config::Config>) -> Strin
 }
 
 /// `url` with its password (and a user's password) replaced by `<hidden>`, for messages.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
         return url.to_string();
     };
@@ -59,7 +59,7 @@ fn password(url: &str) -> Option<String> {
 }
 
 /// A connection to one server, remade when it is lost.
-pub struct Conn {
+pub(crate) struct Conn {
     url: String,
     client: redis::Client,
     con: Option<redis::Connection>,
@@ -67,7 +67,7 @@ pub struct Conn {
 
 impl Conn {
     /// Parse `url` (no connection yet).
-    pub fn new(url: &str) -> Result<Conn, String> {
+    pub(crate) fn new(url: &str) -> Result<Conn, String> {
         let client = redis::Client::open(url)
             .map_err(|e| format!("`{}` is no Redis URL: {}", redact(url), clean(url, &e)))?;
         Ok(Conn {
@@ -78,12 +78,12 @@ impl Conn {
     }
 
     /// The URL with its password hidden.
-    pub fn shown(&self) -> String {
+    fn shown(&self) -> String {
         redact(&self.url)
     }
 
     /// Connect now and check the server answers (`PING`): an error says which server did not.
-    pub fn open(&mut self, wait: Duration) -> Result<(), String> {
+    pub(crate) fn open(&mut self, wait: Duration) -> Result<(), String> {
         self.con = None;
         let mut con = self
             .client
@@ -109,7 +109,7 @@ impl Conn {
     /// Run `f` on the connection; a lost connection is made again with back-off (from 50 ms
     /// to 2 s) for up to `RETRY_FOR`, then `f` runs again. A server's error answer is
     /// returned at once. `what` names the work in the log.
-    pub fn with_retry<T>(
+    pub(crate) fn with_retry<T>(
         &mut self,
         what: &str,
         mut f: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
@@ -148,7 +148,7 @@ impl Conn {
 
 /// What went wrong talking to Redis.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ConnError {
+pub(crate) enum ConnError {
     /// The server could not be reached within the retry time.
     Lost(String),
     /// The server answered with an error (a wrong type, a bad argument).

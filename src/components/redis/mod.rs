@@ -4,17 +4,17 @@
 //! marker key); as a spout, a Redis stream read through a consumer group. Everything the
 //! rest of the program asks of it goes through the functions below.
 
-pub(crate) mod bolt;
+mod bolt;
 pub(crate) mod builtin;
-pub(crate) mod cache;
-pub(crate) mod command;
+mod cache;
+mod command;
 pub(crate) mod conn;
-pub(crate) mod record;
-pub(crate) mod reply;
-pub(crate) mod spec;
-pub(crate) mod spout;
-pub(crate) mod template;
-pub(crate) mod txn;
+mod record;
+mod reply;
+mod spec;
+mod spout;
+mod template;
+mod txn;
 
 use crate::components::Spout;
 use crate::model::Component;
@@ -22,9 +22,9 @@ use crate::model::Component;
 type Args = serde_json::Map<String, serde_json::Value>;
 
 /// What only the bolt reads (`url` and `field` are both's).
-pub const BOLT_ARGS: &[&str] = &["command", "key", "value", "ttl", "as", "filter", "cache"];
+const BOLT_ARGS: &[&str] = &["command", "key", "value", "ttl", "as", "filter", "cache"];
 /// What only the spout reads (with the record arguments of `stdin` and `max_retries`).
-pub const SPOUT_ARGS: &[&str] = &["stream", "group", "consumer", "claim_after"];
+const SPOUT_ARGS: &[&str] = &["stream", "group", "consumer", "claim_after"];
 /// The record arguments (the spout's).
 const RECORD_ARGS: &[&str] = &[
     "format",
@@ -39,13 +39,13 @@ const RECORD_ARGS: &[&str] = &[
 ];
 
 /// The spout for a component.
-pub fn spout(c: &Component) -> anyhow::Result<Box<dyn Spout>> {
+fn spout(c: &Component) -> anyhow::Result<Box<dyn Spout>> {
     let s = spout::RedisSpout::new(&c.args).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
     Ok(Box::new(s))
 }
 
 /// The bolt for a component.
-pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
+fn bolt(c: &Component) -> anyhow::Result<Box<dyn crate::components::CheckpointParticipant>> {
     let b =
         bolt::RedisBolt::new(&c.args, c.stateful).map_err(|e| anyhow::anyhow!("{}: {e}", c.id))?;
     Ok(Box::new(b))
@@ -53,7 +53,7 @@ pub fn bolt(c: &Component) -> anyhow::Result<Box<dyn crate::components::Checkpoi
 
 /// The arguments' problems for the role (spout or bolt), each with the argument it is
 /// about (`None`: the component as a whole), as `storm validate` reports them.
-pub fn check(args: &Args, is_spout: bool) -> Vec<(Option<String>, String)> {
+fn check(args: &Args, is_spout: bool) -> Vec<(Option<String>, String)> {
     let (others, role, other_role) = match is_spout {
         true => (BOLT_ARGS, "spout", "bolt"),
         false => (&[SPOUT_ARGS, RECORD_ARGS].concat()[..], "bolt", "spout"),
@@ -82,7 +82,7 @@ pub fn check(args: &Args, is_spout: bool) -> Vec<(Option<String>, String)> {
 }
 
 /// The default stream's fields (`None` inside: emits nothing; `None`: needs the input's).
-pub fn output_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<String>>> {
+fn output_fields(c: &Component, input: Option<&[String]>) -> Option<Option<Vec<String>>> {
     if c.is_spout() {
         return Some(Some(record::output_fields(&c.args).unwrap_or_default()));
     }
@@ -96,7 +96,7 @@ pub fn output_fields(c: &Component, input: Option<&[String]>) -> Option<Option<V
 }
 
 /// The input fields a bolt's arguments name, each with the argument that names it.
-pub fn named_fields(args: &Args) -> Vec<(&'static str, String)> {
+fn named_fields(args: &Args) -> Vec<(&'static str, String)> {
     let Ok(spec) = spec::Spec::from_args(args) else {
         return Vec::new();
     };

@@ -10,9 +10,9 @@ use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
 /// The field holding the entry's id.
-pub const ID_FIELD: &str = "redis_id";
+const ID_FIELD: &str = "redis_id";
 /// The record's field without `format` and `fields`.
-pub const VALUE_FIELD: &str = "value";
+const VALUE_FIELD: &str = "value";
 
 type Args = serde_json::Map<String, Json>;
 
@@ -27,7 +27,7 @@ enum Slot {
     Read(usize),
 }
 
-pub struct RecordReader {
+pub(crate) struct RecordReader {
     parser: Option<Parser>,
     slots: Vec<Slot>,
     field: Option<String>,
@@ -51,7 +51,7 @@ fn reader_spec(args: &Args) -> Result<Spec, String> {
 }
 
 /// The spout's output fields for its arguments.
-pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
+pub(crate) fn output_fields(args: &Args) -> Result<Vec<String>, String> {
     if let Some(fields) = fields_arg(args)? {
         return Ok(fields);
     }
@@ -62,7 +62,7 @@ pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
 }
 
 impl RecordReader {
-    pub fn new(args: &Args) -> Result<RecordReader, String> {
+    pub(crate) fn new(args: &Args) -> Result<RecordReader, String> {
         let fields = output_fields(args)?;
         let format = args.contains_key("format");
         let read = match format {
@@ -95,7 +95,11 @@ impl RecordReader {
     }
 
     /// The tuples of one entry (a JSON array gives several), or why it cannot be read.
-    pub fn read(&mut self, id: &str, entry: &[(String, String)]) -> Result<Vec<Values>, String> {
+    pub(crate) fn read(
+        &mut self,
+        id: &str,
+        entry: &[(String, String)],
+    ) -> Result<Vec<Values>, String> {
         let record = match &self.field {
             Some(f) => entry.iter().find(|(k, _)| k == f).map(|(_, v)| v.as_str()),
             None => entry.first().map(|(_, v)| v.as_str()),

@@ -2,7 +2,7 @@
 //! `XAUTOCLAIM` as (id, field/value pairs).
 
 /// One stream entry: its id, and its fields in order (`None`: deleted since it was read).
-pub type Entry = (String, Option<Vec<(String, String)>>);
+pub(crate) type Entry = (String, Option<Vec<(String, String)>>);
 
 fn text(v: &redis::Value) -> Option<String> {
     match v {
@@ -42,7 +42,7 @@ fn entries(v: &redis::Value) -> Vec<Entry> {
 }
 
 /// The entries of an `XREADGROUP` of one stream (none when it answered nil).
-pub fn read_group(v: &redis::Value) -> Vec<Entry> {
+pub(crate) fn read_group(v: &redis::Value) -> Vec<Entry> {
     let Some(streams) = items(v) else {
         return Vec::new();
     };
@@ -54,7 +54,7 @@ pub fn read_group(v: &redis::Value) -> Vec<Entry> {
 }
 
 /// `XAUTOCLAIM`'s answer: the next cursor, and the entries claimed.
-pub fn auto_claim(v: &redis::Value) -> (String, Vec<Entry>) {
+pub(crate) fn auto_claim(v: &redis::Value) -> (String, Vec<Entry>) {
     let Some(parts) = items(v) else {
         return ("0-0".into(), Vec::new());
     };

@@ -10,7 +10,7 @@ use std::time::Duration;
 type Args = serde_json::Map<String, Json>;
 
 /// The commands, by their argument name.
-pub const COMMANDS: &[&str] = &[
+const COMMANDS: &[&str] = &[
     "get",
     "hget",
     "hmget",
@@ -26,11 +26,11 @@ pub const COMMANDS: &[&str] = &[
 ];
 
 /// How many answers a lookup keeps by default, and for how long.
-pub const DEFAULT_CACHE: usize = 10_000;
-pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(10);
+const DEFAULT_CACHE: usize = 10_000;
+pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
+pub(crate) enum Command {
     Get,
     Hget,
     Hmget,
@@ -54,12 +54,12 @@ impl Command {
         COMMANDS.iter().position(|c| *c == name).map(|i| all[i])
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         COMMANDS[self as usize]
     }
 
     /// Lookups (they add a field, or filter); the others write.
-    pub fn reads(self) -> bool {
+    pub(crate) fn reads(self) -> bool {
         matches!(
             self,
             Command::Get | Command::Hget | Command::Hmget | Command::Sismember
@@ -87,23 +87,23 @@ impl Command {
 
 /// The bolt's arguments, checked.
 #[derive(Debug, Clone)]
-pub struct Spec {
-    pub command: Command,
-    pub key: Template,
+pub(crate) struct Spec {
+    pub(crate) command: Command,
+    pub(crate) key: Template,
     /// Hash fields or members (`hmget`: several).
-    pub fields: Vec<Template>,
+    pub(crate) fields: Vec<Template>,
     /// Input fields written (`xadd`: several; absent: the whole tuple).
-    pub value: Vec<String>,
-    pub ttl: Option<Duration>,
+    pub(crate) value: Vec<String>,
+    pub(crate) ttl: Option<Duration>,
     /// Output fields of a lookup (`hmget`: one per hash field).
-    pub out: Vec<String>,
-    pub filter: bool,
+    pub(crate) out: Vec<String>,
+    pub(crate) filter: bool,
     /// Bound on cached lookups (0: no cache).
-    pub cache: usize,
+    pub(crate) cache: usize,
 }
 
 /// An error, with the argument it is about (`None`: the arguments as a whole).
-pub type SpecError = (Option<&'static str>, String);
+type SpecError = (Option<&'static str>, String);
 
 fn strings(args: &Args, key: &'static str) -> Result<Vec<String>, SpecError> {
     match args.get(key) {
@@ -236,7 +236,7 @@ fn cache_of(args: &Args, command: Command) -> Result<usize, SpecError> {
 }
 
 impl Spec {
-    pub fn from_args(args: &Args) -> Result<Spec, SpecError> {
+    pub(crate) fn from_args(args: &Args) -> Result<Spec, SpecError> {
         let command = command_of(args)?;
         let key = key_of(args, command)?;
         let fields = fields_of(args, command)?;
@@ -311,7 +311,7 @@ impl Spec {
     #[cfg(test)]
     /// The input fields the arguments name (templates and `value`), for the checks of
     /// `storm validate` and for binding at start.
-    pub fn input_fields(&self) -> Vec<String> {
+    fn input_fields(&self) -> Vec<String> {
         let mut names: Vec<String> = self.key.fields().iter().map(|s| s.to_string()).collect();
         for f in &self.fields {
             names.extend(f.fields().iter().map(|s| s.to_string()));
@@ -321,7 +321,7 @@ impl Spec {
     }
 
     /// The bolt's output fields given its input's (`None`: a write, which emits nothing).
-    pub fn output_fields(&self, input: &[String]) -> Option<Vec<String>> {
+    pub(crate) fn output_fields(&self, input: &[String]) -> Option<Vec<String>> {
         if !self.command.reads() {
             return None;
         }

@@ -33,7 +33,7 @@ struct Kept {
     retries: u32,
 }
 
-pub struct RedisSpout {
+pub(crate) struct RedisSpout {
     args: Args,
     stream: String,
     group: String,
@@ -60,7 +60,7 @@ pub struct RedisSpout {
 }
 
 impl RedisSpout {
-    pub fn new(args: &Args) -> Result<RedisSpout, String> {
+    pub(crate) fn new(args: &Args) -> Result<RedisSpout, String> {
         let text = |k: &str| args.get(k).and_then(Json::as_str).map(String::from);
         let stream = text("stream").ok_or("needs `stream` (the Redis stream's key)")?;
         let claim_after = match args.get("claim_after") {

@@ -13,13 +13,13 @@ enum Piece {
 
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Template {
+pub(crate) struct Template {
     pieces: Vec<Piece>,
 }
 
 impl Template {
     /// Parse `text`; an unclosed `{`, a lone `}` or an empty `{}` is an error.
-    pub fn parse(text: &str) -> Result<Template, String> {
+    pub(crate) fn parse(text: &str) -> Result<Template, String> {
         use crate::components::template::{split, Part, SplitError};
         let parts = split(text).map_err(|e| match e {
             SplitError::Unclosed => format!("`{text}` has an unclosed `{{`"),
@@ -39,7 +39,7 @@ impl Template {
     }
 
     /// The fields the template names, in order.
-    pub fn fields(&self) -> Vec<&str> {
+    pub(crate) fn fields(&self) -> Vec<&str> {
         self.pieces
             .iter()
             .filter_map(|p| match p {
@@ -51,12 +51,12 @@ impl Template {
 
     #[cfg(test)]
     /// Whether the template names no field (a fixed key).
-    pub fn is_fixed(&self) -> bool {
+    fn is_fixed(&self) -> bool {
         self.fields().is_empty()
     }
 
     /// Give each named field its position among `inputs`; an error names a missing one.
-    pub fn bind(&mut self, inputs: &[String]) -> Result<(), String> {
+    pub(crate) fn bind(&mut self, inputs: &[String]) -> Result<(), String> {
         for p in &mut self.pieces {
             if let Piece::Field(name, at) = p {
                 *at = inputs
@@ -69,7 +69,7 @@ impl Template {
     }
 
     /// The text for a tuple's values (a missing or null field is empty).
-    pub fn render(&self, values: &[Value]) -> String {
+    pub(crate) fn render(&self, values: &[Value]) -> String {
         let mut out = String::new();
         for p in &self.pieces {
             match p {

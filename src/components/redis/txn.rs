@@ -11,7 +11,7 @@ use crate::components::held::{Held, Item, Numbered};
 use crate::tuple::Value;
 
 /// One checkpoint's writes: its number and commands.
-pub type Batch = Numbered<Words>;
+pub(crate) type Batch = Numbered<Words>;
 
 impl Item for Words {
     const UNREADABLE: &'static str = "the saved Redis writes cannot be read";
@@ -28,14 +28,14 @@ impl Item for Words {
 
 /// A stateful bolt's writes until their checkpoint commits, and its marker key.
 #[derive(Debug)]
-pub struct Txn {
-    pub held: Held<Words>,
+pub(crate) struct Txn {
+    pub(crate) held: Held<Words>,
     /// The marker key.
-    pub marker: String,
+    pub(crate) marker: String,
 }
 
 impl Txn {
-    pub fn new(marker: String) -> Txn {
+    pub(crate) fn new(marker: String) -> Txn {
         Txn {
             held: Held::default(),
             marker,
@@ -44,7 +44,7 @@ impl Txn {
 }
 
 /// The number the marker key holds (0 when it is not set).
-pub fn written(conn: &mut Conn, marker: &str) -> Result<u64, ConnError> {
+pub(crate) fn written(conn: &mut Conn, marker: &str) -> Result<u64, ConnError> {
     conn.with_retry("reading the checkpoint marker", |con| {
         redis::cmd("GET").arg(marker).query::<Option<u64>>(con)
     })
@@ -53,7 +53,11 @@ pub fn written(conn: &mut Conn, marker: &str) -> Result<u64, ConnError> {
 
 /// Write `writes` and set the marker to `number` in one `MULTI`/`EXEC`, unless the marker
 /// already says so (a transaction whose answer was lost with the connection).
-pub fn write(conn: &mut Conn, marker: &str, (number, writes): &Batch) -> Result<(), ConnError> {
+pub(crate) fn write(
+    conn: &mut Conn,
+    marker: &str,
+    (number, writes): &Batch,
+) -> Result<(), ConnError> {
     if writes.is_empty() {
         return Ok(());
     }

@@ -51,8 +51,8 @@ pub struct ShellBolt {
 
 /// The end-of-input extension: after its last input a shell bolt with `finish: true` gets one
 /// tuple on this stream from this component, and the end of the run waits for its answer.
-pub(crate) const FINISH_STREAM: &str = "__finish";
-pub(crate) const FINISH_COMPONENT: &str = "__system";
+const FINISH_STREAM: &str = "__finish";
+const FINISH_COMPONENT: &str = "__system";
 
 /// The longest [`ShellBolt::poll`] stays answering a child that asks for task ids.
 const CONVERSE_FOR: Duration = Duration::from_millis(1);

@@ -8,12 +8,12 @@ use crate::model::{Component, ComponentKind};
 use std::path::Path;
 
 /// The Flux class of a shell spout.
-pub const SPOUT_CLASS: &str = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout";
+const SPOUT_CLASS: &str = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout";
 /// The Flux class of a shell bolt.
-pub const BOLT_CLASS: &str = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt";
+const BOLT_CLASS: &str = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt";
 
 /// The `shell` built-in.
-pub struct ShellType;
+pub(crate) struct ShellType;
 
 impl b::Builtin for ShellType {
     fn name(&self) -> &'static str {

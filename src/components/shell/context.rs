@@ -143,7 +143,7 @@ fn system_streams(is_spout: bool, config: &Config) -> Vec<(&'static str, &'stati
 /// Storm's `groupingToJSONableMap`: the Thrift union's field name upper-cased as `type`, plus
 /// `fields` for fields groupings. Storm models a global grouping as a fields grouping on no
 /// fields, and a partial-key grouping as a custom serialized one.
-pub(crate) fn grouping_json(g: &Grouping) -> Value {
+fn grouping_json(g: &Grouping) -> Value {
     match g {
         Grouping::Shuffle => json!({ "type": "SHUFFLE" }),
         Grouping::Fields(f) => json!({ "type": "FIELDS", "fields": f }),

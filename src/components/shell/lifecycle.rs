@@ -16,26 +16,26 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Failures that make a child "keep dying".
-pub const MAX_FAILURES: usize = 5;
+const MAX_FAILURES: usize = 5;
 /// The window in which [`MAX_FAILURES`] failures are fatal even with work done in between.
-pub const FAILURE_WINDOW: Duration = Duration::from_secs(30);
+const FAILURE_WINDOW: Duration = Duration::from_secs(30);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Settings from the configuration, absent keys falling back to Storm's defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// No message for this long means the child hangs (`topology.subprocess.timeout.secs`,
     /// else `supervisor.worker.timeout.secs`, else 30 s).
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// `topology.shellbolt.max.pending` (100).
-    pub max_pending: usize,
+    pub(crate) max_pending: usize,
     /// Heartbeat period: 1 s, or a third of a shorter timeout.
-    pub heartbeat: Duration,
+    pub(crate) heartbeat: Duration,
 }
 
 impl Settings {
-    pub fn from_config(config: &Config) -> Settings {
+    pub(crate) fn from_config(config: &Config) -> Settings {
         let timeout = config
             .get_duration("topology.subprocess.timeout.secs")
             .or_else(|| config.get_duration("supervisor.worker.timeout.secs"))
@@ -54,13 +54,13 @@ impl Settings {
 }
 
 /// `shell bolt "split" task 3`: how faults name the child.
-pub fn label(kind: &str, ctx: &TaskContext) -> String {
+pub(crate) fn label(kind: &str, ctx: &TaskContext) -> String {
     format!("shell {kind} \"{}\" task {}", ctx.component, ctx.task_id)
 }
 
 /// Which of Storm's shell components a child serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Asynchronous: the executor is woken when the child sends something, and output the
     /// executor does not wait for may gather between reads.
     Bolt,
@@ -72,7 +72,7 @@ pub enum Kind {
 const WRITE_BATCH: usize = 32;
 
 /// Spawn the child for `ctx`, send the handshake and wait for its pid.
-pub fn start(
+pub(crate) fn start(
     command: &[String],
     cwd: &std::path::Path,
     ctx: &TaskContext,
@@ -128,7 +128,7 @@ pub fn start(
 }
 
 /// Why a child closed its stdout: its exit status and last stderr lines.
-pub fn death_reason(child: &mut ShellProcess, when: &str) -> String {
+pub(crate) fn death_reason(child: &mut ShellProcess, when: &str) -> String {
     let status = match child.wait_exit(Duration::from_secs(1)) {
         Some(s) => format!("exited {when} ({s})"),
         None => format!("closed its output {when}"),
@@ -143,7 +143,7 @@ pub fn death_reason(child: &mut ShellProcess, when: &str) -> String {
 
 /// Back-off and crash-loop detection.
 #[derive(Debug, Default)]
-pub struct RestartPolicy {
+pub(crate) struct RestartPolicy {
     in_a_row: u32,
     recent: VecDeque<Instant>,
     restart_at: Option<Instant>,
@@ -151,7 +151,7 @@ pub struct RestartPolicy {
 
 impl RestartPolicy {
     /// Record a failure: `Ok(delay)` to restart after, or `Err(why)` to give up.
-    pub fn failed(&mut self, now: Instant) -> Result<Duration, String> {
+    pub(crate) fn failed(&mut self, now: Instant) -> Result<Duration, String> {
         self.in_a_row += 1;
         self.recent.push_back(now);
         while self
@@ -180,13 +180,13 @@ impl RestartPolicy {
     }
 
     /// The child completed some work: the next failure starts a new run of failures.
-    pub fn progressed(&mut self) {
+    pub(crate) fn progressed(&mut self) {
         self.in_a_row = 0;
     }
 
     /// Whether a restart may happen now: waits out the back-off when `block`, else says no
     /// while it runs. Marks the pending restart as taken when it answers yes.
-    pub fn take_restart(&mut self, block: bool) -> bool {
+    pub(crate) fn take_restart(&mut self, block: bool) -> bool {
         let now = Instant::now();
         let due = self.restart_at.unwrap_or(now);
         if due > now {

@@ -96,13 +96,13 @@ const UNKNOWN_NAMES: usize = 32;
 /// (a newer adapter may send what this runner does not know): each name is logged the first
 /// time, then at most once per [`UNKNOWN_LOG_EVERY`] with how many came meanwhile.
 #[derive(Debug, Default)]
-pub(crate) struct UnknownCommands {
+struct UnknownCommands {
     seen: HashMap<String, crate::logging::Throttle>,
 }
 
 impl UnknownCommands {
     /// The child sent the unknown command `name`.
-    pub(crate) fn note(&mut self, label: &str, name: &str) {
+    fn note(&mut self, label: &str, name: &str) {
         let key = if self.seen.contains_key(name) || self.seen.len() < UNKNOWN_NAMES {
             name
         } else {

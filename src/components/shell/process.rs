@@ -59,7 +59,7 @@ const RESPONSIVE_FOR: Duration = Duration::from_millis(50);
 
 /// The longest a message that nobody waits for (an ack, a log) goes unannounced to the
 /// executor while the reader is responsive.
-pub const NOTIFY_DELAY: Duration = Duration::from_micros(500);
+const NOTIFY_DELAY: Duration = Duration::from_micros(500);
 
 /// Buffered bytes towards the child that make [`ShellProcess::wants_flush`] say yes.
 const FLUSH_BYTES: usize = 16 * 1024;
@@ -70,7 +70,7 @@ const WAKE: Token = Token(2);
 
 /// What the reader thread saw.
 #[derive(Debug)]
-pub enum ChildEvent {
+pub(crate) enum ChildEvent {
     Message(Result<ChildMessage, ProtocolError>),
     /// The child closed its stdout (it exited, or will).
     Eof,
@@ -92,21 +92,21 @@ impl ChildEvent {
 }
 
 /// Everything needed to start a child.
-pub struct Launch<'a> {
-    pub command: &'a [String],
-    pub cwd: &'a Path,
+pub(crate) struct Launch<'a> {
+    pub(crate) command: &'a [String],
+    pub(crate) cwd: &'a Path,
     /// Variables set in the child's environment (`topology.environment`).
-    pub env: &'a [(String, String)],
+    pub(crate) env: &'a [(String, String)],
     /// `component task N`, for thread names and logs.
-    pub label: &'a str,
+    pub(crate) label: &'a str,
     /// Wakes the executor when the child has sent something (`None`: nobody to wake; the
     /// owner waits on [`ShellProcess::recv_timeout`] whenever it expects an answer).
-    pub waker: Option<Waker>,
+    pub(crate) waker: Option<Waker>,
     /// Let the child's output gather between reads while it is not waiting for us (bolts;
     /// a spout's turns are synchronous, so every message is awaited).
-    pub gather: bool,
+    pub(crate) gather: bool,
     /// Buffered tuples that make [`ShellProcess::wants_flush`] say yes.
-    pub write_batch: usize,
+    pub(crate) write_batch: usize,
 }
 
 /// The executor's wake-up, coalesced: at most one is outstanding until the executor looks.
@@ -292,7 +292,7 @@ struct Output {
 }
 
 /// A running child.
-pub struct ShellProcess {
+pub(crate) struct ShellProcess {
     child: Child,
     pid: u32,
     events: Arc<Received>,
@@ -494,7 +494,7 @@ fn spawn_thread(name: String, f: Box<dyn FnOnce() + Send>) -> Result<JoinHandle<
 
 impl ShellProcess {
     /// Spawn the child and its three threads (no handshake yet).
-    pub fn spawn(launch: &Launch<'_>) -> Result<ShellProcess, String> {
+    pub(crate) fn spawn(launch: &Launch<'_>) -> Result<ShellProcess, String> {
         let (program, args) = launch
             .command
             .split_first()
@@ -594,36 +594,36 @@ impl ShellProcess {
         Ok(())
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.pid
     }
 
-    pub fn pid_dir(&self) -> &Path {
+    pub(crate) fn pid_dir(&self) -> &Path {
         &self.pid_dir
     }
 
     /// Queue a control message (handshake, heartbeat, spout command); it goes out at the next
     /// [`ShellProcess::flush`], which the next wait for an event does too.
-    pub fn send(&mut self, msg: &serde_json::Value) {
+    pub(crate) fn send(&mut self, msg: &serde_json::Value) {
         protocol::frame_into(&mut self.output.buf, msg);
         self.output.urgent = true;
     }
 
     /// Queue the task-id answer to an emit (the child waits for it).
-    pub fn send_task_ids(&mut self, tasks: &[u32]) {
+    pub(crate) fn send_task_ids(&mut self, tasks: &[u32]) {
         protocol::write_task_ids(&mut self.output.buf, tasks);
         self.output.urgent = true;
     }
 
     /// Queue an input tuple, framed by `write`; it counts as queued until written to the pipe.
-    pub fn send_tuple(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+    pub(crate) fn send_tuple(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         write(&mut self.output.buf);
         self.output.marks.push(self.output.buf.len());
     }
 
     /// Whether what is queued should go out now: the child may be waiting for it, or a batch
     /// is full.
-    pub fn wants_flush(&self) -> bool {
+    pub(crate) fn wants_flush(&self) -> bool {
         self.output.urgent
             || self.output.marks.len() >= self.write_batch
             || self.output.buf.len() >= FLUSH_BYTES
@@ -631,7 +631,7 @@ impl ShellProcess {
 
     /// Hand everything queued to the pipe: written at once as far as the pipe takes it, the
     /// rest by the writer thread (in order). Never blocks on the child.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         let out = &mut self.output;
         out.urgent = false;
         if out.buf.is_empty() {
@@ -694,19 +694,19 @@ impl ShellProcess {
     }
 
     /// Tuples queued towards the child and not yet written to its stdin.
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.output.marks.len() + self.input.unwritten.load(Ordering::Acquire)
     }
 
     /// The executor is about to take every event there is (with [`ShellProcess::try_recv`]
     /// until it says `None`): the reader must wake it again for anything after that. Until
     /// then, the reader wakes it at most once.
-    pub fn rearm(&self) {
+    pub(crate) fn rearm(&self) {
         self.notify.pending.store(false, Ordering::Release);
     }
 
     /// The next event, if one has arrived (nothing is flushed).
-    pub fn try_recv(&mut self) -> Option<ChildEvent> {
+    pub(crate) fn try_recv(&mut self) -> Option<ChildEvent> {
         if let Some(ev) = self.received.pop_front() {
             return Some(ev);
         }
@@ -716,7 +716,7 @@ impl ShellProcess {
 
     /// Flush what is queued, then wait up to `timeout` for the next event; a closed channel
     /// reads as EOF.
-    pub fn recv_timeout(&mut self, timeout: Duration) -> Option<ChildEvent> {
+    pub(crate) fn recv_timeout(&mut self, timeout: Duration) -> Option<ChildEvent> {
         self.flush();
         if let Some(ev) = self.try_recv() {
             return Some(ev);
@@ -734,7 +734,7 @@ impl ShellProcess {
     /// rather than have the reader thread read each message and wake it, it reads the child's
     /// output itself until [`ShellProcess::end_direct`], with [`ShellProcess::recv_direct`].
     /// Everything read before is taken first, in order. `false` when the output has ended.
-    pub fn begin_direct(&mut self) -> bool {
+    pub(crate) fn begin_direct(&mut self) -> bool {
         let mut st = self.stdout.lock();
         if st.stop || st.eof {
             return false;
@@ -753,7 +753,7 @@ impl ShellProcess {
     /// yet were never seen by the reader thread, which therefore will not wake the executor
     /// for them: the executor is woken here instead (else an emit waiting for its task ids
     /// would wait for the executor's next timer, and the child with it).
-    pub fn end_direct(&mut self) {
+    pub(crate) fn end_direct(&mut self) {
         self.stdout.lock().executor_reads = false;
         self.stdout.released.notify_all();
         if !self.received.is_empty() {
@@ -766,7 +766,7 @@ impl ShellProcess {
     /// `timeout` for it. For the first `spin` of that, it watches without going to sleep: when
     /// the child answers within microseconds, sleeping and being woken (on a virtual machine,
     /// an idle CPU halted and woken by an interrupt) costs more than its answer takes.
-    pub fn recv_direct(&mut self, spin: Duration, timeout: Duration) -> Option<ChildEvent> {
+    pub(crate) fn recv_direct(&mut self, spin: Duration, timeout: Duration) -> Option<ChildEvent> {
         self.flush();
         let start = Instant::now();
         loop {
@@ -805,7 +805,7 @@ impl ShellProcess {
     }
 
     /// The exit status, waiting up to `grace` for the child to exit.
-    pub fn wait_exit(&mut self, grace: Duration) -> Option<ExitStatus> {
+    pub(crate) fn wait_exit(&mut self, grace: Duration) -> Option<ExitStatus> {
         if self.exit.is_some() {
             return self.exit;
         }
@@ -825,7 +825,7 @@ impl ShellProcess {
     }
 
     /// The child's last stderr lines, joined, for fault reports.
-    pub fn stderr_tail(&self) -> String {
+    pub(crate) fn stderr_tail(&self) -> String {
         // Once the child has exited, give the drain thread a moment to read its last words.
         if self.exit.is_some() {
             let deadline = Instant::now() + Duration::from_millis(500);
@@ -839,7 +839,7 @@ impl ShellProcess {
 
     /// Close the child's stdin, kill and reap it, stop and join its threads (briefly: a
     /// grandchild holding stderr must not hang us) and remove the pid directory.
-    pub fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&mut self) {
         {
             let mut st = self.input.lock();
             st.closed = true;

@@ -15,7 +15,7 @@ use std::path::Path;
 const SIMPLEJSON: &str = include_str!("../../../multilang/compat/simplejson.py");
 
 /// Write the shim into `dir` and return the child's `PYTHONPATH`: `dir`, then `inherited`.
-pub fn install(dir: &Path, inherited: Option<OsString>) -> std::io::Result<OsString> {
+pub(crate) fn install(dir: &Path, inherited: Option<OsString>) -> std::io::Result<OsString> {
     std::fs::write(dir.join("simplejson.py"), SIMPLEJSON)?;
     let mut paths = vec![dir.to_path_buf()];
     if let Some(inherited) = inherited {

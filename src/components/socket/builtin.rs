@@ -9,7 +9,7 @@ use crate::model::Component;
 use std::path::Path;
 
 /// The `socket` built-in.
-pub struct SocketType;
+pub(crate) struct SocketType;
 
 impl b::Builtin for SocketType {
     fn name(&self) -> &'static str {

@@ -10,15 +10,15 @@ use crate::tuple::{Value, Values};
 use std::net::SocketAddr;
 
 /// The peer's address as a field.
-pub const REMOTE_FIELD: &str = "socket_remote";
+const REMOTE_FIELD: &str = "socket_remote";
 
-pub fn is_source_field(name: &str) -> bool {
+pub(crate) fn is_source_field(name: &str) -> bool {
     name == REMOTE_FIELD
 }
 
 /// What the server hands the spout.
 #[derive(Debug)]
-pub enum Item {
+pub(crate) enum Item {
     Record(Values),
     /// A frame that could not be read (its text, shortened) and why.
     Bad(String, String),
@@ -26,7 +26,7 @@ pub enum Item {
 
 /// How frames are read.
 #[derive(Clone)]
-pub enum Kind {
+pub(crate) enum Kind {
     Lines,
     Records(Spec),
     Syslog,
@@ -34,21 +34,21 @@ pub enum Kind {
 
 /// What every connection shares.
 #[derive(Clone)]
-pub struct Decode {
-    pub kind: Kind,
-    pub layout: Layout,
-    pub max_record: usize,
+pub(crate) struct Decode {
+    pub(crate) kind: Kind,
+    pub(crate) layout: Layout,
+    pub(crate) max_record: usize,
 }
 
 /// One connection's (or datagram's) reading state.
-pub struct Conn {
+pub(crate) struct Conn {
     parser: Option<Parser>,
     source: Vec<Value>,
 }
 
 impl Decode {
     /// The reading state for a connection from `peer`.
-    pub fn conn(&self, peer: SocketAddr) -> Conn {
+    pub(crate) fn conn(&self, peer: SocketAddr) -> Conn {
         let parser = match &self.kind {
             Kind::Records(spec) => Parser::new(spec).ok().map(|mut p| {
                 p.set_max_record(self.max_record);
@@ -63,7 +63,7 @@ impl Decode {
     }
 
     /// The source fields' values for `peer`.
-    pub fn source(&self, peer: SocketAddr) -> Vec<Value> {
+    fn source(&self, peer: SocketAddr) -> Vec<Value> {
         self.layout
             .source_fields()
             .iter()
@@ -72,7 +72,7 @@ impl Decode {
     }
 
     /// Read one frame into `out`.
-    pub fn frame(&self, conn: &mut Conn, bytes: &[u8], out: &mut Vec<Item>) {
+    pub(crate) fn frame(&self, conn: &mut Conn, bytes: &[u8], out: &mut Vec<Item>) {
         let text = String::from_utf8_lossy(bytes);
         match &self.kind {
             Kind::Syslog => match syslog::parse(&text) {
@@ -96,7 +96,7 @@ impl Decode {
     }
 
     /// The end of a connection (or a datagram): a record left open is an error.
-    pub fn end(&self, conn: &mut Conn, what: &str, out: &mut Vec<Item>) {
+    pub(crate) fn end(&self, conn: &mut Conn, what: &str, out: &mut Vec<Item>) {
         let mut read = Read::default();
         record::read_end(conn.parser.as_mut(), what, &mut read);
         self.take(conn, read, out);
@@ -113,7 +113,7 @@ impl Decode {
 }
 
 /// A frame's text as kept on the `errors` stream: at most 4 KiB.
-pub fn shorten(text: &str) -> String {
+fn shorten(text: &str) -> String {
     let mut end = text.len().min(4096);
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -122,7 +122,7 @@ pub fn shorten(text: &str) -> String {
 }
 
 /// The reader's fields and how frames are read, for the spout's arguments.
-pub fn kind_and_fields(
+pub(crate) fn kind_and_fields(
     args: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(Kind, Vec<String>), String> {
     match args.get("format").and_then(|f| f.as_str()) {

@@ -7,15 +7,15 @@
 
 /// How frames are delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     Newline,
     OctetCounted,
 }
 
 impl Framing {
-    pub const NAMES: &'static [&'static str] = &["newline", "octet_counted"];
+    pub(crate) const NAMES: &'static [&'static str] = &["newline", "octet_counted"];
 
-    pub fn from_name(name: &str) -> Option<Framing> {
+    pub(crate) fn from_name(name: &str) -> Option<Framing> {
         match name {
             "newline" => Some(Framing::Newline),
             "octet_counted" => Some(Framing::OctetCounted),
@@ -26,7 +26,7 @@ impl Framing {
 
 /// What a frame holds.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Frame {
+pub(crate) enum Frame {
     Text(Vec<u8>),
     /// A frame past the limit (its first bytes kept for the error), or a length that is not
     /// one.
@@ -40,7 +40,7 @@ pub enum Frame {
 const SHOWN: usize = 200;
 
 /// One connection's framer.
-pub struct Framer {
+pub(crate) struct Framer {
     framing: Framing,
     max: usize,
     buf: Vec<u8>,
@@ -50,7 +50,7 @@ pub struct Framer {
 }
 
 impl Framer {
-    pub fn new(framing: Framing, max: usize) -> Framer {
+    pub(crate) fn new(framing: Framing, max: usize) -> Framer {
         Framer {
             framing,
             max,
@@ -60,7 +60,7 @@ impl Framer {
     }
 
     /// Feed bytes; the frames they complete go to `out`.
-    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<Frame>) {
+    pub(crate) fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<Frame>) {
         if self.skipping.is_some() {
             let used = skip(&mut self.skipping, bytes);
             bytes = &bytes[used..];
@@ -94,7 +94,7 @@ impl Framer {
     }
     /// At the end of the stream: what is left is the last frame (an unterminated line, or the
     /// part of an octet-counted frame that came).
-    pub fn finish(&mut self, out: &mut Vec<Frame>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<Frame>) {
         let rest = std::mem::take(&mut self.buf);
         if self.skipping.take().is_some() || rest.is_empty() {
             return;

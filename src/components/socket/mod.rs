@@ -3,21 +3,21 @@
 //! asks [`check`].
 
 pub(crate) mod builtin;
-pub(crate) mod decode;
+mod decode;
 pub(crate) mod framing;
 mod server;
-pub(crate) mod settings;
-pub(crate) mod spout;
-pub(crate) mod syslog;
+mod settings;
+mod spout;
+mod syslog;
 
-pub use spout::{output_fields, SocketSpout};
+use spout::{output_fields, SocketSpout};
 
 use serde_json::Value as Json;
 
 type Args = serde_json::Map<String, Json>;
 
 /// The arguments the `socket` spout reads (besides the record arguments of `stdin`).
-pub const ARGS: &[&str] = &[
+const ARGS: &[&str] = &[
     "listen",
     "protocol",
     "framing",
@@ -28,7 +28,7 @@ pub const ARGS: &[&str] = &[
 ];
 
 /// The formats `socket` reads: `stdin`'s and `syslog`.
-pub fn formats() -> &'static [&'static str] {
+fn formats() -> &'static [&'static str] {
     static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         let mut f = crate::components::parse::spec::FORMATS.to_vec();
@@ -38,7 +38,7 @@ pub fn formats() -> &'static [&'static str] {
 }
 
 /// Every problem with a spout's arguments, each with the argument it is about.
-pub fn check(args: &Args, tasks: u32) -> Vec<(&'static str, String)> {
+fn check(args: &Args, tasks: u32) -> Vec<(&'static str, String)> {
     let (mut problems, args, read) =
         crate::components::http::settings::all_problems(args, settings::Settings::from_args);
     let Some(s) = read else {

@@ -16,7 +16,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 /// Batches of items the channel holds (each from one read: at most a read buffer's worth).
-pub const CHANNEL: usize = 256;
+const CHANNEL: usize = 256;
 /// Bytes read per call.
 const CHUNK: usize = 64 * 1024;
 
@@ -36,8 +36,8 @@ struct Shared {
 }
 
 /// A running listener; it stops when dropped.
-pub struct Listener {
-    pub addr: SocketAddr,
+pub(crate) struct Listener {
+    pub(crate) addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -54,14 +54,14 @@ impl Drop for Listener {
 }
 
 /// What the spout reads from the listener.
-pub struct Inlet {
-    pub rx: mpsc::Receiver<Vec<Item>>,
-    pub dropped: Arc<AtomicU64>,
-    pub refused: Arc<AtomicU64>,
+pub(crate) struct Inlet {
+    pub(crate) rx: mpsc::Receiver<Vec<Item>>,
+    pub(crate) dropped: Arc<AtomicU64>,
+    pub(crate) refused: Arc<AtomicU64>,
 }
 
 /// Bind and start listening. `reuse_port`: several tasks share the TCP port.
-pub fn start(
+pub(crate) fn start(
     name: &str,
     settings: &Settings,
     decode: Decode,

@@ -9,28 +9,28 @@ use std::time::Duration;
 type Args = serde_json::Map<String, Json>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     Tcp,
     Udp,
 }
 
 /// What the `socket` spout was asked for.
 #[derive(Debug, Clone)]
-pub struct Settings {
-    pub listen: String,
-    pub protocol: Protocol,
-    pub framing: Framing,
+pub(crate) struct Settings {
+    pub(crate) listen: String,
+    pub(crate) protocol: Protocol,
+    pub(crate) framing: Framing,
     /// `format: syslog`.
-    pub syslog: bool,
-    pub max_connections: usize,
+    pub(crate) syslog: bool,
+    pub(crate) max_connections: usize,
     /// The longest frame (line or message), in bytes; `None`: `topology.record.max.bytes`.
-    pub max_frame: Option<usize>,
+    pub(crate) max_frame: Option<usize>,
     /// A TCP connection quiet for this long is closed.
-    pub idle: Option<Duration>,
+    pub(crate) idle: Option<Duration>,
 }
 
 /// The default bound on open TCP connections.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 fn one_of<T>(
     args: &Args,
@@ -49,7 +49,7 @@ fn one_of<T>(
 }
 
 impl Settings {
-    pub fn from_args(args: &Args) -> Result<Settings, ArgError> {
+    pub(crate) fn from_args(args: &Args) -> Result<Settings, ArgError> {
         let listen = match args.get("listen") {
             None => {
                 return Err((

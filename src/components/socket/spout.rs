@@ -19,7 +19,7 @@ use std::time::Duration;
 
 type Args = serde_json::Map<String, Json>;
 
-pub struct SocketSpout {
+pub(crate) struct SocketSpout {
     settings: Settings,
     decode: Decode,
     listener: Option<Listener>,
@@ -34,7 +34,7 @@ pub struct SocketSpout {
 }
 
 /// The output fields for the spout's arguments.
-pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
+pub(crate) fn output_fields(args: &Args) -> Result<Vec<String>, String> {
     if let Some(fields) = record::fields_arg(args)? {
         return Ok(fields);
     }
@@ -42,7 +42,7 @@ pub fn output_fields(args: &Args) -> Result<Vec<String>, String> {
 }
 
 impl SocketSpout {
-    pub fn new(args: &Args) -> Result<SocketSpout, String> {
+    pub(crate) fn new(args: &Args) -> Result<SocketSpout, String> {
         let settings = Settings::from_args(args).map_err(|(_, why)| why)?;
         let (kind, read) = decode::kind_and_fields(args)?;
         let formatted = !matches!(kind, decode::Kind::Lines);

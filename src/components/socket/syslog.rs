@@ -8,7 +8,7 @@ use crate::tuple::{Value, Values};
 use std::collections::BTreeMap;
 
 /// The fields a syslog message gives, in order.
-pub const FIELDS: &[&str] = &[
+pub(crate) const FIELDS: &[&str] = &[
     "facility",
     "severity",
     "timestamp",
@@ -57,21 +57,21 @@ const MONTHS: &[&str] = &[
 
 /// A message read into its parts.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Message {
-    pub facility: &'static str,
-    pub severity: &'static str,
-    pub timestamp: Option<String>,
-    pub host: Option<String>,
-    pub app: Option<String>,
-    pub procid: Option<String>,
-    pub msgid: Option<String>,
-    pub structured_data: Option<BTreeMap<String, Value>>,
-    pub message: String,
+pub(crate) struct Message {
+    facility: &'static str,
+    severity: &'static str,
+    timestamp: Option<String>,
+    host: Option<String>,
+    app: Option<String>,
+    procid: Option<String>,
+    msgid: Option<String>,
+    structured_data: Option<BTreeMap<String, Value>>,
+    message: String,
 }
 
 impl Message {
     /// The values of [`FIELDS`].
-    pub fn values(self) -> Values {
+    pub(crate) fn values(self) -> Values {
         let text = |s: Option<String>| s.map_or(Value::Null, |s| Value::str(&s));
         smallvec::smallvec![
             Value::str(self.facility),
@@ -89,7 +89,7 @@ impl Message {
 }
 
 /// Read one message (one frame, without its line end).
-pub fn parse(text: &str) -> Result<Message, String> {
+pub(crate) fn parse(text: &str) -> Result<Message, String> {
     parse_at(text, now_ymd())
 }
 
@@ -100,7 +100,7 @@ fn now_ymd() -> (i16, i8, i8) {
 }
 
 /// [`parse`] with today's date given.
-pub fn parse_at(text: &str, today: (i16, i8, i8)) -> Result<Message, String> {
+fn parse_at(text: &str, today: (i16, i8, i8)) -> Result<Message, String> {
     let text = text.trim_end_matches(['\r', '\n', '\0']);
     let (pri, rest) = priority(text)?;
     let facility = FACILITIES[usize::from(pri / 8)];

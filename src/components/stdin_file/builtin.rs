@@ -19,10 +19,10 @@ use std::path::Path;
 const REPLAYS: b::Arg = arg("max_retries", A::Number);
 
 /// The `stdin` built-in.
-pub struct StdinType;
+pub(crate) struct StdinType;
 
 /// The `file` built-in.
-pub struct FileType;
+pub(crate) struct FileType;
 
 impl b::Builtin for StdinType {
     fn name(&self) -> &'static str {

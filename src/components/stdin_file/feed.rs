@@ -34,7 +34,7 @@ struct Kept {
 
 /// Standard input as every incarnation of the `stdin` spout reads it.
 #[derive(Default)]
-pub struct Feed {
+pub(crate) struct Feed {
     kept: Mutex<Kept>,
     changed: Condvar,
 }
@@ -42,7 +42,7 @@ pub struct Feed {
 static FEED: OnceLock<Arc<Feed>> = OnceLock::new();
 
 /// Read standard input through the feed from now on (the first call starts its reader).
-pub fn enable() -> anyhow::Result<Arc<Feed>> {
+pub(crate) fn enable() -> anyhow::Result<Arc<Feed>> {
     if let Some(f) = FEED.get() {
         return Ok(f.clone());
     }
@@ -61,7 +61,7 @@ pub fn enable() -> anyhow::Result<Arc<Feed>> {
 }
 
 /// The feed, when standard input is read through one.
-pub fn get() -> Option<Arc<Feed>> {
+pub(crate) fn get() -> Option<Arc<Feed>> {
     FEED.get().cloned()
 }
 
@@ -105,7 +105,7 @@ impl Feed {
     }
 
     /// A reader from input offset `start` (a restored position's), for this epoch.
-    pub fn reader_from(self: &Arc<Self>, start: u64) -> Result<FeedReader, String> {
+    pub(crate) fn reader_from(self: &Arc<Self>, start: u64) -> Result<FeedReader, String> {
         let kept = self.lock();
         if start < kept.base {
             return Err(format!(
@@ -122,7 +122,7 @@ impl Feed {
 
     /// Forget the whole chunks before input offset `offset` (committed: no rollback goes
     /// there).
-    pub fn trim(&self, offset: u64) {
+    pub(crate) fn trim(&self, offset: u64) {
         let mut kept = self.lock();
         while let Some(first) = kept.chunks.front().map(Vec::len) {
             if kept.base + first as u64 > offset {
@@ -135,7 +135,7 @@ impl Feed {
     }
 
     /// A rollback: readers of the old run see the end of their input.
-    pub fn new_epoch(&self) {
+    pub(crate) fn new_epoch(&self) {
         self.lock().epoch += 1;
         self.changed.notify_all();
     }
@@ -150,7 +150,7 @@ impl Feed {
 }
 
 /// One incarnation's reader of the feed.
-pub struct FeedReader {
+pub(crate) struct FeedReader {
     feed: Arc<Feed>,
     at: u64,
     epoch: u64,

@@ -5,11 +5,11 @@ use std::path::Path;
 
 /// A followed file's fingerprint is a checksum of this many first bytes; a shorter file has
 /// none yet (it is told by device and inode only).
-pub const PRINT_BYTES: usize = 256;
+pub(crate) const PRINT_BYTES: usize = 256;
 
 /// The checksum (64-bit FNV-1a) of the first [`PRINT_BYTES`] bytes of `path`, when it has
 /// that many.
-pub fn fingerprint(path: &Path) -> Option<u64> {
+pub(crate) fn fingerprint(path: &Path) -> Option<u64> {
     use std::io::Read;
     let mut head = Vec::with_capacity(PRINT_BYTES);
     let file = std::fs::File::open(path).ok()?;
@@ -18,7 +18,7 @@ pub fn fingerprint(path: &Path) -> Option<u64> {
 }
 
 /// 64-bit FNV-1a of `bytes`: the fingerprint of a file's first [`PRINT_BYTES`] bytes.
-pub fn checksum(bytes: &[u8]) -> u64 {
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
@@ -26,7 +26,7 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 
 /// The fingerprint of the open `file`: a checksum of its first [`PRINT_BYTES`] bytes, when it
 /// has them (read where they are, the file's read position left alone).
-pub fn print_of(file: &std::fs::File) -> Option<u64> {
+pub(crate) fn print_of(file: &std::fs::File) -> Option<u64> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileExt;

@@ -27,13 +27,13 @@ const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Which file a name points at: (device, inode). Zero on systems without them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct FileId {
-    pub dev: u64,
-    pub ino: u64,
+pub(crate) struct FileId {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
 }
 
 impl FileId {
-    pub fn of(meta: &std::fs::Metadata) -> FileId {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> FileId {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
@@ -51,20 +51,20 @@ impl FileId {
 }
 
 /// The fingerprints of the files a reader has read, by identity, as it learns them.
-pub type Prints = Arc<std::sync::Mutex<std::collections::HashMap<FileId, u64>>>;
+pub(crate) type Prints = Arc<std::sync::Mutex<std::collections::HashMap<FileId, u64>>>;
 
 /// A file as a position names it: device and inode, and its fingerprint when it had one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Ident {
-    pub id: FileId,
-    pub print: Option<u64>,
+pub(crate) struct Ident {
+    pub(crate) id: FileId,
+    pub(crate) print: Option<u64>,
 }
 
 impl Ident {
     /// Whether the file `id` with fingerprint `print` is this one: the same device and inode,
     /// and not another content: a file whose first bytes differ, or that is now shorter than
     /// a fingerprint while this one had one, is a new file (an inode reused, or emptied).
-    pub fn is(&self, id: FileId, print: Option<u64>) -> bool {
+    pub(crate) fn is(&self, id: FileId, print: Option<u64>) -> bool {
         self.id == id
             && match (self.print, print) {
                 (Some(a), b) => Some(a) == b,
@@ -76,7 +76,7 @@ impl Ident {
 /// The file beside `path` (in its folder) that is the file `old`: where a rotation renamed it
 /// (same device, inode and fingerprint), else, when `old` had a fingerprint, a file with it
 /// (moved by a copy). Not the file the name points at now.
-pub fn find_rotated(path: &Path, old: Ident) -> Option<(PathBuf, FileId)> {
+fn find_rotated(path: &Path, old: Ident) -> Option<(PathBuf, FileId)> {
     let current = std::fs::metadata(path).ok().map(|m| FileId::of(&m));
     let files: Vec<(PathBuf, FileId)> = std::fs::read_dir(folder_of(path))
         .ok()?
@@ -102,7 +102,7 @@ pub fn find_rotated(path: &Path, old: Ident) -> Option<(PathBuf, FileId)> {
 /// were never read: named as `path` plus a suffix (`app.log.1`, `app.log-2026…`), last written
 /// at or after `after` (file times tick coarsely), not compressed archives, not one of `known` and not the file the
 /// name points at now. Oldest first: the order the rotations made them.
-pub fn unread_rotations(
+fn unread_rotations(
     path: &Path,
     after: std::time::SystemTime,
     known: &[FileId],
@@ -147,7 +147,7 @@ fn folder_of(path: &Path) -> &Path {
 
 /// Why a followed file's reading stopped: the caller reopens the name from byte 0, or ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+enum Stop {
     /// The spout is gone: the run is ending.
     Closed,
     /// The name now points at another file (rename-and-create); the old one was read to its end.
@@ -158,7 +158,7 @@ pub enum Stop {
 
 /// A followed file as a `Read` that waits at its end: `read` gives 0 bytes only when reading
 /// should stop, and `stop` then says why.
-pub struct Follower {
+struct Follower {
     path: PathBuf,
     file: std::fs::File,
     id: FileId,
@@ -174,7 +174,7 @@ pub struct Follower {
 
 impl Follower {
     /// `path` opened and read from byte `start`; `closed` is set when the spout goes.
-    pub fn open(path: &Path, start: u64, closed: Arc<AtomicBool>) -> Result<Follower, String> {
+    fn open(path: &Path, start: u64, closed: Arc<AtomicBool>) -> Result<Follower, String> {
         let mut file = std::fs::File::open(path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         let meta = file
@@ -196,14 +196,14 @@ impl Follower {
     }
 
     /// Publish the file's fingerprint into `prints` as soon as it has one.
-    pub fn with_prints(mut self, prints: Option<Prints>) -> Follower {
+    fn with_prints(mut self, prints: Option<Prints>) -> Follower {
         self.prints = prints;
         self.note_print();
         self
     }
 
     /// Its fingerprint, if it has one yet.
-    pub fn print(&mut self) -> Option<u64> {
+    fn print(&mut self) -> Option<u64> {
         self.note_print();
         self.print
     }
@@ -221,17 +221,17 @@ impl Follower {
     }
 
     /// The file being read.
-    pub fn id(&self) -> FileId {
+    fn id(&self) -> FileId {
         self.id
     }
 
     /// When the file being read was last written (None where the system cannot say).
-    pub fn modified(&self) -> Option<std::time::SystemTime> {
+    fn modified(&self) -> Option<std::time::SystemTime> {
         self.file.metadata().and_then(|m| m.modified()).ok()
     }
 
     /// Why the last `read` gave 0 bytes.
-    pub fn stop(&self) -> Option<Stop> {
+    fn stop(&self) -> Option<Stop> {
         self.stop
     }
 

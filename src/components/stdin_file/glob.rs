@@ -24,12 +24,12 @@ const POLL: Duration = Duration::from_millis(100);
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Whether a path as written is a glob.
-pub fn is_glob(path: &str) -> bool {
+pub(crate) fn is_glob(path: &str) -> bool {
     path.contains(['*', '?', '['])
 }
 
 /// The regular files `pattern` matches, sorted by path.
-pub fn matches(pattern: &Path) -> Result<Vec<PathBuf>, String> {
+fn matches(pattern: &Path) -> Result<Vec<PathBuf>, String> {
     let text = pattern
         .to_str()
         .ok_or_else(|| format!("{}: the glob is not UTF-8", pattern.display()))?;
@@ -43,7 +43,7 @@ pub fn matches(pattern: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Where each file of a glob was: offset after its last line emitted, and that line's number.
-pub type Starts = BTreeMap<FileId, (u64, u64)>;
+pub(crate) type Starts = BTreeMap<FileId, (u64, u64)>;
 
 /// The glob's reader thread: what it reads and how.
 pub(super) struct GlobJob {

@@ -17,7 +17,7 @@ const MAX_THREADS: usize = 4;
 /// emitting thread needs, up to [`MAX_THREADS`]; one means the reader thread reads the fields
 /// itself. (On 2 cores, two parse threads beside the reader, the spout and the acker measured
 /// 8% slower than the reader reading the fields: 10 M JSON events, 6.28 s against 5.65 s.)
-pub fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .saturating_sub(1)
@@ -29,7 +29,7 @@ pub fn threads() -> usize {
 type Job = (ChunkResult, Vec<bool>);
 
 /// The reader thread's end: deals chunks out in turn.
-pub struct Spread {
+pub(crate) struct Spread {
     txs: Vec<Sender<Job>>,
     next: usize,
 }
@@ -37,7 +37,7 @@ pub struct Spread {
 impl Spread {
     /// Send `chunk` to the next parse thread, its lines `whole` to be read. False when the
     /// spout is gone.
-    pub fn send(&mut self, chunk: ChunkResult, whole: Vec<bool>) -> bool {
+    pub(crate) fn send(&mut self, chunk: ChunkResult, whole: Vec<bool>) -> bool {
         let sent = self.txs[self.next].send((chunk, whole)).is_ok();
         self.next = (self.next + 1) % self.txs.len();
         sent
@@ -45,7 +45,7 @@ impl Spread {
 }
 
 /// The spout's end: chunks from one reader, or from parse threads taken in turn.
-pub enum Chunks {
+pub(crate) enum Chunks {
     One(Receiver<ChunkResult>),
     Dealt {
         rxs: Vec<Receiver<ChunkResult>>,
@@ -55,7 +55,7 @@ pub enum Chunks {
 
 impl Chunks {
     /// The next chunk in the order it was read, if it is ready.
-    pub fn try_recv(&mut self) -> Result<ChunkResult, TryRecvError> {
+    pub(crate) fn try_recv(&mut self) -> Result<ChunkResult, TryRecvError> {
         match self {
             Chunks::One(rx) => rx.try_recv(),
             Chunks::Dealt { rxs, next } => {
@@ -69,7 +69,7 @@ impl Chunks {
 
 /// Start one parse thread per fast path in `readers` (named after `name`); returns the
 /// reader's and the spout's ends.
-pub fn spread(readers: Vec<Prefetch>, name: &str) -> std::io::Result<(Spread, Chunks)> {
+pub(crate) fn spread(readers: Vec<Prefetch>, name: &str) -> std::io::Result<(Spread, Chunks)> {
     let (mut txs, mut rxs) = (Vec::new(), Vec::new());
     for (i, mut reader) in readers.into_iter().enumerate() {
         let (job_tx, job_rx) = bounded::<Job>(QUEUED);

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// How often the position is written.
 const EVERY: Duration = Duration::from_secs(1);
 
-pub struct PositionFile {
+pub(crate) struct PositionFile {
     path: PathBuf,
     written: Instant,
     /// A write failed once: said once, not every second.
@@ -26,7 +26,7 @@ pub struct PositionFile {
 impl PositionFile {
     /// The position file of the task following `followed`, when the run keeps one (no
     /// checkpoints; a state dir, or a user state folder).
-    pub fn for_task(
+    pub(crate) fn for_task(
         ctx: &crate::components::TaskContext,
         followed: &std::path::Path,
     ) -> anyhow::Result<Option<PositionFile>> {
@@ -70,7 +70,7 @@ impl PositionFile {
     }
 
     /// The position a run before this one wrote, if any.
-    pub fn load(&self) -> Result<Option<Value>, String> {
+    pub(crate) fn load(&self) -> Result<Option<Value>, String> {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -86,12 +86,12 @@ impl PositionFile {
     }
 
     /// Whether a write is due.
-    pub fn due(&self) -> bool {
+    pub(crate) fn due(&self) -> bool {
         self.written.elapsed() >= EVERY
     }
 
     /// Write `position` (to a new file, then renamed over the old one: never half written).
-    pub fn save(&mut self, position: &Value) {
+    pub(crate) fn save(&mut self, position: &Value) {
         self.written = Instant::now();
         if let Err(e) = self.write(position) {
             if !self.warned {

@@ -7,12 +7,12 @@ use crate::tuple::{Value, Values};
 use serde_json::Value as Json;
 
 /// The fields a `file` spout gives besides what it reads.
-pub const FILE_FIELDS: &[&str] = &["file_path", "file_line"];
+const FILE_FIELDS: &[&str] = &["file_path", "file_line"];
 
 type Args = serde_json::Map<String, Json>;
 
 /// Whether `fields` names a file field: then the spout's output fields are `fields` as written.
-pub fn asked(args: &Args) -> Option<Vec<String>> {
+pub(crate) fn asked(args: &Args) -> Option<Vec<String>> {
     fields_arg(args)
         .ok()
         .flatten()
@@ -20,7 +20,7 @@ pub fn asked(args: &Args) -> Option<Vec<String>> {
 }
 
 /// The arguments without the file fields in `fields` (what the record reader reads).
-pub fn reader_args(args: &Args) -> Args {
+pub(crate) fn reader_args(args: &Args) -> Args {
     // `fields` that is not a list of names is left for the reader to refuse.
     without_source_fields(args, &|f| FILE_FIELDS.contains(&f)).unwrap_or_else(|_| args.clone())
 }
@@ -36,14 +36,14 @@ enum Slot {
 
 /// The output fields' places: built when `fields` names a file field.
 #[derive(Debug, Clone)]
-pub struct Placement {
+pub(crate) struct Placement {
     slots: Vec<Slot>,
 }
 
 impl Placement {
     /// For `args` (a `file` spout's); `None` when `fields` names no file field. An error names
     /// a field that neither the reader nor the file gives.
-    pub fn new(args: &Args) -> Result<Option<Placement>, String> {
+    pub(crate) fn new(args: &Args) -> Result<Option<Placement>, String> {
         let Some(fields) = asked(args) else {
             return Ok(None);
         };
@@ -73,7 +73,7 @@ impl Placement {
     }
 
     /// The output values for `read` (what the line gave), from line `line` of `path`.
-    pub fn place(&self, read: &[Value], path: &Value, line: u64) -> Values {
+    pub(crate) fn place(&self, read: &[Value], path: &Value, line: u64) -> Values {
         self.slots
             .iter()
             .map(|s| match s {

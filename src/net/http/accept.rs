@@ -15,7 +15,7 @@ fn out_of_descriptors(e: &std::io::Error) -> bool {
 }
 
 /// Accept and serve connections until `stop` fires (or its sender is dropped).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     mut stop: tokio::sync::oneshot::Receiver<()>,

@@ -13,9 +13,9 @@ use tokio::net::TcpStream;
 use tokio::time::{timeout, timeout_at, Instant};
 
 /// What every connection of a server shares.
-pub struct Shared {
-    pub limits: Limits,
-    pub handler: Arc<dyn Handler>,
+pub(crate) struct Shared {
+    pub(crate) limits: Limits,
+    pub(crate) handler: Arc<dyn Handler>,
 }
 
 /// How a wait for bytes ended without them.
@@ -30,7 +30,12 @@ enum Stop {
 const CHUNK: usize = 8 * 1024;
 
 /// Serve one connection until it ends.
-pub async fn serve(mut stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, slot: Slot) {
+pub(crate) async fn serve(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    slot: Slot,
+) {
     let _ = stream.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::new();
     loop {
@@ -188,7 +193,7 @@ async fn linger(stream: &mut TcpStream) {
 }
 
 /// A short plain-text answer (the protocol's own refusals).
-pub fn plain(status: u16, message: &str) -> Response {
+fn plain(status: u16, message: &str) -> Response {
     Response {
         status,
         content_type: "text/plain; charset=utf-8".into(),
@@ -286,7 +291,7 @@ async fn stream_lines(
 }
 
 /// Answer 503 to a connection there is no room for, without waiting on it, and close it.
-pub fn turn_away(stream: TcpStream) {
+pub(crate) fn turn_away(stream: TcpStream) {
     let answer = format!(
         "{}Content-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n",
         status_line(503)

@@ -7,23 +7,23 @@ use super::Limits;
 
 /// A request head that passed every rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
-    pub method: String,
+pub(crate) struct Head {
+    pub(crate) method: String,
     /// The request target as sent (`/path?query`).
-    pub target: String,
+    pub(crate) target: String,
     /// Header names and values in the order sent (values decoded lossily as UTF-8).
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The body's length from Content-Length (0 without one), at most the limit.
-    pub body_len: usize,
+    pub(crate) body_len: usize,
     /// The connection ends after the answer (HTTP/1.0, or `Connection: close`).
-    pub close: bool,
+    pub(crate) close: bool,
     /// The client waits for `100 Continue` before it sends the body.
-    pub expect_continue: bool,
+    pub(crate) expect_continue: bool,
 }
 
 /// What the bytes read so far hold.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// Not a whole head yet: read more.
     Partial,
     /// A whole head, and how many bytes of the buffer it took.
@@ -32,9 +32,9 @@ pub enum Parsed {
 
 /// A request refused before it is answered: the status and why. The connection ends after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub status: u16,
-    pub message: String,
+pub(crate) struct Refusal {
+    pub(crate) status: u16,
+    pub(crate) message: String,
 }
 
 fn refuse(status: u16, message: impl Into<String>) -> Refusal {
@@ -45,7 +45,7 @@ fn refuse(status: u16, message: impl Into<String>) -> Refusal {
 }
 
 /// Read a head from the start of `buf`.
-pub fn parse(buf: &[u8], limits: &Limits) -> Result<Parsed, Refusal> {
+pub(crate) fn parse(buf: &[u8], limits: &Limits) -> Result<Parsed, Refusal> {
     let mut slots = vec![httparse::EMPTY_HEADER; limits.max_headers];
     let mut req = httparse::Request::new(&mut slots);
     let too_big = || {

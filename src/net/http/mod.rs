@@ -21,7 +21,7 @@
 
 mod accept;
 mod conn;
-pub(crate) mod head;
+mod head;
 mod slots;
 #[cfg(test)]
 mod tests;
@@ -32,17 +32,17 @@ use std::time::Duration;
 
 /// The bounds a server keeps.
 #[derive(Debug, Clone)]
-pub struct Limits {
-    pub max_head: usize,
-    pub max_headers: usize,
-    pub max_body: usize,
-    pub read_timeout: Duration,
-    pub idle: Duration,
-    pub write_timeout: Duration,
-    pub max_connections: usize,
+pub(crate) struct Limits {
+    pub(crate) max_head: usize,
+    pub(crate) max_headers: usize,
+    pub(crate) max_body: usize,
+    pub(crate) read_timeout: Duration,
+    pub(crate) idle: Duration,
+    pub(crate) write_timeout: Duration,
+    pub(crate) max_connections: usize,
     /// Bind with `SO_REUSEPORT`, so that several servers (tasks of one spout, in one process
     /// or several) share the port.
-    pub reuse_port: bool,
+    pub(crate) reuse_port: bool,
 }
 
 impl Default for Limits {
@@ -62,18 +62,18 @@ impl Default for Limits {
 
 /// A request as the handler sees it.
 #[derive(Debug)]
-pub struct Request {
-    pub method: String,
+pub(crate) struct Request {
+    pub(crate) method: String,
     /// The request target as sent (`/path?query`).
-    pub target: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    pub peer: SocketAddr,
+    pub(crate) target: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+    pub(crate) peer: SocketAddr,
 }
 
 impl Request {
     /// The first header of this name (any case).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -82,7 +82,7 @@ impl Request {
 }
 
 /// What an answer carries.
-pub enum Body {
+pub(crate) enum Body {
     /// The whole body, sent with its length.
     Full(Vec<u8>),
     /// Lines sent as they come, until the sender is dropped or the reader goes away (the end
@@ -95,22 +95,22 @@ pub enum Body {
 }
 
 /// An answer.
-pub struct Response {
-    pub status: u16,
-    pub content_type: String,
-    pub body: Body,
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) content_type: String,
+    pub(crate) body: Body,
     /// Headers besides the ones the server writes (`Retry-After`, `WWW-Authenticate`).
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 /// What answers requests. It runs on a blocking thread, never on the event loop.
-pub trait Handler: Send + Sync + 'static {
+pub(crate) trait Handler: Send + Sync + 'static {
     fn handle(&self, request: Request) -> Response;
 }
 
 /// A running server; it stops (and closes its socket) when dropped.
-pub struct Server {
-    pub addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -128,7 +128,7 @@ impl Drop for Server {
 
 /// Listen on `addr` and answer with `handler` until the returned server is dropped. `name`
 /// names the event-loop thread.
-pub fn start(
+pub(crate) fn start(
     name: &str,
     addr: &str,
     limits: Limits,
@@ -194,7 +194,7 @@ pub(crate) fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
 }
 
 /// The reason phrase of a status this server gives.
-pub fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",

@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 
 /// The open connections, oldest first, and which of them wait for a request.
 #[derive(Default)]
-pub struct Slots {
+pub(crate) struct Slots {
     inner: Mutex<Open>,
 }
 
@@ -25,11 +25,11 @@ struct Entry {
 }
 
 /// One connection's slot, given back when dropped.
-pub struct Slot {
+pub(crate) struct Slot {
     id: u64,
     slots: Arc<Slots>,
     /// Notified when the connection is to close to make room.
-    pub shed: Arc<Notify>,
+    pub(crate) shed: Arc<Notify>,
 }
 
 impl Slots {
@@ -37,11 +37,11 @@ impl Slots {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.open().by_id.len()
     }
 
-    pub fn take(self: &Arc<Self>) -> Slot {
+    pub(crate) fn take(self: &Arc<Self>) -> Slot {
         let shed = Arc::new(Notify::new());
         let mut open = self.open();
         let id = open.next;
@@ -61,7 +61,7 @@ impl Slots {
     }
 
     /// Close the connection that has waited longest for a request; false when none waits.
-    pub fn shed_one(&self) -> bool {
+    pub(crate) fn shed_one(&self) -> bool {
         let mut open = self.open();
         let oldest = open
             .by_id
@@ -80,7 +80,7 @@ impl Slots {
 
 impl Slot {
     /// Mark the connection as waiting for a request (it may be shed) or answering (it may not).
-    pub fn waiting(&self, yes: bool) {
+    pub(crate) fn waiting(&self, yes: bool) {
         if let Some(e) = self.slots.open().by_id.get_mut(&self.id) {
             e.waiting_since = yes.then(Instant::now);
         }

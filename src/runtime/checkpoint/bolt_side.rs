@@ -8,22 +8,22 @@ use crate::state::TaskKey;
 
 /// A bolt task's part in checkpoints.
 #[derive(Debug)]
-pub struct BoltSide {
-    pub rounds: Rounds,
+pub(crate) struct BoltSide {
+    pub(crate) rounds: Rounds,
     /// Stateful tasks only.
-    pub gate: Option<Gate>,
-    pub key: TaskKey,
+    pub(crate) gate: Option<Gate>,
+    pub(crate) key: TaskKey,
     /// Whether a checkpoint of this run saved the state yet (the first saves all of it).
-    pub saved: bool,
+    pub(crate) saved: bool,
     /// The last checkpoint it saved in this run.
-    pub last_txid: Option<u64>,
+    pub(crate) last_txid: Option<u64>,
     /// Restored (by a rollback) from a state saved after its end-of-input output: not emitted
     /// again.
-    pub flushed: bool,
+    pub(crate) flushed: bool,
 }
 
 impl BoltSide {
-    pub fn new(upstream: u32, stateful: bool, component: &str, index: u32) -> BoltSide {
+    pub(crate) fn new(upstream: u32, stateful: bool, component: &str, index: u32) -> BoltSide {
         BoltSide {
             rounds: Rounds::new(upstream),
             gate: stateful.then(Gate::default),

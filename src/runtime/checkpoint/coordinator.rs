@@ -12,17 +12,17 @@ use std::time::{Duration, Instant};
 
 /// What the coordinator did over a run.
 #[derive(Debug, Default, Clone)]
-pub struct CheckpointReport {
-    pub committed: u64,
+pub(crate) struct CheckpointReport {
+    committed: u64,
     /// The last committed txid (0: none).
-    pub last: u64,
+    last: u64,
     /// From the first task saving a checkpoint to its commit, per commit.
-    pub latencies: Vec<Duration>,
+    latencies: Vec<Duration>,
 }
 
 impl CheckpointReport {
     /// The `q` quantile (0..=1) of commit latency, in milliseconds.
-    pub fn latency_ms(&self, q: f64) -> Option<f64> {
+    fn latency_ms(&self, q: f64) -> Option<f64> {
         let mut ms: Vec<f64> = self
             .latencies
             .iter()
@@ -34,7 +34,7 @@ impl CheckpointReport {
     }
 
     /// One line for the end of a run.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let lat = |q| {
             self.latency_ms(q)
                 .map_or("-".into(), |v| format!("{v:.1} ms"))
@@ -49,7 +49,7 @@ impl CheckpointReport {
     }
 
     /// The figures for `--stats`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "committed": self.committed,
             "last_txid": self.last,
@@ -62,7 +62,7 @@ impl CheckpointReport {
     }
 }
 
-pub struct Coordinator {
+pub(crate) struct Coordinator {
     commits: Arc<Commits>,
     stores: Vec<Arc<Store>>,
     /// The tasks that save checkpoints: every spout task and every stateful bolt task.
@@ -71,11 +71,11 @@ pub struct Coordinator {
     finished: BTreeSet<u32>,
     /// The last txid each task saved.
     last_saved: BTreeMap<u32, u64>,
-    pub report: CheckpointReport,
+    pub(crate) report: CheckpointReport,
 }
 
 impl Coordinator {
-    pub fn new(
+    pub(crate) fn new(
         commits: Arc<Commits>,
         stores: Vec<Arc<Store>>,
         expected: BTreeSet<u32>,
@@ -96,7 +96,7 @@ impl Coordinator {
     }
 
     /// Take one report; commits what it completes. Returns the txid committed, if any.
-    pub fn on(&mut self, report: Report) -> anyhow::Result<Option<u64>> {
+    pub(crate) fn on(&mut self, report: Report) -> anyhow::Result<Option<u64>> {
         match self.take(report) {
             Some(txid) => self.commit(txid).map(|()| Some(txid)),
             None => Ok(None),
@@ -105,7 +105,7 @@ impl Coordinator {
 
     /// Take one report; the txid it makes ready to commit, if any, left for
     /// [`Coordinator::commit`] (nimbus copies the checkpoint to the other nimbuses first).
-    pub fn take(&mut self, report: Report) -> Option<u64> {
+    pub(crate) fn take(&mut self, report: Report) -> Option<u64> {
         match report {
             Report::Prepared { txid, task } => {
                 let last = self.last_saved.entry(task).or_default();
@@ -143,7 +143,7 @@ impl Coordinator {
 
     /// Commit `txid`, which [`Coordinator::take`] found ready: one write of the commit
     /// record, then each store folds what it prepared.
-    pub fn commit(&mut self, txid: u64) -> anyhow::Result<()> {
+    pub(crate) fn commit(&mut self, txid: u64) -> anyhow::Result<()> {
         let since = self
             .prepared
             .get(&txid)

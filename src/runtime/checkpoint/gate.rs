@@ -12,14 +12,14 @@ use std::collections::VecDeque;
 
 /// What to do with a held input now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fate {
+enum Fate {
     Apply,
     Drop,
     Wait,
 }
 
 #[derive(Debug, Default)]
-pub struct Gate {
+pub(crate) struct Gate {
     /// (round, inputs from one upstream task), in arrival order: batches are held as they
     /// came, and applied where they lie.
     held: VecDeque<(u64, Vec<Tuple>)>,
@@ -30,26 +30,26 @@ pub struct Gate {
     /// Roots of trees that failed, learnt from the rounds being applied.
     failed: FxHashSet<u64>,
     /// Inputs dropped because their tree failed.
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// The most inputs held at once.
-    pub peak: usize,
+    pub(crate) peak: usize,
 }
 
 impl Gate {
     /// Hold `inputs`, of round `round`.
     #[inline]
-    pub fn hold(&mut self, round: u64, inputs: Vec<Tuple>) {
+    pub(crate) fn hold(&mut self, round: u64, inputs: Vec<Tuple>) {
         self.count += inputs.len();
         self.peak = self.peak.max(self.count);
         self.held.push_back((round, inputs));
     }
 
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.count
     }
 
     /// Learn a complete round's verdicts.
-    pub fn learn(&mut self, marker: &Marker) {
+    pub(crate) fn learn(&mut self, marker: &Marker) {
         for v in &marker.verdicts {
             match self.low.iter_mut().find(|(s, _)| *s == v.spout) {
                 Some((_, low)) => *low = (*low).max(v.low),
@@ -62,7 +62,7 @@ impl Gate {
 
     /// What to do with `input` of a complete round.
     #[inline]
-    pub fn fate(&self, input: &Tuple) -> Fate {
+    fn fate(&self, input: &Tuple) -> Fate {
         if !self.failed.is_empty() && input.anchors.iter().any(|a| self.failed.contains(&a.root)) {
             return Fate::Drop;
         }
@@ -83,7 +83,7 @@ impl Gate {
     /// Apply, through `apply`, the inputs that rounds up to `complete` allow, in arrival
     /// order; drop those of failed trees; keep the rest. The failures learnt are forgotten
     /// after: every input of a tree that failed before a round's marker arrived before it.
-    pub fn release(
+    pub(crate) fn release(
         &mut self,
         complete: u64,
         mut apply: impl FnMut(&[Tuple]) -> anyhow::Result<()>,
@@ -121,7 +121,7 @@ impl Gate {
 
 /// The collector a held input is applied through: it was acked when it arrived, and its tree
 /// may be over, so acks and fails go nowhere and emits are not anchored to it.
-pub struct Unanchored<'a>(pub &'a mut dyn BoltCollector);
+pub(crate) struct Unanchored<'a>(pub(crate) &'a mut dyn BoltCollector);
 
 impl BoltCollector for Unanchored<'_> {
     fn emit(&mut self, stream: StreamId, _anchors: &[&Tuple], values: Values) -> Vec<u32> {

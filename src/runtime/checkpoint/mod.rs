@@ -19,8 +19,8 @@
 
 pub(crate) mod bolt_side;
 pub(crate) mod coordinator;
-pub(crate) mod gate;
-pub(crate) mod rounds;
+mod gate;
+mod rounds;
 pub(crate) mod setup;
 pub(crate) mod spout_side;
 pub(crate) mod wrapper;
@@ -32,46 +32,46 @@ use std::time::Duration;
 
 /// How often spouts send a marker: the most a stateful bolt holds an input before applying it,
 /// once its tree is complete.
-pub const ROUND: Duration = Duration::from_millis(2);
+pub(crate) const ROUND: Duration = Duration::from_millis(2);
 
 /// Bits of a tree number in a root id under checkpoints: the spout task's id above them.
-pub const SEQ_BITS: u32 = 40;
+const SEQ_BITS: u32 = 40;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 
 /// The spout task and tree number of a root id made under checkpoints.
 #[inline]
-pub fn split_root(root: u64) -> (u32, u64) {
+pub(crate) fn split_root(root: u64) -> (u32, u64) {
     ((root >> SEQ_BITS) as u32, root & SEQ_MASK)
 }
 
 /// The root id of tree `seq` of spout task `task`.
 #[inline]
-pub fn make_root(task: u32, seq: u64) -> u64 {
+pub(crate) fn make_root(task: u32, seq: u64) -> u64 {
     (u64::from(task) << SEQ_BITS) | (seq & SEQ_MASK)
 }
 
 /// What one spout task says in a marker.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Verdict {
-    pub spout: u32,
+pub(crate) struct Verdict {
+    pub(crate) spout: u32,
     /// Every tree numbered below this is over (completed, or failed and listed).
-    pub low: u64,
+    pub(crate) low: u64,
     /// Trees that failed since the spout's previous marker (all below `low`).
-    pub failed: Vec<u64>,
+    pub(crate) failed: Vec<u64>,
 }
 
 /// A round's marker.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Marker {
-    pub round: u64,
+    pub(crate) round: u64,
     /// The checkpoint this round is, if it is one.
-    pub txid: Option<u64>,
-    pub verdicts: Vec<Verdict>,
+    pub(crate) txid: Option<u64>,
+    pub(crate) verdicts: Vec<Verdict>,
 }
 
 /// What tasks tell the coordinator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Report {
+pub(crate) enum Report {
     /// The task saved its state (or position) under `txid`.
     Prepared { txid: u64, task: u32 },
     /// The task ended; its last checkpoint holds its final state.
@@ -80,32 +80,32 @@ pub enum Report {
 
 /// What an executor needs to take part in checkpoints.
 #[derive(Clone)]
-pub struct Checkpointing {
+pub(crate) struct Checkpointing {
     /// Its worker's store.
-    pub store: Arc<Store>,
-    pub reports: Sender<Report>,
+    pub(crate) store: Arc<Store>,
+    pub(crate) reports: Sender<Report>,
     /// The last committed txid when the run started (0: none); txids go on from it.
-    pub base: u64,
+    pub(crate) base: u64,
     /// Rounds per checkpoint.
-    pub ratio: u64,
+    ratio: u64,
     /// Whether the run resumes from a committed checkpoint.
-    pub resuming: bool,
+    pub(crate) resuming: bool,
     /// Coordinated by another process (nimbus): a rollback may restore a task's state saved
     /// after its end-of-input output, so that state is marked as such.
-    pub remote: bool,
+    remote: bool,
     /// This start is a rollback within the run: a task restored from a state saved after its
     /// end-of-input output does not emit it again.
-    pub rollback: bool,
+    rollback: bool,
 }
 
 impl Checkpointing {
     /// The txid of round `round`, if it is a checkpoint.
-    pub fn txid_of(&self, round: u64) -> Option<u64> {
+    pub(crate) fn txid_of(&self, round: u64) -> Option<u64> {
         (round % self.ratio == 0).then(|| self.base + round / self.ratio)
     }
 
     /// The first checkpoint round after `round`.
-    pub fn next_checkpoint_round(&self, round: u64) -> u64 {
+    pub(crate) fn next_checkpoint_round(&self, round: u64) -> u64 {
         (round / self.ratio + 1) * self.ratio
     }
 }
@@ -113,24 +113,24 @@ impl Checkpointing {
 /// Checkpoints coordinated by another process (nimbus, when a topology's workers run in
 /// several): this worker's store, already holding what its tasks restore, the last committed
 /// txid, and where its tasks' reports go (to be shipped on).
-pub struct RemoteCheckpoints {
-    pub store: Arc<Store>,
-    pub base: u64,
-    pub reports: Sender<Report>,
+pub(crate) struct RemoteCheckpoints {
+    pub(crate) store: Arc<Store>,
+    pub(crate) base: u64,
+    pub(crate) reports: Sender<Report>,
     /// The workers start again after a rollback within the run.
-    pub rollback: bool,
+    pub(crate) rollback: bool,
 }
 
 /// The position a bolt task's state is saved with once its end-of-input output was emitted.
-pub const FINISHED: &str = "finished";
+const FINISHED: &str = "finished";
 
 /// Rounds per checkpoint for a checkpoint interval.
-pub fn ratio_for(interval: Duration) -> u64 {
+fn ratio_for(interval: Duration) -> u64 {
     (interval.as_millis() / ROUND.as_millis()).max(1) as u64
 }
 
 /// A task's name in the store.
-pub fn task_key(component: &str, index: u32) -> TaskKey {
+pub(crate) fn task_key(component: &str, index: u32) -> TaskKey {
     TaskKey {
         component: component.to_string(),
         index,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 const ENDED: u64 = u64::MAX;
 
 #[derive(Debug, Default)]
-pub struct Rounds {
+pub(crate) struct Rounds {
     /// Upstream tasks (each sends every round).
     expected: u32,
     /// The latest round of each upstream task heard from.
@@ -25,7 +25,7 @@ pub struct Rounds {
 }
 
 impl Rounds {
-    pub fn new(expected: u32) -> Rounds {
+    pub(crate) fn new(expected: u32) -> Rounds {
         Rounds {
             expected,
             ..Rounds::default()
@@ -34,24 +34,24 @@ impl Rounds {
 
     /// The round a tuple from `from` arriving now belongs to: the one after its latest marker.
     #[inline]
-    pub fn tag(&self, from: u32) -> u64 {
+    pub(crate) fn tag(&self, from: u32) -> u64 {
         self.latest.get(&from).map_or(1, |r| r.saturating_add(1))
     }
 
     /// Every round up to this one is complete.
     #[cfg(test)]
-    pub fn complete(&self) -> u64 {
+    fn complete(&self) -> u64 {
         self.complete
     }
 
     /// The latest round a marker completed (0: none).
-    pub fn last_marked(&self) -> u64 {
+    pub(crate) fn last_marked(&self) -> u64 {
         self.last_marked
     }
 
     /// A marker from upstream task `from`: the rounds it completes, oldest first. A marker
     /// older than one already heard from `from` (sent again) changes nothing.
-    pub fn marker(&mut self, from: u32, marker: &Marker) -> Vec<Marker> {
+    pub(crate) fn marker(&mut self, from: u32, marker: &Marker) -> Vec<Marker> {
         let latest = self.latest.entry(from).or_insert(0);
         if marker.round <= *latest {
             return Vec::new();
@@ -67,14 +67,14 @@ impl Rounds {
     }
 
     /// Upstream task `from` ended: the rounds that completes.
-    pub fn ended(&mut self, from: u32) -> Vec<Marker> {
+    pub(crate) fn ended(&mut self, from: u32) -> Vec<Marker> {
         self.latest.insert(from, ENDED);
         self.advance()
     }
 
     /// Whether every upstream task ended.
     #[cfg(test)]
-    pub fn all_ended(&self) -> bool {
+    fn all_ended(&self) -> bool {
         self.latest.len() >= self.expected as usize && self.latest.values().all(|&r| r == ENDED)
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The tasks that save checkpoints: every spout task and every stateful bolt task.
-pub fn saving_tasks(topology: &Topology, plan: &Plan) -> BTreeSet<u32> {
+pub(crate) fn saving_tasks(topology: &Topology, plan: &Plan) -> BTreeSet<u32> {
     topology
         .components
         .iter()
@@ -24,26 +24,26 @@ pub fn saving_tasks(topology: &Topology, plan: &Plan) -> BTreeSet<u32> {
 }
 
 /// The state dir a topology's config names, when its provider is `embedded`.
-pub fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
+pub(crate) fn state_dir(topology: &Topology) -> anyhow::Result<Option<PathBuf>> {
     topology.state_dir()
 }
 
 /// Checkpoints set up for the workers of this process.
-pub struct Setup {
-    pub commits: Arc<Commits>,
-    pub stores: BTreeMap<usize, Arc<Store>>,
+pub(crate) struct Setup {
+    commits: Arc<Commits>,
+    stores: BTreeMap<usize, Arc<Store>>,
     /// The last committed txid (0: none).
-    pub base: u64,
-    pub ratio: u64,
+    base: u64,
+    ratio: u64,
     /// Coordinated by nimbus, and whether this start is a rollback within the run.
-    pub remote: Option<bool>,
+    remote: Option<bool>,
 }
 
 impl Setup {
     /// Open the commit record and the stores of workers `local`; fold what the last run
     /// committed, drop what it did not. `None` when no component keeps state. `whole`: this
     /// process runs every worker (a state dir is kept only then).
-    pub fn open(
+    pub(crate) fn open(
         topology: &Topology,
         local: &[usize],
         whole: bool,
@@ -96,7 +96,7 @@ impl Setup {
 
     /// Checkpoints coordinated elsewhere: every `local` worker keeps them in `store`, which
     /// holds what the tasks restore from commit `base`.
-    pub fn remote(
+    pub(crate) fn remote(
         local: &[usize],
         remote: &super::RemoteCheckpoints,
         topology: &Topology,
@@ -111,7 +111,7 @@ impl Setup {
     }
 
     /// What the executors of worker `w` take part in checkpoints with.
-    pub fn for_worker(
+    pub(crate) fn for_worker(
         &self,
         w: usize,
         reports: &crossbeam_channel::Sender<Report>,
@@ -129,7 +129,7 @@ impl Setup {
 
     /// Start the coordinator for `expected` tasks: the channel tasks report on, and its
     /// thread, which ends once every sender is gone.
-    pub fn spawn_coordinator(
+    pub(crate) fn spawn_coordinator(
         &self,
         expected: BTreeSet<u32>,
     ) -> anyhow::Result<(
@@ -154,7 +154,7 @@ impl Setup {
 /// Open the commit record of the state dir `dir` for a run of `topology` with `workers`
 /// worker stores: refused when the dir is damaged (an empty file, a missing part) or was
 /// written for another topology or worker count; made whole, or not at all, when new.
-pub fn open_state_dir(
+pub(crate) fn open_state_dir(
     dir: &std::path::Path,
     topology: &Topology,
     workers: usize,
@@ -173,7 +173,7 @@ pub fn open_state_dir(
 
 /// A state dir keeps each task's state in the store of the worker that ran it: a resumed run
 /// must have as many workers, so each task finds its state where it left it.
-pub fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
+fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()> {
     if !dir.exists() {
         return Ok(());
     }
@@ -190,7 +190,7 @@ pub fn check_workers(dir: &std::path::Path, workers: usize) -> anyhow::Result<()
 
 /// A state dir holds one topology's state, for the parallelism it ran with: a resumed run
 /// must have the same name and the same tasks per component.
-pub fn check_shape(
+pub(crate) fn check_shape(
     commits: &Commits,
     topology: &Topology,
     dir: Option<&PathBuf>,

@@ -8,21 +8,21 @@ use crate::tuple::Value;
 use std::time::Instant;
 
 #[derive(Debug)]
-pub struct SpoutSide {
+pub(crate) struct SpoutSide {
     /// The round of the last marker sent (0: none yet).
-    pub round: u64,
+    pub(crate) round: u64,
     /// When the next marker is due.
-    pub next_at: Instant,
+    pub(crate) next_at: Instant,
     /// Trees that failed since the last marker.
     failed: Vec<u64>,
     /// (tree number, message id) of completed trees whose ack the spout has not been given.
     held: Vec<(u64, Value)>,
     /// The most acks held at once.
-    pub peak: usize,
+    pub(crate) peak: usize,
 }
 
 impl SpoutSide {
-    pub fn new(now: Instant) -> SpoutSide {
+    pub(crate) fn new(now: Instant) -> SpoutSide {
         SpoutSide {
             round: 0,
             next_at: now + super::ROUND,
@@ -33,17 +33,17 @@ impl SpoutSide {
     }
 
     /// Tree `seq` completed: its message's ack waits.
-    pub fn completed(&mut self, seq: u64, id: Value) {
+    pub(crate) fn completed(&mut self, seq: u64, id: Value) {
         self.held.push((seq, id));
     }
 
     /// Tree `seq` failed.
-    pub fn failed(&mut self, seq: u64) {
+    pub(crate) fn failed(&mut self, seq: u64) {
         self.failed.push(seq);
     }
 
     /// The acks the spout may be given now that every tree below `low` is over.
-    pub fn release(&mut self, low: u64) -> Vec<Value> {
+    pub(crate) fn release(&mut self, low: u64) -> Vec<Value> {
         self.peak = self.peak.max(self.held.len());
         let mut out = Vec::new();
         self.held.retain_mut(|(seq, id)| {
@@ -59,12 +59,12 @@ impl SpoutSide {
 
     /// Completed trees whose ack is held.
     #[cfg(test)]
-    pub fn holding(&self) -> usize {
+    fn holding(&self) -> usize {
         self.held.len()
     }
 
     /// The marker of round `round` from spout task `task` whose trees below `low` are over.
-    pub fn marker(&mut self, task: u32, round: u64, txid: Option<u64>, low: u64) -> Marker {
+    pub(crate) fn marker(&mut self, task: u32, round: u64, txid: Option<u64>, low: u64) -> Marker {
         self.round = round;
         Marker {
             round,

@@ -2,7 +2,7 @@
 //! counters of this process every period on its own thread and sends them to Graphite, CSV
 //! files or stderr; a last reading is sent when the run ends.
 
-pub(crate) mod sample;
+mod sample;
 mod sinks;
 
 use crate::config::reporters::{self as conf, ReporterConf, Target};
@@ -14,23 +14,28 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The task counters a reporter reads.
-pub type Stats = BTreeMap<u32, (String, Arc<TaskStats>)>;
+type Stats = BTreeMap<u32, (String, Arc<TaskStats>)>;
 
 /// The running reporters; dropping them sends a last reading and stops their threads.
-pub struct Reporters {
+pub(crate) struct Reporters {
     stop: Option<crossbeam_channel::Sender<()>>,
     threads: Vec<JoinHandle<()>>,
 }
 
 /// The reporters `config` names, checked (a located error when one is wrong).
-pub fn configured(config: &Config) -> anyhow::Result<Vec<ReporterConf>> {
+pub(crate) fn configured(config: &Config) -> anyhow::Result<Vec<ReporterConf>> {
     let local_dir = config.get("storm.local.dir").and_then(|v| v.as_str());
     conf::parse(config.get(conf::KEY), local_dir)
 }
 
 /// Start these reporters for the tasks of `stats`, reported as `topology_id` on worker `port`
 /// (0 in a local run). A reporter whose thread cannot start is warned about and left out.
-pub fn start(confs: Vec<ReporterConf>, topology_id: &str, port: u16, stats: &Stats) -> Reporters {
+pub(crate) fn start(
+    confs: Vec<ReporterConf>,
+    topology_id: &str,
+    port: u16,
+    stats: &Stats,
+) -> Reporters {
     let (tx, rx) = crossbeam_channel::bounded::<()>(0);
     let origin = Origin {
         topology_id: topology_id.to_string(),

@@ -8,25 +8,25 @@ use std::sync::Arc;
 
 /// Whether a figure counts up (a Dropwizard counter) or is read as it is (a gauge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Counter,
     Gauge,
 }
 
 /// One named figure.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Figure {
-    pub name: String,
-    pub value: f64,
-    pub kind: Kind,
+pub(crate) struct Figure {
+    pub(crate) name: String,
+    pub(crate) value: f64,
+    pub(crate) kind: Kind,
 }
 
 /// Who is reporting: the parts of every name before the component.
 #[derive(Debug, Clone)]
-pub struct Origin {
-    pub topology_id: String,
-    pub host: String,
-    pub port: u16,
+pub(crate) struct Origin {
+    pub(crate) topology_id: String,
+    pub(crate) host: String,
+    pub(crate) port: u16,
 }
 
 /// A counter: its metric name and how to read it.
@@ -43,7 +43,7 @@ const COUNTS: &[Count] = &[
 ];
 
 /// A name part with the characters that would split or break a dotted path made `_`.
-pub fn part(s: &str) -> String {
+fn part(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c == '.' || c == '/' || c.is_whitespace() {
@@ -56,7 +56,10 @@ pub fn part(s: &str) -> String {
 }
 
 /// Every figure of these tasks, now (system components such as `__acker` included).
-pub fn read(origin: &Origin, stats: &BTreeMap<u32, (String, Arc<TaskStats>)>) -> Vec<Figure> {
+pub(crate) fn read(
+    origin: &Origin,
+    stats: &BTreeMap<u32, (String, Arc<TaskStats>)>,
+) -> Vec<Figure> {
     let mut out = Vec::new();
     for (task, (component, s)) in stats {
         let base = format!(
@@ -96,7 +99,7 @@ pub fn read(origin: &Origin, stats: &BTreeMap<u32, (String, Arc<TaskStats>)>) ->
 }
 
 /// This machine's host name (Linux's), or `localhost` when it cannot be read.
-pub fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())

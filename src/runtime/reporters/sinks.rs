@@ -11,14 +11,14 @@ use std::time::Duration;
 const NET_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A Graphite server, connected on first use and again after a failure.
-pub struct Graphite {
+pub(crate) struct Graphite {
     addr: String,
     prefix: Option<String>,
     conn: Option<TcpStream>,
 }
 
 impl Graphite {
-    pub fn new(host: &str, port: u16, prefix: Option<String>) -> Graphite {
+    pub(crate) fn new(host: &str, port: u16, prefix: Option<String>) -> Graphite {
         Graphite {
             addr: format!("{host}:{port}"),
             prefix,
@@ -27,7 +27,7 @@ impl Graphite {
     }
 
     /// Send one reading: `name value unix-seconds` per line.
-    pub fn send(&mut self, figures: &[Figure], unix_secs: u64) -> anyhow::Result<()> {
+    pub(crate) fn send(&mut self, figures: &[Figure], unix_secs: u64) -> anyhow::Result<()> {
         let mut text = String::new();
         for f in figures {
             let name = match &self.prefix {
@@ -65,7 +65,7 @@ impl Graphite {
 
 /// Append one row per figure to `DIR/NAME.csv`, writing the header when the file is new:
 /// `t,count` for counters, `t,value` for gauges.
-pub fn csv(dir: &Path, figures: &[Figure], unix_secs: u64) -> anyhow::Result<()> {
+pub(crate) fn csv(dir: &Path, figures: &[Figure], unix_secs: u64) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("csv reporter {}: {e}", dir.display()))?;
     for f in figures {
@@ -91,7 +91,7 @@ pub fn csv(dir: &Path, figures: &[Figure], unix_secs: u64) -> anyhow::Result<()>
 }
 
 /// A block on stderr: a dated header, then the counters and the gauges, one per line.
-pub fn console(figures: &[Figure], unix_secs: u64) {
+pub(crate) fn console(figures: &[Figure], unix_secs: u64) {
     let mut text = format!("-- metrics at {unix_secs} (unix seconds) --\n");
     for (kind, title) in [(Kind::Counter, "counters"), (Kind::Gauge, "gauges")] {
         let mut of_kind = figures.iter().filter(|f| f.kind == kind).peekable();

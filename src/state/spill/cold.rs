@@ -41,7 +41,7 @@ impl redb::StorageBackend for Scratch {
     }
 }
 
-pub struct Cold {
+pub(crate) struct Cold {
     db: Database,
     path: PathBuf,
     name: String,
@@ -54,7 +54,7 @@ pub struct Cold {
 impl Cold {
     /// A new, empty file at `path` (one left by an earlier run is replaced), with a page cache
     /// of `cache` bytes.
-    pub fn create(path: &Path, cache: usize) -> anyhow::Result<Cold> {
+    pub(crate) fn create(path: &Path, cache: usize) -> anyhow::Result<Cold> {
         let name = path.display().to_string();
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
@@ -88,12 +88,12 @@ impl Cold {
     }
 
     /// Rows held.
-    pub fn rows(&self) -> u64 {
+    pub(crate) fn rows(&self) -> u64 {
         self.len
     }
 
     /// The file's size in bytes (0 when it cannot be read).
-    pub fn file_bytes(&self) -> u64 {
+    pub(crate) fn file_bytes(&self) -> u64 {
         std::fs::metadata(&self.path).map_or(0, |m| m.len())
     }
 
@@ -113,7 +113,7 @@ impl Cold {
     }
 
     /// Write `rows` (order bytes, record), replacing rows of the same keys.
-    pub fn put(&mut self, rows: &mut [(Vec<u8>, Vec<u8>)]) -> anyhow::Result<()> {
+    fn put(&mut self, rows: &mut [(Vec<u8>, Vec<u8>)]) -> anyhow::Result<()> {
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         self.reader = None;
         let mut added = 0;
@@ -131,7 +131,7 @@ impl Cold {
     }
 
     /// Every row removed.
-    pub fn clear(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn clear(&mut self) -> anyhow::Result<()> {
         self.reader = None;
         self.write(|tx| {
             tx.delete_table(ROWS)?;
@@ -154,7 +154,7 @@ impl Cold {
     }
 
     /// The record of `key`, if held.
-    pub fn get(&mut self, key: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
+    pub(crate) fn get(&mut self, key: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
         let name = self.name.clone();
         let table = self.reader()?;
         caught(&name, || Ok(table.get(key)?.map(|g| g.value().to_vec())))
@@ -162,7 +162,7 @@ impl Cold {
     }
 
     /// Every row, in key order.
-    pub fn scan(&mut self) -> anyhow::Result<Scan> {
+    pub(crate) fn scan(&mut self) -> anyhow::Result<Scan> {
         let name = self.name.clone();
         let table = self.reader()?;
         let range = caught(&name, || Ok(table.range::<&[u8]>(..)?))
@@ -184,15 +184,15 @@ const CHUNK: usize = 16 * 1024;
 /// Rows to write, handed one at a time and written a chunk at a time: an eviction of
 /// millions of entries never holds all their encodings at once.
 #[derive(Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     rows: Vec<(Vec<u8>, Vec<u8>)>,
     /// Rows written so far.
-    pub written: u64,
+    pub(crate) written: u64,
 }
 
 impl Batch {
     /// Add the row (order bytes, record), writing the chunk to `cold` once it is full.
-    pub fn push(&mut self, cold: &mut Cold, row: (Vec<u8>, Vec<u8>)) -> anyhow::Result<()> {
+    pub(crate) fn push(&mut self, cold: &mut Cold, row: (Vec<u8>, Vec<u8>)) -> anyhow::Result<()> {
         self.rows.push(row);
         if self.rows.len() >= CHUNK {
             self.flush(cold)?;
@@ -201,7 +201,7 @@ impl Batch {
     }
 
     /// Write what is left.
-    pub fn flush(&mut self, cold: &mut Cold) -> anyhow::Result<()> {
+    pub(crate) fn flush(&mut self, cold: &mut Cold) -> anyhow::Result<()> {
         if self.rows.is_empty() {
             return Ok(());
         }
@@ -213,7 +213,7 @@ impl Batch {
 }
 
 /// The rows of a spill file in key order: (order bytes, record).
-pub struct Scan {
+pub(crate) struct Scan {
     range: redb::Range<'static, &'static [u8], &'static [u8]>,
     name: String,
 }

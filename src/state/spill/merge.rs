@@ -6,12 +6,12 @@ use super::{Entry, SpillMap};
 use std::hash::Hash;
 
 /// One map's entries in key order.
-pub type Sorted<'a, K, V> =
+type Sorted<'a, K, V> =
     std::iter::Peekable<Box<dyn Iterator<Item = anyhow::Result<Entry<K, V>>> + 'a>>;
 
 /// `map`'s entries in key order: read back from its file when it spilled, else its memory
 /// sorted here (another map of the merge spilled).
-pub fn sorted<K, V>(map: &mut SpillMap<K, V>) -> anyhow::Result<Sorted<'_, K, V>>
+pub(crate) fn sorted<K, V>(map: &mut SpillMap<K, V>) -> anyhow::Result<Sorted<'_, K, V>>
 where
     K: Hash + Eq + Clone + 'static,
     V: Clone + 'static,
@@ -39,13 +39,13 @@ where
 
 /// Maps read in key order at once: each key once, the values of the later sources merged
 /// into the first one's by `merge`, in the order of the sources.
-pub struct Merged<'a, K, V> {
+pub(crate) struct Merged<'a, K, V> {
     sources: Vec<Sorted<'a, K, V>>,
     merge: fn(&mut V, V),
 }
 
 impl<'a, K, V> Merged<'a, K, V> {
-    pub fn new(sources: Vec<Sorted<'a, K, V>>, merge: fn(&mut V, V)) -> Merged<'a, K, V> {
+    pub(crate) fn new(sources: Vec<Sorted<'a, K, V>>, merge: fn(&mut V, V)) -> Merged<'a, K, V> {
         Merged { sources, merge }
     }
 

@@ -20,7 +20,7 @@
 //! Without any spill (everything fits), a lookup is one hash-map probe as before: the file is
 //! consulted only once something was written to it.
 
-pub(crate) mod cold;
+mod cold;
 pub(crate) mod merge;
 pub(crate) mod order;
 
@@ -34,13 +34,13 @@ use std::path::PathBuf;
 const MIN_BATCH: usize = 256;
 
 /// An entry read in key order: its order bytes, key and value.
-pub type Entry<K, V> = (Vec<u8>, K, V);
+type Entry<K, V> = (Vec<u8>, K, V);
 
 type Hot<K, V> = std::collections::HashMap<K, Slot<V>, foldhash::fast::FixedState>;
 
 /// The bound a map's keys count against (the process's keyed state, see
 /// `components::memory::KeyBudget`).
-pub trait Budget: Send {
+pub(crate) trait Budget: Send {
     /// A new key of about `bytes` is held; `true`: the process is now past its limit.
     fn note(&mut self, bytes: u64) -> bool;
     /// A key of about `bytes` (as noted) is no longer held in memory.
@@ -62,7 +62,7 @@ pub trait Budget: Send {
 }
 
 /// No bound (outside a run, or before `prepare`).
-pub struct Unbounded;
+struct Unbounded;
 
 impl Budget for Unbounded {
     fn note(&mut self, _: u64) -> bool {
@@ -82,7 +82,7 @@ impl Budget for Unbounded {
 }
 
 /// How a map's entries are written to its file and how big they are in memory.
-pub trait Layout<K, V>: Send {
+pub(crate) trait Layout<K, V>: Send {
     /// The key's order bytes (see `order.rs`): equal exactly when the keys are.
     fn order(&self, key: &K, out: &mut Vec<u8>);
     /// The entry as a record of the file.
@@ -113,14 +113,14 @@ struct Slot<V> {
 
 /// Where a map spills, and how much of the file's pages it may cache.
 #[derive(Clone, Debug)]
-pub struct SpillTo {
-    pub path: PathBuf,
-    pub cache: usize,
+pub(crate) struct SpillTo {
+    pub(crate) path: PathBuf,
+    pub(crate) cache: usize,
 }
 
 impl SpillTo {
     /// Another file beside this one, for another map of the same task.
-    pub fn with_suffix(mut self, suffix: &str) -> SpillTo {
+    pub(crate) fn with_suffix(mut self, suffix: &str) -> SpillTo {
         let stem = self
             .path
             .file_stem()
@@ -131,7 +131,7 @@ impl SpillTo {
     }
 }
 
-pub struct SpillMap<K, V> {
+pub(crate) struct SpillMap<K, V> {
     hot: Hot<K, V>,
     cold: Option<Box<Cold>>,
     to: Option<SpillTo>,
@@ -149,12 +149,12 @@ pub struct SpillMap<K, V> {
     /// Bytes noted to the budget for the entries in memory.
     held: u64,
     /// Evictions so far, and entries they wrote.
-    pub evictions: u64,
-    pub evicted: u64,
+    evictions: u64,
+    evicted: u64,
 }
 
 impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
-    pub fn new(layout: Box<dyn Layout<K, V>>) -> SpillMap<K, V> {
+    pub(crate) fn new(layout: Box<dyn Layout<K, V>>) -> SpillMap<K, V> {
         SpillMap {
             grows: layout.grows(),
             held: 0,
@@ -174,7 +174,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     /// Count keys against `budget`, spilling to `to` past it (`None`: the budget's error ends
     /// the run instead).
-    pub fn bound(&mut self, budget: Box<dyn Budget>, to: Option<SpillTo>) {
+    pub(crate) fn bound(&mut self, budget: Box<dyn Budget>, to: Option<SpillTo>) {
         self.budget = budget;
         self.to = to;
         self.held = 0;
@@ -187,34 +187,34 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     #[cfg(test)]
     /// Evict once memory holds `n` entries past the limit (tests spill after a few).
-    pub fn set_min_batch(&mut self, n: usize) {
+    pub(crate) fn set_min_batch(&mut self, n: usize) {
         self.min_batch = n;
     }
 
     /// Keep the record of changes checkpoints take (see [`SpillMap::changes`]).
-    pub fn track_changes(&mut self, on: bool) {
+    pub(crate) fn track_changes(&mut self, on: bool) {
         self.dirty = on.then(Vec::new);
     }
 
     /// Start keeping the record of changes, unless it is kept already.
-    pub fn track_changes_if_untracked(&mut self) {
+    pub(crate) fn track_changes_if_untracked(&mut self) {
         if self.dirty.is_none() {
             self.dirty = Some(Vec::new());
         }
     }
 
     /// Whether anything was ever written to the file (then iteration goes through it).
-    pub fn spilled(&self) -> bool {
+    pub(crate) fn spilled(&self) -> bool {
         self.cold.is_some()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.hot.is_empty() && self.cold.as_ref().is_none_or(|c| c.rows() == 0)
     }
 
     #[cfg(test)]
     /// Entries in memory, and in the file (some of those may be in memory too).
-    pub fn sizes(&self) -> (usize, u64, u64) {
+    pub(crate) fn sizes(&self) -> (usize, u64, u64) {
         let cold = self.cold.as_ref();
         (
             self.hot.len(),
@@ -224,7 +224,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     }
 
     /// The value of `key` if it is in memory (a key just updated is).
-    pub fn get_hot<Q>(&self, key: &Q) -> Option<&V>
+    pub(crate) fn get_hot<Q>(&self, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -233,19 +233,19 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     }
 
     /// `key`'s order bytes.
-    pub fn order_of(&self, key: &K, out: &mut Vec<u8>) {
+    pub(crate) fn order_of(&self, key: &K, out: &mut Vec<u8>) {
         self.layout.order(key, out)
     }
 
     /// The entries in memory (all of them while nothing spilled).
-    pub fn hot(&self) -> impl Iterator<Item = (&K, &V)> {
+    pub(crate) fn hot(&self) -> impl Iterator<Item = (&K, &V)> {
         self.hot.iter().map(|(k, s)| (k, &s.v))
     }
 
     /// Apply `f` to the value of `key` (made by `new` when the key is new, read back from the
     /// file when it was evicted) and mark it changed; `owned` makes the key to keep.
     #[inline]
-    pub fn update<Q, R>(
+    pub(crate) fn update<Q, R>(
         &mut self,
         key: &Q,
         owned: impl FnOnce() -> K,
@@ -319,7 +319,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     /// Hold `key` with `value` unless it is held already (then it only counts as used);
     /// whether it was new. Only a new key is a change for the checkpoints.
-    pub fn insert_absent(&mut self, key: K, value: V) -> anyhow::Result<bool> {
+    pub(crate) fn insert_absent(&mut self, key: K, value: V) -> anyhow::Result<bool> {
         if let Some(s) = self.hot.get_mut(&key) {
             s.touched = true;
             return Ok(false);
@@ -386,7 +386,12 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     /// Put an entry restored from a checkpoint (unchanged since it); `merge` combines it with
     /// one of an equal key restored before.
-    pub fn restore(&mut self, k: K, v: V, merge: impl FnOnce(&mut V, V)) -> anyhow::Result<()> {
+    pub(crate) fn restore(
+        &mut self,
+        k: K,
+        v: V,
+        merge: impl FnOnce(&mut V, V),
+    ) -> anyhow::Result<()> {
         if let Some(s) = self.hot.get_mut(&k) {
             merge(&mut s.v, v);
             return Ok(());
@@ -409,7 +414,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     /// The value of `key`, from memory or read back from the file, without bringing it
     /// into memory.
-    pub fn peek(&mut self, key: &K) -> anyhow::Result<Option<std::borrow::Cow<'_, V>>>
+    pub(crate) fn peek(&mut self, key: &K) -> anyhow::Result<Option<std::borrow::Cow<'_, V>>>
     where
         V: Clone,
     {
@@ -428,7 +433,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     }
 
     /// Forget every entry (memory and file) and every change.
-    pub fn clear(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn clear(&mut self) -> anyhow::Result<()> {
         self.hot.clear();
         self.budget.clear();
         self.held = 0;
@@ -558,7 +563,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     /// Every entry, each once, in key order (by order bytes), as (order bytes, key, value):
     /// `None` while nothing spilled (then [`SpillMap::hot`] holds every entry). Writes what
     /// memory holds to the file first.
-    pub fn sorted(
+    pub(crate) fn sorted(
         &mut self,
     ) -> anyhow::Result<Option<impl Iterator<Item = anyhow::Result<Entry<K, V>>> + '_>> {
         if self.cold.is_none() {
@@ -580,7 +585,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
     /// Hand `emit` the entries changed since the last call (with `all`, every entry, each
     /// once), and clear the record of changes. The first error of `emit` stops the listing
     /// and is returned.
-    pub fn changes(
+    pub(crate) fn changes(
         &mut self,
         all: bool,
         mut emit: impl FnMut(&K, &V) -> anyhow::Result<()>,
@@ -611,7 +616,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     /// Hand `f` every entry, each once (those in memory, then those only in the file), in no
     /// particular order.
-    pub fn each(&mut self, mut f: impl FnMut(&K, &V)) -> anyhow::Result<()> {
+    pub(crate) fn each(&mut self, mut f: impl FnMut(&K, &V)) -> anyhow::Result<()> {
         self.try_each(|k, v| {
             f(k, v);
             Ok(())
@@ -620,7 +625,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
 
     /// Call `f` on every entry, those in memory and then those spilled; the first error, of
     /// `f` or of reading the spill file, ends the listing and is returned.
-    pub fn try_each(
+    pub(crate) fn try_each(
         &mut self,
         mut f: impl FnMut(&K, &V) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {

@@ -18,7 +18,7 @@ const OTHER: u8 = 0x30;
 
 /// `v` with every float that equals an integer as that integer (how `Value`'s `Eq` and `Hash`
 /// see it) and one NaN, in lists and maps too.
-pub fn canonical(v: &Value) -> std::borrow::Cow<'_, Value> {
+fn canonical(v: &Value) -> std::borrow::Cow<'_, Value> {
     use std::borrow::Cow;
     match v {
         Value::Float(f) => match float_as_int(*f) {
@@ -65,7 +65,7 @@ fn int_bits(i: i64) -> [u8; 8] {
 /// Order bytes of one value as `count` sorts its keys: numbers by value (integers and floats
 /// together), strings by their bytes after every number, other values after strings (by their
 /// encoding). Nothing follows the value: use [`escaped`] to put it before another.
-pub fn value_order(v: &Value, out: &mut Vec<u8>) {
+pub(crate) fn value_order(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Str(s) => str_order(s, out),
         Value::Int(i) => {
@@ -100,14 +100,14 @@ pub fn value_order(v: &Value, out: &mut Vec<u8>) {
 const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 
 /// Order bytes of a string key (as [`value_order`] gives for `Value::Str`).
-pub fn str_order(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn str_order(s: &str, out: &mut Vec<u8>) {
     out.push(STR);
     out.extend_from_slice(s.as_bytes());
 }
 
 /// Append `bytes` so that what follows cannot change their order: 0 and 1 are escaped
 /// (0 → 1 1, 1 → 1 2) and a 0 ends them, below every escaped byte.
-pub fn escaped(bytes: &[u8], out: &mut Vec<u8>) {
+fn escaped(bytes: &[u8], out: &mut Vec<u8>) {
     for &b in bytes {
         match b {
             0 | 1 => out.extend_from_slice(&[1, b + 1]),
@@ -118,7 +118,7 @@ pub fn escaped(bytes: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Order bytes of a key of several values, compared value by value as `count` does.
-pub fn values_order(values: &[Value], out: &mut Vec<u8>) {
+pub(crate) fn values_order(values: &[Value], out: &mut Vec<u8>) {
     let mut one = Vec::new();
     for v in values {
         one.clear();
@@ -130,7 +130,7 @@ pub fn values_order(values: &[Value], out: &mut Vec<u8>) {
 /// Order bytes of a key of several values as `aggregate` sorts its rows: by the plain text of
 /// the values (each followed by U+001F), then each value's type; its encoding last, so keys of
 /// the same text and types stay apart.
-pub fn text_order(values: &[Value], rank: impl Fn(&Value) -> u8, out: &mut Vec<u8>) {
+pub(crate) fn text_order(values: &[Value], rank: impl Fn(&Value) -> u8, out: &mut Vec<u8>) {
     let mut text = String::new();
     let canon: Vec<std::borrow::Cow<'_, Value>> = values.iter().map(canonical).collect();
     for v in &canon {

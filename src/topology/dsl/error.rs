@@ -19,14 +19,14 @@ pub(super) enum Problem {
 /// A syntax error at a byte offset of the DSL text.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct SyntaxError {
-    pub offset: usize,
+    pub(crate) offset: usize,
     /// Length of the offending text for `Message` errors (0: one character or end).
-    pub len: usize,
-    pub problem: Problem,
+    pub(crate) len: usize,
+    pub(crate) problem: Problem,
 }
 
 impl SyntaxError {
-    pub fn expected(offset: usize, what: &'static str) -> SyntaxError {
+    pub(crate) fn expected(offset: usize, what: &'static str) -> SyntaxError {
         SyntaxError {
             offset,
             len: 0,
@@ -34,7 +34,7 @@ impl SyntaxError {
         }
     }
 
-    pub fn message(span: Span, message: impl Into<String>) -> SyntaxError {
+    pub(crate) fn message(span: Span, message: impl Into<String>) -> SyntaxError {
         SyntaxError {
             offset: span.start,
             len: span.end.saturating_sub(span.start),
@@ -43,7 +43,7 @@ impl SyntaxError {
     }
 
     /// Render against the source text.
-    pub fn to_diagnostic(&self, text: &str) -> Diagnostic {
+    pub(crate) fn to_diagnostic(&self, text: &str) -> Diagnostic {
         let offset = self.offset.min(text.len());
         let (found, found_len) = describe_at(text, offset);
         match &self.problem {

@@ -17,8 +17,8 @@ use crate::syntax::raw::{RawValue, Span, Spanned};
 /// `key=value`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Setting {
-    pub key: Spanned<String>,
-    pub value: Spanned<RawValue>,
+    pub(crate) key: Spanned<String>,
+    pub(crate) value: Spanned<RawValue>,
 }
 
 /// One item inside a component's parentheses.
@@ -39,24 +39,24 @@ pub(super) enum Opt {
 /// `[id =] type [(args)] options...`, or a bare name that may be a reference.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Element {
-    pub span: Span,
-    pub id: Option<Spanned<String>>,
-    pub ctype: Spanned<String>,
+    pub(crate) span: Span,
+    pub(crate) id: Option<Spanned<String>>,
+    pub(crate) ctype: Spanned<String>,
     /// The parenthesised arguments and the span of the parentheses.
-    pub args: Option<(Span, Vec<Arg>)>,
-    pub options: Vec<Opt>,
+    pub(crate) args: Option<(Span, Vec<Arg>)>,
+    pub(crate) options: Vec<Opt>,
 }
 
 /// `|` or `| [grouping field... key=value...]`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Edge {
     /// The `|` itself.
-    pub pipe: Span,
-    pub grouping: Option<Spanned<String>>,
-    pub fields: Vec<Spanned<String>>,
+    pub(crate) pipe: Span,
+    pub(crate) grouping: Option<Spanned<String>>,
+    pub(crate) fields: Vec<Spanned<String>>,
     /// Span of the bracket when there is one.
-    pub bracket: Option<Span>,
-    pub settings: Vec<Setting>,
+    bracket: Option<Span>,
+    pub(crate) settings: Vec<Setting>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,7 @@ use nom_locate::LocatedSpan;
 type In<'a> = LocatedSpan<&'a str>;
 
 /// The topology name when the text has no `name` statement.
-pub(crate) const DEFAULT_NAME: &str = "inline";
+const DEFAULT_NAME: &str = "inline";
 
 /// Parse DSL text. Syntax errors are reported in `RawTopology::diagnostics`, located by byte
 /// offset in `text`; never panics. Without a `name` statement the name is `inline`.
@@ -32,7 +32,7 @@ pub fn parse(text: &str) -> RawTopology {
 
 /// As `parse`, naming the topology `default_name` (spanned empty at offset 0) when the text
 /// does not name it; a loader may pass the file stem.
-pub(crate) fn parse_named(text: &str, default_name: &str) -> RawTopology {
+fn parse_named(text: &str, default_name: &str) -> RawTopology {
     let mut diagnostics = Vec::new();
     let mut statements = Vec::new();
     let mut i = In::new(text);

@@ -10,13 +10,13 @@ use std::path::Path;
 
 /// Substitution sources: the environment (`${ENV-NAME}`) and `--filter` properties (`${key}`).
 #[derive(Debug, Default, Clone)]
-pub struct Properties {
-    pub values: HashMap<String, String>,
+pub(crate) struct Properties {
+    values: HashMap<String, String>,
 }
 
 impl Properties {
     /// Read a Java-style properties file (`key=value` or `key: value`, `#`/`!` comments).
-    pub fn read(path: &Path) -> Result<Properties, String> {
+    pub(crate) fn read(path: &Path) -> Result<Properties, String> {
         let text = crate::topology::read_text_bounded(path)
             .map_err(|e| format!("{}: cannot read the --filter file: {e}", path.display()))?;
         let values = text
@@ -93,7 +93,11 @@ fn element(list: &str, index: usize) -> Option<String> {
 }
 
 /// Replace `${...}` in every string of the tree; unresolved ones warn and stay as written.
-pub fn substitute(tree: &mut Spanned<RawValue>, props: &Properties, diags: &mut Vec<Diagnostic>) {
+pub(crate) fn substitute(
+    tree: &mut Spanned<RawValue>,
+    props: &Properties,
+    diags: &mut Vec<Diagnostic>,
+) {
     match &mut tree.value {
         RawValue::Str { text, quoted } if text.contains("${") => {
             let out = replace_all(text, tree.span, props, diags);

@@ -5,14 +5,14 @@
 use super::*;
 
 /// Executors (threads) of one component: `parallelism`, and the acker's executors.
-pub const MAX_PARALLELISM: u32 = 1024;
+pub(crate) const MAX_PARALLELISM: u32 = 1024;
 /// Tasks of one component.
-pub const MAX_TASKS: u32 = 4096;
+pub(crate) const MAX_TASKS: u32 = 4096;
 /// Tasks of the whole topology, the ackers' included.
-pub const MAX_TOTAL_TASKS: u32 = 16384;
+const MAX_TOTAL_TASKS: u32 = 16384;
 /// Executors of the whole topology, the ackers' included.
-pub const MAX_TOTAL_EXECUTORS: u32 = 4096;
-pub use crate::model::MAX_WORKERS;
+const MAX_TOTAL_EXECUTORS: u32 = 4096;
+pub(crate) use crate::model::MAX_WORKERS;
 
 const LIMITS_HELP: &str = "the limits are listed in docs/limits.md";
 

@@ -36,7 +36,7 @@ fn outputs_of(c: &Component, rc: &RawComponent, input: Option<&[String]>) -> Opt
 /// Fill `Component::outputs` for every component; returns the ids whose outputs could not be
 /// resolved (their input is missing or part of a cycle of pass-through bolts). Linear: a
 /// component is retried only when the source of its first input gets resolved.
-pub fn resolve(
+pub(crate) fn resolve(
     components: &mut [(Component, &RawComponent)],
     streams: &[Stream],
 ) -> HashSet<String> {

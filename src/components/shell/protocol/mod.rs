@@ -33,11 +33,11 @@ pub(crate) use write::{
 };
 
 /// The line that ends every message.
-pub(crate) const END: &str = "end";
+const END: &str = "end";
 /// Longest message we accept from a child before calling it a protocol error.
-pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Offending texts quoted in errors are cut to this many characters.
-pub(crate) const EXCERPT_CHARS: usize = 200;
+const EXCERPT_CHARS: usize = 200;
 
 /// `text` cut to [`EXCERPT_CHARS`] characters (with `…` when cut), for error messages.
 pub(crate) fn excerpt(text: &str) -> String {
@@ -88,16 +88,16 @@ pub enum Command {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Emit {
     /// `None` means the default stream.
-    pub stream: Option<String>,
-    pub tuple: Values,
+    pub(crate) stream: Option<String>,
+    pub(crate) tuple: Values,
     /// Direct emit to this task.
-    pub task: Option<u32>,
+    pub(crate) task: Option<u32>,
     /// Bolts: ids of the input tuples this emit is anchored to.
-    pub anchors: SmallVec<[CompactString; 1]>,
+    pub(crate) anchors: SmallVec<[CompactString; 1]>,
     /// Spouts: the message id that makes the tuple tracked.
-    pub id: Option<TupleValue>,
+    pub(crate) id: Option<TupleValue>,
     /// Answer with the receiving task ids (default true; never for direct emits).
-    pub need_task_ids: bool,
+    pub(crate) need_task_ids: bool,
 }
 
 /// Multilang log levels (Storm's `ShellLogHandler`): 0 trace … 4 error, 2 when absent.
@@ -125,15 +125,15 @@ impl LogLevel {
 /// A message that breaks the protocol; the text quotes the offending message (truncated).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtocolError {
-    pub problem: String,
-    pub text: String,
+    problem: String,
+    text: String,
     /// A message that is not JSON at all: the line where it stops being JSON (truncated),
     /// most likely something the child printed to its stdout.
-    pub stray_line: Option<String>,
+    stray_line: Option<String>,
 }
 
 impl ProtocolError {
-    pub(crate) fn new(problem: impl Into<String>, text: &str) -> ProtocolError {
+    fn new(problem: impl Into<String>, text: &str) -> ProtocolError {
         ProtocolError {
             problem: problem.into(),
             text: excerpt(text),

@@ -5,7 +5,7 @@ use super::END;
 use serde_json::{json, Value};
 
 /// Frame one message: its JSON, a newline, `end`, a newline.
-pub fn frame(msg: &Value) -> String {
+pub(crate) fn frame(msg: &Value) -> String {
     let mut text = msg.to_string();
     text.push_str("\nend\n");
     text
@@ -14,14 +14,14 @@ pub fn frame(msg: &Value) -> String {
 /// Gathers lines into messages: lines are joined with `\n` until a line that is exactly `end`
 /// (a trailing `\r` is tolerated), so one message may span several lines.
 #[derive(Debug, Default)]
-pub struct Deframer {
+pub(crate) struct Deframer {
     buf: String,
     started: bool,
 }
 
 impl Deframer {
     /// Feed one line without its line ending. Returns the whole message text at `end`.
-    pub fn push_line(&mut self, line: &str) -> Option<String> {
+    pub(crate) fn push_line(&mut self, line: &str) -> Option<String> {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line == END {
             self.started = false;
@@ -37,11 +37,17 @@ impl Deframer {
 }
 
 /// One input tuple for a bolt (`task` is -1 for system tuples such as ticks).
-pub fn bolt_tuple(id: &str, comp: &str, stream: &str, task: i64, values: Vec<Value>) -> Value {
+pub(crate) fn bolt_tuple(
+    id: &str,
+    comp: &str,
+    stream: &str,
+    task: i64,
+    values: Vec<Value>,
+) -> Value {
     json!({ "id": id, "comp": comp, "stream": stream, "task": task, "tuple": values })
 }
 
 /// The answer to an emit that needs task ids: a bare JSON list.
-pub fn task_ids(tasks: &[u32]) -> Value {
+pub(crate) fn task_ids(tasks: &[u32]) -> Value {
     Value::Array(tasks.iter().map(|t| Value::from(*t)).collect())
 }

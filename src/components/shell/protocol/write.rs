@@ -11,25 +11,25 @@ use std::io::Write;
 const FRAME_END: &[u8] = b"\nend\n";
 
 /// Frame one message (its JSON, a newline, `end`, a newline), appended to `buf`.
-pub fn frame_into(buf: &mut Vec<u8>, msg: &Value) {
+pub(crate) fn frame_into(buf: &mut Vec<u8>, msg: &Value) {
     // Writing JSON into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *buf, msg);
     buf.extend_from_slice(FRAME_END);
 }
 
 /// The handshake: where to write the pid file, the configuration and the topology context.
-pub fn handshake(pid_dir: &str, conf: Value, context: Value) -> Value {
+pub(crate) fn handshake(pid_dir: &str, conf: Value, context: Value) -> Value {
     json!({ "pidDir": pid_dir, "conf": conf, "context": context })
 }
 
 /// The heartbeat tuple a bolt child must answer with `sync`.
-pub fn heartbeat(id: &str) -> Value {
+pub(crate) fn heartbeat(id: &str) -> Value {
     json!({ "id": id, "comp": null, "stream": "__heartbeat", "task": -1, "tuple": [] })
 }
 
 /// A command to a spout child; each is answered by a turn ending in `sync`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SpoutCommand {
+pub(crate) enum SpoutCommand {
     Next,
     Ack(Value),
     Fail(Value),
@@ -38,7 +38,7 @@ pub enum SpoutCommand {
 }
 
 impl SpoutCommand {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             SpoutCommand::Next => "next",
             SpoutCommand::Ack(_) => "ack",
@@ -48,7 +48,7 @@ impl SpoutCommand {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             SpoutCommand::Ack(id) | SpoutCommand::Fail(id) => {
                 json!({ "command": self.name(), "id": id })
@@ -59,7 +59,7 @@ impl SpoutCommand {
 }
 
 /// The answer to an emit that needs task ids (a bare JSON list), framed and appended to `buf`.
-pub fn write_task_ids(buf: &mut Vec<u8>, tasks: &[u32]) {
+pub(crate) fn write_task_ids(buf: &mut Vec<u8>, tasks: &[u32]) {
     buf.push(b'[');
     for (i, t) in tasks.iter().enumerate() {
         if i > 0 {
@@ -75,7 +75,7 @@ pub fn write_task_ids(buf: &mut Vec<u8>, tasks: &[u32]) {
 /// One input tuple for a bolt, with the tuple id `id` (`task` is -1 for system tuples such as
 /// ticks), framed and appended to `buf`, serialized straight from our values (the same text as
 /// going through `serde_json::Value`).
-pub fn write_bolt_tuple(
+pub(crate) fn write_bolt_tuple(
     buf: &mut Vec<u8>,
     id: u64,
     comp: &str,
