@@ -62,6 +62,9 @@ versus() {
 #   errors per service JSON 4.63 vs 2.32 s (2.00x), CSV 3.85 vs 1.37 s (2.81x), per-minute
 #   window 5.27 vs 3.04 s (1.73x), word count one-liner 0.72 vs 0.88 s (0.82x), wordcount.yaml
 #   0.68 vs 0.87 s; generate -> discard 17.4 M tuples/s acking off, 5.5 M/s acking on.
+# 2026-12-04 18:45, a8168f5 (chain ledger), a noisier sitting: JSON 5.31 vs 2.16 s (2.46x), CSV
+#   3.41 vs 1.09 s (3.13x), window 5.44 vs 2.66 s (2.05x), word count 0.78 vs 0.99 s (0.79x);
+#   generate -> discard 15.7 M tuples/s acking off, 5.8 M/s acking on (da5f3c7 just before: 4.9).
 DUCK_VENV="${TMPDIR:-/tmp}/storm-it-duckdb-venv"
 if ! "$DUCK_VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
   rm -rf "$DUCK_VENV"
