@@ -55,6 +55,13 @@ impl Config {
         self.get(key).and_then(|v| v.as_u64())
     }
 
+    /// `topology.stats.sample.rate`: the share of trees whose complete latency is measured.
+    pub(crate) fn stats_sample_rate(&self) -> f64 {
+        self.get("topology.stats.sample.rate")
+            .and_then(|v| v.as_f64())
+            .map_or(0.05, |r| r.clamp(0.0, 1.0))
+    }
+
     pub(crate) fn get_bool(&self, key: &str) -> Option<bool> {
         self.get(key).and_then(|v| v.as_bool())
     }

@@ -117,7 +117,12 @@ pub(crate) const RULES: &[(&str, Rule)] = &[
         "topology.subprocess.timeout.secs",
         Rule::Duration { nullable: true },
     ),
-    ("topology.multilang.serializer", Rule::String),
+    // The multilang protocol is spoken in JSON only: another serializer would be silently
+    // ignored, so it is refused.
+    (
+        "topology.multilang.serializer",
+        Rule::OneOf(&["org.apache.storm.multilang.JsonSerializer"]),
+    ),
     (
         "topology.sleep.spout.wait.strategy.time.ms",
         Rule::Int {
@@ -313,7 +318,12 @@ pub(crate) fn check_value(key: &str, value: &Value) -> Result<(), String> {
         }
         Rule::OneOf(names) => match value.as_str() {
             Some(s) if names.contains(&s) => Ok(()),
-            _ => Err(format!(
+            None => Err(format!(
+                "must be a string, one of: {} (got {})",
+                names.join(", "),
+                show(value)
+            )),
+            Some(_) => Err(format!(
                 "must be one of: {} (got {})",
                 names.join(", "),
                 show(value)

@@ -17,9 +17,26 @@ pub(crate) enum KeyClass {
     Unknown,
 }
 
-/// The class of `key`: obeyed when the built-in defaults or the rules know it.
+/// Storm keys whose values are checked as Storm checks them (a Flux file that sets one wrongly
+/// is refused as Storm would refuse it) and shown with Storm's defaults, but which change
+/// nothing here: storm has no send buffer per executor, does not compress tuples, waits for an
+/// idle spout by its own back-off, and beats and monitors at fixed intervals.
+const CHECKED_NO_EFFECT: &[&str] = &[
+    "nimbus.monitor.freq.secs",
+    "supervisor.heartbeat.frequency.secs",
+    "task.heartbeat.frequency.secs",
+    "topology.executor.send.buffer.size",
+    "topology.sleep.spout.wait.strategy.time.ms",
+    "topology.tuple.compression.enable",
+    "worker.heartbeat.frequency.secs",
+];
+
+/// The class of `key`: obeyed when the built-in defaults or the rules know it (but for the
+/// few they check without acting on them).
 pub(crate) fn class_of(key: &str) -> KeyClass {
-    if super::layers::is_known_key(key) || super::rules::rule_of(key).is_some() {
+    if CHECKED_NO_EFFECT.contains(&key) {
+        KeyClass::NoEffect
+    } else if super::layers::is_known_key(key) || super::rules::rule_of(key).is_some() {
         KeyClass::Obeyed
     } else if STORM_KEYS.binary_search(&key).is_ok() {
         KeyClass::NoEffect

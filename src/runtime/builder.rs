@@ -49,6 +49,8 @@ struct Tracking {
     max_pending: Option<usize>,
     /// The message timeout, when acking and timeouts are on.
     timeout: Option<Duration>,
+    /// Trees whose root hashes below this have their complete latency measured.
+    sample_below: u64,
 }
 
 impl Tracking {
@@ -61,7 +63,18 @@ impl Tracking {
                 .map(|v| v as usize),
             timeout: (acking && config.message_timeouts_enabled())
                 .then(|| config.message_timeout()),
+            sample_below: sample_threshold(config.stats_sample_rate()),
         }
+    }
+}
+
+/// The hash threshold that samples `rate` of all trees (1: every tree).
+fn sample_threshold(rate: f64) -> u64 {
+    if rate >= 1.0 {
+        u64::MAX
+    } else {
+        // Exact enough: a rate is a share, and 2^64 × rate fits below u64::MAX here.
+        (rate.max(0.0) * 18_446_744_073_709_551_616.0) as u64
     }
 }
 
@@ -588,6 +601,7 @@ impl<'a> Wiring<'a> {
             first_task: *parts.tasks.start(),
             max_pending: self.tracking.max_pending,
             timeout: self.tracking.timeout,
+            sample_below: self.tracking.sample_below,
             control: self.control.clone(),
             ack_now: Vec::new(),
             clock: Instant::now(),

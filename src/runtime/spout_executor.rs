@@ -114,6 +114,9 @@ pub(crate) struct SpoutExecutor {
     pub(crate) max_pending: Option<usize>,
     /// `Some(timeout)` when message timeouts are on and acking is on.
     pub(crate) timeout: Option<Duration>,
+    /// Trees whose root hashes below this have their complete latency measured
+    /// (`topology.stats.sample.rate`).
+    pub(crate) sample_below: u64,
     pub(crate) control: Arc<RunControl>,
     /// Scratch for the collector: ids to ack at once, by the current call.
     pub(crate) ack_now: Vec<Value>,
@@ -576,10 +579,11 @@ impl SpoutExecutor {
         let (spout, mut out) = spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
         if stream == streams::ACK_ACK {
             TaskStats::add(&out.em.stats.acked, 1);
-            // Complete latency is sampled, one tree in eight (by a hash of the root: random
-            // roots and numbered ones alike), as Storm samples its statistics
-            // (topology.stats.sample.rate): a clock read per tree was a sixth of the spout's time.
-            if root.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61 == 0 {
+            // Complete latency is sampled, `topology.stats.sample.rate` of the trees (by a hash
+            // of the root: random roots and numbered ones alike), as Storm samples its
+            // statistics: a clock read per tree was a sixth of the spout's time.
+            let hash = root.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            if hash < self.sample_below || self.sample_below == u64::MAX {
                 let us = started.elapsed().as_micros() as u64;
                 report.complete_latency.record(us);
                 TaskStats::add(&out.em.stats.complete_us, us);

@@ -64,6 +64,7 @@ pub fn validate(
         ctx,
         declared: HashMap::new(),
         stateful_default: false,
+        max_parallelism: None,
     };
     let name = v.name(&raw);
     // (A text that did not parse has no components either: its syntax error says why.)
@@ -76,6 +77,9 @@ pub fn validate(
     }
     let config = v.config(&raw);
     v.stateful_default = config.get_bool("topology.stateful").unwrap_or(false);
+    v.max_parallelism = config
+        .get_u64("topology.max.task.parallelism")
+        .map(|m| u32::try_from(m).unwrap_or(u32::MAX));
     let mut components = Vec::new();
     for (kind, list) in [
         (ComponentKind::Spout, &raw.spouts),
@@ -125,6 +129,8 @@ struct Validator<'a> {
     declared: HashMap<String, ComponentKind>,
     /// `topology.stateful`: the stateful built-ins keep state unless they say otherwise.
     stateful_default: bool,
+    /// `topology.max.task.parallelism`: no component gets more executors or tasks.
+    max_parallelism: Option<u32>,
 }
 
 impl Validator<'_> {
@@ -372,7 +378,11 @@ impl Validator<'_> {
                 .help = Some("each executor runs at least one task".into());
             }
         }
-        (parallelism, tasks)
+        // Storm's cap, applied as Storm applies it when a topology is submitted.
+        match self.max_parallelism {
+            Some(max) => (parallelism.min(max), tasks.min(max)),
+            None => (parallelism, tasks),
+        }
     }
 
     /// Its own tick frequency: `tick:`, else Storm's per-component
