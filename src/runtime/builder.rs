@@ -7,6 +7,7 @@ use super::acker::Acker;
 use super::acker_executor::AckerExecutor;
 use super::bolt_executor::BoltExecutor;
 use super::bolt_task::{BoltTask, Plain};
+use super::chain_ledger::ChainLedger;
 use super::checkpoint::bolt_side::BoltSide;
 use super::checkpoint::coordinator::CheckpointReport;
 use super::checkpoint::setup::{self, Setup};
@@ -49,7 +50,7 @@ struct Tracking {
     max_pending: Option<usize>,
     /// The message timeout, when acking and timeouts are on.
     timeout: Option<Duration>,
-    /// Trees whose root hashes below this have their complete latency measured.
+    /// Trees whose root hashes at or below this have their complete latency measured.
     sample_below: u64,
 }
 
@@ -68,14 +69,10 @@ impl Tracking {
     }
 }
 
-/// The hash threshold that samples `rate` of all trees (1: every tree).
+/// The hash threshold that samples `rate` (0 to 1) of all trees: 2^64 × rate, which the cast
+/// saturates to u64::MAX at 1 (every tree).
 fn sample_threshold(rate: f64) -> u64 {
-    if rate >= 1.0 {
-        u64::MAX
-    } else {
-        // Exact enough: a rate is a share, and 2^64 × rate fits below u64::MAX here.
-        (rate.max(0.0) * 18_446_744_073_709_551_616.0) as u64
-    }
+    (rate * 18_446_744_073_709_551_616.0) as u64
 }
 
 /// One executor while it is built: what its tasks share.
@@ -422,12 +419,7 @@ impl<'a> Wiring<'a> {
         // moved tasks that had one).
         for exec in at.values_mut() {
             match exec {
-                Built::Spout(s) => {
-                    s.ledger = None;
-                    for t in &mut s.tasks {
-                        t.emitter.ledger = None;
-                    }
-                }
+                Built::Spout(s) => s.set_ledger(None),
                 Built::Bolt(b) => b.set_ledger(None),
                 Built::Acker(_) => {}
             }
@@ -443,17 +435,13 @@ impl<'a> Wiring<'a> {
                         .outbox
                         .drain_while_blocked(self.inboxes[host].1.clone());
                     // The trees the spout starts are settled on its thread with the guests.
-                    let ledger = s.ledger.get_or_insert_with(Default::default).clone();
-                    for t in &mut s.tasks {
-                        t.emitter.ledger = Some(ledger.clone());
+                    if s.ledger.is_none() {
+                        s.set_ledger(Some(ChainLedger::default()));
                     }
-                    guest.set_ledger(Some(ledger));
+                    guest.set_ledger(s.ledger.clone());
                     s.guests.push(Box::new(guest));
                 }
-                Some(Built::Bolt(b)) => {
-                    guest.set_ledger(None);
-                    b.guests.push(Box::new(guest));
-                }
+                Some(Built::Bolt(b)) => b.guests.push(Box::new(guest)),
                 _ => anyhow::bail!("executor {host} cannot host chained executor {i}"),
             }
         }

@@ -114,7 +114,7 @@ pub(crate) struct SpoutExecutor {
     pub(crate) max_pending: Option<usize>,
     /// `Some(timeout)` when message timeouts are on and acking is on.
     pub(crate) timeout: Option<Duration>,
-    /// Trees whose root hashes below this have their complete latency measured
+    /// Trees whose root hashes at or below this have their complete latency measured
     /// (`topology.stats.sample.rate`).
     pub(crate) sample_below: u64,
     pub(crate) control: Arc<RunControl>,
@@ -460,9 +460,7 @@ impl SpoutExecutor {
     /// After a round: announce the trees started to the acker (one message per acker), and
     /// publish each task's progress.
     fn announce(&mut self) {
-        for t in &mut self.tasks {
-            t.emitter.flush_acks(&mut self.outbox);
-        }
+        self.flush_inits();
         for t in &self.tasks {
             if let Some((done, total)) = t.component.progress() {
                 t.emitter.stats.progress_done.store(done, Ordering::Relaxed);
@@ -483,10 +481,6 @@ impl SpoutExecutor {
         };
         let mut held = std::mem::take(&mut self.settling);
         ledger.take_into(&mut held);
-        if held.is_empty() {
-            self.settling = held;
-            return Ok(());
-        }
         for &(root, h) in &held {
             let i = h.task.wrapping_sub(self.first_task) as usize;
             if h.failed {
@@ -498,10 +492,24 @@ impl SpoutExecutor {
             }
         }
         self.settling = held;
+        self.flush_inits();
+        Ok(())
+    }
+
+    /// Send each task's trees started (and acks) to the acker.
+    fn flush_inits(&mut self) {
         for t in &mut self.tasks {
             t.emitter.flush_acks(&mut self.outbox);
         }
-        Ok(())
+    }
+
+    /// Settle its tasks' trees in `ledger` (`Some`: it hosts chained bolts) or announce them to
+    /// the acker (`None`).
+    pub(crate) fn set_ledger(&mut self, ledger: Option<ChainLedger>) {
+        for t in &mut self.tasks {
+            t.emitter.ledger = ledger.clone();
+        }
+        self.ledger = ledger;
     }
 
     /// Nothing to do right now: send partial batches on, then wait for acks or a moment.
@@ -582,8 +590,7 @@ impl SpoutExecutor {
             // Complete latency is sampled, `topology.stats.sample.rate` of the trees (by a hash
             // of the root: random roots and numbered ones alike), as Storm samples its
             // statistics: a clock read per tree was a sixth of the spout's time.
-            let hash = root.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            if hash < self.sample_below || self.sample_below == u64::MAX {
+            if root.wrapping_mul(0x9E37_79B9_7F4A_7C15) <= self.sample_below {
                 let us = started.elapsed().as_micros() as u64;
                 report.complete_latency.record(us);
                 TaskStats::add(&out.em.stats.complete_us, us);
