@@ -20,12 +20,22 @@ enum Source {
     Manual(Arc<Mutex<Frozen>>),
 }
 
+/// The longest a thread waits by a manual clock before it looks at the clock again.
+#[cfg(test)]
+const MANUAL_WAIT: Duration = Duration::from_millis(5);
+
 /// Where a manual clock stands.
 #[cfg(test)]
 #[derive(Clone, Copy, Debug)]
 struct Frozen {
     instant: Instant,
     wall: SystemTime,
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::system()
+    }
 }
 
 impl Clock {
@@ -68,18 +78,35 @@ impl Clock {
     /// Milliseconds since the Unix epoch by the wall clock (0 before it): for times shown or
     /// stored, and processing-time windows.
     pub(crate) fn epoch_millis(&self) -> i64 {
-        let wall = match &self.0 {
+        self.wall()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    }
+
+    /// The wall-clock time (for file ages and times stored).
+    pub(crate) fn wall(&self) -> SystemTime {
+        match &self.0 {
             Source::System => SystemTime::now(),
             #[cfg(test)]
             Source::Manual(at) => at.lock().unwrap_or_else(|e| e.into_inner()).wall,
-        };
-        wall.duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64)
+        }
     }
 
     /// How long since `earlier` by this clock (zero if `earlier` is later).
     pub(crate) fn since(&self, earlier: Instant) -> Duration {
         self.now().saturating_duration_since(earlier)
+    }
+
+    /// How long a thread should wait for `deadline` by this clock: the time left, or on a
+    /// manual clock at most [`MANUAL_WAIT`], so a waiting thread sees the clock moved soon
+    /// after a test moves it.
+    pub(crate) fn wait_for(&self, deadline: Instant) -> Duration {
+        let left = deadline.saturating_duration_since(self.now());
+        match &self.0 {
+            Source::System => left,
+            #[cfg(test)]
+            Source::Manual(_) => left.min(MANUAL_WAIT),
+        }
     }
 
     /// Move a manual clock (both its instant and its wall time) forward by `by`. The machine's
@@ -112,6 +139,17 @@ mod tests {
         assert!(copy.advance(Duration::from_millis(1500)));
         assert_eq!(clock.since(start), Duration::from_millis(1500));
         assert_eq!(clock.epoch_millis(), 61_500);
+    }
+
+    #[test]
+    fn waits_by_a_manual_clock_are_short_and_end_once_it_passes_the_deadline() {
+        let clock = Clock::manual();
+        let deadline = clock.now() + Duration::from_secs(30);
+        assert_eq!(clock.wait_for(deadline), MANUAL_WAIT);
+        clock.advance(Duration::from_secs(30));
+        assert_eq!(clock.wait_for(deadline), Duration::ZERO);
+        let system = Clock::system();
+        assert!(system.wait_for(system.now() + Duration::from_secs(30)) > Duration::from_secs(29));
     }
 
     #[test]

@@ -33,8 +33,9 @@ impl AckerExecutor {
                 self.finish_task(i);
             }
         }
-        let mut next_tick = self.timeout.map(|d| Instant::now() + d);
-        let mut last_flush = Instant::now();
+        let clock = self.control.clock.clone();
+        let mut next_tick = self.timeout.map(|d| clock.now() + d);
+        let mut last_flush = clock.now();
         while self.tasks.iter().any(|t| !t.finished) {
             if !receive(&mut self, next_tick)? {
                 break;
@@ -43,16 +44,16 @@ impl AckerExecutor {
                 return Ok(self.park());
             }
             if let (Some(at), Some(every)) = (next_tick, self.timeout) {
-                let now = Instant::now();
+                let now = clock.now();
                 if now >= at {
                     self.tick_all();
                     next_tick = Some(now + every);
                 }
             }
             // Answers leave at once when idle, and within a millisecond or so when busy.
-            if self.inbox.is_empty() || last_flush.elapsed() >= FLUSH_EVERY {
+            if self.inbox.is_empty() || clock.since(last_flush) >= FLUSH_EVERY {
                 self.flush();
-                last_flush = Instant::now();
+                last_flush = clock.now();
             }
         }
         let mut report = self.park();
@@ -142,5 +143,8 @@ impl Receiving for AckerExecutor {
     }
     fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
         self.handle_message(msg)
+    }
+    fn clock(&self) -> &crate::clock::Clock {
+        &self.control.clock
     }
 }

@@ -74,15 +74,15 @@ impl BoltExecutor {
             tasks,
             first_task,
             tick,
-            control,
             resumed,
             guests: Guests::default(),
             timers: BoltTimers {
                 next_tick: None,
                 poll_every: None,
                 next_poll: None,
-                last_flush: Instant::now(),
+                last_flush: control.clock.now(),
             },
+            control,
         }
     }
 
@@ -114,7 +114,7 @@ impl BoltExecutor {
                 // Idle: let components flush (stdout) and send partial batches on.
                 self.idle()?;
                 self.guests.idle()?;
-            } else if self.timers.last_flush.elapsed() >= FLUSH_EVERY {
+            } else if self.control.clock.since(self.timers.last_flush) >= FLUSH_EVERY {
                 // Busy for a while: partial batches and acks still leave within a millisecond
                 // or so (acks also leave once ACK_PAIRS of them are waiting).
                 self.flush();
@@ -143,11 +143,12 @@ impl BoltExecutor {
             .iter_mut()
             .filter_map(|t| t.component.bolt().poll_interval())
             .min();
+        let now = self.control.clock.now();
         self.timers = BoltTimers {
-            next_tick: self.tick.map(|d| Instant::now() + d),
+            next_tick: self.tick.map(|d| now + d),
             poll_every,
-            next_poll: poll_every.map(|d| Instant::now() + d),
-            last_flush: Instant::now(),
+            next_poll: poll_every.map(|d| now + d),
+            last_flush: now,
         };
         for i in 0..self.tasks.len() {
             if self.tasks[i].eos_expected == 0 && !self.tasks[i].finished {
@@ -175,7 +176,11 @@ impl BoltExecutor {
             self.handle_message(m)?;
             handled = true;
         }
-        if self.timers.deadline().is_some_and(|d| Instant::now() >= d) {
+        if self
+            .timers
+            .deadline()
+            .is_some_and(|d| self.control.clock.now() >= d)
+        {
             self.fire_timers()?;
             handled = true;
         }
@@ -195,14 +200,14 @@ impl BoltExecutor {
     fn flush(&mut self) {
         self.flush_acks();
         self.outbox.flush();
-        self.timers.last_flush = Instant::now();
+        self.timers.last_flush = self.control.clock.now();
     }
 
     /// `flush`, and the sums held for bolts that take partial counts.
     fn flush_all(&mut self) {
         self.flush_acks();
         self.outbox.flush_all();
-        self.timers.last_flush = Instant::now();
+        self.timers.last_flush = self.control.clock.now();
     }
 
     /// Close every task not closed yet.
@@ -227,7 +232,7 @@ impl BoltExecutor {
 
     /// Tick and poll the tasks whose time has come.
     fn fire_timers(&mut self) -> anyhow::Result<()> {
-        let now = Instant::now();
+        let now = self.control.clock.now();
         if let (Some(t), Some(every)) = (self.timers.next_tick, self.tick) {
             if now >= t {
                 self.tick_all()?;
@@ -400,5 +405,8 @@ impl Receiving for BoltExecutor {
     }
     fn handle(&mut self, msg: Message) -> anyhow::Result<()> {
         self.handle_message(msg)
+    }
+    fn clock(&self) -> &crate::clock::Clock {
+        &self.control.clock
     }
 }

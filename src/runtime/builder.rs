@@ -532,7 +532,7 @@ impl<'a> Wiring<'a> {
                     control.stop.load(std::sync::atomic::Ordering::Relaxed)
                 })
             },
-            clock: crate::clock::Clock::system(),
+            clock: self.control.clock.clone(),
         };
         let router = Router::new(
             &self.topology,
@@ -566,7 +566,7 @@ impl<'a> Wiring<'a> {
             slot.state.may_block = slot.component.may_block();
             if checkpoints.is_some() {
                 slot.state.trees = OpenTrees::numbered(task, &mut slot.emitter.rng);
-                slot.state.side = Some(SpoutSide::new(Instant::now()));
+                slot.state.side = Some(SpoutSide::new(self.control.clock.now()));
             }
             tasks.push(slot);
         }
@@ -592,7 +592,7 @@ impl<'a> Wiring<'a> {
             sample_below: self.tracking.sample_below,
             control: self.control.clone(),
             ack_now: Vec::new(),
-            clock: Instant::now(),
+            round_start: self.control.clock.now(),
             inactive: false,
             checkpoints,
             resumed,

@@ -41,6 +41,9 @@ pub(crate) struct RunControl {
     pub(crate) abandon: AtomicBool,
     /// Workers with more arriving than they take: spouts hold back while any is.
     pub(crate) congestion: super::congestion::Congestion,
+    /// What the executors' timers (ticks, polls, message timeouts, flushes) and their tasks
+    /// go by: the machine's clocks, or a clock a test moves.
+    pub(crate) clock: crate::clock::Clock,
 }
 
 /// What an executor hands back when it ends.
@@ -155,6 +158,8 @@ pub(crate) type SpoutSlot = TaskSlot<dyn Spout, SpoutState>;
 pub(crate) trait Receiving {
     fn inbox(&self) -> &Receiver<Message>;
     fn handle(&mut self, msg: Message) -> anyhow::Result<()>;
+    /// The clock its deadlines are instants of.
+    fn clock(&self) -> &crate::clock::Clock;
 }
 
 /// Wait for a message until `deadline` (or for ever) and handle it, with up to [`DRAIN`] more
@@ -167,7 +172,10 @@ pub(crate) fn receive(
     deadline: Option<Instant>,
 ) -> anyhow::Result<bool> {
     let msg = match deadline {
-        Some(d) => exec.inbox().recv_deadline(d),
+        Some(d) => {
+            let wait = exec.clock().wait_for(d);
+            exec.inbox().recv_timeout(wait)
+        }
         None => exec
             .inbox()
             .recv()

@@ -151,10 +151,28 @@ impl Network for InProcess {
 
 /// Start a topology in local mode: `topology.workers` workers, all in this process.
 pub(crate) fn start_local(topology: Arc<Topology>) -> anyhow::Result<Running> {
+    start_in_process(topology, Arc::new(RunControl::default()))
+}
+
+/// [`start_local`], its executors and tasks going by `clock` (a clock the test moves).
+#[cfg(test)]
+pub(crate) fn start_local_by(
+    topology: Arc<Topology>,
+    clock: crate::clock::Clock,
+) -> anyhow::Result<Running> {
+    let control = RunControl {
+        clock,
+        ..Default::default()
+    };
+    start_in_process(topology, Arc::new(control))
+}
+
+/// Start every worker of a topology in this process, under `control`.
+fn start_in_process(topology: Arc<Topology>, control: Arc<RunControl>) -> anyhow::Result<Running> {
     let plan = Plan::new(&topology);
     let placement = Placement::round_robin(&plan, topology.config.workers() as usize);
     let all: Vec<usize> = (0..placement.workers).collect();
-    let mut wiring = Wiring::new(topology.clone(), &placement, &all)?;
+    let mut wiring = Wiring::new(topology.clone(), &placement, &all)?.with_control(control);
     let tables = wiring.route_tables();
     let plumbing = wiring.spawn_workers(&InProcess)?;
     wiring.spawn_executors(&tables)?;
@@ -466,6 +484,7 @@ mod tests {
     use super::routing::Router;
     use super::*;
     use rand::RngCore;
+    use std::time::Duration;
 
     /// The first ids task 2 of a word count draws, started as the runtime starts it.
     fn first_ids_of_a_start() -> Vec<u64> {
@@ -479,6 +498,85 @@ mod tests {
         let stats = Arc::new(TaskStats::default());
         let mut em = Emitter::new(2, router, stats, component, task_seed(2));
         (0..4).map(|_| em.rng.next_u64()).collect()
+    }
+
+    /// Wait up to ten seconds of the machine's time for `what` to hold of `run`.
+    fn poll_until(run: &Running, what: impl Fn(&Running) -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if what(run) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    /// The sum of one counter over a run's tasks.
+    fn total(run: &Running, counter: impl Fn(&TaskStats) -> &std::sync::atomic::AtomicU64) -> u64 {
+        run.stats
+            .values()
+            .map(|(_, s)| counter(s).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Message timeouts go by the run's clock: trees a bolt never acks fail once that clock
+    /// passes `topology.message.timeout.secs` (30 s), not before, and with no 30 s wait.
+    #[test]
+    fn unacked_trees_time_out_by_the_run_clock() {
+        let text = "generate(count=5) | chaos(drop=1.0) | discard";
+        let topology = crate::topology::load_inline(text, &Default::default())
+            .expect("a valid one-liner")
+            .topology;
+        let clock = crate::clock::Clock::manual();
+        let run = start_local_by(Arc::new(topology), clock.clone()).expect("starts");
+        assert!(poll_until(&run, |r| total(r, |s| &s.pending) == 5));
+        clock.advance(Duration::from_secs(29));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(total(&run, |s| &s.timed_out), 0, "none is due at 29 s");
+        clock.advance(Duration::from_secs(10));
+        assert!(
+            poll_until(&run, |r| total(r, |s| &s.timed_out) >= 5),
+            "every tree timed out at 39 s"
+        );
+        run.halter().halt();
+        assert!(run.wait().is_err(), "a halted run says so");
+    }
+
+    /// Bolt ticks go by the run's clock: a processing-time window closes when the clock
+    /// passes its end, and only then.
+    #[test]
+    fn a_processing_time_window_closes_when_the_run_clock_passes_its_end() {
+        let text = "generate(rate=1000) | aggregate(window={tumbling: 1m}, ops=[count]) | discard";
+        let topology = crate::topology::load_inline(text, &Default::default())
+            .expect("a valid one-liner")
+            .topology;
+        let clock = crate::clock::Clock::manual_at(0);
+        let run = start_local_by(Arc::new(topology), clock.clone()).expect("starts");
+        let window_out = |r: &Running| {
+            r.stats
+                .values()
+                .filter(|(c, _)| c == "aggregate")
+                .map(|(_, s)| s.emitted.load(Ordering::Relaxed))
+                .sum::<u64>()
+        };
+        let executed = |r: &Running| {
+            r.stats
+                .values()
+                .filter(|(c, _)| c == "aggregate")
+                .map(|(_, s)| s.executed.load(Ordering::Relaxed))
+                .sum::<u64>()
+        };
+        assert!(poll_until(&run, |r| executed(r) >= 5));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(window_out(&run), 0, "the minute has not passed");
+        clock.advance(Duration::from_secs(61));
+        assert!(
+            poll_until(&run, |r| window_out(r) >= 1),
+            "the window closed"
+        );
+        run.halter().halt();
+        assert!(run.wait().is_err(), "a halted run says so");
     }
 
     /// A restarted task must not draw the root and edge ids it drew before: the acker may

@@ -120,10 +120,11 @@ impl Rebalancer {
 
     /// Wait up to `wait`; with acking on, stop waiting once no spout task has a tree open.
     fn drain(&self, wait: Duration, acking: bool) {
-        let end = Instant::now() + wait;
+        let clock = &self.control.clock;
+        let end = clock.now() + wait;
         let mut drained = 0;
-        while Instant::now() < end && !self.control.stop.load(Relaxed) {
-            std::thread::sleep(DRAIN_POLL.min(end.saturating_duration_since(Instant::now())));
+        while clock.now() < end && !self.control.stop.load(Relaxed) {
+            std::thread::sleep(DRAIN_POLL.min(clock.wait_for(end)));
             let open: u64 = self
                 .stats
                 .values()

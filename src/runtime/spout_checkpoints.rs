@@ -42,7 +42,7 @@ impl SpoutExecutor {
                 .state
                 .side
                 .as_ref()
-                .is_some_and(|s| self.clock >= s.next_at);
+                .is_some_and(|s| self.round_start >= s.next_at);
             if due && !self.tasks[i].finished {
                 self.send_marker(i, false)?;
             }
@@ -65,13 +65,13 @@ impl SpoutExecutor {
         } else {
             side.round + 1
         };
-        side.next_at = self.clock + ROUND;
+        side.next_at = self.round_start + ROUND;
         let acks = side.release(low);
         let txid = cp.txid_of(round);
         let marker = Arc::new(side.marker(slot.emitter.task, round, txid, low));
         for id in acks {
             let (spout, mut out) =
-                spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
+                spout_call(slot, &mut self.outbox, &mut self.ack_now, self.round_start);
             spout.ack(id, &mut out)?;
         }
         if let Some(txid) = txid {

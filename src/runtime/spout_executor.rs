@@ -11,6 +11,7 @@ use super::guests::Guests;
 use super::message::Message;
 use super::metrics::TaskStats;
 use super::routing::Outbox;
+use crate::clock::Clock;
 use crate::components::{FatalError, Spout, SpoutStatus};
 use crate::model::plan::streams;
 use crate::tuple::Value;
@@ -120,9 +121,9 @@ pub(crate) struct SpoutExecutor {
     pub(crate) control: Arc<RunControl>,
     /// Scratch for the collector: ids to ack at once, by the current call.
     pub(crate) ack_now: Vec<Value>,
-    /// The clock as read at the start of the current round (the start time of trees opened
-    /// during it).
-    pub(crate) clock: Instant,
+    /// The run's clock as read at the start of the current round (the start time of trees
+    /// opened during it).
+    pub(crate) round_start: Instant,
     /// Paused by the operator (see `RunControl::paused`), as last seen.
     pub(crate) inactive: bool,
     pub(crate) checkpoints: Option<Checkpointing>,
@@ -166,10 +167,10 @@ const BACKOFF_MIN: Duration = Duration::from_micros(50);
 const BACKOFF_MAX: Duration = Duration::from_millis(5);
 
 impl Pacing {
-    /// `wait`, cut short at the next timeout rotation.
-    fn until_rotate(&self, wait: Duration) -> Duration {
+    /// `wait`, cut short at the next timeout rotation by `clock`.
+    fn until_rotate(&self, wait: Duration, clock: &Clock) -> Duration {
         match self.next_rotate {
-            Some(at) => wait.min(at.saturating_duration_since(Instant::now())),
+            Some(at) => wait.min(clock.wait_for(at)),
             None => wait,
         }
     }
@@ -203,13 +204,14 @@ impl SpoutExecutor {
         } else {
             self.open_all()?;
         }
+        let now = self.control.clock.now();
         let mut pacing = Pacing {
             throttle: Throttle::new(),
             room: self.max_pending.map_or(1, resume_room),
             window: self.max_pending.unwrap_or(0) * self.tasks.len(),
-            next_rotate: self.timeout.map(|t| Instant::now() + rotation(t)),
+            next_rotate: self.timeout.map(|t| now + rotation(t)),
             backoff: BACKOFF_MIN,
-            last_flush: Instant::now(),
+            last_flush: now,
         };
         while self.tasks.iter().any(|t| !t.finished) || self.guests.unfinished() {
             if self.control.park.load(Ordering::Relaxed) {
@@ -224,7 +226,7 @@ impl SpoutExecutor {
                 report.inbox.insert(0, self.inbox.clone());
                 return Ok(report);
             }
-            self.clock = Instant::now();
+            self.round_start = self.control.clock.now();
             // Acks and fails from the acker first.
             let handled = self.drain_acks(&mut report)?;
             let open = self.open_trees();
@@ -241,9 +243,9 @@ impl SpoutExecutor {
             }
             if busy || handled {
                 pacing.backoff = BACKOFF_MIN;
-                if pacing.last_flush.elapsed() >= FLUSH_EVERY {
+                if self.control.clock.since(pacing.last_flush) >= FLUSH_EVERY {
                     self.outbox.flush();
-                    pacing.last_flush = Instant::now();
+                    pacing.last_flush = self.control.clock.now();
                 }
                 continue;
             }
@@ -324,9 +326,9 @@ impl SpoutExecutor {
     /// Fail the trees past the message timeout, when their rotation is due.
     fn expire_due(&mut self, pacing: &mut Pacing) -> anyhow::Result<()> {
         if let (Some(at), Some(every)) = (pacing.next_rotate, self.timeout) {
-            if self.clock >= at {
+            if self.round_start >= at {
                 self.expire()?;
-                pacing.next_rotate = Some(Instant::now() + rotation(every));
+                pacing.next_rotate = Some(self.control.clock.now() + rotation(every));
             }
         }
         Ok(())
@@ -372,7 +374,10 @@ impl SpoutExecutor {
         match slot.state.phase {
             Phase::Deactivated => {
                 if !slot.state.trees.is_empty() && self.control.abandon.load(Ordering::Relaxed) {
-                    let given_up = slot.state.trees.expire(Instant::now(), Duration::ZERO);
+                    let given_up = slot
+                        .state
+                        .trees
+                        .expire(self.control.clock.now(), Duration::ZERO);
                     let stats = &slot.emitter.stats;
                     TaskStats::add(&stats.abandoned, given_up.len() as u64);
                     stats.pending.store(0, Ordering::Relaxed);
@@ -405,8 +410,9 @@ impl SpoutExecutor {
     /// Up to a batch of `next_tuple` calls into task `i`, while it is under max pending and
     /// says it is busy. Returns whether it did.
     fn call_batch(&mut self, i: usize) -> anyhow::Result<bool> {
+        // How long the calls take is measured on the machine's clock, whatever the run's.
         let round = Instant::now();
-        self.clock = round;
+        self.round_start = self.control.clock.now();
         let mut busy = false;
         for call in 0..super::message::BATCH {
             let open = self.tasks[i].state.trees.len();
@@ -445,7 +451,7 @@ impl SpoutExecutor {
             &mut self.tasks[i],
             &mut self.outbox,
             &mut self.ack_now,
-            self.clock,
+            self.round_start,
         );
         match spout.next_tuple(&mut out) {
             Ok(s) => Ok(s),
@@ -521,7 +527,7 @@ impl SpoutExecutor {
     ) -> anyhow::Result<bool> {
         self.outbox.flush_all();
         self.guests.idle()?;
-        pacing.last_flush = Instant::now();
+        pacing.last_flush = self.control.clock.now();
         let at_max = self
             .tasks
             .iter()
@@ -530,7 +536,7 @@ impl SpoutExecutor {
             // Let the acks gather (see `Throttle`).
             pacing.throttle.begin(self.open_trees());
             if !pacing.throttle.pause.is_zero() {
-                std::thread::sleep(pacing.until_rotate(pacing.throttle.pause));
+                std::thread::sleep(pacing.until_rotate(pacing.throttle.pause, &self.control.clock));
                 return Ok(true);
             }
             THROTTLE_MAX
@@ -539,10 +545,13 @@ impl SpoutExecutor {
         };
         // A guest's tick or poll cuts the wait short.
         let wait = match self.guests.deadline() {
-            Some(at) => wait.min(at.saturating_duration_since(Instant::now())),
+            Some(at) => wait.min(self.control.clock.wait_for(at)),
             None => wait,
         };
-        match self.inbox.recv_timeout(pacing.until_rotate(wait)) {
+        match self
+            .inbox
+            .recv_timeout(pacing.until_rotate(wait, &self.control.clock))
+        {
             Ok(m) => self.on_message(m, report)?,
             Err(RecvTimeoutError::Timeout) if !at_max => {
                 pacing.backoff = (pacing.backoff * 2).min(BACKOFF_MAX)
@@ -584,7 +593,8 @@ impl SpoutExecutor {
             return Ok(());
         };
         let slot = &mut self.tasks[i];
-        let (spout, mut out) = spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
+        let (spout, mut out) =
+            spout_call(slot, &mut self.outbox, &mut self.ack_now, self.round_start);
         if stream == streams::ACK_ACK {
             TaskStats::add(&out.em.stats.acked, 1);
             // Complete latency is sampled, `topology.stats.sample.rate` of the trees (by a hash
@@ -610,7 +620,7 @@ impl SpoutExecutor {
             return Ok(());
         };
         for i in 0..self.tasks.len() {
-            for (root, id) in self.tasks[i].state.trees.expire(self.clock, timeout) {
+            for (root, id) in self.tasks[i].state.trees.expire(self.round_start, timeout) {
                 let Some(id) = self.tree_over(i, root, false, id) else {
                     continue;
                 };
@@ -618,7 +628,7 @@ impl SpoutExecutor {
                 TaskStats::add(&slot.emitter.stats.timed_out, 1);
                 TaskStats::add(&slot.emitter.stats.failed, 1);
                 let (spout, mut out) =
-                    spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
+                    spout_call(slot, &mut self.outbox, &mut self.ack_now, self.round_start);
                 spout.fail(id, &mut out)?;
                 self.settle(i)?;
             }
@@ -645,7 +655,7 @@ impl SpoutExecutor {
                 let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.acked, 1);
                 let (spout, mut out) =
-                    spout_call(slot, &mut self.outbox, &mut self.ack_now, self.clock);
+                    spout_call(slot, &mut self.outbox, &mut self.ack_now, self.round_start);
                 spout.ack(id, &mut out)?;
             }
         }

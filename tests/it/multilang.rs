@@ -1228,12 +1228,13 @@ streams:
 fn ctrl_c_to_the_process_group_drains_python_bolts_instead_of_killing_them() {
     use std::os::unix::process::CommandExt;
     let conf = tempfile::tempdir().expect("tempdir");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("storm"))
         .env("STORM_CONF_DIR", conf.path())
         .current_dir(repo())
         .args([
             "run",
-            "-q",
+            "--progress",
+            "always",
             "-e",
             "generate(rate=20000) | shell(python3, multilang/examples/passthrough.py) fields=[word] | count(word) | stdout",
         ])
@@ -1244,7 +1245,9 @@ fn ctrl_c_to_the_process_group_drains_python_bolts_instead_of_killing_them() {
         .process_group(0)
         .spawn()
         .expect("spawns");
-    std::thread::sleep(Duration::from_millis(2500));
+    // The first progress line comes a second in, when tuples have long been flowing through
+    // the Python bolts.
+    let stderr = crate::support::await_progress(&mut child, Duration::from_secs(30));
     let group = format!("-{}", child.id());
     let status = std::process::Command::new("kill")
         .args(["-INT", "--", &group])
@@ -1252,7 +1255,7 @@ fn ctrl_c_to_the_process_group_drains_python_bolts_instead_of_killing_them() {
         .expect("kill runs");
     assert!(status.success());
     let out = child.wait_with_output().expect("ends");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr.join().expect("stderr read");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("exited unexpectedly"), "{stderr}");
     assert!(!stderr.contains("KeyboardInterrupt"), "{stderr}");

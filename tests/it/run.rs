@@ -247,11 +247,12 @@ fn duration_stops_an_unbounded_spout_and_drains() {
 fn sigint_stops_the_spouts_and_drains_gracefully() {
     let conf = tempfile::tempdir().expect("tempdir");
     let bin = assert_cmd::cargo::cargo_bin("storm");
-    let child = std::process::Command::new(bin)
+    let mut child = std::process::Command::new(bin)
         .env("STORM_CONF_DIR", conf.path())
         .args([
             "run",
-            "-q",
+            "--progress",
+            "always",
             "-e",
             "generate(rate=20000) | count(word) | stdout",
         ])
@@ -259,19 +260,15 @@ fn sigint_stops_the_spouts_and_drains_gracefully() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawns");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let stderr = crate::support::await_progress(&mut child, std::time::Duration::from_secs(30));
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .expect("kill runs");
     assert!(status.success());
     let out = child.wait_with_output().expect("ends");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = stderr.join().expect("stderr read");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     let counts = parse_counts(&out.stdout);
     assert!(
         counts.values().sum::<u64>() > 0,

@@ -77,6 +77,36 @@ pub(crate) fn ui_address(child: &mut std::process::Child, wait: Duration) -> Str
     }
 }
 
+/// Wait until a run started with `--progress always` has drawn its first progress line (its
+/// spouts are emitting), reading its stderr on a thread that goes on reading to the end; the
+/// thread hands back the whole of stderr. Fails with what the run said if none comes in `wait`.
+pub(crate) fn await_progress(
+    child: &mut std::process::Child,
+    wait: Duration,
+) -> std::thread::JoinHandle<String> {
+    use std::io::Read;
+    let mut stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut said = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut told = false;
+        while let Ok(n @ 1..) = stderr.read(&mut buf) {
+            said.extend_from_slice(&buf[..n]);
+            if !told && String::from_utf8_lossy(&said).contains(" tuples (") {
+                told = true;
+                let _ = tx.send(());
+            }
+        }
+        String::from_utf8_lossy(&said).into_owned()
+    });
+    if rx.recv_timeout(wait).is_err() {
+        let said = reader.join().unwrap_or_default();
+        panic!("the run drew no progress line:\n{said}");
+    }
+    reader
+}
+
 /// A virtualenv named `name` with the pip `packages` installed, made once and kept in the temp
 /// folder under a stable name (a later run of the tests reuses it); `check` is Python that
 /// succeeds once it works. Built in a fresh folder and renamed into place, so a concurrent or

@@ -6,7 +6,7 @@
 //! whose slot is no longer assigned, and ends its workers when it stops.
 
 use self::zk_session::{ZkSupervisor, ZkSupervisorSettings};
-use super::nimbus::now_secs;
+use crate::clock::Clock;
 use crate::cluster::coordination::layout::{NodePort, SupervisorInfo};
 use crate::cluster::protocol::rpc::{self, Request, SlotWork};
 
@@ -60,6 +60,8 @@ pub(crate) struct SupervisorOptions {
     /// Where workers' output is kept (`storm supervisor`); none: workers write to the
     /// supervisor's own standard output and error (`storm run --processes`).
     pub(crate) logs: Option<super::worker_logs::LogSettings>,
+    /// What its heartbeats, restart back-offs and log sweeps go by.
+    pub(crate) clock: Clock,
 }
 
 /// The exit status of a worker that stopped to roll back with the other workers of its
@@ -94,7 +96,7 @@ impl Slot {
             version: w.version,
             child: launch(opts, &w.topology, w.port),
             finished: false,
-            started: Instant::now(),
+            started: opts.clock.now(),
             deaths: 0,
             restart_at: None,
         }
@@ -161,12 +163,13 @@ pub(crate) fn run(
         Some(settings) => Some(ZkSupervisor::connect(settings, &opts.id)?),
         None => None,
     };
-    let started = Instant::now();
+    let clock = &opts.clock;
+    let started = clock.now();
     let mut session: Option<u64> = None;
     let mut slots: BTreeMap<u16, Slot> = BTreeMap::new();
-    let mut next_beat = Instant::now();
+    let mut next_beat = started;
     let mut retry = NIMBUS_RETRY_MIN;
-    let mut next_sweep = Instant::now();
+    let mut next_sweep = started;
     tracing::info!(
         "supervisor {}: slots {:?} on {}, nimbus {}",
         opts.id,
@@ -175,7 +178,7 @@ pub(crate) fn run(
         opts.nimbus
     );
     while !stop.load(Ordering::Relaxed) {
-        if Instant::now() >= next_beat {
+        if clock.now() >= next_beat {
             let beat = match zk.as_mut() {
                 Some(zk) => zk_beat(opts, zk, started, retry),
                 None => heartbeat(opts, &mut session, started, retry),
@@ -184,10 +187,10 @@ pub(crate) fn run(
                 Beat::Work(work) => {
                     reconcile(opts, &mut slots, &work);
                     retry = NIMBUS_RETRY_MIN;
-                    next_beat = Instant::now() + TICK;
+                    next_beat = clock.now() + TICK;
                 }
                 Beat::Retry => {
-                    next_beat = Instant::now() + retry;
+                    next_beat = clock.now() + retry;
                     retry = next_delay(retry, retry_cap(opts.session_timeout));
                 }
             }
@@ -201,10 +204,10 @@ pub(crate) fn run(
         for (port, slot) in slots.iter_mut() {
             supervise(opts, *port, slot, exits.as_ref());
         }
-        if let Some(logs) = opts.logs.as_ref().filter(|_| Instant::now() >= next_sweep) {
-            next_sweep = Instant::now() + logs.cleanup_every;
+        if let Some(logs) = opts.logs.as_ref().filter(|_| clock.now() >= next_sweep) {
+            next_sweep = clock.now() + logs.cleanup_every;
             let running: Vec<String> = slots.values().map(|s| s.topology.clone()).collect();
-            for id in logs.sweep(std::time::SystemTime::now(), &running) {
+            for id in logs.sweep(clock.wall(), &running) {
                 tracing::info!("supervisor: removed the old worker logs of {id}");
             }
         }
@@ -234,10 +237,10 @@ fn supervise(
     exits: Option<&crossbeam_channel::Sender<WorkerExit>>,
 ) {
     let Some(child) = slot.child.as_mut() else {
-        let due = slot.restart_at.is_none_or(|t| Instant::now() >= t);
+        let due = slot.restart_at.is_none_or(|t| opts.clock.now() >= t);
         if !slot.finished && due {
             slot.child = launch(opts, &slot.topology, port);
-            slot.started = Instant::now();
+            slot.started = opts.clock.now();
             slot.restart_at = None;
         }
         return;
@@ -263,13 +266,13 @@ fn supervise(
         tracing::info!("supervisor: worker {port} of {} rolled back", slot.topology);
         return;
     }
-    slot.deaths = if slot.started.elapsed() >= STABLE {
+    slot.deaths = if opts.clock.since(slot.started) >= STABLE {
         1
     } else {
         slot.deaths + 1
     };
     let delay = restart_delay(slot.deaths);
-    slot.restart_at = Some(Instant::now() + delay);
+    slot.restart_at = Some(opts.clock.now() + delay);
     tracing::warn!(
         "supervisor: worker {port} of {} died ({status}); death {} in a row, restarting in {delay:?}",
         slot.topology,
@@ -371,8 +374,8 @@ fn zk_beat(
 fn info(opts: &SupervisorOptions, started: Instant) -> SupervisorInfo {
     SupervisorInfo {
         hostname: opts.host.clone(),
-        time_secs: now_secs(),
-        uptime_secs: started.elapsed().as_secs(),
+        time_secs: opts.clock.epoch_millis().max(0) as u64 / 1000,
+        uptime_secs: opts.clock.since(started).as_secs(),
         ports: opts.ports.clone(),
     }
 }
@@ -495,6 +498,7 @@ pub(crate) fn options(
         kill_requests: None,
         zookeeper: None,
         logs: None,
+        clock: Clock::system(),
     })
 }
 
@@ -520,6 +524,59 @@ mod tests {
         assert_eq!(retry_cap(Duration::from_secs(10)), Duration::from_secs(5));
         assert_eq!(retry_cap(Duration::from_secs(4)), Duration::from_secs(2));
         assert_eq!(retry_cap(Duration::ZERO), NIMBUS_RETRY_MIN);
+    }
+
+    /// The exit of a slot's worker, waited for on the machine's time.
+    fn wait_for_exit(opts: &SupervisorOptions, slot: &mut Slot) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while slot.child.is_some() && std::time::Instant::now() < deadline {
+            supervise(opts, 6700, slot, None);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(slot.child.is_none(), "the worker exited");
+    }
+
+    /// Restart back-offs go by the supervisor's clock: a dead worker is started again only
+    /// once the clock has passed its delay, and a worker that lived for `STABLE` by that clock
+    /// starts the count of deaths over.
+    #[test]
+    fn restart_back_offs_go_by_the_supervisor_clock() {
+        let mut opts = options(
+            rpc::Client::new("127.0.0.1:9", None),
+            "127.0.0.1",
+            vec![6700],
+        )
+        .expect("options");
+        // A worker that dies at once.
+        opts.exe = PathBuf::from("/bin/false");
+        opts.clock = Clock::manual();
+        let work = SlotWork {
+            port: 6700,
+            topology: "t".into(),
+            version: 1,
+        };
+        let mut slot = Slot::new(&opts, &work);
+        wait_for_exit(&opts, &mut slot);
+        assert_eq!(slot.deaths, 1);
+        for _ in 0..20 {
+            supervise(&opts, 6700, &mut slot, None);
+        }
+        assert!(
+            slot.child.is_none(),
+            "not restarted before 0.5 s by the clock"
+        );
+        opts.clock.advance(RESTART_MIN);
+        supervise(&opts, 6700, &mut slot, None);
+        assert!(slot.child.is_some(), "restarted once 0.5 s passed");
+        wait_for_exit(&opts, &mut slot);
+        assert_eq!(slot.deaths, 2, "a second death in a row");
+        assert_eq!(slot.restart_at, Some(opts.clock.now() + restart_delay(2)));
+        opts.clock.advance(restart_delay(2));
+        supervise(&opts, 6700, &mut slot, None);
+        // It ran for STABLE by the clock before dying: its deaths start over.
+        opts.clock.advance(STABLE);
+        wait_for_exit(&opts, &mut slot);
+        assert_eq!(slot.deaths, 1);
     }
 
     #[test]

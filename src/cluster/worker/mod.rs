@@ -22,6 +22,7 @@ use crate::cluster::protocol::rpc::{self, BeatReply, Request, TopologyWork};
 use crate::cluster::supervisor::zk_session::ZkSupervisorSettings;
 
 mod checkpoints;
+use crate::clock::Clock;
 use crate::cluster::coordination::zookeeper::ZkStore;
 use crate::model::plan::Plan;
 use crate::model::Topology;
@@ -236,7 +237,7 @@ pub(crate) fn run(
         };
         let idle = idle_stats(&plan, &located.placement, located.me);
         let beat = || {
-            let _ = sink.beat(id, who.slot, beats_of(&idle, Instant::now()));
+            let _ = sink.beat(id, who.slot, beats_of(&idle, Duration::ZERO));
         };
         let parts = (&topology, &plan, &located.placement, located.me);
         match worker_checkpoints::start(nimbus, &who, parts, &stop, &beat)? {
@@ -269,7 +270,8 @@ pub(crate) fn run(
         listening: listening(&net, me, &my_slot, slot)?,
         slots: &located.slots,
         stats: &stats,
-        started: Instant::now(),
+        started: running.control.clock.now(),
+        clock: running.control.clock.clone(),
         stop: &stop,
         drain_limit,
     };
@@ -345,6 +347,8 @@ struct Watch<'a> {
     slots: &'a [NodePort],
     stats: &'a TaskStatsMap,
     started: Instant,
+    /// The run's clock: what its heartbeats, drain limit and loss of nimbus go by.
+    clock: Clock,
     stop: &'a AtomicBool,
     /// How long a drain may take before what is still pending is abandoned.
     drain_limit: Duration,
@@ -352,7 +356,7 @@ struct Watch<'a> {
 
 impl Watch<'_> {
     fn beat(&self) -> anyhow::Result<BeatReply> {
-        let mut beats = beats_of(self.stats, self.started);
+        let mut beats = beats_of(self.stats, self.clock.since(self.started));
         for (_, b) in &mut beats {
             b.listening = Some(self.listening.clone());
         }
@@ -381,9 +385,9 @@ impl Watch<'_> {
             }
         }
         if net.peers().knows_all(self.slots.len()) {
-            Instant::now() + BEAT_EVERY
+            self.clock.now() + BEAT_EVERY
         } else {
-            Instant::now() + LEARN_EVERY
+            self.clock.now() + LEARN_EVERY
         }
     }
 
@@ -404,6 +408,29 @@ impl Watch<'_> {
         }
     }
 
+    /// Once the run drains (`draining_since` is when it began), and for longer than the drain
+    /// limit by the run's clock: give up what is still pending.
+    fn abandon_an_overdue_drain(
+        &self,
+        control: &runtime::executor::RunControl,
+        draining_since: &mut Option<Instant>,
+    ) {
+        if !control.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let since = *draining_since.get_or_insert_with(|| self.clock.now());
+        if self.clock.since(since) >= self.drain_limit
+            && !control.abandon.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(
+                "worker {}: the drain outlasted the message timeout + {}s; \
+                 giving up what is still pending",
+                self.slot,
+                runtime::DRAIN_GRACE.as_secs()
+            );
+        }
+    }
+
     /// Heartbeat until the executors end, following what the answers say (pause, stop,
     /// unassigned, a newer generation to roll back to).
     fn watch(
@@ -421,26 +448,16 @@ impl Watch<'_> {
             .spawn(move || {
                 let _ = done_tx.send(running.wait());
             })?;
-        let mut last_contact = Instant::now();
-        let mut next_beat = Instant::now();
+        let clock = &self.clock;
+        let mut last_contact = clock.now();
+        let mut next_beat = last_contact;
         let mut draining_since: Option<Instant> = None;
         let mut levels = crate::log_config::LogConfig::default();
         let result = loop {
             if self.stop.load(Ordering::Relaxed) {
                 control.stop.store(true, Ordering::Relaxed);
             }
-            if control.stop.load(Ordering::Relaxed) {
-                let since = *draining_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= self.drain_limit
-                    && !control.abandon.swap(true, Ordering::Relaxed)
-                {
-                    tracing::warn!(
-                        "worker {slot}: the drain outlasted the message timeout + {}s; \
-                         giving up what is still pending",
-                        runtime::DRAIN_GRACE.as_secs()
-                    );
-                }
-            }
+            self.abandon_an_overdue_drain(&control, &mut draining_since);
             if checkpoints.is_some_and(|c| c.rolled_back()) {
                 net.sever();
                 let end = roll_back(slot, &halter, &done_rx, waiter);
@@ -450,13 +467,13 @@ impl Watch<'_> {
             if let Ok(r) = done_rx.recv_timeout(Duration::from_millis(100)) {
                 break r;
             }
-            if Instant::now() < next_beat {
+            if clock.now() < next_beat {
                 continue;
             }
-            next_beat = Instant::now() + BEAT_EVERY;
+            next_beat = clock.now() + BEAT_EVERY;
             match self.beat() {
                 Ok(reply) => {
-                    last_contact = Instant::now();
+                    last_contact = clock.now();
                     next_beat = self.learn(net, &reply.listening);
                     if let Some(c) = checkpoints {
                         c.heard(reply.generation, reply.committed);
@@ -476,7 +493,7 @@ impl Watch<'_> {
                         control.stop.store(true, Ordering::Relaxed);
                     }
                 }
-                Err(e) if last_contact.elapsed() > NIMBUS_LOST_AFTER => {
+                Err(e) if clock.since(last_contact) > NIMBUS_LOST_AFTER => {
                     tracing::warn!("worker {slot}: heartbeats failing ({e:#}); stopping");
                     return Ok(Watched::Ended(WorkerEnd::Unassigned));
                 }
@@ -724,7 +741,7 @@ fn idle_stats(plan: &Plan, placement: &Placement, me: usize) -> TaskStatsMap {
 }
 
 /// The heartbeats of a worker's tasks: time, uptime and their counters.
-fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)> {
+fn beats_of(stats: &TaskStatsMap, uptime: Duration) -> Vec<(u32, TaskHeartbeat)> {
     stats
         .iter()
         .map(|(task, (component, st))| {
@@ -762,7 +779,7 @@ fn beats_of(stats: &TaskStatsMap, started: Instant) -> Vec<(u32, TaskHeartbeat)>
             }
             let beat = TaskHeartbeat {
                 time_secs: now_secs(),
-                uptime_secs: started.elapsed().as_secs(),
+                uptime_secs: uptime.as_secs(),
                 stats: m,
                 listening: None,
             };
