@@ -98,7 +98,7 @@ impl Clock {
     }
 
     /// How long a thread should wait for `deadline` by this clock: the time left, or on a
-    /// manual clock at most [`MANUAL_WAIT`], so a waiting thread sees the clock moved soon
+    /// manual clock at most `MANUAL_WAIT` (5 ms), so a waiting thread sees the clock moved soon
     /// after a test moves it.
     pub(crate) fn wait_for(&self, deadline: Instant) -> Duration {
         let left = deadline.saturating_duration_since(self.now());

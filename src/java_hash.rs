@@ -3,7 +3,7 @@
 //! Strings hash over UTF-16 code units as `String.hashCode`; integers as `Long.hashCode`
 //! (multilang and JSON numbers are Longs in Storm); floats as `Double.hashCode`.
 //!
-//! [`key_hash`], which fields grouping uses, departs from Java in one way: a float with an
+//! `key_hash`, which fields grouping uses, departs from Java in one way: a float with an
 //! integral value (`1.0`, `-0.0`) hashes as the integer it equals, since `1` and `1.0` are one
 //! key and must reach one task (in Java `Double.hashCode(1.0)` differs from `Long.hashCode(1)`).
 //! Partial key grouping keeps Java's hashes exactly: it spreads every key over two tasks

@@ -1,6 +1,6 @@
 //! Logging: `tracing` to standard error, level from `STORM_LOG` (default `warn`), so standard
 //! output carries only the topology's own output. Colour only when standard error is a terminal
-//! and `NO_COLOR` is unset, so logs redirected to files stay plain text. [`Throttle`] bounds how
+//! and `NO_COLOR` is unset, so logs redirected to files stay plain text. `Throttle` bounds how
 //! often one kind of message is logged (a flood of refused connections must not flood the log).
 //! Also the one piece of terminal state a run leaves behind: a progress line drawn on stderr,
 //! cleared on every way out.
@@ -33,7 +33,7 @@ pub(crate) fn clear_status_line() {
 }
 
 /// Log to stderr at `STORM_LOG`'s level; without it, warnings and errors (`quiet`: errors).
-/// The filter can be changed while running ([`set_named_levels`]).
+/// The filter can be changed while running (`set_named_levels`).
 pub fn init(quiet: bool) {
     use tracing_subscriber::prelude::*;
     let default = if quiet { "error" } else { "warn" };

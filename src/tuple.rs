@@ -13,7 +13,7 @@ pub(crate) mod numeric;
 ///
 /// Equality and hashing are those of keys (of the keyed built-ins: counts, groups, joins…) and agree
 /// with the expression `==`: a float with an integral value equals the integer (`1.0 == 1`),
-/// `-0.0 == 0`, and NaN equals NaN (see [`numeric`]). A boolean is never a number.
+/// `-0.0 == 0`, and NaN equals NaN (see `numeric`). A boolean is never a number.
 #[derive(Debug, Clone)]
 pub enum Value {
     Null,

@@ -131,7 +131,7 @@ impl Count {
         }
     }
 
-    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    /// Keep checkpointed state (`stateful: true`): [`CheckpointParticipant::state`](crate::components::CheckpointParticipant::state) is then `Some`.
     pub fn with_state(mut self, stateful: bool) -> Count {
         self.stateful = stateful;
         self.strings.track_changes(stateful);

@@ -137,7 +137,7 @@ impl Dedupe {
         })
     }
 
-    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    /// Keep checkpointed state (`stateful: true`): [`CheckpointParticipant::state`](crate::components::CheckpointParticipant::state) is then `Some`.
     fn with_state(mut self, stateful: bool) -> Dedupe {
         self.changed = stateful.then(Changed::default);
         if let Memory::Exact(set) = &mut self.memory {

@@ -227,7 +227,7 @@ impl Join {
         })
     }
 
-    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    /// Keep checkpointed state (`stateful: true`): [`CheckpointParticipant::state`](crate::components::CheckpointParticipant::state) is then `Some`.
     fn with_state(mut self, stateful: bool) -> Join {
         self.changed = stateful.then(Default::default);
         self

@@ -96,7 +96,7 @@ impl KeyBudget {
         ))
     }
 
-    /// A key of about `bytes` bytes (as given to [`KeyBudget::add`]) is no longer held.
+    /// A key of about `bytes` bytes (as given to `KeyBudget::add`) is no longer held.
     fn remove(&mut self, bytes: u64) {
         let bytes = (bytes + ENTRY_OVERHEAD).min(self.bytes);
         self.keys = self.keys.saturating_sub(1);

@@ -60,10 +60,10 @@ pub struct Component {
     pub finish: bool,
     /// The component keeps checkpointed state (resolved: its `stateful:` key, else
     /// `topology.stateful` for the built-ins that keep state). Only types for which
-    /// [`ComponentType::keeps_state`] holds are ever stateful.
+    /// `ComponentType::keeps_state` holds are ever stateful.
     pub stateful: bool,
     /// `chain:` as written (default true): the component may run fused with its neighbours
-    /// (see [`chains`]).
+    /// (see `chains`).
     pub chain: bool,
     /// Per-component configuration (Flux `config:` on a component).
     pub config: BTreeMap<String, serde_json::Value>,

@@ -11,8 +11,8 @@
 //! one service is not accepted by another. Comparisons are constant-time (`Mac::verify_slice`).
 //! Storm's counterpart is its SASL DIGEST-MD5 handshake on Netty worker connections.
 //!
-//! The acceptor side is sans-IO ([`ServerHandshake`]) so a mio loop can drive it; [`client`] and
-//! [`server`] run either side to completion on a blocking stream.
+//! The acceptor side is sans-IO (`ServerHandshake`) so a mio loop can drive it; `client` and
+//! `server` run either side to completion on a blocking stream.
 
 use super::frame::{self, RawFrame, HEADER_LEN};
 use crate::config::Config;

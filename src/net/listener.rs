@@ -10,7 +10,7 @@
 //!
 //! Hostile or broken peers are bounded: a connection must deliver its handshake within the
 //! handshake timeout and its first whole frame within four, and a partial frame must keep
-//! receiving bytes; the buffers of all connections together stay under [`MAX_BUFFERED`] (a
+//! receiving bytes; the buffers of all connections together stay under `MAX_BUFFERED` (a
 //! buffer grows only as bytes arrive); at `MAX_CONNECTIONS` the least recently active
 //! connection makes room for a new one; failed accepts (no file descriptors left) back off;
 //! every kind of refusal is logged at a bounded rate.
@@ -57,7 +57,7 @@ static LOG_ACCEPT: Throttle = Throttle::new(LOG_EVERY);
 /// Context string proving a connection is a worker link.
 pub(crate) const AUTH_CONTEXT: &str = "worker";
 
-/// A running listener: stop it with [`ListenerHandle::shutdown`] (also on drop).
+/// A running listener: stop it with `ListenerHandle::shutdown` (also on drop).
 pub struct ListenerHandle {
     pub(crate) worker: usize,
     pub addr: SocketAddr,

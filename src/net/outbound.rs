@@ -1,8 +1,8 @@
-//! The sending side of a worker's TCP transport: a [`TcpLink`] from one local worker to one
+//! The sending side of a worker's TCP transport: a `TcpLink` from one local worker to one
 //! peer worker (Storm's Netty `Client`). `send` queues a buffer of encoded frames on a bounded
 //! channel; a named writer thread connects lazily, retries with back-off (10 ms doubling to 2 s)
 //! while the peer is not up yet — workers start in any order — authenticates, and writes. The
-//! peer's address comes from the [`Peers`] book on each attempt: until the peer has reported
+//! peer's address comes from the `Peers` book on each attempt: until the peer has reported
 //! the port it bound, the writer looks again every 10 ms.
 //!
 //! Backpressure: writes block while the peer does not read, the bounded queue fills, and `send`

@@ -1,7 +1,7 @@
 //! Reassembly of a TCP byte stream into whole frames: bytes arrive in arbitrary pieces, whole
 //! frames leave in buffers (what a worker's receive thread takes), a partial frame waits for the
 //! rest. Every frame is checked on the way (its header, and a data frame's payload with the
-//! owner's [`Check`], which builds nothing), so a frame that is too large or malformed is caught
+//! owner's `Check`, which builds nothing), so a frame that is too large or malformed is caught
 //! at the connection (which is then closed), never in the worker.
 //! Pure: no I/O, so it is proptested.
 

@@ -130,7 +130,7 @@ pub(crate) enum Phase {
     /// `next_tuple` is called every round.
     #[default]
     Active,
-    /// At `topology.max.spout.pending`: waits for [`resume_room`] free slots.
+    /// At `topology.max.spout.pending`: waits for `resume_room` (`spout_executor.rs`) free slots.
     Throttled,
     /// Stopping (Storm's deactivate): no more `next_tuple`; open trees still complete.
     Deactivated,

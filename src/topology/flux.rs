@@ -65,7 +65,7 @@ fn read_topology(tree: &Spanned<RawValue>, base_dir: &Path, props: &Properties) 
     read_topology_of(tree, None, base_dir, props)
 }
 
-/// [`read_topology`] knowing the file's own text, so an include that leads back to the file
+/// `read_topology` knowing the file's own text, so an include that leads back to the file
 /// is reported as a cycle.
 pub(crate) fn read_topology_of(
     tree: &Spanned<RawValue>,

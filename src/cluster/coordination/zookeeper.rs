@@ -2,7 +2,7 @@
 //! `zookeeper-client` crate, used when `storm.zookeeper.servers` is set. Same layout as the
 //! embedded tree; ephemeral, sequential nodes and one-shot watches are ZooKeeper's own.
 //!
-//! Sessions: the store's own ZooKeeper session ([`OWN_SESSION`]) holds the ephemeral nodes of
+//! Sessions: the store's own ZooKeeper session (`OWN_SESSION`) holds the ephemeral nodes of
 //! the process that opened it (a nimbus's registration and leader latch, a supervisor's node).
 //! When that session
 //! expires the store connects a new one at the next call and counts a new [`ZkStore::epoch`],
@@ -177,7 +177,7 @@ impl ZkStore {
     }
 
     /// Which of the store's own sessions is current: it changes when an expired session is
-    /// replaced, and ephemeral nodes of [`OWN_SESSION`] must then be created again.
+    /// replaced, and ephemeral nodes of `OWN_SESSION` must then be created again.
     pub fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
     }

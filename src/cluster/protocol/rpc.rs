@@ -1,7 +1,7 @@
 //! Nimbus's client/server protocol (the part of Storm's Thrift `Nimbus` service and ZooKeeper
 //! traffic we need): one request and one response per TCP connection, each a length-prefixed
 //! JSON document (a 4-byte big-endian length, then the JSON). Every daemon and command talks to
-//! nimbus through a [`Client`]; nimbus answers with [`serve_connection`]. With a cluster secret, both
+//! nimbus through a `Client`; nimbus answers with `serve_connection`. With a cluster secret, both
 //! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
 
 use crate::cluster::coordination::layout::{
@@ -465,7 +465,7 @@ fn read_body_within(
     Ok(body)
 }
 
-/// Parse one request from its bytes (what [`serve_connection`] does after reading them).
+/// Parse one request from its bytes (what `serve_connection` does after reading them).
 pub fn decode_request(body: &[u8]) -> anyhow::Result<Request> {
     Ok(serde_json::from_slice(body)?)
 }

@@ -335,7 +335,7 @@ impl Aggregate {
         })
     }
 
-    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    /// Keep checkpointed state (`stateful: true`): [`CheckpointParticipant::state`](crate::components::CheckpointParticipant::state) is then `Some`.
     fn with_state(mut self, stateful: bool) -> Aggregate {
         self.stateful = stateful;
         self.groups.track_changes(stateful);

@@ -121,7 +121,7 @@ impl TotalRanking {
         })
     }
 
-    /// Keep checkpointed state (`stateful: true`): [`Bolt::state`] is then `Some`.
+    /// Keep checkpointed state (`stateful: true`): [`CheckpointParticipant::state`](crate::components::CheckpointParticipant::state) is then `Some`.
     pub(crate) fn with_state(mut self, stateful: bool) -> TotalRanking {
         self.touched = stateful.then(BTreeSet::new);
         self
