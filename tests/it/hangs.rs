@@ -458,3 +458,29 @@ fn the_first_interrupt_ends_a_run_whose_output_is_not_read() {
     // The message timeout (1 s), the grace (5 s), the grace again.
     assert!(took >= Duration::from_secs(10), "{took:?}");
 }
+
+/// An attached run (`--nimbus`) whose output nobody reads ends too after the first interrupt:
+/// the topology is killed on the cluster with the message timeout to drain, after which nimbus
+/// removes it and the home worker stops where it is, saying that what it held is dropped.
+#[test]
+fn the_first_interrupt_ends_an_attached_run_whose_output_is_not_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut daemons = crate::cluster::Daemons::default();
+    let log = dir.path().join("nimbus.log");
+    daemons.spawn_logged(
+        "nimbus",
+        crate::cluster::storm()
+            .args(["nimbus", "--listen", "127.0.0.1:0", "--data"])
+            .arg(dir.path().join("nimbus")),
+        &log,
+    );
+    let addr = crate::support::nimbus_addr(&log);
+    let extra = ["--nimbus", &addr, "-c", "nimbus.task.timeout.secs=2"];
+    let (run, fed) = run_with_an_unread_output(&extra);
+    let (took, status, stderr) = interrupt_when_blocked(run, &fed);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("the output may be incomplete"), "{stderr}");
+    // The kill's wait (the 1 s message timeout), then a heartbeat or two; the backstop (the
+    // message timeout, the task timeout and two graces of 5 s) is never needed.
+    assert!(took < Duration::from_secs(13), "{took:?}");
+}

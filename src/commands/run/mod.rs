@@ -161,6 +161,18 @@ type LiveStats = BTreeMap<u32, (String, Arc<TaskStats>)>;
 /// How often the stop watcher looks (and redraws the progress line).
 const WATCH_EVERY: Duration = Duration::from_millis(50);
 
+/// How much longer than its workers' own drain deadline (which each counts from when its
+/// heartbeat told it of the stop, or from its start when it replaced a worker lost meanwhile)
+/// a run over workers waits for them before it ends.
+const WORKERS_GRACE: Duration = Duration::from_secs(5);
+
+/// How long after the message timeout a run over workers (`--processes`, `--nimbus`) waits
+/// for its workers' drain: until every worker has heard of the stop (a task timeout), and a
+/// grace.
+fn workers_deadline(config: &crate::config::Config) -> Duration {
+    config.nimbus_task_timeout() + WORKERS_GRACE
+}
+
 /// A thread that looks every [`WATCH_EVERY`] whether the run is to stop, and then calls its
 /// `on_stop` once; with live counters, it also draws the progress line. Dropping it ends the
 /// thread at once (a sleeping watcher would add up to one period to every run) and erases the
@@ -256,7 +268,15 @@ fn run_home(
     loop {
         match worker::run(nimbus, None, id, &slot, stop.clone())? {
             worker::WorkerEnd::Finished(r) => return Ok(Some(r)),
-            worker::WorkerEnd::Unassigned => return Ok(None),
+            worker::WorkerEnd::Unassigned => {
+                if stop.load(Ordering::Relaxed) {
+                    // Stopped, and the kill's wait ran out before this worker drained.
+                    crate::stderr_println!(
+                        "storm: {id} was removed from the cluster before the worker of its stdin and stdout here drained; what that worker still held is dropped (the output may be incomplete)"
+                    );
+                }
+                return Ok(None);
+            }
             // A worker was lost: this one starts again too, from the last commit.
             worker::WorkerEnd::RolledBack => crate::stderr_println!(
                 "storm: a worker of {id} was lost; every worker rolls back to the last committed checkpoint and its spouts replay from there"

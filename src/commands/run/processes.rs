@@ -139,7 +139,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     // Signals and --duration deactivate the topology: every worker's spouts stop and it drains.
     let stop = Arc::new(AtomicBool::new(false));
     // A worker stopped or hung is replaced after the heartbeat timeout, and drains then.
-    let workers_deadline = topology.config.nimbus_task_timeout() + WORKERS_GRACE;
+    let workers_deadline = super::workers_deadline(&topology.config);
     let when = StopWhen::new(interrupted, args.duration).abandon_after(
         topology.config.message_timeout() + workers_deadline,
         end_stuck_drain(dir.clone()),
@@ -260,11 +260,6 @@ fn deactivate(nimbus: &Arc<Nimbus>, name: &str, stop: Arc<AtomicBool>) -> impl F
         stop.store(true, Ordering::Relaxed);
     }
 }
-
-/// How much longer than its workers' own drain deadline (which each counts from when its
-/// heartbeat told it of the stop, or from its start when it replaced a worker lost meanwhile)
-/// the run waits for them before it ends them.
-const WORKERS_GRACE: Duration = Duration::from_secs(5);
 
 /// What ends a run whose workers did not end their drain by their deadline (a worker stuck
 /// where the drain cannot reach it): the error, the run's folder removed, and exit 1 (the
