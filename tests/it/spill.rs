@@ -128,7 +128,7 @@ fn without_a_state_dir_the_limit_still_ends_the_run() {
 #[test]
 fn a_spilling_count_killed_and_resumed_is_exact() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, want) = keys_file(dir.path(), 100_000);
+    let (path, want) = keys_file(dir.path(), 50_000);
     let topology = format!("name spilled\nlines = file({path})\n  | count x2\n  | stdout");
     let stdout = killed_twice_then_resumed(dir.path(), &topology, "spilled");
     let mut got = BTreeMap::new();
@@ -228,7 +228,7 @@ fn a_sliding_top_past_the_limit_ranks_each_window_as_in_memory() {
 #[test]
 fn a_spilling_window_killed_and_resumed_is_exact() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (path, _) = keys_file(dir.path(), 75_000);
+    let (path, _) = keys_file(dir.path(), 40_000);
     let topology = format!(
         "name spilled_window\nlines = file({path})\n  | aggregate(by=[line], window={{tumbling: 10000000}}, ops=[count])\n  | stdout"
     );
@@ -269,6 +269,7 @@ fn killed_twice_then_resumed(dir: &Path, topology: &str, name: &str) -> String {
         stderr.contains(&format!("resuming `{name}` from checkpoint")),
         "{stderr}"
     );
+    assert!(stderr.contains("spilling to"), "{stderr}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
