@@ -27,6 +27,11 @@ const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
 /// How long a call waits for nimbus to connect and answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// With several nimbus addresses and a cluster secret: how long a call waits for a nimbus's
+/// challenge, the first thing a live nimbus sends on a connection whatever the request. A
+/// frozen one (stopped, hung) is passed over within this rather than the call's timeout.
+const CHALLENGE_WAIT: Duration = Duration::from_secs(2);
+
 /// A submitted topology as the client sent it (kept under `DIR/stormdist/ID`, as Storm keeps
 /// the jar and serialized topology under `stormdist`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -570,6 +575,9 @@ pub(crate) struct Client {
     retry: Retry,
     /// How long one call waits to connect, and then for each read and write.
     timeout: Duration,
+    /// Which of its addresses answered last: calls start there, so once a standby took over
+    /// from a frozen leader, later calls go to it first (shared by clones).
+    answered_last: std::sync::Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Client {
@@ -604,6 +612,7 @@ impl Client {
             secret,
             retry: Retry::NONE,
             timeout: CALL_TIMEOUT,
+            answered_last: Default::default(),
         }
     }
 
@@ -663,9 +672,13 @@ impl Client {
                 wait = Some(next);
             }
             tried.clear();
-            for addr in &list {
-                match self.call_at(addr, request) {
-                    Ok(v) => return Ok(v),
+            let first = self.answered_last.load(Ordering::Relaxed);
+            for i in (0..list.len()).map(|k| (first + k) % list.len()) {
+                match self.call_at(list[i], request) {
+                    Ok(v) => {
+                        self.answered_last.store(i, Ordering::Relaxed);
+                        return Ok(v);
+                    }
                     Err(Failure::Answered(e)) => return Err(e),
                     Err(Failure::PassOver(e)) => tried.push(format!("{e:#}")),
                 }
@@ -684,11 +697,7 @@ impl Client {
     fn call_at<T: DeserializeOwned>(&self, addr: &str, request: &Request) -> Result<T, Failure> {
         let mut stream = connect(addr, self.timeout).map_err(Failure::PassOver)?;
         if let Some(secret) = &self.secret {
-            auth::client(&mut stream, secret, AUTH_CONTEXT).map_err(|e| {
-                Failure::Answered(anyhow::anyhow!(
-                    "nimbus at {addr} did not accept our cluster secret: {e}"
-                ))
-            })?;
+            self.prove(&mut stream, addr, secret)?;
         }
         write_message(&mut stream, request)
             .map_err(|e| Failure::PassOver(anyhow::anyhow!("sending to nimbus at {addr}: {e}")))?;
@@ -725,6 +734,45 @@ impl Client {
                 Err(Failure::PassOver(anyhow::anyhow!("{msg}")))
             }
             Response::Error(msg) => Err(Failure::Answered(anyhow::anyhow!("{msg}"))),
+        }
+    }
+
+    /// Prove the cluster secret to the nimbus at `addr`. With several addresses, a nimbus that
+    /// sends no challenge within [`CHALLENGE_WAIT`], or closes the connection, is passed over;
+    /// one that refuses the proof is an answer.
+    fn prove(&self, stream: &mut TcpStream, addr: &str, secret: &Secret) -> Result<(), Failure> {
+        let several = self.addr.contains(',');
+        let wait = if several {
+            self.timeout.min(CHALLENGE_WAIT)
+        } else {
+            self.timeout
+        };
+        let _ = stream.set_read_timeout(Some(wait));
+        let proved = auth::client(stream, secret, AUTH_CONTEXT);
+        let _ = stream.set_read_timeout(Some(self.timeout));
+        let Err(e) = proved else {
+            return Ok(());
+        };
+        let io = match &e {
+            auth::AuthError::Io(io) => Some(io.kind()),
+            _ => None,
+        };
+        use std::io::ErrorKind::{
+            BrokenPipe, ConnectionAborted, ConnectionReset, TimedOut, UnexpectedEof, WouldBlock,
+        };
+        match io {
+            Some(TimedOut | WouldBlock) if several => Err(Failure::PassOver(anyhow::anyhow!(
+                "nimbus at {addr} sent no challenge within {wait:?} (it is frozen, or overloaded)"
+            ))),
+            Some(UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe) if several => {
+                Err(Failure::PassOver(anyhow::anyhow!(
+                    "nimbus at {addr} closed the connection during the handshake (it stopped \
+                     mid-call)"
+                )))
+            }
+            _ => Err(Failure::Answered(anyhow::anyhow!(
+                "nimbus at {addr} did not accept our cluster secret: {e}"
+            ))),
         }
     }
 }
@@ -887,6 +935,64 @@ mod tests {
         assert!(!Reserved::default().grow(MAX_IN_FLIGHT_BYTES + READ_STEP + 1));
         drop(big);
         drop(small);
+    }
+
+    /// A nimbus that never answers, as a stopped process: the kernel takes its connections
+    /// (counted here), nothing is ever sent on them.
+    fn frozen_nimbus() -> (String, std::sync::Arc<AtomicUsize>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let addr = listener.local_addr().expect("an address").to_string();
+        let taken = std::sync::Arc::new(AtomicUsize::new(0));
+        let count = taken.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                count.fetch_add(1, Ordering::SeqCst);
+                held.push(stream);
+            }
+        });
+        (addr, taken)
+    }
+
+    /// A leading nimbus with `secret` that answers every request with `"ok"`.
+    fn live_nimbus(secret: Secret) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let addr = listener.local_addr().expect("an address").to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let secret = secret.clone();
+                std::thread::spawn(move || {
+                    serve_connection(stream, Some(&secret), |_| Ok(serde_json::json!("ok")))
+                });
+            }
+        });
+        addr
+    }
+
+    /// A frozen leader costs a call the challenge wait, not the call timeout (before, it cost
+    /// 10 s and ended the call with "did not accept our cluster secret"), and once another
+    /// nimbus answered, later calls (of clones too) go to that one first.
+    #[test]
+    fn a_frozen_nimbus_is_passed_over_at_its_challenge_and_not_asked_again() {
+        let secret = Secret::new("s3cret");
+        let (frozen, taken) = frozen_nimbus();
+        let live = live_nimbus(secret.clone());
+        let client = Client::new(format!("{frozen},{live}"), Some(secret));
+        let started = Instant::now();
+        let answer: String = client
+            .call(&Request::List)
+            .expect("the live nimbus answers");
+        assert_eq!(answer, "ok");
+        let took = started.elapsed();
+        assert!(took < CALL_TIMEOUT, "passed over after {took:?}");
+        assert_eq!(taken.load(Ordering::SeqCst), 1);
+        let _: String = client.clone().call(&Request::List).expect("answers");
+        let _: String = client.call(&Request::List).expect("answers");
+        assert_eq!(
+            taken.load(Ordering::SeqCst),
+            1,
+            "the frozen nimbus was asked again"
+        );
     }
 
     #[test]
