@@ -31,6 +31,7 @@ pub mod shell;
 mod sink_args;
 mod sink_format;
 mod socket;
+mod spill_file;
 pub mod split;
 #[cfg(test)]
 mod state_check;

@@ -5,8 +5,12 @@
 //! one feed that keeps every byte from the committed position on (trimmed at each commit), and
 //! each incarnation of the spout reads the feed from its restored offset. Reading ahead stops
 //! at [`READ_AHEAD`] bytes past the furthest reader, so the feed holds at most what came since
-//! the last commit plus that.
+//! the last commit plus that. Past [`IN_MEMORY`] bytes, the oldest chunks (read already, kept
+//! only for a rollback) move to an unnamed temporary file (`spill_file.rs`), so a slow commit
+//! costs disk, not memory.
 
+use crate::components::spill_file::SpillFile;
+use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
@@ -14,15 +18,38 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 const READ_AHEAD: usize = 8 << 20;
 /// Bytes read from standard input at once.
 const READ_STEP: usize = 256 << 10;
+/// Kept bytes held in memory; past it, the oldest chunks move to the spill file.
+const IN_MEMORY: usize = 32 << 20;
+
+/// A chunk of kept input: in memory, or at an offset of the spill file.
+enum Chunk {
+    Bytes(Vec<u8>),
+    Spilled { at: u64, len: usize },
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::Spilled { len, .. } => *len,
+        }
+    }
+}
 
 #[derive(Default)]
 struct Kept {
     /// The input offset of the first kept byte.
     base: u64,
     /// The kept bytes, in the chunks they were read in (a trim frees whole chunks).
-    chunks: std::collections::VecDeque<Vec<u8>>,
+    chunks: VecDeque<Chunk>,
     /// Bytes kept in `chunks`.
     len: usize,
+    /// Of those, bytes in memory.
+    in_memory: usize,
+    /// Where chunks past [`IN_MEMORY`] go (made when first needed).
+    spill: Option<SpillFile>,
+    /// Kept bytes the spill file could not take: later chunks stay in memory.
+    spill_failed: bool,
     /// Standard input ended (or failed, with the error).
     ended: bool,
     error: Option<String>,
@@ -33,10 +60,21 @@ struct Kept {
 }
 
 /// Standard input as every incarnation of the `stdin` spout reads it.
-#[derive(Default)]
 pub(crate) struct Feed {
     kept: Mutex<Kept>,
     changed: Condvar,
+    /// Kept bytes held in memory before the oldest spill ([`IN_MEMORY`]).
+    memory_limit: usize,
+}
+
+impl Default for Feed {
+    fn default() -> Feed {
+        Feed {
+            kept: Mutex::default(),
+            changed: Condvar::new(),
+            memory_limit: IN_MEMORY,
+        }
+    }
 }
 
 static FEED: OnceLock<Arc<Feed>> = OnceLock::new();
@@ -86,8 +124,10 @@ impl Feed {
             match read {
                 Ok(0) => kept.ended = true,
                 Ok(n) => {
-                    kept.chunks.push_back(buf[..n].to_vec());
+                    kept.chunks.push_back(Chunk::Bytes(buf[..n].to_vec()));
                     kept.len += n;
+                    kept.in_memory += n;
+                    kept.spill_oldest(self.memory_limit);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -124,14 +164,17 @@ impl Feed {
     /// there).
     pub(crate) fn trim(&self, offset: u64) {
         let mut kept = self.lock();
-        while let Some(first) = kept.chunks.front().map(Vec::len) {
+        while let Some(first) = kept.chunks.front().map(Chunk::len) {
             if kept.base + first as u64 > offset {
                 break;
             }
-            kept.chunks.pop_front();
+            if let Some(Chunk::Bytes(b)) = kept.chunks.pop_front() {
+                kept.in_memory -= b.len();
+            }
             kept.base += first as u64;
             kept.len -= first;
         }
+        kept.empty_spill_if_unused();
     }
 
     /// A rollback: readers of the old run see the end of their input.
@@ -142,7 +185,16 @@ impl Feed {
 
     #[cfg(test)]
     fn from_input(input: impl Read + Send + 'static) -> Arc<Feed> {
-        let feed = Arc::new(Feed::default());
+        Feed::from_input_keeping(input, IN_MEMORY)
+    }
+
+    /// A feed of `input` that keeps at most `memory_limit` bytes in memory.
+    #[cfg(test)]
+    fn from_input_keeping(input: impl Read + Send + 'static, memory_limit: usize) -> Arc<Feed> {
+        let feed = Arc::new(Feed {
+            memory_limit,
+            ..Feed::default()
+        });
         let pump = feed.clone();
         std::thread::spawn(move || pump.pump(input));
         feed
@@ -172,7 +224,7 @@ impl Read for FeedReader {
             }
             let from = (self.at - kept.base) as usize;
             if from < kept.len {
-                let n = copy_from(&kept.chunks, from, buf);
+                let n = kept.copy_from(from, buf)?;
                 self.at += n as u64;
                 kept.furthest = kept.furthest.max(self.at);
                 drop(kept);
@@ -190,22 +242,83 @@ impl Read for FeedReader {
     }
 }
 
-/// Copy into `buf` what `chunks` hold from byte `from` on, up to the end of that chunk:
-/// the bytes copied.
-fn copy_from(
-    chunks: &std::collections::VecDeque<Vec<u8>>,
-    mut from: usize,
-    buf: &mut [u8],
-) -> usize {
-    for chunk in chunks {
-        if from < chunk.len() {
-            let n = buf.len().min(chunk.len() - from);
-            buf[..n].copy_from_slice(&chunk[from..from + n]);
-            return n;
+impl Kept {
+    /// Copy into `buf` what the chunks hold from byte `from` on, up to the end of that chunk:
+    /// the bytes copied.
+    fn copy_from(&self, mut from: usize, buf: &mut [u8]) -> std::io::Result<usize> {
+        for chunk in &self.chunks {
+            if from < chunk.len() {
+                let n = buf.len().min(chunk.len() - from);
+                match chunk {
+                    Chunk::Bytes(b) => buf[..n].copy_from_slice(&b[from..from + n]),
+                    Chunk::Spilled { at, .. } => {
+                        let file = self.spill.as_ref().ok_or_else(|| {
+                            std::io::Error::other("kept stdin was spilled to a file that is gone")
+                        })?;
+                        file.read_into(at + from as u64, &mut buf[..n])?;
+                    }
+                }
+                return Ok(n);
+            }
+            from -= chunk.len();
         }
-        from -= chunk.len();
+        Ok(0)
     }
-    0
+
+    /// Move the oldest chunks in memory to the spill file until at most `limit` bytes are in
+    /// memory. Should the file fail (no temp folder, a full disk), they stay in memory, and a
+    /// warning says so once.
+    fn spill_oldest(&mut self, limit: usize) {
+        if self.in_memory <= limit || self.spill_failed {
+            return;
+        }
+        if let Err(e) = self.try_spill(limit) {
+            self.spill_failed = true;
+            tracing::warn!(
+                "stdin: cannot move input kept for a rollback to a temporary file ({e}); \
+                 keeping it in memory"
+            );
+        }
+    }
+
+    fn try_spill(&mut self, limit: usize) -> std::io::Result<()> {
+        if self.spill.is_none() {
+            self.spill = Some(SpillFile::create("storm-kept-stdin")?);
+        }
+        let Kept {
+            chunks,
+            in_memory,
+            spill: Some(file),
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        for chunk in chunks.iter_mut() {
+            if *in_memory <= limit {
+                break;
+            }
+            if let Chunk::Bytes(b) = chunk {
+                let at = file.append(b)?;
+                *in_memory -= b.len();
+                *chunk = Chunk::Spilled { at, len: b.len() };
+            }
+        }
+        Ok(())
+    }
+
+    /// Empty the spill file once no kept chunk is in it.
+    fn empty_spill_if_unused(&mut self) {
+        let spilled = self
+            .chunks
+            .iter()
+            .any(|c| matches!(c, Chunk::Spilled { .. }));
+        if let (Some(file), false) = (&mut self.spill, spilled) {
+            if let Err(e) = file.clear() {
+                tracing::warn!("stdin: cannot empty the file of spilled input: {e}");
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -273,6 +386,40 @@ mod tests {
         feed.trim(3);
         assert!(feed.reader_from(1).is_err(), "the first chunk went");
         assert_eq!(read_all(feed.reader_from(2).expect("kept")), b"cdef\n");
+    }
+
+    proptest::proptest! {
+        /// A feed that spills its oldest chunks (at most `limit` bytes in memory, down to
+        /// none) reads back exactly the input from any kept offset, before and after a trim,
+        /// and empties its file once every spilled chunk is trimmed.
+        #[test]
+        fn spilled_chunks_read_back_as_the_input(
+            parts in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 1..40), 1..20),
+            limit in 0usize..64,
+            from in 0usize..400,
+            cut in 0usize..400,
+        ) {
+            let input: Vec<u8> = parts.concat();
+            let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+            let feed = Feed::from_input_keeping(Pipe(rx), limit);
+            for part in &parts {
+                tx.send(part.clone()).expect("sent");
+            }
+            drop(tx);
+            proptest::prop_assert_eq!(read_all(feed.reader_from(0).expect("kept")), input.clone());
+            let from = from.min(input.len());
+            proptest::prop_assert_eq!(read_all(feed.reader_from(from as u64).expect("kept")), input[from..].to_vec());
+            feed.trim(cut.min(input.len()) as u64);
+            let base = feed.lock().base as usize;
+            let from = from.max(base);
+            proptest::prop_assert_eq!(read_all(feed.reader_from(from as u64).expect("kept")), input[from..].to_vec());
+            proptest::prop_assert!(feed.lock().in_memory <= limit.max(parts.last().map_or(0, Vec::len)));
+            feed.trim(input.len() as u64);
+            let kept = feed.lock();
+            let spilled = kept.chunks.iter().any(|c| matches!(c, Chunk::Spilled { .. }));
+            proptest::prop_assert!(!spilled);
+            proptest::prop_assert_eq!(kept.spill.as_ref().map_or(0, SpillFile::written), 0);
+        }
     }
 
     #[test]

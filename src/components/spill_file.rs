@@ -1,4 +1,5 @@
-//! The file that held output moves to past its memory budget: an anonymous temporary file,
+//! Where bytes held for a rollback move past their memory budget (the output a checkpoint has
+//! not committed yet, the standard input it may read again): an anonymous temporary file,
 //! appended to, read back by range, and emptied once nothing in it is wanted. Its name is
 //! removed as soon as it is made, so nothing is left behind however the process ends.
 
@@ -54,8 +55,19 @@ impl SpillFile {
     /// The `len` bytes at `at`.
     pub(crate) fn read(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
         let mut bytes = vec![0; len];
-        self.file.read_exact_at(&mut bytes, at)?;
+        self.read_into(at, &mut bytes)?;
         Ok(bytes)
+    }
+
+    /// Fill `buf` with the bytes at `at`.
+    pub(crate) fn read_into(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.file.read_exact_at(buf, at)
+    }
+
+    /// Bytes in the file.
+    #[cfg(test)]
+    pub(crate) fn written(&self) -> u64 {
+        self.len
     }
 
     /// Forget everything written (nothing in it is wanted any more).

@@ -11,9 +11,7 @@
 //! file (`spill_file.rs`) and is read back when it goes out, so a slow commit costs disk, not
 //! memory.
 
-mod spill_file;
-
-use spill_file::SpillFile;
+use super::spill_file::SpillFile;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, OnceLock};
