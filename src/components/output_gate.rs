@@ -11,7 +11,7 @@
 //! file (`spill_file.rs`) and is read back when it goes out, so a slow commit costs disk, not
 //! memory.
 
-use super::spill_file::SpillFile;
+use super::spill_file::{Part, Spill};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -19,17 +19,11 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// Held text kept in memory, every task's together; past it, the text moves to the spill file.
 const IN_MEMORY: usize = 32 << 20;
 
-/// Part of a round's held text: in memory, or a range of the spill file.
-enum Piece {
-    Text(String),
-    Spilled { at: u64, len: usize },
-}
-
 /// One task's held lines.
 #[derive(Default)]
 struct Held {
     /// Lines by the round of their input, each round's in the order written.
-    lines: BTreeMap<u64, Vec<Piece>>,
+    lines: BTreeMap<u64, Vec<Part>>,
     /// Completed checkpoint rounds, oldest first: (txid, round).
     marks: VecDeque<(u64, u64)>,
 }
@@ -37,11 +31,11 @@ struct Held {
 /// Everything held, and where.
 struct Inner {
     tasks: BTreeMap<u32, Held>,
-    /// Bytes of `Piece::Text` held.
+    /// Bytes held in memory.
     in_memory: usize,
-    /// Bytes of `Piece::Spilled` held.
+    /// Bytes held in the spill file.
     on_disk: u64,
-    spill: Option<SpillFile>,
+    spill: Spill,
     /// Past this many bytes in memory, the text spills.
     limit: usize,
 }
@@ -76,7 +70,7 @@ impl Gate {
             tasks: BTreeMap::new(),
             in_memory: 0,
             on_disk: 0,
-            spill: None,
+            spill: Spill::new("storm-held-output"),
             limit,
         };
         Gate {
@@ -97,8 +91,8 @@ impl Gate {
         let held = inner.tasks.entry(task).or_default();
         let pieces = held.lines.entry(round).or_default();
         match pieces.last_mut() {
-            Some(Piece::Text(t)) => t.push_str(text),
-            _ => pieces.push(Piece::Text(text.to_string())),
+            Some(Part::Bytes(b)) => b.extend_from_slice(text.as_bytes()),
+            _ => pieces.push(Part::Bytes(text.as_bytes().to_vec())),
         }
         inner.in_memory += text.len();
         if inner.in_memory > inner.limit {
@@ -145,7 +139,7 @@ impl Gate {
         inner.tasks.clear();
         inner.in_memory = 0;
         inner.on_disk = 0;
-        inner.forget_spilled();
+        inner.spill.clear();
     }
 
     /// The run is over (no rollback can come): write everything held to `out`.
@@ -176,65 +170,39 @@ impl Inner {
     }
 
     fn try_spill(&mut self) -> std::io::Result<()> {
-        if self.spill.is_none() {
-            self.spill = Some(SpillFile::create("storm-held-output")?);
-        }
-        let Inner {
-            tasks,
-            in_memory,
-            on_disk,
-            spill: Some(file),
-            ..
-        } = self
-        else {
-            return Ok(());
-        };
-        for piece in tasks
+        let parts = self
+            .tasks
             .values_mut()
             .flat_map(|held| held.lines.values_mut())
-            .flatten()
-        {
-            if let Piece::Text(text) = piece {
-                let at = file.append(text.as_bytes())?;
-                let len = text.len();
-                *in_memory -= len;
-                *on_disk += len as u64;
-                *piece = Piece::Spilled { at, len };
-            }
+            .flatten();
+        for part in parts {
+            let moved = self.spill.move_out(part)?;
+            self.in_memory -= moved;
+            self.on_disk += moved as u64;
         }
         Ok(())
     }
 
     /// Write `rounds` of held text to `out`, in order, and let go of it.
-    fn write_out(&mut self, rounds: Vec<Vec<Piece>>, out: &mut impl Write) -> std::io::Result<()> {
-        for piece in rounds.into_iter().flatten() {
-            match piece {
-                Piece::Text(text) => {
-                    self.in_memory -= text.len();
-                    out.write_all(text.as_bytes())?;
+    fn write_out(&mut self, rounds: Vec<Vec<Part>>, out: &mut impl Write) -> std::io::Result<()> {
+        for part in rounds.into_iter().flatten() {
+            match part {
+                Part::Bytes(b) => {
+                    self.in_memory -= b.len();
+                    out.write_all(&b)?;
                 }
-                Piece::Spilled { at, len } => {
-                    let file = self.spill.as_ref().ok_or_else(|| {
-                        std::io::Error::other("held output was spilled to a file that is gone")
-                    })?;
-                    out.write_all(&file.read(at, len)?)?;
-                    self.on_disk -= len as u64;
+                spilled => {
+                    let mut b = vec![0; spilled.len()];
+                    self.spill.read(&spilled, 0, &mut b)?;
+                    self.on_disk -= b.len() as u64;
+                    out.write_all(&b)?;
                 }
             }
         }
         if self.on_disk == 0 {
-            self.forget_spilled();
+            self.spill.clear();
         }
         out.flush()
-    }
-
-    /// Nothing spilled is wanted any more: empty the spill file.
-    fn forget_spilled(&mut self) {
-        if let Some(file) = &mut self.spill {
-            if let Err(e) = file.clear() {
-                tracing::warn!("stdout: cannot empty the file of spilled output: {e}");
-            }
-        }
     }
 }
 

@@ -9,7 +9,7 @@
 //! only for a rollback) move to an unnamed temporary file (`spill_file.rs`), so a slow commit
 //! costs disk, not memory.
 
-use crate::components::spill_file::SpillFile;
+use crate::components::spill_file::{Part, Spill};
 use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -21,33 +21,17 @@ const READ_STEP: usize = 256 << 10;
 /// Kept bytes held in memory; past it, the oldest chunks move to the spill file.
 const IN_MEMORY: usize = 32 << 20;
 
-/// A chunk of kept input: in memory, or at an offset of the spill file.
-enum Chunk {
-    Bytes(Vec<u8>),
-    Spilled { at: u64, len: usize },
-}
-
-impl Chunk {
-    fn len(&self) -> usize {
-        match self {
-            Chunk::Bytes(b) => b.len(),
-            Chunk::Spilled { len, .. } => *len,
-        }
-    }
-}
-
-#[derive(Default)]
 struct Kept {
     /// The input offset of the first kept byte.
     base: u64,
     /// The kept bytes, in the chunks they were read in (a trim frees whole chunks).
-    chunks: VecDeque<Chunk>,
+    chunks: VecDeque<Part>,
     /// Bytes kept in `chunks`.
     len: usize,
     /// Of those, bytes in memory.
     in_memory: usize,
-    /// Where chunks past [`IN_MEMORY`] go (made when first needed).
-    spill: Option<SpillFile>,
+    /// Where chunks past [`IN_MEMORY`] go.
+    spill: Spill,
     /// Kept bytes the spill file could not take: later chunks stay in memory.
     spill_failed: bool,
     /// Standard input ended (or failed, with the error).
@@ -124,7 +108,7 @@ impl Feed {
             match read {
                 Ok(0) => kept.ended = true,
                 Ok(n) => {
-                    kept.chunks.push_back(Chunk::Bytes(buf[..n].to_vec()));
+                    kept.chunks.push_back(Part::Bytes(buf[..n].to_vec()));
                     kept.len += n;
                     kept.in_memory += n;
                     kept.spill_oldest(self.memory_limit);
@@ -164,11 +148,11 @@ impl Feed {
     /// there).
     pub(crate) fn trim(&self, offset: u64) {
         let mut kept = self.lock();
-        while let Some(first) = kept.chunks.front().map(Chunk::len) {
+        while let Some(first) = kept.chunks.front().map(Part::len) {
             if kept.base + first as u64 > offset {
                 break;
             }
-            if let Some(Chunk::Bytes(b)) = kept.chunks.pop_front() {
+            if let Some(Part::Bytes(b)) = kept.chunks.pop_front() {
                 kept.in_memory -= b.len();
             }
             kept.base += first as u64;
@@ -242,6 +226,23 @@ impl Read for FeedReader {
     }
 }
 
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept {
+            base: 0,
+            chunks: VecDeque::new(),
+            len: 0,
+            in_memory: 0,
+            spill: Spill::new("storm-kept-stdin"),
+            spill_failed: false,
+            ended: false,
+            error: None,
+            epoch: 0,
+            furthest: 0,
+        }
+    }
+}
+
 impl Kept {
     /// Copy into `buf` what the chunks hold from byte `from` on, up to the end of that chunk:
     /// the bytes copied.
@@ -249,15 +250,7 @@ impl Kept {
         for chunk in &self.chunks {
             if from < chunk.len() {
                 let n = buf.len().min(chunk.len() - from);
-                match chunk {
-                    Chunk::Bytes(b) => buf[..n].copy_from_slice(&b[from..from + n]),
-                    Chunk::Spilled { at, .. } => {
-                        let file = self.spill.as_ref().ok_or_else(|| {
-                            std::io::Error::other("kept stdin was spilled to a file that is gone")
-                        })?;
-                        file.read_into(at + from as u64, &mut buf[..n])?;
-                    }
-                }
+                self.spill.read(chunk, from, &mut buf[..n])?;
                 return Ok(n);
             }
             from -= chunk.len();
@@ -282,41 +275,19 @@ impl Kept {
     }
 
     fn try_spill(&mut self, limit: usize) -> std::io::Result<()> {
-        if self.spill.is_none() {
-            self.spill = Some(SpillFile::create("storm-kept-stdin")?);
-        }
-        let Kept {
-            chunks,
-            in_memory,
-            spill: Some(file),
-            ..
-        } = self
-        else {
-            return Ok(());
-        };
-        for chunk in chunks.iter_mut() {
-            if *in_memory <= limit {
+        for chunk in self.chunks.iter_mut() {
+            if self.in_memory <= limit {
                 break;
             }
-            if let Chunk::Bytes(b) = chunk {
-                let at = file.append(b)?;
-                *in_memory -= b.len();
-                *chunk = Chunk::Spilled { at, len: b.len() };
-            }
+            self.in_memory -= self.spill.move_out(chunk)?;
         }
         Ok(())
     }
 
     /// Empty the spill file once no kept chunk is in it.
     fn empty_spill_if_unused(&mut self) {
-        let spilled = self
-            .chunks
-            .iter()
-            .any(|c| matches!(c, Chunk::Spilled { .. }));
-        if let (Some(file), false) = (&mut self.spill, spilled) {
-            if let Err(e) = file.clear() {
-                tracing::warn!("stdin: cannot empty the file of spilled input: {e}");
-            }
+        if self.in_memory == self.len {
+            self.spill.clear();
         }
     }
 }
@@ -416,9 +387,9 @@ mod tests {
             proptest::prop_assert!(feed.lock().in_memory <= limit.max(parts.last().map_or(0, Vec::len)));
             feed.trim(input.len() as u64);
             let kept = feed.lock();
-            let spilled = kept.chunks.iter().any(|c| matches!(c, Chunk::Spilled { .. }));
+            let spilled = kept.chunks.iter().any(|c| matches!(c, Part::Spilled { .. }));
             proptest::prop_assert!(!spilled);
-            proptest::prop_assert_eq!(kept.spill.as_ref().map_or(0, SpillFile::written), 0);
+            proptest::prop_assert_eq!(kept.spill.written(), 0);
         }
     }
 
