@@ -655,7 +655,9 @@ impl Client {
             .collect();
         if list.len() <= 1 && self.retry.times == 0 {
             let addr = list.first().copied().unwrap_or(&self.addr);
-            return self.call_at(addr, request).map_err(Failure::into_error);
+            return self
+                .call_at(addr, request, false)
+                .map_err(Failure::into_error);
         }
         let started = Instant::now();
         let mut wait = None;
@@ -673,8 +675,9 @@ impl Client {
             }
             tried.clear();
             let first = self.answered_last.load(Ordering::Relaxed);
+            let several = list.len() > 1;
             for i in (0..list.len()).map(|k| (first + k) % list.len()) {
-                match self.call_at(list[i], request) {
+                match self.call_at(list[i], request, several) {
                     Ok(v) => {
                         self.answered_last.store(i, Ordering::Relaxed);
                         return Ok(v);
@@ -693,22 +696,28 @@ impl Client {
         )
     }
 
-    /// One request to the nimbus at `addr`.
-    fn call_at<T: DeserializeOwned>(&self, addr: &str, request: &Request) -> Result<T, Failure> {
+    /// One request to the nimbus at `addr` (`several`: other addresses can be tried after it).
+    fn call_at<T: DeserializeOwned>(
+        &self,
+        addr: &str,
+        request: &Request,
+        several: bool,
+    ) -> Result<T, Failure> {
         let mut stream = connect(addr, self.timeout).map_err(Failure::PassOver)?;
         if let Some(secret) = &self.secret {
-            self.prove(&mut stream, addr, secret)?;
+            self.prove(&mut stream, addr, secret, several)?;
         }
         write_message(&mut stream, request)
             .map_err(|e| Failure::PassOver(anyhow::anyhow!("sending to nimbus at {addr}: {e}")))?;
         let response: Response = read_message(&mut stream).map_err(|e| {
-            if closed_unanswered(&e) {
+            let kind = e.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+            if kind.is_some_and(cut_off) {
                 return Failure::PassOver(anyhow::anyhow!(
                     "nimbus at {addr} closed the connection before answering (it stopped, or \
                      lost its leadership, mid-call)"
                 ));
             }
-            if timed_out(&e) {
+            if kind.is_some_and(timed_out) {
                 return Failure::PassOver(anyhow::anyhow!(
                     "nimbus at {addr} did not answer within {:?} (it is frozen, or \
                      overloaded)",
@@ -740,8 +749,13 @@ impl Client {
     /// Prove the cluster secret to the nimbus at `addr`. With several addresses, a nimbus that
     /// sends no challenge within [`CHALLENGE_WAIT`], or closes the connection, is passed over;
     /// one that refuses the proof is an answer.
-    fn prove(&self, stream: &mut TcpStream, addr: &str, secret: &Secret) -> Result<(), Failure> {
-        let several = self.addr.contains(',');
+    fn prove(
+        &self,
+        stream: &mut TcpStream,
+        addr: &str,
+        secret: &Secret,
+        several: bool,
+    ) -> Result<(), Failure> {
         let wait = if several {
             self.timeout.min(CHALLENGE_WAIT)
         } else {
@@ -753,47 +767,39 @@ impl Client {
         let Err(e) = proved else {
             return Ok(());
         };
-        let io = match &e {
-            auth::AuthError::Io(io) => Some(io.kind()),
+        let kind = match &e {
+            auth::AuthError::Io(io) if several => Some(io.kind()),
             _ => None,
         };
-        use std::io::ErrorKind::{
-            BrokenPipe, ConnectionAborted, ConnectionReset, TimedOut, UnexpectedEof, WouldBlock,
-        };
-        match io {
-            Some(TimedOut | WouldBlock) if several => Err(Failure::PassOver(anyhow::anyhow!(
+        Err(match kind {
+            Some(k) if timed_out(k) => Failure::PassOver(anyhow::anyhow!(
                 "nimbus at {addr} sent no challenge within {wait:?} (it is frozen, or overloaded)"
-            ))),
-            Some(UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe) if several => {
-                Err(Failure::PassOver(anyhow::anyhow!(
-                    "nimbus at {addr} closed the connection during the handshake (it stopped \
-                     mid-call)"
-                )))
-            }
-            _ => Err(Failure::Answered(anyhow::anyhow!(
+            )),
+            Some(k) if cut_off(k) => Failure::PassOver(anyhow::anyhow!(
+                "nimbus at {addr} closed the connection during the handshake (it stopped \
+                 mid-call)"
+            )),
+            _ => Failure::Answered(anyhow::anyhow!(
                 "nimbus at {addr} did not accept our cluster secret: {e}"
-            ))),
-        }
+            )),
+        })
     }
 }
 
-/// Whether reading an answer failed with nothing received: the connection was cut (a nimbus
-/// with a secret, called without one, sends its challenge first, so it is never this).
-fn closed_unanswered(e: &anyhow::Error) -> bool {
+/// Whether a read failed because the connection was cut (a nimbus with a secret, called
+/// without one, sends its challenge first, so a cut before any answer is never that).
+fn cut_off(kind: std::io::ErrorKind) -> bool {
     use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
-    e.downcast_ref::<std::io::Error>().is_some_and(|io| {
-        matches!(
-            io.kind(),
-            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
-        )
-    })
+    matches!(
+        kind,
+        UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+    )
 }
 
-/// Whether a read gave up waiting for the answer (the client's timeout passed).
-fn timed_out(e: &anyhow::Error) -> bool {
+/// Whether a read gave up waiting (the client's timeout passed).
+fn timed_out(kind: std::io::ErrorKind) -> bool {
     use std::io::ErrorKind::{TimedOut, WouldBlock};
-    e.downcast_ref::<std::io::Error>()
-        .is_some_and(|io| matches!(io.kind(), TimedOut | WouldBlock))
+    matches!(kind, TimedOut | WouldBlock)
 }
 
 /// A connection to the nimbus at `addr`, with `timeout` on its reads and writes.
