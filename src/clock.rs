@@ -83,6 +83,11 @@ impl Clock {
             .map_or(0, |d| d.as_millis() as i64)
     }
 
+    /// Seconds since the Unix epoch by the wall clock (0 before it): Storm's `time_secs`.
+    pub(crate) fn epoch_secs(&self) -> u64 {
+        self.epoch_millis().max(0) as u64 / 1000
+    }
+
     /// The wall-clock time (for file ages and times stored).
     pub(crate) fn wall(&self) -> SystemTime {
         match &self.0 {

@@ -328,7 +328,7 @@ impl SpoutExecutor {
         if let (Some(at), Some(every)) = (pacing.next_rotate, self.timeout) {
             if self.round_start >= at {
                 self.expire()?;
-                pacing.next_rotate = Some(self.control.clock.now() + rotation(every));
+                pacing.next_rotate = Some(self.round_start + rotation(every));
             }
         }
         Ok(())

@@ -148,10 +148,7 @@ fn warn_orphans(tree_file: &Path, stormdist: &Path) {
 }
 
 pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    crate::clock::Clock::system().epoch_secs()
 }
 
 /// Record a worker's task heartbeats in the tree while its slot is assigned, and answer
@@ -306,7 +303,7 @@ impl Nimbus {
 
     /// Seconds since the Unix epoch by this nimbus's clock.
     pub(crate) fn now_secs(&self) -> u64 {
-        self.clock.epoch_millis().max(0) as u64 / 1000
+        self.clock.epoch_secs()
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState<Shared>> {

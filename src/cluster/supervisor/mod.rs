@@ -374,7 +374,7 @@ fn zk_beat(
 fn info(opts: &SupervisorOptions, started: Instant) -> SupervisorInfo {
     SupervisorInfo {
         hostname: opts.host.clone(),
-        time_secs: opts.clock.epoch_millis().max(0) as u64 / 1000,
+        time_secs: opts.clock.epoch_secs(),
         uptime_secs: opts.clock.since(started).as_secs(),
         ports: opts.ports.clone(),
     }
