@@ -69,9 +69,14 @@ pub(super) fn run(args: RunArgs, addr: &str) -> anyhow::Result<Status> {
 
     // Signals and --duration deactivate the topology: spouts stop everywhere, it drains.
     let stop = Arc::new(AtomicBool::new(false));
+    // Its workers drain, or the kill's wait ends them; should neither happen (a home worker
+    // stuck writing to an output nobody reads, a cluster that never reports the end), the
+    // topology was killed at the stop and this process ends.
     let when = StopWhen::new(interrupted, args.duration).abandon_after(
-        topology.config.message_timeout() + super::workers_deadline(&topology.config),
-        end_stuck_attached_run,
+        super::workers_drain_limit(&topology.config),
+        super::exit_with(
+            "the run did not end its drain (an output nobody reads, a component that does not return, or a cluster that does not answer); exiting (the output may be incomplete)",
+        ),
     );
     let watcher = StopWatcher::spawn(when, deactivate(&nimbus, &topology, stop.clone()), None)?;
     let slot = has_home.then(|| format!("127.0.0.1:{home_port}"));
@@ -142,17 +147,6 @@ fn attach(
             }
         })?;
     Ok((attached, home_id))
-}
-
-/// What ends an attached run whose workers did not end their drain by their deadline: the
-/// home worker stuck where the drain cannot reach it (writing to an output nobody reads, or
-/// a component that does not return), or a cluster that never reports the end. The topology
-/// was killed on the cluster when the run stopped; this process exits 1.
-fn end_stuck_attached_run() {
-    crate::stderr_println!(
-        "error: the run did not end its drain (an output nobody reads, a component that does not return, or a cluster that does not answer); exiting (the output may be incomplete)"
-    );
-    std::process::exit(1);
 }
 
 /// What the stop watcher does: stop the home worker, and kill the topology (deactivated, its

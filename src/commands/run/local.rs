@@ -36,7 +36,11 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
         .abandon_after(message_timeout, move || {
             abandon.abandon.store(true, Ordering::Relaxed)
         })
-        .end_if_stuck(end_stuck_run);
+        // A thread blocked where giving up cannot reach it, most likely writing to an output
+        // nobody reads: only ending the process ends the run.
+        .end_if_stuck(super::exit_with(
+            "the run did not end after its drain was given up (an output nobody reads, or a component that does not return); exiting",
+        ));
     let watcher = StopWatcher::spawn(
         when,
         move || control.stop.store(true, Ordering::Relaxed),
@@ -49,15 +53,6 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     drop(ui);
     drop(watcher);
     finish(&args, &result?, Scope::Local, at_least_once)
-}
-
-/// What ends a run still going after its drain was given up: a thread blocked where giving
-/// up cannot reach it, most likely writing to an output nobody reads. Exit 1, saying so.
-fn end_stuck_run() {
-    crate::stderr_println!(
-        "error: the run did not end after its drain was given up (an output nobody reads, or a component that does not return); exiting"
-    );
-    std::process::exit(1);
 }
 
 /// Whether the progress line is drawn: `--progress`, or by default when stderr is a terminal

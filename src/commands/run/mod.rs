@@ -166,11 +166,19 @@ const WATCH_EVERY: Duration = Duration::from_millis(50);
 /// a run over workers waits for them before it ends.
 const WORKERS_GRACE: Duration = Duration::from_secs(5);
 
-/// How long after the message timeout a run over workers (`--processes`, `--nimbus`) waits
-/// for its workers' drain: until every worker has heard of the stop (a task timeout), and a
-/// grace.
-fn workers_deadline(config: &crate::config::Config) -> Duration {
-    config.nimbus_task_timeout() + WORKERS_GRACE
+/// How long a run over workers (`--processes`, `--nimbus`) waits for its workers' drain
+/// after the stop: the message timeout, until every worker has heard of the stop (a task
+/// timeout), and a grace.
+fn workers_drain_limit(config: &crate::config::Config) -> Duration {
+    config.message_timeout() + config.nimbus_task_timeout() + WORKERS_GRACE
+}
+
+/// What ends a run that did not end when it should have: `error` on stderr, and exit 1.
+fn exit_with(error: &'static str) -> impl FnOnce() + Send + 'static {
+    move || {
+        crate::stderr_println!("error: {error}");
+        std::process::exit(1);
+    }
 }
 
 /// A thread that looks every [`WATCH_EVERY`] whether the run is to stop, and then calls its

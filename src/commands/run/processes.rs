@@ -139,9 +139,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Status> {
     // Signals and --duration deactivate the topology: every worker's spouts stop and it drains.
     let stop = Arc::new(AtomicBool::new(false));
     // A worker stopped or hung is replaced after the heartbeat timeout, and drains then.
-    let workers_deadline = super::workers_deadline(&topology.config);
     let when = StopWhen::new(interrupted, args.duration).abandon_after(
-        topology.config.message_timeout() + workers_deadline,
+        super::workers_drain_limit(&topology.config),
         end_stuck_drain(dir.clone()),
     );
     let watcher = StopWatcher::spawn(
