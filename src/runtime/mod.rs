@@ -488,10 +488,7 @@ mod tests {
 
     /// The first ids task 2 of a word count draws, started as the runtime starts it.
     fn first_ids_of_a_start() -> Vec<u64> {
-        let text = "stdin | split x4 | count(word) x2 | stdout";
-        let topology = crate::topology::load_inline(text, &Default::default())
-            .expect("the README's word count")
-            .topology;
+        let topology = one_liner("stdin | split x4 | count(word) x2 | stdout");
         let plan = Plan::new(&topology);
         let component = plan.component_of_task(2).to_string();
         let router = Router::new(&topology, &plan, &component, 2, &[2]);
@@ -512,31 +509,43 @@ mod tests {
         false
     }
 
-    /// The sum of one counter over a run's tasks.
-    fn total(run: &Running, counter: impl Fn(&TaskStats) -> &std::sync::atomic::AtomicU64) -> u64 {
+    /// The sum of one counter over a run's tasks (of `component` only, if given).
+    fn total(
+        run: &Running,
+        component: Option<&str>,
+        counter: impl Fn(&TaskStats) -> &std::sync::atomic::AtomicU64,
+    ) -> u64 {
         run.stats
             .values()
+            .filter(|(c, _)| component.is_none_or(|want| c == want))
             .map(|(_, s)| counter(s).load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// A one-liner, validated.
+    fn one_liner(text: &str) -> Arc<Topology> {
+        let loaded = crate::topology::load_inline(text, &Default::default());
+        Arc::new(loaded.expect("a valid one-liner").topology)
     }
 
     /// Message timeouts go by the run's clock: trees a bolt never acks fail once that clock
     /// passes `topology.message.timeout.secs` (30 s), not before, and with no 30 s wait.
     #[test]
     fn unacked_trees_time_out_by_the_run_clock() {
-        let text = "generate(count=5) | chaos(drop=1.0) | discard";
-        let topology = crate::topology::load_inline(text, &Default::default())
-            .expect("a valid one-liner")
-            .topology;
+        let topology = one_liner("generate(count=5) | chaos(drop=1.0) | discard");
         let clock = crate::clock::Clock::manual();
-        let run = start_local_by(Arc::new(topology), clock.clone()).expect("starts");
-        assert!(poll_until(&run, |r| total(r, |s| &s.pending) == 5));
+        let run = start_local_by(topology, clock.clone()).expect("starts");
+        assert!(poll_until(&run, |r| total(r, None, |s| &s.pending) == 5));
         clock.advance(Duration::from_secs(29));
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(total(&run, |s| &s.timed_out), 0, "none is due at 29 s");
+        assert_eq!(
+            total(&run, None, |s| &s.timed_out),
+            0,
+            "none is due at 29 s"
+        );
         clock.advance(Duration::from_secs(10));
         assert!(
-            poll_until(&run, |r| total(r, |s| &s.timed_out) >= 5),
+            poll_until(&run, |r| total(r, None, |s| &s.timed_out) >= 5),
             "every tree timed out at 39 s"
         );
         run.halter().halt();
@@ -548,25 +557,10 @@ mod tests {
     #[test]
     fn a_processing_time_window_closes_when_the_run_clock_passes_its_end() {
         let text = "generate(rate=1000) | aggregate(window={tumbling: 1m}, ops=[count]) | discard";
-        let topology = crate::topology::load_inline(text, &Default::default())
-            .expect("a valid one-liner")
-            .topology;
         let clock = crate::clock::Clock::manual_at(0);
-        let run = start_local_by(Arc::new(topology), clock.clone()).expect("starts");
-        let window_out = |r: &Running| {
-            r.stats
-                .values()
-                .filter(|(c, _)| c == "aggregate")
-                .map(|(_, s)| s.emitted.load(Ordering::Relaxed))
-                .sum::<u64>()
-        };
-        let executed = |r: &Running| {
-            r.stats
-                .values()
-                .filter(|(c, _)| c == "aggregate")
-                .map(|(_, s)| s.executed.load(Ordering::Relaxed))
-                .sum::<u64>()
-        };
+        let run = start_local_by(one_liner(text), clock.clone()).expect("starts");
+        let window_out = |r: &Running| total(r, Some("aggregate"), |s| &s.emitted);
+        let executed = |r: &Running| total(r, Some("aggregate"), |s| &s.executed);
         assert!(poll_until(&run, |r| executed(r) >= 5));
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(window_out(&run), 0, "the minute has not passed");
