@@ -49,62 +49,64 @@ pub(crate) fn nimbus_ui_addr(log: &Path) -> String {
     reported_addr(log, "nimbus: ui on http://")
 }
 
-/// The address a `storm run --ui` child prints on stderr (`ui: http://ADDR/`), read as it
-/// comes; stderr keeps being read after it, so the child never blocks on a full pipe. Fails
-/// with what the child said if it ends without one.
-pub(crate) fn ui_address(child: &mut std::process::Child, wait: Duration) -> String {
-    use std::io::{BufRead, BufReader};
-    let stderr = child.stderr.take().expect("stderr piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut said = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("ui: http://") {
-                let _ = tx.send(Ok(rest.trim_end_matches('/').to_string()));
-            } else {
-                said += &line;
-                said += "\n";
-            }
-        }
-        let _ = tx.send(Err(said));
-    });
-    match rx
-        .recv_timeout(wait)
-        .expect("the run prints its UI address")
-    {
-        Ok(addr) => addr,
-        Err(stderr) => panic!("the run ended without serving its UI:\n{stderr}"),
-    }
-}
-
-/// Wait until a run started with `--progress always` has drawn its first progress line (its
-/// spouts are emitting), reading its stderr on a thread that goes on reading to the end; the
-/// thread hands back the whole of stderr. Fails with what the run said if none comes in `wait`.
-pub(crate) fn await_progress(
+/// Read `child`'s stderr on a thread until `found` picks something out of one of its lines
+/// (a `\r` ends a line too, as progress lines are drawn). The thread goes on reading to the
+/// end, so the child never blocks on a full pipe, and hands back everything it read. Fails
+/// with what the child said if it ends first, or if nothing is found within `wait`.
+pub(crate) fn watch_stderr<T: Send + 'static>(
     child: &mut std::process::Child,
     wait: Duration,
-) -> std::thread::JoinHandle<String> {
+    what: &str,
+    found: impl Fn(&str) -> Option<T> + Send + 'static,
+) -> (T, std::thread::JoinHandle<String>) {
     use std::io::Read;
     let mut stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
-        let mut said = Vec::new();
-        let mut buf = [0u8; 4096];
-        let mut told = false;
+        let (mut said, mut buf, mut line) = (Vec::new(), [0u8; 4096], Vec::new());
+        let mut looking = true;
         while let Ok(n @ 1..) = stderr.read(&mut buf) {
             said.extend_from_slice(&buf[..n]);
-            if !told && String::from_utf8_lossy(&said).contains(" tuples (") {
-                told = true;
-                let _ = tx.send(());
+            for &b in &buf[..n] {
+                if b != b'\n' && b != b'\r' {
+                    line.push(b);
+                    continue;
+                }
+                if let Some(v) = found(&String::from_utf8_lossy(&line)).filter(|_| looking) {
+                    looking = false;
+                    let _ = tx.send(Ok(v));
+                }
+                line.clear();
             }
         }
-        String::from_utf8_lossy(&said).into_owned()
+        let said = String::from_utf8_lossy(&said).into_owned();
+        let _ = tx.send(Err(said.clone()));
+        said
     });
-    if rx.recv_timeout(wait).is_err() {
-        let said = reader.join().unwrap_or_default();
-        panic!("the run drew no progress line:\n{said}");
+    match rx.recv_timeout(wait) {
+        Ok(Ok(v)) => (v, reader),
+        Ok(Err(said)) => panic!("the child ended without {what}:\n{said}"),
+        Err(_) => panic!("no {what} within {wait:?}"),
     }
-    reader
+}
+
+/// The address a `storm run --ui` child prints on stderr (`ui: http://ADDR/`).
+pub(crate) fn ui_address(child: &mut std::process::Child, wait: Duration) -> String {
+    let found = |line: &str| {
+        let rest = line.strip_prefix("ui: http://")?;
+        Some(rest.trim_end_matches('/').to_string())
+    };
+    watch_stderr(child, wait, "serving its UI", found).0
+}
+
+/// Wait until a run started with `--progress always` has drawn its first progress line (its
+/// spouts are emitting); the thread returned hands back the whole of its stderr.
+pub(crate) fn await_progress(
+    child: &mut std::process::Child,
+    wait: Duration,
+) -> std::thread::JoinHandle<String> {
+    let found = |line: &str| line.contains(" tuples (").then_some(());
+    watch_stderr(child, wait, "a progress line", found).1
 }
 
 /// A virtualenv named `name` with the pip `packages` installed, made once and kept in the temp
