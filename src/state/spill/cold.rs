@@ -3,6 +3,9 @@
 //! lives only as long as its run: it is made empty when opened and removed when dropped; the
 //! checkpoints, not this file, are what a resumed run restores from. Nothing here needs to
 //! survive a crash, so writes are never synced to disk.
+//!
+//! A second table lists the keys whose rows changed since the last checkpoint took the
+//! changes, so the record of changes of a spilling map lives on disk with the rows it names.
 
 use crate::state::guard::caught;
 use anyhow::Context;
@@ -12,6 +15,9 @@ use std::path::{Path, PathBuf};
 
 type Rows = TableDefinition<'static, &'static [u8], &'static [u8]>;
 const ROWS: Rows = TableDefinition::new("spilled");
+
+type Changed = TableDefinition<'static, &'static [u8], ()>;
+const CHANGED: Changed = TableDefinition::new("changed");
 
 /// A file redb writes through without ever syncing it.
 #[derive(Debug)]
@@ -47,9 +53,15 @@ pub(crate) struct Cold {
     name: String,
     /// Rows held.
     len: u64,
+    /// Keys listed as changed.
+    changed: u64,
     /// The table as of the last write, kept open between writes for lookups.
     reader: Option<ReadOnlyTable<&'static [u8], &'static [u8]>>,
 }
+
+/// A row to write: its order bytes, its record, and whether it is a change a checkpoint has
+/// not taken yet.
+pub(crate) type Row = (Vec<u8>, Vec<u8>, bool);
 
 impl Cold {
     /// A new, empty file at `path` (one left by an earlier run is replaced), with a page cache
@@ -78,10 +90,12 @@ impl Cold {
             path: path.to_path_buf(),
             name,
             len: 0,
+            changed: 0,
             reader: None,
         };
         cold.write(|tx| {
             tx.open_table(ROWS)?;
+            tx.open_table(CHANGED)?;
             Ok(())
         })?;
         Ok(cold)
@@ -90,6 +104,11 @@ impl Cold {
     /// Rows held.
     pub(crate) fn rows(&self) -> u64 {
         self.len
+    }
+
+    /// Keys listed as changed.
+    pub(crate) fn changed(&self) -> u64 {
+        self.changed
     }
 
     /// The file's size in bytes (0 when it cannot be read).
@@ -112,34 +131,70 @@ impl Cold {
         .with_context(|| format!("writing the spill file {}", self.name))
     }
 
-    /// Write `rows` (order bytes, record), replacing rows of the same keys.
-    fn put(&mut self, rows: &mut [(Vec<u8>, Vec<u8>)]) -> anyhow::Result<()> {
+    /// Write `rows`, replacing rows of the same keys, and list the changed ones.
+    fn put(&mut self, rows: &mut [Row]) -> anyhow::Result<()> {
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         self.reader = None;
-        let mut added = 0;
+        let (mut added, mut listed) = (0, 0);
         self.write(|tx| {
             let mut table = tx.open_table(ROWS)?;
-            for (key, record) in rows.iter() {
+            let mut changed = tx.open_table(CHANGED)?;
+            for (key, record, change) in rows.iter() {
                 if table.insert(key.as_slice(), record.as_slice())?.is_none() {
                     added += 1;
+                }
+                if *change && changed.insert(key.as_slice(), ())?.is_none() {
+                    listed += 1;
                 }
             }
             Ok(())
         })?;
         self.len += added;
+        self.changed += listed;
         Ok(())
     }
 
-    /// Every row removed.
+    /// Every row removed, and every change.
     pub(crate) fn clear(&mut self) -> anyhow::Result<()> {
         self.reader = None;
         self.write(|tx| {
             tx.delete_table(ROWS)?;
             tx.open_table(ROWS)?;
+            tx.delete_table(CHANGED)?;
+            tx.open_table(CHANGED)?;
             Ok(())
         })?;
         self.len = 0;
+        self.changed = 0;
         Ok(())
+    }
+
+    /// The list of changed keys emptied (a checkpoint took them); the rows stay.
+    pub(crate) fn clear_changed(&mut self) -> anyhow::Result<()> {
+        if self.changed == 0 {
+            return Ok(());
+        }
+        self.reader = None;
+        self.write(|tx| {
+            tx.delete_table(CHANGED)?;
+            tx.open_table(CHANGED)?;
+            Ok(())
+        })?;
+        self.changed = 0;
+        Ok(())
+    }
+
+    /// The rows of the keys listed as changed, in key order, read as they are listed: the
+    /// list is never all in memory.
+    pub(crate) fn changed_rows(&mut self) -> anyhow::Result<ChangedRows> {
+        let name = self.name.clone();
+        let (keys, rows) = caught(&name, || {
+            let tx = self.db.begin_read()?;
+            let keys = tx.open_table(CHANGED)?.range::<&[u8]>(..)?;
+            Ok((keys, tx.open_table(ROWS)?))
+        })
+        .with_context(|| format!("reading the spill file {name}"))?;
+        Ok(ChangedRows { keys, rows, name })
     }
 
     fn reader(&mut self) -> anyhow::Result<&ReadOnlyTable<&'static [u8], &'static [u8]>> {
@@ -185,14 +240,14 @@ const CHUNK: usize = 16 * 1024;
 /// millions of entries never holds all their encodings at once.
 #[derive(Default)]
 pub(crate) struct Batch {
-    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    rows: Vec<Row>,
     /// Rows written so far.
     pub(crate) written: u64,
 }
 
 impl Batch {
-    /// Add the row (order bytes, record), writing the chunk to `cold` once it is full.
-    pub(crate) fn push(&mut self, cold: &mut Cold, row: (Vec<u8>, Vec<u8>)) -> anyhow::Result<()> {
+    /// Add `row`, writing the chunk to `cold` once it is full.
+    pub(crate) fn push(&mut self, cold: &mut Cold, row: Row) -> anyhow::Result<()> {
         self.rows.push(row);
         if self.rows.len() >= CHUNK {
             self.flush(cold)?;
@@ -209,6 +264,39 @@ impl Batch {
         cold.put(&mut self.rows)?;
         self.rows.clear();
         Ok(())
+    }
+}
+
+/// The rows of the keys listed as changed: (order bytes, record).
+pub(crate) struct ChangedRows {
+    keys: redb::Range<'static, &'static [u8], ()>,
+    rows: ReadOnlyTable<&'static [u8], &'static [u8]>,
+    name: String,
+}
+
+impl Iterator for ChangedRows {
+    type Item = anyhow::Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let key = match self.keys.next()? {
+            Ok((key, _)) => key.value().to_vec(),
+            Err(e) => return Some(Err(self.damaged(e.into()))),
+        };
+        let record = match caught(&self.name, || Ok(self.rows.get(key.as_slice())?)) {
+            Ok(Some(record)) => record.value().to_vec(),
+            Ok(None) => {
+                let e = anyhow::anyhow!("a key listed as changed has no row");
+                return Some(Err(self.damaged(e)));
+            }
+            Err(e) => return Some(Err(self.damaged(e))),
+        };
+        Some(Ok((key, record)))
+    }
+}
+
+impl ChangedRows {
+    fn damaged(&self, e: anyhow::Error) -> anyhow::Error {
+        e.context(format!("reading the spill file {}", self.name))
     }
 }
 

@@ -15,7 +15,10 @@
 //!   read in key order (order bytes sort as the component's output does), each key once.
 //! - **Checkpoints** are unchanged: the keys changed since the last one are listed, and those
 //!   evicted before it are read back from the file; the first checkpoint of a run lists every
-//!   key, memory and file.
+//!   key, memory and file. The record of changes stays within the limit too: memory lists only
+//!   changed keys it holds (an eviction drops the others from the list), and the file lists
+//!   those it was given, each row marked with the checkpoint interval it changed in, so a key
+//!   read back knows whether it is still a change.
 //!
 //! Without any spill (everything fits), a lookup is one hash-map probe as before: the file is
 //! consulted only once something was written to it.
@@ -25,7 +28,7 @@ pub(crate) mod merge;
 pub(crate) mod order;
 
 use anyhow::Context;
-use cold::{Batch, Cold};
+use cold::{Batch, Cold, Row};
 use std::borrow::Borrow;
 use std::hash::Hash;
 use std::path::PathBuf;
@@ -137,10 +140,12 @@ pub(crate) struct SpillMap<K, V> {
     to: Option<SpillTo>,
     layout: Box<dyn Layout<K, V>>,
     budget: Box<dyn Budget>,
-    /// Checkpointed: the keys changed since the last checkpoint, each listed once.
+    /// Checkpointed: the keys in memory changed since the last checkpoint, each listed once
+    /// (those evicted since are listed in the file).
     dirty: Option<Vec<K>>,
-    /// Of those, the ones evicted since (by order bytes): their value is in the file.
-    cold_dirty: std::collections::HashSet<Vec<u8>, foldhash::fast::FixedState>,
+    /// The checkpoint interval under way, numbered from 1: a row written changed is marked
+    /// with it (unchanged, with 0).
+    interval: u64,
     buf: Vec<u8>,
     /// Entries memory must hold before an eviction writes them (see `admit`).
     min_batch: usize,
@@ -164,7 +169,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             layout,
             budget: Box::new(Unbounded),
             dirty: None,
-            cold_dirty: Default::default(),
+            interval: 1,
             buf: Vec::new(),
             min_batch: MIN_BATCH,
             evictions: 0,
@@ -272,22 +277,13 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             return Ok(r);
         }
         let k = owned();
-        let (v, was_dirty) = match self.fault(&k)? {
-            Some(found) => found,
-            None => (new(), false),
-        };
-        let dirty = match self.dirty.as_mut() {
-            Some(_) if was_dirty => true,
-            Some(d) => {
-                d.push(k.clone());
-                true
-            }
-            None => false,
+        let mut v = match self.fault(&k)? {
+            Some((v, _)) => v,
+            None => new(),
         };
         // Changed before it is admitted: the budget notes its size after the change.
-        let mut v = v;
         let r = f(&mut v);
-        self.admit(k, v, dirty)?;
+        self.admit_changed(k, v, true)?;
         Ok(r)
     }
 
@@ -325,17 +321,10 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             return Ok(false);
         }
         if let Some((held, was_dirty)) = self.fault(&key)? {
-            self.admit(key, held, was_dirty)?;
+            self.admit_changed(key, held, was_dirty)?;
             return Ok(false);
         }
-        let dirty = match self.dirty.as_mut() {
-            Some(d) => {
-                d.push(key.clone());
-                true
-            }
-            None => false,
-        };
-        self.admit(key, value, dirty)?;
+        self.admit_changed(key, value, true)?;
         Ok(true)
     }
 
@@ -351,7 +340,21 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             return Ok(None);
         };
         let (_, v) = self.decode(&record)?;
-        Ok(Some((v, self.cold_dirty.remove(&self.buf))))
+        Ok(Some((v, mark(&record) == self.interval)))
+    }
+
+    /// [`SpillMap::admit`] `k`, listed as a change when `changed` and changes are recorded.
+    fn admit_changed(&mut self, k: K, v: V, changed: bool) -> anyhow::Result<()> {
+        let listed = match &self.dirty {
+            Some(_) if changed => Some(k.clone()),
+            _ => None,
+        };
+        self.admit(k, v, listed.is_some())?;
+        // Listed once in memory: an eviction while it was admitted keeps only keys held.
+        if let (Some(d), Some(k)) = (self.dirty.as_mut(), listed) {
+            d.push(k);
+        }
+        Ok(())
     }
 
     /// Hold `k` in memory, evicting others first when it takes the process past the limit.
@@ -443,7 +446,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         if let Some(d) = self.dirty.as_mut() {
             d.clear();
         }
-        self.cold_dirty.clear();
+        self.interval += 1;
         Ok(())
     }
 
@@ -483,14 +486,14 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             hot,
             layout,
             budget,
-            cold_dirty,
+            interval,
             cold,
             held,
             ..
         } = self;
         if let Some(cold) = cold.as_deref_mut() {
             for (k, s) in hot.drain() {
-                batch.push(cold, row(&**layout, &k, &s, cold_dirty))?;
+                batch.push(cold, row(&**layout, &k, &s, *interval))?;
             }
         }
         budget.clear();
@@ -520,7 +523,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
             hot,
             layout,
             budget,
-            cold_dirty,
+            interval,
             grows,
             held,
             cold,
@@ -539,7 +542,7 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
                 s.touched = false;
                 return true;
             }
-            written = batch.push(cold, row(&**layout, k, s, cold_dirty));
+            written = batch.push(cold, row(&**layout, k, s, *interval));
             let bytes = entry_bytes(&**layout, *grows, k, &s.v);
             *held = held.saturating_sub(bytes);
             budget.forget(bytes);
@@ -549,7 +552,8 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         written
     }
 
-    /// Write what `batch` still holds: one eviction done.
+    /// Write what `batch` still holds: one eviction done. The keys it took out of memory
+    /// leave memory's list of changes (the file lists those that were changes).
     fn write_rest(&mut self, mut batch: Batch) -> anyhow::Result<()> {
         let Some(cold) = self.cold.as_deref_mut() else {
             return Ok(());
@@ -557,6 +561,10 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         batch.flush(cold)?;
         self.evictions += 1;
         self.evicted += batch.written;
+        if let Some(d) = self.dirty.as_mut() {
+            let hot = &self.hot;
+            d.retain(|k| hot.contains_key(k));
+        }
         Ok(())
     }
 
@@ -600,8 +608,13 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         };
         dirty.clear();
         self.dirty = Some(dirty);
-        self.cold_dirty.clear();
-        result
+        result?;
+        // Rows marked with the interval just taken are changes no more.
+        self.interval += 1;
+        match self.cold.as_mut() {
+            Some(cold) => cold.clear_changed(),
+            None => Ok(()),
+        }
     }
 
     fn all_changes(
@@ -650,23 +663,22 @@ impl<K: Hash + Eq + Clone, V> SpillMap<K, V> {
         emit: &mut impl FnMut(&K, &V) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         for k in dirty {
-            if let Some(s) = self.hot.get_mut(k) {
-                if s.dirty {
-                    s.dirty = false;
-                    emit(k, &s.v)?;
-                }
-                continue;
+            if let Some(s) = self.hot.get_mut(k).filter(|s| s.dirty) {
+                s.dirty = false;
+                emit(k, &s.v)?;
             }
-            let Some(cold) = self.cold.as_mut() else {
-                continue;
-            };
-            self.buf.clear();
-            self.layout.order(k, &mut self.buf);
-            if !self.cold_dirty.remove(&self.buf) {
-                continue;
-            }
-            if let Some(record) = cold.get(&self.buf)? {
-                let (k, v) = decode(&*self.layout, &self.to, &record)?;
+        }
+        let Some(cold) = self.cold.as_mut() else {
+            return Ok(());
+        };
+        if cold.changed() == 0 {
+            return Ok(());
+        }
+        // Changes evicted before the checkpoint: the file's copy is the value, unless the key
+        // came back into memory (then it was listed above).
+        for row in cold.changed_rows()? {
+            let (k, v) = decode(&*self.layout, &self.to, &row?.1)?;
+            if !self.hot.contains_key(&k) {
                 emit(&k, &v)?;
             }
         }
@@ -694,13 +706,25 @@ fn entry_bytes<K, V>(layout: &dyn Layout<K, V>, grows: bool, k: &K, v: &V) -> u6
     layout.bytes(k) + if grows { layout.value_bytes(v) } else { 0 }
 }
 
+/// Bytes before each record of the file: the checkpoint interval it changed in (0: none).
+const MARK: usize = 8;
+
+/// The interval a record is marked with (0 when it is too short to hold one).
+fn mark(record: &[u8]) -> u64 {
+    record
+        .get(..MARK)
+        .and_then(|m| m.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
 /// A record of the spill file `to` decoded; a damaged one is an error naming the file.
 fn decode<K, V>(
     layout: &dyn Layout<K, V>,
     to: &Option<SpillTo>,
     record: &[u8],
 ) -> anyhow::Result<(K, V)> {
-    layout.decode(record).with_context(|| {
+    let body = record.get(MARK..).context("a record without its mark");
+    body.and_then(|b| layout.decode(b)).with_context(|| {
         let file = to.as_ref().map(|t| t.path.display().to_string());
         format!(
             "the spill file {} holds a damaged record",
@@ -709,21 +733,14 @@ fn decode<K, V>(
     })
 }
 
-/// The file's row of an entry leaving memory; a changed one is noted in `cold_dirty`.
-fn row<K, V>(
-    layout: &dyn Layout<K, V>,
-    k: &K,
-    s: &Slot<V>,
-    cold_dirty: &mut std::collections::HashSet<Vec<u8>, foldhash::fast::FixedState>,
-) -> (Vec<u8>, Vec<u8>) {
+/// The file's row of an entry leaving memory, a changed one marked with `interval`.
+fn row<K, V>(layout: &dyn Layout<K, V>, k: &K, s: &Slot<V>, interval: u64) -> Row {
     let mut order = Vec::new();
     layout.order(k, &mut order);
-    let mut record = Vec::new();
+    let mark = if s.dirty { interval } else { 0 };
+    let mut record = mark.to_le_bytes().to_vec();
     layout.encode(k, &s.v, &mut record);
-    if s.dirty {
-        cold_dirty.insert(order.clone());
-    }
-    (order, record)
+    (order, record, s.dirty)
 }
 
 #[cfg(test)]

@@ -294,3 +294,52 @@ fn try_each_lists_memory_and_spill_and_stops_at_the_first_error() {
         (7, "the sink is full".to_string())
     );
 }
+
+/// The record of changes stays within the limit: memory lists only the changed keys it holds,
+/// the file the rest, and a checkpoint still lists every change once, with its value, and
+/// nothing else — also for keys read back from the file and changed again.
+#[test]
+fn the_record_of_changes_is_bounded_by_the_keys_in_memory() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut m = map(dir.path(), 100, true);
+    m.set_min_batch(10);
+    let name = |k: u32| format!("k{k:05}");
+    let mut listed_peak = 0;
+    for k in 0..20_000u32 {
+        let key = name(k);
+        m.update(key.as_str(), || key.clone(), || 0, |v| *v += 1)
+            .expect("updates");
+        let listed = m.dirty.as_ref().map_or(0, Vec::len);
+        assert!(
+            listed <= m.hot.len(),
+            "{listed} listed, {} held",
+            m.hot.len()
+        );
+        listed_peak = listed_peak.max(listed);
+    }
+    assert!(listed_peak <= 110, "memory listed {listed_peak} changes");
+    let changes = |m: &mut SpillMap<String, i64>| {
+        let mut got = BTreeMap::new();
+        m.changes(false, |k, v| {
+            assert!(got.insert(k.clone(), *v).is_none(), "{k} listed twice");
+            Ok(())
+        })
+        .expect("lists changes");
+        got
+    };
+    let first = changes(&mut m);
+    assert_eq!(first.len(), 20_000);
+    assert!(first.values().all(|&v| v == 1));
+    // Every tenth key again: most come back from the file, some are evicted again.
+    for k in (0..20_000u32).step_by(10) {
+        let key = name(k);
+        m.update(key.as_str(), || key.clone(), || 0, |v| *v += 1)
+            .expect("updates");
+    }
+    let second = changes(&mut m);
+    let want: BTreeMap<String, i64> = (0..20_000u32).step_by(10).map(|k| (name(k), 2)).collect();
+    assert_eq!(second, want);
+    assert!(changes(&mut m).is_empty(), "nothing changed since");
+    let all = sorted(&mut m);
+    assert_eq!(all.len(), 20_000);
+}
