@@ -14,6 +14,7 @@ mod glob;
 mod parallel;
 mod position;
 mod position_file;
+mod read_ahead;
 pub(crate) mod source_fields;
 
 use super::replay::Replay;
@@ -48,9 +49,8 @@ struct LineChunk {
     pieces: Vec<usize>,
     /// A followed file: which file the lines came from (their raw ends are offsets in it).
     file: Option<follow::FileId>,
-    /// Each line's values as the reader thread read them ahead (`None`: the spout's parser
-    /// reads that line); empty when nothing is read ahead.
-    parsed: Vec<Option<crate::tuple::Values>>,
+    /// The lines' values as the reader thread read them ahead; empty when nothing is.
+    ahead: read_ahead::ReadAhead,
     /// Each line's 1-based number in its file (the pieces of a long line share it); empty
     /// unless `file_line` is asked for.
     numbers: Vec<u64>,
@@ -368,11 +368,7 @@ impl LineSpout {
             g.last = file;
         }
         let piece = self.current.pieces.contains(&self.emitted);
-        let read_ahead = self
-            .current
-            .parsed
-            .get_mut(self.emitted)
-            .and_then(Option::take);
+        let read_ahead = self.current.ahead.take(self.emitted);
         self.emitted += 1;
         let text = &self.current.text;
         let line = text.get(start..end).unwrap_or_default();
@@ -744,7 +740,7 @@ struct LineBuilder<'a> {
     file: Option<follow::FileId>,
     /// Lines are read into fields ahead, and their values sent with them.
     prefetch: Option<super::parse::Prefetch>,
-    parsed: Vec<Option<crate::tuple::Values>>,
+    ahead: read_ahead::ReadAhead,
     /// Read ahead by parse threads (`Out::Spread`): which lines of the chunk they read.
     whole: Vec<bool>,
     /// The last line added was a piece of a longer one.
@@ -781,7 +777,7 @@ impl<'a> LineBuilder<'a> {
             closed: false,
             file,
             prefetch: None,
-            parsed: Vec::new(),
+            ahead: Default::default(),
             whole: Vec::new(),
             after_piece: false,
             numbering: None,
@@ -803,7 +799,7 @@ impl<'a> LineBuilder<'a> {
             let piece = self.pieces.last() == Some(&self.ends.len());
             let whole = !piece && !std::mem::replace(&mut self.after_piece, piece);
             match self.prefetch.as_mut() {
-                Some(p) => self.parsed.push(whole.then(|| p.read(line)).flatten()),
+                Some(p) => self.ahead.read(p, line, whole),
                 None => self.whole.push(whole),
             }
         }
@@ -813,6 +809,16 @@ impl<'a> LineBuilder<'a> {
         if self.ends.len() >= CHUNK_LINES || self.text.len() >= CHUNK_BYTES {
             self.send();
         }
+    }
+
+    /// The values read ahead so far, and room for the next chunk's as many.
+    fn next_ahead(&mut self) -> read_ahead::ReadAhead {
+        let Some(p) = &self.prefetch else {
+            return Default::default();
+        };
+        let width = p.width();
+        let next = read_ahead::ReadAhead::with_capacity(CHUNK_LINES, width);
+        std::mem::replace(&mut self.ahead, next)
     }
 
     /// Send the lines gathered so far.
@@ -827,7 +833,7 @@ impl<'a> LineBuilder<'a> {
             raw_ends: std::mem::replace(&mut self.raw_ends, Vec::with_capacity(CHUNK_LINES)),
             pieces: std::mem::take(&mut self.pieces),
             file: self.file,
-            parsed: std::mem::take(&mut self.parsed),
+            ahead: self.next_ahead(),
             numbers: std::mem::take(&mut self.numbers),
             path: self.path.clone(),
         };

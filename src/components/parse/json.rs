@@ -60,11 +60,15 @@ impl JsonFields {
     /// The fields of `line` by the fast path alone, appended to `out`; `None` (and `out`
     /// unchanged) when the line needs the general reader.
     pub(crate) fn extract_fast(&mut self, line: &str, out: &mut Vec<Value>) -> Option<()> {
-        self.values.clear();
-        self.values.resize(self.count, Value::Null);
-        json_scan::extract(line, &self.root, &mut self.values)?;
-        out.append(&mut self.values);
-        Some(())
+        let start = out.len();
+        out.extend(std::iter::repeat_with(|| Value::Null).take(self.count));
+        let read = out
+            .get_mut(start..)
+            .and_then(|slots| json_scan::extract(line, &self.root, slots));
+        if read.is_none() {
+            out.truncate(start);
+        }
+        read
     }
 
     /// The fields of `line`, in order, appended to `out`.

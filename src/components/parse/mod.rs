@@ -40,10 +40,33 @@ fn finish(
     infer: bool,
     scratch: &mut Vec<Value>,
 ) -> Result<Values, String> {
-    let mut values = Values::with_capacity(scratch.len());
-    for (i, v) in scratch.drain(..).enumerate() {
+    finish_values(types, names, infer, scratch.drain(..).collect())
+}
+
+/// `values` converted (`types`) or inferred (`infer`: a text format), in place.
+fn finish_values(
+    types: &[Option<FieldType>],
+    names: &[String],
+    infer: bool,
+    mut values: Values,
+) -> Result<Values, String> {
+    convert(types, names, infer, &mut values)?;
+    Ok(values)
+}
+
+/// `values` converted (`types`) or inferred (`infer`: a text format), in place.
+fn convert(
+    types: &[Option<FieldType>],
+    names: &[String],
+    infer: bool,
+    values: &mut [Value],
+) -> Result<(), String> {
+    if !infer && types.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    for (i, v) in values.iter_mut().enumerate() {
         let t = types.get(i).copied().flatten();
-        let v = match (t, v) {
+        *v = match (t, std::mem::replace(v, Value::Null)) {
             (Some(FieldType::Str), v) => FieldType::Str.convert(v)?,
             // An empty cell is no value: null, in a typed column and in an inferred one.
             (_, Value::Str(s)) if s.is_empty() && (infer || t.is_some()) => Value::Null,
@@ -54,9 +77,8 @@ fn finish(
             (None, v) if infer => infer::infer(v),
             (None, v) => v,
         };
-        values.push(v);
     }
-    Ok(values)
+    Ok(())
 }
 
 /// The part of reading lines that needs no state, done ahead by the line spout's reader thread
@@ -70,7 +92,6 @@ pub struct Prefetch {
     types: Vec<Option<FieldType>>,
     names: Vec<String>,
     infer: bool,
-    scratch: Vec<Value>,
 }
 
 enum Ahead {
@@ -80,17 +101,38 @@ enum Ahead {
 }
 
 impl Prefetch {
-    /// The values of `line`, or `None` when the parser must read it.
+    /// How many values a line gives.
+    pub fn width(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The values of `line`, or `None` when the parser must read it (one list per line; the
+    /// line spout reads a chunk's lines into one with [`Prefetch::read_into`]).
     pub fn read(&mut self, line: &str) -> Option<Values> {
-        self.scratch.clear();
-        match &mut self.ahead {
-            Ahead::Json(fields) => fields.extract_fast(line, &mut self.scratch)?,
+        let mut values = Vec::new();
+        self.read_into(line, &mut values)
+            .then(|| values.into_iter().collect())
+    }
+
+    /// Append the values of `line` to `out`: whether it did (when not, `out` is as it was and
+    /// the parser must read the line).
+    pub fn read_into(&mut self, line: &str, out: &mut Vec<Value>) -> bool {
+        let start = out.len();
+        let read = match &mut self.ahead {
+            Ahead::Json(fields) => fields.extract_fast(line, out).is_some(),
             Ahead::Delimited(layout, bounds) => layout
-                .get()?
-                .read_plain(line, bounds, &mut self.scratch)?
-                .ok()?,
+                .get()
+                .and_then(|l| l.read_plain(line, bounds, out))
+                .is_some_and(|r| r.is_ok()),
+        };
+        let converted = read
+            && out
+                .get_mut(start..)
+                .is_some_and(|v| convert(&self.types, &self.names, self.infer, v).is_ok());
+        if !converted {
+            out.truncate(start);
         }
-        finish(&self.types, &self.names, self.infer, &mut self.scratch).ok()
+        converted
     }
 }
 
@@ -196,7 +238,6 @@ impl Parser {
             types: self.types.clone(),
             names: self.names.clone(),
             infer: self.infer,
-            scratch: Vec::new(),
         })
     }
 

@@ -3,6 +3,7 @@
 //! takes them back in the same turn, so the lines keep their order while a JSON or CSV input
 //! is read on as many cores as the machine gives.
 
+use super::read_ahead::ReadAhead;
 use super::{ChunkResult, LineChunk};
 use crate::components::parse::Prefetch;
 use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError};
@@ -95,15 +96,12 @@ pub(crate) fn spread(readers: Vec<Prefetch>, name: &str) -> std::io::Result<(Spr
 /// Read the fields of the lines of `chunk` flagged in `whole` (the others are the spout
 /// parser's to read).
 fn read_fields(reader: &mut Prefetch, chunk: &mut LineChunk, whole: &[bool]) {
+    let mut ahead = ReadAhead::with_capacity(chunk.ends.len(), reader.width());
     let mut start = 0;
-    chunk.parsed = chunk
-        .ends
-        .iter()
-        .zip(whole)
-        .map(|(&end, &whole)| {
-            let line = &chunk.text[start..end];
-            start = end;
-            whole.then(|| reader.read(line)).flatten()
-        })
-        .collect();
+    for (&end, &whole) in chunk.ends.iter().zip(whole) {
+        let line = chunk.text.get(start..end).unwrap_or_default();
+        start = end;
+        ahead.read(reader, line, whole);
+    }
+    chunk.ahead = ahead;
 }
