@@ -14,6 +14,8 @@ use std::time::Instant;
 
 /// Words for random tuples (Storm's TestWordSpout list, and a few more).
 pub(crate) const WORDS: &[&str] = &["nathan", "mike", "jackson", "golda", "bertels"];
+// A tracked word is kept as its place in `WORDS`, a byte.
+const _: () = assert!(WORDS.len() <= 256);
 
 struct Generate {
     count: Option<u64>,
@@ -26,10 +28,22 @@ struct Generate {
     emitted_before: u64,
     rng: SmallRng,
     tracked: bool,
-    /// Acking on: tuples kept until acked, replayed on fail.
-    replay: Replay<Values>,
+    /// Acking on: tuples kept until acked (as what makes them again), replayed on fail.
+    replay: Replay<Drawn>,
     /// Tuples a restored position kept, emitted (as new tracked tuples) before the next ones.
     restored: std::collections::VecDeque<Values>,
+}
+
+/// A tracked tuple as it is kept until its tree is acked: what makes its values again, not a
+/// copy of them (a copy per tuple in flight was a tenth of an acked run's time).
+#[derive(Debug, Clone)]
+enum Drawn {
+    /// A random word: its place in [`WORDS`].
+    Word(u8),
+    /// The tuple of `args.values` at this place.
+    Listed(usize),
+    /// Values a restored position kept.
+    Values(Values),
 }
 
 impl Generate {
@@ -64,21 +78,35 @@ impl Generate {
         }
     }
 
-    /// Emit `values` (tracked when acking is on).
-    fn emit(&mut self, values: Values, out: &mut dyn SpoutCollector) {
+    /// Emit `drawn` (tracked when acking is on).
+    fn emit(&mut self, drawn: Drawn, out: &mut dyn SpoutCollector) {
+        let values = self.values_of(&drawn);
         if self.tracked {
-            let seq = self.replay.track(values.clone());
+            let seq = self.replay.track(drawn);
             out.send(streams::DEFAULT, values, Some(Value::Int(seq as i64)));
         } else {
             out.send(streams::DEFAULT, values, None);
         }
     }
 
-    fn next_values(&mut self) -> Values {
+    fn next_drawn(&mut self) -> Drawn {
         if self.values.is_empty() {
-            smallvec::smallvec![Value::str(WORDS[self.rng.random_range(0..WORDS.len())])]
+            // Drawn as a place of the whole list, as a restore draws them again.
+            let at = self.rng.random_range(0..WORDS.len());
+            Drawn::Word(u8::try_from(at).unwrap_or_default())
         } else {
-            self.values[(self.emitted % self.values.len() as u64) as usize].clone()
+            Drawn::Listed((self.emitted % self.values.len() as u64) as usize)
+        }
+    }
+
+    fn values_of(&self, drawn: &Drawn) -> Values {
+        match drawn {
+            Drawn::Word(w) => {
+                let word = WORDS.get(usize::from(*w)).copied().unwrap_or_default();
+                smallvec::smallvec![Value::str(word)]
+            }
+            Drawn::Listed(i) => self.values.get(*i).cloned().unwrap_or_default(),
+            Drawn::Values(v) => v.clone(),
         }
     }
 }
@@ -91,12 +119,13 @@ impl Spout for Generate {
     }
 
     fn next_tuple(&mut self, out: &mut dyn SpoutCollector) -> anyhow::Result<SpoutStatus> {
-        if let Some((seq, v)) = self.replay.next_replay() {
-            out.send(streams::DEFAULT, v, Some(Value::Int(seq as i64)));
+        if let Some((seq, drawn)) = self.replay.next_replay() {
+            let values = self.values_of(&drawn);
+            out.send(streams::DEFAULT, values, Some(Value::Int(seq as i64)));
             return Ok(SpoutStatus::Busy);
         }
         if let Some(values) = self.restored.pop_front() {
-            self.emit(values, out);
+            self.emit(Drawn::Values(values), out);
             return Ok(SpoutStatus::Busy);
         }
         if self.count.is_some_and(|c| self.emitted >= c) {
@@ -109,9 +138,9 @@ impl Spout for Generate {
                 return Ok(SpoutStatus::Idle);
             }
         }
-        let values = self.next_values();
+        let drawn = self.next_drawn();
         self.emitted += 1;
-        self.emit(values, out);
+        self.emit(drawn, out);
         Ok(SpoutStatus::Busy)
     }
 
@@ -154,7 +183,8 @@ mod position {
 
     pub(super) fn of(g: &Generate) -> Value {
         let list = |v: &Values| Value::List(Box::new(v.to_vec()));
-        let mut kept: Vec<Value> = g.replay.kept().into_iter().map(list).collect();
+        let kept = g.replay.kept().into_iter().map(|d| list(&g.values_of(d)));
+        let mut kept: Vec<Value> = kept.collect();
         kept.extend(g.restored.iter().map(list));
         let mut map = BTreeMap::new();
         map.insert("emitted".to_string(), Value::Int(g.emitted as i64));
