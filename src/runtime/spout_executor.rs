@@ -588,9 +588,17 @@ impl SpoutExecutor {
         let Some((id, started)) = slot.state.trees.close(root) else {
             return Ok(());
         };
-        let Some(id) = self.tree_over(i, root, stream == streams::ACK_ACK, id) else {
-            TaskStats::add(&self.tasks[i].emitter.stats.acked, 1);
-            return Ok(());
+        // Without checkpoints the id goes straight to the spout: passed through `tree_over`,
+        // its copies stalled on the byte stores of its tag (a third of this function's time).
+        let id = match slot.state.side {
+            None => id,
+            Some(_) => match self.tree_over(i, root, stream == streams::ACK_ACK, id) {
+                Some(id) => id,
+                None => {
+                    TaskStats::add(&self.tasks[i].emitter.stats.acked, 1);
+                    return Ok(());
+                }
+            },
         };
         let slot = &mut self.tasks[i];
         let (spout, mut out) =
