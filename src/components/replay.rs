@@ -89,7 +89,7 @@ impl<T: Clone> Replay<T> {
     /// Its tree completed (`msg_id` as the spout emitted it): forget it.
     pub(crate) fn ack(&mut self, msg_id: &Value) {
         if let Some(id) = id_of(msg_id) {
-            self.inflight.remove(id);
+            self.inflight.delete(id);
         }
     }
 

@@ -724,9 +724,10 @@ impl<'a> Wiring<'a> {
         let mut tasks = Vec::new();
         let mut inactive = false;
         for task in parts.tasks.clone() {
-            let Some(Pooled::Spout(mut slot, was_inactive)) = pool.remove(&task) else {
+            let Some(Pooled::Spout(slot, was_inactive)) = pool.remove(&task) else {
                 anyhow::bail!("rebalance: spout task {task} was not handed back");
             };
+            let mut slot = *slot;
             self.refit(&parts, &mut slot);
             inactive |= was_inactive;
             tasks.push(slot);
@@ -820,8 +821,9 @@ enum Built {
 
 /// One task handed back by its executor, waiting for its place in a new layout.
 pub(crate) enum Pooled {
-    /// A spout task, and whether it had been told it was deactivated.
-    Spout(SpoutSlot, bool),
+    /// A spout task (boxed: it is the largest), and whether it had been told it was
+    /// deactivated.
+    Spout(Box<SpoutSlot>, bool),
     Bolt(BoltSlot),
     Acker(AckerSlot),
 }
@@ -833,7 +835,7 @@ pub(crate) fn pool(parked: Vec<Parked>) -> BTreeMap<u32, Pooled> {
         match p {
             Parked::Spouts { tasks, inactive } => {
                 for slot in tasks {
-                    pool.insert(slot.ctx.task_id, Pooled::Spout(slot, inactive));
+                    pool.insert(slot.ctx.task_id, Pooled::Spout(Box::new(slot), inactive));
                 }
             }
             Parked::Bolts(tasks) => {

@@ -304,10 +304,15 @@ impl SpoutOut<'_> {
     ) -> usize {
         let em = &mut *self.em;
         let track = msg_id.is_some() && em.router.acking();
-        let root = if track {
-            self.trees.reserve(&mut em.rng, self.now)
-        } else {
-            0
+        // Beside chained bolts, the round settles the tree (see `open_trees.rs`).
+        let chained = match (&em.ledger, track) {
+            (Some(_), true) => self.trees.chained_root(&mut em.rng),
+            _ => None,
+        };
+        let root = match (chained, track) {
+            (Some(root), _) => root,
+            (None, true) => self.trees.reserve(&mut em.rng, self.now),
+            (None, false) => 0,
         };
         let mut xor = 0u64;
         // Storm's spout emit: a new tree, one edge id per receiving tuple.
@@ -318,7 +323,7 @@ impl SpoutOut<'_> {
                 t.anchors.push(Anchor::new(root, edge));
             }
         });
-        if track && n == 0 {
+        if track && n == 0 && chained.is_none() {
             self.trees.release(root);
         }
         if let Some(id) = msg_id {
@@ -332,7 +337,10 @@ impl SpoutOut<'_> {
                         }
                     }
                 }
-                self.trees.open(root, id);
+                match chained {
+                    Some(_) => self.trees.open_chained(root, id, self.now),
+                    None => self.trees.open(root, id),
+                }
             } else {
                 // Storm acks at once when acking is off or nobody receives the tuple.
                 self.ack_now.push(id);

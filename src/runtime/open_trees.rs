@@ -4,13 +4,20 @@
 //! tasks meet in the same acker and must not collide. Under checkpoints the trees are numbered
 //! instead (the task's id above the number, see `checkpoint::make_root`), kept in the order
 //! they started, so the oldest open one says below which number every tree is over.
+//!
+//! A tree started by a spout that hosts chained bolts is usually over before its round ends
+//! (a `filter` dropped its tuple, a `discard` took it): such a tree is only queued (`fresh`,
+//! in the order the trees started, which is the order the round settles them in), so one the
+//! chain completes costs a push and a pop; one still open after the round goes to `late`.
+//! Their random roots have the top bit set, and [`Slots`]' tags never do, so a root says
+//! which table holds it.
 
 use super::checkpoint::{make_root, split_root};
 use crate::slots::Slots;
 use crate::tuple::Value;
 use rand::rngs::SmallRng;
 use rand::RngCore;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// (message id, start); the message id is `Null` between `reserve` and `open`.
@@ -23,14 +30,49 @@ pub(crate) struct OpenTrees {
 
 #[derive(Debug)]
 enum Trees {
-    Random(Slots<Open>),
+    Random(Random),
     Numbered(Numbered),
+}
+
+/// Trees under random roots: in [`Slots`], or, started beside chained bolts, queued until
+/// their round settles them and then kept by root if still open.
+#[derive(Debug, Default)]
+struct Random {
+    slots: Slots<Open>,
+    fresh: VecDeque<(u64, Open)>,
+    late: HashMap<u64, Open, foldhash::fast::FixedState>,
+}
+
+/// The bit set in the roots of trees started beside chained bolts, and never in the tags of
+/// [`Slots`] ids.
+const CHAINED: u64 = 1 << 63;
+
+impl Random {
+    fn close(&mut self, root: u64) -> Option<Open> {
+        if root & CHAINED == 0 {
+            return self.slots.remove(root);
+        }
+        self.take_fresh(root).or_else(|| self.late.remove(&root))
+    }
+
+    /// The queued tree `root`: the front one when trees are settled in order.
+    fn take_fresh(&mut self, root: u64) -> Option<Open> {
+        if self.fresh.front().is_some_and(|(r, _)| *r == root) {
+            return self.fresh.pop_front().map(|(_, open)| open);
+        }
+        let at = self.fresh.iter().position(|(r, _)| *r == root)?;
+        self.fresh.remove(at).map(|(_, open)| open)
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len() + self.fresh.len() + self.late.len()
+    }
 }
 
 impl Default for OpenTrees {
     fn default() -> Self {
         OpenTrees {
-            trees: Trees::Random(Slots::default()),
+            trees: Trees::Random(Random::default()),
         }
     }
 }
@@ -81,14 +123,15 @@ impl OpenTrees {
     /// A fresh root id for a tree about to start; `open` or `release` it next.
     pub(crate) fn reserve(&mut self, rng: &mut SmallRng, now: Instant) -> u64 {
         match &mut self.trees {
-            Trees::Random(slots) => {
+            Trees::Random(r) => {
+                // Top bit clear: see [`CHAINED`].
                 let tag = loop {
-                    let t = rng.next_u32();
+                    let t = rng.next_u32() >> 1;
                     if t != 0 {
                         break t;
                     }
                 };
-                slots.insert(tag, (Value::Null, now))
+                r.slots.insert(tag, (Value::Null, now))
             }
             Trees::Numbered(n) => {
                 let seq = n.base + n.open.len() as u64;
@@ -99,10 +142,36 @@ impl OpenTrees {
         }
     }
 
+    /// A root for a tree about to start beside chained bolts, whose round settles it (see
+    /// [`OpenTrees::settled_open`]): `None` under numbering, where `reserve` gives one.
+    pub(crate) fn chained_root(&mut self, rng: &mut SmallRng) -> Option<u64> {
+        match self.trees {
+            Trees::Random(_) => Some(rng.next_u64() | CHAINED),
+            Trees::Numbered(_) => None,
+        }
+    }
+
+    /// The tree `root` (from `chained_root`) started at `now` for message id `id`.
+    pub(crate) fn open_chained(&mut self, root: u64, id: Value, now: Instant) {
+        if let Trees::Random(r) = &mut self.trees {
+            r.fresh.push_back((root, (id, now)));
+        }
+    }
+
+    /// The round that started the tree `root` is over and the tree is still open: it waits for
+    /// the acker now.
+    pub(crate) fn settled_open(&mut self, root: u64) {
+        if let Trees::Random(r) = &mut self.trees {
+            if let Some(open) = r.take_fresh(root) {
+                r.late.insert(root, open);
+            }
+        }
+    }
+
     /// The tree `root` (from `reserve`, which gave its start time) is for message id `id`.
     pub(crate) fn open(&mut self, root: u64, id: Value) {
         let held = match &mut self.trees {
-            Trees::Random(slots) => slots.get_mut(root),
+            Trees::Random(r) => r.slots.get_mut(root),
             Trees::Numbered(n) => n.slot(root).and_then(|s| s.as_mut()),
         };
         if let Some((held, _)) = held {
@@ -118,7 +187,7 @@ impl OpenTrees {
     /// The tree `root` is done: its message id and start time, if it was open.
     pub(crate) fn close(&mut self, root: u64) -> Option<(Value, Instant)> {
         match &mut self.trees {
-            Trees::Random(slots) => slots.remove(root),
+            Trees::Random(r) => r.close(root),
             Trees::Numbered(n) => n.close(root),
         }
     }
@@ -137,7 +206,13 @@ impl OpenTrees {
     pub(crate) fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<(u64, Value)> {
         let old = |started: &Instant| now.saturating_duration_since(*started) >= timeout;
         let roots: Vec<u64> = match &self.trees {
-            Trees::Random(slots) => slots.ids_where(|(_, started)| old(started)),
+            Trees::Random(r) => {
+                let mut roots = r.slots.ids_where(|(_, started)| old(started));
+                let chained = r.fresh.iter().map(|(root, open)| (root, open));
+                let chained = chained.chain(r.late.iter());
+                roots.extend(chained.filter(|(_, (_, s))| old(s)).map(|(root, _)| *root));
+                roots
+            }
             // Numbered trees started in order: the old ones are at the front.
             Trees::Numbered(n) => n
                 .open
@@ -156,7 +231,7 @@ impl OpenTrees {
 
     pub(crate) fn len(&self) -> usize {
         match &self.trees {
-            Trees::Random(slots) => slots.len(),
+            Trees::Random(r) => r.len(),
             Trees::Numbered(n) => n.len,
         }
     }
@@ -196,6 +271,43 @@ mod tests {
         t.release(e);
         assert_eq!(t.close(e), None, "a released root never opened");
         assert_eq!(t.close(0), None);
+    }
+
+    /// Trees started beside chained bolts: settled in order by their round (closed, or left
+    /// open for the acker), counted while queued, found by root later, and never mistaken
+    /// for trees in the slots.
+    #[test]
+    fn chained_trees_are_settled_by_their_round_and_kept_if_open() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let now = Instant::now();
+        let mut t = OpenTrees::default();
+        let slotted = t.reserve(&mut rng, now);
+        t.open(slotted, Value::Int(0));
+        let roots: Vec<u64> = (1..=3)
+            .map(|i| {
+                let root = t.chained_root(&mut rng).expect("random roots");
+                t.open_chained(root, Value::Int(i), now);
+                root
+            })
+            .collect();
+        assert!(roots.iter().all(|r| r & CHAINED != 0) && slotted & CHAINED == 0);
+        assert_eq!(t.len(), 4, "queued trees count as open");
+        assert_eq!(t.close(roots[0]).map(|x| x.0), Some(Value::Int(1)));
+        t.settled_open(roots[1]);
+        assert_eq!(t.close(roots[2]).map(|x| x.0), Some(Value::Int(3)));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.close(roots[0]), None, "closed twice");
+        let expired = t.expire(now + Duration::from_secs(9), Duration::from_secs(5));
+        let mut expired: Vec<Value> = expired.into_iter().map(|(_, id)| id).collect();
+        expired.sort_by_key(|v| format!("{v:?}"));
+        assert_eq!(expired, [Value::Int(0), Value::Int(2)]);
+        assert!(t.is_empty());
+        let mut numbered = OpenTrees::numbered(1, &mut rng);
+        assert_eq!(
+            numbered.chained_root(&mut rng),
+            None,
+            "numbered trees are reserved"
+        );
     }
 
     #[test]

@@ -494,6 +494,7 @@ impl SpoutExecutor {
             } else if h.val == 0 {
                 self.on_outcome(i, root, streams::ACK_ACK, report)?;
             } else if let Some(t) = self.tasks.get_mut(i) {
+                t.state.trees.settled_open(root);
                 t.emitter.inits.push((root, h.val));
             }
         }
