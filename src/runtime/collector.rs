@@ -303,48 +303,51 @@ impl SpoutOut<'_> {
         direct: Option<u32>,
     ) -> usize {
         let em = &mut *self.em;
-        let track = msg_id.is_some() && em.router.acking();
-        // Beside chained bolts, the round settles the tree (see `open_trees.rs`).
-        let chained = match (&em.ledger, track) {
-            (Some(_), true) => self.trees.chained_root(&mut em.rng),
-            _ => None,
+        let id = match msg_id {
+            Some(id) if em.router.acking() => id,
+            untracked => {
+                let n = em.fan_out(self.outbox, stream, values, direct, |_, _| {});
+                // Storm acks at once when acking is off.
+                self.ack_now.extend(untracked);
+                return n;
+            }
         };
-        let root = match (chained, track) {
-            (Some(root), _) => root,
-            (None, true) => self.trees.reserve(&mut em.rng, self.now),
-            (None, false) => 0,
+        // Beside chained bolts, the round settles the tree (see `open_trees.rs`).
+        let chained = match em.ledger {
+            Some(_) => self.trees.chained_root(&mut em.rng),
+            None => None,
+        };
+        let root = match chained {
+            Some(root) => root,
+            None => self.trees.reserve(&mut em.rng, self.now),
         };
         let mut xor = 0u64;
         // Storm's spout emit: a new tree, one edge id per receiving tuple.
         let n = em.fan_out(self.outbox, stream, values, direct, |rng, t| {
-            if track {
-                let edge = fresh_id(rng);
-                xor ^= edge;
-                t.anchors.push(Anchor::new(root, edge));
-            }
+            let edge = fresh_id(rng);
+            xor ^= edge;
+            t.anchors.push(Anchor::new(root, edge));
         });
-        if track && n == 0 && chained.is_none() {
-            self.trees.release(root);
-        }
-        if let Some(id) = msg_id {
-            if track && n > 0 {
-                match &em.ledger {
-                    Some(ledger) => ledger.hold(root, em.task, xor),
-                    None => {
-                        em.inits.push((root, xor));
-                        if em.inits.len() >= ACK_PAIRS {
-                            em.flush_acks(self.outbox);
-                        }
-                    }
-                }
-                match chained {
-                    Some(_) => self.trees.open_chained(root, id, self.now),
-                    None => self.trees.open(root, id),
-                }
-            } else {
-                // Storm acks at once when acking is off or nobody receives the tuple.
-                self.ack_now.push(id);
+        if n == 0 {
+            if chained.is_none() {
+                self.trees.release(root);
             }
+            // Storm acks at once when nobody receives the tuple.
+            self.ack_now.push(id);
+            return n;
+        }
+        match &em.ledger {
+            Some(ledger) => ledger.hold(root, em.task, xor),
+            None => {
+                em.inits.push((root, xor));
+                if em.inits.len() >= ACK_PAIRS {
+                    em.flush_acks(self.outbox);
+                }
+            }
+        }
+        match chained {
+            Some(_) => self.trees.open_chained(root, id, self.now),
+            None => self.trees.open(root, id),
         }
         n
     }
