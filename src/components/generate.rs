@@ -103,7 +103,7 @@ impl Generate {
         match drawn {
             Drawn::Word(w) => {
                 let word = WORDS.get(usize::from(*w)).copied().unwrap_or_default();
-                smallvec::smallvec![Value::str(word)]
+                crate::tuple::one_str(word)
             }
             Drawn::Listed(i) => self.values.get(*i).cloned().unwrap_or_default(),
             Drawn::Values(v) => v.clone(),
