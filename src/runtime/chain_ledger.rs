@@ -49,14 +49,18 @@ impl ChainLedger {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Hold the tree `root` just started by spout task `task`, its first edges `val`.
-    pub(crate) fn hold(&self, root: u64, task: u32, val: u64) {
-        let held = Held {
-            task,
-            val,
-            failed: false,
-        };
-        self.book().held.push((root, held));
+    /// Hold the trees `holds` (root, first edges) just started by spout task `task`, in the
+    /// order they started; `holds` is left empty.
+    pub(crate) fn hold_all(&self, task: u32, holds: &mut Vec<(u64, u64)>) {
+        let held = holds.drain(..).map(|(root, val)| {
+            let held = Held {
+                task,
+                val,
+                failed: false,
+            };
+            (root, held)
+        });
+        self.book().held.extend(held);
     }
 
     /// XOR an ack into `root` when it is held; false when it is not (the ack goes to the acker).
@@ -100,11 +104,13 @@ mod tests {
     #[test]
     fn acks_of_held_trees_are_absorbed_and_others_are_not() {
         let ledger = ChainLedger::default();
-        ledger.hold(7, 3, 0b1010);
+        ledger.hold_all(3, &mut vec![(7, 0b1010)]);
         assert!(ledger.absorb(7, 0b0010));
         assert!(!ledger.absorb(8, 1), "a tree not held");
         assert!(ledger.absorb(7, 0b1000));
-        ledger.hold(9, 4, 5);
+        let mut holds = vec![(9, 5)];
+        ledger.hold_all(4, &mut holds);
+        assert!(holds.is_empty(), "handed over");
         assert!(ledger.fail(9));
         assert!(!ledger.fail(10));
         let mut held = Vec::new();

@@ -30,6 +30,10 @@ pub(crate) struct Emitter {
     /// A task of a spout executor with chained bolts, or of one of those bolts: the trees its
     /// executor's spouts started this round, which acks settle here (see `chain_ledger.rs`).
     pub(crate) ledger: Option<ChainLedger>,
+    /// A spout task's trees started beside chained bolts and not yet handed to the ledger:
+    /// (root, XOR of edges), handed over together before the bolts run (one lock per round,
+    /// not one per tuple).
+    pub(crate) holds: Vec<(u64, u64)>,
 }
 
 /// Pairs an acker message holds before it is sent without waiting for the end of the batch.
@@ -64,6 +68,7 @@ impl Emitter {
             acks: Vec::new(),
             inits: Vec::new(),
             ledger: None,
+            holds: Vec::new(),
         }
     }
 
@@ -337,7 +342,7 @@ impl SpoutOut<'_> {
             return n;
         }
         match &em.ledger {
-            Some(ledger) => ledger.hold(root, em.task, xor),
+            Some(_) => em.holds.push((root, xor)),
             None => {
                 em.inits.push((root, xor));
                 if em.inits.len() >= ACK_PAIRS {

@@ -219,6 +219,7 @@ impl SpoutExecutor {
                 self.drain_acks(&mut report)?;
                 self.announce();
                 self.outbox.flush_all();
+                self.publish_holds();
                 self.guests.pump()?;
                 self.settle_chain(&mut report)?;
                 self.outbox.flush_all();
@@ -238,6 +239,7 @@ impl SpoutExecutor {
             // What the round emitted goes through the chained bolts at once.
             if !self.guests.is_empty() {
                 self.outbox.flush_chained();
+                self.publish_holds();
                 self.guests.pump()?;
                 self.settle_chain(&mut report)?;
             }
@@ -254,6 +256,7 @@ impl SpoutExecutor {
             }
         }
         self.close_all();
+        self.publish_holds();
         self.guests.close();
         Ok(self.parked(report))
     }
@@ -445,6 +448,7 @@ impl SpoutExecutor {
     fn next_tuple(&mut self, i: usize) -> anyhow::Result<SpoutStatus> {
         if self.tasks[i].state.may_block {
             self.outbox.flush_all();
+            self.publish_holds();
             self.guests.idle()?;
         }
         let (spout, mut out) = spout_call(
@@ -482,6 +486,7 @@ impl SpoutExecutor {
     /// one they failed is failed, and the others are announced to the acker with the XOR of
     /// the edges still open (see `chain_ledger.rs`).
     fn settle_chain(&mut self, report: &mut ExecutorReport) -> anyhow::Result<()> {
+        self.publish_holds();
         let Some(ledger) = &self.ledger else {
             return Ok(());
         };
@@ -501,6 +506,20 @@ impl SpoutExecutor {
         self.settling = held;
         self.flush_inits();
         Ok(())
+    }
+
+    /// Hand the ledger the trees each task started since the last time, before the chained
+    /// bolts run (a tree they ack before it is handed over is settled by the acker instead:
+    /// still exact, only slower).
+    fn publish_holds(&mut self) {
+        let Some(ledger) = &self.ledger else {
+            return;
+        };
+        for t in &mut self.tasks {
+            if !t.emitter.holds.is_empty() {
+                ledger.hold_all(t.emitter.task, &mut t.emitter.holds);
+            }
+        }
     }
 
     /// Send each task's trees started (and acks) to the acker.
@@ -527,6 +546,7 @@ impl SpoutExecutor {
         report: &mut ExecutorReport,
     ) -> anyhow::Result<bool> {
         self.outbox.flush_all();
+        self.publish_holds();
         self.guests.idle()?;
         pacing.last_flush = self.control.clock.now();
         let at_max = self
