@@ -486,7 +486,6 @@ impl SpoutExecutor {
     /// one they failed is failed, and the others are announced to the acker with the XOR of
     /// the edges still open (see `chain_ledger.rs`).
     fn settle_chain(&mut self, report: &mut ExecutorReport) -> anyhow::Result<()> {
-        self.publish_holds();
         let Some(ledger) = &self.ledger else {
             return Ok(());
         };
@@ -606,21 +605,13 @@ impl SpoutExecutor {
         let Some(slot) = self.tasks.get_mut(i) else {
             return Ok(());
         };
-        let Some((id, started)) = slot.state.trees.close(root) else {
+        let Some((mut id, started)) = slot.state.trees.close(root) else {
             return Ok(());
         };
-        // Without checkpoints the id goes straight to the spout: passed through `tree_over`,
-        // its copies stalled on the byte stores of its tag (a third of this function's time).
-        let id = match slot.state.side {
-            None => id,
-            Some(_) => match self.tree_over(i, root, stream == streams::ACK_ACK, id) {
-                Some(id) => id,
-                None => {
-                    TaskStats::add(&self.tasks[i].emitter.stats.acked, 1);
-                    return Ok(());
-                }
-            },
-        };
+        if self.tree_over(i, root, stream == streams::ACK_ACK, &mut id) {
+            TaskStats::add(&self.tasks[i].emitter.stats.acked, 1);
+            return Ok(());
+        }
         let slot = &mut self.tasks[i];
         let (spout, mut out) =
             spout_call(slot, &mut self.outbox, &mut self.ack_now, self.round_start);
@@ -649,10 +640,10 @@ impl SpoutExecutor {
             return Ok(());
         };
         for i in 0..self.tasks.len() {
-            for (root, id) in self.tasks[i].state.trees.expire(self.round_start, timeout) {
-                let Some(id) = self.tree_over(i, root, false, id) else {
+            for (root, mut id) in self.tasks[i].state.trees.expire(self.round_start, timeout) {
+                if self.tree_over(i, root, false, &mut id) {
                     continue;
-                };
+                }
                 let slot = &mut self.tasks[i];
                 TaskStats::add(&slot.emitter.stats.timed_out, 1);
                 TaskStats::add(&slot.emitter.stats.failed, 1);
