@@ -57,30 +57,31 @@ impl<T> Slots<T> {
 
     /// Take the value kept under `id`, freeing its slot.
     pub(crate) fn remove(&mut self, id: u64) -> Option<T> {
-        let index = id as u32;
-        let (held, value) = self.slots.get_mut(index as usize)?;
-        if *held != id {
-            return None;
-        }
-        let value = value.take()?;
-        self.free.push_back(index);
-        self.len -= 1;
-        Some(value)
+        self.vacate(id)?.take()
     }
 
     /// Drop the value kept under `id` where it is, freeing its slot; whether there was one.
     /// (Cheaper than [`Slots::remove`] when the value is not wanted: no copy of it is made.)
     pub(crate) fn delete(&mut self, id: u64) -> bool {
-        let index = id as u32;
-        match self.slots.get_mut(index as usize) {
-            Some((held, value)) if *held == id && value.is_some() => {
+        match self.vacate(id) {
+            Some(value) => {
                 *value = None;
-                self.free.push_back(index);
-                self.len -= 1;
                 true
             }
-            _ => false,
+            None => false,
         }
+    }
+
+    /// Free the slot of `id` if it holds a value, and give the value's place to empty.
+    fn vacate(&mut self, id: u64) -> Option<&mut Option<T>> {
+        let index = id as u32;
+        let (held, value) = self.slots.get_mut(index as usize)?;
+        if *held != id || value.is_none() {
+            return None;
+        }
+        self.free.push_back(index);
+        self.len -= 1;
+        Some(value)
     }
 
     /// Take every value with its id (in slot order), leaving the table empty.

@@ -208,9 +208,11 @@ impl OpenTrees {
         let roots: Vec<u64> = match &self.trees {
             Trees::Random(r) => {
                 let mut roots = r.slots.ids_where(|(_, started)| old(started));
-                let chained = r.fresh.iter().map(|(root, open)| (root, open));
-                let chained = chained.chain(r.late.iter());
-                roots.extend(chained.filter(|(_, (_, s))| old(s)).map(|(root, _)| *root));
+                let fresh = r.fresh.iter().map(|(root, open)| (root, open));
+                let chained = fresh
+                    .chain(&r.late)
+                    .filter(|(_, (_, started))| old(started));
+                roots.extend(chained.map(|(root, _)| *root));
                 roots
             }
             // Numbered trees started in order: the old ones are at the front.

@@ -40,16 +40,7 @@ fn finish(
     infer: bool,
     scratch: &mut Vec<Value>,
 ) -> Result<Values, String> {
-    finish_values(types, names, infer, scratch.drain(..).collect())
-}
-
-/// `values` converted (`types`) or inferred (`infer`: a text format), in place.
-fn finish_values(
-    types: &[Option<FieldType>],
-    names: &[String],
-    infer: bool,
-    mut values: Values,
-) -> Result<Values, String> {
+    let mut values: Values = scratch.drain(..).collect();
     convert(types, names, infer, &mut values)?;
     Ok(values)
 }

@@ -28,14 +28,12 @@ impl ReadAhead {
     /// longer one, which only the spout's parser reads).
     pub(crate) fn read(&mut self, reader: &mut Prefetch, line: &str, whole: bool) {
         let start = self.values.len();
-        let span = (whole && reader.read_into(line, &mut self.values))
-            .then(|| {
-                Some((
-                    u32::try_from(start).ok()?,
-                    u32::try_from(self.values.len()).ok()?,
-                ))
-            })
-            .flatten();
+        let span = match whole && reader.read_into(line, &mut self.values) {
+            true => u32::try_from(start)
+                .ok()
+                .zip(u32::try_from(self.values.len()).ok()),
+            false => None,
+        };
         if span.is_none() {
             self.values.truncate(start);
         }
