@@ -640,6 +640,12 @@ impl Nimbus {
         tracing::info!("nimbus: {id}: the worker on {slot} finished");
         // The state's lock first, as everywhere both are taken.
         let state = self.state();
+        // A worker that stops after its topology was killed and removed: recording it would
+        // write `/taskbeats/{id}` back for a topology that is gone (under the state's lock,
+        // which the removal holds too, so it is either still here or gone for good).
+        if !matches!(state.storm_base(&id), Ok(Some(_))) {
+            return;
+        }
         let mut finished = self.finished_lock();
         let slots = finished.entry(id.clone()).or_default();
         if !slots.insert(slot) {
