@@ -51,6 +51,10 @@ impl Bolt for Filter {
         }
         Ok(())
     }
+
+    fn pure_filter(&self) -> Option<&Compiled> {
+        self.compiled.as_ref()
+    }
 }
 
 /// The `filter` built-in.

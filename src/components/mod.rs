@@ -170,6 +170,14 @@ pub trait SpoutCollector {
     /// Report how far behind its input the spout is, per partition it reads (replacing the
     /// previous report): the UI's `/lag`, `/metrics` and `storm top` show it.
     fn lag(&mut self, _partitions: Vec<PartitionLag>) {}
+    /// A tuple the spout would emit on its default stream is one the filter it runs for
+    /// (see [`Spout::run_filter`]) rejects: count it as emitted, executed and dropped by that
+    /// filter, and acked (`tracked`: it would have had a message id), without building it.
+    /// False when the tuple must be emitted after all (no filter runs in the spout now, or
+    /// something listens to the spout's emits): then the spout emits it.
+    fn skip_filtered(&mut self, _tracked: bool) -> bool {
+        false
+    }
 }
 
 /// How far a spout is behind one partition of its input (Storm's `KafkaOffsetLagResult`).
@@ -261,6 +269,14 @@ pub trait Spout: Send {
     /// commits later, see `committed`): for a spout that answers its clients once what they
     /// sent is committed.
     fn position_saved(&mut self, _txid: u64) {}
+    /// The only receiver of the spout's default stream is a stateless `filter` chained onto it
+    /// with condition `filter`: a spout that can evaluate it where it reads (on its reader
+    /// threads) says so, and then offers each tuple the filter rejects to
+    /// [`SpoutCollector::skip_filtered`] instead of emitting it. Called after `open` (and
+    /// `restore`), before `next_tuple`.
+    fn run_filter(&mut self, _filter: &crate::expr::Compiled) -> bool {
+        false
+    }
     fn close(&mut self) {}
 }
 
@@ -321,6 +337,12 @@ pub trait Bolt: Send {
     /// Storm's BasicBolt: the executor acks each input after `execute` returns.
     fn auto_ack(&self) -> bool {
         true
+    }
+    /// A bolt that only drops the tuples a condition rejects and passes the others on as they
+    /// are, acked at once (`filter`): its condition, once prepared, which a spout before it may
+    /// evaluate in its place (see [`Spout::run_filter`]).
+    fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
+        None
     }
     fn cleanup(&mut self) {}
 }

@@ -207,6 +207,9 @@ struct LineSpout {
     glob: Option<Globbing>,
     /// Followed without checkpoints, with a state dir: the position kept in a file.
     position_file: Option<position_file::PositionFile>,
+    /// The reader threads evaluate the condition of the `filter` that alone receives the
+    /// spout's lines (see `Spout::run_filter`).
+    filtering: bool,
 }
 
 /// A glob's files, each with its own position.
@@ -270,6 +273,7 @@ impl LineSpout {
             start_line: None,
             glob: None,
             position_file: None,
+            filtering: false,
         }
     }
 
@@ -308,7 +312,7 @@ impl LineSpout {
     fn parsing(mut self, spec: &super::parse::spec::Spec) -> Result<LineSpout, String> {
         self.cut_long = matches!(spec.format, super::parse::spec::Format::Json { .. });
         let mut parser = super::parse::Parser::new(spec)?;
-        self.prefetch = (0..parallel::threads())
+        self.prefetch = (0..parallel::threads(true))
             .map_while(|_| parser.read_ahead(spec))
             .collect();
         self.parsing = Some(Parsing {
@@ -346,6 +350,7 @@ impl LineSpout {
 
     /// Emit the next line of the current chunk, if there is one left.
     fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> Result<bool, super::FatalError> {
+        self.skip_rejected_lines(out);
         let Some(&end) = self.current.ends.get(self.emitted) else {
             return Ok(false);
         };
@@ -397,6 +402,48 @@ impl LineSpout {
             place,
             out,
         )?;
+        self.emitted_up_to(raw_end, number, piece, file);
+        Ok(true)
+    }
+
+    /// Pass over the lines the reader's filter rejected next in the current chunk (not a
+    /// glob's: its lines are never read ahead).
+    fn skip_rejected_lines(&mut self, out: &mut dyn SpoutCollector) {
+        while self.glob.is_none()
+            && self.current.ahead.rejected(self.emitted)
+            && self.skip_rejected(out)
+        {
+            let raw_end = self.current.raw_ends.get(self.emitted).copied();
+            let number = self.current.numbers.get(self.emitted).copied();
+            self.emitted += 1;
+            self.emitted_up_to(raw_end, number, false, self.current.file);
+        }
+    }
+
+    /// A line the reader's filter rejected, read ahead and between records: counted as the
+    /// filter's drop instead of emitted, when the collector can (see
+    /// `SpoutCollector::skip_filtered`).
+    fn skip_rejected(&mut self, out: &mut dyn SpoutCollector) -> bool {
+        let Some(p) = self.parsing.as_mut() else {
+            return false;
+        };
+        if !p.parser.prefetch_ready() || !out.skip_filtered(self.tracked) {
+            return false;
+        }
+        p.parser.take_prefetched();
+        p.warnings.read();
+        true
+    }
+
+    /// The line just emitted (`piece`: a piece of a longer one) ended at raw offset `raw_end`
+    /// of `file`, as line `number`: where a position resumes, unless a record is under way.
+    fn emitted_up_to(
+        &mut self,
+        raw_end: Option<u64>,
+        number: Option<u64>,
+        piece: bool,
+        file: Option<follow::FileId>,
+    ) {
         let pending = self.parsing.as_ref().is_some_and(|p| p.parser.pending());
         if let (Some(raw_end), false) = (raw_end, pending) {
             self.offset = raw_end;
@@ -411,7 +458,6 @@ impl LineSpout {
                 f.file = Some(id);
             }
         }
-        Ok(true)
     }
 
     /// Emit the next line a restored position kept, if one is left: as a new tracked tuple.
@@ -456,7 +502,8 @@ impl LineSpout {
         let start = self.start;
         let cut = self.cut_long.then_some(PIECE_BYTES);
         let name = format!("{}-reader", self.component);
-        let prefetch = std::mem::take(&mut self.prefetch);
+        let mut prefetch = std::mem::take(&mut self.prefetch);
+        prefetch.truncate(parallel::threads(self.filtering));
         // Numbering lines (`file_line`): from the restored count, else counted at start.
         let numbering = self.placement.is_some().then_some(self.start_line);
         if let (Some(g), Input::File(pattern)) = (&self.glob, &input) {
@@ -1045,6 +1092,22 @@ impl Spout for LineSpout {
 
     fn lost(&self) -> u64 {
         self.replay.lost()
+    }
+
+    /// Taken when lines are read into fields ahead (JSON, CSV/TSV) and the tuple is those
+    /// fields alone (no file fields): the reader threads then evaluate it on the values they
+    /// read. Before the reader starts, so every line is checked.
+    fn run_filter(&mut self, filter: &crate::expr::Compiled) -> bool {
+        if self.parsing.is_none() || self.placement.is_some() {
+            return false;
+        }
+        if self.chunks.is_none() && !self.prefetch.is_empty() {
+            for p in &mut self.prefetch {
+                p.set_filter(filter.clone());
+            }
+            self.filtering = true;
+        }
+        self.filtering
     }
 
     fn close(&mut self) {

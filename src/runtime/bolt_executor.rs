@@ -11,6 +11,7 @@ use super::executor::receive;
 use super::executor::{BoltSlot, ExecutorReport, Parked, Receiving, RunControl, FLUSH_EVERY};
 use super::guests::{earliest, Guest, Guests};
 use super::message::Message;
+use super::metrics::TaskStats;
 use super::routing::Outbox;
 use crate::model::plan::{streams, SYSTEM_TASK};
 use crate::tuple::Tuple;
@@ -396,6 +397,15 @@ impl Guest for BoltExecutor {
     }
     fn park(&mut self) -> ExecutorReport {
         BoltExecutor::park(self)
+    }
+    fn pure_filters(&self) -> Option<Vec<(crate::expr::Compiled, Arc<TaskStats>)>> {
+        self.tasks
+            .iter()
+            .map(|t| {
+                let filter = t.component.pure_filter()?;
+                Some((filter.clone(), t.emitter.stats.clone()))
+            })
+            .collect()
     }
 }
 

@@ -43,6 +43,11 @@ pub(crate) trait BoltTask: Send {
     fn close(&mut self) {
         self.bolt().cleanup()
     }
+    /// The bolt's condition when it is a prepared `filter` running without checkpoints (see
+    /// `Bolt::pure_filter`).
+    fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
+        None
+    }
 }
 
 /// A bolt in a run that takes no checkpoints: each batch goes straight to `execute`.
@@ -56,6 +61,10 @@ impl BoltTask for Plain {
     #[inline]
     fn tuples(&mut self, tuples: Vec<Tuple>, out: &mut BoltOut) -> anyhow::Result<()> {
         execute_batch(&mut *self.0, &tuples, out)
+    }
+
+    fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
+        self.0.pure_filter()
     }
 }
 

@@ -439,6 +439,9 @@ impl<'a> Wiring<'a> {
                         s.set_ledger(Some(ChainLedger::default()));
                     }
                     guest.set_ledger(s.ledger.clone());
+                    if self.is_sole_receiver(executors[host].0, executors[i].0) {
+                        s.sole_receiver = Some(executors[i].0.to_string());
+                    }
                     s.guests.push(Box::new(guest));
                 }
                 Some(Built::Bolt(b)) => b.guests.push(Box::new(guest)),
@@ -457,6 +460,17 @@ impl<'a> Wiring<'a> {
             self.handles.push((component.to_string(), handle));
         }
         Ok(())
+    }
+
+    /// Whether `bolt` is chained right onto spout `spout` and receives its default stream
+    /// alone (so a tuple it drops reaches nothing else).
+    fn is_sole_receiver(&self, spout: &str, bolt: &str) -> bool {
+        let mut receivers = self
+            .topology
+            .outputs_of(spout)
+            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
+        self.plan.chains.is_chained(spout, bolt)
+            && matches!((receivers.next(), receivers.next()), (Some(s), None) if s.to == bolt)
     }
 
     /// What the tasks of executor `i` share.
@@ -599,6 +613,7 @@ impl<'a> Wiring<'a> {
             guests: Default::default(),
             ledger: None,
             settling: Vec::new(),
+            sole_receiver: None,
         }
     }
 

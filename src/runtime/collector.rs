@@ -34,6 +34,9 @@ pub(crate) struct Emitter {
     /// (root, XOR of edges), handed over together before the bolts run (one lock per round,
     /// not one per tuple).
     pub(crate) holds: Vec<(u64, u64)>,
+    /// A spout task whose one receiver is a `filter` it evaluates as it reads (see
+    /// `Spout::run_filter`): that filter task's counters, which its rejected tuples count in.
+    pub(crate) filtered_for: Option<Arc<TaskStats>>,
 }
 
 /// Pairs an acker message holds before it is sent without waiting for the end of the batch.
@@ -69,6 +72,7 @@ impl Emitter {
             inits: Vec::new(),
             ledger: None,
             holds: Vec::new(),
+            filtered_for: None,
         }
     }
 
@@ -392,6 +396,24 @@ impl SpoutCollector for SpoutOut<'_> {
 
     fn lag(&mut self, partitions: Vec<crate::components::PartitionLag>) {
         *self.em.stats.lag.lock().unwrap_or_else(|e| e.into_inner()) = partitions;
+    }
+
+    /// Counted as the emit, the filter's execute and ack, and the tree's completion would
+    /// count it (a tap on the spout sees every emit: then it is emitted).
+    fn skip_filtered(&mut self, tracked: bool) -> bool {
+        let stats = &self.em.stats;
+        let Some(filter) = self.em.filtered_for.as_ref().filter(|_| !stats.taps.on()) else {
+            return false;
+        };
+        TaskStats::add(&stats.emitted, 1);
+        TaskStats::add(&stats.transferred, 1);
+        stats.streams.add(streams::DEFAULT, 1);
+        if tracked {
+            TaskStats::add(&stats.acked, 1);
+        }
+        TaskStats::add(&filter.executed, 1);
+        TaskStats::add(&filter.acked, 1);
+        true
     }
 }
 

@@ -4,7 +4,9 @@
 
 use super::executor::ExecutorReport;
 use super::message::Message;
+use super::metrics::TaskStats;
 use super::ComponentFailed;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What a host drives of an executor chained onto it (a bolt executor, `bolt_executor.rs`).
@@ -25,6 +27,9 @@ pub(crate) trait Guest: Send {
     fn close(&mut self);
     /// Hand its tasks and queue back.
     fn park(&mut self) -> ExecutorReport;
+    /// When every task is a prepared `filter` (`Bolt::pure_filter`): each task's condition and
+    /// counters, in task order.
+    fn pure_filters(&self) -> Option<Vec<(crate::expr::Compiled, Arc<TaskStats>)>>;
 }
 
 /// The earlier of two optional instants.
@@ -61,6 +66,16 @@ impl Guests {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// The conditions and counters of guest `component`'s tasks when it is a `filter` (see
+    /// [`Guest::pure_filters`]).
+    pub(crate) fn pure_filters(
+        &self,
+        component: &str,
+    ) -> Option<Vec<(crate::expr::Compiled, Arc<TaskStats>)>> {
+        let guest = self.0.iter().find(|g| g.component() == component)?;
+        guest.pure_filters()
     }
 
     /// Prepare every guest, downstream first, so each is ready before anything reaches it.

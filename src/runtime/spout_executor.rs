@@ -135,6 +135,9 @@ pub(crate) struct SpoutExecutor {
     pub(crate) ledger: Option<ChainLedger>,
     /// Scratch for settling the ledger, kept between rounds.
     pub(crate) settling: Vec<(u64, Held)>,
+    /// The guest that is the only receiver of the spouts' default stream, chained right onto
+    /// them: when it is a `filter`, the spouts may evaluate it as they read (`run_filters`).
+    pub(crate) sole_receiver: Option<String>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -204,6 +207,7 @@ impl SpoutExecutor {
         } else {
             self.open_all()?;
         }
+        self.run_filters();
         let now = self.control.clock.now();
         let mut pacing = Pacing {
             throttle: Throttle::new(),
@@ -286,6 +290,26 @@ impl SpoutExecutor {
             t.component.activate()?;
         }
         Ok(())
+    }
+
+    /// Offer each task the condition of the `filter` that alone receives its default stream,
+    /// chained onto it task by task (see `Spout::run_filter`): a spout that takes it counts
+    /// what it rejects in that filter task's counters instead of emitting it.
+    fn run_filters(&mut self) {
+        let filters = match &self.sole_receiver {
+            Some(guest) => self.guests.pure_filters(guest),
+            None => None,
+        };
+        let paired = filters.filter(|f| f.len() == self.tasks.len());
+        for (i, t) in self.tasks.iter_mut().enumerate() {
+            t.emitter.filtered_for = None;
+            let Some((filter, stats)) = paired.as_ref().and_then(|f| f.get(i)) else {
+                continue;
+            };
+            if t.component.run_filter(filter) {
+                t.emitter.filtered_for = Some(stats.clone());
+            }
+        }
     }
 
     /// Close every task and settle its counts of lost and replayed tuples.

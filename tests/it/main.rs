@@ -16,6 +16,7 @@ mod detached;
 mod differential;
 mod exactly_once;
 mod file_sink;
+mod filter_pushdown;
 mod flux;
 mod follow;
 mod hangs;

@@ -83,6 +83,8 @@ pub struct Prefetch {
     types: Vec<Option<FieldType>>,
     names: Vec<String>,
     infer: bool,
+    /// The condition of a `filter` the spout runs for (see `Spout::run_filter`).
+    filter: Option<crate::expr::Compiled>,
 }
 
 enum Ahead {
@@ -103,6 +105,22 @@ impl Prefetch {
         let mut values = Vec::new();
         self.read_into(line, &mut values)
             .then(|| values.into_iter().collect())
+    }
+
+    /// Evaluate `filter` on each line read from now on (see [`Prefetch::rejects`]).
+    pub(crate) fn set_filter(&mut self, filter: crate::expr::Compiled) {
+        self.filter = Some(filter);
+    }
+
+    /// Whether lines are checked against a filter.
+    pub(crate) fn filters(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    /// Whether the filter rejects a line's `values` (as read ahead: the values the spout
+    /// would emit).
+    pub(crate) fn rejects(&self, values: &[Value]) -> bool {
+        self.filter.as_ref().is_some_and(|f| !f.eval(values))
     }
 
     /// Append the values of `line` to `out`: whether it did (when not, `out` is as it was and
@@ -229,6 +247,7 @@ impl Parser {
             types: self.types.clone(),
             names: self.names.clone(),
             infer: self.infer,
+            filter: None,
         })
     }
 
@@ -391,8 +410,25 @@ impl Parser {
     /// they are what [`Parser::parse`] gives it now: between records (no JSON value stream
     /// open, no CSV record under way, past the header). `None`: read the line with `parse`.
     pub fn prefetched(&mut self, values: Values) -> Option<Values> {
+        self.take_prefetched().then_some(values)
+    }
+
+    /// Take the values read ahead for the next line as read, if they are what
+    /// [`Parser::parse`] gives it now (see [`Parser::prefetch_ready`]).
+    pub(crate) fn take_prefetched(&mut self) -> bool {
+        let ready = self.prefetch_ready();
+        if ready {
+            self.line += 1;
+        }
+        ready
+    }
+
+    /// Whether the values read ahead for the next line are what [`Parser::parse`] gives it
+    /// now: between records (no JSON value stream open, no CSV record under way, past the
+    /// header).
+    pub(crate) fn prefetch_ready(&self) -> bool {
         // The first line may start with a byte-order mark, which `parse` strips.
-        let between = self.line > 0
+        self.line > 0
             && match &self.reader {
                 FormatReader::Json(_) => self.stream.is_none() && !self.in_piece,
                 // The layout is published once the header is read, and never changes after.
@@ -400,12 +436,7 @@ impl Parser {
                     !d.is_pending() && self.published.as_ref().is_some_and(|s| s.get().is_some())
                 }
                 _ => false,
-            };
-        if !between {
-            return None;
-        }
-        self.line += 1;
-        Some(values)
+            }
     }
 
     /// A record is under way over several lines (fed in part).

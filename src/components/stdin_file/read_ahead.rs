@@ -13,6 +13,8 @@ pub(crate) struct ReadAhead {
     /// Per line, the range of its values in `values`, or `None`: the spout's parser reads it.
     /// Empty when nothing is read ahead.
     spans: Vec<Option<(u32, u32)>>,
+    /// Per line, when the reader evaluates a filter: whether it rejects the line's values.
+    rejected: Vec<bool>,
 }
 
 impl ReadAhead {
@@ -21,6 +23,7 @@ impl ReadAhead {
         ReadAhead {
             values: Vec::with_capacity(lines * width),
             spans: Vec::with_capacity(lines),
+            rejected: Vec::new(),
         }
     }
 
@@ -37,7 +40,17 @@ impl ReadAhead {
         if span.is_none() {
             self.values.truncate(start);
         }
+        if reader.filters() {
+            let read = self.values.get(start..).filter(|_| span.is_some());
+            self.rejected.push(read.is_some_and(|v| reader.rejects(v)));
+        }
         self.spans.push(span);
+    }
+
+    /// Whether the reader's filter rejects line `i` (read ahead, and not yet taken).
+    pub(crate) fn rejected(&self, i: usize) -> bool {
+        self.rejected.get(i).copied().unwrap_or(false)
+            && self.spans.get(i).is_some_and(Option::is_some)
     }
 
     /// The values read ahead for line `i`, taken (`None`: the spout's parser reads it).
@@ -81,5 +94,29 @@ mod tests {
         );
         assert_eq!(ahead.take(0), None, "taken once");
         assert_eq!(ahead.take(9), None);
+    }
+
+    #[test]
+    fn a_filter_marks_the_lines_it_rejects_and_keeps_their_values() {
+        let args = serde_json::json!({"format": "json", "fields": ["a", "b"]});
+        let spec = Spec::from_args(args.as_object().expect("an object")).expect("a spec");
+        let mut parser = crate::components::parse::Parser::new(&spec).expect("a parser");
+        let mut reader = parser.read_ahead(&spec).expect("JSON reads ahead");
+        let fields = ["a".to_string(), "b".to_string()];
+        let filter = crate::expr::parse("a > 1").and_then(|e| e.compile(&fields));
+        reader.set_filter(filter.expect("compiles"));
+        let mut ahead = ReadAhead::default();
+        for line in [r#"{"a": 1}"#, r#"{"a": 2}"#, r#"{"a": 0, "#, r#"{"b": 5}"#] {
+            ahead.read(&mut reader, line, true);
+        }
+        let rejected: Vec<bool> = (0..5).map(|i| ahead.rejected(i)).collect();
+        assert_eq!(rejected, [true, false, false, true, false]);
+        let values = Values::from_vec(vec![Value::Int(1), Value::Null]);
+        assert_eq!(
+            ahead.take(0),
+            Some(values),
+            "a rejected line's values are kept"
+        );
+        assert!(!ahead.rejected(0), "taken, it is no longer there to skip");
     }
 }
