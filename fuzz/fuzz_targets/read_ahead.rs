@@ -1,5 +1,5 @@
 //! The line spout's read-ahead (`parse::Prefetch`) against the parser alone: for JSON lines and
-//! for CSV with a header, the lines of the input taken as the spout takes them (what the reader
+//! for CSV with a header (typed or not), the lines of the input taken as the spout takes them (what the reader
 //! thread read ahead wherever the parser accepts it) give exactly the parser's records and
 //! errors. The first byte picks the format; never a panic, never a difference.
 #![no_main]
@@ -14,10 +14,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
-    let args = match pick % 3 {
+    let args = match pick % 4 {
         0 => serde_json::json!({"format": "json", "fields": ["a", "b", "c.d"]}),
         1 => serde_json::json!({"format": "json", "fields": ["a", "b"], "types": {"a": "int"}}),
-        _ => serde_json::json!({"format": "csv", "header": true, "fields": ["b", "a"]}),
+        2 => serde_json::json!({"format": "csv", "header": true, "fields": ["b", "a"]}),
+        _ => serde_json::json!({"format": "csv", "header": true, "fields": ["b", "a"],
+                                "types": {"a": "float", "b": "int"}}),
     };
     let Some(args) = args.as_object() else {
         return;

@@ -84,26 +84,20 @@ impl Layout {
         bounds: &mut Vec<usize>,
         out: &mut Vec<Value>,
     ) -> Option<Result<(), String>> {
-        let b = line.as_bytes();
-        if !self.delimiter.is_ascii()
-            || b.is_empty()
-            || b.len() > self.max_record
-            || memchr::memchr2(b'\r', b'\n', b).is_some()
-        {
-            return None;
-        }
-        bounds.clear();
-        let quoted = memchr::memchr(b'"', b).is_some();
-        if quoted {
-            // Cells quoted whole: `bounds` holds (start, end) pairs of their text.
-            super::quoted::cells(b, self.delimiter, bounds)?;
-        } else {
-            let mut start = 0;
-            for end in memchr::memchr_iter(self.delimiter, b).chain([b.len()]) {
-                bounds.extend([start, end]);
-                start = end + 1;
-            }
-        }
+        self.read_plain_as(line, bounds, out, |_, text| Some(Value::str(text)))
+    }
+
+    /// [`Layout::read_plain`], each cell asked for made a value by `value` from its index
+    /// among those asked for and its text (a quoted cell's with `""` read as `"`). `None` (and
+    /// `out` unchanged) when csv-core must read the line, or `value` gives `None` for a cell.
+    pub(crate) fn read_plain_as(
+        &self,
+        line: &str,
+        bounds: &mut Vec<usize>,
+        out: &mut Vec<Value>,
+        mut value: impl FnMut(usize, &str) -> Option<Value>,
+    ) -> Option<Result<(), String>> {
+        let quoted = self.split(line.as_bytes(), bounds)?;
         let n = bounds.len() / 2;
         let want = self.columns;
         if want > 0 && n != want {
@@ -111,28 +105,49 @@ impl Layout {
                 "{n} cells where the header has {want} columns"
             )));
         }
-        let cell = |i: usize| {
-            let text = line.get(*bounds.get(2 * i)?..*bounds.get(2 * i + 1)?)?;
-            Some(match quoted {
-                true => super::quoted::unescape(text),
-                false => Value::str(text),
-            })
-        };
         let at = out.len();
-        let mut take = |i: usize| {
-            out.push(cell(i)?);
+        let mut take = |k: usize, i: usize| {
+            let text = line.get(*bounds.get(2 * i)?..*bounds.get(2 * i + 1)?)?;
+            let v = match quoted {
+                true => value(k, &super::quoted::unescape(text)),
+                false => value(k, text),
+            };
+            out.push(v?);
             Some(())
         };
         let all = match &self.picks {
-            Some(picks) => picks.iter().try_for_each(|&i| take(i)),
-            None => (0..n).try_for_each(take),
+            Some(picks) => picks.iter().enumerate().try_for_each(|(k, &i)| take(k, i)),
+            None => (0..n).try_for_each(|i| take(i, i)),
         };
         if all.is_none() {
-            // A pick past the cells (never, as the count was checked): csv-core answers.
+            // A pick past the cells (never, as the count was checked), or a value refused.
             out.truncate(at);
             return None;
         }
         Some(Ok(()))
+    }
+
+    /// The (start, end) bounds of `b`'s cells into `bounds`, and whether the line quotes any;
+    /// `None` when the fast path cannot read it (a line end inside, an empty or too long line,
+    /// a quote used otherwise than around a whole cell).
+    fn split(&self, b: &[u8], bounds: &mut Vec<usize>) -> Option<bool> {
+        if !self.delimiter.is_ascii() || b.is_empty() || b.len() > self.max_record {
+            return None;
+        }
+        bounds.clear();
+        match super::cell_scan::plain_cells(b, self.delimiter, bounds) {
+            Ok(()) => Some(false),
+            Err(super::cell_scan::Stop::LineEnd) => None,
+            // The cells before it are plain: read on from the cell that quotes.
+            Err(super::cell_scan::Stop::Quote(from)) => {
+                let rest = b.get(from..)?;
+                if memchr::memchr2(b'\r', b'\n', rest).is_some() {
+                    return None;
+                }
+                super::quoted::cells_from(b, from, self.delimiter, bounds)?;
+                Some(true)
+            }
+        }
     }
 }
 

@@ -15,7 +15,8 @@ pub(crate) fn number(cell: &str) -> Option<Value> {
     let b = cell.as_bytes();
     let digits = b.strip_prefix(b"-").unwrap_or(b);
     let negative = digits.len() != b.len();
-    let (int, frac) = match memchr::memchr(b'.', digits) {
+    // A cell is short: a plain search beats setting up a vector one.
+    let (int, frac) = match digits.iter().position(|&c| c == b'.') {
         Some(i) => (&digits[..i], Some(&digits[i + 1..])),
         None => (digits, None),
     };

@@ -6,6 +6,7 @@
 //! lines with the same [`Parser`].
 
 pub(crate) mod builtin;
+mod cell_scan;
 mod combined;
 mod delimited;
 mod drops;
@@ -72,6 +73,22 @@ fn convert(
     Ok(())
 }
 
+/// A cell's text as [`convert`] makes it a value of type `t` (or inferred): `None` when the
+/// type refuses it.
+fn cell_value(t: Option<FieldType>, infer: bool, text: &str) -> Option<Value> {
+    Some(match t {
+        Some(FieldType::Str) => Value::str(text),
+        // An empty cell is no value: null, in a typed column and in an inferred one.
+        _ if text.is_empty() && (infer || t.is_some()) => Value::Null,
+        Some(t) => t.convert(Value::str(text)).ok()?,
+        // As `infer::infer` reads a text value, without making one for a number.
+        None if infer && text.len() <= 24 => {
+            infer::number(text).unwrap_or_else(|| Value::str(text))
+        }
+        None => Value::str(text),
+    })
+}
+
 /// The part of reading lines that needs no state, done ahead by the line spout's reader thread
 /// (so reading and emitting run on two cores): the values [`Parser::parse`] gives a line by
 /// its fast path — JSON: one flat object; CSV/TSV: a line that quotes nothing, once the header
@@ -129,10 +146,16 @@ impl Prefetch {
         let start = out.len();
         let read = match &mut self.ahead {
             Ahead::Json(fields) => fields.extract_fast(line, out).is_some(),
-            Ahead::Delimited(layout, bounds) => layout
-                .get()
-                .and_then(|l| l.read_plain(line, bounds, out))
-                .is_some_and(|r| r.is_ok()),
+            Ahead::Delimited(layout, bounds) => {
+                // Each cell is converted as it is read: no text value is made for a number.
+                let (types, infer) = (&self.types, self.infer);
+                let value =
+                    |k: usize, text: &str| cell_value(types.get(k).copied().flatten(), infer, text);
+                return layout
+                    .get()
+                    .and_then(|l| l.read_plain_as(line, bounds, out, value))
+                    .is_some_and(|r| r.is_ok());
+            }
         };
         let converted = read
             && out
@@ -746,13 +769,15 @@ mod tests {
         }
 
         /// A CSV table written by the `csv` crate (quoted cells with commas, quotes and
-        /// newlines among plain ones), read line by line as the spout reads it: taking what the
-        /// reader thread read ahead wherever the parser accepts it gives the records the parser
-        /// gives alone, errors included.
+        /// newlines among plain ones, numbers, decimals and empty cells, typed or inferred), read
+        /// line by line as the spout reads it: taking what the reader thread read ahead
+        /// wherever the parser accepts it gives the records the parser gives alone, errors
+        /// included.
         #[test]
         fn csv_read_ahead_equals_the_parser(
-            rows in proptest::collection::vec(proptest::collection::vec("[a-c1 ,\"\n]{0,5}", 1..5), 1..12),
+            rows in proptest::collection::vec(proptest::collection::vec("[a-c0-9 ,.\"\n-]{0,12}", 1..5), 1..12),
             tab in any::<bool>(),
+            typed in any::<bool>(),
         ) {
             let delimiter = if tab { b'\t' } else { b',' };
             let mut w = csv::WriterBuilder::new().delimiter(delimiter).flexible(true)
@@ -764,7 +789,10 @@ mod tests {
             let text = String::from_utf8(w.into_inner().map_err(|e| TestCaseError::fail(e.to_string()))?)
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             let format = if tab { "tsv" } else { "csv" };
-            let args = serde_json::json!({"format": format, "header": true, "fields": ["c2", "c0"]});
+            let mut args = serde_json::json!({"format": format, "header": true, "fields": ["c2", "c0"]});
+            if typed {
+                args["types"] = serde_json::json!({"c2": "int", "c0": "float"});
+            }
             let spec = Spec::from_args(args.as_object().unwrap_or(&serde_json::Map::new()))
                 .map_err(|e| TestCaseError::fail(e.message))?;
             let mut alone = Parser::new(&spec).map_err(TestCaseError::fail)?;

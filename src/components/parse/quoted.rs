@@ -3,12 +3,16 @@
 //! (inside an unquoted cell, text after a closing quote, a quote left open) is csv-core's to
 //! read.
 
-use crate::tuple::Value;
-
-/// Append the (start, end) byte bounds of each cell's text in `b` (inside the quotes of a
-/// quoted cell) to `bounds`. `None` when a quote is used otherwise than around a whole cell.
-pub(crate) fn cells(b: &[u8], delimiter: u8, bounds: &mut Vec<usize>) -> Option<()> {
-    let mut i = 0;
+/// Append the (start, end) byte bounds of each cell's text in `b` from the cell that starts at
+/// byte `from` (inside the quotes of a quoted cell) to `bounds`. `None` when a quote is used
+/// otherwise than around a whole cell.
+pub(crate) fn cells_from(
+    b: &[u8],
+    from: usize,
+    delimiter: u8,
+    bounds: &mut Vec<usize>,
+) -> Option<()> {
+    let mut i = from;
     loop {
         let end = if b.get(i) == Some(&b'"') {
             let close = closing_quote(b, i + 1)?;
@@ -45,12 +49,12 @@ fn closing_quote(b: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// A cell's value: its text with each `""` read as `"` (an unquoted cell has none).
-pub(crate) fn unescape(text: &str) -> Value {
+/// A quoted cell's text with each `""` read as `"` (an unquoted cell has none).
+pub(crate) fn unescape(text: &str) -> std::borrow::Cow<'_, str> {
     if text.contains("\"\"") {
-        Value::str(&text.replace("\"\"", "\""))
+        text.replace("\"\"", "\"").into()
     } else {
-        Value::str(text)
+        text.into()
     }
 }
 
@@ -59,19 +63,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The cells as `cells` and `unescape` read them, or `None`.
+    /// The cells as `cells_from` and `unescape` read them, or `None`.
     fn read(line: &str) -> Option<Vec<String>> {
         let mut bounds = Vec::new();
-        cells(line.as_bytes(), b',', &mut bounds)?;
+        cells_from(line.as_bytes(), 0, b',', &mut bounds)?;
         Some(
             bounds
                 .chunks(2)
-                .map(|c| {
-                    unescape(&line[c[0]..c[1]])
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string()
-                })
+                .map(|c| unescape(&line[c[0]..c[1]]).into_owned())
                 .collect(),
         )
     }
