@@ -125,11 +125,15 @@ fn start_nimbus_at(daemons: &mut Daemons, name: &str, listen: &str, data: &Path)
     (addr, pid)
 }
 
-/// One request in nimbus's wire format (a 4-byte big-endian length, then JSON), written by
-/// hand so the test does not share the client's code; the answer's JSON.
+/// One request in nimbus's wire format (nimbus greets with `STRM`; then a 4-byte big-endian
+/// length and JSON each way), written by hand so the test does not share the client's code;
+/// the answer's JSON.
 fn raw_request(addr: &str, request: &serde_json::Value) -> serde_json::Value {
     let mut s = TcpStream::connect(addr).expect("connect to nimbus");
     s.set_read_timeout(Some(WAIT)).expect("timeout");
+    let mut greeting = [0u8; 4];
+    s.read_exact(&mut greeting).expect("a greeting");
+    assert_eq!(&greeting, b"STRM");
     let body = serde_json::to_vec(request).expect("json");
     s.write_all(&(body.len() as u32).to_be_bytes())
         .expect("send");

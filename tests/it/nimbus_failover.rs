@@ -107,12 +107,14 @@ fn a_rebalance_sent_to_a_dead_leader_is_not_reported_accepted() {
 fn a_connection_cut_before_the_answer_is_named_and_not_blamed_on_a_secret() {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("address").to_string();
-    // A "nimbus" that reads the request and closes without answering, as a dying one does.
+    // A "nimbus" that greets (as nimbus without a secret does), reads the request and closes
+    // without answering, as a dying one does.
     let cutter = std::thread::spawn(move || {
         for _ in 0..2 {
             let Ok((mut conn, _)) = listener.accept() else {
                 return;
             };
+            let _ = std::io::Write::write_all(&mut conn, b"STRM");
             let mut head = [0u8; 4];
             let _ = std::io::Read::read_exact(&mut conn, &mut head);
         }

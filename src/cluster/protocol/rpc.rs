@@ -1,8 +1,10 @@
 //! Nimbus's client/server protocol (the part of Storm's Thrift `Nimbus` service and ZooKeeper
 //! traffic we need): one request and one response per TCP connection, each a length-prefixed
 //! JSON document (a 4-byte big-endian length, then the JSON). Every daemon and command talks to
-//! nimbus through a `Client`; nimbus answers with `serve_connection`. With a cluster secret, both
-//! ends first prove it with the transport's HMAC challenge-response (`net::auth`).
+//! nimbus through a `Client`; nimbus answers with `serve_connection`. Nimbus speaks first on
+//! every connection, so a client learns within a moment whether the nimbus it reached is alive:
+//! with a cluster secret, both ends prove it with the transport's HMAC challenge-response
+//! (`net::auth`, the challenge first); without one, nimbus sends [`GREETING`].
 
 use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus,
@@ -27,10 +29,14 @@ const MAX_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
 /// How long a call waits for nimbus to connect and answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// With several nimbus addresses and a cluster secret: how long a call waits for a nimbus's
-/// challenge, the first thing a live nimbus sends on a connection whatever the request. A
-/// frozen one (stopped, hung) is passed over within this rather than the call's timeout.
+/// With several nimbus addresses: how long a call waits for a nimbus's challenge (with a cluster
+/// secret) or greeting (without), the first thing a live nimbus sends on a connection whatever
+/// the request. A frozen one (stopped, hung) is passed over within this rather than the call's
+/// timeout.
 const CHALLENGE_WAIT: Duration = Duration::from_secs(2);
+
+/// What a nimbus without a cluster secret sends first on each connection.
+const GREETING: &[u8; 4] = b"STRM";
 
 /// A submitted topology as the client sent it (kept under `DIR/stormdist/ID`, as Storm keeps
 /// the jar and serialized topology under `stormdist`).
@@ -704,8 +710,9 @@ impl Client {
         several: bool,
     ) -> Result<T, Failure> {
         let mut stream = connect(addr, self.timeout).map_err(Failure::PassOver)?;
-        if let Some(secret) = &self.secret {
-            self.prove(&mut stream, addr, secret, several)?;
+        match &self.secret {
+            Some(secret) => self.prove(&mut stream, addr, secret, several)?,
+            None => self.greeted(&mut stream, addr, several)?,
         }
         write_message(&mut stream, request)
             .map_err(|e| Failure::PassOver(anyhow::anyhow!("sending to nimbus at {addr}: {e}")))?;
@@ -743,6 +750,39 @@ impl Client {
                 Err(Failure::PassOver(anyhow::anyhow!("{msg}")))
             }
             Response::Error(msg) => Err(Failure::Answered(anyhow::anyhow!("{msg}"))),
+        }
+    }
+
+    /// Wait for the greeting of the nimbus at `addr` (no cluster secret). With several
+    /// addresses, a nimbus that sends none within [`CHALLENGE_WAIT`], or closes the connection,
+    /// is passed over; one that sends something else (a challenge: it has a secret) is an
+    /// answer.
+    fn greeted(&self, stream: &mut TcpStream, addr: &str, several: bool) -> Result<(), Failure> {
+        let wait = if several {
+            self.timeout.min(CHALLENGE_WAIT)
+        } else {
+            self.timeout
+        };
+        let _ = stream.set_read_timeout(Some(wait));
+        let mut first = [0u8; 4];
+        let read = stream.read_exact(&mut first);
+        let _ = stream.set_read_timeout(Some(self.timeout));
+        match read {
+            Ok(()) if &first == GREETING => Ok(()),
+            Ok(()) => Err(Failure::Answered(anyhow::anyhow!(
+                "nimbus at {addr} asks for a cluster secret: set storm.cluster.secret or \
+                 STORM_CLUSTER_SECRET"
+            ))),
+            Err(e) if timed_out(e.kind()) => Err(Failure::PassOver(anyhow::anyhow!(
+                "nimbus at {addr} sent no greeting within {wait:?} (it is frozen, or overloaded)"
+            ))),
+            Err(e) if cut_off(e.kind()) => Err(Failure::PassOver(anyhow::anyhow!(
+                "nimbus at {addr} closed the connection before greeting (it stopped mid-call, \
+                 or is not a nimbus)"
+            ))),
+            Err(e) => Err(Failure::PassOver(anyhow::anyhow!(
+                "reading the greeting of nimbus at {addr}: {e}"
+            ))),
         }
     }
 
@@ -835,14 +875,22 @@ pub(crate) fn serve_connection(
         stream: &stream,
         until: Instant::now() + CALL_TIMEOUT,
     };
-    if let Some(secret) = secret {
-        if let Err(e) = auth::server(&mut timed, secret, AUTH_CONTEXT) {
-            refused(
-                &REFUSED_AUTH,
-                &stream,
-                &format!("no cluster secret proven: {e}"),
-            );
-            return;
+    match secret {
+        Some(secret) => {
+            if let Err(e) = auth::server(&mut timed, secret, AUTH_CONTEXT) {
+                refused(
+                    &REFUSED_AUTH,
+                    &stream,
+                    &format!("no cluster secret proven: {e}"),
+                );
+                return;
+            }
+        }
+        None => {
+            let _ = stream.set_write_timeout(Some(CALL_TIMEOUT));
+            if (&stream).write_all(GREETING).is_err() {
+                return;
+            }
         }
     }
     let response = match receive(&mut timed, &stream) {
@@ -960,15 +1008,15 @@ mod tests {
         (addr, taken)
     }
 
-    /// A leading nimbus with `secret` that answers every request with `"ok"`.
-    fn live_nimbus(secret: Secret) -> String {
+    /// A leading nimbus with `secret` (or none) that answers every request with `"ok"`.
+    fn live_nimbus(secret: Option<Secret>) -> String {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
         let addr = listener.local_addr().expect("an address").to_string();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let secret = secret.clone();
                 std::thread::spawn(move || {
-                    serve_connection(stream, Some(&secret), |_| Ok(serde_json::json!("ok")))
+                    serve_connection(stream, secret.as_ref(), |_| Ok(serde_json::json!("ok")))
                 });
             }
         });
@@ -982,7 +1030,7 @@ mod tests {
     fn a_frozen_nimbus_is_passed_over_at_its_challenge_and_not_asked_again() {
         let secret = Secret::new("s3cret");
         let (frozen, taken) = frozen_nimbus();
-        let live = live_nimbus(secret.clone());
+        let live = live_nimbus(Some(secret.clone()));
         let client = Client::new(format!("{frozen},{live}"), Some(secret));
         let started = Instant::now();
         let answer: String = client
@@ -998,6 +1046,44 @@ mod tests {
             taken.load(Ordering::SeqCst),
             1,
             "the frozen nimbus was asked again"
+        );
+    }
+
+    /// Without a cluster secret too: nimbus greets first, so a frozen one costs the greeting's
+    /// wait (before, the call's whole timeout, 10 s).
+    #[test]
+    fn a_frozen_nimbus_without_a_secret_is_passed_over_at_its_greeting() {
+        let (frozen, taken) = frozen_nimbus();
+        let live = live_nimbus(None);
+        let client = Client::new(format!("{frozen},{live}"), None);
+        let started = Instant::now();
+        let answer: String = client
+            .call(&Request::List)
+            .expect("the live nimbus answers");
+        assert_eq!(answer, "ok");
+        let took = started.elapsed();
+        assert!(took < CHALLENGE_WAIT * 2, "passed over after {took:?}");
+        assert_eq!(taken.load(Ordering::SeqCst), 1);
+        let _: String = client.call(&Request::List).expect("answers");
+        assert_eq!(
+            taken.load(Ordering::SeqCst),
+            1,
+            "asked the frozen one again"
+        );
+    }
+
+    /// A client without the secret learns at once that the nimbus wants one.
+    #[test]
+    fn a_nimbus_with_a_secret_tells_a_client_without_one_to_set_it() {
+        let live = live_nimbus(Some(Secret::new("s3cret")));
+        let client = Client::new(live, None);
+        let started = Instant::now();
+        let err = client.call::<String>(&Request::List).expect_err("refused");
+        assert!(err.to_string().contains("storm.cluster.secret"), "{err:#}");
+        assert!(
+            started.elapsed() < CHALLENGE_WAIT,
+            "{:?}",
+            started.elapsed()
         );
     }
 
