@@ -65,6 +65,10 @@ versus() {
 # 2026-12-04 18:45, a8168f5 (chain ledger), a noisier sitting: JSON 5.31 vs 2.16 s (2.46x), CSV
 #   3.41 vs 1.09 s (3.13x), window 5.44 vs 2.66 s (2.05x), word count 0.78 vs 0.99 s (0.79x);
 #   generate -> discard 15.7 M tuples/s acking off, 5.8 M/s acking on (da5f3c7 just before: 4.9).
+# 2026-12-05 02:41, 6c553f1 (filter evaluated where lines are read, one-pass CSV cells): JSON
+#   1.76 vs 1.60 s (1.10x), CSV 1.19 vs 1.05 s (1.13x), window 4.40 vs 2.28 s (1.93x), word
+#   count 0.63 vs 0.68 s (0.93x), wordcount.yaml 0.55 s (0.81x); generate -> discard 20.6 M
+#   tuples/s acking off, 11.0 M/s acking on.
 DUCK_VENV="${TMPDIR:-/tmp}/storm-it-duckdb-venv"
 if ! "$DUCK_VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
   rm -rf "$DUCK_VENV"
