@@ -170,12 +170,12 @@ pub trait SpoutCollector {
     /// Report how far behind its input the spout is, per partition it reads (replacing the
     /// previous report): the UI's `/lag`, `/metrics` and `storm top` show it.
     fn lag(&mut self, _partitions: Vec<PartitionLag>) {}
-    /// A tuple the spout would emit on its default stream is one the filter it runs for
-    /// (see [`Spout::run_filter`]) rejects: count it as emitted, executed and dropped by that
-    /// filter, and acked (`tracked`: it would have had a message id), without building it.
-    /// False when the tuple must be emitted after all (no filter runs in the spout now, or
-    /// something listens to the spout's emits): then the spout emits it.
-    fn skip_filtered(&mut self, _tracked: bool) -> bool {
+    /// The next `n` tuples the spout would emit on its default stream are ones the filter it
+    /// runs for (see [`Spout::run_filter`]) rejects: count them as emitted, executed and
+    /// dropped by that filter, and acked (`tracked`: they would have had a message id),
+    /// without building them. False when they must be emitted after all (no filter runs in the
+    /// spout now, or something listens to the spout's emits): then the spout emits them.
+    fn skip_filtered(&mut self, _n: u64, _tracked: bool) -> bool {
         false
     }
 }

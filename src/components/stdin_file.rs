@@ -408,31 +408,28 @@ impl LineSpout {
 
     /// Pass over the lines the reader's filter rejected next in the current chunk (not a
     /// glob's: its lines are never read ahead).
-    fn skip_rejected_lines(&mut self, out: &mut dyn SpoutCollector) {
-        while self.glob.is_none()
-            && self.current.ahead.rejected(self.emitted)
-            && self.skip_rejected(out)
-        {
-            let raw_end = self.current.raw_ends.get(self.emitted).copied();
-            let number = self.current.numbers.get(self.emitted).copied();
-            self.emitted += 1;
-            self.emitted_up_to(raw_end, number, false, self.current.file);
-        }
-    }
-
-    /// A line the reader's filter rejected, read ahead and between records: counted as the
-    /// filter's drop instead of emitted, when the collector can (see
+    /// Lines rejected and read ahead, between records, are counted as the filter's drops
+    /// instead of emitted, all of a run at once, when the collector can (see
     /// `SpoutCollector::skip_filtered`).
-    fn skip_rejected(&mut self, out: &mut dyn SpoutCollector) -> bool {
-        let Some(p) = self.parsing.as_mut() else {
-            return false;
+    fn skip_rejected_lines(&mut self, out: &mut dyn SpoutCollector) {
+        let run = self.current.ahead.rejected_run(self.emitted);
+        let Some(p) = self
+            .parsing
+            .as_mut()
+            .filter(|_| run > 0 && self.glob.is_none())
+        else {
+            return;
         };
-        if !p.parser.prefetch_ready() || !out.skip_filtered(self.tracked) {
-            return false;
+        if !p.parser.prefetch_ready() || !out.skip_filtered(run as u64, self.tracked) {
+            return;
         }
-        p.parser.take_prefetched();
-        p.warnings.read();
-        true
+        p.parser.take_prefetched_lines(run as u64);
+        p.warnings.read_lines(run as u64);
+        let last = self.emitted + run - 1;
+        let raw_end = self.current.raw_ends.get(last).copied();
+        let number = self.current.numbers.get(last).copied();
+        self.emitted += run;
+        self.emitted_up_to(raw_end, number, false, self.current.file);
     }
 
     /// The line just emitted (`piece`: a piece of a longer one) ended at raw offset `raw_end`

@@ -400,19 +400,19 @@ impl SpoutCollector for SpoutOut<'_> {
 
     /// Counted as the emit, the filter's execute and ack, and the tree's completion would
     /// count it (a tap on the spout sees every emit: then it is emitted).
-    fn skip_filtered(&mut self, tracked: bool) -> bool {
+    fn skip_filtered(&mut self, n: u64, tracked: bool) -> bool {
         let stats = &self.em.stats;
         let Some(filter) = self.em.filtered_for.as_ref().filter(|_| !stats.taps.on()) else {
             return false;
         };
-        TaskStats::add(&stats.emitted, 1);
-        TaskStats::add(&stats.transferred, 1);
-        stats.streams.add(streams::DEFAULT, 1);
+        TaskStats::add(&stats.emitted, n);
+        TaskStats::add(&stats.transferred, n);
+        stats.streams.add_many(streams::DEFAULT, n);
         if tracked {
-            TaskStats::add(&stats.acked, 1);
+            TaskStats::add(&stats.acked, n);
         }
-        TaskStats::add(&filter.executed, 1);
-        TaskStats::add(&filter.acked, 1);
+        TaskStats::add(&filter.executed, n);
+        TaskStats::add(&filter.acked, n);
         true
     }
 }

@@ -77,6 +77,14 @@ impl StreamCounts {
         }
     }
 
+    /// `n` tuples emitted on `stream`, each sent to one task.
+    pub(crate) fn add_many(&self, stream: crate::model::plan::StreamId, n: u64) {
+        if let Some((e, t)) = self.counts.get().and_then(|c| c.get(usize::from(stream))) {
+            TaskStats::add(e, n);
+            TaskStats::add(t, n);
+        }
+    }
+
     /// `(stream id, emitted, transferred)` of the streams emitted on.
     pub(crate) fn read(&self) -> Vec<(crate::model::plan::StreamId, u64, u64)> {
         let Some(c) = self.counts.get() else {

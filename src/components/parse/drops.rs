@@ -52,6 +52,11 @@ impl DropWarnings {
         self.read += 1;
     }
 
+    /// `n` records were read.
+    pub(crate) fn read_lines(&mut self, n: u64) {
+        self.read += n;
+    }
+
     /// Line `at` was dropped for `reason`: warned about (bounded), or with `strict` the error
     /// that ends the run.
     pub(crate) fn dropped(&mut self, at: u64, line: &str, reason: &str) -> Result<(), FatalError> {

@@ -439,9 +439,14 @@ impl Parser {
     /// Take the values read ahead for the next line as read, if they are what
     /// [`Parser::parse`] gives it now (see [`Parser::prefetch_ready`]).
     pub(crate) fn take_prefetched(&mut self) -> bool {
+        self.take_prefetched_lines(1)
+    }
+
+    /// [`Parser::take_prefetched`] for the next `n` lines at once.
+    pub(crate) fn take_prefetched_lines(&mut self, n: u64) -> bool {
         let ready = self.prefetch_ready();
         if ready {
-            self.line += 1;
+            self.line += n;
         }
         ready
     }

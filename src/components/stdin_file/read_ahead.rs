@@ -53,6 +53,13 @@ impl ReadAhead {
             && self.spans.get(i).is_some_and(Option::is_some)
     }
 
+    /// How many lines from line `i` on, one after the other, the reader's filter rejects.
+    pub(crate) fn rejected_run(&self, i: usize) -> usize {
+        (i..self.rejected.len())
+            .take_while(|&j| self.rejected(j))
+            .count()
+    }
+
     /// The values read ahead for line `i`, taken (`None`: the spout's parser reads it).
     pub(crate) fn take(&mut self, i: usize) -> Option<Values> {
         let (start, end) = self.spans.get_mut(i)?.take()?;
@@ -111,6 +118,8 @@ mod tests {
         }
         let rejected: Vec<bool> = (0..5).map(|i| ahead.rejected(i)).collect();
         assert_eq!(rejected, [true, false, false, true, false]);
+        let runs: Vec<usize> = (0..5).map(|i| ahead.rejected_run(i)).collect();
+        assert_eq!(runs, [1, 0, 0, 1, 0]);
         let values = Values::from_vec(vec![Value::Int(1), Value::Null]);
         assert_eq!(
             ahead.take(0),
