@@ -39,10 +39,12 @@ const PIECE_BYTES: usize = 1 << 20;
 
 /// Lines the reader thread sends on together: their text end to end in one string, where
 /// each one ends in it, and where each ends in the raw input (the byte after its `\n`: what a
-/// checkpoint's position records).
+/// checkpoint's position records). A line's text may still end in its `\n` or `\r\n` (lines
+/// are copied a read at a time, line ends and all): [`LineChunk::line`] takes it off.
 #[derive(Debug, Default)]
 struct LineChunk {
     text: Arc<String>,
+    /// Where each line (with its line end, if it kept one) ends in `text`.
     ends: Vec<usize>,
     raw_ends: Vec<u64>,
     /// The lines that are pieces of a longer one, going on in the next (JSON input only).
@@ -56,6 +58,24 @@ struct LineChunk {
     numbers: Vec<u64>,
     /// A glob's matched path the lines came from.
     path: Option<Arc<str>>,
+}
+
+impl LineChunk {
+    /// The bounds in `text` of line `i`, without its line end.
+    fn line_bounds(&self, i: usize) -> Option<(usize, usize)> {
+        let end = *self.ends.get(i)?;
+        let start = match i {
+            0 => 0,
+            _ => *self.ends.get(i - 1)?,
+        };
+        let b = self.text.as_bytes().get(start..end)?;
+        let eol = match b {
+            [.., b'\r', b'\n'] => 2,
+            [.., b'\n'] => 1,
+            _ => 0,
+        };
+        Some((start, end - eol))
+    }
 }
 
 /// What the reader thread sends: a chunk of lines, or why reading stopped.
@@ -351,12 +371,8 @@ impl LineSpout {
     /// Emit the next line of the current chunk, if there is one left.
     fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> Result<bool, super::FatalError> {
         self.skip_rejected_lines(out);
-        let Some(&end) = self.current.ends.get(self.emitted) else {
+        let Some((start, end)) = self.current.line_bounds(self.emitted) else {
             return Ok(false);
-        };
-        let start = match self.emitted {
-            0 => 0,
-            i => self.current.ends[i - 1],
         };
         let raw_end = self.current.raw_ends.get(self.emitted).copied();
         let number = self.current.numbers.get(self.emitted).copied();
@@ -831,6 +847,44 @@ impl<'a> LineBuilder<'a> {
     }
 
     fn add(&mut self, line: &str, raw_end: u64) {
+        self.note(line);
+        self.text.push_str(line);
+        self.ends.push(self.text.len());
+        self.raw_ends.push(raw_end);
+        if self.full() {
+            self.send();
+        }
+    }
+
+    /// The whole lines of `run` (each ending in `\n`; its first byte is raw offset `run_at`),
+    /// copied into the chunk a stretch at a time with their line ends, not a line at a time.
+    fn add_run(&mut self, run: &str, run_at: u64) {
+        // `run[copied..]` is not in `text` yet.
+        let mut copied = 0;
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', run.as_bytes()) {
+            self.note(trim_eol_str(run.get(start..end).unwrap_or_default()));
+            start = end + 1;
+            self.ends.push(self.text.len() + start - copied);
+            self.raw_ends.push(run_at + start as u64);
+            if self.full() {
+                self.text
+                    .push_str(run.get(copied..start).unwrap_or_default());
+                copied = start;
+                self.send();
+            }
+        }
+        self.text.push_str(run.get(copied..).unwrap_or_default());
+    }
+
+    /// The chunk is full: it goes on.
+    fn full(&self) -> bool {
+        self.ends.len() >= CHUNK_LINES || self.text.len() >= CHUNK_BYTES
+    }
+
+    /// What is kept of a line besides its text: its number, and its values read ahead (or
+    /// whether parse threads read them).
+    fn note(&mut self, line: &str) {
         if let Some(done) = self.numbering.as_mut() {
             // The pieces of a long line share its number; its last part finishes it.
             self.numbers.push(*done + 1);
@@ -846,12 +900,6 @@ impl<'a> LineBuilder<'a> {
                 Some(p) => self.ahead.read(p, line, whole),
                 None => self.whole.push(whole),
             }
-        }
-        self.text.push_str(line);
-        self.ends.push(self.text.len());
-        self.raw_ends.push(raw_end);
-        if self.ends.len() >= CHUNK_LINES || self.text.len() >= CHUNK_BYTES {
-            self.send();
         }
     }
 
@@ -910,13 +958,7 @@ impl<'a> LineBuilder<'a> {
     /// that fails.
     fn push_run(&mut self, run: &[u8], run_at: u64) {
         match simdutf8::basic::from_utf8(run) {
-            Ok(text) => {
-                let mut start = 0;
-                for end in memchr::memchr_iter(b'\n', run) {
-                    self.add(trim_eol_str(&text[start..end]), run_at + end as u64 + 1);
-                    start = end + 1;
-                }
-            }
+            Ok(text) => self.add_run(text, run_at),
             Err(_) => {
                 let mut raw_end = run_at;
                 for line in run.split_inclusive(|&b| b == b'\n') {
@@ -1164,14 +1206,10 @@ mod tests {
         let all = chunks
             .into_iter()
             .flat_map(|chunk| {
-                let mut start = 0;
-                chunk
-                    .ends
-                    .iter()
-                    .map(|&end| {
-                        let line = chunk.text[start..end].to_string();
-                        start = end;
-                        line
+                (0..chunk.ends.len())
+                    .map(|i| {
+                        let (start, end) = chunk.line_bounds(i).expect("a line");
+                        chunk.text[start..end].to_string()
                     })
                     .collect::<Vec<_>>()
             })

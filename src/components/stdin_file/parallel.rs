@@ -100,10 +100,11 @@ pub(crate) fn spread(readers: Vec<Prefetch>, name: &str) -> std::io::Result<(Spr
 /// parser's to read).
 fn read_fields(reader: &mut Prefetch, chunk: &mut LineChunk, whole: &[bool]) {
     let mut ahead = ReadAhead::with_capacity(chunk.ends.len(), reader.width());
-    let mut start = 0;
-    for (&end, &whole) in chunk.ends.iter().zip(whole) {
-        let line = chunk.text.get(start..end).unwrap_or_default();
-        start = end;
+    for (i, &whole) in whole.iter().enumerate().take(chunk.ends.len()) {
+        let line = chunk
+            .line_bounds(i)
+            .and_then(|(start, end)| chunk.text.get(start..end))
+            .unwrap_or_default();
         ahead.read(reader, line, whole);
     }
     chunk.ahead = ahead;
