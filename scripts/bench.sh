@@ -69,6 +69,10 @@ versus() {
 #   1.76 vs 1.60 s (1.10x), CSV 1.19 vs 1.05 s (1.13x), window 4.40 vs 2.28 s (1.93x), word
 #   count 0.63 vs 0.68 s (0.93x), wordcount.yaml 0.55 s (0.81x); generate -> discard 20.6 M
 #   tuples/s acking off, 11.0 M/s acking on.
+# 2026-12-05 03:15, e916622 (rejected runs counted at once, lines copied a read at a time):
+#   JSON 1.81 vs 1.67 s (1.08x), CSV 1.14 vs 1.08 s (1.06x), window 4.37 vs 2.32 s (1.88x), word
+#   count 0.76 vs 0.70 s, wordcount.yaml 0.47 s (0.68x); 20.8 / 10.9 M tuples/s. Two runs just
+#   before: JSON 1.40x and 0.98x, CSV 1.52x and 1.07x (storm's speed moves more than DuckDB's).
 DUCK_VENV="${TMPDIR:-/tmp}/storm-it-duckdb-venv"
 if ! "$DUCK_VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
   rm -rf "$DUCK_VENV"
