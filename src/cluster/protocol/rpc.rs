@@ -4,7 +4,7 @@
 //! nimbus through a `Client`; nimbus answers with `serve_connection`. Nimbus speaks first on
 //! every connection, so a client learns within a moment whether the nimbus it reached is alive:
 //! with a cluster secret, both ends prove it with the transport's HMAC challenge-response
-//! (`net::auth`, the challenge first); without one, nimbus sends [`GREETING`].
+//! (`net::auth`, the challenge first); without one, nimbus sends the four bytes `STRM`.
 
 use crate::cluster::coordination::layout::{
     AssignmentInfo, Listening, NodePort, SupervisorInfo, TaskHeartbeat, TopologyStatus,
