@@ -40,7 +40,7 @@ const PIECE_BYTES: usize = 1 << 20;
 /// Lines the reader thread sends on together: their text end to end in one string, where
 /// each one ends in it, and where each ends in the raw input (the byte after its `\n`: what a
 /// checkpoint's position records). A line's text may still end in its `\n` or `\r\n` (lines
-/// are copied a read at a time, line ends and all): [`LineChunk::line`] takes it off.
+/// are copied a read at a time, line ends and all): [`LineChunk::line_bounds`] takes it off.
 #[derive(Debug, Default)]
 struct LineChunk {
     text: Arc<String>,
@@ -423,10 +423,9 @@ impl LineSpout {
     }
 
     /// Pass over the lines the reader's filter rejected next in the current chunk (not a
-    /// glob's: its lines are never read ahead).
-    /// Lines rejected and read ahead, between records, are counted as the filter's drops
-    /// instead of emitted, all of a run at once, when the collector can (see
-    /// `SpoutCollector::skip_filtered`).
+    /// glob's: its lines are never read ahead): read ahead and between records, they are
+    /// counted as the filter's drops instead of emitted, a run at once, when the collector can
+    /// (see `SpoutCollector::skip_filtered`).
     fn skip_rejected_lines(&mut self, out: &mut dyn SpoutCollector) {
         let run = self.current.ahead.rejected_run(self.emitted);
         let Some(p) = self
@@ -851,7 +850,7 @@ impl<'a> LineBuilder<'a> {
         self.text.push_str(line);
         self.ends.push(self.text.len());
         self.raw_ends.push(raw_end);
-        if self.full() {
+        if self.full(0) {
             self.send();
         }
     }
@@ -867,7 +866,7 @@ impl<'a> LineBuilder<'a> {
             start = end + 1;
             self.ends.push(self.text.len() + start - copied);
             self.raw_ends.push(run_at + start as u64);
-            if self.full() {
+            if self.full(start - copied) {
                 self.text
                     .push_str(run.get(copied..start).unwrap_or_default());
                 copied = start;
@@ -877,9 +876,9 @@ impl<'a> LineBuilder<'a> {
         self.text.push_str(run.get(copied..).unwrap_or_default());
     }
 
-    /// The chunk is full: it goes on.
-    fn full(&self) -> bool {
-        self.ends.len() >= CHUNK_LINES || self.text.len() >= CHUNK_BYTES
+    /// The chunk is full (with `pending` bytes of its lines still to copy): it goes on.
+    fn full(&self, pending: usize) -> bool {
+        self.ends.len() >= CHUNK_LINES || self.text.len() + pending >= CHUNK_BYTES
     }
 
     /// What is kept of a line besides its text: its number, and its values read ahead (or
@@ -1215,6 +1214,45 @@ mod tests {
             })
             .collect();
         (all, raw_ends, invalid.load(Ordering::Relaxed))
+    }
+
+    /// Lines copied a read at a time still go in chunks of at most `CHUNK_LINES` lines and
+    /// about `CHUNK_BYTES` bytes (one line over at most), with their line ends kept in the text
+    /// and taken off each line.
+    #[test]
+    fn a_read_of_many_lines_is_cut_into_bounded_chunks() {
+        let long = "x".repeat(999);
+        let mut input = String::new();
+        for i in 0..700 {
+            input.push_str(&format!("{i}{long}\r\n"));
+        }
+        for i in 0..3000 {
+            input.push_str(&format!("{i}\n"));
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (read, invalid) = (AtomicU64::new(0), AtomicU64::new(0));
+        let capacity = input.len() + 1;
+        read_lines(
+            BufReader::with_capacity(capacity, input.as_bytes()),
+            0,
+            None,
+            LineBuilder::new(&tx, None, &invalid),
+            &read,
+        );
+        drop(tx);
+        let chunks: Vec<LineChunk> = rx.iter().map(|c| c.expect("a chunk")).collect();
+        assert!(chunks.len() >= 5, "{} chunks", chunks.len());
+        let mut got = Vec::new();
+        for c in &chunks {
+            assert!(c.ends.len() <= CHUNK_LINES);
+            assert!(c.text.len() <= CHUNK_BYTES + 1024, "{} bytes", c.text.len());
+            for i in 0..c.ends.len() {
+                let (start, end) = c.line_bounds(i).expect("a line");
+                got.push(c.text[start..end].to_string());
+            }
+        }
+        let want: Vec<String> = input.lines().map(str::to_string).collect();
+        assert_eq!(got, want);
     }
 
     #[test]
