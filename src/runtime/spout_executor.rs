@@ -223,9 +223,7 @@ impl SpoutExecutor {
                 self.drain_acks(&mut report)?;
                 self.announce();
                 self.outbox.flush_all();
-                self.publish_holds();
-                self.guests.pump()?;
-                self.settle_chain(&mut report)?;
+                self.pump_guests(&mut report)?;
                 self.outbox.flush_all();
                 let mut report = self.parked(report);
                 report.inbox.insert(0, self.inbox.clone());
@@ -243,9 +241,7 @@ impl SpoutExecutor {
             // What the round emitted goes through the chained bolts at once.
             if !self.guests.is_empty() {
                 self.outbox.flush_chained();
-                self.publish_holds();
-                self.guests.pump()?;
-                self.settle_chain(&mut report)?;
+                self.pump_guests(&mut report)?;
             }
             if busy || handled {
                 pacing.backoff = BACKOFF_MIN;
@@ -471,9 +467,7 @@ impl SpoutExecutor {
     #[inline]
     fn next_tuple(&mut self, i: usize) -> anyhow::Result<SpoutStatus> {
         if self.tasks[i].state.may_block {
-            self.outbox.flush_all();
-            self.publish_holds();
-            self.guests.idle()?;
+            self.idle_guests()?;
         }
         let (spout, mut out) = spout_call(
             &mut self.tasks[i],
@@ -531,6 +525,22 @@ impl SpoutExecutor {
         Ok(())
     }
 
+    /// Run the chained bolts on what the round emitted (the ledger first told of the trees it
+    /// started), then settle the trees they completed.
+    fn pump_guests(&mut self, report: &mut ExecutorReport) -> anyhow::Result<()> {
+        self.publish_holds();
+        self.guests.pump()?;
+        self.settle_chain(report)
+    }
+
+    /// Send what is batched on, and let the chained bolts poll and send theirs (the ledger
+    /// first told of the trees started).
+    fn idle_guests(&mut self) -> anyhow::Result<()> {
+        self.outbox.flush_all();
+        self.publish_holds();
+        self.guests.idle()
+    }
+
     /// Hand the ledger the trees each task started since the last time, before the chained
     /// bolts run (a tree they ack before it is handed over is settled by the acker instead:
     /// still exact, only slower).
@@ -568,9 +578,7 @@ impl SpoutExecutor {
         pacing: &mut Pacing,
         report: &mut ExecutorReport,
     ) -> anyhow::Result<bool> {
-        self.outbox.flush_all();
-        self.publish_holds();
-        self.guests.idle()?;
+        self.idle_guests()?;
         pacing.last_flush = self.control.clock.now();
         let at_max = self
             .tasks
