@@ -370,7 +370,9 @@ impl LineSpout {
 
     /// Emit the next line of the current chunk, if there is one left.
     fn emit_next(&mut self, out: &mut dyn SpoutCollector) -> Result<bool, super::FatalError> {
-        self.skip_rejected_lines(out);
+        if self.filtering {
+            self.skip_rejected_lines(out);
+        }
         let Some((start, end)) = self.current.line_bounds(self.emitted) else {
             return Ok(false);
         };
@@ -422,17 +424,12 @@ impl LineSpout {
         Ok(true)
     }
 
-    /// Pass over the lines the reader's filter rejected next in the current chunk (not a
-    /// glob's: its lines are never read ahead): read ahead and between records, they are
-    /// counted as the filter's drops instead of emitted, a run at once, when the collector can
-    /// (see `SpoutCollector::skip_filtered`).
+    /// Pass over the lines the reader's filter rejected next in the current chunk: read ahead
+    /// and between records, they are counted as the filter's drops instead of emitted, a run
+    /// at once, when the collector can (see `SpoutCollector::skip_filtered`).
     fn skip_rejected_lines(&mut self, out: &mut dyn SpoutCollector) {
         let run = self.current.ahead.rejected_run(self.emitted);
-        let Some(p) = self
-            .parsing
-            .as_mut()
-            .filter(|_| run > 0 && self.glob.is_none())
-        else {
+        let Some(p) = self.parsing.as_mut().filter(|_| run > 0) else {
             return;
         };
         if !p.parser.prefetch_ready() || !out.skip_filtered(run as u64, self.tracked) {
@@ -1132,11 +1129,13 @@ impl Spout for LineSpout {
         self.replay.lost()
     }
 
-    /// Taken when lines are read into fields ahead (JSON, CSV/TSV) and the tuple is those
-    /// fields alone (no file fields): the reader threads then evaluate it on the values they
-    /// read. Before the reader starts, so every line is checked.
+    /// Taken when lines are read into fields ahead (JSON, CSV/TSV; not a glob's or a followed
+    /// file's, whose readers read no fields) and the tuple is those fields alone (no file
+    /// fields): the reader threads then evaluate it on the values they read. Before the reader
+    /// starts, so every line is checked.
     fn run_filter(&mut self, filter: &crate::expr::Compiled) -> bool {
-        if self.parsing.is_none() || self.placement.is_some() {
+        let reads_ahead = self.glob.is_none() && self.follow.is_none();
+        if self.parsing.is_none() || self.placement.is_some() || !reads_ahead {
             return false;
         }
         if self.chunks.is_none() && !self.prefetch.is_empty() {

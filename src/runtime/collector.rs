@@ -407,7 +407,7 @@ impl SpoutCollector for SpoutOut<'_> {
         };
         TaskStats::add(&stats.emitted, n);
         TaskStats::add(&stats.transferred, n);
-        stats.streams.add_many(streams::DEFAULT, n);
+        stats.streams.add_n(streams::DEFAULT, n, n);
         if tracked {
             TaskStats::add(&stats.acked, n);
         }

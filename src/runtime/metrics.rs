@@ -71,17 +71,20 @@ impl StreamCounts {
     /// One tuple emitted on `stream`, sent to `transferred` tasks.
     #[inline]
     pub(crate) fn add(&self, stream: crate::model::plan::StreamId, transferred: u64) {
-        if let Some((e, t)) = self.counts.get().and_then(|c| c.get(usize::from(stream))) {
-            TaskStats::add(e, 1);
-            TaskStats::add(t, transferred);
-        }
+        self.add_n(stream, 1, transferred);
     }
 
-    /// `n` tuples emitted on `stream`, each sent to one task.
-    pub(crate) fn add_many(&self, stream: crate::model::plan::StreamId, n: u64) {
+    /// `emitted` tuples emitted on `stream`, sent to `transferred` tasks in all.
+    #[inline]
+    pub(crate) fn add_n(
+        &self,
+        stream: crate::model::plan::StreamId,
+        emitted: u64,
+        transferred: u64,
+    ) {
         if let Some((e, t)) = self.counts.get().and_then(|c| c.get(usize::from(stream))) {
-            TaskStats::add(e, n);
-            TaskStats::add(t, n);
+            TaskStats::add(e, emitted);
+            TaskStats::add(t, transferred);
         }
     }
 

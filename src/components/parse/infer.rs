@@ -55,9 +55,24 @@ pub(crate) fn number(cell: &str) -> Option<Value> {
 #[inline]
 pub(crate) fn infer(value: Value) -> Value {
     match &value {
-        Value::Str(s) if !s.is_empty() && s.len() <= 24 => number(s).unwrap_or(value),
+        Value::Str(s) if may_be_number(s) => number(s).unwrap_or(value),
         _ => value,
     }
+}
+
+/// A cell's text as [`infer`] reads it, without making a text value for a number.
+#[inline]
+pub(crate) fn text(cell: &str) -> Value {
+    match may_be_number(cell) {
+        true => number(cell).unwrap_or_else(|| Value::str(cell)),
+        false => Value::str(cell),
+    }
+}
+
+/// Whether `cell` is short enough to be a number, and not empty.
+#[inline]
+fn may_be_number(cell: &str) -> bool {
+    !cell.is_empty() && cell.len() <= 24
 }
 
 #[cfg(test)]

@@ -81,10 +81,7 @@ fn cell_value(t: Option<FieldType>, infer: bool, text: &str) -> Option<Value> {
         // An empty cell is no value: null, in a typed column and in an inferred one.
         _ if text.is_empty() && (infer || t.is_some()) => Value::Null,
         Some(t) => t.convert(Value::str(text)).ok()?,
-        // As `infer::infer` reads a text value, without making one for a number.
-        None if infer && text.len() <= 24 => {
-            infer::number(text).unwrap_or_else(|| Value::str(text))
-        }
+        None if infer => infer::text(text),
         None => Value::str(text),
     })
 }
@@ -124,47 +121,43 @@ impl Prefetch {
             .then(|| values.into_iter().collect())
     }
 
-    /// Evaluate `filter` on each line read from now on (see [`Prefetch::rejects`]).
+    /// Evaluate `filter` on the values of each line read from now on (the values the spout
+    /// would emit).
     pub(crate) fn set_filter(&mut self, filter: crate::expr::Compiled) {
         self.filter = Some(filter);
     }
 
-    /// Whether lines are checked against a filter.
-    pub(crate) fn filters(&self) -> bool {
-        self.filter.is_some()
-    }
-
-    /// Whether the filter rejects a line's `values` (as read ahead: the values the spout
-    /// would emit).
-    pub(crate) fn rejects(&self, values: &[Value]) -> bool {
-        self.filter.as_ref().is_some_and(|f| !f.eval(values))
+    /// The filter lines are checked against, if any.
+    pub(crate) fn filter(&self) -> Option<&crate::expr::Compiled> {
+        self.filter.as_ref()
     }
 
     /// Append the values of `line` to `out`: whether it did (when not, `out` is as it was and
     /// the parser must read the line).
     pub fn read_into(&mut self, line: &str, out: &mut Vec<Value>) -> bool {
-        let start = out.len();
-        let read = match &mut self.ahead {
-            Ahead::Json(fields) => fields.extract_fast(line, out).is_some(),
+        let (types, infer) = (&self.types, self.infer);
+        match &mut self.ahead {
+            Ahead::Json(fields) => {
+                let start = out.len();
+                let converted = fields.extract_fast(line, out).is_some()
+                    && out
+                        .get_mut(start..)
+                        .is_some_and(|v| convert(types, &self.names, infer, v).is_ok());
+                if !converted {
+                    out.truncate(start);
+                }
+                converted
+            }
+            // Each cell is converted as it is read: no text value is made for a number.
             Ahead::Delimited(layout, bounds) => {
-                // Each cell is converted as it is read: no text value is made for a number.
-                let (types, infer) = (&self.types, self.infer);
                 let value =
                     |k: usize, text: &str| cell_value(types.get(k).copied().flatten(), infer, text);
-                return layout
+                layout
                     .get()
                     .and_then(|l| l.read_plain_as(line, bounds, out, value))
-                    .is_some_and(|r| r.is_ok());
+                    .is_some_and(|r| r.is_ok())
             }
-        };
-        let converted = read
-            && out
-                .get_mut(start..)
-                .is_some_and(|v| convert(&self.types, &self.names, self.infer, v).is_ok());
-        if !converted {
-            out.truncate(start);
         }
-        converted
     }
 }
 
@@ -433,16 +426,11 @@ impl Parser {
     /// they are what [`Parser::parse`] gives it now: between records (no JSON value stream
     /// open, no CSV record under way, past the header). `None`: read the line with `parse`.
     pub fn prefetched(&mut self, values: Values) -> Option<Values> {
-        self.take_prefetched().then_some(values)
+        self.take_prefetched_lines(1).then_some(values)
     }
 
-    /// Take the values read ahead for the next line as read, if they are what
-    /// [`Parser::parse`] gives it now (see [`Parser::prefetch_ready`]).
-    pub(crate) fn take_prefetched(&mut self) -> bool {
-        self.take_prefetched_lines(1)
-    }
-
-    /// [`Parser::take_prefetched`] for the next `n` lines at once.
+    /// Take the values read ahead for the next `n` lines as read, if they are what
+    /// [`Parser::parse`] gives them now (see [`Parser::prefetch_ready`]).
     pub(crate) fn take_prefetched_lines(&mut self, n: u64) -> bool {
         let ready = self.prefetch_ready();
         if ready {

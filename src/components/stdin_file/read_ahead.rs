@@ -40,9 +40,9 @@ impl ReadAhead {
         if span.is_none() {
             self.values.truncate(start);
         }
-        if reader.filters() {
+        if let Some(filter) = reader.filter() {
             let read = self.values.get(start..).filter(|_| span.is_some());
-            self.rejected.push(read.is_some_and(|v| reader.rejects(v)));
+            self.rejected.push(read.is_some_and(|v| !filter.eval(v)));
         }
         self.spans.push(span);
     }
