@@ -758,31 +758,21 @@ impl Client {
     /// is passed over; one that sends something else (a challenge: it has a secret) is an
     /// answer.
     fn greeted(&self, stream: &mut TcpStream, addr: &str, several: bool) -> Result<(), Failure> {
-        let wait = if several {
-            self.timeout.min(CHALLENGE_WAIT)
-        } else {
-            self.timeout
-        };
-        let _ = stream.set_read_timeout(Some(wait));
-        let mut first = [0u8; 4];
-        let read = stream.read_exact(&mut first);
-        let _ = stream.set_read_timeout(Some(self.timeout));
+        let (read, wait) = self.first_bytes(stream, several, |s| {
+            let mut first = [0u8; 4];
+            s.read_exact(&mut first).map(|()| first)
+        });
         match read {
-            Ok(()) if &first == GREETING => Ok(()),
-            Ok(()) => Err(Failure::Answered(anyhow::anyhow!(
+            Ok(first) if &first == GREETING => Ok(()),
+            Ok(_) => Err(Failure::Answered(anyhow::anyhow!(
                 "nimbus at {addr} asks for a cluster secret: set storm.cluster.secret or \
                  STORM_CLUSTER_SECRET"
             ))),
-            Err(e) if timed_out(e.kind()) => Err(Failure::PassOver(anyhow::anyhow!(
-                "nimbus at {addr} sent no greeting within {wait:?} (it is frozen, or overloaded)"
-            ))),
-            Err(e) if cut_off(e.kind()) => Err(Failure::PassOver(anyhow::anyhow!(
-                "nimbus at {addr} closed the connection before greeting (it stopped mid-call, \
-                 or is not a nimbus)"
-            ))),
-            Err(e) => Err(Failure::PassOver(anyhow::anyhow!(
-                "reading the greeting of nimbus at {addr}: {e}"
-            ))),
+            Err(e) => Err(silent(addr, "greeting", wait, e.kind()).unwrap_or_else(|| {
+                Failure::PassOver(anyhow::anyhow!(
+                    "reading the greeting of nimbus at {addr}: {e}"
+                ))
+            })),
         }
     }
 
@@ -796,34 +786,58 @@ impl Client {
         secret: &Secret,
         several: bool,
     ) -> Result<(), Failure> {
+        let (proved, wait) =
+            self.first_bytes(stream, several, |s| auth::client(s, secret, AUTH_CONTEXT));
+        let Err(e) = proved else {
+            return Ok(());
+        };
+        let silence = match &e {
+            auth::AuthError::Io(io) if several => silent(addr, "challenge", wait, io.kind()),
+            _ => None,
+        };
+        Err(silence.unwrap_or_else(|| {
+            Failure::Answered(anyhow::anyhow!(
+                "nimbus at {addr} did not accept our cluster secret: {e}"
+            ))
+        }))
+    }
+
+    /// Run `read`, which reads what nimbus sends first on `stream` (its challenge or greeting),
+    /// under the first wait: [`CHALLENGE_WAIT`] when other addresses can be tried, the call's
+    /// timeout otherwise. Gives what `read` gave and the wait.
+    fn first_bytes<T>(
+        &self,
+        stream: &mut TcpStream,
+        several: bool,
+        read: impl FnOnce(&mut TcpStream) -> T,
+    ) -> (T, Duration) {
         let wait = if several {
             self.timeout.min(CHALLENGE_WAIT)
         } else {
             self.timeout
         };
         let _ = stream.set_read_timeout(Some(wait));
-        let proved = auth::client(stream, secret, AUTH_CONTEXT);
+        let got = read(stream);
         let _ = stream.set_read_timeout(Some(self.timeout));
-        let Err(e) = proved else {
-            return Ok(());
-        };
-        let kind = match &e {
-            auth::AuthError::Io(io) if several => Some(io.kind()),
-            _ => None,
-        };
-        Err(match kind {
-            Some(k) if timed_out(k) => Failure::PassOver(anyhow::anyhow!(
-                "nimbus at {addr} sent no challenge within {wait:?} (it is frozen, or overloaded)"
-            )),
-            Some(k) if cut_off(k) => Failure::PassOver(anyhow::anyhow!(
-                "nimbus at {addr} closed the connection during the handshake (it stopped \
-                 mid-call)"
-            )),
-            _ => Failure::Answered(anyhow::anyhow!(
-                "nimbus at {addr} did not accept our cluster secret: {e}"
-            )),
-        })
+        (got, wait)
     }
+}
+
+/// A nimbus that sent nothing within `wait` while its `what` (challenge, greeting) was awaited,
+/// or that closed the connection first: frozen, overloaded or stopped, so passed over. `None`
+/// for any other failure.
+fn silent(addr: &str, what: &str, wait: Duration, kind: std::io::ErrorKind) -> Option<Failure> {
+    if timed_out(kind) {
+        return Some(Failure::PassOver(anyhow::anyhow!(
+            "nimbus at {addr} sent no {what} within {wait:?} (it is frozen, or overloaded)"
+        )));
+    }
+    cut_off(kind).then(|| {
+        Failure::PassOver(anyhow::anyhow!(
+            "nimbus at {addr} closed the connection before its {what} was done (it stopped \
+             mid-call)"
+        ))
+    })
 }
 
 /// Whether a read failed because the connection was cut (a nimbus with a secret, called
@@ -939,6 +953,7 @@ fn receive(timed: &mut Deadline, stream: &TcpStream) -> anyhow::Result<Request> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     /// A reader that returns at most 5,000 bytes per call, as a socket may.
     struct Uneven<'a>(&'a [u8]);
@@ -993,10 +1008,10 @@ mod tests {
 
     /// A nimbus that never answers, as a stopped process: the kernel takes its connections
     /// (counted here), nothing is ever sent on them.
-    fn frozen_nimbus() -> (String, std::sync::Arc<AtomicUsize>) {
+    fn frozen_nimbus() -> (String, Arc<AtomicUsize>) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
         let addr = listener.local_addr().expect("an address").to_string();
-        let taken = std::sync::Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicUsize::new(0));
         let count = taken.clone();
         std::thread::spawn(move || {
             let mut held = Vec::new();
@@ -1023,21 +1038,27 @@ mod tests {
         addr
     }
 
-    /// A frozen leader costs a call the challenge wait, not the call timeout (before, it cost
-    /// 10 s and ended the call with "did not accept our cluster secret"), and once another
-    /// nimbus answered, later calls (of clones too) go to that one first.
-    #[test]
-    fn a_frozen_nimbus_is_passed_over_at_its_challenge_and_not_asked_again() {
-        let secret = Secret::new("s3cret");
+    /// A client of a frozen nimbus and then a live one, `secret` on every end (or none), after
+    /// its first call, which the live one answers: the client, how long that call took, and how
+    /// many connections the frozen one took.
+    fn past_a_frozen_nimbus(secret: Option<Secret>) -> (Client, Duration, Arc<AtomicUsize>) {
         let (frozen, taken) = frozen_nimbus();
-        let live = live_nimbus(Some(secret.clone()));
-        let client = Client::new(format!("{frozen},{live}"), Some(secret));
+        let live = live_nimbus(secret.clone());
+        let client = Client::new(format!("{frozen},{live}"), secret);
         let started = Instant::now();
         let answer: String = client
             .call(&Request::List)
             .expect("the live nimbus answers");
         assert_eq!(answer, "ok");
-        let took = started.elapsed();
+        (client, started.elapsed(), taken)
+    }
+
+    /// A frozen leader costs a call the challenge wait, not the call timeout (before, it cost
+    /// 10 s and ended the call with "did not accept our cluster secret"), and once another
+    /// nimbus answered, later calls (of clones too) go to that one first.
+    #[test]
+    fn a_frozen_nimbus_is_passed_over_at_its_challenge_and_not_asked_again() {
+        let (client, took, taken) = past_a_frozen_nimbus(Some(Secret::new("s3cret")));
         assert!(took < CALL_TIMEOUT, "passed over after {took:?}");
         assert_eq!(taken.load(Ordering::SeqCst), 1);
         let _: String = client.clone().call(&Request::List).expect("answers");
@@ -1053,15 +1074,7 @@ mod tests {
     /// wait (before, the call's whole timeout, 10 s).
     #[test]
     fn a_frozen_nimbus_without_a_secret_is_passed_over_at_its_greeting() {
-        let (frozen, taken) = frozen_nimbus();
-        let live = live_nimbus(None);
-        let client = Client::new(format!("{frozen},{live}"), None);
-        let started = Instant::now();
-        let answer: String = client
-            .call(&Request::List)
-            .expect("the live nimbus answers");
-        assert_eq!(answer, "ok");
-        let took = started.elapsed();
+        let (client, took, taken) = past_a_frozen_nimbus(None);
         assert!(took < CHALLENGE_WAIT * 2, "passed over after {took:?}");
         assert_eq!(taken.load(Ordering::SeqCst), 1);
         let _: String = client.call(&Request::List).expect("answers");
