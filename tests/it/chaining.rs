@@ -2,8 +2,8 @@
 //! replays, at parallelism 1 and 2), every component still shows in the stats and in
 //! `storm tap`-style counters, `storm graph` marks the chains, and the switches validate.
 
-use super::run::{expected_counts, messy_text, parse_counts};
-use super::support::{stats, stats_component as component};
+use super::run::{counted_run, expected_counts, messy_text};
+use super::support::stats_component as component;
 use assert_cmd::Command;
 use std::path::Path;
 use std::time::Duration;
@@ -31,23 +31,9 @@ fn run(
     chaining: bool,
     extra: &[&str],
 ) -> (std::collections::BTreeMap<String, u64>, serde_json::Value) {
-    let conf = tempfile::tempdir().expect("tempdir");
-    let stats_path = conf.path().join("stats.json");
-    let out = storm(conf.path())
-        .args(["run", "-e", topology, "-c"])
-        .arg(format!("topology.chaining={chaining}"))
-        .args(extra)
-        .arg("--stats")
-        .arg(&stats_path)
-        .write_stdin(text)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (parse_counts(&out.stdout), stats(&stats_path))
+    let chaining = format!("topology.chaining={chaining}");
+    let args = [&["-e", topology, "-c", chaining.as_str()][..], extra].concat();
+    counted_run(&args, text)
 }
 
 #[test]

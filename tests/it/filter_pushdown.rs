@@ -3,8 +3,8 @@
 //! it gives with the filter on a thread of its own (chaining off), and every component counts
 //! what it counts then. A spout whose lines also go elsewhere keeps emitting every line.
 
-use super::run::parse_counts;
-use super::support::{stats, stats_component as component};
+use super::run::{counted_run, parse_counts};
+use super::support::stats_component as component;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -82,25 +82,24 @@ fn run(
     text: &str,
     chaining: bool,
 ) -> (BTreeMap<String, u64>, serde_json::Value) {
-    let conf = tempfile::tempdir().expect("tempdir");
-    let stats_path = conf.path().join("stats.json");
-    let out = super::run::storm(conf.path())
-        .timeout(Duration::from_secs(240))
-        .arg("run")
-        .args(topology)
-        .arg("-c")
-        .arg(format!("topology.chaining={chaining}"))
-        .arg("--stats")
-        .arg(&stats_path)
-        .write_stdin(text.as_bytes().to_vec())
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (parse_counts(&out.stdout), stats(&stats_path))
+    let chaining = format!("topology.chaining={chaining}");
+    let args = [topology, &["-c", chaining.as_str()][..]].concat();
+    counted_run(&args, text.as_bytes())
+}
+
+/// Run `topology` on `text` with the filter evaluated by the spout (chained) and on its own
+/// thread (chaining off): both give `kept` and count alike. The stats of the first.
+fn pushed_and_alone(
+    topology: &[&str],
+    text: &str,
+    kept: &BTreeMap<String, u64>,
+) -> serde_json::Value {
+    let (pushed, pushed_stats) = run(topology, text, true);
+    let (alone, alone_stats) = run(topology, text, false);
+    assert_eq!(&pushed, kept, "filter run by the spout");
+    assert_eq!(&alone, kept, "filter on its own thread");
+    assert_eq!(counters(&pushed_stats), counters(&alone_stats));
+    pushed_stats
 }
 
 /// The counters a run with the filter evaluated by the spout must share with one where the
@@ -134,11 +133,7 @@ fn one_liner(format: &str) -> String {
 fn a_filter_after_a_csv_reader_gives_and_counts_what_it_does_on_its_own() {
     let (text, kept) = csv_rows(60_000);
     let topology = one_liner("format=csv, header=true");
-    let (pushed, pushed_stats) = run(&["-e", &topology], &text, true);
-    let (alone, alone_stats) = run(&["-e", &topology], &text, false);
-    assert_eq!(pushed, kept, "filter run by the spout");
-    assert_eq!(alone, kept, "filter on its own thread");
-    assert_eq!(counters(&pushed_stats), counters(&alone_stats));
+    let pushed_stats = pushed_and_alone(&["-e", &topology], &text, &kept);
     let src = component(&pushed_stats, "src");
     assert_eq!(src["emitted"].as_u64(), Some(60_000 - 61), "{src}");
     assert_eq!(src["dropped"].as_u64(), Some(61), "{src}");
@@ -154,11 +149,7 @@ fn a_filter_after_a_csv_reader_gives_and_counts_what_it_does_on_its_own() {
 fn a_filter_after_a_json_reader_gives_and_counts_what_it_does_on_its_own() {
     let (text, kept) = json_rows(60_000);
     let topology = one_liner("format=json");
-    let (pushed, pushed_stats) = run(&["-e", &topology], &text, true);
-    let (alone, alone_stats) = run(&["-e", &topology], &text, false);
-    assert_eq!(pushed, kept, "filter run by the spout");
-    assert_eq!(alone, kept, "filter on its own thread");
-    assert_eq!(counters(&pushed_stats), counters(&alone_stats));
+    let pushed_stats = pushed_and_alone(&["-e", &topology], &text, &kept);
     let src = component(&pushed_stats, "src");
     assert_eq!(src["dropped"].as_u64(), Some(60), "{src}");
 }
@@ -176,11 +167,7 @@ fn a_filter_after_a_file_spout_without_acking_counts_what_it_does_on_its_own() {
         path.display().to_string()
     );
     let args = ["-e", topology.as_str(), "-c", "topology.acker.executors=0"];
-    let (pushed, pushed_stats) = run(&args, "", true);
-    let (alone, alone_stats) = run(&args, "", false);
-    assert_eq!(pushed, kept);
-    assert_eq!(alone, kept);
-    assert_eq!(counters(&pushed_stats), counters(&alone_stats));
+    let pushed_stats = pushed_and_alone(&args, "", &kept);
     assert_eq!(component(&pushed_stats, "src")["acked"].as_u64(), Some(0));
 }
 

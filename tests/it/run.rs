@@ -12,6 +12,31 @@ pub fn storm(conf_dir: &Path) -> Command {
     cmd
 }
 
+/// `storm run ARGS --stats FILE` on `stdin`, which must succeed (within 240 s): the counts it
+/// printed (`word<TAB>n` lines) and its stats.
+pub fn counted_run(args: &[&str], stdin: &[u8]) -> (BTreeMap<String, u64>, serde_json::Value) {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let out = storm(conf.path())
+        .timeout(std::time::Duration::from_secs(240))
+        .arg("run")
+        .args(args)
+        .arg("--stats")
+        .arg(&stats_path)
+        .write_stdin(stdin.to_vec())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        parse_counts(&out.stdout),
+        super::support::stats(&stats_path),
+    )
+}
+
 /// A deterministic text of about `bytes` bytes: words with UTF-8, CRLF and LF line ends,
 /// tabs and runs of spaces, and now and then a line with invalid UTF-8.
 pub fn messy_text(bytes: usize, seed: u64) -> Vec<u8> {
