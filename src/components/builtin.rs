@@ -195,6 +195,12 @@ pub trait Builtin: Sync + 'static {
     fn emits_in_bursts(&self) -> bool {
         false
     }
+    /// Written as `c`, a spout whose lines are read into fields on reader threads of its own
+    /// (JSON, CSV, TSV): the heavy part of its work is off its executor thread, so a keyed
+    /// bolt right after it, one task on each side, runs fused on that thread (`model::chains`).
+    fn reads_fields_apart(&self, _c: &Component) -> bool {
+        false
+    }
     /// The key fields by which the bolt, written as `c` over an input with fields `input`,
     /// also takes partial counts: tuples `[key…, n]` on stream `__partial`, each standing for
     /// `n` input tuples with that key. Senders then count ahead of it (`model::partials`).

@@ -87,6 +87,11 @@ impl ComponentType {
         self.descriptor().keeps_state()
     }
 
+    /// See `Builtin::reads_fields_apart`.
+    pub(crate) fn reads_fields_apart(self, c: &crate::model::Component) -> bool {
+        self.descriptor().reads_fields_apart(c)
+    }
+
     fn rewinds(self) -> bool {
         self.descriptor().rewinds()
     }

@@ -7,7 +7,10 @@
 //! closes): a fused step runs only after its upstream's call returns, so its queue cannot push
 //! back and would hold the whole burst (20 M keys' totals took a gigabyte). A keyed edge (`fields`, `partial_key`, `global`,
 //! `all`) ends a chain, as a key-by does: the steps on either side keep a thread each, so a
-//! pipeline still spreads over the cores. In a topology that keeps state a spout keeps a
+//! pipeline still spreads over the cores. Except right after a spout whose lines are read into
+//! fields on reader threads of its own (`stdin`/`file` with `format: json|csv|tsv`), one task
+//! on each side: there the readers already keep a core busy, and the one task takes every
+//! tuple anyway. In a topology that keeps state a spout keeps a
 //! thread of its own: its loop paces the checkpoint rounds (a marker per pass), and a slow
 //! bolt on its thread would stretch them. `topology.chaining: false` turns chaining off.
 
@@ -87,10 +90,28 @@ fn fusable(from: &Component, to: &Component, grouping: &Grouping) -> bool {
         && !from.ctype.emits_in_bursts()
         && chain_allowed(to)
         && (from.parallelism, from.tasks) == (to.parallelism, to.tasks)
-        && matches!(
-            grouping,
-            Grouping::Shuffle | Grouping::LocalOrShuffle | Grouping::None
-        )
+        && (forward(grouping) || keyed_onto_a_reader(from, to, grouping))
+}
+
+/// Each task sends to the task at its own index, or to any: nothing to keep apart.
+fn forward(grouping: &Grouping) -> bool {
+    matches!(
+        grouping,
+        Grouping::Shuffle | Grouping::LocalOrShuffle | Grouping::None
+    )
+}
+
+/// A keyed edge from a spout whose lines are read into fields on reader threads of its own
+/// (`stdin` or `file` with `format: json|csv|tsv`) to a bolt, with one task on each side: the
+/// one task takes every tuple, as over a forward edge, and the reader threads already keep a
+/// core busy, so the bolt's own thread would only add a queue hop and a tree per tuple (a
+/// per-minute window over 10 M JSON lines went from 4.6 s to 3.6 s).
+fn keyed_onto_a_reader(from: &Component, to: &Component, grouping: &Grouping) -> bool {
+    let keyed = matches!(
+        grouping,
+        Grouping::Fields(_) | Grouping::PartialKey(_) | Grouping::Global
+    );
+    keyed && (from.tasks, to.tasks) == (1, 1) && from.ctype.reads_fields_apart(from)
 }
 
 /// A component may take part in a chain: it says nothing against it and is not a child

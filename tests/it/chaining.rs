@@ -189,3 +189,121 @@ fn the_chaining_switches_are_checked_where_they_are_written() {
     assert!(err.contains("`chain` must be true or false"), "{err}");
     assert!(err.contains("t.yaml:5:"), "located: {err}");
 }
+
+/// Event-time CSV rows: 30 minutes of 7 endpoints, decimals, now and then an empty latency
+/// cell, and a few rows out of order within a minute.
+fn timed_csv() -> String {
+    let mut csv = String::from("ts,endpoint,latency\n");
+    for i in 0..30_000u32 {
+        let (minute, second) = (i / 1000, (i % 1000) * 60 / 1000);
+        let second = if i % 97 == 5 { second / 2 } else { second };
+        let latency = match i % 53 {
+            0 => String::new(),
+            _ => format!("{}.{}", i % 100, i % 7),
+        };
+        csv += &format!(
+            "2026-11-02T08:{minute:02}:{second:02}Z,/e{},{latency}\n",
+            i % 7
+        );
+    }
+    csv
+}
+
+/// What the per-minute aggregate must print for `csv`: per endpoint and minute, the count of
+/// rows, and the count, sum and largest of the latencies given.
+fn minute_totals(csv: &str) -> std::collections::BTreeMap<(String, String), (u64, u64, f64, f64)> {
+    let mut totals = std::collections::BTreeMap::new();
+    for row in csv.lines().skip(1) {
+        let cells: Vec<&str> = row.split(',').collect();
+        let minute = format!("{}:00.000Z", &cells[0][..16]);
+        let t = totals
+            .entry((cells[1].to_string(), minute))
+            .or_insert((0, 0, 0.0, f64::MIN));
+        t.0 += 1;
+        if let Ok(v) = cells[2].parse::<f64>() {
+            t.1 += 1;
+            t.2 += v;
+            t.3 = t.3.max(v);
+        }
+    }
+    totals
+}
+
+/// A keyed bolt right after a spout that reads fields on its reader threads, one task each,
+/// runs on the spout's thread: the rows are those of a run with chaining off, line for line,
+/// and each matches a count done here; every tree completes on that thread, so the acker hears
+/// of none; `storm graph` marks the edge. With two tasks the key decides, and the edge stays.
+#[test]
+fn a_keyed_bolt_after_a_spout_reading_fields_runs_fused_with_the_same_rows() {
+    let csv = timed_csv();
+    let topology = "stdin(format=csv, header=true, fields=[ts, endpoint, latency]) \
+        | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, \
+                    ops=[count, sum(latency), max(latency), avg(latency)]) | stdout";
+    let run = |chaining: bool| {
+        let conf = tempfile::tempdir().expect("tempdir");
+        let stats_path = conf.path().join("stats.json");
+        let out = storm(conf.path())
+            .args(["run", "-e", topology, "--stats"])
+            .arg(&stats_path)
+            .args(["-c", &format!("topology.chaining={chaining}")])
+            .write_stdin(csv.clone())
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8(out.stdout).expect("UTF-8");
+        (stdout, super::support::stats(&stats_path))
+    };
+    let (fused, stats) = run(true);
+    let (apart, apart_stats) = run(false);
+    assert_eq!(fused, apart, "the same rows in the same order");
+    let want = minute_totals(&csv);
+    assert_eq!(fused.lines().count(), want.len(), "{fused}");
+    for line in fused.lines() {
+        let c: Vec<&str> = line.split('\t').collect();
+        let (n, given, sum, max) = want[&(c[0].to_string(), c[1].to_string())];
+        assert_eq!(c[3].parse::<u64>().ok(), Some(n), "{line}");
+        let got_sum: f64 = c[4].parse().expect("a sum");
+        assert!((got_sum - sum).abs() < 1e-6 * sum.max(1.0), "{line}: {sum}");
+        assert_eq!(c[5].parse::<f64>().ok(), Some(max), "{line}");
+        let avg: f64 = c[6].parse().expect("an average");
+        assert!(
+            (avg - sum / given as f64).abs() < 1e-9 * avg.max(1.0),
+            "{line}"
+        );
+    }
+    let acker = |s: &serde_json::Value| component(s, "__acker")["executed"].as_u64();
+    assert_eq!(
+        acker(&stats),
+        Some(0),
+        "fused: every tree ends on the spout's thread"
+    );
+    assert!(
+        acker(&apart_stats) > Some(0),
+        "apart: the acker tracks them"
+    );
+    let stdin = component(&stats, "stdin");
+    assert_eq!(stdin["acked"].as_u64(), Some(30_000), "{stdin}");
+    assert_eq!(
+        component(&stats, "aggregate")["executed"].as_u64(),
+        Some(30_000)
+    );
+
+    let conf = tempfile::tempdir().expect("tempdir");
+    let graph = |topology: &str| {
+        let out = storm(conf.path())
+            .args(["graph", "-e", topology])
+            .output()
+            .expect("runs");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let dot = graph(topology);
+    assert!(
+        dot.contains(r#""stdin" -> "aggregate" [label="fields(endpoint), chained", style=bold];"#),
+        "{dot}"
+    );
+    let dot = graph(&topology.replace("| stdout", "x2 | stdout"));
+    assert!(
+        dot.contains(r#"[label="fields(endpoint)"]"#),
+        "two tasks: {dot}"
+    );
+}

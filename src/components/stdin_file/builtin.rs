@@ -65,6 +65,9 @@ impl b::Builtin for StdinType {
             check_spec(w, &source_fields::reader_args(&args), None);
         }
     }
+    fn reads_fields_apart(&self, c: &Component) -> bool {
+        reads_fields_ahead(c)
+    }
     fn spout(&self, c: &Component, _task: u32, _base: &Path) -> anyhow::Result<Box<dyn Spout>> {
         let spout = LineSpout::new(
             Input::Stdin,
@@ -141,6 +144,9 @@ impl b::Builtin for FileType {
             }
             ComponentKind::Bolt => sink::check(w, &file_spout_args()),
         }
+    }
+    fn reads_fields_apart(&self, c: &Component) -> bool {
+        reads_fields_ahead(c)
     }
     fn spout(&self, c: &Component, _task: u32, base: &Path) -> anyhow::Result<Box<dyn Spout>> {
         file_spout(c, base)
@@ -276,6 +282,15 @@ fn file_spout(c: &Component, base_dir: &Path) -> anyhow::Result<Box<dyn Spout>> 
         spout = spout.with_file_fields(p, path);
     }
     finish(c, spout)
+}
+
+/// Its reader threads read the lines into fields ahead (`LineSpout::parsing`): JSON, CSV or
+/// TSV, neither followed nor a glob (whose readers read lines only).
+fn reads_fields_ahead(c: &Component) -> bool {
+    let formats = matches!(c.arg_str("format"), Some("json" | "csv" | "tsv"));
+    let followed = c.args.get("follow").and_then(|v| v.as_bool()) == Some(true);
+    let glob = c.arg_str("path").is_some_and(super::glob::is_glob);
+    formats && !followed && !glob
 }
 
 /// `follow: true`: from the start, or the end with `start_at: end`.

@@ -157,3 +157,73 @@ fn a_bolt_that_emits_in_bursts_ends_a_chain() {
         assert!(c.is_chained("in", "keep"));
     }
 }
+
+#[test]
+fn a_keyed_bolt_after_a_spout_reading_fields_with_one_task_each_is_chained() {
+    let with = |args: serde_json::Value, p: [u32; 4]| {
+        let mut t = pipeline(p);
+        t.components[0].args = args.as_object().cloned().unwrap_or_default();
+        t.streams.remove(0);
+        t.streams[0].from = "in".into();
+        Chains::of(&t)
+    };
+    for format in ["json", "csv", "tsv"] {
+        let c = with(serde_json::json!({ "format": format }), [1, 1, 1, 1]);
+        assert!(
+            c.is_chained("in", "dedupe"),
+            "{format}: a fields edge, 1 → 1"
+        );
+    }
+    let c = with(serde_json::json!({ "format": "csv" }), [2, 1, 2, 1]);
+    assert!(
+        !c.is_chained("in", "dedupe"),
+        "2 → 2 tasks: the key decides"
+    );
+    let c = with(serde_json::json!({}), [1, 1, 1, 1]);
+    assert!(
+        !c.is_chained("in", "dedupe"),
+        "lines only: its thread works"
+    );
+    let c = with(serde_json::json!({ "format": "logfmt" }), [1, 1, 1, 1]);
+    assert!(
+        !c.is_chained("in", "dedupe"),
+        "logfmt is read on the spout's thread"
+    );
+    let mut t = pipeline([1, 1, 1, 1]);
+    t.components[0].args = serde_json::json!({ "format": "json" })
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !Chains::of(&t).is_chained("keep", "dedupe"),
+        "only right after the spout"
+    );
+    for (path, follow) in [("logs/*.csv", false), ("app.csv", true)] {
+        let mut file = component("in", "file", 1);
+        file.args = serde_json::json!({ "format": "csv", "path": path, "follow": follow })
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let t = topology(
+            vec![file, component("dedupe", "dedupe", 1)],
+            vec![stream("in", "dedupe", Grouping::Global)],
+        );
+        assert!(
+            !Chains::of(&t).is_chained("in", "dedupe"),
+            "{path}: its readers read lines only"
+        );
+    }
+    let mut file = component("in", "file", 1);
+    file.args = serde_json::json!({ "format": "csv", "path": "app.csv" })
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let t = topology(
+        vec![file, component("dedupe", "dedupe", 1)],
+        vec![stream("in", "dedupe", Grouping::Global)],
+    );
+    assert!(
+        Chains::of(&t).is_chained("in", "dedupe"),
+        "one file, read ahead"
+    );
+}
