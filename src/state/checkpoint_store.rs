@@ -74,7 +74,7 @@ pub(crate) struct RawState {
 }
 
 pub struct Store {
-    db: Database,
+    db: guard::GuardedDb,
     /// The file, or "memory", for errors.
     name: String,
 }
@@ -106,7 +106,10 @@ impl Store {
 
     /// Make the tables (a new database has none; reads need them).
     fn with_tables(db: Database, name: String) -> anyhow::Result<Store> {
-        let store = Store { db, name };
+        let store = Store {
+            db: guard::GuardedDb::new(db, &name),
+            name,
+        };
         store.write(Durability::Immediate, |tx| {
             tx.open_table(COMMITTED)?;
             tx.open_table(POSITIONS)?;
@@ -122,12 +125,7 @@ impl Store {
         durability: Durability,
         f: impl FnOnce(&WriteTransaction) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        caught(&self.name, || {
-            let mut tx = self.db.begin_write().with_context(|| self.name.clone())?;
-            tx.set_durability(durability);
-            f(&tx).with_context(|| self.name.clone())?;
-            tx.commit().with_context(|| self.name.clone())
-        })
+        guard::write_tx(&self.db, &self.name, durability, f).with_context(|| self.name.clone())
     }
 
     /// Run the read `f`; a panic in the database becomes an error naming the file.

@@ -13,7 +13,7 @@ use super::codec;
 use super::guard::{self, caught};
 use crate::tuple::Value;
 use anyhow::{bail, Context};
-use redb::{Database, TableDefinition};
+use redb::{Database, Durability, TableDefinition};
 use std::path::Path;
 
 const RECORD: TableDefinition<&str, &[u8]> = TableDefinition::new("record");
@@ -30,7 +30,9 @@ pub(crate) struct Committed {
 pub(crate) type Shape = (String, Vec<(String, u32)>);
 
 pub struct Commits {
-    db: Database,
+    db: guard::GuardedDb,
+    /// The state dir whose commit mark follows each commit (`commit_mark.rs`), if it has one.
+    marked: Option<std::path::PathBuf>,
     /// The file, or "memory", for errors.
     name: String,
 }
@@ -49,6 +51,17 @@ impl Commits {
         })
     }
 
+    /// Open the commit record of the state dir `dir` as [`Commits::open`], held to the dir's
+    /// commit mark: refused when it names an older checkpoint than the mark, which each commit
+    /// then moves on.
+    pub(crate) fn open_marked(dir: &Path) -> anyhow::Result<Commits> {
+        let mut commits = Commits::open(dir)?;
+        let recorded = commits.committed()?.map(|c| c.txid);
+        super::commit_mark::check(dir, recorded)?;
+        commits.marked = Some(dir.to_path_buf());
+        Ok(commits)
+    }
+
     /// A commit record in memory.
     pub(crate) fn memory() -> anyhow::Result<Commits> {
         let db = Database::builder()
@@ -61,7 +74,11 @@ impl Commits {
         let tx = db.begin_write().with_context(|| name.clone())?;
         tx.open_table(RECORD).with_context(|| name.clone())?;
         tx.commit().with_context(|| name.clone())?;
-        Ok(Commits { db, name })
+        Ok(Commits {
+            db: guard::GuardedDb::new(db, &name),
+            marked: None,
+            name,
+        })
     }
 
     /// The bytes under `key`, if any.
@@ -106,24 +123,23 @@ impl Commits {
             ("txid", txid.to_le_bytes().to_vec()),
             ("at_ms", now_ms().to_le_bytes().to_vec()),
         ])
-        .with_context(|| format!("committing checkpoint {txid} in {}", self.name))
+        .with_context(|| format!("committing checkpoint {txid} in {}", self.name))?;
+        match &self.marked {
+            Some(dir) => super::commit_mark::write(dir, txid),
+            None => Ok(()),
+        }
     }
 
     /// Write these keys in one durable transaction, each value sealed.
     fn put(&self, pairs: &[(&str, Vec<u8>)]) -> anyhow::Result<()> {
-        let write = || -> anyhow::Result<()> {
-            let tx = self.db.begin_write()?;
-            {
-                let mut table = tx.open_table(RECORD)?;
-                for (key, value) in pairs {
-                    let sealed = guard::seal("record", "", 0, key.as_bytes(), value);
-                    table.insert(*key, sealed.as_slice())?;
-                }
+        guard::write_tx(&self.db, &self.name, Durability::Immediate, |tx| {
+            let mut table = tx.open_table(RECORD)?;
+            for (key, value) in pairs {
+                let sealed = guard::seal("record", "", 0, key.as_bytes(), value);
+                table.insert(*key, sealed.as_slice())?;
             }
-            tx.commit()?;
             Ok(())
-        };
-        caught(&self.name, write)
+        })
     }
 
     /// The checkpoint a copy of another store received whole (every part it prepared), not

@@ -88,7 +88,7 @@ pub(crate) fn worker_files(dir: &Path) -> anyhow::Result<Vec<WorkerFile>> {
 /// it, later prepared checkpoints discarded), as a resume would.
 pub(crate) fn read(dir: &Path) -> anyhow::Result<Contents> {
     check(dir)?;
-    let commits = Commits::open(dir)?;
+    let commits = Commits::open_marked(dir)?;
     let committed = commits.committed()?;
     let shape = commits.shape()?;
     drop(commits);

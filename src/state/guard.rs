@@ -162,40 +162,139 @@ impl Digest {
     }
 }
 
+/// What a [`caught`] call running on this thread works on: the file, and the message of a
+/// panic of the database already unwinding out of it.
+struct Guarded {
+    name: String,
+    unwinding: Option<String>,
+}
+
 thread_local! {
     /// Set while [`caught`] runs on this thread: its panics are reported as errors, not
     /// printed by the panic hook.
-    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static GUARDED: std::cell::RefCell<Option<Guarded>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Wrap the panic hook (once) so a panic inside [`caught`] prints nothing.
+/// Wrap the panic hook (once) so a panic inside [`caught`] prints nothing. A second panic
+/// while the first unwinds (the database's own cleanup failing on the damaged file) would
+/// abort the process with no word of the file; the hook ends it with an error naming it.
 fn quiet_guarded_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !GUARDED.with(std::cell::Cell::get) {
-                previous(info);
+            let second = GUARDED.with(|g| match g.borrow_mut().as_mut() {
+                None => Some(None),
+                Some(guarded) => match &guarded.unwinding {
+                    Some(first) => Some(Some(format!(
+                        "{} is damaged: reading it failed ({first})",
+                        guarded.name
+                    ))),
+                    None => {
+                        guarded.unwinding = Some(panic_text(info.payload()));
+                        None
+                    }
+                },
+            });
+            match second {
+                Some(None) => previous(info),
+                Some(Some(what)) => {
+                    crate::stderr_println!(
+                        "error: {what}, and so did the cleanup after it (`storm run \
+                         --fresh` or `storm state clear` start over)"
+                    );
+                    std::process::exit(1);
+                }
+                None => {}
             }
         }));
     });
+}
+
+/// The message a panic carries.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
+/// A database file whose closing is guarded as its reads and writes are ([`caught`]): closing
+/// flushes what is pending, and the database can panic there too on a damaged file, after
+/// the error that refused it was already on its way out.
+pub(crate) struct GuardedDb {
+    db: std::mem::ManuallyDrop<redb::Database>,
+    name: String,
+}
+
+impl GuardedDb {
+    pub(crate) fn new(db: redb::Database, name: &str) -> GuardedDb {
+        GuardedDb {
+            db: std::mem::ManuallyDrop::new(db),
+            name: name.to_string(),
+        }
+    }
+}
+
+impl std::ops::Deref for GuardedDb {
+    type Target = redb::Database;
+
+    fn deref(&self) -> &redb::Database {
+        &self.db
+    }
+}
+
+impl Drop for GuardedDb {
+    fn drop(&mut self) {
+        // SAFETY: the database is taken out once, here, and `self.db` is not used after.
+        let db = unsafe { std::mem::ManuallyDrop::take(&mut self.db) };
+        if let Err(e) = caught(&self.name, || {
+            drop(db);
+            Ok(())
+        }) {
+            tracing::warn!("closing it: {e:#}");
+        }
+    }
+}
+
+/// Run `f` in one write transaction of `db`, committed with `durability`, inside [`caught`].
+/// The transaction is kept out of the unwinding of a panic in `f`: the database can panic on
+/// a damaged file, and the transaction's drop then panicked again, which aborts the process
+/// ("panic in a destructor during cleanup") before any error is printed. Leaked instead, the
+/// panic becomes an error naming the file; the process does not write that database again.
+pub(crate) fn write_tx<T>(
+    db: &redb::Database,
+    name: &str,
+    durability: redb::Durability,
+    f: impl FnOnce(&redb::WriteTransaction) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    caught(name, || {
+        let mut tx = std::mem::ManuallyDrop::new(db.begin_write()?);
+        tx.set_durability(durability);
+        let done = f(&tx);
+        let tx = std::mem::ManuallyDrop::into_inner(tx);
+        let value = done?;
+        tx.commit()?;
+        Ok(value)
+    })
 }
 
 /// Run `f`, which reads or writes the database file `name`; a panic inside it (the database
 /// library meeting a damaged file) becomes an error naming the file.
 pub(crate) fn caught<T>(name: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
     quiet_guarded_panics();
-    let was = GUARDED.with(|g| g.replace(true));
+    let guarded = Guarded {
+        name: name.to_string(),
+        unwinding: None,
+    };
+    let was = GUARDED.with(|g| g.replace(Some(guarded)));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    GUARDED.with(|g| g.set(was));
+    GUARDED.with(|g| g.replace(was));
     match result {
         Ok(result) => result,
         Err(panic) => {
-            let why = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "no message".into());
+            let why = panic_text(panic.as_ref());
             bail!("{name} is damaged: reading it failed ({why})")
         }
     }

@@ -1,10 +1,12 @@
 //! State kept across failures and restarts: the store a worker writes checkpoints into
 //! (`checkpoint_store.rs`, an embedded ACID database or memory), the record of which checkpoint is
-//! committed (`commits.rs`), a task's entries read back one at a time (`entries.rs`), the compact encoding of typed values in both (`codec.rs`), and what
+//! committed (`commits.rs`, and the mark beside it that a damaged record cannot fall behind,
+//! `commit_mark.rs`), a task's entries read back one at a time (`entries.rs`), the compact encoding of typed values in both (`codec.rs`), and what
 //! a state dir holds (`dir.rs`, for `storm state ls|dump|clear`).
 
 pub(crate) mod checkpoint_store;
 pub(crate) mod codec;
+mod commit_mark;
 mod commits;
 pub mod dir;
 mod entries;

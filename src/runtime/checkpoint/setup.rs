@@ -165,7 +165,7 @@ pub(crate) fn open_state_dir(
         check_shape(c, topology, Some(&shown))?;
         c.set_workers(workers as u64)
     })?;
-    let commits = Commits::open(dir)?;
+    let commits = Commits::open_marked(dir)?;
     dir::check_needed_stores(dir, &commits)?;
     check_workers(dir, workers)?;
     Ok(commits)

@@ -120,15 +120,9 @@ impl Cold {
         &self,
         f: impl FnOnce(&redb::WriteTransaction) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        caught(&self.name, || {
-            let mut tx = self.db.begin_write()?;
-            // Immediate frees the pages earlier writes left (syncing costs nothing here).
-            tx.set_durability(Durability::Immediate);
-            f(&tx)?;
-            tx.commit()?;
-            Ok(())
-        })
-        .with_context(|| format!("writing the spill file {}", self.name))
+        // Immediate frees the pages earlier writes left (syncing costs nothing here).
+        crate::state::guard::write_tx(&self.db, &self.name, Durability::Immediate, f)
+            .with_context(|| format!("writing the spill file {}", self.name))
     }
 
     /// Write `rows`, replacing rows of the same keys, and list the changed ones.
