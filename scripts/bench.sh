@@ -150,11 +150,14 @@ row "50 MB word count (one-liner) vs mawk" "$WORDS" \
   "$STORM run -q -e 'stdin | split | count(word) | stdout' < $WORDS" "$MAWK_WC"
 row "50 MB word count (wordcount.yaml)" "$WORDS" \
   "$STORM run -q topologies/wordcount.yaml < $WORDS" "$MAWK_WC"
-for acking in off on; do
-  conf=""; [ "$acking" = off ] && conf="-c topology.acker.executors=0"
-  pair "$STORM run -q $conf $WORK/gen-discard.yaml" "true"
-  awk -v a="$acking" -v w="$W_A" -v u="$U_A" -v r="$R_A" 'BEGIN {
-    printf "| generate 20 M -> discard, acking %-3s     | %6.2f s %6.2f CPU-s %4d MB | %.1f M tuples/s |\n", a, w, u, r / 1024, 20 / w }'
+# One chain (parallelism 1), and topologies/generate-discard.yaml: one chain per core (2 x 10 M).
+for topology in "x1:$WORK/gen-discard.yaml" "x2:topologies/generate-discard.yaml"; do
+  for acking in off on; do
+    conf=""; [ "$acking" = off ] && conf="-c topology.acker.executors=0"
+    pair "$STORM run -q $conf ${topology#*:}" "true"
+    awk -v p="${topology%%:*}" -v a="$acking" -v w="$W_A" -v u="$U_A" -v r="$R_A" 'BEGIN {
+      printf "| generate 20 M -> discard %s, acking %-3s  | %6.2f s %6.2f CPU-s %4d MB | %.1f M tuples/s |\n", p, a, w, u, r / 1024, 20 / w }'
+  done
 done
 [ "$ONLY" = table ] && exit 0
 

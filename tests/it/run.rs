@@ -356,6 +356,27 @@ fn ticks_drive_count_with_emit_tick() {
     assert!(nathan >= 3, "{text}");
 }
 
+/// `topologies/generate-discard.yaml` (with fewer tuples): each `gen` task's tuples reach the
+/// `sink` task chained onto it, acked, with acking on and off.
+#[test]
+fn the_generate_discard_example_runs_one_chain_per_task() {
+    let yaml = std::fs::read_to_string("topologies/generate-discard.yaml").expect("read");
+    assert!(yaml.contains("count: 10000000 "), "{yaml}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("gd.yaml");
+    std::fs::write(&file, yaml.replace("count: 10000000 ", "count: 30000 ")).expect("write");
+    let file = file.to_str().expect("UTF-8");
+    for acking in [&[][..], &["-c", "topology.acker.executors=0"][..]] {
+        let (_, stats) = counted_run(&[&["-q", file][..], acking].concat(), b"");
+        let gen = super::support::stats_component(&stats, "gen");
+        assert_eq!(gen["emitted"].as_u64(), Some(60_000), "{gen}");
+        let sink = super::support::stats_component(&stats, "sink");
+        assert_eq!(sink["executed"].as_u64(), Some(60_000), "{sink}");
+        assert_eq!(sink["acked"].as_u64(), Some(60_000), "{sink}");
+        assert_eq!(stats["lost"], 0, "{stats}");
+    }
+}
+
 #[test]
 fn the_multilang_and_flux_examples_run() {
     // Needs python3 (`.ci/run` says so when it is missing): the run below fails without it.
