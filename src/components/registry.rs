@@ -106,6 +106,18 @@ impl ComponentType {
         Self::names_where(|t| t.rewinds())
     }
 
+    /// The spout types that rewind only with some arguments, with those arguments (the part of
+    /// `Builtin::rewinds_when` before any parenthesis), for messages.
+    pub(crate) fn sometimes_rewinding() -> Vec<(&'static str, &'static str)> {
+        Self::ALL
+            .iter()
+            .filter_map(|t| {
+                let when = t.descriptor().rewinds_when()?;
+                Some((t.name(), when.split(" (").next().unwrap_or(when)))
+            })
+            .collect()
+    }
+
     /// The names of the types that keep state, for messages.
     pub(crate) fn stateful_names() -> Vec<&'static str> {
         Self::names_where(|t| t.keeps_state())

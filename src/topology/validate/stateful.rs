@@ -53,7 +53,10 @@ impl Validator<'_> {
         if !stateful || guarantee == Some("at_least_once") {
             return;
         }
-        let rewinding = ComponentType::rewinding_names().join(", ");
+        let mut rewinding = ComponentType::rewinding_names().join(", ");
+        for (name, when) in ComponentType::sometimes_rewinding() {
+            rewinding += &format!(", {name} {when}");
+        }
         for (c, rc) in components {
             if c.kind != ComponentKind::Spout || c.ctype.rewinds_with(&c.args) {
                 continue;
