@@ -76,6 +76,19 @@ impl<T: Clone> Replay<T> {
         Some(&mut kept.value)
     }
 
+    /// Change every tuple still kept with `f`, in no order; stops at its first error.
+    pub(crate) fn try_each_kept_mut<E>(
+        &mut self,
+        mut f: impl FnMut(&mut T) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for id in self.inflight.ids_where(|_| true) {
+            if let Some(kept) = self.inflight.get_mut(id) {
+                f(&mut kept.value)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Every tuple still kept (in flight, or failed and waiting to be emitted again), oldest
     /// first (ids count up in their high half; after 2^32 tuples the order restarts).
     pub(crate) fn kept(&self) -> Vec<&T> {

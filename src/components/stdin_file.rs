@@ -94,22 +94,42 @@ enum KeptLine {
     Own(CompactString),
     /// With `format:`, the values the line (or record) gave: replayed as they were.
     Parsed(crate::tuple::Values),
+    /// With `format:`, a line whose values were read ahead (`parse::Prefetch`), kept as its
+    /// range in its chunk: a copy of its values per tuple in flight was a tenth of the
+    /// spout's time, and such a line's values depend on the line alone, so they are read
+    /// again from it when needed (a fail, a checkpoint's position; `LineSpout::read_again`).
+    Ahead {
+        text: Arc<String>,
+        start: usize,
+        end: usize,
+    },
 }
 
 impl KeptLine {
     fn text(&self) -> &str {
         match self {
-            KeptLine::InChunk { text, start, end } => text.get(*start..*end).unwrap_or_default(),
+            KeptLine::InChunk { text, start, end } | KeptLine::Ahead { text, start, end } => {
+                text.get(*start..*end).unwrap_or_default()
+            }
             KeptLine::Own(s) => s,
             KeptLine::Parsed(_) => "",
         }
     }
 
-    /// The tuple's values when it is emitted again.
+    /// The tuple's values when it is emitted again (an `Ahead` line is made `Parsed` before it
+    /// can be: see `LineSpout::read_again`).
     fn values(&self) -> crate::tuple::Values {
         match self {
             KeptLine::Parsed(v) => v.clone(),
             other => smallvec::smallvec![Value::str(other.text())],
+        }
+    }
+
+    /// A range of a chunk made one read ahead.
+    fn into_ahead(self) -> KeptLine {
+        match self {
+            KeptLine::InChunk { text, start, end } => KeptLine::Ahead { text, start, end },
+            other => other,
         }
     }
 }
@@ -145,19 +165,31 @@ fn emit_line(
     };
     // A line may give several records (the elements of a JSON array on one line).
     let mut replay = replay;
+    // Values read ahead are read again from the line if needed; file fields are kept whole.
+    let mut keep = Some(keep).filter(|_| place.is_none());
     let mut record = match (piece, read_ahead.and_then(|v| p.parser.prefetched(v))) {
         (false, Some(values)) => Some(Ok(values)),
-        (true, _) => p.parser.parse_piece(line).transpose(),
-        (false, None) => p.parser.parse(line).transpose(),
+        (true, _) => {
+            keep = None;
+            p.parser.parse_piece(line).transpose()
+        }
+        (false, None) => {
+            keep = None;
+            p.parser.parse(line).transpose()
+        }
     };
     while let Some(r) = record {
         match r {
             Ok(values) => {
                 p.warnings.read();
                 let values = placed(values);
-                let msg_id = replay
-                    .as_deref_mut()
-                    .map(|r| Value::Int(r.track(KeptLine::Parsed(values.clone())) as i64));
+                let msg_id = replay.as_deref_mut().map(|r| {
+                    let kept = match keep.take() {
+                        Some(keep) => keep().into_ahead(),
+                        None => KeptLine::Parsed(values.clone()),
+                    };
+                    Value::Int(r.track(kept) as i64)
+                });
                 out.send(streams::DEFAULT, values, msg_id);
             }
             Err(reason) => LineSpout::reject(p, line, &reason, out)?,
@@ -212,6 +244,8 @@ struct LineSpout {
     /// JSON and CSV/TSV input: the reader thread reads lines into fields ahead (taken when it
     /// starts).
     prefetch: Vec<super::parse::Prefetch>,
+    /// One more such reader, kept here: it reads an `Ahead` line's values again.
+    again: Option<super::parse::Prefetch>,
     /// JSON input: a long line is read in pieces.
     cut_long: bool,
     /// `follow: true`: read as the file grows, through rotations.
@@ -286,6 +320,7 @@ impl LineSpout {
             component: String::new(),
             parsing: None,
             prefetch: Vec::new(),
+            again: None,
             cut_long: false,
             follow: None,
             placement: None,
@@ -335,6 +370,7 @@ impl LineSpout {
         self.prefetch = (0..parallel::threads(true))
             .map_while(|_| parser.read_ahead(spec))
             .collect();
+        self.again = parser.read_ahead(spec);
         self.parsing = Some(Parsing {
             parser,
             errors: None,
@@ -366,6 +402,34 @@ impl LineSpout {
                 p.warnings.dropped(p.parser.line(), line, reason)
             }
         }
+    }
+
+    /// The values of an `Ahead` line, read again from it by `again` as the reader read them.
+    /// That read depends on the line alone (JSON: the field paths; CSV/TSV: the layout the
+    /// header gave, which never changes after), so it gives what it gave the first time; a
+    /// line it cannot read now is an error that ends the run, never other values.
+    fn read_again(
+        again: Option<&mut super::parse::Prefetch>,
+        kept: &KeptLine,
+        component: &str,
+    ) -> Result<crate::tuple::Values, super::FatalError> {
+        again.and_then(|a| a.read(kept.text())).ok_or_else(|| {
+            super::FatalError(format!(
+                "{component}: a line read ahead cannot be read again to be replayed: {:?}",
+                kept.text()
+            ))
+        })
+    }
+
+    /// Every `Ahead` line kept for replay made `Parsed`, for a position to save.
+    fn parse_kept(&mut self) -> Result<(), super::FatalError> {
+        let (again, component) = (&mut self.again, &self.component);
+        self.replay.try_each_kept_mut(|kept| {
+            if let KeptLine::Ahead { .. } = kept {
+                *kept = KeptLine::Parsed(Self::read_again(again.as_mut(), kept, component)?);
+            }
+            Ok(())
+        })
     }
 
     /// Emit the next line of the current chunk, if there is one left.
@@ -1099,9 +1163,14 @@ impl Spout for LineSpout {
 
     fn fail(&mut self, msg_id: Value, _out: &mut dyn SpoutCollector) -> anyhow::Result<()> {
         if let Some(kept) = self.replay.kept_mut(&msg_id) {
-            if let KeptLine::InChunk { .. } = kept {
+            match kept {
                 // Keep its own copy, not the whole chunk, while it waits to be replayed.
-                *kept = KeptLine::Own(CompactString::new(kept.text()));
+                KeptLine::InChunk { .. } => *kept = KeptLine::Own(CompactString::new(kept.text())),
+                KeptLine::Ahead { .. } => {
+                    let values = Self::read_again(self.again.as_mut(), kept, &self.component)?;
+                    *kept = KeptLine::Parsed(values);
+                }
+                KeptLine::Own(_) | KeptLine::Parsed(_) => {}
             }
         }
         self.replay.fail(&msg_id);

@@ -23,8 +23,12 @@ use super::{follow, Input, KeptLine, LineSpout};
 use crate::tuple::Value;
 use std::collections::BTreeMap;
 
-/// Where `spout` is.
-pub(super) fn of(spout: &LineSpout) -> Value {
+/// Where `spout` is. Lines kept as read ahead are read again into their values first; one
+/// that cannot be (never expected) is saved as its text, which a resume refuses by name.
+pub(super) fn of(spout: &mut LineSpout) -> Value {
+    if let Err(e) = spout.parse_kept() {
+        tracing::error!("{}", e.0);
+    }
     let item = |k: &KeptLine| match k {
         KeptLine::Parsed(values) => Value::List(Box::new(values.to_vec())),
         other => Value::str(other.text()),
