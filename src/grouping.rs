@@ -130,6 +130,8 @@ impl Grouper {
                 *next += 1;
                 Choice::One(t)
             }
+            // One target takes every key: nothing to hash (a keyed step chained onto its spout).
+            Kind::Fields(_) if self.targets.len() == 1 => Choice::One(self.targets[0]),
             Kind::Fields(keys) => {
                 // List.hashCode of the key values.
                 let h = keys
