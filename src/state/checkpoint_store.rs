@@ -45,6 +45,10 @@ const COMMITTED: Committed = TableDefinition::new("committed");
 const STORE_CACHE: usize = 64 << 20;
 const POSITIONS: Positions = TableDefinition::new("positions");
 const DIGESTS: Positions = TableDefinition::new("digests");
+/// `writes`: how many write transactions the store has committed (u64, sealed), so a store the
+/// database opened at an older transaction (its newest header slot damaged) is told from the
+/// mark beside it (`commit_mark.rs`).
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// The names of a txid's prepared tables start so, the txid follows in decimal.
 const PREPARED: &str = "prepared-";
 const PREPARED_POSITIONS: &str = "prepared_positions-";
@@ -75,8 +79,42 @@ pub(crate) struct RawState {
 
 pub struct Store {
     db: guard::GuardedDb,
+    /// Its mark (`worker-N.mark`), moved on after each durable write, when it has one.
+    mark: Option<std::path::PathBuf>,
     /// The file, or "memory", for errors.
     name: String,
+}
+
+/// The write transactions `db` has committed (0 for a new store).
+fn writes_of(db: &Database) -> anyhow::Result<u64> {
+    let tx = db.begin_read()?;
+    let table = match tx.open_table(META) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(stored) = table.get("writes")? else {
+        return Ok(0);
+    };
+    let (value, _) = guard::unseal("meta", "", 0, b"writes", stored.value())?;
+    let eight = <[u8; 8]>::try_from(value)
+        .map_err(|_| anyhow::anyhow!("a write count of {} bytes", value.len()))?;
+    Ok(u64::from_le_bytes(eight))
+}
+
+/// Count one more write in `tx`: the count it commits.
+fn count_write(tx: &WriteTransaction) -> anyhow::Result<u64> {
+    let mut table = tx.open_table(META)?;
+    let writes = match table.get("writes")? {
+        Some(stored) => {
+            let (value, _) = guard::unseal("meta", "", 0, b"writes", stored.value())?;
+            <[u8; 8]>::try_from(value).map_or(0, u64::from_le_bytes)
+        }
+        None => 0,
+    } + 1;
+    let sealed = guard::seal("meta", "", 0, b"writes", &writes.to_le_bytes());
+    table.insert("writes", sealed.as_slice())?;
+    Ok(writes)
 }
 
 impl Store {
@@ -96,6 +134,38 @@ impl Store {
         })
     }
 
+    /// Open the worker store at `path` of a state dir as [`Store::open`], held to its mark
+    /// (`worker-N.mark` beside it): refused when it holds fewer writes than the mark counts,
+    /// which each durable write then moves on. Checked before the store is written to.
+    pub(crate) fn open_marked(path: &Path) -> anyhow::Result<Store> {
+        let mark = path.with_extension("mark");
+        let dir = path.parent().unwrap_or(Path::new("."));
+        if let Some(marked) = super::commit_mark::read_at(&mark, dir)? {
+            let name = path.display().to_string();
+            let writes = caught(&name, || {
+                let db = Database::builder()
+                    .set_cache_size(STORE_CACHE)
+                    .create(path)
+                    .map_err(|e| open_error("store", &name, e))?;
+                let db = guard::GuardedDb::new(db, &name);
+                writes_of(&db)
+            })
+            .with_context(|| format!("reading {name}"))?;
+            anyhow::ensure!(
+                writes >= marked,
+                "{name} holds {writes} writes, but {marked} were made ({}): the store is \
+                 damaged (its newest transactions are lost), and resuming from it would count \
+                 input again or lose it (`storm run --fresh` or `storm state clear {}` start \
+                 over)",
+                mark.display(),
+                dir.display()
+            );
+        }
+        let mut store = Store::open(path)?;
+        store.mark = Some(mark);
+        Ok(store)
+    }
+
     /// A store in memory.
     pub(crate) fn memory() -> anyhow::Result<Store> {
         let db = Database::builder()
@@ -108,6 +178,7 @@ impl Store {
     fn with_tables(db: Database, name: String) -> anyhow::Result<Store> {
         let store = Store {
             db: guard::GuardedDb::new(db, &name),
+            mark: None,
             name,
         };
         store.write(Durability::Immediate, |tx| {
@@ -125,12 +196,21 @@ impl Store {
         durability: Durability,
         f: impl FnOnce(&WriteTransaction) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        guard::write_tx(&self.db, &self.name, durability, f).with_context(|| self.name.clone())
+        let durable = matches!(durability, Durability::Immediate);
+        let writes = guard::write_tx(&self.db, &self.name, durability, |tx| {
+            f(tx)?;
+            count_write(tx)
+        })
+        .with_context(|| self.name.clone())?;
+        match &self.mark {
+            Some(mark) if durable => super::commit_mark::write_at(mark, writes),
+            _ => Ok(()),
+        }
     }
 
     /// Run the read `f`; a panic in the database becomes an error naming the file.
     fn read<T>(&self, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
-        caught(&self.name, f)
+        caught(&self.name, f).with_context(|| format!("reading {}", self.name))
     }
 
     /// Durably write `task`'s changes (`None`: the key was removed) and, for a spout, its

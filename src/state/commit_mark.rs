@@ -1,5 +1,6 @@
 //! The commit mark: a small file beside a state dir's commit record naming the last checkpoint
-//! committed there, written (whole, by a rename) after each commit. The database keeps two
+//! committed there, written (whole, by a rename) after each commit; and likewise beside each
+//! worker store (`worker-N.mark`), the number of its last durable write (`Store::open_marked`). The database keeps two
 //! header slots and, when the newest one is damaged, opens at the transaction before it, as
 //! it would after a crash during that commit; a damaged header would then resume a run from
 //! an older checkpoint, or from none, without a word. A record behind its mark is refused
@@ -26,8 +27,12 @@ const DOMAIN: &str = "commit mark";
 /// The checkpoint the mark in `dir` names; `None` when there is no mark. A mark that is not
 /// whole (emptied, cut, a flipped bit) is an error naming it.
 pub(crate) fn read(dir: &Path) -> anyhow::Result<Option<u64>> {
-    let path = mark_path(dir);
-    let stored = match std::fs::read(&path) {
+    read_at(&mark_path(dir), dir)
+}
+
+/// The number the mark at `path` holds (of the state dir `dir`, for messages).
+pub(crate) fn read_at(path: &Path, dir: &Path) -> anyhow::Result<Option<u64>> {
+    let stored = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -49,15 +54,21 @@ pub(crate) fn read(dir: &Path) -> anyhow::Result<Option<u64>> {
 /// Mark checkpoint `txid` committed in `dir`: written beside the mark, flushed to disk, then
 /// renamed over it, so the mark is always whole.
 pub(crate) fn write(dir: &Path, txid: u64) -> anyhow::Result<()> {
-    let path = mark_path(dir);
-    let tmp = dir.join(format!("{MARK_FILE}.new"));
-    let sealed = guard::seal(DOMAIN, "", 0, b"txid", &txid.to_le_bytes());
+    write_at(&mark_path(dir), txid)
+}
+
+/// Make the mark at `path` hold `n`, whole: written beside it, flushed, renamed over it.
+pub(crate) fn write_at(path: &Path, n: u64) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".new");
+    let tmp = std::path::PathBuf::from(tmp);
+    let sealed = guard::seal(DOMAIN, "", 0, b"txid", &n.to_le_bytes());
     let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(&sealed)?;
         f.sync_all()
     });
     written
-        .and_then(|()| std::fs::rename(&tmp, &path))
+        .and_then(|()| std::fs::rename(&tmp, path))
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

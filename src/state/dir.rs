@@ -95,7 +95,7 @@ pub(crate) fn read(dir: &Path) -> anyhow::Result<Contents> {
     let txid = committed.as_ref().map_or(0, |c| c.txid);
     let mut workers = Vec::new();
     for file in worker_files(dir)? {
-        let store = Store::open(&file.path)?;
+        let store = Store::open_marked(&file.path)?;
         store.fold(txid)?;
         store.discard_after(txid)?;
         let mut tasks = Vec::new();

@@ -76,7 +76,7 @@ impl Iterator for Entries {
     fn next(&mut self) -> Option<Self::Item> {
         self.rows.as_ref()?;
         let name = self.name.clone();
-        let step = caught(&name, || self.step());
+        let step = caught(&name, || self.step()).with_context(|| format!("reading {name}"));
         let result = match step {
             Ok(Some(entry)) => return Some(Ok(entry)),
             Ok(None) => self.check(),

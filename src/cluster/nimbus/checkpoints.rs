@@ -79,7 +79,7 @@ pub(super) fn open_stores(
     };
     let commits = open_state_dir(&dir, topology, 1)?;
     check_shape(&commits, topology, Some(&dir))?;
-    let store = Store::open(&crate::state::dir::worker_path(&dir, 0))?;
+    let store = Store::open_marked(&crate::state::dir::worker_path(&dir, 0))?;
     if let Some(c) = commits.committed()? {
         crate::stderr_println!(
             "resuming `{}` from checkpoint {} in {} (`storm state clear {}` starts over)",

@@ -64,7 +64,7 @@ impl Setup {
         let mut stores = BTreeMap::new();
         for &w in local {
             let store = match &dir {
-                Some(d) => Store::open(&dir::worker_path(d, w))?,
+                Some(d) => Store::open_marked(&dir::worker_path(d, w))?,
                 None => Store::memory()?,
             };
             stores.insert(w, Arc::new(store));
