@@ -22,9 +22,10 @@ impl SpoutExecutor {
                 // A spout that rewinds saves a position at every checkpoint: without one, its
                 // state would start over while the bolts' does not.
                 None if t.component.position().is_some() => anyhow::bail!(
-                    "checkpoint {} holds no position for {key}: the state is damaged \
-                     (`storm run --fresh` or `storm state clear DIR` start over)",
-                    cp.base
+                    "checkpoint {} in {} holds no position for {key}: the state is damaged \
+                     (`storm run --fresh` or `storm state clear` start over)",
+                    cp.base,
+                    cp.store.name()
                 ),
                 None => tracing::warn!("{key}: no position saved; the spout starts over"),
             }

@@ -79,8 +79,10 @@ pub(crate) struct RawState {
 
 pub struct Store {
     db: guard::GuardedDb,
-    /// Its mark (`worker-N.mark`), moved on after each durable write, when it has one.
-    mark: Option<std::path::PathBuf>,
+    /// Its mark (`worker-N.mark`), moved on after each durable write, when it has one, with
+    /// the count it holds: the tasks of a worker write from their own threads, so the mark is
+    /// written by one at a time and only forward.
+    mark: Option<(std::path::PathBuf, std::sync::Mutex<u64>)>,
     /// The file, or "memory", for errors.
     name: String,
 }
@@ -162,8 +164,13 @@ impl Store {
             );
         }
         let mut store = Store::open(path)?;
-        store.mark = Some(mark);
+        store.mark = Some((mark, std::sync::Mutex::new(0)));
         Ok(store)
+    }
+
+    /// Its file, or "memory", for messages.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// A store in memory.
@@ -203,7 +210,14 @@ impl Store {
         })
         .with_context(|| self.name.clone())?;
         match &self.mark {
-            Some(mark) if durable => super::commit_mark::write_at(mark, writes),
+            Some((mark, written)) if durable => {
+                let mut written = written.lock().unwrap_or_else(|e| e.into_inner());
+                if writes > *written {
+                    super::commit_mark::write_at(mark, writes)?;
+                    *written = writes;
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }

@@ -260,10 +260,8 @@ impl Drop for GuardedDb {
 }
 
 /// Run `f` in one write transaction of `db`, committed with `durability`, inside [`caught`].
-/// The transaction is kept out of the unwinding of a panic in `f`: the database can panic on
-/// a damaged file, and the transaction's drop then panicked again, which aborts the process
-/// ("panic in a destructor during cleanup") before any error is printed. Leaked instead, the
-/// panic becomes an error naming the file; the process does not write that database again.
+/// (Leaking the transaction on a panic, to keep its drop from panicking again, left the
+/// database waiting for it for ever when it was closed; a second panic is the panic hook's.)
 pub(crate) fn write_tx<T>(
     db: &redb::Database,
     name: &str,
@@ -271,11 +269,9 @@ pub(crate) fn write_tx<T>(
     f: impl FnOnce(&redb::WriteTransaction) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     caught(name, || {
-        let mut tx = std::mem::ManuallyDrop::new(db.begin_write()?);
+        let mut tx = db.begin_write()?;
         tx.set_durability(durability);
-        let done = f(&tx);
-        let tx = std::mem::ManuallyDrop::into_inner(tx);
-        let value = done?;
+        let value = f(&tx)?;
         tx.commit()?;
         Ok(value)
     })
