@@ -95,25 +95,15 @@ fn writes_of(db: &Database) -> anyhow::Result<u64> {
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
         Err(e) => return Err(e.into()),
     };
-    let Some(stored) = table.get("writes")? else {
-        return Ok(0);
-    };
-    let (value, _) = guard::unseal("meta", "", 0, b"writes", stored.value())?;
-    let eight = <[u8; 8]>::try_from(value)
-        .map_err(|_| anyhow::anyhow!("a write count of {} bytes", value.len()))?;
-    Ok(u64::from_le_bytes(eight))
+    let stored = table.get("writes")?;
+    stored.map_or(Ok(0), |s| guard::unseal_u64("meta", b"writes", s.value()))
 }
 
 /// Count one more write in `tx`: the count it commits.
 fn count_write(tx: &WriteTransaction) -> anyhow::Result<u64> {
     let mut table = tx.open_table(META)?;
-    let writes = match table.get("writes")? {
-        Some(stored) => {
-            let (value, _) = guard::unseal("meta", "", 0, b"writes", stored.value())?;
-            <[u8; 8]>::try_from(value).map_or(0, u64::from_le_bytes)
-        }
-        None => 0,
-    } + 1;
+    let stored = table.get("writes")?;
+    let writes = stored.map_or(Ok(0), |s| guard::unseal_u64("meta", b"writes", s.value()))? + 1;
     let sealed = guard::seal("meta", "", 0, b"writes", &writes.to_le_bytes());
     table.insert("writes", sealed.as_slice())?;
     Ok(writes)
@@ -122,6 +112,14 @@ fn count_write(tx: &WriteTransaction) -> anyhow::Result<u64> {
 impl Store {
     /// Open (creating it, and its dir, if missing) the store of a worker at `path`.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        Store::open_checked(path, |_| Ok(()))
+    }
+
+    /// [`Store::open`], with `check` run on the database before anything is written to it.
+    fn open_checked(
+        path: &Path,
+        check: impl FnOnce(&Database) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Store> {
         let name = path.display().to_string();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
@@ -132,6 +130,8 @@ impl Store {
                 .set_cache_size(STORE_CACHE)
                 .create(path)
                 .map_err(|e| open_error("store", &name, e))?;
+            let db = guard::GuardedDb::new(db, &name);
+            check(&db).with_context(|| format!("reading {name}"))?;
             Store::with_tables(db, name.clone())
         })
     }
@@ -142,28 +142,24 @@ impl Store {
     pub(crate) fn open_marked(path: &Path) -> anyhow::Result<Store> {
         let mark = path.with_extension("mark");
         let dir = path.parent().unwrap_or(Path::new("."));
-        if let Some(marked) = super::commit_mark::read_at(&mark, dir)? {
-            let name = path.display().to_string();
-            let writes = caught(&name, || {
-                let db = Database::builder()
-                    .set_cache_size(STORE_CACHE)
-                    .create(path)
-                    .map_err(|e| open_error("store", &name, e))?;
-                let db = guard::GuardedDb::new(db, &name);
-                writes_of(&db)
-            })
-            .with_context(|| format!("reading {name}"))?;
+        let marked = super::commit_mark::read_at(&mark, dir)?;
+        let mut store = Store::open_checked(path, |db| {
+            let Some(marked) = marked else {
+                return Ok(());
+            };
+            let writes = writes_of(db)?;
             anyhow::ensure!(
                 writes >= marked,
-                "{name} holds {writes} writes, but {marked} were made ({}): the store is \
+                "{} holds {writes} writes, but {marked} were made ({}): the store is \
                  damaged (its newest transactions are lost), and resuming from it would count \
                  input again or lose it (`storm run --fresh` or `storm state clear {}` start \
                  over)",
+                path.display(),
                 mark.display(),
                 dir.display()
             );
-        }
-        let mut store = Store::open(path)?;
+            Ok(())
+        })?;
         store.mark = Some((mark, std::sync::Mutex::new(0)));
         Ok(store)
     }
@@ -178,13 +174,13 @@ impl Store {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .context("cannot make a store in memory")?;
-        Store::with_tables(db, "memory".into())
+        Store::with_tables(guard::GuardedDb::new(db, "memory"), "memory".into())
     }
 
     /// Make the tables (a new database has none; reads need them).
-    fn with_tables(db: Database, name: String) -> anyhow::Result<Store> {
+    fn with_tables(db: guard::GuardedDb, name: String) -> anyhow::Result<Store> {
         let store = Store {
-            db: guard::GuardedDb::new(db, &name),
+            db,
             mark: None,
             name,
         };

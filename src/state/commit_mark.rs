@@ -44,11 +44,9 @@ pub(crate) fn read_at(path: &Path, dir: &Path) -> anyhow::Result<Option<u64>> {
             dir.display()
         )
     };
-    let (value, _) = guard::unseal(DOMAIN, "", 0, b"txid", &stored).with_context(damaged)?;
-    match <[u8; 8]>::try_from(value) {
-        Ok(eight) => Ok(Some(u64::from_le_bytes(eight))),
-        Err(_) => bail!("{}: {} bytes where a txid takes 8", damaged(), value.len()),
-    }
+    guard::unseal_u64(DOMAIN, b"txid", &stored)
+        .map(Some)
+        .with_context(damaged)
 }
 
 /// Mark checkpoint `txid` committed in `dir`: written beside the mark, flushed to disk, then

@@ -162,6 +162,15 @@ impl Digest {
     }
 }
 
+/// The u64 (little-endian) a sealed row `stored` holds, once its checksum is verified.
+pub(crate) fn unseal_u64(domain: &str, key: &[u8], stored: &[u8]) -> anyhow::Result<u64> {
+    let (value, _) = unseal(domain, "", 0, key, stored)?;
+    match <[u8; 8]>::try_from(value) {
+        Ok(eight) => Ok(u64::from_le_bytes(eight)),
+        Err(_) => bail!("{} bytes where a number takes 8", value.len()),
+    }
+}
+
 /// What a [`caught`] call running on this thread works on: the file, and the message of a
 /// panic of the database already unwinding out of it.
 struct Guarded {
