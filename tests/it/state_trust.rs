@@ -44,6 +44,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Whether `stderr` holds an `error:` line naming `dir` (or a file in it).
+fn refused_naming(stderr: &str, dir: &Path) -> bool {
+    let shown = dir.display().to_string();
+    stderr
+        .lines()
+        .any(|l| l.starts_with("error: ") && l.contains(&shown))
+}
+
 /// Damage `path` one way, chosen by `rng`; how, for the failure message.
 fn damage(path: &Path, rng: &mut impl Rng) -> String {
     let mut bytes = std::fs::read(path).expect("read");
@@ -97,13 +105,7 @@ fn a_damaged_state_dir_is_resumed_exactly_or_refused() {
             if code == Some(0) {
                 assert_eq!(totals, expected, "{what}");
             } else {
-                let shown = dir.display().to_string();
-                assert!(
-                    stderr
-                        .lines()
-                        .any(|l| l.starts_with("error: ") && l.contains(&shown)),
-                    "{what}"
-                );
+                assert!(refused_naming(&stderr, &dir), "{what}");
             }
         }
     }
@@ -160,13 +162,7 @@ fn damaged_header_slots_never_read_as_an_older_checkpoint_nor_abort() {
             match code {
                 Some(0) => assert_eq!(got, want, "{what}"),
                 Some(1) => {
-                    let shown = dir.display().to_string();
-                    assert!(
-                        stderr
-                            .lines()
-                            .any(|l| l.starts_with("error: ") && l.contains(&shown)),
-                        "{what}"
-                    );
+                    assert!(refused_naming(&stderr, &dir), "{what}");
                     refused_by_the_mark += usize::from(
                         stderr.contains("was committed (") || stderr.contains(" were made ("),
                     );

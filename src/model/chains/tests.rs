@@ -198,32 +198,25 @@ fn a_keyed_bolt_after_a_spout_reading_fields_with_one_task_each_is_chained() {
         !Chains::of(&t).is_chained("keep", "dedupe"),
         "only right after the spout"
     );
-    for (path, follow) in [("logs/*.csv", false), ("app.csv", true)] {
+    let file_into_dedupe = |args: serde_json::Value| {
         let mut file = component("in", "file", 1);
-        file.args = serde_json::json!({ "format": "csv", "path": path, "follow": follow })
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
+        file.args = args.as_object().cloned().unwrap_or_default();
         let t = topology(
             vec![file, component("dedupe", "dedupe", 1)],
             vec![stream("in", "dedupe", Grouping::Global)],
         );
+        Chains::of(&t).is_chained("in", "dedupe")
+    };
+    for (path, follow) in [("logs/*.csv", false), ("app.csv", true)] {
         assert!(
-            !Chains::of(&t).is_chained("in", "dedupe"),
+            !file_into_dedupe(
+                serde_json::json!({ "format": "csv", "path": path, "follow": follow })
+            ),
             "{path}: its readers read lines only"
         );
     }
-    let mut file = component("in", "file", 1);
-    file.args = serde_json::json!({ "format": "csv", "path": "app.csv" })
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let t = topology(
-        vec![file, component("dedupe", "dedupe", 1)],
-        vec![stream("in", "dedupe", Grouping::Global)],
-    );
     assert!(
-        Chains::of(&t).is_chained("in", "dedupe"),
+        file_into_dedupe(serde_json::json!({ "format": "csv", "path": "app.csv" })),
         "one file, read ahead"
     );
 }
