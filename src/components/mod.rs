@@ -178,6 +178,30 @@ pub trait SpoutCollector {
     fn skip_filtered(&mut self, _n: u64, _tracked: bool) -> bool {
         false
     }
+    /// The next `n` tuples the spout would emit on its default stream were folded on its
+    /// reader threads by the bolt it runs a fold for (see [`Spout::run_fold`]) into `folded`:
+    /// hand that to the bolt as one tuple, and count the `n` as emitted, executed and acked by
+    /// it (and by the spout when `tracked`), without building them. False when they must be
+    /// emitted after all (no fold runs in the spout now, or something listens to the spout's
+    /// emits): then the spout emits them.
+    fn fold_ahead(&mut self, _n: u64, _tracked: bool, _folded: Values) -> bool {
+        false
+    }
+}
+
+/// What a bolt chained onto a spout that reads fields apart folds on the spout's reader
+/// threads (see [`Bolt::reader_fold`]): the values of each line of a chunk, in order, into
+/// the one tuple that stands for them all.
+pub trait ReaderFold: Send {
+    /// Take the values of the next line of the chunk.
+    fn add(&mut self, values: &[Value]);
+    /// The chunk has a line whose values were not read ahead: it cannot be folded.
+    fn abandon(&mut self);
+    /// The values of the tuple that stands for the chunk's lines, if it can; either way the
+    /// next line starts the next chunk.
+    fn finish(&mut self) -> Option<Values>;
+    /// A fresh fold of the same kind, for another reader thread.
+    fn fresh(&self) -> Box<dyn ReaderFold>;
 }
 
 /// How far a spout is behind one partition of its input (Storm's `KafkaOffsetLagResult`).
@@ -277,6 +301,14 @@ pub trait Spout: Send {
     fn run_filter(&mut self, _filter: &crate::expr::Compiled) -> bool {
         false
     }
+    /// The only receiver of the spout's default stream is a bolt chained onto it that can fold
+    /// lines where they are read (see [`Bolt::reader_fold`]): a spout that reads fields on
+    /// reader threads says so, runs `fold` (a fresh one per thread) over each chunk of lines
+    /// it reads, and offers each chunk folded whole to [`SpoutCollector::fold_ahead`] instead
+    /// of emitting its lines. Called after `open` (and `restore`), before `next_tuple`.
+    fn run_fold(&mut self, _fold: Box<dyn ReaderFold>) -> bool {
+        false
+    }
     fn close(&mut self) {}
 }
 
@@ -342,6 +374,13 @@ pub trait Bolt: Send {
     /// are, acked at once (`filter`): its condition, once prepared, which a spout before it may
     /// evaluate in its place (see [`Spout::run_filter`]).
     fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
+        None
+    }
+    /// A bolt whose result for a run of its input's tuples, in order, can be had from one tuple
+    /// folding them (an `aggregate` emitting at the end): once prepared, the fold a spout it
+    /// alone receives from may run on its reader threads (see [`Spout::run_fold`]), sending it
+    /// one tuple on stream `__folded` per chunk of lines.
+    fn reader_fold(&self) -> Option<Box<dyn ReaderFold>> {
         None
     }
     fn cleanup(&mut self) {}

@@ -264,6 +264,11 @@ struct LineSpout {
     /// The reader threads evaluate the condition of the `filter` that alone receives the
     /// spout's lines (see `Spout::run_filter`).
     filtering: bool,
+    /// The reader threads fold each chunk's lines for the bolt that alone receives the
+    /// spout's lines (see `Spout::run_fold`).
+    folding: bool,
+    /// Chunks handed over folded, and their lines (logged at `debug` as the spout closes).
+    folded: (u64, u64),
 }
 
 /// A glob's files, each with its own position.
@@ -329,6 +334,8 @@ impl LineSpout {
             glob: None,
             position_file: None,
             filtering: false,
+            folding: false,
+            folded: (0, 0),
         }
     }
 
@@ -437,6 +444,9 @@ impl LineSpout {
         if self.filtering {
             self.skip_rejected_lines(out);
         }
+        if self.folding && self.emitted == 0 {
+            self.hand_over_folded_chunk(out);
+        }
         let Some((start, end)) = self.current.line_bounds(self.emitted) else {
             return Ok(false);
         };
@@ -508,6 +518,34 @@ impl LineSpout {
         self.emitted_up_to(raw_end, number, false, self.current.file);
     }
 
+    /// Hand the chunk just begun over folded, when the reader's fold made one tuple of all its
+    /// lines and the collector takes it (see `SpoutCollector::fold_ahead`): its lines are then
+    /// passed over as lines whose trees completed.
+    fn hand_over_folded_chunk(&mut self, out: &mut dyn SpoutCollector) {
+        let lines = self.current.ends.len();
+        let Some(p) = self.parsing.as_mut().filter(|_| lines > 0) else {
+            return;
+        };
+        if !p.parser.prefetch_ready() {
+            return;
+        }
+        let Some(folded) = self.current.ahead.take_folded() else {
+            return;
+        };
+        if !out.fold_ahead(lines as u64, self.tracked, folded) {
+            return;
+        }
+        p.parser.take_prefetched_lines(lines as u64);
+        p.warnings.read_lines(lines as u64);
+        self.folded.0 += 1;
+        self.folded.1 += lines as u64;
+        let last = lines - 1;
+        let raw_end = self.current.raw_ends.get(last).copied();
+        let number = self.current.numbers.get(last).copied();
+        self.emitted = lines;
+        self.emitted_up_to(raw_end, number, false, self.current.file);
+    }
+
     /// The line just emitted (`piece`: a piece of a longer one) ended at raw offset `raw_end`
     /// of `file`, as line `number`: where a position resumes, unless a record is under way.
     fn emitted_up_to(
@@ -576,7 +614,7 @@ impl LineSpout {
         let cut = self.cut_long.then_some(PIECE_BYTES);
         let name = format!("{}-reader", self.component);
         let mut prefetch = std::mem::take(&mut self.prefetch);
-        prefetch.truncate(parallel::threads(self.filtering));
+        prefetch.truncate(parallel::threads(self.filtering || self.folding));
         // Numbering lines (`file_line`): from the restored count, else counted at start.
         let numbering = self.placement.is_some().then_some(self.start_line);
         if let (Some(g), Input::File(pattern)) = (&self.glob, &input) {
@@ -965,9 +1003,10 @@ impl<'a> LineBuilder<'a> {
 
     /// The values read ahead so far, and room for the next chunk's as many.
     fn next_ahead(&mut self) -> read_ahead::ReadAhead {
-        let Some(p) = &self.prefetch else {
+        let Some(p) = self.prefetch.as_mut() else {
             return Default::default();
         };
+        self.ahead.finish(p);
         let width = p.width();
         let next = read_ahead::ReadAhead::with_capacity(CHUNK_LINES, width);
         std::mem::replace(&mut self.ahead, next)
@@ -1216,7 +1255,29 @@ impl Spout for LineSpout {
         self.filtering
     }
 
+    /// Taken under the same conditions as a filter (see `run_filter`), when no filter is.
+    fn run_fold(&mut self, fold: Box<dyn super::ReaderFold>) -> bool {
+        let reads_ahead = self.glob.is_none() && self.follow.is_none();
+        if self.parsing.is_none() || self.placement.is_some() || !reads_ahead || self.filtering {
+            return false;
+        }
+        if self.chunks.is_none() && !self.prefetch.is_empty() {
+            for p in &mut self.prefetch {
+                p.set_fold(fold.fresh());
+            }
+            self.folding = true;
+        }
+        self.folding
+    }
+
     fn close(&mut self) {
+        if self.folding {
+            let (chunks, lines) = self.folded;
+            tracing::debug!(
+                "{}: {chunks} chunks ({lines} lines) folded where they were read",
+                self.component
+            );
+        }
         if let Some(f) = &self.follow {
             f.closed.store(true, Ordering::Relaxed);
         }

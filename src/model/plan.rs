@@ -25,6 +25,9 @@ pub mod streams {
     /// Partial counts or op states summed on the sending side: `[key…, n]` or
     /// `[key…, state…, unusable]` (see `model::partials`).
     pub(crate) const PARTIAL: StreamId = 5;
+    /// A chunk of lines folded where they were read, for the bolt that folded them (see
+    /// `Bolt::reader_fold`).
+    pub(crate) const FOLDED: StreamId = 6;
     /// Names of the fixed ids above, in order.
     pub(crate) const SYSTEM: &[&str] = &[
         "default",
@@ -33,6 +36,7 @@ pub mod streams {
         "__ack_ack",
         "__ack_fail",
         "__partial",
+        "__folded",
     ];
 }
 

@@ -407,6 +407,15 @@ impl Guest for BoltExecutor {
             })
             .collect()
     }
+    fn reader_folds(&self) -> Option<Vec<super::guests::ReaderFoldOf>> {
+        self.tasks
+            .iter()
+            .map(|t| {
+                let fold = t.component.reader_fold()?;
+                Some((fold, t.emitter.task, t.emitter.stats.clone()))
+            })
+            .collect()
+    }
 }
 
 impl Receiving for BoltExecutor {

@@ -48,6 +48,11 @@ pub(crate) trait BoltTask: Send {
     fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
         None
     }
+    /// The bolt's fold of lines where they are read, running without checkpoints (see
+    /// `Bolt::reader_fold`).
+    fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        None
+    }
 }
 
 /// A bolt in a run that takes no checkpoints: each batch goes straight to `execute`.
@@ -65,6 +70,10 @@ impl BoltTask for Plain {
 
     fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
         self.0.pure_filter()
+    }
+
+    fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.0.reader_fold()
     }
 }
 

@@ -37,6 +37,9 @@ pub(crate) struct Emitter {
     /// A spout task whose one receiver is a `filter` it evaluates as it reads (see
     /// `Spout::run_filter`): that filter task's counters, which its rejected tuples count in.
     pub(crate) filtered_for: Option<Arc<TaskStats>>,
+    /// A spout task whose one receiver is a bolt it folds lines for as it reads (see
+    /// `Spout::run_fold`): that bolt's task, and its counters, which the folded lines count in.
+    pub(crate) folded_for: Option<(u32, Arc<TaskStats>)>,
 }
 
 /// Pairs an acker message holds before it is sent without waiting for the end of the batch.
@@ -73,6 +76,7 @@ impl Emitter {
             ledger: None,
             holds: Vec::new(),
             filtered_for: None,
+            folded_for: None,
         }
     }
 
@@ -413,6 +417,30 @@ impl SpoutCollector for SpoutOut<'_> {
         }
         TaskStats::add(&filter.executed, n);
         TaskStats::add(&filter.acked, n);
+        true
+    }
+
+    /// Counted as the `n` emits, their executes and acks by the bolt, and their trees'
+    /// completions would count them; the bolt's executor counts the folded tuple as one of the
+    /// `n` it executes and acks.
+    fn fold_ahead(&mut self, n: u64, tracked: bool, folded: Values) -> bool {
+        let stats = &self.em.stats;
+        let Some((task, bolt)) = self.em.folded_for.as_ref().filter(|_| !stats.taps.on()) else {
+            return false;
+        };
+        if n == 0 {
+            return false;
+        }
+        TaskStats::add(&stats.emitted, n);
+        TaskStats::add(&stats.transferred, n);
+        stats.streams.add_n(streams::DEFAULT, n, n);
+        if tracked {
+            TaskStats::add(&stats.acked, n);
+        }
+        TaskStats::add(&bolt.executed, n - 1);
+        TaskStats::add(&bolt.acked, n - 1);
+        let tuple = Tuple::new(folded, self.em.task, streams::FOLDED);
+        self.outbox.push(*task, tuple);
         true
     }
 }

@@ -30,7 +30,13 @@ pub(crate) trait Guest: Send {
     /// When every task is a prepared `filter` (`Bolt::pure_filter`): each task's condition and
     /// counters, in task order.
     fn pure_filters(&self) -> Option<Vec<(crate::expr::Compiled, Arc<TaskStats>)>>;
+    /// When every task folds lines where they are read (`Bolt::reader_fold`): each task's
+    /// fold, id and counters, in task order.
+    fn reader_folds(&self) -> Option<Vec<ReaderFoldOf>>;
 }
+
+/// A task's fold of lines where they are read, its id and its counters.
+pub(crate) type ReaderFoldOf = (Box<dyn crate::components::ReaderFold>, u32, Arc<TaskStats>);
 
 /// The earlier of two optional instants.
 pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
@@ -76,6 +82,13 @@ impl Guests {
     ) -> Option<Vec<(crate::expr::Compiled, Arc<TaskStats>)>> {
         let guest = self.0.iter().find(|g| g.component() == component)?;
         guest.pure_filters()
+    }
+
+    /// The folds, ids and counters of guest `component`'s tasks when each folds lines where
+    /// they are read (see [`Guest::reader_folds`]).
+    pub(crate) fn reader_folds(&self, component: &str) -> Option<Vec<ReaderFoldOf>> {
+        let guest = self.0.iter().find(|g| g.component() == component)?;
+        guest.reader_folds()
     }
 
     /// Prepare every guest, downstream first, so each is ready before anything reaches it.

@@ -306,6 +306,26 @@ impl SpoutExecutor {
                 t.emitter.filtered_for = Some(stats.clone());
             }
         }
+        self.run_folds();
+    }
+
+    /// Offer each task the fold of the bolt that alone receives its default stream, chained
+    /// onto it task by task, when that bolt folds lines where they are read (see
+    /// `Spout::run_fold`): a spout that takes it hands that bolt task each chunk folded.
+    fn run_folds(&mut self) {
+        let folds = match &self.sole_receiver {
+            Some(guest) => self.guests.reader_folds(guest),
+            None => None,
+        };
+        let paired = folds.filter(|f| f.len() == self.tasks.len());
+        for t in &mut self.tasks {
+            t.emitter.folded_for = None;
+        }
+        for (t, (fold, task, stats)) in self.tasks.iter_mut().zip(paired.into_iter().flatten()) {
+            if t.emitter.filtered_for.is_none() && t.component.run_fold(fold) {
+                t.emitter.folded_for = Some((task, stats));
+            }
+        }
     }
 
     /// Close every task and settle its counts of lost and replayed tuples.

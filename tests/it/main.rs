@@ -18,6 +18,7 @@ mod exactly_once;
 mod file_sink;
 mod filter_pushdown;
 mod flux;
+mod fold_pushdown;
 mod follow;
 mod hangs;
 mod http_sink;

@@ -18,6 +18,7 @@ pub(crate) mod lag;
 pub(crate) mod ops;
 pub(crate) mod partial;
 pub(crate) mod ranking;
+mod reader_fold;
 pub(crate) mod saved;
 mod state;
 pub(crate) mod window;
@@ -530,13 +531,7 @@ impl Aggregate {
                         "a tuple came later than its windows (time {t} ms) (topology.strict: a late tuple ends the run; wire the `late` stream to keep such tuples)"
                     )));
                 }
-                None => {
-                    if self.late_dropped == 0 {
-                        tracing::warn!("{}: a tuple came later than its windows and was left out (wire the `late` stream to keep such tuples)", self.component);
-                    }
-                    self.late_dropped += 1;
-                    out.dropped(1);
-                }
+                None => self.left_out_late(1, out),
             }
             return Ok(());
         }
@@ -573,6 +568,17 @@ impl Aggregate {
             self.watermark_moved = self.machine_clock.now();
         }
         self.close_windows(self.pending_watermark, out)
+    }
+
+    /// Warn of the first value a numeric op could not use (the others are counted and
+    /// reported at the end).
+    fn warn_unusable_once(&self) {
+        if self.unusable == 0 {
+            tracing::warn!(
+                "{}: a value that is not a number was skipped by a numeric op (more are counted and reported at the end)",
+                self.component
+            );
+        }
     }
 
     /// Record event time `t` on the tuple's input; the watermark: the lowest of the inputs'
@@ -719,6 +725,9 @@ impl Bolt for Aggregate {
         if input.stream == streams::PARTIAL {
             return self.add_partial(input);
         }
+        if input.stream == streams::FOLDED {
+            return self.add_folded(input, out);
+        }
         let key: Values = self
             .keys
             .iter()
@@ -730,12 +739,7 @@ impl Bolt for Aggregate {
         }
         let used = self.add(input, &key, None)?;
         if !used {
-            if self.unusable == 0 {
-                tracing::warn!(
-                    "{}: a value that is not a number was skipped by a numeric op (more are counted and reported at the end)",
-                    self.component
-                );
-            }
+            self.warn_unusable_once();
             self.unusable += 1;
         }
         if self.spec.emit == Emit::Update {
@@ -773,6 +777,11 @@ impl Bolt for Aggregate {
             self.move_watermark(out)?;
         }
         Ok(())
+    }
+
+    fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        let fold = self.chunk_fold()?;
+        Some(Box::new(fold))
     }
 
     fn poll_interval(&self) -> Option<std::time::Duration> {

@@ -16,7 +16,7 @@ use super::{saved, Aggregate, Emit, Spec};
 use crate::tuple::{Tuple, Value, Values};
 
 /// Whether the states of `kind` merge into exactly what one state fed every value would hold.
-fn merges_exactly(kind: Kind) -> bool {
+pub(super) fn merges_exactly(kind: Kind) -> bool {
     !matches!(kind, Kind::ApproxDistinct)
 }
 
@@ -36,7 +36,7 @@ pub(crate) fn partial_ops(
 }
 
 /// `state` as it travels in a partial tuple.
-fn wire(state: &State) -> Value {
+pub(super) fn wire(state: &State) -> Value {
     match state {
         State::Extreme { best, others, .. } => {
             Value::list(best.iter().chain(others.iter()).cloned().collect())
@@ -46,7 +46,7 @@ fn wire(state: &State) -> Value {
 }
 
 /// A state of `kind` read from a partial tuple.
-fn unwire(kind: Kind, v: &Value) -> Result<State, String> {
+pub(super) fn unwire(kind: Kind, v: &Value) -> Result<State, String> {
     match (kind, v) {
         (Kind::Min | Kind::Max, Value::List(bests)) => {
             let mut state = State::new(kind);

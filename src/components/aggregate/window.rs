@@ -239,7 +239,8 @@ impl<T> Panes<T> {
 /// A map by key values, hashed with foldhash (fast on the short strings keys mostly are).
 pub(crate) type KeyMap<V> = HashMap<Values, V, foldhash::fast::FixedState>;
 
-fn floor_to(t: i64, step: i64) -> i64 {
+/// The start of the step of width `step` that holds `t`.
+pub(crate) fn floor_to(t: i64, step: i64) -> i64 {
     t.div_euclid(step) * step
 }
 

@@ -99,6 +99,8 @@ pub struct Prefetch {
     infer: bool,
     /// The condition of a `filter` the spout runs for (see `Spout::run_filter`).
     filter: Option<crate::expr::Compiled>,
+    /// The fold of a bolt the spout runs for (see `Spout::run_fold`).
+    fold: Option<Box<dyn crate::components::ReaderFold>>,
 }
 
 enum Ahead {
@@ -130,6 +132,16 @@ impl Prefetch {
     /// The filter lines are checked against, if any.
     pub(crate) fn filter(&self) -> Option<&crate::expr::Compiled> {
         self.filter.as_ref()
+    }
+
+    /// Fold the values of each line read from now on with `fold`, chunk by chunk.
+    pub(crate) fn set_fold(&mut self, fold: Box<dyn crate::components::ReaderFold>) {
+        self.fold = Some(fold);
+    }
+
+    /// The fold lines are taken by, if any.
+    pub(crate) fn fold(&mut self) -> Option<&mut (dyn crate::components::ReaderFold + 'static)> {
+        self.fold.as_deref_mut()
     }
 
     /// Append the values of `line` to `out`: whether it did (when not, `out` is as it was and
@@ -264,6 +276,7 @@ impl Parser {
             names: self.names.clone(),
             infer: self.infer,
             filter: None,
+            fold: None,
         })
     }
 

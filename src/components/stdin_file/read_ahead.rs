@@ -15,6 +15,9 @@ pub(crate) struct ReadAhead {
     spans: Vec<Option<(u32, u32)>>,
     /// Per line, when the reader evaluates a filter: whether it rejects the line's values.
     rejected: Vec<bool>,
+    /// When the reader runs a bolt's fold: the tuple standing for every line of the chunk,
+    /// if the fold could make one (see `Spout::run_fold`).
+    folded: Option<Values>,
 }
 
 impl ReadAhead {
@@ -24,6 +27,7 @@ impl ReadAhead {
             values: Vec::with_capacity(lines * width),
             spans: Vec::with_capacity(lines),
             rejected: Vec::new(),
+            folded: None,
         }
     }
 
@@ -44,7 +48,24 @@ impl ReadAhead {
             let read = self.values.get(start..).filter(|_| span.is_some());
             self.rejected.push(read.is_some_and(|v| !filter.eval(v)));
         }
+        if let Some(fold) = reader.fold() {
+            match self.values.get(start..).filter(|_| span.is_some()) {
+                Some(values) => fold.add(values),
+                None => fold.abandon(),
+            }
+        }
         self.spans.push(span);
+    }
+
+    /// The chunk's lines are all read: take what the reader's fold made of them.
+    pub(crate) fn finish(&mut self, reader: &mut Prefetch) {
+        self.folded = reader.fold().and_then(|f| f.finish());
+    }
+
+    /// The tuple standing for every line of the chunk, taken, if the reader's fold made one
+    /// and no line was taken yet.
+    pub(crate) fn take_folded(&mut self) -> Option<Values> {
+        self.folded.take()
     }
 
     /// Whether the reader's filter rejects line `i` (read ahead, and not yet taken).

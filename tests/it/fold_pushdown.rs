@@ -1,0 +1,247 @@
+//! An `aggregate` chained right after a `stdin` spout that reads fields is folded where the
+//! lines are read, a chunk at a time: every run gives the rows, the counts of late and unusable
+//! values, and the counters a run with the aggregate on a thread of its own gives (chaining
+//! off), on input shaped to break folding: times out of order, late by a little and by a lot,
+//! missing or not times at all, values that are not numbers, a key missing, keys too many to
+//! fold, escapes and cut lines the readers leave to the parser.
+
+use super::support::stats_component as component;
+use std::time::Duration;
+
+/// Event lines from 08:00 on, 37 ms apart on average: `(ts, endpoint, latency)` per line, with
+/// the times jittered by up to 5 s, every 997th line 10 minutes behind (late for any window
+/// here), every 1499th 2 minutes behind (late for a 1-minute window, inside a 5-minute one),
+/// every 501st without a usable time, every 333rd latency not a number, every 251st line
+/// without an endpoint, lines 9000–10999 each with an endpoint of its own (more keys than a
+/// chunk folds), every 4999th endpoint escaped and every 2477th line cut short (in JSON), and
+/// every 3001st latency `true` (a kind `min`/`max` keep apart).
+fn events(rows: usize) -> Vec<(String, Option<String>, String)> {
+    let endpoints = ["/api/a", "/api/b", "/api/c", "/api/d", "/pay"];
+    (0..rows)
+        .map(|i| {
+            let mut ms = 8 * 3_600_000 + i as i64 * 37 + ((i * 7919) % 10_000) as i64 - 5_000;
+            if i % 997 == 0 {
+                ms -= 600_000;
+            } else if i % 1499 == 0 {
+                ms -= 120_000;
+            }
+            let ts = match i % 501 {
+                0 => "not a time".to_string(),
+                _ => format!(
+                    "2026-11-02T{:02}:{:02}:{:02}.{:03}Z",
+                    ms / 3_600_000,
+                    ms / 60_000 % 60,
+                    ms / 1000 % 60,
+                    ms % 1000
+                ),
+            };
+            let endpoint = match i {
+                _ if i % 251 == 0 => None,
+                9000..=10_999 => Some(format!("/u/{i}")),
+                _ if i % 4999 == 0 => Some("/caf\\u00e9".to_string()),
+                _ => Some(endpoints[(i * 31 / 7) % endpoints.len()].to_string()),
+            };
+            let latency = match i % 333 {
+                0 => "\"n/a\"".to_string(),
+                _ if i % 3001 == 0 => "true".to_string(),
+                _ => format!("{}.{:03}", (i * 17) % 300, (i * 7) % 1000),
+            };
+            (ts, endpoint, latency)
+        })
+        .collect()
+}
+
+fn json_lines(rows: usize) -> String {
+    let mut text = String::new();
+    for (i, (ts, endpoint, latency)) in events(rows).into_iter().enumerate() {
+        let endpoint = endpoint.map_or(String::new(), |e| format!(r#""endpoint":"{e}","#));
+        let line = format!(r#"{{"ts":"{ts}",{endpoint}"latency_ms":{latency},"user":{i}}}"#);
+        match i % 2477 {
+            0 => text.push_str(&line[..line.len() / 2]),
+            _ => text.push_str(&line),
+        }
+        text.push('\n');
+    }
+    text
+}
+
+fn csv_lines(rows: usize) -> String {
+    let mut text = String::from("ts,endpoint,latency_ms,user\n");
+    for (i, (ts, endpoint, latency)) in events(rows).into_iter().enumerate() {
+        let endpoint = endpoint.unwrap_or_default().replace("\\u00e9", "é");
+        text.push_str(&format!(
+            "{ts},{endpoint},{},{i}\n",
+            latency.trim_matches('"')
+        ));
+    }
+    text
+}
+
+/// One run of `topology` on `text`: its output, the counters of `stdin` and `aggregate`, the
+/// aggregate's closing warnings (how many values it left out and why), and the spout's note of
+/// the lines it handed over folded.
+struct Run {
+    rows: String,
+    counters: Vec<(String, serde_json::Value)>,
+    warnings: Vec<String>,
+    folded_note: String,
+}
+
+fn run(topology: &str, text: &str, chaining: bool) -> Run {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let out = super::run::storm(conf.path())
+        .timeout(Duration::from_secs(240))
+        .env("STORM_LOG", "warn,storm::components::stdin_file=debug")
+        .args(["run", "-e", topology, "--stats"])
+        .arg(&stats_path)
+        .args(["-c", &format!("topology.chaining={chaining}")])
+        .write_stdin(text.to_string())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{out:?}");
+    let stats = super::support::stats(&stats_path);
+    let mut counters = Vec::new();
+    for (id, keys) in [
+        (
+            "stdin",
+            &["emitted", "transferred", "acked", "failed", "dropped"][..],
+        ),
+        (
+            "aggregate",
+            &["executed", "acked", "failed", "emitted", "dropped"][..],
+        ),
+    ] {
+        let c = component(&stats, id);
+        for key in keys {
+            counters.push((format!("{id}.{key}"), c[*key].clone()));
+        }
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let tail = |l: &str| l.split_once("aggregate: ").map(|(_, t)| t.to_string());
+    let warnings = stderr
+        .lines()
+        .filter(|l| l.contains("were skipped") || l.contains("were left out"))
+        .filter_map(tail)
+        .collect();
+    let folded_note = stderr
+        .lines()
+        .find(|l| l.contains("folded where they were read"))
+        .unwrap_or_default()
+        .to_string();
+    Run {
+        rows: String::from_utf8(out.stdout).expect("UTF-8"),
+        counters,
+        warnings,
+        folded_note,
+    }
+}
+
+/// How many lines the note says were folded.
+fn lines_folded(note: &str) -> u64 {
+    note.split_once(" chunks (")
+        .and_then(|(_, rest)| rest.split_once(" lines)"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of folded lines in {note:?}"))
+}
+
+/// The run folded (chaining on) gives what the run one line at a time (chaining off) gives, and
+/// folded a good part of its lines but not all (the lines 2 minutes behind keep a sliding
+/// window's chunks from folding: most of them). Returns the rows.
+fn folded_as_one_by_one(topology: &str, text: &str, lines: u64) -> String {
+    let folded = run(topology, text, true);
+    let apart = run(topology, text, false);
+    assert_eq!(
+        folded.rows, apart.rows,
+        "{topology}: the same rows in the same order"
+    );
+    assert_eq!(folded.counters, apart.counters, "{topology}");
+    assert_eq!(folded.warnings, apart.warnings, "{topology}");
+    assert!(
+        apart.folded_note.is_empty(),
+        "nothing is folded apart: {}",
+        apart.folded_note
+    );
+    let n = lines_folded(&folded.folded_note);
+    assert!(
+        n > lines / 5 && n < lines,
+        "{topology}: {n} of {lines} lines folded"
+    );
+    assert!(folded.rows.lines().count() > 10, "{}", folded.rows);
+    folded.rows
+}
+
+const ROWS: usize = 30_000;
+
+#[test]
+fn a_tumbling_window_by_event_time_folded_gives_what_one_line_at_a_time_gives() {
+    let text = json_lines(ROWS);
+    let topology = "stdin(format=json, fields=[ts, endpoint, latency_ms]) \
+        | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, ops=[count, sum(latency_ms), \
+          avg(latency_ms), min(latency_ms), max(latency_ms), first(latency_ms), last(latency_ms)]) \
+        | stdout";
+    let rows = folded_as_one_by_one(topology, &text, ROWS as u64);
+    let warned = run(topology, &text, true).warnings;
+    assert_eq!(
+        warned.len(),
+        2,
+        "late and unusable values are counted: {warned:?}"
+    );
+    assert!(rows.contains("/u/9500\t"), "{rows}");
+}
+
+#[test]
+fn a_sliding_window_with_a_lag_folded_gives_what_one_line_at_a_time_gives() {
+    let topology = "stdin(format=json, fields=[ts, endpoint, latency_ms]) \
+        | aggregate(by=[endpoint], window={sliding: 5m, every: 1m}, time=ts, lag=30s, \
+          ops=[count, avg(latency_ms), max(latency_ms), last(latency_ms)]) | stdout";
+    folded_as_one_by_one(topology, &json_lines(ROWS), ROWS as u64);
+}
+
+#[test]
+fn csv_windows_and_a_top_folded_give_what_one_line_at_a_time_gives() {
+    let text = csv_lines(ROWS);
+    let fields = "stdin(format=csv, header=true, fields=[ts, endpoint, latency_ms])";
+    let window = format!(
+        "{fields} | aggregate(by=[endpoint], window={{tumbling: 2m}}, time=ts, lag=10s, \
+         ops=[count, sum(latency_ms), min(latency_ms)]) | stdout"
+    );
+    folded_as_one_by_one(&window, &text, ROWS as u64);
+    let top = format!(
+        "{fields} | aggregate = top(n=3, by=[endpoint], score=latency_ms, \
+         window={{tumbling: 5m}}, time=ts) | stdout"
+    );
+    folded_as_one_by_one(&top, &text, ROWS as u64);
+}
+
+#[test]
+fn a_group_by_without_a_window_folded_gives_what_one_line_at_a_time_gives() {
+    let topology = "stdin(format=json, fields=[endpoint, latency_ms, ts]) \
+        | aggregate(by=[endpoint, ts], ops=[count, sum(latency_ms), max(latency_ms)]) | stdout";
+    // Keyed by the time too: most chunks hold too many keys to fold.
+    let text = json_lines(ROWS);
+    let folded = run(topology, &text, true);
+    let apart = run(topology, &text, false);
+    assert_eq!(folded.rows, apart.rows);
+    assert_eq!(folded.counters, apart.counters);
+    let by_endpoint = "stdin(format=json, fields=[endpoint, latency_ms]) \
+        | aggregate(by=[endpoint], ops=[count, avg(latency_ms), first(latency_ms)]) | stdout";
+    folded_as_one_by_one(by_endpoint, &text, ROWS as u64);
+}
+
+#[test]
+fn nothing_is_folded_where_a_late_line_goes_somewhere_or_the_sketch_is_heavy() {
+    let text = json_lines(5_000);
+    for topology in [
+        "stdin(format=json, fields=[ts, endpoint]) \
+         | aggregate = aggregate(by=[endpoint], window={tumbling: 1m}, time=ts) | stdout\n\
+         aggregate | [stream=late] discard",
+        "stdin(format=json, fields=[ts, endpoint, latency_ms]) \
+         | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, \
+           ops=[percentile(latency_ms, 0.9)]) | stdout",
+    ] {
+        let folded = run(topology, &text, true);
+        assert_eq!(folded.folded_note, "", "{topology}");
+        assert!(!folded.rows.is_empty());
+    }
+}
