@@ -315,6 +315,9 @@ impl Bolt for Count {
         if input.stream == streams::PARTIAL {
             return self.add_partial(input);
         }
+        if input.stream == streams::FOLDED {
+            return self.add_folded(input);
+        }
         let total = if self.keys.len() == 1 {
             let key = input.values.get(self.keys[0]).unwrap_or(&Value::Null);
             if let Value::Str(word) = key {
@@ -413,6 +416,29 @@ impl BoltState for Count {
 impl Count {
     /// A partial count summed by a sender (`[key…, n]` on stream `__partial`, the key in the
     /// order of `fields`): `n` tuples of that key at once.
+    /// Add a chunk of values counted where they were read (`[values, counts]`, see
+    /// `Bolt::counting_fold`).
+    fn add_folded(&mut self, input: &Tuple) -> anyhow::Result<()> {
+        let (Some(Value::List(keys)), Some(Value::List(counts)), 1) =
+            (input.values.first(), input.values.get(1), self.keys.len())
+        else {
+            anyhow::bail!("count: a folded tuple is not a list of values and their counts");
+        };
+        if keys.len() != counts.len() {
+            anyhow::bail!("count: a folded tuple has not one count per value");
+        }
+        for (key, n) in keys.iter().zip(counts.iter()) {
+            let Value::Int(n) = n else {
+                anyhow::bail!("count: a folded count is not a number: {n:?}");
+            };
+            match key {
+                Value::Str(word) => add(&mut self.strings, word.as_str(), || word.clone(), *n)?,
+                key => add(&mut self.single, key, || key.clone(), *n)?,
+            };
+        }
+        Ok(())
+    }
+
     fn add_partial(&mut self, input: &Tuple) -> anyhow::Result<()> {
         let width = self.keys.len();
         let (Some(Value::Int(n)), true) = (input.values.last(), input.values.len() == width + 1)

@@ -184,9 +184,17 @@ pub trait SpoutCollector {
     /// it (and by the spout when `tracked`), without building them. False when they must be
     /// emitted after all (no fold runs in the spout now, or something listens to the spout's
     /// emits): then the spout emits them.
-    fn fold_ahead(&mut self, _n: u64, _tracked: bool, _folded: Values) -> bool {
+    fn fold_ahead(&mut self, _n: u64, _tracked: bool, _folded: Folded) -> bool {
         false
     }
+}
+
+/// What a [`ReaderFold`] made of a chunk of lines: the values of the one tuple that stands for
+/// them, and how many tuples the bolt it goes to would have executed in their place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Folded {
+    pub(crate) values: Values,
+    pub(crate) executed: u64,
 }
 
 /// What a bolt chained onto a spout that reads fields apart folds on the spout's reader
@@ -195,11 +203,15 @@ pub trait SpoutCollector {
 pub trait ReaderFold: Send {
     /// Take the values of the next line of the chunk.
     fn add(&mut self, values: &[Value]);
+    /// Take the next line of the chunk, as a spout reading plain lines emits it (one field).
+    fn add_text(&mut self, _line: &str) {
+        self.abandon();
+    }
     /// The chunk has a line whose values were not read ahead: it cannot be folded.
     fn abandon(&mut self);
-    /// The values of the tuple that stands for the chunk's lines, if it can; either way the
-    /// next line starts the next chunk.
-    fn finish(&mut self) -> Option<Values>;
+    /// The tuple that stands for the chunk's lines, if it can; either way the next line
+    /// starts the next chunk.
+    fn finish(&mut self) -> Option<Folded>;
     /// A fresh fold of the same kind, for another reader thread.
     fn fresh(&self) -> Box<dyn ReaderFold>;
 }
@@ -381,6 +393,13 @@ pub trait Bolt: Send {
     /// alone receives from may run on its reader threads (see [`Spout::run_fold`]), sending it
     /// one tuple on stream `__folded` per chunk of lines.
     fn reader_fold(&self) -> Option<Box<dyn ReaderFold>> {
+        None
+    }
+    /// A bolt that emits, for each input, tuples of one field (`split`), once prepared: a fold
+    /// that counts the values it would emit, for a `count` of that field fed by it alone (see
+    /// [`Spout::run_fold`]), which takes one `__folded` tuple per chunk: the values and their
+    /// counts.
+    fn counting_fold(&self) -> Option<Box<dyn ReaderFold>> {
         None
     }
     fn cleanup(&mut self) {}

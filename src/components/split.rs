@@ -2,9 +2,11 @@
 //! on `args.separator`, emitting one `word` tuple per non-empty piece, anchored to its input.
 
 use super::builtin as b;
-use super::{Bolt, BoltCollector, TaskContext};
+use super::{Bolt, BoltCollector, Folded, ReaderFold, TaskContext};
 use crate::model::plan::streams;
 use crate::tuple::{Tuple, Value};
+use compact_str::CompactString;
+use std::collections::HashMap;
 
 #[derive(Default)]
 pub struct Split {
@@ -92,6 +94,91 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     }
 }
 
+/// The words `split` would emit, counted per word for a `count` of them that alone receives
+/// them (see `Bolt::counting_fold`): one `__folded` tuple per chunk of lines, `[words, counts]`
+/// (two lists, the n-th count that of the n-th word).
+struct WordCounts {
+    separator: Option<String>,
+    index: usize,
+    counts: HashMap<CompactString, i64, foldhash::fast::FixedState>,
+    words: u64,
+    /// A line of the chunk was not read ahead: its words are not here.
+    broken: bool,
+}
+
+impl WordCounts {
+    fn take(&mut self, text: &str) {
+        let WordCounts {
+            separator,
+            counts,
+            words,
+            ..
+        } = self;
+        let count = |w: &str| {
+            *words += 1;
+            match counts.get_mut(w) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(CompactString::from(w), 1);
+                }
+            }
+        };
+        match separator {
+            None => for_each_word(text, count),
+            Some(sep) => text
+                .split(sep.as_str())
+                .filter(|w| !w.is_empty())
+                .for_each(count),
+        }
+    }
+}
+
+impl ReaderFold for WordCounts {
+    fn add(&mut self, values: &[Value]) {
+        if let Some(Value::Str(text)) = values.get(self.index) {
+            self.take(text);
+        }
+    }
+
+    fn add_text(&mut self, line: &str) {
+        if self.index == 0 {
+            self.take(line);
+        }
+    }
+
+    fn abandon(&mut self) {
+        self.broken = true;
+    }
+
+    fn finish(&mut self) -> Option<Folded> {
+        if std::mem::take(&mut self.broken) {
+            self.counts.clear();
+            self.words = 0;
+            return None;
+        }
+        let (mut words, mut counts) = (Vec::new(), Vec::new());
+        for (w, n) in self.counts.drain() {
+            words.push(Value::Str(w));
+            counts.push(Value::Int(n));
+        }
+        let executed = std::mem::take(&mut self.words);
+        Some(Folded {
+            values: smallvec::smallvec![Value::list(words), Value::list(counts)],
+            executed,
+        })
+    }
+
+    fn fresh(&self) -> Box<dyn ReaderFold> {
+        Box::new(WordCounts {
+            separator: self.separator.clone(),
+            index: self.index,
+            counts: HashMap::default(),
+            words: 0,
+            broken: false,
+        })
+    }
+}
+
 impl Bolt for Split {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
         if let Some(f) = &self.field {
@@ -101,6 +188,16 @@ impl Bolt for Split {
                 .unwrap_or(0);
         }
         Ok(())
+    }
+
+    fn counting_fold(&self) -> Option<Box<dyn ReaderFold>> {
+        Some(Box::new(WordCounts {
+            separator: self.separator.clone(),
+            index: self.index,
+            counts: HashMap::default(),
+            words: 0,
+            broken: false,
+        }))
     }
 
     fn execute(&mut self, input: &Tuple, out: &mut dyn BoltCollector) -> anyhow::Result<()> {
@@ -173,6 +270,45 @@ mod tests {
         assert_eq!(words("  a\tbb \r\n ccé "), ["a", "bb", "ccé"]);
         assert_eq!(words("x\u{a0}y\u{2003}z"), ["x", "y", "z"]);
         assert!(words(" \t ").is_empty());
+    }
+
+    /// What a chunk's fold counts: every word of its lines, as `split` would emit them, or
+    /// nothing when a line of the chunk was not given to it.
+    #[test]
+    fn a_counting_fold_counts_the_words_split_emits() {
+        use crate::components::{Bolt, ReaderFold};
+        use crate::tuple::Value;
+        let split = super::Split::new(&serde_json::Map::new());
+        let mut fold = split.counting_fold().expect("split folds into counts");
+        fold.add_text("a bb  a\t");
+        fold.add(&[Value::str("bb c")]);
+        fold.add(&[Value::Int(3)]);
+        let folded = fold.finish().expect("folded");
+        assert_eq!(folded.executed, 5);
+        let (Value::List(keys), Value::List(counts)) = (&folded.values[0], &folded.values[1])
+        else {
+            panic!("{folded:?}");
+        };
+        let mut pairs: Vec<(Value, Value)> =
+            keys.iter().cloned().zip(counts.iter().cloned()).collect();
+        pairs.sort_by_key(|(k, _)| format!("{k:?}"));
+        let int = Value::Int;
+        assert_eq!(
+            pairs,
+            [
+                (Value::str("a"), int(2)),
+                (Value::str("bb"), int(2)),
+                (Value::str("c"), int(1))
+            ]
+        );
+        fold.add_text("x");
+        fold.abandon();
+        assert_eq!(fold.finish(), None, "a line missing: nothing to hand over");
+        assert_eq!(
+            fold.finish().map(|f| f.executed),
+            Some(0),
+            "the next chunk starts afresh"
+        );
     }
 
     proptest! {

@@ -269,6 +269,8 @@ struct LineSpout {
     folding: bool,
     /// Chunks handed over folded, and their lines (logged at `debug` as the spout closes).
     folded: (u64, u64),
+    /// Plain lines: the fold the reader thread runs, until it starts.
+    plain_fold: Option<Box<dyn super::ReaderFold>>,
 }
 
 /// A glob's files, each with its own position.
@@ -336,6 +338,7 @@ impl LineSpout {
             filtering: false,
             folding: false,
             folded: (0, 0),
+            plain_fold: None,
         }
     }
 
@@ -523,10 +526,11 @@ impl LineSpout {
     /// passed over as lines whose trees completed.
     fn hand_over_folded_chunk(&mut self, out: &mut dyn SpoutCollector) {
         let lines = self.current.ends.len();
-        let Some(p) = self.parsing.as_mut().filter(|_| lines > 0) else {
-            return;
-        };
-        if !p.parser.prefetch_ready() {
+        let ready = self
+            .parsing
+            .as_ref()
+            .is_none_or(|p| p.parser.prefetch_ready());
+        if lines == 0 || !ready {
             return;
         }
         let Some(folded) = self.current.ahead.take_folded() else {
@@ -535,8 +539,10 @@ impl LineSpout {
         if !out.fold_ahead(lines as u64, self.tracked, folded) {
             return;
         }
-        p.parser.take_prefetched_lines(lines as u64);
-        p.warnings.read_lines(lines as u64);
+        if let Some(p) = self.parsing.as_mut() {
+            p.parser.take_prefetched_lines(lines as u64);
+            p.warnings.read_lines(lines as u64);
+        }
         self.folded.0 += 1;
         self.folded.1 += lines as u64;
         let last = lines - 1;
@@ -661,6 +667,7 @@ impl LineSpout {
         let reading = Reading {
             cut,
             prefetch: None,
+            fold: self.plain_fold.take(),
             numbering,
         };
         let chunks = spawn_plain_reader(
@@ -726,6 +733,7 @@ fn reader_thread(
     };
     let mut lines = LineBuilder::with_out(out, None, &invalid);
     lines.prefetch = reading.prefetch;
+    lines.fold = reading.fold;
     if let (Some(known), Input::File(path)) = (reading.numbering, &input) {
         match known.map_or_else(|| lines_before(path, start), Ok) {
             Ok(n) => lines.numbering = Some(n),
@@ -744,6 +752,8 @@ struct Reading {
     /// A line longer than this goes in pieces.
     cut: Option<usize>,
     prefetch: Option<super::parse::Prefetch>,
+    /// Plain lines folded as they are read (see `Spout::run_fold`).
+    fold: Option<Box<dyn super::ReaderFold>>,
     /// `Some` when lines are numbered: the lines before the start, when known.
     numbering: Option<Option<u64>>,
 }
@@ -898,6 +908,9 @@ struct LineBuilder<'a> {
     file: Option<follow::FileId>,
     /// Lines are read into fields ahead, and their values sent with them.
     prefetch: Option<super::parse::Prefetch>,
+    /// Plain lines are folded for a bolt (see `Spout::run_fold`), what it made of each chunk
+    /// sent with it.
+    fold: Option<Box<dyn super::ReaderFold>>,
     ahead: read_ahead::ReadAhead,
     /// Read ahead by parse threads (`Out::Spread`): which lines of the chunk they read.
     whole: Vec<bool>,
@@ -935,6 +948,7 @@ impl<'a> LineBuilder<'a> {
             closed: false,
             file,
             prefetch: None,
+            fold: None,
             ahead: Default::default(),
             whole: Vec::new(),
             after_piece: false,
@@ -990,6 +1004,12 @@ impl<'a> LineBuilder<'a> {
                 *done += 1;
             }
         }
+        if let Some(fold) = self.fold.as_mut() {
+            match self.pieces.last() == Some(&self.ends.len()) {
+                true => fold.abandon(),
+                false => fold.add_text(line),
+            }
+        }
         if self.prefetch.is_some() || self.out.spread() {
             // A piece, and the rest of a line cut in pieces, are the spout parser's to read.
             let piece = self.pieces.last() == Some(&self.ends.len());
@@ -1004,7 +1024,9 @@ impl<'a> LineBuilder<'a> {
     /// The values read ahead so far, and room for the next chunk's as many.
     fn next_ahead(&mut self) -> read_ahead::ReadAhead {
         let Some(p) = self.prefetch.as_mut() else {
-            return Default::default();
+            let mut ahead = read_ahead::ReadAhead::default();
+            ahead.set_folded(self.fold.as_mut().and_then(|f| f.finish()));
+            return ahead;
         };
         self.ahead.finish(p);
         let width = p.width();
@@ -1256,10 +1278,18 @@ impl Spout for LineSpout {
     }
 
     /// Taken under the same conditions as a filter (see `run_filter`), when no filter is.
+    /// Plain lines (no `format`) are folded by the reader thread itself.
     fn run_fold(&mut self, fold: Box<dyn super::ReaderFold>) -> bool {
         let reads_ahead = self.glob.is_none() && self.follow.is_none();
-        if self.parsing.is_none() || self.placement.is_some() || !reads_ahead || self.filtering {
+        if self.placement.is_some() || !reads_ahead || self.filtering {
             return false;
+        }
+        if self.parsing.is_none() {
+            if self.chunks.is_none() && self.input.is_some() {
+                self.plain_fold = Some(fold);
+                self.folding = true;
+            }
+            return self.folding;
         }
         if self.chunks.is_none() && !self.prefetch.is_empty() {
             for p in &mut self.prefetch {

@@ -416,6 +416,12 @@ impl Guest for BoltExecutor {
             })
             .collect()
     }
+    fn counting_folds(&self) -> Option<Vec<super::guests::CountingFoldOf>> {
+        self.tasks
+            .iter()
+            .map(|t| Some((t.component.counting_fold()?, t.emitter.stats.clone())))
+            .collect()
+    }
 }
 
 impl Receiving for BoltExecutor {

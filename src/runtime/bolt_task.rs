@@ -53,6 +53,11 @@ pub(crate) trait BoltTask: Send {
     fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
         None
     }
+    /// The bolt's fold of its output into counts, running without checkpoints (see
+    /// `Bolt::counting_fold`).
+    fn counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        None
+    }
 }
 
 /// A bolt in a run that takes no checkpoints: each batch goes straight to `execute`.
@@ -74,6 +79,10 @@ impl BoltTask for Plain {
 
     fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
         self.0.reader_fold()
+    }
+
+    fn counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.0.counting_fold()
     }
 }
 

@@ -441,6 +441,7 @@ impl<'a> Wiring<'a> {
                     guest.set_ledger(s.ledger.clone());
                     if self.is_sole_receiver(executors[host].0, executors[i].0) {
                         s.sole_receiver = Some(executors[i].0.to_string());
+                        s.counted_by = self.counted_by(executors[i].0, host);
                     }
                     s.guests.push(Box::new(guest));
                 }
@@ -471,6 +472,30 @@ impl<'a> Wiring<'a> {
             .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
         self.plan.chains.is_chained(spout, bolt)
             && matches!((receivers.next(), receivers.next()), (Some(s), None) if s.to == bolt)
+    }
+
+    /// When `bolt`'s one output goes to a bolt that takes partial counts by the one field
+    /// `bolt` emits (a `count` after a `split`), has one task, and runs in the worker of
+    /// executor `beside`: that task and its counters (a spout before `bolt` may then fold
+    /// `bolt`'s output into counts for it, see `Spout::run_fold`).
+    fn counted_by(&self, bolt: &str, beside: usize) -> Option<(u32, Arc<TaskStats>)> {
+        let mut outputs = self.topology.outputs_of(bolt);
+        let (Some(edge), None) = (outputs.next(), outputs.next()) else {
+            return None;
+        };
+        let fields = self.topology.component(bolt)?.output_fields(&edge.stream)?;
+        let partial = self.plan.partials.of_bolt(&edge.to)?;
+        if partial.states || partial.keys.as_slice() != fields {
+            return None;
+        }
+        let tasks = &self.plan.component(&edge.to)?.tasks;
+        let task = *tasks.start();
+        let exec = (*tasks.end() == task).then(|| *self.exec_of_task.get(task as usize)?)??;
+        if self.worker_of_exec(exec) != self.worker_of_exec(beside) {
+            return None;
+        }
+        let (_, stats) = self.stats.get(&task)?;
+        Some((task, stats.clone()))
     }
 
     /// What the tasks of executor `i` share.
@@ -614,6 +639,7 @@ impl<'a> Wiring<'a> {
             ledger: None,
             settling: Vec::new(),
             sole_receiver: None,
+            counted_by: None,
         }
     }
 

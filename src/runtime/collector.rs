@@ -6,7 +6,7 @@ use super::metrics::TaskStats;
 use super::open_trees::OpenTrees;
 use super::partials::Key;
 use super::routing::{Outbox, Router};
-use crate::components::{BoltCollector, SpoutCollector};
+use crate::components::{BoltCollector, Folded, SpoutCollector};
 use crate::model::plan::{streams, StreamId};
 use crate::tuple::{Anchor, Tuple, Value, Values};
 use rand::rngs::SmallRng;
@@ -38,8 +38,17 @@ pub(crate) struct Emitter {
     /// `Spout::run_filter`): that filter task's counters, which its rejected tuples count in.
     pub(crate) filtered_for: Option<Arc<TaskStats>>,
     /// A spout task whose one receiver is a bolt it folds lines for as it reads (see
-    /// `Spout::run_fold`): that bolt's task, and its counters, which the folded lines count in.
-    pub(crate) folded_for: Option<(u32, Arc<TaskStats>)>,
+    /// `Spout::run_fold`): where the folded tuples go.
+    pub(crate) folded_for: Option<FoldTarget>,
+}
+
+/// The bolt task a spout hands its folded chunks to, and its counters, which the folded lines
+/// count in; with `via`, the counters of the bolt chained between them whose output was folded
+/// (a `split` before a `count`).
+pub(crate) struct FoldTarget {
+    pub(crate) task: u32,
+    pub(crate) stats: Arc<TaskStats>,
+    pub(crate) via: Option<Arc<TaskStats>>,
 }
 
 /// Pairs an acker message holds before it is sent without waiting for the end of the batch.
@@ -420,12 +429,19 @@ impl SpoutCollector for SpoutOut<'_> {
         true
     }
 
-    /// Counted as the `n` emits, their executes and acks by the bolt, and their trees'
-    /// completions would count them; the bolt's executor counts the folded tuple as one of the
-    /// `n` it executes and acks.
-    fn fold_ahead(&mut self, n: u64, tracked: bool, folded: Values) -> bool {
+    /// Counted as the `n` emits, their executes and acks by the bolt (by `via` and the tuples
+    /// `via` would have emitted by the bolt after it), and their trees' completions would
+    /// count them; the bolt's executor counts the folded tuple as one of those it executes and
+    /// acks.
+    fn fold_ahead(&mut self, n: u64, tracked: bool, folded: Folded) -> bool {
         let stats = &self.em.stats;
-        let Some((task, bolt)) = self.em.folded_for.as_ref().filter(|_| !stats.taps.on()) else {
+        let quiet = |s: &TaskStats| !s.taps.on();
+        let Some(target) = self
+            .em
+            .folded_for
+            .as_ref()
+            .filter(|t| quiet(stats) && quiet(&t.stats) && t.via.as_deref().is_none_or(quiet))
+        else {
             return false;
         };
         if n == 0 {
@@ -437,10 +453,29 @@ impl SpoutCollector for SpoutOut<'_> {
         if tracked {
             TaskStats::add(&stats.acked, n);
         }
-        TaskStats::add(&bolt.executed, n - 1);
-        TaskStats::add(&bolt.acked, n - 1);
-        let tuple = Tuple::new(folded, self.em.task, streams::FOLDED);
-        self.outbox.push(*task, tuple);
+        let executed = folded.executed;
+        if let Some(via) = &target.via {
+            TaskStats::add(&via.executed, n);
+            TaskStats::add(&via.acked, n);
+            TaskStats::add(&via.emitted, executed);
+            TaskStats::add(&via.transferred, executed);
+            via.streams.add_n(streams::DEFAULT, executed, executed);
+        }
+        if executed == 0 {
+            return true;
+        }
+        TaskStats::add(&target.stats.executed, executed - 1);
+        TaskStats::add(&target.stats.acked, executed - 1);
+        let task = target.task;
+        let tuple = Tuple::new(folded.values, self.em.task, streams::FOLDED);
+        // Past a bolt chained between them, the target hears of end of input from that bolt,
+        // on its own outbox: the tuple goes now, so it arrives first.
+        match target.via {
+            Some(_) => self.outbox.send_now(task, tuple),
+            None => {
+                self.outbox.push(task, tuple);
+            }
+        }
         true
     }
 }

@@ -33,7 +33,13 @@ pub(crate) trait Guest: Send {
     /// When every task folds lines where they are read (`Bolt::reader_fold`): each task's
     /// fold, id and counters, in task order.
     fn reader_folds(&self) -> Option<Vec<ReaderFoldOf>>;
+    /// When every task folds its output into counts (`Bolt::counting_fold`): each task's
+    /// fold and counters, in task order.
+    fn counting_folds(&self) -> Option<Vec<CountingFoldOf>>;
 }
+
+/// A task's fold of its output into counts, and its counters.
+pub(crate) type CountingFoldOf = (Box<dyn crate::components::ReaderFold>, Arc<TaskStats>);
 
 /// A task's fold of lines where they are read, its id and its counters.
 pub(crate) type ReaderFoldOf = (Box<dyn crate::components::ReaderFold>, u32, Arc<TaskStats>);
@@ -89,6 +95,13 @@ impl Guests {
     pub(crate) fn reader_folds(&self, component: &str) -> Option<Vec<ReaderFoldOf>> {
         let guest = self.0.iter().find(|g| g.component() == component)?;
         guest.reader_folds()
+    }
+
+    /// The counting folds and counters of guest `component`'s tasks (see
+    /// [`Guest::counting_folds`]).
+    pub(crate) fn counting_folds(&self, component: &str) -> Option<Vec<CountingFoldOf>> {
+        let guest = self.0.iter().find(|g| g.component() == component)?;
+        guest.counting_folds()
     }
 
     /// Prepare every guest, downstream first, so each is ready before anything reaches it.

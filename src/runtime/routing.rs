@@ -191,6 +191,14 @@ impl Outbox {
         self.send_after_batch(to, Message::Eos { from, to });
     }
 
+    /// Queue `tuple` for `task` and send it at once with what was batched for it before: for a
+    /// tuple that must reach a task of another executor ahead of an end of input sent on
+    /// another outbox (a chunk folded by a spout for the `count` after its chained `split`).
+    pub(crate) fn send_now(&mut self, task: u32, tuple: Tuple) {
+        self.push(task, tuple);
+        self.send_pending(task);
+    }
+
     /// A checkpoint round's marker from `from` to `to`, after everything batched for `to`.
     pub(crate) fn marker(
         &mut self,

@@ -5,14 +5,14 @@
 
 use super::chain_ledger::{ChainLedger, Held};
 use super::checkpoint::Checkpointing;
-use super::collector::SpoutOut;
+use super::collector::{FoldTarget, SpoutOut};
 use super::executor::{ExecutorReport, Parked, Phase, RunControl, SpoutSlot, FLUSH_EVERY};
 use super::guests::Guests;
 use super::message::Message;
 use super::metrics::TaskStats;
 use super::routing::Outbox;
 use crate::clock::Clock;
-use crate::components::{FatalError, Spout, SpoutStatus};
+use crate::components::{FatalError, ReaderFold, Spout, SpoutStatus};
 use crate::model::plan::streams;
 use crate::tuple::Value;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -138,6 +138,9 @@ pub(crate) struct SpoutExecutor {
     /// The guest that is the only receiver of the spouts' default stream, chained right onto
     /// them: when it is a `filter`, the spouts may evaluate it as they read (`run_filters`).
     pub(crate) sole_receiver: Option<String>,
+    /// When that receiver's output goes to a `count` alone, which may take it folded (see
+    /// `Spout::run_fold`): the count's task and counters.
+    pub(crate) counted_by: Option<(u32, Arc<TaskStats>)>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -313,19 +316,47 @@ impl SpoutExecutor {
     /// onto it task by task, when that bolt folds lines where they are read (see
     /// `Spout::run_fold`): a spout that takes it hands that bolt task each chunk folded.
     fn run_folds(&mut self) {
-        let folds = match &self.sole_receiver {
-            Some(guest) => self.guests.reader_folds(guest),
-            None => None,
-        };
-        let paired = folds.filter(|f| f.len() == self.tasks.len());
         for t in &mut self.tasks {
             t.emitter.folded_for = None;
         }
-        for (t, (fold, task, stats)) in self.tasks.iter_mut().zip(paired.into_iter().flatten()) {
+        let Some(guest) = &self.sole_receiver else {
+            return;
+        };
+        let n = self.tasks.len();
+        let targets: Vec<(Box<dyn ReaderFold>, FoldTarget)> =
+            match self.guests.reader_folds(guest).filter(|f| f.len() == n) {
+                Some(folds) => folds
+                    .into_iter()
+                    .map(|(fold, task, stats)| {
+                        let via = None;
+                        (fold, FoldTarget { task, stats, via })
+                    })
+                    .collect(),
+                None => self.counting_folds(guest),
+            };
+        for (t, (fold, target)) in self.tasks.iter_mut().zip(targets) {
             if t.emitter.filtered_for.is_none() && t.component.run_fold(fold) {
-                t.emitter.folded_for = Some((task, stats));
+                t.emitter.folded_for = Some(target);
             }
         }
+    }
+
+    /// When guest `guest` folds its output into counts for the `count` after it (see
+    /// `Bolt::counting_fold`), task by task: each fold and where it goes.
+    fn counting_folds(&self, guest: &str) -> Vec<(Box<dyn ReaderFold>, FoldTarget)> {
+        let Some((task, stats)) = &self.counted_by else {
+            return Vec::new();
+        };
+        let folds = self.guests.counting_folds(guest);
+        let paired = folds.filter(|f| f.len() == self.tasks.len());
+        paired
+            .into_iter()
+            .flatten()
+            .map(|(fold, via)| {
+                let (task, stats, via) = (*task, stats.clone(), Some(via));
+                (fold, FoldTarget { task, stats, via })
+            })
+            .collect()
     }
 
     /// Close every task and settle its counts of lost and replayed tuples.

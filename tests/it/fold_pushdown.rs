@@ -245,3 +245,114 @@ fn nothing_is_folded_where_a_late_line_goes_somewhere_or_the_sketch_is_heavy() {
         assert!(!folded.rows.is_empty());
     }
 }
+
+/// A word count's run: the counts printed, the counters of every component, and the spout's
+/// note of the lines it folded (empty when it folded none).
+fn word_count(topology: &str, text: &[u8], chaining: bool) -> (Counts, Vec<(String, u64)>, String) {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let stats_path = conf.path().join("stats.json");
+    let out = super::run::storm(conf.path())
+        .timeout(Duration::from_secs(240))
+        .env("STORM_LOG", "warn,storm::components::stdin_file=debug")
+        .args(["run", "-e", topology, "--stats"])
+        .arg(&stats_path)
+        .args(["-c", &format!("topology.chaining={chaining}")])
+        .write_stdin(text.to_vec())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{out:?}");
+    let stats = super::support::stats(&stats_path);
+    let mut counters = Vec::new();
+    for c in stats["components"].as_array().expect("components") {
+        let id = c["id"].as_str().expect("an id");
+        for key in ["emitted", "transferred", "executed", "acked", "failed"] {
+            counters.push((format!("{id}.{key}"), c[key].as_u64().expect("a count")));
+        }
+    }
+    counters.retain(|(k, _)| !k.starts_with("__acker") && !k.starts_with("stdout"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let note = stderr
+        .lines()
+        .find(|l| l.contains("folded where they were read"))
+        .unwrap_or_default()
+        .to_string();
+    (super::run::parse_counts(&out.stdout), counters, note)
+}
+
+type Counts = std::collections::BTreeMap<String, u64>;
+
+/// The word count folded (chaining on) counts what Python-like splitting counts and what the
+/// run one tuple at a time (chaining off) counts, component by component.
+fn counted_as_one_by_one(topology: &str, text: &[u8], expected: &Counts) -> Vec<(String, u64)> {
+    let (folded, counters, note) = word_count(topology, text, true);
+    let (apart, apart_counters, apart_note) = word_count(topology, text, false);
+    assert_eq!(&folded, expected, "{topology}: folded");
+    assert_eq!(&apart, expected, "{topology}: one by one");
+    assert_eq!(counters, apart_counters, "{topology}");
+    assert!(lines_folded(&note) > 0, "{topology}: {note:?}");
+    assert_eq!(apart_note, "");
+    counters
+}
+
+#[test]
+fn a_word_count_folded_where_the_lines_are_read_counts_every_word_once() {
+    let text = super::run::messy_text(3_000_000, 11);
+    let expected = super::run::expected_counts(&text);
+    let counters = counted_as_one_by_one("stdin | split | count(word) | stdout", &text, &expected);
+    let get = |k: &str| counters.iter().find(|(c, _)| c == k).map(|(_, n)| *n);
+    let lines = text.split(|&b| b == b'\n').count() as u64 - 1;
+    let words: u64 = expected.values().sum();
+    assert_eq!(get("stdin.emitted"), Some(lines));
+    assert_eq!(get("stdin.acked"), Some(lines));
+    assert_eq!(get("split.executed"), Some(lines));
+    assert_eq!(get("split.emitted"), Some(words));
+    assert_eq!(get("count.executed"), Some(words));
+}
+
+#[test]
+fn words_split_by_a_separator_or_from_a_field_of_parsed_lines_fold_the_same_counts() {
+    let mut csv = String::from("id,text\n");
+    let mut by_comma = String::new();
+    let mut expected = Counts::new();
+    for i in 0..40_000 {
+        let words = ["alpha", "beta", "gamma", "δέλτα", "epsilon"];
+        let line: Vec<&str> = (0..i % 6).map(|k| words[(i * 7 + k) % 5]).collect();
+        // A quoted cell now and then: its line is the parser's, and its chunk is not folded.
+        match i % 97 {
+            0 => csv.push_str(&format!("{i},\"{}\"\n", line.join(" "))),
+            _ => csv.push_str(&format!("{i},{}\n", line.join(" "))),
+        }
+        by_comma.push_str(&format!("{},\n", line.join(",")));
+        for w in line {
+            *expected.entry(w.to_string()).or_default() += 1;
+        }
+    }
+    counted_as_one_by_one(
+        "stdin | split(separator=\",\") | count(word) | stdout",
+        by_comma.as_bytes(),
+        &expected,
+    );
+    counted_as_one_by_one(
+        "stdin(format=csv, header=true, fields=[id, text]) | split(field=text) \
+         | count(word) | stdout",
+        csv.as_bytes(),
+        &expected,
+    );
+}
+
+#[test]
+fn a_count_in_two_tasks_or_emitting_updates_gets_every_word_as_a_tuple() {
+    let text = super::run::messy_text(300_000, 5);
+    let expected = super::run::expected_counts(&text);
+    let (counts, _, note) = word_count("stdin | split | count(word) x2 | stdout", &text, true);
+    assert_eq!(counts, expected);
+    assert_eq!(note, "", "two count tasks: nothing folded");
+    let topology = "stdin | split | count(word, emit=update) | filter(\"count == 1\") | stdout";
+    let (_, counters, note) = word_count(topology, &text, true);
+    assert_eq!(note, "", "updates: nothing folded");
+    let executed = counters.iter().find(|(k, _)| k == "count.executed");
+    assert_eq!(
+        executed.map(|(_, n)| *n),
+        Some(expected.values().sum::<u64>())
+    );
+}

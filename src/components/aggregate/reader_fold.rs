@@ -24,7 +24,7 @@ use super::ops::{Kind, State};
 use super::partial::{unwire, wire};
 use super::window::{self, KeyMap};
 use super::{Aggregate, Emit};
-use crate::components::{BoltCollector, FatalError, ReaderFold};
+use crate::components::{BoltCollector, FatalError, Folded, ReaderFold};
 use crate::tuple::{Tuple, Value, Values};
 use std::sync::Arc;
 
@@ -95,6 +95,8 @@ pub(crate) struct ChunkFold {
     latest: i64,
     late: i64,
     timeless: i64,
+    /// Lines taken.
+    lines: u64,
     /// The chunk cannot be folded.
     broken: bool,
 }
@@ -108,6 +110,7 @@ impl ChunkFold {
             latest: i64::MIN,
             late: 0,
             timeless: 0,
+            lines: 0,
             broken: false,
         }
     }
@@ -180,6 +183,7 @@ fn key_of(keys: &[usize], values: &[Value]) -> Values {
 
 impl ReaderFold for ChunkFold {
     fn add(&mut self, values: &[Value]) {
+        self.lines += 1;
         if self.broken {
             return;
         }
@@ -224,10 +228,10 @@ impl ReaderFold for ChunkFold {
         self.broken = true;
     }
 
-    fn finish(&mut self) -> Option<Values> {
+    fn finish(&mut self) -> Option<Folded> {
         let fresh = ChunkFold::new(self.layout.clone());
         let done = std::mem::replace(self, fresh);
-        if done.broken {
+        if done.broken || done.lines == 0 {
             return None;
         }
         let mut out = Values::with_capacity(3 + done.groups.len());
@@ -245,7 +249,10 @@ impl ReaderFold for ChunkFold {
                 out.push(Value::list(row));
             }
         }
-        Some(out)
+        Some(Folded {
+            values: out,
+            executed: done.lines,
+        })
     }
 
     fn fresh(&self) -> Box<dyn ReaderFold> {
@@ -506,11 +513,10 @@ mod tests {
         f.add(&line(7_100, "b", Value::Null));
         f.add(&[Value::str("not a time"), Value::str("a"), Value::Int(4)]);
         let folded = f.finish().expect("folded");
+        assert_eq!(folded.executed, 5, "every line counts as executed");
+        let folded = folded.values;
         assert_eq!(head(&folded), (vec![7_200, 1, 1], 3), "{folded:?}");
-        assert!(
-            f.finish().is_some_and(|v| v.len() == 3),
-            "the next chunk starts empty"
-        );
+        assert!(f.finish().is_none(), "the next chunk starts empty");
     }
 
     #[test]
@@ -530,7 +536,7 @@ mod tests {
         );
         f.add(&line(10_000, "a", Value::Int(1)));
         f.add(&line(4_999, "a", Value::Int(1)));
-        let folded = f.finish().expect("late, not breaking");
+        let folded = f.finish().expect("late, not breaking").values;
         assert_eq!(head(&folded).0, vec![10_000, 1, 0]);
     }
 
@@ -563,7 +569,7 @@ mod tests {
         ] {
             f.add(&line(5_000, "a", x));
         }
-        let folded = f.finish().expect("folded");
+        let folded = f.finish().expect("folded").values;
         let row = Aggregate::new(&serde_json::Map::new())
             .map(|mut a| {
                 a.spec.by = vec!["k".into()];

@@ -17,7 +17,7 @@ pub(crate) struct ReadAhead {
     rejected: Vec<bool>,
     /// When the reader runs a bolt's fold: the tuple standing for every line of the chunk,
     /// if the fold could make one (see `Spout::run_fold`).
-    folded: Option<Values>,
+    folded: Option<crate::components::Folded>,
 }
 
 impl ReadAhead {
@@ -62,9 +62,14 @@ impl ReadAhead {
         self.folded = reader.fold().and_then(|f| f.finish());
     }
 
+    /// What a fold of the chunk's plain lines made of them (see `ReaderFold::add_text`).
+    pub(crate) fn set_folded(&mut self, folded: Option<crate::components::Folded>) {
+        self.folded = folded;
+    }
+
     /// The tuple standing for every line of the chunk, taken, if the reader's fold made one
     /// and no line was taken yet.
-    pub(crate) fn take_folded(&mut self) -> Option<Values> {
+    pub(crate) fn take_folded(&mut self) -> Option<crate::components::Folded> {
         self.folded.take()
     }
 
