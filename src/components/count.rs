@@ -557,6 +557,43 @@ impl b::Builtin for CountType {
     }
 }
 
+/// A `__folded` tuple (`[values, counts]`, see `Count::add_folded`) dealt out to the tasks of a
+/// `count`: `task_of` says where each value goes. Per task, its tuple and how many tuples it
+/// stands for; `None` when the tuple is not of that shape or a value has no task.
+pub(crate) fn deal_folded(
+    folded: crate::tuple::Values,
+    mut task_of: impl FnMut(&Value) -> Option<u32>,
+) -> Option<Vec<(u32, crate::tuple::Values, u64)>> {
+    let (Some(Value::List(keys)), Some(Value::List(counts))) = (folded.first(), folded.get(1))
+    else {
+        return None;
+    };
+    let mut dealt: Vec<(u32, Vec<Value>, Vec<Value>, u64)> = Vec::new();
+    for (key, n) in keys.iter().zip(counts.iter()) {
+        let (task, Value::Int(count)) = (task_of(key)?, n) else {
+            return None;
+        };
+        let at = match dealt.iter().position(|d| d.0 == task) {
+            Some(at) => at,
+            None => {
+                dealt.push((task, Vec::new(), Vec::new(), 0));
+                dealt.len() - 1
+            }
+        };
+        let d = &mut dealt[at];
+        d.1.push(key.clone());
+        d.2.push(n.clone());
+        d.3 += u64::try_from(*count).unwrap_or(0);
+    }
+    let tuple = |k, c| smallvec::smallvec![Value::list(k), Value::list(c)];
+    Some(
+        dealt
+            .into_iter()
+            .map(|(t, k, c, n)| (t, tuple(k, c), n))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,17 +8,20 @@ use crate::tuple::{Tuple, Value};
 use compact_str::CompactString;
 use std::collections::HashMap;
 
-#[derive(Default)]
 pub struct Split {
     field: Option<String>,
     index: usize,
     separator: Option<String>,
+    /// `index` is known: prepared, or no `field` to look for.
+    placed: bool,
 }
 
 impl Split {
     pub fn new(args: &serde_json::Map<String, serde_json::Value>) -> Split {
+        let field = args.get("field").and_then(|v| v.as_str()).map(String::from);
         Split {
-            field: args.get("field").and_then(|v| v.as_str()).map(String::from),
+            placed: field.is_none(),
+            field,
             index: 0,
             separator: args
                 .get("separator")
@@ -187,10 +190,15 @@ impl Bolt for Split {
                 .position(|x| x == f)
                 .unwrap_or(0);
         }
+        self.placed = true;
         Ok(())
     }
 
+    /// Once `index` is known (a fold asked for before `prepare` reads the first field).
     fn counting_fold(&self) -> Option<Box<dyn ReaderFold>> {
+        if !self.placed {
+            return None;
+        }
         Some(Box::new(WordCounts {
             separator: self.separator.clone(),
             index: self.index,
@@ -276,7 +284,7 @@ mod tests {
     /// nothing when a line of the chunk was not given to it.
     #[test]
     fn a_counting_fold_counts_the_words_split_emits() {
-        use crate::components::{Bolt, ReaderFold};
+        use crate::components::Bolt;
         use crate::tuple::Value;
         let split = super::Split::new(&serde_json::Map::new());
         let mut fold = split.counting_fold().expect("split folds into counts");

@@ -13,7 +13,7 @@ use super::Topology;
 use std::collections::BTreeMap;
 
 /// The config key that turns partial aggregation off for a whole topology.
-const PARTIAL_KEY: &str = "topology.partial.aggregation";
+pub(crate) const PARTIAL_KEY: &str = "topology.partial.aggregation";
 
 /// What one bolt takes: sums by `keys`, of its ops' states (an `aggregate` or `top`) or counts.
 #[derive(Debug, Clone, PartialEq, Eq)]

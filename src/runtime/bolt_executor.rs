@@ -52,6 +52,11 @@ impl BoltTimers {
 }
 
 impl BoltExecutor {
+    /// Its first task's fold of its output into counts (see `Bolt::counting_fold`).
+    pub(crate) fn first_counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.tasks.first()?.component.counting_fold()
+    }
+
     /// Settle its tasks' acks of trees held by the spout executor it is chained onto (`Some`),
     /// or send them all to the acker (`None`).
     pub(crate) fn set_ledger(&mut self, ledger: Option<ChainLedger>) {

@@ -14,7 +14,7 @@ use super::checkpoint::setup::{self, Setup};
 use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::wrapper::Checkpointed;
 use super::checkpoint::{Checkpointing, RemoteCheckpoints, Report};
-use super::collector::Emitter;
+use super::collector::{Emitter, FoldTarget};
 use super::executor::{
     AckerSlot, BoltSlot, ExecutorReport, Parked, RunControl, SpoutSlot, TaskSlot,
 };
@@ -24,7 +24,7 @@ use super::open_trees::OpenTrees;
 use super::routing::{self, Outbox, RouteTable, Router, SinkSpec};
 use super::spout_executor::SpoutExecutor;
 use super::{task_seed, worker, Role, Running, DEFAULT_MAX_PENDING};
-use crate::components::{catalog, TaskContext, Waker};
+use crate::components::{catalog, ReaderFold, TaskContext, Waker};
 use crate::config::{Config, Origin};
 use crate::model::plan::Plan;
 use crate::model::{Component, Topology};
@@ -441,12 +441,23 @@ impl<'a> Wiring<'a> {
                     guest.set_ledger(s.ledger.clone());
                     if self.is_sole_receiver(executors[host].0, executors[i].0) {
                         s.sole_receiver = Some(executors[i].0.to_string());
-                        s.counted_by = self.counted_by(executors[i].0, host);
+                        s.count_targets = self.chained_count_targets(executors[i].0, host);
                     }
                     s.guests.push(Box::new(guest));
                 }
                 Some(Built::Bolt(b)) => b.guests.push(Box::new(guest)),
                 _ => anyhow::bail!("executor {host} cannot host chained executor {i}"),
+            }
+        }
+        let unchained: Vec<usize> = at
+            .iter()
+            .filter(|(_, e)| matches!(e, Built::Spout(s) if s.sole_receiver.is_none()))
+            .map(|(i, _)| *i)
+            .collect();
+        for i in unchained {
+            let folds = self.counting_past(i, &at);
+            if let Some(Built::Spout(s)) = at.get_mut(&i) {
+                s.folds_past_a_bolt = folds;
             }
         }
         for (i, exec) in at {
@@ -474,11 +485,45 @@ impl<'a> Wiring<'a> {
             && matches!((receivers.next(), receivers.next()), (Some(s), None) if s.to == bolt)
     }
 
+    /// For `bolt` chained onto spout executor `spout`, task by task: when its output goes to a
+    /// `count` it feeds alone (see `counting_tasks`), where each spout task's counts of
+    /// `bolt`'s output go (a spout may fold that output, see `Spout::run_fold`).
+    fn chained_count_targets(&self, bolt: &str, spout: usize) -> Vec<FoldTarget> {
+        let (Some(counts), Some(via)) = (
+            self.counting_tasks(bolt, spout),
+            self.local_tasks_of(bolt, spout),
+        ) else {
+            return Vec::new();
+        };
+        via.into_iter()
+            .map(|(task, stats)| self.count_target(bolt, task, &counts, vec![stats]))
+            .collect()
+    }
+
+    /// Counts of `bolt`'s output for `counts`, counted in the counters `via`, dealt out as
+    /// `bolt`'s task `task` would send them.
+    fn count_target(
+        &self,
+        bolt: &str,
+        task: u32,
+        counts: &[(u32, Arc<TaskStats>)],
+        via: Vec<Arc<TaskStats>>,
+    ) -> FoldTarget {
+        let local: Vec<u32> = counts.iter().map(|(t, _)| *t).collect();
+        let route =
+            (counts.len() > 1).then(|| Router::new(&self.topology, &self.plan, bolt, task, &local));
+        FoldTarget {
+            tasks: counts.to_vec(),
+            via,
+            turn: 0,
+            route,
+        }
+    }
+
     /// When `bolt`'s one output goes to a bolt that takes partial counts by the one field
-    /// `bolt` emits (a `count` after a `split`), has one task, and runs in the worker of
-    /// executor `beside`: that task and its counters (a spout before `bolt` may then fold
-    /// `bolt`'s output into counts for it, see `Spout::run_fold`).
-    fn counted_by(&self, bolt: &str, beside: usize) -> Option<(u32, Arc<TaskStats>)> {
+    /// `bolt` emits, every task of which runs in the worker of executor `beside`: those tasks
+    /// and their counters.
+    fn counting_tasks(&self, bolt: &str, beside: usize) -> Option<Vec<(u32, Arc<TaskStats>)>> {
         let mut outputs = self.topology.outputs_of(bolt);
         let (Some(edge), None) = (outputs.next(), outputs.next()) else {
             return None;
@@ -488,14 +533,78 @@ impl<'a> Wiring<'a> {
         if partial.states || partial.keys.as_slice() != fields {
             return None;
         }
-        let tasks = &self.plan.component(&edge.to)?.tasks;
-        let task = *tasks.start();
-        let exec = (*tasks.end() == task).then(|| *self.exec_of_task.get(task as usize)?)??;
-        if self.worker_of_exec(exec) != self.worker_of_exec(beside) {
-            return None;
-        }
-        let (_, stats) = self.stats.get(&task)?;
-        Some((task, stats.clone()))
+        self.local_tasks_of(&edge.to, beside)
+    }
+
+    /// Every task of `component`, with its counters, when all run in the worker of executor
+    /// `beside`.
+    fn local_tasks_of(&self, component: &str, beside: usize) -> Option<Vec<(u32, Arc<TaskStats>)>> {
+        let tasks = self.plan.component(component)?.tasks.clone();
+        tasks
+            .map(|task| {
+                let exec = (*self.exec_of_task.get(task as usize)?)?;
+                if self.worker_of_exec(exec) != self.worker_of_exec(beside) {
+                    return None;
+                }
+                let (_, stats) = self.stats.get(&task)?;
+                Some((task, stats.clone()))
+            })
+            .collect()
+    }
+
+    /// For spout executor `spout` (not chained to its receiver): when its lines go, shuffled,
+    /// to a bolt of this worker alone whose tasks fold their output into counts for the
+    /// `count` after it (`Bolt::counting_fold`: `split` in `wordcount.yaml`), per spout task,
+    /// the fold it may run and where the counts go (dealt out as that bolt's router would).
+    fn counting_past(
+        &self,
+        spout: usize,
+        at: &BTreeMap<usize, Built>,
+    ) -> Vec<(Box<dyn ReaderFold>, FoldTarget)> {
+        let executors = self.plan.executors();
+        let Some((component, spout_tasks)) = executors.get(spout) else {
+            return Vec::new();
+        };
+        let mut receivers = self
+            .topology
+            .outputs_of(component)
+            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
+        let (Some(edge), None) = (receivers.next(), receivers.next()) else {
+            return Vec::new();
+        };
+        let shuffled = matches!(
+            edge.grouping,
+            crate::model::Grouping::Shuffle
+                | crate::model::Grouping::LocalOrShuffle
+                | crate::model::Grouping::None
+        );
+        let via = self.local_tasks_of(&edge.to, spout);
+        let counts = self.counting_tasks(&edge.to, spout);
+        let (true, Some(via), Some(counts)) = (shuffled, via, counts) else {
+            return Vec::new();
+        };
+        let Some(&(first, _)) = via.first() else {
+            return Vec::new();
+        };
+        let fold = match self
+            .exec_of_task
+            .get(first as usize)
+            .and_then(|e| at.get(&(*e)?))
+        {
+            Some(Built::Bolt(b)) => b.first_counting_fold(),
+            _ => None,
+        };
+        let Some(fold) = fold else {
+            return Vec::new();
+        };
+        let all_via: Vec<Arc<TaskStats>> = via.iter().map(|(_, s)| s.clone()).collect();
+        spout_tasks
+            .clone()
+            .map(|_| {
+                let target = self.count_target(&edge.to, first, &counts, all_via.clone());
+                (fold.fresh(), target)
+            })
+            .collect()
     }
 
     /// What the tasks of executor `i` share.
@@ -639,7 +748,8 @@ impl<'a> Wiring<'a> {
             ledger: None,
             settling: Vec::new(),
             sole_receiver: None,
-            counted_by: None,
+            count_targets: Vec::new(),
+            folds_past_a_bolt: Vec::new(),
         }
     }
 

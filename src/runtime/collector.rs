@@ -42,13 +42,51 @@ pub(crate) struct Emitter {
     pub(crate) folded_for: Option<FoldTarget>,
 }
 
-/// The bolt task a spout hands its folded chunks to, and its counters, which the folded lines
-/// count in; with `via`, the counters of the bolt chained between them whose output was folded
-/// (a `split` before a `count`).
+/// Where a spout hands its folded chunks: the bolt task (or tasks) they go to, with the
+/// counters the folded lines count in; with `via`, the counters of the tasks of the bolt
+/// between them whose output was folded (a `split` before a `count`), a chunk counted in each
+/// in turn; with `route`, that bolt's router, which deals the folded values out to the tasks
+/// it would have sent them to.
 pub(crate) struct FoldTarget {
-    pub(crate) task: u32,
-    pub(crate) stats: Arc<TaskStats>,
-    pub(crate) via: Option<Arc<TaskStats>>,
+    pub(crate) tasks: Vec<(u32, Arc<TaskStats>)>,
+    pub(crate) via: Vec<Arc<TaskStats>>,
+    pub(crate) turn: usize,
+    pub(crate) route: Option<Router>,
+}
+
+impl FoldTarget {
+    /// The bolt task `task` itself folds (chained onto the spout, see `Bolt::reader_fold`).
+    pub(crate) fn one(task: u32, stats: Arc<TaskStats>) -> FoldTarget {
+        FoldTarget {
+            tasks: vec![(task, stats)],
+            via: Vec::new(),
+            turn: 0,
+            route: None,
+        }
+    }
+
+    /// Whether nothing listens to the emits of any task involved (a tap would miss them).
+    fn quiet(&self) -> bool {
+        let quiet = |s: &Arc<TaskStats>| !s.taps.on();
+        self.tasks.iter().all(|(_, s)| quiet(s)) && self.via.iter().all(quiet)
+    }
+
+    /// `folded` as tuples for the target tasks: `(task, values, tuples it stands for)`.
+    fn deal(&mut self, folded: Folded) -> Option<Vec<(u32, Values, u64)>> {
+        let Some(router) = self.route.as_mut() else {
+            let (task, _) = self.tasks.first()?;
+            return Some(vec![(*task, folded.values, folded.executed)]);
+        };
+        let mut to = Vec::with_capacity(1);
+        crate::components::count::deal_folded(folded.values, |v| {
+            to.clear();
+            router.route(streams::DEFAULT, std::slice::from_ref(v), &mut to);
+            match to[..] {
+                [task] => Some(task),
+                _ => None,
+            }
+        })
+    }
 }
 
 /// Pairs an acker message holds before it is sent without waiting for the end of the batch.
@@ -434,46 +472,47 @@ impl SpoutCollector for SpoutOut<'_> {
     /// count them; the bolt's executor counts the folded tuple as one of those it executes and
     /// acks.
     fn fold_ahead(&mut self, n: u64, tracked: bool, folded: Folded) -> bool {
-        let stats = &self.em.stats;
-        let quiet = |s: &TaskStats| !s.taps.on();
-        let Some(target) = self
-            .em
+        let em = &mut *self.em;
+        let stats = &em.stats;
+        let Some(target) = em
             .folded_for
-            .as_ref()
-            .filter(|t| quiet(stats) && quiet(&t.stats) && t.via.as_deref().is_none_or(quiet))
+            .as_mut()
+            .filter(|t| !stats.taps.on() && t.quiet())
         else {
             return false;
         };
-        if n == 0 {
+        let executed = folded.executed;
+        let Some(dealt) = target.deal(folded).filter(|_| n > 0) else {
             return false;
-        }
+        };
         TaskStats::add(&stats.emitted, n);
         TaskStats::add(&stats.transferred, n);
         stats.streams.add_n(streams::DEFAULT, n, n);
         if tracked {
             TaskStats::add(&stats.acked, n);
         }
-        let executed = folded.executed;
-        if let Some(via) = &target.via {
-            TaskStats::add(&via.executed, n);
-            TaskStats::add(&via.acked, n);
-            TaskStats::add(&via.emitted, executed);
-            TaskStats::add(&via.transferred, executed);
-            via.streams.add_n(streams::DEFAULT, executed, executed);
+        if let Some(via) = target.via.get(target.turn % target.via.len().max(1)) {
+            target.turn += 1;
+            TaskStats::add_shared(&via.executed, n);
+            TaskStats::add_shared(&via.acked, n);
+            TaskStats::add_shared(&via.emitted, executed);
+            TaskStats::add_shared(&via.transferred, executed);
+            via.add_stream_shared(streams::DEFAULT, executed);
         }
-        if executed == 0 {
-            return true;
-        }
-        TaskStats::add(&target.stats.executed, executed - 1);
-        TaskStats::add(&target.stats.acked, executed - 1);
-        let task = target.task;
-        let tuple = Tuple::new(folded.values, self.em.task, streams::FOLDED);
-        // Past a bolt chained between them, the target hears of end of input from that bolt,
-        // on its own outbox: the tuple goes now, so it arrives first.
-        match target.via {
-            Some(_) => self.outbox.send_now(task, tuple),
-            None => {
-                self.outbox.push(task, tuple);
+        for (task, values, tuples) in dealt.into_iter().filter(|d| d.2 > 0) {
+            let Some((_, bolt)) = target.tasks.iter().find(|(t, _)| *t == task) else {
+                continue;
+            };
+            TaskStats::add_shared(&bolt.executed, tuples - 1);
+            TaskStats::add_shared(&bolt.acked, tuples - 1);
+            let tuple = Tuple::new(values, em.task, streams::FOLDED);
+            // Past a bolt between them, the target hears of end of input from that bolt, on
+            // another outbox: the tuple goes now, so it arrives first.
+            match target.via.is_empty() {
+                true => {
+                    self.outbox.push(task, tuple);
+                }
+                false => self.outbox.send_now(task, tuple),
             }
         }
         true

@@ -113,6 +113,27 @@ impl TaskStats {
         counter.store(counter.load(Relaxed) + n, Relaxed);
     }
 
+    /// [`TaskStats::add`] to the counters of a task another thread runs, which that thread
+    /// adds to as well (a spout counting the tuples it folded for a bolt): a whole atomic add,
+    /// where `add`'s load and store, cheaper, lose counts to a second writer.
+    #[inline]
+    pub(crate) fn add_shared(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+
+    /// [`StreamCounts::add_n`] as [`TaskStats::add_shared`] adds.
+    pub(crate) fn add_stream_shared(&self, stream: crate::model::plan::StreamId, n: u64) {
+        if let Some((e, t)) = self
+            .streams
+            .counts
+            .get()
+            .and_then(|c| c.get(usize::from(stream)))
+        {
+            TaskStats::add_shared(e, n);
+            TaskStats::add_shared(t, n);
+        }
+    }
+
     /// An error was reported: counted, and kept among the recent ones.
     pub(crate) fn record_error(&self, msg: &str) {
         Self::add(&self.errors, 1);

@@ -139,8 +139,12 @@ pub(crate) struct SpoutExecutor {
     /// them: when it is a `filter`, the spouts may evaluate it as they read (`run_filters`).
     pub(crate) sole_receiver: Option<String>,
     /// When that receiver's output goes to a `count` alone, which may take it folded (see
-    /// `Spout::run_fold`): the count's task and counters.
-    pub(crate) counted_by: Option<(u32, Arc<TaskStats>)>,
+    /// `Spout::run_fold`): per task, where its counts go.
+    pub(crate) count_targets: Vec<FoldTarget>,
+    /// Per task, when the spout's lines go to a bolt of its own executors that folds its output
+    /// into counts for the `count` after it (`split` in `wordcount.yaml`): the fold the spout
+    /// may run, and where it goes (see `counting_past` in `builder.rs`).
+    pub(crate) folds_past_a_bolt: Vec<(Box<dyn ReaderFold>, FoldTarget)>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -313,27 +317,25 @@ impl SpoutExecutor {
     }
 
     /// Offer each task the fold of the bolt that alone receives its default stream, chained
-    /// onto it task by task, when that bolt folds lines where they are read (see
-    /// `Spout::run_fold`): a spout that takes it hands that bolt task each chunk folded.
+    /// onto it task by task, when that bolt folds lines where they are read, or folds its
+    /// output into counts for the `count` after it (chained or not, see
+    /// `folds_past_a_bolt`); see `Spout::run_fold`: a spout that takes it hands each chunk
+    /// over folded.
     fn run_folds(&mut self) {
         for t in &mut self.tasks {
             t.emitter.folded_for = None;
         }
-        let Some(guest) = &self.sole_receiver else {
-            return;
-        };
         let n = self.tasks.len();
-        let targets: Vec<(Box<dyn ReaderFold>, FoldTarget)> =
-            match self.guests.reader_folds(guest).filter(|f| f.len() == n) {
+        let targets: Vec<(Box<dyn ReaderFold>, FoldTarget)> = match self.sole_receiver.clone() {
+            None => std::mem::take(&mut self.folds_past_a_bolt),
+            Some(guest) => match self.guests.reader_folds(&guest).filter(|f| f.len() == n) {
                 Some(folds) => folds
                     .into_iter()
-                    .map(|(fold, task, stats)| {
-                        let via = None;
-                        (fold, FoldTarget { task, stats, via })
-                    })
+                    .map(|(fold, task, stats)| (fold, FoldTarget::one(task, stats)))
                     .collect(),
-                None => self.counting_folds(guest),
-            };
+                None => self.counting_folds(&guest),
+            },
+        };
         for (t, (fold, target)) in self.tasks.iter_mut().zip(targets) {
             if t.emitter.filtered_for.is_none() && t.component.run_fold(fold) {
                 t.emitter.folded_for = Some(target);
@@ -343,20 +345,15 @@ impl SpoutExecutor {
 
     /// When guest `guest` folds its output into counts for the `count` after it (see
     /// `Bolt::counting_fold`), task by task: each fold and where it goes.
-    fn counting_folds(&self, guest: &str) -> Vec<(Box<dyn ReaderFold>, FoldTarget)> {
-        let Some((task, stats)) = &self.counted_by else {
-            return Vec::new();
-        };
+    fn counting_folds(&mut self, guest: &str) -> Vec<(Box<dyn ReaderFold>, FoldTarget)> {
         let folds = self.guests.counting_folds(guest);
         let paired = folds.filter(|f| f.len() == self.tasks.len());
-        paired
-            .into_iter()
-            .flatten()
-            .map(|(fold, via)| {
-                let (task, stats, via) = (*task, stats.clone(), Some(via));
-                (fold, FoldTarget { task, stats, via })
-            })
-            .collect()
+        let targets = std::mem::take(&mut self.count_targets);
+        if targets.len() != self.tasks.len() {
+            return Vec::new();
+        }
+        let folds = paired.into_iter().flatten().map(|(fold, _)| fold);
+        folds.zip(targets).collect()
     }
 
     /// Close every task and settle its counts of lost and replayed tuples.

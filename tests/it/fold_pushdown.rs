@@ -249,24 +249,42 @@ fn nothing_is_folded_where_a_late_line_goes_somewhere_or_the_sketch_is_heavy() {
 /// A word count's run: the counts printed, the counters of every component, and the spout's
 /// note of the lines it folded (empty when it folded none).
 fn word_count(topology: &str, text: &[u8], chaining: bool) -> (Counts, Vec<(String, u64)>, String) {
+    let switch = format!("topology.chaining={chaining}");
+    counted(&["-e", topology, "-c", &switch], text)
+}
+
+/// [`word_count`] with the topology and settings in `args`.
+fn counted(args: &[&str], text: &[u8]) -> (Counts, Vec<(String, u64)>, String) {
     let conf = tempfile::tempdir().expect("tempdir");
     let stats_path = conf.path().join("stats.json");
     let out = super::run::storm(conf.path())
         .timeout(Duration::from_secs(240))
         .env("STORM_LOG", "warn,storm::components::stdin_file=debug")
-        .args(["run", "-e", topology, "--stats"])
+        .arg("run")
+        .args(args)
+        .arg("--stats")
         .arg(&stats_path)
-        .args(["-c", &format!("topology.chaining={chaining}")])
         .write_stdin(text.to_vec())
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{out:?}");
+    assert!(out.status.success(), "{args:?}: {out:?}");
     let stats = super::support::stats(&stats_path);
     let mut counters = Vec::new();
     for c in stats["components"].as_array().expect("components") {
         let id = c["id"].as_str().expect("an id");
         for key in ["emitted", "transferred", "executed", "acked", "failed"] {
             counters.push((format!("{id}.{key}"), c[key].as_u64().expect("a count")));
+        }
+        // Each word goes to the count task its grouping gives it, folded or not (a shuffle
+        // into `split` spreads lines by chance: its tasks are compared as a whole).
+        for t in c["per_task"]
+            .as_array()
+            .filter(|_| id == "count")
+            .into_iter()
+            .flatten()
+        {
+            let executed = t["executed"].as_u64().expect("a count");
+            counters.push((format!("count[{}].executed", t["task"]), executed));
         }
     }
     counters.retain(|(k, _)| !k.starts_with("__acker") && !k.starts_with("stdout"));
@@ -281,17 +299,26 @@ fn word_count(topology: &str, text: &[u8], chaining: bool) -> (Counts, Vec<(Stri
 
 type Counts = std::collections::BTreeMap<String, u64>;
 
-/// The word count folded (chaining on) counts what Python-like splitting counts and what the
-/// run one tuple at a time (chaining off) counts, component by component.
+/// The word count folded counts what Python-like splitting counts and what the run one tuple
+/// at a time counts (partial aggregation off: nothing folded), component by component: with
+/// `split` chained onto the spout, and on a thread of its own (chaining off), where the spout
+/// folds past it unless `split` reads a named field (known only once it is prepared, on its
+/// own thread).
 fn counted_as_one_by_one(topology: &str, text: &[u8], expected: &Counts) -> Vec<(String, u64)> {
-    let (folded, counters, note) = word_count(topology, text, true);
-    let (apart, apart_counters, apart_note) = word_count(topology, text, false);
-    assert_eq!(&folded, expected, "{topology}: folded");
+    let off = ["-e", topology, "-c", "topology.partial.aggregation=false"];
+    let (apart, apart_counters, apart_note) = counted(&off, text);
     assert_eq!(&apart, expected, "{topology}: one by one");
-    assert_eq!(counters, apart_counters, "{topology}");
-    assert!(lines_folded(&note) > 0, "{topology}: {note:?}");
     assert_eq!(apart_note, "");
-    counters
+    for chaining in [true, false] {
+        let (folded, counters, note) = word_count(topology, text, chaining);
+        assert_eq!(&folded, expected, "{topology}: folded, chaining {chaining}");
+        assert_eq!(counters, apart_counters, "{topology}, chaining {chaining}");
+        match chaining || !topology.contains("field=") {
+            true => assert!(lines_folded(&note) > 0, "{topology}: {note:?}"),
+            false => assert_eq!(note, "", "{topology}"),
+        }
+    }
+    apart_counters
 }
 
 #[test]
@@ -341,12 +368,10 @@ fn words_split_by_a_separator_or_from_a_field_of_parsed_lines_fold_the_same_coun
 }
 
 #[test]
-fn a_count_in_two_tasks_or_emitting_updates_gets_every_word_as_a_tuple() {
+fn a_count_in_two_tasks_gets_its_words_dealt_and_one_emitting_updates_gets_every_word() {
     let text = super::run::messy_text(300_000, 5);
     let expected = super::run::expected_counts(&text);
-    let (counts, _, note) = word_count("stdin | split | count(word) x2 | stdout", &text, true);
-    assert_eq!(counts, expected);
-    assert_eq!(note, "", "two count tasks: nothing folded");
+    counted_as_one_by_one("stdin | split | count(word) x2 | stdout", &text, &expected);
     let topology = "stdin | split | count(word, emit=update) | filter(\"count == 1\") | stdout";
     let (_, counters, note) = word_count(topology, &text, true);
     assert_eq!(note, "", "updates: nothing folded");
@@ -355,4 +380,29 @@ fn a_count_in_two_tasks_or_emitting_updates_gets_every_word_as_a_tuple() {
         executed.map(|(_, n)| *n),
         Some(expected.values().sum::<u64>())
     );
+}
+
+/// `topologies/wordcount.yaml` (Storm's shape: `split` x4 shuffled from the spout, `count` x2 by
+/// word) folds too: the spout counts the words and deals them to the two `count` tasks as
+/// `split`'s grouping would, and every component counts what it counts with partial
+/// aggregation off (nothing folded).
+#[test]
+fn the_storm_shaped_word_count_folds_past_four_splits_into_two_counts() {
+    let text = super::run::messy_text(2_000_000, 13);
+    let expected = super::run::expected_counts(&text);
+    let yaml = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/wordcount.yaml");
+    let (counts, counters, note) = counted(&[yaml], &text);
+    let off = ["-c", "topology.partial.aggregation=false"];
+    let (apart, apart_counters, apart_note) = counted(&[&[yaml][..], &off[..]].concat(), &text);
+    assert_eq!(counts, expected);
+    assert_eq!(apart, expected);
+    assert!(lines_folded(&note) > 0, "{note:?}");
+    assert_eq!(apart_note, "");
+    let totals = |c: &[(String, u64)]| {
+        c.iter()
+            .filter(|(k, _)| !k.starts_with("print"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(totals(&counters), totals(&apart_counters));
 }

@@ -299,6 +299,9 @@ struct Aggregate {
     /// The task that answers for an empty input (see `answer_empty_input`): the only one, or
     /// the first, which a global grouping feeds.
     answers_empty: bool,
+    /// Its lines may be folded where they are read (`topology.partial.aggregation` is not
+    /// false; see `reader_fold.rs`).
+    folds: bool,
 }
 
 impl Aggregate {
@@ -333,6 +336,7 @@ impl Aggregate {
             partial: None,
             sent: window::KeyMap::default(),
             answers_empty: true,
+            folds: false,
         })
     }
 
@@ -683,6 +687,7 @@ impl Bolt for Aggregate {
             .get_bool(crate::components::parse::STRICT_KEY)
             .unwrap_or(false);
         self.component = ctx.component.clone();
+        self.folds = ctx.config.get_bool(crate::model::partials::PARTIAL_KEY) != Some(false);
         let budget = crate::components::memory::KeyBudget::for_task(ctx, "aggregate");
         let spill = crate::components::memory::spill_to(ctx);
         if let Some(w) = self.windows.as_mut() {

@@ -313,13 +313,15 @@ struct Row {
 
 impl Aggregate {
     /// The fold of this aggregate's lines where they are read, when its result can be had
-    /// from it (see the module's comment): emitting at the end, keeping no state, every op
+    /// from it (see the module's comment) and `topology.partial.aggregation` is not false:
+    /// emitting at the end, keeping no state, every op
     /// merging exactly, one input, no `late` stream and not `topology.strict` (a late line
     /// then goes somewhere of its own), not ranking partially; windows by event time only,
     /// moving the watermark with every tuple and not judging inputs idle.
     pub(super) fn chunk_fold(&self) -> Option<ChunkFold> {
         let spec = &self.spec;
-        let plain = spec.emit == Emit::End && !self.stateful && self.partial.is_none();
+        let plain =
+            self.folds && spec.emit == Emit::End && !self.stateful && self.partial.is_none();
         let alone = self.inputs.len() <= 1 && self.late.is_none() && !self.strict;
         let light = spec.ops.iter().all(|o| folds_lightly(o.kind));
         let extremes = spec.ops.iter().filter(|o| is_extreme(o.kind)).count();
