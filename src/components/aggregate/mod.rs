@@ -299,6 +299,8 @@ struct Aggregate {
     /// The task that answers for an empty input (see `answer_empty_input`): the only one, or
     /// the first, which a global grouping feeds.
     answers_empty: bool,
+    /// Event times read so far (the minute of the last, to read the next faster).
+    times: window::EventTimes,
     /// Its lines may be folded where they are read (`topology.partial.aggregation` is not
     /// false; see `reader_fold.rs`).
     folds: bool,
@@ -336,6 +338,7 @@ impl Aggregate {
             partial: None,
             sent: window::KeyMap::default(),
             answers_empty: true,
+            times: window::EventTimes::default(),
             folds: false,
         })
     }
@@ -489,7 +492,7 @@ impl Aggregate {
             return Some(self.clock);
         }
         match self.time {
-            Some(i) => input.values.get(i).and_then(window::event_time),
+            Some(i) => input.values.get(i).and_then(|v| self.times.read(v)),
             None => Some(self.machine_clock.epoch_millis()),
         }
     }

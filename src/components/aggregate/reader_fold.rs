@@ -97,6 +97,7 @@ pub(crate) struct ChunkFold {
     timeless: i64,
     /// Lines taken.
     lines: u64,
+    times: window::EventTimes,
     /// The chunk cannot be folded.
     broken: bool,
 }
@@ -111,6 +112,7 @@ impl ChunkFold {
             late: 0,
             timeless: 0,
             lines: 0,
+            times: window::EventTimes::default(),
             broken: false,
         }
     }
@@ -122,7 +124,7 @@ impl ChunkFold {
         let Some(w) = self.layout.window else {
             return Some(0);
         };
-        let Some(t) = values.get(w.time).and_then(window::event_time) else {
+        let Some(t) = values.get(w.time).and_then(|v| self.times.read(v)) else {
             self.timeless += 1;
             return None;
         };
@@ -229,7 +231,8 @@ impl ReaderFold for ChunkFold {
     }
 
     fn finish(&mut self) -> Option<Folded> {
-        let fresh = ChunkFold::new(self.layout.clone());
+        let mut fresh = ChunkFold::new(self.layout.clone());
+        fresh.times = std::mem::take(&mut self.times);
         let done = std::mem::replace(self, fresh);
         if done.broken || done.lines == 0 {
             return None;
