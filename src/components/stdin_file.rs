@@ -11,6 +11,7 @@ pub(crate) mod feed;
 mod fingerprint;
 mod follow;
 mod glob;
+mod owned_reads;
 mod parallel;
 mod position;
 mod position_file;
@@ -743,7 +744,10 @@ fn reader_thread(
             }
         }
     }
-    read_lines(source, start, reading.cut, lines, &read_bytes);
+    match owned_reads::regular(&input) {
+        true => owned_reads::read_file_lines(source, start, reading.cut, lines, &read_bytes),
+        false => read_lines(source, start, reading.cut, lines, &read_bytes),
+    }
     Ok(())
 }
 

@@ -15,6 +15,7 @@ mod csv_aggregate;
 mod detached;
 mod differential;
 mod exactly_once;
+mod file_reads;
 mod file_sink;
 mod filter_pushdown;
 mod flux;
