@@ -422,14 +422,16 @@ impl Count {
         let (Some(Value::List(keys)), Some(Value::List(counts)), 1) =
             (input.values.first(), input.values.get(1), self.keys.len())
         else {
-            anyhow::bail!("count: a folded tuple is not a list of values and their counts");
+            return Err(folded_refused("not a list of values and their counts"));
         };
         if keys.len() != counts.len() {
-            anyhow::bail!("count: a folded tuple has not one count per value");
+            return Err(folded_refused("not one count per value"));
         }
         for (key, n) in keys.iter().zip(counts.iter()) {
             let Value::Int(n) = n else {
-                anyhow::bail!("count: a folded count is not a number: {n:?}");
+                return Err(folded_refused(&format!(
+                    "a count that is not a number: {n:?}"
+                )));
             };
             match key {
                 Value::Str(word) => add(&mut self.strings, word.as_str(), || word.clone(), *n)?,
@@ -555,6 +557,12 @@ impl b::Builtin for CountType {
     ) -> Option<anyhow::Result<Box<dyn crate::components::CheckpointParticipant>>> {
         Some(Ok(Box::new(Count::new(&c.args).with_state(c.stateful))))
     }
+}
+
+/// The error that ends a run when a `__folded` tuple cannot be read (never expected: the
+/// spout's fold made it).
+fn folded_refused(why: &str) -> anyhow::Error {
+    super::FatalError(format!("count: a folded tuple: {why}")).into()
 }
 
 /// A `__folded` tuple (`[values, counts]`, see `Count::add_folded`) dealt out to the tasks of a

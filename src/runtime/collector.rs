@@ -482,7 +482,13 @@ impl SpoutCollector for SpoutOut<'_> {
             return false;
         };
         let executed = folded.executed;
-        let Some(dealt) = target.deal(folded).filter(|_| n > 0) else {
+        let dealt = target.deal(folded);
+        // Every value dealt to a task that takes it, or the lines go one by one.
+        let known = |d: &Vec<(u32, Values, u64)>| {
+            d.iter()
+                .all(|(task, _, _)| target.tasks.iter().any(|(t, _)| t == task))
+        };
+        let Some(dealt) = dealt.filter(|d| n > 0 && known(d)) else {
             return false;
         };
         TaskStats::add(&stats.emitted, n);
@@ -501,7 +507,7 @@ impl SpoutCollector for SpoutOut<'_> {
         }
         for (task, values, tuples) in dealt.into_iter().filter(|d| d.2 > 0) {
             let Some((_, bolt)) = target.tasks.iter().find(|(t, _)| *t == task) else {
-                continue;
+                continue; // never: every task was checked above
             };
             TaskStats::add_shared(&bolt.executed, tuples - 1);
             TaskStats::add_shared(&bolt.acked, tuples - 1);

@@ -304,6 +304,12 @@ fn unusable_in(states: &[State], row: &Row) -> u64 {
         .sum()
 }
 
+/// The error that ends a run when a `__folded` tuple cannot be read (never expected: the
+/// spout's fold made it; its lines were counted as done, so going on would lose them).
+fn folded_refused(why: &str) -> anyhow::Error {
+    FatalError(format!("aggregate: a folded tuple: {why}")).into()
+}
+
 /// One row of a `__folded` tuple, read.
 struct Row {
     pane: i64,
@@ -367,7 +373,7 @@ impl Aggregate {
         let (Some(Value::Int(latest)), Some(Value::Int(late)), Some(Value::Int(timeless))) =
             (values.first(), values.get(1), values.get(2))
         else {
-            anyhow::bail!("aggregate: a folded tuple does not start with three counts");
+            return Err(folded_refused("it does not start with three counts"));
         };
         for row in values.get(3..).unwrap_or_default() {
             let row = self.folded_row(row)?;
@@ -391,12 +397,14 @@ impl Aggregate {
     fn folded_row(&self, row: &Value) -> anyhow::Result<Row> {
         let (width, ops) = (self.spec.by.len(), self.spec.ops.len());
         let Value::List(row) = row else {
-            anyhow::bail!("aggregate: a folded row is not a list");
+            return Err(folded_refused("a row is not a list"));
         };
         let (Some(Value::Int(pane)), Some(Value::Int(tuples)), Some(Value::List(usages))) =
             (row.first(), row.get(1), row.get(2))
         else {
-            anyhow::bail!("aggregate: a folded row does not start with its pane and counts");
+            return Err(folded_refused(
+                "a row does not start with its pane and counts",
+            ));
         };
         let usages = usages
             .chunks(2)
@@ -408,10 +416,12 @@ impl Aggregate {
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         let (Some(key), Some(states)) = (row.get(3..3 + width), row.get(3 + width..)) else {
-            anyhow::bail!("aggregate: a folded row has no key of {width} value(s)");
+            return Err(folded_refused(&format!(
+                "a row has no key of {width} value(s)"
+            )));
         };
         if states.len() != ops {
-            anyhow::bail!("aggregate: a folded row has not {ops} op state(s)");
+            return Err(folded_refused(&format!("a row has not {ops} op state(s)")));
         }
         let states = self
             .spec
@@ -420,7 +430,7 @@ impl Aggregate {
             .zip(states)
             .map(|(o, v)| unwire(o.kind, v))
             .collect::<Result<Vec<State>, String>>()
-            .map_err(|e| anyhow::anyhow!("aggregate: a folded state: {e}"))?;
+            .map_err(|e| folded_refused(&format!("a state: {e}")))?;
         Ok(Row {
             pane: *pane,
             tuples: *tuples,
