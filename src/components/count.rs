@@ -433,11 +433,17 @@ impl Count {
                     "a count that is not a number: {n:?}"
                 )));
             };
-            match key {
-                Value::Str(word) => add(&mut self.strings, word.as_str(), || word.clone(), *n)?,
-                key => add(&mut self.single, key, || key.clone(), *n)?,
-            };
+            self.add_single(key, *n)?;
         }
+        Ok(())
+    }
+
+    /// Add `n` to the count of single-field key `key`.
+    fn add_single(&mut self, key: &Value, n: i64) -> anyhow::Result<()> {
+        match key {
+            Value::Str(word) => add(&mut self.strings, word.as_str(), || word.clone(), n)?,
+            key => add(&mut self.single, key, || key.clone(), n)?,
+        };
         Ok(())
     }
 
@@ -452,10 +458,7 @@ impl Count {
         };
         let n = *n;
         if width == 1 {
-            match &input.values[0] {
-                Value::Str(word) => add(&mut self.strings, word.as_str(), || word.clone(), n)?,
-                key => add(&mut self.single, key, || key.clone(), n)?,
-            };
+            self.add_single(&input.values[0], n)?;
         } else {
             let key = &input.values[..width];
             add(&mut self.multi, key, || key.to_vec(), n)?;

@@ -513,8 +513,17 @@ impl LineSpout {
         if !p.parser.prefetch_ready() || !out.skip_filtered(run as u64, self.tracked) {
             return;
         }
-        p.parser.take_prefetched_lines(run as u64);
-        p.warnings.read_lines(run as u64);
+        self.pass_over(run);
+    }
+
+    /// Move past the next `run` lines of the current chunk, which the collector took without
+    /// their being emitted (rejected by a filter, or folded): the parser counts them read,
+    /// and the position moves past them as past lines whose trees completed.
+    fn pass_over(&mut self, run: usize) {
+        if let Some(p) = self.parsing.as_mut() {
+            p.parser.take_prefetched_lines(run as u64);
+            p.warnings.read_lines(run as u64);
+        }
         let last = self.emitted + run - 1;
         let raw_end = self.current.raw_ends.get(last).copied();
         let number = self.current.numbers.get(last).copied();
@@ -540,17 +549,9 @@ impl LineSpout {
         if !out.fold_ahead(lines as u64, self.tracked, folded) {
             return;
         }
-        if let Some(p) = self.parsing.as_mut() {
-            p.parser.take_prefetched_lines(lines as u64);
-            p.warnings.read_lines(lines as u64);
-        }
         self.folded.0 += 1;
         self.folded.1 += lines as u64;
-        let last = lines - 1;
-        let raw_end = self.current.raw_ends.get(last).copied();
-        let number = self.current.numbers.get(last).copied();
-        self.emitted = lines;
-        self.emitted_up_to(raw_end, number, false, self.current.file);
+        self.pass_over(lines);
     }
 
     /// The line just emitted (`piece`: a piece of a longer one) ended at raw offset `raw_end`

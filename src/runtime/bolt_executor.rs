@@ -52,11 +52,6 @@ impl BoltTimers {
 }
 
 impl BoltExecutor {
-    /// Its first task's fold of its output into counts (see `Bolt::counting_fold`).
-    pub(crate) fn first_counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
-        self.tasks.first()?.component.counting_fold()
-    }
-
     /// Settle its tasks' acks of trees held by the spout executor it is chained onto (`Some`),
     /// or send them all to the acker (`None`).
     pub(crate) fn set_ledger(&mut self, ledger: Option<ChainLedger>) {
@@ -421,10 +416,10 @@ impl Guest for BoltExecutor {
             })
             .collect()
     }
-    fn counting_folds(&self) -> Option<Vec<super::guests::CountingFoldOf>> {
+    fn counting_folds(&self) -> Option<Vec<Box<dyn crate::components::ReaderFold>>> {
         self.tasks
             .iter()
-            .map(|t| Some((t.component.counting_fold()?, t.emitter.stats.clone())))
+            .map(|t| t.component.counting_fold())
             .collect()
     }
 }

@@ -591,7 +591,9 @@ impl<'a> Wiring<'a> {
             .get(first as usize)
             .and_then(|e| at.get(&(*e)?))
         {
-            Some(Built::Bolt(b)) => b.first_counting_fold(),
+            Some(Built::Bolt(b)) => {
+                super::guests::Guest::counting_folds(b).and_then(|f| f.into_iter().next())
+            }
             _ => None,
         };
         let Some(fold) = fold else {

@@ -456,12 +456,7 @@ impl SpoutCollector for SpoutOut<'_> {
         let Some(filter) = self.em.filtered_for.as_ref().filter(|_| !stats.taps.on()) else {
             return false;
         };
-        TaskStats::add(&stats.emitted, n);
-        TaskStats::add(&stats.transferred, n);
-        stats.streams.add_n(streams::DEFAULT, n, n);
-        if tracked {
-            TaskStats::add(&stats.acked, n);
-        }
+        emitted_at_once(stats, n, tracked);
         TaskStats::add(&filter.executed, n);
         TaskStats::add(&filter.acked, n);
         true
@@ -491,12 +486,7 @@ impl SpoutCollector for SpoutOut<'_> {
         let Some(dealt) = dealt.filter(|d| n > 0 && known(d)) else {
             return false;
         };
-        TaskStats::add(&stats.emitted, n);
-        TaskStats::add(&stats.transferred, n);
-        stats.streams.add_n(streams::DEFAULT, n, n);
-        if tracked {
-            TaskStats::add(&stats.acked, n);
-        }
+        emitted_at_once(stats, n, tracked);
         if let Some(via) = target.via.get(target.turn % target.via.len().max(1)) {
             target.turn += 1;
             TaskStats::add_shared(&via.executed, n);
@@ -522,6 +512,17 @@ impl SpoutCollector for SpoutOut<'_> {
             }
         }
         true
+    }
+}
+
+/// `n` tuples a spout task counts as emitted on its default stream to one task each, and as
+/// acked when `tracked`, without emitting them (taken by a filter or a fold where it reads).
+fn emitted_at_once(stats: &TaskStats, n: u64, tracked: bool) {
+    TaskStats::add(&stats.emitted, n);
+    TaskStats::add(&stats.transferred, n);
+    stats.streams.add_n(streams::DEFAULT, n, n);
+    if tracked {
+        TaskStats::add(&stats.acked, n);
     }
 }
 

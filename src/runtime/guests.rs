@@ -34,12 +34,9 @@ pub(crate) trait Guest: Send {
     /// fold, id and counters, in task order.
     fn reader_folds(&self) -> Option<Vec<ReaderFoldOf>>;
     /// When every task folds its output into counts (`Bolt::counting_fold`): each task's
-    /// fold and counters, in task order.
-    fn counting_folds(&self) -> Option<Vec<CountingFoldOf>>;
+    /// fold, in task order.
+    fn counting_folds(&self) -> Option<Vec<Box<dyn crate::components::ReaderFold>>>;
 }
-
-/// A task's fold of its output into counts, and its counters.
-pub(crate) type CountingFoldOf = (Box<dyn crate::components::ReaderFold>, Arc<TaskStats>);
 
 /// A task's fold of lines where they are read, its id and its counters.
 pub(crate) type ReaderFoldOf = (Box<dyn crate::components::ReaderFold>, u32, Arc<TaskStats>);
@@ -99,7 +96,10 @@ impl Guests {
 
     /// The counting folds and counters of guest `component`'s tasks (see
     /// [`Guest::counting_folds`]).
-    pub(crate) fn counting_folds(&self, component: &str) -> Option<Vec<CountingFoldOf>> {
+    pub(crate) fn counting_folds(
+        &self,
+        component: &str,
+    ) -> Option<Vec<Box<dyn crate::components::ReaderFold>>> {
         let guest = self.0.iter().find(|g| g.component() == component)?;
         guest.counting_folds()
     }

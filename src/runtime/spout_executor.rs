@@ -352,8 +352,7 @@ impl SpoutExecutor {
         if targets.len() != self.tasks.len() {
             return Vec::new();
         }
-        let folds = paired.into_iter().flatten().map(|(fold, _)| fold);
-        folds.zip(targets).collect()
+        paired.into_iter().flatten().zip(targets).collect()
     }
 
     /// Close every task and settle its counts of lost and replayed tuples.

@@ -60,6 +60,14 @@ pub(super) fn unwire(kind: Kind, v: &Value) -> Result<State, String> {
     }
 }
 
+/// The states of `ops` read from their wire form (as [`wire`] wrote them), in order.
+pub(super) fn unwire_all(ops: &[OpSpec], states: &[Value]) -> Result<Vec<State>, String> {
+    ops.iter()
+        .zip(states)
+        .map(|(o, v)| unwire(o.kind, v))
+        .collect()
+}
+
 /// The partial tuple of `key` with `states` and the count of values they could not use.
 pub(crate) fn partial_row(key: Values, states: &[State], unusable: i64) -> Values {
     let mut row = key;
@@ -82,13 +90,7 @@ impl Aggregate {
                 "aggregate: a partial tuple is not {width} key value(s), {ops} op state(s) and a count"
             );
         };
-        let partials = self
-            .spec
-            .ops
-            .iter()
-            .zip(states)
-            .map(|(o, v)| unwire(o.kind, v))
-            .collect::<Result<Vec<State>, String>>()
+        let partials = unwire_all(&self.spec.ops, states)
             .map_err(|e| anyhow::anyhow!("aggregate: a partial state: {e}"))?;
         let key: Values = key.iter().cloned().collect();
         let spec_ops = &self.spec.ops;

@@ -21,7 +21,7 @@
 //! the pairs `[usage, tuples]` (see [`Usage`]), each state as a partial tuple carries it.
 
 use super::ops::{Kind, State};
-use super::partial::{unwire, wire};
+use super::partial::{unwire_all, wire};
 use super::window::{self, KeyMap};
 use super::{Aggregate, Emit};
 use crate::components::{BoltCollector, FatalError, Folded, ReaderFold};
@@ -423,13 +423,7 @@ impl Aggregate {
         if states.len() != ops {
             return Err(folded_refused(&format!("a row has not {ops} op state(s)")));
         }
-        let states = self
-            .spec
-            .ops
-            .iter()
-            .zip(states)
-            .map(|(o, v)| unwire(o.kind, v))
-            .collect::<Result<Vec<State>, String>>()
+        let states = unwire_all(&self.spec.ops, states)
             .map_err(|e| folded_refused(&format!("a state: {e}")))?;
         Ok(Row {
             pane: *pane,
