@@ -8,6 +8,10 @@
 //! per key and target task and send the sums (`runtime::partials`). Every grouping keeps its
 //! meaning: the sums are made after the grouping chose each tuple's task.
 //! `topology.partial.aggregation: false` turns it off.
+//!
+//! In a stateful topology a `count` that would take partial counts still takes the counts of a
+//! chunk of lines folded where they were read (`Partials::folded_counts_of`): that chunk is
+//! sent at once, tagged with the checkpoint round it belongs to, never held across a marker.
 
 use super::Topology;
 use std::collections::BTreeMap;
@@ -28,14 +32,17 @@ pub(crate) struct Partial {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Partials {
     keys: BTreeMap<String, Partial>,
+    /// In a stateful topology (where `keys` is empty): the counts that would take partial
+    /// counts, which take folded chunks alone.
+    folded_only: BTreeMap<String, Partial>,
 }
 
 impl Partials {
     /// The bolts of `topology` that take partial counts (none when turned off).
     pub(crate) fn of(topology: &Topology) -> Partials {
         let mut keys = BTreeMap::new();
-        if topology.config.get_bool(PARTIAL_KEY) == Some(false) || topology.is_stateful() {
-            return Partials { keys };
+        if topology.config.get_bool(PARTIAL_KEY) == Some(false) {
+            return Partials::default();
         }
         for to in topology.bolts() {
             let mut inputs = topology.inputs_of(&to.id);
@@ -73,7 +80,18 @@ impl Partials {
                 keys.insert(to.id.clone(), partial);
             }
         }
-        Partials { keys }
+        if !topology.is_stateful() {
+            return Partials {
+                keys,
+                folded_only: BTreeMap::new(),
+            };
+        }
+        // A sum held on the sending side would straddle a checkpoint: nothing is summed ahead.
+        keys.retain(|_, p| !p.states);
+        Partials {
+            keys: BTreeMap::new(),
+            folded_only: keys,
+        }
     }
 
     /// The key fields of `bolt`, if it takes partial counts or states.
@@ -85,5 +103,12 @@ impl Partials {
     /// What `bolt` takes, if it takes partials.
     pub(crate) fn of_bolt(&self, bolt: &str) -> Option<&Partial> {
         self.keys.get(bolt)
+    }
+
+    /// The key fields of `bolt`, if it is a `count` that takes the counts of chunks folded
+    /// where they are read (every count that takes partial counts, stateful topologies too).
+    pub(crate) fn folded_counts_of(&self, bolt: &str) -> Option<&[String]> {
+        let partial = self.keys.get(bolt).or_else(|| self.folded_only.get(bolt))?;
+        (!partial.states).then_some(partial.keys.as_slice())
     }
 }

@@ -529,8 +529,7 @@ impl<'a> Wiring<'a> {
             return None;
         };
         let fields = self.topology.component(bolt)?.output_fields(&edge.stream)?;
-        let partial = self.plan.partials.of_bolt(&edge.to)?;
-        if partial.states || partial.keys.as_slice() != fields {
+        if self.plan.partials.folded_counts_of(&edge.to)? != fields {
             return None;
         }
         self.local_tasks_of(&edge.to, beside)

@@ -352,6 +352,9 @@ pub(crate) struct SpoutOut<'a> {
     pub(crate) now: Instant,
     /// Message ids to ack at once (acking off, or no receivers).
     pub(crate) ack_now: &'a mut Vec<Value>,
+    /// In a run that takes checkpoints: the round of the task's next marker, which what it
+    /// sends now belongs to.
+    pub(crate) round: Option<u64>,
 }
 
 impl SpoutOut<'_> {
@@ -495,16 +498,22 @@ impl SpoutCollector for SpoutOut<'_> {
             TaskStats::add_shared(&via.transferred, executed);
             via.add_stream_shared(streams::DEFAULT, executed);
         }
-        for (task, values, tuples) in dealt.into_iter().filter(|d| d.2 > 0) {
+        for (task, mut values, tuples) in dealt.into_iter().filter(|d| d.2 > 0) {
             let Some((_, bolt)) = target.tasks.iter().find(|(t, _)| *t == task) else {
                 continue; // never: every task was checked above
             };
             TaskStats::add_shared(&bolt.executed, tuples - 1);
             TaskStats::add_shared(&bolt.acked, tuples - 1);
+            // Under checkpoints the tuple says its round: it skips the bolt whose markers
+            // would have placed it (see `folded_round`).
+            if let Some(round) = self.round {
+                values.push(Value::Int(i64::try_from(round).unwrap_or(i64::MAX)));
+            }
             let tuple = Tuple::new(values, em.task, streams::FOLDED);
-            // Past a bolt between them, the target hears of end of input from that bolt, on
-            // another outbox: the tuple goes now, so it arrives first.
-            match target.via.is_empty() {
+            // Past a bolt between them, the target hears of end of input (and of the round's
+            // marker) from that bolt, on another outbox: the tuple goes now, so it arrives
+            // first.
+            match target.via.is_empty() && self.round.is_none() {
                 true => {
                     self.outbox.push(task, tuple);
                 }
@@ -512,6 +521,18 @@ impl SpoutCollector for SpoutOut<'_> {
             }
         }
         true
+    }
+}
+
+/// The round a `__folded` tuple sent under checkpoints belongs to: the round of the spout
+/// task's marker after it (its last value). Such a tuple goes from the spout straight to the
+/// bolt after the one that would have emitted its values, which hears that round's marker
+/// only through that bolt; it was sent before the spout sent the marker on, so it arrives
+/// before the bolt can complete the round, and belongs to no round before it.
+pub(crate) fn folded_round(tuple: &Tuple) -> Option<u64> {
+    match (tuple.stream == streams::FOLDED, tuple.values.last()) {
+        (true, Some(Value::Int(round))) => u64::try_from(*round).ok(),
+        _ => None,
     }
 }
 

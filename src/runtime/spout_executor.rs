@@ -201,6 +201,7 @@ pub(crate) fn spout_call<'a>(
         trees: &mut slot.state.trees,
         now,
         ack_now,
+        round: slot.state.side.as_ref().map(|s| s.round + 1),
     };
     (&mut *slot.component, out)
 }

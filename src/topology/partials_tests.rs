@@ -52,6 +52,40 @@ fn ticks_updates_state_two_inputs_and_the_switch_keep_tuples_whole() {
 }
 
 #[test]
+fn a_stateful_count_takes_folded_chunks_but_no_sums() {
+    let words = ["word".to_string()];
+    for text in [
+        "stdin | split | count(word) stateful=true | stdout",
+        "stdin | split | count(word) | stdout",
+    ] {
+        let p = partials(text, &["topology.stateful=true"]);
+        assert_eq!(p.of_bolt("count"), None, "{text}: nothing summed ahead");
+        assert_eq!(p.folded_counts_of("count"), Some(&words[..]), "{text}");
+    }
+    let plain = partials("stdin | split | count(word) | stdout", &[]);
+    assert_eq!(plain.folded_counts_of("count"), Some(&words[..]));
+    for (text, config) in [
+        (
+            "stdin | split | count(word, emit=update) | stdout",
+            "topology.stateful=true",
+        ),
+        (
+            "stdin | split | count(word) | stdout",
+            "topology.partial.aggregation=false",
+        ),
+    ] {
+        let p = partials(text, &[config, "topology.stateful=true"]);
+        assert_eq!(p.folded_counts_of("count"), None, "{text} with {config}");
+    }
+    let agg = partials(
+        "stdin(format=csv, header=true, fields=[s, x]) | aggregate(by=[s], ops=[count]) | stdout",
+        &["topology.stateful=true"],
+    );
+    assert_eq!(agg.folded_counts_of("aggregate"), None);
+    assert_eq!(agg.of_bolt("aggregate"), None);
+}
+
+#[test]
 fn a_plain_aggregate_or_top_takes_partial_states_and_a_windowed_one_does_not() {
     let p = partials(
         "stdin(format=csv, header=true, fields=[s, x]) | aggregate(by=[s], ops=[count, avg(x), max(x)]) | stdout",

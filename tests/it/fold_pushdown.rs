@@ -406,3 +406,50 @@ fn the_storm_shaped_word_count_folds_past_four_splits_into_two_counts() {
     };
     assert_eq!(totals(&counters), totals(&apart_counters));
 }
+
+/// With exactly-once state the word count still folds where its lines are read (each chunk's
+/// counts go to `count`'s gate tagged with their checkpoint round): Storm's shape and the
+/// one-liner count every word once, and every component counts what it counts with partial
+/// aggregation off (nothing folded). Resumes after a kill: `checkpoints.rs`.
+#[test]
+fn a_word_count_with_state_folds_and_counts_what_one_tuple_at_a_time_counts() {
+    let text = super::run::messy_text(1_500_000, 19);
+    let expected = super::run::expected_counts(&text);
+    let yaml = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/wordcount.yaml");
+    let dirs = tempfile::tempdir().expect("tempdir");
+    for (i, topology) in [
+        ["-e", "stdin | split | count(word) x2 | stdout"],
+        ["", yaml],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut runs = Vec::new();
+        for (j, fold) in ["true", "false"].iter().enumerate() {
+            let state = dirs.path().join(format!("state-{i}-{j}"));
+            let partial = format!("topology.partial.aggregation={fold}");
+            let mut args: Vec<&str> = topology.iter().copied().filter(|a| !a.is_empty()).collect();
+            let state = state.display().to_string();
+            args.extend(["-c", "topology.stateful=true", "--state-dir", &state]);
+            args.extend([
+                "-c",
+                "topology.state.checkpoint.interval.ms=20",
+                "-c",
+                &partial,
+            ]);
+            runs.push(counted(&args, &text));
+        }
+        let (folded, apart) = (&runs[0], &runs[1]);
+        assert_eq!(folded.0, expected, "{topology:?}: folded");
+        assert_eq!(apart.0, expected, "{topology:?}: one by one");
+        assert!(lines_folded(&folded.2) > 0, "{topology:?}: {:?}", folded.2);
+        assert_eq!(apart.2, "", "{topology:?}");
+        let totals = |c: &[(String, u64)]| {
+            c.iter()
+                .filter(|(k, _)| !k.starts_with("print"))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(totals(&folded.1), totals(&apart.1), "{topology:?}");
+    }
+}

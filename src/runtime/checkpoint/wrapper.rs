@@ -14,7 +14,7 @@ use crate::components::{
     Bolt, BoltCollector, BoltInstance, CheckpointParticipant, FatalError, TaskContext,
 };
 use crate::runtime::bolt_task::{execute_batch, BoltTask};
-use crate::runtime::collector::BoltOut;
+use crate::runtime::collector::{folded_round, BoltOut};
 use crate::runtime::metrics::TaskStats;
 use crate::tuple::{Tuple, Value};
 use std::sync::Arc;
@@ -46,6 +46,13 @@ impl Checkpointed {
         for t in &tuples {
             out.ack(t);
         }
+        let mut tuples = tuples;
+        if tuples
+            .iter()
+            .any(|t| t.stream == crate::model::plan::streams::FOLDED)
+        {
+            tuples = hold_folded(gate, tuples);
+        }
         let first = tuples.first()?.source_task;
         if tuples.iter().all(|t| t.source_task == first) {
             gate.hold(side.rounds.tag(first), tuples);
@@ -64,6 +71,12 @@ impl Checkpointed {
             gate.hold(side.rounds.tag(source), run);
         }
         None
+    }
+
+    /// The round of inputs from `source` arriving now (`tuple` one of them): a folded chunk
+    /// says its own.
+    fn round_of(&self, tuple: &Tuple) -> u64 {
+        folded_round(tuple).unwrap_or_else(|| self.side.rounds.tag(tuple.source_task))
     }
 
     /// Complete the rounds that `news` says this task now has from every upstream task.
@@ -192,6 +205,19 @@ impl Checkpointed {
     }
 }
 
+/// Hold each folded chunk of `tuples` in `gate` under the round it says (see
+/// `folded_round`); the other inputs are handed back.
+fn hold_folded(gate: &mut super::gate::Gate, tuples: Vec<Tuple>) -> Vec<Tuple> {
+    let mut rest = Vec::with_capacity(tuples.len());
+    for t in tuples {
+        match folded_round(&t) {
+            Some(round) => gate.hold(round, vec![t]),
+            None => rest.push(t),
+        }
+    }
+    rest
+}
+
 /// Send `marker` down every edge of the task.
 fn forward(marker: Arc<Marker>, out: &mut BoltOut) {
     let from = out.em.task;
@@ -203,6 +229,15 @@ fn forward(marker: Arc<Marker>, out: &mut BoltOut) {
 impl BoltTask for Checkpointed {
     fn bolt(&mut self) -> &mut dyn Bolt {
         self.bolt.as_bolt()
+    }
+
+    /// A task without state may fold its output into counts: the counts go to the task after
+    /// it tagged with their round.
+    fn counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        match self.side.gate {
+            None => self.bolt.counting_fold(),
+            Some(_) => None,
+        }
     }
 
     /// On a resumed run: a stateful task gets the state its last committed checkpoint saved.
@@ -232,9 +267,9 @@ impl BoltTask for Checkpointed {
         let Some(tuples) = self.hold(tuples, out) else {
             return Ok(());
         };
-        for run in tuples.chunk_by(|a, b| a.source_task == b.source_task) {
-            self.bolt
-                .input_round(self.side.rounds.tag(run[0].source_task))?;
+        let folded = |t: &Tuple| t.stream == crate::model::plan::streams::FOLDED;
+        for run in tuples.chunk_by(|a, b| a.source_task == b.source_task && !folded(b)) {
+            self.bolt.input_round(self.round_of(&run[0]))?;
             execute_batch(self.bolt.as_bolt(), run, out)?;
         }
         Ok(())
@@ -306,6 +341,50 @@ impl Bolt for Forwarded {
     fn cleanup(&mut self) {
         self.0.cleanup()
     }
+    fn counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.0.counting_fold()
+    }
 }
 
 impl CheckpointParticipant for Forwarded {}
+
+#[cfg(test)]
+mod tests {
+    use super::super::gate::Gate;
+    use super::hold_folded;
+    use crate::model::plan::streams;
+    use crate::tuple::{Tuple, Value};
+
+    /// A chunk counted where it was read, saying its round (see `folded_round`).
+    fn folded(round: i64) -> Tuple {
+        let words = Value::list(vec![Value::str("w")]);
+        let counts = Value::list(vec![Value::Int(2)]);
+        let values = smallvec::smallvec![words, counts, Value::Int(round)];
+        Tuple::new(values, 1, streams::FOLDED)
+    }
+
+    /// How many held inputs the gate applies once rounds up to `complete` are.
+    fn applied(gate: &mut Gate, complete: u64) -> usize {
+        let mut n = 0;
+        gate.release(complete, |batch| {
+            n += batch.len();
+            Ok(())
+        })
+        .expect("applies");
+        n
+    }
+
+    #[test]
+    fn a_folded_chunk_waits_for_the_round_it_says_and_the_rest_is_handed_back() {
+        let mut gate = Gate::default();
+        let plain = Tuple::new(crate::tuple::one_str("w"), 2, streams::DEFAULT);
+        let rest = hold_folded(&mut gate, vec![folded(3), plain, folded(5)]);
+        assert_eq!(rest.len(), 1, "the plain tuple is the caller's");
+        assert_eq!(rest[0].source_task, 2);
+        assert_eq!(gate.held(), 2);
+        assert_eq!(applied(&mut gate, 2), 0, "round 2 holds neither chunk");
+        assert_eq!(applied(&mut gate, 4), 1, "round 3's chunk, not round 5's");
+        assert_eq!(applied(&mut gate, 5), 1);
+        assert_eq!(gate.held(), 0);
+    }
+}
