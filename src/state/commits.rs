@@ -62,6 +62,15 @@ impl Commits {
         Ok(commits)
     }
 
+    /// The commit record just made in a dir since renamed to `dir`, held to the dir's commit
+    /// mark from now on (a new dir has none to check it against).
+    pub(crate) fn moved_to(mut self, dir: &Path) -> Commits {
+        self.name = super::paths::commits_path(dir).display().to_string();
+        self.db.rename(&self.name);
+        self.marked = Some(dir.to_path_buf());
+        self
+    }
+
     /// A commit record in memory.
     pub(crate) fn memory() -> anyhow::Result<Commits> {
         let db = Database::builder()

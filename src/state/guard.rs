@@ -244,6 +244,11 @@ impl GuardedDb {
             name: name.to_string(),
         }
     }
+
+    /// Its file was renamed (its dir was): messages name it `name` from now on.
+    pub(crate) fn rename(&mut self, name: &str) {
+        self.name = name.to_string();
+    }
 }
 
 impl std::ops::Deref for GuardedDb {

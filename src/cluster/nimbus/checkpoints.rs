@@ -77,9 +77,12 @@ pub(super) fn open_stores(
         let store = Store::open(&dir.join("state.redb"))?;
         return Ok((Arc::new(commits), Arc::new(store)));
     };
-    let commits = open_state_dir(&dir, topology, 1)?;
+    let (commits, made) = open_state_dir(&dir, topology, 1)?;
     check_shape(&commits, topology, Some(&dir))?;
-    let store = Store::open_marked(&crate::state::dir::worker_path(&dir, 0))?;
+    let store = match made.into_iter().next() {
+        Some(store) => store,
+        None => Store::open_marked(&crate::state::dir::worker_path(&dir, 0))?,
+    };
     if let Some(c) = commits.committed()? {
         crate::stderr_println!(
             "resuming `{}` from checkpoint {} in {} (`storm state clear {}` starts over)",

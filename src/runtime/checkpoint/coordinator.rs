@@ -62,6 +62,12 @@ impl CheckpointReport {
     }
 }
 
+/// The longest a commit waits for its stores' fold when the coordinator is never idle.
+pub(crate) const FOLD_WITHIN: Duration = Duration::from_secs(1);
+
+/// How long the coordinator waits for a report before it folds a commit.
+pub(crate) const FOLD_IDLE: Duration = Duration::from_millis(50);
+
 pub(crate) struct Coordinator {
     commits: Arc<Commits>,
     stores: Vec<Arc<Store>>,
@@ -71,6 +77,10 @@ pub(crate) struct Coordinator {
     finished: BTreeSet<u32>,
     /// The last txid each task saved.
     last_saved: BTreeMap<u32, u64>,
+    /// Whether a commit leaves its stores' fold for later (see [`Coordinator::defer_folds`]).
+    defer_folds: bool,
+    /// The txid committed but not folded yet, and when it was committed.
+    unfolded: Option<(u64, Instant)>,
     pub(crate) report: CheckpointReport,
 }
 
@@ -88,11 +98,40 @@ impl Coordinator {
             prepared: BTreeMap::new(),
             finished: BTreeSet::new(),
             last_saved: BTreeMap::new(),
+            defer_folds: false,
+            unfolded: None,
             report: CheckpointReport {
                 last: committed,
                 ..CheckpointReport::default()
             },
         }
+    }
+
+    /// A commit writes the commit record and leaves folding its stores' prepared entries into
+    /// the committed ones to [`Coordinator::fold_due`]: the commit record alone makes a
+    /// checkpoint the one a resume restores, and whatever opens a store folds it to the
+    /// committed checkpoint first (as after a crash between the two). So the fold runs while
+    /// the coordinator has nothing else to do, and the last one of a run that ends is left to
+    /// whatever opens the state next.
+    pub(crate) fn defer_folds(mut self) -> Coordinator {
+        self.defer_folds = true;
+        self
+    }
+
+    /// When the stores should be folded to the last commit at the latest, if one is not
+    /// folded yet: [`FOLD_WITHIN`] after it.
+    pub(crate) fn fold_due(&self) -> Option<Instant> {
+        self.unfolded.map(|(_, at)| at + FOLD_WITHIN)
+    }
+
+    /// Fold every store to the last commit, if it is not folded yet.
+    pub(crate) fn fold_committed(&mut self) -> anyhow::Result<()> {
+        if let Some((txid, _)) = self.unfolded.take() {
+            for s in &self.stores {
+                s.fold(txid)?;
+            }
+        }
+        Ok(())
     }
 
     /// Take one report; commits what it completes. Returns the txid committed, if any.
@@ -149,8 +188,10 @@ impl Coordinator {
             .get(&txid)
             .map_or_else(Instant::now, |(since, _)| *since);
         self.commits.commit(txid)?;
-        for s in &self.stores {
-            s.fold(txid)?;
+        let first_unfolded = self.unfolded.map_or_else(Instant::now, |(_, at)| at);
+        self.unfolded = Some((txid, first_unfolded));
+        if !self.defer_folds {
+            self.fold_committed()?;
         }
         self.prepared = self.prepared.split_off(&(txid + 1));
         self.report.committed += 1;
@@ -165,6 +206,7 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tuple::Value;
 
     fn coordinator(tasks: &[u32]) -> Coordinator {
         let commits = Arc::new(Commits::memory().expect("memory commits"));
@@ -186,6 +228,33 @@ mod tests {
             c.commits.committed().ok().flatten().map(|c| c.txid),
             Some(1)
         );
+    }
+
+    /// Deferred, a commit records the checkpoint at once and leaves the store's prepared
+    /// entries until `fold_committed`, due within `FOLD_WITHIN`; folded, they are gone.
+    #[test]
+    fn a_deferred_fold_waits_for_fold_committed() {
+        let mut c = coordinator(&[1]).defer_folds();
+        let store = c.stores[0].clone();
+        let t = crate::runtime::checkpoint::task_key("count", 0);
+        let row = (Value::str("x"), Some(Value::Int(1)));
+        store.prepare(1, &t, &[row], None).expect("prepares");
+        assert_eq!(c.fold_due(), None);
+        assert_eq!(c.on(prepared(1, 1)).ok().flatten(), Some(1));
+        assert_eq!(
+            c.commits.committed().ok().flatten().map(|c| c.txid),
+            Some(1)
+        );
+        assert_eq!(store.prepared_txids().ok(), Some(vec![1]), "not folded yet");
+        let due = c.fold_due().expect("a fold is due");
+        assert!(due <= Instant::now() + FOLD_WITHIN);
+        c.fold_committed().expect("folds");
+        assert_eq!(store.prepared_txids().ok(), Some(vec![]));
+        assert_eq!(
+            store.entries(&t).ok(),
+            Some(vec![(Value::str("x"), Value::Int(1))])
+        );
+        assert_eq!(c.fold_due(), None);
     }
 
     #[test]

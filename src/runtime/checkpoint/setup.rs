@@ -2,7 +2,7 @@
 //! (`topology.state.provider`, `topology.state.dir`), the stores of this process's workers with
 //! what the last run committed restored in them, and the coordinator's thread.
 
-use super::coordinator::{CheckpointReport, Coordinator};
+use super::coordinator::{CheckpointReport, Coordinator, FOLD_IDLE};
 use super::{ratio_for, Checkpointing, Report};
 use crate::model::plan::Plan;
 use crate::model::Topology;
@@ -57,15 +57,17 @@ impl Setup {
             "a state dir (topology.state.dir, --state-dir) of workers in several processes is \
              kept by nimbus, not by the workers"
         );
-        let commits = match &dir {
+        let (commits, made) = match &dir {
             Some(d) => open_state_dir(d, topology, local.len())?,
-            None => Commits::memory()?,
+            None => (Commits::memory()?, Vec::new()),
         };
+        let mut made: BTreeMap<usize, Store> = made.into_iter().enumerate().collect();
         let mut stores = BTreeMap::new();
         for &w in local {
-            let store = match &dir {
-                Some(d) => Store::open_marked(&dir::worker_path(d, w))?,
-                None => Store::memory()?,
+            let store = match (&dir, made.remove(&w)) {
+                (_, Some(store)) => store,
+                (Some(d), None) => Store::open_marked(&dir::worker_path(d, w))?,
+                (None, None) => Store::memory()?,
             };
             stores.insert(w, Arc::new(store));
         }
@@ -138,11 +140,12 @@ impl Setup {
     )> {
         let (tx, rx) = crossbeam_channel::unbounded::<Report>();
         let stores = self.stores.values().cloned().collect();
-        let mut c = Coordinator::new(self.commits.clone(), stores, expected, self.base);
+        let c = Coordinator::new(self.commits.clone(), stores, expected, self.base);
+        let mut c = c.defer_folds();
         let handle = std::thread::Builder::new()
             .name("checkpoints".into())
             .spawn(move || {
-                for report in rx {
+                while let Some(report) = next_report(&rx, &mut c)? {
                     c.on(report)?;
                 }
                 Ok(c.report)
@@ -151,24 +154,54 @@ impl Setup {
     }
 }
 
+/// The coordinator's next report, folding its stores to the last commit first when it waits
+/// [`FOLD_IDLE`] for one or the fold is due; `None` once every task is gone (a commit not
+/// folded then is folded by whatever opens the state next).
+fn next_report(
+    rx: &crossbeam_channel::Receiver<Report>,
+    c: &mut Coordinator,
+) -> anyhow::Result<Option<Report>> {
+    use crossbeam_channel::RecvTimeoutError;
+    loop {
+        let Some(due) = c.fold_due() else {
+            return Ok(rx.recv().ok());
+        };
+        let now = std::time::Instant::now();
+        if now >= due {
+            c.fold_committed()?;
+            continue;
+        }
+        match rx.recv_timeout((due - now).min(FOLD_IDLE)) {
+            Ok(report) => return Ok(Some(report)),
+            Err(RecvTimeoutError::Timeout) => c.fold_committed()?,
+            Err(RecvTimeoutError::Disconnected) => return Ok(None),
+        }
+    }
+}
+
 /// Open the commit record of the state dir `dir` for a run of `topology` with `workers`
 /// worker stores: refused when the dir is damaged (an empty file, a missing part) or was
 /// written for another topology or worker count; made whole, or not at all, when new.
+///
+/// With the commit record, the worker stores it made, still open (none when the dir was there).
 pub(crate) fn open_state_dir(
     dir: &std::path::Path,
     topology: &Topology,
     workers: usize,
-) -> anyhow::Result<Commits> {
+) -> anyhow::Result<(Commits, Vec<Store>)> {
     dir::check_parts(dir)?;
     let shown = dir.to_path_buf();
-    dir::create_atomically(dir, workers, |c| {
+    let made = dir::create_atomically(dir, workers, |c| {
         check_shape(c, topology, Some(&shown))?;
         c.set_workers(workers as u64)
     })?;
-    let commits = Commits::open_marked(dir)?;
+    let (commits, stores) = match made {
+        Some(made) => (made.commits, made.stores),
+        None => (Commits::open_marked(dir)?, Vec::new()),
+    };
     dir::check_needed_stores(dir, &commits)?;
     check_workers(dir, workers)?;
-    Ok(commits)
+    Ok((commits, stores))
 }
 
 /// A state dir keeps each task's state in the store of the worker that ran it: a resumed run
