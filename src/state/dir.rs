@@ -265,12 +265,24 @@ pub(crate) fn create_atomically(
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir(&tmp)
         .with_context(|| format!("cannot make the state dir {}", tmp.display()))?;
-    let built = Commits::open(&tmp).and_then(|c| {
-        init(&c)?;
-        let stores = (0..workers)
-            .map(|w| Store::open(&worker_path(&tmp, w)))
-            .collect::<anyhow::Result<Vec<Store>>>()?;
-        Ok((c, stores))
+    // The worker stores are made on threads of their own meanwhile: each file's making is
+    // mostly waiting for its synced writes.
+    let built = std::thread::scope(|scope| {
+        let makers: Vec<_> = (0..workers)
+            .map(|w| {
+                let path = worker_path(&tmp, w);
+                scope.spawn(move || Store::open(&path))
+            })
+            .collect();
+        let commits = Commits::open(&tmp).and_then(|c| init(&c).map(|()| c));
+        let stores = makers
+            .into_iter()
+            .map(|m| {
+                m.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("making a worker store crashed")))
+            })
+            .collect::<anyhow::Result<Vec<Store>>>();
+        Ok::<_, anyhow::Error>((commits?, stores?))
     });
     let (commits, stores) = match built {
         Ok(made) => made,
