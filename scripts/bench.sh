@@ -82,6 +82,11 @@ versus() {
 #   (0.92x), window 2.08 vs 2.31 s (0.90x), word count 0.28 vs 0.68 s (0.41x), wordcount.yaml
 #   0.28 s (0.41x); generate -> discard x1 20.6 / 11.0 M tuples/s, x2 38.5 / 21.1 M tuples/s.
 #   Three rounds 20 minutes earlier: JSON 1.21x, CSV 1.05x, window 0.83x.
+# 2026-12-05 11:08, 76f1314 (word count folded with state too, state dir kept open), 5 rounds:
+#   JSON 1.55 vs 1.64 s (0.95x), CSV 0.93 vs 1.06 s (0.88x), window 1.90 vs 2.25 s (0.84x), word
+#   count 0.25 vs 0.72 s (0.35x), wordcount.yaml 0.24 s (0.34x); generate -> discard x1 20.2 /
+#   10.8 M tuples/s, x2 37.0 / 19.0 M tuples/s. The state comparison below, 7 rounds right
+#   after: 0.33 s with state against 0.29 s without (1.14x; 0.71 vs 0.24 s, 2.96x, at 14a49aa).
 DUCK_VENV="${TMPDIR:-/tmp}/storm-it-duckdb-venv"
 if ! "$DUCK_VENV/bin/python" -c 'import duckdb' 2>/dev/null; then
   rm -rf "$DUCK_VENV"
