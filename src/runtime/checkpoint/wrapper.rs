@@ -73,8 +73,8 @@ impl Checkpointed {
         None
     }
 
-    /// The round of inputs from `source` arriving now (`tuple` one of them): a folded chunk
-    /// says its own.
+    /// The round `tuple`, arriving now, belongs to: the one after its upstream task's latest
+    /// marker, or, for a folded chunk, the one it says.
     fn round_of(&self, tuple: &Tuple) -> u64 {
         folded_round(tuple).unwrap_or_else(|| self.side.rounds.tag(tuple.source_task))
     }
@@ -268,7 +268,10 @@ impl BoltTask for Checkpointed {
             return Ok(());
         };
         let folded = |t: &Tuple| t.stream == crate::model::plan::streams::FOLDED;
-        for run in tuples.chunk_by(|a, b| a.source_task == b.source_task && !folded(b)) {
+        // A folded chunk is a run of its own: its round is its own.
+        let same_run =
+            |a: &Tuple, b: &Tuple| a.source_task == b.source_task && !folded(a) && !folded(b);
+        for run in tuples.chunk_by(same_run) {
             self.bolt.input_round(self.round_of(&run[0]))?;
             execute_batch(self.bolt.as_bolt(), run, out)?;
         }
