@@ -40,7 +40,7 @@ impl Progress {
             let total = s.progress_total.load(Ordering::Relaxed);
             let e = per.entry(component.as_str()).or_default();
             if s.is_spout.load(Ordering::Relaxed) {
-                e.0 += s.emitted.load(Ordering::Relaxed);
+                e.0 += s.emitted();
                 e.1 += s.progress_done.load(Ordering::Relaxed);
                 e.2 += total;
             }

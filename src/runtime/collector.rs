@@ -2,7 +2,7 @@
 //! routing each emit, stamping acker edge ids on tracked tuples (Storm's XOR tree), and counting.
 
 use super::chain_ledger::ChainLedger;
-use super::metrics::TaskStats;
+use super::metrics::{FoldedCounts, TaskStats};
 use super::open_trees::OpenTrees;
 use super::partials::Key;
 use super::routing::{Outbox, Router};
@@ -492,18 +492,18 @@ impl SpoutCollector for SpoutOut<'_> {
         emitted_at_once(stats, n, tracked);
         if let Some(via) = target.via.get(target.turn % target.via.len().max(1)) {
             target.turn += 1;
-            TaskStats::add_shared(&via.executed, n);
-            TaskStats::add_shared(&via.acked, n);
-            TaskStats::add_shared(&via.emitted, executed);
-            TaskStats::add_shared(&via.transferred, executed);
-            via.add_stream_shared(streams::DEFAULT, executed);
+            let add = FoldedCounts::add;
+            add(&via.folded.executed, n);
+            add(&via.folded.acked, n);
+            add(&via.folded.emitted, executed);
+            add(&via.folded.transferred, executed);
         }
         for (task, mut values, tuples) in dealt.into_iter().filter(|d| d.2 > 0) {
             let Some((_, bolt)) = target.tasks.iter().find(|(t, _)| *t == task) else {
                 continue; // never: every task was checked above
             };
-            TaskStats::add_shared(&bolt.executed, tuples - 1);
-            TaskStats::add_shared(&bolt.acked, tuples - 1);
+            FoldedCounts::add(&bolt.folded.executed, tuples - 1);
+            FoldedCounts::add(&bolt.folded.acked, tuples - 1);
             // Under checkpoints the tuple says its round: it skips the bolt whose markers
             // would have placed it (see `folded_round`).
             if let Some(round) = self.round {

@@ -48,6 +48,29 @@ pub(crate) struct TaskStats {
     pub(crate) streams: StreamCounts,
     /// Spouts reading partitioned input (`kafka`): the last lag they reported, per partition.
     pub(crate) lag: Mutex<Vec<crate::components::PartitionLag>>,
+    /// What spouts counted for this task for the tuples they folded where they read them
+    /// (see [`FoldedCounts`]).
+    pub(crate) folded: FoldedCounts,
+}
+
+/// The counts a spout adds to another task's figures for the tuples it folded in its place
+/// (`SpoutCollector::fold_ahead`): kept apart from the counters the task's own thread adds to
+/// with a plain load and store (a second writer there would lose counts now and then),
+/// added with whole atomic adds, and summed with them when read ([`TaskStats::emitted`]…).
+#[derive(Debug, Default)]
+pub(crate) struct FoldedCounts {
+    pub(crate) emitted: AtomicU64,
+    pub(crate) transferred: AtomicU64,
+    pub(crate) executed: AtomicU64,
+    pub(crate) acked: AtomicU64,
+}
+
+impl FoldedCounts {
+    /// `n` more of `counter`, from a spout's thread.
+    #[inline]
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
 }
 
 /// Emitted and transferred tuples per stream, indexed by stream id: a slice sized once when
@@ -113,25 +136,45 @@ impl TaskStats {
         counter.store(counter.load(Relaxed) + n, Relaxed);
     }
 
-    /// [`TaskStats::add`] to the counters of a task another thread runs, which that thread
-    /// adds to as well (a spout counting the tuples it folded for a bolt): a whole atomic add,
-    /// where `add`'s load and store, cheaper, lose counts to a second writer.
-    #[inline]
-    pub(crate) fn add_shared(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Relaxed);
+    /// Tuples emitted, its own and those spouts folded in its place.
+    pub(crate) fn emitted(&self) -> u64 {
+        self.emitted.load(Relaxed) + self.folded.emitted.load(Relaxed)
     }
 
-    /// [`StreamCounts::add_n`] as [`TaskStats::add_shared`] adds.
-    pub(crate) fn add_stream_shared(&self, stream: crate::model::plan::StreamId, n: u64) {
-        if let Some((e, t)) = self
-            .streams
-            .counts
-            .get()
-            .and_then(|c| c.get(usize::from(stream)))
-        {
-            TaskStats::add_shared(e, n);
-            TaskStats::add_shared(t, n);
+    /// Tuples transferred, its own and those spouts folded in its place.
+    pub(crate) fn transferred(&self) -> u64 {
+        self.transferred.load(Relaxed) + self.folded.transferred.load(Relaxed)
+    }
+
+    /// Tuples executed, its own and those spouts folded in its place.
+    pub(crate) fn executed(&self) -> u64 {
+        self.executed.load(Relaxed) + self.folded.executed.load(Relaxed)
+    }
+
+    /// Tuples acked, its own and those spouts folded in its place.
+    pub(crate) fn acked(&self) -> u64 {
+        self.acked.load(Relaxed) + self.folded.acked.load(Relaxed)
+    }
+
+    /// `(stream id, emitted, transferred)` of the streams emitted on, with what spouts folded
+    /// in its place (on its default stream, one task each).
+    pub(crate) fn stream_counts(&self) -> Vec<(crate::model::plan::StreamId, u64, u64)> {
+        let mut counts = self.streams.read();
+        let folded = self.folded.emitted.load(Relaxed);
+        if folded > 0 {
+            let default = crate::model::plan::streams::DEFAULT;
+            match counts.iter_mut().find(|(id, _, _)| *id == default) {
+                Some((_, e, t)) => {
+                    *e += folded;
+                    *t += folded;
+                }
+                None => {
+                    counts.push((default, folded, folded));
+                    counts.sort_unstable_by_key(|(id, _, _)| *id);
+                }
+            }
         }
+        counts
     }
 
     /// An error was reported: counted, and kept among the recent ones.
@@ -457,5 +500,27 @@ mod tests {
         assert!((4.0..=6.0).contains(&p50), "{p50}");
         let p99 = h.quantile_ms(0.99);
         assert!((8.5..=11.0).contains(&p99), "{p99}");
+    }
+
+    /// What spouts folded in a task's place is summed with its own counts when read, the
+    /// default stream's too, whether the task emitted on it itself or not.
+    #[test]
+    fn folded_counts_are_read_with_the_task_s_own() {
+        use crate::model::plan::streams;
+        let s = TaskStats::default();
+        s.streams.size(4);
+        TaskStats::add(&s.executed, 3);
+        s.streams.add_n(2, 5, 5);
+        FoldedCounts::add(&s.folded.executed, 10);
+        FoldedCounts::add(&s.folded.acked, 10);
+        FoldedCounts::add(&s.folded.emitted, 7);
+        FoldedCounts::add(&s.folded.transferred, 7);
+        assert_eq!(
+            (s.executed(), s.acked(), s.emitted(), s.transferred()),
+            (13, 10, 7, 7)
+        );
+        assert_eq!(s.stream_counts(), vec![(streams::DEFAULT, 7, 7), (2, 5, 5)]);
+        s.streams.add_n(streams::DEFAULT, 1, 2);
+        assert_eq!(s.stream_counts()[0], (streams::DEFAULT, 8, 9));
     }
 }

@@ -407,17 +407,17 @@ impl Running {
                 .filter_map(|t| self.stats.get(&t).map(|(_, s)| (t, s)))
                 .collect();
             let sum = |f: fn(&TaskStats) -> u64| tasks.iter().map(|(_, s)| f(s)).sum::<u64>();
-            let executed = sum(|s| s.executed.load(Ordering::Relaxed));
+            let executed = sum(|s| s.executed());
             let exec_ns = sum(|s| s.execute_ns.load(Ordering::Relaxed));
             out.push(ComponentReport {
                 id: c.id.clone(),
                 kind,
                 tasks: tasks.len() as u32,
                 executors: c.executors.len() as u32,
-                emitted: sum(|s| s.emitted.load(Ordering::Relaxed)),
-                transferred: sum(|s| s.transferred.load(Ordering::Relaxed)),
+                emitted: sum(|s| s.emitted()),
+                transferred: sum(|s| s.transferred()),
                 executed,
-                acked: sum(|s| s.acked.load(Ordering::Relaxed)),
+                acked: sum(|s| s.acked()),
                 failed: sum(|s| s.failed.load(Ordering::Relaxed)),
                 replayed: sum(|s| s.replayed.load(Ordering::Relaxed)),
                 timed_out: sum(|s| s.timed_out.load(Ordering::Relaxed)),
@@ -470,10 +470,10 @@ fn user_metrics(
 fn task_report(task: u32, s: &TaskStats) -> TaskReport {
     TaskReport {
         task,
-        emitted: s.emitted.load(Ordering::Relaxed),
-        transferred: s.transferred.load(Ordering::Relaxed),
-        executed: s.executed.load(Ordering::Relaxed),
-        acked: s.acked.load(Ordering::Relaxed),
+        emitted: s.emitted(),
+        transferred: s.transferred(),
+        executed: s.executed(),
+        acked: s.acked(),
         failed: s.failed.load(Ordering::Relaxed),
     }
 }

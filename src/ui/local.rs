@@ -104,10 +104,10 @@ fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
         task,
         worker: worker.to_string(),
         supervisor: String::new(),
-        emitted: st.emitted.load(Relaxed),
-        transferred: st.transferred.load(Relaxed),
-        executed: st.executed.load(Relaxed),
-        acked: st.acked.load(Relaxed),
+        emitted: st.emitted(),
+        transferred: st.transferred(),
+        executed: st.executed(),
+        acked: st.acked(),
         failed: st.failed.load(Relaxed),
         execute_ns: st.execute_ns.load(Relaxed),
         complete_us: st.complete_us.load(Relaxed),
@@ -115,8 +115,7 @@ fn task_view(task: u32, worker: &str, st: &TaskStats, plan: &Plan) -> TaskView {
         errors: st.errors.load(Relaxed),
         dropped: st.dropped.load(Relaxed),
         streams: st
-            .streams
-            .read()
+            .stream_counts()
             .into_iter()
             .map(|(id, e, t)| (plan.stream_name(id).to_string(), (e, t)))
             .collect(),

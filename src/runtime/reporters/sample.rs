@@ -33,10 +33,10 @@ pub(crate) struct Origin {
 type Count = (&'static str, fn(&TaskStats) -> u64);
 
 const COUNTS: &[Count] = &[
-    ("__emit-count", |s| s.emitted.load(Relaxed)),
-    ("__transfer-count", |s| s.transferred.load(Relaxed)),
-    ("__execute-count", |s| s.executed.load(Relaxed)),
-    ("__ack-count", |s| s.acked.load(Relaxed)),
+    ("__emit-count", |s| s.emitted()),
+    ("__transfer-count", |s| s.transferred()),
+    ("__execute-count", |s| s.executed()),
+    ("__ack-count", |s| s.acked()),
     ("__fail-count", |s| s.failed.load(Relaxed)),
     ("__errors", |s| s.errors.load(Relaxed)),
     ("__dropped", |s| s.dropped.load(Relaxed)),
@@ -76,7 +76,7 @@ pub(crate) fn read(
                 kind: Kind::Counter,
             });
         }
-        let executed = s.executed.load(Relaxed);
+        let executed = s.executed();
         if executed > 0 {
             let ms = s.execute_ns.load(Relaxed) as f64 / executed as f64 / 1e6;
             out.push(Figure {
