@@ -88,7 +88,7 @@ pub struct Running {
     started: Instant,
     done: crossbeam_channel::Receiver<()>,
     /// The checkpoint coordinator's thread, when the run takes checkpoints.
-    checkpoints: Option<JoinHandle<anyhow::Result<checkpoint::coordinator::CheckpointReport>>>,
+    checkpoints: Option<JoinHandle<anyhow::Result<checkpoint::coordinator::Finished>>>,
     /// Rebalances asked by the UI of a local run, carried out by `wait`.
     switches: (
         crossbeam_channel::Sender<rebalance::Switch>,
@@ -321,9 +321,13 @@ impl Running {
             let _ = h.join();
         }
         let checkpoints = match self.checkpoints.take() {
-            Some(h) => Some(h.join().map_err(|p| {
-                anyhow::anyhow!("checkpoints crashed: {}", panic_message(p.as_ref()))
-            })??),
+            Some(h) => {
+                let (report, coordinator) = h.join().map_err(|p| {
+                    anyhow::anyhow!("checkpoints crashed: {}", panic_message(p.as_ref()))
+                })??;
+                self.close_state(coordinator);
+                Some(report)
+            }
             None => None,
         };
         let elapsed = self.started.elapsed();
@@ -345,6 +349,20 @@ impl Running {
             acking: self.plan.ackers > 0,
             checkpoints,
         })
+    }
+
+    /// Close the state files now, the commit record (held by the coordinator) and the worker
+    /// stores (held by the tasks that ended, with the coordinator's share) on two threads:
+    /// redb syncs each file a few times as it closes it, which one after the other took a
+    /// stateful word count 15 ms at its end.
+    fn close_state(&mut self, coordinator: checkpoint::coordinator::Coordinator) {
+        let (commits, stores) = coordinator.into_files();
+        let ended = std::mem::take(&mut self.ended);
+        std::thread::scope(|scope| {
+            scope.spawn(move || drop(commits));
+            drop(ended);
+            drop(stores);
+        });
     }
 
     /// The report of an executor that ended; its latency counted.

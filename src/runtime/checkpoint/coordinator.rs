@@ -68,6 +68,10 @@ pub(crate) const FOLD_WITHIN: Duration = Duration::from_secs(1);
 /// How long the coordinator waits for a report before it folds a commit.
 pub(crate) const FOLD_IDLE: Duration = Duration::from_millis(50);
 
+/// A coordinator's thread's result: its report, and the coordinator itself, whose commit
+/// record and stores the run closes beside its own hold on them (see `Running::wait`).
+pub(crate) type Finished = (CheckpointReport, Coordinator);
+
 pub(crate) struct Coordinator {
     commits: Arc<Commits>,
     stores: Vec<Arc<Store>>,
@@ -116,6 +120,11 @@ impl Coordinator {
     pub(crate) fn defer_folds(mut self) -> Coordinator {
         self.defer_folds = true;
         self
+    }
+
+    /// Its commit record and stores, let go of by the run as it ends (see `Running::wait`).
+    pub(crate) fn into_files(self) -> (Arc<Commits>, Vec<Arc<Store>>) {
+        (self.commits, self.stores)
     }
 
     /// When the stores should be folded to the last commit at the latest, if one is not
