@@ -562,10 +562,9 @@ impl b::Builtin for CountType {
     }
 }
 
-/// The error that ends a run when a `__folded` tuple cannot be read (never expected: the
-/// spout's fold made it).
+/// [`FatalError::folded`](super::FatalError::folded) for `count`.
 fn folded_refused(why: &str) -> anyhow::Error {
-    super::FatalError(format!("count: a folded tuple: {why}")).into()
+    super::FatalError::folded("count", why)
 }
 
 /// A `__folded` tuple (`[values, counts]`, see `Count::add_folded`) dealt out to the tasks of a

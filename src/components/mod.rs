@@ -55,6 +55,14 @@ use std::time::Duration;
 #[error("{0}")]
 pub struct FatalError(pub(crate) String);
 
+impl FatalError {
+    /// The error that ends a run when `bolt` cannot read a `__folded` tuple (never expected:
+    /// the spout's fold made it, and counted its lines done, so going on would lose them).
+    pub(crate) fn folded(bolt: &str, why: &str) -> anyhow::Error {
+        FatalError(format!("{bolt}: a folded tuple: {why}")).into()
+    }
+}
+
 /// What a task knows about where it runs (Storm's TopologyContext).
 #[derive(Clone)]
 pub struct TaskContext {

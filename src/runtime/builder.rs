@@ -9,7 +9,7 @@ use super::bolt_executor::BoltExecutor;
 use super::bolt_task::{BoltTask, Plain};
 use super::chain_ledger::ChainLedger;
 use super::checkpoint::bolt_side::BoltSide;
-use super::checkpoint::coordinator::Finished;
+use super::checkpoint::coordinator::Coordinator;
 use super::checkpoint::setup::{self, Setup};
 use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::wrapper::Checkpointed;
@@ -122,7 +122,7 @@ struct CheckpointParts {
     setup: Setup,
     reports: Sender<Report>,
     /// The coordinator's thread: `None` when another process coordinates (nimbus).
-    coordinator: Option<JoinHandle<anyhow::Result<Finished>>>,
+    coordinator: Option<JoinHandle<anyhow::Result<Coordinator>>>,
 }
 
 impl<'a> Wiring<'a> {

@@ -54,6 +54,10 @@ pub(crate) struct FoldTarget {
     pub(crate) route: Option<Router>,
 }
 
+/// A folded tuple for one target task: the task, its counters, the values, and how many
+/// tuples they stand for.
+type Dealt = (u32, Arc<TaskStats>, Values, u64);
+
 impl FoldTarget {
     /// The bolt task `task` itself folds (chained onto the spout, see `Bolt::reader_fold`).
     pub(crate) fn one(task: u32, stats: Arc<TaskStats>) -> FoldTarget {
@@ -71,21 +75,30 @@ impl FoldTarget {
         self.tasks.iter().all(|(_, s)| quiet(s)) && self.via.iter().all(quiet)
     }
 
-    /// `folded` as tuples for the target tasks: `(task, values, tuples it stands for)`.
-    fn deal(&mut self, folded: Folded) -> Option<Vec<(u32, Values, u64)>> {
+    /// `folded` as tuples for the target tasks: `(task, its counters, values, tuples it stands
+    /// for)`; `None` when a value would go to a task not among them (the lines then go one by
+    /// one).
+    fn deal(&mut self, folded: Folded) -> Option<Vec<Dealt>> {
         let Some(router) = self.route.as_mut() else {
-            let (task, _) = self.tasks.first()?;
-            return Some(vec![(*task, folded.values, folded.executed)]);
+            let (task, stats) = self.tasks.first()?;
+            return Some(vec![(*task, stats.clone(), folded.values, folded.executed)]);
         };
         let mut to = Vec::with_capacity(1);
-        crate::components::count::deal_folded(folded.values, |v| {
+        let dealt = crate::components::count::deal_folded(folded.values, |v| {
             to.clear();
             router.route(streams::DEFAULT, std::slice::from_ref(v), &mut to);
             match to[..] {
                 [task] => Some(task),
                 _ => None,
             }
-        })
+        })?;
+        dealt
+            .into_iter()
+            .map(|(task, values, tuples)| {
+                let (_, stats) = self.tasks.iter().find(|(t, _)| *t == task)?;
+                Some((task, stats.clone(), values, tuples))
+            })
+            .collect()
     }
 }
 
@@ -480,13 +493,7 @@ impl SpoutCollector for SpoutOut<'_> {
             return false;
         };
         let executed = folded.executed;
-        let dealt = target.deal(folded);
-        // Every value dealt to a task that takes it, or the lines go one by one.
-        let known = |d: &Vec<(u32, Values, u64)>| {
-            d.iter()
-                .all(|(task, _, _)| target.tasks.iter().any(|(t, _)| t == task))
-        };
-        let Some(dealt) = dealt.filter(|d| n > 0 && known(d)) else {
+        let Some(dealt) = target.deal(folded).filter(|_| n > 0) else {
             return false;
         };
         emitted_at_once(stats, n, tracked);
@@ -498,10 +505,7 @@ impl SpoutCollector for SpoutOut<'_> {
             add(&via.folded.emitted, executed);
             add(&via.folded.transferred, executed);
         }
-        for (task, mut values, tuples) in dealt.into_iter().filter(|d| d.2 > 0) {
-            let Some((_, bolt)) = target.tasks.iter().find(|(t, _)| *t == task) else {
-                continue; // never: every task was checked above
-            };
+        for (task, bolt, mut values, tuples) in dealt.into_iter().filter(|d| d.3 > 0) {
             FoldedCounts::add(&bolt.folded.executed, tuples - 1);
             FoldedCounts::add(&bolt.folded.acked, tuples - 1);
             // Under checkpoints the tuple says its round: it skips the bolt whose markers
@@ -530,10 +534,16 @@ impl SpoutCollector for SpoutOut<'_> {
 /// only through that bolt; it was sent before the spout sent the marker on, so it arrives
 /// before the bolt can complete the round, and belongs to no round before it.
 pub(crate) fn folded_round(tuple: &Tuple) -> Option<u64> {
-    match (tuple.stream == streams::FOLDED, tuple.values.last()) {
+    match (is_folded(tuple), tuple.values.last()) {
         (true, Some(Value::Int(round))) => u64::try_from(*round).ok(),
         _ => None,
     }
+}
+
+/// Whether `tuple` is a chunk folded where its lines were read (stream `__folded`).
+#[inline]
+pub(crate) fn is_folded(tuple: &Tuple) -> bool {
+    tuple.stream == streams::FOLDED
 }
 
 /// `n` tuples a spout task counts as emitted on its default stream to one task each, and as

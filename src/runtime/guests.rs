@@ -94,7 +94,7 @@ impl Guests {
         guest.reader_folds()
     }
 
-    /// The counting folds and counters of guest `component`'s tasks (see
+    /// The counting folds of guest `component`'s tasks (see
     /// [`Guest::counting_folds`]).
     pub(crate) fn counting_folds(
         &self,

@@ -88,7 +88,7 @@ pub struct Running {
     started: Instant,
     done: crossbeam_channel::Receiver<()>,
     /// The checkpoint coordinator's thread, when the run takes checkpoints.
-    checkpoints: Option<JoinHandle<anyhow::Result<checkpoint::coordinator::Finished>>>,
+    checkpoints: Option<JoinHandle<anyhow::Result<checkpoint::coordinator::Coordinator>>>,
     /// Rebalances asked by the UI of a local run, carried out by `wait`.
     switches: (
         crossbeam_channel::Sender<rebalance::Switch>,
@@ -322,11 +322,10 @@ impl Running {
         }
         let checkpoints = match self.checkpoints.take() {
             Some(h) => {
-                let (report, coordinator) = h.join().map_err(|p| {
+                let coordinator = h.join().map_err(|p| {
                     anyhow::anyhow!("checkpoints crashed: {}", panic_message(p.as_ref()))
                 })??;
-                self.close_state(coordinator);
-                Some(report)
+                Some(self.close_state(coordinator))
             }
             None => None,
         };
@@ -354,15 +353,19 @@ impl Running {
     /// Close the state files now, the commit record (held by the coordinator) and the worker
     /// stores (held by the tasks that ended, with the coordinator's share) on two threads:
     /// redb syncs each file a few times as it closes it, which one after the other took a
-    /// stateful word count 15 ms at its end.
-    fn close_state(&mut self, coordinator: checkpoint::coordinator::Coordinator) {
-        let (commits, stores) = coordinator.into_files();
+    /// stateful word count 15 ms at its end. The coordinator's report.
+    fn close_state(
+        &mut self,
+        coordinator: checkpoint::coordinator::Coordinator,
+    ) -> checkpoint::coordinator::CheckpointReport {
+        let (report, commits, stores) = coordinator.into_parts();
         let ended = std::mem::take(&mut self.ended);
         std::thread::scope(|scope| {
             scope.spawn(move || drop(commits));
             drop(ended);
             drop(stores);
         });
+        report
     }
 
     /// The report of an executor that ended; its latency counted.

@@ -296,6 +296,7 @@ impl Store {
                 key: Vec::new(),
                 value: Vec::new(),
                 pending: Vec::new(),
+                pending_task: None,
             };
             f(&mut rows)?;
             rows.flush()
@@ -621,17 +622,12 @@ struct PreparedRows<'t> {
     positions: redb::Table<'t, (&'static str, u32), &'static [u8]>,
     key: Vec<u8>,
     value: Vec<u8>,
-    /// Rows not inserted yet, in the order they changed: they go in sorted by key (see
-    /// [`PreparedRows::flush`]).
-    pending: Vec<PendingRow>,
-}
-
-/// A prepared row not inserted yet.
-struct PendingRow {
-    /// Its task, `(component, index)`: shared by the rows of one task.
-    task: (std::rc::Rc<str>, u32),
-    key: Vec<u8>,
-    sealed: Vec<u8>,
+    /// Rows of `pending_task` not inserted yet, `(key, sealed value)` in the order they
+    /// changed: they go in sorted by key (see [`PreparedRows::flush`]).
+    pending: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The task, `(component, index)`, whose rows `pending` holds (a task's rows come
+    /// together).
+    pending_task: Option<(String, u32)>,
 }
 
 /// Rows a prepare sorts and inserts at once: a B-tree takes rows in key order with less
@@ -651,15 +647,12 @@ impl PreparedRows<'_> {
             self.value.as_slice()
         });
         let sealed = guard::seal_change(component, index, &self.key, v);
-        let task = match self.pending.last() {
-            Some(row) if &*row.task.0 == component && row.task.1 == index => row.task.clone(),
-            _ => (std::rc::Rc::from(component), index),
-        };
-        self.pending.push(PendingRow {
-            task,
-            key: self.key.clone(),
-            sealed,
-        });
+        let same_task = |t: &(String, u32)| t.0 == component && t.1 == index;
+        if !self.pending_task.as_ref().is_some_and(same_task) {
+            self.flush()?;
+            self.pending_task = Some((component.to_string(), index));
+        }
+        self.pending.push((self.key.clone(), sealed));
         if self.pending.len() >= SORTED_ROWS {
             self.flush()?;
         }
@@ -669,13 +662,16 @@ impl PreparedRows<'_> {
     /// Insert the pending rows in key order (a stable sort: of a key changed twice, the
     /// later change goes in last and stays).
     fn flush(&mut self) -> anyhow::Result<()> {
+        let (Some((component, index)), false) = (&self.pending_task, self.pending.is_empty())
+        else {
+            return Ok(());
+        };
         let mut pending = std::mem::take(&mut self.pending);
-        pending.sort_by(|a, b| (&a.task, &a.key).cmp(&(&b.task, &b.key)));
-        for row in &pending {
-            let (component, index) = (&*row.task.0, row.task.1);
+        pending.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, sealed) in &pending {
             self.changes.insert(
-                (component, index, row.key.as_slice()),
-                row.sealed.as_slice(),
+                (component.as_str(), *index, key.as_slice()),
+                sealed.as_slice(),
             )?;
         }
         pending.clear();

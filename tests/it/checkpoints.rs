@@ -233,20 +233,30 @@ fn killed_runs_resume_exactly(from_stdin: bool, extra: &[&str], words: usize) {
         "{stderr}"
     );
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
-    let s = stats(&stats_path);
-    let lines = s["components"]
-        .as_array()
-        .and_then(|a| a.iter().find(|c| c["id"] == "lines"))
-        .expect("the spout's figures");
+    let lines = spout_figures(&stats_path);
     // Replays (trees that timed out while the workers started) are emitted again.
     let emitted =
         lines["emitted"].as_u64().expect("emitted") - lines["replayed"].as_u64().unwrap_or(0);
-    // Every line, empty ones too: the spout emits each.
-    let total = text.split(|&b| b == b'\n').count() as u64;
+    let total = lines_in(&text);
     assert!(
         emitted < total,
         "the last run read {emitted} of {total} lines: it started over"
     );
+}
+
+/// The `--stats` figures of the spout `lines` in the file at `path`.
+fn spout_figures(path: &Path) -> serde_json::Value {
+    let s = stats(path);
+    let lines = s["components"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == "lines"))
+        .expect("the spout's figures");
+    lines.clone()
+}
+
+/// Every line of `text`, empty ones too: the spout emits each.
+fn lines_in(text: &[u8]) -> u64 {
+    text.split(|&b| b == b'\n').count() as u64
 }
 
 #[test]
@@ -302,13 +312,10 @@ fn a_folding_word_count_killed_mid_way_resumes_with_exact_totals() {
         "the spout folded nothing: {stderr}"
     );
     assert_eq!(parse_counts(&out.stdout), expected_counts(&text));
-    let s = stats(&stats_path);
-    let lines = s["components"]
-        .as_array()
-        .and_then(|a| a.iter().find(|c| c["id"] == "lines"))
-        .expect("the spout's figures");
-    let emitted = lines["emitted"].as_u64().expect("emitted");
-    let total = text.split(|&b| b == b'\n').count() as u64;
+    let emitted = spout_figures(&stats_path)["emitted"]
+        .as_u64()
+        .expect("emitted");
+    let total = lines_in(&text);
     assert!(
         emitted < total,
         "the last run read {emitted} of {total} lines: it started over"

@@ -304,10 +304,9 @@ fn unusable_in(states: &[State], row: &Row) -> u64 {
         .sum()
 }
 
-/// The error that ends a run when a `__folded` tuple cannot be read (never expected: the
-/// spout's fold made it; its lines were counted as done, so going on would lose them).
+/// [`FatalError::folded`] for `aggregate`.
 fn folded_refused(why: &str) -> anyhow::Error {
-    FatalError(format!("aggregate: a folded tuple: {why}")).into()
+    FatalError::folded("aggregate", why)
 }
 
 /// One row of a `__folded` tuple, read.

@@ -89,12 +89,8 @@ impl LineBuilder<'_> {
     /// which become a chunk's text as they are, and the chunk sent. Invalid UTF-8, or lines
     /// already gathered, take the copying way.
     fn add_owned(&mut self, run: Vec<u8>, run_at: u64) {
-        if !self.text.is_empty() || !self.ends.is_empty() || !self.carry.is_empty() {
-            self.push_run(&run, run_at);
-            self.send();
-            return;
-        }
-        if simdutf8::basic::from_utf8(&run).is_err() {
+        let gathered = !self.text.is_empty() || !self.ends.is_empty() || !self.carry.is_empty();
+        if gathered || simdutf8::basic::from_utf8(&run).is_err() {
             self.push_run(&run, run_at);
             self.send();
             return;

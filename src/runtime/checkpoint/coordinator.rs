@@ -68,10 +68,6 @@ pub(crate) const FOLD_WITHIN: Duration = Duration::from_secs(1);
 /// How long the coordinator waits for a report before it folds a commit.
 pub(crate) const FOLD_IDLE: Duration = Duration::from_millis(50);
 
-/// A coordinator's thread's result: its report, and the coordinator itself, whose commit
-/// record and stores the run closes beside its own hold on them (see `Running::wait`).
-pub(crate) type Finished = (CheckpointReport, Coordinator);
-
 pub(crate) struct Coordinator {
     commits: Arc<Commits>,
     stores: Vec<Arc<Store>>,
@@ -122,9 +118,10 @@ impl Coordinator {
         self
     }
 
-    /// Its commit record and stores, let go of by the run as it ends (see `Running::wait`).
-    pub(crate) fn into_files(self) -> (Arc<Commits>, Vec<Arc<Store>>) {
-        (self.commits, self.stores)
+    /// Its report, and its commit record and stores, which the run lets go of as it ends
+    /// (see `Running::close_state`).
+    pub(crate) fn into_parts(self) -> (CheckpointReport, Arc<Commits>, Vec<Arc<Store>>) {
+        (self.report, self.commits, self.stores)
     }
 
     /// When the stores should be folded to the last commit at the latest, if one is not

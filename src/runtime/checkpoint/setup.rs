@@ -2,7 +2,7 @@
 //! (`topology.state.provider`, `topology.state.dir`), the stores of this process's workers with
 //! what the last run committed restored in them, and the coordinator's thread.
 
-use super::coordinator::{Coordinator, Finished, FOLD_IDLE};
+use super::coordinator::{Coordinator, FOLD_IDLE};
 use super::{ratio_for, Checkpointing, Report};
 use crate::model::plan::Plan;
 use crate::model::Topology;
@@ -130,13 +130,13 @@ impl Setup {
     }
 
     /// Start the coordinator for `expected` tasks: the channel tasks report on, and its
-    /// thread, which ends once every sender is gone.
+    /// thread, which ends once every sender is gone and hands the coordinator back.
     pub(crate) fn spawn_coordinator(
         &self,
         expected: BTreeSet<u32>,
     ) -> anyhow::Result<(
         crossbeam_channel::Sender<Report>,
-        JoinHandle<anyhow::Result<Finished>>,
+        JoinHandle<anyhow::Result<Coordinator>>,
     )> {
         let (tx, rx) = crossbeam_channel::unbounded::<Report>();
         let stores = self.stores.values().cloned().collect();
@@ -148,7 +148,7 @@ impl Setup {
                 while let Some(report) = next_report(&rx, &mut c)? {
                     c.on(report)?;
                 }
-                Ok((c.report.clone(), c))
+                Ok(c)
             })?;
         Ok((tx, handle))
     }

@@ -14,7 +14,7 @@ use crate::components::{
     Bolt, BoltCollector, BoltInstance, CheckpointParticipant, FatalError, TaskContext,
 };
 use crate::runtime::bolt_task::{execute_batch, BoltTask};
-use crate::runtime::collector::{folded_round, BoltOut};
+use crate::runtime::collector::{folded_round, is_folded, BoltOut};
 use crate::runtime::metrics::TaskStats;
 use crate::tuple::{Tuple, Value};
 use std::sync::Arc;
@@ -47,10 +47,7 @@ impl Checkpointed {
             out.ack(t);
         }
         let mut tuples = tuples;
-        if tuples
-            .iter()
-            .any(|t| t.stream == crate::model::plan::streams::FOLDED)
-        {
+        if tuples.iter().any(is_folded) {
             tuples = hold_folded(gate, tuples);
         }
         let first = tuples.first()?.source_task;
@@ -267,10 +264,9 @@ impl BoltTask for Checkpointed {
         let Some(tuples) = self.hold(tuples, out) else {
             return Ok(());
         };
-        let folded = |t: &Tuple| t.stream == crate::model::plan::streams::FOLDED;
         // A folded chunk is a run of its own: its round is its own.
         let same_run =
-            |a: &Tuple, b: &Tuple| a.source_task == b.source_task && !folded(a) && !folded(b);
+            |a: &Tuple, b: &Tuple| a.source_task == b.source_task && !is_folded(a) && !is_folded(b);
         for run in tuples.chunk_by(same_run) {
             self.bolt.input_round(self.round_of(&run[0]))?;
             execute_batch(self.bolt.as_bolt(), run, out)?;
