@@ -151,19 +151,27 @@ echo "issue 31 table: $EVENTS events ($(du -Lm "$JSONL" | cut -f1) MB JSON lines
      "$RUNS rounds in turns, medians; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| job | storm (wall, CPU, peak RSS) | other (wall, CPU) | wall | CPU | storm reads |"
 echo "| --- | --- | --- | --- | --- | --- |"
-row "errors per service, JSON" "$JSONL" \
-  "$STORM run -q -e 'stdin(format=json, fields=[level, service, status]) | $ERRS' < $JSONL" \
+JSON_ERRS="-e 'stdin(format=json, fields=[level, service, status]) | $ERRS' < $JSONL"
+CSV_ERRS="-e 'stdin(format=csv, header=true, fields=[level, service, status]) | $ERRS' < $CSV"
+WINDOW="-e 'stdin(format=json, fields=[ts, endpoint, latency_ms]) | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, ops=[count, avg(latency_ms), max(latency_ms)]) | stdout' < $JSONL"
+row "errors per service, JSON" "$JSONL" "$STORM run -q $JSON_ERRS" \
   "$(duck "select service, count(*) from read_json('$JSONL') where level='error' and status >= 500 group by service")"
-row "errors per service, CSV" "$CSV" \
-  "$STORM run -q -e 'stdin(format=csv, header=true, fields=[level, service, status]) | $ERRS' < $CSV" \
+row "errors per service, CSV" "$CSV" "$STORM run -q $CSV_ERRS" \
   "$(duck "select service, count(*) from read_csv('$CSV') where level='error' and status >= 500 group by service")"
-row "per-minute count/avg/max, JSON" "$JSONL" \
-  "$STORM run -q -e 'stdin(format=json, fields=[ts, endpoint, latency_ms]) | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, ops=[count, avg(latency_ms), max(latency_ms)]) | stdout' < $JSONL" \
+row "per-minute count/avg/max, JSON" "$JSONL" "$STORM run -q $WINDOW" \
   "$(duck "select endpoint, time_bucket(interval 1 minute, ts::timestamp) b, count(*), avg(latency_ms), max(latency_ms) from read_json('$JSONL') group by all")"
 row "50 MB word count (one-liner) vs mawk" "$WORDS" \
   "$STORM run -q -e 'stdin | split | count(word) | stdout' < $WORDS" "$MAWK_WC"
 row "50 MB word count (wordcount.yaml)" "$WORDS" \
   "$STORM run -q topologies/wordcount.yaml < $WORDS" "$MAWK_WC"
+# Exactly-once state on the same jobs: each with state (a fresh state dir every run, so nothing
+# resumes) against itself without; the "other" columns are the run without state.
+STATE="rm -rf $WORK/st && $STORM run -q -c topology.stateful=true --state-dir $WORK/st"
+row "errors per service, JSON, state vs none" "$JSONL" "$STATE $JSON_ERRS" "$STORM run -q $JSON_ERRS"
+row "errors per service, CSV, state vs none" "$CSV" "$STATE $CSV_ERRS" "$STORM run -q $CSV_ERRS"
+row "per-minute window, JSON, state vs none" "$JSONL" "$STATE $WINDOW" "$STORM run -q $WINDOW"
+row "wordcount.yaml, state vs none" "$WORDS" \
+  "$STATE topologies/wordcount.yaml < $WORDS" "$STORM run -q topologies/wordcount.yaml < $WORDS"
 # One chain (parallelism 1), and topologies/generate-discard.yaml: one chain per core (2 x 10 M).
 for topology in "x1:$WORK/gen-discard.yaml" "x2:topologies/generate-discard.yaml"; do
   for acking in off on; do

@@ -55,6 +55,10 @@ impl Bolt for Filter {
     fn pure_filter(&self) -> Option<&Compiled> {
         self.compiled.as_ref()
     }
+
+    fn filter_condition(&self, input: &[String]) -> Option<Compiled> {
+        crate::expr::parse(&self.source).ok()?.compile(input).ok()
+    }
 }
 
 /// The `filter` built-in.

@@ -396,11 +396,23 @@ pub trait Bolt: Send {
     fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
         None
     }
+    /// The same condition compiled against the input fields `input` before the bolt is
+    /// prepared, for a spout that evaluates it as it reads while the bolt runs on threads of
+    /// its own.
+    fn filter_condition(&self, _input: &[String]) -> Option<crate::expr::Compiled> {
+        None
+    }
     /// A bolt whose result for a run of its input's tuples, in order, can be had from one tuple
     /// folding them (an `aggregate` emitting at the end): once prepared, the fold a spout it
     /// alone receives from may run on its reader threads (see [`Spout::run_fold`]), sending it
     /// one tuple on stream `__folded` per chunk of lines.
     fn reader_fold(&self) -> Option<Box<dyn ReaderFold>> {
+        None
+    }
+    /// The same fold before the bolt is prepared, placed by the task context `ctx` it will be
+    /// prepared with: for a spout whose reader threads fold for it while it runs on a thread
+    /// of its own.
+    fn reader_fold_for(&self, _ctx: &TaskContext) -> Option<Box<dyn ReaderFold>> {
         None
     }
     /// A bolt that emits, for each input, tuples of one field (`split`), once prepared: a fold

@@ -265,6 +265,8 @@ struct LineSpout {
     /// The reader threads evaluate the condition of the `filter` that alone receives the
     /// spout's lines (see `Spout::run_filter`).
     filtering: bool,
+    /// Lines that condition rejected, passed over without being emitted.
+    rejected: u64,
     /// The reader threads fold each chunk's lines for the bolt that alone receives the
     /// spout's lines (see `Spout::run_fold`).
     folding: bool,
@@ -337,6 +339,7 @@ impl LineSpout {
             glob: None,
             position_file: None,
             filtering: false,
+            rejected: 0,
             folding: false,
             folded: (0, 0),
             plain_fold: None,
@@ -513,6 +516,7 @@ impl LineSpout {
         if !p.parser.prefetch_ready() || !out.skip_filtered(run as u64, self.tracked) {
             return;
         }
+        self.rejected += run as u64;
         self.pass_over(run);
     }
 
@@ -1306,6 +1310,13 @@ impl Spout for LineSpout {
     }
 
     fn close(&mut self) {
+        if self.filtering {
+            tracing::debug!(
+                "{}: {} lines rejected by the filter after it where they were read",
+                self.component,
+                self.rejected
+            );
+        }
         if self.folding {
             let (chunks, lines) = self.folded;
             tracing::debug!(

@@ -12,7 +12,9 @@
 //! on each side: there the readers already keep a core busy, and the one task takes every
 //! tuple anyway. In a topology that keeps state a spout keeps a
 //! thread of its own: its loop paces the checkpoint rounds (a marker per pass), and a slow
-//! bolt on its thread would stretch them. `topology.chaining: false` turns chaining off.
+//! bolt on its thread would stretch them; the `filter` or folding `aggregate` after it may
+//! still be done where it reads (see [`may_work_ahead`]). `topology.chaining: false` turns
+//! chaining off, and that work ahead with it.
 
 use super::{Component, Grouping, Topology};
 use std::collections::BTreeMap;
@@ -82,6 +84,16 @@ impl Chains {
     fn is_empty(&self) -> bool {
         self.onto.is_empty()
     }
+}
+
+/// Whether work of bolt `to` may be done on the threads of spout `from` before it: chaining
+/// is not turned off, for the topology or either of them. In a topology that keeps state,
+/// where nothing is chained onto a spout, a spout may still evaluate the `filter` after it,
+/// or fold for the `aggregate` after it, where it reads its lines (see `builder.rs`).
+pub(crate) fn may_work_ahead(topology: &Topology, from: &Component, to: &Component) -> bool {
+    topology.config.get_bool(CHAINING_KEY) != Some(false)
+        && chain_allowed(from)
+        && chain_allowed(to)
 }
 
 /// Whether `to` may run fused onto `from` over an edge grouped by `grouping`.

@@ -416,10 +416,32 @@ impl Guest for BoltExecutor {
             })
             .collect()
     }
+    fn filter_condition(&self, input: &[String]) -> Option<crate::expr::Compiled> {
+        let mut conditions = self
+            .tasks
+            .iter()
+            .map(|t| t.component.filter_condition(input));
+        let first = conditions.next()??;
+        conditions.all(|c| c.is_some()).then_some(first)
+    }
     fn counting_folds(&self) -> Option<Vec<Box<dyn crate::components::ReaderFold>>> {
         self.tasks
             .iter()
             .map(|t| t.component.counting_fold())
+            .collect()
+    }
+}
+
+impl BoltExecutor {
+    /// Before its tasks are prepared on its own thread: when every task folds lines where
+    /// they are read (`Bolt::reader_fold_for`), each task's fold, id and counters.
+    pub(crate) fn reader_folds_before_prepare(&self) -> Option<Vec<super::guests::ReaderFoldOf>> {
+        self.tasks
+            .iter()
+            .map(|t| {
+                let fold = t.component.reader_fold_for(&t.ctx)?;
+                Some((fold, t.emitter.task, t.emitter.stats.clone()))
+            })
             .collect()
     }
 }

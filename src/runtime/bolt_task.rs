@@ -48,9 +48,22 @@ pub(crate) trait BoltTask: Send {
     fn pure_filter(&self) -> Option<&crate::expr::Compiled> {
         None
     }
+    /// The bolt's condition compiled against `input` when it is a `filter` without state (see
+    /// `Bolt::filter_condition`).
+    fn filter_condition(&self, _input: &[String]) -> Option<crate::expr::Compiled> {
+        None
+    }
     /// The bolt's fold of lines where they are read, running without checkpoints (see
     /// `Bolt::reader_fold`).
     fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        None
+    }
+    /// The bolt's fold of lines where they are read before it is prepared, placed by `ctx`
+    /// (see `Bolt::reader_fold_for`).
+    fn reader_fold_for(
+        &self,
+        _ctx: &crate::components::TaskContext,
+    ) -> Option<Box<dyn crate::components::ReaderFold>> {
         None
     }
     /// The bolt's fold of its output into counts, running without checkpoints (see
@@ -77,8 +90,19 @@ impl BoltTask for Plain {
         self.0.pure_filter()
     }
 
+    fn filter_condition(&self, input: &[String]) -> Option<crate::expr::Compiled> {
+        self.0.filter_condition(input)
+    }
+
     fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
         self.0.reader_fold()
+    }
+
+    fn reader_fold_for(
+        &self,
+        ctx: &crate::components::TaskContext,
+    ) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.0.reader_fold_for(ctx)
     }
 
     fn counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {

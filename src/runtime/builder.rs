@@ -14,7 +14,7 @@ use super::checkpoint::setup::{self, Setup};
 use super::checkpoint::spout_side::SpoutSide;
 use super::checkpoint::wrapper::Checkpointed;
 use super::checkpoint::{Checkpointing, RemoteCheckpoints, Report};
-use super::collector::{Emitter, FoldTarget};
+use super::collector::{Emitter, FoldTarget, RejectTarget};
 use super::executor::{
     AckerSlot, BoltSlot, ExecutorReport, Parked, RunControl, SpoutSlot, TaskSlot,
 };
@@ -455,9 +455,14 @@ impl<'a> Wiring<'a> {
             .map(|(i, _)| *i)
             .collect();
         for i in unchained {
-            let folds = self.counting_past(i, &at);
+            let mut folds = self.counting_past(i, &at);
+            if folds.is_empty() {
+                folds = self.folding_into(i, &at);
+            }
+            let filters = self.filtering_past(i, &at);
             if let Some(Built::Spout(s)) = at.get_mut(&i) {
                 s.folds_past_a_bolt = folds;
+                s.filters_past_a_bolt = filters;
             }
         }
         for (i, exec) in at {
@@ -564,36 +569,20 @@ impl<'a> Wiring<'a> {
         let Some((component, spout_tasks)) = executors.get(spout) else {
             return Vec::new();
         };
-        let mut receivers = self
-            .topology
-            .outputs_of(component)
-            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
-        let (Some(edge), None) = (receivers.next(), receivers.next()) else {
+        let Some(receiver) = self.shuffled_receiver(component) else {
             return Vec::new();
         };
-        let shuffled = matches!(
-            edge.grouping,
-            crate::model::Grouping::Shuffle
-                | crate::model::Grouping::LocalOrShuffle
-                | crate::model::Grouping::None
-        );
-        let via = self.local_tasks_of(&edge.to, spout);
-        let counts = self.counting_tasks(&edge.to, spout);
-        let (true, Some(via), Some(counts)) = (shuffled, via, counts) else {
+        let via = self.local_tasks_of(receiver, spout);
+        let counts = self.counting_tasks(receiver, spout);
+        let (Some(via), Some(counts)) = (via, counts) else {
             return Vec::new();
         };
         let Some(&(first, _)) = via.first() else {
             return Vec::new();
         };
-        let fold = match self
-            .exec_of_task
-            .get(first as usize)
-            .and_then(|e| at.get(&(*e)?))
-        {
-            Some(Built::Bolt(b)) => {
-                super::guests::Guest::counting_folds(b).and_then(|f| f.into_iter().next())
-            }
-            _ => None,
+        let fold = match self.built_bolt(first, at) {
+            Some(b) => super::guests::Guest::counting_folds(b).and_then(|f| f.into_iter().next()),
+            None => None,
         };
         let Some(fold) = fold else {
             return Vec::new();
@@ -602,10 +591,137 @@ impl<'a> Wiring<'a> {
         spout_tasks
             .clone()
             .map(|_| {
-                let target = self.count_target(&edge.to, first, &counts, all_via.clone());
+                let target = self.count_target(receiver, first, &counts, all_via.clone());
                 (fold.fresh(), target)
             })
             .collect()
+    }
+
+    /// For spout executor `spout` of one task (not chained to its receiver: in a topology that
+    /// keeps state): when every tuple of its default stream goes to the one task of a bolt of
+    /// this worker that folds lines where they are read (an `aggregate` that emits at the
+    /// end), that bolt's fold, which the spout may run (its chunks tagged with their rounds),
+    /// and that task.
+    fn folding_into(
+        &self,
+        spout: usize,
+        at: &BTreeMap<usize, Built>,
+    ) -> Vec<(Box<dyn ReaderFold>, FoldTarget)> {
+        let executors = self.plan.executors();
+        let Some((component, spout_tasks)) = executors.get(spout) else {
+            return Vec::new();
+        };
+        let mut receivers = self
+            .topology
+            .outputs_of(component)
+            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
+        let (Some(edge), None) = (receivers.next(), receivers.next()) else {
+            return Vec::new();
+        };
+        let every_tuple = !matches!(edge.grouping, crate::model::Grouping::Direct)
+            && self.works_ahead(component, &edge.to);
+        let one_each = spout_tasks.start() == spout_tasks.end();
+        let local = self.local_tasks_of(&edge.to, spout);
+        let (true, true, Some([(task, stats)])) = (every_tuple, one_each, local.as_deref()) else {
+            return Vec::new();
+        };
+        let fold = self.built_bolt(*task, at).and_then(|b| {
+            let folds = b.reader_folds_before_prepare()?;
+            folds.into_iter().next().map(|(fold, _, _)| fold)
+        });
+        fold.map(|f| (f, FoldTarget::one(*task, stats.clone())))
+            .into_iter()
+            .collect()
+    }
+
+    /// For spout executor `spout` (not chained to its receiver), per spout task: when its
+    /// lines go, shuffled, to a `filter` of this worker alone that keeps no state, its
+    /// condition, which the spout may evaluate as it reads (the tuples it passes still go to
+    /// the filter, in the rounds of a topology that keeps state), and the counters of the
+    /// filter's tasks, which the lines it rejects count in.
+    fn filtering_past(
+        &self,
+        spout: usize,
+        at: &BTreeMap<usize, Built>,
+    ) -> Vec<(crate::expr::Compiled, RejectTarget)> {
+        let Some((condition, via)) = self.filter_after(spout, at) else {
+            return Vec::new();
+        };
+        let tasks = self
+            .plan
+            .executors()
+            .get(spout)
+            .map_or(0, |(_, t)| t.clone().count());
+        (0..tasks)
+            .map(|_| (condition.clone(), RejectTarget::new(via.clone())))
+            .collect()
+    }
+
+    /// See `filtering_past`: the condition and the filter's counters.
+    fn filter_after(
+        &self,
+        spout: usize,
+        at: &BTreeMap<usize, Built>,
+    ) -> Option<(crate::expr::Compiled, Vec<Arc<TaskStats>>)> {
+        let (component, _) = self.plan.executors().get(spout).cloned()?;
+        let receiver = self
+            .shuffled_receiver(component)
+            .filter(|r| self.works_ahead(component, r))?;
+        let via = self.local_tasks_of(receiver, spout)?;
+        let input = self
+            .topology
+            .component(component)?
+            .output_fields(crate::model::DEFAULT_STREAM)?;
+        // Every executor of the filter is asked: each must take the condition.
+        let mut condition = None;
+        for &(task, _) in &via {
+            let c = super::guests::Guest::filter_condition(self.built_bolt(task, at)?, input)?;
+            condition = Some(c);
+        }
+        Some((condition?, via.into_iter().map(|(_, s)| s).collect()))
+    }
+
+    /// Whether `spout` may do `bolt`'s work where it reads (see `chains::may_work_ahead`).
+    fn works_ahead(&self, spout: &str, bolt: &str) -> bool {
+        let (Some(from), Some(to)) = (
+            self.topology.component(spout),
+            self.topology.component(bolt),
+        ) else {
+            return false;
+        };
+        crate::model::chains::may_work_ahead(&self.topology, from, to)
+    }
+
+    /// The one receiver of `spout`'s default stream, when that edge is shuffled (each tuple
+    /// may go to any of its tasks).
+    fn shuffled_receiver<'s>(&'s self, spout: &'s str) -> Option<&'s str> {
+        let mut receivers = self
+            .topology
+            .outputs_of(spout)
+            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
+        let (Some(edge), None) = (receivers.next(), receivers.next()) else {
+            return None;
+        };
+        let shuffled = matches!(
+            edge.grouping,
+            crate::model::Grouping::Shuffle
+                | crate::model::Grouping::LocalOrShuffle
+                | crate::model::Grouping::None
+        );
+        shuffled.then_some(edge.to.as_str())
+    }
+
+    /// The bolt executor built here that runs task `task`.
+    fn built_bolt<'b>(
+        &self,
+        task: u32,
+        at: &'b BTreeMap<usize, Built>,
+    ) -> Option<&'b super::bolt_executor::BoltExecutor> {
+        let exec = (*self.exec_of_task.get(task as usize)?)?;
+        match at.get(&exec)? {
+            Built::Bolt(b) => Some(b),
+            _ => None,
+        }
     }
 
     /// What the tasks of executor `i` share.
@@ -751,6 +867,7 @@ impl<'a> Wiring<'a> {
             sole_receiver: None,
             count_targets: Vec::new(),
             folds_past_a_bolt: Vec::new(),
+            filters_past_a_bolt: Vec::new(),
         }
     }
 

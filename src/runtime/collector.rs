@@ -35,8 +35,8 @@ pub(crate) struct Emitter {
     /// not one per tuple).
     pub(crate) holds: Vec<(u64, u64)>,
     /// A spout task whose one receiver is a `filter` it evaluates as it reads (see
-    /// `Spout::run_filter`): that filter task's counters, which its rejected tuples count in.
-    pub(crate) filtered_for: Option<Arc<TaskStats>>,
+    /// `Spout::run_filter`): the counters of that filter's tasks its rejected tuples count in.
+    pub(crate) filtered_for: Option<RejectTarget>,
     /// A spout task whose one receiver is a bolt it folds lines for as it reads (see
     /// `Spout::run_fold`): where the folded tuples go.
     pub(crate) folded_for: Option<FoldTarget>,
@@ -52,6 +52,31 @@ pub(crate) struct FoldTarget {
     pub(crate) via: Vec<Arc<TaskStats>>,
     pub(crate) turn: usize,
     pub(crate) route: Option<Router>,
+}
+
+/// Where a spout that evaluates the `filter` after it as it reads (see `Spout::run_filter`)
+/// counts the tuples it rejects: as executed and acked by that filter's tasks, a chunk's in
+/// each in turn (one task when chained onto the spout task by task, every task when the
+/// filter runs on threads of its own).
+pub(crate) struct RejectTarget {
+    pub(crate) via: Vec<Arc<TaskStats>>,
+    pub(crate) turn: usize,
+}
+
+impl RejectTarget {
+    pub(crate) fn new(via: Vec<Arc<TaskStats>>) -> RejectTarget {
+        RejectTarget { via, turn: 0 }
+    }
+
+    /// Count `n` rejected tuples in the next task's counters (added from the spout's
+    /// thread, kept apart from the task's own).
+    fn count(&mut self, n: u64) {
+        if let Some(filter) = self.via.get(self.turn % self.via.len().max(1)) {
+            self.turn += 1;
+            FoldedCounts::add(&filter.folded.executed, n);
+            FoldedCounts::add(&filter.folded.acked, n);
+        }
+    }
 }
 
 /// A folded tuple for one target task: the task, its counters, the values, and how many
@@ -468,13 +493,13 @@ impl SpoutCollector for SpoutOut<'_> {
     /// Counted as the emit, the filter's execute and ack, and the tree's completion would
     /// count it (a tap on the spout sees every emit: then it is emitted).
     fn skip_filtered(&mut self, n: u64, tracked: bool) -> bool {
-        let stats = &self.em.stats;
-        let Some(filter) = self.em.filtered_for.as_ref().filter(|_| !stats.taps.on()) else {
+        let em = &mut *self.em;
+        let stats = &em.stats;
+        let Some(filter) = em.filtered_for.as_mut().filter(|_| !stats.taps.on()) else {
             return false;
         };
         emitted_at_once(stats, n, tracked);
-        TaskStats::add(&filter.executed, n);
-        TaskStats::add(&filter.acked, n);
+        filter.count(n);
         true
     }
 

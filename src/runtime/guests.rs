@@ -30,6 +30,9 @@ pub(crate) trait Guest: Send {
     /// When every task is a prepared `filter` (`Bolt::pure_filter`): each task's condition and
     /// counters, in task order.
     fn pure_filters(&self) -> Option<Vec<(crate::expr::Compiled, Arc<TaskStats>)>>;
+    /// When every task is a `filter` without state (`Bolt::filter_condition`): their condition
+    /// compiled against `input`, before they are prepared.
+    fn filter_condition(&self, input: &[String]) -> Option<crate::expr::Compiled>;
     /// When every task folds lines where they are read (`Bolt::reader_fold`): each task's
     /// fold, id and counters, in task order.
     fn reader_folds(&self) -> Option<Vec<ReaderFoldOf>>;

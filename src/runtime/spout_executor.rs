@@ -5,7 +5,7 @@
 
 use super::chain_ledger::{ChainLedger, Held};
 use super::checkpoint::Checkpointing;
-use super::collector::{FoldTarget, SpoutOut};
+use super::collector::{FoldTarget, RejectTarget, SpoutOut};
 use super::executor::{ExecutorReport, Parked, Phase, RunControl, SpoutSlot, FLUSH_EVERY};
 use super::guests::Guests;
 use super::message::Message;
@@ -145,6 +145,10 @@ pub(crate) struct SpoutExecutor {
     /// into counts for the `count` after it (`split` in `wordcount.yaml`): the fold the spout
     /// may run, and where it goes (see `counting_past` in `builder.rs`).
     pub(crate) folds_past_a_bolt: Vec<(Box<dyn ReaderFold>, FoldTarget)>,
+    /// Per task, when the spout's lines go, shuffled, to a `filter` of its own worker alone
+    /// that runs on threads of its own (not chained: in a topology that keeps state): its
+    /// condition, and where the lines it rejects count (see `filtering_past` in `builder.rs`).
+    pub(crate) filters_past_a_bolt: Vec<(crate::expr::Compiled, RejectTarget)>,
 }
 
 /// A spout executor's pacing between rounds: its waits, flushes and timeout rotation.
@@ -300,18 +304,23 @@ impl SpoutExecutor {
     /// chained onto it task by task (see `Spout::run_filter`): a spout that takes it counts
     /// what it rejects in that filter task's counters instead of emitting it.
     fn run_filters(&mut self) {
-        let filters = match &self.sole_receiver {
-            Some(guest) => self.guests.pure_filters(guest),
-            None => None,
+        let n = self.tasks.len();
+        let filters: Vec<(crate::expr::Compiled, RejectTarget)> = match &self.sole_receiver {
+            Some(guest) => match self.guests.pure_filters(guest).filter(|f| f.len() == n) {
+                Some(f) => f
+                    .into_iter()
+                    .map(|(filter, stats)| (filter, RejectTarget::new(vec![stats])))
+                    .collect(),
+                None => Vec::new(),
+            },
+            None => std::mem::take(&mut self.filters_past_a_bolt),
         };
-        let paired = filters.filter(|f| f.len() == self.tasks.len());
-        for (i, t) in self.tasks.iter_mut().enumerate() {
+        for t in self.tasks.iter_mut() {
             t.emitter.filtered_for = None;
-            let Some((filter, stats)) = paired.as_ref().and_then(|f| f.get(i)) else {
-                continue;
-            };
-            if t.component.run_filter(filter) {
-                t.emitter.filtered_for = Some(stats.clone());
+        }
+        for (t, (filter, target)) in self.tasks.iter_mut().zip(filters) {
+            if t.component.run_filter(&filter) {
+                t.emitter.filtered_for = Some(target);
             }
         }
         self.run_folds();

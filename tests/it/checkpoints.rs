@@ -140,7 +140,7 @@ pub(crate) fn kill_after_commits(
 /// [`kill_after_commits`] with `text` written to the count's standard input 16 KiB at a time,
 /// a few milliseconds apart: a run that reads faster than its checkpoints come is still going
 /// at its first commits.
-fn kill_fed_slowly(conf: &Path, args: &[String], commits: usize, text: &[u8]) {
+pub(crate) fn kill_fed_slowly(conf: &Path, args: &[String], commits: usize, text: &[u8]) {
     let mut child = spawn_counting(conf, args, Stdio::piped());
     let mut stdin = child.stdin.take().expect("stdin piped");
     let text = text.to_vec();

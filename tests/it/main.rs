@@ -50,6 +50,7 @@ mod spill;
 mod state;
 mod state_trust;
 mod stateful;
+mod stateful_pushdown;
 mod support;
 mod ui;
 mod ui_hostile;

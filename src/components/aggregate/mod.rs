@@ -306,7 +306,62 @@ struct Aggregate {
     folds: bool,
 }
 
+/// Where an aggregate reads its input and what it is wired to, placed from a task's context:
+/// by `prepare`, or, for a fold a spout runs on its reader threads while the task is still
+/// to be prepared on a thread of its own, by `reader_fold_for`.
+struct Placing {
+    keys: Vec<usize>,
+    fields: Vec<Option<usize>>,
+    time: Option<usize>,
+    late: Option<crate::model::plan::StreamId>,
+    strict: bool,
+    folds: bool,
+    /// The input components, each once.
+    inputs: Vec<String>,
+}
+
 impl Aggregate {
+    /// Its input placed from `ctx`.
+    fn placing(&self, ctx: &TaskContext) -> anyhow::Result<Placing> {
+        let at = |f: &str| super::input_positions(ctx, &[f]).map(|p| p[0]);
+        let mut inputs: Vec<String> = Vec::new();
+        for stream in ctx.topology.inputs_of(&ctx.component) {
+            if !inputs.contains(&stream.from) {
+                inputs.push(stream.from.clone());
+            }
+        }
+        Ok(Placing {
+            keys: super::input_positions(ctx, &self.spec.by)?,
+            fields: self
+                .spec
+                .ops
+                .iter()
+                .map(|o| o.field.as_deref().map(at).transpose())
+                .collect::<anyhow::Result<_>>()?,
+            time: self.spec.time.as_deref().map(at).transpose()?,
+            late: super::wired_stream(ctx, LATE_STREAM),
+            strict: ctx
+                .config
+                .get_bool(crate::components::parse::STRICT_KEY)
+                .unwrap_or(false),
+            folds: ctx.config.get_bool(crate::model::partials::PARTIAL_KEY) != Some(false),
+            inputs,
+        })
+    }
+
+    /// Its input as `prepare` placed it.
+    fn placed(&self) -> Placing {
+        Placing {
+            keys: self.keys.clone(),
+            fields: self.fields.clone(),
+            time: self.time,
+            late: self.late,
+            strict: self.strict,
+            folds: self.folds,
+            inputs: self.inputs.clone(),
+        }
+    }
+
     fn new(args: &serde_json::Map<String, serde_json::Value>) -> anyhow::Result<Aggregate> {
         let spec = Spec::from_args(args).map_err(|(_, e)| anyhow::anyhow!("aggregate: {e}"))?;
         let machine_clock = crate::clock::Clock::system();
@@ -675,22 +730,15 @@ pub(crate) fn sort_by_key_text<T>(rows: &mut [T], key: impl Fn(&T) -> &Values) {
 
 impl Bolt for Aggregate {
     fn prepare(&mut self, ctx: &TaskContext) -> anyhow::Result<()> {
-        let at = |f: &str| super::input_positions(ctx, &[f]).map(|p| p[0]);
-        self.keys = super::input_positions(ctx, &self.spec.by)?;
-        self.fields = self
-            .spec
-            .ops
-            .iter()
-            .map(|o| o.field.as_deref().map(at).transpose())
-            .collect::<anyhow::Result<_>>()?;
-        self.time = self.spec.time.as_deref().map(at).transpose()?;
-        self.late = super::wired_stream(ctx, LATE_STREAM);
-        self.strict = ctx
-            .config
-            .get_bool(crate::components::parse::STRICT_KEY)
-            .unwrap_or(false);
+        let placing = self.placing(ctx)?;
+        self.keys = placing.keys;
+        self.fields = placing.fields;
+        self.time = placing.time;
+        self.late = placing.late;
+        self.strict = placing.strict;
+        self.folds = placing.folds;
+        let inputs = placing.inputs;
         self.component = ctx.component.clone();
-        self.folds = ctx.config.get_bool(crate::model::partials::PARTIAL_KEY) != Some(false);
         let budget = crate::components::memory::KeyBudget::for_task(ctx, "aggregate");
         let spill = crate::components::memory::spill_to(ctx);
         if let Some(w) = self.windows.as_mut() {
@@ -699,12 +747,6 @@ impl Bolt for Aggregate {
             w.bound(Box::new(move || Box::new(share.fresh())), to);
         }
         self.groups.bound(Box::new(budget), spill);
-        let mut inputs: Vec<String> = Vec::new();
-        for stream in ctx.topology.inputs_of(&ctx.component) {
-            if !inputs.contains(&stream.from) {
-                inputs.push(stream.from.clone());
-            }
-        }
         self.latest = vec![i64::MIN; inputs.len().max(1)];
         self.machine_clock = ctx.clock.clone();
         self.heard = vec![self.machine_clock.now(); inputs.len().max(1)];
@@ -788,7 +830,12 @@ impl Bolt for Aggregate {
     }
 
     fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
-        let fold = self.chunk_fold()?;
+        let fold = self.chunk_fold(&self.placed())?;
+        Some(Box::new(fold))
+    }
+
+    fn reader_fold_for(&self, ctx: &TaskContext) -> Option<Box<dyn crate::components::ReaderFold>> {
+        let fold = self.chunk_fold(&self.placing(ctx).ok()?)?;
         Some(Box::new(fold))
     }
 

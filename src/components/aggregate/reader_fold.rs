@@ -23,7 +23,7 @@
 use super::ops::{Kind, State};
 use super::partial::{unwire_all, wire};
 use super::window::{self, KeyMap};
-use super::{Aggregate, Emit};
+use super::{Aggregate, Emit, Placing};
 use crate::components::{BoltCollector, FatalError, Folded, ReaderFold};
 use crate::tuple::{Tuple, Value, Values};
 use std::sync::Arc;
@@ -326,17 +326,16 @@ impl Aggregate {
     /// merging exactly, one input, no `late` stream and not `topology.strict` (a late line
     /// then goes somewhere of its own), not ranking partially; windows by event time only,
     /// moving the watermark with every tuple and not judging inputs idle.
-    pub(super) fn chunk_fold(&self) -> Option<ChunkFold> {
+    pub(super) fn chunk_fold(&self, placed: &Placing) -> Option<ChunkFold> {
         let spec = &self.spec;
-        let plain =
-            self.folds && spec.emit == Emit::End && !self.stateful && self.partial.is_none();
-        let alone = self.inputs.len() <= 1 && self.late.is_none() && !self.strict;
+        let plain = placed.folds && spec.emit == Emit::End && self.partial.is_none();
+        let alone = placed.inputs.len() <= 1 && placed.late.is_none() && !placed.strict;
         let light = spec.ops.iter().all(|o| folds_lightly(o.kind));
         let extremes = spec.ops.iter().filter(|o| is_extreme(o.kind)).count();
         if !(plain && alone && light) || extremes > MAX_EXTREMES {
             return None;
         }
-        let window = match (&spec.window, self.time) {
+        let window = match (&spec.window, placed.time) {
             (None, None) => None,
             (Some(w), Some(time)) => {
                 let by_time = w.measure == window::Measure::Millis;
@@ -353,8 +352,8 @@ impl Aggregate {
             _ => return None,
         };
         let layout = Layout {
-            keys: self.keys.clone().into(),
-            fields: self.fields.clone().into(),
+            keys: placed.keys.clone().into(),
+            fields: placed.fields.clone().into(),
             kinds: spec.ops.iter().map(|o| o.kind).collect(),
             window,
         };

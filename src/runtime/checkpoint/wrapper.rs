@@ -203,12 +203,16 @@ impl Checkpointed {
 }
 
 /// Hold each folded chunk of `tuples` in `gate` under the round it says (see
-/// `folded_round`); the other inputs are handed back.
+/// `folded_round`), without the tag (the bolt merges the chunk as it merges one sent without
+/// checkpoints); the other inputs are handed back.
 fn hold_folded(gate: &mut super::gate::Gate, tuples: Vec<Tuple>) -> Vec<Tuple> {
     let mut rest = Vec::with_capacity(tuples.len());
-    for t in tuples {
+    for mut t in tuples {
         match folded_round(&t) {
-            Some(round) => gate.hold(round, vec![t]),
+            Some(round) => {
+                t.values.pop();
+                gate.hold(round, vec![t]);
+            }
             None => rest.push(t),
         }
     }
@@ -235,6 +239,25 @@ impl BoltTask for Checkpointed {
             None => self.bolt.counting_fold(),
             Some(_) => None,
         }
+    }
+
+    /// A task without state may be a `filter` a spout evaluates as it reads: the tuples it
+    /// passes still come to the task, in their rounds.
+    fn filter_condition(&self, input: &[String]) -> Option<crate::expr::Compiled> {
+        match self.side.gate {
+            None => self.bolt.filter_condition(input),
+            Some(_) => None,
+        }
+    }
+
+    /// A task may fold lines where they are read: each chunk comes tagged with its round
+    /// (see `folded_round`), and is applied in it as its lines would have been.
+    fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.bolt.reader_fold()
+    }
+
+    fn reader_fold_for(&self, ctx: &TaskContext) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.bolt.reader_fold_for(ctx)
     }
 
     /// On a resumed run: a stateful task gets the state its last committed checkpoint saved.
@@ -264,11 +287,16 @@ impl BoltTask for Checkpointed {
         let Some(tuples) = self.hold(tuples, out) else {
             return Ok(());
         };
-        // A folded chunk is a run of its own: its round is its own.
+        let mut tuples = tuples;
+        // A folded chunk is a run of its own: its round is its own, and the bolt gets it
+        // without the tag.
         let same_run =
             |a: &Tuple, b: &Tuple| a.source_task == b.source_task && !is_folded(a) && !is_folded(b);
-        for run in tuples.chunk_by(same_run) {
+        for run in tuples.chunk_by_mut(same_run) {
             self.bolt.input_round(self.round_of(&run[0]))?;
+            if is_folded(&run[0]) {
+                run[0].values.pop();
+            }
             execute_batch(self.bolt.as_bolt(), run, out)?;
         }
         Ok(())
@@ -343,6 +371,15 @@ impl Bolt for Forwarded {
     fn counting_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
         self.0.counting_fold()
     }
+    fn filter_condition(&self, input: &[String]) -> Option<crate::expr::Compiled> {
+        self.0.filter_condition(input)
+    }
+    fn reader_fold(&self) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.0.reader_fold()
+    }
+    fn reader_fold_for(&self, ctx: &TaskContext) -> Option<Box<dyn crate::components::ReaderFold>> {
+        self.0.reader_fold_for(ctx)
+    }
 }
 
 impl CheckpointParticipant for Forwarded {}
@@ -362,11 +399,14 @@ mod tests {
         Tuple::new(values, 1, streams::FOLDED)
     }
 
-    /// How many held inputs the gate applies once rounds up to `complete` are.
+    /// How many held inputs the gate applies once rounds up to `complete` are (each chunk
+    /// without its round).
     fn applied(gate: &mut Gate, complete: u64) -> usize {
         let mut n = 0;
         gate.release(complete, |batch| {
             n += batch.len();
+            let untagged = batch.iter().all(|t| t.values.len() == 2);
+            assert!(untagged, "a chunk applied with its round: {batch:?}");
             Ok(())
         })
         .expect("applies");
