@@ -45,10 +45,13 @@ impl Receiver {
         Receiver { child, port, log }
     }
 
-    /// Every batch taken: (key, authorization, content type, body).
+    /// Every batch taken: (key, authorization, content type, body). A line the receiver is
+    /// still writing (no line end yet) is left for the next look.
     fn batches(&self) -> Vec<(String, Option<String>, String, String)> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines()
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        complete
+            .lines()
             .map(|l| {
                 let v: serde_json::Value = serde_json::from_str(l).expect("a log line");
                 let s = |k: &str| v[k].as_str().map(str::to_string);
