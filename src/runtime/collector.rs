@@ -36,7 +36,7 @@ pub(crate) struct Emitter {
     pub(crate) holds: Vec<(u64, u64)>,
     /// A spout task whose one receiver is a `filter` it evaluates as it reads (see
     /// `Spout::run_filter`): the counters of that filter's tasks its rejected tuples count in.
-    pub(crate) filtered_for: Option<RejectTarget>,
+    pub(crate) filtered_for: Option<Box<RejectTarget>>,
     /// A spout task whose one receiver is a bolt it folds lines for as it reads (see
     /// `Spout::run_fold`): where the folded tuples go.
     pub(crate) folded_for: Option<FoldTarget>,

@@ -320,7 +320,7 @@ impl SpoutExecutor {
         }
         for (t, (filter, target)) in self.tasks.iter_mut().zip(filters) {
             if t.component.run_filter(&filter) {
-                t.emitter.filtered_for = Some(target);
+                t.emitter.filtered_for = Some(Box::new(target));
             }
         }
         self.run_folds();
