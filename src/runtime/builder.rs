@@ -618,7 +618,14 @@ impl<'a> Wiring<'a> {
         let (Some(edge), None) = (receivers.next(), receivers.next()) else {
             return Vec::new();
         };
+        // Its lines read into fields on reader threads (a fold of plain lines is a word
+        // count's, see `counting_past`).
+        let reads_fields = self
+            .topology
+            .component(component)
+            .is_some_and(|c| c.ctype.reads_fields_apart(c));
         let every_tuple = !matches!(edge.grouping, crate::model::Grouping::Direct)
+            && reads_fields
             && self.works_ahead(component, &edge.to);
         let one_each = spout_tasks.start() == spout_tasks.end();
         let local = self.local_tasks_of(&edge.to, spout);

@@ -142,6 +142,26 @@ fn in_a_topology_that_keeps_state_a_spout_keeps_its_own_thread() {
         "the spout paces the checkpoint rounds"
     );
     assert!(c.is_chained("dedupe", "out"), "bolts still chain");
+    let (spout, filter) = (&t.components[0], &t.components[1]);
+    assert!(
+        may_work_ahead(&t, spout, filter),
+        "the spout may still evaluate the filter where it reads"
+    );
+}
+
+#[test]
+fn no_work_is_done_ahead_where_chaining_is_turned_off() {
+    let mut t = pipeline([1, 2, 1, 1]);
+    assert!(may_work_ahead(&t, &t.components[0], &t.components[1]));
+    t.components[1].chain = false;
+    assert!(!may_work_ahead(&t, &t.components[0], &t.components[1]));
+    t.components[1].chain = true;
+    t.components[0].chain = false;
+    assert!(!may_work_ahead(&t, &t.components[0], &t.components[1]));
+    t.components[0].chain = true;
+    t.config
+        .set(CHAINING_KEY, serde_json::json!(false), Origin::CommandLine);
+    assert!(!may_work_ahead(&t, &t.components[0], &t.components[1]));
 }
 
 #[test]
