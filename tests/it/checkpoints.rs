@@ -172,7 +172,7 @@ fn spawn_counting(conf: &Path, args: &[String], stdin: Stdio) -> Child {
 }
 
 /// SIGKILL `child` once `commits` checkpoints were committed, while it still runs.
-fn kill_at_commit(mut child: Child, commits: usize) {
+pub(crate) fn kill_at_commit(mut child: Child, commits: usize) {
     let stderr = child.stderr.take().expect("stderr piped");
     let mut seen = 0;
     for line in BufReader::new(stderr).lines() {

@@ -4,10 +4,12 @@
 //! checkpoint rounds they belong to: killed mid-way and resumed, the totals are the ones
 //! counted here, and a run gives what a run one line at a time gives.
 
-use super::checkpoints::kill_fed_slowly;
+use super::checkpoints::{kill_at_commit, kill_fed_slowly};
 use super::run::parse_counts;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 /// Per endpoint: lines, the sum and the largest of their latencies.
@@ -171,19 +173,36 @@ fn an_aggregate_folded_where_lines_are_read_with_state_resumes_with_exact_totals
 }
 
 /// A run with state gives, row for row, what a run without state gives one line at a time
-/// (partial aggregation off), on windows by event time and on the filtered count; the counts
-/// of the filter's tasks and of the count are the same too.
+/// (partial aggregation and chaining off), twice over: the filtered count, and on lines out
+/// of order by up to half a second with every 997th 20 s behind, 1-second tumbling windows,
+/// 3-second windows sliding every second with a lag, and a group-by's first and last. A chunk
+/// folded where it was read must be applied after the lines before it (the first chunk is
+/// never folded): ahead of them, it moved the watermark past their windows.
 #[test]
-fn with_state_a_pushed_filter_and_a_folded_window_give_what_one_line_at_a_time_gives() {
+fn with_state_a_pushed_filter_and_folded_windows_give_what_one_line_at_a_time_gives() {
     let (text, kept, _) = event_lines(400_000);
-    let window = "stdin(format=json, fields=[ts, endpoint, latency_ms]) \
-        | aggregate(by=[endpoint], window={tumbling: 1m}, time=ts, \
-          ops=[count, sum(latency_ms), max(latency_ms)]) | stdout";
-    let timed = with_times(&text);
-    for (topology, input) in [(FILTERED, &text), (window, &timed)] {
+    let timed = with_times(&event_lines(4_000_000).0);
+    let fields = "stdin(format=json, fields=[ts, endpoint, latency_ms])";
+    let tumbling = format!(
+        "{fields} | aggregate(by=[endpoint], window={{tumbling: 1s}}, time=ts, \
+         ops=[count, sum(latency_ms), max(latency_ms)]) | stdout"
+    );
+    let sliding = format!(
+        "{fields} | aggregate(by=[endpoint], window={{sliding: 3s, every: 1s}}, time=ts, \
+         lag=200ms, ops=[count, avg(latency_ms), last(latency_ms)]) | stdout"
+    );
+    let ends = format!(
+        "{fields} | aggregate(by=[endpoint], ops=[count, first(latency_ms), last(latency_ms)]) \
+         | stdout"
+    );
+    let jobs = [
+        (FILTERED, &text),
+        (tumbling.as_str(), &timed),
+        (sliding.as_str(), &timed),
+        (ends.as_str(), &timed),
+    ];
+    for (topology, input) in jobs {
         let conf = tempfile::tempdir().expect("tempdir");
-        let args = stateful_args(topology, &conf.path().join("state"));
-        let (with_state, stderr) = run_to_end(conf.path(), &args, input);
         let one_by_one: Vec<String> = [
             "run",
             "-e",
@@ -196,12 +215,18 @@ fn with_state_a_pushed_filter_and_a_folded_window_give_what_one_line_at_a_time_g
         .map(String::from)
         .to_vec();
         let (plain, plain_err) = run_to_end(conf.path(), &one_by_one, input);
-        assert_eq!(with_state, plain, "{topology}");
-        assert!(with_state.lines().count() > 3, "{with_state}");
-        let pushed = stderr.contains("rejected by the filter after it where they were read")
-            || stderr.contains("folded where they were read");
-        assert!(pushed, "{topology}: nothing done where read: {stderr}");
         assert!(!plain_err.contains("where they were read"), "{plain_err}");
+        assert!(plain.lines().count() > 3, "{plain}");
+        for attempt in 0..2 {
+            let dir = conf.path().join(format!("state-{attempt}"));
+            let args = stateful_args(topology, &dir);
+            let (with_state, stderr) = run_to_end(conf.path(), &args, input);
+            assert_eq!(with_state, plain, "{topology}, attempt {attempt}");
+            assert_eq!(late_note(&stderr), late_note(&plain_err), "{topology}");
+            let pushed = stderr.contains("rejected by the filter after it where they were read")
+                || stderr.contains("folded where they were read");
+            assert!(pushed, "{topology}: nothing done where read: {stderr}");
+        }
     }
     let conf = tempfile::tempdir().expect("tempdir");
     let args = stateful_args(FILTERED, &conf.path().join("state"));
@@ -209,15 +234,27 @@ fn with_state_a_pushed_filter_and_a_folded_window_give_what_one_line_at_a_time_g
     assert_eq!(parse_counts(rows.as_bytes()), kept);
 }
 
-/// `text`'s lines each given an event time, 3 ms apart from 08:00 (so a few hundred minutes),
-/// put first among its keys.
+/// The aggregate's warning of lines later than their windows, from its count on.
+fn late_note(stderr: &str) -> Option<String> {
+    stderr
+        .lines()
+        .find(|l| l.contains("came later than their windows"))
+        .and_then(|l| l.split_once("aggregate: "))
+        .map(|(_, note)| note.to_string())
+}
+
+/// `text`'s lines each given an event time, first among its keys: 1 ms apart from 08:00,
+/// moved by up to half a second either way, every 997th line 20 s behind.
 fn with_times(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len() * 2);
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         let Some(rest) = line.strip_prefix(b"{") else {
             continue;
         };
-        let ms = 8 * 3_600_000 + i as i64 * 3;
+        let mut ms = 8 * 3_600_000 + i as i64 + ((i * 7919) % 1000) as i64 - 500;
+        if i % 997 == 0 {
+            ms -= 20_000;
+        }
         let ts = format!(
             "{{\"ts\":\"2026-11-02T{:02}:{:02}:{:02}.{:03}Z\",",
             ms / 3_600_000,
@@ -230,4 +267,87 @@ fn with_times(text: &[u8]) -> Vec<u8> {
         out.push(b'\n');
     }
     out
+}
+
+/// Windows by event time with state, folded where the lines are read, killed after a few
+/// commits three times and resumed: every window row any run printed is the row a run
+/// without state prints (a resume may print again what a killed run printed after its last
+/// commit, never another value), none is missing, and the late lines left out over all the
+/// runs are the ones a run without state leaves out.
+#[test]
+fn folded_windows_with_state_killed_and_resumed_print_the_rows_of_a_run_without_state() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let timed = with_times(&event_lines(3_000_000).0);
+    let topology = "name resumable
+lines = stdin(format=json, fields=[ts, endpoint, latency_ms])
+  | aggregate(by=[endpoint], window={tumbling: 1s}, time=ts, ops=[count, sum(latency_ms)])
+  | stdout";
+    let plain_args: Vec<String> = ["run", "-e", topology].map(String::from).to_vec();
+    let (plain, plain_err) = run_to_end(conf.path(), &plain_args, &timed);
+    let args = stateful_args(topology, &conf.path().join("state"));
+    let mut printed: Vec<String> = Vec::new();
+    let mut late = 0;
+    for commits in [2, 4, 6] {
+        let out = conf.path().join(format!("out-{commits}"));
+        kill_fed_slowly_to(conf.path(), &args, commits, &timed, &out);
+        printed.extend(
+            std::fs::read_to_string(&out)
+                .expect("the killed run's output")
+                .lines()
+                .map(String::from),
+        );
+    }
+    let (last, stderr) = run_to_end(conf.path(), &args, &timed);
+    assert!(
+        stderr.contains("resuming `resumable` from checkpoint"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("folded where they were read"), "{stderr}");
+    printed.extend(last.lines().map(String::from));
+    let all: std::collections::BTreeSet<String> = printed.into_iter().collect();
+    let expected: std::collections::BTreeSet<String> = plain.lines().map(String::from).collect();
+    assert_eq!(all, expected);
+    // The last run's note counts the late lines of this run and of those before it.
+    if let Some(note) = late_note(&stderr) {
+        let n = |s: &str| {
+            s.split_whitespace()
+                .next()
+                .and_then(|w| w.parse::<u64>().ok())
+        };
+        late += n(&note).unwrap_or(0);
+        late += note
+            .split_once(" (")
+            .and_then(|(_, more)| n(more))
+            .unwrap_or(0);
+    }
+    let plain_late = late_note(&plain_err)
+        .and_then(|n| n.split_whitespace().next()?.parse::<u64>().ok())
+        .expect("the run without state left late lines out");
+    assert_eq!(late, plain_late, "{stderr}");
+}
+
+/// Like `kill_fed_slowly`, the run's output kept in `out`.
+fn kill_fed_slowly_to(conf: &Path, args: &[String], commits: usize, text: &[u8], out: &Path) {
+    let bin = assert_cmd::cargo::cargo_bin("storm");
+    let mut child = std::process::Command::new(bin)
+        .args(args)
+        .env("STORM_CONF_DIR", conf)
+        .env("STORM_LOG", "storm::runtime::checkpoint=debug")
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(out).expect("output file"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let mut stdin = child.stdin.take().expect("stdin piped");
+    let text = text.to_vec();
+    let feeder = std::thread::spawn(move || {
+        for piece in text.chunks(16 * 1024) {
+            if stdin.write_all(piece).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(4));
+        }
+    });
+    kill_at_commit(child, commits);
+    feeder.join().expect("the feeder ends");
 }

@@ -6,6 +6,7 @@
 use super::{split_root, Marker};
 use crate::components::BoltCollector;
 use crate::model::plan::StreamId;
+use crate::runtime::collector::is_folded;
 use crate::tuple::{Tuple, Value, Values};
 use rustc_hash::FxHashSet;
 use std::collections::VecDeque;
@@ -81,16 +82,25 @@ impl Gate {
     }
 
     /// Apply, through `apply`, the inputs that rounds up to `complete` allow, in arrival
-    /// order; drop those of failed trees; keep the rest. The failures learnt are forgotten
-    /// after: every input of a tree that failed before a round's marker arrived before it.
+    /// order; drop those of failed trees; keep the rest. A chunk folded where it was read (it
+    /// has no tree) waits behind any input of the same upstream task that waits: applied
+    /// ahead of the lines before it, it could leave them late for their windows (a spout's
+    /// lines wait in the order they came, their trees numbered in it). The failures learnt are
+    /// forgotten after: every input of a tree that failed before a round's marker arrived
+    /// before it.
     pub(crate) fn release(
         &mut self,
         complete: u64,
         mut apply: impl FnMut(&[Tuple]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let mut keep = VecDeque::new();
+        // Upstream tasks with an input waiting.
+        let mut stalled: Vec<u32> = Vec::new();
         while let Some((round, batch)) = self.held.pop_front() {
-            if round > complete {
+            let behind = batch
+                .first()
+                .is_some_and(|t| is_folded(t) && stalled.contains(&t.source_task));
+            if round > complete || behind {
                 keep.push_back((round, batch));
                 continue;
             }
@@ -99,6 +109,7 @@ impl Gate {
                 apply(&batch)?;
                 continue;
             }
+            let source = batch.first().map(|t| t.source_task);
             let (mut ready, mut waiting) = (Vec::new(), Vec::new());
             for t in batch {
                 match self.fate(&t) {
@@ -111,6 +122,7 @@ impl Gate {
             if !waiting.is_empty() {
                 self.count += waiting.len();
                 keep.push_back((round, waiting));
+                stalled.extend(source);
             }
         }
         self.held = keep;
@@ -247,6 +259,42 @@ mod tests {
         // The failure is forgotten; the next round applies what waited.
         g.learn(&verdict(3, 7, &[]));
         assert_eq!(released(&mut g, 2), [6, 3]);
+        assert_eq!(g.held(), 0);
+    }
+
+    /// A folded chunk (no tree) of upstream task `source`, marked by `mark`.
+    fn chunk(source: u32, mark: i64) -> Tuple {
+        let values = smallvec::smallvec![Value::Int(mark)];
+        Tuple::new(values, source, crate::model::plan::streams::FOLDED)
+    }
+
+    #[test]
+    fn a_folded_chunk_waits_behind_a_waiting_line_of_its_upstream_task() {
+        let mut g = Gate::default();
+        let mut line = input(&[make_root(3, 6)]);
+        line.source_task = 4;
+        g.hold(1, vec![line]);
+        g.hold(1, vec![chunk(4, 1)]);
+        g.hold(1, vec![chunk(5, 2)]);
+        g.learn(&verdict(3, 5, &[]));
+        let order = |g: &mut Gate| {
+            let mut seen = Vec::new();
+            g.release(1, |batch| {
+                for t in batch {
+                    match t.values.first() {
+                        Some(Value::Int(mark)) => seen.push(*mark),
+                        _ => seen.push(0),
+                    }
+                }
+                Ok(())
+            })
+            .expect("applies");
+            seen
+        };
+        assert_eq!(order(&mut g), [2], "another task's chunk goes ahead");
+        assert_eq!(g.held(), 2);
+        g.learn(&verdict(3, 7, &[]));
+        assert_eq!(order(&mut g), [0, 1], "the line, then the chunk behind it");
         assert_eq!(g.held(), 0);
     }
 }

@@ -36,8 +36,9 @@ impl Checkpointed {
         Checkpointed { bolt, side, cp }
     }
 
-    /// Inputs for a stateful task: acked now, held in its gate, batched by the upstream task
-    /// they came from. Hands them back for a task without a gate.
+    /// Inputs for a stateful task: acked now, held in its gate in arrival order, batched by
+    /// the upstream task they came from, a folded chunk a batch of its own (see `hold_run`).
+    /// Hands them back for a task without a gate.
     fn hold(&mut self, tuples: Vec<Tuple>, out: &mut BoltOut) -> Option<Vec<Tuple>> {
         let side = &mut self.side;
         let Some(gate) = side.gate.as_mut() else {
@@ -46,27 +47,15 @@ impl Checkpointed {
         for t in &tuples {
             out.ack(t);
         }
-        let mut tuples = tuples;
-        if tuples.iter().any(is_folded) {
-            tuples = hold_folded(gate, tuples);
-        }
         let first = tuples.first()?.source_task;
-        if tuples.iter().all(|t| t.source_task == first) {
+        if tuples
+            .iter()
+            .all(|t| t.source_task == first && !is_folded(t))
+        {
             gate.hold(side.rounds.tag(first), tuples);
             return None;
         }
-        // A batch from an executor of several tasks: held per run of one source.
-        let mut run: Vec<Tuple> = Vec::new();
-        for t in tuples {
-            if run.last().is_some_and(|l| l.source_task != t.source_task) {
-                let source = run[0].source_task;
-                gate.hold(side.rounds.tag(source), std::mem::take(&mut run));
-            }
-            run.push(t);
-        }
-        if let Some(source) = run.first().map(|t| t.source_task) {
-            gate.hold(side.rounds.tag(source), run);
-        }
+        hold_runs(gate, &side.rounds, tuples);
         None
     }
 
@@ -202,21 +191,38 @@ impl Checkpointed {
     }
 }
 
-/// Hold each folded chunk of `tuples` in `gate` under the round it says (see
-/// `folded_round`), without the tag (the bolt merges the chunk as it merges one sent without
-/// checkpoints); the other inputs are handed back.
-fn hold_folded(gate: &mut super::gate::Gate, tuples: Vec<Tuple>) -> Vec<Tuple> {
-    let mut rest = Vec::with_capacity(tuples.len());
-    for mut t in tuples {
-        match folded_round(&t) {
-            Some(round) => {
-                t.values.pop();
-                gate.hold(round, vec![t]);
-            }
-            None => rest.push(t),
+/// Hold `tuples` in `gate` in arrival order, a run of one upstream task at a time, each
+/// folded chunk a run of its own: applied in another order, a chunk that moved a watermark
+/// would leave the lines before it late.
+fn hold_runs(gate: &mut super::gate::Gate, rounds: &Rounds, tuples: Vec<Tuple>) {
+    let same_run =
+        |a: &Tuple, b: &Tuple| a.source_task == b.source_task && !is_folded(a) && !is_folded(b);
+    let mut run: Vec<Tuple> = Vec::new();
+    for t in tuples {
+        if run.last().is_some_and(|l| !same_run(l, &t)) {
+            hold_run(gate, rounds, std::mem::take(&mut run));
         }
+        run.push(t);
     }
-    rest
+    hold_run(gate, rounds, run);
+}
+
+/// Hold `run` (inputs of one upstream task, or one folded chunk) in `gate` under its round:
+/// the one after its task's latest marker, or, for a folded chunk, the one it says (see
+/// `folded_round`), taken off (the bolt merges the chunk as it merges one sent without
+/// checkpoints).
+fn hold_run(gate: &mut super::gate::Gate, rounds: &Rounds, mut run: Vec<Tuple>) {
+    let Some(first) = run.first_mut() else {
+        return;
+    };
+    let round = match folded_round(first) {
+        Some(round) => {
+            first.values.pop();
+            round
+        }
+        None => rounds.tag(first.source_task),
+    };
+    gate.hold(round, run);
 }
 
 /// Send `marker` down every edge of the task.
@@ -387,11 +393,13 @@ impl CheckpointParticipant for Forwarded {}
 #[cfg(test)]
 mod tests {
     use super::super::gate::Gate;
-    use super::hold_folded;
+    use super::super::rounds::Rounds;
+    use super::hold_runs;
     use crate::model::plan::streams;
     use crate::tuple::{Tuple, Value};
 
-    /// A chunk counted where it was read, saying its round (see `folded_round`).
+    /// A chunk counted where it was read by spout task 1, saying its round (see
+    /// `folded_round`).
     fn folded(round: i64) -> Tuple {
         let words = Value::list(vec![Value::str("w")]);
         let counts = Value::list(vec![Value::Int(2)]);
@@ -399,31 +407,48 @@ mod tests {
         Tuple::new(values, 1, streams::FOLDED)
     }
 
-    /// How many held inputs the gate applies once rounds up to `complete` are (each chunk
-    /// without its round).
-    fn applied(gate: &mut Gate, complete: u64) -> usize {
-        let mut n = 0;
+    /// A line of task `source`, its one value `n`.
+    fn line(source: u32, n: i64) -> Tuple {
+        Tuple::new(smallvec::smallvec![Value::Int(n)], source, streams::DEFAULT)
+    }
+
+    /// What the gate applies once rounds up to `complete` are, in order: a line as its value,
+    /// a chunk as -1 (checked to come without its round).
+    fn applied(gate: &mut Gate, complete: u64) -> Vec<i64> {
+        let mut seen = Vec::new();
         gate.release(complete, |batch| {
-            n += batch.len();
-            let untagged = batch.iter().all(|t| t.values.len() == 2);
-            assert!(untagged, "a chunk applied with its round: {batch:?}");
+            for t in batch {
+                match (t.stream == streams::FOLDED, t.values.as_slice()) {
+                    (true, [_, _]) => seen.push(-1),
+                    (false, [Value::Int(n)]) => seen.push(*n),
+                    _ => panic!("a chunk applied with its round, or a stray input: {t:?}"),
+                }
+            }
             Ok(())
         })
         .expect("applies");
-        n
+        seen
     }
 
     #[test]
-    fn a_folded_chunk_waits_for_the_round_it_says_and_the_rest_is_handed_back() {
+    fn a_folded_chunk_waits_for_the_round_it_says_and_all_keeps_its_arrival_order() {
         let mut gate = Gate::default();
-        let plain = Tuple::new(crate::tuple::one_str("w"), 2, streams::DEFAULT);
-        let rest = hold_folded(&mut gate, vec![folded(3), plain, folded(5)]);
-        assert_eq!(rest.len(), 1, "the plain tuple is the caller's");
-        assert_eq!(rest[0].source_task, 2);
-        assert_eq!(gate.held(), 2);
-        assert_eq!(applied(&mut gate, 2), 0, "round 2 holds neither chunk");
-        assert_eq!(applied(&mut gate, 4), 1, "round 3's chunk, not round 5's");
-        assert_eq!(applied(&mut gate, 5), 1);
+        // No marker yet: lines belong to round 1.
+        let rounds = Rounds::default();
+        let batch = vec![line(1, 10), line(1, 11), folded(1), line(1, 12), folded(3)];
+        hold_runs(&mut gate, &rounds, batch);
+        hold_runs(
+            &mut gate,
+            &rounds,
+            vec![line(2, 20), folded(1), line(2, 21)],
+        );
+        assert_eq!(gate.held(), 8);
+        assert_eq!(
+            applied(&mut gate, 2),
+            [10, 11, -1, 12, 20, -1, 21],
+            "in arrival order, round 3's chunk left"
+        );
+        assert_eq!(applied(&mut gate, 3), [-1]);
         assert_eq!(gate.held(), 0);
     }
 }
