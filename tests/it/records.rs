@@ -266,3 +266,38 @@ fn lookup_matches_by_text_and_reloads_a_changed_table() {
     assert!(status.success());
     assert_eq!(out, "1\tann\n1\tanna\n");
 }
+
+/// A CSV file with a header, read without `header: true`: the fields would take the cells at
+/// their positions (the time as `level`, the level as `service`) and a filter on them would
+/// keep nothing, with exit status 0. The run refuses it and says what to write; so it does a
+/// header read as data, and the same file with `header: true` gives the right rows.
+#[test]
+fn a_csv_header_read_without_header_true_is_refused_with_what_to_write() {
+    let conf = tempfile::tempdir().expect("tempdir");
+    let with_header = "ts,level,service,status,msg\n1,error,a,500,x\n2,info,b,200,y\n";
+    let fields = "fields=[level, service, status]";
+    let mut refusals = Vec::new();
+    for (args, input) in [
+        (format!("format=csv, {fields}"), with_header),
+        (
+            format!("format=csv, {fields}"),
+            "level,service,status\nerror,a,500\n",
+        ),
+    ] {
+        let dsl = format!("stdin({args}) | filter(\"level == \\\"error\\\"\") | stdout");
+        let out = storm(conf.path())
+            .args(["run", "-e", &dsl])
+            .write_stdin(input)
+            .output()
+            .expect("runs");
+        assert!(!out.status.success(), "{dsl}: refused");
+        assert!(out.stdout.is_empty(), "nothing printed: {out:?}");
+        refusals.push(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    insta::assert_snapshot!(refusals.join("\n"));
+    let (out, _) = run(
+        &format!("stdin(format=csv, header=true, {fields}) | filter(\"level == \\\"error\\\"\") | stdout"),
+        with_header.as_bytes(),
+    );
+    assert_eq!(out, "error\ta\t500\n");
+}

@@ -1,7 +1,10 @@
 //! CSV and TSV (RFC 4180, with csv-core, the `csv` crate's allocation-free engine): one record
 //! per line, or over several lines when a quoted cell holds a newline (the reader keeps its state
 //! between lines). The first record names the columns with `header: true`; `columns` names them
-//! otherwise; `fields` picks the columns emitted.
+//! otherwise; `fields` picks the columns emitted, and with neither names every cell in order.
+//! Without a header, a first record whose cells are the names themselves is a header read as
+//! data, and, named by `fields` alone, one with another number of cells is read by the wrong
+//! positions: both end the run with an error that says what to write.
 
 use crate::tuple::Value;
 use csv_core::{ReadRecordResult, Reader, ReaderBuilder};
@@ -34,6 +37,10 @@ pub(crate) struct Delimited {
     broken: Option<String>,
     /// The longest record read, in bytes.
     max_record: usize,
+    /// Neither `header` nor `columns`: `fields` names every cell, in order.
+    positional: bool,
+    /// The first record was read (and checked, see [`Delimited::first_record_refused`]).
+    first_read: bool,
 }
 
 /// The error for a record past `max` bytes (`quoted`: a quoted cell went on over lines).
@@ -49,6 +56,15 @@ pub(crate) fn too_long(max: usize, quoted: bool) -> String {
         ""
     };
     format!("a record longer than {size}{hint}; the limit is topology.record.max.bytes")
+}
+
+/// The error for a record of `n` cells where `want` columns are named (`positional`: by
+/// `fields` alone).
+fn count_error(n: usize, want: usize, positional: bool) -> String {
+    match positional {
+        true => format!("{n} cells where `fields` names {want} (without `header` or `columns`, `fields` names every cell in order)"),
+        false => format!("{n} cells where the header has {want} columns"),
+    }
 }
 
 /// What one line gave.
@@ -67,10 +83,12 @@ pub(crate) enum Step {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Layout {
     delimiter: u8,
-    /// The header's (or `columns`') column count; 0: not checked.
+    /// The header's (or `columns`', or positional `fields`') column count; 0: not checked.
     columns: usize,
     picks: Option<Vec<usize>>,
     max_record: usize,
+    /// The columns are named by `fields` alone, in order (for the error's words).
+    positional: bool,
 }
 
 impl Layout {
@@ -101,9 +119,7 @@ impl Layout {
         let n = bounds.len() / 2;
         let want = self.columns;
         if want > 0 && n != want {
-            return Some(Err(format!(
-                "{n} cells where the header has {want} columns"
-            )));
+            return Some(Err(count_error(n, want, self.positional)));
         }
         let at = out.len();
         let mut take = |k: usize, i: usize| {
@@ -158,6 +174,11 @@ impl Delimited {
         columns: Vec<String>,
         keep: Vec<String>,
     ) -> Delimited {
+        let positional = !header && columns.is_empty() && !keep.is_empty();
+        let columns = match positional {
+            true => keep.clone(),
+            false => columns,
+        };
         let mut d = Delimited {
             reader: ReaderBuilder::new().delimiter(delimiter).build(),
             layout: Layout {
@@ -165,6 +186,7 @@ impl Delimited {
                 columns: 0,
                 picks: None,
                 max_record: MAX_RECORD_BYTES,
+                positional,
             },
             bounds: Vec::with_capacity(64),
             cells: vec![0; 1024],
@@ -178,6 +200,8 @@ impl Delimited {
             picks: None,
             broken: None,
             max_record: MAX_RECORD_BYTES,
+            positional,
+            first_read: false,
         };
         if !d.columns.is_empty() {
             d.picks = d.resolve_picks().ok().flatten();
@@ -200,7 +224,8 @@ impl Delimited {
         if let Some(why) = &self.broken {
             return Err(why.clone());
         }
-        if self.pending.is_empty() && !self.header {
+        // The first record is read by csv-core, and checked (see `first_record_refused`).
+        if self.pending.is_empty() && !self.header && self.first_read {
             if let Some(step) = self.feed_plain(line, out) {
                 return step;
             }
@@ -253,6 +278,7 @@ impl Delimited {
                 columns: self.columns.len(),
                 picks: self.picks.clone(),
                 max_record: self.max_record,
+                positional: self.positional,
             };
         }
     }
@@ -316,6 +342,38 @@ impl Delimited {
         }
     }
 
+    /// Why the first record of `n` cells, without a header, shows the columns misnamed: its
+    /// cells are the names themselves (a header read as data), or, named by `fields` alone,
+    /// it has another number of cells (each field would take the cell at its position).
+    fn first_record_refused(&self, n: usize) -> Option<String> {
+        let names = &self.columns;
+        let named = !names.is_empty()
+            && n == names.len()
+            && (0..n).all(|i| self.cell(i).is_ok_and(|c| c.trim() == names[i]));
+        if named {
+            return Some(format!(
+                "the first line names the columns ({}): it is a header; read it as one with `header: true`",
+                names.join(", ")
+            ));
+        }
+        if self.positional && n != names.len() {
+            // A few cells, each cut short, show which line it is.
+            let mut cells: Vec<String> = (0..n.min(6))
+                .map(|i| self.cell(i).unwrap_or("").chars().take(30).collect())
+                .collect();
+            if n > 6 {
+                cells.push("…".into());
+            }
+            return Some(format!(
+                "the first record has {n} cells ({}) where `fields` names {} ({}): without `header: true` or `columns`, `fields` names every cell in order; with a first line that names the columns, say `header: true`",
+                cells.join(", "),
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        None
+    }
+
     fn cell(&self, i: usize) -> Result<&str, String> {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         let bytes = self.cells.get(start..self.ends[i]).unwrap_or_default();
@@ -341,9 +399,15 @@ impl Delimited {
             };
             return Ok(Step::Header);
         }
+        if !std::mem::replace(&mut self.first_read, true) {
+            if let Some(why) = self.first_record_refused(n) {
+                self.broken = Some(why.clone());
+                return Err(why);
+            }
+        }
         let want = self.columns.len();
         if want > 0 && n != want {
-            return Err(format!("{n} cells where the header has {want} columns"));
+            return Err(count_error(n, want, self.positional));
         }
         match &self.picks {
             Some(picks) => {
@@ -447,6 +511,58 @@ mod tests {
             feed_all(&mut d, &["1\t2", "3\t4"]),
             vec![Ok(strs(&["2"])), Ok(strs(&["4"]))]
         );
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn fields_alone_name_every_cell_in_order_and_other_counts_are_errors() {
+        let mut d = Delimited::new(b',', false, vec![], names(&["level", "service"]));
+        let got = feed_all(&mut d, &["error,a", "info,b,extra", "warn,c"]);
+        assert_eq!(got[0], Ok(strs(&["error", "a"])));
+        let third = got[1].as_ref().expect_err("three cells for two fields");
+        assert!(third.contains("3 cells where `fields` names 2"), "{third}");
+        assert_eq!(got[2], Ok(strs(&["warn", "c"])));
+        assert_eq!(
+            d.broken(),
+            None,
+            "a later record is an error of its own line"
+        );
+    }
+
+    #[test]
+    fn a_first_record_that_misplaces_the_fields_ends_the_run() {
+        // A file with a header, read without `header: true`: each field would take the cell
+        // at its position (`level` the time, `service` the level).
+        let mut d = Delimited::new(b',', false, vec![], names(&["level", "service"]));
+        let got = feed_all(&mut d, &["ts,level,service", "1,error,a"]);
+        let why = got[0].as_ref().expect_err("refused");
+        assert!(
+            why.contains("the first record has 3 cells (ts, level, service)"),
+            "{why}"
+        );
+        assert!(why.contains("header: true"), "{why}");
+        assert_eq!(d.broken(), Some(why.as_str()), "nothing more is read");
+        assert_eq!(got[1].as_ref().expect_err("broken"), why);
+    }
+
+    #[test]
+    fn a_header_read_as_data_ends_the_run() {
+        for (columns, keep) in [(vec![], names(&["a", "b"])), (names(&["a", "b"]), vec![])] {
+            let mut d = Delimited::new(b',', false, columns, keep);
+            let got = feed_all(&mut d, &[" a , b", "1,2"]);
+            let why = got[0].as_ref().expect_err("a header as data");
+            assert!(
+                why.contains("the first line names the columns (a, b)"),
+                "{why}"
+            );
+            assert!(d.broken().is_some());
+        }
+        // With `header: true` the same lines read as they should.
+        let mut d = Delimited::new(b',', true, vec![], names(&["b"]));
+        assert_eq!(feed_all(&mut d, &["a,b", "1,2"]), vec![Ok(strs(&["2"]))]);
     }
 
     #[test]
