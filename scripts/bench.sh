@@ -103,6 +103,10 @@ mkdir -p "$DATA"
 #   2.34 s (0.85x), word count 0.36x, wordcount.yaml 0.34x; with state against without: JSON
 #   1.03x, CSV 1.03x, window 1.05x, wordcount.yaml 1.17x (2.0x, 2.3x, 1.7x for the first three
 #   before cb73e84). 13 minutes earlier: JSON 0.95x, CSV 0.87x, window 0.87x.
+# 2026-12-05 15:51, dde6959 (the gate keeps a folded chunk's place), 5 rounds: JSON 1.58 vs 1.65 s
+#   (0.96x), CSV 0.89 vs 1.05 s (0.85x), window 1.86 vs 2.27 s (0.82x), word count 0.41x,
+#   wordcount.yaml 0.32x; with state against without: JSON 1.04x, CSV 1.03x, window 0.90x,
+#   wordcount.yaml 1.15x; generate -> discard x1 19.6 / 10.4 M tuples/s, x2 39.2 / 20.6 M.
 if [ ! -s "$DATA/ev-$EVENTS.csv" ]; then
   "$DUCK" scripts/gen_events.py "$EVENTS" "$DATA/gen"
   mv "$DATA/gen/ev.jsonl" "$DATA/ev-$EVENTS.jsonl" && mv "$DATA/gen/ev.csv" "$DATA/ev-$EVENTS.csv"
