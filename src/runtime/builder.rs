@@ -482,12 +482,8 @@ impl<'a> Wiring<'a> {
     /// Whether `bolt` is chained right onto spout `spout` and receives its default stream
     /// alone (so a tuple it drops reaches nothing else).
     fn is_sole_receiver(&self, spout: &str, bolt: &str) -> bool {
-        let mut receivers = self
-            .topology
-            .outputs_of(spout)
-            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
         self.plan.chains.is_chained(spout, bolt)
-            && matches!((receivers.next(), receivers.next()), (Some(s), None) if s.to == bolt)
+            && self.sole_receiver_edge(spout).is_some_and(|s| s.to == bolt)
     }
 
     /// For `bolt` chained onto spout executor `spout`, task by task: when its output goes to a
@@ -611,11 +607,7 @@ impl<'a> Wiring<'a> {
         let Some((component, spout_tasks)) = executors.get(spout) else {
             return Vec::new();
         };
-        let mut receivers = self
-            .topology
-            .outputs_of(component)
-            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
-        let (Some(edge), None) = (receivers.next(), receivers.next()) else {
+        let Some(edge) = self.sole_receiver_edge(component) else {
             return Vec::new();
         };
         // Its lines read into fields on reader threads (a fold of plain lines is a word
@@ -702,13 +694,7 @@ impl<'a> Wiring<'a> {
     /// The one receiver of `spout`'s default stream, when that edge is shuffled (each tuple
     /// may go to any of its tasks).
     fn shuffled_receiver<'s>(&'s self, spout: &'s str) -> Option<&'s str> {
-        let mut receivers = self
-            .topology
-            .outputs_of(spout)
-            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
-        let (Some(edge), None) = (receivers.next(), receivers.next()) else {
-            return None;
-        };
+        let edge = self.sole_receiver_edge(spout)?;
         let shuffled = matches!(
             edge.grouping,
             crate::model::Grouping::Shuffle
@@ -716,6 +702,18 @@ impl<'a> Wiring<'a> {
                 | crate::model::Grouping::None
         );
         shuffled.then_some(edge.to.as_str())
+    }
+
+    /// The one edge of `spout`'s default stream, when it has one receiver.
+    fn sole_receiver_edge<'s>(&'s self, spout: &'s str) -> Option<&'s crate::model::Stream> {
+        let mut receivers = self
+            .topology
+            .outputs_of(spout)
+            .filter(|s| s.stream == crate::model::DEFAULT_STREAM);
+        match (receivers.next(), receivers.next()) {
+            (Some(edge), None) => Some(edge),
+            _ => None,
+        }
     }
 
     /// The bolt executor built here that runs task `task`.

@@ -134,14 +134,33 @@ pub(crate) fn kill_after_commits(
         Some(f) => Stdio::from(std::fs::File::open(f).expect("input opens")),
         None => Stdio::null(),
     };
-    kill_at_commit(spawn_counting(conf, args, stdin), commits);
+    kill_at_commit(spawn_counting(conf, args, stdin, Stdio::null()), commits);
 }
 
 /// [`kill_after_commits`] with `text` written to the count's standard input 16 KiB at a time,
 /// a few milliseconds apart: a run that reads faster than its checkpoints come is still going
 /// at its first commits.
 pub(crate) fn kill_fed_slowly(conf: &Path, args: &[String], commits: usize, text: &[u8]) {
-    let mut child = spawn_counting(conf, args, Stdio::piped());
+    let child = spawn_counting(conf, args, Stdio::piped(), Stdio::null());
+    feed_slowly_and_kill(child, commits, text);
+}
+
+/// [`kill_fed_slowly`], the run's output kept in the file `out`.
+pub(crate) fn kill_fed_slowly_to(
+    conf: &Path,
+    args: &[String],
+    commits: usize,
+    text: &[u8],
+    out: &Path,
+) {
+    let out = std::fs::File::create(out).expect("output file");
+    let child = spawn_counting(conf, args, Stdio::piped(), Stdio::from(out));
+    feed_slowly_and_kill(child, commits, text);
+}
+
+/// Write `text` to `child`'s piped standard input 16 KiB at a time, a few milliseconds apart,
+/// and SIGKILL it after `commits` commits.
+fn feed_slowly_and_kill(mut child: Child, commits: usize, text: &[u8]) {
     let mut stdin = child.stdin.take().expect("stdin piped");
     let text = text.to_vec();
     let feeder = std::thread::spawn(move || {
@@ -157,22 +176,23 @@ pub(crate) fn kill_fed_slowly(conf: &Path, args: &[String], commits: usize, text
     feeder.join().expect("the feeder ends");
 }
 
-/// `storm` with `args` and `stdin`, its checkpoints' debug log on a piped standard error.
-fn spawn_counting(conf: &Path, args: &[String], stdin: Stdio) -> Child {
+/// `storm` with `args`, `stdin` and `stdout`, its checkpoints' debug log on a piped standard
+/// error.
+fn spawn_counting(conf: &Path, args: &[String], stdin: Stdio, stdout: Stdio) -> Child {
     let bin = assert_cmd::cargo::cargo_bin("storm");
     std::process::Command::new(bin)
         .args(args)
         .env("STORM_CONF_DIR", conf)
         .env("STORM_LOG", "storm::runtime::checkpoint=debug")
         .stdin(stdin)
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
         .expect("starts")
 }
 
 /// SIGKILL `child` once `commits` checkpoints were committed, while it still runs.
-pub(crate) fn kill_at_commit(mut child: Child, commits: usize) {
+fn kill_at_commit(mut child: Child, commits: usize) {
     let stderr = child.stderr.take().expect("stderr piped");
     let mut seen = 0;
     for line in BufReader::new(stderr).lines() {

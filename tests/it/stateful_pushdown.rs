@@ -4,12 +4,10 @@
 //! checkpoint rounds they belong to: killed mid-way and resumed, the totals are the ones
 //! counted here, and a run gives what a run one line at a time gives.
 
-use super::checkpoints::{kill_at_commit, kill_fed_slowly};
+use super::checkpoints::{kill_fed_slowly, kill_fed_slowly_to};
 use super::run::parse_counts;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 /// Per endpoint: lines, the sum and the largest of their latencies.
@@ -127,26 +125,35 @@ fn parse_totals(rows: &str) -> Totals {
         .collect()
 }
 
-/// Killed five times after a few commits, fed slowly so that it is still reading then, and
-/// resumed: the counts are the ones counted here, and the last run had the filter evaluated
-/// where its lines were read.
-#[test]
-fn a_filter_evaluated_where_lines_are_read_with_state_resumes_with_exact_counts() {
+/// `topology` with state, fed `text` slowly and killed five times after 2 to 6 commits, then
+/// run to the end on the same state dir: its output, after checking that it resumed and that
+/// its spout left the note `done_ahead` (what it did where it read the lines).
+fn killed_and_resumed(topology: &str, text: &[u8], done_ahead: &str) -> String {
     let conf = tempfile::tempdir().expect("tempdir");
-    let (text, kept, _) = event_lines(3_000_000);
-    let args = stateful_args(FILTERED, &conf.path().join("state"));
+    let args = stateful_args(topology, &conf.path().join("state"));
     for commits in [2, 3, 4, 5, 6] {
-        kill_fed_slowly(conf.path(), &args, commits, &text);
+        kill_fed_slowly(conf.path(), &args, commits, text);
     }
-    let (rows, stderr) = run_to_end(conf.path(), &args, &text);
+    let (rows, stderr) = run_to_end(conf.path(), &args, text);
     assert!(
         stderr.contains("resuming `resumable` from checkpoint"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("rejected by the filter after it where they were read"),
-        "the spout evaluated no filter: {stderr}"
+        stderr.contains(done_ahead),
+        "nothing done where the lines were read: {stderr}"
     );
+    rows
+}
+
+/// Killed five times after a few commits, fed slowly so that it is still reading then, and
+/// resumed: the counts are the ones counted here, and the last run had the filter evaluated
+/// where its lines were read.
+#[test]
+fn a_filter_evaluated_where_lines_are_read_with_state_resumes_with_exact_counts() {
+    let (text, kept, _) = event_lines(3_000_000);
+    let note = "rejected by the filter after it where they were read";
+    let rows = killed_and_resumed(FILTERED, &text, note);
     assert_eq!(parse_counts(rows.as_bytes()), kept);
 }
 
@@ -154,21 +161,8 @@ fn a_filter_evaluated_where_lines_are_read_with_state_resumes_with_exact_counts(
 /// round would be counted twice or lost by one of the kills.
 #[test]
 fn an_aggregate_folded_where_lines_are_read_with_state_resumes_with_exact_totals() {
-    let conf = tempfile::tempdir().expect("tempdir");
     let (text, _, totals) = event_lines(3_000_000);
-    let args = stateful_args(AGGREGATED, &conf.path().join("state"));
-    for commits in [2, 3, 4, 5, 6] {
-        kill_fed_slowly(conf.path(), &args, commits, &text);
-    }
-    let (rows, stderr) = run_to_end(conf.path(), &args, &text);
-    assert!(
-        stderr.contains("resuming `resumable` from checkpoint"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("folded where they were read"),
-        "the spout folded nothing: {stderr}"
-    );
+    let rows = killed_and_resumed(AGGREGATED, &text, "folded where they were read");
     assert_eq!(parse_totals(&rows), totals);
 }
 
@@ -324,30 +318,4 @@ lines = stdin(format=json, fields=[ts, endpoint, latency_ms])
         .and_then(|n| n.split_whitespace().next()?.parse::<u64>().ok())
         .expect("the run without state left late lines out");
     assert_eq!(late, plain_late, "{stderr}");
-}
-
-/// Like `kill_fed_slowly`, the run's output kept in `out`.
-fn kill_fed_slowly_to(conf: &Path, args: &[String], commits: usize, text: &[u8], out: &Path) {
-    let bin = assert_cmd::cargo::cargo_bin("storm");
-    let mut child = std::process::Command::new(bin)
-        .args(args)
-        .env("STORM_CONF_DIR", conf)
-        .env("STORM_LOG", "storm::runtime::checkpoint=debug")
-        .stdin(Stdio::piped())
-        .stdout(std::fs::File::create(out).expect("output file"))
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let mut stdin = child.stdin.take().expect("stdin piped");
-    let text = text.to_vec();
-    let feeder = std::thread::spawn(move || {
-        for piece in text.chunks(16 * 1024) {
-            if stdin.write_all(piece).is_err() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(4));
-        }
-    });
-    kill_at_commit(child, commits);
-    feeder.join().expect("the feeder ends");
 }
